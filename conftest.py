@@ -1,0 +1,74 @@
+"""Collect the book's MyST Markdown chapters as notebooks for nbval.
+
+Chapters stay ``.md`` files (jupytext MyST format); no ``.ipynb`` twin is committed.  When
+pytest runs with ``--nbval`` or ``--nbval-lax``, every ``book/**/*.md`` file that carries a
+jupytext header is read with jupytext and handed to nbval, which executes it cell by cell in
+a fresh kernel.  With ``--nbval-lax`` a cell fails only when it raises, so the assertions
+inside the cells are what is checked.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+BOOK = Path(__file__).parent / "book"
+
+
+def _is_myst_notebook(path: Path) -> bool:
+    if path.suffix != ".md" or BOOK not in path.resolve().parents:
+        return False
+    head = path.read_text(encoding="utf-8")[:600]
+    return head.startswith("---") and "jupytext:" in head and "kernelspec:" in head
+
+
+class _JupytextReader:
+    """Stands in for ``nbformat`` inside nbval: reads MyST Markdown through jupytext."""
+
+    @staticmethod
+    def read(path, as_version=4):
+        import jupytext
+
+        return jupytext.read(path)
+
+
+def pytest_collect_file(file_path: Path, parent):
+    opt = parent.config.option
+    if not (getattr(opt, "nbval", False) or getattr(opt, "nbval_lax", False)):
+        return None
+    if not _is_myst_notebook(file_path):
+        return None
+    from nbval.plugin import IPyNbFile
+
+    class MystNotebook(IPyNbFile):
+        def collect(self):
+            import nbval.plugin as plugin
+
+            real = plugin.nbformat
+            plugin.nbformat = _JupytextReader
+            try:
+                yield from super().collect()
+            finally:
+                plugin.nbformat = real
+
+    return MystNotebook.from_parent(parent, path=file_path)
+
+
+def pytest_xdist_auto_num_workers(config):
+    return min(2, os.cpu_count() or 1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config):
+    # the built site and virtual environments are never test sources
+    parts = set(collection_path.parts)
+    if {"_build", ".venv", "node_modules"} & parts:
+        return True
+    return None

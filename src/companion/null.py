@@ -1,0 +1,95 @@
+"""What the scores look like when there is no structure: random-matrix null distributions.
+
+Two kinds of random ``d x d`` matrix serve as references:
+
+``rank=None``
+    i.i.d. standard normal entries: the setting of Props. S1.17(3) and S1.18(3).
+``rank=r``
+    ``M = Wq^T Wk`` with independent Gaussian ``Wq, Wk`` of shape ``[r, d]``: what a
+    layer's bilinear form looks like at initialisation (``r = n_heads * d_head``), or a
+    single head (``r = d_head``).
+
+The scale of the entries does not matter: both scores are scale invariant.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .runtime import default_device
+from .scores import (
+    directionality_score,
+    directionality_score_factored,
+    symmetry_score,
+    symmetry_score_factored,
+)
+
+__all__ = ["random_bilinear_forms", "null_scores", "null_summary"]
+
+
+def random_bilinear_forms(d: int, n: int, rank: int | None = None, seed: int = 0,
+                          device=None) -> torch.Tensor:
+    """``n`` random ``d x d`` matrices (float64), i.i.d. entries or products of rank ``rank``."""
+    if d < 2 or n < 1:
+        raise ValueError(f"need d >= 2 and n >= 1, got d={d}, n={n}.")
+    device = torch.device(device) if device is not None else default_device()
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    if rank is None:
+        return torch.randn(n, d, d, generator=g, dtype=torch.float64).to(device)
+    q = torch.randn(n, rank, d, generator=g, dtype=torch.float64).to(device)
+    k = torch.randn(n, rank, d, generator=g, dtype=torch.float64).to(device)
+    return q.transpose(-1, -2) @ k
+
+
+def null_scores(d: int, n_samples: int = 200, rank: int | None = None, seed: int = 0,
+                gamma: float = 2.0, variant: str = "excess", device=None,
+                max_batch_bytes: int = 256 * 2**20) -> pd.DataFrame:
+    """Symmetry and directionality of ``n_samples`` random matrices, as a tidy table.
+
+    Columns: ``d, rank, sample, symmetry, directionality`` (``rank`` is ``-1`` for i.i.d.).
+    Low-rank samples are scored from their factors, never formed.
+    """
+    if d < 2:
+        raise ValueError(f"need d >= 2, got {d}.")
+    device = torch.device(device) if device is not None else default_device()
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    per_sample = 8 * (d * d if rank is None else 2 * rank * d)
+    batch = max(1, min(n_samples, max_batch_bytes // max(per_sample, 1)))
+    sym, dirn = [], []
+    done = 0
+    while done < n_samples:
+        b = min(batch, n_samples - done)
+        if rank is None:
+            M = torch.randn(b, d, d, generator=g, dtype=torch.float64).to(device)
+            sym.append(np.atleast_1d(symmetry_score(M)))
+            dirn.append(np.atleast_1d(directionality_score(M, gamma=gamma, variant=variant)))
+        else:
+            q = torch.randn(b, rank, d, generator=g, dtype=torch.float64).to(device)
+            k = torch.randn(b, rank, d, generator=g, dtype=torch.float64).to(device)
+            sym.append(np.atleast_1d(symmetry_score_factored(q, k)))
+            dirn.append(np.atleast_1d(
+                directionality_score_factored(q, k, gamma=gamma, variant=variant)))
+        done += b
+    return pd.DataFrame({
+        "d": d,
+        "rank": -1 if rank is None else rank,
+        "sample": np.arange(n_samples),
+        "symmetry": np.concatenate(sym),
+        "directionality": np.concatenate(dirn),
+    })
+
+
+def null_summary(table: pd.DataFrame, quantiles=(0.025, 0.5, 0.975)) -> pd.DataFrame:
+    """Mean, standard deviation and quantiles of each score per ``(d, rank)``."""
+    rows = []
+    for (d, rank), grp in table.groupby(["d", "rank"], sort=True):
+        for score in ("symmetry", "directionality"):
+            v = grp[score].to_numpy()
+            row = {"d": d, "rank": rank, "score": score, "n": len(v),
+                   "mean": v.mean(), "std": v.std(ddof=1) if len(v) > 1 else np.nan}
+            for q in quantiles:
+                row[f"q{q:g}"] = np.quantile(v, q)
+            rows.append(row)
+    return pd.DataFrame(rows)

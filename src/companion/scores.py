@@ -1,0 +1,302 @@
+"""Structure scores of a square matrix: symmetry (Def. 3.1) and directionality (Def. 3.2).
+
+Orientation
+-----------
+Throughout the package a query-key bilinear form is ``M = Wq^T Wk`` where ``Wq`` and
+``Wk`` are weights in ``nn.Linear`` layout ``[out, in]``.  ``M`` is ``d_in x d_in`` and
+its *rows* index the query-side input dimensions, its *columns* the key side, so that the
+raw attention logit of a query token ``x`` and a key token ``y`` is ``x^T M y`` (Eq. 2).
+This is the paper's ``W_qk = W_q W_k^T`` with ``W_q = Wq^T`` ("x W_q" convention).
+
+The symmetry score does not depend on the orientation (``s(M^T) = s(M)``); the
+directionality score changes sign under transposition (``d(M^T) = -d(M)``), so the
+orientation is part of the API.
+
+What is computed
+----------------
+``symmetry_score``
+    ``s = tr(M M) / ||M||_F^2 = (||M_s||^2 - ||M_n||^2) / ||M||_F^2`` in ``[-1, 1]``
+    (Eqs. 15-16 and Lemma S1.16).  This is the quantity the paper's tables and figures
+    report.  Eq. 15 as printed carries an extra factor 2 (range ``[-2, 2]``).
+``directionality_score``
+    ``d = (R - C) / (R + C)`` (Eq. 17) where ``R`` and ``C`` summarise the row and column
+    L2 norms that exceed ``mean + gamma * std`` (unbiased std).  Negative values mean
+    column dominance.  Two variants:
+
+    * ``"excess"`` (default): ``R`` sums the *excess* of each outlier norm above the
+      threshold.  This is what produced the published tables.
+    * ``"eq18"``: ``R`` sums the outlier norms themselves, as Eqs. 18-19 are printed.
+
+    Both return 0 when no row and no column exceeds its threshold.
+
+All scores are computed in float64 on the device the input lives on (GPU tensors stay on
+the GPU), and returned as a Python ``float`` for one matrix or a NumPy array for a stack
+``[..., d, d]``.
+
+Factored forms
+--------------
+``symmetry_score_factored(Wq, Wk)`` and ``directionality_score_factored(Wq, Wk)`` give
+the same numbers from the projections without forming ``M``: every quantity the scores
+need is a trace or a diagonal of products of ``r x r`` Gram matrices, which costs
+``O(d r^2)`` instead of ``O(d^2 r)``.  This pays for per-head scores (``r = d_head``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+import numpy as np
+import torch
+
+ArrayLike = Union[np.ndarray, torch.Tensor]
+Variant = Literal["excess", "eq18"]
+
+DIRECTIONALITY_VARIANTS = ("excess", "eq18")
+
+__all__ = [
+    "symmetry_score",
+    "directionality_score",
+    "symmetry_score_factored",
+    "directionality_score_factored",
+    "structure_scores",
+    "DIRECTIONALITY_VARIANTS",
+]
+
+
+# ----------------------------------------------------------------------------- input checks
+
+
+def _as_float64(x: ArrayLike, name: str) -> torch.Tensor:
+    """Return ``x`` as a float64 tensor on its own device, or raise a clear ValueError."""
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
+    elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
+        arr = np.asarray(x)
+        if arr.dtype == object or not (
+            np.issubdtype(arr.dtype, np.number) or arr.dtype == bool
+        ):
+            raise ValueError(f"{name} must be numeric, got an array of dtype {arr.dtype}.")
+        t = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float64))
+    else:
+        raise ValueError(
+            f"{name} must be a NumPy array or a torch tensor, got {type(x).__name__}."
+        )
+    if t.is_complex():
+        raise ValueError(f"{name} is complex; the scores are defined for real matrices.")
+    t = t.to(torch.float64)
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(
+            f"{name} contains NaN or Inf values; check the checkpoint or the computation "
+            "that produced it (scores of non-finite matrices are meaningless)."
+        )
+    return t
+
+
+def _square_stack(M: ArrayLike, name: str = "M") -> torch.Tensor:
+    t = _as_float64(M, name)
+    if t.ndim < 2:
+        raise ValueError(
+            f"{name} must be a square matrix or a stack [..., d, d]; got shape {tuple(t.shape)}."
+        )
+    if t.shape[-1] != t.shape[-2]:
+        raise ValueError(
+            f"{name} must be square in its last two dimensions; got shape {tuple(t.shape)}. "
+            "For query/key weights of shape [r, d] use the *_factored functions."
+        )
+    if t.shape[-1] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(t.shape)}).")
+    return t
+
+
+def _factor_pair(Wq: ArrayLike, Wk: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+    q = _as_float64(Wq, "Wq")
+    k = _as_float64(Wk, "Wk")
+    for t, n in ((q, "Wq"), (k, "Wk")):
+        if t.ndim < 2:
+            raise ValueError(
+                f"{n} must be a weight [r, d] in nn.Linear layout or a stack [..., r, d]; "
+                f"got shape {tuple(t.shape)}."
+            )
+    if q.shape != k.shape:
+        raise ValueError(
+            f"Wq and Wk must have the same shape [.., r, d]; got {tuple(q.shape)} and "
+            f"{tuple(k.shape)}. For grouped-query attention expand the key heads first "
+            "(companion.bilinear.head_factors)."
+        )
+    if q.device != k.device:
+        k = k.to(q.device)
+    return q, k
+
+
+def _to_output(t: torch.Tensor):
+    """Python float for a scalar, NumPy array otherwise."""
+    t = t.detach().cpu()
+    if t.ndim == 0:
+        return float(t)
+    return t.numpy()
+
+
+# ----------------------------------------------------------------------------- symmetry
+
+
+def _symmetry_from_traces(tr_mm: torch.Tensor, fro2: torch.Tensor) -> torch.Tensor:
+    safe = torch.where(fro2 > 0, fro2, torch.ones_like(fro2))
+    s = torch.where(fro2 > 0, tr_mm / safe, torch.zeros_like(fro2))
+    # round-off can push |s| a hair above 1 for exactly (skew-)symmetric matrices
+    return s.clamp(-1.0, 1.0)
+
+
+def symmetry_score(M: ArrayLike):
+    """Symmetry score ``s = tr(M^2) / ||M||_F^2`` in ``[-1, 1]`` (Def. 3.1, Eq. S130).
+
+    Equal to ``(||M_s||_F^2 - ||M_n||_F^2) / ||M||_F^2`` with ``M_s, M_n`` the symmetric and
+    skew-symmetric parts (Eq. 16).  ``+1``: symmetric, ``-1``: skew-symmetric, ``~1/n`` for an
+    ``n x n`` matrix with i.i.d. zero-mean entries.  Zero matrix: ``0.0``.
+
+    Parameters
+    ----------
+    M : array or tensor of shape ``[d, d]`` or ``[..., d, d]``.
+
+    Returns
+    -------
+    float for one matrix, ``np.ndarray`` of shape ``[...]`` for a stack.
+    """
+    t = _square_stack(M)
+    tr_mm = (t * t.transpose(-1, -2)).sum(dim=(-1, -2))  # tr(M M) = sum_ij M_ij M_ji
+    fro2 = (t * t).sum(dim=(-1, -2))
+    return _to_output(_symmetry_from_traces(tr_mm, fro2))
+
+
+def symmetry_score_factored(Wq: ArrayLike, Wk: ArrayLike):
+    """Symmetry score of ``M = Wq^T Wk`` computed from the factors, without forming ``M``.
+
+    ``Wq``, ``Wk``: ``[r, d]`` (nn.Linear layout) or stacks ``[..., r, d]``.  Uses
+    ``tr(M M) = tr((Wk Wq^T)^2)`` and ``||M||_F^2 = tr((Wq Wq^T)(Wk Wk^T))``, all ``r x r``.
+    Exactly the value ``symmetry_score(Wq^T @ Wk)`` up to floating-point rounding.
+    """
+    q, k = _factor_pair(Wq, Wk)
+    cross = k @ q.transpose(-1, -2)  # [.., r, r] = Wk Wq^T
+    tr_mm = (cross * cross.transpose(-1, -2)).sum(dim=(-1, -2))
+    gq = q @ q.transpose(-1, -2)
+    gk = k @ k.transpose(-1, -2)
+    fro2 = (gq * gk).sum(dim=(-1, -2))  # tr(Gq Gk), both symmetric
+    return _to_output(_symmetry_from_traces(tr_mm, fro2))
+
+
+# ----------------------------------------------------------------------------- directionality
+
+
+def _outlier_mass(norms: torch.Tensor, gamma: float, variant: str) -> torch.Tensor:
+    """Sum over the last axis of the outlier part of ``norms`` (Eqs. 18-19)."""
+    n = norms.shape[-1]
+    mean = norms.mean(dim=-1, keepdim=True)
+    std = norms.std(dim=-1, keepdim=True, unbiased=True) if n > 1 else torch.zeros_like(mean)
+    threshold = mean + gamma * std
+    excess = norms - threshold
+    # Norms that are equal up to round-off (e.g. identical rows) must not count as
+    # outliers through the last bits of the mean; a relative tolerance removes that.
+    scale = norms.abs().amax(dim=-1, keepdim=True)
+    tol = 64 * torch.finfo(norms.dtype).eps * scale
+    is_out = excess > tol
+    if variant == "excess":
+        mass = torch.where(is_out, excess, torch.zeros_like(excess))
+    else:  # "eq18"
+        mass = torch.where(is_out, norms, torch.zeros_like(norms))
+    return mass.sum(dim=-1)
+
+
+def _directionality_from_norms(
+    row_norms: torch.Tensor, col_norms: torch.Tensor, gamma: float, variant: str
+) -> torch.Tensor:
+    R = _outlier_mass(row_norms, gamma, variant)
+    C = _outlier_mass(col_norms, gamma, variant)
+    total = R + C
+    safe = torch.where(total > 0, total, torch.ones_like(total))
+    return torch.where(total > 0, (R - C) / safe, torch.zeros_like(total))
+
+
+def _check_directionality_args(gamma: float, variant: str, d: int) -> None:
+    if variant not in DIRECTIONALITY_VARIANTS:
+        raise ValueError(
+            f"unknown directionality variant {variant!r}; choose one of {DIRECTIONALITY_VARIANTS}."
+        )
+    if not np.isfinite(gamma) or gamma < 0:
+        raise ValueError(f"gamma must be a finite number >= 0, got {gamma!r}.")
+    if d < 2:
+        raise ValueError(
+            f"the directionality score needs at least 2 rows and columns (a standard "
+            f"deviation of norms); got d = {d}."
+        )
+
+
+def directionality_score(M: ArrayLike, gamma: float = 2.0, variant: Variant = "excess"):
+    """Directionality score ``d = (R - C) / (R + C)`` in ``[-1, 1]`` (Def. 3.2, Eq. 17).
+
+    ``R`` (``C``) collects the rows (columns) of ``M`` whose L2 norm exceeds
+    ``mean + gamma * std`` of the row (column) norms, with the unbiased (N - 1) standard
+    deviation.  Negative ``d``: a few columns carry outlying norms (column dominance, what
+    autoregressive training produces, Thm. S1.12); positive: row dominance; ``0`` when no
+    norm is an outlier.
+
+    Parameters
+    ----------
+    M : ``[d, d]`` or ``[..., d, d]``; rows index the query side (see module docstring).
+    gamma : threshold in standard deviations (the paper uses 2).
+    variant : ``"excess"`` sums the excess of each outlier norm above the threshold (the
+        published tables); ``"eq18"`` sums the outlier norms themselves (Eq. 18 as printed).
+    """
+    t = _square_stack(M)
+    _check_directionality_args(gamma, variant, t.shape[-1])
+    rows = torch.linalg.vector_norm(t, dim=-1)  # [.., d]: norm of each row
+    cols = torch.linalg.vector_norm(t, dim=-2)  # [.., d]: norm of each column
+    return _to_output(_directionality_from_norms(rows, cols, gamma, variant))
+
+
+def directionality_score_factored(
+    Wq: ArrayLike, Wk: ArrayLike, gamma: float = 2.0, variant: Variant = "excess"
+):
+    """Directionality score of ``M = Wq^T Wk`` from the factors, without forming ``M``.
+
+    Row ``i`` of ``M`` is ``q_i^T Wk`` with ``q_i`` column ``i`` of ``Wq``, so its squared
+    norm is ``q_i^T (Wk Wk^T) q_i``; columns likewise with the roles swapped.
+    """
+    q, k = _factor_pair(Wq, Wk)
+    _check_directionality_args(gamma, variant, q.shape[-1])
+    gq = q @ q.transpose(-1, -2)  # [.., r, r]
+    gk = k @ k.transpose(-1, -2)
+    row2 = ((gk @ q) * q).sum(dim=-2)  # [.., d]
+    col2 = ((gq @ k) * k).sum(dim=-2)
+    rows = row2.clamp_min(0).sqrt()
+    cols = col2.clamp_min(0).sqrt()
+    return _to_output(_directionality_from_norms(rows, cols, gamma, variant))
+
+
+def structure_scores(
+    M: ArrayLike | None = None,
+    *,
+    Wq: ArrayLike | None = None,
+    Wk: ArrayLike | None = None,
+    gamma: float = 2.0,
+    variant: Variant = "excess",
+) -> dict:
+    """Both scores at once: ``structure_scores(M)`` or ``structure_scores(Wq=..., Wk=...)``.
+
+    With factors, the cheaper of the dense and the factored computation is used
+    (factored when ``r < d``).  Returns ``{"symmetry": ..., "directionality": ...}``.
+    """
+    if (M is None) == (Wq is None or Wk is None):
+        raise ValueError("pass either M, or both Wq and Wk (and not both forms).")
+    if M is not None:
+        return {
+            "symmetry": symmetry_score(M),
+            "directionality": directionality_score(M, gamma=gamma, variant=variant),
+        }
+    q, k = _factor_pair(Wq, Wk)
+    r, d = q.shape[-2], q.shape[-1]
+    if r < d:
+        return {
+            "symmetry": symmetry_score_factored(q, k),
+            "directionality": directionality_score_factored(q, k, gamma=gamma, variant=variant),
+        }
+    dense = q.transpose(-1, -2) @ k
+    return structure_scores(dense, gamma=gamma, variant=variant)
