@@ -122,3 +122,14 @@ def test_modulo_pairing_differs_from_grouped_only_under_gqa(tmp_path):
     assert not torch.allclose(layer.form("grouped"), layer.form("modulo"))
     mha = type(layer)(0, "causal", layer.Wq, layer.Wq, 8, 8)
     assert torch.equal(mha.form("grouped"), mha.form("modulo"))
+
+
+def test_head_counts_that_do_not_fit_the_weights_are_a_clear_error(tmp_path):
+    import json
+
+    _tiny_llama(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["num_attention_heads"] = 6  # 64 rows do not split into 6 heads
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(CompanionError, match="does not match its configuration"):
+        read_qk(tmp_path, progress=False)
