@@ -147,8 +147,23 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
     )
 
 
+_GENERIC_FOLDERS = {"model", "models", "weights", "checkpoint", "hf", "files"}
+
+
 def _display_name(source) -> str:
+    """A short model name for tables: file stem, folder name or hub id.
+
+    Generic folder names (``model``) give way to their parent's name, and a hub cache
+    snapshot (``models--org--name/snapshots/<commit>``) to ``org/name``.
+    """
     p = Path(str(source))
-    if p.exists():
-        return p.stem if p.is_file() else p.name
-    return str(source)
+    if not p.exists():
+        return str(source)
+    if p.is_file():
+        return p.stem
+    p = p.resolve()
+    if p.parent.name == "snapshots" and p.parent.parent.name.startswith("models--"):
+        return p.parent.parent.name[len("models--"):].replace("--", "/")
+    if p.name.lower() in _GENERIC_FOLDERS and p.parent.name:
+        return p.parent.name
+    return p.name
