@@ -179,3 +179,12 @@ def test_hub_source_reads_tensors_by_http_range(tmp_path, monkeypatch):
     qk = sum((l.Wq.numel() + l.Wk.numel()) * 4 for l in local.layers)
     assert sum(n for n in requested if n > 8) == qk  # only the q/k tensors were fetched
     assert hub.n_parameters == local.n_parameters
+
+
+def test_tensor_names_with_two_prefixes_resolve_to_the_shortest():
+    from companion.adapters.families import llama
+
+    keys = [f"{p}layers.{i}.self_attn.{w}_proj.weight"
+            for p in ("model.", "teacher.model.") for i in range(3) for w in "qk"]
+    plans = llama({"num_attention_heads": 2}, keys)
+    assert [p.keys[0] for p in plans] == [f"model.layers.{i}.self_attn.q_proj.weight" for i in range(3)]

@@ -68,21 +68,20 @@ def _cfg(cfg: dict, *names, default=None):
 def _find(keys, pattern: str) -> dict[int, str]:
     """Layer index -> tensor name for names ending in ``pattern`` (``{i}`` = layer index).
 
-    Any prefix before the pattern is allowed (``bert.``, ``model.``, ``transformer.``),
-    but all matches must share one prefix.
+    Any prefix before the pattern is allowed (``bert.``, ``model.``, ``transformer.``);
+    when several prefixes match, the shortest one wins.
     """
     regex = re.compile(r"(?P<prefix>(?:.+\.)?)" + re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)") + r"$")
-    found: dict[int, str] = {}
-    prefixes = set()
+    by_prefix: dict[str, dict[int, str]] = {}
     for k in keys:
         m = regex.match(k)
         if m:
-            found[int(m.group("i"))] = k
-            prefixes.add(m.group("prefix"))
-    if len(prefixes) > 1:
-        # keep the shortest prefix (the backbone), e.g. drop a duplicated teacher copy
-        keep = min(prefixes, key=len)
-        found = {i: k for i, k in found.items() if k.startswith(keep) and regex.match(k).group("prefix") == keep}
+            by_prefix.setdefault(m.group("prefix"), {})[int(m.group("i"))] = k
+    if not by_prefix:
+        return {}
+    # several copies (e.g. a teacher inside a distillation checkpoint): keep the backbone,
+    # the one with the shortest prefix
+    found = by_prefix[min(by_prefix, key=len)]
     return dict(sorted(found.items()))
 
 
