@@ -229,7 +229,7 @@ def gpt_neox(cfg, keys):
 
 
 def llama(cfg, keys):
-    """LLaMA, Mistral, Mixtral, Qwen2, SmolLM, MobileLLM, Phi (separate q/k), grouped-query."""
+    """LLaMA, Mistral, Mixtral, Qwen2, SmolLM 1-3, MobileLLM, Phi (separate q/k), grouped-query."""
     h = _cfg(cfg, "num_attention_heads")
     return _pairs(keys, "layers.{i}.self_attn.q_proj.weight", "layers.{i}.self_attn.k_proj.weight",
                   role="causal", component="decoder", n_heads=h,
@@ -313,6 +313,7 @@ FAMILIES: dict[str, Callable] = {
     "gptj": gptj,
     "gpt_neox": gpt_neox,
     "llama": llama, "mistral": llama, "mixtral": llama, "qwen2": llama, "mobilellm": llama,
+    "smollm3": llama,
     "phi": llama,
     "phi3": phi3,
     "t5": t5, "mt5": t5,
