@@ -1,0 +1,347 @@
+"""Where tensors come from: read headers, then only the tensors asked for.
+
+A *source* knows the checkpoint's configuration (a dict), the names and shapes of all its
+tensors (from the file headers, without loading them) and loads single tensors on request.
+It counts the bytes it reads, so that the cost of a read can be measured.
+
+* :class:`SafetensorsSource`: a local folder with ``model.safetensors`` or a sharded
+  ``model.safetensors.index.json``; headers parsed directly, tensors through ``safe_open``.
+* :class:`PickleSource`: ``pytorch_model.bin`` (single or sharded).  Unpickling can run
+  code, so it is only opened when the caller passes ``allow_pickle=True``.
+* :class:`GGUFSource`: a llama.cpp ``.gguf`` file, dequantized tensor by tensor.
+* :class:`HubSafetensorsSource`: a hub id; headers and tensors through HTTP range reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import CompanionError
+
+__all__ = [
+    "TensorSource",
+    "SafetensorsSource",
+    "PickleSource",
+    "GGUFSource",
+    "HubSafetensorsSource",
+    "open_local_folder",
+]
+
+_ST_DTYPES = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+    "U8": torch.uint8, "BOOL": torch.bool,
+}
+_FLOAT_KINDS = ("F64", "F32", "F16", "BF16")
+
+
+class TensorSource:
+    """Base class: ``config``, ``shapes`` (name -> shape) and ``get(name)``."""
+
+    kind = "tensors"
+
+    def __init__(self, location: str):
+        self.location = location
+        self.config: dict = {}
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        self.bytes_read = 0
+
+    def keys(self) -> list[str]:
+        return list(self.shapes)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.shapes
+
+    @property
+    def n_parameters(self) -> int:
+        """Number of stored values, counted from the headers' shapes."""
+        return int(sum(math.prod(s) for s in self.shapes.values()))
+
+    def get(self, name: str) -> torch.Tensor:
+        if name not in self.shapes:
+            raise CompanionError(f"{self.location}: no tensor named {name!r} in this checkpoint.")
+        t = self._load(name)
+        return t.to(torch.float32)
+
+    def _load(self, name: str) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _read_json(path: Path, what: str) -> tuple[dict, int]:
+    try:
+        raw = path.read_bytes()
+        return json.loads(raw), len(raw)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CompanionError(f"cannot read {what} {path}: {exc}. Is the file complete?") from None
+
+
+def read_safetensors_header(path: Path) -> tuple[dict, int]:
+    """The JSON header of a ``.safetensors`` file and the number of bytes it takes (8 + n)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) != 8:
+                raise ValueError("file shorter than 8 bytes")
+            (n,) = struct.unpack("<Q", head)
+            size = os.path.getsize(path)
+            if n > size - 8 or n > 100_000_000:
+                raise ValueError(f"header length {n} does not fit a file of {size} bytes")
+            header = json.loads(f.read(n))
+        data_len = size - 8 - n
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            start, end = info["data_offsets"]
+            if end > data_len or start > end:
+                raise ValueError(f"tensor {name!r} lies outside the file (truncated download?)")
+        return header, 8 + n
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CompanionError(
+            f"{path} is not a readable safetensors file ({exc}). Download it again."
+        ) from None
+
+
+class SafetensorsSource(TensorSource):
+    """A local folder with single or sharded safetensors weights."""
+
+    kind = "safetensors"
+
+    def __init__(self, folder: str | os.PathLike, config: dict, config_bytes: int = 0):
+        super().__init__(str(folder))
+        folder = Path(folder)
+        self.config = config
+        self.bytes_read = config_bytes
+        index = folder / "model.safetensors.index.json"
+        if index.exists():
+            idx, nbytes = _read_json(index, "shard index")
+            self.bytes_read += nbytes
+            files = sorted(set(idx.get("weight_map", {}).values()))
+            if not files:
+                raise CompanionError(f"{index} has an empty weight_map.")
+        else:
+            files = sorted(p.name for p in folder.glob("*.safetensors"))
+            if "model.safetensors" in files:
+                files = ["model.safetensors"]
+        self._where: dict[str, tuple[Path, dict]] = {}
+        for fname in files:
+            path = folder / fname
+            if not path.exists():
+                raise CompanionError(f"shard {fname} listed in the index is missing from {folder}.")
+            header, nbytes = read_safetensors_header(path)
+            self.bytes_read += nbytes
+            for name, info in header.items():
+                if name == "__metadata__":
+                    continue
+                self._where[name] = (path, info)
+                self.shapes[name] = tuple(info["shape"])
+
+    def tensor_nbytes(self, name: str) -> int:
+        start, end = self._where[name][1]["data_offsets"]
+        return end - start
+
+    def _load(self, name: str) -> torch.Tensor:
+        from safetensors import safe_open
+
+        path, info = self._where[name]
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                t = f.get_tensor(name)
+        except Exception as exc:  # safetensors raises its own error types
+            raise CompanionError(f"cannot read tensor {name!r} from {path}: {exc}.") from None
+        self.bytes_read += self.tensor_nbytes(name)
+        return t
+
+
+class PickleSource(TensorSource):
+    """``pytorch_model.bin`` (single or sharded); opened only with ``allow_pickle=True``."""
+
+    kind = "pickle"
+
+    def __init__(self, folder: str | os.PathLike, config: dict, config_bytes: int = 0):
+        super().__init__(str(folder))
+        folder = Path(folder)
+        self.config = config
+        self.bytes_read = config_bytes
+        index = folder / "pytorch_model.bin.index.json"
+        if index.exists():
+            idx, nbytes = _read_json(index, "shard index")
+            self.bytes_read += nbytes
+            files = sorted(set(idx["weight_map"].values()))
+        else:
+            files = ["pytorch_model.bin"]
+        self._tensors: dict[str, torch.Tensor] = {}
+        for fname in files:
+            path = folder / fname
+            try:
+                state = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+            except Exception as exc:
+                raise CompanionError(f"cannot unpickle {path}: {exc}.") from None
+            # a whole pickle is parsed to find any tensor: count the whole file
+            self.bytes_read += os.path.getsize(path)
+            for name, t in state.items():
+                if isinstance(t, torch.Tensor):
+                    self._tensors[name] = t
+                    self.shapes[name] = tuple(t.shape)
+
+    def _load(self, name: str) -> torch.Tensor:
+        return self._tensors[name]
+
+
+# ----------------------------------------------------------------------------- GGUF
+
+
+def _gguf_value(field):
+    """Python value of a GGUF metadata field (scalar, string or list)."""
+    from gguf import GGUFValueType
+
+    types = list(field.types)
+    if not types:
+        return None
+    if types[0] == GGUFValueType.STRING:
+        return bytes(field.parts[field.data[0]]).decode("utf-8", errors="replace")
+    if types[0] == GGUFValueType.ARRAY:
+        if len(types) > 1 and types[1] == GGUFValueType.STRING:
+            return [bytes(field.parts[i]).decode("utf-8", errors="replace") for i in field.data]
+        return [field.parts[i].tolist()[0] for i in field.data]
+    return field.parts[field.data[0]].tolist()[0]
+
+
+class GGUFSource(TensorSource):
+    """A llama.cpp GGUF file; tensors are dequantized to float32 one at a time.
+
+    ``config`` holds the file's metadata (``general.architecture``, ``llama.block_count``,
+    ...) with tokenizer arrays left out.  Shapes follow PyTorch order (``[rows, cols]``),
+    i.e. the reverse of GGUF's ``ne`` order.
+    """
+
+    kind = "gguf"
+
+    def __init__(self, path: str | os.PathLike):
+        super().__init__(str(path))
+        try:
+            from gguf import GGUFReader
+        except ImportError as exc:  # pragma: no cover - gguf is a dependency
+            raise CompanionError("reading .gguf files needs the 'gguf' package: pip install gguf") from exc
+        try:
+            self._reader = GGUFReader(str(path), "r")
+        except Exception as exc:
+            raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
+        for key, field in self._reader.fields.items():
+            if key.startswith("tokenizer.") or key.startswith("GGUF."):
+                continue
+            self.config[key] = _gguf_value(field)
+        self._tensors = {t.name: t for t in self._reader.tensors}
+        for t in self._reader.tensors:
+            self.shapes[t.name] = tuple(int(s) for s in reversed(t.shape.tolist()))
+        # metadata and tensor infos are parsed in full: everything before the tensor data
+        self.bytes_read = int(self._reader.data_offset)
+
+    def _load(self, name: str) -> torch.Tensor:
+        from gguf.quants import dequantize
+
+        t = self._tensors[name]
+        try:
+            values = dequantize(t.data, t.tensor_type)
+        except Exception as exc:
+            raise CompanionError(
+                f"cannot dequantize {name!r} ({t.tensor_type.name}) in {self.location}: {exc}."
+            ) from None
+        self.bytes_read += int(t.n_bytes)
+        values = np.ascontiguousarray(values, dtype=np.float32).reshape(self.shapes[name])
+        return torch.from_numpy(values)
+
+
+# ----------------------------------------------------------------------------- hub
+
+
+def _hub_offline() -> bool:
+    try:
+        from huggingface_hub import constants
+
+        if constants.HF_HUB_OFFLINE:
+            return True
+    except Exception:  # pragma: no cover
+        pass
+    return os.environ.get("HF_HUB_OFFLINE", "0").upper() in ("1", "ON", "YES", "TRUE")
+
+
+class HubSafetensorsSource(TensorSource):
+    """A hub repository read through HTTP range requests: headers, then q/k tensors only."""
+
+    kind = "hub-safetensors"
+
+    def __init__(self, repo_id: str, revision: str | None = None):
+        super().__init__(repo_id)
+        from huggingface_hub import HfFileSystem, get_safetensors_metadata, hf_hub_download
+
+        self.revision = revision
+        try:
+            cfg_path = hf_hub_download(repo_id, "config.json", revision=revision)
+            self.config, self.bytes_read = _read_json(Path(cfg_path), "config")
+            meta = get_safetensors_metadata(repo_id, revision=revision)
+        except Exception as exc:
+            raise CompanionError(
+                f"cannot read safetensors metadata of hub repository {repo_id!r}"
+                f"{' at revision ' + revision if revision else ''}: {exc}"
+            ) from None
+        self._fs = HfFileSystem()
+        self._where: dict[str, tuple[str, object]] = {}
+        for fname, fmeta in meta.files_metadata.items():
+            # header size is not part of the metadata object: 8 bytes + JSON, read once
+            for name, info in fmeta.tensors.items():
+                self._where[name] = (fname, info)
+                self.shapes[name] = tuple(info.shape)
+            self.bytes_read += 8
+        self._header_len: dict[str, int] = {}
+
+    def _data_start(self, fname: str) -> int:
+        if fname not in self._header_len:
+            with self._fs.open(f"{self.location}/{fname}", "rb", revision=self.revision,
+                               block_size=0) as f:
+                (n,) = struct.unpack("<Q", f.read(8))
+            self._header_len[fname] = n
+            self.bytes_read += n
+        return 8 + self._header_len[fname]
+
+    def _load(self, name: str) -> torch.Tensor:
+        fname, info = self._where[name]
+        start, end = info.data_offsets
+        base = self._data_start(fname)
+        with self._fs.open(f"{self.location}/{fname}", "rb", revision=self.revision,
+                           block_size=0) as f:
+            f.seek(base + start)
+            buf = bytearray(f.read(end - start))
+        self.bytes_read += end - start
+        dtype = _ST_DTYPES.get(info.dtype)
+        if dtype is None:
+            raise CompanionError(f"tensor {name!r} has unsupported dtype {info.dtype}.")
+        return torch.frombuffer(buf, dtype=dtype).reshape(tuple(info.shape))
+
+
+def open_local_folder(folder: str | os.PathLike, allow_pickle: bool = False) -> TensorSource:
+    """Open a Hugging Face model folder (``config.json`` plus weights)."""
+    folder = Path(folder)
+    cfg_path = folder / "config.json"
+    if not cfg_path.exists():
+        raise CompanionError(
+            f"{folder} has no config.json; point at a Hugging Face model folder, a .gguf file "
+            "or a hub id."
+        )
+    config, cfg_bytes = _read_json(cfg_path, "config")
+    if (folder / "model.safetensors.index.json").exists() or any(folder.glob("*.safetensors")):
+        return SafetensorsSource(folder, config, cfg_bytes)
+    if (folder / "pytorch_model.bin").exists() or (folder / "pytorch_model.bin.index.json").exists():
+        if not allow_pickle:
+            raise CompanionError(
+                f"{folder} holds only pytorch_model.bin weights. Unpickling can run arbitrary "
+                "code; pass allow_pickle=True (CLI: --allow-pickle) if you trust this checkpoint."
+            )
+        return PickleSource(folder, config, cfg_bytes)
+    raise CompanionError(f"{folder} holds no model.safetensors or pytorch_model.bin weights.")
