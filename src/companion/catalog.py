@@ -60,7 +60,7 @@ KNOWN_PROBLEMS = {
 
 CATALOG_COLUMNS = [
     "key", "printed_names", "hub_id", "revision", "family", "modality", "role",
-    "components", "attention", "n_params", "n_params_source", "layout", "sources",
+    "components", "attention", "d_model", "n_params", "n_params_source", "layout", "sources",
     "membership_inferred", "id_inferred", "known_problems", "local", "notes",
 ]
 
@@ -124,6 +124,8 @@ def validate_catalog(cat: pd.DataFrame, where: str = "catalog") -> pd.DataFrame:
             parse_attention(row["attention"])
         except ValueError as e:
             bad(i, str(e))
+        if pd.isna(row["d_model"]) or int(row["d_model"]) < 2:
+            bad(i, "d_model (the width the query/key projections read) must be >= 2.")
         if row["n_params_source"] not in N_PARAMS_SOURCES:
             bad(i, f"n_params_source {row['n_params_source']!r} not in {N_PARAMS_SOURCES}.")
         n = row["n_params"]
@@ -184,7 +186,7 @@ def published_scores(data_dir: str | Path | None = None,
 
     Columns: ``table, row, column, printed_name, key, score, median, q25, q75,
     iqr_below, iqr_above, row_note, problems`` plus the catalog's ``hub_id, family,
-    modality, role, n_params, n_heads, n_kv_heads``.  ``problems`` (``;``-separated)
+    modality, role, n_params, d_model, n_heads, n_kv_heads``.  ``problems`` (``;``-separated)
     joins the row's own note with what the data show: ``duplicate_row`` for a model
     printed more than once in the same table, ``duplicate_values_differ`` where those
     repeats print different numbers, and the entry's problems that affect every row
@@ -223,7 +225,8 @@ def published_scores(data_dir: str | Path | None = None,
         p += [q for q in _split(cat_idx.at[r["key"], "known_problems"]) if q in every_row]
         problems.append(";".join(dict.fromkeys(p)))
     df["problems"] = problems
-    keep = ["hub_id", "family", "modality", "role", "n_params", "n_heads", "n_kv_heads"]
+    keep = ["hub_id", "family", "modality", "role", "n_params", "d_model", "n_heads",
+            "n_kv_heads"]
     df = df.merge(cat[["key"] + keep], on="key", how="left")
     order = ["table", "row", "column", "printed_name", "key", "score", "median", "q25",
              "q75", "iqr_below", "iqr_above", "row_note", "problems"] + keep
