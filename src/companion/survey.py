@@ -243,7 +243,8 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
         else:
             try:
                 src = resolve_source(entry, local_dir=local_dir, online=online)
-                row["source"] = f"{src.kind}:{src.location}"
+                shown = src.location if src.kind == "hub" else Path(src.location).name
+                row["source"] = f"{src.kind}:{shown}"
                 _write_atomic(score_entry(entry, src, per_head=per_head, device=device), path)
                 row["status"] = "scored"
             except Unavailable as exc:
