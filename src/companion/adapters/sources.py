@@ -42,6 +42,15 @@ _ST_DTYPES = {
 _FLOAT_KINDS = ("F64", "F32", "F16", "BF16")
 
 
+def _is_buffer(name: str, shape: tuple, dtype: str | None) -> bool:
+    if dtype is not None and dtype not in _FLOAT_KINDS:
+        return True
+    if name.endswith(("position_ids", "inv_freq", "masked_bias")):
+        return True
+    # causal masks stored as [1, 1, n, n] float tensors (GPT-2, GPT-Neo, GPT-J)
+    return name.endswith(("attn.bias", "attention.bias")) and len(shape) == 4
+
+
 class TensorSource:
     """Base class: ``config``, ``shapes`` (name -> shape) and ``get(name)``."""
 
@@ -59,10 +68,19 @@ class TensorSource:
     def __contains__(self, name: str) -> bool:
         return name in self.shapes
 
+    dtypes: dict[str, str]
+
     @property
     def n_parameters(self) -> int:
-        """Number of stored values, counted from the headers' shapes."""
-        return int(sum(math.prod(s) for s in self.shapes.values()))
+        """Number of parameters, counted from the headers' shapes (nothing is loaded).
+
+        Stored buffers are left out, as ``model.num_parameters()`` leaves them out:
+        integer tensors (``position_ids``) and the float buffers older checkpoints carry
+        (causal-mask ``attn.bias``/``masked_bias``, rotary ``inv_freq``).
+        """
+        dtypes = getattr(self, "dtypes", {})
+        return int(sum(math.prod(s) for n, s in self.shapes.items()
+                       if not _is_buffer(n, s, dtypes.get(n))))
 
     def get(self, name: str) -> torch.Tensor:
         if name not in self.shapes:
@@ -130,6 +148,7 @@ class SafetensorsSource(TensorSource):
             if "model.safetensors" in files:
                 files = ["model.safetensors"]
         self._where: dict[str, tuple[Path, dict]] = {}
+        self.dtypes = {}
         for fname in files:
             path = folder / fname
             if not path.exists():
@@ -141,6 +160,7 @@ class SafetensorsSource(TensorSource):
                     continue
                 self._where[name] = (path, info)
                 self.shapes[name] = tuple(info["shape"])
+                self.dtypes[name] = info["dtype"]
 
     def tensor_nbytes(self, name: str) -> int:
         start, end = self._where[name][1]["data_offsets"]
@@ -177,6 +197,7 @@ class PickleSource(TensorSource):
         else:
             files = ["pytorch_model.bin"]
         self._tensors: dict[str, torch.Tensor] = {}
+        self.dtypes = {}
         for fname in files:
             path = folder / fname
             try:
@@ -189,6 +210,7 @@ class PickleSource(TensorSource):
                 if isinstance(t, torch.Tensor):
                     self._tensors[name] = t
                     self.shapes[name] = tuple(t.shape)
+                    self.dtypes[name] = "F32" if t.is_floating_point() else "I64"
 
     def _load(self, name: str) -> torch.Tensor:
         return self._tensors[name]
@@ -293,11 +315,13 @@ class HubSafetensorsSource(TensorSource):
             ) from None
         self._fs = HfFileSystem()
         self._where: dict[str, tuple[str, object]] = {}
+        self.dtypes = {}
         for fname, fmeta in meta.files_metadata.items():
             # header size is not part of the metadata object: 8 bytes + JSON, read once
             for name, info in fmeta.tensors.items():
                 self._where[name] = (fname, info)
                 self.shapes[name] = tuple(info.shape)
+                self.dtypes[name] = info.dtype
             self.bytes_read += 8
         self._header_len: dict[str, int] = {}
 
