@@ -253,3 +253,19 @@ def test_the_companion_command_line_has_a_survey_subcommand(fake_catalog, tmp_pa
     assert rc == 0
     assert "1 unavailable" in capsys.readouterr().out
     assert (tmp_path / "status.csv").exists()
+
+
+def test_comparison_puts_recomputed_values_beside_the_printed_ones():
+    from companion.survey import compare_with_published
+
+    pub = published_summary()
+    fake = pub[(pub["key"] == "llama-3-70b")].drop_duplicates("score").copy()
+    fake = pd.concat([fake.assign(pairing="grouped", median=0.5, q25=0.4, q75=0.6),
+                      fake.assign(pairing="modulo", median=0.1, q25=0.0, q75=0.2)])
+    table = compare_with_published(pub, fake.assign(origin="computed"))
+    llama = table[table["key"] == "llama-3-70b"]
+    assert (llama["status"] == "recomputed").all()
+    assert set(llama["recomputed"]) == {"+0.50 [+0.40, +0.60]"}
+    assert set(llama["recomputed_modulo"]) == {"+0.10 [+0.00, +0.20]"}
+    others = table[table["key"] != "llama-3-70b"]
+    assert (others["status"] == "published only").all() and (others["recomputed"] == "").all()

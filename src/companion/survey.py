@@ -43,6 +43,7 @@ __all__ = [
     "load_survey",
     "summarize_survey",
     "published_summary",
+    "compare_with_published",
     "add_survey_parser",
     "run_survey",
     "main",
@@ -341,6 +342,35 @@ def published_summary(published: pd.DataFrame | None = None,
         "column": pub["column"],
     })
     return out.reset_index(drop=True)
+
+
+def compare_with_published(published: pd.DataFrame, computed: pd.DataFrame) -> pd.DataFrame:
+    """Tables S2/S3 with the recomputed values beside the printed ones.
+
+    ``published``: :func:`published_summary`; ``computed``: :func:`summarize_survey`.
+    One row per printed row and score with ``published`` (median [q25, q75] as printed),
+    ``recomputed`` (median with the correct head pairing) and, for grouped-query models,
+    ``recomputed_modulo`` (the pairing the published numbers used); empty where the
+    checkpoint was not surveyed.  ``status`` says ``recomputed`` or ``published only``.
+    """
+    def fmt(m, lo, hi):
+        return f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+    comp = computed.set_index(["key", "score", "pairing"])
+    rows = []
+    for _, r in published.iterrows():
+        out = {"table": r.get("table", ""), "row": r.get("row", ""),
+               "printed_name": r["label"], "key": r["key"], "score": r["score"],
+               "published": fmt(r["median"], r["q25"], r["q75"]),
+               "problems": r["problems"], "recomputed": "", "recomputed_modulo": ""}
+        for pairing, col in (("grouped", "recomputed"), ("modulo", "recomputed_modulo")):
+            k = (r["key"], r["score"], pairing)
+            if k in comp.index:
+                c = comp.loc[[k]].iloc[0]
+                out[col] = fmt(c["median"], c["q25"], c["q75"])
+        out["status"] = "recomputed" if out["recomputed"] else "published only"
+        rows.append(out)
+    return pd.DataFrame(rows)
 
 
 def load_survey(path: str | Path | None = None) -> pd.DataFrame:
