@@ -99,6 +99,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
         bar = tqdm(total=len(plans), desc=f"reading q/k of {Path(str(source)).name}", unit="layer",
                    leave=False)
     layers = []
+    qk_bytes = 0.0
     for p in plans:
         tensors = [src.get(k) for k in p.keys]
         try:
@@ -114,6 +115,9 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
                 f"configuration: {exc}"
             ) from None
         layers.append(layer)
+        # stored bytes of the q/k parts (a share of a fused qkv tensor)
+        stored = sum(src.stored_nbytes(k) for k in p.keys)
+        qk_bytes += stored * (Wq.numel() + Wk.numel()) / sum(t.numel() for t in tensors)
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -127,6 +131,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
         fingerprint=_fingerprint(src),
         bytes_read=int(src.bytes_read),
         meta={"format": src.kind, "seconds": time.perf_counter() - t0,
+              "qk_bytes": int(round(qk_bytes)),
               "name": _display_name(source)},
     )
 

@@ -5,7 +5,8 @@ tensors (from the file headers, without loading them) and loads single tensors o
 It counts the bytes it reads, so that the cost of a read can be measured.
 
 * :class:`SafetensorsSource`: a local folder with ``model.safetensors`` or a sharded
-  ``model.safetensors.index.json``; headers parsed directly, tensors through ``safe_open``.
+  ``model.safetensors.index.json``; headers parsed directly, each tensor read with one
+  positioned read of exactly its bytes (read-ahead switched off, see :func:`read_range`).
 * :class:`PickleSource`: ``pytorch_model.bin`` (single or sharded).  Unpickling can run
   code, so it is only opened when the caller passes ``allow_pickle=True``.
 * :class:`GGUFSource`: a llama.cpp ``.gguf`` file, dequantized tensor by tensor.
@@ -82,6 +83,10 @@ class TensorSource:
         return int(sum(math.prod(s) for n, s in self.shapes.items()
                        if not _is_buffer(n, s, dtypes.get(n))))
 
+    def stored_nbytes(self, name: str) -> int:
+        """Bytes the tensor takes in storage (quantized size for GGUF)."""
+        return math.prod(self.shapes[name]) * 4
+
     def get(self, name: str) -> torch.Tensor:
         if name not in self.shapes:
             raise CompanionError(f"{self.location}: no tensor named {name!r} in this checkpoint.")
@@ -90,6 +95,31 @@ class TensorSource:
 
     def _load(self, name: str) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def read_range(path: Path, start: int, nbytes: int) -> bytearray:
+    """Exactly ``nbytes`` bytes of ``path`` from ``start``.
+
+    The kernel is told the access is random (``POSIX_FADV_RANDOM``), so it does not read
+    ahead: on a cold cache, memory-mapping a shard (what ``safe_open`` does) and reading a
+    few tensors pulled in several times their size through read-ahead.
+    """
+    buf = bytearray(nbytes)
+    with open(path, "rb", buffering=0) as f:
+        if hasattr(os, "posix_fadvise"):
+            try:
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+            except OSError:  # pragma: no cover - some filesystems refuse advice
+                pass
+        f.seek(start)
+        view = memoryview(buf)
+        got = 0
+        while got < nbytes:
+            n = f.readinto(view[got:])
+            if not n:
+                raise CompanionError(f"{path} ended early: truncated file? Download it again.")
+            got += n
+    return buf
 
 
 def _read_json(path: Path, what: str) -> tuple[dict, int]:
@@ -148,6 +178,7 @@ class SafetensorsSource(TensorSource):
             if "model.safetensors" in files:
                 files = ["model.safetensors"]
         self._where: dict[str, tuple[Path, dict]] = {}
+        self._data_start: dict[Path, int] = {}
         self.dtypes = {}
         for fname in files:
             path = folder / fname
@@ -155,6 +186,7 @@ class SafetensorsSource(TensorSource):
                 raise CompanionError(f"shard {fname} listed in the index is missing from {folder}.")
             header, nbytes = read_safetensors_header(path)
             self.bytes_read += nbytes
+            self._data_start[path] = nbytes
             for name, info in header.items():
                 if name == "__metadata__":
                     continue
@@ -166,17 +198,19 @@ class SafetensorsSource(TensorSource):
         start, end = self._where[name][1]["data_offsets"]
         return end - start
 
-    def _load(self, name: str) -> torch.Tensor:
-        from safetensors import safe_open
+    stored_nbytes = tensor_nbytes
 
+    def _load(self, name: str) -> torch.Tensor:
         path, info = self._where[name]
-        try:
-            with safe_open(str(path), framework="pt") as f:
-                t = f.get_tensor(name)
-        except Exception as exc:  # safetensors raises its own error types
-            raise CompanionError(f"cannot read tensor {name!r} from {path}: {exc}.") from None
-        self.bytes_read += self.tensor_nbytes(name)
-        return t
+        dtype = _ST_DTYPES.get(info["dtype"])
+        if dtype is None:
+            raise CompanionError(f"tensor {name!r} in {path} has unsupported dtype {info['dtype']}.")
+        start, end = info["data_offsets"]
+        buf = read_range(path, self._data_start[path] + start, end - start)
+        self.bytes_read += end - start
+        if end == start:
+            return torch.zeros(tuple(info["shape"]), dtype=dtype)
+        return torch.frombuffer(buf, dtype=dtype).reshape(tuple(info["shape"]))
 
 
 class PickleSource(TensorSource):
@@ -214,6 +248,10 @@ class PickleSource(TensorSource):
 
     def _load(self, name: str) -> torch.Tensor:
         return self._tensors[name]
+
+    def stored_nbytes(self, name: str) -> int:
+        t = self._tensors[name]
+        return t.numel() * t.element_size()
 
 
 # ----------------------------------------------------------------------------- GGUF
@@ -265,12 +303,18 @@ class GGUFSource(TensorSource):
         # metadata and tensor infos are parsed in full: everything before the tensor data
         self.bytes_read = int(self._reader.data_offset)
 
+    def stored_nbytes(self, name: str) -> int:
+        return int(self._tensors[name].n_bytes)
+
     def _load(self, name: str) -> torch.Tensor:
         from gguf.quants import dequantize
 
         t = self._tensors[name]
+        # the reader memory-maps the file; read just this tensor's bytes instead
+        raw = read_range(Path(self.location), int(t.data_offset), int(t.n_bytes))
+        data = np.frombuffer(raw, dtype=t.data.dtype).reshape(t.data.shape)
         try:
-            values = dequantize(t.data, t.tensor_type)
+            values = dequantize(data, t.tensor_type)
         except Exception as exc:
             raise CompanionError(
                 f"cannot dequantize {name!r} ({t.tensor_type.name}) in {self.location}: {exc}."
@@ -333,6 +377,10 @@ class HubSafetensorsSource(TensorSource):
             self._header_len[fname] = n
             self.bytes_read += n
         return 8 + self._header_len[fname]
+
+    def stored_nbytes(self, name: str) -> int:
+        start, end = self._where[name][1].data_offsets
+        return end - start
 
     def _load(self, name: str) -> torch.Tensor:
         fname, info = self._where[name]
