@@ -56,6 +56,18 @@ def plan_layers(src: TensorSource, families: dict | None = None) -> tuple[str, l
     return family, plans
 
 
+def _check_head_split(layer: QKLayer) -> None:
+    """The shapes must split into heads as ``companion.bilinear.head_factors`` expects."""
+    q, k = layer.Wq, layer.Wk
+    if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
+        raise ValueError(f"Wq {tuple(q.shape)} and Wk {tuple(k.shape)} are not [out, d] with one d")
+    if layer.n_heads % layer.n_kv_heads or q.shape[0] % layer.n_heads:
+        raise ValueError(f"{q.shape[0]} query rows, {layer.n_heads} heads, {layer.n_kv_heads} kv heads")
+    if k.shape[0] != layer.n_kv_heads * (q.shape[0] // layer.n_heads):
+        raise ValueError(f"{k.shape[0]} key rows for {layer.n_kv_heads} kv heads of "
+                         f"{q.shape[0] // layer.n_heads} dims")
+
+
 def _fingerprint(src: TensorSource) -> str:
     h = hashlib.sha256()
     for name in sorted(src.shapes):
@@ -107,8 +119,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
             layer = QKLayer(index=p.index, role=p.role, Wq=Wq.contiguous(), Wk=Wk.contiguous(),
                             n_heads=int(p.n_heads), n_kv_heads=int(p.n_kv_heads),
                             component=p.component, name=p.name)
-            # validates the head split (raises ValueError with the shapes)
-            layer.head_factors()
+            _check_head_split(layer)
         except (RuntimeError, ValueError) as exc:
             raise CompanionError(
                 f"layer {p.index} ({p.name}) of {src.location} does not match its "
@@ -136,8 +147,23 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
     )
 
 
+_GENERIC_FOLDERS = {"model", "models", "weights", "checkpoint", "hf", "files"}
+
+
 def _display_name(source) -> str:
+    """A short model name for tables: file stem, folder name or hub id.
+
+    Generic folder names (``model``) give way to their parent's name, and a hub cache
+    snapshot (``models--org--name/snapshots/<commit>``) to ``org/name``.
+    """
     p = Path(str(source))
-    if p.exists():
-        return p.stem if p.is_file() else p.name
-    return str(source)
+    if not p.exists():
+        return str(source)
+    if p.is_file():
+        return p.stem
+    p = p.resolve()
+    if p.parent.name == "snapshots" and p.parent.parent.name.startswith("models--"):
+        return p.parent.parent.name[len("models--"):].replace("--", "/")
+    if p.name.lower() in _GENERIC_FOLDERS and p.parent.name:
+        return p.parent.name
+    return p.name

@@ -338,6 +338,24 @@ def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").upper() in ("1", "ON", "YES", "TRUE")
 
 
+def _http_range(url: str, start: int, nbytes: int) -> bytes:
+    """``nbytes`` bytes of ``url`` from ``start`` with one HTTP range request."""
+    from huggingface_hub.utils import build_hf_headers, get_session
+
+    headers = build_hf_headers()
+    headers["Range"] = f"bytes={start}-{start + nbytes - 1}"
+    session = get_session()
+    try:
+        response = session.get(url, headers=headers, follow_redirects=True)
+    except TypeError:  # requests-based huggingface_hub: redirects are followed by default
+        response = session.get(url, headers=headers)
+    response.raise_for_status()
+    data = response.content
+    if len(data) != nbytes:
+        raise CompanionError(f"range request to {url} returned {len(data)} bytes, not {nbytes}.")
+    return data
+
+
 class HubSafetensorsSource(TensorSource):
     """A hub repository read through HTTP range requests: headers, then q/k tensors only."""
 
@@ -345,37 +363,40 @@ class HubSafetensorsSource(TensorSource):
 
     def __init__(self, repo_id: str, revision: str | None = None):
         super().__init__(repo_id)
-        from huggingface_hub import HfFileSystem, get_safetensors_metadata, hf_hub_download
+        from huggingface_hub import get_safetensors_metadata, hf_hub_download
 
         self.revision = revision
         try:
             cfg_path = hf_hub_download(repo_id, "config.json", revision=revision)
             self.config, self.bytes_read = _read_json(Path(cfg_path), "config")
             meta = get_safetensors_metadata(repo_id, revision=revision)
+        except CompanionError:
+            raise
         except Exception as exc:
             raise CompanionError(
-                f"cannot read safetensors metadata of hub repository {repo_id!r}"
-                f"{' at revision ' + revision if revision else ''}: {exc}"
+                f"cannot read config.json and safetensors headers of hub repository {repo_id!r}"
+                f"{' at revision ' + revision if revision else ''}: {exc}. Repositories with "
+                "only pytorch_model.bin: download them and pass the folder with allow_pickle."
             ) from None
-        self._fs = HfFileSystem()
         self._where: dict[str, tuple[str, object]] = {}
         self.dtypes = {}
+        self._header_len: dict[str, int] = {}
         for fname, fmeta in meta.files_metadata.items():
-            # header size is not part of the metadata object: 8 bytes + JSON, read once
             for name, info in fmeta.tensors.items():
                 self._where[name] = (fname, info)
                 self.shapes[name] = tuple(info.shape)
                 self.dtypes[name] = info.dtype
-            self.bytes_read += 8
-        self._header_len: dict[str, int] = {}
+
+    def _url(self, fname: str) -> str:
+        from huggingface_hub import hf_hub_url
+
+        return hf_hub_url(self.location, fname, revision=self.revision)
 
     def _data_start(self, fname: str) -> int:
         if fname not in self._header_len:
-            with self._fs.open(f"{self.location}/{fname}", "rb", revision=self.revision,
-                               block_size=0) as f:
-                (n,) = struct.unpack("<Q", f.read(8))
+            (n,) = struct.unpack("<Q", _http_range(self._url(fname), 0, 8))
             self._header_len[fname] = n
-            self.bytes_read += n
+            self.bytes_read += 8 + n  # the header itself was fetched for the metadata
         return 8 + self._header_len[fname]
 
     def stored_nbytes(self, name: str) -> int:
@@ -384,16 +405,18 @@ class HubSafetensorsSource(TensorSource):
 
     def _load(self, name: str) -> torch.Tensor:
         fname, info = self._where[name]
-        start, end = info.data_offsets
-        base = self._data_start(fname)
-        with self._fs.open(f"{self.location}/{fname}", "rb", revision=self.revision,
-                           block_size=0) as f:
-            f.seek(base + start)
-            buf = bytearray(f.read(end - start))
-        self.bytes_read += end - start
         dtype = _ST_DTYPES.get(info.dtype)
         if dtype is None:
             raise CompanionError(f"tensor {name!r} has unsupported dtype {info.dtype}.")
+        start, end = info.data_offsets
+        base = self._data_start(fname)
+        try:
+            buf = bytearray(_http_range(self._url(fname), base + start, end - start))
+        except CompanionError:
+            raise
+        except Exception as exc:
+            raise CompanionError(f"cannot fetch {name!r} from {self.location}/{fname}: {exc}") from None
+        self.bytes_read += end - start
         return torch.frombuffer(buf, dtype=dtype).reshape(tuple(info.shape))
 
 
