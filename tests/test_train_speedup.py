@@ -72,3 +72,8 @@ def test_over_seeds_reports_spread_and_counts_unreached_seeds():
     assert summary["mean"] == pytest.approx(0.7)
     assert summary["std"] == pytest.approx(np.std([0.6, 0.8], ddof=1))
     assert speedup_from_histories(_hist(base), _hist(base)) == pytest.approx(0.0)
+
+
+def test_no_pairs_is_a_clear_error():
+    with pytest.raises(ValueError, match="no \\(baseline, candidate\\) pairs"):
+        speedup_over_seeds({})

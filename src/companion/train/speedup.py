@@ -72,6 +72,8 @@ def speedup_over_seeds(pairs: dict, window: int = 3) -> tuple[pd.DataFrame, dict
     mean and standard deviation over the seeds that reached the target, the min and max,
     and how many seeds reached it.
     """
+    if not pairs:
+        raise ValueError("no (baseline, candidate) pairs given; pass {seed: (baseline, candidate)}.")
     rows = []
     for seed, (b, c) in sorted(pairs.items()):
         _, lb = _eval_curve(b)
