@@ -237,7 +237,8 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     )
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.warmup, cfg.steps))
     gens = {"data": torch.Generator().manual_seed(cfg.seed + 1),
-            "mask": torch.Generator().manual_seed(cfg.seed + 2)}
+            # each rank masks its own blocks with its own draws (rank 0 = single-process run)
+            "mask": torch.Generator().manual_seed(cfg.seed + 2 + 7919 * rank)}
 
     rows: list[dict] = []
     start = 0
@@ -283,10 +284,10 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
             with sync_ctx:
                 with _autocast(cfg, device):
                     loss, _ = objective_loss(fwd, ids, cfg.mode, data.masking, gens["mask"])
-                    obj = loss / cfg.grad_accum
-                    if cfg.penalty != "none" and cfg.penalty_coef > 0:
-                        pen = symmetry_penalty(model, cfg.penalty)
-                        obj = obj + cfg.penalty_coef * pen / cfg.grad_accum
+                obj = loss / cfg.grad_accum
+                if cfg.penalty != "none" and cfg.penalty_coef > 0:  # in float32, outside autocast
+                    pen = symmetry_penalty(model, cfg.penalty)
+                    obj = obj + cfg.penalty_coef * pen / cfg.grad_accum
                 obj.backward()
             total += float(loss.detach()) / cfg.grad_accum
         if cfg.max_grad_norm:

@@ -92,7 +92,7 @@ class SelectiveLM(nn.Module):
 
 def lm_logits(model, inputs: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:
     """Logits of the LM head (optionally only at ``select``) for a BERT model or a wrapper."""
-    if not isinstance(model, SelectiveLM) and not hasattr(model, "module"):
+    if hasattr(model, "bert") and hasattr(model, "cls"):  # a bare Hugging Face model
         model = SelectiveLM(model)
     return model(inputs, select)
 
