@@ -30,3 +30,13 @@ def test_train_subcommand_plugs_into_a_parent_parser():
     add_train_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["train", "--mode", "decoder", "--out", "x"])
     assert args.mode == "decoder" and callable(args.func)
+
+
+def test_train_is_a_subcommand_of_the_companion_cli(capsys):
+    from companion.cli import main
+
+    try:
+        main(["train", "--help"])
+    except SystemExit as exc:
+        assert exc.code == 0
+    assert "--mode" in capsys.readouterr().out
