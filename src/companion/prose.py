@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["STDLIB_MODULES", "stdlib_paragraphs", "minilm_tokenizer", "tokenized_paragraphs",
-           "packed_sequences", "aligned_sequences"]
+           "packed_sequences", "aligned_sequences", "restrict_vocabulary"]
 
 #: Standard-library modules whose docstrings are mostly English prose.
 STDLIB_MODULES = (
@@ -139,3 +139,18 @@ def aligned_sequences(n: int, max_sequences: int | None = None) -> np.ndarray:
         raise ValueError(f"no paragraph has {n} tokens; use a shorter sequence length.")
     seqs = np.asarray(rows, dtype=np.int64)
     return seqs if max_sequences is None else seqs[:max_sequences]
+
+
+def restrict_vocabulary(seqs: np.ndarray, k: int) -> np.ndarray:
+    """Map the ``k`` most frequent ids of ``seqs`` to ``0..k-1`` and every other id to ``k``.
+
+    Keeps small CPU models small: the unembedding has ``k + 1`` (plus a mask) outputs.
+    """
+    if k < 1:
+        raise ValueError(f"k must be positive, got {k}.")
+    seqs = np.asarray(seqs)
+    ids, counts = np.unique(seqs, return_counts=True)
+    order = np.lexsort((ids, -counts))[:k]  # by frequency, ties by id
+    remap = np.full(int(seqs.max()) + 1, min(k, len(order)), dtype=np.int64)
+    remap[ids[order]] = np.arange(len(order))
+    return remap[seqs]

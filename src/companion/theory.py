@@ -55,12 +55,17 @@ def bilinear_logits(X, M) -> torch.Tensor:
     return X @ M @ X.T
 
 
-def order_preserved(raw, probs) -> bool:
-    """Eq. 5: within every row, ``alpha_ij < alpha_ij'`` exactly when ``a_ij < a_ij'``."""
-    raw, probs = np.asarray(raw, dtype=np.float64), np.asarray(probs, dtype=np.float64)
-    dr = np.sign(raw[..., :, None] - raw[..., None, :])
+def order_preserved(raw, probs, min_gap: float = 0.0) -> bool:
+    """Eq. 5: within every row, ``alpha_ij < alpha_ij'`` exactly when ``a_ij < a_ij'``.
+
+    ``min_gap`` skips pairs of logits closer than that (ties at the precision the
+    probabilities were stored in, e.g. float32 from a real model)."""
+    raw, probs = _t(raw).numpy(), _t(probs).numpy()
+    gap = raw[..., :, None] - raw[..., None, :]
+    dr = np.sign(gap)
     dp = np.sign(probs[..., :, None] - probs[..., None, :])
-    return bool(np.array_equal(dr, dp))
+    keep = np.abs(gap) > min_gap
+    return bool(np.array_equal(dr[keep], dp[keep]))
 
 
 def operator_square_factor(M, x_i, x_j) -> tuple[float, float]:
@@ -73,7 +78,7 @@ def operator_square_factor(M, x_i, x_j) -> tuple[float, float]:
     return c, float(np.linalg.norm(P(P(x_i)) - c * P(x_i)))
 
 
-def minilm_logit_check(model, tokenizer, text: str, layer: int) -> dict:
+def minilm_logit_check(model, tokenizer, text: str, layers=None) -> list[dict]:
     """Per-head attention of a Hugging Face BERT layer against ``x^T M_h y``.
 
     Runs ``model`` (eager attention) on ``text`` with ``output_attentions`` and
@@ -81,17 +86,25 @@ def minilm_logit_check(model, tokenizer, text: str, layer: int) -> dict:
     transformers computes is ``(Wq x + bq)^T (Wk y + bk) / sqrt(d_h)``; it equals
     ``x^T M_h y / sqrt(d_h)`` plus a per-query term (cancelled by the softmax) plus the
     per-key term ``bq_h^T Wk_h y`` (not cancelled).  Returns the largest deviations of the
-    log-probabilities: ``exact`` (bilinear form + key-bias term) and ``bilinear_only``.
+    log-probabilities: ``exact`` (bilinear form + key-bias term) and ``bilinear_only``,
+    one dict per layer in ``layers`` (default: all).
     """
     from .bilinear import per_head_bilinear_forms
 
     enc = tokenizer(text, return_tensors="pt")
     with torch.no_grad():
         out = model(**enc, output_attentions=True, output_hidden_states=True)
+    layers = range(model.config.num_hidden_layers) if layers is None else layers
+    return [_bert_layer_check(model, out, layer) for layer in layers]
+
+
+def _bert_layer_check(model, out, layer: int) -> dict:
+    from .bilinear import per_head_bilinear_forms
+
     att = model.encoder.layer[layer].attention.self
     n_heads = model.config.num_attention_heads
-    Wq, Wk = att.query.weight.double(), att.key.weight.double()
-    bq, bk = att.query.bias.double(), att.key.bias.double()
+    Wq, Wk = att.query.weight.detach().double(), att.key.weight.detach().double()
+    bq = att.query.bias.detach().double()
     dh = Wq.shape[0] // n_heads
     X = out.hidden_states[layer][0].double()  # input of this layer, [N, d]
     Mh = per_head_bilinear_forms(Wq, Wk, n_heads)  # [H, d, d]
@@ -103,11 +116,12 @@ def minilm_logit_check(model, tokenizer, text: str, layer: int) -> dict:
     theirs = torch.log(out.attentions[layer][0].double())
     qk = qk_logits(X, Wq, Wk, n_heads)
     return {
-        "n_tokens": X.shape[0], "n_heads": n_heads, "d_head": dh,
+        "layer": layer, "n_tokens": X.shape[0], "n_heads": n_heads, "d_head": dh,
         "qk_vs_bilinear": float((qk - bil).abs().max() / bil.abs().max()),
         "exact": float((ours_exact - theirs).abs().max()),
         "bilinear_only": float((ours_bil - theirs).abs().max()),
-        "order_preserved": order_preserved(bil + key_bias[:, None, :], out.attentions[layer][0]),
+        "order_preserved": order_preserved((bil + key_bias[:, None, :]) / math.sqrt(dh),
+                                           out.attentions[layer][0], min_gap=1e-3),
         "ranks": [int(torch.linalg.matrix_rank(Mh[h])) for h in range(n_heads)],
         "sum_of_heads_error": float((Mh.sum(0) - Wq.T @ Wk).abs().max()),
         "bias_logit_share": float(key_bias.std() / bil.std()),

@@ -195,3 +195,61 @@ def train_objective(sequences: np.ndarray, objective: Literal["autoregressive", 
         opt.step()
         running = float(loss.detach()) / n_pred
     return pd.DataFrame(rows)
+
+
+def implicit_update_errors(etas, seed: int = 0, d: int = 16, N: int = 12, vocab: int = 20):
+    """Remark S1.6: one SGD step on separate ``Wq, Wk`` and the change of ``M = Wq^T Wk``.
+
+    For each learning rate ``eta`` a fresh one-layer model (one head, ``d x d``
+    projections) takes one SGD step on the next-token loss of a fixed random sequence.
+    With ``G = dL/dM = sum_ij beta_ij x_i x_j^T`` (read off the scores), the first-order
+    change is ``-eta (Wq^T Wq G + G Wk^T Wk)`` (Eqs. S39-S40 in this book's orientation,
+    with the minus sign of descent) and the remainder is exactly ``eta^2 G M^T G``.
+    Returns a ``pandas.DataFrame`` with ``eta, error`` (Frobenius norm of the change minus
+    the first-order term), ``remainder`` (``eta^2 ||G M^T G||``), ``cos_to_G`` (cosine
+    between the first-order change and ``-G``).
+    """
+    import pandas as pd
+
+    tokens = torch.randint(0, vocab, (1, N), generator=torch.Generator().manual_seed(seed))
+    rows = []
+    for eta in etas:
+        model = TinyAttentionModel(vocab, d=d, n_layers=1, n_heads=1, max_len=N, seed=seed).double()
+        blk = model.blocks[0]
+        A, B = blk.q.weight.detach().clone(), blk.k.weight.detach().clone()
+        M0 = A.T @ B
+        loss = next_token_loss(model, tokens)
+        model.zero_grad()
+        loss.backward()
+        X = model.store["inputs"][0].detach()[0]
+        beta = model.store["scores"][0].grad[0, 0]
+        G = X.T @ beta @ X
+        torch.optim.SGD(model.parameters(), lr=eta).step()
+        M1 = blk.q.weight.detach().T @ blk.k.weight.detach()
+        first = -eta * (A.T @ A @ G + G @ B.T @ B)
+        rows.append({
+            "eta": eta,
+            "change": float(torch.linalg.norm(M1 - M0)),
+            "error": float(torch.linalg.norm(M1 - M0 - first)),
+            "remainder": float(eta ** 2 * torch.linalg.norm(G @ M0.T @ G)),
+            "cos_to_G": float((first * -G).sum() / (torch.linalg.norm(first) * torch.linalg.norm(G))),
+            "grad_check": float(torch.linalg.norm(blk.q.weight.grad - B @ G.T)
+                                + torch.linalg.norm(blk.k.weight.grad - A @ G)),
+        })
+    return pd.DataFrame(rows)
+
+
+def proof_beta_relative_error(softmax: bool, seed: int = 0) -> float:
+    """Relative error of the gradient rebuilt with the proof's ``beta_ij = delta_i^T x_j``
+    (Eqs. S31-S36) in the last layer of a two-layer explicit-``W`` model, with or without
+    the softmax.  Exact (~1e-16) without softmax; large with it."""
+    model = TinyAttentionModel(13, d=8, n_layers=2, explicit=True, softmax=softmax,
+                               max_len=10, seed=seed).double()
+    tokens = torch.randint(0, 12, (4, 10), generator=torch.Generator().manual_seed(seed))
+    next_token_loss(model, tokens).backward()
+    block, X = model.blocks[-1], model.store["inputs"][-1].detach()
+    delta = model.store["xhat"][-1].grad @ block.v.weight.detach() / math.sqrt(block.d_head)
+    beta = (delta @ X.transpose(-1, -2)) * model.store["allowed"]
+    rebuilt = X.transpose(-1, -2) @ beta @ X
+    rebuilt = rebuilt.sum(0)
+    return float(torch.linalg.norm(block.W.grad - rebuilt) / torch.linalg.norm(block.W.grad))
