@@ -107,8 +107,15 @@ def minilm_tokenizer():
 @lru_cache(maxsize=1)
 def tokenized_paragraphs() -> tuple[tuple[int, ...], ...]:
     """Each prose paragraph as WordPiece token ids (no special tokens)."""
+    from transformers.utils import logging as hf_logging
+
     tok = minilm_tokenizer()
-    enc = tok(list(stdlib_paragraphs()), add_special_tokens=False)["input_ids"]
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # paragraphs longer than BERT's 512 positions are fine here
+    try:
+        enc = tok(list(stdlib_paragraphs()), add_special_tokens=False)["input_ids"]
+    finally:
+        hf_logging.set_verbosity(level)
     return tuple(tuple(ids) for ids in enc if ids)
 
 
