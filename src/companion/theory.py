@@ -341,10 +341,9 @@ def norm_spread(M) -> dict:
 
 def random_symmetry_scores(n: int, n_samples: int, seed: int = 0) -> np.ndarray:
     """Symmetry scores ``tr(M^2)/||M||_F^2`` of ``n_samples`` Gaussian ``n x n`` matrices."""
-    from .scores import symmetry_score
+    from .null import null_scores
 
-    rng = np.random.default_rng(seed)
-    return np.asarray(symmetry_score(rng.standard_normal((n_samples, n, n))))
+    return null_scores(n, n_samples=n_samples, seed=seed, device="cpu")["symmetry"].to_numpy()
 
 
 def eq15_score(M) -> float:
