@@ -138,12 +138,12 @@ def book_chapters(root: Path | str = ".") -> list[Chapter]:
     root = Path(root)
     chapters = []
     for docname in toc_docnames(root):
-        candidates = [root / f"{docname}.md", root / f"{docname}.ipynb"]
+        candidates = [root / f"{docname}{suffix}" for suffix in (".md", ".ipynb", ".rst")]
         source = next((c for c in candidates if c.is_file()), None)
         if source is None:
             raise FileNotFoundError(
-                f"_toc.yml lists {docname!r} but neither {docname}.md nor "
-                f"{docname}.ipynb exists under {root.resolve()}."
+                f"_toc.yml lists {docname!r} but no {docname}.md (or .ipynb, .rst) "
+                f"exists under {root.resolve()}."
             )
         if is_notebook_source(source):
             chapters.append(Chapter(docname, source))
@@ -161,19 +161,19 @@ def repository_url(root: Path | str = ".") -> str:
     url = (_book_config(Path(root)).get("repository") or {}).get("url")
     if not url:
         raise ValueError(
-            "_config.yml has no repository.url; set it (e.g. https://github.bokerqi.top/owner/repo) "
+            "_config.yml has no repository.url; set it (e.g. https://github.com/owner/repo) "
             "or pass --repo-url."
         )
     return str(url).rstrip("/").removesuffix(".git")
 
 
 def github_parts(repo_url: str) -> tuple[str, str]:
-    """``(owner, name)`` of a ``https://github.bokerqi.top/owner/name`` URL."""
+    """``(owner, name)`` of a ``https://github.com/owner/name`` URL."""
     m = re.match(r"^https?://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?$", repo_url)
     if not m:
         raise ValueError(
             f"Colab opens notebooks from GitHub only; {repo_url!r} is not a "
-            "https://github.bokerqi.top/<owner>/<repo> URL."
+            "https://github.com/<owner>/<repo> URL."
         )
     return m.group(1), m.group(2)
 
@@ -278,13 +278,14 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
 
     root = Path(root)
     out = Path(out) if out is not None else root / NOTEBOOK_DIR
+    chapters = book_chapters(root)
     if install_from is None:
         requirement = install_requirement(repo_url or repository_url(root),
                                           pinned_ref(root, ref))
     else:
         requirement = install_requirement(install_from=install_from)
     written = []
-    for chapter in book_chapters(root):
+    for chapter in chapters:
         target = out / chapter.notebook_path
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(chapter_notebook(chapter, requirement), target)

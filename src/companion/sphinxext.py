@@ -188,7 +188,8 @@ class PaperArtifacts(Directive):
             )
             ref += nodes.inline("", docname, classes=["xref", "std", "std-doc"])
             return ref
-        return nodes.emphasis(text=f"{Path(docname).name} (chapter in preparation)",
+        title = Path(docname).name.replace("_", " ")
+        return nodes.emphasis(text=f"{title} (chapter in preparation)",
                               classes=["chapter-in-preparation"])
 
 
