@@ -57,10 +57,12 @@ notebook-check: env
 		tests/reader/test_colab_notebooks.py; \
 		rc=$$?; echo "test: notebook check took $$(( $$(date +%s) - t )) s"; exit $$rc
 
-# PDF through LaTeX (needs a TeX installation: latexmk and xelatex)
+# PDF through LaTeX (xelatex, latexmk); executes the chapters like `make book`
 pdf: env
-	$(VENV)/bin/jupyter-book build . --builder pdflatex
-	@echo "pdf: $(CURDIR)/_build/latex/"
+	rm -rf _build/latex
+	MPLBACKEND=module://matplotlib_inline.backend_inline \
+		$(VENV)/bin/jupyter-book build . --builder pdflatex
+	@echo "pdf: $(CURDIR)/_build/latex/companion.pdf"
 
 unit: env
 	$(PY) -m pytest -n auto -p no:cacheprovider tests
