@@ -217,3 +217,36 @@ def test_a_malformed_paper_artifacts_line_fails_the_build(tmp_path):
     build = _sphinx_build(src, tmp_path / "html")
     assert build.returncode != 0
     assert "expected 'label | description | chapter[, chapter]'" in build.stderr
+
+
+# --------------------------------------------------------------------------- MyST for Colab
+def test_directives_become_quoted_blocks_and_solutions_stay_collapsed():
+    md = textwrap.dedent("""\
+        :::{prf:proposition} Rank one
+        :label: prop-rank-one
+        The update is a sum.
+        :::
+
+        :::{dropdown} Solution
+        It is.
+        :::""")
+    out = nbgen.colab_markdown(md)
+    assert out.splitlines()[:3] == ["> **Proposition (Rank one)**", ">", "> The update is a sum."]
+    assert ":label:" not in out and ":::" not in out
+    assert "<details><summary>Solution</summary>" in out and out.rstrip().endswith("</details>")
+
+
+def test_roles_become_text_and_equation_labels_are_dropped():
+    md = ("See {eq}`eq-sym`, {prf:ref}`def-sym`, {cite}`saponati2025structures`, "
+          "{doc}`the survey <survey>` and {glue:text}`median_sym:.3f`.\n"
+          "$$\nx^2\n$$ (eq-sym)")
+    out = nbgen.colab_markdown(md)
+    assert out.splitlines()[0] == (
+        "See (eq-sym), def-sym, [saponati2025structures], the survey and "
+        "`median_sym` (computed in the code above).")
+    assert out.splitlines()[-1] == "$$"
+
+
+def test_plain_markdown_passes_through_unchanged():
+    md = "# Title\n\nSome *text* with $x$ and\n\n```python\nprint(1)\n```"
+    assert nbgen.colab_markdown(md) == md

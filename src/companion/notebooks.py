@@ -247,6 +247,69 @@ print(f"companion {{companion.__version__}}; run size {{run_size()!r}} on {{desc
 '''
 
 
+# --------------------------------------------------------------------------- MyST -> Markdown
+_ROLE = re.compile(r"\{(?P<role>[a-zA-Z:_-]+)\}`(?P<body>[^`]*)`")
+_FENCE_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args>.*)$")
+_EQ_LABEL = re.compile(r"^(\s*\$\$)\s*\([^)]*\)\s*$")
+
+
+def _role(match: re.Match) -> str:
+    role, body = match.group("role"), match.group("body")
+    explicit = re.match(r"^(?P<text>.*?)\s*<(?P<target>[^>]+)>$", body)
+    text = explicit.group("text") if explicit else body
+    if role.startswith("glue"):
+        name = body.split(":")[0]
+        return f"`{name}` (computed in the code above)"
+    if role == "eq":
+        return f"({text})"
+    if role == "cite" or role.startswith("cite:"):
+        return f"[{text}]"
+    return text
+
+
+def colab_markdown(text: str) -> str:
+    """A MyST Markdown cell as plain Markdown that Colab and Jupyter render.
+
+    Directives become quoted blocks with a bold title (``dropdown`` becomes a collapsible
+    ``<details>``, so exercise solutions stay hidden; ``math`` becomes a ``$$`` block);
+    roles become their text; equation labels after a closing ``$$`` are dropped.
+    """
+    out: list[str] = []
+    stack: list[tuple[str, str]] = []  # (closing fence, kind)
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stack and stripped == stack[-1][0]:
+            _, kind = stack.pop()
+            out.append({"details": "\n</details>\n", "math": "$$"}.get(kind, ""))
+            continue
+        opened = _FENCE_OPEN.match(stripped)
+        if opened:
+            name, args = opened.group("name"), opened.group("args").strip()
+            fence = opened.group("fence")
+            if name == "dropdown":
+                out.append(f"<details><summary>{args or 'Details'}</summary>\n")
+                kind = "details"
+            elif name == "math":
+                out.append("$$")
+                kind = "math"
+            else:
+                title = name.split(":")[-1].replace("-", " ").capitalize()
+                if name == "admonition" and args:
+                    title = args
+                elif args:
+                    title = f"{title} ({args})"
+                out.extend([f"> **{title}**", ">"])
+                kind = "quote"
+            stack.append((fence, kind))
+            continue
+        if stack and re.match(r"^:[a-zA-Z_-]+:", stripped):
+            continue  # a directive's option (:label:, :class:, ...)
+        line = _ROLE.sub(_role, _EQ_LABEL.sub(r"\1", line))
+        depth = sum(1 for _, kind in stack if kind == "quote")
+        out.append(("> " * depth + line).rstrip() if depth else line)
+    return "\n".join(out)
+
+
 # --------------------------------------------------------------------------- notebooks
 def chapter_notebook(chapter: Chapter, requirement: str):
     """The chapter as an nbformat notebook with the set-up cell first."""
@@ -258,6 +321,9 @@ def chapter_notebook(chapter: Chapter, requirement: str):
             "writing notebooks needs jupytext and nbformat: pip install -e '.[book]'"
         ) from err
     nb = jupytext.read(chapter.source)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = colab_markdown(cell.source)
     setup = nbformat.v4.new_code_cell(setup_cell_source(requirement))
     setup.metadata["tags"] = [SETUP_TAG]
     nb.cells.insert(0, setup)
