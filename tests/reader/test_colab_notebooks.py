@@ -7,7 +7,7 @@ Colab; its first cell installs the package (pointed at this checkout instead of 
 since CI cannot reach GitHub) and the two weight packages, and the chapter must run through.
 
 Cost: the chapters run in ``_toc.yml`` order until ``COMPANION_NOTEBOOK_BUDGET`` seconds
-(default 900) are spent; chapters that did not fit are reported as skipped, by name.  The
+(default 300) are spent; chapters that did not fit are reported as skipped, by name.  The
 first chapter always runs.  ``COMPANION_NOTEBOOKS=book/a,book/b`` picks the chapters.
 """
 
@@ -28,7 +28,7 @@ WORK = ROOT / "_build" / "colab-check"
 VENV = WORK / "venv"
 KERNEL = "companion-fresh"
 TORCH_SPEC = os.environ.get("TORCH_SPEC", "torch==2.13.0")
-BUDGET_S = float(os.environ.get("COMPANION_NOTEBOOK_BUDGET", "900"))
+BUDGET_S = float(os.environ.get("COMPANION_NOTEBOOK_BUDGET", "300"))
 CELL_TIMEOUT_S = 900
 
 
