@@ -165,10 +165,11 @@ def test_screenshots_of_two_chapters(browser, site_url):
     for docname in (CHAPTERS or DOCNAMES)[:2]:
         _open(browser, site_url, docname)
         height = browser.execute_script("return document.documentElement.scrollHeight;")
-        png = browser.execute_cdp_cmd("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": 1280, "height": min(height, 5000), "scale": 1},
-        })["data"]
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": min(height, 5000), "deviceScaleFactor": 1,
+            "mobile": False})
+        png = browser.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})["data"]
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         path = SCREENSHOTS / f"{docname.replace('/', '_')}.png"
         path.write_bytes(base64.b64decode(png))
         shots.append(path)
