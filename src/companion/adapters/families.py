@@ -1,0 +1,377 @@
+"""One small conversion function per architecture family.
+
+A conversion function takes the checkpoint's configuration (a dict) and its tensor names
+and returns one :class:`LayerPlan` per attention layer: which tensors to read and how to
+turn them into ``Wq: [n_heads * d_head, d]`` and ``Wk: [n_kv_heads * d_head, d]`` in
+``nn.Linear`` layout with head ``h`` owning rows ``h*d_head:(h+1)*d_head`` (the convention
+of :mod:`companion.bilinear`).  Nothing is read here, so a plan can be checked before any
+weight is loaded.
+
+Layouts handled (names without the task-head prefix such as ``bert.`` or ``model.``):
+
+* separate query/key ``Linear`` weights: BERT, RoBERTa/XLM-R, ALBERT (shared layer),
+  DistilBERT, DeBERTa-v2/v3, ViT/DeiT/BEiT/DINOv2/ViT-MAE, HuBERT/WavLM, GPT-Neo, GPT-J,
+  LLaMA/Mistral/Mixtral/SmolLM/MobileLLM (grouped-query), Phi-1/1.5/2, T5, BART/mBART,
+  Whisper, DETR;
+* ``Conv1D`` ``c_attn`` weight ``[d, 3d]`` (GPT-1, GPT-2, ImageGPT): columns ``[q | k | v]``;
+* fused, per-head interleaved ``[H, 3, d_head]`` rows (GPT-NeoX/Pythia
+  ``query_key_value``, DeBERTa v1 ``in_proj``);
+* fused ``[3, H, d_head]`` rows (ModernBERT ``Wqkv``) and ``[q | k | v]`` with grouped-query
+  sizes (Phi-3 ``qkv_proj``);
+* GGUF (llama.cpp) ``blk.{i}.attn_q/attn_k``, whose rows llama.cpp permuted within each head
+  for its rotary kernel; the permutation is undone here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from ..errors import CompanionError
+
+__all__ = ["LayerPlan", "FAMILIES", "GGUF_FAMILIES", "family_of", "unpermute_llama_cpp"]
+
+
+def _separate(ts: Sequence[torch.Tensor]):
+    return ts[0], ts[1]
+
+
+@dataclass
+class LayerPlan:
+    """How to obtain one layer's ``Wq, Wk``: tensor names and a function of the tensors."""
+
+    index: int
+    role: str
+    component: str
+    keys: tuple[str, ...]
+    n_heads: int
+    n_kv_heads: int
+    extract: Callable[[Sequence[torch.Tensor]], tuple[torch.Tensor, torch.Tensor]] = _separate
+    name: str = ""
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _cfg(cfg: dict, *names, default=None):
+    for n in names:
+        if cfg.get(n) is not None:
+            return cfg[n]
+    if default is not None:
+        return default
+    raise CompanionError(f"the configuration has none of the fields {names}; is it complete?")
+
+
+def _find(keys, pattern: str) -> dict[int, str]:
+    """Layer index -> tensor name for names ending in ``pattern`` (``{i}`` = layer index).
+
+    Any prefix before the pattern is allowed (``bert.``, ``model.``, ``transformer.``);
+    when several prefixes match, the shortest one wins.
+    """
+    regex = re.compile(r"(?P<prefix>(?:.+\.)?)" + re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)") + r"$")
+    by_prefix: dict[str, dict[int, str]] = {}
+    for k in keys:
+        m = regex.match(k)
+        if m:
+            by_prefix.setdefault(m.group("prefix"), {})[int(m.group("i"))] = k
+    if not by_prefix:
+        return {}
+    # several copies (e.g. a teacher inside a distillation checkpoint): keep the backbone,
+    # the one with the shortest prefix
+    found = by_prefix[min(by_prefix, key=len)]
+    return dict(sorted(found.items()))
+
+
+def _pairs(keys, q_pattern: str, k_pattern: str, *, role: str, component: str,
+           n_heads: int, n_kv_heads: int | None = None, extract=_separate,
+           required: bool = True) -> list[LayerPlan]:
+    """Plans for layers with separate query and key tensors."""
+    qs = _find(keys, q_pattern)
+    ks = _find(keys, k_pattern)
+    if not qs and required:
+        raise CompanionError(f"no tensors named like '*{q_pattern}' in this checkpoint.")
+    missing = sorted(set(qs) ^ set(ks))
+    if missing:
+        raise CompanionError(
+            f"layers {missing} have a query or a key tensor but not both "
+            f"('{q_pattern}' / '{k_pattern}'): the checkpoint is incomplete."
+        )
+    return [
+        LayerPlan(i, role, component, (qs[i], ks[i]), n_heads, n_kv_heads or n_heads, extract,
+                  name=qs[i].rsplit(".", 2)[0])
+        for i in qs
+    ]
+
+
+def _single(keys, pattern: str, *, role: str, component: str, n_heads: int,
+            n_kv_heads: int | None = None, extract) -> list[LayerPlan]:
+    """Plans for layers whose query and key live in one fused tensor."""
+    found = _find(keys, pattern)
+    if not found:
+        raise CompanionError(f"no tensors named like '*{pattern}' in this checkpoint.")
+    return [
+        LayerPlan(i, role, component, (k,), n_heads, n_kv_heads or n_heads, extract,
+                  name=k.rsplit(".", 1)[0])
+        for i, k in found.items()
+    ]
+
+
+def _split_interleaved(n_heads: int):
+    """Rows ordered ``[H, 3, d_head]`` (per head: q, k, v)."""
+
+    def extract(ts):
+        w = ts[0]
+        d_in = w.shape[-1]
+        w = w.reshape(n_heads, 3, -1, d_in)
+        return w[:, 0].reshape(-1, d_in), w[:, 1].reshape(-1, d_in)
+
+    return extract
+
+
+def _split_rows(q_rows: int, k_rows: int):
+    """Rows ordered ``[q | k | v]`` (ModernBERT's ``[3, H, d_head]``, Phi-3 with GQA sizes)."""
+
+    def extract(ts):
+        w = ts[0]
+        return w[:q_rows], w[q_rows:q_rows + k_rows]
+
+    return extract
+
+
+def _split_conv1d(d: int):
+    """``Conv1D`` weight ``[d_in, 3d]`` with output columns ``[q | k | v]``."""
+
+    def extract(ts):
+        w = ts[0]
+        return w[:, :d].T.contiguous(), w[:, d:2 * d].T.contiguous()
+
+    return extract
+
+
+# ----------------------------------------------------------------------------- families
+
+
+def bert(cfg, keys):
+    """BERT, RoBERTa, XLM-R, ELECTRA, CamemBERT: ``encoder.layer.{i}.attention.self.query``."""
+    return _pairs(keys, "encoder.layer.{i}.attention.self.query.weight",
+                  "encoder.layer.{i}.attention.self.key.weight", role="encoder",
+                  component="encoder", n_heads=_cfg(cfg, "num_attention_heads"))
+
+
+def albert(cfg, keys):
+    """ALBERT: the stored layers are shared; one plan per stored layer (not per application)."""
+    plans = []
+    heads = _cfg(cfg, "num_attention_heads")
+    groups = _find(keys, "encoder.albert_layer_groups.{i}.albert_layers.0.attention.query.weight")
+    for g in groups:
+        inner = _pairs(keys, f"encoder.albert_layer_groups.{g}.albert_layers.{{i}}.attention.query.weight",
+                       f"encoder.albert_layer_groups.{g}.albert_layers.{{i}}.attention.key.weight",
+                       role="encoder", component="encoder", n_heads=heads)
+        plans.extend(inner)
+    for i, p in enumerate(plans):
+        p.index = i
+    if not plans:
+        raise CompanionError("no ALBERT attention tensors ('albert_layer_groups') in this checkpoint.")
+    return plans
+
+
+def distilbert(cfg, keys):
+    return _pairs(keys, "transformer.layer.{i}.attention.q_lin.weight",
+                  "transformer.layer.{i}.attention.k_lin.weight", role="encoder",
+                  component="encoder", n_heads=_cfg(cfg, "n_heads"))
+
+
+def deberta(cfg, keys):
+    """DeBERTa v1: ``in_proj`` rows interleaved per head as ``[H, 3, d_head]``."""
+    h = _cfg(cfg, "num_attention_heads")
+    return _single(keys, "encoder.layer.{i}.attention.self.in_proj.weight", role="encoder",
+                   component="encoder", n_heads=h, extract=_split_interleaved(h))
+
+
+def deberta_v2(cfg, keys):
+    return _pairs(keys, "encoder.layer.{i}.attention.self.query_proj.weight",
+                  "encoder.layer.{i}.attention.self.key_proj.weight", role="encoder",
+                  component="encoder", n_heads=_cfg(cfg, "num_attention_heads"))
+
+
+def modernbert(cfg, keys):
+    """ModernBERT: ``Wqkv`` rows ``[3, H, d_head]``."""
+    d = _cfg(cfg, "hidden_size")
+    return _single(keys, "layers.{i}.attn.Wqkv.weight", role="encoder", component="encoder",
+                   n_heads=_cfg(cfg, "num_attention_heads"), extract=_split_rows(d, d))
+
+
+def gpt2(cfg, keys):
+    """GPT-1, GPT-2, ImageGPT: ``Conv1D`` ``c_attn`` ``[d, 3d]``."""
+    d = _cfg(cfg, "n_embd", "hidden_size")
+    return _single(keys, "h.{i}.attn.c_attn.weight", role="causal", component="decoder",
+                   n_heads=_cfg(cfg, "n_head", "num_attention_heads"), extract=_split_conv1d(d))
+
+
+def gpt_neo(cfg, keys):
+    return _pairs(keys, "h.{i}.attn.attention.q_proj.weight", "h.{i}.attn.attention.k_proj.weight",
+                  role="causal", component="decoder", n_heads=_cfg(cfg, "num_heads"))
+
+
+def gptj(cfg, keys):
+    return _pairs(keys, "h.{i}.attn.q_proj.weight", "h.{i}.attn.k_proj.weight", role="causal",
+                  component="decoder", n_heads=_cfg(cfg, "n_head", "num_attention_heads"))
+
+
+def gpt_neox(cfg, keys):
+    """GPT-NeoX/Pythia: ``query_key_value`` rows ``[H, 3, d_head]``."""
+    h = _cfg(cfg, "num_attention_heads")
+    return _single(keys, "layers.{i}.attention.query_key_value.weight", role="causal",
+                   component="decoder", n_heads=h, extract=_split_interleaved(h))
+
+
+def llama(cfg, keys):
+    """LLaMA, Mistral, Mixtral, Qwen2, SmolLM 1-3, MobileLLM, Phi (separate q/k), grouped-query."""
+    h = _cfg(cfg, "num_attention_heads")
+    return _pairs(keys, "layers.{i}.self_attn.q_proj.weight", "layers.{i}.self_attn.k_proj.weight",
+                  role="causal", component="decoder", n_heads=h,
+                  n_kv_heads=_cfg(cfg, "num_key_value_heads", default=h))
+
+
+def phi3(cfg, keys):
+    """Phi-3: ``qkv_proj`` rows ``[q | k | v]`` with sizes ``H*dh, Hkv*dh, Hkv*dh``."""
+    h = _cfg(cfg, "num_attention_heads")
+    kv = _cfg(cfg, "num_key_value_heads", default=h)
+    dh = _cfg(cfg, "head_dim", default=_cfg(cfg, "hidden_size") // h)
+    return _single(keys, "layers.{i}.self_attn.qkv_proj.weight", role="causal",
+                   component="decoder", n_heads=h, n_kv_heads=kv,
+                   extract=_split_rows(h * dh, kv * dh))
+
+
+def t5(cfg, keys):
+    """T5/mT5: encoder and decoder self-attention, decoder cross-attention (``EncDecAttention``)."""
+    h = _cfg(cfg, "num_heads")
+    plans = _pairs(keys, "encoder.block.{i}.layer.0.SelfAttention.q.weight",
+                   "encoder.block.{i}.layer.0.SelfAttention.k.weight", role="encoder",
+                   component="encoder", n_heads=h)
+    plans += _pairs(keys, "decoder.block.{i}.layer.0.SelfAttention.q.weight",
+                    "decoder.block.{i}.layer.0.SelfAttention.k.weight", role="causal",
+                    component="decoder", n_heads=h, required=False)
+    plans += _pairs(keys, "decoder.block.{i}.layer.1.EncDecAttention.q.weight",
+                    "decoder.block.{i}.layer.1.EncDecAttention.k.weight", role="cross",
+                    component="decoder", n_heads=h, required=False)
+    return plans
+
+
+def _seq2seq(cfg, keys, decoder_self_role: str):
+    he = _cfg(cfg, "encoder_attention_heads")
+    hd = _cfg(cfg, "decoder_attention_heads")
+    plans = _pairs(keys, "encoder.layers.{i}.self_attn.q_proj.weight",
+                   "encoder.layers.{i}.self_attn.k_proj.weight", role="encoder",
+                   component="encoder", n_heads=he)
+    plans += _pairs(keys, "decoder.layers.{i}.self_attn.q_proj.weight",
+                    "decoder.layers.{i}.self_attn.k_proj.weight", role=decoder_self_role,
+                    component="decoder", n_heads=hd, required=False)
+    plans += _pairs(keys, "decoder.layers.{i}.encoder_attn.q_proj.weight",
+                    "decoder.layers.{i}.encoder_attn.k_proj.weight", role="cross",
+                    component="decoder", n_heads=hd, required=False)
+    return plans
+
+
+def bart(cfg, keys):
+    """BART, mBART, Whisper (and Marian/Pegasus): causal decoder self-attention."""
+    return _seq2seq(cfg, keys, "causal")
+
+
+def detr(cfg, keys):
+    """DETR: the decoder's self-attention over object queries is unmasked (role ``encoder``)."""
+    return _seq2seq(cfg, keys, "encoder")
+
+
+def vit(cfg, keys):
+    """ViT, DeiT, BEiT, DINOv2, ViT-MAE (encoder): ``attention.attention.query``."""
+    return _pairs(keys, "encoder.layer.{i}.attention.attention.query.weight",
+                  "encoder.layer.{i}.attention.attention.key.weight", role="encoder",
+                  component="encoder", n_heads=_cfg(cfg, "num_attention_heads"))
+
+
+def speech_encoder(cfg, keys):
+    """HuBERT, WavLM, wav2vec 2.0, Data2Vec-audio, UniSpeech: ``encoder.layers.{i}.attention``."""
+    return _pairs(keys, "encoder.layers.{i}.attention.q_proj.weight",
+                  "encoder.layers.{i}.attention.k_proj.weight", role="encoder",
+                  component="encoder", n_heads=_cfg(cfg, "num_attention_heads"))
+
+
+FAMILIES: dict[str, Callable] = {
+    # model_type (config.json) -> conversion function
+    "bert": bert, "roberta": bert, "xlm-roberta": bert, "camembert": bert, "electra": bert,
+    "albert": albert,
+    "distilbert": distilbert,
+    "deberta": deberta,
+    "deberta-v2": deberta_v2,
+    "modernbert": modernbert,
+    "openai-gpt": gpt2, "gpt2": gpt2, "imagegpt": gpt2,
+    "gpt_neo": gpt_neo,
+    "gptj": gptj,
+    "gpt_neox": gpt_neox,
+    "llama": llama, "mistral": llama, "mixtral": llama, "qwen2": llama, "mobilellm": llama,
+    "smollm3": llama,
+    "phi": llama,
+    "phi3": phi3,
+    "t5": t5, "mt5": t5,
+    "bart": bart, "mbart": bart, "whisper": bart, "marian": bart, "pegasus": bart,
+    "detr": detr,
+    "vit": vit, "deit": vit, "beit": vit, "dinov2": vit, "vit_mae": vit,
+    "hubert": speech_encoder, "wavlm": speech_encoder, "wav2vec2": speech_encoder,
+    "data2vec-audio": speech_encoder, "unispeech": speech_encoder,
+}
+
+
+# ----------------------------------------------------------------------------- GGUF
+
+
+def unpermute_llama_cpp(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Undo llama.cpp's row permutation of a q or k weight (``n_heads``: that weight's heads).
+
+    llama.cpp's converter reorders each head's rows from the two-halves rotary layout of
+    Hugging Face into interleaved pairs (reshape ``[H, 2, dh/2]`` then swap the last two
+    axes).  This is the inverse.  The per-head form ``Wq_h^T Wk_h`` does not change (the
+    same permutation acts on both factors), but the rows of ``Wq`` and ``Wk`` do.
+    """
+    rows, d_in = w.shape
+    if rows % (2 * n_heads):
+        raise CompanionError(f"cannot undo llama.cpp permutation: {rows} rows, {n_heads} heads.")
+    return w.reshape(n_heads, rows // n_heads // 2, 2, d_in).transpose(1, 2).reshape(rows, d_in)
+
+
+def gguf_llama(cfg, keys):
+    """GGUF ``llama`` architecture (LLaMA, Mistral, SmolLM): undo the q/k permutation."""
+    arch = cfg.get("general.architecture", "llama")
+    h = int(_cfg(cfg, f"{arch}.attention.head_count"))
+    kv = int(_cfg(cfg, f"{arch}.attention.head_count_kv", default=h))
+
+    def extract(ts):
+        return unpermute_llama_cpp(ts[0], h), unpermute_llama_cpp(ts[1], kv)
+
+    return _pairs(keys, "blk.{i}.attn_q.weight", "blk.{i}.attn_k.weight", role="causal",
+                  component="decoder", n_heads=h, n_kv_heads=kv, extract=extract)
+
+
+GGUF_FAMILIES: dict[str, Callable] = {"llama": gguf_llama}
+
+
+def family_of(config: dict, families: dict | None = None, gguf: bool = False) -> tuple[str, Callable]:
+    """The family name and conversion function for a configuration."""
+    table = dict(GGUF_FAMILIES if gguf else FAMILIES)
+    if families:
+        table.update(families)
+    key = config.get("general.architecture") if gguf else config.get("model_type")
+    if key is None:
+        raise CompanionError(
+            "the checkpoint does not name its architecture "
+            f"({'general.architecture' if gguf else 'model_type in config.json'} is missing)."
+        )
+    if key not in table:
+        raise CompanionError(
+            f"unknown architecture {key!r}{' (GGUF)' if gguf else ''}; supported: "
+            f"{', '.join(sorted(table))}. Pass families={{{key!r}: convert}} to add one."
+        )
+    return key, table[key]

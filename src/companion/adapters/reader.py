@@ -1,0 +1,169 @@
+"""``read_qk``: the public entry point from a checkpoint to a :class:`QKCheckpoint`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from ..errors import CompanionError
+from .families import LayerPlan, family_of
+from .sources import GGUFSource, HubSafetensorsSource, TensorSource, _hub_offline, open_local_folder
+from .types import QKCheckpoint, QKLayer
+
+__all__ = ["read_qk", "open_source", "plan_layers"]
+
+
+def _looks_like_hub_id(s: str) -> bool:
+    parts = s.split("/")
+    return 1 <= len(parts) <= 2 and all(parts) and not s.startswith((".", "~")) and not s.endswith(".gguf")
+
+
+def open_source(source: str | os.PathLike, revision: str | None = None,
+                allow_pickle: bool = False) -> TensorSource:
+    """A :class:`TensorSource` for a folder, a ``.gguf`` file or a hub id."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return open_local_folder(path, allow_pickle=allow_pickle)
+    if path.is_file():
+        if path.suffix.lower() == ".gguf":
+            return GGUFSource(path)
+        if path.name == "config.json":
+            return open_local_folder(path.parent, allow_pickle=allow_pickle)
+        raise CompanionError(
+            f"{path} is a file but not a .gguf file; point at the model's folder instead."
+        )
+    s = str(source)
+    if not _looks_like_hub_id(s):
+        raise CompanionError(f"{s} is neither an existing path nor a hub id like 'owner/name'.")
+    if _hub_offline():
+        raise CompanionError(
+            f"{s!r} is not a local path and HF_HUB_OFFLINE is set, so the hub cannot be "
+            "reached. Unset HF_HUB_OFFLINE or pass a local folder / .gguf file."
+        )
+    return HubSafetensorsSource(s, revision=revision)
+
+
+def plan_layers(src: TensorSource, families: dict | None = None) -> tuple[str, list[LayerPlan]]:
+    """The family and per-layer plans of a source, before any weight is loaded."""
+    family, convert = family_of(src.config, families, gguf=src.kind == "gguf")
+    plans = convert(src.config, src.keys())
+    if not plans:
+        raise CompanionError(f"no attention layers found for family {family!r} in {src.location}.")
+    return family, plans
+
+
+def _check_head_split(layer: QKLayer) -> None:
+    """The shapes must split into heads as ``companion.bilinear.head_factors`` expects."""
+    q, k = layer.Wq, layer.Wk
+    if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
+        raise ValueError(f"Wq {tuple(q.shape)} and Wk {tuple(k.shape)} are not [out, d] with one d")
+    if layer.n_heads % layer.n_kv_heads or q.shape[0] % layer.n_heads:
+        raise ValueError(f"{q.shape[0]} query rows, {layer.n_heads} heads, {layer.n_kv_heads} kv heads")
+    if k.shape[0] != layer.n_kv_heads * (q.shape[0] // layer.n_heads):
+        raise ValueError(f"{k.shape[0]} key rows for {layer.n_kv_heads} kv heads of "
+                         f"{q.shape[0] // layer.n_heads} dims")
+
+
+def _fingerprint(src: TensorSource) -> str:
+    h = hashlib.sha256()
+    for name in sorted(src.shapes):
+        h.update(name.encode())
+        h.update(str(src.shapes[name]).encode())
+    return h.hexdigest()[:16]
+
+
+def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
+            progress: bool = True, families: dict | None = None) -> QKCheckpoint:
+    """Read only the query/key projections of a checkpoint.
+
+    Parameters
+    ----------
+    source : a local Hugging Face folder (single or sharded safetensors; ``.bin`` only with
+        ``allow_pickle``), a ``.gguf`` file, or a hub id ``owner/name`` (read through HTTP
+        range requests; refused when ``HF_HUB_OFFLINE`` is set).
+    revision : hub revision (branch, tag or commit) to pin.
+    allow_pickle : open ``pytorch_model.bin`` weights (unpickling can run code).
+    progress : show a progress bar while the tensors load (for more than a few layers).
+    families : extra or replacement conversion functions, ``{model_type: convert}`` with
+        ``convert(config: dict, tensor_names: list[str]) -> list[LayerPlan]``.
+
+    Returns
+    -------
+    QKCheckpoint with one :class:`QKLayer` per attention layer (``Wq``, ``Wk`` float32,
+    ``nn.Linear`` layout, GGUF rows un-permuted), ``n_parameters`` counted from the tensor
+    shapes in the headers, and ``bytes_read`` the bytes of headers and tensors read.
+    """
+    t0 = time.perf_counter()
+    src = open_source(source, revision=revision, allow_pickle=allow_pickle)
+    family, plans = plan_layers(src, families)
+    for p in plans:
+        for k in p.keys:
+            if k not in src:
+                raise CompanionError(f"tensor {k!r} is missing from {src.location}.")
+    bar = None
+    if progress and len(plans) > 8:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(plans), desc=f"reading q/k of {Path(str(source)).name}", unit="layer",
+                   leave=False)
+    layers = []
+    qk_bytes = 0.0
+    for p in plans:
+        tensors = [src.get(k) for k in p.keys]
+        try:
+            Wq, Wk = p.extract(tensors)
+            layer = QKLayer(index=p.index, role=p.role, Wq=Wq.contiguous(), Wk=Wk.contiguous(),
+                            n_heads=int(p.n_heads), n_kv_heads=int(p.n_kv_heads),
+                            component=p.component, name=p.name)
+            _check_head_split(layer)
+        except (RuntimeError, ValueError) as exc:
+            raise CompanionError(
+                f"layer {p.index} ({p.name}) of {src.location} does not match its "
+                f"configuration: {exc}"
+            ) from None
+        layers.append(layer)
+        # stored bytes of the q/k parts (a share of a fused qkv tensor)
+        stored = sum(src.stored_nbytes(k) for k in p.keys)
+        qk_bytes += stored * (Wq.numel() + Wk.numel()) / sum(t.numel() for t in tensors)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return QKCheckpoint(
+        source=str(source),
+        family=family,
+        layers=layers,
+        n_parameters=src.n_parameters,
+        revision=revision,
+        fingerprint=_fingerprint(src),
+        bytes_read=int(src.bytes_read),
+        meta={"format": src.kind, "seconds": time.perf_counter() - t0,
+              "qk_bytes": int(round(qk_bytes)),
+              "name": _display_name(source)},
+    )
+
+
+_GENERIC_FOLDERS = {"model", "models", "weights", "checkpoint", "hf", "files"}
+
+
+def _display_name(source) -> str:
+    """A short model name for tables: file stem, folder name or hub id.
+
+    Generic folder names (``model``) give way to their parent's name, and a hub cache
+    snapshot (``models--org--name/snapshots/<commit>``) to ``org/name``.
+    """
+    p = Path(str(source))
+    if not p.exists():
+        return str(source)
+    if p.is_file():
+        return p.stem
+    p = p.resolve()
+    if p.parent.name == "snapshots" and p.parent.parent.name.startswith("models--"):
+        return p.parent.parent.name[len("models--"):].replace("--", "/")
+    if p.name.lower() in _GENERIC_FOLDERS and p.parent.name:
+        return p.parent.name
+    return p.name

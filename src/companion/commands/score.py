@@ -1,0 +1,66 @@
+"""``companion score SOURCE``: per-layer symmetry and directionality of one checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import CompanionError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "score",
+        help="score the query-key forms of a checkpoint (folder, .gguf file or hub id)",
+        description="Read only the query/key projections of SOURCE and print the symmetry "
+        "and directionality of every self-attention layer, with median and IQR across layers.",
+    )
+    p.add_argument("source", help="Hugging Face folder, .gguf file, or hub id owner/name")
+    p.add_argument("--per-head", action="store_true", help="also score every head")
+    p.add_argument("--out", metavar="FILE.csv", help="write the tidy table to this CSV file")
+    p.add_argument("--revision", help="hub revision (branch, tag or commit) to pin")
+    p.add_argument("--pairing", choices=("grouped", "modulo"), default="grouped",
+                   help="query/key head pairing for grouped-query attention (default: grouped)")
+    p.add_argument("--gamma", type=float, default=2.0, help="outlier threshold in std (default 2)")
+    p.add_argument("--variant", choices=("excess", "eq18"), default="excess",
+                   help="directionality variant (default: excess, as in the published tables)")
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="allow reading pytorch_model.bin (unpickling can run code)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..adapters import read_qk
+    from ..tables import layer_scores, summarize_layers
+
+    ckpt = read_qk(args.source, revision=args.revision, allow_pickle=args.allow_pickle,
+                   progress=not args.quiet)
+    df = layer_scores(ckpt, per_head=args.per_head, pairing=args.pairing, gamma=args.gamma,
+                      variant=args.variant)
+    if df.empty:
+        raise CompanionError(f"{args.source} has no self-attention layers to score.")
+    if not args.per_head:
+        df = df.drop(columns="head")
+    cols = ["component", "role", "layer"] + (["head"] if args.per_head else []) + [
+        "symmetry", "directionality"]
+    print(f"{ckpt.meta.get('name', args.source)}: family {ckpt.family}, "
+          f"{ckpt.n_parameters:,} parameters, read {ckpt.bytes_read:,} bytes")
+    print(df[cols].to_string(index=False, float_format=lambda v: f"{v:+.4f}"))
+    summary = summarize_layers(df if args.per_head else df.assign(head=-1))
+    print("\nacross layers: median [q25, q75]")
+    for _, r in summary.iterrows():
+        print(f"  {r['component']:>8} ({r['n_layers']} layers)  "
+              f"symmetry {r['symmetry_median']:+.4f} [{r['symmetry_q25']:+.4f}, {r['symmetry_q75']:+.4f}]  "
+              f"directionality {r['directionality_median']:+.4f} "
+              f"[{r['directionality_q25']:+.4f}, {r['directionality_q75']:+.4f}]")
+    if args.out:
+        out = Path(args.out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            df.to_csv(out, index=False)
+        except OSError as exc:
+            raise CompanionError(f"cannot write {out}: {exc}") from None
+        print(f"wrote {len(df)} rows to {out}", file=sys.stderr)
+    return 0

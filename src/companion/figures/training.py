@@ -1,0 +1,83 @@
+"""Figures of the training experiments (Fig. 3, S3-S5).  Each takes a tidy table as made by
+:func:`companion.train.runs.load_runs` (columns step, quantity, layer, head, value, label,
+seed, ...) and returns a matplotlib Figure."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+__all__ = ["scores_over_training", "layers_over_training", "loss_curves"]
+
+_YLABEL = {"symmetry": "symmetry score", "directionality": "directionality score",
+           "eval_loss": "held-out loss", "train_loss": "training loss"}
+
+
+def _layer_rows(df: pd.DataFrame, quantity: str) -> pd.DataFrame:
+    sub = df[(df["quantity"] == quantity) & (df["head"] == -1)]
+    if sub.empty:
+        raise ValueError(f"the table has no per-layer rows of {quantity!r}.")
+    return sub
+
+
+def scores_over_training(df: pd.DataFrame, quantity: str = "symmetry", ax=None, title=None):
+    """Median over layers (and seeds) with the interquartile range, one curve per label (Fig. 3a/b)."""
+    sub = _layer_rows(df, quantity)
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
+    for label, g in sub.groupby("label", sort=False):
+        q = g.groupby("step")["value"].quantile([0.25, 0.5, 0.75]).unstack()
+        line, = ax.plot(q.index, q[0.5], label=label)
+        ax.fill_between(q.index, q[0.25], q[0.75], color=line.get_color(), alpha=0.2, lw=0)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(_YLABEL.get(quantity, quantity))
+    ax.axhline(0, color="0.6", lw=0.6)
+    ax.legend(fontsize=7)
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def layers_over_training(df: pd.DataFrame, quantity: str = "symmetry", title=None):
+    """One panel per label, one curve per layer (median over seeds) (Fig. 3c/d, S4, S5c)."""
+    sub = _layer_rows(df, quantity)
+    labels = list(dict.fromkeys(sub["label"]))
+    fig, axes = plt.subplots(1, len(labels), figsize=(3.6 * len(labels), 3.0), sharey=True, squeeze=False)
+    n_layers = int(sub["layer"].max()) + 1
+    colors = plt.cm.viridis(np.linspace(0, 0.9, n_layers))
+    for ax, label in zip(axes[0], labels):
+        g = sub[sub["label"] == label]
+        for layer, gl in g.groupby("layer"):
+            m = gl.groupby("step")["value"].median()
+            ax.plot(m.index, m.values, color=colors[int(layer)], label=f"layer {int(layer) + 1}")
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("training step")
+        ax.axhline(0, color="0.6", lw=0.6)
+    axes[0][0].set_ylabel(_YLABEL.get(quantity, quantity))
+    axes[0][-1].legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def loss_curves(df: pd.DataFrame, quantity: str = "eval_loss", ax=None, logy=False):
+    """Loss against step: thin lines per seed, thick line for the mean over seeds (Fig. S5a)."""
+    sub = df[df["quantity"] == quantity]
+    if sub.empty:
+        raise ValueError(f"the table has no {quantity!r} rows.")
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
+    for label, g in sub.groupby("label", sort=False):
+        mean = g.groupby("step")["value"].mean()
+        line, = ax.plot(mean.index, mean.values, lw=2, label=label)
+        for _, gs in g.groupby("seed"):
+            gs = gs.sort_values("step")
+            ax.plot(gs["step"], gs["value"], lw=0.6, alpha=0.5, color=line.get_color())
+    ax.set_xlabel("training step")
+    ax.set_ylabel(_YLABEL.get(quantity, quantity))
+    if logy:
+        ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

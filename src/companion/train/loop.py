@@ -1,0 +1,369 @@
+"""The training loop: AdamW, warmup + linear decay, eval loss and structure scores (Sec. 4).
+
+One function, :func:`train`, runs a configuration (:class:`TrainConfig`) and returns a
+tidy history table with one row per ``(step, quantity, layer, head)``:
+
+``train_loss``, ``eval_loss``, ``lr``, ``penalty``
+    ``layer = head = -1``.
+``symmetry``, ``directionality``
+    per layer (``head = -1``: the layer's full form ``M = sum_h Wq_h^T Wk_h``, what the
+    paper's figures show) and per head (``head = 0..H-1``: ``M_h = Wq_h^T Wk_h``), from
+    :mod:`companion.scores` in float64, logged every ``eval_every`` steps and at step 0.
+
+Reproducibility and resume
+--------------------------
+Every random draw has its own generator: model initialisation (``seed``), the order of
+training blocks and the masking (``seed + 1``, ``seed + 2``) and dropout (torch's global
+generator, seeded with ``seed``).  Evaluation masks come from a fixed generator, so eval
+losses of different runs and steps see the same corruption.  A checkpoint stores model,
+optimiser, scheduler, all generator states and the history, so a resumed run continues
+exactly where it stopped; on the CPU two runs with the same configuration agree bit for
+bit (checked in the tests).
+
+GPU and several GPUs
+--------------------
+On CUDA the forward pass runs under bf16 autocast (``bf16=True``), AdamW is fused, and
+TF32 matmuls are allowed.  Launched with ``torchrun --nproc_per_node N``, the loop joins
+the process group (NCCL on GPUs, gloo on CPUs), wraps the model in
+``DistributedDataParallel``, gives each rank its slice of every global batch and skips the
+gradient all-reduce on all but the last accumulation micro-batch.  Rank 0 logs and writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..bilinear import bilinear_form, head_factors
+from ..scores import directionality_score, symmetry_score, symmetry_score_factored, directionality_score_factored
+from .data import TokenData, build_token_data, load_texts
+from .init import PENALTIES, initialize, symmetry_penalty
+from .model import MODEL_SIZES, build_model, get_size, qk_weights
+from .objectives import SelectiveLM, objective_loss
+
+__all__ = ["TrainConfig", "train", "structure_rows", "write_run", "read_run", "EVAL_MASK_SEED"]
+
+EVAL_MASK_SEED = 1234
+
+
+@dataclass
+class TrainConfig:
+    """Everything that defines a run.  Defaults follow the paper (Appendix S2) where it applies.
+
+    The paper: AdamW, lr 5e-5, 200 warmup steps, linear decay, weight decay 0.01, batch
+    32 x 8 accumulation, 200k steps.  Small CPU runs need a larger learning rate to move
+    within a few hundred steps; the book states the one each cached run used.
+    """
+
+    mode: str = "encoder"
+    init: str = "standard"
+    size: str = "tiny"
+    seed: int = 0
+    steps: int = 200
+    batch_size: int = 16
+    grad_accum: int = 1
+    lr: float = 1e-3
+    warmup: int = 20
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    eval_every: int = 20
+    eval_blocks: int | None = 64
+    penalty: str = "none"
+    penalty_coef: float = 0.0
+    corpus: str = "default"
+    top_k: int | None = 4096
+    seq_len: int | None = None
+    bf16: bool = True
+    compile: bool = False
+    device: str | None = None
+    checkpoint_every: int = 0
+    smoothing: int = 1
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        get_size(self.size)
+        if self.penalty not in PENALTIES:
+            raise ValueError(f"unknown penalty {self.penalty!r}; choose one of {PENALTIES}.")
+        for name in ("steps", "batch_size", "grad_accum", "eval_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")
+        if self.warmup < 0 or self.warmup > self.steps:
+            raise ValueError(f"warmup must lie in [0, steps={self.steps}]; got {self.warmup}.")
+
+    @property
+    def model_size(self):
+        s = get_size(self.size)
+        if self.seq_len is not None:
+            from dataclasses import replace
+
+            s = replace(s, seq_len=self.seq_len)
+        return s
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def lr_factor(step: int, warmup: int, total: int) -> float:
+    """Linear warmup to 1 over ``warmup`` steps, then linear decay to 0 at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def structure_rows(model, step: int) -> list[dict]:
+    """Per-layer and per-head symmetry and directionality of the model's query-key forms."""
+    n_heads = getattr(model, "module", model).config.num_attention_heads
+    rows = []
+    for layer, (wq, wk) in enumerate(qk_weights(model)):
+        wq64, wk64 = wq.double().cpu(), wk.double().cpu()
+        M = bilinear_form(wq64, wk64, n_heads)
+        rows.append(dict(step=step, quantity="symmetry", layer=layer, head=-1, value=symmetry_score(M)))
+        rows.append(dict(step=step, quantity="directionality", layer=layer, head=-1,
+                         value=directionality_score(M)))
+        Q, K = head_factors(wq64, wk64, n_heads)
+        sym = np.atleast_1d(symmetry_score_factored(Q, K))
+        dirs = np.atleast_1d(directionality_score_factored(Q, K))
+        for h in range(n_heads):
+            rows.append(dict(step=step, quantity="symmetry", layer=layer, head=h, value=float(sym[h])))
+            rows.append(dict(step=step, quantity="directionality", layer=layer, head=h,
+                             value=float(dirs[h])))
+    return rows
+
+
+@torch.no_grad()
+def eval_loss(net, data: TokenData, cfg: TrainConfig, device) -> float:
+    """Mean held-out loss over fixed blocks and fixed masks (no dropout)."""
+    net.eval()
+    blocks = data.eval if cfg.eval_blocks is None else data.eval[: cfg.eval_blocks]
+    g = torch.Generator().manual_seed(EVAL_MASK_SEED)
+    total, count = 0.0, 0
+    for i in range(0, blocks.shape[0], cfg.batch_size):
+        ids = blocks[i: i + cfg.batch_size].to(device)
+        with _autocast(cfg, device):
+            loss, n = objective_loss(net, ids, cfg.mode, data.masking, g)
+        total += float(loss) * n
+        count += n
+    net.train()
+    return total / max(count, 1)
+
+
+def _autocast(cfg, device):
+    enabled = bool(cfg.bf16) and device.type == "cuda"
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def _distributed():
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 1, 0, None
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        dist.init_process_group(backend=backend)
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local}") if torch.cuda.is_available() else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return world, dist.get_rank(), device
+
+
+def _rng_state(gens: dict) -> dict:
+    state = {k: g.get_state() for k, g in gens.items()}
+    state["torch"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(gens: dict, state: dict) -> None:
+    for k, g in gens.items():
+        g.set_state(state[k])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path | None = None,
+          resume: bool = False, stop_at: int | None = None, progress=None,
+          return_model: bool = False):
+    """Train one configuration; return (and, with ``out_dir``, write) the history table.
+
+    ``stop_at`` ends the run early at that step (after writing a checkpoint when
+    ``out_dir`` is given): the learning-rate schedule still follows ``cfg.steps``, so a
+    later ``resume=True`` call continues the same run.  ``progress`` is called with a short
+    line after each evaluation.  With ``return_model`` the result is ``(history, model)``.
+    """
+    world, rank, ddp_device = _distributed()
+    device = ddp_device or torch.device(cfg.device) if (ddp_device or cfg.device) else None
+    if device is None:
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu":
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    size = cfg.model_size
+    if data is None:
+        data = build_token_data(load_texts(cfg.corpus), size.seq_len, top_k=cfg.top_k,
+                                description=cfg.corpus)
+    if data.train.shape[1] != size.seq_len:
+        raise ValueError(f"data blocks have length {data.train.shape[1]}, the model expects {size.seq_len}.")
+
+    torch.manual_seed(cfg.seed)
+    model = build_model(size, data.vocab_size, cfg.mode)
+    initialize(model, cfg.init, generator=torch.Generator().manual_seed(cfg.seed))
+    model.to(device)
+    net = SelectiveLM(model)
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        net = DDP(net, device_ids=[device.index] if device.type == "cuda" else None)
+    fwd = torch.compile(net) if cfg.compile else net
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.999), eps=1e-8, fused=device.type == "cuda",
+    )
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.warmup, cfg.steps))
+    gens = {"data": torch.Generator().manual_seed(cfg.seed + 1),
+            # each rank masks its own blocks with its own draws (rank 0 = single-process run)
+            "mask": torch.Generator().manual_seed(cfg.seed + 2 + 7919 * rank)}
+
+    rows: list[dict] = []
+    start = 0
+    out = Path(out_dir) if out_dir is not None else None
+    ckpt_path = out / "checkpoint.pt" if out is not None else None
+    if resume:
+        if ckpt_path is None or not ckpt_path.exists():
+            raise FileNotFoundError(f"no checkpoint to resume from at {ckpt_path}; run without resume first.")
+        ck = torch.load(ckpt_path, map_location=device, weights_only=False)
+        if ck["config"] != cfg.to_dict():
+            raise ValueError("the checkpoint was written by a different configuration; "
+                             "resume with the same settings or start a new run directory.")
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        sched.load_state_dict(ck["scheduler"])
+        _set_rng_state(gens, ck["rng"])
+        rows = ck["history"]
+        start = ck["step"]
+    t0 = time.time()
+
+    def log_eval(step):
+        el = eval_loss(fwd, data, cfg, device)
+        rows.append(dict(step=step, quantity="eval_loss", layer=-1, head=-1, value=el))
+        rows.extend(structure_rows(model, step))
+        if progress is not None and rank == 0:
+            sym = np.median([r["value"] for r in rows if r["step"] == step and r["quantity"] == "symmetry"
+                             and r["head"] == -1])
+            progress(f"step {step}/{cfg.steps} eval_loss {el:.4f} median_symmetry {sym:.3f} "
+                     f"elapsed {time.time() - t0:.0f}s")
+
+    if start == 0:
+        log_eval(0)
+    n_train = data.train.shape[0]
+    end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
+    model.train()
+    for step in range(start, end):
+        total = 0.0
+        for micro in range(cfg.grad_accum):
+            idx = torch.randint(0, n_train, (cfg.batch_size * world,), generator=gens["data"])
+            idx = idx[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
+            ids = data.train[idx].to(device)
+            sync_ctx = net.no_sync() if (world > 1 and micro < cfg.grad_accum - 1) else _null()
+            with sync_ctx:
+                with _autocast(cfg, device):
+                    loss, _ = objective_loss(fwd, ids, cfg.mode, data.masking, gens["mask"])
+                obj = loss / cfg.grad_accum
+                if cfg.penalty != "none" and cfg.penalty_coef > 0:  # in float32, outside autocast
+                    pen = symmetry_penalty(model, cfg.penalty)
+                    obj = obj + cfg.penalty_coef * pen / cfg.grad_accum
+                obj.backward()
+            total += float(loss.detach()) / cfg.grad_accum
+        if cfg.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+        rows.append(dict(step=step + 1, quantity="lr", layer=-1, head=-1, value=sched.get_last_lr()[0]))
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        rows.append(dict(step=step + 1, quantity="train_loss", layer=-1, head=-1, value=total))
+        if cfg.penalty != "none":
+            with torch.no_grad():
+                rows.append(dict(step=step + 1, quantity="penalty", layer=-1, head=-1,
+                                 value=float(symmetry_penalty(model, cfg.penalty))))
+        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            log_eval(step + 1)
+        done = step + 1
+        want_ckpt = cfg.checkpoint_every and done % cfg.checkpoint_every == 0
+        if out is not None and rank == 0 and (want_ckpt or done == end):
+            out.mkdir(parents=True, exist_ok=True)
+            tmp = ckpt_path.with_suffix(".tmp")
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                        "scheduler": sched.state_dict(), "rng": _rng_state(gens), "history": rows,
+                        "step": done, "config": cfg.to_dict()}, tmp)
+            os.replace(tmp, ckpt_path)
+    history = pd.DataFrame(rows, columns=["step", "quantity", "layer", "head", "value"])
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
+    return (history, model) if return_model else history
+
+
+class _null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *a):
+        return False
+
+
+def provenance(cfg: TrainConfig, command: str, seconds: float, data: TokenData | None = None) -> dict:
+    """What made a run: command, hardware, duration, versions, date, seed and configuration."""
+    import transformers
+
+    from .. import __version__
+    from ..runtime import describe_device
+
+    dev = torch.device(cfg.device) if cfg.device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return {
+        "command": command,
+        "hardware": {"device": describe_device(dev), "machine": platform.machine(),
+                     "processor": platform.processor() or platform.machine(),
+                     "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads()},
+        "duration_s": round(seconds, 1),
+        "versions": {"companion": __version__, "torch": torch.__version__,
+                     "transformers": transformers.__version__, "python": platform.python_version()},
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seed": cfg.seed,
+        "config": cfg.to_dict(),
+        "model_size": cfg.model_size.to_dict(),
+        "data": data.summary() if data is not None else None,
+    }
+
+
+def write_run(out_dir: str | Path, history: pd.DataFrame, meta: dict) -> Path:
+    """Write ``history.csv`` and ``provenance.json`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    history.to_csv(out / "history.csv", index=False, float_format="%.6g")
+    (out / "provenance.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    return out
+
+
+def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
+    """``(history, provenance)`` of a run written by :func:`write_run`."""
+    run = Path(run_dir)
+    if not (run / "history.csv").exists():
+        raise FileNotFoundError(f"{run} holds no history.csv; is it a run directory?")
+    return pd.read_csv(run / "history.csv"), json.loads((run / "provenance.json").read_text())

@@ -1,0 +1,127 @@
+"""Training objectives, selectable by name (Sec. 4 and Appendix S2).
+
+``"encoder"``
+    Masked language modelling: 15% of the positions are chosen; of those 80% become
+    ``[MASK]``, 10% a random token, 10% stay; the loss is the cross-entropy at the chosen
+    positions, with bidirectional attention (BERT's recipe).
+``"decoder"``
+    True autoregressive training: causal attention, and every position ``t`` predicts
+    token ``t + 1`` from the uncorrupted tokens ``<= t``.
+``"authors-decoder"``
+    What the paper's "decoder" runs did: the masked-LM collator under a causal mask, with
+    the one-step label shift that ``BertLMHeadModel`` applies.  Inputs are corrupted as in
+    ``"encoder"``; position ``t`` predicts the original token ``t + 1`` only where ``t + 1``
+    was chosen for masking, i.e. about 15% of the next-token targets, from a context that
+    contains ``[MASK]`` and random tokens.
+
+All three take a ``[batch, seq]`` tensor of token ids and a ``torch.Generator`` for the
+masking, and return the mean cross-entropy over the targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .model import MODES
+
+__all__ = ["MaskingSpec", "mask_tokens", "objective_loss", "lm_logits", "SelectiveLM"]
+
+
+@dataclass(frozen=True)
+class MaskingSpec:
+    """Token ids the masked-LM corruption needs.
+
+    ``first_regular_id``: ids below it are special tokens, never chosen and never used as
+    random replacements.
+    """
+
+    mask_id: int
+    vocab_size: int
+    first_regular_id: int = 0
+    prob: float = 0.15
+
+    def __post_init__(self):
+        if not 0.0 < self.prob < 1.0:
+            raise ValueError(f"masking probability must lie in (0, 1); got {self.prob}.")
+        if not 0 <= self.mask_id < self.vocab_size:
+            raise ValueError(f"mask id {self.mask_id} is outside the vocabulary of {self.vocab_size}.")
+
+
+def mask_tokens(ids: torch.Tensor, spec: MaskingSpec, generator: torch.Generator):
+    """BERT's 80/10/10 corruption.  Returns ``(inputs, labels)``; labels are -100 off-target.
+
+    Random draws come from ``generator`` (on the CPU) so the corruption is reproducible and
+    resumable independently of dropout.
+    """
+    ids_cpu = ids.cpu()
+    shape = ids_cpu.shape
+    chosen = torch.rand(shape, generator=generator) < spec.prob
+    chosen &= ids_cpu >= spec.first_regular_id
+    labels = torch.where(chosen, ids_cpu, torch.full_like(ids_cpu, -100))
+    action = torch.rand(shape, generator=generator)
+    random_tokens = torch.randint(spec.first_regular_id, spec.vocab_size, shape, generator=generator)
+    inputs = ids_cpu.clone()
+    inputs[chosen & (action < 0.8)] = spec.mask_id
+    swap = chosen & (action >= 0.8) & (action < 0.9)
+    inputs[swap] = random_tokens[swap]
+    return inputs.to(ids.device), labels.to(ids.device)
+
+
+class SelectiveLM(nn.Module):
+    """A BERT LM whose forward evaluates the vocabulary head only where ``select`` is True.
+
+    Evaluating the head only at the target positions gives the same loss as the full head
+    and saves most of its cost in masked-LM training.  Training goes through this module's
+    ``forward`` so that ``DistributedDataParallel`` can wrap it.
+    """
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:
+        hidden = self.model.bert(input_ids=inputs).last_hidden_state
+        if select is not None:
+            hidden = hidden[select]
+        return self.model.cls(hidden)
+
+
+def lm_logits(model, inputs: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:
+    """Logits of the LM head (optionally only at ``select``) for a BERT model or a wrapper."""
+    if hasattr(model, "bert") and hasattr(model, "cls"):  # a bare Hugging Face model
+        model = SelectiveLM(model)
+    return model(inputs, select)
+
+
+def objective_loss(model, ids: torch.Tensor, mode: str, spec: MaskingSpec,
+                   generator: torch.Generator) -> tuple[torch.Tensor, int]:
+    """Mean cross-entropy of ``mode`` on the batch ``ids``; returns ``(loss, n_targets)``."""
+    if mode not in MODES:
+        raise ValueError(f"unknown objective {mode!r}; choose one of {MODES}.")
+    if ids.ndim != 2 or ids.shape[1] < 2:
+        raise ValueError(f"ids must be [batch, seq] with seq >= 2; got {tuple(ids.shape)}.")
+    if mode == "decoder":
+        inputs = ids[:, :-1]
+        targets = ids[:, 1:]
+        logits = lm_logits(model, inputs)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+        return loss, targets.numel()
+    inputs, labels = mask_tokens(ids, spec, generator)
+    if mode == "encoder":
+        select = labels != -100
+        target = labels[select]
+    else:  # authors-decoder: position t predicts label t+1 (BertLMHeadModel's shift)
+        inputs = inputs[:, :-1]
+        shifted = labels[:, 1:]
+        select = shifted != -100
+        target = shifted[select]
+    n = int(target.numel())
+    if n == 0:  # no position chosen in this batch: a zero loss that still has a graph
+        logits = lm_logits(model, inputs[:, :1])
+        return logits.sum() * 0.0, 0
+    logits = lm_logits(model, inputs, select)
+    return F.cross_entropy(logits.float(), target), n

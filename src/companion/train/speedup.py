@@ -1,0 +1,107 @@
+"""The speed-up of Table 1, measured on smoothed held-out loss.
+
+Definition (ours)
+-----------------
+Let ``L_b(t)`` and ``L_c(t)`` be the *smoothed eval losses* of the baseline and of the
+candidate (e.g. symmetric initialisation) at the logged steps ``t`` of runs of equal
+length ``T``.  The target is the baseline's final smoothed loss ``L_b(T)``.  With
+``t*`` the first logged step at which ``L_c(t) <= L_b(T)``,
+
+.. math::  \\text{speed-up} = 1 - t^* / T,
+
+the fraction of training the candidate saves.  When the candidate never reaches the target
+the speed-up is undefined and we return ``NaN``.  Smoothing is a trailing moving average
+over ``window`` evaluations, so one lucky evaluation cannot decide.
+
+What the paper's code did (see :func:`authors_speedup`): raw *training* loss, one seed,
+and 100% returned when the target is never reached; Table 1 prints 0% for the one row
+where that happened.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["smooth", "speedup", "speedup_from_histories", "speedup_over_seeds", "authors_speedup"]
+
+
+def smooth(values, window: int = 3) -> np.ndarray:
+    """Trailing moving average over ``window`` points (shorter at the start)."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1; got {window}.")
+    return pd.Series(np.asarray(values, dtype=float)).rolling(window, min_periods=1).mean().to_numpy()
+
+
+def speedup(steps_base, loss_base, steps_cand, loss_cand, window: int = 3) -> float:
+    """Fraction of training saved by the candidate; ``NaN`` when it never reaches the target."""
+    sb, lb = np.asarray(steps_base, dtype=float), np.asarray(loss_base, dtype=float)
+    sc, lc = np.asarray(steps_cand, dtype=float), np.asarray(loss_cand, dtype=float)
+    if len(sb) == 0 or len(sc) == 0:
+        raise ValueError("both runs need at least one logged loss.")
+    if len(sb) != len(lb) or len(sc) != len(lc):
+        raise ValueError("steps and losses must have the same length.")
+    if not math.isclose(sb.max(), sc.max()):
+        raise ValueError(f"runs of different length ({sb.max():g} vs {sc.max():g} steps) cannot be compared.")
+    ob, oc = np.argsort(sb), np.argsort(sc)
+    target = smooth(lb[ob], window)[-1]
+    reached = np.flatnonzero(smooth(lc[oc], window) <= target)
+    if reached.size == 0:
+        return float("nan")
+    return float(1.0 - sc[oc][reached[0]] / sb.max())
+
+
+def _eval_curve(history: pd.DataFrame):
+    ev = history[history["quantity"] == "eval_loss"].sort_values("step")
+    if ev.empty:
+        raise ValueError("the history has no eval_loss rows.")
+    return ev["step"].to_numpy(), ev["value"].to_numpy()
+
+
+def speedup_from_histories(base: pd.DataFrame, cand: pd.DataFrame, window: int = 3) -> float:
+    """:func:`speedup` on the ``eval_loss`` rows of two history tables."""
+    return speedup(*_eval_curve(base), *_eval_curve(cand), window=window)
+
+
+def speedup_over_seeds(pairs: dict, window: int = 3) -> tuple[pd.DataFrame, dict]:
+    """Paired speed-ups ``{seed: (baseline_history, candidate_history)}`` and their spread.
+
+    Returns the per-seed table (seed, speedup, final smoothed losses) and a summary with the
+    mean and standard deviation over the seeds that reached the target, the min and max,
+    and how many seeds reached it.
+    """
+    if not pairs:
+        raise ValueError("no (baseline, candidate) pairs given; pass {seed: (baseline, candidate)}.")
+    rows = []
+    for seed, (b, c) in sorted(pairs.items()):
+        _, lb = _eval_curve(b)
+        _, lc = _eval_curve(c)
+        rows.append({"seed": seed, "speedup": speedup_from_histories(b, c, window),
+                     "final_loss_baseline": smooth(lb, window)[-1],
+                     "final_loss_candidate": smooth(lc, window)[-1]})
+    table = pd.DataFrame(rows)
+    s = table["speedup"].dropna()
+    summary = {
+        "n_seeds": len(table),
+        "n_reached": int(s.size),
+        "mean": float(s.mean()) if s.size else float("nan"),
+        "std": float(s.std(ddof=1)) if s.size > 1 else float("nan"),
+        "min": float(s.min()) if s.size else float("nan"),
+        "max": float(s.max()) if s.size else float("nan"),
+    }
+    return table, summary
+
+
+def authors_speedup(steps, loss_base, loss_cand) -> float:
+    """The published formula, kept to show its failure mode (do not use for results).
+
+    Raw losses at common logged steps; the first step where the candidate's loss is below
+    the baseline's final loss; **1.0 when that never happens** (the code's fall-through).
+    """
+    steps = np.asarray(steps, dtype=float)
+    below = np.flatnonzero(np.asarray(loss_cand, dtype=float) < np.asarray(loss_base, dtype=float)[-1])
+    if below.size == 0:
+        return 1.0
+    return float(1.0 - steps[below[0]] / steps.max())

@@ -1,0 +1,95 @@
+"""The two real offline checkpoints: all-MiniLM-L6-v2 (safetensors) and SmolLM2 (GGUF)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from adapters_data import minilm_folder, smollm2_gguf
+from companion.adapters import read_qk
+from companion.bilinear import bilinear_form
+from qk_logits import LogitRecorder, compare, named_layers
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return read_qk(minilm_folder(), progress=False)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return read_qk(smollm2_gguf(), progress=False)
+
+
+def test_minilm_has_six_bert_layers_of_width_384(minilm):
+    assert minilm.family == "bert"
+    assert [l.index for l in minilm.layers] == list(range(6))
+    assert all(l.d_model == 384 and l.n_heads == 12 and l.role == "encoder" for l in minilm.layers)
+
+
+def test_minilm_reads_only_its_query_and_key_bytes(minilm):
+    qk_bytes = sum(l.Wq.numel() + l.Wk.numel() for l in minilm.layers) * 4  # stored as F32
+    assert qk_bytes <= minilm.bytes_read <= 1.05 * qk_bytes
+    total = sum(p.stat().st_size for p in minilm_folder().glob("*.safetensors"))
+    assert minilm.bytes_read < 0.5 * total
+
+
+def test_minilm_parameter_count_matches_the_loaded_model(minilm):
+    from transformers import BertModel
+
+    model = BertModel.from_pretrained(minilm_folder())
+    assert minilm.n_parameters == model.num_parameters()
+
+
+def test_minilm_form_reproduces_the_models_logits_in_every_layer(minilm):
+    from transformers import BertModel
+
+    model = BertModel.from_pretrained(minilm_folder()).eval().double()
+    layers = named_layers(model, [("encoder", "encoder.layer.{i}.attention.self.query",
+                                   "encoder.layer.{i}.attention.self.key")])
+    rec = LogitRecorder(model, layers, "interface")
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model(input_ids=torch.randint(1000, 30000, (8, 64)))
+    rec.close()
+    captured = rec.results()
+    assert len(captured) == 6
+    for layer in minilm.layers:
+        (X, Y, L), = captured[("encoder", layer.index)]
+        M = bilinear_form(layer.Wq.double(), layer.Wk.double(), layer.n_heads)
+        assert compare(M, X, Y, L) < 1e-9
+
+
+def test_smollm2_gguf_has_thirty_grouped_query_layers(smollm2):
+    assert smollm2.family == "llama" and smollm2.meta["format"] == "gguf"
+    assert len(smollm2.layers) == 30
+    for l in smollm2.layers:
+        assert (l.n_heads, l.n_kv_heads, l.d_model, l.d_head) == (9, 3, 576, 64)
+        assert l.Wq.shape == (576, 576) and l.Wk.shape == (192, 576)
+
+
+def test_smollm2_gguf_reads_about_a_tenth_of_the_file(smollm2):
+    size = smollm2_gguf().stat().st_size
+    assert smollm2.bytes_read < 0.15 * size
+    # n_parameters from the tensor infos: SmolLM2-135M has ~135M values
+    assert 1.3e8 < smollm2.n_parameters < 1.4e8
+
+
+@pytest.mark.slow
+def test_smollm2_gguf_matches_transformers_own_gguf_loader(smollm2):
+    """Same rows of Wq, Wk (so the llama.cpp permutation is undone) and the same forms."""
+    pytest.importorskip("accelerate")
+    from transformers import AutoModelForCausalLM
+
+    path = smollm2_gguf()
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
+    cfg = model.config
+    assert (cfg.num_attention_heads, cfg.num_key_value_heads) == (9, 3)
+    for layer, block in zip(smollm2.layers, model.model.layers, strict=True):
+        wq, wk = block.self_attn.q_proj.weight.detach(), block.self_attn.k_proj.weight.detach()
+        # both sides dequantize the same Q4_1 blocks; float32 rounding at most
+        torch.testing.assert_close(layer.Wq, wq, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(layer.Wk, wk, rtol=1e-6, atol=1e-6)
+        ours = layer.form().double()
+        theirs = bilinear_form(wq.double(), wk.double(), 9, 3)
+        assert float((ours - theirs).norm() / theirs.norm()) < 1e-5

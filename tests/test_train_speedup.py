@@ -1,0 +1,79 @@
+"""The speed-up metric: a fraction of training saved, NaN when the target is never reached."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from companion.train.speedup import (
+    authors_speedup,
+    smooth,
+    speedup,
+    speedup_from_histories,
+    speedup_over_seeds,
+)
+
+STEPS = np.arange(0, 11) * 10  # 0..100
+
+
+def test_candidate_reaching_the_target_at_40_of_100_steps_saves_60_percent():
+    base = 10 - 0.05 * STEPS  # ends at 5
+    cand = 10 - 0.125 * STEPS  # 5.0 at step 40
+    assert speedup(STEPS, base, STEPS, cand, window=1) == pytest.approx(0.6)
+
+
+def test_speedup_is_nan_when_the_target_is_never_reached():
+    base = 10 - 0.05 * STEPS
+    cand = base + 0.5
+    assert math.isnan(speedup(STEPS, base, STEPS, cand, window=3))
+
+
+def test_published_formula_reports_full_speedup_when_never_reached():
+    base = 10 - 0.05 * STEPS
+    assert authors_speedup(STEPS, base, base + 0.5) == 1.0
+
+
+def test_identical_runs_save_nothing():
+    base = 10 - 0.05 * STEPS
+    assert speedup(STEPS, base, STEPS, base, window=3) == pytest.approx(0.0)
+
+
+def test_smoothing_stops_one_lucky_evaluation_from_counting():
+    base = np.full(11, 5.0)
+    cand = np.full(11, 6.0)
+    cand[3] = 4.0  # a single dip below the target
+    assert speedup(STEPS, base, STEPS, cand, window=1) == pytest.approx(0.7)
+    assert math.isnan(speedup(STEPS, base, STEPS, cand, window=3))
+
+
+def test_runs_of_different_length_are_refused():
+    with pytest.raises(ValueError, match="different length"):
+        speedup(STEPS, STEPS * 0 + 1, STEPS[:5], STEPS[:5] * 0 + 1)
+
+
+def test_smooth_is_a_trailing_mean():
+    assert smooth([1, 2, 3, 4], 2).tolist() == [1.0, 1.5, 2.5, 3.5]
+
+
+def _hist(losses):
+    return pd.DataFrame({"step": STEPS, "quantity": "eval_loss", "layer": -1, "head": -1, "value": losses})
+
+
+def test_over_seeds_reports_spread_and_counts_unreached_seeds():
+    base = 10 - 0.05 * STEPS
+    pairs = {0: (_hist(base), _hist(10 - 0.125 * STEPS)),  # 0.6
+             1: (_hist(base), _hist(10 - 0.25 * STEPS)),  # 5 at step 20 -> 0.8
+             2: (_hist(base), _hist(base + 1))}  # never
+    table, summary = speedup_over_seeds(pairs, window=1)
+    assert table["speedup"].iloc[:2].tolist() == pytest.approx([0.6, 0.8])
+    assert math.isnan(table["speedup"].iloc[2])
+    assert summary["n_reached"] == 2 and summary["n_seeds"] == 3
+    assert summary["mean"] == pytest.approx(0.7)
+    assert summary["std"] == pytest.approx(np.std([0.6, 0.8], ddof=1))
+    assert speedup_from_histories(_hist(base), _hist(base)) == pytest.approx(0.0)
+
+
+def test_no_pairs_is_a_clear_error():
+    with pytest.raises(ValueError, match="no \\(baseline, candidate\\) pairs"):
+        speedup_over_seeds({})
