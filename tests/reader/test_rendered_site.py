@@ -28,6 +28,22 @@ CHAPTERS = [c.docname for c in nbgen.book_chapters(ROOT)]
 REPO_URL = nbgen.repository_url(ROOT)
 
 ERROR_TEXT = "Traceback (most recent call last)"
+
+
+def _chapters_regenerating_figures() -> list[str]:
+    """Chapters that the figures-and-tables page names for one of the paper's figures."""
+    page = ROOT / "book" / "figures_and_tables.md"
+    if not page.is_file():
+        return []
+    names = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        fields = [f.strip() for f in line.split("|")]
+        if len(fields) == 3 and fields[0].startswith("Fig."):
+            names.update(nbgen._strip_suffix(n) for n in fields[2].split(",") if n.strip())
+    return [d for d in DOCNAMES if d in names and d != "book/errata"]
+
+
+FIGURE_CHAPTERS = _chapters_regenerating_figures()
 UNRENDERED_FIGURE = re.compile(r"<Figure size \d+x\d+ with \d+ Axes>")
 
 
@@ -93,6 +109,20 @@ def test_every_image_is_loaded(browser, site_url, docname):
     )
     broken = [src for src, complete, width in images if not complete or width == 0]
     assert not broken, f"{docname}: images that did not load: {broken}"
+
+
+@pytest.mark.parametrize("docname", FIGURE_CHAPTERS)
+def test_chapter_that_regenerates_a_paper_figure_shows_figures(browser, site_url, docname):
+    _open(browser, site_url, docname)
+    drawn = browser.execute_script(
+        "return Array.from(document.querySelectorAll('main .cell_output img, main figure img'))"
+        ".filter(i => i.complete && i.naturalWidth > 0).length;"
+    )
+    assert drawn > 0, (
+        f"{docname} regenerates a figure of the paper (book/figures_and_tables.md) but its "
+        "page shows none: end the cell with the figure, or glue it and place it with "
+        "{glue:figure}"
+    )
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
