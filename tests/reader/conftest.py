@@ -1,0 +1,99 @@
+"""Fixtures for the reader checks: the built site served locally, headless Chromium.
+
+These tests run after the book is built (``make reader-checks``, part of ``make test``);
+pytest collects them only with ``--reader-checks``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+)
+
+
+def _which(*names: str) -> str | None:
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+        if os.path.isfile(name) and os.access(name, os.X_OK):
+            return name
+    return None
+
+
+@pytest.fixture(scope="session")
+def site() -> Path:
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built site at {SITE}: build the book first (make book).")
+    return SITE
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output readable
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(site):
+    """The built site served over HTTP on 127.0.0.1 (as a reader's browser sees it)."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium from the Debian packages, driven by selenium (nothing downloaded)."""
+    chromium = _which("chromium", "chromium-browser", "/usr/lib/chromium/chromium")
+    driver_path = _which("chromedriver", "/usr/lib/chromium/chromedriver")
+    if chromium is None or driver_path is None:
+        pytest.skip(
+            "headless Chromium is not installed, so the rendered site is not checked: "
+            "apt-get install -y chromium chromium-driver (CI does this in .ci/run)."
+        )
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("selenium is missing: pip install -e '.[test]'")
+
+    os.environ["SE_OFFLINE"] = "true"  # selenium-manager must never fetch a browser
+    profile = tempfile.mkdtemp(prefix="companion-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.add_argument("--window-size=1280,1600")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)

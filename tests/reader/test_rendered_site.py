@@ -1,0 +1,226 @@
+"""The built book, read the way a reader reads it: served over HTTP, in headless Chromium.
+
+Every page listed in ``_toc.yml`` is opened; each must render without error text, load all
+its images, have all its math typeset by MathJax, link only to local pages and anchors that
+exist, and (for executable chapters) carry a Colab link to the chapter's generated notebook.
+Screenshots of the first two chapters go to ``_build/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import urllib.error
+import urllib.request
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin, urlparse
+
+import pytest
+
+from companion import notebooks as nbgen
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+
+DOCNAMES = nbgen.toc_docnames(ROOT)
+CHAPTERS = [c.docname for c in nbgen.book_chapters(ROOT)]
+REPO_URL = nbgen.repository_url(ROOT)
+
+ERROR_TEXT = "Traceback (most recent call last)"
+
+
+def _chapters_regenerating_figures() -> list[str]:
+    """Chapters that the figures-and-tables page names for one of the paper's figures."""
+    page = ROOT / "book" / "figures_and_tables.md"
+    if not page.is_file():
+        return []
+    names = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        fields = [f.strip() for f in line.split("|")]
+        if len(fields) == 3 and fields[0].startswith("Fig."):
+            names.update(nbgen._strip_suffix(n) for n in fields[2].split(",") if n.strip())
+    return [d for d in DOCNAMES if d in names and d != "book/errata"]
+
+
+FIGURE_CHAPTERS = _chapters_regenerating_figures()
+UNRENDERED_FIGURE = re.compile(r"<Figure size \d+x\d+ with \d+ Axes>")
+
+
+def _page(docname: str) -> str:
+    return f"{docname}.html"
+
+
+def _open(browser, site_url: str, docname: str) -> None:
+    browser.get(f"{site_url}/{_page(docname)}")
+    # wait until MathJax has typeset the page and every image has finished loading
+    browser.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        const images = Array.from(document.images).map(img => img.complete ? null :
+            new Promise(r => { img.onload = img.onerror = r; })).filter(Boolean);
+        const math = (window.MathJax && MathJax.startup && MathJax.startup.promise)
+            ? MathJax.startup.promise : Promise.resolve();
+        Promise.all([math, ...images]).then(() => done(true), () => done(false));
+        """
+    )
+
+
+@lru_cache(maxsize=None)
+def _fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            body = response.read()
+            kind = response.headers.get_content_type()
+            return response.status, body.decode("utf-8", "replace") if kind == "text/html" else ""
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+
+
+def _anchors(html: str) -> set[str]:
+    return set(re.findall(r'\bid="([^"]+)"', html)) | set(re.findall(r'\bname="([^"]+)"', html))
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_page_renders_without_error_text(browser, site_url, docname):
+    status, _ = _fetch(f"{site_url}/{_page(docname)}")
+    assert status == 200, f"{_page(docname)} answered HTTP {status}"
+    _open(browser, site_url, docname)
+    main = browser.find_element("css selector", "main, article, div.bd-article")
+    text = main.text
+    assert text.strip(), f"{docname}: the page body is empty"
+    assert ERROR_TEXT not in text, f"{docname}: the page shows a traceback"
+    errors = browser.find_elements("css selector", ".output.traceback, .output.error")
+    assert not errors, f"{docname}: a cell shows an error: {errors[0].text[:300]}"
+    assert not UNRENDERED_FIGURE.search(text), (
+        f"{docname}: a figure was printed as text instead of drawn "
+        "(the kernel had no image-capable matplotlib backend)"
+    )
+    problems = browser.find_elements("css selector", ".system-message, .problematic")
+    assert not problems, f"{docname}: Sphinx left error markers: {[p.text for p in problems]}"
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_every_image_is_loaded(browser, site_url, docname):
+    _open(browser, site_url, docname)
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete,"
+        " i.naturalWidth]);"
+    )
+    broken = [src for src, complete, width in images if not complete or width == 0]
+    assert not broken, f"{docname}: images that did not load: {broken}"
+
+
+@pytest.mark.parametrize("docname", FIGURE_CHAPTERS)
+def test_chapter_that_regenerates_a_paper_figure_shows_figures(browser, site_url, docname):
+    _open(browser, site_url, docname)
+    drawn = browser.execute_script(
+        "return Array.from(document.querySelectorAll('main .cell_output img, main figure img'))"
+        ".filter(i => i.complete && i.naturalWidth > 0).length;"
+    )
+    assert drawn > 0, (
+        f"{docname} regenerates a figure of the paper (book/figures_and_tables.md) but its "
+        "page shows none: end the cell with the figure, or glue it and place it with "
+        "{glue:figure}"
+    )
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_math_is_typeset_by_mathjax(browser, site_url, docname):
+    _open(browser, site_url, docname)
+    state = browser.execute_script(
+        """
+        const math = Array.from(document.querySelectorAll('.math'));
+        const raw = math.filter(e => !e.querySelector('mjx-container'))
+                        .map(e => e.textContent.slice(0, 60));
+        const errors = Array.from(document.querySelectorAll('mjx-merror'))
+                        .map(e => e.textContent);
+        const body = document.querySelector('main') || document.body;
+        const clone = body.cloneNode(true);
+        clone.querySelectorAll('pre, code, script').forEach(e => e.remove());
+        return {loaded: !!(window.MathJax && MathJax.startup), count: math.length,
+                raw: raw, errors: errors, dollars: clone.textContent.includes('$$')};
+        """
+    )
+    if state["count"]:
+        assert state["loaded"], f"{docname}: MathJax did not load"
+    assert not state["raw"], f"{docname}: math left untypeset: {state['raw']}"
+    assert not state["errors"], f"{docname}: MathJax errors: {state['errors']}"
+    assert not state["dollars"], f"{docname}: raw $$ left in the text"
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_internal_links_and_cross_references_resolve(browser, site_url, docname):
+    _open(browser, site_url, docname)
+    page_url = browser.current_url
+    hrefs = browser.execute_script(
+        "return Array.from(document.querySelectorAll('a[href]')).map(a => a.href);"
+    )
+    local = [h for h in hrefs if urlparse(h).netloc == urlparse(site_url).netloc]
+    assert local, f"{docname}: no internal links at all (navigation missing?)"
+    missing_pages, missing_anchors = [], []
+    for href in sorted(set(local)):
+        target, fragment = urldefrag(urljoin(page_url, href))
+        status, html = _fetch(target)
+        if status != 200:
+            missing_pages.append(f"{href} (HTTP {status})")
+        elif fragment and target.endswith(".html") and fragment not in _anchors(html):
+            missing_anchors.append(href)
+    assert not missing_pages, f"{docname}: links to missing files: {missing_pages}"
+    assert not missing_anchors, f"{docname}: links to missing anchors: {missing_anchors}"
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_chapter_links_to_its_notebook_on_colab(browser, site_url, docname):
+    _open(browser, site_url, docname)
+    expected = nbgen.colab_url(docname, REPO_URL)
+    links = browser.find_elements("css selector", "a.colab-link")
+    assert [a.get_attribute("href") for a in links] == [expected]
+    assert links[0].is_displayed()
+    colab = browser.execute_script(
+        "return Array.from(document.querySelectorAll('a[href*=\"colab.research.google\"]'))"
+        ".map(a => a.href);"
+    )
+    assert colab and all(h == expected for h in colab), (
+        f"{docname}: a Colab link does not open the generated notebook: {colab}"
+    )
+    download = browser.find_element("css selector", "a.notebook-download")
+    status, _ = _fetch(download.get_attribute("href"))
+    assert status == 200, f"{docname}: the notebook download link is broken"
+
+
+def test_screenshots_of_two_chapters(browser, site_url):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shots = []
+    for docname in (CHAPTERS or DOCNAMES)[:2]:
+        _open(browser, site_url, docname)
+        height = browser.execute_script("return document.documentElement.scrollHeight;")
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": min(height, 5000), "deviceScaleFactor": 1,
+            "mobile": False})
+        png = browser.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})["data"]
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        path = SCREENSHOTS / f"{docname.replace('/', '_')}.png"
+        path.write_bytes(base64.b64decode(png))
+        shots.append(path)
+    assert shots
+    for path in shots:
+        data = Path(path).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, f"{path} is not a page"
+
+
+def _is_site_failure(message: str) -> bool:
+    """A script of the site that threw, or a file of the site that did not load."""
+    if "127.0.0.1" not in message or "favicon.ico" in message:
+        return False  # the browser asks every server for a favicon; the site has none
+    return "Uncaught" in message or "Failed to load resource" in message
+
+
+def test_browser_console_has_no_errors_from_the_site(browser, site_url):
+    errors = []
+    for docname in DOCNAMES:
+        browser.get_log("browser")  # drop what earlier pages logged
+        _open(browser, site_url, docname)
+        errors += [f"{docname}: {e['message']}" for e in browser.get_log("browser")
+                   if e["level"] == "SEVERE" and _is_site_failure(e["message"])]
+    assert not errors, "\n".join(errors)

