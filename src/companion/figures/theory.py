@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
-__all__ = ["objective_score_trajectories"]
+__all__ = ["objective_score_trajectories", "logits_versus_weights", "first_order_error_scaling"]
 
 
 def objective_score_trajectories(history: pd.DataFrame):
@@ -30,4 +31,42 @@ def objective_score_trajectories(history: pd.DataFrame):
         ax.set_ylabel(f"{score} score")
         ax.axhline(0, color="0.6", lw=0.8)
     axes[0].legend(frameon=False)
+    return fig
+
+
+def logits_versus_weights(raw, probs, max_rows: int = 6):
+    """Attention weight against raw logit ``x_i^T M x_j`` for a few query rows (Prop. 2.1).
+
+    Each query row is one monotone curve: the softmax keeps the order of the logits.
+    """
+    raw, probs = np.asarray(raw), np.asarray(probs)
+    raw, probs = raw.reshape(-1, raw.shape[-1]), probs.reshape(-1, probs.shape[-1])  # heads x rows
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    for i in range(min(max_rows, raw.shape[0])):
+        order = np.argsort(raw[i])
+        ax.plot(raw[i][order], probs[i][order], "o-", ms=3, lw=1, label=f"query {i}")
+    ax.set_xlabel(r"raw logit $x_i^\top M\, x_j / \sqrt{d_h}$")
+    ax.set_ylabel(r"attention weight $\alpha_{ij}$")
+    ax.set_title("The softmax keeps the order of the bilinear-form logits")
+    ax.legend(frameon=False, fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def first_order_error_scaling(updates: pd.DataFrame):
+    """Error of the first-order update of ``W_q W_k^T`` against the step size (Remark S1.6).
+
+    ``updates``: the table of :func:`companion.tiny_attention.implicit_update_errors`
+    (columns ``eta`` and ``error``); a slope-2 reference line is drawn through the first point.
+    """
+    eta = updates["eta"].to_numpy(float)
+    err = updates["error"].to_numpy(float)
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    ax.loglog(eta, err, "o", label="measured error")
+    ax.loglog(eta, err[0] * (eta / eta[0]) ** 2, "--", color="k", lw=1, label=r"slope 2 ($\eta^2$)")
+    ax.set_xlabel(r"learning rate $\eta$")
+    ax.set_ylabel("error of the first-order update")
+    ax.set_title(r"The implicit update of $W_{qk}$ is exact to $O(\eta^2)$")
+    ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
     return fig
