@@ -29,6 +29,20 @@ def test_wordpiece_tokenizer_is_bert_uncased():
     assert tok.tokenize("Attention Heads") == ["attention", "heads"]
 
 
+def test_tokenizer_can_be_pointed_at_a_copied_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "tok"
+    load_tokenizer().save_pretrained(folder)
+    monkeypatch.setenv("COMPANION_TOKENIZER", str(folder))
+    tok = load_tokenizer()
+    assert tok.name_or_path == str(folder)
+    assert tok.tokenize("Attention Heads") == ["attention", "heads"]
+
+
+def test_missing_tokenizer_folder_is_named_in_the_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_tokenizer(str(tmp_path / "no-such-folder"))
+
+
 def test_held_out_blocks_come_from_other_documents(corpus):
     texts = corpus[:200]
     data = build_token_data(texts, seq_len=32, top_k=None)

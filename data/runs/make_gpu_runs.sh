@@ -1,25 +1,66 @@
 #!/usr/bin/env bash
-# The GPU runs the chapters are waiting for (not yet made): BERT-Mini (Table S1), encoder and
-# decoder, standard / symmetric / symmetric-torch-default initialisation, three seeds, full
-# vocabulary, 128-token blocks, bf16 autocast.  One GPU: about a minute per 1,000 steps at
-# this size.  Several GPUs: prefix the command with `torchrun --nproc_per_node N -m` instead
-# of `python -m` (the batch below is then per GPU).
-# Usage: CORPUS=wikipedia bash data/runs/make_gpu_runs.sh   (default: the offline corpus)
+# The GPU runs behind the training chapters, at the paper's model sizes (Table S1):
+#   BERT-Mini (4 layers, width 256, 4 heads, 128-token blocks, full 30,522-id vocabulary):
+#     encoder and decoder x standard / symmetric / symmetric-torch-default init x 3 seeds,
+#     plus the authors' "decoder" (masked LM under a causal mask), skew-symmetric init and
+#     the symmetry penalty, 3 seeds each;
+#   BERT (12 layers, width 768, 12 heads) on 128-token blocks: encoder and decoder x
+#     standard / symmetric init x 3 seeds.
+# Small models leave a GPU mostly idle, so JOBS runs share it at once (one CPU thread each).
+# Usage:  bash data/runs/make_gpu_runs.sh [JOBS] [PHASE]   PHASE = mini | bert | all (default)
+# Several GPUs: run one configuration with `torchrun --nproc_per_node N -m companion.train.cli`.
+# Online readers may set CORPUS=wikipedia (the default is the offline corpus).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export PYTHONPATH=$PWD/src
+export PYTHONPATH=$PWD/src HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
+PY=${PY:-python3}
+JOBS=${1:-12}
+PHASE=${2:-all}
 CORPUS=${CORPUS:-default}
-LOG=data/runs/progress-gpu.log
-COMMON="--size bert-mini --steps 20000 --batch-size 32 --grad-accum 1 --lr 5e-4 --warmup 1000 \
-  --eval-every 250 --eval-blocks 256 --top-k 0 --corpus $CORPUS --checkpoint-every 2000 --log $LOG"
-for seed in 0 1 2; do
-  for mode in encoder decoder; do
-    for init in standard symmetric symmetric-torch-default; do
-      name=gpu-bert-mini-$CORPUS-$mode-$init-s$seed
-      [ -f data/runs/$name/history.csv ] && continue
-      resume=""; [ -f data/runs/$name/checkpoint.pt ] && resume="--resume"
-      python -m companion.train.cli $COMMON --mode $mode --init $init --seed $seed \
-        --out data/runs/$name $resume
+RUNS=${RUNS:-data/runs}
+LOGDIR=${LOGDIR:-$RUNS/logs}
+mkdir -p "$LOGDIR"
+MINI="--size bert-mini --steps ${MINI_STEPS:-2000} --batch-size 32 --lr 5e-4 --warmup ${MINI_WARMUP:-100} \
+--eval-every 50 --eval-blocks 256 --top-k 0 --corpus $CORPUS --threads 1"
+BERT="--size bert --seq-len 128 --steps ${BERT_STEPS:-1000} --batch-size 32 --lr 1e-4 --warmup ${BERT_WARMUP:-100} \
+--eval-every 50 --eval-blocks 256 --top-k 0 --corpus $CORPUS --threads 1"
+
+mini_jobs() {
+  for seed in 0 1 2; do
+    for mode in encoder decoder; do
+      for init in standard symmetric symmetric-torch-default; do
+        echo "gpu-bert-mini-$mode-$init-s$seed $MINI --mode $mode --init $init --seed $seed"
+      done
+    done
+    echo "gpu-bert-mini-authors-decoder-standard-s$seed $MINI --mode authors-decoder --init standard --seed $seed"
+    echo "gpu-bert-mini-encoder-skew-s$seed $MINI --mode encoder --init skew --seed $seed"
+    echo "gpu-bert-mini-encoder-penalty-symmetric-s$seed $MINI --mode encoder --init standard \
+--penalty symmetric --penalty-coef 1.0 --seed $seed"
+  done
+}
+bert_jobs() {
+  for seed in 0 1 2; do
+    for mode in encoder decoder; do
+      for init in standard symmetric; do
+        echo "gpu-bert-$mode-$init-s$seed $BERT --mode $mode --init $init --seed $seed"
+      done
     done
   done
-done
+}
+run_one() {  # NAME ARGS...: skip finished runs; one log per run
+  local name=$1; shift
+  [ -f "$RUNS/$name/history.csv" ] && return 0
+  "$PY" -m companion.train.cli "$@" --out "$RUNS/$name" > "$LOGDIR/$name.log" 2>&1 \
+    || { echo "FAILED $name (see $LOGDIR/$name.log)"; tail -5 "$LOGDIR/$name.log"; return 1; }
+  echo "done $name"
+}
+export -f run_one
+export PY LOGDIR RUNS
+status=0
+if [ "$PHASE" = mini ] || [ "$PHASE" = all ]; then
+  mini_jobs | xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ || status=1
+fi
+if [ "$PHASE" = bert ] || [ "$PHASE" = all ]; then
+  bert_jobs | xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ || status=1
+fi
+exit $status

