@@ -8,6 +8,7 @@ import pytest
 
 from companion.train.speedup import (
     authors_speedup,
+    paired_loss_difference,
     smooth,
     speedup,
     speedup_from_histories,
@@ -77,3 +78,29 @@ def test_over_seeds_reports_spread_and_counts_unreached_seeds():
 def test_no_pairs_is_a_clear_error():
     with pytest.raises(ValueError, match="no \\(baseline, candidate\\) pairs"):
         speedup_over_seeds({})
+
+
+def test_paired_difference_is_candidate_minus_baseline_at_every_step():
+    base = 10 - 0.05 * STEPS
+    ahead_then_behind = base - np.where(STEPS < 50, 1.0, -0.5)
+    table = paired_loss_difference({0: (_hist(base), _hist(ahead_then_behind)), 1: (_hist(base), _hist(base))})
+    s0 = table[table["seed"] == 0]
+    assert s0["step"].tolist() == STEPS.tolist()
+    assert s0.loc[s0["step"] < 50, "difference"].tolist() == pytest.approx([-1.0] * 5)
+    assert s0.loc[s0["step"] >= 50, "difference"].tolist() == pytest.approx([0.5] * 6)
+    assert (table.loc[table["seed"] == 1, "difference"] == 0).all()
+
+
+def test_paired_difference_smooths_both_curves_with_the_same_window():
+    base, cand = 10 - 0.05 * STEPS, 9 - 0.05 * STEPS
+    cand[3] += 3.0  # one bad evaluation
+    table = paired_loss_difference({0: (_hist(base), _hist(cand))}, window=3)
+    expected = smooth(cand, 3) - smooth(base, 3)
+    assert table["difference"].to_numpy() == pytest.approx(expected)
+
+
+def test_paired_difference_refuses_runs_evaluated_at_different_steps():
+    other = pd.DataFrame({"step": STEPS[::2], "quantity": "eval_loss", "layer": -1, "head": -1,
+                          "value": 10 - 0.05 * STEPS[::2]})
+    with pytest.raises(ValueError, match="same steps"):
+        paired_loss_difference({0: (_hist(10 - 0.05 * STEPS), other)})

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-__all__ = ["scores_over_training", "layers_over_training", "loss_curves"]
+__all__ = ["scores_over_training", "layers_over_training", "loss_curves", "loss_difference"]
 
 _YLABEL = {"symmetry": "symmetry score", "directionality": "directionality score",
            "eval_loss": "held-out loss", "train_loss": "training loss"}
@@ -79,5 +79,27 @@ def loss_curves(df: pd.DataFrame, quantity: str = "eval_loss", ax=None, logy=Fal
     if logy:
         ax.set_yscale("log")
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def loss_difference(table: pd.DataFrame, ax=None, title=None,
+                    ylabel: str = "candidate - baseline held-out loss"):
+    """Paired loss difference against step, one line per seed, from
+    :func:`companion.train.speedup.paired_loss_difference`; below zero the candidate is ahead."""
+    need = {"seed", "step", "difference"}
+    if not need <= set(table.columns):
+        raise ValueError(f"the table needs the columns {sorted(need)}; "
+                         "make it with companion.train.speedup.paired_loss_difference.")
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
+    for seed, g in table.groupby("seed"):
+        g = g.sort_values("step")
+        ax.plot(g["step"], g["difference"], marker=".", lw=1, label=f"seed {seed}")
+    ax.axhline(0, color="0.3", lw=0.8)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+    if title:
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig

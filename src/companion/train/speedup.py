@@ -25,7 +25,8 @@ import math
 import numpy as np
 import pandas as pd
 
-__all__ = ["smooth", "speedup", "speedup_from_histories", "speedup_over_seeds", "authors_speedup"]
+__all__ = ["smooth", "speedup", "speedup_from_histories", "speedup_over_seeds", "paired_loss_difference",
+           "authors_speedup"]
 
 
 def smooth(values, window: int = 3) -> np.ndarray:
@@ -92,6 +93,31 @@ def speedup_over_seeds(pairs: dict, window: int = 3) -> tuple[pd.DataFrame, dict
         "max": float(s.max()) if s.size else float("nan"),
     }
     return table, summary
+
+
+def paired_loss_difference(pairs: dict, window: int = 1) -> pd.DataFrame:
+    """Candidate minus baseline eval loss at every logged step, per paired seed.
+
+    ``pairs`` is ``{seed: (baseline_history, candidate_history)}`` as for
+    :func:`speedup_over_seeds`; with ``window > 1`` both curves are smoothed first (the same
+    trailing mean).  Returns a tidy table ``seed, step, baseline, candidate, difference``:
+    negative differences are steps where the candidate is ahead.  The speed-up summarises
+    one crossing of this curve; the curve shows whether a candidate is ahead early and
+    falls behind later, which a single number hides.
+    """
+    if not pairs:
+        raise ValueError("no (baseline, candidate) pairs given; pass {seed: (baseline, candidate)}.")
+    rows = []
+    for seed, (b, c) in sorted(pairs.items()):
+        sb, lb = _eval_curve(b)
+        sc, lc = _eval_curve(c)
+        if len(sb) != len(sc) or not np.allclose(sb, sc):
+            raise ValueError(f"seed {seed}: the two runs were not evaluated at the same steps; "
+                             "pair runs made with the same --steps and --eval-every.")
+        lb, lc = smooth(lb, window), smooth(lc, window)
+        rows.append(pd.DataFrame({"seed": seed, "step": sb, "baseline": lb, "candidate": lc,
+                                  "difference": lc - lb}))
+    return pd.concat(rows, ignore_index=True)
 
 
 def authors_speedup(steps, loss_base, loss_cand) -> float:

@@ -1,0 +1,48 @@
+"""The training figures draw what their tidy tables say."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np
+import pandas as pd
+import pytest
+
+from companion.figures.training import loss_curves, loss_difference, scores_over_training
+
+
+def _history(label, seed, sym_by_layer, steps=(0, 10, 20)):
+    rows = [{"step": s, "quantity": "symmetry", "layer": layer, "head": -1, "value": v * s,
+             "label": label, "seed": seed}
+            for s in steps for layer, v in enumerate(sym_by_layer)]
+    rows += [{"step": s, "quantity": "eval_loss", "layer": -1, "head": -1, "value": 5.0 - 0.1 * s,
+              "label": label, "seed": seed} for s in steps]
+    return pd.DataFrame(rows)
+
+
+def test_scores_over_training_draws_the_median_over_layers_per_label():
+    df = pd.concat([_history("encoder", 0, [0.01, 0.02, 0.03]), _history("decoder", 0, [0.0, 0.0, 0.0])])
+    ax = scores_over_training(df, "symmetry").axes[0]
+    enc, dec = ax.lines[0], ax.lines[1]
+    np.testing.assert_allclose(enc.get_ydata(), [0.0, 0.2, 0.4])  # median layer (0.02) x step
+    np.testing.assert_allclose(dec.get_ydata(), 0.0)
+
+
+def test_loss_curves_draw_a_mean_line_and_one_thin_line_per_seed():
+    df = pd.concat([_history("encoder", s, [0.0]) for s in range(3)])
+    ax = loss_curves(df).axes[0]
+    assert len(ax.lines) == 1 + 3
+
+
+def test_loss_difference_draws_one_line_per_seed_and_the_zero_line():
+    table = pd.DataFrame({"seed": [0, 0, 1, 1], "step": [0, 10, 0, 10], "difference": [0.0, -0.2, 0.0, 0.1]})
+    ax = loss_difference(table).axes[0]
+    seeds = [l for l in ax.lines if l.get_label().startswith("seed")]
+    assert len(seeds) == 2
+    np.testing.assert_allclose(seeds[0].get_ydata(), [0.0, -0.2])
+
+
+def test_figures_refuse_tables_without_the_rows_they_draw():
+    with pytest.raises(ValueError, match="no per-layer rows of 'directionality'"):
+        scores_over_training(_history("encoder", 0, [0.1]), "directionality")
+    with pytest.raises(ValueError, match="paired_loss_difference"):
+        loss_difference(pd.DataFrame({"step": [0], "value": [1.0]}))
