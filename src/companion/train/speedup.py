@@ -66,6 +66,14 @@ def speedup_from_histories(base: pd.DataFrame, cand: pd.DataFrame, window: int =
     return speedup(*_eval_curve(base), *_eval_curve(cand), window=window)
 
 
+def _paired_curves(pairs: dict):
+    """``(seed, baseline_history, candidate_history, (steps_b, loss_b), (steps_c, loss_c))`` by seed."""
+    if not pairs:
+        raise ValueError("no (baseline, candidate) pairs given; pass {seed: (baseline, candidate)}.")
+    for seed, (b, c) in sorted(pairs.items()):
+        yield seed, b, c, _eval_curve(b), _eval_curve(c)
+
+
 def speedup_over_seeds(pairs: dict, window: int = 3) -> tuple[pd.DataFrame, dict]:
     """Paired speed-ups ``{seed: (baseline_history, candidate_history)}`` and their spread.
 
@@ -73,12 +81,8 @@ def speedup_over_seeds(pairs: dict, window: int = 3) -> tuple[pd.DataFrame, dict
     mean and standard deviation over the seeds that reached the target, the min and max,
     and how many seeds reached it.
     """
-    if not pairs:
-        raise ValueError("no (baseline, candidate) pairs given; pass {seed: (baseline, candidate)}.")
     rows = []
-    for seed, (b, c) in sorted(pairs.items()):
-        _, lb = _eval_curve(b)
-        _, lc = _eval_curve(c)
+    for seed, b, c, (_, lb), (_, lc) in _paired_curves(pairs):
         rows.append({"seed": seed, "speedup": speedup_from_histories(b, c, window),
                      "final_loss_baseline": smooth(lb, window)[-1],
                      "final_loss_candidate": smooth(lc, window)[-1]})
@@ -105,12 +109,8 @@ def paired_loss_difference(pairs: dict, window: int = 1) -> pd.DataFrame:
     one crossing of this curve; the curve shows whether a candidate is ahead early and
     falls behind later, which a single number hides.
     """
-    if not pairs:
-        raise ValueError("no (baseline, candidate) pairs given; pass {seed: (baseline, candidate)}.")
     rows = []
-    for seed, (b, c) in sorted(pairs.items()):
-        sb, lb = _eval_curve(b)
-        sc, lc = _eval_curve(c)
+    for seed, _, _, (sb, lb), (sc, lc) in _paired_curves(pairs):
         if len(sb) != len(sc) or not np.allclose(sb, sc):
             raise ValueError(f"seed {seed}: the two runs were not evaluated at the same steps; "
                              "pair runs made with the same --steps and --eval-every.")
