@@ -8,6 +8,7 @@ import pytest
 
 from companion.train.speedup import (
     authors_speedup,
+    authors_speedup_from_histories,
     paired_loss_difference,
     smooth,
     speedup,
@@ -104,3 +105,13 @@ def test_paired_difference_refuses_runs_evaluated_at_different_steps():
                           "value": 10 - 0.05 * STEPS[::2]})
     with pytest.raises(ValueError, match="same steps"):
         paired_loss_difference({0: (_hist(10 - 0.05 * STEPS), other)})
+
+
+def test_published_formula_on_histories_matches_the_raw_formula_and_refuses_unpaired_runs():
+    base, never = 10 - 0.05 * STEPS, 10 - 0.01 * STEPS
+    assert authors_speedup_from_histories(_hist(base), _hist(never)) == 1.0
+    assert authors_speedup_from_histories(_hist(base), _hist(base - 1)) == authors_speedup(STEPS, base, base - 1)
+    other = pd.DataFrame({"step": STEPS[::2], "quantity": "eval_loss", "layer": -1, "head": -1,
+                          "value": base[::2]})
+    with pytest.raises(ValueError, match="same steps"):
+        authors_speedup_from_histories(_hist(base), other)

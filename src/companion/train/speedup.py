@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["smooth", "speedup", "speedup_from_histories", "speedup_over_seeds", "paired_loss_difference",
-           "authors_speedup"]
+           "authors_speedup", "authors_speedup_from_histories"]
 
 
 def smooth(values, window: int = 3) -> np.ndarray:
@@ -131,3 +131,13 @@ def authors_speedup(steps, loss_base, loss_cand) -> float:
     if below.size == 0:
         return 1.0
     return float(1.0 - steps[below[0]] / steps.max())
+
+
+def authors_speedup_from_histories(base: pd.DataFrame, cand: pd.DataFrame) -> float:
+    """:func:`authors_speedup` on the ``eval_loss`` rows of two runs logged at the same steps."""
+    sb, lb = _eval_curve(base)
+    sc, lc = _eval_curve(cand)
+    if len(sb) != len(sc) or not np.allclose(sb, sc):
+        raise ValueError("the two runs were not evaluated at the same steps; "
+                         "pair runs made with the same --steps and --eval-every.")
+    return authors_speedup(sb, lb, lc)
