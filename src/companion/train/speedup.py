@@ -67,11 +67,17 @@ def speedup_from_histories(base: pd.DataFrame, cand: pd.DataFrame, window: int =
 
 
 def _paired_curves(pairs: dict):
-    """``(seed, baseline_history, candidate_history, (steps_b, loss_b), (steps_c, loss_c))`` by seed."""
+    """``(seed, (steps_b, loss_b), (steps_c, loss_c))`` by seed."""
     if not pairs:
         raise ValueError("no (baseline, candidate) pairs given; pass {seed: (baseline, candidate)}.")
     for seed, (b, c) in sorted(pairs.items()):
-        yield seed, b, c, _eval_curve(b), _eval_curve(c)
+        yield seed, _eval_curve(b), _eval_curve(c)
+
+
+def _check_same_steps(steps_b, steps_c, where: str = "") -> None:
+    if len(steps_b) != len(steps_c) or not np.allclose(steps_b, steps_c):
+        raise ValueError(f"{where}the two runs were not evaluated at the same steps; "
+                         "pair runs made with the same --steps and --eval-every.")
 
 
 def speedup_over_seeds(pairs: dict, window: int = 3) -> tuple[pd.DataFrame, dict]:
@@ -82,8 +88,8 @@ def speedup_over_seeds(pairs: dict, window: int = 3) -> tuple[pd.DataFrame, dict
     and how many seeds reached it.
     """
     rows = []
-    for seed, b, c, (_, lb), (_, lc) in _paired_curves(pairs):
-        rows.append({"seed": seed, "speedup": speedup_from_histories(b, c, window),
+    for seed, (sb, lb), (sc, lc) in _paired_curves(pairs):
+        rows.append({"seed": seed, "speedup": speedup(sb, lb, sc, lc, window),
                      "final_loss_baseline": smooth(lb, window)[-1],
                      "final_loss_candidate": smooth(lc, window)[-1]})
     table = pd.DataFrame(rows)
@@ -110,10 +116,8 @@ def paired_loss_difference(pairs: dict, window: int = 1) -> pd.DataFrame:
     falls behind later, which a single number hides.
     """
     rows = []
-    for seed, _, _, (sb, lb), (sc, lc) in _paired_curves(pairs):
-        if len(sb) != len(sc) or not np.allclose(sb, sc):
-            raise ValueError(f"seed {seed}: the two runs were not evaluated at the same steps; "
-                             "pair runs made with the same --steps and --eval-every.")
+    for seed, (sb, lb), (sc, lc) in _paired_curves(pairs):
+        _check_same_steps(sb, sc, f"seed {seed}: ")
         lb, lc = smooth(lb, window), smooth(lc, window)
         rows.append(pd.DataFrame({"seed": seed, "step": sb, "baseline": lb, "candidate": lc,
                                   "difference": lc - lb}))
@@ -137,7 +141,5 @@ def authors_speedup_from_histories(base: pd.DataFrame, cand: pd.DataFrame) -> fl
     """:func:`authors_speedup` on the ``eval_loss`` rows of two runs logged at the same steps."""
     sb, lb = _eval_curve(base)
     sc, lc = _eval_curve(cand)
-    if len(sb) != len(sc) or not np.allclose(sb, sc):
-        raise ValueError("the two runs were not evaluated at the same steps; "
-                         "pair runs made with the same --steps and --eval-every.")
+    _check_same_steps(sb, sc)
     return authors_speedup(sb, lb, lc)
