@@ -249,3 +249,51 @@ def test_directionality_rejects_unknown_variant_and_negative_gamma():
 def test_factored_rejects_mismatched_factors():
     with pytest.raises(ValueError, match="same shape"):
         symmetry_score_factored(np.ones((2, 5)), np.ones((3, 5)))
+
+
+# ---------------------------------------------------------------- scale invariance (issue: underflow)
+
+def test_factored_symmetry_of_a_tiny_key_factor_is_exact():
+    # The draw that once turned CI red: M = Wq^T Wk has a single non-zero column, so
+    # tr(M^2) = M_00^2 and ||M||^2 = 3 M_00^2, i.e. s = 1/3 exactly (closed form).  The
+    # Gram products of the factors used to underflow into subnormals and give 0.335.
+    Wq = np.array([[2.0, 2.0, 2.0]])
+    Wk = np.array([[1.6e-161, 0.0, 0.0]])
+    assert symmetry_score_factored(Wq, Wk) == pytest.approx(1 / 3, abs=1e-12)
+    assert symmetry_score(Wq.T @ Wk) == pytest.approx(1 / 3, abs=1e-12)
+
+
+scales = st.sampled_from([1e-300, 1e-200, 1e-161, 1e-100, 1e-50, 1.0, 1e50, 1e100, 1e154, 1e200, 1e300])
+
+
+@given(nonzero_square_matrices(max_d=8), scales)
+def test_dense_scores_do_not_depend_on_the_scale_of_M(M, c):
+    # Both scores are ratios of homogeneous functions of M, so s(cM) = s(M) and
+    # d(cM) = d(M) for every c > 0; the reference is the score of M at its own scale.
+    M = M / np.abs(M).max()  # a well-scaled reference whose entries are in [-1, 1]
+    assert symmetry_score(c * M) == pytest.approx(symmetry_score(M), abs=1e-9)
+    assert directionality_score(c * M) == pytest.approx(directionality_score(M), abs=1e-9)
+
+
+@given(factor_pairs(), scales, scales)
+def test_factored_scores_do_not_depend_on_the_scale_of_either_factor(pair, a, b):
+    Wq, Wk = pair
+    if np.abs(Wq).max() < 1e-6 or np.abs(Wk).max() < 1e-6:
+        return  # an all-zero factor: both scores are 0 at every scale
+    ref_dense = Wq.T @ Wk  # entries bounded by 10 * 10 * 6: no under/overflow here
+    if np.abs(ref_dense).max() < 1e-6:
+        return
+    # independent reference: the dense score of the well-scaled product
+    assert symmetry_score_factored(a * Wq, b * Wk) == pytest.approx(symmetry_score(ref_dense), abs=1e-9)
+    norms = np.concatenate([np.linalg.norm(ref_dense, axis=0), np.linalg.norm(ref_dense, axis=1)])
+    d_fact = directionality_score_factored(a * Wq, b * Wk)
+    assert d_fact == pytest.approx(directionality_score(ref_dense), abs=1e-6) or np.ptp(norms) < 1e-6
+
+
+def test_structure_scores_of_huge_square_factors_are_finite():
+    g = np.random.default_rng(3)
+    Wq, Wk = g.standard_normal((6, 6)), g.standard_normal((6, 6))
+    ref = structure_scores(Wq=Wq, Wk=Wk)
+    big = structure_scores(Wq=1e200 * Wq, Wk=1e200 * Wk)  # the dense product alone would be inf
+    assert big["symmetry"] == pytest.approx(ref["symmetry"], abs=1e-12)
+    assert big["directionality"] == pytest.approx(ref["directionality"], abs=1e-12)

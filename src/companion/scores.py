@@ -29,7 +29,9 @@ What is computed
 
     Both return 0 when no row and no column exceeds its threshold.
 
-All scores are computed in float64 on the device the input lives on (GPU tensors stay on
+Every matrix (and each factor) is first divided by its largest absolute entry, so the
+scores are invariant to the scale of their input over the whole float64 range (their
+squares would otherwise under- or overflow).  All scores are computed in float64 on the device the input lives on (GPU tensors stay on
 the GPU), and returned as a Python ``float`` for one matrix or a NumPy array for a stack
 ``[..., d, d]``.
 
@@ -128,6 +130,20 @@ def _factor_pair(Wq: ArrayLike, Wk: ArrayLike) -> tuple[torch.Tensor, torch.Tens
     return q, k
 
 
+def _unit_scale(t: torch.Tensor) -> torch.Tensor:
+    """Divide each matrix of a stack ``[..., a, b]`` by its largest absolute entry.
+
+    Both scores are invariant to a positive rescaling of ``M`` (and of each factor), but
+    their squares and Gram products are not representable over the whole float64 range:
+    entries near 1e-161 square into subnormals (the factored symmetry of
+    ``Wq = [[2, 2, 2]], Wk = [[1.6e-161, 0, 0]]`` came out 0.335 instead of 1/3) and entries
+    beyond ~1e154 square to infinity.  After this step every entry lies in ``[-1, 1]`` and
+    the largest is exactly 1, so nothing under- or overflows.  All-zero matrices stay zero.
+    """
+    peak = t.abs().amax(dim=(-1, -2), keepdim=True)
+    return t / torch.where(peak > 0, peak, torch.ones_like(peak))
+
+
 def _to_output(t: torch.Tensor):
     """Python float for a scalar, NumPy array otherwise."""
     t = t.detach().cpu()
@@ -161,7 +177,7 @@ def symmetry_score(M: ArrayLike):
     -------
     float for one matrix, ``np.ndarray`` of shape ``[...]`` for a stack.
     """
-    t = _square_stack(M)
+    t = _unit_scale(_square_stack(M))
     tr_mm = (t * t.transpose(-1, -2)).sum(dim=(-1, -2))  # tr(M M) = sum_ij M_ij M_ji
     fro2 = (t * t).sum(dim=(-1, -2))
     return _to_output(_symmetry_from_traces(tr_mm, fro2))
@@ -175,6 +191,7 @@ def symmetry_score_factored(Wq: ArrayLike, Wk: ArrayLike):
     Exactly the value ``symmetry_score(Wq^T @ Wk)`` up to floating-point rounding.
     """
     q, k = _factor_pair(Wq, Wk)
+    q, k = _unit_scale(q), _unit_scale(k)  # M scales by a positive factor: s is unchanged
     cross = k @ q.transpose(-1, -2)  # [.., r, r] = Wk Wq^T
     tr_mm = (cross * cross.transpose(-1, -2)).sum(dim=(-1, -2))
     gq = q @ q.transpose(-1, -2)
@@ -247,6 +264,7 @@ def directionality_score(M: ArrayLike, gamma: float = 2.0, variant: Variant = "e
     """
     t = _square_stack(M)
     _check_directionality_args(gamma, variant, t.shape[-1])
+    t = _unit_scale(t)  # d is invariant to positive rescaling; avoids under/overflow
     rows = torch.linalg.vector_norm(t, dim=-1)  # [.., d]: norm of each row
     cols = torch.linalg.vector_norm(t, dim=-2)  # [.., d]: norm of each column
     return _to_output(_directionality_from_norms(rows, cols, gamma, variant))
@@ -262,6 +280,7 @@ def directionality_score_factored(
     """
     q, k = _factor_pair(Wq, Wk)
     _check_directionality_args(gamma, variant, q.shape[-1])
+    q, k = _unit_scale(q), _unit_scale(k)
     gq = q @ q.transpose(-1, -2)  # [.., r, r]
     gk = k @ k.transpose(-1, -2)
     row2 = ((gk @ q) * q).sum(dim=-2)  # [.., d]
@@ -298,5 +317,5 @@ def structure_scores(
             "symmetry": symmetry_score_factored(q, k),
             "directionality": directionality_score_factored(q, k, gamma=gamma, variant=variant),
         }
-    dense = q.transpose(-1, -2) @ k
+    dense = _unit_scale(q).transpose(-1, -2) @ _unit_scale(k)
     return structure_scores(dense, gamma=gamma, variant=variant)
