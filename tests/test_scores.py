@@ -297,3 +297,12 @@ def test_structure_scores_of_huge_square_factors_are_finite():
     big = structure_scores(Wq=1e200 * Wq, Wk=1e200 * Wk)  # the dense product alone would be inf
     assert big["symmetry"] == pytest.approx(ref["symmetry"], abs=1e-12)
     assert big["directionality"] == pytest.approx(ref["directionality"], abs=1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda a: a.astype(np.complex128), lambda a: torch.from_numpy(a).to(torch.complex128)])
+def test_complex_input_is_refused_not_silently_made_real(make):
+    M = np.eye(3) + 1j * 0  # even a zero imaginary part: the caller must decide
+    with pytest.raises(ValueError, match="complex"):
+        symmetry_score(make(np.real(M)))
+    with pytest.raises(ValueError, match="complex"):
+        directionality_score_factored(make(np.ones((2, 3))), np.ones((2, 3)))

@@ -78,6 +78,11 @@ def _as_float64(x: ArrayLike, name: str) -> torch.Tensor:
             np.issubdtype(arr.dtype, np.number) or arr.dtype == bool
         ):
             raise ValueError(f"{name} must be numeric, got an array of dtype {arr.dtype}.")
+        if np.iscomplexobj(arr):
+            raise ValueError(
+                f"{name} is complex; the scores are defined for real matrices (pass the real "
+                "weights, or take .real yourself if the imaginary part is known to be zero)."
+            )
         t = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float64))
     else:
         raise ValueError(
