@@ -40,3 +40,89 @@ def test_train_is_a_subcommand_of_the_companion_cli(capsys):
     except SystemExit as exc:
         assert exc.code == 0
     assert "--mode" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- never lose a run, never run foreign code
+
+from companion.cli import main as companion_main  # noqa: E402
+
+MICRO = ["--size", "micro", "--steps", "2", "--eval-every", "1", "--warmup", "1",
+         "--corpus", "python-docs", "--top-k", "64"]
+
+
+def _train(out, *extra):
+    return companion_main(["train", *MICRO, *extra, "--out", str(out)])
+
+
+def test_a_finished_run_is_never_overwritten_by_accident(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert _train(out) == 0
+    before = (out / "history.csv").read_bytes(), (out / "provenance.json").read_bytes()
+    assert _train(out, "--lr", "3e-3") == 2  # another configuration, same folder
+    err = capsys.readouterr().err
+    assert "already holds a finished run" in err and "--overwrite" in err
+    assert ((out / "history.csv").read_bytes(), (out / "provenance.json").read_bytes()) == before
+    assert _train(out, "--lr", "3e-3", "--overwrite") == 0
+    assert json.loads((out / "provenance.json").read_text())["config"]["lr"] == 3e-3
+
+
+def test_resume_continues_an_interrupted_run_and_refuses_another_config(tmp_path, capsys):
+    from companion.train.loop import TrainConfig, train
+    from companion.train.data import token_data_for_corpus
+
+    out = tmp_path / "run"
+    assert _train(out, "--resume", "--checkpoint-every", "1", "--keep-checkpoint") == 0
+    assert (out / "checkpoint.pt").exists()
+    (out / "history.csv").unlink()  # as if interrupted after the checkpoint
+    assert _train(out, "--lr", "5e-3", "--resume", "--checkpoint-every", "1") == 2
+    assert "different configuration" in capsys.readouterr().err
+    assert _train(out, "--resume", "--checkpoint-every", "1") == 0
+    assert not (out / "checkpoint.pt").exists()  # deleted once the run finished
+
+
+def test_interrupted_run_is_not_read_as_finished(tmp_path):
+    import pytest
+
+    from companion.train.runs import load_runs
+
+    out = tmp_path / "run"
+    assert _train(out, "--checkpoint-every", "1", "--keep-checkpoint") == 0
+    (out / "history.csv").unlink()
+    with pytest.raises(FileNotFoundError):
+        load_runs(root=tmp_path)
+
+
+def test_a_crafted_checkpoint_is_refused_without_running_its_code(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self):
+            import os
+            return (os.system, (f"touch {marker}",))
+
+    torch.save({"config": Exploit()}, out / "checkpoint.pt")
+    assert _train(out, "--resume") == 2
+    assert "weights_only" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_bad_numbers_are_refused_before_any_work(tmp_path, capsys):
+    for extra, words in ((["--eval-blocks", "0"], "eval-blocks"),
+                         (["--penalty-coef", "nan"], "penalty_coef"),
+                         (["--lr", "inf"], "lr")):
+        try:
+            rc = _train(tmp_path / "x", *extra)
+        except SystemExit as exc:  # argparse rejects the value itself
+            rc = exc.code
+        assert rc == 2, extra
+        assert words in capsys.readouterr().err
+        assert not (tmp_path / "x" / "history.csv").exists()
+
+
+def test_an_unwritable_out_is_refused_before_training(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert _train(blocker / "run") == 2
+    assert "cannot write to --out" in capsys.readouterr().err

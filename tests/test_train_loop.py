@@ -63,7 +63,7 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
 
 def test_resume_with_another_configuration_is_refused(tmp_path):
     train(_cfg(), data=_data(), out_dir=tmp_path, stop_at=4)
-    with pytest.raises(ValueError, match="different configuration"):
+    with pytest.raises(ValueError, match="different configuration"):  # CompanionError is a ValueError
         train(_cfg(lr=1e-2), data=_data(), out_dir=tmp_path, resume=True)
 
 
@@ -136,3 +136,87 @@ def test_ddp_with_gloo_keeps_two_ranks_in_sync(tmp_path):
     init = train(_cfg(steps=1, lr=0.0, warmup=0), data=_data(), return_model=True)[1]
     moved = torch.cat([p.detach().flatten() for p in init.parameters()])
     assert not torch.equal(a, moved)
+
+
+def _ddp_resume_worker(rank, port, out, stop_at):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE="2", LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    import torch.distributed as dist
+
+    cfg = _cfg(steps=6, eval_every=3, mode="encoder")
+    if stop_at:
+        train(cfg, data=_data(), out_dir=out, stop_at=stop_at)
+        h, model = train(cfg, data=_data(), out_dir=out, resume=True, return_model=True)
+    else:
+        h, model = train(cfg, data=_data(), out_dir=out, return_model=True)
+    flat = torch.cat([p.detach().flatten() for p in model.parameters()])
+    torch.save({"params": flat, "history": h.to_dict("list")}, os.path.join(out, f"final{rank}.pt"))
+    dist.destroy_process_group()
+
+
+def _spawn(fn, *args):
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(fn, args=(port, *args), nprocs=2, join=True)
+
+
+@pytest.mark.slow
+def test_resumed_two_process_run_reproduces_the_uninterrupted_one(tmp_path):
+    # every rank masks its blocks with its own generator: the checkpoint must hold the
+    # states of both ranks, or the resumed run draws other masks on rank 1
+    full, part = tmp_path / "full", tmp_path / "part"
+    full.mkdir(), part.mkdir()
+    _spawn(_ddp_resume_worker, str(full), 0)
+    _spawn(_ddp_resume_worker, str(part), 3)
+    for rank in (0, 1):
+        a = torch.load(full / f"final{rank}.pt", weights_only=True)
+        b = torch.load(part / f"final{rank}.pt", weights_only=True)
+        assert torch.equal(a["params"], b["params"]), rank
+        assert a["history"] == b["history"], rank
+    ck = torch.load(part / "checkpoint.pt", weights_only=True)
+    assert len(ck["rng"]) == 2
+    assert not torch.equal(ck["rng"][0]["mask"], ck["rng"][1]["mask"])
+
+
+def test_eval_loss_and_its_standard_error_match_a_direct_computation():
+    import numpy as np
+    import torch.nn.functional as F
+
+    from companion.train.loop import EVAL_MASK_SEED, eval_loss
+    from companion.train.model import build_model, get_size
+    from companion.train.objectives import SelectiveLM, mask_tokens
+
+    torch.manual_seed(0)
+    data = _data()
+    model = build_model(get_size("micro"), VOCAB, "encoder")
+    net = SelectiveLM(model).eval()
+    cfg = _cfg(eval_blocks=16)
+    mean, se, b = eval_loss(net, data, cfg, torch.device("cpu"))
+    model.eval()  # eval_loss hands the model back in training mode
+    # reference: full-vocabulary logits at every position, the same masks, per block
+    g = torch.Generator().manual_seed(EVAL_MASK_SEED)
+    sums, counts = [], []
+    with torch.no_grad():
+        for i in range(0, 16, cfg.batch_size):
+            ids = data.eval[i:i + cfg.batch_size]
+            inputs, labels = mask_tokens(ids, data.masking, g)
+            logits = model(input_ids=inputs).logits
+            ce = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none", ignore_index=-100)
+            sums += (ce * (labels != -100)).sum(1).tolist()
+            counts += (labels != -100).sum(1).tolist()
+    S, C = np.array(sums), np.array(counts, dtype=float)
+    S, C = S[C > 0], C[C > 0]
+    ref_mean = S.sum() / C.sum()
+    n = len(S)
+    ref_se = np.sqrt(((S - ref_mean * C) ** 2).sum() / (n * (n - 1))) / C.mean()
+    assert b == n
+    assert mean == pytest.approx(ref_mean, rel=1e-5)
+    assert se == pytest.approx(ref_se, rel=1e-4)
+    # and the estimator's own claim: a bootstrap over blocks gives about the same spread
+    rng = np.random.default_rng(0)
+    boots = [S[j].sum() / C[j].sum() for j in (rng.integers(0, n, n) for _ in range(4000))]
+    assert np.std(boots) == pytest.approx(ref_se, rel=0.25)

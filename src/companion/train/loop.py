@@ -340,8 +340,15 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     pending: list[tuple[int, str, torch.Tensor]] = []  # losses still on the device
 
     def flush():
+        # a collective when there are several ranks: every rank flushes at the same steps
         if pending:
-            values = torch.stack([v.float() for _, _, v in pending]).cpu().tolist()
+            values = torch.stack([v.float() for _, _, v in pending])
+            if world > 1:  # the global batch's loss: the mean of the ranks' losses
+                import torch.distributed as dist
+
+                dist.all_reduce(values, op=dist.ReduceOp.SUM)
+                values = values / world
+            values = values.cpu().tolist()
             rows.extend(dict(step=st, quantity=q, layer=-1, head=-1, value=val)
                         for (st, q, _), val in zip(pending, values))
             pending.clear()
