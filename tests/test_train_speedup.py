@@ -115,3 +115,44 @@ def test_published_formula_on_histories_matches_the_raw_formula_and_refuses_unpa
                           "value": base[::2]})
     with pytest.raises(ValueError, match="same steps"):
         authors_speedup_from_histories(_hist(base), other)
+
+
+# ---------------------------------------------------------------- censoring and intervals
+
+from itertools import product  # noqa: E402
+
+from companion.train.speedup import censored_median_speedup, paired_difference_interval  # noqa: E402
+
+
+def test_a_seed_that_never_reached_is_censored_not_dropped():
+    # dropping the NaN would give the median of (0.1, 0.3) = 0.2; censoring ranks it lowest
+    res = censored_median_speedup([0.3, float("nan"), 0.1])
+    assert res["median"] == 0.1 and res["n_reached"] == 2 and res["n_seeds"] == 3
+    assert "2 of 3 seeds reached" in res["text"]
+    most_failed = censored_median_speedup([float("nan"), float("nan"), 0.4])
+    assert most_failed["median"] == -np.inf and most_failed["text"].startswith("below 0")
+
+
+def test_bootstrap_interval_matches_exact_enumeration_of_resamples():
+    # with 3 seeds there are 27 equally likely resamples: the exact bootstrap distribution
+    v = np.array([0.05, 0.2, float("nan")])
+    vals = np.where(np.isnan(v), -np.inf, v)
+    exact = np.sort([np.median(vals[list(idx)]) for idx in product(range(3), repeat=3)])
+    res = censored_median_speedup(v, n_boot=40_000, level=0.8)
+    cdf = lambda x: np.mean(exact <= x)  # noqa: E731
+    # the reported ends are the exact distribution's 10% and 90% quantiles
+    assert cdf(res["low"]) >= 0.1 and np.mean(exact < res["low"]) < 0.1 + 0.01
+    assert cdf(res["high"]) >= 0.9 - 0.01
+
+
+def test_paired_difference_interval_is_the_t_interval_over_seeds():
+    from scipy import stats
+
+    d = pd.DataFrame({"seed": [0, 1, 2, 0, 1, 2], "step": [10, 10, 10, 20, 20, 20],
+                      "difference": [-0.1, 0.05, -0.02, 0.3, 0.1, 0.2]})
+    out = paired_difference_interval(d, level=0.9).set_index("step")
+    for step in (10, 20):
+        x = d[d["step"] == step]["difference"].to_numpy()
+        lo, hi = stats.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
+        assert out.loc[step, "low"] == pytest.approx(lo) and out.loc[step, "high"] == pytest.approx(hi)
+    assert out.loc[20, "low"] > 0  # all three seeds behind at step 20: the interval says so

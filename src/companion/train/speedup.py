@@ -13,6 +13,15 @@ the fraction of training the candidate saves.  When the candidate never reaches 
 the speed-up is undefined and we return ``NaN``.  Smoothing is a trailing moving average
 over ``window`` evaluations, so one lucky evaluation cannot decide.
 
+Several seeds
+-------------
+A seed whose candidate never reaches the target did worse than the baseline: its speed-up
+is below 0 by an unknown amount.  It is *censored*, not dropped (dropping it would report
+only the lucky seeds): :func:`censored_median_speedup` ranks it below every observed value
+and reports how many seeds reached the target, the median speed-up and a bootstrap
+interval over seeds, either end of which may be "below 0".  The paired held-out-loss
+difference gets a seed-level t interval (:func:`paired_difference_interval`).
+
 What the paper's code did (see :func:`authors_speedup`): raw *training* loss, one seed,
 and 100% returned when the target is never reached; Table 1 prints 0% for the one row
 where that happened.
@@ -26,7 +35,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["smooth", "speedup", "speedup_from_histories", "speedup_over_seeds", "paired_loss_difference",
-           "authors_speedup", "authors_speedup_from_histories"]
+           "authors_speedup", "authors_speedup_from_histories", "censored_median_speedup",
+           "paired_difference_interval"]
 
 
 def smooth(values, window: int = 3) -> np.ndarray:
@@ -143,3 +153,58 @@ def authors_speedup_from_histories(base: pd.DataFrame, cand: pd.DataFrame) -> fl
     sc, lc = _eval_curve(cand)
     _check_same_steps(sb, sc)
     return authors_speedup(sb, lb, lc)
+
+
+def _censored_median(values: np.ndarray) -> float:
+    """Median with NaN (never reached) ranked below everything (as -inf)."""
+    return float(np.median(np.where(np.isnan(values), -np.inf, values)))
+
+
+def censored_median_speedup(speedups, n_boot: int = 10_000, level: float = 0.95,
+                            seed: int = 0) -> dict:
+    """Median speed-up over seeds with censored seeds, and a percentile bootstrap interval.
+
+    ``speedups``: one value per seed, ``NaN`` where the candidate never reached the
+    baseline's final loss.  Returns ``n_seeds``, ``n_reached``, ``median``, ``low``,
+    ``high`` (``-inf`` stands for "below 0, by an unknown amount") and ``text``, e.g.
+    ``"0.12 (95% CI 0.05 to 0.20; 3 of 3 seeds reached)"``.
+    """
+    v = np.asarray(speedups, dtype=float)
+    if v.size == 0:
+        raise ValueError("no seeds given.")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1); got {level}.")
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, v.size, size=(n_boot, v.size))
+    boot = np.median(np.where(np.isnan(v), -np.inf, v)[draws], axis=1)
+    alpha = (1 - level) / 2
+    low, high = (float(np.quantile(boot, q, method="inverted_cdf")) for q in (alpha, 1 - alpha))
+    med = _censored_median(v)
+
+    def fmt(x):
+        return "below 0" if x == -np.inf else f"{x:.2f}"
+
+    n_reached = int(np.isfinite(v).sum())
+    text = (f"{fmt(med)} ({level:.0%} CI {fmt(low)} to {fmt(high)}; "
+            f"{n_reached} of {v.size} seeds reached)")
+    return {"n_seeds": int(v.size), "n_reached": n_reached, "median": med, "low": low,
+            "high": high, "text": text}
+
+
+def paired_difference_interval(diff: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Mean over seeds of the paired difference at each step, with a t interval over seeds.
+
+    ``diff`` is :func:`paired_loss_difference`'s table.  Seeds are the independent units
+    (each is one pair of runs sharing its initial draw and data order), so the interval is
+    ``mean +- t_{n-1} * sd / sqrt(n)`` over the ``n`` seeds; ``NaN`` with one seed.
+    """
+    from scipy import stats
+
+    rows = []
+    for step, g in diff.groupby("step"):
+        d = g["difference"].to_numpy(dtype=float)
+        n = d.size
+        mean = float(d.mean())
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1) * d.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+        rows.append({"step": step, "n_seeds": n, "mean": mean, "low": mean - half, "high": mean + half})
+    return pd.DataFrame(rows)
