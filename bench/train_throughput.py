@@ -1,8 +1,15 @@
 """Training throughput of companion's loop against a Hugging Face Trainer baseline.
 
-Both train the same BertForMaskedLM (same config, batch, sequence length, masked-LM
-objective with 15% masking, AdamW) in the same process, one after the other; the result is
-tokens per second for each, their ratio, and model FLOPs utilisation (MFU).
+Both train the same BertForMaskedLM (same config, batch, sequence length, the same
+masked-LM corruption drawn by ``companion.train.objectives.mask_tokens``, AdamW, gradient
+clipping) on the same blocks, in one process, alternating (ours, theirs, ours, theirs, ...
+``--repeats`` times) so that a drift in the machine's speed hits both; the result is the
+median tokens per second of each, their ratio, and model FLOPs utilisation (MFU).
+
+``--corpus wikipedia --size bert-mini --batch 16 --seq 128 --top-k 4096 --threads 1`` is
+exactly the setting of the cached CPU runs (data/runs/make_wiki_runs.sh): real tokens from
+the token cache, the compact vocabulary.  ``--corpus random`` draws ids uniformly instead
+(what the GPU runs at full vocabulary use).
 
 Model FLOPs per token (fwd + bwd, PaLM-style accounting):
     6 * N_body + 12 * L * d * T + 6 * d * V * 0.15
@@ -11,6 +18,9 @@ counts the T x T score and value products; the head is charged at the 15% of pos
 where masked LM needs it (evaluating it at every position is overhead, not model work).
 MFU = tokens/s * FLOPs per token / peak dense bf16 FLOP/s of the device.
 
+Usage (CPU, the cached runs' setting):
+    python bench/train_throughput.py --corpus wikipedia --size bert-mini --batch 16 --seq 128 \
+        --top-k 4096 --threads 1 --steps 40 --repeats 3 --out bench/results/train_throughput.jsonl
 Usage (GPU):
     python bench/train_throughput.py --size bert --batch 32 --seq 512 --steps 50
     python bench/train_throughput.py --size bert --compile     # torch.compile our model
@@ -54,21 +64,20 @@ def random_blocks(n, seq, vocab, seed=0):
     return torch.randint(999, vocab, (n, seq), generator=g)  # ids above BERT's specials
 
 
-def bench_companion(args, device, blocks):
+def bench_companion(args, device, blocks, vocab, spec):
     from companion.train.model import build_model, get_size
-    from companion.train.objectives import MaskingSpec, SelectiveLM, objective_loss
+    from companion.train.objectives import SelectiveLM, objective_loss
 
     torch.manual_seed(0)
-    model = build_model(get_size(args.size), 30522, "encoder").to(device)
+    model = build_model(_size(args), vocab, "encoder").to(device)
     net = SelectiveLM(model)
     fwd = torch.compile(net) if args.compile else net
     opt = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01, fused=device.type == "cuda")
-    spec = MaskingSpec(mask_id=103, vocab_size=30522, first_regular_id=999)
     g = torch.Generator().manual_seed(0)
     bf16 = device.type == "cuda" and not args.fp32
 
     def step(i):
-        ids = blocks[(i * args.batch) % len(blocks):][: args.batch].to(device, non_blocking=True)
+        ids = blocks[(i * args.batch) % len(blocks):][: args.batch]  # masked on the CPU
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             loss, _ = objective_loss(fwd, ids, "encoder", spec, g)
         loss.backward()
@@ -86,18 +95,22 @@ def bench_companion(args, device, blocks):
     return args.steps * args.batch * args.seq / (time.perf_counter() - t0), model.config
 
 
-def bench_trainer(args, device, blocks):
-    from transformers import (BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling,
-                              Trainer, TrainerCallback, TrainingArguments)
+def bench_trainer(args, device, blocks, vocab, spec):
+    from transformers import BertForMaskedLM, Trainer, TrainerCallback, TrainingArguments
 
-    from companion.train.data import load_tokenizer
-    from companion.train.model import bert_config, get_size
+    from companion.train.model import bert_config
+    from companion.train.objectives import mask_tokens
 
     torch.manual_seed(0)
-    config = bert_config(get_size(args.size), 30522, "encoder")
+    config = bert_config(_size(args), vocab, "encoder")
     model = BertForMaskedLM(config)
-    tok = load_tokenizer()
-    collator = DataCollatorForLanguageModeling(tok, mlm=True, mlm_probability=0.15)
+    g = torch.Generator().manual_seed(0)
+
+    def collator(features):  # the same corruption as ours, so only the loop differs
+        ids = torch.stack([f["input_ids"] for f in features])
+        inputs, labels = mask_tokens(ids, spec, g)
+        return {"input_ids": inputs, "labels": labels}
+
     dataset = [{"input_ids": b} for b in blocks]
 
     class Clock(TrainerCallback):
@@ -110,13 +123,37 @@ def bench_trainer(args, device, blocks):
     targs = TrainingArguments(
         output_dir=args.tmp, per_device_train_batch_size=args.batch, max_steps=args.warmup + args.steps,
         learning_rate=5e-5, weight_decay=0.01, bf16=device.type == "cuda" and not args.fp32,
-        logging_steps=10**9, save_strategy="no", report_to=[], dataloader_num_workers=2,
+        logging_steps=10**9, save_strategy="no", report_to=[],
+        dataloader_num_workers=2 if device.type == "cuda" else 0,  # CPU: no extra processes
         use_cpu=device.type != "cuda", seed=0, max_grad_norm=1.0,
     )
     trainer = Trainer(model=model, args=targs, train_dataset=dataset, data_collator=collator, callbacks=[clock])
     trainer.train()
     _sync(device)
     return args.steps * args.batch * args.seq / (time.perf_counter() - clock.t0)
+
+
+def _size(args):
+    from dataclasses import replace
+
+    from companion.train.model import get_size
+
+    return replace(get_size(args.size), seq_len=args.seq)
+
+
+def load_blocks(args):
+    """``(blocks [n, seq], vocab, masking spec)`` for the benchmark's data."""
+    from companion.train.objectives import MaskingSpec
+
+    n = max(args.batch * (args.steps + args.warmup), args.batch)
+    if args.corpus == "random":
+        spec = MaskingSpec(mask_id=103, vocab_size=30522, first_regular_id=999)
+        return random_blocks(n, args.seq, 30522), 30522, spec
+    from companion.train.data import token_data_for_corpus
+
+    data = token_data_for_corpus(args.corpus, args.seq, top_k=args.top_k or None)
+    idx = torch.randperm(len(data.train), generator=torch.Generator().manual_seed(0))[:n]
+    return data.train[idx], data.vocab_size, data.masking
 
 
 def _sync(device):
@@ -132,6 +169,10 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--corpus", default="random", help="random, or a corpus name (e.g. wikipedia)")
+    p.add_argument("--top-k", type=int, default=4096, help="compact vocabulary (with --corpus)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--repeats", type=int, default=1, help="alternating measurements of each")
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast (CPU always runs fp32)")
     p.add_argument("--peak-tflops", type=float, default=None)
     p.add_argument("--tmp", default="/tmp/companion-bench-trainer")
@@ -140,9 +181,18 @@ def main(argv=None):
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
-    blocks = random_blocks(max(args.batch * (args.steps + args.warmup), args.batch), args.seq, 30522)
-    ours, config = bench_companion(args, device, blocks)
-    theirs = bench_trainer(args, device, blocks)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    import os
+    import statistics
+
+    blocks, vocab, spec = load_blocks(args)
+    ours_all, theirs_all = [], []
+    for _ in range(args.repeats):
+        o, config = bench_companion(args, device, blocks, vocab, spec)
+        ours_all.append(o)
+        theirs_all.append(bench_trainer(args, device, blocks, vocab, spec))
+    ours, theirs = statistics.median(ours_all), statistics.median(theirs_all)
     fpt = flops_per_token(config, args.seq)
     peak = peak_flops(device, args.peak_tflops)
     from companion.runtime import describe_device
@@ -151,6 +201,9 @@ def main(argv=None):
               "steps": args.steps, "compile": args.compile, "bf16": device.type == "cuda" and not args.fp32,
               "tokens_per_s_companion": ours, "tokens_per_s_trainer": theirs, "speedup": ours / theirs,
               "flops_per_token": fpt, "mfu_companion": ours * fpt / peak, "mfu_trainer": theirs * fpt / peak,
+              "corpus": args.corpus, "vocab": vocab, "threads": torch.get_num_threads(),
+              "tokens_per_s_companion_all": ours_all, "tokens_per_s_trainer_all": theirs_all,
+              "load_average_1min": os.getloadavg()[0], "cpu_count": os.cpu_count(),
               "torch": torch.__version__}
     line = json.dumps(result)
     print(line)

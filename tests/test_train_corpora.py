@@ -227,3 +227,17 @@ def test_token_data_of_a_named_corpus_records_its_hashes(cache):
 def test_online_corpus_needs_a_token_budget(cache):
     with pytest.raises(CompanionError, match="token budget"):
         token_data_for_corpus("slimpajama", 64)
+
+
+def test_unigram_reference_is_the_smoothed_training_frequencies_on_held_out_targets(tok):
+    from companion.train.data import unigram_cross_entropy
+
+    data = build_token_data(_docs(60), seq_len=16, tokenizer=tok, top_k=30)
+    tr, ev = data.train.tensor().ravel().tolist(), data.eval.tensor().ravel().tolist()
+    for mode, first in (("encoder", 5), ("decoder", 0)):
+        ids = range(first, data.vocab_size)
+        c = Counter(t for t in tr if t >= first)
+        total = sum(c.values()) + len(ids)
+        held = [t for t in ev if t >= first]
+        ref = -sum(np.log((c[t] + 1) / total) for t in held) / len(held)
+        assert unigram_cross_entropy(data, mode) == pytest.approx(ref, rel=1e-9)

@@ -36,7 +36,7 @@ from .tokens import (TokenBlocks, TokenStreams, cached_token_streams, compact_vo
                      in_memory_streams)
 
 __all__ = ["default_corpus", "load_texts", "load_tokenizer", "TokenData", "build_token_data",
-           "token_data_for_corpus", "DEFAULT_CORPUS"]
+           "token_data_for_corpus", "unigram_cross_entropy", "DEFAULT_CORPUS"]
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -262,3 +262,29 @@ def token_data_for_corpus(corpus: str, seq_len: int, top_k: int | None = None,
            "corpus_train_docs": meta["train_docs"], "corpus_eval_docs": meta["eval_docs"],
            "folder": str(streams.folder) if streams.folder else None}
     return _token_data(streams, tok, seq_len, top_k, corpus, src)
+
+
+def unigram_cross_entropy(data: TokenData, mode: str = "encoder", chunk: int = 1 << 22) -> float:
+    """Held-out loss of the best context-free model: the training split's unigram distribution.
+
+    The reference line of the training figures: a model that ignores its context predicts
+    each target with the training frequencies (add-one smoothed), and scores this mean
+    cross-entropy (nats) on the held-out targets.  Held-out losses well below it mean the
+    model uses context.  ``mode`` decides which ids are targets: the masked objectives
+    never choose ids below ``masking.first_regular_id`` (special tokens), next-token
+    prediction predicts every id.
+    """
+    import numpy as np
+
+    def counts(blocks):
+        c = np.zeros(data.vocab_size, dtype=np.int64)
+        for i in range(0, len(blocks), max(1, chunk // blocks.shape[1])):
+            part = blocks[i: i + max(1, chunk // blocks.shape[1])]
+            t = part if isinstance(part, np.ndarray) else (part.tensor() if hasattr(part, "tensor") else part)
+            c += np.bincount(np.asarray(t).ravel(), minlength=data.vocab_size)[: data.vocab_size]
+        return c
+
+    first = 0 if mode == "decoder" else data.masking.first_regular_id
+    train, held = counts(data.train)[first:], counts(data.eval)[first:]
+    p = (train + 1) / (train.sum() + train.size)
+    return float(-(held * np.log(p)).sum() / held.sum())
