@@ -220,3 +220,41 @@ def test_eval_loss_and_its_standard_error_match_a_direct_computation():
     rng = np.random.default_rng(0)
     boots = [S[j].sum() / C[j].sum() for j in (rng.integers(0, n, n) for _ in range(4000))]
     assert np.std(boots) == pytest.approx(ref_se, rel=0.25)
+
+
+def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary(tmp_path, monkeypatch):
+    import errno
+
+    import companion.train.loop as loop
+
+    cfg = _cfg(steps=4, checkpoint_every=2)
+    train(cfg, data=_data(), out_dir=tmp_path, stop_at=2)
+    before = (tmp_path / "checkpoint.pt").read_bytes()
+    real_save = torch.save
+
+    def full_disk(obj, f, *a, **kw):
+        real_save(obj, f, *a, **kw)  # part of the file is written, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(loop.torch, "save", full_disk)
+    with pytest.raises(OSError):
+        train(cfg, data=_data(), out_dir=tmp_path, resume=True)
+    monkeypatch.setattr(loop.torch, "save", real_save)
+    assert (tmp_path / "checkpoint.pt").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]
+
+
+def test_write_run_leaves_no_finished_looking_folder_when_it_fails(tmp_path, monkeypatch):
+    from companion.train.loop import write_run
+
+    h = train(_cfg(steps=2, eval_every=2), data=_data())
+
+    def broken(self, path, *a, **kw):
+        open(path, "w").write("step,quan")  # a partial write, then the failure
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
+    with pytest.raises(OSError):
+        write_run(tmp_path / "run", h, {"config": {}})
+    assert not (tmp_path / "run" / "history.csv").exists()
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["provenance.json"]
