@@ -188,13 +188,17 @@ def test_whisper_has_encoder_decoder_and_cross_attention_components(which, layer
 
 
 def test_joined_base_model_bin_is_parsed_to_its_last_byte(tmp_path_factory):
-    """The two chunks joined in order give a table that ends exactly at the end of the file."""
+    """The two chunks joined in order give a table that ends exactly at the end of the file;
+    a chunk appended twice leaves bytes after it, which is refused."""
     folder = whisper_base_folder(tmp_path_factory)
-    src = CTranslate2Source(folder / "model.bin")
-    size = (folder / "model.bin").stat().st_size
-    last = max(off + n for off, n, _ in src._where.values())
-    assert last < size and src.aliases  # the alias table follows the last variable
+    src = CTranslate2Source(folder / "model.bin")  # raises on trailing bytes
     assert src.config["spec"] == "WhisperSpec" and src.config["binary_version"] == 6
+    assert src.aliases == {"decoder/projection/weight": "decoder/embeddings/weight"}
+    _, part2 = whisper_base_parts()
+    with open(folder / "model.bin", "ab") as out, open(part2, "rb") as f:
+        out.write(f.read(1 << 20))
+    with pytest.raises(CompanionError, match=r"bytes after its variable table.*once, in order"):
+        read_qk(folder / "model.bin", progress=False)
 
 
 # ----------------------------------------------------------------------------- reference forward

@@ -25,6 +25,7 @@ store ``weight_scale`` per output row (``w = q / scale``).
 from __future__ import annotations
 
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -171,6 +172,12 @@ class CTranslate2Source(TensorSource):
                 for _ in range(c.u("I")):
                     alias, target = c.string(), c.string()
                     self.aliases[alias] = target
+                if f.tell() != size:
+                    raise CompanionError(
+                        f"{path} has {size - f.tell()} bytes after its variable table: chunks "
+                        "were joined in the wrong order or more than once. Rebuild the model.bin "
+                        "by concatenating its parts once, in order."
+                    )
             self.bytes_read = f.tell() - sum(n for _, n, _ in self._where.values()) \
                 - sum(n for _, n, _ in scalars.values())
         heads = {}
@@ -242,8 +249,6 @@ def _split_cross(ts):
 
 
 def _layers(keys, pattern: str) -> dict[int, str]:
-    import re
-
     regex = re.compile(re.escape(pattern).replace(r"\{i\}", r"(\d+)") + "$")
     found = {}
     for k in keys:
