@@ -88,7 +88,8 @@ def test_every_head_reproduces_onnxruntime_pre_softmax_logits(minilm_l3, runtime
 # ----------------------------------------------------------------------------- synthetic graphs
 
 
-def _attention_graph(d=16, heads=4, causal=False, scale_query=False, fused=False, seed=0):
+def _attention_graph(d=16, heads=4, causal=False, scale_query=False, fused=False, seed=0,
+                     linear_layout=False):
     """A one-layer attention graph built with onnx.helper; initializers named to mislead."""
     rng = np.random.default_rng(seed)
     wq, wk, wv = (rng.standard_normal((d, d)).astype(np.float32) for _ in range(3))
@@ -105,6 +106,16 @@ def _attention_graph(d=16, heads=4, causal=False, scale_query=False, fused=False
         nodes += [helper.make_node("MatMul", ["x", "qkv"], ["qkv_out"]),
                   helper.make_node("Split", ["qkv_out"], ["q_lin", "k_lin", "v_lin"], axis=-1,
                                    num_outputs=3)]
+        q_src, k_src = "q_lin", "k_lin"
+    elif linear_layout:  # older exporters: Gemm with transB, MatMul with Transpose(W)
+        inits += [numpy_helper.from_array(wq.T.copy(), "lin_q"), numpy_helper.from_array(wk.T.copy(), "lin_k")]
+        nodes += [helper.make_node("Reshape", ["x", "flat"], ["x2"]),
+                  helper.make_node("Gemm", ["x2", "lin_q", "bias_2"], ["q2"], transB=1),
+                  helper.make_node("Reshape", ["q2", "seq_shape"], ["q_lin"]),
+                  helper.make_node("Transpose", ["lin_k"], ["lin_k_t"], perm=[1, 0]),
+                  helper.make_node("MatMul", ["x", "lin_k_t"], ["k_lin"])]
+        inits += [numpy_helper.from_array(np.array([-1, d], np.int64), "flat"),
+                  numpy_helper.from_array(np.array([1, -1, d], np.int64), "seq_shape")]
         q_src, k_src = "q_lin", "k_lin"
     else:
         nodes += [helper.make_node("MatMul", ["x", "proj_2"], ["q_mm"]),
@@ -138,18 +149,37 @@ def _attention_graph(d=16, heads=4, causal=False, scale_query=False, fused=False
         nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, d])],
         [helper.make_tensor_value_info("probs", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9  # what onnxruntime 1.31 accepts (onnx 1.23 writes 14 by default)
     return model, wq, wk
 
 
-@pytest.mark.parametrize("scale_query", [False, True])
-def test_query_and_key_are_found_by_the_graph_not_by_initializer_order(tmp_path, scale_query):
-    model, wq, wk = _attention_graph(scale_query=scale_query)
+def _runtime_logits(model, x):
+    """The Softmax input of a one-layer graph, computed by onnxruntime."""
+    ort = pytest.importorskip("onnxruntime")
+    (softmax,) = [n for n in model.graph.node if n.op_type == "Softmax"]
+    model.graph.output.append(helper.make_tensor_value_info(softmax.input[0], TensorProto.FLOAT, None))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run([softmax.input[0]], {"x": x})[0][0]
+
+
+@pytest.mark.parametrize("variant", ["matmul", "scaled query", "gemm and transposed weight"])
+def test_query_and_key_are_found_by_the_graph_not_by_initializer_order(tmp_path, variant):
+    model, wq, wk = _attention_graph(scale_query=variant == "scaled query",
+                                     linear_layout=variant.startswith("gemm"))
     path = tmp_path / "attention.onnx"
     onnx.save(model, str(path))
     (layer,) = read_qk(path, progress=False).layers
     assert torch.equal(layer.Wq, torch.from_numpy(wq.T.copy()))
     assert torch.equal(layer.Wk, torch.from_numpy(wk.T.copy()))
     assert (layer.n_heads, layer.d_head, layer.role) == (4, 4, "encoder")
+    # and onnxruntime's logits of the graph are those of the form, head by head
+    x = np.random.default_rng(1).standard_normal((1, 8, 16)).astype(np.float32)
+    logits = _runtime_logits(model, x)
+    X = torch.from_numpy(x[0]).double()
+    Q, K = layer.head_factors()
+    for h in range(4):
+        M_h = Q[h].double().T @ K[h].double()
+        assert compare(M_h, X, X, torch.from_numpy(logits[h]), scale=0.5) < 1e-5
 
 
 def test_triangular_mask_marks_the_layer_causal(tmp_path):

@@ -11,9 +11,10 @@ weights are found from the computation itself (paper, Eq. 1–2: the logits are
    (``Div``/``Mul`` by a constant) to the ``MatMul`` of two computed tensors: its first
    operand is the query side (rows of the logits), its second the key side;
 3. from each side, walk back through ``Transpose``/``Reshape`` (the head split; its target
-   shape gives ``n_heads, d_head``) and constant scalings to ``Add(bias, MatMul(x, W))`` or
-   ``MatMul(x, W)`` with ``W`` an initializer of shape ``[in, out]``; ``W^T`` is the
-   ``nn.Linear`` weight.
+   shape gives ``n_heads, d_head``) and constant scalings to ``Add(bias, MatMul(x, W))``,
+   ``MatMul(x, W)`` or ``Gemm(x, W, b)``, with ``W`` an initializer: ``[in, out]`` for
+   ``MatMul`` (``W^T`` is the ``nn.Linear`` weight), ``[out, in]`` when it comes through a
+   ``Transpose`` or a ``Gemm`` with ``transB``.
 
 A graph where one of these steps finds nothing (fused ``qkv`` with ``Split``, attention
 in a custom operator, ...) raises one :class:`~companion.errors.CompanionError` naming the
@@ -187,28 +188,52 @@ def _projection(g: _Graph, name: str):
                 a, b = b, a
             if b not in g.inits:
                 raise _Untraceable(f"Add {node.name!r} on a projection adds no bias initializer")
-            w, x, _ = _projection_matmul(g, a)
-            return dict(weight=w, bias=b, input=x, scale=scale, heads=heads)
+            w, x, layout = _projection_matmul(g, a)
+            return dict(weight=w, bias=b, input=x, scale=scale, heads=heads, layout=layout)
         if op == "MatMul":
-            w, x, _ = _projection_matmul(g, name)
-            return dict(weight=w, bias=None, input=x, scale=scale, heads=heads)
+            w, x, layout = _projection_matmul(g, name)
+            return dict(weight=w, bias=None, input=x, scale=scale, heads=heads, layout=layout)
+        if op == "Gemm":  # alpha * A B' + beta * C, B' = B^T when transB
+            attrs = {a.name: a for a in node.attribute}
+            if "transA" in attrs and attrs["transA"].i:
+                raise _Untraceable(f"Gemm {node.name!r} transposes its input (transA)")
+            x, w = node.input[0], node.input[1]
+            if w not in g.inits or len(g.inits[w].dims) != 2:
+                raise _Untraceable(f"Gemm {node.name!r} has no weight matrix initializer")
+            alpha = attrs["alpha"].f if "alpha" in attrs else 1.0
+            layout = "out_in" if "transB" in attrs and attrs["transB"].i else "in_out"
+            bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
+            return dict(weight=w, bias=bias, input=x, scale=scale * alpha, heads=heads, layout=layout)
         raise _Untraceable(f"unexpected {op} node {node.name!r} where a query/key projection "
                            "(MatMul with a weight initializer, then Add of a bias) was expected")
     raise _Untraceable("no projection within 32 nodes of the scores MatMul")
 
 
 def _projection_matmul(g: _Graph, name: str):
+    """``MatMul(x, W)`` with ``W`` an initializer ``[in, out]`` or ``Transpose`` of one."""
     node = g.producer.get(name)
     if node is None or node.op_type != "MatMul":
         found = "a graph input" if node is None else f"{node.op_type} {node.name!r}"
         raise _Untraceable(f"expected MatMul(x, W) under the bias Add, found {found}")
     x, w = node.input
+    layout = "in_out"
+    t = g.producer.get(w)
+    if w not in g.inits and t is not None and t.op_type == "Transpose" and t.input[0] in g.inits:
+        perm = [list(a.ints) for a in t.attribute if a.name == "perm"]
+        if perm in ([], [[1, 0]]):
+            w, layout = t.input[0], "out_in"
     if w not in g.inits:
         raise _Untraceable(f"MatMul {node.name!r} has no weight initializer (fused or computed "
                            "projection)")
     if len(g.inits[w].dims) != 2:
         raise _Untraceable(f"weight {w!r} of MatMul {node.name!r} is not a matrix")
-    return w, x, node
+    return w, x, layout
+
+
+def _in_out_shape(g: _Graph, projection: dict) -> list[int]:
+    """A projection weight's shape as ``[in, out]``, whichever layout it is stored in."""
+    dims = [int(v) for v in g.inits[projection["weight"]].dims]
+    return dims if projection["layout"] == "in_out" else dims[::-1]
 
 
 def _is_causal(g: _Graph, masks: list[str]) -> bool:
@@ -245,7 +270,7 @@ def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
                 f"query and key projections: {exc}. Expected Softmax <- [Add mask] <- Div/Mul "
                 "<- MatMul(q, k) with q, k from Transpose/Reshape of MatMul(x, W) + b."
             ) from None
-        wq, wk = g.inits[q["weight"]].dims, g.inits[k["weight"]].dims
+        wq, wk = _in_out_shape(g, q), _in_out_shape(g, k)
         heads = q["heads"] or k["heads"]
         if heads is None:
             raise CompanionError(
@@ -260,7 +285,7 @@ def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
             )
         layers.append(dict(
             index=index, softmax=sm.name, logits=sm.input[0], q_weight=q["weight"],
-            k_weight=k["weight"], q_bias=q["bias"], k_bias=k["bias"], q_input=q["input"],
+            k_weight=k["weight"], q_layout=q["layout"], k_layout=k["layout"], q_bias=q["bias"], k_bias=k["bias"], q_input=q["input"],
             k_input=k["input"], n_heads=int(n_heads), d_head=int(d_head),
             scale=float(scale * q["scale"] * k["scale"]),
             role="causal" if _is_causal(g, masks) else "encoder",
@@ -314,16 +339,24 @@ class ONNXSource(TensorSource):
         return torch.from_numpy(np.array(numpy_helper.to_array(self._inits[name]), dtype=np.float32))
 
 
-def _transpose_both(ts):
-    """ONNX ``MatMul`` weights are ``[in, out]``; ``nn.Linear`` layout is ``[out, in]``."""
-    return ts[0].T.contiguous(), ts[1].T.contiguous()
+def _to_linear_layout(q_layout: str, k_layout: str):
+    """``nn.Linear`` layout ``[out, in]`` from ONNX's ``[in, out]`` (``MatMul``) where needed."""
+
+    def extract(ts):
+        q, k = ts
+        q = q.T.contiguous() if q_layout == "in_out" else q
+        k = k.T.contiguous() if k_layout == "in_out" else k
+        return q, k
+
+    return extract
 
 
 def onnx_attention(cfg: dict, keys) -> list[LayerPlan]:
     """Plans from the traced attention layers (see :func:`trace_attention`)."""
     return [
         LayerPlan(a["index"], a["role"], "encoder" if a["role"] == "encoder" else "decoder",
-                  (a["q_weight"], a["k_weight"]), a["n_heads"], a["n_heads"], _transpose_both,
+                  (a["q_weight"], a["k_weight"]), a["n_heads"], a["n_heads"],
+                  _to_linear_layout(a["q_layout"], a["k_layout"]),
                   name=a["softmax"])
         for a in cfg["attention"]
     ]
