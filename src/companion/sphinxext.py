@@ -7,6 +7,8 @@ Enabled in ``_config.yml`` (``sphinx: extra_extensions: [companion.sphinxext]``)
   notebook (the theme's button would open the ``.md`` source, which Colab cannot read);
 - writes the Colab-ready notebooks (:mod:`companion.notebooks`) into the site under
   ``notebooks/`` when an HTML build finishes, so the download links resolve;
+- provides the ``build-status`` directive: where and how this build executed the
+  chapters, and which cached training runs it read (:mod:`companion.build_status`);
 - provides the ``paper-artifacts`` directive: a table of the paper's figures and tables,
   each linked to the chapters that regenerate it.  A chapter that is not part of this
   edition of the book (not in ``_toc.yml``) is named in plain text, so the page builds
@@ -193,6 +195,43 @@ class PaperArtifacts(Directive):
                               classes=["chapter-in-preparation"])
 
 
+class BuildStatus(Directive):
+    """The facts of this build and the cached run sets (:mod:`companion.build_status`)."""
+
+    has_content = False
+
+    def run(self):
+        from .build_status import build_facts, cached_run_sets
+
+        facts = nodes.field_list()
+        for name, value in build_facts().items():
+            field = nodes.field()
+            field += nodes.field_name(text=name)
+            body = nodes.field_body()
+            body += nodes.paragraph(text=value)
+            field += body
+            facts += field
+        rows = cached_run_sets()
+        heads = ["set", "runs", "kind", "devices", "corpus", "steps", "hours"]
+        table = nodes.table(classes=["companion-run-sets"])
+        group = nodes.tgroup(cols=len(heads))
+        table += group
+        for _ in heads:
+            group += nodes.colspec(colwidth=1)
+        thead = nodes.thead()
+        group += thead
+        tbody = nodes.tbody()
+        group += tbody
+        for cells, parent in [(heads, thead)] + [([str(r[h]) for h in heads], tbody) for r in rows]:
+            row = nodes.row()
+            for c in cells:
+                entry = nodes.entry()
+                entry += nodes.paragraph(text=c)
+                row += entry
+            parent += row
+        return [facts, table]
+
+
 def setup(app):
     app.add_config_value("companion_repository_url", None, "html")
     app.add_config_value("companion_notebook_branch", nbgen.NOTEBOOK_BRANCH, "html")
@@ -201,4 +240,5 @@ def setup(app):
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("build-finished", publish_notebooks)
     app.add_directive("paper-artifacts", PaperArtifacts)
+    app.add_directive("build-status", BuildStatus)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,90 @@
+"""Where and how the book was executed: the facts behind its status page.
+
+:func:`build_facts` reads them at build time (nothing is typed): the package version and
+the commit, the build date, the device and run size the chapters execute with, the
+versions of Python, PyTorch and transformers.  :func:`cached_run_sets` summarises the
+cached training runs under ``data/runs`` by set (the run name up to its mode), with the
+device each set was trained on, from the runs' own provenance files.  The book's
+``build-status`` directive (:mod:`companion.sphinxext`) renders both; myst-nb's
+``nb-exec-table`` adds each chapter's execution time and status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["build_facts", "cached_run_sets", "git_commit"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def git_commit(root: Path | str = ROOT) -> str:
+    """``<short hash>`` (``+ local changes`` when the tree differs), else ``$GITHUB_SHA``."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, check=True,
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        return sha + (" + local changes" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("GITHUB_SHA", "unknown")[:12] or "unknown"
+
+
+def build_facts(root: Path | str = ROOT) -> dict[str, str]:
+    """The facts of this build, as display strings in a fixed order."""
+    import torch
+    import transformers
+
+    from . import __version__
+    from .runtime import describe_device, run_size
+
+    return {
+        "built (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "commit": git_commit(root),
+        "companion": __version__,
+        "chapters executed on": describe_device(),
+        "run size": f"{run_size()} (COMPANION_RUN_SIZE)",
+        "Python / PyTorch / transformers": (f"{platform.python_version()} / {torch.__version__} / "
+                                            f"{transformers.__version__}"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",
+    }
+
+
+_MODE = re.compile(r"-(encoder|decoder|authors-decoder)-.*$")
+
+
+def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
+    """One row per set of cached runs: name, finished runs, device(s), steps, total hours.
+
+    A run counts when its folder holds ``history.csv`` (the mark of a finished run) and
+    ``provenance.json``.
+    """
+    runs = Path(runs) if runs is not None else ROOT / "data" / "runs"
+    sets: dict[str, dict] = {}
+    for prov in sorted(runs.glob("*/provenance.json")):
+        if not (prov.parent / "history.csv").exists():
+            continue
+        meta = json.loads(prov.read_text())
+        name = _MODE.sub("", prov.parent.name) or prov.parent.name
+        row = sets.setdefault(name, {"set": name, "runs": 0, "devices": set(), "steps": set(),
+                                     "hours": 0.0, "corpus": set()})
+        row["runs"] += 1
+        row["devices"].add(str(meta.get("hardware", {}).get("device", "unknown")))
+        row["steps"].add(int(meta.get("config", {}).get("steps", 0)))
+        row["corpus"].add(str(meta.get("config", {}).get("corpus", "?")))
+        row["hours"] += float(meta.get("duration_s", 0.0)) / 3600
+    out = []
+    for row in sets.values():
+        devices = ", ".join(sorted(row["devices"]))
+        kind = "GPU" if any("cpu" not in d.lower() for d in row["devices"]) else "CPU"
+        out.append({"set": row["set"], "runs": row["runs"], "kind": kind, "devices": devices,
+                    "corpus": ", ".join(sorted(row["corpus"])),
+                    "steps": ", ".join(str(s) for s in sorted(row["steps"])),
+                    "hours": round(row["hours"], 2)})
+    return out

@@ -1,0 +1,40 @@
+"""The status page's facts come from the build and from the runs' own provenance."""
+
+import json
+
+from companion.build_status import build_facts, cached_run_sets, git_commit
+
+
+def _run(root, name, device, seconds, finished=True, steps=400, corpus="wikipedia"):
+    d = root / name
+    d.mkdir()
+    (d / "provenance.json").write_text(json.dumps(
+        {"hardware": {"device": device}, "duration_s": seconds,
+         "config": {"steps": steps, "corpus": corpus}}))
+    if finished:
+        (d / "history.csv").write_text("step,quantity,layer,head,value\n")
+
+
+def test_run_sets_group_by_name_and_count_only_finished_runs(tmp_path):
+    _run(tmp_path, "wiki-bert-mini-encoder-standard-s0", "cpu (1 threads)", 1800)
+    _run(tmp_path, "wiki-bert-mini-decoder-symmetric-s1", "cpu (1 threads)", 3600)
+    _run(tmp_path, "wiki-bert-mini-authors-decoder-standard-s0", "cpu (1 threads)", 0, finished=False)
+    _run(tmp_path, "gpu-bert-encoder-standard-s0", "NVIDIA H100 80GB HBM3", 7200, steps=1000)
+    rows = {r["set"]: r for r in cached_run_sets(tmp_path)}
+    assert set(rows) == {"wiki-bert-mini", "gpu-bert"}
+    assert rows["wiki-bert-mini"]["runs"] == 2  # the interrupted run is not counted
+    assert rows["wiki-bert-mini"]["kind"] == "CPU" and rows["wiki-bert-mini"]["hours"] == 1.5
+    assert rows["gpu-bert"]["kind"] == "GPU" and rows["gpu-bert"]["steps"] == "1000"
+
+
+def test_build_facts_name_the_commit_and_the_run_size(monkeypatch):
+    monkeypatch.setenv("COMPANION_RUN_SIZE", "gpu")
+    facts = build_facts()
+    assert facts["run size"].startswith("gpu")
+    assert facts["commit"] == git_commit() and facts["commit"] != ""
+
+
+def test_commit_falls_back_to_the_ci_variable_outside_a_checkout(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_SHA", "0123456789abcdef")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert git_commit(tmp_path) == "0123456789ab"
