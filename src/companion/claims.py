@@ -29,13 +29,20 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict",
+__all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict",
            "prop_2_1", "prop_2_2", "remark_s1_6", "prop_s1_7", "prop_s1_8", "cor_s1_9",
            "prop_s1_10", "lemma_s1_11", "thm_s1_12", "cor_s1_13", "thm_s1_14", "remark_s1_15",
            "prop_s1_17", "prop_s1_18", "survey_encoder_decoder", "training_symmetry",
            "training_directionality", "symmetric_init_structure", "table_1",
            "conv_hull_check", "s50_transpose_check", "s1_8_same_law_profiles",
-           "premise_config"]
+           "premise_config", "premise_runs"]
+
+class Plain(str):
+    """A string whose ``repr`` is itself, so that ``{glue:text}`` shows it without quotes."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
 
 STATUSES = ("holds", "holds with a correction", "premise fails", "refuted", "not testable here")
 
@@ -138,6 +145,12 @@ def premise_config(size: str | None = None) -> dict:
 
     return {"ci": dict(d=32, steps=400), "gpu": dict(d=128, steps=2000),
             "paper": dict(d=256, steps=4000)}[run_size(size)]
+
+
+def premise_runs(size: str | None = None):
+    """``(config, {objective: table})`` of :func:`companion.premises.train_and_measure` at the
+    run size's width and length; computed once per process and shared by the chapters."""
+    return _cached(("premise_runs", size), lambda: _premise_runs(size))
 
 
 def _premise_runs(size=None):
@@ -307,7 +320,7 @@ def thm_s1_12() -> Verdict:
 def cor_s1_13(size: str | None = None) -> Verdict:
     from .premises import log_variance_ratio_null
 
-    cfg, runs = _cached(("premise_runs", size), lambda: _premise_runs(size))
+    cfg, runs = premise_runs(size)
     null = log_variance_ratio_null(cfg["d"], n_samples=1000, seed=0)
     lo, hi = np.quantile(null, [0.025, 0.975])
     bi = runs["bidirectional"]
@@ -322,7 +335,7 @@ def cor_s1_13(size: str | None = None) -> Verdict:
 
 
 def thm_s1_14(size: str | None = None) -> Verdict:
-    cfg, runs = _cached(("premise_runs", size), lambda: _premise_runs(size))
+    cfg, runs = premise_runs(size)
     bi = runs["bidirectional"]
     corr = bi["correlation"].dropna()
     max_corr = float(corr.abs().max())
@@ -389,7 +402,7 @@ def survey_encoder_decoder() -> Verdict:
     return Verdict("survey_encoder_decoder", "Sec. 3: encoders more symmetric, decoders more column-dominant",
                    status, f"offline checkpoints: symmetry {enc['symmetry']:.2f} vs {dec['symmetry']:.2f}, "
                    f"directionality {enc['directionality']:+.2f} vs {dec['directionality']:+.2f}",
-                   f"{s.key.nunique()} offline checkpoints + published tables", "survey", "survey-contrast")
+                   f"{s.key.nunique()} offline checkpoints + published tables", "survey", "")
 
 
 def _final_mean(runs, quantity):
