@@ -1,7 +1,7 @@
 """One verdict per claim of the paper, computed: what survives the book's checks.
 
 Every function below re-runs, at a size small enough for two CPU cores, the computation
-that a chapter of the book uses to check one claim of {cite}`saponati2025structures`, and
+that a chapter of the book uses to check one claim of Saponati et al. (ICML 2025), and
 turns its outcome into one of five statuses:
 
 ``holds``
@@ -28,6 +28,8 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from .errors import CompanionError
 
 __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict",
            "prop_2_1", "prop_2_2", "remark_s1_6", "prop_s1_7", "prop_s1_8", "cor_s1_9",
@@ -61,7 +63,7 @@ class Verdict:
 
     def __post_init__(self):
         if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}.")
+            raise CompanionError(f"status must be one of {STATUSES}, got {self.status!r}.")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -495,7 +497,7 @@ def verdict(key: str) -> Verdict:
     for fn in VERDICTS:
         if fn.__name__ == key:
             return fn()
-    raise ValueError(f"unknown claim {key!r}; choose one of {[f.__name__ for f in VERDICTS]}.")
+    raise CompanionError(f"unknown claim {key!r}; choose one of {[f.__name__ for f in VERDICTS]}.")
 
 
 def all_verdicts():

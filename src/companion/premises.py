@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .errors import CompanionError
 from .scores import symmetry_score
 from .theory import beta_pair_statistics, norm_spread
 from .tiny_attention import TinyAttentionModel, masked_token_loss, next_token_loss
@@ -32,10 +33,10 @@ _OBJECTIVES = ("autoregressive", "bidirectional")
 
 def _check(objective: str, seqs) -> torch.Tensor:
     if objective not in _OBJECTIVES:
-        raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}.")
+        raise CompanionError(f"objective must be one of {_OBJECTIVES}, got {objective!r}.")
     seqs = torch.as_tensor(np.asarray(seqs), dtype=torch.long)
     if seqs.ndim != 2:
-        raise ValueError(f"sequences must be 2-D [n_sequences, N], got shape {tuple(seqs.shape)}.")
+        raise CompanionError(f"sequences must be 2-D [n_sequences, N], got shape {tuple(seqs.shape)}.")
     return seqs
 
 
@@ -111,7 +112,7 @@ def train_and_measure(seqs, objective: str, steps: int, checkpoints, d: int = 32
 
 def _train_and_measure(seqs, objective, steps, checkpoints, d, n_layers, batch_size, lr, seed):
     if steps < 0 or any(c < 0 or c > steps for c in checkpoints):
-        raise ValueError(f"checkpoints must lie in [0, steps={steps}], got {list(checkpoints)}.")
+        raise CompanionError(f"checkpoints must lie in [0, steps={steps}], got {list(checkpoints)}.")
     V = int(seqs.max()) + 2
     model = TinyAttentionModel(V, d=d, n_layers=n_layers, explicit=True, max_len=seqs.shape[1], seed=seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
