@@ -414,13 +414,15 @@ def _final_mean(runs, quantity):
 
 
 def training_symmetry() -> Verdict:
+    import pandas as pd
+
     from .train.runs import load_runs
 
     out = []
     for pattern in ("cpu-encoder-standard-*", "cpu-bert-mini-*-standard-*"):
         runs = load_runs(pattern=pattern)
         if pattern.startswith("cpu-encoder"):
-            runs = __import__("pandas").concat([runs, load_runs(["cpu-decoder-standard-s0"])])
+            runs = pd.concat([runs, load_runs(["cpu-decoder-standard-s0"])])
         f = _final_mean(runs, "symmetry")
         out.append(bool(f.xs("encoder", level="mode").min() > f.xs("decoder", level="mode").max()))
     status = "holds" if all(out) else "refuted"
