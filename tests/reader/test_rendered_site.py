@@ -189,6 +189,24 @@ def test_chapter_links_to_its_notebook_on_colab(browser, site_url, docname):
     assert status == 200, f"{docname}: the notebook download link is broken"
 
 
+WHAT_SURVIVES = "book/what_survives"
+
+
+@pytest.mark.skipif(WHAT_SURVIVES not in DOCNAMES, reason="the book has no 'What survives' chapter")
+def test_what_survives_shows_a_computed_status_and_evidence_for_every_claim(browser, site_url):
+    from companion import claims
+
+    _open(browser, site_url, WHAT_SURVIVES)
+    table = browser.find_elements("css selector", "main table, article table")[0]
+    rows = table.find_elements("css selector", "tbody tr")
+    assert len(rows) == len(claims.VERDICTS), f"{len(rows)} rows for {len(claims.VERDICTS)} claims"
+    for row in rows:
+        cells = row.find_elements("css selector", "td")
+        assert cells[1].text.strip() in claims.STATUSES, f"no status in row: {row.text[:120]}"
+        links = cells[3].find_elements("css selector", "a")
+        assert links and links[0].get_attribute("href"), f"no evidence link in row: {row.text[:120]}"
+
+
 def test_screenshots_of_two_chapters(browser, site_url):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     shots = []
