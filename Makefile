@@ -35,15 +35,28 @@ $(VENV)/.installed: pyproject.toml
 # glued Figure would otherwise be printed as "<Figure size ...>" text instead of an image.
 KERNEL_ENV := IPYTHONDIR=$(CURDIR)/book/_ipython MPLBACKEND=Agg
 
+# The build executes each chapter through jupyter-cache (_config.yml); `book_cache prepare`
+# first empties that cache if the package, its data or the run size changed since.
 book: env
+	@$(PY) -m companion.book_cache prepare
 	$(KERNEL_ENV) $(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
 # unit tests and every chapter (nbval), then the executed book, then the reader checks:
-# the site in headless Chromium and the Colab notebooks in a fresh virtual environment
+# the site in headless Chromium and the Colab notebooks in a fresh virtual environment.
+# Each chapter executes once: nbval saves every chapter whose cells all pass
+# (--nbval-save-executed), `book_cache seed` hands those executions to the build's cache,
+# and the build reuses them (a chapter is executed by the build only if it was not seeded).
+# nbval's kernels get the book's kernel start-up file, so their figures are images as in
+# the build.
+EXECUTED := _build/executed
 test: env
-	$(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
-		--nbval-cell-timeout=900 -p no:cacheprovider -ra $(PYTEST_ARGS) tests book
+	@rm -rf $(EXECUTED); t=$$(date +%s); \
+		$(KERNEL_ENV) $(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
+		--nbval-cell-timeout=900 --nbval-save-executed $(EXECUTED) -p no:cacheprovider -ra \
+		$(PYTEST_ARGS) tests book; rc=$$?; \
+		echo "test: unit tests and chapters (nbval) took $$(( $$(date +%s) - t )) s"; exit $$rc
+	@$(PY) -m companion.book_cache seed $(EXECUTED)
 	@t=$$(date +%s); $(MAKE) --no-print-directory book || exit $$?; \
 		echo "test: book built in $$(( $$(date +%s) - t )) s"
 	@$(MAKE) --no-print-directory reader-checks
