@@ -258,3 +258,28 @@ def test_write_run_leaves_no_finished_looking_folder_when_it_fails(tmp_path, mon
         write_run(tmp_path / "run", h, {"config": {}})
     assert not (tmp_path / "run" / "history.csv").exists()
     assert [p.name for p in (tmp_path / "run").iterdir()] == ["provenance.json"]
+
+
+def test_an_older_checkpoint_without_newer_config_fields_still_resumes(tmp_path):
+    cfg = _cfg(steps=4)
+    full = train(cfg, data=_data())
+    train(cfg, data=_data(), out_dir=tmp_path, stop_at=2)
+    ck = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    for name in ("layers", "width", "heads"):  # fields a checkpoint written earlier lacks
+        del ck["config"][name]
+    torch.save(ck, tmp_path / "checkpoint.pt")
+    resumed = train(cfg, data=_data(), out_dir=tmp_path, resume=True)
+    pd.testing.assert_frame_equal(full, resumed, check_exact=True)
+
+
+def test_shape_overrides_build_the_model_they_name():
+    from companion.train.model import qk_weights
+
+    h, model = train(_cfg(steps=2, eval_every=2, layers=3, width=48, heads=3), data=_data(),
+                     return_model=True)
+    assert model.config.num_hidden_layers == 3 and model.config.hidden_size == 48
+    assert model.config.intermediate_size == 192 and model.config.num_attention_heads == 3
+    assert [w.shape for w, _ in qk_weights(model)] == [(48, 48)] * 3
+    assert sorted(h[(h["quantity"] == "symmetry")]["head"].unique()) == [-1, 0, 1, 2]
+    with pytest.raises(ValueError, match="divisible"):
+        _cfg(width=50, heads=3)

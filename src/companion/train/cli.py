@@ -53,6 +53,10 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "all-MiniLM-L6-v2 vocabulary, else bert-base-uncased)")
     p.add_argument("--top-k", type=int, default=4096, help="compact vocabulary size; 0 keeps all 30522 ids")
     p.add_argument("--seq-len", type=int, default=None)
+    p.add_argument("--layers", type=int, default=None, help="override the size's number of layers")
+    p.add_argument("--width", type=int, default=None,
+                   help="override the size's hidden width (feed-forward width 4 x width)")
+    p.add_argument("--heads", type=int, default=None, help="override the size's attention heads")
     p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on GPU")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--device", default=None)
@@ -145,7 +149,8 @@ def run_train(args: argparse.Namespace) -> int:
         steps=args.steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
         warmup=args.warmup, weight_decay=args.weight_decay, eval_every=args.eval_every,
         eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
-        corpus=args.corpus, top_k=args.top_k or None, seq_len=args.seq_len, bf16=not args.no_bf16,
+        corpus=args.corpus, top_k=args.top_k or None, seq_len=args.seq_len, layers=args.layers,
+            width=args.width, heads=args.heads, bf16=not args.no_bf16,
         compile=args.compile, device=args.device, checkpoint_every=args.checkpoint_every,
     )
     except ValueError as err:

@@ -51,7 +51,7 @@ import math
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +99,9 @@ class TrainConfig:
     corpus: str = "wikipedia"
     top_k: int | None = 4096
     seq_len: int | None = None
+    layers: int | None = None     # overrides of the named size's shape (compute study)
+    width: int | None = None      # hidden size; the feed-forward width follows as 4 x width
+    heads: int | None = None
     bf16: bool = True
     compile: bool = False
     device: str | None = None
@@ -118,6 +121,13 @@ class TrainConfig:
         if self.eval_blocks is not None and self.eval_blocks < 1:
             raise ValueError(f"eval_blocks must be >= 1, or None for the whole held-out split; "
                              f"got {self.eval_blocks} (0 blocks would record a loss of 0).")
+        for name in ("layers", "width", "heads", "seq_len"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"{name} must be >= 1 when given; got {v}.")
+        shape = self.model_size
+        if shape.hidden_size % shape.num_attention_heads:
+            raise ValueError(f"width {shape.hidden_size} is not divisible by {shape.num_attention_heads} heads.")
         for name in ("lr", "weight_decay", "penalty_coef", "max_grad_norm"):
             v = getattr(self, name)
             if not math.isfinite(v) or v < 0:
@@ -125,12 +135,24 @@ class TrainConfig:
 
     @property
     def model_size(self):
-        s = get_size(self.size)
-        if self.seq_len is not None:
-            from dataclasses import replace
+        """The named size with this run's overrides (sequence length, depth, width, heads)."""
+        from dataclasses import replace
 
-            s = replace(s, seq_len=self.seq_len)
-        return s
+        s = get_size(self.size)
+        over = {}
+        if self.seq_len is not None:
+            over["seq_len"] = self.seq_len
+            over["max_position_embeddings"] = max(s.max_position_embeddings, self.seq_len)
+        if self.layers is not None:
+            over["num_hidden_layers"] = self.layers
+        if self.width is not None:
+            over["hidden_size"] = self.width
+            over["intermediate_size"] = 4 * self.width
+        if self.heads is not None:
+            over["num_attention_heads"] = self.heads
+        if over and (self.layers or self.width or self.heads):
+            over["name"] = f"{s.name}-custom"
+        return replace(s, **over) if over else s
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -259,6 +281,18 @@ def load_checkpoint(path: str | Path, device="cpu") -> dict:
             "Delete it and start the run again.") from err
 
 
+def _with_defaults(saved: dict) -> dict:
+    """A saved configuration with the fields added since it was written set to their
+    defaults, so a checkpoint stays resumable when TrainConfig grows a field."""
+    from dataclasses import fields
+
+    out = dict(saved)
+    for f in fields(TrainConfig):
+        if f.name not in out:
+            out[f.name] = f.default if f.default is not MISSING else f.default_factory()
+    return out
+
+
 def _config_diff(saved: dict, now: dict) -> str:
     keys = sorted(set(saved) | set(now))
     diff = [f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in keys if saved.get(k) != now.get(k)]
@@ -319,10 +353,10 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         if ckpt_path is None or not ckpt_path.exists():
             raise FileNotFoundError(f"no checkpoint to resume from at {ckpt_path}; run without resume first.")
         ck = load_checkpoint(ckpt_path, device)
-        if ck["config"] != cfg.to_dict():
+        if _with_defaults(ck["config"]) != cfg.to_dict():
             raise CompanionError(
                 f"the checkpoint in {out} was written by a different configuration "
-                f"({_config_diff(ck['config'], cfg.to_dict())}); resume with the same settings "
+                f"({_config_diff(_with_defaults(ck['config']), cfg.to_dict())}); resume with the same settings "
                 "or start a new run directory.")
         states = ck["rng"]
         if len(states) != world:
