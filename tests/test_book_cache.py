@@ -7,18 +7,9 @@ import nbformat
 import pytest
 
 from companion import book_cache
+from companion.notebooks import JUPYTEXT_HEADER
 
-CHAPTER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
+CHAPTER = JUPYTEXT_HEADER + """
 
 # A chapter
 

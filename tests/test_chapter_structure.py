@@ -15,19 +15,7 @@ PAGES = nbgen.book_chapters(ROOT) if (ROOT / "_toc.yml").is_file() else []
 FRONT = nbgen.toc_docnames(ROOT)[0] if PAGES else None
 CHAPTERS = [c for c in PAGES if c.docname != FRONT]
 
-HEADER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+HEADER = nbgen.JUPYTEXT_HEADER
 
 
 def _body(chapter) -> str:

@@ -12,19 +12,7 @@ import pytest
 
 from companion import notebooks as nbgen
 
-HEADER = textwrap.dedent("""\
-    ---
-    jupytext:
-      text_representation:
-        extension: .md
-        format_name: myst
-        format_version: 0.13
-    kernelspec:
-      display_name: Python 3
-      language: python
-      name: python3
-    ---
-    """)
+HEADER = nbgen.JUPYTEXT_HEADER
 
 REPO = "https://github.com/owner/companion"
 

@@ -74,6 +74,22 @@ class Chapter:
 
 
 # --------------------------------------------------------------------------- table of contents
+#: the front matter every chapter opens with (jupytext's MyST format)
+JUPYTEXT_HEADER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
 def _load_yaml(path: Path):
     try:
         import yaml
