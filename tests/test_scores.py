@@ -161,17 +161,31 @@ def factor_pairs(draw):
     return draw(arrays(np.float64, (r, d), elements=el)), draw(arrays(np.float64, (r, d), elements=el))
 
 
+def _unit(W):
+    """W divided by its largest entry: a positive rescaling, so M's scores do not change, and
+    the dense product of rescaled factors cannot underflow (2.2e-311 squared is 0)."""
+    peak = np.abs(W).max()
+    return W / peak if peak > 0 else W
+
+
 @given(factor_pairs())
 def test_factored_symmetry_equals_dense(pair):
     Wq, Wk = pair
-    assert symmetry_score_factored(Wq, Wk) == pytest.approx(symmetry_score(Wq.T @ Wk), abs=1e-9)
+    dense = symmetry_score(_unit(Wq).T @ _unit(Wk))
+    assert symmetry_score_factored(Wq, Wk) == pytest.approx(dense, abs=1e-9)
+
+
+def test_factored_symmetry_of_subnormal_factors_is_that_of_their_direction():
+    # the draw that showed the dense reference underflowing: M = u u^T is symmetric (s = 1)
+    Wq = Wk = np.full((1, 3), 2.22507386e-311)
+    assert symmetry_score_factored(Wq, Wk) == pytest.approx(1.0, abs=1e-12)
 
 
 @settings(max_examples=200)
 @given(factor_pairs(), st.sampled_from(["excess", "eq18"]))
 def test_factored_directionality_equals_dense(pair, variant):
     Wq, Wk = pair
-    M = Wq.T @ Wk
+    M = _unit(Wq).T @ _unit(Wk)
     if np.abs(M).max() < 1e-6:
         return  # an all-zero form: both give 0, nothing to compare
     dense = directionality_score(M, variant=variant)
