@@ -23,3 +23,17 @@ def smollm2_gguf() -> Path:
     if not path.exists():
         pytest.skip(f"{path} not found")
     return path
+
+
+def zoo_checkpoint(name: str) -> Path:
+    """A zoo model's file or folder (assembled into the cache on first use); skip if absent."""
+    from companion import zoo
+    from companion.errors import CompanionError
+
+    missing = zoo._installed(zoo.zoo_model(name))
+    if missing:
+        pytest.skip(f"zoo model {name} needs {' '.join(missing)}")
+    try:
+        return zoo.zoo_path(name)
+    except CompanionError as exc:  # pragma: no cover - a broken install is a failure
+        pytest.fail(str(exc))
