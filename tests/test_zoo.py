@@ -275,3 +275,29 @@ def test_makefile_env_installs_every_zoo_pin():
     pins = {p.lower() for m in zoo.ZOO.values() for p in m.pins}
     listed = set(re.findall(r"([a-z0-9.-]+==[0-9.]+)", text))
     assert pins <= listed, sorted(pins - listed)
+
+
+def test_survey_scores_zoo_models_offline(cache, tmp_path, monkeypatch):
+    _need("sre-embedding")
+    from companion.catalog import load_catalog
+    from companion.survey import run_survey_entries, with_zoo_entries
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cat = with_zoo_entries(load_catalog())
+    assert set(zoo.ZOO) - {"smollm2-135m", "whisper-base", "all-minilm-l6-v2"} <= set(cat["key"])
+    absent = dataclasses.replace(zoo.ZOO["sre-embedding"], name="sre-unread",
+                                 reader_module="companion.adapters.not_a_reader")
+    monkeypatch.setitem(zoo.ZOO, absent.name, absent)
+    cat = with_zoo_entries(load_catalog())
+    status = run_survey_entries(cat, out_dir=tmp_path / "survey", keys=["sre-embedding", "sre-unread"],
+                                online=False, per_head=False, progress=False)
+    st = status.set_index("key")
+    assert st.at["sre-embedding", "status"] == "scored"
+    assert st.at["sre-embedding", "source"].startswith("zoo:")
+    assert st.at["sre-unread", "status"] == "unavailable"
+    assert "not_a_reader" in st.at["sre-unread", "reason"]
+    import pandas as pd
+
+    scores = pd.read_csv(tmp_path / "survey" / "scores.csv")
+    assert set(scores["key"]) == {"sre-embedding"} and len(scores) == 6
+    assert scores["fingerprint"].iloc[0] == "sha256:" + zoo.ZOO["sre-embedding"].sha256[:16]
