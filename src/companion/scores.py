@@ -159,12 +159,35 @@ def _unit_scale(t: torch.Tensor) -> torch.Tensor:
 
 
 def _unit_scale_checked(t: torch.Tensor, name: str) -> torch.Tensor:
-    """:func:`_unit_scale` that also rejects NaN/Inf: the peak ``max |t|`` is NaN or Inf
-    exactly when some entry is (``amax`` propagates NaN), so no separate pass is needed."""
+    """:func:`_unit_scale` in float64 that also rejects NaN/Inf, in two passes over ``t``.
+
+    The peak ``max |t|`` is NaN or Inf exactly when some entry is (``amax`` propagates
+    NaN), so no separate finiteness pass is needed; it is exact in ``t``'s own float
+    dtype, and dividing ``t`` by the float64 peak promotes each entry to float64 first,
+    so the result equals converting ``t`` to float64 and then rescaling, bit for bit.
+    """
     peak = t.abs().amax(dim=(-1, -2), keepdim=True)
     if not bool(torch.isfinite(peak).all()):
         _raise_not_finite(name)
+    peak = peak.to(torch.float64)
     return t / torch.where(peak > 0, peak, torch.ones_like(peak))
+
+
+def _float_factor_pair(Wq: ArrayLike, Wk: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+    """Like :func:`_factor_pair` but real floating torch tensors keep their dtype (the
+    float64 conversion then happens inside :func:`_unit_scale_checked`)."""
+    if all(isinstance(w, torch.Tensor) and w.is_floating_point() for w in (Wq, Wk)):
+        q, k = Wq.detach(), Wk.detach()
+        for t, n in ((q, "Wq"), (k, "Wk")):
+            if t.ndim < 2:
+                raise ValueError(
+                    f"{n} must be a weight [r, d] in nn.Linear layout or a stack [..., r, d]; "
+                    f"got shape {tuple(t.shape)}."
+                )
+        if q.shape != k.shape:
+            return _factor_pair(Wq, Wk, check_finite=False)  # the same error message
+        return q, k.to(q.device) if k.device != q.device else k
+    return _factor_pair(Wq, Wk, check_finite=False)
 
 
 def _to_output(t: torch.Tensor):
@@ -353,7 +376,7 @@ def structure_scores(
         }
     # one conversion, one finiteness check and one rescaling of each factor serve both
     # scores (the same operations the public functions do, so the values are identical)
-    q, k = _factor_pair(Wq, Wk, check_finite=False)
+    q, k = _float_factor_pair(Wq, Wk)
     r, d = q.shape[-2], q.shape[-1]
     _check_directionality_args(gamma, variant, d)
     q, k = _unit_scale_checked(q, "Wq"), _unit_scale_checked(k, "Wk")
