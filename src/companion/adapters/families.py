@@ -19,7 +19,10 @@ Layouts handled (names without the task-head prefix such as ``bert.`` or ``model
 * fused ``[3, H, d_head]`` rows (ModernBERT ``Wqkv``) and ``[q | k | v]`` with grouped-query
   sizes (Phi-3 ``qkv_proj``);
 * GGUF (llama.cpp) ``blk.{i}.attn_q/attn_k``, whose rows llama.cpp permuted within each head
-  for its rotary kernel; the permutation is undone here.
+  for its rotary kernel; the permutation is undone here;
+* GGUF Gemma-3 (grouped-query, per-head q/k RMSNorm gains folded into the rows) and
+  NomicBERT (fused ``attn_qkv``);
+* MPNet (``attention.attn.q/k``; its relative-position bias is not part of the form).
 """
 
 from __future__ import annotations
@@ -286,6 +289,19 @@ def detr(cfg, keys):
     return _seq2seq(cfg, keys, "encoder")
 
 
+def mpnet(cfg, keys):
+    """MPNet (all-mpnet-base-v2): ``encoder.layer.{i}.attention.attn.q/k``.
+
+    MPNet adds a learned bias per relative-position bucket and head to the logits
+    (``encoder.relative_attention_bias``).  It depends on the two positions only, not on
+    the tokens, so like the projection biases it is a bias term beside the bilinear form
+    ``x^T W_q^T W_k y`` and not part of it.
+    """
+    return _pairs(keys, "encoder.layer.{i}.attention.attn.q.weight",
+                  "encoder.layer.{i}.attention.attn.k.weight", role="encoder",
+                  component="encoder", n_heads=_cfg(cfg, "num_attention_heads"))
+
+
 def vit(cfg, keys):
     """ViT, DeiT, BEiT, DINOv2, ViT-MAE (encoder): ``attention.attention.query``."""
     return _pairs(keys, "encoder.layer.{i}.attention.attention.query.weight",
@@ -319,6 +335,7 @@ FAMILIES: dict[str, Callable] = {
     "t5": t5, "mt5": t5,
     "bart": bart, "mbart": bart, "whisper": bart, "marian": bart, "pegasus": bart,
     "detr": detr,
+    "mpnet": mpnet,
     "vit": vit, "deit": vit, "beit": vit, "dinov2": vit, "vit_mae": vit,
     "hubert": speech_encoder, "wavlm": speech_encoder, "wav2vec2": speech_encoder,
     "data2vec-audio": speech_encoder, "unispeech": speech_encoder,
@@ -355,7 +372,74 @@ def gguf_llama(cfg, keys):
                   component="decoder", n_heads=h, n_kv_heads=kv, extract=extract)
 
 
-GGUF_FAMILIES: dict[str, Callable] = {"llama": gguf_llama}
+def gguf_gemma3(cfg, keys, fold_norm_gains: bool = True):
+    """GGUF ``gemma3`` (Gemma-3): grouped-query attention with per-head q/k RMSNorm.
+
+    llama.cpp does not permute Gemma's q/k rows (Gemma uses the two-halves rotary layout
+    in both places), so rows are read as stored.  Gemma-3 normalises each head's query
+    and key after the projection, ``q_h = g_q * (W_q,h x) / rms(W_q,h x)`` and likewise
+    for ``k`` (GGUF stores the gain ``g = 1 + w`` of Hugging Face's ``Gemma3RMSNorm``).
+    The logit of head ``h`` at rotary offset 0 is therefore
+
+        x^T (diag(g_q) W_q,h)^T (diag(g_k) W_k,g(h)) y / (rms(W_q,h x) * rms(W_k,g(h) y)).
+
+    The gains are fixed per-dimension scalings applied after the projection, so with
+    ``fold_norm_gains`` (the default) they are folded into the rows of ``W_q`` and ``W_k``
+    and the form scored is the numerator above, the bilinear part of the logit.  The
+    normalisation itself divides by input-dependent scalars: it is not linear, so no
+    matrix absorbs it, and the logits are a bilinear form of ``x, y`` only up to one
+    positive factor per (query, key) pair.  That factor does not change the sign of a
+    logit but does reweight keys against each other; the scores describe the bilinear
+    part only.  ``fold_norm_gains=False`` reads the raw projections.
+    """
+    arch = cfg.get("general.architecture", "gemma3")
+    h = int(_cfg(cfg, f"{arch}.attention.head_count"))
+    kv = int(_cfg(cfg, f"{arch}.attention.head_count_kv", default=h))
+    qs, ks = _find(keys, "blk.{i}.attn_q.weight"), _find(keys, "blk.{i}.attn_k.weight")
+    qn, kn = _find(keys, "blk.{i}.attn_q_norm.weight"), _find(keys, "blk.{i}.attn_k_norm.weight")
+    if not qs or set(qs) != set(ks):
+        raise CompanionError("the gemma3 GGUF file lacks matching blk.{i}.attn_q/attn_k tensors.")
+    if fold_norm_gains and (set(qn) != set(qs) or set(kn) != set(qs)):
+        raise CompanionError("the gemma3 GGUF file lacks its per-head attn_q_norm/attn_k_norm "
+                             "gains; pass families={'gemma3': partial(gguf_gemma3, "
+                             "fold_norm_gains=False)} to read the raw projections.")
+
+    def fold(ts):
+        wq, wk = ts[0], ts[1]
+        if not fold_norm_gains:
+            return wq, wk
+        gq, gk = ts[2], ts[3]  # one gain per head dimension, shared by all heads
+        dh = gq.shape[0]
+        wq = (wq.reshape(-1, dh, wq.shape[1]) * gq[None, :, None]).reshape(wq.shape)
+        wk = (wk.reshape(-1, dh, wk.shape[1]) * gk[None, :, None]).reshape(wk.shape)
+        return wq, wk
+
+    plans = []
+    for i in qs:
+        names = (qs[i], ks[i]) + ((qn[i], kn[i]) if fold_norm_gains else ())
+        plans.append(LayerPlan(i, "causal", "decoder", names, h, kv, fold, name=f"blk.{i}"))
+    return plans
+
+
+def gguf_nomic_bert(cfg, keys):
+    """GGUF ``nomic-bert`` (nomic-embed-text): bidirectional, fused ``attn_qkv`` rows ``[q | k | v]``.
+
+    The Hugging Face model (``rotary_emb_interleaved=False``) rotates queries and keys in the
+    two-halves layout, which llama.cpp keeps (NeoX-style rope), so the fused rows are
+    split as stored.  The form read is the member at rotary offset 0 (see the survey chapter).
+    """
+    arch = cfg.get("general.architecture", "nomic-bert")
+    h = int(_cfg(cfg, f"{arch}.attention.head_count"))
+    d = int(_cfg(cfg, f"{arch}.embedding_length"))
+    if cfg.get(f"{arch}.attention.causal"):
+        raise CompanionError("this nomic-bert GGUF file declares causal attention; only the "
+                             "bidirectional encoder is supported.")
+    return _single(keys, "blk.{i}.attn_qkv.weight", role="encoder", component="encoder",
+                   n_heads=h, extract=_split_rows(d, d))
+
+
+GGUF_FAMILIES: dict[str, Callable] = {"llama": gguf_llama, "gemma3": gguf_gemma3,
+                                      "nomic-bert": gguf_nomic_bert}
 
 
 def family_of(config: dict, families: dict | None = None, gguf: bool = False) -> tuple[str, Callable]:

