@@ -27,6 +27,12 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
     """A :class:`TensorSource` for a folder, a ``.gguf`` file or a hub id."""
     path = Path(source).expanduser()
     if path.is_dir():
+        ct2 = path / "model.bin"  # a CTranslate2 model folder (model.bin, config.json, ...)
+        if ct2.is_file() and not any(path.glob("*.safetensors")):
+            from .ctranslate2_whisper import CTranslate2Source, is_ctranslate2_file
+
+            if is_ctranslate2_file(ct2):
+                return CTranslate2Source(ct2)
         return open_local_folder(path, allow_pickle=allow_pickle)
     if path.is_file():
         if path.suffix.lower() == ".gguf":
