@@ -388,23 +388,33 @@ def prop_s1_18() -> Verdict:
 # ------------------------------------------------------------------- Sections 3-4
 
 
-def survey_encoder_decoder() -> Verdict:
-    from .catalog import published_scores
-    from .survey import load_survey
+def _zoo_contrast():
+    """Sec. 3's contrast on every text model of the offline zoo, scored live."""
+    from .catalog import load_catalog
+    from .survey import encoder_decoder_contrast, score_zoo, summarize_survey, with_zoo_entries
 
-    s = load_survey()
-    s = s[(s.level == "layer") & (s.pairing == "grouped")]
-    med = s.groupby("role")[["symmetry", "directionality"]].median()
-    enc, dec = med.loc["encoder"], med.drop(index="encoder").iloc[0]
+    catalog = with_zoo_entries(load_catalog())
+    _, scores, _ = score_zoo(catalog=catalog, per_head=False)
+    return encoder_decoder_contrast(summarize_survey(scores, catalog=catalog))
+
+
+def survey_encoder_decoder() -> Verdict:
+    """The survey chapter's verdict (:func:`companion.survey.encoder_decoder_contrast` on the
+    offline zoo) together with the published Tables S2/S3."""
+    from .catalog import published_scores
+
+    c = _cached("zoo_contrast", _zoo_contrast)
     pub = published_scores()
     p = pub.groupby(["table", "role"])["median"].median()
-    ours = enc["symmetry"] > dec["symmetry"] and enc["directionality"] > dec["directionality"]
+    ours = c["sym"] == "holds" and c["dir_order"] == "holds"
     published = p["S2", "encoder"] > p["S2", "decoder"] and p["S3", "encoder"] > p["S3", "decoder"]
     status = "holds" if ours and published else "refuted"
     return Verdict("survey_encoder_decoder", "Sec. 3: encoders more symmetric, decoders more column-dominant",
-                   status, f"offline checkpoints: symmetry {enc['symmetry']:.2f} vs {dec['symmetry']:.2f}, "
-                   f"directionality {enc['directionality']:+.2f} vs {dec['directionality']:+.2f}",
-                   f"{s.key.nunique()} offline checkpoints + published tables", "survey", "")
+                   status, f"every zoo encoder more symmetric than every decoder "
+                   f"({c['sym_enc_min']:.2f} > {c['sym_dec_max']:.2f}); every decoder more "
+                   f"column-dominant ({c['dir_dec_max']:+.2f} < {c['dir_enc_min']:+.2f})",
+                   f"{len(c['encoders'])} encoders, {len(c['decoders'])} decoders of the offline zoo "
+                   "+ published tables", "survey", "")
 
 
 def _final_mean(runs, quantity):

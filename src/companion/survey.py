@@ -558,3 +558,38 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+
+
+def encoder_decoder_contrast(computed: pd.DataFrame, modality: str = "text") -> dict:
+    """The survey's central claim on computed medians: encoders vs decoders (Sec. 3).
+
+    ``computed``: :func:`summarize_survey` (correct head pairing rows are used).  Returns
+    the encoder and decoder keys of ``modality``, the smallest encoder and largest decoder
+    median symmetry and directionality, and three verdicts (``"holds"`` or ``"does not
+    hold"``): every encoder more symmetric than every decoder (``sym``), every decoder
+    column-dominant (``dir_neg``), every decoder more column-dominant than every encoder
+    (``dir_order``).
+    """
+    g = computed[(computed["pairing"] == "grouped") & (computed["modality"] == modality)]
+    med = g.set_index(["key", "score"])["median"]
+    kinds = g.drop_duplicates("key").set_index("key")["kind"]
+    enc = sorted(kinds[kinds == "encoder"].index)
+    dec = sorted(kinds[kinds == "decoder"].index)
+    if not enc or not dec:
+        raise ValueError(f"need {modality} encoders and decoders; got {len(enc)} and {len(dec)}.")
+    out = {
+        "encoders": enc, "decoders": dec,
+        "sym_enc_min": min(med[(k, "symmetry")] for k in enc),
+        "sym_dec_max": max(med[(k, "symmetry")] for k in dec),
+        "dir_enc_min": min(med[(k, "directionality")] for k in enc),
+        "dir_dec_max": max(med[(k, "directionality")] for k in dec),
+        "n_enc_dir_negative": int(sum(med[(k, "directionality")] < 0 for k in enc)),
+    }
+
+    def verdict(ok):
+        return "holds" if ok else "does not hold"
+
+    out["sym"] = verdict(out["sym_enc_min"] > out["sym_dec_max"])
+    out["dir_neg"] = verdict(out["dir_dec_max"] < 0)
+    out["dir_order"] = verdict(out["dir_dec_max"] < out["dir_enc_min"])
+    return out
