@@ -18,8 +18,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
-from pathlib import Path
+import zipfile
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import torch
@@ -37,10 +39,18 @@ __all__ = [
 
 _ST_DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
     "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
     "U8": torch.uint8, "BOOL": torch.bool,
 }
-_FLOAT_KINDS = ("F64", "F32", "F16", "BF16")
+_FLOAT_KINDS = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")
+# bits per element of every dtype the safetensors format defines (its ``Dtype::bitsize``)
+_ST_BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F4": 4,
+    "F6_E2M3": 6, "F6_E3M2": 6, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32,
+    "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64,
+}
+_MAX_HEADER = 100_000_000  # the safetensors library's limit on the JSON header
 
 
 def _is_buffer(name: str, shape: tuple, dtype: str | None) -> bool:
@@ -70,6 +80,9 @@ class TensorSource:
         return name in self.shapes
 
     dtypes: dict[str, str]
+    # set by companion.adapters.quantized for a quantized checkpoint: stored -> float32
+    dequantize = None
+    scale_tensors: frozenset | set = frozenset()
 
     @property
     def n_parameters(self) -> int:
@@ -77,11 +90,20 @@ class TensorSource:
 
         Stored buffers are left out, as ``model.num_parameters()`` leaves them out:
         integer tensors (``position_ids``) and the float buffers older checkpoints carry
-        (causal-mask ``attn.bias``/``masked_bias``, rotary ``inv_freq``).
+        (causal-mask ``attn.bias``/``masked_bias``, rotary ``inv_freq``).  In a quantized
+        checkpoint the int8 weights count and their scales do not.
         """
         dtypes = getattr(self, "dtypes", {})
-        return int(sum(math.prod(s) for n, s in self.shapes.items()
-                       if not _is_buffer(n, s, dtypes.get(n))))
+        quantized = self.dequantize is not None
+
+        def counts(n, s):
+            if n in self.scale_tensors:
+                return False
+            if quantized and dtypes.get(n) == "I8" and n.endswith("weight"):
+                return True
+            return not _is_buffer(n, s, dtypes.get(n))
+
+        return int(sum(math.prod(s) for n, s in self.shapes.items() if counts(n, s)))
 
     def stored_nbytes(self, name: str) -> int:
         """Bytes the tensor takes in storage (quantized size for GGUF)."""
@@ -91,6 +113,8 @@ class TensorSource:
         if name not in self.shapes:
             raise CompanionError(f"{self.location}: no tensor named {name!r} in this checkpoint.")
         t = self._load(name)
+        if self.dequantize is not None:
+            return self.dequantize(name, t)
         return t.to(torch.float32)
 
     def _load(self, name: str) -> torch.Tensor:  # pragma: no cover - abstract
@@ -130,34 +154,182 @@ def _read_json(path: Path, what: str) -> tuple[dict, int]:
         raise CompanionError(f"cannot read {what} {path}: {exc}. Is the file complete?") from None
 
 
+def _no_duplicate_keys(pairs):
+    seen = {}
+    for k, v in pairs:
+        if k in seen:
+            raise ValueError(f"the header names {k!r} twice")
+        seen[k] = v
+    return seen
+
+
+def parse_safetensors_header(raw: bytes, data_len: int | None) -> dict:
+    """Parse and validate a safetensors JSON header as strictly as the safetensors library.
+
+    The rules of its ``Metadata::validate``: a JSON object starting with ``{``; every
+    tensor has a known ``dtype``, a ``shape`` of non-negative integers and
+    ``data_offsets [begin, end]``; sorted by offset the tensors tile the data buffer from 0
+    with neither gaps nor overlaps; each tensor's byte size is its element count times its
+    dtype's size; the last tensor ends exactly at the end of the file (``data_len``, when
+    known).  A name that appears twice is refused too (JSON would silently keep the last).
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("the header is not UTF-8") from None
+    if not text.startswith("{"):
+        raise ValueError("the header does not start with '{'")
+    header = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    spans = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            if info is not None and not (isinstance(info, dict)
+                                         and all(isinstance(v, str) for v in info.values())):
+                raise ValueError("__metadata__ is not a map of strings")
+            continue
+        if not isinstance(info, dict):
+            raise ValueError(f"tensor {name!r} has no dtype/shape/data_offsets entry")
+        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if dtype not in _ST_BITS:
+            raise ValueError(f"tensor {name!r} has unknown dtype {dtype!r}")
+        if not isinstance(shape, list) or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+            raise ValueError(f"tensor {name!r} has an invalid shape {shape!r}")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in offsets)):
+            raise ValueError(f"tensor {name!r} has invalid data_offsets {offsets!r}")
+        nbits = math.prod(shape) * _ST_BITS[dtype]
+        if nbits % 8:
+            raise ValueError(f"tensor {name!r} does not fill whole bytes")
+        start, end = offsets
+        if end < start or end - start != nbits // 8:
+            raise ValueError(f"tensor {name!r}: data_offsets {offsets} do not hold "
+                             f"{math.prod(shape)} {dtype} values ({nbits // 8} bytes)")
+        spans.append((start, end, name))
+    pos = 0
+    for start, end, name in sorted(spans):
+        if start != pos:
+            raise ValueError(f"tensor {name!r} starts at byte {start}, not {pos}: "
+                             f"{'overlapping' if start < pos else 'gap between'} tensors")
+        pos = end
+    if data_len is not None and pos != data_len:
+        raise ValueError(f"the tensors take {pos} bytes but the file holds {data_len} "
+                         f"({'truncated' if pos > data_len else 'trailing bytes'})")
+    return header
+
+
 def read_safetensors_header(path: Path) -> tuple[dict, int]:
-    """The JSON header of a ``.safetensors`` file and the number of bytes it takes (8 + n)."""
+    """The validated JSON header of a ``.safetensors`` file and the bytes it takes (8 + n)."""
     try:
         with open(path, "rb") as f:
             head = f.read(8)
             if len(head) != 8:
                 raise ValueError("file shorter than 8 bytes")
             (n,) = struct.unpack("<Q", head)
-            size = os.path.getsize(path)
-            if n > size - 8 or n > 100_000_000:
+            size = os.fstat(f.fileno()).st_size
+            if n > size - 8 or n > _MAX_HEADER:
                 raise ValueError(f"header length {n} does not fit a file of {size} bytes")
-            header = json.loads(f.read(n))
-        data_len = size - 8 - n
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            start, end = info["data_offsets"]
-            if end > data_len or start > end:
-                raise ValueError(f"tensor {name!r} lies outside the file (truncated download?)")
+            header = parse_safetensors_header(f.read(n), size - 8 - n)
         return header, 8 + n
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise CompanionError(
-            f"{path} is not a readable safetensors file ({exc}). Download it again."
+            f"{path} is not a valid safetensors file ({exc}). Download it again."
         ) from None
 
 
+_SHARD = re.compile(r"^(?P<stem>.+)-(?P<k>\d{5})-of-(?P<n>\d{5})\.safetensors$")
+
+
+def _check_shard_set(files, where: str) -> None:
+    """Shards named ``<stem>-0000k-of-0000N.safetensors`` must all be there, 1 to N."""
+    groups: dict[tuple[str, int], set[int]] = {}
+    for f in files:
+        m = _SHARD.match(Path(f).name)
+        if m:
+            groups.setdefault((m["stem"], int(m["n"])), set()).add(int(m["k"]))
+    for (stem, n), ks in groups.items():
+        missing = sorted(set(range(1, n + 1)) - ks)
+        if missing:
+            names = ", ".join(f"{stem}-{k:05d}-of-{n:05d}.safetensors" for k in missing[:3])
+            raise CompanionError(
+                f"{where} lists {len(ks)} of {n} shards of {stem} ({names}"
+                f"{' ...' if len(missing) > 3 else ''} missing): the checkpoint is incomplete. "
+                "Download the missing shards."
+            )
+
+
+def _containing_root(folder: Path) -> Path:
+    """Where a model folder's files may live: the folder, or for a Hugging Face cache
+    snapshot (``models--org--name/snapshots/<commit>``, whose files are symlinks into
+    ``../../blobs``) the repository's cache folder."""
+    resolved = folder.resolve()
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.resolve()
+    return resolved
+
+
+def _index_files(folder: Path, index: Path, idx) -> dict[str, str]:
+    """The validated ``weight_map`` of a shard index (tensor name -> file name)."""
+    wm = idx.get("weight_map") if isinstance(idx, dict) else None
+    if not isinstance(wm, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in wm.items()):
+        raise CompanionError(f"{index} has no weight_map of tensor names to file names; "
+                             "the index is malformed. Download it again.")
+    if not wm:
+        raise CompanionError(f"{index} has an empty weight_map; download the index again.")
+    root = _containing_root(folder)
+    for fname in set(wm.values()):
+        parts = PurePosixPath(fname.replace("\\", "/")).parts
+        target = (folder / fname).resolve()
+        if (not parts or PurePosixPath(fname).is_absolute() or Path(fname).is_absolute()
+                or ".." in parts or not target.is_relative_to(root)):
+            raise CompanionError(
+                f"{index} names the file {fname!r}, which lies outside the model folder "
+                f"{folder}; an index may only name files beside it. Refusing to follow it."
+            )
+    return wm
+
+
+def _model_files(folder: Path) -> tuple[list[str], dict[str, str] | None, Path | None]:
+    """Which ``.safetensors`` files hold the model, and the index's weight_map if any.
+
+    Chosen as ``transformers`` chooses: ``model.safetensors`` when present, else the
+    shards ``model.safetensors.index.json`` names.  Without either, one lone
+    ``.safetensors`` file, or a complete set of ``*-0000k-of-0000N`` shards; several
+    unrelated files are refused rather than merged.
+    """
+    index = folder / "model.safetensors.index.json"
+    if (folder / "model.safetensors").exists():
+        return ["model.safetensors"], None, None
+    if index.exists():
+        idx, _ = _read_json(index, "shard index")
+        wm = _index_files(folder, index, idx)
+        files = sorted(set(wm.values()))
+        _check_shard_set(files, str(index))
+        return files, wm, index
+    files = sorted(p.name for p in folder.glob("*.safetensors"))
+    if len(files) <= 1:
+        return files, None, None
+    if all(_SHARD.match(f) for f in files) and len({_SHARD.match(f)["stem"] for f in files}) == 1:
+        _check_shard_set(files, f"{folder} (no shard index)")
+        return files, None, None
+    raise CompanionError(
+        f"{folder} holds several .safetensors files ({', '.join(files[:4])}"
+        f"{' ...' if len(files) > 4 else ''}) but neither model.safetensors nor "
+        "model.safetensors.index.json, so which of them make up the model is unknown; "
+        "keep only the model's files in the folder or add its shard index."
+    )
+
+
 class SafetensorsSource(TensorSource):
-    """A local folder with single or sharded safetensors weights."""
+    """A local folder with single or sharded safetensors weights.
+
+    With a shard index, each tensor is taken from the file the index's ``weight_map``
+    names; a tensor found in two files that the index does not settle is refused, as is
+    an index naming a tensor its file does not hold.
+    """
 
     kind = "safetensors"
 
@@ -166,33 +338,43 @@ class SafetensorsSource(TensorSource):
         folder = Path(folder)
         self.config = config
         self.bytes_read = config_bytes
-        index = folder / "model.safetensors.index.json"
-        if index.exists():
-            idx, nbytes = _read_json(index, "shard index")
-            self.bytes_read += nbytes
-            files = sorted(set(idx.get("weight_map", {}).values()))
-            if not files:
-                raise CompanionError(f"{index} has an empty weight_map.")
-        else:
-            files = sorted(p.name for p in folder.glob("*.safetensors"))
-            if "model.safetensors" in files:
-                files = ["model.safetensors"]
+        files, weight_map, index = _model_files(folder)
+        if index is not None:
+            self.bytes_read += index.stat().st_size
         self._where: dict[str, tuple[Path, dict]] = {}
         self._data_start: dict[Path, int] = {}
         self.dtypes = {}
         for fname in files:
             path = folder / fname
             if not path.exists():
-                raise CompanionError(f"shard {fname} listed in the index is missing from {folder}.")
+                raise CompanionError(f"shard {fname} listed in the index is missing from {folder}; "
+                                     "download it again.")
             header, nbytes = read_safetensors_header(path)
             self.bytes_read += nbytes
             self._data_start[path] = nbytes
             for name, info in header.items():
                 if name == "__metadata__":
                     continue
+                if weight_map is not None and name in weight_map:
+                    if weight_map[name] != fname:
+                        continue  # the index places this tensor in another shard
+                elif name in self._where:
+                    raise CompanionError(
+                        f"tensor {name!r} is stored in both {self._where[name][0].name} and "
+                        f"{fname}{' and the index does not say which' if weight_map else ''}; "
+                        "refusing to guess. Remove the stray file or fix the shard index."
+                    )
                 self._where[name] = (path, info)
                 self.shapes[name] = tuple(info["shape"])
                 self.dtypes[name] = info["dtype"]
+        if weight_map is not None:
+            absent = sorted(n for n in weight_map if n not in self._where)
+            if absent:
+                raise CompanionError(
+                    f"{index} places {absent[0]!r}{f' (and {len(absent) - 1} more)' if len(absent) > 1 else ''}"
+                    f" in {weight_map[absent[0]]}, which does not hold it: the index does not "
+                    "match its shards. Download the checkpoint again."
+                )
 
     def tensor_nbytes(self, name: str) -> int:
         start, end = self._where[name][1]["data_offsets"]
@@ -227,17 +409,30 @@ class PickleSource(TensorSource):
         if index.exists():
             idx, nbytes = _read_json(index, "shard index")
             self.bytes_read += nbytes
-            files = sorted(set(idx["weight_map"].values()))
+            files = sorted(set(_index_files(folder, index, idx).values()))
         else:
             files = ["pytorch_model.bin"]
         self._tensors: dict[str, torch.Tensor] = {}
         self.dtypes = {}
         for fname in files:
             path = folder / fname
+            if not path.exists():
+                raise CompanionError(f"shard {fname} listed in the index is missing from {folder}; "
+                                     "download it again.")
+            # files written by torch.save before PyTorch 1.6 are not zip archives and
+            # cannot be memory-mapped; they are read whole
+            mmap = zipfile.is_zipfile(path)
             try:
-                state = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+                state = torch.load(path, map_location="cpu", mmap=mmap, weights_only=True)
             except Exception as exc:
-                raise CompanionError(f"cannot unpickle {path}: {exc}.") from None
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise CompanionError(
+                    f"cannot read {path} as plain tensors ({first}); only tensors are "
+                    "unpickled, never code. Convert the checkpoint to safetensors."
+                ) from None
+            if not isinstance(state, dict):
+                raise CompanionError(f"{path} holds a {type(state).__name__}, not a state dict "
+                                     "of tensors; save model.state_dict() instead.")
             # a whole pickle is parsed to find any tensor: count the whole file
             self.bytes_read += os.path.getsize(path)
             for name, t in state.items():
