@@ -220,6 +220,13 @@ def parse_safetensors_header(raw: bytes, data_len: int | None) -> dict:
     return header
 
 
+def _check_config(config, where) -> dict:
+    if not isinstance(config, dict):
+        raise CompanionError(f"{where} holds a JSON {type(config).__name__}, not an object of "
+                             "settings; the config.json is malformed. Download it again.")
+    return config
+
+
 def read_safetensors_header(path: Path) -> tuple[dict, int]:
     """The validated JSON header of a ``.safetensors`` file and the bytes it takes (8 + n)."""
     try:
@@ -280,11 +287,9 @@ def _index_files(folder: Path, index: Path, idx) -> dict[str, str]:
     if not wm:
         raise CompanionError(f"{index} has an empty weight_map; download the index again.")
     root = _containing_root(folder)
+    _relative_names(set(wm.values()), str(index))
     for fname in set(wm.values()):
-        parts = PurePosixPath(fname.replace("\\", "/")).parts
-        target = (folder / fname).resolve()
-        if (not parts or PurePosixPath(fname).is_absolute() or Path(fname).is_absolute()
-                or ".." in parts or not target.is_relative_to(root)):
+        if not (folder / fname).resolve().is_relative_to(root):
             raise CompanionError(
                 f"{index} names the file {fname!r}, which lies outside the model folder "
                 f"{folder}; an index may only name files beside it. Refusing to follow it."
@@ -341,9 +346,8 @@ class SafetensorsSource(TensorSource):
         files, weight_map, index = _model_files(folder)
         if index is not None:
             self.bytes_read += index.stat().st_size
-        self._where: dict[str, tuple[Path, dict]] = {}
         self._data_start: dict[Path, int] = {}
-        self.dtypes = {}
+        headers = []
         for fname in files:
             path = folder / fname
             if not path.exists():
@@ -352,29 +356,14 @@ class SafetensorsSource(TensorSource):
             header, nbytes = read_safetensors_header(path)
             self.bytes_read += nbytes
             self._data_start[path] = nbytes
-            for name, info in header.items():
-                if name == "__metadata__":
-                    continue
-                if weight_map is not None and name in weight_map:
-                    if weight_map[name] != fname:
-                        continue  # the index places this tensor in another shard
-                elif name in self._where:
-                    raise CompanionError(
-                        f"tensor {name!r} is stored in both {self._where[name][0].name} and "
-                        f"{fname}{' and the index does not say which' if weight_map else ''}; "
-                        "refusing to guess. Remove the stray file or fix the shard index."
-                    )
-                self._where[name] = (path, info)
-                self.shapes[name] = tuple(info["shape"])
-                self.dtypes[name] = info["dtype"]
-        if weight_map is not None:
-            absent = sorted(n for n in weight_map if n not in self._where)
-            if absent:
-                raise CompanionError(
-                    f"{index} places {absent[0]!r}{f' (and {len(absent) - 1} more)' if len(absent) > 1 else ''}"
-                    f" in {weight_map[absent[0]]}, which does not hold it: the index does not "
-                    "match its shards. Download the checkpoint again."
-                )
+            headers.append((fname, header))
+        merged = _merge_headers(headers, weight_map, str(index))
+        self._where: dict[str, tuple[Path, dict]] = {
+            name: (folder / fname, info) for name, (fname, info) in merged.items()}
+        self.dtypes = {}
+        for name, (_, info) in self._where.items():
+            self.shapes[name] = tuple(info["shape"])
+            self.dtypes[name] = info["dtype"]
 
     def tensor_nbytes(self, name: str) -> int:
         start, end = self._where[name][1]["data_offsets"]
@@ -533,86 +522,260 @@ def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").upper() in ("1", "ON", "YES", "TRUE")
 
 
+HUB_PROBE_TIMEOUT = 3.0  # seconds for the first contact with the hub
+HUB_TIMEOUT = 30.0  # seconds to connect and between bytes, for every later request
+
+
+class HubUnreachable(CompanionError):
+    """The hub did not answer at all (no network, a silent proxy, a wrong HF_ENDPOINT)."""
+
+
+def hub_endpoint() -> str:
+    """The hub's base URL: ``HF_ENDPOINT`` (read now, not at import) or huggingface.co."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def _hub_headers() -> dict:
+    try:
+        from huggingface_hub.utils import build_hf_headers
+
+        return dict(build_hf_headers())
+    except Exception:  # pragma: no cover - no token, no huggingface_hub: anonymous
+        return {}
+
+
+def _http_get(url: str, start: int | None = None, nbytes: int | None = None,
+              timeout: float = HUB_TIMEOUT) -> tuple[bytes, dict]:
+    """One bounded GET (a byte range when ``start`` is given): ``(body, headers)``.
+
+    Every request has a timeout; a range request whose answer is not exactly the bytes
+    asked for (a server that ignores ``Range``) is refused rather than read in full.
+    """
+    import urllib.error
+    import urllib.request
+
+    headers = _hub_headers()
+    if start is not None:
+        headers["Range"] = f"bytes={start}-{start + nbytes - 1}"
+    req = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(req, timeout=timeout) as response:
+        if start is not None and response.status != 206 and not (start == 0 and response.status == 200
+                                                                    and response.length == nbytes):
+            raise CompanionError(f"{url} ignored the byte-range request (HTTP {response.status}); "
+                                 "a hub mirror must support Range requests.")
+        data = response.read() if start is None else response.read(nbytes + 1)
+        info = {k.lower(): v for k, v in response.headers.items()}
+    if start is not None and len(data) != nbytes:
+        raise CompanionError(f"range request to {url} returned {len(data)} bytes, not {nbytes}.")
+    return data, info
+
+
 def _http_range(url: str, start: int, nbytes: int) -> bytes:
     """``nbytes`` bytes of ``url`` from ``start`` with one HTTP range request."""
-    from huggingface_hub.utils import build_hf_headers, get_session
+    return _http_get(url, start, nbytes)[0]
 
-    headers = build_hf_headers()
-    headers["Range"] = f"bytes={start}-{start + nbytes - 1}"
-    session = get_session()
+
+def _hub_error(exc: Exception, repo_id: str, revision: str | None, endpoint: str,
+               timeout: float) -> CompanionError:
+    """One line for a failed hub request, naming the cause and what to do."""
+    import socket
+    import urllib.error
+
+    at = f" at revision {revision}" if revision else ""
+    if isinstance(exc, urllib.error.HTTPError):
+        if exc.code in (401, 403):
+            return CompanionError(
+                f"the hub refused access to {repo_id}{at} (HTTP {exc.code}): a gated or private "
+                "repository; log in with `hf auth login` and accept its licence on the hub.")
+        if exc.code == 404:
+            return CompanionError(f"no repository {repo_id!r}{at} on the hub at {endpoint} "
+                                  "(HTTP 404); check the owner/name and the revision.")
+        return CompanionError(f"the hub at {endpoint} answered HTTP {exc.code} for {repo_id}{at}; "
+                              "try again later or pass a local folder.")
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, (socket.timeout, TimeoutError)) or "timed out" in str(reason):
+        why = f"no answer within {timeout:g} s"
+    else:
+        why = str(reason) or type(reason).__name__
+    return HubUnreachable(
+        f"cannot reach the hub at {endpoint} ({why}) to read {repo_id}; check the network "
+        "or proxy, or pass a local folder (set HF_HUB_OFFLINE=1 to never try the hub)."
+    )
+
+
+def probe_hub(repo_id: str, revision: str | None = None,
+              timeout: float = HUB_PROBE_TIMEOUT) -> dict:
+    """Ask the hub once, with a short timeout, about ``repo_id``: its commit and files.
+
+    Returns the JSON of ``/api/models/<repo_id>/revision/<revision>`` (``sha``,
+    ``siblings``).  Raises :class:`HubUnreachable` when the hub does not answer and
+    :class:`CompanionError` for a missing, gated or private repository.
+    """
+    import urllib.parse
+
+    endpoint = hub_endpoint()
+    rev = urllib.parse.quote(revision or "main", safe="")
+    url = f"{endpoint}/api/models/{repo_id}/revision/{rev}"
     try:
-        response = session.get(url, headers=headers, follow_redirects=True)
-    except TypeError:  # requests-based huggingface_hub: redirects are followed by default
-        response = session.get(url, headers=headers)
-    response.raise_for_status()
-    data = response.content
-    if len(data) != nbytes:
-        raise CompanionError(f"range request to {url} returned {len(data)} bytes, not {nbytes}.")
-    return data
+        raw, _ = _http_get(url, timeout=timeout)
+        info = json.loads(raw)
+    except CompanionError:
+        raise
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError) and not isinstance(exc, OSError):
+            raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
+                                 f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?") from None
+        raise _hub_error(exc, repo_id, revision, endpoint, timeout) from None
+    if not isinstance(info, dict) or not isinstance(info.get("siblings", []), list):
+        raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
+                             f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?")
+    return info
+
+
+def _relative_names(names, where: str) -> None:
+    for fname in names:
+        parts = PurePosixPath(fname).parts
+        if not parts or fname.startswith(("/", "\\")) or ".." in parts or "\\" in fname:
+            raise CompanionError(
+                f"{where} names the file {fname!r}, which lies outside the model folder; "
+                "an index may only name files beside it. Refusing to follow it.")
+
+
+def _merge_headers(headers: list[tuple[str, dict]], weight_map: dict | None,
+                   where: str) -> dict[str, tuple[str, dict]]:
+    """Tensor name -> (file, header entry), honouring the index and refusing duplicates."""
+    found: dict[str, tuple[str, dict]] = {}
+    for fname, header in headers:
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            if weight_map is not None and name in weight_map:
+                if weight_map[name] != fname:
+                    continue  # the index places this tensor in another shard
+            elif name in found:
+                raise CompanionError(
+                    f"tensor {name!r} is stored in both {found[name][0]} and {fname}"
+                    f"{' and the index does not say which' if weight_map else ''}; refusing "
+                    "to guess. Remove the stray file or fix the shard index.")
+            found[name] = (fname, info)
+    if weight_map is not None:
+        absent = sorted(n for n in weight_map if n not in found)
+        if absent:
+            more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
+            raise CompanionError(
+                f"{where} places {absent[0]!r}{more} in {weight_map[absent[0]]}, which does not "
+                "hold it: the index does not match its shards. Download the checkpoint again.")
+    return found
 
 
 class HubSafetensorsSource(TensorSource):
-    """A hub repository read through HTTP range requests: headers, then q/k tensors only."""
+    """A hub repository read through HTTP range requests: headers, then q/k tensors only.
+
+    The hub is asked once, with a short timeout, for the repository's commit and file
+    list (:func:`probe_hub`); every later request is pinned to that commit and bounded
+    by :data:`HUB_TIMEOUT`.  Headers and indexes are validated as for local folders.
+    """
 
     kind = "hub-safetensors"
 
     def __init__(self, repo_id: str, revision: str | None = None):
         super().__init__(repo_id)
-        from huggingface_hub import get_safetensors_metadata, hf_hub_download
-
         self.revision = revision
+        info = probe_hub(repo_id, revision)
+        self.commit = info.get("sha") or revision or "main"
+        siblings = {s.get("rfilename") for s in info.get("siblings", []) if isinstance(s, dict)}
+        endpoint = hub_endpoint()
         try:
-            cfg_path = hf_hub_download(repo_id, "config.json", revision=revision)
-            self.config, self.bytes_read = _read_json(Path(cfg_path), "config")
-            meta = get_safetensors_metadata(repo_id, revision=revision)
+            raw, _ = _http_get(self._url("config.json"))
+            self.bytes_read = len(raw)
+            try:
+                config = json.loads(raw)
+            except ValueError:
+                raise CompanionError(f"config.json of {repo_id} on the hub is not valid JSON; "
+                                     "the repository is broken.") from None
+            self.config = _check_config(config, f"config.json of {repo_id}")
+            weight_map = None
+            if "model.safetensors" in siblings:
+                files = ["model.safetensors"]
+            elif "model.safetensors.index.json" in siblings:
+                where = f"model.safetensors.index.json of {repo_id}"
+                raw, _ = _http_get(self._url("model.safetensors.index.json"))
+                self.bytes_read += len(raw)
+                try:
+                    idx = json.loads(raw)
+                except ValueError:
+                    idx = None
+                wm = idx.get("weight_map") if isinstance(idx, dict) else None
+                if not isinstance(wm, dict) or not wm or not all(
+                        isinstance(k, str) and isinstance(v, str) for k, v in wm.items()):
+                    raise CompanionError(f"{where} has no weight_map of tensor names to file "
+                                         "names; the index is malformed.")
+                _relative_names(set(wm.values()), where)
+                files = sorted(set(wm.values()))
+                _check_shard_set(files, where)
+                weight_map = wm
+            else:
+                raise CompanionError(
+                    f"{repo_id} has no model.safetensors or model.safetensors.index.json on the "
+                    "hub; for pytorch_model.bin weights download the folder and pass it with "
+                    "--allow-pickle.")
+            headers = []
+            self._header_len: dict[str, int] = {}
+            for fname in files:
+                url = self._url(fname)
+                head, meta = _http_get(url, 0, 8)
+                (n,) = struct.unpack("<Q", head)
+                total = meta.get("content-range", "").rpartition("/")[2]
+                size = int(total) if total.isdigit() else None
+                if n > _MAX_HEADER or (size is not None and n > size - 8):
+                    raise CompanionError(f"{fname} of {repo_id} is not a valid safetensors file "
+                                         f"(header length {n}).")
+                try:
+                    header = parse_safetensors_header(
+                        _http_range(url, 8, n), None if size is None else size - 8 - n)
+                except (ValueError, RecursionError) as exc:
+                    raise CompanionError(f"{fname} of {repo_id} is not a valid safetensors file "
+                                         f"({exc}).") from None
+                self._header_len[fname] = n
+                self.bytes_read += 8 + n
+                headers.append((fname, header))
         except CompanionError:
             raise
-        except Exception as exc:
-            raise CompanionError(
-                f"cannot read config.json and safetensors headers of hub repository {repo_id!r}"
-                f"{' at revision ' + revision if revision else ''}: {exc}. Repositories with "
-                "only pytorch_model.bin: download them and pass the folder with allow_pickle."
-            ) from None
-        self._where: dict[str, tuple[str, object]] = {}
+        except OSError as exc:
+            raise _hub_error(exc, repo_id, revision, endpoint, HUB_TIMEOUT) from None
+        self._where = _merge_headers(headers, weight_map, f"the index of {repo_id}")
         self.dtypes = {}
-        self._header_len: dict[str, int] = {}
-        for fname, fmeta in meta.files_metadata.items():
-            for name, info in fmeta.tensors.items():
-                self._where[name] = (fname, info)
-                self.shapes[name] = tuple(info.shape)
-                self.dtypes[name] = info.dtype
+        for name, (fname, info) in self._where.items():
+            self.shapes[name] = tuple(info["shape"])
+            self.dtypes[name] = info["dtype"]
 
     def _url(self, fname: str) -> str:
-        from huggingface_hub import hf_hub_url
+        import urllib.parse
 
-        return hf_hub_url(self.location, fname, revision=self.revision)
-
-    def _data_start(self, fname: str) -> int:
-        if fname not in self._header_len:
-            (n,) = struct.unpack("<Q", _http_range(self._url(fname), 0, 8))
-            self._header_len[fname] = n
-            self.bytes_read += 8 + n  # the header itself was fetched for the metadata
-        return 8 + self._header_len[fname]
+        return (f"{hub_endpoint()}/{self.location}/resolve/"
+                f"{urllib.parse.quote(self.commit, safe='')}/{urllib.parse.quote(fname)}")
 
     def stored_nbytes(self, name: str) -> int:
-        start, end = self._where[name][1].data_offsets
+        start, end = self._where[name][1]["data_offsets"]
         return end - start
 
     def _load(self, name: str) -> torch.Tensor:
         fname, info = self._where[name]
-        dtype = _ST_DTYPES.get(info.dtype)
+        dtype = _ST_DTYPES.get(info["dtype"])
         if dtype is None:
-            raise CompanionError(f"tensor {name!r} has unsupported dtype {info.dtype}.")
-        start, end = info.data_offsets
-        base = self._data_start(fname)
+            raise CompanionError(f"tensor {name!r} has unsupported dtype {info['dtype']}.")
+        start, end = info["data_offsets"]
+        if end == start:
+            return torch.zeros(tuple(info["shape"]), dtype=dtype)
+        base = 8 + self._header_len[fname]
         try:
             buf = bytearray(_http_range(self._url(fname), base + start, end - start))
         except CompanionError:
             raise
-        except Exception as exc:
-            raise CompanionError(f"cannot fetch {name!r} from {self.location}/{fname}: {exc}") from None
+        except OSError as exc:
+            raise _hub_error(exc, self.location, self.revision, hub_endpoint(), HUB_TIMEOUT) from None
         self.bytes_read += end - start
-        return torch.frombuffer(buf, dtype=dtype).reshape(tuple(info.shape))
+        return torch.frombuffer(buf, dtype=dtype).reshape(tuple(info["shape"]))
 
 
 def open_local_folder(folder: str | os.PathLike, allow_pickle: bool = False) -> TensorSource:
@@ -625,6 +788,7 @@ def open_local_folder(folder: str | os.PathLike, allow_pickle: bool = False) -> 
             "or a hub id."
         )
     config, cfg_bytes = _read_json(cfg_path, "config")
+    _check_config(config, cfg_path)
     if (folder / "model.safetensors.index.json").exists() or any(folder.glob("*.safetensors")):
         return SafetensorsSource(folder, config, cfg_bytes)
     if (folder / "pytorch_model.bin").exists() or (folder / "pytorch_model.bin.index.json").exists():

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-from pathlib import Path
 
 from ..errors import CompanionError
 
@@ -33,8 +33,15 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..adapters import read_qk
+    from ..outputs import check_writable, write_csv_atomic
     from ..tables import layer_scores, summarize_layers
 
+    # options are checked before any tensor is read
+    if not math.isfinite(args.gamma) or args.gamma < 0:
+        raise CompanionError(f"--gamma {args.gamma} is not a finite number >= 0; the outlier "
+                             "threshold is in standard deviations (the paper uses 2).")
+    if args.out:
+        check_writable(args.out, "--out file")
     ckpt = read_qk(args.source, revision=args.revision, allow_pickle=args.allow_pickle,
                    progress=not args.quiet)
     df = layer_scores(ckpt, per_head=args.per_head, pairing=args.pairing, gamma=args.gamma,
@@ -56,11 +63,6 @@ def run(args: argparse.Namespace) -> int:
               f"directionality {r['directionality_median']:+.4f} "
               f"[{r['directionality_q25']:+.4f}, {r['directionality_q75']:+.4f}]")
     if args.out:
-        out = Path(args.out)
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            df.to_csv(out, index=False)
-        except OSError as exc:
-            raise CompanionError(f"cannot write {out}: {exc}") from None
+        out = write_csv_atomic(df, args.out)
         print(f"wrote {len(df)} rows to {out}", file=sys.stderr)
     return 0
