@@ -45,9 +45,9 @@ class LocalHub:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if not head:
-                    self.wfile.write(body)
-                    with hub._lock:
+                    with hub._lock:  # counted before sending, so a client never sees it lag
                         hub.bytes_served += len(body)
+                    self.wfile.write(body)
 
             def _handle(self, head=False):
                 path = unquote(self.path.split("?")[0])

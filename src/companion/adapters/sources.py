@@ -611,6 +611,10 @@ def probe_hub(repo_id: str, revision: str | None = None,
     ``siblings``).  Raises :class:`HubUnreachable` when the hub does not answer and
     :class:`CompanionError` for a missing, gated or private repository.
     """
+    return _probe_hub(repo_id, revision, timeout)[0]
+
+
+def _probe_hub(repo_id: str, revision: str | None, timeout: float) -> tuple[dict, int]:
     import urllib.parse
 
     endpoint = hub_endpoint()
@@ -629,7 +633,7 @@ def probe_hub(repo_id: str, revision: str | None = None,
     if not isinstance(info, dict) or not isinstance(info.get("siblings", []), list):
         raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
                              f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?")
-    return info
+    return info, len(raw)
 
 
 def _relative_names(names, where: str) -> None:
@@ -681,13 +685,13 @@ class HubSafetensorsSource(TensorSource):
     def __init__(self, repo_id: str, revision: str | None = None):
         super().__init__(repo_id)
         self.revision = revision
-        info = probe_hub(repo_id, revision)
+        info, probe_bytes = _probe_hub(repo_id, revision, HUB_PROBE_TIMEOUT)
         self.commit = info.get("sha") or revision or "main"
         siblings = {s.get("rfilename") for s in info.get("siblings", []) if isinstance(s, dict)}
         endpoint = hub_endpoint()
         try:
             raw, _ = _http_get(self._url("config.json"))
-            self.bytes_read = len(raw)
+            self.bytes_read = probe_bytes + len(raw)
             try:
                 config = json.loads(raw)
             except ValueError:
