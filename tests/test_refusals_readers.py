@@ -291,3 +291,15 @@ def test_a_bare_name_that_is_not_a_folder_is_not_taken_for_a_hub_id(capsys, monk
     line = _one_line_error(["score", "no-such-model-anywhere"], capsys, "owner/name",
                            "companion zoo list")
     assert "not a folder" in line
+
+
+def test_huge_but_finite_weights_are_not_taken_for_nan():
+    """The fast check sums the entries; a sum that overflows must not be called NaN."""
+    from companion.adapters.reader import _check_finite
+    from companion.adapters.types import QKLayer
+
+    big = torch.full((4, 4), 3e38)  # finite, but the sum overflows float32
+    _check_finite(QKLayer(0, "encoder", big, big, 1, 1), "x")
+    big[1, 2] = float("inf")
+    with pytest.raises(CompanionError, match="NaN or infinite"):
+        _check_finite(QKLayer(0, "encoder", big, big.clone(), 1, 1), "x")
