@@ -83,11 +83,13 @@ def _check_finite(layer: QKLayer, location: str) -> None:
 
     A finite sum proves every entry finite (a NaN or an infinity makes the sum NaN or
     infinite); only when the sum is not finite, which an overflow can also cause, are the
-    entries checked one by one.  (The sum is a single fast reduction; ``torch.isfinite``
-    on every matrix cost more than the whole read of a small checkpoint.)
+    entries checked one by one.  The sum is taken by NumPy on one thread: torch's
+    multi-threaded reductions waited for busy cores on a loaded machine and then cost
+    more than the whole read of a small checkpoint.
     """
     def finite(w):
-        return math.isfinite(float(w.sum())) or bool(np.isfinite(w.numpy()).all())
+        a = w.detach().cpu().numpy()
+        return math.isfinite(float(a.sum())) or bool(np.isfinite(a).all())
 
     if not (finite(layer.Wq) and finite(layer.Wk)):
         raise CompanionError(

@@ -10,7 +10,12 @@ It counts the bytes it reads, so that the cost of a read can be measured.
 * :class:`PickleSource`: ``pytorch_model.bin`` (single or sharded).  Unpickling can run
   code, so it is only opened when the caller passes ``allow_pickle=True``.
 * :class:`GGUFSource`: a llama.cpp ``.gguf`` file, dequantized tensor by tensor.
-* :class:`HubSafetensorsSource`: a hub id; headers and tensors through HTTP range reads.
+* :class:`HubSafetensorsSource`: a hub id; headers and tensors through HTTP range reads
+  against ``HF_ENDPOINT``, after one short probe of the hub, every request time-bounded.
+
+Headers are validated by the safetensors format's own rules
+(:func:`parse_safetensors_header`); a shard index may only name files inside the model's
+folder, and its ``weight_map`` decides which file a tensor is read from.
 """
 
 from __future__ import annotations
