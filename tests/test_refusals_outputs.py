@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 import malformed as bad
+from companion import survey
 from companion.catalog import load_catalog
 from companion.cli import main
 from companion.errors import CompanionError
-from companion.survey import cache_problem, checksum_path, load_survey, run_survey_entries
 from test_survey import fake_catalog, tiny_models  # noqa: F401  (fixtures)
 
 
@@ -100,16 +100,16 @@ def test_a_bad_gamma_fails_before_any_tensor_is_read(tmp_path, capsys, monkeypat
 # ----------------------------------------------------------------------------- survey cache
 
 
-def test_a_cached_table_cut_short_is_recomputed_and_the_status_says_so(fake_catalog, tmp_path):  # noqa: F811
+def test_a_cached_table_cut_short_is_recomputed_and_the_status_says_so(fake_catalog, tmp_path):
     out = tmp_path / "survey"
-    run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"],
+    survey.run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"],
                        progress=False)
     path = out / "models" / "tiny-bert.csv"
     good = pd.read_csv(path)
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-2]) + lines[-2][: len(lines[-2]) // 2])  # a row cut short
-    assert "sha256" in cache_problem(path)
-    status = run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"],
+    assert "sha256" in survey.cache_problem(path)
+    status = survey.run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"],
                                 progress=False)
     row = status.set_index("key").loc["tiny-bert"]
     assert row["status"] == "scored"
@@ -117,40 +117,40 @@ def test_a_cached_table_cut_short_is_recomputed_and_the_status_says_so(fake_cata
     again = pd.read_csv(path)
     pd.testing.assert_frame_equal(again[["layer", "head", "symmetry", "directionality"]],
                                   good[["layer", "head", "symmetry", "directionality"]])
-    assert cache_problem(path) is None
+    assert survey.cache_problem(path) is None
 
 
-def test_a_cached_table_without_its_checksum_file_is_not_trusted(fake_catalog, tmp_path):  # noqa: F811
+def test_a_cached_table_without_its_checksum_file_is_not_trusted(fake_catalog, tmp_path):
     out = tmp_path / "survey"
-    run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"], progress=False)
-    checksum_path(out / "models" / "tiny-bert.csv").unlink()
-    status = run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"],
+    survey.run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"], progress=False)
+    survey.checksum_path(out / "models" / "tiny-bert.csv").unlink()
+    status = survey.run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"],
                                 progress=False)
     assert status.set_index("key").loc["tiny-bert", "status"] == "scored"
     assert "sha256.json is missing" in status.set_index("key").loc["tiny-bert", "reason"]
 
 
-def test_a_corrupt_cache_that_cannot_be_recomputed_stays_out_of_the_union(fake_catalog, tmp_path):  # noqa: F811
+def test_a_corrupt_cache_that_cannot_be_recomputed_stays_out_of_the_union(fake_catalog, tmp_path):
     out = tmp_path / "survey"
     cat = load_catalog(fake_catalog)
-    run_survey_entries(cat, out, keys=["tiny-bert", "tiny-llama"], progress=False)
+    survey.run_survey_entries(cat, out, keys=["tiny-bert", "tiny-llama"], progress=False)
     path = out / "models" / "tiny-llama.csv"
     path.write_text(path.read_text().replace("0.", "9.", 3))  # edited numbers
     cat.loc[cat["key"] == "tiny-llama", "local"] = str(tmp_path / "gone")
-    status = run_survey_entries(cat, out, keys=["tiny-bert", "tiny-llama"], progress=False,
-                                online=False)
+    status = survey.run_survey_entries(cat, out, keys=["tiny-bert", "tiny-llama"],
+                                       progress=False, online=False)
     assert status.set_index("key").loc["tiny-llama", "status"] == "unavailable"
     assert set(pd.read_csv(out / "scores.csv")["key"]) == {"tiny-bert"}
 
 
-def test_load_survey_refuses_a_table_that_does_not_match_its_checksum(fake_catalog, tmp_path):  # noqa: F811
+def test_load_survey_refuses_a_table_that_does_not_match_its_checksum(fake_catalog, tmp_path):
     out = tmp_path / "survey"
-    run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"], progress=False)
-    assert len(load_survey(out)) > 0
+    survey.run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"], progress=False)
+    assert len(survey.load_survey(out)) > 0
     scores = out / "scores.csv"
     scores.write_text(scores.read_text()[:-40])
     with pytest.raises(CompanionError, match="cannot be trusted"):
-        load_survey(out)
+        survey.load_survey(out)
 
 
 def test_the_committed_survey_tables_match_their_checksums():
@@ -159,19 +159,19 @@ def test_the_committed_survey_tables_match_their_checksums():
     tables = [SURVEY_DIR / "scores.csv", *sorted((SURVEY_DIR / "models").glob("*.csv"))]
     assert len(tables) >= 3
     for t in tables:
-        assert cache_problem(t) is None, t
-    meta = json.loads(checksum_path(SURVEY_DIR / "scores.csv").read_text())
+        assert survey.cache_problem(t) is None, t
+    meta = json.loads(survey.checksum_path(SURVEY_DIR / "scores.csv").read_text())
     assert meta["rows"] == len(pd.read_csv(SURVEY_DIR / "scores.csv"))
 
 
-def test_a_full_disk_during_a_survey_leaves_the_previous_tables(fake_catalog, tmp_path, full_disk):  # noqa: F811
+def test_a_full_disk_during_a_survey_leaves_the_previous_tables(fake_catalog, tmp_path, full_disk):
     out = tmp_path / "survey"
     cat = load_catalog(fake_catalog)
-    run_survey_entries(cat, out, keys=["tiny-bert"], progress=False)
+    survey.run_survey_entries(cat, out, keys=["tiny-bert"], progress=False)
     before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     full_disk()
     with pytest.raises(CompanionError, match="disk is full"):
-        run_survey_entries(cat, out, keys=["tiny-bert"], progress=False, force=True)
+        survey.run_survey_entries(cat, out, keys=["tiny-bert"], progress=False, force=True)
     after = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before  # same files, same bytes, no temporary left
 
@@ -185,14 +185,14 @@ def test_a_full_disk_during_a_survey_leaves_the_previous_tables(fake_catalog, tm
     (["--catalog", "/no/such/catalog.csv"], ["--catalog", "no such file"]),
     (["--only", "not-a-key"], ["not-a-key"]),
 ])
-def test_bad_survey_options_are_one_line(fake_catalog, tmp_path, capsys, option, words):  # noqa: F811
+def test_bad_survey_options_are_one_line(fake_catalog, tmp_path, capsys, option, words):
     argv = ["survey", "--offline", "--out", str(tmp_path / "s"), "--quiet"]
     if option[0] != "--catalog":
         argv += ["--catalog", str(fake_catalog)]
     _one_line(argv + option, capsys, *words)
 
 
-def test_a_survey_out_that_is_a_file_is_one_line(fake_catalog, tmp_path, capsys):  # noqa: F811
+def test_a_survey_out_that_is_a_file_is_one_line(fake_catalog, tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     _one_line(["survey", "--offline", "--catalog", str(fake_catalog), "--out",
                str(tmp_path / "f"), "--quiet"], capsys, "--out", "is a file")

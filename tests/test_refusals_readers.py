@@ -294,7 +294,7 @@ def test_a_bare_name_that_is_not_a_folder_is_not_taken_for_a_hub_id(capsys, monk
 
 
 def test_huge_but_finite_weights_are_not_taken_for_nan():
-    """The fast check sums the entries; a sum that overflows must not be called NaN."""
+    """Weights near the float32 limit are finite, however their sums overflow."""
     from companion.adapters.reader import _check_finite
     from companion.adapters.types import QKLayer
 
