@@ -135,52 +135,6 @@ def test_head_counts_that_do_not_fit_the_weights_are_a_clear_error(tmp_path):
         read_qk(tmp_path, progress=False)
 
 
-def test_hub_source_reads_tensors_by_http_range(tmp_path, monkeypatch):
-    """The hub path, with the hub replaced by a local folder served through range reads."""
-    import huggingface_hub
-    from types import SimpleNamespace
-
-    from companion.adapters import sources
-    from companion.adapters.sources import read_safetensors_header
-
-    _tiny_llama(tmp_path, max_shard_size="50KB")
-    files = sorted(p.name for p in tmp_path.glob("*.safetensors"))
-    assert len(files) > 1
-    meta = {}
-    for f in files:
-        header, _ = read_safetensors_header(tmp_path / f)
-        meta[f] = SimpleNamespace(tensors={
-            n: SimpleNamespace(dtype=i["dtype"], shape=i["shape"], data_offsets=tuple(i["data_offsets"]))
-            for n, i in header.items() if n != "__metadata__"})
-    requested = []
-
-    def fake_range(url, start, nbytes):
-        requested.append(nbytes)
-        with open(tmp_path / url.rsplit("/", 1)[1], "rb") as fh:
-            fh.seek(start)
-            return fh.read(nbytes)
-
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(sources, "_hub_offline", lambda: False)
-    monkeypatch.setattr("companion.adapters.reader._hub_offline", lambda: False)
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download",
-                        lambda repo, fname, revision=None: str(tmp_path / fname))
-    monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata",
-                        lambda repo, revision=None: SimpleNamespace(files_metadata=meta))
-    monkeypatch.setattr(huggingface_hub, "hf_hub_url",
-                        lambda repo, fname, revision=None: f"https://hub/{repo}/{revision}/{fname}")
-    monkeypatch.setattr(sources, "_http_range", fake_range)
-
-    hub = read_qk("someone/tiny-llama", revision="abc123", progress=False)
-    local = read_qk(tmp_path, progress=False)
-    assert hub.revision == "abc123" and hub.meta["format"] == "hub-safetensors"
-    for a, b in zip(hub.layers, local.layers, strict=True):
-        assert torch.equal(a.Wq, b.Wq) and torch.equal(a.Wk, b.Wk)
-    qk = sum((l.Wq.numel() + l.Wk.numel()) * 4 for l in local.layers)
-    assert sum(n for n in requested if n > 8) == qk  # only the q/k tensors were fetched
-    assert hub.n_parameters == local.n_parameters
-
-
 def test_tensor_names_with_two_prefixes_resolve_to_the_shortest():
     from companion.adapters.families import llama
 

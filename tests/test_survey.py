@@ -167,7 +167,7 @@ def test_an_interrupted_write_leaves_the_previous_file_intact(tmp_path, monkeypa
         _write_atomic(pd.DataFrame({"a": [3]}), path)
     monkeypatch.undo()
     assert pd.read_csv(path)["a"].tolist() == [1, 2]
-    assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv", "table.csv.sha256.json"]
 
 
 def test_a_local_dir_named_by_key_wins_over_the_hub(tiny_models):

@@ -18,7 +18,10 @@ them already), the survey
    ``<out>/scores.csv``.
 
 A checkpoint that cannot be reached is skipped with its reason in ``<out>/status.csv``;
-a rerun skips what is already cached (``--force`` recomputes).
+a rerun skips what is already cached (``--force`` recomputes).  Every cached table has a
+checksum file beside it (``<file>.sha256.json``: sha256 of the bytes, row count, columns);
+a cached table that does not match it is recomputed (and the status says so), never used.
+Without network the hub is given up after one short probe, not tried per model.
 """
 
 from __future__ import annotations
@@ -27,15 +30,17 @@ import argparse
 import datetime as _dt
 import hashlib
 import importlib.util
+import io
+import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from .catalog import DATA_DIR, load_catalog
+from .errors import CompanionError
 
 __all__ = [
     "Unavailable",
@@ -310,18 +315,56 @@ def score_entry(entry: pd.Series | dict, source: SurveySource, per_head: bool = 
     return out
 
 
+CACHE_FORMAT = "companion-survey-cache/1"
+REQUIRED_COLUMNS = ("key", "hub_id", "component", "role", "layer", "head", "level", "pairing",
+                    "symmetry", "directionality")
+
+
+def checksum_path(path: Path) -> Path:
+    """The checksum file that vouches for a cached table: ``<file>.sha256.json``."""
+    return path.with_name(path.name + ".sha256.json")
+
+
 def _write_atomic(df: pd.DataFrame, path: Path) -> None:
-    """Write ``df`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write ``df`` to ``path`` atomically, with its checksum file beside it.
+
+    The CSV goes through a temporary file in the same folder and a rename (a full disk or
+    a crash leaves the previous file intact); then ``<file>.sha256.json`` records the
+    sha256 of the bytes written, the row count and the columns.
+    """
+    from .outputs import write_atomic
+
+    data = df.to_csv(index=False).encode()
+    write_atomic(path, lambda f: f.write(data), mode="wb")
+    meta = {"format": CACHE_FORMAT, "sha256": hashlib.sha256(data).hexdigest(),
+            "rows": int(len(df)), "columns": [str(c) for c in df.columns]}
+    write_atomic(checksum_path(path), lambda f: f.write(json.dumps(meta, indent=1) + "\n"))
+
+
+def cache_problem(path: Path, required=REQUIRED_COLUMNS) -> str | None:
+    """Why the cached table ``path`` cannot be trusted, or ``None`` when it checks out."""
+    side = checksum_path(path)
+    if not side.exists():
+        return f"{side.name} is missing"
     try:
-        with os.fdopen(fd, "w", newline="") as f:
-            df.to_csv(f, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        meta = json.loads(side.read_text())
+        data = path.read_bytes()
+    except (OSError, ValueError) as exc:
+        return f"cannot read it or {side.name} ({exc})"
+    if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT:
+        return f"{side.name} is not a {CACHE_FORMAT} checksum file"
+    if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
+        return "its sha256 differs from the one recorded when it was written (edited or cut short)"
+    try:
+        df = pd.read_csv(io.BytesIO(data))
+    except (ValueError, pd.errors.ParserError) as exc:
+        return f"it is not a readable CSV ({exc})"
+    if len(df) != meta.get("rows") or [str(c) for c in df.columns] != meta.get("columns"):
+        return "its rows or columns differ from those recorded"
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        return f"it lacks the columns {missing}"
+    return None
 
 
 def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
@@ -338,7 +381,10 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
 
     from tqdm.auto import tqdm
 
+    from .adapters.sources import HubUnreachable
+
     out_dir = Path(out_dir) if out_dir is not None else SURVEY_DIR
+    hub_down = None  # after one failed contact, the hub is not tried again in this run
     todo = catalog
     if keys:
         unknown = sorted(set(keys) - set(catalog["key"]))
@@ -353,26 +399,35 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
         row = {"key": entry["key"], "hub_id": entry["hub_id"], "status": "", "reason": "",
                "source": "", "seconds": 0.0}
         t0 = time.perf_counter()
-        if path.exists() and not force:
+        problem = cache_problem(path) if path.exists() and not force else None
+        if path.exists() and not force and problem is None:
             row.update(status="cached", reason=f"already in {path.name} (use --force to redo)")
         else:
+            redo = f"cached {path.name} failed its check ({problem}); " if problem else ""
             try:
                 src = resolve_source(entry, local_dir=local_dir, online=online)
                 shown = src.location if src.kind == "hub" else Path(src.location).name
                 row["source"] = f"{src.kind}:{shown}"
+                if src.kind == "hub" and hub_down:
+                    raise Unavailable(hub_down)
                 _write_atomic(score_entry(entry, src, per_head=per_head, device=device), path)
-                row["status"] = "scored"
+                row.update(status="scored", reason=redo + "recomputed" if redo else "")
             except Unavailable as exc:
-                row.update(status="unavailable", reason=str(exc))
+                row.update(status="unavailable", reason=redo + str(exc))
+            except HubUnreachable as exc:
+                hub_down = f"the hub was not reachable earlier in this run: {exc}"
+                row.update(status="unavailable", reason=redo + str(exc))
             except (ValueError, OSError, KeyError, NotImplementedError) as exc:
                 # a hub that cannot be reached is an unavailable model, not a failure
                 kind = "unavailable" if row["source"].startswith("hub:") else "failed"
-                row.update(status=kind, reason=f"{type(exc).__name__}: {exc}")
+                row.update(status=kind, reason=f"{redo}{type(exc).__name__}: {exc}")
         row["seconds"] = round(time.perf_counter() - t0, 3)
         status.append(row)
     status = pd.DataFrame(status)
     _write_atomic(status, out_dir / "status.csv")
     files = sorted((out_dir / "models").glob("*.csv")) if (out_dir / "models").exists() else []
+    # only tables that match their checksum go into the union
+    files = [f for f in files if cache_problem(f) is None]
     if files:
         _write_atomic(pd.concat([pd.read_csv(f) for f in files], ignore_index=True),
                       out_dir / "scores.csv")
@@ -494,6 +549,10 @@ def load_survey(path: str | Path | None = None) -> pd.DataFrame:
         path = path / "scores.csv"
     if not path.exists():
         raise ValueError(f"no survey table at {path}; run `companion survey` first.")
+    problem = cache_problem(path)
+    if problem:
+        raise CompanionError(f"the survey table {path} cannot be trusted: {problem}. "
+                             "Run `companion survey` again to rebuild it.")
     return pd.read_csv(path, dtype={"revision": str, "fingerprint": str})
 
 
@@ -526,9 +585,38 @@ def add_survey_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _check_survey_options(args: argparse.Namespace) -> None:
+    """Refuse bad options before any model is read: one line naming the option and the fix."""
+    from .outputs import check_writable
+
+    if args.catalog is not None and not Path(args.catalog).is_file():
+        raise CompanionError(f"--catalog {args.catalog}: no such file; pass a catalog CSV "
+                             "(default: data/catalog.csv).")
+    if args.local_dir is not None and not Path(args.local_dir).is_dir():
+        raise CompanionError(f"--local-dir {args.local_dir}: no such folder; pass the folder "
+                             "that holds <key>/ or <owner>--<name>/ checkpoints.")
+    if args.device is not None:
+        import torch
+
+        try:
+            dev = torch.device(args.device)
+        except (RuntimeError, ValueError):
+            raise CompanionError(f"--device {args.device!r} is not a torch device; use cpu, "
+                                 "cuda or cuda:N.") from None
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise CompanionError(f"--device {args.device}: no CUDA GPU is visible here; use "
+                                 "--device cpu or leave it out.")
+    out = Path(args.out) if args.out is not None else SURVEY_DIR
+    if out.exists() and not out.is_dir():
+        raise CompanionError(f"--out {out} is a file; pass a folder for the survey tables.")
+    check_writable(out / "status.csv", "survey output")
+    check_writable(out / "models" / "status.csv", "survey output")
+
+
 def run_survey(args: argparse.Namespace) -> int:
     """Run the ``survey`` subcommand; 0 when it ran (skipped checkpoints are listed), 2 on bad input."""
     try:
+        _check_survey_options(args)
         catalog = load_catalog(args.catalog)
         if args.catalog is None:
             catalog = with_zoo_entries(catalog)
@@ -538,7 +626,7 @@ def run_survey(args: argparse.Namespace) -> int:
             progress=not args.quiet, device=args.device,
         )
     except ValueError as exc:
-        print(f"companion survey: {exc}", file=sys.stderr)
+        print(f"companion survey: error: {exc}", file=sys.stderr)
         return 2
     counts = status["status"].value_counts().to_dict()
     print("survey: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))

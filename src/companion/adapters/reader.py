@@ -7,11 +7,15 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..errors import CompanionError
+from .completeness import check_layer_count
 from .families import LayerPlan, family_of
-from .sources import GGUFSource, HubSafetensorsSource, TensorSource, _hub_offline, open_local_folder
+from .quantized import prepare_quantized
+from .sources import (_FLOAT_KINDS, GGUFSource, HubSafetensorsSource, TensorSource, _hub_offline,
+                      open_local_folder)
 from .types import QKCheckpoint, QKLayer
 
 __all__ = ["read_qk", "open_source", "plan_layers"]
@@ -51,6 +55,11 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
     s = str(source)
     if not _looks_like_hub_id(s):
         raise CompanionError(f"{s} is neither an existing path nor a hub id like 'owner/name'.")
+    if "/" not in s:
+        raise CompanionError(
+            f"{s!r} is not a folder or file here, not a hub id (those read 'owner/name') and "
+            "not a zoo name (see `companion zoo list`); check the spelling or the path."
+        )
     if _hub_offline():
         raise CompanionError(
             f"{s!r} is not a local path and HF_HUB_OFFLINE is set, so the hub cannot be "
@@ -80,6 +89,23 @@ def _check_head_split(layer: QKLayer) -> None:
     if k.shape[0] != layer.n_kv_heads * (q.shape[0] // layer.n_heads):
         raise ValueError(f"{k.shape[0]} key rows for {layer.n_kv_heads} kv heads of "
                          f"{q.shape[0] // layer.n_heads} dims")
+
+
+def _check_finite(layer: QKLayer, location: str) -> None:
+    """NaN or infinite weights have no scores: refuse them with the layer's name.
+
+    Checked by NumPy on one thread: ``torch.isfinite`` and torch's reductions use the
+    intra-op thread pool, which waited for busy cores on a loaded machine and then cost
+    more than the whole read of a small checkpoint (bench/bench_checks.py).
+    """
+    def finite(w):
+        return bool(np.isfinite(w.detach().cpu().numpy()).all())
+
+    if not (finite(layer.Wq) and finite(layer.Wk)):
+        raise CompanionError(
+            f"layer {layer.index} ({layer.name}) of {location} has NaN or infinite query/key "
+            "weights, so it has no scores; the checkpoint is corrupt or diverged."
+        )
 
 
 def _fingerprint(src: TensorSource) -> str:
@@ -115,11 +141,23 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
     """
     t0 = time.perf_counter()
     src = open_source(source, revision=revision, allow_pickle=allow_pickle)
+    quantization = prepare_quantized(src)
     family, plans = plan_layers(src, families)
+    check_layer_count(src.config, family, plans, src.location, gguf=src.kind == "gguf")
+    dtypes = getattr(src, "dtypes", {})
     for p in plans:
         for k in p.keys:
             if k not in src:
                 raise CompanionError(f"tensor {k!r} is missing from {src.location}.")
+            if 0 in src.shapes[k]:
+                raise CompanionError(f"tensor {k!r} of {src.location} is empty (shape "
+                                     f"{src.shapes[k]}): the checkpoint is malformed.")
+            if dtypes.get(k, "F32") not in _FLOAT_KINDS and src.dequantize is None:
+                raise CompanionError(
+                    f"tensor {k!r} of {src.location} is stored as {dtypes[k]}, not as floats, "
+                    "and config.json has no quantization_config saying how to dequantize it; "
+                    "scoring the stored integers would give wrong numbers."
+                )
     bar = None
     if progress and len(plans) > 8:
         from tqdm.auto import tqdm
@@ -141,6 +179,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
                 f"layer {p.index} ({p.name}) of {src.location} does not match its "
                 f"configuration: {exc}"
             ) from None
+        _check_finite(layer, src.location)
         layers.append(layer)
         # stored bytes of the q/k parts (a share of a fused qkv tensor)
         stored = sum(src.stored_nbytes(k) for k in p.keys)
@@ -157,7 +196,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
         revision=revision,
         fingerprint=_fingerprint(src),
         bytes_read=int(src.bytes_read),
-        meta={"format": src.kind, "seconds": time.perf_counter() - t0,
+        meta={"format": src.kind, "quantization": quantization, "seconds": time.perf_counter() - t0,
               "qk_bytes": int(round(qk_bytes)),
               "name": _display_name(source)},
     )

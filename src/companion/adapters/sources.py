@@ -10,7 +10,12 @@ It counts the bytes it reads, so that the cost of a read can be measured.
 * :class:`PickleSource`: ``pytorch_model.bin`` (single or sharded).  Unpickling can run
   code, so it is only opened when the caller passes ``allow_pickle=True``.
 * :class:`GGUFSource`: a llama.cpp ``.gguf`` file, dequantized tensor by tensor.
-* :class:`HubSafetensorsSource`: a hub id; headers and tensors through HTTP range reads.
+* :class:`HubSafetensorsSource`: a hub id; headers and tensors through HTTP range reads
+  against ``HF_ENDPOINT``, after one short probe of the hub, every request time-bounded.
+
+Headers are validated by the safetensors format's own rules
+(:func:`parse_safetensors_header`); a shard index may only name files inside the model's
+folder, and its ``weight_map`` decides which file a tensor is read from.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
-from pathlib import Path
+import zipfile
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import torch
@@ -37,10 +44,18 @@ __all__ = [
 
 _ST_DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
     "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
     "U8": torch.uint8, "BOOL": torch.bool,
 }
-_FLOAT_KINDS = ("F64", "F32", "F16", "BF16")
+_FLOAT_KINDS = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")
+# bits per element of every dtype the safetensors format defines (its ``Dtype::bitsize``)
+_ST_BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F4": 4,
+    "F6_E2M3": 6, "F6_E3M2": 6, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32,
+    "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64,
+}
+_MAX_HEADER = 100_000_000  # the safetensors library's limit on the JSON header
 
 
 def _is_buffer(name: str, shape: tuple, dtype: str | None) -> bool:
@@ -70,6 +85,9 @@ class TensorSource:
         return name in self.shapes
 
     dtypes: dict[str, str]
+    # set by companion.adapters.quantized for a quantized checkpoint: stored -> float32
+    dequantize = None
+    scale_tensors: frozenset | set = frozenset()
 
     @property
     def n_parameters(self) -> int:
@@ -77,11 +95,20 @@ class TensorSource:
 
         Stored buffers are left out, as ``model.num_parameters()`` leaves them out:
         integer tensors (``position_ids``) and the float buffers older checkpoints carry
-        (causal-mask ``attn.bias``/``masked_bias``, rotary ``inv_freq``).
+        (causal-mask ``attn.bias``/``masked_bias``, rotary ``inv_freq``).  In a quantized
+        checkpoint the int8 weights count and their scales do not.
         """
         dtypes = getattr(self, "dtypes", {})
-        return int(sum(math.prod(s) for n, s in self.shapes.items()
-                       if not _is_buffer(n, s, dtypes.get(n))))
+        quantized = self.dequantize is not None
+
+        def counts(n, s):
+            if n in self.scale_tensors:
+                return False
+            if quantized and dtypes.get(n) == "I8" and n.endswith("weight"):
+                return True
+            return not _is_buffer(n, s, dtypes.get(n))
+
+        return int(sum(math.prod(s) for n, s in self.shapes.items() if counts(n, s)))
 
     def stored_nbytes(self, name: str) -> int:
         """Bytes the tensor takes in storage (quantized size for GGUF)."""
@@ -91,6 +118,8 @@ class TensorSource:
         if name not in self.shapes:
             raise CompanionError(f"{self.location}: no tensor named {name!r} in this checkpoint.")
         t = self._load(name)
+        if self.dequantize is not None:
+            return self.dequantize(name, t)
         return t.to(torch.float32)
 
     def _load(self, name: str) -> torch.Tensor:  # pragma: no cover - abstract
@@ -130,34 +159,187 @@ def _read_json(path: Path, what: str) -> tuple[dict, int]:
         raise CompanionError(f"cannot read {what} {path}: {exc}. Is the file complete?") from None
 
 
+def _no_duplicate_keys(pairs):
+    seen = {}
+    for k, v in pairs:
+        if k in seen:
+            raise ValueError(f"the header names {k!r} twice")
+        seen[k] = v
+    return seen
+
+
+def parse_safetensors_header(raw: bytes, data_len: int | None) -> dict:
+    """Parse and validate a safetensors JSON header as strictly as the safetensors library.
+
+    The rules of its ``Metadata::validate``: a JSON object starting with ``{``; every
+    tensor has a known ``dtype``, a ``shape`` of non-negative integers and
+    ``data_offsets [begin, end]``; sorted by offset the tensors tile the data buffer from 0
+    with neither gaps nor overlaps; each tensor's byte size is its element count times its
+    dtype's size; the last tensor ends exactly at the end of the file (``data_len``, when
+    known).  A name that appears twice is refused too (JSON would silently keep the last).
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("the header is not UTF-8") from None
+    if not text.startswith("{"):
+        raise ValueError("the header does not start with '{'")
+    header = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    spans = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            if info is not None and not (isinstance(info, dict)
+                                         and all(isinstance(v, str) for v in info.values())):
+                raise ValueError("__metadata__ is not a map of strings")
+            continue
+        if not isinstance(info, dict):
+            raise ValueError(f"tensor {name!r} has no dtype/shape/data_offsets entry")
+        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if dtype not in _ST_BITS:
+            raise ValueError(f"tensor {name!r} has unknown dtype {dtype!r}")
+        if not isinstance(shape, list) or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+            raise ValueError(f"tensor {name!r} has an invalid shape {shape!r}")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in offsets)):
+            raise ValueError(f"tensor {name!r} has invalid data_offsets {offsets!r}")
+        nbits = math.prod(shape) * _ST_BITS[dtype]
+        if nbits % 8:
+            raise ValueError(f"tensor {name!r} does not fill whole bytes")
+        start, end = offsets
+        if end < start or end - start != nbits // 8:
+            raise ValueError(f"tensor {name!r}: data_offsets {offsets} do not hold "
+                             f"{math.prod(shape)} {dtype} values ({nbits // 8} bytes)")
+        spans.append((start, end, name))
+    pos = 0
+    for start, end, name in sorted(spans):
+        if start != pos:
+            raise ValueError(f"tensor {name!r} starts at byte {start}, not {pos}: "
+                             f"{'overlapping' if start < pos else 'gap between'} tensors")
+        pos = end
+    if data_len is not None and pos != data_len:
+        raise ValueError(f"the tensors take {pos} bytes but the file holds {data_len} "
+                         f"({'truncated' if pos > data_len else 'trailing bytes'})")
+    return header
+
+
+def _check_config(config, where) -> dict:
+    if not isinstance(config, dict):
+        raise CompanionError(f"{where} holds a JSON {type(config).__name__}, not an object of "
+                             "settings; the config.json is malformed. Download it again.")
+    return config
+
+
 def read_safetensors_header(path: Path) -> tuple[dict, int]:
-    """The JSON header of a ``.safetensors`` file and the number of bytes it takes (8 + n)."""
+    """The validated JSON header of a ``.safetensors`` file and the bytes it takes (8 + n)."""
     try:
         with open(path, "rb") as f:
             head = f.read(8)
             if len(head) != 8:
                 raise ValueError("file shorter than 8 bytes")
             (n,) = struct.unpack("<Q", head)
-            size = os.path.getsize(path)
-            if n > size - 8 or n > 100_000_000:
+            size = os.fstat(f.fileno()).st_size
+            if n > size - 8 or n > _MAX_HEADER:
                 raise ValueError(f"header length {n} does not fit a file of {size} bytes")
-            header = json.loads(f.read(n))
-        data_len = size - 8 - n
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            start, end = info["data_offsets"]
-            if end > data_len or start > end:
-                raise ValueError(f"tensor {name!r} lies outside the file (truncated download?)")
+            header = parse_safetensors_header(f.read(n), size - 8 - n)
         return header, 8 + n
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise CompanionError(
-            f"{path} is not a readable safetensors file ({exc}). Download it again."
+            f"{path} is not a valid safetensors file ({exc}). Download it again."
         ) from None
 
 
+_SHARD = re.compile(r"^(?P<stem>.+)-(?P<k>\d{5})-of-(?P<n>\d{5})\.safetensors$")
+
+
+def _check_shard_set(files, where: str) -> None:
+    """Shards named ``<stem>-0000k-of-0000N.safetensors`` must all be there, 1 to N."""
+    groups: dict[tuple[str, int], set[int]] = {}
+    for f in files:
+        m = _SHARD.match(Path(f).name)
+        if m:
+            groups.setdefault((m["stem"], int(m["n"])), set()).add(int(m["k"]))
+    for (stem, n), ks in groups.items():
+        missing = sorted(set(range(1, n + 1)) - ks)
+        if missing:
+            names = ", ".join(f"{stem}-{k:05d}-of-{n:05d}.safetensors" for k in missing[:3])
+            raise CompanionError(
+                f"{where} lists {len(ks)} of {n} shards of {stem} ({names}"
+                f"{' ...' if len(missing) > 3 else ''} missing): the checkpoint is incomplete. "
+                "Download the missing shards."
+            )
+
+
+def _containing_root(folder: Path) -> Path:
+    """Where a model folder's files may live: the folder, or for a Hugging Face cache
+    snapshot (``models--org--name/snapshots/<commit>``, whose files are symlinks into
+    ``../../blobs``) the repository's cache folder."""
+    resolved = folder.resolve()
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.resolve()
+    return resolved
+
+
+def _index_files(folder: Path, index: Path, idx) -> dict[str, str]:
+    """The validated ``weight_map`` of a shard index (tensor name -> file name)."""
+    wm = idx.get("weight_map") if isinstance(idx, dict) else None
+    if not isinstance(wm, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in wm.items()):
+        raise CompanionError(f"{index} has no weight_map of tensor names to file names; "
+                             "the index is malformed. Download it again.")
+    if not wm:
+        raise CompanionError(f"{index} has an empty weight_map; download the index again.")
+    root = _containing_root(folder)
+    _relative_names(set(wm.values()), str(index))
+    for fname in set(wm.values()):
+        if not (folder / fname).resolve().is_relative_to(root):
+            raise CompanionError(
+                f"{index} names the file {fname!r}, which lies outside the model folder "
+                f"{folder}; an index may only name files beside it. Refusing to follow it."
+            )
+    return wm
+
+
+def _model_files(folder: Path) -> tuple[list[str], dict[str, str] | None, Path | None]:
+    """Which ``.safetensors`` files hold the model, and the index's weight_map if any.
+
+    Chosen as ``transformers`` chooses: ``model.safetensors`` when present, else the
+    shards ``model.safetensors.index.json`` names.  Without either, one lone
+    ``.safetensors`` file, or a complete set of ``*-0000k-of-0000N`` shards; several
+    unrelated files are refused rather than merged.
+    """
+    index = folder / "model.safetensors.index.json"
+    if (folder / "model.safetensors").exists():
+        return ["model.safetensors"], None, None
+    if index.exists():
+        idx, _ = _read_json(index, "shard index")
+        wm = _index_files(folder, index, idx)
+        files = sorted(set(wm.values()))
+        _check_shard_set(files, str(index))
+        return files, wm, index
+    files = sorted(p.name for p in folder.glob("*.safetensors"))
+    if len(files) <= 1:
+        return files, None, None
+    if all(_SHARD.match(f) for f in files) and len({_SHARD.match(f)["stem"] for f in files}) == 1:
+        _check_shard_set(files, f"{folder} (no shard index)")
+        return files, None, None
+    raise CompanionError(
+        f"{folder} holds several .safetensors files ({', '.join(files[:4])}"
+        f"{' ...' if len(files) > 4 else ''}) but neither model.safetensors nor "
+        "model.safetensors.index.json, so which of them make up the model is unknown; "
+        "keep only the model's files in the folder or add its shard index."
+    )
+
+
 class SafetensorsSource(TensorSource):
-    """A local folder with single or sharded safetensors weights."""
+    """A local folder with single or sharded safetensors weights.
+
+    With a shard index, each tensor is taken from the file the index's ``weight_map``
+    names; a tensor found in two files that the index does not settle is refused, as is
+    an index naming a tensor its file does not hold.
+    """
 
     kind = "safetensors"
 
@@ -166,33 +348,27 @@ class SafetensorsSource(TensorSource):
         folder = Path(folder)
         self.config = config
         self.bytes_read = config_bytes
-        index = folder / "model.safetensors.index.json"
-        if index.exists():
-            idx, nbytes = _read_json(index, "shard index")
-            self.bytes_read += nbytes
-            files = sorted(set(idx.get("weight_map", {}).values()))
-            if not files:
-                raise CompanionError(f"{index} has an empty weight_map.")
-        else:
-            files = sorted(p.name for p in folder.glob("*.safetensors"))
-            if "model.safetensors" in files:
-                files = ["model.safetensors"]
-        self._where: dict[str, tuple[Path, dict]] = {}
+        files, weight_map, index = _model_files(folder)
+        if index is not None:
+            self.bytes_read += index.stat().st_size
         self._data_start: dict[Path, int] = {}
-        self.dtypes = {}
+        headers = []
         for fname in files:
             path = folder / fname
             if not path.exists():
-                raise CompanionError(f"shard {fname} listed in the index is missing from {folder}.")
+                raise CompanionError(f"shard {fname} listed in the index is missing from {folder}; "
+                                     "download it again.")
             header, nbytes = read_safetensors_header(path)
             self.bytes_read += nbytes
             self._data_start[path] = nbytes
-            for name, info in header.items():
-                if name == "__metadata__":
-                    continue
-                self._where[name] = (path, info)
-                self.shapes[name] = tuple(info["shape"])
-                self.dtypes[name] = info["dtype"]
+            headers.append((fname, header))
+        merged = _merge_headers(headers, weight_map, str(index))
+        self._where: dict[str, tuple[Path, dict]] = {
+            name: (folder / fname, info) for name, (fname, info) in merged.items()}
+        self.dtypes = {}
+        for name, (_, info) in self._where.items():
+            self.shapes[name] = tuple(info["shape"])
+            self.dtypes[name] = info["dtype"]
 
     def tensor_nbytes(self, name: str) -> int:
         start, end = self._where[name][1]["data_offsets"]
@@ -227,17 +403,30 @@ class PickleSource(TensorSource):
         if index.exists():
             idx, nbytes = _read_json(index, "shard index")
             self.bytes_read += nbytes
-            files = sorted(set(idx["weight_map"].values()))
+            files = sorted(set(_index_files(folder, index, idx).values()))
         else:
             files = ["pytorch_model.bin"]
         self._tensors: dict[str, torch.Tensor] = {}
         self.dtypes = {}
         for fname in files:
             path = folder / fname
+            if not path.exists():
+                raise CompanionError(f"shard {fname} listed in the index is missing from {folder}; "
+                                     "download it again.")
+            # files written by torch.save before PyTorch 1.6 are not zip archives and
+            # cannot be memory-mapped; they are read whole
+            mmap = zipfile.is_zipfile(path)
             try:
-                state = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+                state = torch.load(path, map_location="cpu", mmap=mmap, weights_only=True)
             except Exception as exc:
-                raise CompanionError(f"cannot unpickle {path}: {exc}.") from None
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise CompanionError(
+                    f"cannot read {path} as plain tensors ({first}); only tensors are "
+                    "unpickled, never code. Convert the checkpoint to safetensors."
+                ) from None
+            if not isinstance(state, dict):
+                raise CompanionError(f"{path} holds a {type(state).__name__}, not a state dict "
+                                     "of tensors; save model.state_dict() instead.")
             # a whole pickle is parsed to find any tensor: count the whole file
             self.bytes_read += os.path.getsize(path)
             for name, t in state.items():
@@ -524,86 +713,264 @@ def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "0").upper() in ("1", "ON", "YES", "TRUE")
 
 
+HUB_PROBE_TIMEOUT = 3.0  # seconds for the first contact with the hub
+HUB_TIMEOUT = 30.0  # seconds to connect and between bytes, for every later request
+
+
+class HubUnreachable(CompanionError):
+    """The hub did not answer at all (no network, a silent proxy, a wrong HF_ENDPOINT)."""
+
+
+def hub_endpoint() -> str:
+    """The hub's base URL: ``HF_ENDPOINT`` (read now, not at import) or huggingface.co."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def _hub_headers() -> dict:
+    try:
+        from huggingface_hub.utils import build_hf_headers
+
+        return dict(build_hf_headers())
+    except Exception:  # pragma: no cover - no token, no huggingface_hub: anonymous
+        return {}
+
+
+def _http_get(url: str, start: int | None = None, nbytes: int | None = None,
+              timeout: float = HUB_TIMEOUT) -> tuple[bytes, dict]:
+    """One bounded GET (a byte range when ``start`` is given): ``(body, headers)``.
+
+    Every request has a timeout; a range request whose answer is not exactly the bytes
+    asked for (a server that ignores ``Range``) is refused rather than read in full.
+    """
+    import urllib.error
+    import urllib.request
+
+    headers = _hub_headers()
+    if start is not None:
+        headers["Range"] = f"bytes={start}-{start + nbytes - 1}"
+    req = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(req, timeout=timeout) as response:
+        if start is not None and response.status != 206 and not (start == 0 and response.status == 200
+                                                                    and response.length == nbytes):
+            raise CompanionError(f"{url} ignored the byte-range request (HTTP {response.status}); "
+                                 "a hub mirror must support Range requests.")
+        data = response.read() if start is None else response.read(nbytes + 1)
+        info = {k.lower(): v for k, v in response.headers.items()}
+    if start is not None and len(data) != nbytes:
+        raise CompanionError(f"range request to {url} returned {len(data)} bytes, not {nbytes}.")
+    return data, info
+
+
 def _http_range(url: str, start: int, nbytes: int) -> bytes:
     """``nbytes`` bytes of ``url`` from ``start`` with one HTTP range request."""
-    from huggingface_hub.utils import build_hf_headers, get_session
+    return _http_get(url, start, nbytes)[0]
 
-    headers = build_hf_headers()
-    headers["Range"] = f"bytes={start}-{start + nbytes - 1}"
-    session = get_session()
+
+def _hub_error(exc: Exception, repo_id: str, revision: str | None, endpoint: str,
+               timeout: float) -> CompanionError:
+    """One line for a failed hub request, naming the cause and what to do."""
+    import socket
+    import urllib.error
+
+    at = f" at revision {revision}" if revision else ""
+    if isinstance(exc, urllib.error.HTTPError):
+        if exc.code in (401, 403):
+            return CompanionError(
+                f"the hub refused access to {repo_id}{at} (HTTP {exc.code}): a gated or private "
+                "repository; log in with `hf auth login` and accept its licence on the hub.")
+        if exc.code == 404:
+            return CompanionError(f"no repository {repo_id!r}{at} on the hub at {endpoint} "
+                                  "(HTTP 404); check the owner/name and the revision.")
+        return CompanionError(f"the hub at {endpoint} answered HTTP {exc.code} for {repo_id}{at}; "
+                              "try again later or pass a local folder.")
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, (socket.timeout, TimeoutError)) or "timed out" in str(reason):
+        why = f"no answer within {timeout:g} s"
+    else:
+        why = str(reason) or type(reason).__name__
+    return HubUnreachable(
+        f"cannot reach the hub at {endpoint} ({why}) to read {repo_id}; check the network "
+        "or proxy, or pass a local folder (set HF_HUB_OFFLINE=1 to never try the hub)."
+    )
+
+
+def probe_hub(repo_id: str, revision: str | None = None,
+              timeout: float = HUB_PROBE_TIMEOUT) -> dict:
+    """Ask the hub once, with a short timeout, about ``repo_id``: its commit and files.
+
+    Returns the JSON of ``/api/models/<repo_id>/revision/<revision>`` (``sha``,
+    ``siblings``).  Raises :class:`HubUnreachable` when the hub does not answer and
+    :class:`CompanionError` for a missing, gated or private repository.
+    """
+    return _probe_hub(repo_id, revision, timeout)[0]
+
+
+def _probe_hub(repo_id: str, revision: str | None, timeout: float) -> tuple[dict, int]:
+    import urllib.parse
+
+    endpoint = hub_endpoint()
+    rev = urllib.parse.quote(revision or "main", safe="")
+    url = f"{endpoint}/api/models/{repo_id}/revision/{rev}"
     try:
-        response = session.get(url, headers=headers, follow_redirects=True)
-    except TypeError:  # requests-based huggingface_hub: redirects are followed by default
-        response = session.get(url, headers=headers)
-    response.raise_for_status()
-    data = response.content
-    if len(data) != nbytes:
-        raise CompanionError(f"range request to {url} returned {len(data)} bytes, not {nbytes}.")
-    return data
+        raw, _ = _http_get(url, timeout=timeout)
+        info = json.loads(raw)
+    except CompanionError:
+        raise
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError) and not isinstance(exc, OSError):
+            raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
+                                 f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?") from None
+        raise _hub_error(exc, repo_id, revision, endpoint, timeout) from None
+    if not isinstance(info, dict) or not isinstance(info.get("siblings", []), list):
+        raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
+                             f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?")
+    return info, len(raw)
+
+
+def _relative_names(names, where: str) -> None:
+    for fname in names:
+        parts = PurePosixPath(fname).parts
+        if not parts or fname.startswith(("/", "\\")) or ".." in parts or "\\" in fname:
+            raise CompanionError(
+                f"{where} names the file {fname!r}, which lies outside the model folder; "
+                "an index may only name files beside it. Refusing to follow it.")
+
+
+def _merge_headers(headers: list[tuple[str, dict]], weight_map: dict | None,
+                   where: str) -> dict[str, tuple[str, dict]]:
+    """Tensor name -> (file, header entry), honouring the index and refusing duplicates."""
+    found: dict[str, tuple[str, dict]] = {}
+    for fname, header in headers:
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            if weight_map is not None and name in weight_map:
+                if weight_map[name] != fname:
+                    continue  # the index places this tensor in another shard
+            elif name in found:
+                raise CompanionError(
+                    f"tensor {name!r} is stored in both {found[name][0]} and {fname}"
+                    f"{' and the index does not say which' if weight_map else ''}; refusing "
+                    "to guess. Remove the stray file or fix the shard index.")
+            found[name] = (fname, info)
+    if weight_map is not None:
+        absent = sorted(n for n in weight_map if n not in found)
+        if absent:
+            more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
+            raise CompanionError(
+                f"{where} places {absent[0]!r}{more} in {weight_map[absent[0]]}, which does not "
+                "hold it: the index does not match its shards. Download the checkpoint again.")
+    return found
 
 
 class HubSafetensorsSource(TensorSource):
-    """A hub repository read through HTTP range requests: headers, then q/k tensors only."""
+    """A hub repository read through HTTP range requests: headers, then q/k tensors only.
+
+    The hub is asked once, with a short timeout, for the repository's commit and file
+    list (:func:`probe_hub`); every later request is pinned to that commit and bounded
+    by :data:`HUB_TIMEOUT`.  Headers and indexes are validated as for local folders.
+    """
 
     kind = "hub-safetensors"
 
     def __init__(self, repo_id: str, revision: str | None = None):
         super().__init__(repo_id)
-        from huggingface_hub import get_safetensors_metadata, hf_hub_download
-
         self.revision = revision
+        info, probe_bytes = _probe_hub(repo_id, revision, HUB_PROBE_TIMEOUT)
+        self.commit = info.get("sha") or revision or "main"
+        siblings = {s.get("rfilename") for s in info.get("siblings", []) if isinstance(s, dict)}
+        endpoint = hub_endpoint()
         try:
-            cfg_path = hf_hub_download(repo_id, "config.json", revision=revision)
-            self.config, self.bytes_read = _read_json(Path(cfg_path), "config")
-            meta = get_safetensors_metadata(repo_id, revision=revision)
+            raw, _ = _http_get(self._url("config.json"))
+            self.bytes_read = probe_bytes + len(raw)
+            try:
+                config = json.loads(raw)
+            except ValueError:
+                raise CompanionError(f"config.json of {repo_id} on the hub is not valid JSON; "
+                                     "the repository is broken.") from None
+            self.config = _check_config(config, f"config.json of {repo_id}")
+            weight_map = None
+            if "model.safetensors" in siblings:
+                files = ["model.safetensors"]
+            elif "model.safetensors.index.json" in siblings:
+                where = f"model.safetensors.index.json of {repo_id}"
+                raw, _ = _http_get(self._url("model.safetensors.index.json"))
+                self.bytes_read += len(raw)
+                try:
+                    idx = json.loads(raw)
+                except ValueError:
+                    idx = None
+                wm = idx.get("weight_map") if isinstance(idx, dict) else None
+                if not isinstance(wm, dict) or not wm or not all(
+                        isinstance(k, str) and isinstance(v, str) for k, v in wm.items()):
+                    raise CompanionError(f"{where} has no weight_map of tensor names to file "
+                                         "names; the index is malformed.")
+                _relative_names(set(wm.values()), where)
+                files = sorted(set(wm.values()))
+                _check_shard_set(files, where)
+                weight_map = wm
+            else:
+                raise CompanionError(
+                    f"{repo_id} has no model.safetensors or model.safetensors.index.json on the "
+                    "hub; for pytorch_model.bin weights download the folder and pass it with "
+                    "--allow-pickle.")
+            headers = []
+            self._header_len: dict[str, int] = {}
+            for fname in files:
+                url = self._url(fname)
+                head, meta = _http_get(url, 0, 8)
+                (n,) = struct.unpack("<Q", head)
+                total = meta.get("content-range", "").rpartition("/")[2]
+                size = int(total) if total.isdigit() else None
+                if n > _MAX_HEADER or (size is not None and n > size - 8):
+                    raise CompanionError(f"{fname} of {repo_id} is not a valid safetensors file "
+                                         f"(header length {n}).")
+                try:
+                    header = parse_safetensors_header(
+                        _http_range(url, 8, n), None if size is None else size - 8 - n)
+                except (ValueError, RecursionError) as exc:
+                    raise CompanionError(f"{fname} of {repo_id} is not a valid safetensors file "
+                                         f"({exc}).") from None
+                self._header_len[fname] = n
+                self.bytes_read += 8 + n
+                headers.append((fname, header))
         except CompanionError:
             raise
-        except Exception as exc:
-            raise CompanionError(
-                f"cannot read config.json and safetensors headers of hub repository {repo_id!r}"
-                f"{' at revision ' + revision if revision else ''}: {exc}. Repositories with "
-                "only pytorch_model.bin: download them and pass the folder with allow_pickle."
-            ) from None
-        self._where: dict[str, tuple[str, object]] = {}
+        except OSError as exc:
+            raise _hub_error(exc, repo_id, revision, endpoint, HUB_TIMEOUT) from None
+        self._where = _merge_headers(headers, weight_map, f"the index of {repo_id}")
         self.dtypes = {}
-        self._header_len: dict[str, int] = {}
-        for fname, fmeta in meta.files_metadata.items():
-            for name, info in fmeta.tensors.items():
-                self._where[name] = (fname, info)
-                self.shapes[name] = tuple(info.shape)
-                self.dtypes[name] = info.dtype
+        for name, (fname, info) in self._where.items():
+            self.shapes[name] = tuple(info["shape"])
+            self.dtypes[name] = info["dtype"]
 
     def _url(self, fname: str) -> str:
-        from huggingface_hub import hf_hub_url
+        import urllib.parse
 
-        return hf_hub_url(self.location, fname, revision=self.revision)
-
-    def _data_start(self, fname: str) -> int:
-        if fname not in self._header_len:
-            (n,) = struct.unpack("<Q", _http_range(self._url(fname), 0, 8))
-            self._header_len[fname] = n
-            self.bytes_read += 8 + n  # the header itself was fetched for the metadata
-        return 8 + self._header_len[fname]
+        return (f"{hub_endpoint()}/{self.location}/resolve/"
+                f"{urllib.parse.quote(self.commit, safe='')}/{urllib.parse.quote(fname)}")
 
     def stored_nbytes(self, name: str) -> int:
-        start, end = self._where[name][1].data_offsets
+        start, end = self._where[name][1]["data_offsets"]
         return end - start
 
     def _load(self, name: str) -> torch.Tensor:
         fname, info = self._where[name]
-        dtype = _ST_DTYPES.get(info.dtype)
+        dtype = _ST_DTYPES.get(info["dtype"])
         if dtype is None:
-            raise CompanionError(f"tensor {name!r} has unsupported dtype {info.dtype}.")
-        start, end = info.data_offsets
-        base = self._data_start(fname)
+            raise CompanionError(f"tensor {name!r} has unsupported dtype {info['dtype']}.")
+        start, end = info["data_offsets"]
+        if end == start:
+            return torch.zeros(tuple(info["shape"]), dtype=dtype)
+        base = 8 + self._header_len[fname]
         try:
             buf = bytearray(_http_range(self._url(fname), base + start, end - start))
         except CompanionError:
             raise
-        except Exception as exc:
-            raise CompanionError(f"cannot fetch {name!r} from {self.location}/{fname}: {exc}") from None
+        except OSError as exc:
+            raise _hub_error(exc, self.location, self.revision, hub_endpoint(), HUB_TIMEOUT) from None
         self.bytes_read += end - start
-        return torch.frombuffer(buf, dtype=dtype).reshape(tuple(info.shape))
+        return torch.frombuffer(buf, dtype=dtype).reshape(tuple(info["shape"]))
 
 
 def open_local_folder(folder: str | os.PathLike, allow_pickle: bool = False) -> TensorSource:
@@ -616,6 +983,7 @@ def open_local_folder(folder: str | os.PathLike, allow_pickle: bool = False) -> 
             "or a hub id."
         )
     config, cfg_bytes = _read_json(cfg_path, "config")
+    _check_config(config, cfg_path)
     if (folder / "model.safetensors.index.json").exists() or any(folder.glob("*.safetensors")):
         return SafetensorsSource(folder, config, cfg_bytes)
     if (folder / "pytorch_model.bin").exists() or (folder / "pytorch_model.bin.index.json").exists():

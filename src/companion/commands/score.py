@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-from pathlib import Path
 
 from ..errors import CompanionError
 
@@ -34,9 +34,16 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..adapters import read_qk
+    from ..outputs import check_writable, write_csv_atomic
     from ..tables import layer_scores, summarize_layers
     from ..zoo import is_zoo_name, zoo_path
 
+    # options are checked before any tensor is read
+    if not math.isfinite(args.gamma) or args.gamma < 0:
+        raise CompanionError(f"--gamma {args.gamma} is not a finite number >= 0; the outlier "
+                             "threshold is in standard deviations (the paper uses 2).")
+    if args.out:
+        check_writable(args.out, "--out file")
     if is_zoo_name(args.source):  # a bare zoo name: assemble (if needed) and read that
         args.source = str(zoo_path(args.source))
     elif "/" not in args.source and not Path(args.source).exists():
@@ -69,11 +76,6 @@ def run(args: argparse.Namespace) -> int:
               f"directionality {r['directionality_median']:+.4f} "
               f"[{r['directionality_q25']:+.4f}, {r['directionality_q75']:+.4f}]")
     if args.out:
-        out = Path(args.out)
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            df.to_csv(out, index=False)
-        except OSError as exc:
-            raise CompanionError(f"cannot write {out}: {exc}") from None
+        out = write_csv_atomic(df, args.out)
         print(f"wrote {len(df)} rows to {out}", file=sys.stderr)
     return 0

@@ -1,0 +1,62 @@
+"""Is every attention layer the configuration announces present in the weights?
+
+A checkpoint with a shard missing, an index that lists only some shards, or a layer's
+tensors dropped would otherwise be scored on fewer layers without a word, and its median
+across layers would be a different number.  The layer plans found in the tensor names are
+compared with the layer count of ``config.json`` (or of the GGUF metadata); the indices
+of each stack must be exactly ``0 .. n-1``.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompanionError
+from .families import LayerPlan
+
+__all__ = ["expected_layers", "check_layer_count"]
+
+# families whose stored layers are not one per applied layer (ALBERT shares one layer)
+_NO_COUNT = {"albert"}
+
+
+def _first_int(cfg: dict, *names):
+    for n in names:
+        v = cfg.get(n)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return n, v
+    return None, None
+
+
+def expected_layers(config: dict, family: str, component: str, gguf: bool = False):
+    """``(field, n)``: the configuration's layer count for one stack, or ``(None, None)``."""
+    if family in _NO_COUNT:
+        return None, None
+    if gguf:
+        arch = config.get("general.architecture", family)
+        return _first_int(config, f"{arch}.block_count")
+    if component == "encoder" and ("encoder_layers" in config or family in ("t5", "mt5")):
+        return _first_int(config, "encoder_layers", "num_layers")
+    if component == "decoder" and ("decoder_layers" in config or family in ("t5", "mt5")):
+        return _first_int(config, "decoder_layers", "num_decoder_layers", "num_layers")
+    return _first_int(config, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+
+
+def check_layer_count(config: dict, family: str, plans: list[LayerPlan], location: str,
+                      gguf: bool = False) -> None:
+    """Refuse when a stack's layers are not exactly the ``0 .. n-1`` the config announces."""
+    stacks: dict[tuple[str, str], list[int]] = {}
+    for p in plans:
+        stacks.setdefault((p.component, p.role), []).append(p.index)
+    for (component, role), found in stacks.items():
+        field, n = expected_layers(config, family, component, gguf)
+        if n is None:
+            continue
+        missing = sorted(set(range(n)) - set(found))
+        extra = sorted(set(found) - set(range(n)))
+        if missing or extra:
+            what = (f"layers {missing[:8]}{' ...' if len(missing) > 8 else ''} are missing"
+                    if missing else f"it has layers {extra[:8]} beyond that")
+            raise CompanionError(
+                f"{location}: the configuration announces {n} {component} layers ({field}) "
+                f"but {what} ({role} attention, {len(found)} found): the checkpoint is "
+                "incomplete (a missing shard or an index listing only some?). Download it again."
+            )

@@ -1,0 +1,134 @@
+"""Quantized checkpoints: dequantize the formats whose rule is simple, refuse the others.
+
+A quantized checkpoint stores integers (or 8-bit floats) and scales; scoring the stored
+values as if they were the weights gives wrong numbers (the scales differ per row or per
+block, so even the sign of the directionality can flip).  ``config.json`` says how a
+checkpoint was quantized in ``quantization_config.quant_method``.
+
+Dequantized here, exactly as the quantizers define them:
+
+* ``fp8`` (``FineGrainedFP8Config``, DeepSeek-V3 style): ``weight`` stored as
+  ``float8_e4m3fn`` with ``weight_scale_inv`` holding one scale per
+  ``weight_block_size`` block (default 128 x 128): ``W = weight * scale_inv[block]``;
+* ``bitsandbytes`` 8-bit (``LLM.int8``): ``weight`` stored as int8 with ``SCB`` holding
+  each row's absolute maximum: ``W = weight * SCB[row] / 127``.
+
+Refused by name: bitsandbytes 4-bit (NF4/FP4 with nested quantization states), GPTQ, AWQ,
+AQLM, HQQ, EETQ, Quanto, torchao, compressed-tensors, FBGEMM fp8 and any other method;
+and integer or fp8 query/key weights with scale tensors beside them but no
+``quantization_config`` that says how to use them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import CompanionError
+from .sources import TensorSource
+
+__all__ = ["prepare_quantized", "SCALE_SUFFIXES"]
+
+# tensors that carry quantization scales or states, never weights of their own
+SCALE_SUFFIXES = (".SCB", ".weight_scale_inv", ".weight_scale", ".weight_format",
+                  ".input_scale", ".absmax", ".quant_map", ".quant_state", ".scales",
+                  ".qzeros", ".g_idx")
+
+
+def _method(qc: dict) -> str:
+    method = str(qc.get("quant_method") or "").lower()
+    if method == "bitsandbytes" or (not method and (qc.get("load_in_8bit") or qc.get("load_in_4bit"))):
+        if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
+            return "bitsandbytes-4bit"
+        return "bitsandbytes-8bit"
+    return method or "unknown"
+
+
+def _fp8_block(src: TensorSource, qc: dict):
+    block = qc.get("weight_block_size") or [128, 128]
+    if not (isinstance(block, (list, tuple)) and len(block) == 2
+            and all(isinstance(b, int) and b > 0 for b in block)):
+        raise CompanionError(f"{src.location}: quantization_config.weight_block_size {block!r} "
+                             "is not two positive integers; fix config.json.")
+    b0, b1 = block
+
+    def dequantize(name: str, w: torch.Tensor) -> torch.Tensor:
+        scale_name = name[: -len("weight")] + "weight_scale_inv"
+        if not name.endswith("weight") or scale_name not in src.shapes:
+            if w.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+                raise CompanionError(f"{src.location}: {name!r} is stored as fp8 but has no "
+                                     f"{scale_name!r}; the checkpoint is incomplete.")
+            return w.to(torch.float32)
+        scale = src.get(scale_name)
+        rows, cols = w.shape
+        want = (-(-rows // b0), -(-cols // b1))
+        if scale.numel() == 1:
+            return w.to(torch.float32) * scale.reshape(())
+        if tuple(scale.shape) != want:
+            raise CompanionError(
+                f"{src.location}: {scale_name!r} has shape {tuple(scale.shape)}, not {want} "
+                f"for {b0}x{b1} blocks of a {rows}x{cols} weight; the checkpoint is malformed.")
+        full = scale.repeat_interleave(b0, 0)[:rows].repeat_interleave(b1, 1)[:, :cols]
+        return w.to(torch.float32) * full
+
+    return dequantize
+
+
+def _bnb_int8(src: TensorSource):
+    def dequantize(name: str, w: torch.Tensor) -> torch.Tensor:
+        scb_name = name[: -len("weight")] + "SCB"
+        if w.dtype != torch.int8:
+            return w.to(torch.float32)
+        if not name.endswith("weight") or scb_name not in src.shapes:
+            raise CompanionError(f"{src.location}: {name!r} is stored as int8 but has no "
+                                 f"{scb_name!r} row scales; the checkpoint is incomplete.")
+        scb = src.get(scb_name)
+        if scb.shape != (w.shape[0],):
+            raise CompanionError(f"{src.location}: {scb_name!r} has shape {tuple(scb.shape)}, "
+                                 f"not ({w.shape[0]},); the checkpoint is malformed.")
+        return w.to(torch.float32) * (scb[:, None] / 127.0)
+
+    return dequantize
+
+
+_NAMES = {
+    "bitsandbytes-4bit": "bitsandbytes 4-bit (NF4/FP4)", "gptq": "GPTQ", "awq": "AWQ",
+    "aqlm": "AQLM", "hqq": "HQQ", "eetq": "EETQ", "quanto": "Quanto", "torchao": "torchao",
+    "compressed-tensors": "compressed-tensors", "fbgemm_fp8": "FBGEMM fp8",
+}
+
+
+def prepare_quantized(src: TensorSource) -> str | None:
+    """Set ``src.dequantize`` for a quantized checkpoint it can read; refuse the others.
+
+    Returns the quantization method's name, or ``None`` for an unquantized checkpoint.
+    """
+    qc = src.config.get("quantization_config") if isinstance(src.config, dict) else None
+    if qc is None:
+        scales = [n for n in src.shapes if n.endswith(SCALE_SUFFIXES[:4]) or n.endswith(".qweight")]
+        if scales:
+            raise CompanionError(
+                f"{src.location} holds quantization tensors ({scales[0]!r}, ...) but its "
+                "config.json has no quantization_config saying how to use them; scoring the "
+                "stored integers would give wrong numbers. Use the unquantized checkpoint."
+            )
+        return None
+    if not isinstance(qc, dict):
+        raise CompanionError(f"{src.location}: quantization_config in config.json is not an "
+                             "object; fix or remove it.")
+    method = _method(qc)
+    if method == "fp8":
+        fmt = str(qc.get("activation_scheme", "")).lower()
+        src.dequantize = _fp8_block(src, qc)
+        src.scale_tensors = {n for n in src.shapes if n.endswith(".weight_scale_inv")}
+        return f"fp8{'/' + fmt if fmt else ''}"
+    if method == "bitsandbytes-8bit":
+        src.dequantize = _bnb_int8(src)
+        src.scale_tensors = {n for n in src.shapes if n.endswith((".SCB", ".weight_format"))}
+        return "bitsandbytes-8bit"
+    name = _NAMES.get(method, method)
+    raise CompanionError(
+        f"{src.location} is quantized with {name} (quantization_config.quant_method="
+        f"{qc.get('quant_method')!r}), which companion cannot dequantize exactly; scoring its "
+        "stored integers would give wrong numbers. Score the unquantized checkpoint instead "
+        "(supported: fp8 with block scales, bitsandbytes 8-bit)."
+    )
