@@ -201,3 +201,23 @@ def compare(M: torch.Tensor, X: torch.Tensor, Y: torch.Tensor, L: torch.Tensor,
     obs = _centre(L.double())
     assert obs.norm() > 0, "captured logits are constant: the check would be vacuous"
     return float((pred - obs).norm() / obs.norm())
+
+
+def encoder_logit_errors(model, ckpt, q_pattern: str, k_pattern: str, mode: str,
+                         input_ids: torch.Tensor) -> dict[int, float]:
+    """Run a double-precision encoder on ``input_ids``, record each layer's logits and return
+    :func:`compare`'s error of every layer's form ``M`` (from ``ckpt``) against them."""
+    from companion.bilinear import bilinear_form
+
+    layers = named_layers(model, [("encoder", q_pattern, k_pattern)])
+    rec = LogitRecorder(model, layers, mode)
+    with torch.no_grad():
+        model(input_ids=input_ids)
+    rec.close()
+    captured = rec.results()
+    errors = {}
+    for layer in ckpt.layers:
+        (X, Y, L), = captured[("encoder", layer.index)]
+        M = bilinear_form(layer.Wq.double(), layer.Wk.double(), layer.n_heads)
+        errors[layer.index] = compare(M, X, Y, L)
+    return errors

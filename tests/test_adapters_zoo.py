@@ -21,8 +21,7 @@ import torch
 from adapters_data import zoo_checkpoint
 from companion.adapters import read_qk
 from companion.adapters.families import gguf_gemma3
-from companion.bilinear import bilinear_form
-from qk_logits import LogitRecorder, _CAPTURED, compare, named_layers
+from qk_logits import LogitRecorder, _CAPTURED, encoder_logit_errors, named_layers
 
 
 @pytest.fixture(scope="module")
@@ -114,18 +113,11 @@ def test_mpnet_form_reproduces_transformers_content_logits():
     ckpt = read_qk(folder, progress=False)
     assert ckpt.family == "mpnet" and len(ckpt.layers) == 12
     model = MPNetModel.from_pretrained(folder).eval().double()
-    layers = named_layers(model, [("encoder", "encoder.layer.{i}.attention.attn.q",
-                                   "encoder.layer.{i}.attention.attn.k")])
-    rec = LogitRecorder(model, layers, "proj_outputs")
     torch.manual_seed(0)
-    with torch.no_grad():
-        model(input_ids=torch.randint(1000, 30000, (4, 32)))
-    rec.close()
-    captured = rec.results()
-    for layer in ckpt.layers:
-        (X, Y, L), = captured[("encoder", layer.index)]
-        M = bilinear_form(layer.Wq.double(), layer.Wk.double(), layer.n_heads)
-        assert compare(M, X, Y, L) < 1e-9
+    errors = encoder_logit_errors(model, ckpt, "encoder.layer.{i}.attention.attn.q",
+                                  "encoder.layer.{i}.attention.attn.k", "proj_outputs",
+                                  torch.randint(1000, 30000, (4, 32)))
+    assert len(errors) == 12 and max(errors.values()) < 1e-9
 
 
 def test_sre_embedding_bert_form_reproduces_transformers_logits():
@@ -135,15 +127,8 @@ def test_sre_embedding_bert_form_reproduces_transformers_logits():
     ckpt = read_qk(folder, progress=False)
     assert ckpt.family == "bert" and len(ckpt.layers) == 6
     model = BertModel.from_pretrained(folder).eval().double()
-    layers = named_layers(model, [("encoder", "encoder.layer.{i}.attention.self.query",
-                                   "encoder.layer.{i}.attention.self.key")])
-    rec = LogitRecorder(model, layers, "interface")
     torch.manual_seed(0)
-    with torch.no_grad():
-        model(input_ids=torch.randint(1000, 30000, (4, 32)))
-    rec.close()
-    captured = rec.results()
-    for layer in ckpt.layers:
-        (X, Y, L), = captured[("encoder", layer.index)]
-        M = bilinear_form(layer.Wq.double(), layer.Wk.double(), layer.n_heads)
-        assert compare(M, X, Y, L) < 1e-9
+    errors = encoder_logit_errors(model, ckpt, "encoder.layer.{i}.attention.self.query",
+                                  "encoder.layer.{i}.attention.self.key", "interface",
+                                  torch.randint(1000, 30000, (4, 32)))
+    assert len(errors) == 6 and max(errors.values()) < 1e-9
