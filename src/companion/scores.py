@@ -123,10 +123,8 @@ def _square_stack(M: ArrayLike, name: str = "M") -> torch.Tensor:
     return t
 
 
-def _factor_pair(Wq: ArrayLike, Wk: ArrayLike,
-                 check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    q = _as_float64(Wq, "Wq", check_finite)
-    k = _as_float64(Wk, "Wk", check_finite)
+def _checked_pair(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``q, k`` as ``[.., r, d]`` factors of one shape, ``k`` on ``q``'s device."""
     for t, n in ((q, "Wq"), (k, "Wk")):
         if t.ndim < 2:
             raise ValueError(
@@ -144,6 +142,11 @@ def _factor_pair(Wq: ArrayLike, Wk: ArrayLike,
     return q, k
 
 
+def _factor_pair(Wq: ArrayLike, Wk: ArrayLike,
+                 check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    return _checked_pair(_as_float64(Wq, "Wq", check_finite), _as_float64(Wk, "Wk", check_finite))
+
+
 def _unit_scale(t: torch.Tensor) -> torch.Tensor:
     """Divide each matrix of a stack ``[..., a, b]`` by its largest absolute entry.
 
@@ -154,7 +157,10 @@ def _unit_scale(t: torch.Tensor) -> torch.Tensor:
     beyond ~1e154 square to infinity.  After this step every entry lies in ``[-1, 1]`` and
     the largest is exactly 1, so nothing under- or overflows.  All-zero matrices stay zero.
     """
-    peak = t.abs().amax(dim=(-1, -2), keepdim=True)
+    return _divide_by(t, t.abs().amax(dim=(-1, -2), keepdim=True))
+
+
+def _divide_by(t: torch.Tensor, peak: torch.Tensor) -> torch.Tensor:
     return t / torch.where(peak > 0, peak, torch.ones_like(peak))
 
 
@@ -169,24 +175,14 @@ def _unit_scale_checked(t: torch.Tensor, name: str) -> torch.Tensor:
     peak = t.abs().amax(dim=(-1, -2), keepdim=True)
     if not bool(torch.isfinite(peak).all()):
         _raise_not_finite(name)
-    peak = peak.to(torch.float64)
-    return t / torch.where(peak > 0, peak, torch.ones_like(peak))
+    return _divide_by(t, peak.to(torch.float64))
 
 
 def _float_factor_pair(Wq: ArrayLike, Wk: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
     """Like :func:`_factor_pair` but real floating torch tensors keep their dtype (the
     float64 conversion then happens inside :func:`_unit_scale_checked`)."""
     if all(isinstance(w, torch.Tensor) and w.is_floating_point() for w in (Wq, Wk)):
-        q, k = Wq.detach(), Wk.detach()
-        for t, n in ((q, "Wq"), (k, "Wk")):
-            if t.ndim < 2:
-                raise ValueError(
-                    f"{n} must be a weight [r, d] in nn.Linear layout or a stack [..., r, d]; "
-                    f"got shape {tuple(t.shape)}."
-                )
-        if q.shape != k.shape:
-            return _factor_pair(Wq, Wk, check_finite=False)  # the same error message
-        return q, k.to(q.device) if k.device != q.device else k
+        return _checked_pair(Wq.detach(), Wk.detach())
     return _factor_pair(Wq, Wk, check_finite=False)
 
 
