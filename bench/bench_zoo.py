@@ -173,8 +173,8 @@ def main(argv=None) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "bench_zoo{suffix}.csv", index=False)
     suffix = f"_threads{args.threads}" if args.threads else ""
+    df.to_csv(out / f"bench_zoo{suffix}.csv", index=False)
     lines += [
         "# From zoo file to per-layer table" + (f" (torch threads {args.threads})" if args.threads else ""),
         "",
