@@ -241,3 +241,19 @@ def test_unigram_reference_is_the_smoothed_training_frequencies_on_held_out_targ
         held = [t for t in ev if t >= first]
         ref = -sum(np.log((c[t] + 1) / total) for t in held) / len(held)
         assert unigram_cross_entropy(data, mode) == pytest.approx(ref, rel=1e-9)
+
+
+def test_the_token_build_records_the_same_document_hash_as_the_corpus():
+    import hashlib
+    import io
+
+    from companion.train.data import load_tokenizer
+    from companion.train.tokens import tokenize_documents
+
+    docs = ["Alpha beta.", "", "Gamma délta epsilon.", "zeta"] * 5
+    # the documented format, computed here with hashlib directly
+    h = hashlib.sha256()
+    for d in docs:
+        h.update(len(d.encode("utf-8")).to_bytes(8, "little") + d.encode("utf-8"))
+    counts = tokenize_documents(iter(docs), load_tokenizer(), io.BytesIO(), io.BytesIO(), eval_every=10)
+    assert counts["documents_sha256"] == documents_sha256(docs) == h.hexdigest()

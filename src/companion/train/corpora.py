@@ -279,11 +279,25 @@ def corpus_documents(name: str, fetch: bool = True) -> list[str]:
     return docs
 
 
+class DocumentHasher:
+    """Incremental content hash of a document sequence (order and boundaries included):
+    each document contributes its UTF-8 length (8 bytes, little-endian) and its bytes."""
+
+    def __init__(self):
+        self._h = hashlib.sha256()
+
+    def update(self, doc: str) -> None:
+        b = doc.encode("utf-8")
+        self._h.update(len(b).to_bytes(8, "little"))
+        self._h.update(b)
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
 def documents_sha256(docs: Iterable[str]) -> str:
     """Content hash of a document sequence (order and boundaries included)."""
-    h = hashlib.sha256()
+    h = DocumentHasher()
     for d in docs:
-        b = d.encode("utf-8")
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
+        h.update(d)
     return h.hexdigest()

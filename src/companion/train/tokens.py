@@ -34,6 +34,7 @@ import torch
 
 from ..cache import cache_dir, sha256_file
 from ..errors import CompanionError
+from .corpora import DocumentHasher
 
 __all__ = ["TokenBlocks", "TokenStreams", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
            "cached_token_streams", "compact_vocabulary", "FORMAT_VERSION"]
@@ -84,7 +85,7 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
     dtype = _dtype_for(len(tok))
     tok.model_max_length = 10**9  # documents are blocked later, never fed whole
     counts = {"train_docs": 0, "eval_docs": 0, "train_tokens": 0, "eval_tokens": 0}
-    h = hashlib.sha256()
+    h = DocumentHasher()  # the same hash as corpora.documents_sha256, computed on the way
     index = 0
     batch: list[str] = []
 
@@ -103,9 +104,7 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
             progress(index, counts["train_tokens"] + counts["eval_tokens"])
 
     for doc in docs:
-        b = doc.encode("utf-8")
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
+        h.update(doc)
         batch.append(doc)
         if len(batch) >= batch_docs:
             flush()
