@@ -126,3 +126,19 @@ def test_an_unwritable_out_is_refused_before_training(tmp_path, capsys):
     blocker.write_text("not a folder")
     assert _train(blocker / "run") == 2
     assert "cannot write to --out" in capsys.readouterr().err
+
+
+def test_a_resumed_run_records_the_time_of_every_segment(tmp_path):
+    out = tmp_path / "run"
+    assert _train(out, "--checkpoint-every", "1", "--keep-checkpoint") == 0
+    first = json.loads((out / "provenance.json").read_text())
+    assert 0 < first["cpu_seconds"] and 0 < first["duration_s"]
+    (out / "history.csv").unlink()  # as if interrupted after the last checkpoint
+    ck = torch.load(out / "checkpoint.pt", weights_only=True)
+    ck["elapsed"] = {"wall": 1000.0, "cpu": 500.0}  # what earlier segments took
+    torch.save(ck, out / "checkpoint.pt")
+    assert _train(out, "--resume", "--checkpoint-every", "1") == 0
+    meta = json.loads((out / "provenance.json").read_text())
+    assert meta["resumed"] is True
+    assert 1000 < meta["duration_s"] < 1000 + 10 * first["duration_s"] + 60
+    assert 500 < meta["cpu_seconds"] < 500 + 10 * first["cpu_seconds"] + 60

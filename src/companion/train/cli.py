@@ -165,17 +165,20 @@ def run_train(args: argparse.Namespace) -> int:
 
     from .data import token_data_for_corpus
 
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     data = token_data_for_corpus(cfg.corpus, cfg.model_size.seq_len, top_k=cfg.top_k,
                                  tokenizer_name=args.tokenizer, max_tokens=args.max_tokens,
                                  progress=progress)
-    if resume:  # provenance then records the duration of the last segment only
+    if resume:
         progress("resuming from checkpoint.pt")
     history = train(cfg, data=data, out_dir=out, resume=resume, progress=progress)
-    seconds = time.time() - t0
+    # durations add up every segment of a resumed run (the checkpoint carries the earlier ones)
+    before = history.attrs.get("elapsed_before", {"wall": 0.0, "cpu": 0.0})
+    seconds = time.time() - t0 + before["wall"]
     if rank0:
         command = "companion train " + " ".join(shlex.quote(a) for a in getattr(args, "argv", None) or sys.argv[2:])
         meta = provenance(cfg, command, seconds, data)
+        meta["cpu_seconds"] = round(time.process_time() - c0 + before["cpu"], 1)
         meta["resumed"] = bool(resume)
         write_run(out, history, meta)
         ck = out / "checkpoint.pt"

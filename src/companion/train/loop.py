@@ -369,7 +369,9 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         _set_rng_state(gens, states[rank])
         rows = ck["history"]
         start = ck["step"]
-    t0 = time.time()
+    # time spent by earlier segments of a resumed run (checkpoints from before this field: 0)
+    before = dict(ck.get("elapsed", {"wall": 0.0, "cpu": 0.0})) if resume else {"wall": 0.0, "cpu": 0.0}
+    t0, c0 = time.time(), time.process_time()
 
     pending: list[tuple[int, str, torch.Tensor]] = []  # losses still on the device
 
@@ -443,7 +445,9 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                 try:
                     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                                 "scheduler": sched.state_dict(), "rng": states, "history": rows,
-                                "step": done, "config": cfg.to_dict()}, tmp)
+                                "step": done, "config": cfg.to_dict(),
+                                "elapsed": {"wall": before["wall"] + time.time() - t0,
+                                            "cpu": before["cpu"] + time.process_time() - c0}}, tmp)
                     os.replace(tmp, ckpt_path)
                 finally:
                     if tmp.exists():
@@ -452,6 +456,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     history = pd.DataFrame(rows, columns=["step", "quantity", "layer", "head", "value"])
     # losses reach the table at the next flush: restore step order (stable within a step)
     history = history.sort_values("step", kind="stable", ignore_index=True)
+    history.attrs["elapsed_before"] = before  # what the run's earlier segments took
     if world > 1:
         import torch.distributed as dist
 
