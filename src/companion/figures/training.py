@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-__all__ = ["scores_over_training", "layers_over_training", "loss_curves", "loss_difference"]
+__all__ = ["scores_over_training", "layers_over_training", "loss_curves", "loss_difference",
+           "scores_against_tokens"]
 
 _YLABEL = {"symmetry": "symmetry score", "directionality": "directionality score",
            "eval_loss": "held-out loss", "train_loss": "training loss"}
@@ -99,6 +100,43 @@ def loss_difference(table: pd.DataFrame, ax=None, title=None,
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict | None = None,
+                          title=None):
+    """Layer-mean score against tokens seen, log-log, encoder solid and decoder dashed.
+
+    ``curves`` maps a label (one model shape) to ``{"encoder": Series, "decoder": Series}``
+    indexed by tokens seen (:func:`companion.train.study.layer_mean_curve` with the step
+    index multiplied by the tokens per step); step 0 cannot be drawn on a log axis and is
+    left out.  ``bands`` maps the same labels to a null level drawn as a dotted line.
+    Non-positive values (possible for directionality) are drawn as magnitudes when
+    ``quantity`` is ``"directionality"``, which the axis label says.
+    """
+    if not curves:
+        raise ValueError("no curves to draw; pass {label: {'encoder': series, 'decoder': series}}.")
+    fig, ax = plt.subplots(figsize=(5.6, 3.6))
+    colors = plt.cm.tab10(np.arange(len(curves)) % 10)
+    for color, (label, pair) in zip(colors, curves.items()):
+        for mode, style in (("encoder", "-"), ("decoder", "--")):
+            if mode not in pair:
+                continue
+            c = pair[mode]
+            c = c[c.index > 0]
+            y = -c if quantity == "directionality" else c
+            ax.plot(c.index, y.where(y > 0), style, color=color, label=f"{label} {mode}")
+        if bands and label in bands:
+            ax.axhline(bands[label], color=color, ls=":", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("tokens seen")
+    ax.set_ylabel("- layer-mean directionality" if quantity == "directionality"
+                  else f"layer-mean {_YLABEL.get(quantity, quantity)}")
+    ax.legend(fontsize=6, ncol=2)
     if title:
         ax.set_title(title, fontsize=9)
     fig.tight_layout()

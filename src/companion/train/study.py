@@ -16,12 +16,58 @@ CPU-seconds, and ``NaN`` when the gap never leaves.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["tokens_per_step", "layer_mean_curve", "gap_null_band", "gap_exit", "run_summary"]
+__all__ = ["tokens_per_step", "layer_mean_curve", "gap_null_band", "gap_exit", "run_summary",
+           "STUDY_VARIANTS", "STUDY_BASE", "variant_args", "load_study", "study_table", "choose_regime",
+           "project_exit_tokens", "curve_by_tokens"]
+
+#: The study's variants (``data/runs/make_compute_study.sh``): name -> (factor, value).
+STUDY_VARIANTS = {
+    "base": ("base", None),
+    "width64": ("width", 64), "width256": ("width", 256),
+    "depth2": ("layers", 2), "depth8": ("layers", 8),
+    "heads2": ("heads", 2), "heads8": ("heads", 8),
+    "lr3e-4": ("lr", 3e-4), "lr3e-3": ("lr", 3e-3),
+    "seq32": ("seq_len", 32), "seq128": ("seq_len", 128),
+    "vocab1k": ("top_k", 1024), "vocab16k": ("top_k", 16384),
+    "batch8": ("batch_size", 8), "batch32": ("batch_size", 32),
+}
+
+#: The base configuration around which the variants move one factor at a time (size
+#: ``cpu``: 4 layers, width 128, 4 heads; 64-token blocks; the compact 4,096-id vocabulary).
+STUDY_BASE = {"size": "cpu", "batch_size": 16, "seq_len": 64, "lr": 1e-3, "top_k": 4096}
+
+_FLAGS = {"width": "--width", "layers": "--layers", "heads": "--heads", "lr": "--lr",
+          "seq_len": "--seq-len", "top_k": "--top-k", "batch_size": "--batch-size"}
+
+
+def variant_args(variant: str, tokens: int = 1_000_000, evals: int = 15) -> list[str]:
+    """``companion train`` arguments of a study variant at a budget of ``tokens`` tokens.
+
+    The step count follows from the budget (``tokens // (batch x block length)``); the
+    warm-up is the first 5% of the steps, ``evals`` evaluations are spread evenly and a
+    checkpoint is written every 10%.
+    """
+    if variant not in STUDY_VARIANTS:
+        raise ValueError(f"unknown study variant {variant!r}; choose one of {', '.join(STUDY_VARIANTS)}.")
+    cfg = dict(STUDY_BASE)
+    factor, value = STUDY_VARIANTS[variant]
+    if factor != "base":
+        cfg[factor] = value
+    steps = tokens // (cfg["batch_size"] * cfg["seq_len"])
+    if steps < 1:
+        raise ValueError(f"a budget of {tokens} tokens is less than one step of {variant}.")
+    args = ["--size", cfg["size"], "--steps", str(steps), "--warmup", str(steps // 20),
+            "--eval-every", str(max(steps // evals, 1)), "--checkpoint-every", str(max(steps // 10, 1))]
+    for key, flag in _FLAGS.items():
+        if key in cfg and (key in STUDY_BASE or factor == key):
+            args += [flag, f"{cfg[key]:g}" if isinstance(cfg[key], float) else str(cfg[key])]
+    return args
 
 
 def tokens_per_step(config: dict, model_size: dict | None = None, world: int = 1) -> int:
@@ -40,32 +86,54 @@ def layer_mean_curve(history: pd.DataFrame, quantity: str = "symmetry") -> pd.Se
     return rows.groupby("step")["value"].mean().sort_index()
 
 
+def curve_by_tokens(history: pd.DataFrame, meta: dict, quantity: str = "symmetry") -> pd.Series:
+    """:func:`layer_mean_curve` indexed by tokens seen instead of steps."""
+    c = layer_mean_curve(history, quantity)
+    c.index = c.index * tokens_per_step(meta["config"], meta.get("model_size"))
+    c.index.name = "tokens"
+    return c
+
+
+@functools.lru_cache(maxsize=64)
+def _null_pool(width: int, n: int, seed: int) -> dict:
+    """Scores of ``n`` random rank-``width`` forms (cached: every band of a width shares them)."""
+    from ..null import null_scores
+
+    t = null_scores(width, n_samples=n, rank=width, seed=seed)
+    return {q: t[q].to_numpy() for q in ("symmetry", "directionality")}
+
+
 def gap_null_band(width: int, layers: int, q: float = 0.975, n_samples: int = 2000,
-                  seed: int = 0) -> float:
-    """Quantile ``q`` of the layer-mean symmetry difference between two random models.
+                  seed: int = 0, quantity: str = "symmetry") -> float:
+    """Quantile ``q`` of the layer-mean ``quantity`` difference between two random models.
 
     Each model's layers are ``width x width`` forms ``Wq^T Wk`` of rank ``width`` with
     Gaussian factors (the untrained layers' null, :func:`companion.null.null_scores`);
     ``layers`` of them are averaged per model and the two models' means subtracted.
+    ``quantity`` is ``"symmetry"`` or ``"directionality"``.
     """
-    from ..null import null_scores
-
     if layers < 1:
         raise ValueError(f"layers must be >= 1; got {layers}.")
-    pool = null_scores(width, n_samples=max(200, 4 * layers), rank=width, seed=seed)["symmetry"].to_numpy()
+    if quantity not in ("symmetry", "directionality"):
+        raise ValueError(f"quantity must be 'symmetry' or 'directionality'; got {quantity!r}.")
+    pool = _null_pool(int(width), max(200, 4 * layers), seed)[quantity]
     rng = np.random.default_rng(seed + 1)
     a = rng.choice(pool, size=(n_samples, layers)).mean(axis=1)
     b = rng.choice(pool, size=(n_samples, layers)).mean(axis=1)
     return float(np.quantile(a - b, q))
 
 
-def gap_exit(encoder: pd.DataFrame, decoder: pd.DataFrame, band: float) -> dict:
-    """First logged step after which encoder minus decoder layer-mean symmetry stays > band.
+def gap_exit(encoder: pd.DataFrame, decoder: pd.DataFrame, band: float,
+             quantity: str = "symmetry") -> dict:
+    """First logged step after which encoder minus decoder layer-mean ``quantity`` stays > band.
+
+    For symmetry the gap is positive when the encoder is the more symmetric (Fig. 3a); for
+    directionality when the decoder is the more column-dominant (Fig. 3b).
 
     Returns ``{"step": ..., "final_gap": ..., "gap": Series}``; ``step`` is ``nan`` when
     the gap is not above the band at the last logged step.
     """
-    e, d = layer_mean_curve(encoder), layer_mean_curve(decoder)
+    e, d = layer_mean_curve(encoder, quantity), layer_mean_curve(decoder, quantity)
     if not e.index.equals(d.index):
         raise ValueError("the encoder and decoder runs were not logged at the same steps.")
     gap = e - d
@@ -86,8 +154,12 @@ def run_summary(history: pd.DataFrame, meta: dict) -> dict:
     steps = int(history["step"].max())
     ev = history[history["quantity"] == "eval_loss"].sort_values("step")
     sym = layer_mean_curve(history)
-    duration = float(meta.get("duration_s", float("nan")))
-    threads = int(meta.get("hardware", {}).get("torch_threads", 1) or 1)
+    # the process's own CPU time when recorded, else wall time x torch threads
+    if "cpu_seconds" in meta:
+        duration, threads = float(meta["cpu_seconds"]), 1
+    else:
+        duration = float(meta.get("duration_s", float("nan")))
+        threads = int(meta.get("hardware", {}).get("torch_threads", 1) or 1)
     return {
         "mode": cfg["mode"], "layers": size.get("num_hidden_layers"), "width": size.get("hidden_size"),
         "heads": size.get("num_attention_heads"), "seq_len": size.get("seq_len"),
@@ -98,3 +170,124 @@ def run_summary(history: pd.DataFrame, meta: dict) -> dict:
         "final_symmetry": float(sym.iloc[-1]),
         "final_directionality": float(layer_mean_curve(history, "directionality").iloc[-1]),
     }
+
+
+def load_study(root=None, prefix: str = "study-") -> dict:
+    """The finished study runs under ``root`` (default ``data/runs``) by ``(variant, mode)``.
+
+    Values are ``(history, provenance)``; unfinished runs (no ``history.csv``) are left out.
+    """
+    from pathlib import Path
+
+    from .loop import read_run
+    from .runs import runs_root
+
+    root = Path(root) if root is not None else runs_root()
+    out = {}
+    for variant in STUDY_VARIANTS:
+        for mode in ("encoder", "decoder"):
+            d = root / f"{prefix}{variant}-{mode}"
+            if (d / "history.csv").exists():
+                out[(variant, mode)] = read_run(d)
+    return out
+
+
+def study_table(runs: dict, n_samples: int = 2000) -> pd.DataFrame:
+    """One row per variant whose encoder and decoder runs both finished.
+
+    Columns: the variant's factor and value, its shape, tokens per CPU-second of each run,
+    final held-out losses, final layer-mean symmetry and directionality of each run, the
+    null bands of both gaps, the final gaps, and when each gap leaves its band, in tokens
+    seen and in CPU-seconds (``NaN`` when it has not left it by the end).
+    """
+    rows = []
+    for variant, (factor, value) in STUDY_VARIANTS.items():
+        if (variant, "encoder") not in runs or (variant, "decoder") not in runs:
+            continue
+        (he, me), (hd, md) = runs[(variant, "encoder")], runs[(variant, "decoder")]
+        se, sd = run_summary(he, me), run_summary(hd, md)
+        width, layers = int(se["width"]), int(se["layers"])
+        row = {"variant": variant, "factor": factor, "value": value,
+               "layers": layers, "width": width, "heads": se["heads"], "seq_len": se["seq_len"],
+               "batch_size": se["batch_size"], "lr": se["lr"], "top_k": se["top_k"],
+               "tokens": se["tokens"], "tokens_per_step": se["tokens_per_step"],
+               "enc_tokens_per_cpu_s": se["tokens_per_cpu_s"], "dec_tokens_per_cpu_s": sd["tokens_per_cpu_s"],
+               "enc_loss": se["final_eval_loss"], "dec_loss": sd["final_eval_loss"],
+               "enc_symmetry": se["final_symmetry"], "dec_symmetry": sd["final_symmetry"],
+               "enc_directionality": se["final_directionality"],
+               "dec_directionality": sd["final_directionality"]}
+        # CPU-seconds per token of the pair, both runs together (what the comparison costs)
+        cpu_per_token = 1 / se["tokens_per_cpu_s"] + 1 / sd["tokens_per_cpu_s"]
+        for q, key in (("symmetry", "sym"), ("directionality", "dir")):
+            band = gap_null_band(width, layers, n_samples=n_samples, quantity=q)
+            res = gap_exit(he, hd, band, q)  # encoder minus decoder for both scores
+            tokens = res["step"] * se["tokens_per_step"]
+            row.update({f"{key}_band": band, f"{key}_gap": res["final_gap"],
+                        f"{key}_exit_tokens": tokens, f"{key}_exit_cpu_s": tokens * cpu_per_token})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant") if rows else pd.DataFrame()
+
+
+def choose_regime(table: pd.DataFrame) -> str | None:
+    """The variant in which Fig. 3's contrasts appear soonest, or ``None``.
+
+    A variant qualifies when its encoder-decoder symmetry gap has left the null band (and
+    stayed out) and its decoder ends more column-dominant than its encoder.  Among those,
+    the one whose symmetry gap left the band at the fewest CPU-seconds wins.
+
+    The directionality gap is not required to leave *its* band: the directionality of a
+    near-random form is decided by a few outlying rows and columns, so that band is wide
+    (about 0.56 for four 128-wide layers, against the -0.1 to -0.3 of trained decoders);
+    :func:`study_table` reports when it does leave it.
+    """
+    if table.empty:
+        return None
+    ok = table[table["sym_exit_cpu_s"].notna() & (table["dec_directionality"] < table["enc_directionality"])]
+    return None if ok.empty else str(ok["sym_exit_cpu_s"].idxmin())
+
+
+def project_exit_tokens(table: pd.DataFrame, widths=(256, 768), quantity: str = "sym") -> pd.DataFrame:
+    """Extrapolate the tokens until a gap leaves its band to other widths, by a power law.
+
+    Fits ``log(tokens) = a + b log(width)`` through the width variants (``width64``,
+    ``base``, ``width256``) whose gap left the band, and returns the fitted exponent, the
+    number of points it rests on and the projected tokens at each of ``widths``.  Fewer
+    than two finite points give ``NaN``.
+    """
+    col = f"{quantity}_exit_tokens"
+    pts = table.loc[[v for v in ("width64", "base", "width256") if v in table.index], ["width", col]]
+    pts = pts.dropna()
+    if len(pts) < 2:
+        b = a = math.nan
+    else:
+        b, a = np.polyfit(np.log(pts["width"].astype(float)), np.log(pts[col].astype(float)), 1)
+    return pd.DataFrame({"width": list(widths),
+                         "projected_tokens": [math.exp(a + b * math.log(w)) if np.isfinite(b) else math.nan
+                                              for w in widths],
+                         "exponent": b, "points": len(pts)})
+
+
+def main(argv=None) -> int:
+    """``python -m companion.train.study args VARIANT [TOKENS]`` prints a variant's training
+    arguments; ``... regime`` prints the variant :func:`choose_regime` picks from the cached
+    study runs (exit status 1, and the reason on stderr, when none qualifies)."""
+    import sys
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["args"] and len(argv) in (2, 3):
+        print(" ".join(variant_args(argv[1], *(int(a) for a in argv[2:]))))
+        return 0
+    if argv == ["regime"]:
+        regime = choose_regime(study_table(load_study()))
+        if regime is None:
+            print("no finished study variant shows the encoder-decoder contrast outside the null band.",
+                  file=sys.stderr)
+            return 1
+        print(regime)
+        return 0
+    print("usage: python -m companion.train.study args VARIANT [TOKENS] | regime", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
