@@ -17,8 +17,8 @@
 #
 # Resumable: every run checkpoints every 100 steps and `--resume` continues it, so the
 # script can be stopped at any time and started again (finished runs are skipped).  Seed 0
-# of every configuration comes first, so a partial matrix is still a balanced one.
-# Usage: bash data/runs/make_wiki_runs.sh [wiki|other|all]   (RUN_JOBS=2 runs at a time)
+# of every Wikipedia configuration comes first, then the other corpora, then seeds 1-2.
+# Usage: bash data/runs/make_wiki_runs.sh [wiki|other|all]   (RUN_JOBS=2 runs at a time, a pool)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=$PWD/src HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -29,29 +29,32 @@ LOG=data/runs/progress.log
 COMMON="--size bert-mini --steps 2000 --batch-size 16 --lr 1e-3 --warmup 100 --eval-every 100
         --eval-blocks 320 --checkpoint-every 100 --threads 1 --log $LOG"
 jobs=()
-if [[ $PHASE == wiki || $PHASE == all ]]; then
-  for seed in 0 1 2; do
+wiki_seeds() { for seed in "$@"; do
     for mode in encoder decoder authors-decoder; do
       for init in standard symmetric; do
         jobs+=("wiki-bert-mini-$mode-$init-s$seed --corpus wikipedia --mode $mode --init $init --seed $seed")
       done
     done
-  done
-fi
-if [[ $PHASE == other || $PHASE == all ]]; then
-  for corpus in shakespeare kjv; do
+  done; }
+other() { for corpus in shakespeare kjv; do
     for mode in encoder decoder; do
       jobs+=("$corpus-bert-mini-$mode-standard-s0 --corpus $corpus --mode $mode --init standard --seed 0")
     done
-  done
-fi
+  done; }
+# Seed 0 of every Wikipedia configuration, then the other corpora, then the other seeds:
+# a partial matrix is still a balanced one and draws every figure.
+case $PHASE in
+  wiki) wiki_seeds 0 1 2 ;;
+  other) other ;;
+  all) wiki_seeds 0; other; wiki_seeds 1 2 ;;
+  *) echo "usage: $0 [wiki|other|all]" >&2; exit 2 ;;
+esac
 $PY -m companion.cli corpus fetch all > /dev/null
 run() { local name=$1; shift; [ -f data/runs/$name/history.csv ] && return 0
         nice -n ${RUN_NICE:-10} $PY -m companion.train.cli $COMMON "$@" --resume --out data/runs/$name > /dev/null; }
-i=0
 for job in "${jobs[@]}"; do
+  while (( $(jobs -rp | wc -l) >= JOBS )); do wait -n || true; done  # a pool of JOBS runs
   run $job &
-  i=$((i+1)); if (( i % JOBS == 0 )); then wait; fi
 done
 wait
 echo "all done $(date -u)" >> $LOG
