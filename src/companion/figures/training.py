@@ -119,6 +119,10 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
     """
     if not curves:
         raise ValueError("no curves to draw; pass {label: {'encoder': series, 'decoder': series}}.")
+    drawn = [(-c if quantity == "directionality" else c) for pair in curves.values() for c in pair.values()]
+    if not any((d[d.index > 0] > 0).any() for d in drawn):
+        raise ValueError(f"no positive {quantity} value to draw on a log axis; were the curves made "
+                         f"with curve_by_tokens(..., {quantity!r})?")
     fig, ax = plt.subplots(figsize=(5.6, 3.6))
     colors = plt.cm.tab10(np.arange(len(curves)) % 10)
     for color, (label, pair) in zip(colors, curves.items()):

@@ -197,8 +197,9 @@ def study_table(runs: dict, n_samples: int = 2000) -> pd.DataFrame:
 
     Columns: the variant's factor and value, its shape, tokens per CPU-second of each run,
     final held-out losses, final layer-mean symmetry and directionality of each run, the
-    null bands of both gaps, the final gaps, and when each gap leaves its band, in tokens
-    seen and in CPU-seconds (``NaN`` when it has not left it by the end).
+    encoder's peak layer-mean symmetry, when it peaked (tokens) and the share of the peak
+    left at the end, the null bands of both gaps, the final gaps, and when each gap leaves
+    its band, in tokens seen and in CPU-seconds (``NaN`` when it has not left it by the end).
     """
     rows = []
     for variant, (factor, value) in STUDY_VARIANTS.items():
@@ -216,6 +217,10 @@ def study_table(runs: dict, n_samples: int = 2000) -> pd.DataFrame:
                "enc_symmetry": se["final_symmetry"], "dec_symmetry": sd["final_symmetry"],
                "enc_directionality": se["final_directionality"],
                "dec_directionality": sd["final_directionality"]}
+        # the encoder's symmetry need not grow monotonically: where it peaks, and how much stays
+        enc_sym = curve_by_tokens(he, me)
+        row.update({"enc_sym_peak": float(enc_sym.max()), "enc_sym_peak_tokens": float(enc_sym.idxmax()),
+                    "enc_sym_kept": float(enc_sym.iloc[-1] / enc_sym.max())})
         # CPU-seconds per token of the pair, both runs together (what the comparison costs)
         cpu_per_token = 1 / se["tokens_per_cpu_s"] + 1 / sd["tokens_per_cpu_s"]
         for q, key in (("symmetry", "sym"), ("directionality", "dir")):
