@@ -142,3 +142,11 @@ def test_a_resumed_run_records_the_time_of_every_segment(tmp_path):
     assert meta["resumed"] is True
     assert 1000 < meta["duration_s"] < 1000 + 10 * first["duration_s"] + 60
     assert 500 < meta["cpu_seconds"] < 500 + 10 * first["cpu_seconds"] + 60
+
+
+def test_a_corpus_smaller_than_one_batch_is_refused_and_leaves_no_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert _train(out, "--batch-size", "100000") == 2
+    err = capsys.readouterr().err
+    assert "fewer than one batch of 100000" in err and "--batch-size" in err
+    assert not (out / "history.csv").exists() and not (out / "checkpoint.pt").exists()

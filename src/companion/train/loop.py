@@ -323,6 +323,10 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         data = token_data_for_corpus(cfg.corpus, size.seq_len, top_k=cfg.top_k)
     if data.train.shape[1] != size.seq_len:
         raise ValueError(f"data blocks have length {data.train.shape[1]}, the model expects {size.seq_len}.")
+    if data.train.shape[0] < cfg.batch_size * world:
+        raise CompanionError(
+            f"the corpus gives {data.train.shape[0]} training blocks of {size.seq_len} tokens, fewer than one "
+            f"batch of {cfg.batch_size * world}; use a smaller --batch-size or --seq-len, or a larger corpus.")
 
     torch.manual_seed(cfg.seed)
     model = build_model(size, data.vocab_size, cfg.mode)
