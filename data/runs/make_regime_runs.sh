@@ -4,8 +4,9 @@
 # `python -m companion.train.study regime` picks from the cached study runs; every run
 # has that variant's shape, schedule and token budget (`... study args VARIANT TOKENS`).
 #
-#   regime-VARIANT-wikipedia-MODE-INIT-sSEED   encoder, decoder and the authors' decoder x
-#                                              standard and symmetric initialisation x seeds 0-2
+#   regime-VARIANT-wikipedia-MODE-INIT-sSEED   encoder and decoder x standard and symmetric
+#                                              initialisation x seeds 0-2, and the authors'
+#                                              decoder (standard initialisation) x seeds 0-2
 #   regime-VARIANT-CORPUS-MODE-standard-s0     shakespeare and kjv, encoder and decoder (S3/S4)
 #
 # Seed 0 of the standard encoder and decoder repeats the study's own runs of the variant
@@ -22,11 +23,12 @@ REGIME=${REGIME:-$($PY -m companion.train.study regime)}
 ARGS=$($PY -m companion.train.study args $REGIME $TOKENS)
 jobs=()
 for seed in 0 1 2; do
-  for mode in encoder decoder authors-decoder; do
+  for mode in encoder decoder; do
     for init in standard symmetric; do
       jobs+=("wikipedia $mode $init $seed")
     done
   done
+  jobs+=("wikipedia authors-decoder standard $seed")
   if [[ $seed == 0 ]]; then
     for corpus in shakespeare kjv; do
       for mode in encoder decoder; do jobs+=("$corpus $mode standard 0"); done
