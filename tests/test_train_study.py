@@ -111,6 +111,12 @@ def test_study_table_times_each_contrast_and_the_regime_is_the_cheapest_with_bot
     assert choose_regime(t.drop(index="base")) == "lr3e-3"
     # heads2's symmetry gap left the band, but its decoder is not the more column-dominant
     assert choose_regime(t.drop(index=["base", "lr3e-3"])) is None
+    # each pair costs 2 x 4000 tokens / 200 tokens per CPU-second = 40 CPU-seconds
+    assert t.loc["base", "pair_cpu_s"] == pytest.approx(40)
+    assert choose_regime(t, max_pair_cpu_s=39) is None
+    # a decoder that is less row-dominant than its encoder is not column-dominant
+    row_dominant = t.assign(dec_directionality=0.1, enc_directionality=0.5)
+    assert choose_regime(row_dominant) is None
 
 
 def test_projection_recovers_a_power_law_in_width():
