@@ -478,9 +478,11 @@ def training_directionality() -> Verdict:
     wiki = _wikipedia_regime_runs()
     if wiki is not None:
         f = _final_mean(wiki[wiki["init"] == "standard"], "directionality")
-        wiki_ok = _every_pair_above(f)
-        ok = ok and wiki_ok
-        measured += f"; Wikipedia: every decoder seed more column-dominant than every encoder seed: {wiki_ok}"
+        e, d = f.xs("encoder", level="mode"), f.xs("decoder", level="mode")
+        n_ok = int(sum(dv < ev for ev in e for dv in d))
+        ok = ok and n_ok == len(e) * len(d)
+        measured += (f"; Wikipedia: decoder {d.mean():+.3f}, encoder {e.mean():+.3f}, the decoder the more "
+                     f"column-dominant in {n_ok} of {len(e) * len(d)} seed pairs")
     status = "holds" if ok else "not testable here"
     return Verdict("training_directionality", "Fig. 3b: decoders become more column-dominant than encoders",
                    status, measured, "CPU runs, BERT-Mini and the study's regime, early training",
@@ -500,7 +502,7 @@ def symmetric_init_structure() -> Verdict:
                 f"PyTorch-default scale keeps {dflt.mean():.2f}")
     wiki = _wikipedia_regime_runs()
     if wiki is not None:
-        w = _final_mean(wiki, "symmetry").unstack("init")
+        w = _final_mean(wiki, "symmetry").unstack("init").dropna()  # the pairs with both starts
         wiki_stays = bool((w["symmetric"] > w["standard"]).all())
         stays = stays and wiki_stays
         measured += (f"; Wikipedia: symmetric start above its paired baseline in "
