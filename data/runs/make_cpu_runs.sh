@@ -10,12 +10,8 @@
 # Both use the default corpus, the compact 4096-id vocabulary, lr 1e-3 with 40 warm-up
 # steps and linear decay.  Finished runs are skipped.
 # Usage: bash data/runs/make_cpu_runs.sh [cpu|bert-mini|all]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONPATH=$PWD/src HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-PY=${PY:-python}
+source "$(dirname "$0")/common.sh"
 PHASE=${1:-all}
-LOG=data/runs/progress.log
 COMMON="--steps 400 --batch-size 16 --lr 1e-3 --warmup 40 --eval-every 20 --threads 1 --log $LOG"
 run() { local name=$1; shift; [ -f data/runs/$name/history.csv ] && return 0
         nice -n 10 $PY -m companion.train.cli $COMMON "$@" --out data/runs/$name > /dev/null; }
@@ -48,10 +44,8 @@ if [[ $PHASE == bert-mini || $PHASE == all ]]; then
     done
   done
 fi
-i=0
 for job in "${jobs[@]}"; do
-  run $job &
-  i=$((i+1)); if (( i % 2 == 0 )); then wait; fi
+  pool run $job
 done
 wait
 echo "all done $(date -u)" >> $LOG

@@ -12,15 +12,9 @@
 # Seed 0 of the standard encoder and decoder repeats the study's own runs of the variant
 # (the chapter checks that the two agree).  Resumable like the others; finished runs are
 # skipped.  Usage: bash data/runs/make_regime_runs.sh   (RUN_JOBS=2 runs at a time, a pool)
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONPATH=$PWD/src HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-PY=${PY:-python}
-JOBS=${RUN_JOBS:-2}
-TOKENS=${TOKENS:-1000000}
-LOG=data/runs/progress.log
+source "$(dirname "$0")/common.sh"
 REGIME=${REGIME:-$($PY -m companion.train.study regime)}
-ARGS=$($PY -m companion.train.study args $REGIME $TOKENS)
+ARGS=$($PY -m companion.train.study args $REGIME ${TOKENS:-})
 jobs=()
 for seed in 0 1 2; do
   for mode in encoder decoder; do
@@ -44,8 +38,7 @@ run() {  # CORPUS MODE INIT SEED
     --eval-blocks 128 --threads 1 --log $LOG $ARGS --resume --out data/runs/$name > /dev/null
 }
 for job in "${jobs[@]}"; do
-  while (( $(jobs -rp | wc -l) >= JOBS )); do wait -n || true; done  # a pool of JOBS runs
-  run $job &
+  pool run $job
 done
 wait
 echo "regime runs ($REGIME) done $(date -u)" >> $LOG

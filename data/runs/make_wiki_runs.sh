@@ -19,13 +19,8 @@
 # script can be stopped at any time and started again (finished runs are skipped).  Seed 0
 # of every Wikipedia configuration comes first, then the other corpora, then seeds 1-2.
 # Usage: bash data/runs/make_wiki_runs.sh [wiki|other|all]   (RUN_JOBS=2 runs at a time, a pool)
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-export PYTHONPATH=$PWD/src HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-PY=${PY:-python}
+source "$(dirname "$0")/common.sh"
 PHASE=${1:-all}
-JOBS=${RUN_JOBS:-2}
-LOG=data/runs/progress.log
 COMMON="--size bert-mini --steps 2000 --batch-size 16 --lr 1e-3 --warmup 100 --eval-every 100
         --eval-blocks 320 --checkpoint-every 100 --threads 1 --log $LOG"
 jobs=()
@@ -53,8 +48,7 @@ $PY -m companion.cli corpus fetch all > /dev/null
 run() { local name=$1; shift; [ -f data/runs/$name/history.csv ] && return 0
         nice -n ${RUN_NICE:-10} $PY -m companion.train.cli $COMMON "$@" --resume --out data/runs/$name > /dev/null; }
 for job in "${jobs[@]}"; do
-  while (( $(jobs -rp | wc -l) >= JOBS )); do wait -n || true; done  # a pool of JOBS runs
-  run $job &
+  pool run $job
 done
 wait
 echo "all done $(date -u)" >> $LOG

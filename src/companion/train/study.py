@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["tokens_per_step", "layer_mean_curve", "gap_null_band", "gap_exit", "run_summary",
-           "STUDY_VARIANTS", "STUDY_BASE", "variant_args", "load_study", "study_table", "choose_regime",
+           "STUDY_VARIANTS", "STUDY_BASE", "STUDY_TOKENS", "variant_args", "load_study", "study_table", "choose_regime",
            "project_exit_tokens", "curve_by_tokens", "MAX_PAIR_CPU_S"]
 
 #: The study's variants (``data/runs/make_compute_study.sh``): name -> (factor, value).
@@ -42,11 +42,14 @@ STUDY_VARIANTS = {
 #: ``cpu``: 4 layers, width 128, 4 heads; 64-token blocks; the compact 4,096-id vocabulary).
 STUDY_BASE = {"size": "cpu", "batch_size": 16, "seq_len": 64, "lr": 1e-3, "top_k": 4096}
 
+#: The token budget of every study run (and of the runs in the chosen regime).
+STUDY_TOKENS = 1_000_000
+
 _FLAGS = {"width": "--width", "layers": "--layers", "heads": "--heads", "lr": "--lr",
           "seq_len": "--seq-len", "top_k": "--top-k", "batch_size": "--batch-size"}
 
 
-def variant_args(variant: str, tokens: int = 1_000_000, evals: int = 15) -> list[str]:
+def variant_args(variant: str, tokens: int = STUDY_TOKENS, evals: int = 15) -> list[str]:
     """``companion train`` arguments of a study variant at a budget of ``tokens`` tokens.
 
     The step count follows from the budget (``tokens // (batch x block length)``); the
