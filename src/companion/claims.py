@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .errors import CompanionError
+from .train.compare import final_scores, ordered_pairs
 
 __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict",
            "prop_2_1", "prop_2_2", "remark_s1_6", "prop_s1_7", "prop_s1_8", "cor_s1_9",
@@ -417,12 +418,6 @@ def survey_encoder_decoder() -> Verdict:
                    "+ published tables", "survey", "")
 
 
-def _final_mean(runs, quantity):
-    last = runs[(runs.quantity == quantity) & (runs["head"] == -1)]
-    last = last[last.step == last.step.max()]
-    return last.groupby(["mode", "init", "seed"])["value"].mean()
-
-
 def _wikipedia_regime_runs():
     """The cached Wikipedia runs in the compute study's regime (``regime-*-wikipedia-*``),
     or ``None`` when none are cached."""
@@ -437,7 +432,8 @@ def _wikipedia_regime_runs():
 def _every_pair_above(f):
     """Every encoder seed's final score above every decoder seed's.  For directionality
     that is Fig. 3b's ordering: the decoder the more column-dominant (more negative)."""
-    return bool(f.xs("encoder", level="mode").min() > f.xs("decoder", level="mode").max())
+    k, n = ordered_pairs(f.xs("encoder", level="mode"), f.xs("decoder", level="mode"))
+    return n > 0 and k == n
 
 
 def training_symmetry() -> Verdict:
@@ -450,10 +446,10 @@ def training_symmetry() -> Verdict:
         runs = load_runs(pattern=pattern)
         if pattern.startswith("cpu-encoder"):
             runs = pd.concat([runs, load_runs(["cpu-decoder-standard-s0"])])
-        out[label] = _every_pair_above(_final_mean(runs, "symmetry"))
+        out[label] = _every_pair_above(final_scores(runs, "symmetry"))
     wiki = _wikipedia_regime_runs()
     if wiki is not None:
-        out["Wikipedia"] = _every_pair_above(_final_mean(wiki[wiki["init"] == "standard"], "symmetry"))
+        out["Wikipedia"] = _every_pair_above(final_scores(wiki[wiki["init"] == "standard"], "symmetry"))
     status = "holds" if all(out.values()) else "refuted"
     return Verdict("training_symmetry", "Fig. 3a: encoders become more symmetric than decoders in training",
                    status, "every encoder seed above every decoder seed: "
@@ -477,12 +473,12 @@ def training_directionality() -> Verdict:
                 f"decoder {z_dec:.1f} null standard errors")
     wiki = _wikipedia_regime_runs()
     if wiki is not None:
-        f = _final_mean(wiki[wiki["init"] == "standard"], "directionality")
+        f = final_scores(wiki[wiki["init"] == "standard"], "directionality")
         e, d = f.xs("encoder", level="mode"), f.xs("decoder", level="mode")
-        n_ok = int(sum(dv < ev for ev in e for dv in d))
-        ok = ok and n_ok == len(e) * len(d)
+        n_ok, n_all = ordered_pairs(e, d)  # encoder above decoder: decoder the more column-dominant
+        ok = ok and n_ok == n_all
         measured += (f"; Wikipedia: decoder {d.mean():+.3f}, encoder {e.mean():+.3f}, the decoder the more "
-                     f"column-dominant in {n_ok} of {len(e) * len(d)} seed pairs")
+                     f"column-dominant in {n_ok} of {n_all} seed pairs")
     status = "holds" if ok else "not testable here"
     return Verdict("training_directionality", "Fig. 3b: decoders become more column-dominant than encoders",
                    status, measured, "CPU runs, BERT-Mini and the study's regime, early training",
@@ -494,7 +490,7 @@ def symmetric_init_structure() -> Verdict:
 
     enc = load_runs(pattern="cpu-encoder-s*")
     enc = enc[enc["penalty"].isna() | (enc["penalty"] == "none")]
-    f = _final_mean(enc, "symmetry").xs("encoder", level="mode")
+    f = final_scores(enc, "symmetry").xs("encoder", level="mode")
     sym, std, dflt = f.xs("symmetric"), f.xs("standard"), f.xs("symmetric-torch-default")
     stays = bool((sym > std.reindex(sym.index)).all())
     confound = bool((dflt > sym.reindex(dflt.index) + 0.3).all())
@@ -502,7 +498,7 @@ def symmetric_init_structure() -> Verdict:
                 f"PyTorch-default scale keeps {dflt.mean():.2f}")
     wiki = _wikipedia_regime_runs()
     if wiki is not None:
-        w = _final_mean(wiki, "symmetry").unstack("init").dropna()  # the pairs with both starts
+        w = final_scores(wiki, "symmetry").unstack("init").dropna()  # the pairs with both starts
         wiki_stays = bool((w["symmetric"] > w["standard"]).all())
         stays = stays and wiki_stays
         measured += (f"; Wikipedia: symmetric start above its paired baseline in "

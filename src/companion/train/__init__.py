@@ -8,5 +8,6 @@ Modules, in the order data flows through them:
 ``init``        standard, symmetric, skew-symmetric initialisation; symmetry penalty
 ``loop``        AdamW + warmup/decay training with eval loss and score logging
 ``speedup``     the Table 1 speed-up metric on smoothed eval loss
+``compare``     final scores, ordered seed pairs and runs paired by seed, across runs
 ``cli``         the ``companion train`` subcommand
 """

@@ -1,0 +1,69 @@
+"""Comparing cached runs across seeds: final scores, ordered pairs, paired differences.
+
+The training chapters compare groups of runs (encoder against decoder for Fig. 3a/b,
+symmetric against standard initialisation for Table 1 and Fig. S5) with a handful of
+seeds each.  Three small helpers keep those comparisons the same everywhere:
+
+:func:`final_scores`
+    each run's layer-mean score (symmetry or directionality, Eqs. 7-8 of the paper) at
+    its last logged step, indexed by ``(mode, init, seed)``;
+:func:`ordered_pairs`
+    in how many of the ``len(a) * len(b)`` pairs of seeds ``a`` is above ``b`` (the
+    "every encoder seed above every decoder seed" reading of Fig. 3a);
+:func:`seed_pairs`
+    the runs of two initialisations matched by seed (same data order, same masks), for
+    paired differences.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["final_scores", "ordered_pairs", "seed_pairs"]
+
+_SCORES = ("symmetry", "directionality")
+
+
+def final_scores(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
+    """Layer-mean ``quantity`` of each run at its own last logged step.
+
+    ``runs`` is a table from :func:`companion.train.runs.load_runs`.  Returns a Series
+    indexed by ``(mode, init, seed)``; a run that never logged ``quantity`` is absent.
+    """
+    if quantity not in _SCORES:
+        raise ValueError(f"quantity must be one of {_SCORES}; got {quantity!r}.")
+    rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
+    last = rows.groupby("run")["step"].transform("max")
+    rows = rows[rows["step"] == last]
+    if rows.duplicated(["mode", "init", "seed", "layer"]).any():
+        raise ValueError("two runs share a (mode, init, seed): select one group of runs before "
+                         "comparing them (e.g. one size and one corpus).")
+    return rows.groupby(["mode", "init", "seed"])["value"].mean()
+
+
+def ordered_pairs(higher, lower) -> tuple[int, int]:
+    """``(k, n)``: ``higher[i] > lower[j]`` holds for ``k`` of the ``n`` pairs ``(i, j)``.
+
+    For Fig. 3b's ordering (the decoder the more column-dominant, i.e. lower) pass the
+    encoders' directionality as ``higher`` and the decoders' as ``lower``.
+    """
+    a = pd.Series(higher, dtype=float).to_numpy()
+    b = pd.Series(lower, dtype=float).to_numpy()
+    return int((a[:, None] > b[None, :]).sum()), int(a.size * b.size)
+
+
+def seed_pairs(runs: pd.DataFrame, mode: str, baseline: str = "standard",
+               candidate: str = "symmetric") -> dict:
+    """``{seed: (baseline run, candidate run)}`` of ``mode``, for seeds with both cached."""
+    out = {}
+    sub = runs[runs["mode"] == mode]
+    for seed in sorted(sub["seed"].unique()):
+        b = sub[(sub["init"] == baseline) & (sub["seed"] == seed)]
+        c = sub[(sub["init"] == candidate) & (sub["seed"] == seed)]
+        if b.empty or c.empty:
+            continue
+        if b["run"].nunique() > 1 or c["run"].nunique() > 1:
+            raise ValueError(f"seed {seed} of {mode} has more than one {baseline} or {candidate} run: "
+                             "select one group of runs first.")
+        out[int(seed)] = (b, c)
+    return out

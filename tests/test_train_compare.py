@@ -1,0 +1,63 @@
+"""Comparisons across seeds: final layer-mean scores, ordered pairs, runs paired by seed."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from companion.train.compare import final_scores, ordered_pairs, seed_pairs
+
+
+def _run(name, mode, init, seed, steps, values):
+    """A run's history: per step and layer a symmetry value, plus one per-head row."""
+    rows = []
+    for step, per_layer in zip(steps, values):
+        for layer, v in enumerate(per_layer):
+            rows.append((step, "symmetry", layer, -1, v))
+            rows.append((step, "symmetry", layer, 0, 99.0))  # per-head rows are not layer scores
+        rows.append((step, "eval_loss", -1, -1, 5.0))
+    t = pd.DataFrame(rows, columns=["step", "quantity", "layer", "head", "value"])
+    return t.assign(run=name, mode=mode, init=init, seed=seed)
+
+
+def test_final_scores_take_each_runs_own_last_step_and_average_its_layers():
+    runs = pd.concat([
+        _run("a", "encoder", "standard", 0, [0, 10, 20], [[0, 0], [1, 1], [0.2, 0.4]]),
+        _run("b", "decoder", "standard", 0, [0, 10], [[0, 0], [0.5, 0.7]]),  # stopped earlier
+    ])
+    f = final_scores(runs)
+    assert f[("encoder", "standard", 0)] == pytest.approx(0.3)
+    assert f[("decoder", "standard", 0)] == pytest.approx(0.6)
+
+
+def test_final_scores_refuse_two_runs_with_one_identity():
+    runs = pd.concat([_run("a", "encoder", "standard", 0, [0], [[0.1]]),
+                      _run("a-other-corpus", "encoder", "standard", 0, [0], [[0.2]])])
+    with pytest.raises(ValueError, match="share a"):
+        final_scores(runs)
+    with pytest.raises(ValueError, match="quantity"):
+        final_scores(runs, "eval_loss")
+
+
+def test_ordered_pairs_count_like_a_double_loop():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        a, b = rng.normal(size=rng.integers(1, 5)), rng.normal(size=rng.integers(1, 5))
+        brute = sum(x > y for x, y in itertools.product(a, b))
+        assert ordered_pairs(a, b) == (brute, len(a) * len(b))
+    assert ordered_pairs([1.0, 1.0], [1.0]) == (0, 2)  # ties are not ordered
+
+
+def test_seed_pairs_keep_only_seeds_with_both_initialisations():
+    runs = pd.concat([
+        _run("e-std-0", "encoder", "standard", 0, [0], [[0.1]]),
+        _run("e-sym-0", "encoder", "symmetric", 0, [0], [[0.5]]),
+        _run("e-std-1", "encoder", "standard", 1, [0], [[0.1]]),  # its symmetric run is missing
+        _run("d-sym-0", "decoder", "symmetric", 0, [0], [[0.3]]),
+    ])
+    pairs = seed_pairs(runs, "encoder")
+    assert list(pairs) == [0]
+    b, c = pairs[0]
+    assert set(b["run"]) == {"e-std-0"} and set(c["run"]) == {"e-sym-0"}
+    assert seed_pairs(runs, "decoder") == {}
