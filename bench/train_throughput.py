@@ -18,6 +18,13 @@ counts the T x T score and value products; the head is charged at the 15% of pos
 where masked LM needs it (evaluating it at every position is overhead, not model work).
 MFU = tokens/s * FLOPs per token / peak dense bf16 FLOP/s of the device.
 
+What the speed-up can be: both loops run the same body; the Trainer also runs the
+vocabulary head at every position, ours at the masked ones only.  ``flop_ratio`` (executed
+FLOPs of the Trainer over ours, :func:`executed_flops_per_token`) is the speed-up if every
+FLOP cost the same and nothing else cost anything; ``speedup_over_flop_ratio`` above 1 means
+our loop also wastes less outside the FLOPs.  ``--breakdown`` adds the shares of our step's
+CPU time by kind of operator (matrix products, dropout's random draws, the optimizer).
+
 Usage (CPU, the cached runs' setting):
     python bench/train_throughput.py --corpus wikipedia --size bert-mini --batch 16 --seq 128 \
         --top-k 4096 --threads 1 --steps 40 --repeats 3 --out bench/results/train_throughput.jsonl
@@ -59,6 +66,48 @@ def flops_per_token(config, seq_len):
     return 6 * n_body + 12 * L * d * seq_len + 6 * d * V * 0.15
 
 
+def executed_flops_per_token(config, seq_len, batch, head="selective"):
+    """FLOPs per token each loop actually executes (fwd + bwd, the same accounting).
+
+    The body and the attention are the same for both loops.  The vocabulary head (its
+    ``d x d`` transform and its ``d x V`` decoder) runs at every position in the Trainer
+    (``head="full"``) and, in companion's loop, only at the fixed-size gather of
+    :func:`companion.train.objectives.target_bound` positions per batch
+    (``head="selective"``).  Their ratio is the speed-up to expect if both loops ran every
+    FLOP at the same rate with no other cost: the ceiling of what skipping head work buys.
+    """
+    from companion.train.objectives import target_bound
+
+    d, L, V, ff = config.hidden_size, config.num_hidden_layers, config.vocab_size, config.intermediate_size
+    body = 6 * L * (4 * d * d + 2 * d * ff) + 12 * L * d * seq_len
+    share = 1.0 if head == "full" else target_bound(batch * seq_len, 0.15) / (batch * seq_len)
+    return body + 6 * (d * d + d * V) * share
+
+
+def time_breakdown(step, n=5):
+    """Shares of self CPU time of ``n`` calls of ``step`` by kind of operator (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for i in range(n):
+            step(i)
+    kinds = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear"),
+             "dropout random draws": ("aten::bernoulli_", "aten::bernoulli"),
+             "optimizer": ("aten::_fused_adamw_", "aten::lerp_", "aten::addcdiv_", "aten::addcmul_", "aten::sqrt",
+                           "aten::_foreach_lerp_", "aten::_foreach_addcdiv_", "aten::_foreach_addcmul_",
+                           "aten::_foreach_sqrt", "aten::_foreach_mul_", "aten::_foreach_div_", "aten::_foreach_add_")}
+    total, out = 0.0, dict.fromkeys(kinds, 0.0)
+    for ev in prof.key_averages():
+        t = ev.self_cpu_time_total
+        total += t
+        for kind, names in kinds.items():
+            if ev.key in names:
+                out[kind] += t
+    out = {k: v / total for k, v in out.items()}
+    out["other"] = 1.0 - sum(out.values())
+    return out
+
+
 def random_blocks(n, seq, vocab, seed=0):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(999, vocab, (n, seq), generator=g)  # ids above BERT's specials
@@ -92,7 +141,10 @@ def bench_companion(args, device, blocks, vocab, spec):
     for i in range(args.steps):
         step(i)
     _sync(device)
-    return args.steps * args.batch * args.seq / (time.perf_counter() - t0), model.config
+    rate = args.steps * args.batch * args.seq / (time.perf_counter() - t0)
+    if args.breakdown and device.type == "cpu":
+        bench_companion.breakdown = time_breakdown(step)
+    return rate, model.config
 
 
 def bench_trainer(args, device, blocks, vocab, spec):
@@ -175,6 +227,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=1, help="alternating measurements of each")
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast (CPU always runs fp32)")
     p.add_argument("--peak-tflops", type=float, default=None)
+    p.add_argument("--breakdown", action="store_true", help="CPU: profile a few of our steps by kind of operator")
     p.add_argument("--tmp", default="/tmp/companion-bench-trainer")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -205,6 +258,11 @@ def main(argv=None):
               "tokens_per_s_companion_all": ours_all, "tokens_per_s_trainer_all": theirs_all,
               "load_average_1min": os.getloadavg()[0], "cpu_count": os.cpu_count(),
               "torch": torch.__version__}
+    f_ours = executed_flops_per_token(config, args.seq, args.batch, "selective")
+    f_theirs = executed_flops_per_token(config, args.seq, args.batch, "full")
+    result.update({"executed_flops_per_token_companion": f_ours, "executed_flops_per_token_trainer": f_theirs,
+                   "flop_ratio": f_theirs / f_ours, "speedup_over_flop_ratio": (ours / theirs) / (f_theirs / f_ours),
+                   "time_breakdown_companion": getattr(bench_companion, "breakdown", None)})
     line = json.dumps(result)
     print(line)
     if args.out:
