@@ -34,8 +34,12 @@ def test_final_scores_take_each_runs_own_last_step_and_average_its_layers():
 def test_final_scores_refuse_two_runs_with_one_identity():
     runs = pd.concat([_run("a", "encoder", "standard", 0, [0], [[0.1]]),
                       _run("a-other-corpus", "encoder", "standard", 0, [0], [[0.2]])])
-    with pytest.raises(ValueError, match="share a"):
+    with pytest.raises(ValueError, match="share one"):
         final_scores(runs)
+    # a column that tells them apart makes them two runs again
+    by_corpus = final_scores(runs.assign(corpus=runs["run"]), keys=("corpus", "mode"))
+    assert by_corpus[("a", "encoder")] == pytest.approx(0.1)
+    assert by_corpus[("a-other-corpus", "encoder")] == pytest.approx(0.2)
     with pytest.raises(ValueError, match="quantity"):
         final_scores(runs, "eval_loss")
 

@@ -24,21 +24,24 @@ __all__ = ["final_scores", "ordered_pairs", "seed_pairs"]
 _SCORES = ("symmetry", "directionality")
 
 
-def final_scores(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
+def final_scores(runs: pd.DataFrame, quantity: str = "symmetry",
+                 keys=("mode", "init", "seed")) -> pd.Series:
     """Layer-mean ``quantity`` of each run at its own last logged step.
 
     ``runs`` is a table from :func:`companion.train.runs.load_runs`.  Returns a Series
-    indexed by ``(mode, init, seed)``; a run that never logged ``quantity`` is absent.
+    indexed by ``keys`` (columns of ``runs`` that tell its runs apart, e.g. a ``corpus``
+    column added by the caller); a run that never logged ``quantity`` is absent.
     """
     if quantity not in _SCORES:
         raise ValueError(f"quantity must be one of {_SCORES}; got {quantity!r}.")
+    keys = list(keys)
     rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
     last = rows.groupby("run")["step"].transform("max")
     rows = rows[rows["step"] == last]
-    if rows.duplicated(["mode", "init", "seed", "layer"]).any():
-        raise ValueError("two runs share a (mode, init, seed): select one group of runs before "
-                         "comparing them (e.g. one size and one corpus).")
-    return rows.groupby(["mode", "init", "seed"])["value"].mean()
+    if rows.duplicated(keys + ["layer"]).any():
+        raise ValueError(f"two runs share one ({', '.join(keys)}): select one group of runs before "
+                         "comparing them (e.g. one size and one corpus), or pass keys that tell them apart.")
+    return rows.groupby(keys)["value"].mean()
 
 
 def ordered_pairs(higher, lower) -> tuple[int, int]:
