@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from companion import claims, prose
@@ -67,3 +68,38 @@ def test_training_measurements_have_one_row_per_checkpoint_and_layer():
         train_and_measure(seqs, "autoregressive", steps=4, checkpoints=[5])
     with pytest.raises(CompanionError, match="objective must be"):
         train_and_measure(seqs, "sideways", steps=4, checkpoints=[0])
+
+
+def _fake_wiki_bert_mini(sym, direc):
+    """A stand-in for the cached ``wiki-bert-mini-*`` runs: final layer scores per (mode, init)."""
+    rows = []
+    for (mode, init), s in sym.items():
+        for step in (0, 2000):
+            for layer in range(4):
+                rows.append((f"wiki-bert-mini-{mode}-{init}-s0", mode, init, 0, step, "symmetry", layer, -1, s))
+                rows.append((f"wiki-bert-mini-{mode}-{init}-s0", mode, init, 0, step, "directionality", layer, -1,
+                             direc[mode, init]))
+    return pd.DataFrame(rows, columns=["run", "mode", "init", "seed", "step", "quantity", "layer", "head", "value"])
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_the_wikipedia_bert_mini_runs_can_overturn_the_training_verdicts(monkeypatch, flip):
+    """The BERT-Mini runs on Wikipedia are evidence, not decoration: a decoder that ends
+    more symmetric than its encoder refutes Fig. 3a, and a symmetric start that ends below
+    its baseline refutes Fig. S5b."""
+    from companion.train import runs as runs_module
+
+    real = runs_module.load_runs
+    enc, dec = (0.01, 0.03) if flip else (0.03, 0.01)
+    fake = _fake_wiki_bert_mini(
+        {("encoder", "standard"): enc, ("decoder", "standard"): dec, ("encoder", "symmetric"): enc + (-0.01 if flip else 0.05)},
+        {("encoder", "standard"): -0.1, ("decoder", "standard"): -0.4, ("encoder", "symmetric"): -0.1})
+    monkeypatch.setattr(runs_module, "load_runs",
+                        lambda names=None, root=None, pattern="*": fake if pattern == "wiki-bert-mini-*"
+                        else real(names, root, pattern))
+    sym = claims.training_symmetry()
+    assert "Wikipedia BERT-Mini " + ("False" if flip else "True") in sym.measured
+    structure = claims.symmetric_init_structure()
+    assert "Wikipedia BERT-Mini: above in " + ("0" if flip else "1") + " of 1 pairs" in structure.measured
+    if flip:
+        assert sym.status == "refuted" and structure.status == "refuted"

@@ -429,6 +429,22 @@ def _wikipedia_regime_runs():
         return None
 
 
+def _wiki_bert_mini_runs():
+    """The cached BERT-Mini runs on Wikipedia (``wiki-bert-mini-*``, made by
+    ``data/runs/make_wiki_runs.sh``), or ``None`` when none is cached."""
+    from .train.runs import load_runs
+
+    try:
+        return load_runs(pattern="wiki-bert-mini-*")
+    except FileNotFoundError:
+        return None
+
+
+def _has_both(f, modes=("encoder", "decoder")) -> bool:
+    """Whether a table of final scores indexed by mode holds at least one run of each mode."""
+    return set(modes) <= set(f.index.get_level_values("mode"))
+
+
 def _every_pair_above(f):
     """Every encoder seed's final score above every decoder seed's.  For directionality
     that is Fig. 3b's ordering: the decoder the more column-dominant (more negative)."""
@@ -450,11 +466,17 @@ def training_symmetry() -> Verdict:
     wiki = _wikipedia_regime_runs()
     if wiki is not None:
         out["Wikipedia"] = _every_pair_above(final_scores(wiki[wiki["init"] == "standard"], "symmetry"))
+    bmw = _wiki_bert_mini_runs()
+    if bmw is not None:
+        f = final_scores(bmw[bmw["init"] == "standard"], "symmetry")
+        if _has_both(f):
+            out["Wikipedia BERT-Mini"] = _every_pair_above(f)
     status = "holds" if all(out.values()) else "refuted"
     return Verdict("training_symmetry", "Fig. 3a: encoders become more symmetric than decoders in training",
                    status, "every encoder seed above every decoder seed: "
                    + ", ".join(f"{k} {v}" for k, v in out.items()),
-                   "CPU runs on the reference manual and on Wikipedia, early training", "training_dynamics",
+                   "CPU runs on the reference manual and on Wikipedia (the study's regime and BERT-Mini), "
+                   "early training", "training_dynamics",
                    "td-wikipedia" if wiki is not None else "td-bert-mini")
 
 
@@ -479,9 +501,19 @@ def training_directionality() -> Verdict:
         ok = ok and n_ok == n_all
         measured += (f"; Wikipedia: decoder {d.mean():+.3f}, encoder {e.mean():+.3f}, the decoder the more "
                      f"column-dominant in {n_ok} of {n_all} seed pairs")
+    bmw = _wiki_bert_mini_runs()
+    if bmw is not None:
+        f = final_scores(bmw[bmw["init"] == "standard"], "directionality")
+        if _has_both(f):
+            e, d = f.xs("encoder", level="mode"), f.xs("decoder", level="mode")
+            n_ok, n_all = ordered_pairs(e, d)
+            ok = ok and n_ok == n_all
+            measured += (f"; Wikipedia BERT-Mini: decoder {d.mean():+.3f}, encoder {e.mean():+.3f}, the decoder "
+                         f"the more column-dominant in {n_ok} of {n_all} seed pairs")
     status = "holds" if ok else "not testable here"
     return Verdict("training_directionality", "Fig. 3b: decoders become more column-dominant than encoders",
-                   status, measured, "CPU runs, BERT-Mini and the study's regime, early training",
+                   status, measured, "CPU runs, BERT-Mini (manual and Wikipedia) and the study's regime, "
+                   "early training",
                    "training_dynamics", "td-wikipedia" if wiki is not None else "td-bert-mini")
 
 
@@ -503,9 +535,16 @@ def symmetric_init_structure() -> Verdict:
         stays = stays and wiki_stays
         measured += (f"; Wikipedia: symmetric start above its paired baseline in "
                      f"{int((w['symmetric'] > w['standard']).sum())} of {len(w)} pairs")
+    bmw = _wiki_bert_mini_runs()
+    if bmw is not None:
+        w = final_scores(bmw, "symmetry").unstack("init").reindex(columns=["standard", "symmetric"]).dropna()
+        if len(w):
+            stays = stays and bool((w["symmetric"] > w["standard"]).all())
+            measured += (f"; Wikipedia BERT-Mini: above in {int((w['symmetric'] > w['standard']).sum())} "
+                         f"of {len(w)} pairs")
     status = ("holds with a correction" if stays and confound else "holds" if stays else "refuted")
     return Verdict("symmetric_init_structure", "Fig. S5b: symmetric initialisation stays more symmetric",
-                   status, measured, "CPU runs, width 128 (and the study's regime on Wikipedia)",
+                   status, measured, "CPU runs, width 128 (and the study's regime and BERT-Mini on Wikipedia)",
                    "symmetric_init", "si-scale-confound")
 
 
@@ -515,7 +554,8 @@ def table_1() -> Verdict:
 
     rows = []
     for pattern, label in (("cpu-encoder-s*", "cpu"), ("cpu-bert-mini-encoder-s*", "BERT-Mini"),
-                           ("regime-*-wikipedia-encoder-s*", "Wikipedia")):
+                           ("regime-*-wikipedia-encoder-s*", "Wikipedia"),
+                           ("wiki-bert-mini-encoder-s*", "Wikipedia BERT-Mini")):
         try:
             runs = load_runs(pattern=pattern)
         except FileNotFoundError:
@@ -526,6 +566,8 @@ def table_1() -> Verdict:
             c = runs[(runs.seed == seed) & (runs.init == "symmetric") & (runs["penalty"] == "none")]
             if not b.empty and not c.empty:
                 pairs[seed] = (b, c)
+        if not pairs:
+            continue  # no seed has both of its runs cached yet
         _, summ = speedup_over_seeds(pairs, window=3)
         rows.append((label, summ["n_reached"], summ["n_seeds"], summ["max"]))
     speed = all(n == m and mx > 0.1 for _, n, m, mx in rows)
