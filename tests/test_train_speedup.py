@@ -133,6 +133,12 @@ def test_a_seed_that_never_reached_is_censored_not_dropped():
     assert most_failed["median"] == -np.inf and most_failed["text"].startswith("below 0")
 
 
+def test_one_seed_reports_no_interval_rather_than_a_point_posing_as_one():
+    res = censored_median_speedup([float("nan")])
+    assert res["low"] == res["high"] == -np.inf  # every resample is the seed itself
+    assert "no interval" in res["text"] and "CI" not in res["text"]
+
+
 def test_bootstrap_interval_matches_exact_enumeration_of_resamples():
     # with 3 seeds there are 27 equally likely resamples: the exact bootstrap distribution
     v = np.array([0.05, 0.2, float("nan")])

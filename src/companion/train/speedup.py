@@ -167,7 +167,8 @@ def censored_median_speedup(speedups, n_boot: int = 10_000, level: float = 0.95,
     ``speedups``: one value per seed, ``NaN`` where the candidate never reached the
     baseline's final loss.  Returns ``n_seeds``, ``n_reached``, ``median``, ``low``,
     ``high`` (``-inf`` stands for "below 0, by an unknown amount") and ``text``, e.g.
-    ``"0.12 (95% CI 0.05 to 0.20; 3 of 3 seeds reached)"``.
+    ``"0.12 (95% CI 0.05 to 0.20; 3 of 3 seeds reached)"`` (with one seed the text says
+    there is no interval instead of printing a degenerate one).
     """
     v = np.asarray(speedups, dtype=float)
     if v.size == 0:
@@ -185,8 +186,11 @@ def censored_median_speedup(speedups, n_boot: int = 10_000, level: float = 0.95,
         return "below 0" if x == -np.inf else f"{x:.2f}"
 
     n_reached = int(np.isfinite(v).sum())
-    text = (f"{fmt(med)} ({level:.0%} CI {fmt(low)} to {fmt(high)}; "
-            f"{n_reached} of {v.size} seeds reached)")
+    if v.size == 1:  # one seed resamples to itself: the "interval" would be a point
+        text = f"{fmt(med)} (one seed, no interval; {n_reached} of 1 seeds reached)"
+    else:
+        text = (f"{fmt(med)} ({level:.0%} CI {fmt(low)} to {fmt(high)}; "
+                f"{n_reached} of {v.size} seeds reached)")
     return {"n_seeds": int(v.size), "n_reached": n_reached, "median": med, "low": low,
             "high": high, "text": text}
 
