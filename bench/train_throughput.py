@@ -31,6 +31,7 @@ Usage (CPU, the cached runs' setting):
 Usage (GPU):
     python bench/train_throughput.py --size bert --batch 32 --seq 512 --steps 50
     python bench/train_throughput.py --size bert --compile     # torch.compile our model
+    ... --compile --compile-trainer                             # and the Trainer's (fair to both)
 CPU smoke test (numbers meaningless, checks the script):
     python bench/train_throughput.py --size micro --batch 4 --seq 16 --steps 3 --warmup 1
 Writes a JSON line to stdout and, with --out, to a file.
@@ -176,7 +177,7 @@ def bench_trainer(args, device, blocks, vocab, spec):
         learning_rate=5e-5, weight_decay=0.01, bf16=device.type == "cuda" and not args.fp32,
         logging_steps=10**9, save_strategy="no", report_to=[],
         dataloader_num_workers=2 if device.type == "cuda" else 0,  # CPU: no extra processes
-        use_cpu=device.type != "cuda", seed=0, max_grad_norm=1.0,
+        use_cpu=device.type != "cuda", seed=0, max_grad_norm=1.0, torch_compile=args.compile_trainer,
     )
     trainer = Trainer(model=model, args=targs, train_dataset=dataset, data_collator=collator, callbacks=[clock])
     trainer.train()
@@ -219,7 +220,9 @@ def main(argv=None):
     p.add_argument("--seq", type=int, default=512)
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
-    p.add_argument("--compile", action="store_true")
+    p.add_argument("--compile", action="store_true", help="torch.compile our model")
+    p.add_argument("--compile-trainer", action="store_true",
+                   help="torch.compile the Trainer's model too (TrainingArguments(torch_compile=True))")
     p.add_argument("--corpus", default="random", help="random, or a corpus name (e.g. wikipedia)")
     p.add_argument("--top-k", type=int, default=4096, help="compact vocabulary (with --corpus)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
@@ -251,7 +254,8 @@ def main(argv=None):
     from companion.runtime import describe_device
 
     result = {"device": describe_device(device), "size": args.size, "batch": args.batch, "seq": args.seq,
-              "steps": args.steps, "compile": args.compile, "bf16": device.type == "cuda" and not args.fp32,
+              "steps": args.steps, "compile": args.compile,
+              "compile_trainer": args.compile_trainer, "bf16": device.type == "cuda" and not args.fp32,
               "tokens_per_s_companion": ours, "tokens_per_s_trainer": theirs, "speedup": ours / theirs,
               "flops_per_token": fpt, "mfu_companion": ours * fpt / peak, "mfu_trainer": theirs * fpt / peak,
               "corpus": args.corpus, "vocab": vocab, "threads": torch.get_num_threads(),
