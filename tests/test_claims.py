@@ -100,6 +100,6 @@ def test_the_wikipedia_bert_mini_runs_can_overturn_the_training_verdicts(monkeyp
     sym = claims.training_symmetry()
     assert "Wikipedia BERT-Mini " + ("False" if flip else "True") in sym.measured
     structure = claims.symmetric_init_structure()
-    assert "Wikipedia BERT-Mini: above in " + ("0" if flip else "1") + " of 1 pairs" in structure.measured
+    assert "Wikipedia BERT-Mini: encoders above in " + ("0" if flip else "1") + " of 1 pairs" in structure.measured
     if flip:
         assert sym.status == "refuted" and structure.status == "refuted"
