@@ -94,6 +94,7 @@ def test_the_wikipedia_bert_mini_runs_can_overturn_the_training_verdicts(monkeyp
     fake = _fake_wiki_bert_mini(
         {("encoder", "standard"): enc, ("decoder", "standard"): dec, ("encoder", "symmetric"): enc + (-0.01 if flip else 0.05)},
         {("encoder", "standard"): -0.1, ("decoder", "standard"): -0.4, ("encoder", "symmetric"): -0.1})
+    monkeypatch.setattr(claims, "_CACHE", {})  # the verdicts read runs once per process
     monkeypatch.setattr(runs_module, "load_runs",
                         lambda names=None, root=None, pattern="*": fake if pattern == "wiki-bert-mini-*"
                         else real(names, root, pattern))

@@ -418,26 +418,29 @@ def survey_encoder_decoder() -> Verdict:
                    "+ published tables", "survey", "")
 
 
-def _wikipedia_regime_runs():
-    """The cached Wikipedia runs in the compute study's regime (``regime-*-wikipedia-*``),
-    or ``None`` when none are cached."""
+def _optional_runs(pattern):
+    """The cached runs matching ``pattern``, read once per process, or ``None`` when none is
+    cached (the verdicts of one chapter share them)."""
     from .train.runs import load_runs
 
-    try:
-        return load_runs(pattern="regime-*-wikipedia-*")
-    except FileNotFoundError:
-        return None
+    def load():
+        try:
+            return load_runs(pattern=pattern)
+        except FileNotFoundError:
+            return None
+
+    return _cached(f"runs {pattern}", load)
 
 
-def _wiki_bert_mini_runs():
-    """The cached BERT-Mini runs on Wikipedia (``wiki-bert-mini-*``, made by
-    ``data/runs/make_wiki_runs.sh``), or ``None`` when none is cached."""
-    from .train.runs import load_runs
+# the Wikipedia runs behind the training verdicts: the compute study's regime
+# (data/runs/make_regime_runs.sh) and BERT-Mini (data/runs/make_wiki_runs.sh)
+_WIKIPEDIA = (("Wikipedia", "regime-*-wikipedia-*"), ("Wikipedia BERT-Mini", "wiki-bert-mini-*"))
 
-    try:
-        return load_runs(pattern="wiki-bert-mini-*")
-    except FileNotFoundError:
-        return None
+
+def _wikipedia_runs() -> dict:
+    """``{label: runs}`` for each body of Wikipedia runs in ``_WIKIPEDIA`` that is cached."""
+    found = {label: _optional_runs(pattern) for label, pattern in _WIKIPEDIA}
+    return {label: runs for label, runs in found.items() if runs is not None}
 
 
 def _has_both(f, modes=("encoder", "decoder")) -> bool:
@@ -463,21 +466,18 @@ def training_symmetry() -> Verdict:
         if pattern.startswith("cpu-encoder"):
             runs = pd.concat([runs, load_runs(["cpu-decoder-standard-s0"])])
         out[label] = _every_pair_above(final_scores(runs, "symmetry"))
-    wiki = _wikipedia_regime_runs()
-    if wiki is not None:
-        out["Wikipedia"] = _every_pair_above(final_scores(wiki[wiki["init"] == "standard"], "symmetry"))
-    bmw = _wiki_bert_mini_runs()
-    if bmw is not None:
-        f = final_scores(bmw[bmw["init"] == "standard"], "symmetry")
+    wiki = _wikipedia_runs()
+    for label, runs in wiki.items():
+        f = final_scores(runs[runs["init"] == "standard"], "symmetry")
         if _has_both(f):
-            out["Wikipedia BERT-Mini"] = _every_pair_above(f)
+            out[label] = _every_pair_above(f)
     status = "holds" if all(out.values()) else "refuted"
     return Verdict("training_symmetry", "Fig. 3a: encoders become more symmetric than decoders in training",
                    status, "every encoder seed above every decoder seed: "
                    + ", ".join(f"{k} {v}" for k, v in out.items()),
                    "CPU runs on the reference manual and on Wikipedia (the study's regime and BERT-Mini), "
                    "early training", "training_dynamics",
-                   "td-wikipedia" if wiki is not None else "td-bert-mini")
+                   "td-wikipedia" if "Wikipedia" in wiki else "td-bert-mini")
 
 
 def training_directionality() -> Verdict:
@@ -493,28 +493,20 @@ def training_directionality() -> Verdict:
     ok = d_dec.mean() < d_enc.mean() and z_dec < -2
     measured = (f"BERT-Mini: mean directionality decoder {d_dec.mean():+.3f}, encoder {d_enc.mean():+.3f}; "
                 f"decoder {z_dec:.1f} null standard errors")
-    wiki = _wikipedia_regime_runs()
-    if wiki is not None:
-        f = final_scores(wiki[wiki["init"] == "standard"], "directionality")
-        e, d = f.xs("encoder", level="mode"), f.xs("decoder", level="mode")
-        n_ok, n_all = ordered_pairs(e, d)  # encoder above decoder: decoder the more column-dominant
-        ok = ok and n_ok == n_all
-        measured += (f"; Wikipedia: decoder {d.mean():+.3f}, encoder {e.mean():+.3f}, the decoder the more "
-                     f"column-dominant in {n_ok} of {n_all} seed pairs")
-    bmw = _wiki_bert_mini_runs()
-    if bmw is not None:
-        f = final_scores(bmw[bmw["init"] == "standard"], "directionality")
+    wiki = _wikipedia_runs()
+    for label, runs in wiki.items():
+        f = final_scores(runs[runs["init"] == "standard"], "directionality")
         if _has_both(f):
             e, d = f.xs("encoder", level="mode"), f.xs("decoder", level="mode")
-            n_ok, n_all = ordered_pairs(e, d)
+            n_ok, n_all = ordered_pairs(e, d)  # encoder above decoder: decoder the more column-dominant
             ok = ok and n_ok == n_all
-            measured += (f"; Wikipedia BERT-Mini: decoder {d.mean():+.3f}, encoder {e.mean():+.3f}, the decoder "
-                         f"the more column-dominant in {n_ok} of {n_all} seed pairs")
+            measured += (f"; {label}: decoder {d.mean():+.3f}, encoder {e.mean():+.3f}, the decoder the more "
+                         f"column-dominant in {n_ok} of {n_all} seed pairs")
     status = "holds" if ok else "not testable here"
     return Verdict("training_directionality", "Fig. 3b: decoders become more column-dominant than encoders",
                    status, measured, "CPU runs, BERT-Mini (manual and Wikipedia) and the study's regime, "
                    "early training",
-                   "training_dynamics", "td-wikipedia" if wiki is not None else "td-bert-mini")
+                   "training_dynamics", "td-wikipedia" if "Wikipedia" in wiki else "td-bert-mini")
 
 
 def symmetric_init_structure() -> Verdict:
@@ -528,16 +520,16 @@ def symmetric_init_structure() -> Verdict:
     confound = bool((dflt > sym.reindex(dflt.index) + 0.3).all())
     measured = (f"matched scale keeps {sym.mean():.2f} vs {std.mean():.2f}; "
                 f"PyTorch-default scale keeps {dflt.mean():.2f}")
-    wiki = _wikipedia_regime_runs()
-    if wiki is not None:
-        w = final_scores(wiki, "symmetry").unstack("init").dropna()  # the pairs with both starts
+    wiki = _wikipedia_runs()
+    if "Wikipedia" in wiki:
+        w = final_scores(wiki["Wikipedia"], "symmetry").unstack("init").dropna()  # the pairs with both starts
         wiki_stays = bool((w["symmetric"] > w["standard"]).all())
         stays = stays and wiki_stays
         measured += (f"; Wikipedia: symmetric start above its paired baseline in "
                      f"{int((w['symmetric'] > w['standard']).sum())} of {len(w)} pairs")
-    bmw = _wiki_bert_mini_runs()
-    if bmw is not None:
-        w = final_scores(bmw, "symmetry").unstack("init").reindex(columns=["standard", "symmetric"]).dropna()
+    if "Wikipedia BERT-Mini" in wiki:
+        w = final_scores(wiki["Wikipedia BERT-Mini"], "symmetry").unstack("init")
+        w = w.reindex(columns=["standard", "symmetric"]).dropna()  # the pairs with both starts
         above = w["symmetric"] > w["standard"]
         is_enc = w.index.get_level_values("mode") == "encoder"
         if is_enc.any():  # Fig. S5b is a claim about encoders; decoders are reported beside it
