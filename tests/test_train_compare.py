@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.train.compare import final_scores, ordered_pairs, seed_pairs
+from companion.train.compare import final_scores, ordered_pairs, seed_pairs, top_layers
 
 
 def _run(name, mode, init, seed, steps, values):
@@ -65,3 +65,19 @@ def test_seed_pairs_keep_only_seeds_with_both_initialisations():
     b, c = pairs[0]
     assert set(b["run"]) == {"e-std-0"} and set(c["run"]) == {"e-sym-0"}
     assert seed_pairs(runs, "decoder") == {}
+
+
+def test_top_layers_name_each_runs_most_symmetric_layer_at_its_own_last_step():
+    rng = np.random.default_rng(5)
+    runs, expected = [], {}
+    for i, steps in enumerate(([0, 10, 20], [0, 10], [0])):  # runs that stopped at different steps
+        values = rng.normal(size=(len(steps), 4))
+        runs.append(_run(f"r{i}", "encoder", "standard", i, steps, values))
+        expected[f"r{i}"] = int(np.argmax(values[-1]))  # independent: argmax of the last row
+    top = top_layers(pd.concat(runs))
+    assert top.to_dict() == expected
+    # an earlier step's maximum does not count: the top layer moves from 0 to 1
+    moving = _run("m", "encoder", "standard", 0, [0, 10], [[9.0, 0.0], [0.0, 1.0]])
+    assert top_layers(moving)["m"] == 1
+    with pytest.raises(ValueError, match="quantity"):
+        top_layers(moving, "loss")

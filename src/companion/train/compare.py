@@ -12,14 +12,16 @@ seeds each.  Three small helpers keep those comparisons the same everywhere:
     "every encoder seed above every decoder seed" reading of Fig. 3a);
 :func:`seed_pairs`
     the runs of two initialisations matched by seed (same data order, same masks), for
-    paired differences.
+    paired differences;
+:func:`top_layers`
+    the layer in which each run ends the most symmetric (Fig. 3c's "late layers" reading).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["final_scores", "ordered_pairs", "seed_pairs"]
+__all__ = ["final_scores", "ordered_pairs", "seed_pairs", "top_layers"]
 
 _SCORES = ("symmetry", "directionality")
 
@@ -42,6 +44,20 @@ def final_scores(runs: pd.DataFrame, quantity: str = "symmetry",
         raise ValueError(f"two runs share one ({', '.join(keys)}): select one group of runs before "
                          "comparing them (e.g. one size and one corpus), or pass keys that tell them apart.")
     return rows.groupby(keys)["value"].mean()
+
+
+def top_layers(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
+    """The layer with the highest ``quantity`` in each run at its own last logged step.
+
+    Returns a Series of layer indices (0 the first layer) indexed by run name.  Fig. 3c of
+    the paper finds the late encoder layers the most symmetric: count the runs whose top
+    layer is in the later half, ``(top_layers(runs) >= n_layers // 2).sum()``.
+    """
+    if quantity not in _SCORES:
+        raise ValueError(f"quantity must be one of {_SCORES}; got {quantity!r}.")
+    rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
+    rows = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
+    return rows.loc[rows.groupby("run")["value"].idxmax()].set_index("run")["layer"].astype(int)
 
 
 def ordered_pairs(higher, lower) -> tuple[int, int]:
