@@ -7,7 +7,8 @@ where the model itself holds per-head queries and keys:
   ``AttentionInterface``; a registered function records ``query [b, H, s, dh]`` and
   ``key [b, H_kv, s, dh]`` and then runs SDPA;
 * ``"attn_method"``: models with their own ``_attn(query, key, ...)`` method (GPT-1,
-  ImageGPT, GPT-Neo, GPT-J), wrapped on the instance;
+  ImageGPT, GPT-Neo, GPT-J before transformers 5.24), wrapped on the instance; a model
+  whose attention has no such method any more is recorded through ``"interface"``;
 * ``"proj_outputs"``: the outputs of separate query/key ``Linear`` modules (DeBERTa-v2,
   WavLM: multi-head attention, where the sum over heads is the full dot product);
 * ``"deberta_v1"``: DeBERTa v1's ``transpose_for_scores`` output, split as the model does;
@@ -81,6 +82,10 @@ class LogitRecorder:
             qmod, kmod = modules[qname], modules[kname]
             attn = modules[qname.rsplit(".", 1)[0]]
             self.layers.append((component, index, qmod, kmod, attn))
+        if mode == "attn_method" and not all(hasattr(a, "_attn") for *_, a in self.layers):
+            # the model moved onto transformers' attention interface (GPT-J since
+            # transformers 5.24): its per-head queries and keys are taken there instead
+            mode = self.mode = "interface"
         self._inputs: dict[int, list] = defaultdict(list)
         self._outputs: dict[int, list] = defaultdict(list)
         if mode == "interface":
