@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.train.compare import final_scores, ordered_pairs, seed_pairs, top_layers
+from companion.train.compare import final_scores, ordered_pairs, seed_mean_curve, seed_pairs, top_layers
 
 
 def _run(name, mode, init, seed, steps, values):
@@ -81,3 +81,14 @@ def test_top_layers_name_each_runs_most_symmetric_layer_at_its_own_last_step():
     assert top_layers(moving)["m"] == 1
     with pytest.raises(ValueError, match="quantity"):
         top_layers(moving, "loss")
+
+
+def test_seed_mean_curve_averages_layers_then_seeds_at_each_step():
+    rng = np.random.default_rng(7)
+    values = rng.normal(size=(3, 2, 4))  # seed, step, layer
+    runs = pd.concat([_run(f"s{i}", "encoder", "standard", i, [0, 10], values[i]) for i in range(3)])
+    curve = seed_mean_curve(runs)
+    assert list(curve.index) == [0, 10]
+    np.testing.assert_allclose(curve.to_numpy(), values.mean(axis=2).mean(axis=0))  # per-head rows ignored
+    with pytest.raises(ValueError, match="quantity"):
+        seed_mean_curve(runs, "loss")

@@ -14,14 +14,17 @@ seeds each.  Three small helpers keep those comparisons the same everywhere:
     the runs of two initialisations matched by seed (same data order, same masks), for
     paired differences;
 :func:`top_layers`
-    the layer in which each run ends the most symmetric (Fig. 3c's "late layers" reading).
+    the layer in which each run ends the most symmetric (Fig. 3c's "late layers" reading);
+:func:`seed_mean_curve`
+    the layer-mean score over training, averaged over the runs' seeds (where a Fig. 3a
+    curve peaks and where it ends).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["final_scores", "ordered_pairs", "seed_pairs", "top_layers"]
+__all__ = ["final_scores", "ordered_pairs", "seed_mean_curve", "seed_pairs", "top_layers"]
 
 _SCORES = ("symmetry", "directionality")
 
@@ -44,6 +47,19 @@ def final_scores(runs: pd.DataFrame, quantity: str = "symmetry",
         raise ValueError(f"two runs share one ({', '.join(keys)}): select one group of runs before "
                          "comparing them (e.g. one size and one corpus), or pass keys that tell them apart.")
     return rows.groupby(keys)["value"].mean()
+
+
+def seed_mean_curve(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
+    """Layer-mean ``quantity`` at each logged step, averaged over the seeds of ``runs``.
+
+    Each seed's score at a step is the mean over its layers (the run's whole form per
+    layer, ``head == -1``); the curve is the mean of those over seeds, indexed by step.
+    Pass one group of runs (e.g. the encoders of one size and initialisation).
+    """
+    if quantity not in _SCORES:
+        raise ValueError(f"quantity must be one of {_SCORES}; got {quantity!r}.")
+    rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
+    return rows.groupby(["step", "seed"])["value"].mean().groupby("step").mean()
 
 
 def top_layers(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
