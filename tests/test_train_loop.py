@@ -103,6 +103,19 @@ def test_schedule_warms_up_then_decays_linearly_to_zero():
     assert lr_factor(100, 10, 100) == 0.0
 
 
+def test_a_longer_schedule_runs_its_first_steps_as_the_paper_does():
+    # the paper (Appendix S2): 200 warm-up steps, then linear decay to 0 at step 200,000;
+    # a run of 12 steps with decay_steps follows that schedule's first steps, not its own
+    h = train(_cfg(steps=12, lr=5e-5, warmup=4, decay_steps=200_000), data=_data())
+    lr = h[h.quantity == "lr"].set_index("step")["value"]
+    # logged at step s (1-based): the rate step s used, the closed form at 0-based step s - 1
+    want = {s: 5e-5 * (s / 4 if s - 1 < 4 else (200_000 - (s - 1)) / (200_000 - 4)) for s in lr.index}
+    assert lr.to_dict() == pytest.approx(want, rel=1e-9)
+    assert lr.iloc[-1] > 0.99 * 5e-5      # still at the peak, where the default schedule would be at 0
+    with pytest.raises(ValueError, match="decay_steps"):
+        _cfg(warmup=4, decay_steps=3)
+
+
 def test_bad_configuration_is_a_clear_error():
     with pytest.raises(ValueError, match="warmup"):
         _cfg(warmup=50)

@@ -36,6 +36,10 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--decay-steps", type=int, default=None,
+                   help="step at which the linear decay reaches 0 (default: --steps); larger than "
+                        "--steps runs the first steps of a longer schedule, e.g. the paper's "
+                        "--lr 5e-5 --warmup 200 --decay-steps 200000")
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--eval-every", type=int, default=20)
     p.add_argument("--eval-blocks", type=_eval_blocks, default=64,
@@ -147,7 +151,8 @@ def run_train(args: argparse.Namespace) -> int:
         cfg = TrainConfig(
             mode=args.mode, init=args.init, size=args.size or size_for_run().name, seed=args.seed,
         steps=args.steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
-        warmup=args.warmup, weight_decay=args.weight_decay, eval_every=args.eval_every,
+        warmup=args.warmup, decay_steps=args.decay_steps, weight_decay=args.weight_decay,
+        eval_every=args.eval_every,
         eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
         corpus=args.corpus, top_k=args.top_k or None, seq_len=args.seq_len, layers=args.layers,
             width=args.width, heads=args.heads, bf16=not args.no_bf16,

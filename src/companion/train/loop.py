@@ -90,6 +90,7 @@ class TrainConfig:
     grad_accum: int = 1
     lr: float = 1e-3
     warmup: int = 20
+    decay_steps: int | None = None  # step at which the linear decay reaches 0; None: ``steps``
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     eval_every: int = 20
@@ -118,6 +119,9 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")
         if self.warmup < 0 or self.warmup > self.steps:
             raise ValueError(f"warmup must lie in [0, steps={self.steps}]; got {self.warmup}.")
+        if self.decay_steps is not None and self.decay_steps < max(self.warmup, 1):
+            raise ValueError(f"decay_steps must be >= warmup ({self.warmup}) and >= 1; got {self.decay_steps} "
+                             "(it is the step at which the learning rate reaches 0).")
         if self.eval_blocks is not None and self.eval_blocks < 1:
             raise ValueError(f"eval_blocks must be >= 1, or None for the whole held-out split; "
                              f"got {self.eval_blocks} (0 blocks would record a loss of 0).")
@@ -153,6 +157,16 @@ class TrainConfig:
         if over and (self.layers or self.width or self.heads):
             over["name"] = f"{s.name}-custom"
         return replace(s, **over) if over else s
+
+    @property
+    def schedule_total(self) -> int:
+        """The step at which the linear decay reaches 0: ``decay_steps``, else ``steps``.
+
+        A run shorter than its schedule (``decay_steps > steps``) is the first ``steps``
+        steps of a longer schedule, e.g. the paper's 200 warm-up steps and decay over
+        200,000 steps (Appendix S2) followed for a CPU-sized number of steps.
+        """
+        return self.steps if self.decay_steps is None else self.decay_steps
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -344,7 +358,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=cfg.lr, betas=(0.9, 0.999), eps=1e-8, fused=device.type == "cuda",
     )
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.warmup, cfg.steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.warmup, cfg.schedule_total))
     gens = {"data": torch.Generator().manual_seed(cfg.seed + 1),
             # each rank masks its own blocks with its own draws (rank 0 = single-process run)
             "mask": torch.Generator().manual_seed(cfg.seed + 2 + 7919 * rank)}
