@@ -151,3 +151,80 @@ def log_variance_ratio_null(d: int, n_samples: int = 2000, seed: int = 0) -> np.
     M = rng.standard_normal((n_samples, d, d))
     rows, cols = np.linalg.norm(M, axis=2), np.linalg.norm(M, axis=1)
     return np.log(rows.var(axis=1, ddof=1) / cols.var(axis=1, ddof=1))
+
+
+# ------------------------------------------------------------------- Thm. S1.12's premise on real text
+
+
+def wikipedia_windows(n: int = 64, kind: str = "document-aligned") -> np.ndarray:
+    """Windows of ``n`` WordPiece ids (all-MiniLM-L6-v2's tokenizer) of the Wikipedia corpus.
+
+    ``document-aligned``: one window per document, its first ``n`` tokens (documents shorter
+    than ``n`` are left out); ``packed``: the documents concatenated and cut into
+    consecutive windows, as the training runs see them.
+    """
+    from .prose import minilm_tokenizer
+    from .train.data import load_texts
+
+    if kind not in ("document-aligned", "packed"):
+        raise CompanionError(f"kind must be 'document-aligned' or 'packed'; got {kind!r}.")
+    tok = minilm_tokenizer()
+    docs = [tok.encode(t, add_special_tokens=False) for t in load_texts("wikipedia")]
+    if kind == "document-aligned":
+        rows = [d[:n] for d in docs if len(d) >= n]
+        return np.asarray(rows, dtype=np.int64)
+    flat = np.fromiter((i for d in docs for i in d), dtype=np.int64)
+    return flat[: flat.size // n * n].reshape(-1, n)
+
+
+def context_ratio_share(seqs, vocab_size: int, min_count: int = 100, n_boot: int = 2000,
+                        level: float = 0.95, seed: int = 0) -> dict:
+    """Eq. S96's premise on windows: the share of frequent-token occurrences whose type is
+    more often context than predicted (``mu_c > mu_p``, Eqs. S72-S73), with a percentile
+    bootstrap interval over windows (each window resampled whole, so the interval carries
+    the dependence within a window).
+
+    Returns ``share``, ``low``, ``high``, ``n_windows``, ``n_types`` and ``per_type``: a
+    table of the frequent types' ``ratio = mu_c / mu_p`` with its bootstrap interval and
+    occurrence count.
+    """
+    from scipy import sparse
+
+    from .theory import autoregressive_counts
+
+    seqs = np.asarray(seqs)
+    n_win, N = seqs.shape
+    occ = np.bincount(seqs.ravel(), minlength=vocab_size)
+    types = np.flatnonzero(occ >= min_count)
+    if types.size == 0:
+        raise CompanionError(f"no token type occurs {min_count} times in {n_win} windows; use more text "
+                             "or a lower min_count.")
+    col = np.searchsorted(types, seqs)
+    keep = (col < types.size) & (types[np.minimum(col, types.size - 1)] == seqs)
+    k = np.tile(np.arange(1, N + 1), (n_win, 1))
+    r = np.repeat(np.arange(n_win), N).reshape(n_win, N)
+
+    def per_window(weights):
+        return sparse.csr_matrix((weights[keep], (r[keep], col[keep])), shape=(n_win, types.size))
+
+    C, P, O = per_window(N - k), per_window(k - 1), per_window(np.ones_like(k))
+    mu_c, mu_p = autoregressive_counts(seqs, vocab_size)      # the closed sums, as a cross-check
+    assert np.allclose(np.asarray(C.sum(0)).ravel() / n_win, mu_c[types])
+
+    def stats(w):
+        c, p, o = (np.asarray(w @ M).ravel() for M in (C, P, O))
+        return (o * (c > p)).sum() / o.sum(), c / np.maximum(p, 1e-12)
+
+    share, ratio = stats(np.ones(n_win))
+    rng = np.random.default_rng(seed)
+    boot_share, boot_ratio = np.empty(n_boot), np.empty((n_boot, types.size))
+    for b in range(n_boot):
+        w = np.bincount(rng.integers(0, n_win, n_win), minlength=n_win).astype(float)
+        boot_share[b], boot_ratio[b] = stats(w)
+    a = (1 - level) / 2
+    lo, hi = np.quantile(boot_share, [a, 1 - a])
+    rlo, rhi = np.quantile(boot_ratio, [a, 1 - a], axis=0)
+    per_type = pd.DataFrame({"type": types, "count": occ[types], "ratio": ratio, "low": rlo, "high": rhi})
+    return {"share": float(share), "low": float(lo), "high": float(hi), "n_windows": int(n_win),
+            "n_types": int(types.size), "per_type": per_type.sort_values("count", ascending=False,
+                                                                        ignore_index=True)}

@@ -672,6 +672,11 @@ def encoder_decoder_contrast(computed: pd.DataFrame, modality: str = "text") -> 
         "dir_enc_min": min(med[(k, "directionality")] for k in enc),
         "dir_dec_max": max(med[(k, "directionality")] for k in dec),
         "n_enc_dir_negative": int(sum(med[(k, "directionality")] < 0 for k in enc)),
+        # each model's median, for rank tests over models (companion.empirical.survey_test)
+        "sym_enc": [float(med[(k, "symmetry")]) for k in enc],
+        "sym_dec": [float(med[(k, "symmetry")]) for k in dec],
+        "dir_enc": [float(med[(k, "directionality")]) for k in enc],
+        "dir_dec": [float(med[(k, "directionality")]) for k in dec],
     }
 
     def verdict(ok):

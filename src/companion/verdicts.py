@@ -101,8 +101,9 @@ def load_rules(path: str | Path | None = None) -> dict:
         if not isinstance(r["fixed"], _dt.date):
             raise CompanionError(f"rule {key!r}: 'fixed' must be a date (YYYY-MM-DD); got {r['fixed']!r}.")
     for key, b in rules.get("bodies", {}).items():
-        if not {"pattern", "seeds", "label"} <= set(b):
-            raise CompanionError(f"body {key!r} in {path} needs 'label', 'pattern' and 'seeds'.")
+        if not {"seeds", "label"} <= set(b) or not ({"pattern", "patterns"} & set(b)):
+            raise CompanionError(f"body {key!r} in {path} needs 'label', 'seeds' and 'pattern' "
+                                 "(or a list 'patterns').")
     return rules
 
 

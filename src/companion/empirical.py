@@ -1,0 +1,218 @@
+"""The empirical verdicts' tests: each rule of ``data/verdict_rules.yaml`` applied to its evidence.
+
+One function per kind of evidence returns a tidy table with one row per test (a body of
+runs and a comparator, or a kind of window, ...): the estimate, its interval, the
+smallest effect of interest, the gate, the outcome, the power and the one-sided p-values.
+The row marked ``primary`` decides the claim's verdict (:mod:`companion.claims`); the
+others are shown beside it.  Nothing here decides a threshold: the rules file does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .verdicts import (detectable_effect, directional_outcome, equivalence_outcome, p_above, p_below,
+                       paired_t, rule, rule_written_after, threshold_outcome)
+
+__all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
+           "beta_correlation_test", "family"]
+
+_CACHE: dict = {}
+
+
+def _cached(key, fn):
+    if key not in _CACHE:
+        _CACHE[key] = fn()
+    return _CACHE[key]
+
+
+def _body(name, rules):
+    from .train.evidence import body_runs
+
+    return _cached(("body", name), lambda: body_runs(rules["bodies"][name]))
+
+
+def _row(r, body_label, comparator, est, sesoi, gate, outcome, primary, after, **extra):
+    fw = r["framework"]
+    return dict(claim=r["key"], body=body_label, comparator=comparator, n=est.n, estimate=est.mean,
+                low=est.low, high=est.high, sd=est.sd, level=est.level, sesoi=sesoi, gate=gate,
+                outcome=outcome, primary=primary,
+                detectable=detectable_effect(est.n, est.sd, est.level, fw.get("power", {}).get("target", 0.8)),
+                p_holds=p_above(est, 0.0), p_refuted=p_below(est, sesoi), rule_after_runs=after, **extra)
+
+
+def training_tests(key: str, rules=None) -> pd.DataFrame:
+    """Every test of one training claim (Figs. 3a, 3b, S5b, Table 1) over the cached bodies.
+
+    Fig. 3a/3b: encoder minus each comparator (true decoder, the authors' decoder), same
+    seed, standard initialisation.  Fig. S5b: symmetric minus standard start of the same
+    mode and seed (encoders judged; decoders reported beside).  Table 1: the baseline's
+    final held-out loss minus the symmetric start's (> 0: the symmetric start is ahead).
+    """
+    from .train.evidence import arm_values, loss_gate, null_band, run_dates
+    from .verdicts import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    r = rule(key, rules)
+    fw = r["framework"]
+    level, nats = fw.get("level", 0.95), fw.get("gate_nats_below_unigram", 1.0)
+    q = r["quantity"]
+    bodies = [r["primary"]["body"]] + list(r.get("secondary_bodies", []))
+    rows = []
+    for name in bodies:
+        runs = _body(name, rules)
+        label = rules["bodies"][name]["label"]
+        if runs is None:
+            continue
+        after = rule_written_after(r, run_dates(runs))
+        if key in ("training_symmetry", "training_directionality"):
+            pairs = [((r["arms"]["candidate"], "standard"), (c, "standard"), c) for c in r["comparators"]]
+            primary_of = lambda c: name == r["primary"]["body"] and c == r["primary"]["comparator"]  # noqa: E731
+        else:
+            modes = [r["arms"]["mode"]] + list(r.get("reported_beside", []))
+            pairs = [((m, r["arms"]["candidate"]), (m, r["arms"]["baseline"]), m) for m in modes]
+            primary_of = lambda c: name == r["primary"]["body"] and c == r["arms"]["mode"]  # noqa: E731
+        for cand_arm, comp_arm, comp_label in pairs:
+            a, b = arm_values(runs, q, *cand_arm), arm_values(runs, q, *comp_arm)
+            if a.empty or b.empty:
+                continue
+            if key == "table_1":
+                a, b = b, a          # baseline minus candidate: > 0 when the symmetric start is ahead
+            common = a.index.intersection(b.index)
+            if len(common) == 0:
+                continue
+            est = paired_t(a, b, level)
+            est_seeds = sorted(int(s) for s in common)
+            sesoi = float(r["sesoi"]) if not isinstance(r["sesoi"], str) else null_band(runs, q)
+            gate = loss_gate(runs, [cand_arm, comp_arm], nats)
+            outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), gate["passes"])
+            if comp_label in r.get("reported_beside", []):
+                outcome = f"{outcome} (reported beside)"
+            below = "; ".join(f"{m}/{i} {g['below']:+.2f}" for (m, i), g in gate["arms"].items())
+            row = _row(r, label, comp_label, est, sesoi, gate["passes"], outcome, primary_of(comp_label),
+                       after, gate_text=f"nats below unigram: {below}", body_key=name,
+                       lr=float(runs["lr"].iloc[0]))
+            row["seeds"] = ",".join(map(str, est_seeds))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def scale_confound(rules=None) -> dict:
+    """Fig. S5b's correction: PyTorch's default-scale symmetric start (the released code's)
+    minus the matched-scale one, paired by seed (reference manual, cpu size, encoders)."""
+    from .train.evidence import arm_values, body_runs
+    from .verdicts import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    runs = _cached(("body", "manual-cpu-all"), lambda: body_runs(
+        dict(rules["bodies"]["manual-cpu"], patterns=["cpu-encoder-s*"])))
+    a = arm_values(runs, "symmetry", "encoder", "symmetric-torch-default")
+    b = arm_values(runs, "symmetry", "encoder", "symmetric")
+    est = paired_t(a, b, rules["framework"].get("level", 0.95))
+    return {"estimate": est, "outcome": directional_outcome(est, 0.0, 3)}
+
+
+# ------------------------------------------------------------------- Sec. 3 on the zoo
+
+
+def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Sec. 3: exact one-sided Mann-Whitney tests over the zoo's text models, encoders'
+    median symmetry above decoders', decoders' median directionality below encoders'.
+
+    Each row also gives ``min_p``, the smallest p-value the test can reach with these
+    numbers of models (every encoder above every decoder): when it is above the test's
+    level, ``holds`` cannot be reached and the row says so.  With ``published`` (the
+    paper's Tables S2/S3, :func:`companion.catalog.published_scores`) the same test on the
+    published per-model medians is added beside (``primary`` False).
+    """
+    from scipy import stats
+
+    from .verdicts import load_rules
+
+    r = rule("survey_encoder_decoder", rules if rules is not None else load_rules())
+    alpha = (1 - r.get("level", 0.95)) / 2
+    from math import comb
+
+    rows = []
+    sets = [("symmetry", contrast["sym_enc"], contrast["sym_dec"], "offline zoo, scored live", True),
+            ("directionality", contrast["dir_enc"], contrast["dir_dec"], "offline zoo, scored live", True)]
+    if published is not None:
+        for table, score in (("S2", "symmetry"), ("S3", "directionality")):
+            t = published[published["table"] == table]
+            sets.append((score, t[t["role"] == "encoder"]["median"].tolist(),
+                         t[t["role"] == "decoder"]["median"].tolist(), f"published Table {table}", False))
+    for score, enc, dec, evidence, primary in sets:
+        p_claim = stats.mannwhitneyu(enc, dec, alternative="greater", method="exact").pvalue
+        p_rev = stats.mannwhitneyu(enc, dec, alternative="less", method="exact").pvalue
+        u = stats.mannwhitneyu(enc, dec, alternative="greater", method="exact").statistic
+        outcome = "holds" if p_claim < alpha else "refuted" if p_rev < alpha else "inconclusive"
+        if min(len(enc), len(dec)) < 2:
+            outcome = "not testable here"
+        min_p = 1 / comb(len(enc) + len(dec), len(dec))
+        rows.append(dict(claim=r["key"], score=score, evidence=evidence, n_encoders=len(enc),
+                         n_decoders=len(dec), share_ordered=float(u / (len(enc) * len(dec))),
+                         p_holds=float(p_claim), p_refuted=float(p_rev), min_p=min_p,
+                         holds_reachable=min_p < alpha, outcome=outcome, primary=primary))
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------- premises
+
+
+def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
+    """Thm. S1.12's premise: ``shares`` maps a kind of window to ``(share, low, high)``
+    (bootstrap over documents).  Met when the interval lies above the rule's threshold."""
+    from .verdicts import load_rules
+
+    r = rule("thm_s1_12", rules if rules is not None else load_rules())
+    t = r["threshold"]
+    rows = []
+    for windows, (share, lo, hi) in shares.items():
+        outcome = "holds" if lo > t else "refuted" if hi < t else "inconclusive"
+        rows.append(dict(claim=r["key"], windows=windows, estimate=share, low=lo, high=hi, threshold=t,
+                         outcome=outcome, primary=windows == r["primary"]["windows"]))
+    return pd.DataFrame(rows)
+
+
+def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFrame:
+    """Cor. S1.13: per seed, the layer mean of log(Var rows / Var cols); the claim of
+    equality holds when the interval lies inside (-band, band)."""
+    from .verdicts import load_rules, one_sample_t
+
+    r = rule("cor_s1_13", rules if rules is not None else load_rules())
+    est = one_sample_t(per_seed_log_ratio, r["framework"].get("level", 0.95))
+    outcome = equivalence_outcome(est, band, len(r["seeds"]))
+    return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
+                              sesoi=band, outcome=outcome, primary=True, p_holds=np.nan, p_refuted=np.nan)])
+
+
+def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
+    """Thm. S1.14's premise: per seed, the mean over checkpoints of corr(beta_ij, beta_ji);
+    met when the interval lies above the rule's threshold."""
+    from .verdicts import load_rules, one_sample_t
+
+    r = rule("thm_s1_14", rules if rules is not None else load_rules())
+    est = one_sample_t(per_seed_corr, r["framework"].get("level", 0.95))
+    outcome = threshold_outcome(est, r["threshold"], len(r["seeds"]))
+    return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
+                              threshold=r["threshold"], outcome=outcome, primary=True,
+                              p_holds=p_above(est, r["threshold"]), p_refuted=p_below(est, r["threshold"]))])
+
+
+def family(primary_rows: pd.DataFrame, fwer: float = 0.05) -> pd.DataFrame:
+    """Holm over the family of empirical verdicts: each primary test's p-value for the
+    outcome it reached (``holds``: p_holds; ``refuted``: p_refuted; otherwise the smaller
+    of the two), adjusted; ``survives`` says whether a holds/refuted outcome stays
+    significant at family-wise error ``fwer``."""
+    from .verdicts import holm
+
+    t = primary_rows.copy()
+    base = t["outcome"].str.split(" (", regex=False).str[0]
+    t["p"] = np.where(base == "holds", t["p_holds"],
+                      np.where(base == "refuted", t["p_refuted"], np.fmin(t["p_holds"], t["p_refuted"])))
+    t["p_holm"] = holm(t["p"].to_numpy())
+    decided = base.isin(["holds", "refuted"])
+    # one-sided p-values against the one-sided level of the two-sided intervals (fwer / 2)
+    t["survives"] = [("yes" if p < fwer / 2 else "no") if d else "" for p, d in zip(t["p_holm"], decided)]
+    return t

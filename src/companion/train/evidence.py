@@ -1,0 +1,151 @@
+"""Cached training runs as seed-level evidence for the training verdicts.
+
+A *body* of runs (``bodies`` in ``data/verdict_rules.yaml``: e.g. BERT-Mini on Wikipedia)
+is one configuration trained under several objectives and initialisations with the same
+seeds.  The verdicts of Figs. 3a, 3b, S5b and Table 1 compare two *arms* of a body seed by
+seed (:func:`arm_values`), judge whether its runs got far enough to test the claim at all
+(:func:`loss_gate`: held-out loss against the corpus's unigram reference), and take the
+smallest effect of interest from the spread of untrained random forms of the body's shape
+(:func:`null_band`).  :func:`settings` states what each run saw (learning rate, tokens,
+passes over the data), for the chapters to disclose.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import pandas as pd
+
+from ..errors import CompanionError
+
+__all__ = ["body_runs", "arm_values", "loss_gate", "null_band", "settings", "run_dates",
+           "OBJECTIVE_OF_MODE"]
+
+#: the unigram reference that matches each mode's objective: the masked-LM one for the
+#: encoder and the authors' decoder (masked labels under a causal mask), next-token for the
+#: true decoder
+OBJECTIVE_OF_MODE = {"encoder": "encoder", "authors-decoder": "encoder", "decoder": "decoder"}
+
+
+def _provenance(run: str) -> dict:
+    from .runs import runs_root
+
+    return json.loads((runs_root() / run / "provenance.json").read_text())
+
+
+def body_runs(body: dict) -> pd.DataFrame | None:
+    """The runs of one body (its ``pattern`` or list of ``patterns``), restricted to its
+    ``seeds``; ``None`` when none is cached.  Adds ``corpus``, ``lr``, ``width`` and
+    ``layers`` from each run's provenance."""
+    from .runs import load_runs, runs_root
+
+    patterns = body.get("patterns") or [body["pattern"]]
+    frames = []
+    for pat in patterns:
+        try:
+            frames.append(load_runs(pattern=pat))
+        except FileNotFoundError:
+            continue
+    if not frames:
+        return None
+    runs = pd.concat(frames, ignore_index=True).drop_duplicates()
+    runs = runs[runs["seed"].isin(body["seeds"]) & (runs["penalty"] == "none")]
+    if runs.empty:
+        return None
+    base = runs_root()
+    meta = {}
+    for r in runs["run"].unique():
+        p = json.loads((base / r / "provenance.json").read_text())
+        meta[r] = {"corpus": p["config"].get("corpus", "default"), "lr": p["config"]["lr"],
+                   "width": p["model_size"]["hidden_size"], "layers": p["model_size"]["num_hidden_layers"]}
+    extra = pd.DataFrame.from_dict(meta, orient="index")
+    return runs.join(extra, on="run")
+
+
+def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standard") -> pd.Series:
+    """One value per seed of the arm ``(mode, init)``: the layer-mean ``quantity``
+    (symmetry, directionality) or the held-out loss (``eval_loss``) at each run's last
+    logged step, indexed by seed."""
+    arm = runs[(runs["mode"] == mode) & (runs["init"] == init)]
+    if arm.empty:
+        return pd.Series(dtype=float)
+    if arm.groupby("seed")["run"].nunique().max() > 1:
+        raise CompanionError(f"two runs of {mode}/{init} share a seed in one body; a body is one "
+                             "configuration (check its pattern in data/verdict_rules.yaml).")
+    if quantity in ("symmetry", "directionality"):
+        rows = arm[(arm["quantity"] == quantity) & (arm["head"] == -1)]
+    elif quantity in ("eval_loss", "train_loss"):
+        rows = arm[arm["quantity"] == quantity]
+    else:
+        raise ValueError(f"unknown quantity {quantity!r}.")
+    rows = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
+    return rows.groupby("seed")["value"].mean()
+
+
+@lru_cache(maxsize=None)
+def _unigram_reference(corpus: str, seq_len: int, top_k, objective: str) -> float:
+    from .data import token_data_for_corpus, unigram_cross_entropy
+
+    return unigram_cross_entropy(token_data_for_corpus(corpus, seq_len, top_k=top_k), objective)
+
+
+def _shape(run: str) -> dict:
+    p = _provenance(run)
+    c, m = p["config"], p["model_size"]
+    return {"corpus": c.get("corpus", "default"), "seq_len": c.get("seq_len") or m["seq_len"],
+            "top_k": c.get("top_k"), "width": m["hidden_size"], "layers": m["num_hidden_layers"]}
+
+
+def loss_gate(runs: pd.DataFrame, arms, nats: float) -> dict:
+    """Whether every arm ``(mode, init)`` ended at least ``nats`` below its unigram
+    reference (seed-mean final held-out loss).  Returns ``{"passes": bool, "arms": {arm:
+    {"loss", "reference", "below", "passes"}}}``; an arm with no runs does not pass."""
+    out = {}
+    for mode, init in arms:
+        loss = arm_values(runs, "eval_loss", mode, init)
+        sub = runs[(runs["mode"] == mode) & (runs["init"] == init)]
+        if loss.empty:
+            out[(mode, init)] = {"loss": float("nan"), "reference": float("nan"), "below": float("nan"),
+                                 "passes": False}
+            continue
+        s = _shape(sub["run"].iloc[0])
+        ref = _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode])
+        below = ref - float(loss.mean())
+        out[(mode, init)] = {"loss": float(loss.mean()), "reference": ref, "below": below,
+                             "passes": below >= nats}
+    return {"passes": all(a["passes"] for a in out.values()), "arms": out}
+
+
+def null_band(runs: pd.DataFrame, quantity: str) -> float:
+    """The smallest effect of interest for a gap in ``quantity`` between two runs of this
+    body: the 97.5% quantile of the gap between two untrained random models of its shape
+    (:func:`companion.train.study.gap_null_band`)."""
+    from .study import gap_null_band
+
+    s = _shape(runs["run"].iloc[0])
+    return gap_null_band(s["width"], s["layers"], quantity=quantity)
+
+
+def run_dates(runs: pd.DataFrame) -> list[str]:
+    """The finishing dates in the provenance of every run of ``runs``."""
+    return [_provenance(r)["date"] for r in sorted(runs["run"].unique())]
+
+
+def settings(runs: pd.DataFrame) -> pd.DataFrame:
+    """What each run of ``runs`` saw, one row per run: mode, init, seed, steps, batch,
+    block length, learning rate, warm-up, decay horizon, tokens seen, training tokens of
+    the corpus split and passes over it (tokens seen / training tokens)."""
+    rows = []
+    for r in sorted(runs["run"].unique()):
+        p = _provenance(r)
+        c, m, d = p["config"], p["model_size"], p.get("data") or {}
+        seq = c.get("seq_len") or m["seq_len"]
+        seen = c["steps"] * c["batch_size"] * c.get("grad_accum", 1) * seq
+        train = d.get("train_tokens")
+        rows.append({"run": r, "mode": c["mode"], "init": c["init"], "seed": c["seed"], "steps": c["steps"],
+                     "batch": c["batch_size"] * c.get("grad_accum", 1), "seq_len": seq, "lr": c["lr"],
+                     "warmup": c["warmup"], "decay_steps": c.get("decay_steps") or c["steps"],
+                     "tokens_seen": seen, "train_tokens": train,
+                     "passes": seen / train if train else float("nan")})
+    return pd.DataFrame(rows)
