@@ -6,7 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-__all__ = ["objective_score_trajectories", "logits_versus_weights", "first_order_error_scaling"]
+__all__ = ["objective_score_trajectories", "logits_versus_weights", "first_order_error_scaling",
+           "context_ratio_per_type"]
 
 
 def objective_score_trajectories(history: pd.DataFrame):
@@ -69,4 +70,28 @@ def first_order_error_scaling(updates: pd.DataFrame):
     ax.set_title(r"The implicit update of $W_{qk}$ is exact to $O(\eta^2)$")
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def context_ratio_per_type(results: dict):
+    """Eq. S96's ratio ``mu_c / mu_p`` per frequent token type, with its bootstrap interval,
+    against the type's count; one panel per kind of window.
+
+    ``results``: ``{kind of window: companion.premises.context_ratio_share(...)}``.  The
+    premise of Thm. S1.12 asks for a ratio above 1 (dotted) for most occurrences.
+    """
+    fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 3.4), sharey=True,
+                             constrained_layout=True, squeeze=False)
+    for ax, (kind, res) in zip(axes[0], results.items()):
+        t = res["per_type"]
+        excl = (t["low"] > 1) | (t["high"] < 1)
+        ax.errorbar(t["count"], t["ratio"], yerr=[t["ratio"] - t["low"], t["high"] - t["ratio"]],
+                    fmt="o", ms=2, lw=0.5, color="0.6", alpha=0.6, label="interval contains 1")
+        ax.plot(t["count"][excl], t["ratio"][excl], "o", ms=2.5, color="C3", label="interval excludes 1")
+        ax.axhline(1.0, ls=":", color="k")
+        ax.set_xscale("log"); ax.set_yscale("log")
+        ax.set_xlabel("occurrences of the type")
+        ax.set_title(f"{kind} windows: share above 1 = {res['share']:.2f}", fontsize=9)
+    axes[0][0].set_ylabel(r"context / prediction count, $\mu_c/\mu_p$")
+    axes[0][0].legend(fontsize=7, loc="upper right")
     return fig

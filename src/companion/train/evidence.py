@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..errors import CompanionError
 
-__all__ = ["body_runs", "arm_values", "loss_gate", "null_band", "settings", "run_dates",
+__all__ = ["body_runs", "arm_values", "loss_gate", "null_band", "settings", "settings_text", "run_dates", "PAPER",
            "OBJECTIVE_OF_MODE"]
 
 #: the unigram reference that matches each mode's objective: the masked-LM one for the
@@ -149,3 +149,42 @@ def settings(runs: pd.DataFrame) -> pd.DataFrame:
                      "tokens_seen": seen, "train_tokens": train,
                      "passes": seen / train if train else float("nan")})
     return pd.DataFrame(rows)
+
+
+#: the paper's training setting (Appendix S2): AdamW, 5e-5 peak learning rate, 200 warm-up
+#: steps then linear decay, weight decay 0.01, 200,000 steps of 32 x 8 sequences of 512 tokens
+PAPER = {"lr": 5e-5, "warmup": 200, "steps": 200_000, "batch": 32 * 8, "seq_len": 512, "weight_decay": 0.01}
+PAPER["tokens_per_step"] = PAPER["batch"] * PAPER["seq_len"]
+
+
+def _one(values, fmt="{:g}") -> str:
+    vals = sorted(set(values))
+    return fmt.format(vals[0]) if len(vals) == 1 else " to ".join(fmt.format(v) for v in (vals[0], vals[-1]))
+
+
+def settings_text(runs: pd.DataFrame, gate_nats: float | None = None) -> str:
+    """One sentence that discloses what the runs of ``runs`` saw, for a chapter to glue:
+    learning rate against the paper's, warm-up and decay, steps, tokens seen, passes over
+    the training split, and each mode's final held-out loss against its unigram reference.
+    """
+    st = settings(runs)
+
+    def sci(x):  # 0.001 -> 1e-3
+        return "{:.0e}".format(x).replace("e-0", "e-").replace("e+0", "e")
+
+    lr = " to ".join(sci(v) for v in sorted({st["lr"].min(), st["lr"].max()}))
+    ratio = st["lr"] / PAPER["lr"]
+    times = ("the paper's" if (abs(ratio - 1) < 1e-9).all() else
+             f"{_one(ratio, '{:.0f}')} times the paper's {sci(PAPER['lr'])}")
+    text = (f"learning rate {lr} ({times}), {_one(st['warmup'])} warm-up "
+            f"steps, linear decay to 0 at step {_one(st['decay_steps'], '{:,}')}; {_one(st['steps'], '{:,}')} "
+            f"steps of {_one(st['batch'])} blocks of {_one(st['seq_len'])} tokens: "
+            f"{_one(st['tokens_seen'] / 1e6, '{:.2f}')} million tokens seen, "
+            f"{_one(st['passes'], '{:.1f}')} passes over the "
+            f"{_one(st['train_tokens'] / 1e6, '{:.2f}')}-million-token training split")
+    gate = loss_gate(runs, sorted({(m, "standard") for m in runs["mode"].unique()}),
+                     gate_nats if gate_nats is not None else 1.0)
+    below = [f"{g['below']:.2f} ({m})" for (m, _), g in gate["arms"].items() if g["below"] == g["below"]]
+    if below:
+        text += "; final held-out loss below the unigram reference by " + ", ".join(below) + " nats"
+    return text
