@@ -2,8 +2,10 @@
 
 The registry is the one place where a reader sees which claims the book checks and against
 what independent reference.  Each row names a chapter, the claim, the kind of reference
-(``autograd``, ``transformers``, ``monte-carlo``, ``closed-form``, ``published`` for the
-paper's printed values, ``measurement`` for data the package measured itself) and a
+(``autograd``, ``transformers``, ``monte-carlo``, ``closed-form``, ``finite-differences``,
+``published`` for the paper's printed values, ``measurement`` for data the package measured
+itself, ``consistency`` for a check of the code against a rewriting of itself, which guards
+against regressions but is no independent evidence) and a
 string that identifies the check: it must occur in exactly one executable code cell of
 that chapter, on a line that asserts.
 """
@@ -20,7 +22,8 @@ from companion import notebooks as nbgen
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "data" / "checks.csv"
-KINDS = {"autograd", "transformers", "monte-carlo", "closed-form", "published", "measurement"}
+KINDS = {"autograd", "transformers", "monte-carlo", "closed-form", "finite-differences", "published",
+         "measurement", "consistency"}
 CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.M | re.S)
 
 

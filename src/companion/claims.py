@@ -59,7 +59,7 @@ PHRASES = {"holds": "confirmed", "holds with a correction": "confirmed once corr
 #: otherwise by chance; they are checked by a closed form, a counterexample or a fixed
 #: computation (one draw, one configuration)
 MATH_CHECKS = {
-    "prop_2_1": "fixed computation (one random draw, linear programme)",
+    "prop_2_1": "fixed computation (one random draw, N > d, linear programme)",
     "prop_2_2": "fixed computation against autograd (one draw)",
     "remark_s1_6": "fixed computation (remainder's slope in the learning rate)",
     "prop_s1_7": "counterexample (one draw; algebraic identity)",
@@ -112,8 +112,12 @@ def joined(items, empty: str = "none") -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def conv_hull_check(N: int = 5, d: int = 8, seed: int = 0) -> dict:
+def conv_hull_check(N: int = 40, d: int = 4, seed: int = 0) -> dict:
     """Prop. 2.1 / Eq. S16: is ``x_i + sum_j alpha_ij W_v x_j`` in ``Conv(X)``?
+
+    The default has more tokens than dimensions (``N > d``), so that ``Conv(X)`` is
+    full-dimensional and membership is a real question: with ``N <= d`` the hull is a
+    lower-dimensional simplex and almost every point lies outside it, whatever the claim.
 
     Feasibility of ``lambda >= 0, sum lambda = 1, X^T lambda = target`` by linear
     programming, for the attention output (residual included), for the attention part
@@ -234,7 +238,7 @@ def prop_2_1() -> Verdict:
               "holds with a correction" if order and conv_v else "refuted")
     return Verdict("prop_2_1", "Prop. 2.1: softmax keeps the order of the logits; output in Conv(X)",
                    status, f"order kept: {order}; outputs in Conv(X): {conv_x} of {n}; "
-                   f"attention part in Conv(values): {conv_v}", "N = 5 tokens, d = 8",
+                   f"attention part in Conv(values): {conv_v}", "N = 40 tokens, d = 4",
                    "errata", "e-conv-hull")
 
 
@@ -409,12 +413,16 @@ def cor_s1_13(size: str | None = None) -> Verdict:
         per_seed[seed] = float(np.log(last.row_var / last.col_var).mean())
     t = equal_spreads_test(list(per_seed.values()), band).iloc[0]
     status = t["outcome"]
+    from .verdicts import detectable_effect
+    sd = float(np.std(list(per_seed.values()), ddof=1)) if len(per_seed) > 1 else float("nan")
+    power = detectable_effect(len(per_seed), sd)
     return Verdict("cor_s1_13", "Cor. S1.13: bidirectional training ends with equal spreads of row and column norms",
                    status, f"layer-mean log(Var rows / Var cols) per seed {', '.join(f'{v:+.2f}' for v in per_seed.values())}; "
                    f"mean {t['estimate']:+.2f} (95% t-interval {t['low']:+.2f} to {t['high']:+.2f}); random band +-{band:.2f}",
                    f"2 layers, d = {cfg['d']}, {cfg['steps']} steps, {len(per_seed)} seeds",
                    "objectives_to_structure", "ots-cor-s113", kind="empirical",
-                   check="equivalence test over seeds (data/verdict_rules.yaml)", rule_after=True)
+                   check="equivalence test over seeds (data/verdict_rules.yaml)",
+                   power=f"{power:.2f}" if np.isfinite(power) else "", rule_after=True)
 
 
 def thm_s1_14(size: str | None = None) -> Verdict:
@@ -429,6 +437,8 @@ def thm_s1_14(size: str | None = None) -> Verdict:
     t = beta_correlation_test(per_seed).iloc[0]
     status = {"holds": "holds", "refuted": "premise fails"}.get(t["outcome"], t["outcome"])
     sym_end = float(np.mean([bi[bi.step == bi.step.max()]["symmetry"].mean() for bi in runs.values()]))
+    from .verdicts import detectable_effect
+    power = detectable_effect(len(per_seed), float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else float("nan"))
     return Verdict("thm_s1_14", "Thm. 2.4 / S1.14: bidirectional updates are nearly symmetric because beta_ij ~ beta_ji",
                    status, f"corr(beta_ij, beta_ji), mean over layers and checkpoints, per seed "
                    f"{', '.join(f'{v:+.2f}' for v in per_seed)}: {t['estimate']:+.2f} (95% t-interval "
@@ -437,7 +447,7 @@ def thm_s1_14(size: str | None = None) -> Verdict:
                    f"2 layers, d = {cfg['d']}, {cfg['steps']} steps, {len(per_seed)} seeds",
                    "objectives_to_structure", "ots-premise-training", kind="empirical",
                    check="one-sample test against a threshold over seeds (data/verdict_rules.yaml)",
-                   rule_after=True)
+                   power=f"{power:.2f}" if np.isfinite(power) else "", rule_after=True)
 
 
 def remark_s1_15() -> Verdict:
