@@ -24,6 +24,7 @@ __all__ = ["add_train_parser", "run_train", "main"]
 def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     from .init import INITS, PENALTIES
     from .model import MODEL_SIZES, MODES
+    from .updates import OPTIMIZERS
 
     p.add_argument("--mode", choices=MODES, default="encoder",
                    help="encoder (masked LM), decoder (next-token), authors-decoder (masked LM under a causal mask)")
@@ -41,6 +42,11 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "--steps runs the first steps of a longer schedule, e.g. the paper's "
                         "--lr 5e-5 --warmup 200 --decay-steps 200000")
     p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw",
+                   help="adamw (the paper's), adam (L2 decay), sgd, sgd-momentum (0.9)")
+    p.add_argument("--log-updates", type=_update_interval, default=None, metavar="N",
+                   help="every N steps, log the symmetry and directionality of the applied update of each "
+                        "layer's form, of the gradient-implied one and of the change since step 0")
     p.add_argument("--eval-every", type=int, default=20)
     p.add_argument("--eval-blocks", type=_eval_blocks, default=64,
                    help="held-out blocks per evaluation (>= 1), or 'all' for the whole held-out split")
@@ -75,6 +81,17 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run directory for history.csv and provenance.json")
     p.add_argument("--log", default=None, help="append progress lines to this file")
     return p
+
+
+def _update_interval(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of steps >= 1, got {text!r}")
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--log-updates must be >= 1 (every N-th update is measured); got {n}. "
+                                         "Leave it out to log no updates.")
+    return n
 
 
 def _eval_blocks(text: str):
@@ -152,7 +169,7 @@ def run_train(args: argparse.Namespace) -> int:
             mode=args.mode, init=args.init, size=args.size or size_for_run().name, seed=args.seed,
         steps=args.steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
         warmup=args.warmup, decay_steps=args.decay_steps, weight_decay=args.weight_decay,
-        eval_every=args.eval_every,
+        optimizer=args.optimizer, update_every=args.log_updates, eval_every=args.eval_every,
         eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
         corpus=args.corpus, top_k=args.top_k or None, seq_len=args.seq_len, layers=args.layers,
             width=args.width, heads=args.heads, bf16=not args.no_bf16,

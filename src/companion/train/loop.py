@@ -65,6 +65,7 @@ from .data import TokenData, token_data_for_corpus
 from .init import PENALTIES, initialize, symmetry_penalty
 from .model import MODEL_SIZES, build_model, get_size, qk_weights
 from .objectives import SelectiveLM, objective_loss, objective_terms
+from .updates import UpdateRecorder, make_optimizer
 
 __all__ = ["TrainConfig", "train", "structure_rows", "write_run", "read_run", "EVAL_MASK_SEED",
            "eval_loss", "load_checkpoint"]
@@ -92,6 +93,8 @@ class TrainConfig:
     warmup: int = 20
     decay_steps: int | None = None  # step at which the linear decay reaches 0; None: ``steps``
     weight_decay: float = 0.01
+    optimizer: str = "adamw"        # companion.train.updates.OPTIMIZERS
+    update_every: int | None = None  # log the structure of every N-th update (updates.py); None: off
     max_grad_norm: float = 1.0
     eval_every: int = 20
     eval_blocks: int | None = 64
@@ -119,6 +122,14 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")
         if self.warmup < 0 or self.warmup > self.steps:
             raise ValueError(f"warmup must lie in [0, steps={self.steps}]; got {self.warmup}.")
+        from .updates import OPTIMIZERS
+
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}.")
+        if self.update_every is not None and (isinstance(self.update_every, bool) or
+                                              not isinstance(self.update_every, int) or self.update_every < 1):
+            raise ValueError(f"update_every must be a whole number of steps >= 1 (or None to log no updates); "
+                             f"got {self.update_every!r}.")
         if self.decay_steps is not None and self.decay_steps < max(self.warmup, 1):
             raise ValueError(f"decay_steps must be >= warmup ({self.warmup}) and >= 1; got {self.decay_steps} "
                              "(it is the step at which the learning rate reaches 0).")
@@ -354,10 +365,11 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     fwd = torch.compile(net) if cfg.compile else net
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(0.9, 0.999), eps=1e-8, fused=device.type == "cuda",
-    )
+    opt = make_optimizer(cfg.optimizer, decay, no_decay, cfg.lr, cfg.weight_decay, fused=device.type == "cuda")
+    if cfg.update_every is not None and world > 1:
+        raise CompanionError("update logging (--log-updates) runs in one process; start the run without "
+                             "torchrun, or without --log-updates.")
+    recorder = UpdateRecorder(model, cfg.update_every) if cfg.update_every is not None else None
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.warmup, cfg.schedule_total))
     gens = {"data": torch.Generator().manual_seed(cfg.seed + 1),
             # each rank masks its own blocks with its own draws (rank 0 = single-process run)
@@ -387,6 +399,8 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         _set_rng_state(gens, states[rank])
         rows = ck["history"]
         start = ck["step"]
+        if recorder is not None:  # the accumulated change keeps counting from the true start
+            recorder.initial = ck["update_initial"]
     # time spent by earlier segments of a resumed run (checkpoints from before this field: 0)
     before = dict(ck.get("elapsed", {"wall": 0.0, "cpu": 0.0})) if resume else {"wall": 0.0, "cpu": 0.0}
     t0, c0 = time.time(), time.process_time()
@@ -440,11 +454,15 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                     obj = obj + cfg.penalty_coef * pen / cfg.grad_accum
                 obj.backward()
             total = total + loss.detach() / cfg.grad_accum
+        if recorder is not None:
+            recorder.before_step(model, step)
         if cfg.max_grad_norm:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         rows.append(dict(step=step + 1, quantity="lr", layer=-1, head=-1, value=sched.get_last_lr()[0]))
         opt.step()
         sched.step()
+        if recorder is not None:
+            rows.extend(recorder.after_step(model, step))
         opt.zero_grad(set_to_none=True)
         pending.append((step + 1, "train_loss", total))
         if cfg.penalty != "none":
@@ -464,6 +482,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                                 "scheduler": sched.state_dict(), "rng": states, "history": rows,
                                 "step": done, "config": cfg.to_dict(),
+                                "update_initial": recorder.initial if recorder is not None else None,
                                 "elapsed": {"wall": before["wall"] + time.time() - t0,
                                             "cpu": before["cpu"] + time.process_time() - c0}}, tmp)
                     os.replace(tmp, ckpt_path)

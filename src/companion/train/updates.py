@@ -1,0 +1,137 @@
+"""The structure of each update of the query-key forms during training (Prop. 2.2, Thms. 2.3/2.4).
+
+The paper's argument is about updates: every gradient step adds to ``M = W_q^T W_k`` a sum
+of rank-one terms (Prop. 2.2, Eq. 6), and the objective decides whether those terms are
+nearly symmetric (Thm. 2.4) or build high-norm columns (Thm. 2.3).  An optimiser other
+than plain gradient descent changes the update that is applied.  At chosen steps
+:class:`UpdateRecorder` logs, per layer ``l``:
+
+``grad_*``
+    the gradient-implied change ``G = dW_q^T W_k + W_q^T dW_k`` from the raw gradients,
+    before clipping and the optimiser (plain gradient descent applies ``-eta G`` to first
+    order, Remark S1.6);
+``update_*``
+    the applied change ``Delta M = M(t+1) - M(t)`` of the step;
+``accum_*``
+    the accumulated change ``M(t+1) - M(0)`` since initialisation;
+
+each as its symmetry and directionality (Eqs. 7-8; both are unchanged by a sign flip and a
+positive scale), and ``update_cos_grad``, the cosine between ``Delta M`` and ``-G`` (1
+under plain gradient descent to first order in the learning rate).  Rows use the run's
+history format (``step, quantity, layer, head=-1, value``), at the step after the update.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..bilinear import bilinear_form
+from ..errors import CompanionError
+from ..scores import directionality_score, symmetry_score
+from .model import attention_modules, num_heads
+
+__all__ = ["OPTIMIZERS", "UPDATE_QUANTITIES", "forms", "gradient_forms", "UpdateRecorder", "make_optimizer"]
+
+#: optimisers the training loop builds (``TrainConfig.optimizer``)
+OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum")
+
+UPDATE_QUANTITIES = tuple(f"{kind}_{score}" for kind in ("grad", "update", "accum")
+                          for score in ("symmetry", "directionality")) + ("update_cos_grad",)
+
+
+def _pairs(model):
+    model = getattr(model, "module", model)
+    return [(a.query.weight, a.key.weight) for a in attention_modules(model)]
+
+
+@torch.no_grad()
+def forms(model) -> list[torch.Tensor]:
+    """Per layer, the layer's form ``M = sum_h W_{q,h}^T W_{k,h}`` in float64 on the CPU."""
+    H = num_heads(model)
+    return [bilinear_form(wq.detach().double().cpu(), wk.detach().double().cpu(), H) for wq, wk in _pairs(model)]
+
+
+@torch.no_grad()
+def gradient_forms(model) -> list[torch.Tensor]:
+    """Per layer, ``G = dW_q^T W_k + W_q^T dW_k`` from the parameters' current ``.grad``:
+    the derivative of the loss with respect to the layer's form, pushed through the factors
+    (the first-order change of ``M`` under gradient descent is ``-eta G``)."""
+    H = num_heads(model)
+    out = []
+    for wq, wk in _pairs(model):
+        if wq.grad is None or wk.grad is None:
+            raise CompanionError("update logging found no gradient on a query/key weight; it reads the "
+                                 "gradients after backward() and before the optimiser step.")
+        q, k = wq.detach().double().cpu(), wk.detach().double().cpu()
+        gq, gk = wq.grad.detach().double().cpu(), wk.grad.detach().double().cpu()
+        out.append(bilinear_form(gq, k, H) + bilinear_form(q, gk, H))
+    return out
+
+
+def _scores(kind, M, step, layer):
+    return [dict(step=step, quantity=f"{kind}_symmetry", layer=layer, head=-1, value=float(symmetry_score(M))),
+            dict(step=step, quantity=f"{kind}_directionality", layer=layer, head=-1,
+                 value=float(directionality_score(M)))]
+
+
+class UpdateRecorder:
+    """Logs the structure of the updates every ``every`` steps (see the module docstring).
+
+    Call :meth:`before_step` after the backward pass and before gradient clipping and the
+    optimiser, :meth:`after_step` after the optimiser; both do nothing at steps that are
+    not logged.  ``initial`` is ``M(0)`` per layer (kept in a run's checkpoint, so that a
+    resumed run keeps measuring from its true start).
+    """
+
+    def __init__(self, model, every: int, initial: list[torch.Tensor] | None = None):
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise CompanionError(f"the update-logging interval must be a whole number of steps >= 1; got {every!r}.")
+        self.every = every
+        self.initial = initial if initial is not None else forms(model)
+        self._before = None
+        self.last: dict | None = None   # the matrices of the last measured update, per layer
+
+    def due(self, step: int) -> bool:
+        """Whether the update of 0-based ``step`` (logged at ``step + 1``) is measured."""
+        return step % self.every == 0
+
+    def before_step(self, model, step: int) -> None:
+        self._before = (forms(model), gradient_forms(model)) if self.due(step) else None
+
+    def after_step(self, model, step: int) -> list[dict]:
+        if self._before is None:
+            return []
+        before, grads = self._before
+        self._before = None
+        rows = []
+        after = forms(model)
+        self.last = {"before": before, "after": after, "grad": grads}
+        for layer, (M1, M0, G, Minit) in enumerate(zip(after, before, grads, self.initial)):
+            dM = M1 - M0
+            rows += _scores("grad", G, step + 1, layer)
+            rows += _scores("update", dM, step + 1, layer)
+            rows += _scores("accum", M1 - Minit, step + 1, layer)
+            denom = float(torch.linalg.norm(dM) * torch.linalg.norm(G))
+            cos = float(-(dM * G).sum() / denom) if denom > 0 else float("nan")
+            rows.append(dict(step=step + 1, quantity="update_cos_grad", layer=layer, head=-1, value=cos))
+        return rows
+
+
+def make_optimizer(name: str, decay_params, other_params, lr: float, weight_decay: float, fused: bool = False):
+    """The optimiser ``name`` (:data:`OPTIMIZERS`) over two parameter groups: matrices, which
+    get ``weight_decay``, and vectors (biases, norms), which do not.
+
+    ``adamw``: decoupled decay (the paper's, Appendix S2); ``adam``: decay as an L2 term in
+    the gradient; ``sgd``: plain gradient descent; ``sgd-momentum``: heavy-ball momentum 0.9.
+    """
+    groups = [{"params": list(decay_params), "weight_decay": weight_decay},
+              {"params": list(other_params), "weight_decay": 0.0}]
+    if name == "adamw":
+        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-8, fused=fused)
+    if name == "adam":
+        return torch.optim.Adam(groups, lr=lr, betas=(0.9, 0.999), eps=1e-8)
+    if name == "sgd":
+        return torch.optim.SGD(groups, lr=lr, momentum=0.0)
+    if name == "sgd-momentum":
+        return torch.optim.SGD(groups, lr=lr, momentum=0.9)
+    raise CompanionError(f"unknown optimiser {name!r}; choose one of {OPTIMIZERS}.")
