@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         lines.append({"bench": "update_logging", "log_every": v, "steps": args.steps, "repeats": args.repeats,
                       "median_s_per_step": round(med, 5), "ratio_to_off": round(med / base, 4),
                       "threads": args.threads, "device": "cpu", "machine": platform.machine(),
-                      "processor": platform.processor() or platform.machine(), "cpu_count": torch.get_num_threads(),
+                      "processor": platform.processor() or platform.machine(), "torch_threads": torch.get_num_threads(),
                       "torch": torch.__version__, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     for line in lines:
         print(json.dumps(line))
