@@ -129,3 +129,21 @@ def test_the_cli_refuses_a_zero_interval_in_one_line(tmp_path):
     r = subprocess.run([sys.executable, "-m", "companion.train.cli", "--size", "micro", "--log-updates", "0",
                         "--out", str(tmp_path / "x")], capture_output=True, text=True)
     assert r.returncode == 2 and "--log-updates must be >= 1" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_window_means_average_layers_and_the_early_logged_steps_only():
+    from companion.train.updates import window_means
+
+    rows = []
+    for mode, base in (("encoder", 0.5), ("decoder", 0.1)):
+        for step in (1, 11, 21, 101):
+            for layer in (0, 1):
+                v = base + 0.1 * layer if step <= 21 else 9.0      # late steps must not count
+                rows.append(dict(run=f"r-{mode}", mode=mode, init="standard", seed=1, step=step,
+                                 quantity="update_symmetry", layer=layer, head=-1, value=v))
+        rows.append(dict(run=f"r-{mode}", mode=mode, init="standard", seed=1, step=200, quantity="eval_loss",
+                         layer=-1, head=-1, value=1.0))
+    m = window_means(pd.DataFrame(rows), fraction=0.1)     # steps <= 20 of 200: 1 and 11
+    assert m["encoder", "standard", 1] == pytest.approx(0.55) and m["decoder", "standard", 1] == pytest.approx(0.15)
+    with pytest.raises(CompanionError, match="not an update quantity"):
+        window_means(pd.DataFrame(rows), "symmetry")

@@ -582,7 +582,7 @@ def training_symmetry() -> Verdict:
     """Fig. 3a: the encoder's final layer-mean symmetry minus the true decoder's, paired by
     seed, on BERT-Mini on Wikipedia (the rule's primary test); see ``training_tests_table``
     for the authors' decoder and the other bodies."""
-    return _training_verdict("training_symmetry", "training_dynamics", "td-wikipedia",
+    return _training_verdict("training_symmetry", "training_dynamics", "td-wiki-bert-mini",
                              "CPU runs: BERT-Mini on Wikipedia (primary) and smaller bodies, early training",
                              "encoder minus decoder symmetry")
 
@@ -590,7 +590,7 @@ def training_symmetry() -> Verdict:
 def training_directionality() -> Verdict:
     """Fig. 3b: the encoder's final layer-mean directionality minus the true decoder's
     (> 0: the decoder is the more column-dominant), paired by seed."""
-    return _training_verdict("training_directionality", "training_dynamics", "td-wikipedia",
+    return _training_verdict("training_directionality", "training_dynamics", "td-wiki-bert-mini",
                              "CPU runs: BERT-Mini on Wikipedia (primary) and smaller bodies, early training",
                              "encoder minus decoder directionality")
 

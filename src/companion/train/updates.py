@@ -30,7 +30,8 @@ from ..errors import CompanionError
 from ..scores import directionality_score, symmetry_score
 from .model import attention_modules, num_heads
 
-__all__ = ["OPTIMIZERS", "UPDATE_QUANTITIES", "forms", "gradient_forms", "UpdateRecorder", "make_optimizer"]
+__all__ = ["OPTIMIZERS", "UPDATE_QUANTITIES", "forms", "gradient_forms", "UpdateRecorder", "make_optimizer",
+           "window_means"]
 
 #: optimisers the training loop builds (``TrainConfig.optimizer``)
 OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum")
@@ -135,3 +136,20 @@ def make_optimizer(name: str, decay_params, other_params, lr: float, weight_deca
     if name == "sgd-momentum":
         return torch.optim.SGD(groups, lr=lr, momentum=0.9)
     raise CompanionError(f"unknown optimiser {name!r}; choose one of {OPTIMIZERS}.")
+
+
+def window_means(runs, quantity: str = "update_symmetry", fraction: float = 0.1):
+    """Per run, the mean of ``quantity`` over its layers and over the logged steps in the
+    first ``fraction`` of its training (the window of the ``update_structure`` rule), indexed
+    by ``(mode, init, seed)``; runs that logged no updates are absent.
+
+    ``runs`` is a table of :func:`companion.train.runs.load_runs`.
+    """
+    if quantity not in UPDATE_QUANTITIES:
+        raise CompanionError(f"{quantity!r} is not an update quantity; choose one of {UPDATE_QUANTITIES}.")
+    if not 0 < fraction <= 1:
+        raise CompanionError(f"fraction must lie in (0, 1]; got {fraction}.")
+    rows = runs[runs["quantity"] == quantity]
+    last = runs.groupby("run")["step"].transform("max")
+    rows = rows[rows["step"] <= fraction * last.loc[rows.index]]
+    return rows.groupby(["mode", "init", "seed"])["value"].mean()
