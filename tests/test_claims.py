@@ -126,3 +126,25 @@ def test_the_sentence_helpers_join_and_phrase_every_status():
     assert claims.joined([]) == "none" and claims.joined(["a"]) == "a"
     assert claims.joined(["a", "b", "c"]) == "a, b and c"
     assert set(claims.PHRASES) == set(claims.STATUSES)
+
+
+@pytest.mark.parametrize("gap, expected", [(0.2, "holds"), (-0.2, "refuted")])
+def test_the_update_rule_pairs_encoder_and_decoder_updates_by_seed(monkeypatch, gap, expected):
+    from companion import empirical
+    from companion.train import evidence
+    from companion.train import runs as runs_module
+
+    rows = []
+    for seed in (1, 2, 3):
+        for mode, base in (("encoder", 0.1 + gap), ("decoder", 0.1)):
+            run = f"update-sgd-x-wikipedia-{mode}-standard-s{seed}"
+            for step in (1, 11, 1000):
+                for layer in (0, 1):
+                    v = base + 0.01 * seed if step < 100 else 5.0     # late steps outside the window
+                    rows.append((run, mode, "standard", seed, step, "update_symmetry", layer, -1, v))
+    fake = pd.DataFrame(rows, columns=["run", "mode", "init", "seed", "step", "quantity", "layer", "head", "value"])
+    monkeypatch.setattr(runs_module, "load_runs", lambda names=None, root=None, pattern="*": fake)
+    monkeypatch.setattr(evidence, "null_band", lambda runs, q: 0.05)
+    t = empirical.update_tests()
+    prim = t[t["primary"]].iloc[0]
+    assert prim["n"] == 3 and prim["estimate"] == pytest.approx(gap) and prim["outcome"] == expected

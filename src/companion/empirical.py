@@ -16,7 +16,7 @@ from .verdicts import (detectable_effect, directional_outcome, equivalence_outco
                        paired_t, rule, rule_written_after, threshold_outcome)
 
 __all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
-           "beta_correlation_test", "family"]
+           "beta_correlation_test", "family", "update_tests"]
 
 _CACHE: dict = {}
 
@@ -216,3 +216,50 @@ def family(primary_rows: pd.DataFrame, fwer: float = 0.05) -> pd.DataFrame:
     # one-sided p-values against the one-sided level of the two-sided intervals (fwer / 2)
     t["survives"] = [("yes" if p < fwer / 2 else "no") if d else "" for p, d in zip(t["p_holm"], decided)]
     return t
+
+
+# ------------------------------------------------------------------- updates (Thms. 2.3/2.4 in training)
+
+
+def update_tests(rules=None) -> pd.DataFrame:
+    """The ``update_structure`` rule on the cached update-level runs: per group of runs
+    (``update-GROUP-*``: the optimiser and schedule of data/runs/mechanism_plan.md) and per
+    score, the encoder minus the true decoder, paired by seed, of the mean over layers and
+    over the logged steps of the first 10% of training (:func:`companion.train.updates.window_means`).
+    The row of the rule's primary group (plain SGD) on ``update_symmetry`` decides."""
+    import fnmatch
+
+    from .train import evidence
+    from .train.runs import load_runs
+    from .train.updates import window_means
+    from .verdicts import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    r = rule("update_structure", rules)
+    level = r["framework"].get("level", 0.95)
+    try:
+        runs = load_runs(pattern="update-*")
+    except FileNotFoundError:
+        return pd.DataFrame()
+    runs = runs[runs["seed"].isin(r["seeds"])]
+    rows = []
+    for pattern in [r["primary"]["runs"]] + list(r.get("secondary", [])):
+        sub = runs[[fnmatch.fnmatch(n, pattern) for n in runs["run"]]]
+        if sub.empty:
+            continue
+        for q in ["update_symmetry"] + list(r.get("also", [])):
+            m = window_means(sub, q)
+            if "encoder" not in m.index.get_level_values("mode") or "decoder" not in m.index.get_level_values("mode"):
+                continue
+            a, b = m.xs("encoder", level="mode").droplevel("init"), m.xs("decoder", level="mode").droplevel("init")
+            if len(a.index.intersection(b.index)) == 0:
+                continue
+            est = paired_t(a, b, level)
+            band = evidence.null_band(sub, q.split("_", 1)[1])
+            rows.append(dict(claim=r["key"], runs=pattern, quantity=q, n=est.n, estimate=est.mean, low=est.low,
+                             high=est.high, sd=est.sd, sesoi=band,
+                             outcome=directional_outcome(est, band, r.get("min_seeds", 3)),
+                             primary=pattern == r["primary"]["runs"] and q == "update_symmetry",
+                             detectable=detectable_effect(est.n, est.sd, level), p_holds=p_above(est),
+                             p_refuted=p_below(est, band)))
+    return pd.DataFrame(rows)
