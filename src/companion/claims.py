@@ -35,7 +35,7 @@ __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict"
            "prop_2_1", "prop_2_2", "remark_s1_6", "prop_s1_7", "prop_s1_8", "cor_s1_9",
            "prop_s1_10", "lemma_s1_11", "thm_s1_12", "cor_s1_13", "thm_s1_14", "remark_s1_15",
            "prop_s1_17", "prop_s1_18", "survey_encoder_decoder", "training_symmetry",
-           "training_directionality", "symmetric_init_structure", "table_1",
+           "training_directionality", "symmetric_init_structure", "table_1", "update_structure",
            "conv_hull_check", "s50_transpose_check", "s1_8_same_law_profiles",
            "premise_config", "premise_runs", "premise_seed_runs", "premise_shares",
            "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "joined"]
@@ -612,10 +612,47 @@ def table_1() -> Verdict:
                              "baseline minus symmetric-start final held-out loss")
 
 
+def update_structure() -> Verdict:
+    """Thms. 2.3/2.4 at the level of updates, in training: the encoder's per-step updates in
+    the first 10% of training minus the true decoder's, paired by seed, under plain SGD (the
+    rule ``update_structure``; runs of data/runs/mechanism_plan.md)."""
+    from .empirical import update_tests
+    from .verdicts import rule
+
+    t = _cached("update_tests", update_tests)
+    r = rule("update_structure")
+    prim = t[t["primary"]] if len(t) else t
+    if prim.empty:
+        status, measured, power = "not testable here", "no update-level run of the primary group is cached yet", ""
+    else:
+        p = prim.iloc[0]
+        status = p["outcome"]
+        iv = (f"95% t-interval {p['low']:+.3f} to {p['high']:+.3f}, " if p["n"] > 1 else "")
+        measured = (f"update symmetry, encoder minus decoder, first 10% of training, plain SGD: "
+                    f"{p['estimate']:+.3f} ({iv}{p['n']} of {len(r['seeds'])} seeds cached); smallest effect "
+                    f"of interest {p['sesoi']:.3f}")
+        power = f"{p['detectable']:.3f}" if np.isfinite(p["detectable"]) else ""
+    return Verdict("update_structure", r["claim"], status, measured,
+                   "CPU runs at the regime size, logged every 10 steps", "training_dynamics", "td-updates",
+                   kind="empirical", check="paired seed-level test (data/verdict_rules.yaml)", power=power,
+                   rule_after=_update_rule_after(r))
+
+
+def _update_rule_after(r) -> bool:
+    from .train.evidence import run_dates
+    from .train.runs import load_runs
+    from .verdicts import rule_written_after
+
+    try:
+        return rule_written_after(r, run_dates(load_runs(pattern="update-*")))
+    except FileNotFoundError:
+        return False
+
+
 VERDICTS = (prop_2_1, prop_2_2, remark_s1_6, prop_s1_7, prop_s1_8, cor_s1_9, prop_s1_10, lemma_s1_11,
             thm_s1_12, cor_s1_13, thm_s1_14, remark_s1_15, prop_s1_17, prop_s1_18,
             survey_encoder_decoder, training_symmetry, training_directionality,
-            symmetric_init_structure, table_1)
+            symmetric_init_structure, table_1, update_structure)
 
 
 def verdict(key: str) -> Verdict:
@@ -645,6 +682,11 @@ def empirical_family():
     for key in ("training_symmetry", "training_directionality", "symmetric_init_structure", "table_1"):
         t = training_tests_table(key)
         rows.append(t[t["primary"]].iloc[0][["claim", "outcome", "p_holds", "p_refuted"]])
+    from .empirical import update_tests
+
+    ut = _cached("update_tests", update_tests)
+    if len(ut):
+        rows.append(ut[ut["primary"]].iloc[0][["claim", "outcome", "p_holds", "p_refuted"]])
     for r in survey_test(_cached("zoo_contrast", _zoo_contrast)).itertuples():
         rows.append(pd.Series({"claim": f"survey_encoder_decoder ({r.score})", "outcome": r.outcome,
                                "p_holds": r.p_holds, "p_refuted": r.p_refuted}))
