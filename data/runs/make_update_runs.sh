@@ -4,19 +4,32 @@
 #   bash data/runs/make_update_runs.sh pilot   # the SGD learning-rate pilot (minutes; writes
 #                                              # data/runs/update_lr_sgd.txt and the plan's outcome)
 #   bash data/runs/make_update_runs.sh         # the runs, resumable (RUN_JOBS=2 at a time)
+#   bash data/runs/make_update_runs.sh mini    # the BERT-Mini matrix on a GPU (the plan's addendum):
+#                                              # its SGD pilot first, then the runs, RUN_JOBS at a time
+#                                              # (default 12), one CPU thread each, sharing the GPU
 source "$(dirname "$0")/common.sh"
 REGIME=${REGIME:-$($PY -m companion.train.study regime)}
 ARGS=$($PY -m companion.train.study args $REGIME ${TOKENS:-})
-if [[ ${1:-} == pilot ]]; then
-  $PY - <<'PY'
-import math, json, shlex, sys, time
+PHASE=${1:-runs}
+[[ $PHASE == runs || $PHASE == pilot || $PHASE == mini ]] || { echo "usage: $0 [pilot|mini]" >&2; exit 2; }
+if [[ $PHASE == mini ]]; then  # the BERT-Mini settings of make_wiki_runs.sh, on the GPU
+  ARGS="--size bert-mini --steps 2000 --batch-size 16 --lr 1e-3 --warmup 100 --eval-every 100 --eval-blocks 320 --checkpoint-every 500"
+  SIZE=bert-mini SEQ=128 LRFILE=data/runs/update_lr_sgd_mini.txt PREFIX=update-mini JOBS=${RUN_JOBS:-12}
+else
+  SIZE=cpu SEQ=64 LRFILE=data/runs/update_lr_sgd.txt PREFIX=update
+fi
+if [[ $PHASE == pilot || ( $PHASE == mini && ! -f $LRFILE ) ]]; then
+  SIZE=$SIZE SEQ=$SEQ LRFILE=$LRFILE $PY - <<'PY'
+import math, os, sys, time
 from companion.train.data import token_data_for_corpus
 from companion.train.loop import TrainConfig, train
-data = token_data_for_corpus("wikipedia", 64, top_k=4096)
+size, seq, lrfile = os.environ["SIZE"], int(os.environ["SEQ"]), os.environ["LRFILE"]
+data = token_data_for_corpus("wikipedia", seq, top_k=4096)
 rows, chosen = [], None
 for lr in (0.03, 0.1, 0.3, 1.0):
-    cfg = TrainConfig(size="cpu", mode="encoder", seed=1, steps=200, batch_size=8, seq_len=64, lr=lr, warmup=10,
-                      eval_every=100, eval_blocks=128, optimizer="sgd", weight_decay=0.0, device="cpu")
+    cfg = TrainConfig(size=size, mode="encoder", seed=1, steps=200, batch_size=8 if size == "cpu" else 16,
+                      seq_len=seq, lr=lr, warmup=10, eval_every=100, eval_blocks=128, optimizer="sgd",
+                      weight_decay=0.0, device="cpu" if size == "cpu" else None)
     h = train(cfg, data=data)
     ev = h[h.quantity == "eval_loss"].set_index("step")["value"]
     tr = h[h.quantity == "train_loss"]["value"]
@@ -26,17 +39,21 @@ for lr in (0.03, 0.1, 0.3, 1.0):
         chosen = lr
 if chosen is None:
     sys.exit("pilot: no rate met the rule; see data/runs/mechanism_plan.md")
-open("data/runs/update_lr_sgd.txt", "w").write(f"{chosen:g}\n")
+open(lrfile, "w").write(f"{chosen:g}\n")
+import torch
+where = torch.cuda.get_device_name() if size != "cpu" and torch.cuda.is_available() else "CPU"
+how = "pilot" if size == "cpu" else "mini"
 with open("data/runs/mechanism_plan.md", "a") as fh:
-    fh.write(f"\nRun on {time.strftime('%Y-%m-%d', time.gmtime())} with `bash data/runs/make_update_runs.sh pilot` (CPU):\n\n"
+    fh.write(f"\nRun on {time.strftime('%Y-%m-%d', time.gmtime())} with `bash data/runs/make_update_runs.sh {how}` "
+             f"(size {size}, {where}):\n\n"
              "| lr | held-out loss, step 0 | step 200 | largest training loss | meets the rule |\n|---|---|---|---|---|\n"
              + "\n".join(rows) + f"\n\n`LR_SGD` = {chosen:g}; `sgd-momentum` runs at {chosen / 10:g}.\n")
 print("LR_SGD", chosen)
 PY
-  exit $?
+  if [[ $PHASE == pilot ]]; then exit 0; fi
 fi
-[ -f data/runs/update_lr_sgd.txt ] || { echo "run the pilot first: bash $0 pilot" >&2; exit 2; }
-LR_SGD=$(cat data/runs/update_lr_sgd.txt)
+[ -f $LRFILE ] || { echo "run the pilot first: bash $0 pilot" >&2; exit 2; }
+LR_SGD=$(cat $LRFILE)
 LR_MOM=$($PY -c "print(f'{$LR_SGD / 10:g}')")
 declare -A OPT=(
   [sgd]="--optimizer sgd --lr $LR_SGD --weight-decay 0"
@@ -54,12 +71,14 @@ done
 for group in constant nowarmup; do for seed in 1 2 3; do jobs+=("$group encoder $seed"); done; done
 for seed in 1 2 3; do for mode in encoder decoder authors-decoder; do jobs+=("momentum $mode $seed"); done; done
 run() {  # GROUP MODE SEED
-  local name=update-$1-$REGIME-wikipedia-$2-standard-s$3
+  local name=$PREFIX-$1-$REGIME-wikipedia-$2-standard-s$3
+  [[ $PHASE == mini ]] && name=$PREFIX-$1-wikipedia-$2-standard-s$3
+  local out=/dev/null; [[ -n ${RUN_LOGS:-} ]] && out=$RUN_LOGS/$name.log
   [ -f data/runs/$name/history.csv ] && return 0
   # the group's options come after the regime's, so that they win (argparse: last one counts)
   nice -n ${RUN_NICE:-10} $PY -m companion.train.cli --corpus wikipedia --mode $2 --init standard --seed $3 \
     --eval-blocks 128 --threads 1 --log $LOG $ARGS ${OPT[$1]} --log-updates 10 --resume \
-    --out data/runs/$name > /dev/null
+    --out data/runs/$name > "$out" 2>&1 || echo "FAILED $name ($out)"
 }
 for job in "${jobs[@]}"; do
   pool run $job
