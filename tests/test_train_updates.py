@@ -13,7 +13,7 @@ from companion.errors import CompanionError
 from companion.scores import directionality_score, symmetry_score
 from companion.train.loop import TrainConfig, train
 from companion.train.model import build_model, qk_weights
-from companion.train.updates import OPTIMIZERS, UPDATE_QUANTITIES, UpdateRecorder, make_optimizer
+from companion.train.updates import OPTIMIZERS, UPDATE_QUANTITIES, UpdateRecorder, make_optimizer, start_split
 
 from test_train_loop import _cfg, _data
 
@@ -147,3 +147,49 @@ def test_window_means_average_layers_and_the_early_logged_steps_only():
     assert m["encoder", "standard", 1] == pytest.approx(0.55) and m["decoder", "standard", 1] == pytest.approx(0.15)
     with pytest.raises(CompanionError, match="not an update quantity"):
         window_means(pd.DataFrame(rows), "symmetry")
+
+
+def test_the_start_split_is_an_orthogonal_decomposition_of_the_form():
+    g = torch.Generator().manual_seed(3)
+    M0 = torch.randn(12, 12, generator=g, dtype=torch.float64)
+    S = torch.randn(12, 12, generator=g, dtype=torch.float64)
+    S = S + S.T                                  # a symmetric addition
+    M = 0.4 * M0 + S
+    c, share, R = start_split(M, M0)
+    assert float((R * M0).sum()) == pytest.approx(0.0, abs=1e-9)            # R is orthogonal to the start
+    assert torch.allclose(c * M0 + R, M, atol=1e-12)                          # and the two add back up
+    assert share == pytest.approx(c * c * float((M0 * M0).sum()) / float((M * M).sum()), rel=1e-12)
+    # the coefficient is the least-squares one: no other multiple of M0 leaves a smaller rest
+    for other in (c - 0.05, c + 0.05):
+        assert float(((M - other * M0) ** 2).sum()) > float((R * R).sum())
+    # a form that is its start shrunk by weight decay alone: c is the shrink factor, no added part
+    c2, share2, R2 = start_split(0.7 * M0, M0)
+    assert c2 == pytest.approx(0.7, abs=1e-12) and share2 == pytest.approx(1.0, abs=1e-12)
+    assert float(torch.linalg.norm(R2)) < 1e-12
+    with pytest.raises(CompanionError, match="initial form is zero"):
+        start_split(M, torch.zeros_like(M0))
+
+
+def test_the_logged_split_matches_a_recomputation_from_the_forms():
+    model = _tiny_model()
+    initial = _plain_forms(model)
+    rec = UpdateRecorder(model, every=1)
+    opt = make_optimizer("adamw", [p for p in model.parameters() if p.ndim >= 2],
+                         [p for p in model.parameters() if p.ndim < 2], lr=5e-2, weight_decay=0.1)
+    for step in range(3):
+        opt.zero_grad()
+        _loss(model, seed=step).backward()
+        rec.before_step(model, step)
+        opt.step()
+        rows = pd.DataFrame(rec.after_step(model, step))
+    for layer, (M0, M) in enumerate(zip(initial, _plain_forms(model))):
+        M, M0 = M.detach(), M0.detach()
+        c = float(torch.dot(M.flatten(), M0.flatten()) / torch.dot(M0.flatten(), M0.flatten()))
+        R = M - c * M0
+        got = rows[rows.layer == layer].set_index("quantity")["value"]
+        assert got["start_coef"] == pytest.approx(c, rel=1e-9)
+        assert got["start_share"] == pytest.approx(c * c * float(M0.norm() ** 2) / float(M.norm() ** 2), rel=1e-9)
+        assert got["added_symmetry"] == pytest.approx(symmetry_score(R.numpy()), abs=1e-9)
+        assert got["form_symmetry"] == pytest.approx(symmetry_score(M.numpy()), abs=1e-9)
+        # three large steps moved the form: its start's coefficient is no longer 1, and part of it is added
+        assert abs(got["start_coef"] - 1) > 1e-3 and got["start_share"] < 1

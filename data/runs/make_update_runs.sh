@@ -7,14 +7,17 @@
 #   bash data/runs/make_update_runs.sh mini    # the BERT-Mini matrix on a GPU (the plan's addendum):
 #                                              # its SGD pilot first, then the runs, RUN_JOBS at a time
 #                                              # (default 12), one CPU thread each, sharing the GPU
+#   bash data/runs/make_update_runs.sh decomp  # the plan's addendum 2: the BERT-Mini runs that log the
+#                                              # start/added split (decomp-mini-*), on a GPU
 source "$(dirname "$0")/common.sh"
 REGIME=${REGIME:-$($PY -m companion.train.study regime)}
 ARGS=$($PY -m companion.train.study args $REGIME ${TOKENS:-})
 PHASE=${1:-runs}
-[[ $PHASE == runs || $PHASE == pilot || $PHASE == mini ]] || { echo "usage: $0 [pilot|mini]" >&2; exit 2; }
-if [[ $PHASE == mini ]]; then  # the BERT-Mini settings of make_wiki_runs.sh, on the GPU
+[[ $PHASE == runs || $PHASE == pilot || $PHASE == mini || $PHASE == decomp ]] || { echo "usage: $0 [pilot|mini|decomp]" >&2; exit 2; }
+if [[ $PHASE == mini || $PHASE == decomp ]]; then  # the BERT-Mini settings of make_wiki_runs.sh, on the GPU
   ARGS="--size bert-mini --steps 2000 --batch-size 16 --lr 1e-3 --warmup 100 --eval-every 100 --eval-blocks 320 --checkpoint-every 500"
   SIZE=bert-mini SEQ=128 LRFILE=data/runs/update_lr_sgd_mini.txt PREFIX=update-mini JOBS=${RUN_JOBS:-12}
+  [[ $PHASE == decomp ]] && PREFIX=decomp-mini
 else
   SIZE=cpu SEQ=64 LRFILE=data/runs/update_lr_sgd.txt PREFIX=update
 fi
@@ -65,14 +68,21 @@ declare -A OPT=(
   [momentum]="--optimizer sgd-momentum --lr $LR_MOM --weight-decay 0"
 )
 jobs=()
+if [[ $PHASE == decomp ]]; then
+  for group in sgd adamw adamw0 paperlr; do
+    for seed in 1 2 3; do for mode in encoder decoder; do jobs+=("$group $mode $seed"); done; done
+  done
+  for group in constant nowarmup; do for seed in 1 2 3; do jobs+=("$group encoder $seed"); done; done
+else
 for group in sgd adamw paperlr adamw0; do
   for seed in 1 2 3; do for mode in encoder decoder authors-decoder; do jobs+=("$group $mode $seed"); done; done
 done
 for group in constant nowarmup; do for seed in 1 2 3; do jobs+=("$group encoder $seed"); done; done
 for seed in 1 2 3; do for mode in encoder decoder authors-decoder; do jobs+=("momentum $mode $seed"); done; done
+fi
 run() {  # GROUP MODE SEED
   local name=$PREFIX-$1-$REGIME-wikipedia-$2-standard-s$3
-  [[ $PHASE == mini ]] && name=$PREFIX-$1-wikipedia-$2-standard-s$3
+  [[ $PHASE == mini || $PHASE == decomp ]] && name=$PREFIX-$1-wikipedia-$2-standard-s$3
   local out=/dev/null; [[ -n ${RUN_LOGS:-} ]] && out=$RUN_LOGS/$name.log
   [ -f data/runs/$name/history.csv ] && return 0
   # the group's options come after the regime's, so that they win (argparse: last one counts)

@@ -17,7 +17,19 @@ than plain gradient descent changes the update that is applied.  At chosen steps
 
 each as its symmetry and directionality (Eqs. 7-8; both are unchanged by a sign flip and a
 positive scale), and ``update_cos_grad``, the cosine between ``Delta M`` and ``-G`` (1
-under plain gradient descent to first order in the learning rate).  Rows use the run's
+under plain gradient descent to first order in the learning rate).  The split of the form
+into what is left of its start and what training added:
+
+``form_*``
+    the scores of the form ``M(t+1)`` itself;
+``start_coef``
+    ``c = <M(t+1), M(0)> / |M(0)|^2``, the coefficient of the start in the form (1 at the
+    start; weight decay shrinks it);
+``start_share``
+    ``c^2 |M(0)|^2 / |M(t+1)|^2``, the share of the form's squared norm that is the scaled
+    start;
+``added_*``
+    the scores of ``R = M(t+1) - c M(0)``, the part of the form orthogonal to its start.  Rows use the run's
 history format (``step, quantity, layer, head=-1, value``), at the step after the update.
 """
 
@@ -30,14 +42,27 @@ from ..errors import CompanionError
 from ..scores import directionality_score, symmetry_score
 from .model import attention_modules, num_heads
 
-__all__ = ["OPTIMIZERS", "UPDATE_QUANTITIES", "forms", "gradient_forms", "UpdateRecorder", "make_optimizer",
+__all__ = ["OPTIMIZERS", "UPDATE_QUANTITIES", "start_split", "forms", "gradient_forms", "UpdateRecorder", "make_optimizer",
            "window_means"]
 
 #: optimisers the training loop builds (``TrainConfig.optimizer``)
 OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum")
 
-UPDATE_QUANTITIES = tuple(f"{kind}_{score}" for kind in ("grad", "update", "accum")
-                          for score in ("symmetry", "directionality")) + ("update_cos_grad",)
+UPDATE_QUANTITIES = tuple(f"{kind}_{score}" for kind in ("grad", "update", "accum", "form", "added")
+                          for score in ("symmetry", "directionality")) + ("update_cos_grad", "start_coef",
+                                                                           "start_share")
+
+
+def start_split(M: torch.Tensor, M0: torch.Tensor) -> tuple[float, float, torch.Tensor]:
+    """``(c, share, R)``: the least-squares coefficient of the start ``M0`` in ``M``, the share
+    of ``|M|^2`` that ``c M0`` carries, and the rest ``R = M - c M0`` (orthogonal to ``M0``
+    in the Frobenius inner product, so ``|M|^2 = c^2 |M0|^2 + |R|^2``)."""
+    n0 = float((M0 * M0).sum())
+    if n0 == 0:
+        raise CompanionError("the initial form is zero; the start/added split needs a non-zero start.")
+    c = float((M * M0).sum()) / n0
+    nM = float((M * M).sum())
+    return c, (c * c * n0 / nM if nM > 0 else float("nan")), M - c * M0
 
 
 def _pairs(model):
@@ -112,6 +137,11 @@ class UpdateRecorder:
             rows += _scores("grad", G, step + 1, layer)
             rows += _scores("update", dM, step + 1, layer)
             rows += _scores("accum", M1 - Minit, step + 1, layer)
+            rows += _scores("form", M1, step + 1, layer)
+            c, share, R = start_split(M1, Minit)
+            rows += _scores("added", R, step + 1, layer)
+            rows += [dict(step=step + 1, quantity="start_coef", layer=layer, head=-1, value=c),
+                     dict(step=step + 1, quantity="start_share", layer=layer, head=-1, value=share)]
             denom = float(torch.linalg.norm(dM) * torch.linalg.norm(G))
             cos = float(-(dM * G).sum() / denom) if denom > 0 else float("nan")
             rows.append(dict(step=step + 1, quantity="update_cos_grad", layer=layer, head=-1, value=cos))
