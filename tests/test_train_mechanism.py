@@ -98,3 +98,10 @@ def test_the_window_table_is_a_one_sample_interval_per_group_and_objective():
     # first 25% of 400 steps: steps 0 and 100; per run the mean of -0.3 and -0.2-0.01 seed
     assert t["mean"] == pytest.approx(np.mean([(-0.3 - 0.2 - 0.01 * s) / 2 for s in (1, 2, 3)]))
     assert t["high"] < 0
+
+
+def test_runs_of_two_sizes_are_not_mixed_into_one_group():
+    a = _runs({"adamw": rise_fall}).assign(size="cpu")
+    b = _runs({"adamw": rise_only}).assign(size="bert-mini")
+    with pytest.raises(CompanionError, match="mix model sizes"):
+        mech.peak_and_fall(pd.concat([a, b]))

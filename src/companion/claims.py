@@ -632,8 +632,15 @@ def update_structure() -> Verdict:
                     f"{p['estimate']:+.3f} ({iv}{p['n']} of {len(r['seeds'])} seeds cached); smallest effect "
                     f"of interest {p['sesoi']:.3f}")
         power = f"{p['detectable']:.3f}" if np.isfinite(p["detectable"]) else ""
+        mini = t[(t["runs"] == "update-mini-sgd-*") & (t["quantity"] == "update_symmetry")]
+        if len(mini):
+            m = mini.iloc[0]
+            miv = f" ({m['low']:+.3f} to {m['high']:+.3f})" if m["n"] > 1 else ""
+            measured += (f"; beside it (secondary), the same at BERT-Mini size: {m['estimate']:+.3f}{miv}, "
+                         f"{m['n']} seeds, {m['outcome']} by the same reading")
     return Verdict("update_structure", r["claim"], status, measured,
-                   "CPU runs at the regime size, logged every 10 steps", "training_dynamics", "td-updates",
+                   "CPU runs at the regime size, logged every 10 steps (BERT-Mini on a GPU beside)",
+                   "training_dynamics", "td-updates",
                    kind="empirical", check="paired seed-level test (data/verdict_rules.yaml)", power=power,
                    rule_after=_update_rule_after(r))
 

@@ -43,13 +43,20 @@ def with_group(runs: pd.DataFrame) -> pd.DataFrame:
     """``runs`` with a ``group`` column read from the run names; runs not named after a
     group of the plan are dropped."""
     group = runs["run"].str.extract(_GROUP)[0]
-    return runs.assign(group=group)[group.notna()]
+    return runs.assign(group=group)[group.notna()].reset_index(drop=True)
+
+
+def _one_size(rows: pd.DataFrame) -> pd.DataFrame:
+    if "size" in rows and rows["size"].nunique() > 1:
+        raise CompanionError(f"these runs mix model sizes ({sorted(rows['size'].unique())}); the groups of the "
+                             "plan are compared within one size: pass the runs of one size.")
+    return rows
 
 
 def layer_mean_trajectory(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
     """Per run and step, the mean over layers of ``quantity`` (layer-level rows, ``head == -1``),
     indexed by ``(group, mode, seed, step)``."""
-    rows = with_group(runs)
+    rows = _one_size(with_group(runs))
     rows = rows[(rows["quantity"] == quantity) & (rows["head"] == -1) & (rows["layer"] >= 0)]
     if rows.empty:
         raise CompanionError(f"no layer-level {quantity!r} rows in these runs; update quantities need runs "
@@ -104,7 +111,7 @@ def split_at_end(runs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     Also ``form_if_no_start``: ``(1 - start_share) * added_symmetry``, the form's symmetry
     if its start carried no symmetry and were orthogonal in both parts to the added one
     (the gap to ``form_symmetry`` is the cross term and the start's own score)."""
-    rows = with_group(runs)
+    rows = _one_size(with_group(runs))
     rows = rows[rows["quantity"].isin(SPLIT_QUANTITIES) & (rows["layer"] >= 0)]
     if rows.empty:
         raise CompanionError("no start/added split in these runs; it is logged by runs made with --log-updates "
@@ -124,7 +131,7 @@ def split_at_end(runs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
 
 def window_table(runs: pd.DataFrame, quantity: str = "update_directionality", fraction: float = 0.1,
                  level: float = 0.95) -> pd.DataFrame:
-    """Per ``(group, mode)``: the mean over seeds of each run's early-window mean of an update
+    """Per ``(size, group, mode)``: the mean over seeds of each run's early-window mean of an update
     quantity (the window of the ``update_structure`` rule,
     :func:`companion.train.updates.window_means`), with its t-interval; e.g. whether a
     decoder's updates are column-dominant (directionality below 0) on their own."""
@@ -132,11 +139,13 @@ def window_table(runs: pd.DataFrame, quantity: str = "update_directionality", fr
 
     rows = with_group(runs)
     rows = rows[(rows["head"] == -1) & (rows["layer"] >= 0)]
+    if "size" not in rows:
+        rows = rows.assign(size="")
     out = []
-    for group, sub in rows.groupby("group"):
+    for (size, group), sub in rows.groupby(["size", "group"]):
         m = window_means(sub, quantity, fraction)
         for mode, vals in m.groupby(level="mode"):
             est = one_sample_t(vals.to_numpy(), level)
-            out.append(dict(group=group, mode=mode, quantity=quantity, n=est.n, mean=est.mean, low=est.low,
-                            high=est.high))
+            out.append(dict(size=size, group=group, mode=mode, quantity=quantity, n=est.n, mean=est.mean,
+                            low=est.low, high=est.high))
     return pd.DataFrame(out)

@@ -179,6 +179,7 @@ def window_means(runs, quantity: str = "update_symmetry", fraction: float = 0.1)
         raise CompanionError(f"{quantity!r} is not an update quantity; choose one of {UPDATE_QUANTITIES}.")
     if not 0 < fraction <= 1:
         raise CompanionError(f"fraction must lie in (0, 1]; got {fraction}.")
+    runs = runs.reset_index(drop=True)
     rows = runs[runs["quantity"] == quantity]
     last = runs.groupby("run")["step"].transform("max")
     rows = rows[rows["step"] <= fraction * last.loc[rows.index]]
