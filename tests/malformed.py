@@ -336,15 +336,20 @@ def code_running_pickle_folder(folder, model, marker: Path) -> Path:
     return folder
 
 
-def tiny_gguf(path, layers: int = 2, block_count: int | None = None, nan: bool = False,
-              heads: int = 4, kv: int = 2, d: int = 32) -> Path:
-    """A llama-architecture GGUF with F32 q/k tensors (optionally a NaN, or a wrong block count)."""
+def tiny_gguf(path, layers: int = 2, block_count: int | None | bool = None, nan: bool = False,
+              heads: int = 4, kv: int = 2, d: int = 32, head_count_as_float: float | None = None) -> Path:
+    """A llama-architecture GGUF with F32 q/k tensors (optionally a NaN, a wrong or absent
+    (``block_count=False``) block count, or a head count stored as a float)."""
     import gguf
 
     rng = np.random.default_rng(0)
     w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(block_count if block_count is not None else layers)
-    w.add_head_count(heads)
+    if block_count is not False:
+        w.add_block_count(block_count if block_count is not None else layers)
+    if head_count_as_float is not None:
+        w.add_float32("llama.attention.head_count", head_count_as_float)
+    else:
+        w.add_head_count(heads)
     w.add_head_count_kv(kv)
     w.add_embedding_length(d)
     for i in range(layers):

@@ -10,7 +10,7 @@ of each stack must be exactly ``0 .. n-1``.
 from __future__ import annotations
 
 from ..errors import CompanionError
-from .families import LayerPlan
+from .families import LayerPlan, positive_int
 
 __all__ = ["expected_layers", "check_layer_count"]
 
@@ -19,10 +19,12 @@ _NO_COUNT = {"albert"}
 
 
 def _first_int(cfg: dict, *names):
+    """The first of ``names`` present, as a checked count (a present field that is not a
+    positive whole number is refused, never skipped)."""
     for n in names:
         v = cfg.get(n)
-        if isinstance(v, int) and not isinstance(v, bool):
-            return n, v
+        if v is not None:
+            return n, positive_int(v, n)
     return None, None
 
 
@@ -48,8 +50,14 @@ def check_layer_count(config: dict, family: str, plans: list[LayerPlan], locatio
         stacks.setdefault((p.component, p.role), []).append(p.index)
     for (component, role), found in stacks.items():
         field, n = expected_layers(config, family, component, gguf)
+        if n is None and gguf and family not in _NO_COUNT:
+            arch = config.get("general.architecture", family)
+            raise CompanionError(
+                f"{location}: the GGUF metadata has no {arch}.block_count, so a missing last layer "
+                "could not be told from a complete file; the file is malformed (llama.cpp writes it).")
         if n is None:
-            continue
+            # no count to compare with: the indices must at least leave no gap
+            n, field = max(found) + 1, "the highest layer index found"
         missing = sorted(set(range(n)) - set(found))
         extra = sorted(set(found) - set(range(n)))
         if missing or extra:

@@ -27,15 +27,17 @@ Layouts handled (names without the task-head prefix such as ``bert.`` or ``model
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import numpy as np
 import torch
 
 from ..errors import CompanionError
 
-__all__ = ["LayerPlan", "FAMILIES", "GGUF_FAMILIES", "family_of", "unpermute_llama_cpp"]
+__all__ = ["LayerPlan", "FAMILIES", "GGUF_FAMILIES", "family_of", "positive_int", "unpermute_llama_cpp"]
 
 
 def _separate(ts: Sequence[torch.Tensor]):
@@ -55,16 +57,41 @@ class LayerPlan:
     extract: Callable[[Sequence[torch.Tensor]], tuple[torch.Tensor, torch.Tensor]] = _separate
     name: str = ""
 
+    def __post_init__(self):
+        # a plan from any family (a user's too) carries head counts that split the weights
+        self.n_heads = positive_int(self.n_heads, f"head count of layer {self.index}")
+        self.n_kv_heads = positive_int(self.n_kv_heads, f"key/value head count of layer {self.index}")
+        if self.n_heads % self.n_kv_heads:
+            raise CompanionError(f"layer {self.index} has {self.n_heads} query heads and {self.n_kv_heads} "
+                                 "key/value heads; grouped-query attention needs the second to divide the first.")
+
 
 # ----------------------------------------------------------------------------- helpers
 
 
-def _cfg(cfg: dict, *names, default=None):
+def positive_int(value, field: str) -> int:
+    """``value`` as a count (heads, widths, layers): a positive whole number, else one clear
+    refusal.  ``True``, ``2.7``, ``0``, ``-4``, ``"12"`` or a list are not counts; a float that
+    is a whole number (``12.0``, as some exporters write) is read as that number."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise CompanionError(f"the configuration's {field} is {value!r}, not a whole number; "
+                             "the checkpoint's config is malformed.")
+    if not isinstance(value, numbers.Integral) and not float(value).is_integer():
+        raise CompanionError(f"the configuration's {field} is {value!r}, not a whole number; "
+                             "rounding it would split the weights into the wrong heads.")
+    if value <= 0:
+        raise CompanionError(f"the configuration's {field} is {value!r}; it must be at least 1.")
+    return int(value)
+
+
+def _cfg(cfg: dict, *names, default=None) -> int:
+    """The first of the count fields ``names`` present in the configuration, checked by
+    :func:`positive_int` (every field the families read is a count)."""
     for n in names:
         if cfg.get(n) is not None:
-            return cfg[n]
+            return positive_int(cfg[n], n)
     if default is not None:
-        return default
+        return positive_int(default, f"{names[0]} (by default)")
     raise CompanionError(f"the configuration has none of the fields {names}; is it complete?")
 
 
@@ -122,11 +149,20 @@ def _single(keys, pattern: str, *, role: str, component: str, n_heads: int,
     ]
 
 
-def _split_interleaved(n_heads: int):
-    """Rows ordered ``[H, 3, d_head]`` (per head: q, k, v)."""
+def _fused_shape(w: torch.Tensor, rows: int, what: str) -> None:
+    if w.ndim != 2 or w.shape[0] != rows:
+        raise ValueError(f"the fused {what} tensor has shape {tuple(w.shape)}, but the configuration "
+                         f"implies {rows} rows; q and k would be cut from the wrong places")
+
+
+def _split_interleaved(n_heads: int, d: int):
+    """Rows ordered ``[H, 3, d_head]`` (per head: q, k, v); ``3 d`` rows in all."""
 
     def extract(ts):
         w = ts[0]
+        _fused_shape(w, 3 * d, "per-head q/k/v")
+        if d % n_heads:
+            raise ValueError(f"width {d} does not split into {n_heads} heads")
         d_in = w.shape[-1]
         w = w.reshape(n_heads, 3, -1, d_in)
         return w[:, 0].reshape(-1, d_in), w[:, 1].reshape(-1, d_in)
@@ -139,6 +175,7 @@ def _split_rows(q_rows: int, k_rows: int):
 
     def extract(ts):
         w = ts[0]
+        _fused_shape(w, q_rows + 2 * k_rows, "q|k|v")   # v has as many rows as k
         return w[:q_rows], w[q_rows:q_rows + k_rows]
 
     return extract
@@ -149,6 +186,9 @@ def _split_conv1d(d: int):
 
     def extract(ts):
         w = ts[0]
+        if w.ndim != 2 or w.shape != (d, 3 * d):
+            raise ValueError(f"the Conv1D c_attn tensor has shape {tuple(w.shape)}, but the configured width "
+                             f"{d} implies ({d}, {3 * d}); q and k would be cut from the wrong columns")
         return w[:, :d].T.contiguous(), w[:, d:2 * d].T.contiguous()
 
     return extract
@@ -191,7 +231,7 @@ def deberta(cfg, keys):
     """DeBERTa v1: ``in_proj`` rows interleaved per head as ``[H, 3, d_head]``."""
     h = _cfg(cfg, "num_attention_heads")
     return _single(keys, "encoder.layer.{i}.attention.self.in_proj.weight", role="encoder",
-                   component="encoder", n_heads=h, extract=_split_interleaved(h))
+                   component="encoder", n_heads=h, extract=_split_interleaved(h, _cfg(cfg, "hidden_size")))
 
 
 def deberta_v2(cfg, keys):
@@ -228,7 +268,7 @@ def gpt_neox(cfg, keys):
     """GPT-NeoX/Pythia: ``query_key_value`` rows ``[H, 3, d_head]``."""
     h = _cfg(cfg, "num_attention_heads")
     return _single(keys, "layers.{i}.attention.query_key_value.weight", role="causal",
-                   component="decoder", n_heads=h, extract=_split_interleaved(h))
+                   component="decoder", n_heads=h, extract=_split_interleaved(h, _cfg(cfg, "hidden_size")))
 
 
 def llama(cfg, keys):
@@ -362,8 +402,8 @@ def unpermute_llama_cpp(w: torch.Tensor, n_heads: int) -> torch.Tensor:
 def gguf_llama(cfg, keys):
     """GGUF ``llama`` architecture (LLaMA, Mistral, SmolLM): undo the q/k permutation."""
     arch = cfg.get("general.architecture", "llama")
-    h = int(_cfg(cfg, f"{arch}.attention.head_count"))
-    kv = int(_cfg(cfg, f"{arch}.attention.head_count_kv", default=h))
+    h = _cfg(cfg, f"{arch}.attention.head_count")
+    kv = _cfg(cfg, f"{arch}.attention.head_count_kv", default=h)
 
     def extract(ts):
         return unpermute_llama_cpp(ts[0], h), unpermute_llama_cpp(ts[1], kv)
@@ -393,8 +433,8 @@ def gguf_gemma3(cfg, keys, fold_norm_gains: bool = True):
     part only.  ``fold_norm_gains=False`` reads the raw projections.
     """
     arch = cfg.get("general.architecture", "gemma3")
-    h = int(_cfg(cfg, f"{arch}.attention.head_count"))
-    kv = int(_cfg(cfg, f"{arch}.attention.head_count_kv", default=h))
+    h = _cfg(cfg, f"{arch}.attention.head_count")
+    kv = _cfg(cfg, f"{arch}.attention.head_count_kv", default=h)
     qs, ks = _find(keys, "blk.{i}.attn_q.weight"), _find(keys, "blk.{i}.attn_k.weight")
     qn, kn = _find(keys, "blk.{i}.attn_q_norm.weight"), _find(keys, "blk.{i}.attn_k_norm.weight")
     if not qs or set(qs) != set(ks):
@@ -429,8 +469,8 @@ def gguf_nomic_bert(cfg, keys):
     split as stored.  The form read is the member at rotary offset 0 (see the survey chapter).
     """
     arch = cfg.get("general.architecture", "nomic-bert")
-    h = int(_cfg(cfg, f"{arch}.attention.head_count"))
-    d = int(_cfg(cfg, f"{arch}.embedding_length"))
+    h = _cfg(cfg, f"{arch}.attention.head_count")
+    d = _cfg(cfg, f"{arch}.embedding_length")
     if cfg.get(f"{arch}.attention.causal"):
         raise CompanionError("this nomic-bert GGUF file declares causal attention; only the "
                              "bidirectional encoder is supported.")

@@ -91,6 +91,25 @@ def _check_head_split(layer: QKLayer) -> None:
                          f"{q.shape[0] // layer.n_heads} dims")
 
 
+def model_width(config: dict, family: str, gguf: bool = False) -> int | None:
+    """The width the configuration gives the attention inputs, checked as a count; ``None``
+    when it names none (then the tensors' own shapes are all there is)."""
+    from .families import positive_int
+
+    names = ([f"{config.get('general.architecture', family)}.embedding_length"] if gguf
+             else ["hidden_size", "n_embd", "d_model"])
+    for n in names:
+        if config.get(n) is not None:
+            return positive_int(config[n], n)
+    return None
+
+
+def _check_width(layer: QKLayer, width: int | None) -> None:
+    if width is not None and layer.Wq.shape[1] != width:
+        raise ValueError(f"its query/key weights take inputs of width {layer.Wq.shape[1]}, but the "
+                         f"configuration's width is {width}")
+
+
 def _check_finite(layer: QKLayer, location: str) -> None:
     """NaN or infinite weights have no scores: refuse them with the layer's name.
 
@@ -144,6 +163,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
     quantization = prepare_quantized(src)
     family, plans = plan_layers(src, families)
     check_layer_count(src.config, family, plans, src.location, gguf=src.kind == "gguf")
+    width = model_width(src.config, family, gguf=src.kind == "gguf")
     dtypes = getattr(src, "dtypes", {})
     for p in plans:
         for k in p.keys:
@@ -175,6 +195,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
                             n_heads=int(p.n_heads), n_kv_heads=int(p.n_kv_heads),
                             component=p.component, name=p.name)
             _check_head_split(layer)
+            _check_width(layer, width)
         except (RuntimeError, ValueError) as exc:
             raise CompanionError(
                 f"layer {p.index} ({p.name}) of {src.location} does not match its "
