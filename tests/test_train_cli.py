@@ -4,6 +4,7 @@ import argparse
 import json
 
 import pandas as pd
+import pytest
 import torch
 
 from companion.train.cli import add_train_parser, main
@@ -103,6 +104,10 @@ def test_a_crafted_checkpoint_is_refused_without_running_its_code(tmp_path, caps
             return (os.system, (f"touch {marker}",))
 
     torch.save({"config": Exploit()}, out / "checkpoint.pt")
+    # a crafted file with a matching digest beside it passes the integrity check, and is
+    # still never unpickled
+    from companion.cache import sha256_file
+    (out / "checkpoint.pt.sha256").write_text(sha256_file(out / "checkpoint.pt") + "\n")
     assert _train(out, "--resume") == 2
     assert "weights_only" in capsys.readouterr().err
     assert not marker.exists()
@@ -137,6 +142,8 @@ def test_a_resumed_run_records_the_time_of_every_segment(tmp_path):
     ck = torch.load(out / "checkpoint.pt", weights_only=True)
     ck["elapsed"] = {"wall": 1000.0, "cpu": 500.0}  # what earlier segments took
     torch.save(ck, out / "checkpoint.pt")
+    from companion.cache import sha256_file
+    (out / "checkpoint.pt.sha256").write_text(sha256_file(out / "checkpoint.pt"))  # a legitimate rewrite
     assert _train(out, "--resume", "--checkpoint-every", "1") == 0
     meta = json.loads((out / "provenance.json").read_text())
     assert meta["resumed"] is True
@@ -150,3 +157,65 @@ def test_a_corpus_smaller_than_one_batch_is_refused_and_leaves_no_run(tmp_path, 
     err = capsys.readouterr().err
     assert "fewer than one batch of 100000" in err and "--batch-size" in err
     assert not (out / "history.csv").exists() and not (out / "checkpoint.pt").exists()
+
+
+def test_a_checkpoint_changed_on_disk_is_refused_on_resume(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert _train(out, "--checkpoint-every", "1", "--keep-checkpoint") == 0
+    (out / "history.csv").unlink()
+    data = bytearray((out / "checkpoint.pt").read_bytes())
+    data[len(data) // 2] ^= 0x01                      # one flipped bit in the middle of the tensors
+    (out / "checkpoint.pt").write_bytes(bytes(data))
+    capsys.readouterr()
+    assert _train(out, "--resume") == 2
+    err = capsys.readouterr().err
+    assert "does not match the SHA-256" in err and "Traceback" not in err
+    assert not (out / "history.csv").exists()
+
+
+def test_two_runs_into_one_out_folder_are_refused_while_the_first_lives(tmp_path, capsys):
+    import subprocess
+    import sys as _sys
+
+    out = tmp_path / "run"
+    out.mkdir()
+    holder = subprocess.Popen([_sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (out / ".train.lock").write_text(f"{holder.pid}\n")     # a live owner
+        capsys.readouterr()
+        assert _train(out) == 2
+        err = capsys.readouterr().err
+        assert f"pid {holder.pid}" in err and "another training process" in err
+        assert not (out / "history.csv").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _train(out) == 0                                       # the owner is gone: the stale lock is taken over
+    assert (out / "history.csv").exists() and not (out / ".train.lock").exists()
+
+
+@pytest.mark.parametrize("flag, value, words", [("--max-tokens", "-5", "--max-tokens must be >= 1"),
+                                                ("--threads", "-1", "--threads must be >= 1"),
+                                                ("--device", "foo", "not a device"),
+                                                ("--device", "meta", "not meta"),
+                                                ("--device", "cuda:7", "cuda")])
+def test_bad_numeric_and_device_flags_are_one_line(tmp_path, capsys, flag, value, words):
+    import torch as _torch
+
+    if flag == "--device" and value.startswith("cuda") and _torch.cuda.device_count() > 7:
+        pytest.skip("this machine has that GPU")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) if flag in ("--max-tokens", "--threads") else _noraise():
+        rc = _train(tmp_path / "run", flag, value)
+        assert rc == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+    assert not (tmp_path / "run" / "history.csv").exists()
+
+
+class _noraise:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

@@ -254,7 +254,9 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary(tmp_p
         train(cfg, data=_data(), out_dir=tmp_path, resume=True)
     monkeypatch.setattr(loop.torch, "save", real_save)
     assert (tmp_path / "checkpoint.pt").read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt", "checkpoint.pt.sha256"]
+    from companion.train.loop import load_checkpoint
+    load_checkpoint(tmp_path / "checkpoint.pt")          # the kept checkpoint still matches its digest
 
 
 def test_write_run_leaves_no_finished_looking_folder_when_it_fails(tmp_path, monkeypatch):
@@ -281,7 +283,9 @@ def test_an_older_checkpoint_without_newer_config_fields_still_resumes(tmp_path)
     for name in ("layers", "width", "heads"):  # fields a checkpoint written earlier lacks
         del ck["config"][name]
     torch.save(ck, tmp_path / "checkpoint.pt")
-    resumed = train(cfg, data=_data(), out_dir=tmp_path, resume=True)
+    (tmp_path / "checkpoint.pt.sha256").unlink()        # such a checkpoint carried no digest either
+    with pytest.warns(UserWarning, match="unverified"):
+        resumed = train(cfg, data=_data(), out_dir=tmp_path, resume=True)
     pd.testing.assert_frame_equal(full, resumed, check_exact=True)
 
 

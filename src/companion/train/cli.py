@@ -56,7 +56,7 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="offline: wikipedia (default), shakespeare, kjv, python-docs; online: "
                         "wikimedia/wikipedia, slimpajama (with --max-tokens); or a local "
                         ".txt/.jsonl/.csv file")
-    p.add_argument("--max-tokens", type=int, default=None,
+    p.add_argument("--max-tokens", type=_positive("--max-tokens", "tokens"), default=None,
                    help="token budget for an online corpus (streamed until reached)")
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer folder or hub id (default: $COMPANION_TOKENIZER, else the offline "
@@ -70,7 +70,7 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on GPU")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--device", default=None)
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
+    p.add_argument("--threads", type=_positive("--threads", "threads"), default=None, help="CPU threads for torch")
     p.add_argument("--checkpoint-every", type=int, default=0)
     p.add_argument("--resume", action="store_true",
                    help="continue from OUT/checkpoint.pt (or start, if OUT holds no checkpoint yet)")
@@ -92,6 +92,90 @@ def _update_interval(text: str) -> int:
         raise argparse.ArgumentTypeError(f"--log-updates must be >= 1 (every N-th update is measured); got {n}. "
                                          "Leave it out to log no updates.")
     return n
+
+
+def _positive(flag: str, what: str):
+    """An argparse type: a whole number >= 1 (a negative or zero count is never taken for
+    something else)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number of {what} >= 1, got {text!r}")
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be >= 1; got {n}")
+        return n
+    return parse
+
+
+def _check_device(text: str | None) -> None:
+    """Refuse a ``--device`` that names no device this machine can train on, before any work."""
+    import torch
+
+    from ..errors import CompanionError
+
+    if text is None:
+        return
+    try:
+        dev = torch.device(text)
+    except (RuntimeError, ValueError):
+        raise CompanionError(f"--device {text!r} is not a device; use cpu, cuda or cuda:N.") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise CompanionError(f"--device {text}: no CUDA GPU is visible on this machine; use --device cpu "
+                                 "or leave --device out.")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise CompanionError(f"--device {text}: this machine has {torch.cuda.device_count()} GPU(s), "
+                                 f"numbered from 0.")
+    elif dev.type != "cpu":
+        raise CompanionError(f"--device {text}: training runs on cpu or cuda, not {dev.type}.")
+
+
+class _RunLock:
+    """One training process per ``--out``: a lock file holding the owner's pid.  A second
+    process is refused while the owner lives; a lock left by a killed process is taken over."""
+
+    def __init__(self, out: Path):
+        self.path = out / ".train.lock"
+        self.held = False
+
+    def __enter__(self):
+        from ..errors import CompanionError
+
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    pid = int(self.path.read_text().strip() or 0)
+                except (OSError, ValueError):
+                    pid = 0
+                if pid and pid != os.getpid() and _alive(pid):
+                    raise CompanionError(f"another training process (pid {pid}) is writing to {self.path.parent}; "
+                                         "wait for it, or choose another --out.") from None
+                self.path.unlink(missing_ok=True)  # left by a process that is gone
+                continue
+            with os.fdopen(fd, "w") as fh:
+                fh.write(f"{os.getpid()}\n")
+            self.held = True
+            return self
+        raise CompanionError(f"could not take the lock {self.path}; remove it if no training process uses "
+                             f"{self.path.parent}.")
+
+    def __exit__(self, *exc):
+        if self.held:
+            self.path.unlink(missing_ok=True)
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _eval_blocks(text: str):
@@ -137,7 +221,7 @@ def _prepare_out(out: Path, resume: bool, overwrite: bool) -> bool:
         raise CompanionError(f"cannot write to --out {out} ({err.strerror or err}); choose a "
                              "writable folder.") from err
     if overwrite:
-        for name in ("history.csv", "provenance.json", "checkpoint.pt"):
+        for name in ("history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256"):
             (out / name).unlink(missing_ok=True)
         return False
     return ckpt
@@ -155,15 +239,26 @@ def run_train(args: argparse.Namespace) -> int:
     """Run ``companion train`` with parsed arguments; returns an exit status."""
     import torch
 
-    from ..errors import CompanionError
-    from .loop import TrainConfig, provenance, train, write_run
-    from .model import size_for_run
-
+    _check_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
     rank0 = int(os.environ.get("RANK", "0")) == 0
-    resume = _prepare_out(out, args.resume, args.overwrite) if rank0 else args.resume
+    if not rank0:
+        return _run_train(args, out, rank0, args.resume)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError:  # _prepare_out says why in one line
+        return _run_train(args, out, rank0, _prepare_out(out, args.resume, args.overwrite))
+    with _RunLock(out):  # held from the check of --out to the last file written
+        return _run_train(args, out, rank0, _prepare_out(out, args.resume, args.overwrite))
+
+
+def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
+    from ..errors import CompanionError
+    from .loop import TrainConfig, provenance, train, write_run
+    from .model import size_for_run
+
     try:
         cfg = TrainConfig(
             mode=args.mode, init=args.init, size=args.size or size_for_run().name, seed=args.seed,
@@ -206,6 +301,7 @@ def run_train(args: argparse.Namespace) -> int:
         ck = out / "checkpoint.pt"
         if not args.keep_checkpoint and ck.exists():
             ck.unlink()  # run directories stay small; --keep-checkpoint keeps it
+            (out / "checkpoint.pt.sha256").unlink(missing_ok=True)
     if log:
         log.close()
     return 0

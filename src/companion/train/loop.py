@@ -59,6 +59,7 @@ import pandas as pd
 import torch
 
 from ..bilinear import bilinear_form, head_factors
+from ..cache import sha256_file
 from ..errors import CompanionError
 from ..scores import directionality_score, symmetry_score, symmetry_score_factored, directionality_score_factored
 from .data import TokenData, token_data_for_corpus
@@ -295,8 +296,30 @@ def _set_rng_state(gens: dict, state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def load_checkpoint(path: str | Path, device="cpu") -> dict:
-    """Read a checkpoint without unpickling code (``weights_only=True``), or explain why not."""
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict:
+    """Read a checkpoint without unpickling code (``weights_only=True``), or explain why not.
+
+    With ``verify`` the file's SHA-256 must match the digest written beside it
+    (``checkpoint.pt.sha256``) when it was saved: a checkpoint changed on disk, even by one
+    byte, would resume a different run.  A checkpoint from before digests is resumed with a
+    warning."""
+
+    path = Path(path)
+    if verify:
+        digest = _digest_path(path)
+        if not digest.exists():  # written before checkpoints carried a digest
+            import warnings
+
+            warnings.warn(f"{path} has no {digest.name} beside it (written by an older version); resuming "
+                          "it unverified.", stacklevel=2)
+        elif sha256_file(path) != (digest.read_text().split() or [""])[0]:
+            raise CompanionError(f"{path} does not match the SHA-256 recorded when it was written: the file "
+                                 "changed on disk, and resuming it would continue a different run. Start the "
+                                 "run again with --overwrite.")
     try:
         return torch.load(path, map_location=device, weights_only=True)
     except Exception as err:  # noqa: BLE001 - any failure here is a bad file
@@ -477,7 +500,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
             states = _all_rng_states(gens, world)  # a collective: every rank takes part
             if rank == 0:
                 out.mkdir(parents=True, exist_ok=True)
-                tmp = ckpt_path.with_name(f".{ckpt_path.name}.tmp")
+                tmp = ckpt_path.with_name(f".{ckpt_path.name}.tmp-{os.getpid()}")
                 try:
                     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                                 "scheduler": sched.state_dict(), "rng": states, "history": rows,
@@ -485,7 +508,11 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                                 "update_initial": recorder.initial if recorder is not None else None,
                                 "elapsed": {"wall": before["wall"] + time.time() - t0,
                                             "cpu": before["cpu"] + time.process_time() - c0}}, tmp)
+                    digest = _digest_path(ckpt_path)
+                    # the digest is replaced after the file: a crash between the two leaves a
+                    # mismatch, which resuming refuses (never a silently different run)
                     os.replace(tmp, ckpt_path)
+                    digest.write_text(sha256_file(ckpt_path) + "\n")
                 finally:
                     if tmp.exists():
                         tmp.unlink()
