@@ -13,12 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import CompanionError
-from .sources import TensorSource
+from .sources import TensorSource, regular_file
 
 __all__ = ["open_file_source"]
 
 
 def _magic(path: Path, n: int = 8) -> bytes:
+    regular_file(path, "checkpoint")
     try:
         with open(path, "rb") as f:
             return f.read(n)

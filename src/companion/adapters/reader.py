@@ -15,7 +15,7 @@ from .completeness import check_layer_count
 from .families import LayerPlan, family_of
 from .quantized import prepare_quantized
 from .sources import (_FLOAT_KINDS, GGUFSource, HubSafetensorsSource, TensorSource, _hub_offline,
-                      open_local_folder)
+                      open_local_folder, regular_file)
 from .types import QKCheckpoint, QKLayer
 
 __all__ = ["read_qk", "open_source", "plan_layers"]
@@ -38,6 +38,8 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
             if is_ctranslate2_file(ct2):
                 return CTranslate2Source(ct2)
         return open_local_folder(path, allow_pickle=allow_pickle)
+    if path.exists() and not path.is_file():
+        regular_file(path, "checkpoint")  # a FIFO, a device: refused by name, never opened
     if path.is_file():
         if path.suffix.lower() == ".gguf":
             return GGUFSource(path)

@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import stat
 import struct
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -33,7 +34,7 @@ import torch
 
 from ..errors import CompanionError
 
-__all__ = [
+__all__ = ["regular_file", 
     "TensorSource",
     "SafetensorsSource",
     "PickleSource",
@@ -154,12 +155,45 @@ def read_range(path: Path, start: int, nbytes: int) -> bytearray:
     return buf
 
 
-def _read_json(path: Path, what: str) -> tuple[dict, int]:
+#: a config.json or shard index is kilobytes; anything past this is not one
+MAX_JSON_BYTES = 64 << 20
+
+
+def _kind(mode: int) -> str:
+    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+
+
+def regular_file(path: str | os.PathLike, what: str = "file") -> os.stat_result:
+    """``os.stat`` of ``path`` (links followed) when it is a regular file; else one clear
+    refusal.  Only regular files are read: a FIFO would block forever and a device such as
+    ``/dev/zero`` would never end."""
     try:
-        raw = path.read_bytes()
+        st = os.stat(path)
+    except OSError as exc:
+        raise CompanionError(f"cannot read {what} {path}: {exc.strerror or exc}.") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise CompanionError(f"{what} {path} is {_kind(st.st_mode)}, not a regular file; only files on "
+                             "disk are read (a FIFO would block, a device would never end).")
+    return st
+
+
+def _read_json(path: Path, what: str, limit: int = MAX_JSON_BYTES) -> tuple[dict, int]:
+    st = regular_file(path, what)
+    if st.st_size > limit:
+        raise CompanionError(f"{what} {path} is {st.st_size:,} bytes, far beyond any {what} "
+                             f"(limit {limit:,}); it is not one.")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+        if len(raw) > limit:
+            raise CompanionError(f"{what} {path} grew past {limit:,} bytes while being read; it is not one.")
         return json.loads(raw), len(raw)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CompanionError(f"cannot read {what} {path}: {exc}. Is the file complete?") from None
+    except RecursionError:
+        raise CompanionError(f"{what} {path} is nested too deeply to be a {what}.") from None
 
 
 def _no_duplicate_keys(pairs):
@@ -237,6 +271,7 @@ def _check_config(config, where) -> dict:
 
 def read_safetensors_header(path: Path) -> tuple[dict, int]:
     """The validated JSON header of a ``.safetensors`` file and the bytes it takes (8 + n)."""
+    regular_file(path, "weights file")
     try:
         with open(path, "rb") as f:
             head = f.read(8)
