@@ -508,13 +508,23 @@ _GGUF_STRING, _GGUF_ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
 
 
+class _BadGGUF(ValueError):
+    """A GGUF header that is malformed: refused, never handed to another parser."""
+
+
 class _HeaderBytes:
     """The start of a file, read in growing blocks as a parser walks through it."""
 
     def __init__(self, f, block: int = 1 << 20):
         self.f, self.block, self.buf, self.pos = f, block, bytearray(), 0
+        self.size = os.fstat(f.fileno()).st_size
 
     def need(self, n: int) -> None:
+        # a length or count read from the file is checked against the file's size before
+        # anything is allocated: a 100-byte file cannot declare a 2^62-byte string
+        if n < 0 or self.pos + n > self.size:
+            raise _BadGGUF(f"the header declares {n:,} more bytes at offset {self.pos:,}, but the file "
+                           f"has {self.size:,} (truncated or crafted)")
         while len(self.buf) < self.pos + n:
             more = self.f.read(max(self.block, self.pos + n - len(self.buf)))
             if not more:
@@ -557,6 +567,7 @@ def _gguf_read_value(h: _HeaderBytes, vtype: int, keep: bool):
         return h.string(keep)
     if vtype == _GGUF_ARRAY:
         itype, count = h.unpack("IQ")
+        h.need(min(count, h.size) * (8 if itype == _GGUF_STRING else 1))  # every item takes bytes
         if itype == _GGUF_STRING:
             if not keep:
                 h.skip_strings(count)
@@ -595,6 +606,10 @@ def parse_gguf_header(path: Path) -> tuple[dict, list[tuple[str, tuple[int, ...]
         if version not in (2, 3):
             raise ValueError(f"GGUF version {version} (big-endian or unsupported)")
         n_tensors, n_kv = h.unpack("QQ")
+        # each key/value takes at least 12 bytes and each tensor info at least 24
+        if 12 * n_kv + 24 * n_tensors > h.size:
+            raise _BadGGUF(f"the header declares {n_kv:,} metadata entries and {n_tensors:,} tensors, more "
+                           f"than a file of {h.size:,} bytes can hold")
         config: dict = {}
         for _ in range(n_kv):
             key = h.string()
@@ -607,13 +622,16 @@ def parse_gguf_header(path: Path) -> tuple[dict, list[tuple[str, tuple[int, ...]
         for _ in range(n_tensors):
             name = h.string()
             n_dims = h.unpack("I")
+            if n_dims > 8:  # ggml tensors have at most 4 dimensions
+                raise _BadGGUF(f"tensor {name!r} declares {n_dims} dimensions")
+            h.need(8 * n_dims)
             ne = struct.unpack_from(f"<{n_dims}Q", h.buf, h.pos) if n_dims else ()
             h.skip(8 * n_dims)
             ggml_type, offset = h.unpack("IQ")
             tensors.append((name, tuple(int(x) for x in ne), int(ggml_type), int(offset)))
-        align = int(config.get("general.alignment", 32))
-        if align <= 0 or align & (align - 1):
-            raise ValueError(f"invalid alignment {align}")
+        align = config.get("general.alignment", 32)
+        if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
+            raise _BadGGUF(f"general.alignment is {align!r}, not a power of two")
         data_offset = h.pos + (-h.pos) % align
     return config, tensors, data_offset
 
@@ -684,9 +702,12 @@ class GGUFSource(TensorSource):
         except ImportError as exc:  # pragma: no cover - gguf is a dependency
             raise CompanionError("reading .gguf files needs the 'gguf' package: pip install gguf") from exc
         path = Path(path)
+        regular_file(path, "GGUF file")
         try:
             config, infos, data_offset = parse_gguf_header(path)
-        except (OSError, ValueError, struct.error):
+        except _BadGGUF as exc:  # malformed: never handed to GGUFReader, which would believe it
+            raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
+        except (OSError, ValueError, struct.error):  # big-endian or GGUF v1: the reference reader
             config, infos, data_offset = self._header_with_gguf_reader(path)
         self.config = config
         self._tensors: dict[str, _GGUFTensorInfo] = {}
@@ -700,6 +721,10 @@ class GGUFSource(TensorSource):
                     raise ValueError(f"tensor {name!r} lies outside the file (truncated download?)")
                 self._tensors[name] = info
                 self.shapes[name] = tuple(reversed(ne))
+            spans = sorted((t.data_offset, t.data_offset + t.n_bytes, t.name) for t in self._tensors.values())
+            for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
+                if start < end:  # two tensors sharing bytes: one of them is not what it says
+                    raise ValueError(f"the data of tensors {a!r} and {b!r} overlap")
         except ValueError as exc:
             raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
         # metadata and tensor infos are parsed in full: everything before the tensor data
