@@ -95,6 +95,9 @@ class LogitRecorder:
         if mode == "functional_mha":
             self._patch_functional_mha()
         for component, index, qmod, kmod, attn in self.layers:
+            # ids are reused once an object is freed: drop anything an earlier model left
+            # under this module's id (seen as a stale extra capture under xdist)
+            _CAPTURED.pop(id(attn), None)
             for mod in {id(qmod): qmod, id(kmod): kmod}.values():
                 self.handles.append(mod.register_forward_hook(self._hook))
             if mode == "attn_method":
