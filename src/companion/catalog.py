@@ -65,6 +65,7 @@ CATALOG_COLUMNS = [
 ]
 
 _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$")
 _REVISION = re.compile(r"^[0-9a-f]{40}$")
 _ATTENTION = re.compile(r"^(mha|gqa) (\d+)/(\d+)$")
 _SCORE_OF_TABLE = {"S2": "symmetry", "S3": "directionality"}
@@ -106,6 +107,9 @@ def validate_catalog(cat: pd.DataFrame, where: str = "catalog") -> pd.DataFrame:
     if dup_names:
         problems.append(f"printed names in more than one entry: {dup_names}.")
     for i, row in cat.iterrows():
+        if not _PLAIN_KEY.match(str(row["key"])):
+            bad(i, f"key {row['key']!r} is not a plain name (letters, digits, '.', '_', '-', not starting "
+                   "with '.'); it names the output file models/<key>.csv, which must stay inside --out.")
         if not _HUB_ID.match(str(row["hub_id"])) or "--" in str(row["hub_id"]):
             bad(i, f"hub_id {row['hub_id']!r} is not of the form 'owner/name' or 'name'.")
         rev = row["revision"]

@@ -77,6 +77,13 @@ def _as_float64(x: ArrayLike, name: str, check_finite: bool = True) -> torch.Ten
     if isinstance(x, torch.Tensor):
         t = x.detach()
     elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
+        if isinstance(x, np.ma.MaskedArray):
+            n_masked = int(np.ma.count_masked(x))
+            if n_masked:
+                raise ValueError(f"{name} is a masked array with {n_masked} masked entries; the scores need "
+                                 "every entry of the matrix: fill them (x.filled(value)) or pass x.data on "
+                                 "purpose.")
+            x = x.data
         arr = np.asarray(x)
         if arr.dtype == object or not (
             np.issubdtype(arr.dtype, np.number) or arr.dtype == bool
@@ -87,7 +94,14 @@ def _as_float64(x: ArrayLike, name: str, check_finite: bool = True) -> torch.Ten
                 f"{name} is complex; the scores are defined for real matrices (pass the real "
                 "weights, or take .real yourself if the imaginary part is known to be zero)."
             )
-        t = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float64))
+        as64 = np.ascontiguousarray(arr, dtype=np.float64)
+        if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:  # long double: may not fit float64
+            lost = ((arr != 0) & (as64 == 0)) | (np.isfinite(arr) & ~np.isfinite(as64))
+            if lost.any():
+                raise ValueError(f"{name} holds values outside float64's range (e.g. {arr[lost].flat[0]!r}); "
+                                 "they would become 0 or Inf. Rescale it first: the scores do not depend "
+                                 "on the matrix's scale.")
+        t = torch.from_numpy(as64)
     else:
         raise ValueError(
             f"{name} must be a NumPy array or a torch tensor, got {type(x).__name__}."

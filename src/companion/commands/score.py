@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         if near:
             raise CompanionError(f"{args.source!r} is not a zoo model; did you mean {near[0]!r}? "
                                  "(`companion zoo list` shows them)")
+    if args.out:
+        _refuse_writing_into_the_input(Path(args.out), Path(args.source))
     ckpt = read_qk(args.source, revision=args.revision, allow_pickle=args.allow_pickle,
                    progress=not args.quiet)
     df = layer_scores(ckpt, per_head=args.per_head, pairing=args.pairing, gamma=args.gamma,
@@ -80,3 +82,15 @@ def run(args: argparse.Namespace) -> int:
         out = write_csv_atomic(df, args.out)
         print(f"wrote {len(df)} rows to {out}", file=sys.stderr)
     return 0
+
+
+def _refuse_writing_into_the_input(out: Path, source: Path) -> None:
+    """``--out`` may not replace the checkpoint file, or any file of the model's folder."""
+    if not source.exists():
+        return  # a hub id: nothing local to overwrite
+    out_r, src_r = out.resolve(), source.resolve()
+    folder = src_r if src_r.is_dir() else src_r.parent
+    if out_r == src_r or (src_r.is_dir() and folder in out_r.parents) or (
+            out.exists() and out_r.parent == folder and out_r.suffix.lower() != ".csv"):
+        raise CompanionError(f"--out {out} would overwrite a file of the model being read ({source}); "
+                             "write the table somewhere else, e.g. scores.csv in another folder.")

@@ -321,12 +321,18 @@ def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict
                                  "changed on disk, and resuming it would continue a different run. Start the "
                                  "run again with --overwrite.")
     try:
-        return torch.load(path, map_location=device, weights_only=True)
+        ck = torch.load(path, map_location=device, weights_only=True)
     except Exception as err:  # noqa: BLE001 - any failure here is a bad file
         raise CompanionError(
             f"{path} is not a checkpoint this package wrote (it cannot be read with "
             f"weights_only=True: {str(err).splitlines()[0][:160]}); it is never unpickled. "
             "Delete it and start the run again.") from err
+    missing = [k for k in ("model", "optimizer", "config", "step") if not isinstance(ck, dict) or k not in ck]
+    if missing:
+        raise CompanionError(f"{path} holds {type(ck).__name__ if not isinstance(ck, dict) else 'a dict'} without "
+                             f"{', '.join(missing)}: not a checkpoint this package wrote. Start the run again "
+                             "with --overwrite.")
+    return ck
 
 
 def _with_defaults(saved: dict) -> dict:
