@@ -301,3 +301,68 @@ def test_survey_scores_zoo_models_offline(cache, tmp_path, monkeypatch):
     scores = pd.read_csv(tmp_path / "survey" / "scores.csv")
     assert set(scores["key"]) == {"sre-embedding"} and len(scores) == 6
     assert scores["fingerprint"].iloc[0] == "sha256:" + zoo.ZOO["sre-embedding"].sha256[:16]
+
+
+def test_a_tampered_file_with_its_old_time_is_caught_by_its_status_change_time(cache):
+    """``touch`` puts the modification time back; the status-change time and the marker
+    still move, so the next plain use re-hashes and rebuilds (no verify needed)."""
+    _need("whisper-base")
+    main_file = zoo.fetch("whisper-base") / "model.bin"
+    st = main_file.stat()
+    with open(main_file, "r+b") as f:
+        f.seek(5000)
+        b = f.read(1)
+        f.seek(5000)
+        f.write(bytes([b[0] ^ 0xFF]))
+    os.utime(main_file, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert main_file.stat().st_size == st.st_size and main_file.stat().st_mtime_ns == st.st_mtime_ns
+    assert _sha(zoo.zoo_path("whisper-base") / "model.bin") == zoo.ZOO["whisper-base"].sha256
+
+
+def test_partials_of_killed_fetches_are_cleaned_and_live_ones_kept(cache):
+    import subprocess
+    import sys
+
+    _need("whisper-base")
+    root = cache / "zoo"
+    root.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (root / f".whisper-base.{dead.pid}.abc.partial").mkdir()
+        (root / f".whisper-base.{live.pid}.def.partial").mkdir()
+        zoo.fetch("whisper-base")
+        left = _leftovers(cache)
+        assert f".whisper-base.{dead.pid}.abc.partial" not in left
+        assert f".whisper-base.{live.pid}.def.partial" in left     # another process may still be writing it
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_parallel_fetches_of_one_name_both_get_the_verified_file(cache):
+    import subprocess
+    import sys
+
+    _need("whisper-base")
+    code = ("import companion.zoo as z; p = z.fetch('whisper-base') / 'model.bin'; "
+            "print(z.sha256_file(p))")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "COMPANION_CACHE": str(cache)}) for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert {o.strip() for o, _ in outs} == {zoo.ZOO["whisper-base"].sha256}
+    assert not [n for n in _leftovers(cache) if n.endswith((".partial", ".lock"))]
+
+
+def test_a_cache_folder_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys):
+    from companion.cli import main
+
+    _need("whisper-base")
+    (tmp_path / "cachefile").write_text("not a folder")
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cachefile"))
+    capsys.readouterr()
+    assert main(["zoo", "fetch", "whisper-base"]) != 0
+    err = capsys.readouterr().err
+    assert "cannot be used" in err and "COMPANION_CACHE" in err and "Traceback" not in err

