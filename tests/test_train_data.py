@@ -89,3 +89,17 @@ def test_hub_datasets_fail_clearly_when_offline(monkeypatch):
 def test_too_few_documents_for_a_split_is_a_clear_error():
     with pytest.raises(ValueError, match="held-out"):
         build_token_data(["one short document here"] * 3, seq_len=4, top_k=10)
+
+
+@pytest.mark.parametrize("meta", [[1, 2], {"source": "x"}, {"source": {}, "train_tokens": "many", "eval_tokens": 0,
+                                                              "dtype": "uint16"},
+                                  {"source": {}, "train_tokens": 10, "eval_tokens": 0, "dtype": "object"}])
+def test_a_token_cache_meta_of_the_wrong_shape_is_one_clear_error(tmp_path, meta):
+    import json as _json
+
+    from companion.errors import CompanionError
+    from companion.train.tokens import _load
+
+    (tmp_path / "meta.json").write_text(_json.dumps(meta))
+    with pytest.raises(CompanionError, match="delete the folder and it is rebuilt"):
+        _load(tmp_path, {})

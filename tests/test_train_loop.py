@@ -300,3 +300,12 @@ def test_shape_overrides_build_the_model_they_name():
     assert sorted(h[(h["quantity"] == "symmetry")]["head"].unique()) == [-1, 0, 1, 2]
     with pytest.raises(ValueError, match="divisible"):
         _cfg(width=50, heads=3)
+
+
+def test_a_diverged_run_is_named_as_diverged_not_as_a_bad_checkpoint(tmp_path):
+    from companion.errors import CompanionError
+
+    with pytest.raises(CompanionError, match=r"training diverged: the training loss is (nan|inf) at step \d+"):
+        train(_cfg(steps=12, optimizer="sgd", lr=1e12, warmup=0, weight_decay=0.0, eval_every=12),
+              data=_data(), out_dir=tmp_path)
+    assert not (tmp_path / "history.csv").exists()

@@ -446,6 +446,12 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                 dist.all_reduce(values, op=dist.ReduceOp.SUM)
                 values = values / world
             values = values.cpu().tolist()
+            for (st, q, _), val in zip(pending, values):
+                if q == "train_loss" and not math.isfinite(val):
+                    raise CompanionError(
+                        f"training diverged: the training loss is {val} at step {st} (learning rate "
+                        f"{cfg.lr:g}, {cfg.optimizer}); lower --lr or raise --warmup. Nothing of this "
+                        "run was written after its last checkpoint.")
             rows.extend(dict(step=st, quantity=q, layer=-1, head=-1, value=val)
                         for (st, q, _), val in zip(pending, values))
             pending.clear()

@@ -141,6 +141,18 @@ def _load(folder: Path, expect: dict) -> TokenStreams:
     except (OSError, json.JSONDecodeError) as err:
         raise CompanionError(f"token cache {folder} has no readable meta.json ({err}); delete "
                              "the folder and it is rebuilt on the next run.") from err
+    def bad_shape(why):
+        return CompanionError(f"token cache {folder}: its meta.json {why}; delete the folder and it is "
+                              "rebuilt on the next run.")
+
+    if not isinstance(meta, dict) or not isinstance(meta.get("source", {}), dict):
+        raise bad_shape("is not an object with a 'source' object")
+    for key in ("train_tokens", "eval_tokens"):
+        n = meta.get(key)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise bad_shape(f"gives {key} = {n!r}, not a count")
+    if meta.get("dtype") not in ("uint16", "uint32", "int32", "int64"):
+        raise bad_shape(f"gives dtype = {meta.get('dtype')!r}, not an integer token type")
     for k, v in expect.items():
         if meta.get("source", {}).get(k) != v:
             raise CompanionError(
