@@ -257,3 +257,54 @@ def test_the_token_build_records_the_same_document_hash_as_the_corpus():
         h.update(len(d.encode("utf-8")).to_bytes(8, "little") + d.encode("utf-8"))
     counts = tokenize_documents(iter(docs), load_tokenizer(), io.BytesIO(), io.BytesIO(), eval_every=10)
     assert counts["documents_sha256"] == documents_sha256(docs) == h.hexdigest()
+
+
+def test_a_truncated_archive_is_listed_as_corrupt_not_fetched(cache, capsys):
+    from companion.cli import main
+
+    _need("kjv")
+    link = cache / "archives" / CORPORA["kjv"].archive
+    data = link.read_bytes()
+    link.unlink()
+    link.write_bytes(data[: len(data) // 2])
+    capsys.readouterr()
+    assert main(["corpus", "list"]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("kjv"))
+    assert "corrupt" in line and "fetched" not in line.replace("fetches", "").replace("not fetched", "")
+
+
+def test_the_fetch_child_dies_with_its_parent(tmp_path):
+    """A killed fetch leaves no pip behind: the child asks to receive SIGKILL when its
+    parent dies (Linux)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("parent-death signals are Linux-only")
+    pidfile = tmp_path / "child.pid"
+    child_py = tmp_path / "child.py"
+    child_py.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    parent_py = tmp_path / "parent.py"
+    parent_py.write_text("import subprocess, sys\nfrom companion.train.corpora import _die_with_parent\n"
+                         f"p = subprocess.Popen([sys.executable, {str(child_py)!r}], preexec_fn=_die_with_parent)\n"
+                         "p.wait()\n")
+    parent = subprocess.Popen([sys.executable, str(parent_py)])
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text():
+            break
+        time.sleep(0.1)
+    child = int(pidfile.read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the child outlived its killed parent")

