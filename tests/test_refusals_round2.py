@@ -77,3 +77,33 @@ def test_a_checkpoint_that_is_not_one_is_refused_in_one_line(tmp_path, payload):
     torch.save(payload, tmp_path / "checkpoint.pt")
     with pytest.raises(CompanionError, match="not a checkpoint this package wrote"):
         load_checkpoint(tmp_path / "checkpoint.pt", verify=False)
+
+
+def _retype_qk(folder, dtype):
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "model.safetensors"
+    state = load_file(str(path))
+    for k in list(state):
+        if k.endswith(("q_proj.weight", "k_proj.weight")):
+            state[k] = torch.round(state[k].float() * 100).to(dtype)
+    save_file(state, str(path), metadata={"format": "pt"})
+
+
+@pytest.mark.parametrize("method, stored", [("fp8", torch.int8), ("fp8", torch.int32),
+                                            ("bitsandbytes", torch.int32), ("bitsandbytes", torch.float8_e4m3fn)])
+def test_a_quantization_config_that_does_not_fit_the_stored_type_is_refused(tmp_path, capsys, method, stored):
+    bad.tiny_llama(tmp_path)
+    _retype_qk(tmp_path, stored)
+    qc = ({"quant_method": "fp8", "weight_block_size": [16, 16]} if method == "fp8" else
+          {"quant_method": "bitsandbytes", "load_in_8bit": True})
+    bad.edit_config(tmp_path, quantization_config=qc)
+    _one_line_error(["score", str(tmp_path)], capsys, "does not fit", str(stored).replace("torch.", ""))
+
+
+def test_a_bitsandbytes_checkpoint_as_stored_still_reads_to_its_weights(tmp_path):
+    from companion.adapters import read_qk
+
+    _, floats = bad.bnb_int8_llama(tmp_path)
+    got = read_qk(tmp_path, progress=False)
+    assert torch.allclose(got.layers[0].Wq, floats["model.layers.0.self_attn.q_proj.weight"], atol=1e-6)

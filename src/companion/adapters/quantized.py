@@ -53,6 +53,7 @@ def _fp8_block(src: TensorSource, qc: dict):
 
     def dequantize(name: str, w: torch.Tensor) -> torch.Tensor:
         scale_name = name[: -len("weight")] + "weight_scale_inv"
+        _stored_as(src, name, w, "fp8", (torch.float8_e4m3fn, torch.float8_e5m2))
         if not name.endswith("weight") or scale_name not in src.shapes:
             if w.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
                 raise CompanionError(f"{src.location}: {name!r} is stored as fp8 but has no "
@@ -76,6 +77,7 @@ def _fp8_block(src: TensorSource, qc: dict):
 def _bnb_int8(src: TensorSource):
     def dequantize(name: str, w: torch.Tensor) -> torch.Tensor:
         scb_name = name[: -len("weight")] + "SCB"
+        _stored_as(src, name, w, "bitsandbytes 8-bit", (torch.int8,))
         if w.dtype != torch.int8:
             return w.to(torch.float32)
         if not name.endswith("weight") or scb_name not in src.shapes:
@@ -88,6 +90,18 @@ def _bnb_int8(src: TensorSource):
         return w.to(torch.float32) * (scb[:, None] / 127.0)
 
     return dequantize
+
+
+def _stored_as(src: TensorSource, name: str, w: torch.Tensor, method: str, own: tuple) -> None:
+    """A tensor of a quantized checkpoint is either stored in the method's own type (and
+    dequantized by its rule) or as ordinary floats (a layer left unquantized); any other
+    type (integers under fp8, fp8 or int32 under bitsandbytes 8-bit) does not fit the
+    configuration, and scoring it as stored would give wrong numbers."""
+    if w.dtype in own or (w.dtype.is_floating_point and w.dtype not in (torch.float8_e4m3fn, torch.float8_e5m2)):
+        return
+    raise CompanionError(f"{src.location}: {name!r} is stored as {str(w.dtype).replace('torch.', '')}, which "
+                         f"quantization_config ({method}) does not describe; the configuration does not fit "
+                         "the weights. Use the unquantized checkpoint.")
 
 
 _NAMES = {
