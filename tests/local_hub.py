@@ -121,3 +121,61 @@ class SilentServer:
 
     def __exit__(self, *exc):
         self.sock.close()
+
+
+class HostileServer:
+    """An HTTP server on 127.0.0.1 that answers every request with ``behaviour``:
+
+    ``"trickle"``: a 200 with a small Content-Length, then one byte every 2 s;
+    ``"terabyte"``: a 200 announcing 10^12 bytes, then a few bytes and silence;
+    ``"endless"``: a chunked 200 that streams JSON-looking bytes without end.
+    It runs in daemon threads and stops with the ``with`` block.
+    """
+
+    def __init__(self, behaviour: str):
+        self.behaviour = behaviour
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        import time
+
+        try:
+            conn.recv(65536)
+            if self.behaviour == "trickle":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 400\r\n\r\n")
+                while not self.stop.is_set():
+                    conn.sendall(b"{")
+                    time.sleep(2)
+            elif self.behaviour == "terabyte":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n{\"a\": ")
+                self.stop.wait(60)
+            elif self.behaviour == "endless":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                block = b" " * 65536
+                chunk = f"{len(block):x}\r\n".encode() + block + b"\r\n"
+                while not self.stop.is_set():
+                    conn.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.sock.close()

@@ -159,3 +159,26 @@ def test_a_malformed_header_on_the_hub_is_one_line(online, tmp_path, capsys):
         assert main(["score", REPO]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a valid safetensors file" in err[0]
+
+
+@pytest.mark.parametrize("behaviour, words", [("trickle", "cannot reach the hub"),
+                                              ("terabyte", "announces a body of 1,000,000,000,000 bytes"),
+                                              ("endless", "sent more than")])
+def test_a_hostile_hub_is_one_line_within_seconds_and_bounded_memory(online, capsys, behaviour, words):
+    import resource
+
+    from local_hub import HostileServer
+
+    peak0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with HostileServer(behaviour) as hostile:
+        online.setenv("HF_ENDPOINT", hostile.url)
+        capsys.readouterr()
+        t0 = time.perf_counter()
+        rc = main(["score", REPO])
+        elapsed = time.perf_counter() - t0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc != 0 and len(err) == 1, err
+    assert words in err[0], err[0]
+    assert elapsed < 20, elapsed           # the probe's 3 s, not a byte every 2 s for minutes
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak0) / 1024
+    assert grown_mb < 300, grown_mb        # 64 MiB of body at most, never a terabyte

@@ -26,6 +26,7 @@ import os
 import re
 import stat
 import struct
+import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -778,6 +779,8 @@ def _hub_offline() -> bool:
 
 HUB_PROBE_TIMEOUT = 3.0  # seconds for the first contact with the hub
 HUB_TIMEOUT = 30.0  # seconds to connect and between bytes, for every later request
+HUB_MIN_RATE = 16 << 10  # bytes/s: a request may take its timeout plus its bytes at this rate
+HUB_MAX_BODY = 64 << 20  # bytes of a whole-file GET (config.json, the API's JSON, an index)
 
 
 class HubUnreachable(CompanionError):
@@ -812,16 +815,47 @@ def _http_get(url: str, start: int | None = None, nbytes: int | None = None,
     if start is not None:
         headers["Range"] = f"bytes={start}-{start + nbytes - 1}"
     req = urllib.request.Request(url, headers=headers)
+    t0 = time.monotonic()
     with urllib.request.urlopen(req, timeout=timeout) as response:
         if start is not None and response.status != 206 and not (start == 0 and response.status == 200
                                                                     and response.length == nbytes):
             raise CompanionError(f"{url} ignored the byte-range request (HTTP {response.status}); "
                                  "a hub mirror must support Range requests.")
-        data = response.read() if start is None else response.read(nbytes + 1)
+        limit = HUB_MAX_BODY if start is None else nbytes
+        data = _read_bounded(response, url, limit, t0, timeout)
         info = {k.lower(): v for k, v in response.headers.items()}
     if start is not None and len(data) != nbytes:
         raise CompanionError(f"range request to {url} returned {len(data)} bytes, not {nbytes}.")
     return data, info
+
+
+def _read_bounded(response, url: str, limit: int, t0: float, timeout: float) -> bytes:
+    """The body of ``response``, refused when it announces or sends more than ``limit``
+    bytes (never allocated), and cut off when it arrives slower than ``timeout`` plus its
+    bytes at :data:`HUB_MIN_RATE` (the socket's timeout bounds only each wait between bytes,
+    so a server trickling one byte at a time would otherwise never time out)."""
+    import socket
+
+    length = response.length
+    if length is not None and length > limit + 1:
+        raise CompanionError(f"{url} announces a body of {length:,} bytes, more than the {limit:,} asked "
+                             "for or expected; is HF_ENDPOINT a Hugging Face hub?")
+    chunks, total = [], 0
+    while True:
+        # read1: what has arrived (one socket read), so the deadline is checked while a
+        # slow server trickles; read() would wait for the whole amount
+        want = min(1 << 16, limit + 1 - total)
+        chunk = response.read1(want) if hasattr(response, "read1") else response.read(want)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise CompanionError(f"{url} sent more than the {limit:,} bytes asked for or expected; is "
+                                 "HF_ENDPOINT a Hugging Face hub?")
+        if time.monotonic() - t0 > timeout + total / HUB_MIN_RATE:
+            raise socket.timeout(f"timed out: {total:,} bytes in {time.monotonic() - t0:.0f} s")
+    return b"".join(chunks)
 
 
 def _http_range(url: str, start: int, nbytes: int) -> bytes:
