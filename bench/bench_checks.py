@@ -8,8 +8,8 @@ load:
 * the whole ``companion score SOURCE --quiet`` command (reading and scoring),
 
 with the checks added against wrong numbers switched off (A: the strict safetensors header
-validation replaced by a bare ``json.loads``, no quantization check, no layer-count
-check, no NaN check) and on (B: as shipped), in the order A B, B A, A B, ...  Reported:
+validation replaced by a bare ``json.loads``, no quantization, layer-count, NaN, width,
+regular-file or head-count checks) and on (B: as shipped), in the order A B, B A, A B, ...  Reported:
 the median of the runs of each and the ratio B / A.
 
     python bench/bench_checks.py [--repeats 15] [--minilm-repeats 101] [--out bench/results]
@@ -37,18 +37,28 @@ from companion.cli import main as cli
 
 @contextlib.contextmanager
 def checks_off():
-    """Switch the checks off by replacing them with what the reader did without them."""
-    saved = (sources.parse_safetensors_header, reader.prepare_quantized,
-             reader.check_layer_count, reader._check_finite)
-    sources.parse_safetensors_header = lambda raw, data_len: json.loads(raw)
-    reader.prepare_quantized = lambda src: None
-    reader.check_layer_count = lambda *a, **k: None
-    reader._check_finite = lambda *a, **k: None
+    """Switch the checks off by replacing them with what the reader did without them:
+    the header validation, quantization, layer-count, NaN, width and regular-file checks
+    and the count validation of head numbers (``positive_int``)."""
+    from companion.adapters import completeness, families
+
+    targets = [(sources, "parse_safetensors_header", lambda raw, data_len: json.loads(raw)),
+               (reader, "prepare_quantized", lambda src: None),
+               (reader, "check_layer_count", lambda *a, **k: None),
+               (reader, "_check_finite", lambda *a, **k: None),
+               (reader, "_check_width", lambda *a, **k: None),
+               (reader, "regular_file", lambda *a, **k: None),
+               (sources, "regular_file", lambda *a, **k: os.stat(a[0])),
+               (families, "positive_int", lambda v, field: int(v)),
+               (completeness, "positive_int", lambda v, field: int(v))]
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in targets]
+    for mod, name, fn in targets:
+        setattr(mod, name, fn)
     try:
         yield
     finally:
-        (sources.parse_safetensors_header, reader.prepare_quantized,
-         reader.check_layer_count, reader._check_finite) = saved
+        for mod, name, fn in saved:
+            setattr(mod, name, fn)
 
 
 def _time(fn) -> float:
