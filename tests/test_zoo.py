@@ -366,3 +366,23 @@ def test_a_cache_folder_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys
     assert main(["zoo", "fetch", "whisper-base"]) != 0
     err = capsys.readouterr().err
     assert "cannot be used" in err and "COMPANION_CACHE" in err and "Traceback" not in err
+
+
+def test_a_full_disk_during_assembly_is_one_line_and_leaves_nothing(cache, monkeypatch, capsys):
+    import errno
+
+    from companion.cli import main
+
+    _need("whisper-base")
+
+    def full(model, tmp):
+        (tmp / "model.bin").write_bytes(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp / "model.bin"))
+
+    monkeypatch.setattr(zoo, "_build", full)
+    capsys.readouterr()
+    assert main(["zoo", "fetch", "whisper-base"]) == 2
+    err = capsys.readouterr().err
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and "No space left on device" in lines[0] and "free some space" in lines[0], err
+    assert not [n for n in _leftovers(cache) if n.endswith((".partial", ".lock"))] and "whisper-base" not in _leftovers(cache)

@@ -44,6 +44,17 @@ def main(argv: list[str] | None = None) -> int:
     except CompanionError as exc:
         print(f"companion {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        import errno
+
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        fix = ("free some space or point COMPANION_CACHE / --out elsewhere" if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+               else "choose a folder you can write to (COMPANION_CACHE, --out)")
+        print(f"companion {args.command}: error: {exc.strerror or exc}{where}; {fix}. Nothing half-written "
+              "was kept.", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         import os
 
