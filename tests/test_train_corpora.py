@@ -308,3 +308,21 @@ def test_the_fetch_child_dies_with_its_parent(tmp_path):
     else:
         os.kill(child, signal.SIGKILL)
         pytest.fail("the child outlived its killed parent")
+
+
+def test_a_killed_token_build_leaves_no_folder_after_the_next_build(cache, tok):
+    import subprocess
+    import sys
+
+    from companion.cache import cache_dir
+    from companion.train.tokens import cached_token_streams
+
+    root = cache_dir("tokens")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = root / f".abc123.tmp-{dead.pid}"
+    stale.mkdir()
+    (stale / "train.bin").write_bytes(b"\0" * 1000)
+    docs = _docs()
+    cached_token_streams({"corpus": "test-stale", "documents_sha256": "x"}, lambda: docs, tok)
+    assert not stale.exists()
