@@ -10,24 +10,16 @@ import pytest
 import torch
 
 import malformed as bad
+from one_line import one_line_error
 from companion.adapters import read_qk
 from companion.adapters.families import LayerPlan
-from companion.cli import main
 from companion.errors import CompanionError
 
 T = pytest.importorskip("transformers")
 
 
 def _one_line_error(argv, capsys, *words):
-    capsys.readouterr()
-    rc = main(argv)
-    err = capsys.readouterr().err
-    assert rc != 0 and "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
+    return one_line_error(argv, capsys, *words)
 
 
 def _tiny(folder, config, model_cls):

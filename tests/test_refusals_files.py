@@ -5,26 +5,15 @@ to the end."""
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
 import malformed as bad
-from companion.cli import main
+from one_line import one_line_error
 
 
 def _one_line_error(argv, capsys, *words):
-    capsys.readouterr()
-    t0 = time.monotonic()
-    rc = main(argv)
-    assert time.monotonic() - t0 < 20
-    err = capsys.readouterr().err
-    assert rc != 0 and "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
+    return one_line_error(argv, capsys, *words, within_s=20)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

@@ -15,24 +15,15 @@ import torch
 from safetensors import safe_open
 
 import malformed as bad
+from one_line import one_line_error
 from companion.adapters import read_qk
 from companion.adapters.sources import read_safetensors_header
-from companion.cli import main
 from companion.errors import CompanionError
 from companion.scores import directionality_score, symmetry_score
 
 
 def _one_line_error(argv, capsys, *words):
-    capsys.readouterr()
-    rc = main(argv)
-    err = capsys.readouterr().err
-    assert rc != 0
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
+    return one_line_error(argv, capsys, *words)
 
 
 # ----------------------------------------------------------------------------- headers

@@ -9,20 +9,14 @@ import pytest
 import torch
 
 import malformed as bad
+from one_line import one_line_error
 from companion.cli import main
 from companion.errors import CompanionError
 from companion.scores import directionality_score, symmetry_score
 
 
 def _one_line_error(argv, capsys, *words):
-    capsys.readouterr()
-    rc = main(argv)
-    err = capsys.readouterr().err
-    assert rc != 0 and "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    for w in words:
-        assert w in lines[0], lines[0]
+    return one_line_error(argv, capsys, *words)
 
 
 @pytest.mark.parametrize("key", ["../../x", "a/b", ".hidden", "x" * 200])

@@ -45,6 +45,19 @@ def _leftovers(cache: Path) -> list[str]:
     root = cache / "zoo"
     return sorted(p.name for p in root.iterdir()) if root.exists() else []
 
+def _flip_a_byte_keeping_the_time(path: Path) -> os.stat_result:
+    """Flip one byte in the middle of ``path`` and put its modification time back (what
+    ``touch -d`` can do); returns the stat from before."""
+    st = path.stat()
+    with open(path, "r+b") as f:
+        f.seek(5000)
+        b = f.read(1)
+        f.seek(5000)
+        f.write(bytes([b[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return st
+
+
 
 # ----------------------------------------------------------------------------- registry
 
@@ -120,13 +133,7 @@ def test_a_rewritten_cache_file_is_rebuilt(cache):
 def test_a_tampered_file_with_its_old_time_is_caught_by_verify(cache):
     _need("whisper-base")
     main_file = zoo.fetch("whisper-base") / "model.bin"
-    st = main_file.stat()
-    with open(main_file, "r+b") as f:
-        f.seek(5000)
-        b = f.read(1)
-        f.seek(5000)
-        f.write(bytes([b[0] ^ 0xFF]))
-    os.utime(main_file, ns=(st.st_atime_ns, st.st_mtime_ns))
+    st = _flip_a_byte_keeping_the_time(main_file)
     assert _sha(zoo.fetch("whisper-base", verify=True) / "model.bin") == zoo.ZOO["whisper-base"].sha256
 
 
@@ -308,13 +315,7 @@ def test_a_tampered_file_with_its_old_time_is_caught_by_its_status_change_time(c
     still move, so the next plain use re-hashes and rebuilds (no verify needed)."""
     _need("whisper-base")
     main_file = zoo.fetch("whisper-base") / "model.bin"
-    st = main_file.stat()
-    with open(main_file, "r+b") as f:
-        f.seek(5000)
-        b = f.read(1)
-        f.seek(5000)
-        f.write(bytes([b[0] ^ 0xFF]))
-    os.utime(main_file, ns=(st.st_atime_ns, st.st_mtime_ns))
+    st = _flip_a_byte_keeping_the_time(main_file)
     assert main_file.stat().st_size == st.st_size and main_file.stat().st_mtime_ns == st.st_mtime_ns
     assert _sha(zoo.zoo_path("whisper-base") / "model.bin") == zoo.ZOO["whisper-base"].sha256
 

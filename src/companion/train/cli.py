@@ -140,6 +140,7 @@ class _RunLock:
         self.held = False
 
     def __enter__(self):
+        from ..cache import pid_alive
         from ..errors import CompanionError
 
         for _ in range(2):
@@ -150,7 +151,7 @@ class _RunLock:
                     pid = int(self.path.read_text().strip() or 0)
                 except (OSError, ValueError):
                     pid = 0
-                if pid and pid != os.getpid() and _alive(pid):
+                if pid and pid != os.getpid() and pid_alive(pid):
                     raise CompanionError(f"another training process (pid {pid}) is writing to {self.path.parent}; "
                                          "wait for it, or choose another --out.") from None
                 self.path.unlink(missing_ok=True)  # left by a process that is gone
@@ -166,16 +167,6 @@ class _RunLock:
         if self.held:
             self.path.unlink(missing_ok=True)
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _eval_blocks(text: str):

@@ -1,0 +1,24 @@
+"""Test helper: a command that must end in one line on stderr (exit != 0, no traceback)."""
+
+from __future__ import annotations
+
+import time
+
+from companion.cli import main
+
+
+def one_line_error(argv, capsys, *words, within_s: float | None = None) -> str:
+    """Run ``companion ARGV``; assert a non-zero exit, exactly one non-empty stderr line
+    holding every one of ``words``, no traceback, and (optionally) an end within ``within_s``."""
+    capsys.readouterr()
+    t0 = time.monotonic()
+    rc = main(argv)
+    if within_s is not None:
+        assert time.monotonic() - t0 < within_s
+    err = capsys.readouterr().err
+    assert rc != 0 and "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
