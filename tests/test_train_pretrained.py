@@ -66,3 +66,48 @@ def test_an_unsupported_checkpoint_or_mode_is_one_clear_error(tmp_path):
         load_pretrained(str(tmp_path), "decoder")
     with pytest.raises(CompanionError, match="unknown mode"):
         load_pretrained(ZOO, "sideways")
+
+
+def _minilm_data(seq_len=32):
+    from companion.prose import stdlib_paragraphs
+    from companion.train.data import build_token_data
+
+    texts = list(stdlib_paragraphs())[:120]
+    return build_token_data(texts, seq_len, top_k=None)
+
+
+def test_a_run_from_the_checkpoint_starts_at_its_scores_and_trains(tmp_path):
+    from companion.bilinear import bilinear_form
+    from companion.train.loop import TrainConfig, train
+
+    cfg = TrainConfig(size="micro", mode="decoder", init_from=ZOO, top_k=None, seq_len=32, steps=2,
+                      batch_size=2, warmup=0, eval_every=2, eval_blocks=4, device="cpu")
+    assert (cfg.layers, cfg.width, cfg.heads) == (6, 384, 12)        # the checkpoint's shape
+    h = train(cfg, data=_minilm_data(), out_dir=tmp_path)
+    ref = read_qk(pretrained_folder(ZOO), progress=False)
+    step0 = h[(h["step"] == 0) & (h["quantity"] == "symmetry") & (h["head"] == -1)].set_index("layer")["value"]
+    for layer in ref.layers:
+        M = bilinear_form(layer.Wq.double(), layer.Wk.double(), layer.n_heads)
+        assert step0[layer.index] == pytest.approx(float(symmetry_score(M)), abs=1e-6)
+    assert h[h["quantity"] == "train_loss"]["value"].notna().all()
+
+
+def test_a_checkpoint_run_refuses_a_compact_vocabulary_or_a_reinitialisation():
+    from companion.train.loop import TrainConfig
+
+    with pytest.raises(ValueError, match="full vocabulary"):
+        TrainConfig(size="micro", init_from=ZOO, top_k=4096)
+    with pytest.raises(ValueError, match="keep 'standard'"):
+        TrainConfig(size="micro", init_from=ZOO, top_k=None, init="symmetric")
+    with pytest.raises(ValueError, match="disagrees with the checkpoint"):
+        TrainConfig(size="micro", init_from=ZOO, top_k=None, layers=4)
+
+
+def test_the_cli_refuses_an_unsupported_checkpoint_in_one_line(tmp_path, capsys):
+    import malformed as bad
+    from one_line import one_line_error
+
+    bad.tiny_llama(tmp_path / "llama")
+    one_line_error(["train", "--from", str(tmp_path / "llama"), "--mode", "encoder", "--out", str(tmp_path / "run")],
+                   capsys, "'llama' checkpoint")
+    assert not (tmp_path / "run" / "history.csv").exists()

@@ -61,7 +61,12 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer folder or hub id (default: $COMPANION_TOKENIZER, else the offline "
                         "all-MiniLM-L6-v2 vocabulary, else bert-base-uncased)")
-    p.add_argument("--top-k", type=int, default=4096, help="compact vocabulary size; 0 keeps all 30522 ids")
+    p.add_argument("--top-k", type=int, default=None,
+                   help="compact vocabulary size (default 4096; with --from, the checkpoint's full vocabulary); "
+                        "0 keeps all 30522 ids")
+    p.add_argument("--from", dest="init_from", default=None, metavar="CHECKPOINT",
+                   help="start from a trained checkpoint's weights (a zoo name such as all-minilm-l6-v2, a "
+                        "folder or a hub id; BERT family) under --mode's objective: the objective swap")
     p.add_argument("--seq-len", type=int, default=None)
     p.add_argument("--layers", type=int, default=None, help="override the size's number of layers")
     p.add_argument("--width", type=int, default=None,
@@ -257,7 +262,8 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         warmup=args.warmup, decay_steps=args.decay_steps, weight_decay=args.weight_decay,
         optimizer=args.optimizer, update_every=args.log_updates, eval_every=args.eval_every,
         eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
-        corpus=args.corpus, top_k=args.top_k or None, seq_len=args.seq_len, layers=args.layers,
+        corpus=args.corpus, top_k=(None if args.init_from else 4096) if args.top_k is None else (args.top_k or None),
+            seq_len=args.seq_len, layers=args.layers, init_from=args.init_from,
             width=args.width, heads=args.heads, bf16=not args.no_bf16,
         compile=args.compile, device=args.device, checkpoint_every=args.checkpoint_every,
     )
@@ -274,8 +280,13 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
     from .data import token_data_for_corpus
 
     t0, c0 = time.time(), time.process_time()
+    tokenizer = args.tokenizer
+    if tokenizer is None and cfg.init_from is not None:  # the checkpoint's own tokenizer
+        from .pretrained import pretrained_folder
+
+        tokenizer = pretrained_folder(cfg.init_from)
     data = token_data_for_corpus(cfg.corpus, cfg.model_size.seq_len, top_k=cfg.top_k,
-                                 tokenizer_name=args.tokenizer, max_tokens=args.max_tokens,
+                                 tokenizer_name=tokenizer, max_tokens=args.max_tokens,
                                  progress=progress)
     if resume:
         progress("resuming from checkpoint.pt")

@@ -112,10 +112,13 @@ class TrainConfig:
     device: str | None = None
     checkpoint_every: int = 0
     smoothing: int = 1
+    init_from: str | None = None  # start from this checkpoint's weights (zoo name, folder, hub id)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         get_size(self.size)
+        if self.init_from is not None:
+            self._from_checkpoint()
         if self.penalty not in PENALTIES:
             raise ValueError(f"unknown penalty {self.penalty!r}; choose one of {PENALTIES}.")
         for name in ("steps", "batch_size", "grad_accum", "eval_every"):
@@ -148,6 +151,23 @@ class TrainConfig:
             v = getattr(self, name)
             if not math.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0; got {v!r}.")
+
+    def _from_checkpoint(self):
+        """Starting from a checkpoint: its own vocabulary and weights, its shape."""
+        from .pretrained import checkpoint_shape
+
+        if self.top_k:
+            raise ValueError("training from a checkpoint uses its own full vocabulary; pass top_k=None "
+                             "(--top-k 0).")
+        if self.init != "standard":
+            raise ValueError(f"init={self.init!r} would replace the checkpoint's attention weights; keep "
+                             "'standard' when starting from a checkpoint.")
+        for name, value in zip(("layers", "width", "heads"), checkpoint_shape(self.init_from)):
+            mine = getattr(self, name)
+            if mine is None:
+                setattr(self, name, value)
+            elif mine != value:
+                raise ValueError(f"{name}={mine} disagrees with the checkpoint {self.init_from} ({value}).")
 
     @property
     def model_size(self):
@@ -383,8 +403,20 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
             f"batch of {cfg.batch_size * world}; use a smaller --batch-size or --seq-len, or a larger corpus.")
 
     torch.manual_seed(cfg.seed)
-    model = build_model(size, data.vocab_size, cfg.mode)
-    initialize(model, cfg.init, generator=torch.Generator().manual_seed(cfg.seed))
+    if cfg.init_from is not None:  # the objective swap: a trained model under either objective
+        from .pretrained import load_pretrained
+
+        model = load_pretrained(cfg.init_from, cfg.mode, seed=cfg.seed, attn_implementation="sdpa")
+        if model.config.vocab_size != data.vocab_size:
+            raise CompanionError(
+                f"the data's vocabulary has {data.vocab_size} ids, {cfg.init_from}'s {model.config.vocab_size}: "
+                "train on the checkpoint's own tokenizer and full vocabulary (--tokenizer, --top-k 0).")
+        if size.seq_len > model.config.max_position_embeddings:
+            raise CompanionError(f"--seq-len {size.seq_len} is longer than {cfg.init_from}'s "
+                                 f"{model.config.max_position_embeddings} positions.")
+    else:
+        model = build_model(size, data.vocab_size, cfg.mode)
+        initialize(model, cfg.init, generator=torch.Generator().manual_seed(cfg.seed))
     model.to(device)
     net = SelectiveLM(model)
     if world > 1:

@@ -25,7 +25,7 @@ from torch import nn
 from ..errors import CompanionError
 from .model import MODES
 
-__all__ = ["SUPPORTED_TYPES", "pretrained_folder", "load_pretrained"]
+__all__ = ["SUPPORTED_TYPES", "pretrained_folder", "checkpoint_shape", "load_pretrained"]
 
 #: model types the swap path can load (a conversion per family, as in the readers)
 SUPPORTED_TYPES = ("bert",)
@@ -48,6 +48,30 @@ def _model_type(folder: str) -> str | None:
         return json.loads(cfg.read_text()).get("model_type")
     except (OSError, json.JSONDecodeError) as exc:
         raise CompanionError(f"cannot read {cfg}: {exc}.") from None
+
+
+def checkpoint_shape(source: str) -> tuple[int, int, int]:
+    """``(layers, width, heads)`` of a checkpoint, from its configuration."""
+    from ..adapters.families import positive_int
+
+    folder = pretrained_folder(source)
+    cfg_path = Path(folder) / "config.json"
+    if cfg_path.is_file():
+        try:
+            cfg = json.loads(cfg_path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CompanionError(f"cannot read {cfg_path}: {exc}.") from None
+    else:
+        from transformers import AutoConfig
+
+        try:
+            cfg = AutoConfig.from_pretrained(folder).to_dict()
+        except (OSError, ValueError) as exc:
+            raise CompanionError(f"cannot read the configuration of {source}: {str(exc).splitlines()[0]}") from None
+    if cfg.get("model_type") not in SUPPORTED_TYPES:
+        raise CompanionError(f"{source} is a {cfg.get('model_type')!r} checkpoint; starting training from a "
+                             f"checkpoint supports {', '.join(SUPPORTED_TYPES)} (e.g. all-minilm-l6-v2) for now.")
+    return tuple(positive_int(cfg.get(k), k) for k in ("num_hidden_layers", "hidden_size", "num_attention_heads"))
 
 
 def load_pretrained(source: str, mode: str = "encoder", seed: int = 0,
