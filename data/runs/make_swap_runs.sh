@@ -39,7 +39,7 @@ if chosen is None:
 open("data/runs/swap_lr_minilm.txt", "w").write(f"{chosen:g}\n")
 with open("data/runs/objective_swap_plan.md", "a") as fh:
     fh.write(f"\n## The pilot's outcome (MiniLM)\n\nRun on {time.strftime('%Y-%m-%d', time.gmtime())} with "
-             "`bash data/runs/make_swap_runs.sh pilot` (CPU, one thread):\n\n"
+             "`bash data/runs/make_swap_runs.sh pilot` (CPU, torch's default threads; the runs use one):\n\n"
              "| lr | control loss, step 0 | step 100 | swap loss, step 0 | step 100 | s/step control / swap | meets the rule |\n"
              "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + f"\n\nMiniLM's rate: {chosen:g}.\n")
 print("LR", chosen)
