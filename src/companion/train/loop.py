@@ -316,7 +316,8 @@ def _set_rng_state(gens: dict, state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def _digest_path(path: Path) -> Path:
+def digest_path(path: Path) -> Path:
+    """Where a checkpoint's SHA-256 is kept: ``checkpoint.pt.sha256`` beside it."""
     return path.with_name(path.name + ".sha256")
 
 
@@ -330,7 +331,7 @@ def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict
 
     path = Path(path)
     if verify:
-        digest = _digest_path(path)
+        digest = digest_path(path)
         if not digest.exists():  # written before checkpoints carried a digest
             import warnings
 
@@ -552,7 +553,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                                 "update_initial": recorder.initial if recorder is not None else None,
                                 "elapsed": {"wall": before["wall"] + time.time() - t0,
                                             "cpu": before["cpu"] + time.process_time() - c0}}, tmp)
-                    digest = _digest_path(ckpt_path)
+                    digest = digest_path(ckpt_path)
                     # the digest is replaced after the file: a crash between the two leaves a
                     # mismatch, which resuming refuses (never a silently different run)
                     os.replace(tmp, ckpt_path)

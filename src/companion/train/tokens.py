@@ -176,16 +176,6 @@ def _load(folder: Path, expect: dict) -> TokenStreams:
     return TokenStreams(arrays["train"], arrays["eval"], meta, folder)
 
 
-def _clean_stale_builds(root: Path) -> None:
-    """Remove ``.KEY.tmp-PID`` folders of token builds whose process is gone (killed)."""
-    from ..cache import pid_alive
-
-    for d in root.glob(".*.tmp-*"):
-        pid = d.name.rsplit("-", 1)[-1]
-        if d.is_dir() and pid.isdigit() and not pid_alive(int(pid)):
-            shutil.rmtree(d, ignore_errors=True)
-
-
 def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], tok,
                          eval_every: int = 10, max_tokens: int | None = None,
                          rank: int | None = None, wait_s: float = 3600,
@@ -212,7 +202,9 @@ def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], t
                                      f"token cache {folder}; check rank 0's log.")
             time.sleep(1.0)
         return _load(folder, expect)
-    _clean_stale_builds(root)
+    from ..cache import pid_after_last_dash, remove_abandoned
+
+    remove_abandoned(root, ".*.tmp-*", pid_after_last_dash)  # builds of killed processes
     tmp = root / f".{folder.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
