@@ -26,7 +26,16 @@ from .scores import (
     symmetry_score_factored,
 )
 
-__all__ = ["random_bilinear_forms", "null_scores", "null_summary"]
+__all__ = ["random_bilinear_forms", "null_scores", "null_summary", "symmetry_null_law"]
+
+
+def _generator(device: torch.device, seed: int) -> torch.Generator:
+    """A generator on ``device``: the samples are drawn where they are scored.
+
+    A given seed gives the same samples on a given kind of device; a CPU and a GPU draw
+    different (equally valid) samples from the same law.
+    """
+    return torch.Generator(device=device).manual_seed(seed)
 
 
 def random_bilinear_forms(d: int, n: int, rank: int | None = None, seed: int = 0,
@@ -35,11 +44,11 @@ def random_bilinear_forms(d: int, n: int, rank: int | None = None, seed: int = 0
     if d < 2 or n < 1:
         raise ValueError(f"need d >= 2 and n >= 1, got d={d}, n={n}.")
     device = torch.device(device) if device is not None else default_device()
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = _generator(device, seed)
     if rank is None:
-        return torch.randn(n, d, d, generator=g, dtype=torch.float64).to(device)
-    q = torch.randn(n, rank, d, generator=g, dtype=torch.float64).to(device)
-    k = torch.randn(n, rank, d, generator=g, dtype=torch.float64).to(device)
+        return torch.randn(n, d, d, generator=g, dtype=torch.float64, device=device)
+    q = torch.randn(n, rank, d, generator=g, dtype=torch.float64, device=device)
+    k = torch.randn(n, rank, d, generator=g, dtype=torch.float64, device=device)
     return q.transpose(-1, -2) @ k
 
 
@@ -54,7 +63,7 @@ def null_scores(d: int, n_samples: int = 200, rank: int | None = None, seed: int
     if d < 2:
         raise ValueError(f"need d >= 2, got {d}.")
     device = torch.device(device) if device is not None else default_device()
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    g = _generator(device, seed)
     per_sample = 8 * (d * d if rank is None else 2 * rank * d)
     batch = max(1, min(n_samples, max_batch_bytes // max(per_sample, 1)))
     sym, dirn = [], []
@@ -62,12 +71,12 @@ def null_scores(d: int, n_samples: int = 200, rank: int | None = None, seed: int
     while done < n_samples:
         b = min(batch, n_samples - done)
         if rank is None:
-            M = torch.randn(b, d, d, generator=g, dtype=torch.float64).to(device)
+            M = torch.randn(b, d, d, generator=g, dtype=torch.float64, device=device)
             sym.append(np.atleast_1d(symmetry_score(M)))
             dirn.append(np.atleast_1d(directionality_score(M, gamma=gamma, variant=variant)))
         else:
-            q = torch.randn(b, rank, d, generator=g, dtype=torch.float64).to(device)
-            k = torch.randn(b, rank, d, generator=g, dtype=torch.float64).to(device)
+            q = torch.randn(b, rank, d, generator=g, dtype=torch.float64, device=device)
+            k = torch.randn(b, rank, d, generator=g, dtype=torch.float64, device=device)
             sym.append(np.atleast_1d(symmetry_score_factored(q, k)))
             dirn.append(np.atleast_1d(
                 directionality_score_factored(q, k, gamma=gamma, variant=variant)))
@@ -93,3 +102,25 @@ def null_summary(table: pd.DataFrame, quantiles=(0.025, 0.5, 0.975)) -> pd.DataF
                 row[f"q{q:g}"] = np.quantile(v, q)
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def symmetry_null_law(d: int):
+    """The exact law of the symmetry score of a ``d x d`` matrix with i.i.d. Gaussian entries.
+
+    With ``M_s, M_n`` the symmetric and skew parts (Eq. 16), ``||M_s||^2`` collects the
+    ``d`` diagonal entries and the ``d(d-1)/2`` sums ``(M_ij + M_ji) / sqrt 2``, and
+    ``||M_n||^2`` the ``d(d-1)/2`` differences ``(M_ij - M_ji) / sqrt 2``: independent
+    standard normals, so the two are independent chi-square variables with ``d(d+1)/2`` and
+    ``d(d-1)/2`` degrees of freedom.  Their ratio gives
+
+        s = (||M_s||^2 - ||M_n||^2) / ||M||^2 = 2 B - 1,   B ~ Beta(d(d+1)/4, d(d-1)/4),
+
+    with mean ``1/d`` and variance ``2 (d^2 - 1) / (d^2 (d^2 + 2))`` (Prop. S1.17(3) gives
+    the mean's order; this is the whole law).  Returns a frozen ``scipy.stats`` distribution.
+    """
+    from scipy import stats
+
+    if int(d) != d or d < 2:
+        raise ValueError(f"need an integer width d >= 2, got {d!r}.")
+    d = int(d)
+    return stats.beta(d * (d + 1) / 4, d * (d - 1) / 4, loc=-1.0, scale=2.0)

@@ -102,7 +102,8 @@ def _null_pool(width: int, n: int, seed: int) -> dict:
     """Scores of ``n`` random rank-``width`` forms (cached: every band of a width shares them)."""
     from ..null import null_scores
 
-    t = null_scores(width, n_samples=n, rank=width, seed=seed)
+    # drawn on the CPU whatever the device: the rules' thresholds must not depend on the hardware
+    t = null_scores(width, n_samples=n, rank=width, seed=seed, device="cpu")
     return {q: t[q].to_numpy() for q in ("symmetry", "directionality")}
 
 

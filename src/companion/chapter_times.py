@@ -1,0 +1,198 @@
+"""Execute chapters at a run size and record how long each took.
+
+The intro's table of expected times per chapter is read from the files this module writes
+(``data/chapter_times/*.csv``), so the times it states are measurements, each with the
+device and the date it was made on::
+
+    python -m companion.chapter_times --size gpu --budget 600 bilinear_form rank_one_updates
+    python -m companion.chapter_times --size gpu --budget 3600 all     # every chapter
+
+Each chapter runs in a kernel of its own (nbclient, the book's kernel start-up file), in a
+process group that is stopped when the chapter's budget is spent; a chapter over budget is
+recorded as ``over the budget`` with the budget as a lower bound, one that raises as
+``stopped`` with the error's last line.  The CSV gains one row per chapter; an existing row
+for the same chapter, size and device is replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .runtime import RUN_SIZES, describe_device
+
+__all__ = ["ROOT", "BOOK", "TIMES", "COLUMNS", "book_chapters", "time_chapter", "record", "load_times",
+           "times_table", "main"]
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = ROOT / "book"
+TIMES = ROOT / "data" / "chapter_times"
+COLUMNS = ["chapter", "size", "device", "cpu_cores", "seconds", "outcome", "note", "date"]
+OUTCOMES = ("finished", "stopped", "over the budget")
+
+
+def book_chapters() -> list[str]:
+    """The executable chapters, in the order of ``_toc.yml``."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for p in toc["parts"] for c in p["chapters"]]
+    names = [Path(f).name for f in files]
+    # pages without code cells (bibliography, status) have nothing to time
+    return [n for n in names if "```{code-cell}" in (BOOK / f"{n}.md").read_text()]
+
+
+@dataclass
+class Timing:
+    chapter: str
+    size: str
+    seconds: float
+    outcome: str
+    note: str = ""
+
+
+def _execute(path: Path, cell_timeout: int) -> None:
+    """Run every cell of one chapter in a fresh kernel (called in a child process)."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    nb = jupytext.read(path)
+    NotebookClient(nb, timeout=cell_timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+
+
+def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> Timing:
+    """Execute ``<book>/<chapter>.md`` at run ``size`` within ``budget`` seconds."""
+    if size not in RUN_SIZES:
+        raise ValueError(f"unknown run size {size!r}; choose one of {RUN_SIZES}.")
+    path = book / f"{chapter}.md"
+    if not path.is_file():
+        raise FileNotFoundError(f"no chapter {chapter!r} (expected {path}); chapters: {', '.join(book_chapters())}")
+    env = {**os.environ, "COMPANION_RUN_SIZE": size, "IPYTHONDIR": str(BOOK / "_ipython"),
+           "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    cmd = [sys.executable, "-c", "import sys; from pathlib import Path; from companion.chapter_times import _execute; "
+           "_execute(Path(sys.argv[1]), int(float(sys.argv[2])))", str(path), str(budget)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=book, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=budget)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the kernel is in the same process group
+        proc.communicate()
+        return Timing(chapter, size, float(budget), "over the budget", f"did not finish within {budget:g} s")
+    seconds = time.perf_counter() - t0
+    if proc.returncode == 0:
+        return Timing(chapter, size, seconds, "finished")
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "Error" in ln.split(":")[0]]
+    return Timing(chapter, size, seconds, "stopped", (errors or lines or ["no output"])[-1][:200])
+
+
+def record(timings: list[Timing], csv: Path, device: str, cpu_cores: int) -> pd.DataFrame:
+    """Write ``timings`` into ``csv`` (one row per chapter, size and device; newest wins)."""
+    new = pd.DataFrame([{"chapter": t.chapter, "size": t.size, "device": device, "cpu_cores": cpu_cores,
+                         "seconds": round(t.seconds, 1), "outcome": t.outcome, "note": t.note,
+                         "date": time.strftime("%Y-%m-%d", time.gmtime())} for t in timings], columns=COLUMNS)
+    if csv.is_file():
+        old = pd.read_csv(csv, keep_default_na=False)
+        key = ["chapter", "size", "device"]
+        old = old[~old.set_index(key).index.isin(new.set_index(key).index)]
+        new = pd.concat([old, new], ignore_index=True)
+    csv.parent.mkdir(parents=True, exist_ok=True)
+    new.to_csv(csv, index=False)
+    return new
+
+
+def load_times(folder: Path = TIMES) -> pd.DataFrame:
+    """Every recorded timing, one row per chapter, size and device (newest file wins)."""
+    frames = []
+    for f in sorted(folder.glob("*.csv")):
+        t = pd.read_csv(f, keep_default_na=False)
+        missing = set(COLUMNS) - set(t.columns)
+        if missing:
+            raise ValueError(f"{f} lacks the columns {sorted(missing)}; it was not written by "
+                             "companion.chapter_times (re-run it, or add the columns).")
+        frames.append(t.assign(source=f.name))
+    if not frames:
+        return pd.DataFrame(columns=COLUMNS + ["source"])
+    t = pd.concat(frames, ignore_index=True).sort_values(["date", "source"])
+    return t.drop_duplicates(["chapter", "size", "device"], keep="last").reset_index(drop=True)
+
+
+def _cell(row) -> str:
+    if row["outcome"] == "finished":
+        s = float(row["seconds"])
+        return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
+    if row["outcome"] == "over the budget":
+        s = float(row["seconds"])
+        return f"over {s:.0f} s" if s < 120 else f"over {s / 60:.0f} min"
+    reason = str(row["note"]).split(":")[0].rsplit(".", 1)[-1]
+    return f"stopped ({reason})" if reason else "stopped"
+
+
+def times_table(times: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Chapters by (size, device): the measured time of each, as text for the intro's table."""
+    times = load_times() if times is None else times
+    if times.empty:
+        return pd.DataFrame()
+    where = [f"CPU, {c} cores" if d == "cpu" else d for d, c in zip(times["device"], times["cpu_cores"])]
+    t = times.assign(column=[f"{s} size, {w}" for s, w in zip(times["size"], where)],
+                     text=[_cell(r) for _, r in times.iterrows()])
+    order = {c: i for i, c in enumerate(book_chapters())}
+    table = t.pivot_table(index="chapter", columns="column", values="text", aggfunc="first").fillna("not measured")
+    table = table.loc[sorted(table.index, key=lambda c: order.get(c, len(order)))]
+    return table[sorted(table.columns, key=lambda c: (RUN_SIZES.index(c.split(" ")[0]), c))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m companion.chapter_times",
+                                 description="Execute chapters at a run size and record their times.")
+    ap.add_argument("chapters", nargs="+", help="chapter names (book/NAME.md), or 'all'")
+    ap.add_argument("--size", default="gpu", choices=RUN_SIZES)
+    ap.add_argument("--budget", type=float, default=900.0, help="seconds per chapter before it is stopped")
+    ap.add_argument("--recorded-under", type=float, default=None, metavar="SECONDS",
+                    help="keep only the chapters whose recorded time at this size on this kind of device "
+                         "(the CPU, or this GPU) finished within SECONDS")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="CSV to record into (default data/chapter_times/<size>-size-<machine>.csv)")
+    args = ap.parse_args(argv)
+    chapters = book_chapters() if args.chapters == ["all"] else args.chapters
+    unknown = [c for c in chapters if c not in book_chapters()]
+    if unknown:
+        ap.error(f"unknown chapter(s) {unknown}; choose from {book_chapters()} or 'all'")
+    if args.budget <= 0:
+        ap.error("--budget must be a positive number of seconds")
+    device = describe_device().split(" (")[0]
+    cores = os.cpu_count() or 1
+    if args.recorded_under is not None:
+        t = load_times()
+        mine = t[(t["size"] == args.size) & (t["device"] == device) & (t["outcome"] == "finished")]
+        fast = set(mine.loc[mine["seconds"].astype(float) <= args.recorded_under, "chapter"])
+        chapters = [c for c in chapters if c in fast]
+        if not chapters:
+            ap.error(f"no chapter has a recorded time at size {args.size!r} on {device} within "
+                     f"{args.recorded_under:g} s; record some first (without --recorded-under)")
+        print(f"chapters recorded within {args.recorded_under:g} s at size {args.size!r}: {', '.join(chapters)}")
+    machine = "cpu" if device == "cpu" else device.lower().replace(" ", "-")
+    out = args.out or TIMES / f"{args.size}-size-{machine}-{cores}cores.csv"
+    timings = []
+    for ch in chapters:
+        t = time_chapter(ch, args.size, args.budget)
+        print(f"{ch}: {t.outcome} in {t.seconds:.0f} s {t.note}".rstrip(), flush=True)
+        timings.append(t)
+        record([t], out, device, cores)  # one row at a time: an interrupted sweep keeps what it measured
+    print(f"recorded in {out}")
+    return 0 if all(t.outcome == "finished" for t in timings) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Chapter timing: what a finished, a failing and an over-budget chapter are recorded as,
+and how the intro's table is assembled from the recorded files."""
+
+import textwrap
+
+import pandas as pd
+import pytest
+
+from companion.chapter_times import COLUMNS, Timing, book_chapters, load_times, record, time_chapter, times_table
+
+HEADER = textwrap.dedent("""\
+    ---
+    jupytext:
+      text_representation:
+        extension: .md
+        format_name: myst
+        format_version: 0.13
+    kernelspec:
+      display_name: Python 3
+      language: python
+      name: python3
+    ---
+    """)
+
+
+def chapter(tmp_path, name, code):
+    (tmp_path / f"{name}.md").write_text(HEADER + f"\n# {name}\n\n```{{code-cell}} ipython3\n{code}\n```\n")
+    return name
+
+
+def test_a_chapter_sees_the_run_size_and_finishes(tmp_path):
+    name = chapter(tmp_path, "ok", "import os\nassert os.environ['COMPANION_RUN_SIZE'] == 'gpu'")
+    t = time_chapter(name, "gpu", budget=120, book=tmp_path)
+    assert t.outcome == "finished" and 0 < t.seconds < 120
+
+
+def test_a_failing_assert_stops_the_chapter_and_is_named(tmp_path):
+    name = chapter(tmp_path, "bad", "assert 1 + 1 == 3, 'arithmetic'")
+    t = time_chapter(name, "ci", budget=120, book=tmp_path)
+    assert t.outcome == "stopped" and "AssertionError" in t.note
+
+
+def test_a_chapter_over_its_budget_is_stopped_with_the_budget_as_bound(tmp_path):
+    name = chapter(tmp_path, "slow", "import time\ntime.sleep(60)")
+    t = time_chapter(name, "ci", budget=8, book=tmp_path)
+    assert t.outcome == "over the budget" and t.seconds == 8
+
+
+def test_unknown_size_and_missing_chapter_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown run size"):
+        time_chapter("intro", "huge", 10)
+    with pytest.raises(FileNotFoundError, match="no chapter 'nope'"):
+        time_chapter("nope", "ci", 10, book=tmp_path)
+
+
+def test_records_replace_the_same_chapter_size_and_device(tmp_path):
+    csv = tmp_path / "t.csv"
+    record([Timing("intro", "gpu", 10.0, "finished")], csv, "cpu", 2)
+    record([Timing("intro", "gpu", 12.0, "finished"), Timing("errata", "gpu", 5.0, "finished")], csv, "cpu", 2)
+    t = pd.read_csv(csv)
+    assert list(t.columns) == COLUMNS and len(t) == 2
+    assert t.set_index("chapter").at["intro", "seconds"] == 12.0
+
+
+def test_the_table_has_one_column_per_size_and_device(tmp_path):
+    record([Timing("intro", "ci", 47.0, "finished"), Timing("survey", "ci", 400.0, "finished")],
+           tmp_path / "a.csv", "cpu", 2)
+    record([Timing("survey", "gpu", 470.0, "over the budget", "did not finish within 470 s")],
+           tmp_path / "b.csv", "NVIDIA H100 80GB HBM3", 16)
+    table = times_table(load_times(tmp_path))
+    assert table.at["intro", "ci size, CPU, 2 cores"] == "47 s"
+    assert table.at["survey", "ci size, CPU, 2 cores"] == "7 min"
+    assert table.at["survey", "gpu size, NVIDIA H100 80GB HBM3"] == "over 8 min"
+    assert table.at["intro", "gpu size, NVIDIA H100 80GB HBM3"] == "not measured"
+
+
+def test_a_file_without_the_columns_is_refused(tmp_path):
+    (tmp_path / "x.csv").write_text("chapter,seconds\nintro,3\n")
+    with pytest.raises(ValueError, match="lacks the columns"):
+        load_times(tmp_path)
+
+
+def test_the_recorded_files_name_only_chapters_of_the_book():
+    t = load_times()
+    assert set(t["chapter"]) <= set(book_chapters())
+    assert set(t["outcome"]) <= {"finished", "stopped", "over the budget"}
