@@ -13,7 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = nbgen.book_chapters(ROOT) if (ROOT / "_toc.yml").is_file() else []
 # the root of _toc.yml is the book's front page, not a lesson
 FRONT = nbgen.toc_docnames(ROOT)[0] if PAGES else None
-CHAPTERS = [c for c in PAGES if c.docname != FRONT]
+# the pages of the "For teaching" part are guides for instructors, not lessons
+GUIDES = {f for part in (nbgen._load_yaml(ROOT / "_toc.yml") or {}).get("parts", [])
+          if part.get("caption") == "For teaching" for f in (c["file"] for c in part["chapters"])} if PAGES else set()
+CHAPTERS = [c for c in PAGES if c.docname != FRONT and c.docname not in GUIDES]
 
 HEADER = nbgen.JUPYTEXT_HEADER
 
@@ -54,5 +57,13 @@ def test_chapter_ends_with_exercises_whose_solutions_are_hidden(chapter):
     assert not re.search(r"^## (?!#)", rest, re.M), (
         f"{chapter.docname}: a section follows the exercises; they must come last"
     )
-    solutions = re.findall(r"^:{3,}\{dropdown\} Solution", rest, re.M)
-    assert solutions, f"{chapter.docname}: exercises without ':::{{dropdown}} Solution' blocks"
+    labels = re.findall(r"^:{3,}\{exercise\}\s*\n:label: (\S+)", rest, re.M)
+    assert labels, f"{chapter.docname}: no ':::{{exercise}}' directive with a ':label:'"
+    prefix = f"ex-{chapter.docname.split('/')[-1].replace('_', '-')}-"
+    assert all(lab.startswith(prefix) for lab in labels), (chapter.docname, labels, prefix)
+    solved = re.findall(r"^:{3,}\{solution\} (\S+)\s*\n:class: dropdown", rest, re.M)
+    assert sorted(solved) == sorted(labels), (
+        f"{chapter.docname}: every exercise needs exactly one collapsed solution "
+        f"(':::{{solution}} LABEL' with ':class: dropdown'); exercises {labels}, solutions {solved}")
+    assert not re.search(r"^:{3,}\{dropdown\} Solution", rest, re.M), (
+        f"{chapter.docname}: a solution in a dropdown; use the {{solution}} directive")

@@ -303,8 +303,8 @@ def _role(match: re.Match) -> str:
 def colab_markdown(text: str) -> str:
     """A MyST Markdown cell as plain Markdown that Colab and Jupyter render.
 
-    Directives become quoted blocks with a bold title (``dropdown`` becomes a collapsible
-    ``<details>``, so exercise solutions stay hidden; ``math`` becomes a ``$$`` block);
+    Directives become quoted blocks with a bold title (``dropdown`` and ``solution`` become a
+    collapsible ``<details>``, so exercise solutions stay hidden; ``math`` becomes a ``$$`` block);
     roles become their text; equation labels after a closing ``$$`` are dropped.
     """
     out: list[str] = []
@@ -321,6 +321,9 @@ def colab_markdown(text: str) -> str:
             fence = opened.group("fence")
             if name == "dropdown":
                 out.append(f"<details><summary>{args or 'Details'}</summary>\n")
+                kind = "details"
+            elif name == "solution":  # an exercise's solution: collapsed, as on the site
+                out.append("<details><summary>Solution</summary>\n")
                 kind = "details"
             elif name == "math":
                 out.append("$$")
@@ -344,8 +347,13 @@ def colab_markdown(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- notebooks
-def chapter_notebook(chapter: Chapter, source: str, ref: str):
-    """The chapter as an nbformat notebook with the set-up cell first."""
+def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = False):
+    """The chapter as an nbformat notebook with the set-up cell first.
+
+    ``student=True``: the student edition's notebook, with no solution (every
+    ``{solution}`` directive removed) and each exercise's starter code and check in a code
+    cell of its own (:mod:`companion.student`).
+    """
     try:
         import jupytext
         import nbformat
@@ -353,7 +361,13 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str):
         raise ImportError(
             "writing notebooks needs jupytext and nbformat: pip install -e '.[book]'"
         ) from err
-    nb = jupytext.read(chapter.source)
+    if student:
+        from .student import split_check_cells, strip_solutions
+
+        nb = jupytext.reads(strip_solutions(chapter.source.read_text(encoding="utf-8")), fmt="md:myst")
+        split_check_cells(nb)
+    else:
+        nb = jupytext.read(chapter.source)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = colab_markdown(cell.source)
@@ -372,8 +386,9 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str):
 
 def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
                     ref: str | None = None, repo_url: str | None = None,
-                    install_from: Path | str | None = None) -> list[Path]:
-    """Write one notebook per chapter of ``_toc.yml`` under ``out``; return their paths."""
+                    install_from: Path | str | None = None, student: bool = False) -> list[Path]:
+    """Write one notebook per chapter of ``_toc.yml`` under ``out``; return their paths
+    (``student=True``: the student edition's notebooks, see :func:`chapter_notebook`)."""
     import nbformat
 
     root = Path(root)
@@ -386,7 +401,7 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
     for chapter in chapters:
         target = out / chapter.notebook_path
         target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(chapter_notebook(chapter, source, ref), target)
+        nbformat.write(chapter_notebook(chapter, source, ref, student=student), target)
         written.append(target)
     return written
 

@@ -1,0 +1,290 @@
+"""Checks for the book's exercises: a student's answer passes, or fails with a hint.
+
+In a chapter's exercise (and in the student notebooks) an exercise that asks for code ends
+with a call such as::
+
+    from companion.exercises import check
+    check("ex-measuring-2", first_order_gap)
+
+:func:`check` runs the test registered for that label: it prints one line when the answer
+passes and raises :class:`WrongAnswer` (an ``AssertionError`` with a hint) when it does not.
+Checks run offline on a CPU in well under a second each.
+
+A check never contains the exercise's reference solution. It tests the answer against an
+independent computation that the exercise does not ask for (the package's scores on random
+inputs, the attention logits computed directly, a count made by enumeration), so the check
+can fail a wrong answer without printing the right one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["WrongAnswer", "Exercise", "EXERCISES", "check", "checked_labels", "book_exercises"]
+
+
+class WrongAnswer(AssertionError):
+    """The answer failed its check; the message says what was expected and gives a hint."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    label: str
+    answer: str     # the name the exercise asks the student to define
+    asks: str       # what the answer is, in one line
+    test: Callable[[Any], None]
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+def _exercise(label: str, answer: str, asks: str):
+    def register(fn):
+        EXERCISES[label] = Exercise(label, answer, asks, fn)
+        return fn
+    return register
+
+
+def checked_labels() -> list[str]:
+    """The labels of every exercise that has a check."""
+    return sorted(EXERCISES)
+
+
+def book_exercises(root=None):
+    """Every exercise of the book's chapters as a table: ``label, chapter, number, checked, asks``.
+
+    ``number`` is the exercise's position in its chapter; ``checked`` says whether
+    :func:`check` has a test for it (the rest are answered in words: a proof, a design).
+    """
+    import re
+    from pathlib import Path
+
+    import pandas as pd
+
+    from .notebooks import book_chapters
+
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[2]
+    rows = []
+    for ch in book_chapters(root):
+        labels = re.findall(r"^:{3,}\{exercise\}\s*\n:label: (\S+)", ch.source.read_text(encoding="utf-8"), re.M)
+        for i, label in enumerate(labels, 1):
+            ex = EXERCISES.get(label)
+            rows.append({"label": label, "chapter": ch.docname.split("/")[-1], "number": i,
+                         "checked": ex is not None, "asks": ex.asks if ex else ""})
+    return pd.DataFrame(rows, columns=["label", "chapter", "number", "checked", "asks"])
+
+
+def check(label: str, answer: Any) -> bool:
+    """Check ``answer`` for exercise ``label``; print a line and return True if it passes.
+
+    Raises :class:`WrongAnswer` with a hint when it does not, and ``KeyError`` naming the
+    checked exercises when ``label`` has no check.
+    """
+    if label not in EXERCISES:
+        raise KeyError(f"no check for exercise {label!r}; exercises with checks: {', '.join(checked_labels())}")
+    ex = EXERCISES[label]
+    if answer is None or answer is Ellipsis:
+        raise WrongAnswer(f"{label}: no answer yet; define `{ex.answer}`: {ex.asks}.")
+    try:
+        ex.test(answer)
+    except WrongAnswer:
+        raise
+    except Exception as err:  # the student's code raised: say so, with the exercise's ask
+        raise WrongAnswer(f"{label}: your `{ex.answer}` raised {type(err).__name__}: {err}. "
+                          f"Expected {ex.asks}.") from err
+    print(f"{label}: correct")
+    return True
+
+
+def _require(ok: bool, label: str, hint: str) -> None:
+    if not ok:
+        raise WrongAnswer(f"{label}: not yet. {hint}")
+
+
+def _call(fn, label: str, *args):
+    """``fn(*args)``, refusing a function that is still the stub (returns None)."""
+    _require(callable(fn), label, "answer with a function (def ...), as the exercise's starter code does.")
+    out = fn(*args)
+    _require(out is not None, label, "your function returns None: fill in its body and return the result.")
+    return out
+
+
+def _rng(label: str) -> np.random.Generator:
+    return np.random.default_rng(sum(map(ord, label)))
+
+
+# ------------------------------------------------------------------------ the bilinear form
+@_exercise("ex-bilinear-form-1", "reparametrize",
+           "a function (Wq, Wk, G) -> (Wq2, Wk2) of [r, d] factors and an invertible r x r G, "
+           "with Wq2 = G @ Wq and the same form Wq2.T @ Wk2 == Wq.T @ Wk")
+def _(fn):
+    label = "ex-bilinear-form-1"
+    rng = _rng(label)
+    for r, d in ((4, 6), (8, 8)):
+        Wq, Wk = rng.standard_normal((r, d)), rng.standard_normal((r, d))
+        G = rng.standard_normal((r, r)) + 3 * np.eye(r)  # invertible, not orthogonal
+        Wq2, Wk2 = (np.asarray(a, dtype=float) for a in _call(fn, label, Wq, Wk, G))
+        _require(Wq2.shape == Wq.shape and Wk2.shape == Wk.shape, label,
+                 f"return two factors of the input shape {Wq.shape}; got {Wq2.shape} and {Wk2.shape}.")
+        _require(np.allclose(Wq2, G @ Wq), label, "the query factor should become G @ Wq.")
+        _require(np.allclose(Wq2.T @ Wk2, Wq.T @ Wk), label,
+                 "with Wq -> G Wq the form Wq^T Wk picks up a factor G^T on the left of Wk; "
+                 "which matrix applied to Wk cancels it for every invertible G, not only orthogonal ones?")
+
+
+@_exercise("ex-bilinear-form-2", "augmented_form",
+           "a function (Wq, bq, Wk, bk) -> a (d+1) x (d+1) matrix B with "
+           "(x, 1) B (y, 1) = (Wq x + bq) . (Wk y + bk) for every x, y")
+def _(fn):
+    label = "ex-bilinear-form-2"
+    rng = _rng(label)
+    r, d = 4, 6
+    Wq, Wk = rng.standard_normal((r, d)), rng.standard_normal((r, d))
+    bq, bk = rng.standard_normal(r), rng.standard_normal(r)
+    B = np.asarray(_call(fn, label, Wq, bq, Wk, bk), dtype=float)
+    _require(B.shape == (d + 1, d + 1), label, f"B should be {(d + 1, d + 1)}; got {B.shape}.")
+    X, Y = rng.standard_normal((5, d)), rng.standard_normal((7, d))
+    logits = (X @ Wq.T + bq) @ (Y @ Wk.T + bk).T           # the attention logits, directly
+    ones = lambda Z: np.hstack([Z, np.ones((len(Z), 1))])
+    got = ones(X) @ B @ ones(Y).T
+    _require(np.allclose(got, logits), label,
+             "compare (x, 1) B (y, 1) with the logit for random x, y: the top-left block is M, "
+             "the last column and last row carry the bias terms, the corner bq . bk.")
+
+
+# -------------------------------------------------------------------------------- measuring
+def _bool_dict(answer, label: str) -> dict:
+    _require(isinstance(answer, dict) and set(answer) == {"symmetry", "directionality"}
+             and all(isinstance(v, (bool, np.bool_)) for v in answer.values()), label,
+             "answer with a dict {'symmetry': True/False, 'directionality': True/False}.")
+    return answer
+
+
+@_exercise("ex-measuring-1", "invariant_under_rotation",
+           "a dict {'symmetry': bool, 'directionality': bool}: is each score unchanged by M -> Q M Q^T "
+           "for every orthogonal Q?")
+def _(answer):
+    from .scores import directionality_score, symmetry_score
+
+    label = "ex-measuring-1"
+    answer = _bool_dict(answer, label)
+    rng = _rng(label)
+    M = rng.standard_normal((48, 48))
+    M[:, 0] *= 8
+    Q, _ = np.linalg.qr(rng.standard_normal((48, 48)))
+    truth = {"symmetry": bool(np.isclose(symmetry_score(M), symmetry_score(Q @ M @ Q.T))),
+             "directionality": bool(np.isclose(directionality_score(M), directionality_score(Q @ M @ Q.T)))}
+    for score, same in truth.items():
+        _require(answer[score] == same, label,
+                 f"try it: score a matrix with one large column before and after a random rotation "
+                 f"(np.linalg.qr of a Gaussian matrix gives Q); look again at the {score} score.")
+
+
+@_exercise("ex-measuring-2", "first_order_gap",
+           "a function (A, eps) -> your prediction of 1 - s(I + eps A), exact to order eps^2")
+def _(fn):
+    from .scores import symmetry_score
+
+    label = "ex-measuring-2"
+    rng = _rng(label)
+    for n in (5, 16):
+        A = rng.standard_normal((n, n))
+        for eps in (1e-2, 3e-3):
+            want = 1 - symmetry_score(np.eye(n) + eps * A)   # measured, not predicted
+            got = float(_call(fn, label, A, eps))
+            _require(abs(got - want) <= 0.05 * abs(want), label,
+                     f"for n = {n}, eps = {eps:g} the measured 1 - s is {want:.3e}, your prediction "
+                     f"{got:.3e}. Which part of A (symmetric or skew) can make s smaller than 1, and how "
+                     "does ||I + eps A||^2 grow with n?")
+
+
+@_exercise("ex-measuring-3", "changes_under_row_permutation",
+           "a dict {'symmetry': bool, 'directionality': bool}: does each score change, in general, "
+           "when only the rows of M are permuted?")
+def _(answer):
+    from .scores import directionality_score, symmetry_score
+
+    label = "ex-measuring-3"
+    answer = _bool_dict(answer, label)
+    rng = _rng(label)
+    M = rng.standard_normal((40, 40))
+    M = M + M.T
+    M[:, 0] *= 8
+    P = np.eye(40)[rng.permutation(40)]
+    truth = {"symmetry": not np.isclose(symmetry_score(M), symmetry_score(P @ M)),
+             "directionality": not np.isclose(directionality_score(M), directionality_score(P @ M))}
+    for score, changes in truth.items():
+        _require(answer[score] == changes, label,
+                 f"which entries does a row permutation move, and does the {score} score compare entries "
+                 "across rows and columns or only collect norms?")
+
+
+# ---------------------------------------------------------------------------------- errata
+@_exercise("ex-errata-1", "expected_symmetry",
+           "a function n -> E[s] for an n x n matrix with i.i.d. zero-mean Gaussian entries, to leading order")
+def _(fn):
+    from .null import null_scores
+
+    label = "ex-errata-1"
+    for n in (16, 64):
+        s = null_scores(n, n_samples=400, seed=n, device="cpu")["symmetry"].to_numpy()
+        se = s.std(ddof=1) / np.sqrt(len(s))
+        got = float(_call(fn, label, n))
+        _require(abs(got - s.mean()) < 4 * se + 0.05 / n, label,
+                 f"400 random {n} x {n} matrices average s = {s.mean():.4f} (standard error {se:.4f}); "
+                 f"your formula gives {got:.4f}. Count which terms of tr(M M) have non-zero mean.")
+
+
+# ------------------------------------------------------------------ objectives to structure
+@_exercise("ex-objectives-to-structure-2", "equal_masking_rate",
+           "a number p in (0, 1): the masking rate at which masked-masked pairs are as many as "
+           "masked-unmasked pairs, for long sequences")
+def _(p):
+    label = "ex-objectives-to-structure-2"
+    p = float(p)
+    _require(0 < p < 1, label, f"a masking rate lies strictly between 0 and 1; got {p:g}.")
+    N = 100_000
+    m = round(p * N)                 # masked positions of a sequence of N tokens
+    both = m * (m - 1)               # ordered pairs of two masked positions, counted
+    cross = m * (N - m)              # masked query, unmasked key
+    _require(abs(both / cross - 1) < 1e-3, label,
+             f"at p = {p:g} a sequence of {N} tokens has {both:,} masked-masked and {cross:,} cross pairs. "
+             "Write both counts with Eq. S119 and set them equal.")
+
+
+# --------------------------------------------------------------------------- what survives
+@_exercise("ex-what-survives-3", "seeds_needed",
+           "the smallest number of seeds n whose detectable effect falls below 0.02, when three seeds "
+           "detect 0.05 and the seed-to-seed spread stays the same (an int)")
+def _(n):
+    from .verdicts import detectable_effect
+
+    label = "ex-what-survives-3"
+    _require(isinstance(n, (int, np.integer)) and n >= 2, label, "answer with a whole number of seeds (>= 2).")
+    sd = 0.05 / detectable_effect(3, 1.0)      # the spread implied by the three-seed figure
+    ok_n, ok_before = detectable_effect(int(n), sd) < 0.02, detectable_effect(int(n) - 1, sd) < 0.02
+    _require(ok_n and not ok_before, label,
+             f"with {n} seeds the detectable effect is {detectable_effect(int(n), sd):.4f}"
+             + (" (and one seed fewer already suffices)" if ok_before else "")
+             + ". Recover the spread from the three-seed figure, then search n with detectable_effect.")
+
+
+# ------------------------------------------------------------------------ training dynamics
+@_exercise("ex-training-dynamics-2", "untrained_symmetry",
+           "a function (d, r) -> the expected symmetry score, to leading order, of an untrained "
+           "layer's form Wq^T Wk with independent Gaussian [r, d] factors")
+def _(fn):
+    from .null import null_scores
+
+    label = "ex-training-dynamics-2"
+    for d, r in ((32, 8), (96, 96)):
+        s = null_scores(d, n_samples=400, rank=r, seed=d + r, device="cpu")["symmetry"].to_numpy()
+        se = s.std(ddof=1) / np.sqrt(len(s))
+        got = float(_call(fn, label, d, r))
+        _require(abs(got - s.mean()) < 4 * se + 0.1 / d, label,
+                 f"400 untrained {d}-wide layers of rank {r} average s = {s.mean():.4f} (standard error "
+                 f"{se:.4f}); your formula gives {got:.4f}. Compute E tr(M^2) and E ||M||_F^2 for "
+                 "M = Wq^T Wk: which products of entries have non-zero mean?")
