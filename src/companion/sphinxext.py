@@ -16,7 +16,8 @@ Enabled in ``_config.yml`` (``sphinx: extra_extensions: [companion.sphinxext]``)
 
 Configuration values (``sphinx: config:`` in ``_config.yml``):
 ``companion_repository_url`` (default: the theme's ``repository_url``) and
-``companion_notebook_branch`` (default :data:`companion.notebooks.NOTEBOOK_BRANCH`).
+``companion_notebook_branch`` (default :data:`companion.notebooks.NOTEBOOK_BRANCH`) and
+``companion_student_edition`` (default False; :mod:`companion.student` sets it).
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def publish_notebooks(app, exception) -> None:
     root = Path(app.srcdir)
     out = Path(app.outdir) / nbgen.NOTEBOOK_DIR
     repo = _repo_url(app)
-    paths = nbgen.write_notebooks(root, out, repo_url=repo)
+    paths = nbgen.write_notebooks(root, out, repo_url=repo, student=app.config.companion_student_edition)
     from sphinx.util import logging
 
     logging.getLogger(__name__).info(f"companion: {len(paths)} notebook(s) in {out}")
@@ -235,6 +236,8 @@ class BuildStatus(Directive):
 def setup(app):
     app.add_config_value("companion_repository_url", None, "html")
     app.add_config_value("companion_notebook_branch", nbgen.NOTEBOOK_BRANCH, "html")
+    # the student edition (companion.student) publishes notebooks without solutions
+    app.add_config_value("companion_student_edition", False, "html")
     app.connect("doctree-read", add_colab_links)
     app.connect("html-page-context", point_launch_button_at_notebook, priority=900)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)

@@ -90,10 +90,51 @@ def browser():
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument("--window-size=1280,1600")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # nothing outside this machine answers: every host but 127.0.0.1 fails to resolve, and
+    # the performance log records every request, so a page that tries one is caught
+    options.add_argument("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
     driver.set_page_load_timeout(60)
     driver.set_script_timeout(60)
     yield driver
     driver.quit()
     shutil.rmtree(profile, ignore_errors=True)
+
+
+def _outside_requests(driver) -> list[str]:
+    """URLs the browser asked for since the last call that are not on this machine."""
+    import json
+
+    urls = []
+    for entry in driver.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg.get("method") == "Network.requestWillBeSent":
+            url = msg["params"]["request"]["url"]
+            if not url.startswith(("http://127.0.0.1", "data:", "blob:", "about:", "chrome")):
+                urls.append(url)
+    return urls
+
+
+@pytest.fixture(scope="session")
+def outside_requests():
+    """``outside_requests(driver)``: the URLs asked for since the last call that are not local."""
+    return _outside_requests
+
+
+@pytest.fixture(scope="session")
+def serve():
+    """``serve(folder)``: the folder served over HTTP on 127.0.0.1 (its URL); stopped at the end."""
+    servers = []
+
+    def start(folder: Path) -> str:
+        handler = functools.partial(_QuietHandler, directory=str(folder))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

@@ -170,6 +170,21 @@ def test_internal_links_and_cross_references_resolve(browser, site_url, docname)
     assert not missing_anchors, f"{docname}: links to missing anchors: {missing_anchors}"
 
 
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_no_page_asks_for_anything_outside_this_machine(browser, site_url, outside_requests, docname):
+    outside_requests(browser)  # forget earlier pages' requests
+    _open(browser, site_url, docname)
+    assert not outside_requests(browser), f"{docname} asked for outside resources"
+
+
+def test_the_outside_request_check_can_fail(browser, site_url, outside_requests):
+    outside_requests(browser)
+    browser.get(f"{site_url}/index.html")
+    browser.execute_script("const i = new Image(); i.src = 'https://example.org/x.png'; document.body.append(i);")
+    browser.execute_async_script("setTimeout(arguments[arguments.length - 1], 500);")
+    assert any("example.org" in u for u in outside_requests(browser))
+
+
 @pytest.mark.parametrize("docname", CHAPTERS)
 def test_chapter_links_to_its_notebook_on_colab(browser, site_url, docname):
     _open(browser, site_url, docname)
@@ -242,3 +257,32 @@ def test_browser_console_has_no_errors_from_the_site(browser, site_url):
         errors += [f"{docname}: {e['message']}" for e in browser.get_log("browser")
                    if e["level"] == "SEVERE" and _is_site_failure(e["message"])]
     assert not errors, "\n".join(errors)
+
+
+def test_the_form_explorer_redraws_when_the_reader_picks_another_form(browser, site_url, outside_requests):
+    outside_requests(browser)
+    _open(browser, site_url, "book/survey")
+    state = browser.execute_script("""
+        const root = document.getElementById("qk-explorer");
+        if (!root) return null;
+        const pic = () => ["qk-m", "qk-s", "qk-n", "qk-norms"].map(c => root.querySelector("." + c).toDataURL());
+        const scores = () => root.querySelector(".qk-scores").textContent;
+        const first = {pic: pic(), scores: scores(), shown: root.dataset.shown};
+        const pick = (cls, i) => { const s = root.querySelector("." + cls); s.selectedIndex = i;
+                                   s.dispatchEvent(new Event("change")); };
+        const out = {first, models: root.querySelector(".qk-model").options.length, steps: []};
+        pick("qk-head", 1); out.steps.push({pic: pic(), scores: scores(), shown: root.dataset.shown});
+        pick("qk-layer", root.querySelector(".qk-layer").options.length - 1);
+        out.steps.push({pic: pic(), scores: scores(), shown: root.dataset.shown});
+        pick("qk-model", 1); out.steps.push({pic: pic(), scores: scores(), shown: root.dataset.shown});
+        return out;
+    """)
+    assert state is not None, "the survey page has no form explorer"
+    assert state["models"] >= 5
+    prev = state["first"]
+    for step in state["steps"]:
+        assert step["shown"] != prev["shown"]
+        assert step["pic"][0] != prev["pic"][0], f"the heatmap did not change for {step['shown']}"
+        prev = step
+    assert state["first"]["scores"].startswith("symmetry")
+    assert not outside_requests(browser)

@@ -1,0 +1,218 @@
+"""The student edition: the book with no solution anywhere, and notebooks with checked exercises.
+
+::
+
+    python -m companion.student          # after `make book`: -> _build/student/{html,notebooks}
+
+Three things carry a chapter's solutions in the instructor's build, and the theme's options
+to hide solutions clean only the first: the HTML pages, the page sources offered for
+download (``_sources/``), and the notebooks (the executed ones and the Colab ones). So the
+student edition is built from *student sources*: a copy of the book in which every
+``{solution}`` directive is removed before Sphinx ever reads it. Its code cells are the
+instructor's, unchanged, so the build takes every chapter's outputs from the instructor
+build's execution cache (jupyter-cache matches a notebook by its code) and executes
+nothing again.
+
+Its notebooks (``_build/student/notebooks/<chapter>.ipynb``, and the copies the site links
+to) have, after each exercise that asks for code, a code cell with the exercise's starter
+code and its ``check(...)`` call (:mod:`companion.exercises`), which passes a correct answer
+and fails a wrong one with a hint, offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["STUDENT_BRANCH", "strip_solutions", "split_check_cells", "prepare_sources", "build_student",
+           "main"]
+
+STUDENT_BRANCH = "student-notebooks"
+"""Branch that holds the student notebooks (the student site's Colab links open them there)."""
+
+_SOLUTION_OPEN = re.compile(r"^(?P<fence>:{3,})\{solution\}")
+
+
+def strip_solutions(text: str) -> str:
+    """``text`` (MyST Markdown) without its ``{solution}`` directives, each with its body.
+
+    A solution ends at the first line that is exactly its own colon fence (directives nested
+    inside it use longer fences, as MyST requires). An unterminated solution is an error,
+    not a silent truncation of the page.
+    """
+    out, fence, start = [], None, 0
+    lines = text.splitlines(keepends=True)
+    for n, line in enumerate(lines, 1):
+        if fence is None:
+            opened = _SOLUTION_OPEN.match(line)
+            if opened:
+                fence, start = opened.group("fence"), n
+                continue
+            out.append(line)
+        elif line.rstrip("\r\n") == fence:
+            fence = None
+    if fence is not None:
+        raise ValueError(f"a {{solution}} directive opened on line {start} is never closed with '{fence}'")
+    # collapse the blank lines a removed block leaves behind
+    return re.sub(r"\n{3,}", "\n\n", "".join(out))
+
+
+def _split_markdown(text: str) -> list[tuple[str, str]]:
+    """``[(kind, source)]``: ``text`` cut after each exercise whose starter code calls
+    ``check``, that code moved into a ``code`` piece right after its exercise."""
+    pieces, current, pending = [], [], []
+    fence, block = None, None
+    for line in text.splitlines():
+        if block is not None:                       # inside a fenced Python block of an exercise
+            if line.strip() == "```":
+                code = "\n".join(block)
+                if 'check("ex-' in code:
+                    pending.append(code)
+                    current.append("*(Write your answer in the code cell below this exercise.)*")
+                else:
+                    current.extend(["```python", *block, "```"])
+                block = None
+            else:
+                block.append(line)
+            continue
+        if fence is None:
+            opened = re.match(r"^(:{3,})\{exercise\}", line)
+            if opened:
+                fence = opened.group(1)
+        elif line.strip() == "```python":
+            block = []
+            continue
+        elif line.rstrip() == fence:
+            current.append(line)
+            fence = None
+            if pending:
+                pieces.append(("markdown", "\n".join(current)))
+                pieces.extend(("code", code) for code in pending)
+                current, pending = [], []
+            continue
+        current.append(line)
+    if block is not None or fence is not None:
+        raise ValueError("an exercise directive or its code block is never closed")
+    if current and "\n".join(current).strip():
+        pieces.append(("markdown", "\n".join(current)))
+    return pieces
+
+
+def split_check_cells(nb) -> int:
+    """Move each exercise's starter code (a Python block calling ``check``) out of its
+    Markdown cell into a code cell right after the exercise; return how many were moved."""
+    import nbformat
+
+    moved, cells = 0, []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown" or 'check("ex-' not in cell.source:
+            cells.append(cell)
+            continue
+        for kind, source in _split_markdown(cell.source):
+            if kind == "markdown":
+                cells.append(nbformat.v4.new_markdown_cell(source))
+            else:
+                new = nbformat.v4.new_code_cell(source)
+                new.metadata["tags"] = ["exercise"]
+                cells.append(new)
+                moved += 1
+    nb.cells = cells
+    return moved
+
+
+def _student_config(root: Path, cache: Path) -> str:
+    """The book's ``_config.yml`` for the student edition (same book, another edition)."""
+    import yaml
+
+    cfg = yaml.safe_load((root / "_config.yml").read_text())
+    cfg["title"] = cfg.get("title", "") + " (student edition)"
+    cfg.setdefault("execute", {})["cache"] = str(cache)
+    sphinx_cfg = cfg.setdefault("sphinx", {}).setdefault("config", {})
+    sphinx_cfg["companion_notebook_branch"] = STUDENT_BRANCH
+    sphinx_cfg["companion_student_edition"] = True
+    html = cfg.setdefault("html", {})
+    html["use_repository_button"] = False     # the repository holds the instructor's sources
+    html["use_edit_page_button"] = False
+    html["use_issues_button"] = False
+    return yaml.safe_dump(cfg, sort_keys=False)
+
+
+def prepare_sources(root: Path, dest: Path) -> list[Path]:
+    """Write the student sources of the book at ``root`` into ``dest``; return the pages."""
+    root, dest = Path(root).resolve(), Path(dest)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    cache = root / "_build" / ".jupyter_cache"
+    (dest / "_config.yml").write_text(_student_config(root, cache))
+    shutil.copy2(root / "_toc.yml", dest / "_toc.yml")
+    pages = []
+    for src in (root / "book").rglob("*"):
+        if src.is_dir() or "__pycache__" in src.parts:
+            continue
+        target = dest / src.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.suffix == ".md":
+            target.write_text(strip_solutions(src.read_text(encoding="utf-8")), encoding="utf-8")
+            pages.append(target)
+        else:
+            shutil.copy2(src, target)
+    return pages
+
+
+def build_student(root: Path | str = ".", out: Path | str | None = None, jupyter_book: str | None = None) -> Path:
+    """Build the student edition of the book at ``root`` into ``out`` (``_build/student``).
+
+    Needs the instructor build's execution cache (``make book`` first): a chapter found
+    there is not executed again.
+    """
+    from . import notebooks as nbgen
+
+    root = Path(root).resolve()
+    out = Path(out) if out is not None else root / "_build" / "student"
+    if not (root / "_build" / ".jupyter_cache").is_dir():
+        raise FileNotFoundError(f"no execution cache under {root / '_build'}; build the book first (make book), "
+                                "so that the student edition reuses its executed chapters")
+    src, work = out / "src", out / "work"
+    prepare_sources(root, src)
+    if work.exists():
+        shutil.rmtree(work)
+    jb = jupyter_book or str(Path(sys.executable).with_name("jupyter-book"))
+    subprocess.run([jb, "build", str(src), "--path-output", str(work), "--warningiserror", "--keep-going"],
+                   check=True, cwd=root)
+    html = out / "html"
+    if html.exists():
+        shutil.rmtree(html)
+    shutil.copytree(work / "_build" / "html", html)
+    shutil.rmtree(work)
+    nbgen.write_notebooks(src, out / "notebooks", student=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m companion.student",
+                                 description="Build the student edition (no solutions; checked exercises).")
+    ap.add_argument("--root", default=".", help="repository root (holds _toc.yml)")
+    ap.add_argument("--out", default=None, help="output folder (default <root>/_build/student)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    try:
+        out = build_student(args.root, args.out)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as err:
+        print(f"error: the student build failed ({err}); see the output above", file=sys.stderr)
+        return 1
+    print(f"student edition: {out / 'html' / 'index.html'} and {out / 'notebooks'} "
+          f"({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
