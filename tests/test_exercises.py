@@ -13,8 +13,8 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 
 # exercises answered in words (a proof, a design, a reading of a figure): no automatic check
 UNCHECKED = {
-    "ex-context-prediction-1", "ex-context-prediction-2", "ex-errata-2", "ex-rank-one-updates-1",
-    "ex-rank-one-updates-2", "ex-objectives-to-structure-1", "ex-survey-1", "ex-survey-2", "ex-survey-3",
+    "ex-context-prediction-1", "ex-context-prediction-2", "ex-rank-one-updates-1",
+    "ex-objectives-to-structure-1", "ex-survey-1", "ex-survey-2", "ex-survey-3",
     "ex-symmetric-init-1", "ex-symmetric-init-2", "ex-symmetric-init-3", "ex-training-dynamics-1",
     "ex-training-dynamics-3", "ex-what-survives-1", "ex-what-survives-2",
 }
@@ -32,6 +32,11 @@ WRONG = {
     "ex-errata-1": "def expected_symmetry(n):\n    return 8 / n",
     "ex-objectives-to-structure-2": "equal_masking_rate = 0.15",
     "ex-what-survives-3": "seeds_needed = 10",
+    "ex-rank-one-updates-2": ("import numpy as np\ndef proportional_factors(d):\n"
+                              "    rng = np.random.default_rng(0)\n"
+                              "    return rng.standard_normal((d, d)), rng.standard_normal((d, d))"),
+    "ex-errata-2": ("from scipy import stats\ndef two_laws():\n"
+                    "    return stats.t(5), stats.norm(0, 1)"),
     "ex-training-dynamics-2": "def untrained_symmetry(d, r):\n    return 1 / r",
 }
 

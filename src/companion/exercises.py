@@ -288,3 +288,51 @@ def _(fn):
                  f"400 untrained {d}-wide layers of rank {r} average s = {s.mean():.4f} (standard error "
                  f"{se:.4f}); your formula gives {got:.4f}. Compute E tr(M^2) and E ||M||_F^2 for "
                  "M = Wq^T Wk: which products of entries have non-zero mean?")
+
+
+# ------------------------------------------------------------------------- rank-one updates
+@_exercise("ex-rank-one-updates-2", "proportional_factors",
+           "a function d -> (Wq, Wk), two [d_h, d] factors (d_h >= d) with a non-zero form Wq.T @ Wk, "
+           "for which one small gradient step changes the form in the direction of -G for every gradient G")
+def _(fn):
+    import torch
+
+    label = "ex-rank-one-updates-2"
+    d = 6
+    Wq, Wk = (torch.as_tensor(np.asarray(w, dtype=float)) for w in _call(fn, label, d))
+    _require(Wq.ndim == 2 and Wq.shape == Wk.shape and Wq.shape[1] == d and Wq.shape[0] >= d, label,
+             f"return two factors of shape [d_h, {d}] with d_h >= {d}; got {tuple(Wq.shape)} and {tuple(Wk.shape)}.")
+    M0 = Wq.T @ Wk
+    _require(float(M0.norm()) > 1e-6, label, "the form Wq.T @ Wk is zero: such a layer attends to nothing.")
+    g = torch.Generator().manual_seed(7)
+    eta = 1e-6
+    for _ in range(3):
+        G = torch.randn(d, d, generator=g, dtype=torch.float64)
+        q, k = Wq.clone().requires_grad_(), Wk.clone().requires_grad_()
+        (G * (q.T @ k)).sum().backward()                 # a loss whose gradient in M is G
+        with torch.no_grad():
+            change = (q - eta * q.grad).T @ (k - eta * k.grad) - M0
+        cos = float((change * -G).sum() / (change.norm() * G.norm()))
+        _require(cos > 1 - 1e-6, label,
+                 f"after a gradient step (by autograd) the form moved at cosine {cos:.4f} to -G, not along it. "
+                 "Write the first-order change in terms of Wq^T Wq, G and Wk^T Wk: when is it a multiple of G?")
+
+
+# ----------------------------------------------------------------------------------- errata
+@_exercise("ex-errata-2", "two_laws",
+           "a function () -> (heavier, lighter): two scipy.stats distributions with equal means and "
+           "equal variances, the first with the larger upper tail at every point beyond some z")
+def _(fn):
+    label = "ex-errata-2"
+    laws = _call(fn, label)
+    _require(isinstance(laws, (tuple, list)) and len(laws) == 2 and all(hasattr(x, "sf") for x in laws), label,
+             "return a pair of frozen scipy.stats distributions, e.g. (stats.norm(0, 1), ...).")
+    heavy, light = laws
+    _require(np.isclose(heavy.mean(), light.mean(), atol=1e-9) and np.isclose(heavy.var(), light.var(), rtol=1e-9),
+             label, f"the means ({heavy.mean():.4g}, {light.mean():.4g}) and variances ({heavy.var():.4g}, "
+             f"{light.var():.4g}) must be equal.")
+    sd = float(np.sqrt(heavy.var()))
+    z = heavy.mean() + sd * np.linspace(4, 30, 200)
+    _require(bool(np.all(heavy.sf(z) > light.sf(z))), label,
+             "beyond four standard deviations the first law's upper tail must lie above the second's at every "
+             "point; which laws of equal variance put more mass far out?")
