@@ -336,3 +336,59 @@ def _(fn):
     _require(bool(np.all(heavy.sf(z) > light.sf(z))), label,
              "beyond four standard deviations the first law's upper tail must lie above the second's at every "
              "point; which laws of equal variance put more mass far out?")
+
+
+# ----------------------------------------------------------------------------------- survey
+@_exercise("ex-survey-1", "differing_repeats",
+           "a set of catalog keys: the models printed more than once in Table S2 whose repeated rows "
+           "print different numbers")
+def _(answer):
+    from .catalog import published_scores
+
+    label = "ex-survey-1"
+    _require(isinstance(answer, (set, frozenset, list, tuple)) and all(isinstance(k, str) for k in answer), label,
+             "answer with a set of catalog keys (the 'key' column of published_scores()).")
+    s2 = published_scores()
+    s2 = s2[s2["table"] == "S2"]
+    # counted from the printed numbers themselves, not from the catalog's problem flags
+    distinct = s2.groupby("key").apply(lambda g: len({(r.median, r.q25, r.q75) for r in g.itertuples()}),
+                                       include_groups=False)
+    truth = set(distinct[distinct > 1].index)
+    got = set(answer)
+    _require(got == truth, label,
+             f"{len(got & truth)} of your {len(got)} keys are right, {len(truth - got)} are missing. Group "
+             "Table S2's rows by key and compare the printed median and quartiles of the repeats.")
+
+
+@_exercise("ex-survey-2", "agreeing_heads",
+           "the set of SmolLM2 query heads (0-8) whose score is the same under the grouped and the "
+           "modulo pairing")
+def _(answer):
+    from .bilinear import kv_head_index
+
+    label = "ex-survey-2"
+    _require(isinstance(answer, (set, frozenset, list, tuple)) and all(isinstance(h, (int, np.integer)) for h in answer),
+             label, "answer with a set of head numbers, e.g. {0, 1}.")
+    grouped, modulo = (np.asarray(kv_head_index(9, 3, p)) for p in ("grouped", "modulo"))
+    truth = {int(h) for h in np.flatnonzero(grouped == modulo)}   # same key head: same form
+    _require(set(int(h) for h in answer) == truth, label,
+             "a head's score is the same under both pairings exactly when both give it the same key head; "
+             "write out h // 3 and h % 3 for the nine heads.")
+
+
+# ------------------------------------------------------------------------- symmetric init
+@_exercise("ex-symmetric-init-2", "smallest_skew_dim",
+           "the smallest number of dimensions per head for which a skew-symmetric matrix can be non-zero (an int)")
+def _(k):
+    label = "ex-symmetric-init-2"
+    _require(isinstance(k, (int, np.integer)) and k >= 1, label, "answer with a whole number of dimensions.")
+    rng = _rng(label)
+
+    def skew_can_be_nonzero(n):
+        A = rng.standard_normal((n, n))
+        return n > 0 and bool(np.abs(A - A.T).max() > 0)
+
+    _require(skew_can_be_nonzero(int(k)), label,
+             f"every {k} x {k} skew-symmetric matrix is zero: write one out and look at its diagonal.")
+    _require(not skew_can_be_nonzero(int(k) - 1), label,
+             f"{int(k) - 1} dimensions already allow a non-zero skew-symmetric matrix.")
