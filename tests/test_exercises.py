@@ -15,7 +15,7 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 UNCHECKED = {
     "ex-context-prediction-1", "ex-context-prediction-2", "ex-rank-one-updates-1",
     "ex-objectives-to-structure-1", "ex-survey-3",
-    "ex-symmetric-init-1", "ex-symmetric-init-3", "ex-training-dynamics-1",
+    "ex-symmetric-init-1", "ex-symmetric-init-3",
     "ex-training-dynamics-3", "ex-what-survives-1", "ex-what-survives-2",
 }
 
@@ -40,6 +40,7 @@ WRONG = {
     "ex-survey-1": "differing_repeats = {'beit-base', 'beit-large'}",
     "ex-survey-2": "agreeing_heads = {0, 1, 2}",
     "ex-symmetric-init-2": "smallest_skew_dim = 1",
+    "ex-training-dynamics-1": "def changed_positions(seq_len, t):\n    return list(range(t + 1, seq_len))",
     "ex-training-dynamics-2": "def untrained_symmetry(d, r):\n    return 1 / r",
 }
 

@@ -392,3 +392,30 @@ def _(k):
              f"every {k} x {k} skew-symmetric matrix is zero: write one out and look at its diagonal.")
     _require(not skew_can_be_nonzero(int(k) - 1), label,
              f"{int(k) - 1} dimensions already allow a non-zero skew-symmetric matrix.")
+
+
+@_exercise("ex-training-dynamics-1", "changed_positions",
+           "a function (seq_len, t) -> the sorted list of positions whose logits change when the token "
+           "at position t is replaced, in a decoder (causal-mask) model")
+def _(fn):
+    import torch
+
+    from .train.model import build_model
+    from .train.objectives import lm_logits
+
+    label = "ex-training-dynamics-1"
+    with torch.random.fork_rng():      # leave the student's random state as it was
+        torch.manual_seed(0)
+        model = build_model("tiny", 50, mode="decoder").eval()
+    ids = torch.randint(0, 50, (1, 12), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        base = lm_logits(model, ids)
+        for t in (0, 5, 11):
+            other = ids.clone()
+            other[0, t] = (other[0, t] + 1) % 50
+            moved = (lm_logits(model, other) - base).abs().amax(dim=-1)[0]   # per position
+            truth = [int(p) for p in torch.nonzero(moved > 1e-6).flatten()]
+            got = sorted(int(p) for p in _call(fn, label, 12, t))
+            _require(got == truth, label,
+                     f"replacing token {t} of 12 changed the logits at positions {truth} of an actual decoder; "
+                     f"you said {got}. Which positions can attend to position {t} under a causal mask?")
