@@ -97,3 +97,19 @@ def test_prepared_sources_have_no_solution_and_a_student_config(tmp_path):
     cfg = (tmp_path / "src" / "_config.yml").read_text()
     assert "companion_student_edition: true" in cfg and "student-notebooks" in cfg
     assert str(ROOT / "_build" / ".jupyter_cache") in cfg   # the instructor build's executions
+
+
+@pytest.mark.parametrize("chapter", book_chapters(ROOT), ids=lambda c: c.docname)
+def test_stripping_solutions_leaves_every_code_cell_byte_for_byte(chapter):
+    """The student build reuses the instructor build's executions only if the code matches."""
+    import jupytext
+
+    text = chapter.source.read_text()
+    code = lambda t: [c.source for c in jupytext.reads(t, fmt="md:myst").cells if c.cell_type == "code"]
+    assert code(strip_solutions(text)) == code(text)
+
+
+def test_code_with_blank_lines_survives_stripping():
+    page = "```{code-cell} ipython3\na = 1\n\n\nb = 2\n```\n\n:::{solution} ex-a-1\nsecret\n:::\n\nafter\n"
+    out = strip_solutions(page)
+    assert "a = 1\n\n\nb = 2" in out and "secret" not in out and "\n\n\n\nafter" not in out

@@ -45,7 +45,7 @@ def strip_solutions(text: str) -> str:
     inside it use longer fences, as MyST requires). An unterminated solution is an error,
     not a silent truncation of the page.
     """
-    out, fence, start = [], None, 0
+    out, fence, start, just_removed = [], None, 0, False
     lines = text.splitlines(keepends=True)
     for n, line in enumerate(lines, 1):
         if fence is None:
@@ -53,13 +53,17 @@ def strip_solutions(text: str) -> str:
             if opened:
                 fence, start = opened.group("fence"), n
                 continue
+            # the blank line after a removed block goes with it (and nothing else changes:
+            # code cells must stay byte for byte, the execution cache matches them)
+            if just_removed and not line.strip() and (not out or not out[-1].strip()):
+                continue
+            just_removed = False
             out.append(line)
         elif line.rstrip("\r\n") == fence:
-            fence = None
+            fence, just_removed = None, True
     if fence is not None:
         raise ValueError(f"a {{solution}} directive opened on line {start} is never closed with '{fence}'")
-    # collapse the blank lines a removed block leaves behind
-    return re.sub(r"\n{3,}", "\n\n", "".join(out))
+    return "".join(out)
 
 
 def _split_markdown(text: str) -> list[tuple[str, str]]:
