@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from adapters_data import minilm_folder, smollm2_gguf
+from adapters_data import minilm_folder, smollm2_gguf, zoo_checkpoint
 from companion.adapters import read_qk
 from companion.bilinear import bilinear_form
 from qk_logits import encoder_logit_errors
@@ -85,3 +85,29 @@ def test_smollm2_gguf_matches_transformers_own_gguf_loader(smollm2):
         ours = layer.form().double()
         theirs = bilinear_form(wq.double(), wk.double(), 9, 3)
         assert float((ours - theirs).norm() / theirs.norm()) < 1e-5
+
+
+@pytest.mark.slow
+def test_qwen2_gguf_matches_transformers_gguf_loader():
+    """Qwen2.5-Coder-0.5B (zoo, Q4_K_M): our dequantised q/k weights and every layer's form
+    equal those of transformers' own GGUF loader, which also reads the q/k biases."""
+    pytest.importorskip("accelerate")
+    from transformers import AutoModelForCausalLM
+
+    path = zoo_checkpoint("qwen2.5-coder-0.5b")
+    ours = read_qk(path, progress=False)
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
+    cfg = model.config
+    assert (cfg.model_type, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.hidden_size) == ("qwen2", 14, 2, 896)
+    assert len(ours.layers) == cfg.num_hidden_layers == 24
+    for layer, block in zip(ours.layers, model.model.layers, strict=True):
+        attn = block.self_attn
+        assert attn.q_proj.bias is not None and attn.k_proj.bias is not None  # biases: outside M
+        wq, wk = attn.q_proj.weight.detach(), attn.k_proj.weight.detach()
+        torch.testing.assert_close(layer.Wq, wq, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(layer.Wk, wk, rtol=1e-6, atol=1e-6)
+        theirs = bilinear_form(wq.double(), wk.double(), 14, 2)
+        assert float((layer.form().double() - theirs).norm() / theirs.norm()) < 1e-5
+        # the modulo pairing gives another form (the check can tell pairings apart)
+        wrong = bilinear_form(wq.double(), wk.double(), 14, 2, pairing="modulo")
+        assert float((layer.form().double() - wrong).norm() / theirs.norm()) > 1e-2

@@ -62,8 +62,8 @@ def _flip_a_byte_keeping_the_time(path: Path) -> os.stat_result:
 # ----------------------------------------------------------------------------- registry
 
 
-def test_registry_has_the_eleven_checkpoints_with_roles_and_modalities():
-    assert len(zoo.ZOO) == 11
+def test_registry_has_the_twelve_checkpoints_with_roles_and_modalities():
+    assert len(zoo.ZOO) == 12
     assert {"all-minilm-l6-v2", "smollm2-135m"} <= set(zoo.ZOO)
     roles = {m.role for m in zoo.ZOO.values()}
     assert roles == {"encoder", "decoder", "encoder-decoder"}

