@@ -1,26 +1,11 @@
 """Chapter timing: what a finished, a failing and an over-budget chapter are recorded as,
 and how the intro's table is assembled from the recorded files."""
 
-import textwrap
-
 import pandas as pd
 import pytest
 
 from companion.chapter_times import COLUMNS, Timing, book_chapters, load_times, record, time_chapter, times_table
-
-HEADER = textwrap.dedent("""\
-    ---
-    jupytext:
-      text_representation:
-        extension: .md
-        format_name: myst
-        format_version: 0.13
-    kernelspec:
-      display_name: Python 3
-      language: python
-      name: python3
-    ---
-    """)
+from companion.notebooks import JUPYTEXT_HEADER as HEADER
 
 
 def chapter(tmp_path, name, code):

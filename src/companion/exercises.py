@@ -163,20 +163,25 @@ def _bool_dict(answer, label: str) -> dict:
     return answer
 
 
+def _scores_that_change(M: np.ndarray, moved: np.ndarray) -> dict:
+    """``{score: True}`` for each score that differs between ``M`` and ``moved``."""
+    from .scores import directionality_score, symmetry_score
+
+    return {"symmetry": not np.isclose(symmetry_score(M), symmetry_score(moved)),
+            "directionality": not np.isclose(directionality_score(M), directionality_score(moved))}
+
+
 @_exercise("ex-measuring-1", "invariant_under_rotation",
            "a dict {'symmetry': bool, 'directionality': bool}: is each score unchanged by M -> Q M Q^T "
            "for every orthogonal Q?")
 def _(answer):
-    from .scores import directionality_score, symmetry_score
-
     label = "ex-measuring-1"
     answer = _bool_dict(answer, label)
     rng = _rng(label)
     M = rng.standard_normal((48, 48))
     M[:, 0] *= 8
     Q, _ = np.linalg.qr(rng.standard_normal((48, 48)))
-    truth = {"symmetry": bool(np.isclose(symmetry_score(M), symmetry_score(Q @ M @ Q.T))),
-             "directionality": bool(np.isclose(directionality_score(M), directionality_score(Q @ M @ Q.T)))}
+    truth = {score: not changed for score, changed in _scores_that_change(M, Q @ M @ Q.T).items()}
     for score, same in truth.items():
         _require(answer[score] == same, label,
                  f"try it: score a matrix with one large column before and after a random rotation "
@@ -205,8 +210,6 @@ def _(fn):
            "a dict {'symmetry': bool, 'directionality': bool}: does each score change, in general, "
            "when only the rows of M are permuted?")
 def _(answer):
-    from .scores import directionality_score, symmetry_score
-
     label = "ex-measuring-3"
     answer = _bool_dict(answer, label)
     rng = _rng(label)
@@ -214,9 +217,7 @@ def _(answer):
     M = M + M.T
     M[:, 0] *= 8
     P = np.eye(40)[rng.permutation(40)]
-    truth = {"symmetry": not np.isclose(symmetry_score(M), symmetry_score(P @ M)),
-             "directionality": not np.isclose(directionality_score(M), directionality_score(P @ M))}
-    for score, changes in truth.items():
+    for score, changes in _scores_that_change(M, P @ M).items():
         _require(answer[score] == changes, label,
                  f"which entries does a row permutation move, and does the {score} score compare entries "
                  "across rows and columns or only collect norms?")
