@@ -35,7 +35,7 @@ class Exercise:
     label: str
     answer: str     # the name the exercise asks the student to define
     asks: str       # what the answer is, in one line
-    test: Callable[[Any], None]
+    test: Callable[[Any, str], None]  # (answer, label); raises WrongAnswer
 
 
 EXERCISES: dict[str, Exercise] = {}
@@ -89,7 +89,7 @@ def check(label: str, answer: Any) -> bool:
     if answer is None or answer is Ellipsis:
         raise WrongAnswer(f"{label}: no answer yet; define `{ex.answer}`: {ex.asks}.")
     try:
-        ex.test(answer)
+        ex.test(answer, label)
     except WrongAnswer:
         raise
     except Exception as err:  # the student's code raised: say so, with the exercise's ask
@@ -120,8 +120,7 @@ def _rng(label: str) -> np.random.Generator:
 @_exercise("ex-bilinear-form-1", "reparametrize",
            "a function (Wq, Wk, G) -> (Wq2, Wk2) of [r, d] factors and an invertible r x r G, "
            "with Wq2 = G @ Wq and the same form Wq2.T @ Wk2 == Wq.T @ Wk")
-def _(fn):
-    label = "ex-bilinear-form-1"
+def _(fn, label):
     rng = _rng(label)
     for r, d in ((4, 6), (8, 8)):
         Wq, Wk = rng.standard_normal((r, d)), rng.standard_normal((r, d))
@@ -138,8 +137,7 @@ def _(fn):
 @_exercise("ex-bilinear-form-2", "augmented_form",
            "a function (Wq, bq, Wk, bk) -> a (d+1) x (d+1) matrix B with "
            "(x, 1) B (y, 1) = (Wq x + bq) . (Wk y + bk) for every x, y")
-def _(fn):
-    label = "ex-bilinear-form-2"
+def _(fn, label):
     rng = _rng(label)
     r, d = 4, 6
     Wq, Wk = rng.standard_normal((r, d)), rng.standard_normal((r, d))
@@ -174,8 +172,7 @@ def _scores_that_change(M: np.ndarray, moved: np.ndarray) -> dict:
 @_exercise("ex-measuring-1", "invariant_under_rotation",
            "a dict {'symmetry': bool, 'directionality': bool}: is each score unchanged by M -> Q M Q^T "
            "for every orthogonal Q?")
-def _(answer):
-    label = "ex-measuring-1"
+def _(answer, label):
     answer = _bool_dict(answer, label)
     rng = _rng(label)
     M = rng.standard_normal((48, 48))
@@ -190,10 +187,9 @@ def _(answer):
 
 @_exercise("ex-measuring-2", "first_order_gap",
            "a function (A, eps) -> your prediction of 1 - s(I + eps A), exact to order eps^2")
-def _(fn):
+def _(fn, label):
     from .scores import symmetry_score
 
-    label = "ex-measuring-2"
     rng = _rng(label)
     for n in (5, 16):
         A = rng.standard_normal((n, n))
@@ -209,8 +205,7 @@ def _(fn):
 @_exercise("ex-measuring-3", "changes_under_row_permutation",
            "a dict {'symmetry': bool, 'directionality': bool}: does each score change, in general, "
            "when only the rows of M are permuted?")
-def _(answer):
-    label = "ex-measuring-3"
+def _(answer, label):
     answer = _bool_dict(answer, label)
     rng = _rng(label)
     M = rng.standard_normal((40, 40))
@@ -226,10 +221,9 @@ def _(answer):
 # ---------------------------------------------------------------------------------- errata
 @_exercise("ex-errata-1", "expected_symmetry",
            "a function n -> E[s] for an n x n matrix with i.i.d. zero-mean Gaussian entries, to leading order")
-def _(fn):
+def _(fn, label):
     from .null import null_scores
 
-    label = "ex-errata-1"
     for n in (16, 64):
         s = null_scores(n, n_samples=400, seed=n, device="cpu")["symmetry"].to_numpy()
         se = s.std(ddof=1) / np.sqrt(len(s))
@@ -243,8 +237,7 @@ def _(fn):
 @_exercise("ex-objectives-to-structure-2", "equal_masking_rate",
            "a number p in (0, 1): the masking rate at which masked-masked pairs are as many as "
            "masked-unmasked pairs, for long sequences")
-def _(p):
-    label = "ex-objectives-to-structure-2"
+def _(p, label):
     p = float(p)
     _require(0 < p < 1, label, f"a masking rate lies strictly between 0 and 1; got {p:g}.")
     N = 100_000
@@ -260,10 +253,9 @@ def _(p):
 @_exercise("ex-what-survives-3", "seeds_needed",
            "the smallest number of seeds n whose detectable effect falls below 0.02, when three seeds "
            "detect 0.05 and the seed-to-seed spread stays the same (an int)")
-def _(n):
+def _(n, label):
     from .verdicts import detectable_effect
 
-    label = "ex-what-survives-3"
     _require(isinstance(n, (int, np.integer)) and n >= 2, label, "answer with a whole number of seeds (>= 2).")
     sd = 0.05 / detectable_effect(3, 1.0)      # the spread implied by the three-seed figure
     ok_n, ok_before = detectable_effect(int(n), sd) < 0.02, detectable_effect(int(n) - 1, sd) < 0.02
@@ -277,10 +269,9 @@ def _(n):
 @_exercise("ex-training-dynamics-2", "untrained_symmetry",
            "a function (d, r) -> the expected symmetry score, to leading order, of an untrained "
            "layer's form Wq^T Wk with independent Gaussian [r, d] factors")
-def _(fn):
+def _(fn, label):
     from .null import null_scores
 
-    label = "ex-training-dynamics-2"
     for d, r in ((32, 8), (96, 96)):
         s = null_scores(d, n_samples=400, rank=r, seed=d + r, device="cpu")["symmetry"].to_numpy()
         se = s.std(ddof=1) / np.sqrt(len(s))
@@ -295,10 +286,9 @@ def _(fn):
 @_exercise("ex-rank-one-updates-2", "proportional_factors",
            "a function d -> (Wq, Wk), two [d_h, d] factors (d_h >= d) with a non-zero form Wq.T @ Wk, "
            "for which one small gradient step changes the form in the direction of -G for every gradient G")
-def _(fn):
+def _(fn, label):
     import torch
 
-    label = "ex-rank-one-updates-2"
     d = 6
     Wq, Wk = (torch.as_tensor(np.asarray(w, dtype=float)) for w in _call(fn, label, d))
     _require(Wq.ndim == 2 and Wq.shape == Wk.shape and Wq.shape[1] == d and Wq.shape[0] >= d, label,
@@ -323,8 +313,7 @@ def _(fn):
 @_exercise("ex-errata-2", "two_laws",
            "a function () -> (heavier, lighter): two scipy.stats distributions with equal means and "
            "equal variances, the first with the larger upper tail at every point beyond some z")
-def _(fn):
-    label = "ex-errata-2"
+def _(fn, label):
     laws = _call(fn, label)
     _require(isinstance(laws, (tuple, list)) and len(laws) == 2 and all(hasattr(x, "sf") for x in laws), label,
              "return a pair of frozen scipy.stats distributions, e.g. (stats.norm(0, 1), ...).")
@@ -343,10 +332,9 @@ def _(fn):
 @_exercise("ex-survey-1", "differing_repeats",
            "a set of catalog keys: the models printed more than once in Table S2 whose repeated rows "
            "print different numbers")
-def _(answer):
+def _(answer, label):
     from .catalog import published_scores
 
-    label = "ex-survey-1"
     _require(isinstance(answer, (set, frozenset, list, tuple)) and all(isinstance(k, str) for k in answer), label,
              "answer with a set of catalog keys (the 'key' column of published_scores()).")
     s2 = published_scores()
@@ -364,10 +352,9 @@ def _(answer):
 @_exercise("ex-survey-2", "agreeing_heads",
            "the set of SmolLM2 query heads (0-8) whose score is the same under the grouped and the "
            "modulo pairing")
-def _(answer):
+def _(answer, label):
     from .bilinear import kv_head_index
 
-    label = "ex-survey-2"
     _require(isinstance(answer, (set, frozenset, list, tuple)) and all(isinstance(h, (int, np.integer)) for h in answer),
              label, "answer with a set of head numbers, e.g. {0, 1}.")
     grouped, modulo = (np.asarray(kv_head_index(9, 3, p)) for p in ("grouped", "modulo"))
@@ -380,8 +367,7 @@ def _(answer):
 # ------------------------------------------------------------------------- symmetric init
 @_exercise("ex-symmetric-init-2", "smallest_skew_dim",
            "the smallest number of dimensions per head for which a skew-symmetric matrix can be non-zero (an int)")
-def _(k):
-    label = "ex-symmetric-init-2"
+def _(k, label):
     _require(isinstance(k, (int, np.integer)) and k >= 1, label, "answer with a whole number of dimensions.")
     rng = _rng(label)
 
@@ -398,13 +384,12 @@ def _(k):
 @_exercise("ex-training-dynamics-1", "changed_positions",
            "a function (seq_len, t) -> the sorted list of positions whose logits change when the token "
            "at position t is replaced, in a decoder (causal-mask) model")
-def _(fn):
+def _(fn, label):
     import torch
 
     from .train.model import build_model
     from .train.objectives import lm_logits
 
-    label = "ex-training-dynamics-1"
     with torch.random.fork_rng():      # leave the student's random state as it was
         torch.manual_seed(0)
         model = build_model("tiny", 50, mode="decoder").eval()

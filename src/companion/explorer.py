@@ -23,7 +23,7 @@ import torch
 
 from .scores import directionality_score, symmetry_score
 
-__all__ = ["block_means", "block_rms", "form_summaries", "form_summary", "head_summaries", "explorer_data", "explorer_html"]
+__all__ = ["block_means", "block_rms", "form_summaries", "head_summaries", "explorer_data", "explorer_html"]
 
 
 def _blocks(d: int, cells: int) -> torch.Tensor:
@@ -62,12 +62,6 @@ def form_summaries(M: torch.Tensor, cells: int = 24) -> list[dict]:
     sym = np.atleast_1d(symmetry_score(M))
     dirn = np.atleast_1d(directionality_score(M))
     return [_record(heat[i], rows[i], cols[i], sym[i], dirn[i]) for i in range(M.shape[0])]
-
-
-def form_summary(M, cells: int = 24) -> dict:
-    """:func:`form_summaries` of one ``d x d`` form."""
-    M = torch.as_tensor(np.asarray(M) if not isinstance(M, torch.Tensor) else M)
-    return form_summaries(M[None], cells)[0]
 
 
 def head_summaries(Q: torch.Tensor, K: torch.Tensor, cells: int = 24) -> list[dict]:

@@ -49,23 +49,18 @@ _GLUE_FIGURE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S
 
 
 # ----------------------------------------------------------------------------- vendoring
-def _vendor_dir() -> Path:
-    from .cache import cache_dir
-
-    return Path(cache_dir()) / "vendor"
-
-
 def vendor_reveal(cache: Path | None = None) -> Path:
     """The folder of reveal.js's ``dist`` files, fetched once from the npm registry.
 
     The package tarball is checked against :data:`REVEAL_INTEGRITY` before anything is
     extracted; a mismatch is an error naming both digests.
     """
-    cache = Path(cache) if cache is not None else _vendor_dir()
+    from .cache import cache_dir, ensure_dir
+
+    cache = ensure_dir(cache) if cache is not None else cache_dir("vendor")
     dist = cache / f"reveal.js-{REVEAL_VERSION}"
     if (dist / "reveal.js").is_file():
         return dist
-    cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         try:
             subprocess.run(["npm", "pack", f"reveal.js@{REVEAL_VERSION}", "--pack-destination", tmp, "--silent"],
@@ -283,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"reveal.js {REVEAL_VERSION}: {vendor_reveal()}")
             return 0
         decks = build_slides(args.root, args.out)
-    except (FileNotFoundError, KeyError, RuntimeError) as err:
+    except (FileNotFoundError, KeyError, RuntimeError, ValueError) as err:  # ValueError: CompanionError
         print(f"error: {err}", file=sys.stderr)
         return 2
     for d in decks:
