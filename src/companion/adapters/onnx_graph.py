@@ -16,6 +16,16 @@ weights are found from the computation itself (paper, Eq. 1–2: the logits are
    ``MatMul`` (``W^T`` is the ``nn.Linear`` weight), ``[out, in]`` when it comes through a
    ``Transpose`` or a ``Gemm`` with ``transB``.
 
+Two further patterns are followed: a scaling by a scalar *computed from tensor shapes*
+(``1/sqrt(sqrt(d_head))`` on each side, as some exporters write it; its value is not
+needed for the form, and the reference tests supply ``1/sqrt(d_head)``), and onnxruntime's
+dynamic int8 quantization of a projection, ``Add(bias, Mul(Cast(MatMulInteger(x_q, W_q8,
+x_zp, w_zp)), Mul(x_scale, w_scale)))``: the weight is dequantized per output column,
+``W = (W_q8 - w_zp) * w_scale`` (``[in, out]``), exactly what the integer product computes
+up to the rounding of the activations.  Several ``Softmax`` nodes that use the same query
+and key weights (a layer shared across depth, as in ALBERT) are one form: the layer is
+read once and its uses are listed in ``config["attention"][i]["uses"]``.
+
 A graph where one of these steps finds nothing (fused ``qkv`` with ``Split``, attention
 in a custom operator, ...) raises one :class:`~companion.errors.CompanionError` naming the
 file, the ``Softmax`` node and what was expected there.
@@ -37,6 +47,7 @@ from .sources import TensorSource
 __all__ = ["ONNXSource", "trace_attention", "onnx_attention"]
 
 _FAMILY = "onnx-attention"
+DEQUANTIZED = "::dequantized"  # suffix of a weight read as (W_int - zero point) * scale
 _PASS_THROUGH = ("Transpose", "Reshape", "Identity", "Cast", "Squeeze", "Unsqueeze", "Contiguous")
 
 
@@ -94,6 +105,20 @@ class _Graph:
         if node.op_type == "MatMul" and all(self.const(i) is None for i in node.input):
             return True
         return any(self.depends_on_matmul_of_activations(i, depth - 1) for i in node.input)
+
+    def shape_derived(self, name: str, depth: int = 16) -> bool:
+        """Whether ``name`` is computed from constants and tensor *shapes* only (not values)."""
+        if self.const(name) is not None:
+            return True
+        node = self.producer.get(name)
+        if node is None or depth == 0:
+            return False
+        if node.op_type == "Shape":
+            return True
+        if node.op_type not in ("Gather", "Slice", "Cast", "Sqrt", "Div", "Mul", "Add", "Sub",
+                                "Unsqueeze", "Squeeze", "Concat", "Reciprocal", "Pow", "Identity"):
+            return False
+        return all(self.shape_derived(i, depth - 1) for i in node.input if i)
 
     def ancestors_ops(self, name: str, depth: int = 16) -> set[str]:
         node = self.producer.get(name)
@@ -181,6 +206,9 @@ def _projection(g: _Graph, name: str):
             if ca is not None and op == "Mul":
                 scale, name = scale * ca, b
                 continue
+            if op == "Mul" and (g.shape_derived(b) or g.shape_derived(a)):
+                scale, name = float("nan"), (a if g.shape_derived(b) else b)
+                continue
             raise _Untraceable(f"{op} {node.name!r} on a projection is not a constant scaling")
         if op == "Add":
             a, b = node.input
@@ -188,6 +216,9 @@ def _projection(g: _Graph, name: str):
                 a, b = b, a
             if b not in g.inits:
                 raise _Untraceable(f"Add {node.name!r} on a projection adds no bias initializer")
+            quantized = _integer_projection(g, a)
+            if quantized is not None:
+                return dict(quantized, bias=b, scale=scale, heads=heads, layout="in_out")
             w, x, layout = _projection_matmul(g, a)
             return dict(weight=w, bias=b, input=x, scale=scale, heads=heads, layout=layout)
         if op == "MatMul":
@@ -207,6 +238,45 @@ def _projection(g: _Graph, name: str):
         raise _Untraceable(f"unexpected {op} node {node.name!r} where a query/key projection "
                            "(MatMul with a weight initializer, then Add of a bias) was expected")
     raise _Untraceable("no projection within 32 nodes of the scores MatMul")
+
+
+def _integer_projection(g: _Graph, name: str) -> dict | None:
+    """``Mul(Cast(MatMulInteger(x_q, W, x_zp, w_zp)), Mul(x_scale, w_scale))``, else ``None``.
+
+    onnxruntime's dynamic quantization: ``x_q, x_scale, x_zp`` come from a
+    ``DynamicQuantizeLinear`` of the projection's input ``x``; ``W`` (int8 or uint8,
+    ``[in, out]``), ``w_zp`` and ``w_scale`` (per output column or one value) are
+    initializers.  Returns the names needed to dequantize ``W``.
+    """
+    node = g.producer.get(name)
+    if node is None or node.op_type != "Mul":
+        return None
+    for prod_in, scale_in in (node.input, node.input[::-1]):
+        p = g.producer.get(prod_in)
+        while p is not None and p.op_type == "Cast":
+            p = g.producer.get(p.input[0])
+        if p is None or p.op_type != "MatMulInteger":
+            continue
+        inputs = list(p.input) + [""] * (4 - len(p.input))
+        x_q, w, _, w_zp = inputs[:4]
+        if w not in g.inits or len(g.inits[w].dims) != 2:
+            raise _Untraceable(f"MatMulInteger {p.name!r} has no integer weight matrix initializer")
+        if w_zp and w_zp not in g.inits:
+            raise _Untraceable(f"MatMulInteger {p.name!r}: the weight zero point is computed, not stored")
+        s = g.producer.get(scale_in)
+        w_scale = None
+        if scale_in in g.inits:
+            w_scale = scale_in
+        elif s is not None and s.op_type == "Mul":
+            stored = [i for i in s.input if i in g.inits]
+            if len(stored) == 1:
+                w_scale = stored[0]
+        if w_scale is None:
+            raise _Untraceable(f"MatMulInteger {p.name!r}: no stored weight scale in {node.name!r}")
+        q = g.producer.get(x_q)
+        x = q.input[0] if q is not None and q.op_type == "DynamicQuantizeLinear" else x_q
+        return dict(weight=w, zero_point=w_zp or None, weight_scale=w_scale, input=x)
+    return None
 
 
 def _projection_matmul(g: _Graph, name: str):
@@ -287,10 +357,34 @@ def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
             index=index, softmax=sm.name, logits=sm.input[0], q_weight=q["weight"],
             k_weight=k["weight"], q_layout=q["layout"], k_layout=k["layout"], q_bias=q["bias"], k_bias=k["bias"], q_input=q["input"],
             k_input=k["input"], n_heads=int(n_heads), d_head=int(d_head),
+            # nan where the graph computes the scale from shapes (not needed for the form)
             scale=float(scale * q["scale"] * k["scale"]),
+            q_quant=_quant(q), k_quant=_quant(k),
             role="causal" if _is_causal(g, masks) else "encoder",
         ))
-    return layers
+    return _merge_shared(layers)
+
+
+def _quant(projection: dict) -> dict | None:
+    if "zero_point" not in projection:
+        return None
+    return {"zero_point": projection["zero_point"], "scale": projection["weight_scale"]}
+
+
+def _merge_shared(layers: list[dict]) -> list[dict]:
+    """One entry per distinct (query weight, key weight): a shared layer is one form.
+
+    Every use keeps its ``Softmax`` and logits name in ``uses`` (graph order)."""
+    merged: dict[tuple, dict] = {}
+    for a in layers:
+        key = (a["q_weight"], a["k_weight"])
+        use = {"softmax": a["softmax"], "logits": a["logits"], "q_input": a["q_input"],
+               "k_input": a["k_input"]}
+        if key in merged:
+            merged[key]["uses"].append(use)
+            continue
+        merged[key] = dict(a, index=len(merged), uses=[use])
+    return list(merged.values())
 
 
 class ONNXSource(TensorSource):
@@ -324,7 +418,22 @@ class ONNXSource(TensorSource):
             floating = init.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                                           onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
             self.dtypes[init.name] = "F32" if floating else "I64"
-        self.config = {"model_type": _FAMILY, "attention": trace_attention(graph, str(path)),
+        attention = trace_attention(graph, str(path))
+        self._dequant: dict[str, tuple[str, str | None, str]] = {}
+        for a in attention:
+            for side in ("q", "k"):
+                quant = a[f"{side}_quant"]
+                if quant is None:
+                    continue
+                stored = a[f"{side}_weight"]
+                name = f"{stored}{DEQUANTIZED}"
+                self._dequant[name] = (stored, quant["zero_point"], quant["scale"])
+                self.shapes[name], self.dtypes[name] = self.shapes[stored], "F32"
+                a[f"{side}_weight"] = name
+        # the integer weights the traced projections use are dequantized by _load; any other
+        # integer tensor of the graph is never read as a q/k weight
+        self.own_quantization = "onnx dynamic int8 (per-column scales)" if self._dequant else None
+        self.config = {"model_type": _FAMILY, "attention": attention,
                        "opset": [(o.domain, o.version) for o in model.opset_import]}
         self.families = {_FAMILY: onnx_attention}
         # protobuf parses the whole file
@@ -336,6 +445,13 @@ class ONNXSource(TensorSource):
     def _load(self, name: str) -> torch.Tensor:
         from onnx import numpy_helper
 
+        if name in self._dequant:  # W = (W_int - zero_point) * scale, per output column
+            stored, zero_point, scale = self._dequant[name]
+            w = numpy_helper.to_array(self._inits[stored]).astype(np.float64)
+            if zero_point is not None:
+                w = w - numpy_helper.to_array(self._inits[zero_point]).astype(np.float64)
+            w = w * numpy_helper.to_array(self._inits[scale]).astype(np.float64)
+            return torch.from_numpy(w.astype(np.float32))
         return torch.from_numpy(np.array(numpy_helper.to_array(self._inits[name]), dtype=np.float32))
 
 

@@ -116,6 +116,8 @@ def prepare_quantized(src: TensorSource) -> str | None:
 
     Returns the quantization method's name, or ``None`` for an unquantized checkpoint.
     """
+    if hasattr(src, "own_quantization"):  # a format that dequantizes its own tensors (ONNX int8)
+        return src.own_quantization
     qc = src.config.get("quantization_config") if isinstance(src.config, dict) else None
     if qc is None:
         scales = [n for n in src.shapes if n.endswith(SCALE_SUFFIXES[:4]) or n.endswith(".qweight")]
