@@ -86,3 +86,20 @@ def test_corrupt_gguf_is_one_clear_line(tmp_path, capsys):
     f = tmp_path / "broken.gguf"
     f.write_bytes(b"GGUF" + bytes(100))
     _fails_cleanly(["score", str(f)], capsys, "GGUF")
+
+
+def test_bias_term_column_holds_each_layers_share_in_unit_interval(tmp_path):
+    from adapters_data import zoo_checkpoint
+
+    zoo_checkpoint("kokoro-albert")  # skips where the zoo package is not installed
+    out = tmp_path / "albert.csv"
+    assert main(["score", "kokoro-albert", "--bias-term", "--per-head", "--out", str(out), "--quiet"]) == 0
+    df = pd.read_csv(out)
+    assert len(df) == 13 and df.bias_term_share.between(0, 1).all()
+    # the layer's share is the ratio of summed variances: it lies within its heads' range
+    heads = df[df["head"] >= 0].bias_term_share
+    assert heads.min() <= df[df["head"] == -1].bias_term_share.item() <= heads.max()
+
+
+def test_bias_term_for_a_model_without_captured_inputs_is_one_clear_line(capsys):
+    _fails_cleanly(["score", "gemma-3-270m", "--bias-term"], capsys, "--bias-term", "gemma-3-270m")

@@ -29,6 +29,10 @@ def register(subparsers) -> None:
                    help="directionality variant (default: excess, as in the published tables)")
     p.add_argument("--allow-pickle", action="store_true",
                    help="allow reading pytorch_model.bin (unpickling can run code)")
+    p.add_argument("--bias-term", action="store_true",
+                   help="also measure, on real inputs, the share of the logit variance over keys "
+                   "carried by the key-bias term b_q^T W_k y, which the form leaves out (zoo "
+                   "models with a query bias: see companion.bias_term.MEASURED)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -45,6 +49,15 @@ def run(args: argparse.Namespace) -> int:
                              "threshold is in standard deviations (the paper uses 2).")
     if args.out:
         check_writable(args.out, "--out file")
+    zoo_name = args.source if is_zoo_name(args.source) else None
+    if args.bias_term:
+        from ..bias_term import MEASURED
+
+        if zoo_name not in MEASURED:
+            raise CompanionError(
+                f"--bias-term needs real layer inputs, which the package captures for the zoo "
+                f"models {', '.join(MEASURED)}; {args.source!r} is not one of them. Drop "
+                "--bias-term, or score one of those.")
     if is_zoo_name(args.source):  # a bare zoo name: assemble (if needed) and read that
         args.source = str(zoo_path(args.source))
     elif "/" not in args.source and not Path(args.source).exists():
@@ -78,6 +91,19 @@ def run(args: argparse.Namespace) -> int:
               f"symmetry {r['symmetry_median']:+.4f} [{r['symmetry_q25']:+.4f}, {r['symmetry_q75']:+.4f}]  "
               f"directionality {r['directionality_median']:+.4f} "
               f"[{r['directionality_q25']:+.4f}, {r['directionality_q75']:+.4f}]")
+    if args.bias_term:
+        from ..bias_term import bias_term_table
+
+        bt = bias_term_table([zoo_name])
+        layers = bt[bt["head"] == -1]
+        print("\nkey-bias term b_q^T W_k y: share of the logit variance over keys, per layer "
+              "(real inputs; see companion.bias_term)")
+        print(layers[["layer", "share"]].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        shares = bt.rename(columns={"share": "bias_term_share"})
+        if args.per_head:  # head -1 is the layer, as in the scores
+            df = df.merge(shares[["layer", "head", "bias_term_share"]], on=["layer", "head"], how="left")
+        else:
+            df = df.merge(shares[shares["head"] == -1][["layer", "bias_term_share"]], on="layer", how="left")
     if args.out:
         out = write_csv_atomic(df, args.out)
         print(f"wrote {len(df)} rows to {out}", file=sys.stderr)
