@@ -25,6 +25,7 @@ __all__ = [
     "per_head_scores",
     "pairing_comparison",
     "null_band_table",
+    "bias_term_figure",
 ]
 
 #: encoders blue, decoders purple, as in the paper's figures
@@ -241,4 +242,26 @@ def pairing_comparison(scores: pd.DataFrame) -> Figure:
         ax.set_xlabel("layer")
         ax.set_ylabel(SCORE_LABELS[score])
     axes[0].legend(fontsize=7)
+    return fig
+
+
+def bias_term_figure(layers: pd.DataFrame) -> Figure:
+    """The key-bias term's share of the logit variance over keys, per layer, one line per model.
+
+    ``layers``: :func:`companion.bias_term.bias_term_table` rows of whole layers (``model,
+    layer, share``); depth is drawn as the layer's position in ``[0, 1]`` so models of
+    different depth share the axis, and a single (shared) layer is one marker."""
+    for c in ("model", "layer", "share"):
+        if c not in layers.columns:
+            raise ValueError(f"bias_term_figure: the table lacks column {c!r}.")
+    fig = Figure(figsize=(7, 3.8), layout="constrained")
+    ax = fig.subplots()
+    for model, g in layers.groupby("model", sort=False):
+        g = g.sort_values("layer")
+        depth = g["layer"] / max(1, g["layer"].max()) if len(g) > 1 else pd.Series([0.5])
+        ax.plot(depth, 100 * g["share"], marker="o", ms=4, lw=1.2, label=f"{model} ({len(g)} layers)")
+    ax.set_xlabel("relative depth of the layer (first = 0, last = 1)")
+    ax.set_ylabel("key-bias share of the logit\nvariance over keys (%)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
     return fig
