@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from adapters_data import smollm2_gguf, zoo_checkpoint
-from companion.adapters.sources import GGUFSource, parse_gguf_header
+from companion.adapters.gguf_file import GGUFSource, parse_gguf_header
 from companion.errors import CompanionError
 from companion.scores import (directionality_score, directionality_score_factored,
                               structure_scores, symmetry_score, symmetry_score_factored)

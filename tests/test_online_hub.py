@@ -25,8 +25,7 @@ REPO = "someone/tiny-llama"
 @pytest.fixture()
 def online(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr("companion.adapters.sources._hub_offline", lambda: False)
-    monkeypatch.setattr("companion.adapters.reader._hub_offline", lambda: False)
+    monkeypatch.setattr("companion.adapters.hub._hub_offline", lambda: False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     return monkeypatch

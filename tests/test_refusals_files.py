@@ -54,7 +54,7 @@ def test_a_deeply_nested_config_is_one_line(tmp_path, capsys):
 
 
 def test_a_config_far_larger_than_any_config_is_refused_before_reading(tmp_path, capsys, monkeypatch):
-    import companion.adapters.sources as sources
+    import companion.adapters.tensor_source as sources
 
     bad.tiny_llama(tmp_path)
     monkeypatch.setattr(sources, "MAX_JSON_BYTES", 100)    # the real limit, scaled down for the test

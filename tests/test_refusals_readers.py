@@ -17,7 +17,7 @@ from safetensors import safe_open
 import malformed as bad
 from one_line import one_line_error
 from companion.adapters import read_qk
-from companion.adapters.sources import read_safetensors_header
+from companion.adapters.hf_folder import read_safetensors_header
 from companion.errors import CompanionError
 from companion.scores import directionality_score, symmetry_score
 

@@ -381,7 +381,7 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
 
     from tqdm.auto import tqdm
 
-    from .adapters.sources import HubUnreachable
+    from .adapters.hub import HubUnreachable
 
     out_dir = Path(out_dir) if out_dir is not None else SURVEY_DIR
     hub_down = None  # after one failed contact, the hub is not tried again in this run

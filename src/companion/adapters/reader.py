@@ -14,8 +14,11 @@ from ..errors import CompanionError
 from .completeness import check_layer_count
 from .families import LayerPlan, family_of
 from .quantized import prepare_quantized
-from .sources import (_FLOAT_KINDS, GGUFSource, HubSafetensorsSource, TensorSource, _hub_offline,
-                      open_local_folder, regular_file)
+from . import hub
+from .gguf_file import GGUFSource
+from .hf_folder import open_local_folder
+from .hub import HubSafetensorsSource
+from .tensor_source import _FLOAT_KINDS, TensorSource, regular_file
 from .types import QKCheckpoint, QKLayer
 
 __all__ = ["read_qk", "open_source", "plan_layers"]
@@ -62,7 +65,7 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
             f"{s!r} is not a folder or file here, not a hub id (those read 'owner/name') and "
             "not a zoo name (see `companion zoo list`); check the spelling or the path."
         )
-    if _hub_offline():
+    if hub._hub_offline():  # looked up at call time (tests switch it)
         raise CompanionError(
             f"{s!r} is not a local path and HF_HUB_OFFLINE is set, so the hub cannot be "
             "reached. Unset HF_HUB_OFFLINE or pass a local folder / .gguf file."

@@ -1,0 +1,296 @@
+"""llama.cpp ``.gguf`` files: the header parsed with bounds, tensors dequantized one by one."""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import CompanionError
+from .tensor_source import TensorSource, read_range, regular_file
+
+def _gguf_value(field):
+    """Python value of a GGUF metadata field (scalar, string or list)."""
+    from gguf import GGUFValueType
+
+    types = list(field.types)
+    if not types:
+        return None
+    if types[0] == GGUFValueType.STRING:
+        return bytes(field.parts[field.data[0]]).decode("utf-8", errors="replace")
+    if types[0] == GGUFValueType.ARRAY:
+        if len(types) > 1 and types[1] == GGUFValueType.STRING:
+            return [bytes(field.parts[i]).decode("utf-8", errors="replace") for i in field.data]
+        return [field.parts[i].tolist()[0] for i in field.data]
+    return field.parts[field.data[0]].tolist()[0]
+
+
+_GGUF_MAGIC = b"GGUF"
+# GGUF metadata value types: id -> struct format of a scalar (8 = string, 9 = array)
+_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q",
+                 11: "q", 12: "d"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+_U64 = struct.Struct("<Q")
+
+
+class _BadGGUF(ValueError):
+    """A GGUF header that is malformed: refused, never handed to another parser."""
+
+
+class _HeaderBytes:
+    """The start of a file, read in growing blocks as a parser walks through it."""
+
+    def __init__(self, f, block: int = 1 << 20):
+        self.f, self.block, self.buf, self.pos = f, block, bytearray(), 0
+        self.size = os.fstat(f.fileno()).st_size
+
+    def need(self, n: int) -> None:
+        # a length or count read from the file is checked against the file's size before
+        # anything is allocated: a 100-byte file cannot declare a 2^62-byte string
+        if n < 0 or self.pos + n > self.size:
+            raise _BadGGUF(f"the header declares {n:,} more bytes at offset {self.pos:,}, but the file "
+                           f"has {self.size:,} (truncated or crafted)")
+        while len(self.buf) < self.pos + n:
+            more = self.f.read(max(self.block, self.pos + n - len(self.buf)))
+            if not more:
+                raise ValueError("the file ends inside its header (truncated download?)")
+            self.buf += more
+
+    def unpack(self, fmt: str):
+        size = struct.calcsize("<" + fmt)
+        self.need(size)
+        out = struct.unpack_from("<" + fmt, self.buf, self.pos)
+        self.pos += size
+        return out if len(out) > 1 else out[0]
+
+    def string(self, keep: bool = True):
+        n = self.unpack("Q")
+        self.need(n)
+        raw = bytes(self.buf[self.pos:self.pos + n]) if keep else None
+        self.pos += n
+        return raw.decode("utf-8", errors="replace") if keep else None
+
+    def skip(self, n: int) -> None:
+        self.need(n)
+        self.pos += n
+
+    def skip_strings(self, count: int) -> None:
+        """Step over ``count`` length-prefixed strings without decoding them."""
+        length = _U64.unpack_from
+        buf, pos = self.buf, self.pos
+        for _ in range(count):
+            if pos + 8 > len(buf):
+                self.pos = pos
+                self.need(8)
+            pos += 8 + length(buf, pos)[0]
+        self.pos = pos
+        self.need(0)
+
+
+def _gguf_read_value(h: _HeaderBytes, vtype: int, keep: bool):
+    if vtype == _GGUF_STRING:
+        return h.string(keep)
+    if vtype == _GGUF_ARRAY:
+        itype, count = h.unpack("IQ")
+        h.need(min(count, h.size) * (8 if itype == _GGUF_STRING else 1))  # every item takes bytes
+        if itype == _GGUF_STRING:
+            if not keep:
+                h.skip_strings(count)
+                return None
+            return [h.string() for _ in range(count)]
+        if itype not in _GGUF_SCALARS:
+            raise ValueError(f"unknown GGUF array item type {itype}")
+        size = struct.calcsize("<" + _GGUF_SCALARS[itype])
+        if not keep:  # the tokenizer's vocabulary and scores: seek past them
+            h.skip(count * size)
+            return None
+        h.need(count * size)
+        values = list(struct.unpack_from(f"<{count}{_GGUF_SCALARS[itype]}", h.buf, h.pos))
+        h.pos += count * size
+        return values
+    if vtype not in _GGUF_SCALARS:
+        raise ValueError(f"unknown GGUF value type {vtype}")
+    return h.unpack(_GGUF_SCALARS[vtype])
+
+
+def parse_gguf_header(path: Path) -> tuple[dict, list[tuple[str, tuple[int, ...], int, int]], int]:
+    """Metadata, tensor infos and data offset of a little-endian GGUF (v2/v3) file.
+
+    Returns ``(config, tensors, data_offset)``: ``config`` without the ``tokenizer.*``
+    arrays (their values are skipped, not decoded: for a small model they are most of the
+    parsing time), ``tensors`` as ``(name, ne, ggml_type, offset_in_data)`` in file order.
+    Raises ``ValueError`` for anything else (the caller falls back to ``gguf.GGUFReader``).
+    """
+    with open(path, "rb") as f:
+        h = _HeaderBytes(f)
+        h.need(4)
+        if bytes(h.buf[:4]) != _GGUF_MAGIC:
+            raise ValueError("GGUF magic invalid")
+        h.pos = 4
+        version = h.unpack("I")
+        if version not in (2, 3):
+            raise ValueError(f"GGUF version {version} (big-endian or unsupported)")
+        n_tensors, n_kv = h.unpack("QQ")
+        # each key/value takes at least 12 bytes and each tensor info at least 24
+        if 12 * n_kv + 24 * n_tensors > h.size:
+            raise _BadGGUF(f"the header declares {n_kv:,} metadata entries and {n_tensors:,} tensors, more "
+                           f"than a file of {h.size:,} bytes can hold")
+        config: dict = {}
+        for _ in range(n_kv):
+            key = h.string()
+            vtype = h.unpack("I")
+            keep = not key.startswith("tokenizer.")
+            value = _gguf_read_value(h, vtype, keep)
+            if keep:
+                config[key] = value
+        tensors = []
+        for _ in range(n_tensors):
+            name = h.string()
+            n_dims = h.unpack("I")
+            if n_dims > 8:  # ggml tensors have at most 4 dimensions
+                raise _BadGGUF(f"tensor {name!r} declares {n_dims} dimensions")
+            h.need(8 * n_dims)
+            ne = struct.unpack_from(f"<{n_dims}Q", h.buf, h.pos) if n_dims else ()
+            h.skip(8 * n_dims)
+            ggml_type, offset = h.unpack("IQ")
+            tensors.append((name, tuple(int(x) for x in ne), int(ggml_type), int(offset)))
+        align = config.get("general.alignment", 32)
+        if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
+            raise _BadGGUF(f"general.alignment is {align!r}, not a power of two")
+        data_offset = h.pos + (-h.pos) % align
+    return config, tensors, data_offset
+
+
+class _GGUFTensorInfo:
+    """What :class:`GGUFSource` keeps of one tensor: enough to read and dequantize it."""
+
+    __slots__ = ("name", "tensor_type", "ne", "n_bytes", "data_offset", "dtype", "np_shape")
+
+    def __init__(self, name, ne, ggml_type, data_offset):
+        from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+        from gguf.quants import quant_shape_to_byte_shape
+
+        self.name = name
+        self.tensor_type = GGMLQuantizationType(ggml_type)
+        self.ne = ne
+        block, type_size = GGML_QUANT_SIZES[self.tensor_type]
+        n = math.prod(ne)
+        self.n_bytes = n * type_size // block
+        self.data_offset = data_offset
+        shape = tuple(reversed(ne))
+        plain = {GGMLQuantizationType.F16: np.float16, GGMLQuantizationType.F32: np.float32,
+                 GGMLQuantizationType.F64: np.float64, GGMLQuantizationType.I8: np.int8,
+                 GGMLQuantizationType.I16: np.int16, GGMLQuantizationType.I32: np.int32,
+                 GGMLQuantizationType.I64: np.int64}
+        if self.tensor_type in plain:  # the layout gguf.GGUFReader gives the data
+            self.dtype, self.np_shape = plain[self.tensor_type], shape
+        else:
+            self.dtype, self.np_shape = np.uint8, quant_shape_to_byte_shape(shape, self.tensor_type)
+
+
+def _dequantize_whole(data: np.ndarray, qtype) -> np.ndarray:
+    """``gguf.quants.dequantize`` on the whole tensor in one call.
+
+    ``dequantize`` splits a tensor into groups of 16 rows to bound its memory; every
+    quantization block is decoded on its own, so one call over all rows gives the same
+    float32 values (tested bit for bit) without a NumPy round trip per group.
+    """
+    from gguf import quants
+
+    traits = getattr(quants, "_type_traits", {}).get(qtype)
+    if traits is None or not hasattr(traits, "dequantize_rows"):
+        return quants.dequantize(data, qtype)
+    traits.init_grid()
+    return traits.dequantize_rows(data)
+
+
+class GGUFSource(TensorSource):
+    """A llama.cpp GGUF file; tensors are dequantized to float32 one at a time.
+
+    ``config`` holds the file's metadata (``general.architecture``, ``llama.block_count``,
+    ...) with tokenizer arrays left out.  Shapes follow PyTorch order (``[rows, cols]``),
+    i.e. the reverse of GGUF's ``ne`` order.
+
+    The header is parsed here (:func:`parse_gguf_header`), seeking past the tokenizer's
+    arrays instead of building a NumPy view per vocabulary entry as ``gguf.GGUFReader``
+    does; files this parser does not handle (big-endian, GGUF v1) go through
+    ``GGUFReader``.  Each tensor is then read with one positioned read of its bytes and
+    dequantized with ``gguf.quants.dequantize``, as before.
+    """
+
+    kind = "gguf"
+
+    def __init__(self, path: str | os.PathLike):
+        super().__init__(str(path))
+        try:
+            import gguf  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - gguf is a dependency
+            raise CompanionError("reading .gguf files needs the 'gguf' package: pip install gguf") from exc
+        path = Path(path)
+        regular_file(path, "GGUF file")
+        try:
+            config, infos, data_offset = parse_gguf_header(path)
+        except _BadGGUF as exc:  # malformed: never handed to GGUFReader, which would believe it
+            raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
+        except (OSError, ValueError, struct.error):  # big-endian or GGUF v1: the reference reader
+            config, infos, data_offset = self._header_with_gguf_reader(path)
+        self.config = config
+        self._tensors: dict[str, _GGUFTensorInfo] = {}
+        size = path.stat().st_size
+        try:
+            for name, ne, ggml_type, offset in infos:
+                if name in self._tensors:
+                    raise ValueError(f"duplicated tensor {name!r}")
+                info = _GGUFTensorInfo(name, ne, ggml_type, data_offset + offset)
+                if info.data_offset + info.n_bytes > size:
+                    raise ValueError(f"tensor {name!r} lies outside the file (truncated download?)")
+                self._tensors[name] = info
+                self.shapes[name] = tuple(reversed(ne))
+            spans = sorted((t.data_offset, t.data_offset + t.n_bytes, t.name) for t in self._tensors.values())
+            for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
+                if start < end:  # two tensors sharing bytes: one of them is not what it says
+                    raise ValueError(f"the data of tensors {a!r} and {b!r} overlap")
+        except ValueError as exc:
+            raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
+        # metadata and tensor infos are parsed in full: everything before the tensor data
+        self.bytes_read = int(data_offset)
+
+    @staticmethod
+    def _header_with_gguf_reader(path: Path):
+        from gguf import GGUFReader
+
+        try:
+            reader = GGUFReader(str(path), "r")
+        except Exception as exc:
+            raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
+        config = {k: _gguf_value(f) for k, f in reader.fields.items()
+                  if not k.startswith(("tokenizer.", "GGUF."))}
+        infos = [(t.name, tuple(int(x) for x in t.shape.tolist()), int(t.tensor_type),
+                  int(t.data_offset) - int(reader.data_offset)) for t in reader.tensors]
+        return config, infos, int(reader.data_offset)
+
+    def stored_nbytes(self, name: str) -> int:
+        return int(self._tensors[name].n_bytes)
+
+    def _load(self, name: str) -> torch.Tensor:
+        t = self._tensors[name]
+        raw = read_range(Path(self.location), t.data_offset, t.n_bytes)
+        data = np.frombuffer(raw, dtype=t.dtype).reshape(t.np_shape)
+        try:
+            values = _dequantize_whole(data, t.tensor_type)
+        except Exception as exc:
+            raise CompanionError(
+                f"cannot dequantize {name!r} ({t.tensor_type.name}) in {self.location}: {exc}."
+            ) from None
+        self.bytes_read += int(t.n_bytes)
+        values = np.ascontiguousarray(values, dtype=np.float32).reshape(self.shapes[name])
+        return torch.from_numpy(values)
+
+
+# ----------------------------------------------------------------------------- hub
+
+

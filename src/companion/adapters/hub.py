@@ -1,0 +1,285 @@
+"""Hub ids: headers and tensors through HTTP range reads against ``HF_ENDPOINT``, after one
+short probe of the hub, every request time-bounded (no model is downloaded whole)."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+
+import torch
+
+from ..errors import CompanionError
+from .hf_folder import (_MAX_HEADER, _ST_DTYPES, _check_shard_set, _merge_headers, _relative_names,
+                        parse_safetensors_header)
+from .tensor_source import TensorSource, _check_config
+
+def _hub_offline() -> bool:
+    try:
+        from huggingface_hub import constants
+
+        if constants.HF_HUB_OFFLINE:
+            return True
+    except Exception:  # pragma: no cover
+        pass
+    return os.environ.get("HF_HUB_OFFLINE", "0").upper() in ("1", "ON", "YES", "TRUE")
+
+
+HUB_PROBE_TIMEOUT = 3.0  # seconds for the first contact with the hub
+HUB_TIMEOUT = 30.0  # seconds to connect and between bytes, for every later request
+HUB_MIN_RATE = 16 << 10  # bytes/s: a request may take its timeout plus its bytes at this rate
+HUB_MAX_BODY = 64 << 20  # bytes of a whole-file GET (config.json, the API's JSON, an index)
+
+
+class HubUnreachable(CompanionError):
+    """The hub did not answer at all (no network, a silent proxy, a wrong HF_ENDPOINT)."""
+
+
+def hub_endpoint() -> str:
+    """The hub's base URL: ``HF_ENDPOINT`` (read now, not at import) or huggingface.co."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def _hub_headers() -> dict:
+    try:
+        from huggingface_hub.utils import build_hf_headers
+
+        return dict(build_hf_headers())
+    except Exception:  # pragma: no cover - no token, no huggingface_hub: anonymous
+        return {}
+
+
+def _http_get(url: str, start: int | None = None, nbytes: int | None = None,
+              timeout: float = HUB_TIMEOUT) -> tuple[bytes, dict]:
+    """One bounded GET (a byte range when ``start`` is given): ``(body, headers)``.
+
+    Every request has a timeout; a range request whose answer is not exactly the bytes
+    asked for (a server that ignores ``Range``) is refused rather than read in full.
+    """
+    import urllib.error
+    import urllib.request
+
+    headers = _hub_headers()
+    if start is not None:
+        headers["Range"] = f"bytes={start}-{start + nbytes - 1}"
+    req = urllib.request.Request(url, headers=headers)
+    t0 = time.monotonic()
+    with urllib.request.urlopen(req, timeout=timeout) as response:
+        if start is not None and response.status != 206 and not (start == 0 and response.status == 200
+                                                                    and response.length == nbytes):
+            raise CompanionError(f"{url} ignored the byte-range request (HTTP {response.status}); "
+                                 "a hub mirror must support Range requests.")
+        limit = HUB_MAX_BODY if start is None else nbytes
+        data = _read_bounded(response, url, limit, t0, timeout)
+        info = {k.lower(): v for k, v in response.headers.items()}
+    if start is not None and len(data) != nbytes:
+        raise CompanionError(f"range request to {url} returned {len(data)} bytes, not {nbytes}.")
+    return data, info
+
+
+def _read_bounded(response, url: str, limit: int, t0: float, timeout: float) -> bytes:
+    """The body of ``response``, refused when it announces or sends more than ``limit``
+    bytes (never allocated), and cut off when it arrives slower than ``timeout`` plus its
+    bytes at :data:`HUB_MIN_RATE` (the socket's timeout bounds only each wait between bytes,
+    so a server trickling one byte at a time would otherwise never time out)."""
+    import socket
+
+    length = response.length
+    if length is not None and length > limit + 1:
+        raise CompanionError(f"{url} announces a body of {length:,} bytes, more than the {limit:,} asked "
+                             "for or expected; is HF_ENDPOINT a Hugging Face hub?")
+    chunks, total = [], 0
+    while True:
+        # read1: what has arrived (one socket read), so the deadline is checked while a
+        # slow server trickles; read() would wait for the whole amount
+        want = min(1 << 16, limit + 1 - total)
+        chunk = response.read1(want) if hasattr(response, "read1") else response.read(want)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise CompanionError(f"{url} sent more than the {limit:,} bytes asked for or expected; is "
+                                 "HF_ENDPOINT a Hugging Face hub?")
+        if time.monotonic() - t0 > timeout + total / HUB_MIN_RATE:
+            raise socket.timeout(f"timed out: {total:,} bytes in {time.monotonic() - t0:.0f} s")
+    return b"".join(chunks)
+
+
+def _http_range(url: str, start: int, nbytes: int) -> bytes:
+    """``nbytes`` bytes of ``url`` from ``start`` with one HTTP range request."""
+    return _http_get(url, start, nbytes)[0]
+
+
+def _hub_error(exc: Exception, repo_id: str, revision: str | None, endpoint: str,
+               timeout: float) -> CompanionError:
+    """One line for a failed hub request, naming the cause and what to do."""
+    import socket
+    import urllib.error
+
+    at = f" at revision {revision}" if revision else ""
+    if isinstance(exc, urllib.error.HTTPError):
+        if exc.code in (401, 403):
+            return CompanionError(
+                f"the hub refused access to {repo_id}{at} (HTTP {exc.code}): a gated or private "
+                "repository; log in with `hf auth login` and accept its licence on the hub.")
+        if exc.code == 404:
+            return CompanionError(f"no repository {repo_id!r}{at} on the hub at {endpoint} "
+                                  "(HTTP 404); check the owner/name and the revision.")
+        return CompanionError(f"the hub at {endpoint} answered HTTP {exc.code} for {repo_id}{at}; "
+                              "try again later or pass a local folder.")
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, (socket.timeout, TimeoutError)) or "timed out" in str(reason):
+        why = f"no answer within {timeout:g} s"
+    else:
+        why = str(reason) or type(reason).__name__
+    return HubUnreachable(
+        f"cannot reach the hub at {endpoint} ({why}) to read {repo_id}; check the network "
+        "or proxy, or pass a local folder (set HF_HUB_OFFLINE=1 to never try the hub)."
+    )
+
+
+def probe_hub(repo_id: str, revision: str | None = None,
+              timeout: float = HUB_PROBE_TIMEOUT) -> dict:
+    """Ask the hub once, with a short timeout, about ``repo_id``: its commit and files.
+
+    Returns the JSON of ``/api/models/<repo_id>/revision/<revision>`` (``sha``,
+    ``siblings``).  Raises :class:`HubUnreachable` when the hub does not answer and
+    :class:`CompanionError` for a missing, gated or private repository.
+    """
+    return _probe_hub(repo_id, revision, timeout)[0]
+
+
+def _probe_hub(repo_id: str, revision: str | None, timeout: float) -> tuple[dict, int]:
+    import urllib.parse
+
+    endpoint = hub_endpoint()
+    rev = urllib.parse.quote(revision or "main", safe="")
+    url = f"{endpoint}/api/models/{repo_id}/revision/{rev}"
+    try:
+        raw, _ = _http_get(url, timeout=timeout)
+        info = json.loads(raw)
+    except CompanionError:
+        raise
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError) and not isinstance(exc, OSError):
+            raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
+                                 f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?") from None
+        raise _hub_error(exc, repo_id, revision, endpoint, timeout) from None
+    if not isinstance(info, dict) or not isinstance(info.get("siblings", []), list):
+        raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
+                             f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?")
+    return info, len(raw)
+
+
+class HubSafetensorsSource(TensorSource):
+    """A hub repository read through HTTP range requests: headers, then q/k tensors only.
+
+    The hub is asked once, with a short timeout, for the repository's commit and file
+    list (:func:`probe_hub`); every later request is pinned to that commit and bounded
+    by :data:`HUB_TIMEOUT`.  Headers and indexes are validated as for local folders.
+    """
+
+    kind = "hub-safetensors"
+
+    def __init__(self, repo_id: str, revision: str | None = None):
+        super().__init__(repo_id)
+        self.revision = revision
+        info, probe_bytes = _probe_hub(repo_id, revision, HUB_PROBE_TIMEOUT)
+        self.commit = info.get("sha") or revision or "main"
+        siblings = {s.get("rfilename") for s in info.get("siblings", []) if isinstance(s, dict)}
+        endpoint = hub_endpoint()
+        try:
+            raw, _ = _http_get(self._url("config.json"))
+            self.bytes_read = probe_bytes + len(raw)
+            try:
+                config = json.loads(raw)
+            except ValueError:
+                raise CompanionError(f"config.json of {repo_id} on the hub is not valid JSON; "
+                                     "the repository is broken.") from None
+            self.config = _check_config(config, f"config.json of {repo_id}")
+            weight_map = None
+            if "model.safetensors" in siblings:
+                files = ["model.safetensors"]
+            elif "model.safetensors.index.json" in siblings:
+                where = f"model.safetensors.index.json of {repo_id}"
+                raw, _ = _http_get(self._url("model.safetensors.index.json"))
+                self.bytes_read += len(raw)
+                try:
+                    idx = json.loads(raw)
+                except ValueError:
+                    idx = None
+                wm = idx.get("weight_map") if isinstance(idx, dict) else None
+                if not isinstance(wm, dict) or not wm or not all(
+                        isinstance(k, str) and isinstance(v, str) for k, v in wm.items()):
+                    raise CompanionError(f"{where} has no weight_map of tensor names to file "
+                                         "names; the index is malformed.")
+                _relative_names(set(wm.values()), where)
+                files = sorted(set(wm.values()))
+                _check_shard_set(files, where)
+                weight_map = wm
+            else:
+                raise CompanionError(
+                    f"{repo_id} has no model.safetensors or model.safetensors.index.json on the "
+                    "hub; for pytorch_model.bin weights download the folder and pass it with "
+                    "--allow-pickle.")
+            headers = []
+            self._header_len: dict[str, int] = {}
+            for fname in files:
+                url = self._url(fname)
+                head, meta = _http_get(url, 0, 8)
+                (n,) = struct.unpack("<Q", head)
+                total = meta.get("content-range", "").rpartition("/")[2]
+                size = int(total) if total.isdigit() else None
+                if n > _MAX_HEADER or (size is not None and n > size - 8):
+                    raise CompanionError(f"{fname} of {repo_id} is not a valid safetensors file "
+                                         f"(header length {n}).")
+                try:
+                    header = parse_safetensors_header(
+                        _http_range(url, 8, n), None if size is None else size - 8 - n)
+                except (ValueError, RecursionError) as exc:
+                    raise CompanionError(f"{fname} of {repo_id} is not a valid safetensors file "
+                                         f"({exc}).") from None
+                self._header_len[fname] = n
+                self.bytes_read += 8 + n
+                headers.append((fname, header))
+        except CompanionError:
+            raise
+        except OSError as exc:
+            raise _hub_error(exc, repo_id, revision, endpoint, HUB_TIMEOUT) from None
+        self._where = _merge_headers(headers, weight_map, f"the index of {repo_id}")
+        self.dtypes = {}
+        for name, (fname, info) in self._where.items():
+            self.shapes[name] = tuple(info["shape"])
+            self.dtypes[name] = info["dtype"]
+
+    def _url(self, fname: str) -> str:
+        import urllib.parse
+
+        return (f"{hub_endpoint()}/{self.location}/resolve/"
+                f"{urllib.parse.quote(self.commit, safe='')}/{urllib.parse.quote(fname)}")
+
+    def stored_nbytes(self, name: str) -> int:
+        start, end = self._where[name][1]["data_offsets"]
+        return end - start
+
+    def _load(self, name: str) -> torch.Tensor:
+        fname, info = self._where[name]
+        dtype = _ST_DTYPES.get(info["dtype"])
+        if dtype is None:
+            raise CompanionError(f"tensor {name!r} has unsupported dtype {info['dtype']}.")
+        start, end = info["data_offsets"]
+        if end == start:
+            return torch.zeros(tuple(info["shape"]), dtype=dtype)
+        base = 8 + self._header_len[fname]
+        try:
+            buf = bytearray(_http_range(self._url(fname), base + start, end - start))
+        except CompanionError:
+            raise
+        except OSError as exc:
+            raise _hub_error(exc, self.location, self.revision, hub_endpoint(), HUB_TIMEOUT) from None
+        self.bytes_read += end - start
+        return torch.frombuffer(buf, dtype=dtype).reshape(tuple(info["shape"]))
+
+

