@@ -35,7 +35,7 @@ __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict"
            "prop_2_1", "prop_2_2", "remark_s1_6", "prop_s1_7", "prop_s1_8", "cor_s1_9",
            "prop_s1_10", "lemma_s1_11", "thm_s1_12", "cor_s1_13", "thm_s1_14", "remark_s1_15",
            "prop_s1_17", "prop_s1_18", "survey_encoder_decoder", "training_symmetry",
-           "training_directionality", "symmetric_init_structure", "table_1", "update_structure",
+           "training_directionality", "symmetric_init_structure", "table_1", "update_structure", "objective_swap",
            "conv_hull_check", "s50_transpose_check", "s1_8_same_law_profiles",
            "premise_config", "premise_runs", "premise_seed_runs", "premise_shares",
            "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "joined"]
@@ -645,6 +645,48 @@ def update_structure() -> Verdict:
                    rule_after=_update_rule_after(r))
 
 
+def objective_swap() -> Verdict:
+    """Sec. 4 read causally: a pretrained encoder fine-tuned on next-token prediction ends
+    less symmetric than its masked-LM control (and more column-dominant), paired by seed
+    (rule ``objective_swap``; runs of data/runs/objective_swap_plan.md).  The MiniLM body's
+    symmetry decides; directionality and the SmolLM2 body are reported beside it."""
+    from .train.evidence import run_dates
+    from .train.runs import load_runs
+    from .train.swap import swap_tests
+    from .verdicts import rule, rule_written_after
+
+    t = _cached("swap_tests", swap_tests)
+    r = rule("objective_swap")
+    prim = t[t["primary"] & (t["body"] == "minilm")] if len(t) else t
+    if prim.empty:
+        status, measured, power, after = "not testable here", "no objective-swap run is cached", "", False
+    else:
+        p = prim.iloc[0]
+        status = p["outcome"]
+
+        def one(row):
+            iv = (f"95% t-interval {row['swap_minus_control_low']:+.4f} to {row['swap_minus_control_high']:+.4f}, "
+                  if row["n"] > 1 else "")
+            return (f"{row['quantity']}, swap minus control: {row['swap_minus_control']:+.4f} ({iv}{row['n']} of "
+                    f"{len(r['seeds'])} seeds); smallest effect of interest {row['sesoi']:.4f}")
+
+        measured = "all-MiniLM-L6-v2 after 1,000 fine-tuning steps: " + one(p)
+        also = t[(t["body"] == "minilm") & ~t["primary"]]
+        for _, row in also.iterrows():
+            measured += f"; beside it, {one(row)} ({row['outcome']} by the same reading)"
+        if not (t["body"] == "smollm2").any():
+            measured += "; SmolLM2 (decoder to masked): not run yet"
+        power = f"{p['detectable']:.4f}" if np.isfinite(p["detectable"]) else ""
+        try:
+            after = rule_written_after(r, run_dates(load_runs(pattern="swap-*")))
+        except FileNotFoundError:
+            after = False
+    return Verdict("objective_swap", r["claim"], status, measured,
+                   "CPU fine-tuning of a real pretrained encoder (all-MiniLM-L6-v2), 1,000 steps",
+                   "training_dynamics", "td-objective-swap", kind="empirical",
+                   check="paired seed-level test (data/verdict_rules.yaml)", power=power, rule_after=after)
+
+
 def _update_rule_after(r) -> bool:
     from .train.evidence import run_dates
     from .train.runs import load_runs
@@ -659,7 +701,7 @@ def _update_rule_after(r) -> bool:
 VERDICTS = (prop_2_1, prop_2_2, remark_s1_6, prop_s1_7, prop_s1_8, cor_s1_9, prop_s1_10, lemma_s1_11,
             thm_s1_12, cor_s1_13, thm_s1_14, remark_s1_15, prop_s1_17, prop_s1_18,
             survey_encoder_decoder, training_symmetry, training_directionality,
-            symmetric_init_structure, table_1, update_structure)
+            symmetric_init_structure, table_1, update_structure, objective_swap)
 
 
 def verdict(key: str) -> Verdict:
@@ -694,6 +736,12 @@ def empirical_family():
     ut = _cached("update_tests", update_tests)
     if len(ut):
         rows.append(ut[ut["primary"]].iloc[0][["claim", "outcome", "p_holds", "p_refuted"]])
+    from .train.swap import swap_tests
+
+    st = _cached("swap_tests", swap_tests)
+    st = st[st["primary"] & (st["body"] == "minilm")] if len(st) else st
+    if len(st):
+        rows.append(st.iloc[0][["claim", "outcome", "p_holds", "p_refuted"]])
     for r in survey_test(_cached("zoo_contrast", _zoo_contrast)).itertuples():
         rows.append(pd.Series({"claim": f"survey_encoder_decoder ({r.score})", "outcome": r.outcome,
                                "p_holds": r.p_holds, "p_refuted": r.p_refuted}))

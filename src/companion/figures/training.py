@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["scores_over_training", "layers_over_training", "loss_curves", "loss_difference",
-           "scores_against_tokens"]
+           "scores_against_tokens", "objective_swap_curves"]
 
 _YLABEL = {"symmetry": "symmetry score", "directionality": "directionality score",
            "eval_loss": "held-out loss", "train_loss": "training loss"}
@@ -143,5 +143,35 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
     ax.legend(fontsize=6, ncol=2)
     if title:
         ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+_ROLE_COLORS = {"control": "#2b6cb0", "swap": "#d95f02"}
+
+
+def objective_swap_curves(runs: pd.DataFrame):
+    """The objective swap against its control: layer-mean symmetry and directionality and the
+    held-out loss (each under its own objective) against the step, one thin line per run and
+    the mean over seeds thick.  ``runs``: :func:`companion.train.swap.swap_runs` (``role``
+    column ``swap`` or ``control``)."""
+    if "role" not in runs.columns:
+        raise ValueError("objective_swap_curves: the table lacks the column 'role' (use swap_runs).")
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.4))
+    for ax, q in zip(axes, ("symmetry", "directionality", "eval_loss")):
+        rows = runs[runs["quantity"] == q]
+        if q != "eval_loss":
+            rows = rows[rows["head"] == -1]
+        per_run = rows.groupby(["role", "run", "step"])["value"].mean().reset_index()
+        for role, g in per_run.groupby("role"):
+            for _, r in g.groupby("run"):
+                ax.plot(r["step"], r["value"], color=_ROLE_COLORS[role], lw=0.6, alpha=0.5)
+            m = g.groupby("step")["value"].mean()
+            ax.plot(m.index, m.values, color=_ROLE_COLORS[role], lw=2,
+                    label=f"{role} ({g['run'].nunique()} seeds)")
+        ax.set_xlabel("fine-tuning step")
+        ax.set_ylabel(("held-out loss (own objective)" if q == "eval_loss"
+                       else _YLABEL[q] + " (mean over layers)"))
+        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

@@ -1,0 +1,98 @@
+"""The objective swap: a trained model fine-tuned under the other objective, against a
+control that keeps its own (plan: ``data/runs/objective_swap_plan.md``; rule
+``objective_swap`` in ``data/verdict_rules.yaml``).
+
+Runs are ``data/runs/swap-<model>-<role>-s<seed>`` with ``role`` ``swap`` or ``control``.
+The compared quantity is the mean over layers of the layer forms' symmetry (and
+directionality) at the last logged step; the step-0 values are the checkpoint's own scores.
+The claim read causally (Sec. 4): for a pretrained encoder, the causal next-token swap ends
+*less* symmetric and *more* column-dominant (lower directionality) than its masked-LM
+control; for a pretrained decoder, the bidirectional masked swap ends *more* symmetric.
+Each prediction is turned into a difference that the claim says is > 0 (control minus
+swap for the encoder, swap minus control for the decoder), paired by seed, and read by
+:func:`companion.verdicts.directional_outcome` with the random-form null band of the
+model's width and depth as the smallest effect of interest.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..verdicts import detectable_effect, directional_outcome, load_rules, p_above, p_below, paired_t, rule
+from .runs import load_runs
+
+__all__ = ["swap_runs", "layer_means", "end_values", "swap_tests", "SIGNS"]
+
+#: per body and quantity: +1 when the claim predicts swap > control, -1 when swap < control
+SIGNS = {("minilm", "symmetry"): -1, ("minilm", "directionality"): -1,
+         ("smollm2", "symmetry"): +1, ("smollm2", "directionality"): +1}
+
+_NAME = re.compile(r"^swap-(?P<body>[a-z0-9]+)-(?P<role>swap|control)-s(?P<seed>\d+)$")
+
+
+def swap_runs(body: str = "minilm") -> pd.DataFrame | None:
+    """The finished runs of one body (``minilm`` or ``smollm2``) with ``body`` and ``role``
+    columns; ``None`` when none is cached."""
+    try:
+        runs = load_runs(pattern=f"swap-{body}-*")
+    except FileNotFoundError:
+        return None
+    parsed = runs["run"].str.extract(_NAME)
+    return runs.assign(body=parsed["body"], role=parsed["role"])
+
+
+def layer_means(runs: pd.DataFrame, quantity: str) -> pd.DataFrame:
+    """Per run and logged step: the mean over layers of the whole-layer ``quantity``."""
+    rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
+    return (rows.groupby(["run", "role", "seed", "step"])["value"].mean()
+            .rename(quantity).reset_index())
+
+
+def end_values(runs: pd.DataFrame, quantity: str, step: str = "last") -> pd.DataFrame:
+    """``quantity`` (mean over layers) per seed and role at the run's last (or first) step."""
+    m = layer_means(runs, quantity)
+    pick = m.groupby("run")["step"].transform("max" if step == "last" else "min")
+    return m[m["step"] == pick].pivot_table(index="seed", columns="role", values=quantity)
+
+
+def swap_tests(rules: dict | None = None) -> pd.DataFrame:
+    """The ``objective_swap`` rule on the cached runs: one row per body and quantity.
+
+    ``estimate`` is the paired difference in the predicted direction (> 0: as the claim
+    says), ``swap_minus_control`` the same without the sign; ``sesoi`` is the random-form
+    null band of the model's width and depth; ``judged`` is False for a body with fewer
+    seeds than ``min_seeds`` (reported, not judged)."""
+    from .evidence import null_band
+
+    rules = rules if rules is not None else load_rules()
+    r = rule("objective_swap", rules)
+    level = r["framework"].get("level", 0.95)
+    rows = []
+    for body in r["bodies"]:
+        runs = swap_runs(body)
+        if runs is None:
+            continue
+        runs = runs[runs["seed"].isin(r["seeds"])]
+        for q in [r["quantity"]] + list(r.get("also", [])):
+            end = end_values(runs, q)
+            if not {"swap", "control"} <= set(end.columns):
+                continue
+            sign = SIGNS[(body, q)]
+            est = paired_t(sign * end["swap"], sign * end["control"], level)
+            raw = paired_t(end["swap"], end["control"], level)
+            band = null_band(runs, q)
+            judged = est.n >= r.get("min_seeds", 3)
+            rows.append(dict(claim=r["key"], body=body, quantity=q, n=est.n, estimate=est.mean,
+                             low=est.low, high=est.high, sd=est.sd, swap_minus_control=raw.mean,
+                             swap_minus_control_low=raw.low, swap_minus_control_high=raw.high,
+                             sesoi=band, judged=judged,
+                             outcome=directional_outcome(est, band, r.get("min_seeds", 3)),
+                             primary=q == r["quantity"],
+                             detectable=detectable_effect(est.n, est.sd, level) if est.n > 1 else np.nan,
+                             p_holds=p_above(est) if est.n > 1 else np.nan,
+                             p_refuted=p_below(est, band) if est.n > 1 else np.nan,
+                             seeds=", ".join(str(s) for s in sorted(end.dropna().index))))
+    return pd.DataFrame(rows)

@@ -1,0 +1,82 @@
+"""The objective swap's test: the paired difference in the direction the claim predicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from companion.train import swap
+
+
+def _runs(body, effect, noise=0.0, seeds=(1, 2, 3), layers=3, steps=(0, 50, 100), start=0.5):
+    """Tidy histories: swap and control share the start; by the last step the swap's
+    layer-mean symmetry sits ``effect`` away from the control's (plus per-seed noise)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for seed in seeds:
+        jitter = noise * rng.standard_normal()
+        for role in ("control", "swap"):
+            run = f"swap-{body}-{role}-s{seed}"
+            for step in steps:
+                frac = step / steps[-1]
+                for layer in range(layers):
+                    base = start + 0.01 * layer + 0.002 * frac
+                    value = base + (frac * (effect + jitter) if role == "swap" else 0.0)
+                    for q, v in (("symmetry", value), ("directionality", -value)):
+                        rows.append(dict(step=step, quantity=q, layer=layer, head=-1, value=v, run=run,
+                                         role=role, seed=seed, body=body))
+                        rows.append(dict(step=step, quantity=q, layer=layer, head=0, value=99.0, run=run,
+                                         role=role, seed=seed, body=body))  # a head row: never used
+    return pd.DataFrame(rows)
+
+
+def test_end_values_are_layer_means_of_whole_layers_at_the_first_and_last_step():
+    runs = _runs("minilm", effect=-0.03)
+    first, last = swap.end_values(runs, "symmetry", "first"), swap.end_values(runs, "symmetry")
+    assert np.allclose(first.to_numpy(), 0.5 + 0.01)              # mean of 0.50, 0.51, 0.52
+    assert np.allclose(last["control"], 0.51 + 0.002)
+    assert np.allclose(last["swap"] - last["control"], -0.03)
+
+
+@pytest.fixture()
+def patched(monkeypatch):
+    def use(runs_by_body, band=0.01):
+        monkeypatch.setattr(swap, "swap_runs", lambda body: runs_by_body.get(body))
+        monkeypatch.setattr("companion.train.evidence.null_band", lambda runs, q: band)
+    return use
+
+
+def test_a_swap_that_loses_symmetry_as_predicted_holds_with_the_textbook_interval(patched):
+    patched({"minilm": _runs("minilm", effect=-0.05, noise=0.005)})
+    t = swap.swap_tests().set_index("quantity")
+    row = t.loc["symmetry"]
+    assert row["primary"] and row["judged"] and row["n"] == 3
+    assert row["estimate"] > 0 > row["swap_minus_control"]            # control minus swap, the predicted sign
+    assert np.isclose(row["estimate"], -row["swap_minus_control"])
+    d = -(-0.05 + 0.005 * np.random.default_rng(0).standard_normal(3))  # control - swap per seed
+    half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
+    assert np.isclose(row["low"], d.mean() - half) and np.isclose(row["high"], d.mean() + half)
+    assert row["outcome"] == "holds"
+
+
+def test_a_swap_that_moves_the_wrong_way_is_refuted_and_no_movement_is_not_a_confirmation(patched):
+    patched({"minilm": _runs("minilm", effect=+0.05, noise=0.001)})
+    assert swap.swap_tests().set_index("quantity").at["symmetry", "outcome"] == "refuted"
+    patched({"minilm": _runs("minilm", effect=0.0, noise=0.02)})
+    assert swap.swap_tests().set_index("quantity").at["symmetry", "outcome"] == "inconclusive"
+
+
+def test_the_decoder_body_is_read_in_its_own_direction(patched):
+    # SmolLM2's swap is predicted to *gain* symmetry: a gain is the claim's direction
+    patched({"smollm2": _runs("smollm2", effect=+0.05, noise=0.005)})
+    row = swap.swap_tests().set_index("quantity").loc["symmetry"]
+    assert row["estimate"] > 0 and row["swap_minus_control"] > 0 and row["outcome"] == "holds"
+
+
+def test_fewer_seeds_than_the_rule_asks_are_reported_not_judged(patched):
+    patched({"minilm": _runs("minilm", effect=-0.05, seeds=(1,))})
+    row = swap.swap_tests().set_index("quantity").loc["symmetry"]
+    assert not row["judged"] and row["outcome"] == "not testable here" and row["n"] == 1
+    assert np.isclose(row["swap_minus_control"], -0.05)
