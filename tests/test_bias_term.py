@@ -83,3 +83,41 @@ def test_minilm_inputs_and_weights_reproduce_the_models_own_attention():
         k = (X @ li.Wk.double().T).reshape(len(X), heads, d_h).transpose(0, 1)
         kept = q @ k.transpose(1, 2) + torch.einsum("hd,hjd->hj", li.bq.double().reshape(heads, d_h), k)[:, None]
         torch.testing.assert_close(torch.softmax(kept / d_h ** 0.5, -1), probs[li.layer][0], atol=1e-6, rtol=1e-5)
+
+
+def test_rotary_grouped_biased_logits_reproduce_a_qwen2_attention():
+    """With rotation, grouped key heads and both biases, content + bias part give back the
+    attention probabilities of transformers' own Qwen2 (a small random one, eager attention)."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from companion.bias_term import logit_variances, split_logits
+
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    cfg._attn_implementation = "eager"
+    model = Qwen2ForCausalLM(cfg).double().eval()
+    with torch.no_grad():  # biases as large as a trained Qwen2's, so they matter
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.bias.normal_(0, 2.0)
+            layer.self_attn.k_proj.bias.normal_(0, 2.0)
+    captured = []
+    att = model.model.layers[1].self_attn
+    hook = att.q_proj.register_forward_pre_hook(lambda m, a: captured.append(a[0][0]))
+    ids = torch.randint(0, 50, (1, 11))
+    with torch.no_grad():
+        probs = model(input_ids=ids, output_attentions=True).attentions[1][0]
+        cos, sin = model.model.rotary_emb(torch.zeros(1, dtype=torch.float64), torch.arange(11)[None])
+    hook.remove()
+    X = captured[0]
+    args = (att.q_proj.weight, att.k_proj.weight, att.q_proj.bias, att.k_proj.bias, 4, X, 2, (cos[0], sin[0]))
+    C, B = split_logits(*args)
+    causal = torch.triu(torch.full((11, 11), float("-inf"), dtype=torch.float64), diagonal=1)
+    torch.testing.assert_close(torch.softmax((C + B) / 8 ** 0.5 + causal, -1), probs)
+    # under rotation the key bias no longer cancels: dropping it changes the pattern
+    C2, B2 = split_logits(*args[:3], None, *args[4:])
+    assert not torch.allclose(torch.softmax((C2 + B2) / 8 ** 0.5 + causal, -1), probs, atol=1e-3)
+    # the causal variances count only the keys each query sees
+    content, bias = logit_variances(*args[:7], rope=args[7], causal=True)
+    np.testing.assert_allclose(bias[0], np.mean([B[0, q, :q + 1].var(unbiased=False).item() for q in range(1, 11)]))
+    assert content.shape == bias.shape == (4,) and (bias > 0).all()

@@ -107,3 +107,18 @@ def test_malformed_tables_are_refused_with_the_missing_columns():
         pairing_comparison(_fake_scores().query("pairing == 'grouped'"))
     with pytest.raises(ValueError, match="panel, row, col, value"):
         qk_heatmaps(pd.DataFrame({"x": [1]}))
+
+
+def test_bias_term_figure_draws_one_line_per_model_and_dashes_the_decoders():
+    import pandas as pd
+
+    from companion.figures.survey import bias_term_figure
+
+    layers = pd.DataFrame({"model": ["enc"] * 3 + ["dec"] * 2 + ["one"], "layer": [0, 1, 2, 0, 1, 0],
+                           "share": [0.1, 0.2, 0.3, 0.5, 0.6, 0.05]})
+    fig = bias_term_figure(layers, decoders=("dec",))
+    lines = {l.get_label(): l for l in fig.axes[0].get_lines()}
+    assert set(lines) == {"enc (3 layers)", "dec (2 layers, decoder)", "one (1 layers)"}
+    assert lines["dec (2 layers, decoder)"].get_linestyle() == "--" and lines["enc (3 layers)"].get_linestyle() == "-"
+    assert list(lines["enc (3 layers)"].get_ydata()) == [10.0, 20.0, 30.0]      # percent
+    assert list(lines["enc (3 layers)"].get_xdata()) == [0.0, 0.5, 1.0]          # relative depth

@@ -22,10 +22,20 @@ with the variances over the keys of one sequence (``c_j`` does not depend on ``i
 layer's share summing both variances over heads.  The cross-covariance of the two terms is
 left out of the denominator, so the share lies in ``[0, 1]``.
 
+With rotary position embeddings (Qwen2) queries and keys are rotated *after* the biases
+are added, so ``b_q`` meets a rotated key, ``b_q^T R_{j-i} W_k y_j``, and ``b_k`` no longer
+cancels (``x_i^T W_q^T R_{j-i} b_k`` depends on ``j``).  The general measure used for every
+model is therefore the logits with biases minus the logits without them, ``B_ij``, against
+the content ``C_ij``: ``share = mean_i Var_j B_ij / (mean_i Var_j C_ij + mean_i Var_j B_ij)``,
+over the keys each query may see (all of them in an encoder, ``j <= i`` in a decoder).
+Without rotation this is exactly the key-bias share above (``B_ij = c_j`` + a constant in
+``j``).
+
 Inputs are captured from each model's own forward pass: transformers for the BERT
 folders (English Wikipedia lead sections, tokenized by the model's own tokenizer),
 onnxruntime for the ONNX graphs (the same text for the paraphrase MiniLM, a photograph for
-DINOv2, a phonemized English sentence for Kokoro's ALBERT).  Biases and weights come from
+DINOv2, a phonemized English sentence for Kokoro's ALBERT), transformers' GGUF loader for
+Qwen2 (the decoder; its own tokenizer).  Biases and weights come from
 the model that ran: the transformers modules, or the initializers the ONNX tracer names.
 """
 
@@ -39,7 +49,7 @@ import torch
 
 from .errors import CompanionError
 
-__all__ = ["bias_term_variances", "LayerInputs", "MEASURED", "layer_inputs", "bias_term_table",
+__all__ = ["bias_term_variances", "split_logits", "logit_variances", "LayerInputs", "MEASURED", "layer_inputs", "bias_term_table",
            "PHONEMES", "PHONEME_IDS", "photograph"]
 
 # The opening of "The North Wind and the Sun" in IPA, and the ids Kokoro's phoneme
@@ -53,6 +63,7 @@ PHONEME_IDS = {" ": 16, "d": 46, "j": 52, "n": 56, "p": 58, "s": 61, "t": 62, "u
 MEASURED = {
     "all-minilm-l6-v2": "bert", "sre-embedding": "bert", "paraphrase-minilm-l3": "onnx-text",
     "dinov2-small": "onnx-image", "kokoro-albert": "onnx-phonemes",
+    "qwen2.5-coder-0.5b": "gguf-decoder",
 }
 
 
@@ -77,6 +88,66 @@ def bias_term_variances(Wq, Wk, bq, n_heads: int, X) -> tuple[np.ndarray, np.nda
     return content.numpy(), bias.numpy()
 
 
+def split_logits(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
+                 rope=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per query head ``[h, i, j]``: the content logits ``C`` (no biases) and the part the
+    biases add, ``B`` = logits with both biases minus ``C`` (unscaled by ``1/sqrt(d_h)``).
+
+    ``rope``: ``(cos, sin)`` of shape ``[n, d_h]`` rotating queries and keys by position (the
+    half-split convention of LLaMA and Qwen2), applied after the biases as those models do.
+    Key heads are shared by ``n_heads / n_kv_heads`` query heads, in consecutive groups.
+    """
+    def f64(t):
+        return (t.detach() if isinstance(t, torch.Tensor) else torch.as_tensor(t)).to(torch.float64)
+
+    Wq, Wk, bq, X = (f64(t) for t in (Wq, Wk, bq, X))
+    n_kv_heads = n_kv_heads or n_heads
+    d_h = Wq.shape[0] // n_heads
+    bk = torch.zeros(Wk.shape[0], dtype=torch.float64) if bk is None else f64(bk)
+    if (Wq.shape[0] != n_heads * d_h or Wk.shape[0] != n_kv_heads * d_h or bq.shape != (Wq.shape[0],)
+            or bk.shape != (Wk.shape[0],) or n_heads % n_kv_heads):
+        raise CompanionError(f"bias term: Wq {tuple(Wq.shape)}, Wk {tuple(Wk.shape)}, b_q {tuple(bq.shape)} and "
+                             f"b_k {tuple(bk.shape)} do not split into {n_heads} query and {n_kv_heads} key heads "
+                             f"of one width.")
+    n = len(X)
+
+    def heads(t, h):  # [n, h*d_h] -> [h, n, d_h], rotated by position if asked
+        t = t.reshape(n, h, d_h).transpose(0, 1)
+        if rope is not None:
+            cos, sin = (f64(r) for r in rope)
+            half = d_h // 2
+            t = t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
+        return t
+
+    group = n_heads // n_kv_heads
+    q0, k0 = heads(X @ Wq.T, n_heads), heads(X @ Wk.T, n_kv_heads).repeat_interleave(group, dim=0)
+    q1, k1 = heads(X @ Wq.T + bq, n_heads), heads(X @ Wk.T + bk, n_kv_heads).repeat_interleave(group, dim=0)
+    C = q0 @ k0.transpose(1, 2)
+    return C, q1 @ k1.transpose(1, 2) - C
+
+
+def logit_variances(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
+                    rope=None, causal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per query head: ``mean_i Var_j C_ij`` and ``mean_i Var_j B_ij`` (:func:`split_logits`),
+    over the keys each query sees: all of them, or ``j <= i`` when ``causal`` (queries that
+    see a single key have no variance and are skipped)."""
+    C, B = split_logits(Wq, Wk, bq, bk, n_heads, X, n_kv_heads, rope)
+    if not causal:
+        return (C.var(dim=2, unbiased=False).mean(dim=1).numpy(),
+                B.var(dim=2, unbiased=False).mean(dim=1).numpy())
+    n = C.shape[-1]
+    seen = torch.tril(torch.ones(n, n, dtype=torch.bool))
+    counts = seen.sum(dim=1)
+    keep = counts >= 2
+
+    def masked_var(L):
+        mean = torch.where(seen, L, 0.0).sum(dim=2) / counts
+        var = (torch.where(seen, L - mean[..., None], 0.0) ** 2).sum(dim=2) / counts
+        return var[:, keep].mean(dim=1).numpy()
+
+    return masked_var(C), masked_var(B)
+
+
 @dataclass
 class LayerInputs:
     """One attention layer as it ran: its inputs per sequence and its own weights."""
@@ -87,6 +158,10 @@ class LayerInputs:
     bq: torch.Tensor
     n_heads: int
     sequences: list[torch.Tensor]  # each [n_tokens, d]: the layer's input at one use
+    bk: torch.Tensor | None = None
+    n_kv_heads: int | None = None
+    ropes: list | None = None      # per sequence: (cos, sin) [n_tokens, d_h], for rotary models
+    causal: bool = False
 
 
 def _wikipedia_texts(n: int = 8) -> list[str]:
@@ -179,6 +254,49 @@ def _onnx_inputs(name: str, kind: str, max_tokens: int) -> list[LayerInputs]:
     return out
 
 
+def _gguf_decoder_inputs(name: str, max_tokens: int) -> list[LayerInputs]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from .zoo import zoo_path
+
+    path = zoo_path(name)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                     dtype=torch.float32).eval()
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    layers = model.model.layers
+    captured: dict[int, list[torch.Tensor]] = {l: [] for l in range(len(layers))}
+    hooks = [layer.self_attn.q_proj.register_forward_pre_hook(
+        lambda mod, args, l=l: captured[l].append(args[0][0].detach().double()))
+        for l, layer in enumerate(layers)]
+    ropes = []
+    try:
+        with torch.no_grad():
+            for text in _wikipedia_texts(4):
+                ids = tok(text, truncation=True, max_length=max_tokens, return_tensors="pt")
+                model(**ids)
+                pos = torch.arange(ids["input_ids"].shape[1])[None]
+                cos, sin = model.model.rotary_emb(torch.zeros(1, dtype=torch.float32), pos)
+                ropes.append((cos[0].double(), sin[0].double()))
+    finally:
+        for h in hooks:
+            h.remove()
+    cfg = model.config
+    out = []
+    for l, layer in enumerate(layers):
+        att = layer.self_attn
+        out.append(LayerInputs(l, att.q_proj.weight.detach(), att.k_proj.weight.detach(),
+                               att.q_proj.bias.detach(), cfg.num_attention_heads, captured[l],
+                               bk=att.k_proj.bias.detach(), n_kv_heads=cfg.num_key_value_heads,
+                               ropes=ropes, causal=True))
+    return out
+
+
 def layer_inputs(name: str, max_tokens: int = 128) -> list[LayerInputs]:
     """Every biased attention layer of zoo model ``name`` with its inputs on real data."""
     kind = MEASURED.get(name)
@@ -187,7 +305,11 @@ def layer_inputs(name: str, max_tokens: int = 128) -> list[LayerInputs]:
             f"the key-bias term is measured for {', '.join(MEASURED)}; {name!r} is not one of "
             "them (no query bias, or no forward pass the package can run to capture its "
             "layer inputs).")
-    return _bert_inputs(name, max_tokens) if kind == "bert" else _onnx_inputs(name, kind, max_tokens)
+    if kind == "bert":
+        return _bert_inputs(name, max_tokens)
+    if kind == "gguf-decoder":
+        return _gguf_decoder_inputs(name, max_tokens)
+    return _onnx_inputs(name, kind, max_tokens)
 
 
 def bias_term_table(names=None, max_tokens: int = 128) -> pd.DataFrame:
@@ -197,7 +319,10 @@ def bias_term_table(names=None, max_tokens: int = 128) -> pd.DataFrame:
     rows = []
     for name in names or list(MEASURED):
         for li in layer_inputs(name, max_tokens):
-            parts = [bias_term_variances(li.Wq, li.Wk, li.bq, li.n_heads, X) for X in li.sequences]
+            parts = [logit_variances(li.Wq, li.Wk, li.bq, li.bk, li.n_heads, X, li.n_kv_heads,
+                                     rope=None if li.ropes is None else li.ropes[i % len(li.ropes)],
+                                     causal=li.causal)
+                     for i, X in enumerate(li.sequences)]
             content = np.mean([p[0] for p in parts], axis=0)
             bias = np.mean([p[1] for p in parts], axis=0)
             for h in range(li.n_heads):

@@ -31,8 +31,9 @@ def register(subparsers) -> None:
                    help="allow reading pytorch_model.bin (unpickling can run code)")
     p.add_argument("--bias-term", action="store_true",
                    help="also measure, on real inputs, the share of the logit variance over keys "
-                   "carried by the key-bias term b_q^T W_k y, which the form leaves out (zoo "
-                   "models with a query bias: see companion.bias_term.MEASURED)")
+                   "carried by the terms the biases add (the key-bias term b_q^T W_k y without "
+                   "rotary embeddings), which the form leaves out (zoo models with a query bias: "
+                   "see companion.bias_term.MEASURED)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -96,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
         bt = bias_term_table([zoo_name])
         layers = bt[bt["head"] == -1]
-        print("\nkey-bias term b_q^T W_k y: share of the logit variance over keys, per layer "
-              "(real inputs; see companion.bias_term)")
+        print("\nbias terms (b_q^T W_k y without rotation): share of the logit variance over keys, "
+              "per layer (real inputs; see companion.bias_term)")
         print(layers[["layer", "share"]].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         shares = bt.rename(columns={"share": "bias_term_share"})
         if args.per_head:  # head -1 is the layer, as in the scores

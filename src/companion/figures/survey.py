@@ -245,8 +245,9 @@ def pairing_comparison(scores: pd.DataFrame) -> Figure:
     return fig
 
 
-def bias_term_figure(layers: pd.DataFrame) -> Figure:
-    """The key-bias term's share of the logit variance over keys, per layer, one line per model.
+def bias_term_figure(layers: pd.DataFrame, decoders=()) -> Figure:
+    """The bias terms' share of the logit variance over keys, per layer, one line per model
+    (dashed: the models named in ``decoders``).
 
     ``layers``: :func:`companion.bias_term.bias_term_table` rows of whole layers (``model,
     layer, share``); depth is drawn as the layer's position in ``[0, 1]`` so models of
@@ -259,9 +260,10 @@ def bias_term_figure(layers: pd.DataFrame) -> Figure:
     for model, g in layers.groupby("model", sort=False):
         g = g.sort_values("layer")
         depth = g["layer"] / max(1, g["layer"].max()) if len(g) > 1 else pd.Series([0.5])
-        ax.plot(depth, 100 * g["share"], marker="o", ms=4, lw=1.2, label=f"{model} ({len(g)} layers)")
+        ax.plot(depth, 100 * g["share"], marker="o", ms=4, lw=1.2, ls="--" if model in decoders else "-",
+                label=f"{model} ({len(g)} layers{', decoder' if model in decoders else ''})")
     ax.set_xlabel("relative depth of the layer (first = 0, last = 1)")
-    ax.set_ylabel("key-bias share of the logit\nvariance over keys (%)")
+    ax.set_ylabel("bias terms' share of the logit\nvariance over keys (%)")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
     return fig
