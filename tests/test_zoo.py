@@ -62,9 +62,9 @@ def _flip_a_byte_keeping_the_time(path: Path) -> os.stat_result:
 # ----------------------------------------------------------------------------- registry
 
 
-def test_registry_has_the_thirteen_checkpoints_with_roles_and_modalities():
-    assert len(zoo.ZOO) == 13
-    assert {"all-minilm-l6-v2", "smollm2-135m", "kokoro-albert"} <= set(zoo.ZOO)
+def test_registry_has_the_fifteen_checkpoints_with_roles_and_modalities():
+    assert len(zoo.ZOO) == 15
+    assert {"all-minilm-l6-v2", "smollm2-135m", "kokoro-albert", "bergamot-en-pt", "bergamot-pt-en"} <= set(zoo.ZOO)
     roles = {m.role for m in zoo.ZOO.values()}
     assert roles == {"encoder", "decoder", "encoder-decoder"}
     assert {m.name for m in zoo.ZOO.values() if m.modality == "audio"} == {"whisper-tiny.en", "whisper-base"}

