@@ -35,7 +35,9 @@ Inputs are captured from each model's own forward pass: transformers for the BER
 folders (English Wikipedia lead sections, tokenized by the model's own tokenizer),
 onnxruntime for the ONNX graphs (the same text for the paraphrase MiniLM, a photograph for
 DINOv2, a phonemized English sentence for Kokoro's ALBERT), transformers' GGUF loader for
-Qwen2 (the decoder; its own tokenizer).  Biases and weights come from
+Qwen2 (the decoder; its own tokenizer), the package's own Marian forward
+(:mod:`companion.adapters.marian_forward`, checked against the translation engine) for the
+English-to-Portuguese translation encoder.  Biases and weights come from
 the model that ran: the transformers modules, or the initializers the ONNX tracer names.
 """
 
@@ -64,6 +66,7 @@ MEASURED = {
     "all-minilm-l6-v2": "bert", "sre-embedding": "bert", "paraphrase-minilm-l3": "onnx-text",
     "dinov2-small": "onnx-image", "kokoro-albert": "onnx-phonemes",
     "qwen2.5-coder-0.5b": "gguf-decoder",
+    "bergamot-en-pt": "marian",
 }
 
 
@@ -297,6 +300,28 @@ def _gguf_decoder_inputs(name: str, max_tokens: int) -> list[LayerInputs]:
     return out
 
 
+def _marian_inputs(name: str, max_tokens: int) -> list[LayerInputs]:
+    from tokenizers import Tokenizer
+
+    from .adapters.marian_bin import MarianSource
+    from .adapters.marian_forward import MarianModel
+    from .zoo import zoo_path
+
+    path = zoo_path(name)
+    model = MarianModel(MarianSource(path))
+    tok = Tokenizer.from_file(str(path.parent / "tokenizer.json"))
+    seqs = []
+    for text in _wikipedia_texts():
+        ids = tok.encode(text).ids[: max_tokens - 1] + [0]  # </s> ends a Marian source
+        seqs.append(model.encode(ids, keep_inputs=True)[1])
+    W = model.W
+    return [LayerInputs(l - 1, torch.from_numpy(W(f"encoder_l{l}_self_Wq").T.copy()),
+                        torch.from_numpy(W(f"encoder_l{l}_self_Wk").T.copy()),
+                        torch.from_numpy(W(f"encoder_l{l}_self_bq")[0].copy()), model.heads,
+                        [torch.from_numpy(s[l - 1]) for s in seqs])
+            for l in range(1, model.enc_depth + 1)]
+
+
 def layer_inputs(name: str, max_tokens: int = 128) -> list[LayerInputs]:
     """Every biased attention layer of zoo model ``name`` with its inputs on real data."""
     kind = MEASURED.get(name)
@@ -309,6 +334,8 @@ def layer_inputs(name: str, max_tokens: int = 128) -> list[LayerInputs]:
         return _bert_inputs(name, max_tokens)
     if kind == "gguf-decoder":
         return _gguf_decoder_inputs(name, max_tokens)
+    if kind == "marian":
+        return _marian_inputs(name, max_tokens)
     return _onnx_inputs(name, kind, max_tokens)
 
 
