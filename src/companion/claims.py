@@ -671,6 +671,11 @@ def objective_swap() -> Verdict:
                     f"{len(r['seeds'])} seeds); smallest effect of interest {row['sesoi']:.4f}")
 
         measured = "all-MiniLM-L6-v2 after 1,000 fine-tuning steps: " + one(p)
+        if p["n"] > 1 and p["low"] > 0 and p["high"] < p["sesoi"]:
+            # the rule reads 'above 0' before 'below the smallest effect of interest'
+            measured += (" (the interval also lies wholly below the smallest effect of interest: "
+                         "a difference in the predicted direction, smaller than two random models "
+                         "of this shape differ; the rule tests 'above 0' first)")
         also = t[(t["body"] == "minilm") & ~t["primary"]]
         for _, row in also.iterrows():
             measured += f"; beside it, {one(row)} ({row['outcome']} by the same reading)"
