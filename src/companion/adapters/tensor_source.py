@@ -16,6 +16,7 @@ import os
 import stat
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..errors import CompanionError
@@ -93,14 +94,16 @@ class TensorSource:
         raise NotImplementedError
 
 
-def read_range(path: Path, start: int, nbytes: int) -> bytearray:
+def read_range(path: Path, start: int, nbytes: int) -> np.ndarray:
     """Exactly ``nbytes`` bytes of ``path`` from ``start``.
 
     The kernel is told the access is random (``POSIX_FADV_RANDOM``), so it does not read
     ahead: on a cold cache, memory-mapping a shard (what ``safe_open`` does) and reading a
     few tensors pulled in several times their size through read-ahead.
     """
-    buf = bytearray(nbytes)
+    # an uninitialised buffer: every byte is overwritten by the read (a bytearray would be
+    # zero-filled first, one more pass over the tensor)
+    buf = np.empty(nbytes, dtype=np.uint8)
     with open(path, "rb", buffering=0) as f:
         if hasattr(os, "posix_fadvise"):
             try:
