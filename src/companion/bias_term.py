@@ -43,6 +43,7 @@ the model that ran: the transformers modules, or the initializers the ONNX trace
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -167,6 +168,28 @@ class LayerInputs:
     causal: bool = False
 
 
+@contextmanager
+def _quiet_transformers():
+    """No progress bars or notices from transformers while a model loads (a chapter's
+    cell must not write to stderr); its GGUF loader's bar is plain tqdm, so stderr itself
+    is held for the load (an error still raises, with its message)."""
+    import io
+    from contextlib import redirect_stderr
+
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        with redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def _wikipedia_texts(n: int = 8) -> list[str]:
     from .train.corpora import corpus_documents
 
@@ -181,8 +204,9 @@ def _bert_inputs(name: str, max_tokens: int) -> list[LayerInputs]:
     from .zoo import zoo_path
 
     folder = str(zoo_path(name))
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = AutoModel.from_pretrained(folder).eval().double()
+    with _quiet_transformers():
+        tok = AutoTokenizer.from_pretrained(folder)
+        model = AutoModel.from_pretrained(folder).eval().double()
     seqs: list[list[torch.Tensor]] = []
     with torch.no_grad():
         for text in _wikipedia_texts():
@@ -259,19 +283,14 @@ def _onnx_inputs(name: str, kind: str, max_tokens: int) -> list[LayerInputs]:
 
 def _gguf_decoder_inputs(name: str, max_tokens: int) -> list[LayerInputs]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
     from .zoo import zoo_path
 
     path = zoo_path(name)
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
+    with _quiet_transformers():
         tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                      dtype=torch.float32).eval()
-    finally:
-        hf_logging.set_verbosity(verbosity)
     layers = model.model.layers
     captured: dict[int, list[torch.Tensor]] = {l: [] for l in range(len(layers))}
     hooks = [layer.self_attn.q_proj.register_forward_pre_hook(
