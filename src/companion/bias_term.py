@@ -174,6 +174,7 @@ def _quiet_transformers():
     cell must not write to stderr); its GGUF loader's bar is plain tqdm, so stderr itself
     is held for the load (an error still raises, with its message)."""
     import io
+    import warnings
     from contextlib import redirect_stderr
 
     from transformers.utils import logging as hf_logging
@@ -182,7 +183,8 @@ def _quiet_transformers():
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
-        with redirect_stderr(io.StringIO()):
+        with redirect_stderr(io.StringIO()), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets
             yield
     finally:
         hf_logging.set_verbosity(verbosity)
