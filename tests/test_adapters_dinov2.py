@@ -25,13 +25,11 @@ CHECKED = (0, 5, 11)
 
 
 def _photograph() -> np.ndarray:
-    """A real photograph (matplotlib's sample of Grace Hopper), as the model's input."""
-    from matplotlib import cbook
-    from PIL import Image
+    """A real photograph (matplotlib's sample of Grace Hopper), as the model's input; the same
+    input the bias-term measurement feeds this model."""
+    from companion.bias_term import photograph
 
-    img = Image.open(cbook.get_sample_data("grace_hopper.jpg")).convert("RGB").resize((224, 224))
-    x = (np.asarray(img, dtype=np.float32) / 255 - (0.485, 0.456, 0.406)) / (0.229, 0.224, 0.225)
-    return x.transpose(2, 0, 1)[None].astype(np.float32)
+    return photograph()
 
 
 @pytest.fixture(scope="module")
