@@ -58,7 +58,15 @@ def test_a_swap_that_loses_symmetry_as_predicted_holds_with_the_textbook_interva
     d = -(-0.05 + 0.005 * np.random.default_rng(0).standard_normal(3))  # control - swap per seed
     half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
     assert np.isclose(row["low"], d.mean() - half) and np.isclose(row["high"], d.mean() + half)
-    assert row["outcome"] == "holds"
+    assert row["outcome"] == "holds" and not row["below_sesoi_too"]
+
+
+def test_an_effect_above_zero_but_below_the_smallest_of_interest_is_marked(patched):
+    # the rule reads 'holds' first; the mark lets the pages say the effect is too small
+    patched({"minilm": _runs("minilm", effect=-0.005, noise=0.0002)}, band=0.01)
+    row = swap.swap_tests().set_index("quantity").loc["symmetry"]
+    assert 0 < row["low"] and row["high"] < 0.01
+    assert row["outcome"] == "holds" and row["below_sesoi_too"]
 
 
 def test_a_swap_that_moves_the_wrong_way_is_refuted_and_no_movement_is_not_a_confirmation(patched):

@@ -74,6 +74,10 @@ MEASURED = {
 def bias_term_variances(Wq, Wk, bq, n_heads: int, X) -> tuple[np.ndarray, np.ndarray]:
     """Per head: ``mean_i Var_j(a_ij)`` and ``Var_j(c_j)`` over one sequence ``X [n, d]``.
 
+    The closed form of the module doc's decomposition, for models without rotation; the
+    table is made by the general :func:`logit_variances`, and the survey checks on real
+    inputs that the two agree.
+
     ``Wq, Wk`` are ``[n_heads * d_h, d]`` (``nn.Linear`` layout), ``bq`` is ``[n_heads * d_h]``;
     queries and keys are the same tokens (self-attention).  The common factor
     ``1/sqrt(d_h)`` cancels in the share and is left out.
@@ -240,14 +244,14 @@ def _onnx_inputs(name: str, kind: str, max_tokens: int) -> list[LayerInputs]:
     from onnx import TensorProto, helper, numpy_helper
 
     from .adapters import read_qk
-    from .adapters.onnx_graph import ONNXSource
+    from .adapters.onnx_graph import trace_attention
     from .zoo import zoo_path
 
     path = str(zoo_path(name))
-    traced = ONNXSource(path).config["attention"]
     ckpt = read_qk(path, progress=False)
     model = onnx.load(path)
     g = model.graph
+    traced = trace_attention(g, path)  # bias names and every use's input, from the loaded graph
     inits = {i.name: i for i in g.initializer}
     use_inputs = [u["q_input"] for a in traced for u in a["uses"]]
     del g.output[:]

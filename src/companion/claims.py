@@ -36,6 +36,7 @@ __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict"
            "prop_s1_10", "lemma_s1_11", "thm_s1_12", "cor_s1_13", "thm_s1_14", "remark_s1_15",
            "prop_s1_17", "prop_s1_18", "survey_encoder_decoder", "training_symmetry",
            "training_directionality", "symmetric_init_structure", "table_1", "update_structure", "objective_swap",
+           "swap_tests_table",
            "conv_hull_check", "s50_transpose_check", "s1_8_same_law_profiles",
            "premise_config", "premise_runs", "premise_seed_runs", "premise_shares",
            "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "joined"]
@@ -645,6 +646,14 @@ def update_structure() -> Verdict:
                    rule_after=_update_rule_after(r))
 
 
+def swap_tests_table():
+    """The objective swap's tests (:func:`companion.train.swap.swap_tests`), as computed for
+    its verdict."""
+    from .train.swap import swap_tests
+
+    return _cached("swap_tests", swap_tests)
+
+
 def objective_swap() -> Verdict:
     """Sec. 4 read causally: a pretrained encoder fine-tuned on next-token prediction ends
     less symmetric than its masked-LM control (and more column-dominant), paired by seed
@@ -652,10 +661,9 @@ def objective_swap() -> Verdict:
     symmetry decides; directionality and the SmolLM2 body are reported beside it."""
     from .train.evidence import run_dates
     from .train.runs import load_runs
-    from .train.swap import swap_tests
     from .verdicts import rule, rule_written_after
 
-    t = _cached("swap_tests", swap_tests)
+    t = swap_tests_table()
     r = rule("objective_swap")
     prim = t[t["primary"] & (t["body"] == "minilm")] if len(t) else t
     if prim.empty:
@@ -671,8 +679,7 @@ def objective_swap() -> Verdict:
                     f"{len(r['seeds'])} seeds); smallest effect of interest {row['sesoi']:.4f}")
 
         measured = "all-MiniLM-L6-v2 after 1,000 fine-tuning steps: " + one(p)
-        if p["n"] > 1 and p["low"] > 0 and p["high"] < p["sesoi"]:
-            # the rule reads 'above 0' before 'below the smallest effect of interest'
+        if p["below_sesoi_too"]:  # the rule reads 'above 0' before 'below the smallest effect'
             measured += (" (the interval also lies wholly below the smallest effect of interest: "
                          "a difference in the predicted direction, smaller than two random models "
                          "of this shape differ; the rule tests 'above 0' first)")
@@ -741,9 +748,7 @@ def empirical_family():
     ut = _cached("update_tests", update_tests)
     if len(ut):
         rows.append(ut[ut["primary"]].iloc[0][["claim", "outcome", "p_holds", "p_refuted"]])
-    from .train.swap import swap_tests
-
-    st = _cached("swap_tests", swap_tests)
+    st = swap_tests_table()
     st = st[st["primary"] & (st["body"] == "minilm")] if len(st) else st
     if len(st):
         rows.append(st.iloc[0][["claim", "outcome", "p_holds", "p_refuted"]])

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                 f"--bias-term needs real layer inputs, which the package captures for the zoo "
                 f"models {', '.join(MEASURED)}; {args.source!r} is not one of them. Drop "
                 "--bias-term, or score one of those.")
-    if is_zoo_name(args.source):  # a bare zoo name: assemble (if needed) and read that
+    if zoo_name:  # a bare zoo name: assemble (if needed) and read that
         args.source = str(zoo_path(args.source))
     elif "/" not in args.source and not Path(args.source).exists():
         import difflib

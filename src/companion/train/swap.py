@@ -64,7 +64,8 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
     ``estimate`` is the paired difference in the predicted direction (> 0: as the claim
     says), ``swap_minus_control`` the same without the sign; ``sesoi`` is the random-form
     null band of the model's width and depth; ``judged`` is False for a body with fewer
-    seeds than ``min_seeds`` (reported, not judged)."""
+    seeds than ``min_seeds`` (reported, not judged); ``below_sesoi_too`` marks an interval that
+    lies above 0 and also wholly below the smallest effect of interest."""
     from .evidence import null_band
 
     rules = rules if rules is not None else load_rules()
@@ -90,6 +91,9 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
                              swap_minus_control_low=raw.low, swap_minus_control_high=raw.high,
                              sesoi=band, judged=judged,
                              outcome=directional_outcome(est, band, r.get("min_seeds", 3)),
+                             # the interval above 0 *and* below the smallest effect of interest:
+                             # the rule reads 'holds' first; the pages say both
+                             below_sesoi_too=bool(est.n > 1 and est.low > 0 and est.high < band),
                              primary=q == r["quantity"],
                              detectable=detectable_effect(est.n, est.sd, level) if est.n > 1 else np.nan,
                              p_holds=p_above(est) if est.n > 1 else np.nan,
