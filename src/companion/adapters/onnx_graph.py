@@ -432,6 +432,7 @@ class ONNXSource(TensorSource):
                 a[f"{side}_weight"] = name
         # the integer weights the traced projections use are dequantized by _load; any other
         # integer tensor of the graph is never read as a q/k weight
+        self.quantization_handled = True
         self.own_quantization = "onnx dynamic int8 (per-column scales)" if self._dequant else None
         self.config = {"model_type": _FAMILY, "attention": attention,
                        "opset": [(o.domain, o.version) for o in model.opset_import]}

@@ -116,7 +116,7 @@ def prepare_quantized(src: TensorSource) -> str | None:
 
     Returns the quantization method's name, or ``None`` for an unquantized checkpoint.
     """
-    if hasattr(src, "own_quantization"):  # a format that dequantizes its own tensors (ONNX int8)
+    if getattr(src, "quantization_handled", False):  # the format dequantizes its own (ONNX int8)
         return src.own_quantization
     qc = src.config.get("quantization_config") if isinstance(src.config, dict) else None
     if qc is None:

