@@ -67,7 +67,10 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "0 keeps all 30522 ids")
     p.add_argument("--from", dest="init_from", default=None, metavar="CHECKPOINT",
                    help="start from a trained checkpoint's weights (a zoo name such as all-minilm-l6-v2, a "
-                        "folder or a hub id; BERT family) under --mode's objective: the objective swap")
+                        "folder, GGUF file or hub id; BERT or LLaMA family) under --mode's objective: the objective swap")
+    p.add_argument("--eval-other", action="store_true",
+                   help="with --from a LLaMA checkpoint: also log the held-out loss of the other objective "
+                        "(masked LM for a causal run, next token for a masked one)")
     p.add_argument("--seq-len", type=int, default=None)
     p.add_argument("--layers", type=int, default=None, help="override the size's number of layers")
     p.add_argument("--width", type=int, default=None,
@@ -225,7 +228,7 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         optimizer=args.optimizer, update_every=args.log_updates, eval_every=args.eval_every,
         eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
         corpus=args.corpus, top_k=(None if args.init_from else 4096) if args.top_k is None else (args.top_k or None),
-            seq_len=args.seq_len, layers=args.layers, init_from=args.init_from,
+            seq_len=args.seq_len, layers=args.layers, init_from=args.init_from, eval_other=args.eval_other,
             width=args.width, heads=args.heads, bf16=not args.no_bf16,
         compile=args.compile, device=args.device, checkpoint_every=args.checkpoint_every,
     )

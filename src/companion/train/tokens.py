@@ -36,11 +36,24 @@ from ..cache import cache_dir, sha256_file
 from ..errors import CompanionError
 from .corpora import DocumentHasher
 
-__all__ = ["TokenBlocks", "TokenStreams", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
+__all__ = ["TokenBlocks", "TokenStreams", "document_separator", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
            "cached_token_streams", "compact_vocabulary", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 _VERIFY_BELOW = 512 << 20  # hash token files smaller than this on every load
+
+
+def document_separator(tok) -> int:
+    """The id written after each document: BERT's ``[SEP]``, else ``<|endoftext|>`` (GPT-2
+    style vocabularies such as SmolLM2's), else the tokenizer's end-of-sequence token."""
+    vocab = tok.get_vocab()
+    for name in ("[SEP]", "<|endoftext|>"):
+        if name in vocab:
+            return int(vocab[name])
+    if getattr(tok, "eos_token_id", None) is not None:
+        return int(tok.eos_token_id)
+    raise CompanionError("the tokenizer has no document separator ([SEP], <|endoftext|> or an end-of-sequence "
+                         "token); use a BERT WordPiece tokenizer or a checkpoint's own tokenizer.")
 
 
 def tokenizer_sha256(tok) -> str:
@@ -79,9 +92,7 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
     if eval_every < 2:
         raise CompanionError(f"eval_every must be >= 2 (one document in eval_every is held "
                              f"out); got {eval_every}.")
-    sep = tok.convert_tokens_to_ids("[SEP]")
-    if sep is None or sep == tok.unk_token_id:
-        raise CompanionError("the tokenizer has no [SEP] token; use a BERT WordPiece tokenizer.")
+    sep = document_separator(tok)
     dtype = _dtype_for(len(tok))
     tok.model_max_length = 10**9  # documents are blocked later, never fed whole
     counts = {"train_docs": 0, "eval_docs": 0, "train_tokens": 0, "eval_tokens": 0}

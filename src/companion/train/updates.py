@@ -40,7 +40,7 @@ import torch
 from ..bilinear import bilinear_form
 from ..errors import CompanionError
 from ..scores import directionality_score, symmetry_score
-from .model import attention_modules, num_heads
+from .model import num_heads, num_kv_heads, qk_parameters
 
 __all__ = ["OPTIMIZERS", "UPDATE_QUANTITIES", "start_split", "forms", "gradient_forms", "UpdateRecorder", "make_optimizer",
            "window_means"]
@@ -66,15 +66,14 @@ def start_split(M: torch.Tensor, M0: torch.Tensor) -> tuple[float, float, torch.
 
 
 def _pairs(model):
-    model = getattr(model, "module", model)
-    return [(a.query.weight, a.key.weight) for a in attention_modules(model)]
+    return qk_parameters(model)
 
 
 @torch.no_grad()
 def forms(model) -> list[torch.Tensor]:
     """Per layer, the layer's form ``M = sum_h W_{q,h}^T W_{k,h}`` in float64 on the CPU."""
-    H = num_heads(model)
-    return [bilinear_form(wq.detach().double().cpu(), wk.detach().double().cpu(), H) for wq, wk in _pairs(model)]
+    H, KV = num_heads(model), num_kv_heads(model)
+    return [bilinear_form(wq.detach().double().cpu(), wk.detach().double().cpu(), H, KV) for wq, wk in _pairs(model)]
 
 
 @torch.no_grad()
@@ -82,7 +81,7 @@ def gradient_forms(model) -> list[torch.Tensor]:
     """Per layer, ``G = dW_q^T W_k + W_q^T dW_k`` from the parameters' current ``.grad``:
     the derivative of the loss with respect to the layer's form, pushed through the factors
     (the first-order change of ``M`` under gradient descent is ``-eta G``)."""
-    H = num_heads(model)
+    H, KV = num_heads(model), num_kv_heads(model)
     out = []
     for wq, wk in _pairs(model):
         if wq.grad is None or wk.grad is None:
@@ -90,7 +89,7 @@ def gradient_forms(model) -> list[torch.Tensor]:
                                  "gradients after backward() and before the optimiser step.")
         q, k = wq.detach().double().cpu(), wk.detach().double().cpu()
         gq, gk = wq.grad.detach().double().cpu(), wk.grad.detach().double().cpu()
-        out.append(bilinear_form(gq, k, H) + bilinear_form(q, gk, H))
+        out.append(bilinear_form(gq, k, H, KV) + bilinear_form(q, gk, H, KV))
     return out
 
 
