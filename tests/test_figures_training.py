@@ -46,3 +46,30 @@ def test_figures_refuse_tables_without_the_rows_they_draw():
         scores_over_training(_history("encoder", 0, [0.1]), "directionality")
     with pytest.raises(ValueError, match="paired_loss_difference"):
         loss_difference(pd.DataFrame({"step": [0], "value": [1.0]}))
+
+
+def _swap_history(role, run, seed, other=False):
+    rows = []
+    for s in (0, 10):
+        for q, v in (("symmetry", 0.4 + 0.01 * s), ("directionality", -0.1)):
+            rows += [{"step": s, "quantity": q, "layer": layer, "head": -1, "value": v + layer * 0.1}
+                     for layer in range(2)]
+        rows.append({"step": s, "quantity": "eval_loss", "layer": -1, "head": -1, "value": 3.0 - 0.05 * s})
+        if other:
+            rows.append({"step": s, "quantity": "eval_loss_other", "layer": -1, "head": -1, "value": 8.0 + s})
+    return pd.DataFrame(rows).assign(role=role, run=run, seed=seed)
+
+
+@pytest.mark.parametrize("other", [False, True])
+def test_objective_swap_curves_add_the_other_objectives_loss_when_the_runs_logged_it(other):
+    from companion.figures.training import objective_swap_curves
+
+    df = pd.concat([_swap_history("control", "a", 1, other), _swap_history("swap", "b", 1, other)])
+    fig = objective_swap_curves(df)
+    assert len(fig.axes) == (4 if other else 3)
+    sym = fig.axes[0]
+    means = [line for line in sym.lines if line.get_linewidth() == 2]
+    np.testing.assert_allclose(means[0].get_ydata(), [0.45, 0.55])     # mean over the two layers
+    if other:
+        assert "other objective" in fig.axes[3].get_ylabel()
+        np.testing.assert_allclose(fig.axes[3].lines[-1].get_ydata(), [8.0, 18.0])

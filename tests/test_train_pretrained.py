@@ -62,7 +62,8 @@ def test_an_unsupported_checkpoint_or_mode_is_one_clear_error(tmp_path):
     import malformed as bad
 
     bad.tiny_llama(tmp_path)
-    with pytest.raises(CompanionError, match="'llama' checkpoint"):
+    bad.edit_config(tmp_path, model_type="qwen2")  # LLaMA-like, but not a family the path converts
+    with pytest.raises(CompanionError, match="'qwen2' checkpoint"):
         load_pretrained(str(tmp_path), "decoder")
     with pytest.raises(CompanionError, match="unknown mode"):
         load_pretrained(ZOO, "sideways")
@@ -107,7 +108,8 @@ def test_the_cli_refuses_an_unsupported_checkpoint_in_one_line(tmp_path, capsys)
     import malformed as bad
     from one_line import one_line_error
 
-    bad.tiny_llama(tmp_path / "llama")
-    one_line_error(["train", "--from", str(tmp_path / "llama"), "--mode", "encoder", "--out", str(tmp_path / "run")],
-                   capsys, "'llama' checkpoint")
+    bad.tiny_llama(tmp_path / "qwen2")
+    bad.edit_config(tmp_path / "qwen2", model_type="qwen2")
+    one_line_error(["train", "--from", str(tmp_path / "qwen2"), "--mode", "encoder", "--out", str(tmp_path / "run")],
+                   capsys, "'qwen2' checkpoint")
     assert not (tmp_path / "run" / "history.csv").exists()

@@ -659,6 +659,7 @@ def objective_swap() -> Verdict:
     less symmetric than its masked-LM control (and more column-dominant), paired by seed
     (rule ``objective_swap``; runs of data/runs/objective_swap_plan.md).  The MiniLM body's
     symmetry decides; directionality and the SmolLM2 body are reported beside it."""
+    from .train import swap
     from .train.evidence import run_dates
     from .train.runs import load_runs
     from .verdicts import rule, rule_written_after
@@ -686,15 +687,23 @@ def objective_swap() -> Verdict:
         also = t[(t["body"] == "minilm") & ~t["primary"]]
         for _, row in also.iterrows():
             measured += f"; beside it, {one(row)} ({row['outcome']} by the same reading)"
-        if not (t["body"] == "smollm2").any():
+        mirror = t[t["body"] == "smollm2"]
+        if mirror.empty:
             measured += "; SmolLM2 (decoder to masked): not run yet"
+        for _, row in mirror.iterrows():
+            pred = "swap above control" if swap.SIGNS[("smollm2", row["quantity"])] > 0 else "swap below control"
+            measured += (f"; SmolLM2-135M without its causal mask (the mirror, predicted {pred}), "
+                         f"{one(row)}" + (", reported, not judged" if not row["judged"] else
+                                          f", {row['outcome']}"))
         power = f"{p['detectable']:.4f}" if np.isfinite(p["detectable"]) else ""
         try:
             after = rule_written_after(r, run_dates(load_runs(pattern="swap-*")))
         except FileNotFoundError:
             after = False
-    return Verdict("objective_swap", r["claim"], status, measured,
-                   "CPU fine-tuning of a real pretrained encoder (all-MiniLM-L6-v2), 1,000 steps",
+    how = "CPU fine-tuning of a real pretrained encoder (all-MiniLM-L6-v2), 1,000 steps"
+    if len(t) and (t["body"] == "smollm2").any():
+        how += ", and of a real pretrained decoder (SmolLM2-135M), 500 steps, one seed"
+    return Verdict("objective_swap", r["claim"], status, measured, how,
                    "training_dynamics", "td-objective-swap", kind="empirical",
                    check="paired seed-level test (data/verdict_rules.yaml)", power=power, rule_after=after)
 

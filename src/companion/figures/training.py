@@ -152,15 +152,18 @@ _ROLE_COLORS = {"control": "#2b6cb0", "swap": "#d95f02"}
 
 def objective_swap_curves(runs: pd.DataFrame):
     """The objective swap against its control: layer-mean symmetry and directionality and the
-    held-out loss (each under its own objective) against the step, one thin line per run and
-    the mean over seeds thick.  ``runs``: :func:`companion.train.swap.swap_runs` (``role``
+    held-out loss (each under its own objective, and under the other one where the runs logged
+    it) against the step, one thin line per run and the mean over seeds thick.  ``runs``: :func:`companion.train.swap.swap_runs` (``role``
     column ``swap`` or ``control``)."""
     if "role" not in runs.columns:
         raise ValueError("objective_swap_curves: the table lacks the column 'role' (use swap_runs).")
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.4))
-    for ax, q in zip(axes, ("symmetry", "directionality", "eval_loss")):
+    panels = ["symmetry", "directionality", "eval_loss"]
+    if (runs["quantity"] == "eval_loss_other").any():  # runs that also scored the objective they left
+        panels.append("eval_loss_other")
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.7 * len(panels), 3.4))
+    for ax, q in zip(axes, panels):
         rows = runs[runs["quantity"] == q]
-        if q != "eval_loss":
+        if not q.startswith("eval_loss"):
             rows = rows[rows["head"] == -1]
         per_run = rows.groupby(["role", "run", "step"])["value"].mean().reset_index()
         for role, g in per_run.groupby("role"):
@@ -170,8 +173,9 @@ def objective_swap_curves(runs: pd.DataFrame):
             ax.plot(m.index, m.values, color=_ROLE_COLORS[role], lw=2,
                     label=f"{role} ({g['run'].nunique()} seeds)")
         ax.set_xlabel("fine-tuning step")
-        ax.set_ylabel(("held-out loss (own objective)" if q == "eval_loss"
-                       else _YLABEL[q] + " (mean over layers)"))
+        ax.set_ylabel({"eval_loss": "held-out loss (own objective)",
+                       "eval_loss_other": "held-out loss (the other objective)"}.get(
+                           q, _YLABEL.get(q, q) + " (mean over layers)"))
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

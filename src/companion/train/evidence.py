@@ -84,17 +84,26 @@ def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standa
 
 
 @lru_cache(maxsize=None)
-def _unigram_reference(corpus: str, seq_len: int, top_k, objective: str) -> float:
+def _unigram_reference(corpus: str, seq_len: int, top_k, objective: str, init_from: str | None = None) -> float:
+    """The unigram reference of a body's data; a run from a checkpoint used that checkpoint's
+    own tokenizer (:func:`companion.train.pretrained.pretrained_folder`), the others the default."""
     from .data import token_data_for_corpus, unigram_cross_entropy
 
-    return unigram_cross_entropy(token_data_for_corpus(corpus, seq_len, top_k=top_k), objective)
+    tokenizer = None
+    if init_from:
+        from .pretrained import pretrained_folder
+
+        tokenizer = pretrained_folder(init_from)
+    return unigram_cross_entropy(token_data_for_corpus(corpus, seq_len, top_k=top_k, tokenizer_name=tokenizer),
+                                 objective)
 
 
 def _shape(run: str) -> dict:
     p = _provenance(run)
     c, m = p["config"], p["model_size"]
     return {"corpus": c.get("corpus", "default"), "seq_len": c.get("seq_len") or m["seq_len"],
-            "top_k": c.get("top_k"), "width": m["hidden_size"], "layers": m["num_hidden_layers"]}
+            "top_k": c.get("top_k"), "width": m["hidden_size"], "layers": m["num_hidden_layers"],
+            "init_from": c.get("init_from")}
 
 
 def loss_gate(runs: pd.DataFrame, arms, nats: float) -> dict:
@@ -110,7 +119,7 @@ def loss_gate(runs: pd.DataFrame, arms, nats: float) -> dict:
                                  "passes": False}
             continue
         s = _shape(sub["run"].iloc[0])
-        ref = _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode])
+        ref = _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode], s["init_from"])
         below = ref - float(loss.mean())
         out[(mode, init)] = {"loss": float(loss.mean()), "reference": ref, "below": below,
                              "passes": below >= nats}

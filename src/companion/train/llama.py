@@ -12,7 +12,7 @@ The architecture is LLaMA's (Touvron et al. 2023), as SmolLM2 uses it: RMSNorm b
 attention and MLP, rotary position embeddings on queries and keys (the rotate-half
 convention of transformers), grouped-query attention (``num_key_value_heads`` key/value heads
 shared by consecutive query heads), a SwiGLU MLP and an output head tied to the input
-embeddings.  Parameter names are transformers' own, so a ``LlamaForCausalLM`` state dict
+embeddings (untied where the checkpoint has its own).  Parameter names are transformers' own, so a ``LlamaForCausalLM`` state dict
 loads unchanged; with ``causal=True`` the logits equal transformers' (tested).
 
 The bilinear form of a layer (Eq. 2 of the paper) is built from ``q_proj`` and ``k_proj``
@@ -143,14 +143,15 @@ class LlamaLM(nn.Module):
     query/key weights through :meth:`qk_parameters`.
     """
 
-    def __init__(self, shape: LlamaShape, causal: bool = True):
+    def __init__(self, shape: LlamaShape, causal: bool = True, tied: bool = True):
         super().__init__()
         self.shape = shape
         self.config = shape  # what the loop reads: num_attention_heads, num_key_value_heads, vocab_size, ...
         self.causal = bool(causal)
         self.model = Body(shape)
         self.lm_head = nn.Linear(shape.hidden_size, shape.vocab_size, bias=False)
-        self.lm_head.weight = self.model.embed_tokens.weight  # tied, as in SmolLM2
+        if tied:  # as in SmolLM2
+            self.lm_head.weight = self.model.embed_tokens.weight
 
     def _rotary(self, t: int, device, dtype):
         pos = torch.arange(t, device=device, dtype=torch.float32)
@@ -180,7 +181,8 @@ class LlamaLM(nn.Module):
 
 
 def from_transformers(hf_model, causal: bool = True) -> LlamaLM:
-    """A :class:`LlamaLM` holding the weights of a transformers ``LlamaForCausalLM`` (float32)."""
+    """A :class:`LlamaLM` holding the weights of a transformers ``LlamaForCausalLM`` (float32);
+    the output head is tied to the embeddings exactly when the checkpoint's is."""
     c = hf_model.config
     rope = getattr(c, "rope_parameters", None) or {}
     theta = rope.get("rope_theta", getattr(c, "rope_theta", 10000.0))
@@ -195,11 +197,12 @@ def from_transformers(hf_model, causal: bool = True) -> LlamaLM:
                        num_key_value_heads=getattr(c, "num_key_value_heads", None) or c.num_attention_heads,
                        intermediate_size=c.intermediate_size, rms_norm_eps=float(c.rms_norm_eps),
                        rope_theta=float(theta), max_position_embeddings=int(c.max_position_embeddings))
-    model = LlamaLM(shape, causal=causal)
+    tied = bool(getattr(c, "tie_word_embeddings", True))
+    model = LlamaLM(shape, causal=causal, tied=tied)
     state = {k: v.float() for k, v in hf_model.state_dict().items()}
-    state.setdefault("lm_head.weight", state["model.embed_tokens.weight"])
+    if tied:
+        state["lm_head.weight"] = state["model.embed_tokens.weight"]
     missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [k for k in missing if k != "lm_head.weight"]
     if missing or unexpected:
         raise ValueError(f"weights do not fit the LLaMA layout: missing {missing[:3]}, unexpected {unexpected[:3]}.")
     return model
