@@ -73,3 +73,15 @@ def test_objective_swap_curves_add_the_other_objectives_loss_when_the_runs_logge
     if other:
         assert "other objective" in fig.axes[3].get_ylabel()
         np.testing.assert_allclose(fig.axes[3].lines[-1].get_ydata(), [8.0, 18.0])
+
+
+def test_objective_swap_layers_draws_each_layers_change_from_the_checkpoint():
+    from companion.figures.training import objective_swap_layers, swap_layer_changes
+
+    df = pd.concat([_swap_history("control", "a", 1), _swap_history("swap", "b", 1)])
+    ch = swap_layer_changes(df, "symmetry").set_index(["role", "layer"])["change"]
+    np.testing.assert_allclose(ch.to_numpy(), 0.1)      # 0.4 + 0.01 * 10 - 0.4, every layer
+    fig = objective_swap_layers(df)
+    line = [ln for ln in fig.axes[0].lines if ln.get_linewidth() == 2][0]
+    np.testing.assert_allclose(line.get_xdata(), [0, 1])
+    np.testing.assert_allclose(line.get_ydata(), [0.1, 0.1])
