@@ -10,9 +10,22 @@ Two kinds of random ``d x d`` matrix serve as references:
     single head (``r = d_head``).
 
 The scale of the entries does not matter: both scores are scale invariant.
+
+Shipped draws
+-------------
+Wide i.i.d. nulls are slow on a CPU (a 8,192-wide sample is half a gigabyte of normals), so
+the draws the survey needs at the ``gpu`` run size are shipped in ``data/null/``, made once on
+a CPU by ``python -m companion.null ship`` with exactly this module's code.  On a CPU,
+:func:`null_scores` returns the shipped rows when they hold the requested width, sample count
+and seed (the same numbers it would draw: a seed gives the same samples on a given kind of
+device, and the test suite redraws the narrow widths and compares them exactly); on a GPU it
+draws on the device, which is fast and gives different, equally valid samples of the same law.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,7 +39,33 @@ from .scores import (
     symmetry_score_factored,
 )
 
-__all__ = ["random_bilinear_forms", "null_scores", "null_summary", "symmetry_null_law"]
+__all__ = ["random_bilinear_forms", "null_scores", "null_summary", "symmetry_null_law", "shipped_null_file",
+           "ship_null"]
+
+_MAX_BATCH_BYTES = 256 * 2**20
+
+
+def shipped_null_file(n_samples: int) -> Path:
+    """Where the shipped CPU draws of ``n_samples`` i.i.d. samples per width are kept."""
+    from .catalog import DATA_DIR
+
+    return DATA_DIR / "null" / f"iid-n{int(n_samples)}-cpu.csv.gz"
+
+
+@lru_cache(maxsize=4)
+def _read_shipped(path: str, mtime: float) -> pd.DataFrame:
+    return pd.read_csv(path, dtype={"d": int, "seed": int, "sample": int, "rank": int})
+
+
+def _shipped(d: int, n_samples: int, seed: int) -> pd.DataFrame | None:
+    path = shipped_null_file(n_samples)
+    if not path.is_file():
+        return None
+    table = _read_shipped(str(path), path.stat().st_mtime)
+    rows = table[(table["d"] == d) & (table["seed"] == seed)]
+    if len(rows) != n_samples:
+        return None
+    return rows.drop(columns="seed").sort_values("sample").reset_index(drop=True)
 
 
 def _generator(device: torch.device, seed: int) -> torch.Generator:
@@ -54,15 +93,22 @@ def random_bilinear_forms(d: int, n: int, rank: int | None = None, seed: int = 0
 
 def null_scores(d: int, n_samples: int = 200, rank: int | None = None, seed: int = 0,
                 gamma: float = 2.0, variant: str = "excess", device=None,
-                max_batch_bytes: int = 256 * 2**20) -> pd.DataFrame:
+                max_batch_bytes: int = _MAX_BATCH_BYTES, shipped: bool = True) -> pd.DataFrame:
     """Symmetry and directionality of ``n_samples`` random matrices, as a tidy table.
 
     Columns: ``d, rank, sample, symmetry, directionality`` (``rank`` is ``-1`` for i.i.d.).
-    Low-rank samples are scored from their factors, never formed.
+    Low-rank samples are scored from their factors, never formed.  On a CPU, i.i.d. draws
+    that ``data/null/`` ships are read instead of drawn again (module doc); ``shipped=False``
+    always draws.
     """
     if d < 2:
         raise ValueError(f"need d >= 2, got {d}.")
     device = torch.device(device) if device is not None else default_device()
+    if (shipped and device.type == "cpu" and rank is None and gamma == 2.0 and variant == "excess"
+            and max_batch_bytes == _MAX_BATCH_BYTES):
+        table = _shipped(int(d), int(n_samples), int(seed))
+        if table is not None:
+            return table
     g = _generator(device, seed)
     per_sample = 8 * (d * d if rank is None else 2 * rank * d)
     batch = max(1, min(n_samples, max_batch_bytes // max(per_sample, 1)))
@@ -124,3 +170,54 @@ def symmetry_null_law(d: int):
         raise ValueError(f"need an integer width d >= 2, got {d!r}.")
     d = int(d)
     return stats.beta(d * (d + 1) / 4, d * (d - 1) / 4, loc=-1.0, scale=2.0)
+
+
+def ship_null(dims, n_samples: int, out: str | Path | None = None, progress=None) -> Path:
+    """Draw on the CPU the i.i.d. null of every width in ``dims`` (seed = width, the survey's
+    convention) and write it where :func:`null_scores` looks for it."""
+    out = Path(out) if out is not None else shipped_null_file(n_samples)
+    parts = []
+    for d in sorted({int(x) for x in dims}):
+        t = null_scores(d, n_samples=n_samples, seed=d, device="cpu", shipped=False)
+        parts.append(t.assign(seed=d))
+        if progress is not None:
+            progress(d)
+    table = pd.concat(parts, ignore_index=True)[["d", "rank", "seed", "sample", "symmetry", "directionality"]]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    table.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})  # repr floats: exact
+    tmp.replace(out)
+    return out
+
+
+def survey_null_widths(max_d: int) -> list[int]:
+    """The widths whose null the survey draws: every catalogued and every zoo model's width
+    up to ``max_d``."""
+    from .catalog import load_catalog
+    from .survey import score_zoo
+
+    _, scores, _ = score_zoo(per_head=False)  # the zoo's widths, as the survey reads them
+    widths = set(load_catalog()["d_model"].dropna()) | set(scores["d_model"].dropna())
+    return sorted({int(d) for d in widths if 2 <= int(d) <= max_d})
+
+
+def main(argv=None) -> int:
+    import argparse
+    import time
+
+    ap = argparse.ArgumentParser(prog="python -m companion.null",
+                                 description="Ship the survey's i.i.d. null draws for a run size (data/null/).")
+    ap.add_argument("command", choices=["ship"])
+    ap.add_argument("--size", choices=["gpu"], default="gpu",
+                    help="run size whose draws to ship (gpu: 200 samples per width up to 8,192)")
+    args = ap.parse_args(argv)
+    n, max_d = {"gpu": (200, 8192)}[args.size]
+    widths = survey_null_widths(max_d)
+    t0 = time.time()
+    path = ship_null(widths, n, progress=lambda d: print(f"d={d} done at {time.time() - t0:.0f} s", flush=True))
+    print(f"{path}: {len(widths)} widths x {n} samples in {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
