@@ -76,10 +76,11 @@ def test_objective_swap_curves_add_the_other_objectives_loss_when_the_runs_logge
 
 
 def test_objective_swap_layers_draws_each_layers_change_from_the_checkpoint():
-    from companion.figures.training import objective_swap_layers, swap_layer_changes
+    from companion.figures.training import objective_swap_layers
+    from companion.train.swap import layer_changes
 
     df = pd.concat([_swap_history("control", "a", 1), _swap_history("swap", "b", 1)])
-    ch = swap_layer_changes(df, "symmetry").set_index(["role", "layer"])["change"]
+    ch = layer_changes(df, "symmetry").set_index(["role", "layer"])["change"]
     np.testing.assert_allclose(ch.to_numpy(), 0.1)      # 0.4 + 0.01 * 10 - 0.4, every layer
     fig = objective_swap_layers(df)
     line = [ln for ln in fig.axes[0].lines if ln.get_linewidth() == 2][0]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["scores_over_training", "layers_over_training", "loss_curves", "loss_difference",
-           "scores_against_tokens", "objective_swap_curves", "objective_swap_layers", "swap_layer_changes"]
+           "scores_against_tokens", "objective_swap_curves", "objective_swap_layers"]
 
 _YLABEL = {"symmetry": "symmetry score", "directionality": "directionality score",
            "eval_loss": "held-out loss", "train_loss": "training loss"}
@@ -181,26 +181,17 @@ def objective_swap_curves(runs: pd.DataFrame):
     return fig
 
 
-def swap_layer_changes(runs: pd.DataFrame, quantity: str) -> pd.DataFrame:
-    """Per layer, role and seed: ``quantity`` of the whole-layer form at the run's last logged
-    step minus its value at step 0 (the checkpoint).  Columns ``layer, role, seed, change``."""
-    rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
-    first = rows[rows["step"] == rows.groupby("run")["step"].transform("min")]
-    last = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
-    keys = ["run", "role", "seed", "layer"]
-    both = last.set_index(keys)["value"] - first.set_index(keys)["value"]
-    return both.rename("change").reset_index().drop(columns="run")
-
-
 def objective_swap_layers(runs: pd.DataFrame):
     """How far each layer's symmetry and directionality moved from the checkpoint, swap against
     control: the change from step 0 to the last step per layer (mean over seeds; one thin line
     per seed when there are several)."""
+    from ..train.swap import layer_changes
+
     if "role" not in runs.columns:
         raise ValueError("objective_swap_layers: the table lacks the column 'role' (use swap_runs).")
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.2))
     for ax, q in zip(axes, ("symmetry", "directionality")):
-        ch = swap_layer_changes(runs, q)
+        ch = layer_changes(runs, q)
         for role, g in ch.groupby("role"):
             if g["seed"].nunique() > 1:
                 for _, r in g.groupby("seed"):

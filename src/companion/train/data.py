@@ -139,15 +139,17 @@ def load_tokenizer(name: str | None = None):
     from transformers import AutoTokenizer
 
     name = name or os.environ.get("COMPANION_TOKENIZER") or None
+    from .pretrained import is_gguf
+
     if name is not None and name.startswith(("/", ".", "~")) and not Path(name).expanduser().is_dir() \
-            and not (name.endswith(".gguf") and Path(name).expanduser().is_file()):
+            and not is_gguf(Path(name).expanduser()):
         raise FileNotFoundError(
             f"tokenizer folder {name!r} does not exist; pass a folder holding vocab.txt or "
             "tokenizer.json (e.g. a BERT uncased checkpoint), a GGUF file, or a hub id such as bert-base-uncased."
         )
     if name is not None:
         name = str(Path(name).expanduser()) if name.startswith("~") else name
-        if name.endswith(".gguf") and Path(name).is_file():  # a GGUF checkpoint carries its tokenizer
+        if is_gguf(name):  # a GGUF checkpoint carries its tokenizer
             return AutoTokenizer.from_pretrained(str(Path(name).parent), gguf_file=Path(name).name)
     if name is None:
         try:

@@ -145,7 +145,6 @@ class LlamaLM(nn.Module):
 
     def __init__(self, shape: LlamaShape, causal: bool = True, tied: bool = True):
         super().__init__()
-        self.shape = shape
         self.config = shape  # what the loop reads: num_attention_heads, num_key_value_heads, vocab_size, ...
         self.causal = bool(causal)
         self.model = Body(shape)
@@ -160,9 +159,9 @@ class LlamaLM(nn.Module):
         return emb.cos().to(dtype)[None, None], emb.sin().to(dtype)[None, None]
 
     def hidden_states(self, input_ids: torch.Tensor) -> torch.Tensor:
-        if input_ids.shape[1] > self.shape.max_position_embeddings:
+        if input_ids.shape[1] > self.config.max_position_embeddings:
             raise ValueError(f"{input_ids.shape[1]} tokens exceed the model's "
-                             f"{self.shape.max_position_embeddings} positions.")
+                             f"{self.config.max_position_embeddings} positions.")
         x = self.model.embed_tokens(input_ids)
         cos, sin = self._rotary(input_ids.shape[1], x.device, x.dtype)
         for block in self.model.layers:

@@ -64,7 +64,7 @@ from ..errors import CompanionError
 from ..scores import directionality_score, symmetry_score, symmetry_score_factored, directionality_score_factored
 from .data import TokenData, token_data_for_corpus
 from .init import PENALTIES, initialize, symmetry_penalty
-from .model import MODEL_SIZES, build_model, get_size, num_heads, num_kv_heads, qk_weights
+from .model import MODEL_SIZES, build_model, get_size, is_causal, num_heads, num_kv_heads, qk_weights
 from .objectives import SelectiveLM, objective_loss, objective_terms
 from .updates import UpdateRecorder, make_optimizer
 
@@ -268,7 +268,7 @@ def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None =
                              "(a LLaMA checkpoint); BERT training models fix theirs in the class.")
     was = switch.causal if switch is not None else None
     if switch is not None:
-        switch.causal = mode != "encoder"
+        switch.causal = is_causal(mode)
     net.eval()
     blocks = data.eval if cfg.eval_blocks is None else data.eval[: cfg.eval_blocks]
     g = torch.Generator().manual_seed(EVAL_MASK_SEED)

@@ -33,6 +33,11 @@ __all__ = ["ModelSize", "MODEL_SIZES", "size_for_run", "build_model", "qk_weight
 MODES = ("encoder", "decoder", "authors-decoder")
 
 
+def is_causal(mode: str) -> bool:
+    """Whether ``mode`` attends causally: both decoders do, the masked-LM encoder does not."""
+    return mode != "encoder"
+
+
 @dataclass(frozen=True)
 class ModelSize:
     """Architecture and sequence length of one model size (Table S1 fields)."""
@@ -97,7 +102,7 @@ def bert_config(size: str | ModelSize, vocab_size: int, mode: str):
         max_position_embeddings=s.max_position_embeddings,
         layer_norm_eps=s.layer_norm_eps,
         initializer_range=0.02,
-        is_decoder=mode != "encoder",
+        is_decoder=is_causal(mode),
         add_cross_attention=False,
         use_cache=False,
         tie_word_embeddings=True,
@@ -116,7 +121,7 @@ def build_model(size: str | ModelSize, vocab_size: int, mode: str = "encoder",
 
     config = bert_config(size, vocab_size, mode)
     config._attn_implementation = attn_implementation
-    cls = BertForMaskedLM if mode == "encoder" else BertLMHeadModel
+    cls = BertLMHeadModel if is_causal(mode) else BertForMaskedLM
     model = cls(config)
     return model
 

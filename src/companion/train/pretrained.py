@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from ..errors import CompanionError
-from .model import MODES
+from .model import MODES, is_causal
 
 __all__ = ["SUPPORTED_TYPES", "pretrained_folder", "checkpoint_shape", "load_pretrained"]
 
@@ -120,13 +120,13 @@ def load_pretrained(source: str, mode: str = "encoder", seed: int = 0,
     if kind is not None and kind not in SUPPORTED_TYPES:
         raise _unsupported(source, kind)
     if kind == "llama" or (kind is None and _hub_type(folder) == "llama"):
-        return _load_llama(source, folder, causal=mode != "encoder")
-    cls = BertForMaskedLM if mode == "encoder" else BertLMHeadModel
+        return _load_llama(source, folder, causal=is_causal(mode))
+    cls = BertLMHeadModel if is_causal(mode) else BertForMaskedLM
     torch.manual_seed(seed)  # the new head's transform: fixed by the run's seed
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "some weights were newly initialised": the head, said above
     try:
-        model = cls.from_pretrained(folder, is_decoder=mode != "encoder", add_cross_attention=False,
+        model = cls.from_pretrained(folder, is_decoder=is_causal(mode), add_cross_attention=False,
                                     tie_word_embeddings=True, attn_implementation=attn_implementation)
     except (OSError, ValueError) as exc:
         raise CompanionError(f"cannot load {source} as a BERT training model: {str(exc).splitlines()[0]}") from None

@@ -24,7 +24,7 @@ import pandas as pd
 from ..verdicts import detectable_effect, directional_outcome, load_rules, p_above, p_below, paired_t, rule
 from .runs import load_runs
 
-__all__ = ["swap_runs", "layer_means", "end_values", "swap_tests", "SIGNS"]
+__all__ = ["swap_runs", "layer_means", "end_values", "layer_changes", "swap_tests", "SIGNS"]
 
 #: per body and quantity: +1 when the claim predicts swap > control, -1 when swap < control
 SIGNS = {("minilm", "symmetry"): -1, ("minilm", "directionality"): -1,
@@ -56,6 +56,17 @@ def end_values(runs: pd.DataFrame, quantity: str, step: str = "last") -> pd.Data
     m = layer_means(runs, quantity)
     pick = m.groupby("run")["step"].transform("max" if step == "last" else "min")
     return m[m["step"] == pick].pivot_table(index="seed", columns="role", values=quantity)
+
+
+def layer_changes(runs: pd.DataFrame, quantity: str) -> pd.DataFrame:
+    """Per layer, role and seed: ``quantity`` of the whole-layer form at the run's last logged
+    step minus its value at step 0 (the checkpoint).  Columns ``layer, role, seed, change``."""
+    rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
+    first = rows[rows["step"] == rows.groupby("run")["step"].transform("min")]
+    last = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
+    keys = ["run", "role", "seed", "layer"]
+    both = last.set_index(keys)["value"] - first.set_index(keys)["value"]
+    return both.rename("change").reset_index().drop(columns="run")
 
 
 def swap_tests(rules: dict | None = None) -> pd.DataFrame:
