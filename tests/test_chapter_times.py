@@ -4,7 +4,8 @@ and how the intro's table is assembled from the recorded files."""
 import pandas as pd
 import pytest
 
-from companion.chapter_times import COLUMNS, Timing, book_chapters, load_times, record, time_chapter, times_table
+from companion.chapter_times import (COLUMNS, Timing, book_chapters, load_times, record, time_chapter,
+                                     time_chapters, times_table)
 from companion.notebooks import JUPYTEXT_HEADER as HEADER
 
 
@@ -69,3 +70,22 @@ def test_the_recorded_files_name_only_chapters_of_the_book():
     t = load_times()
     assert set(t["chapter"]) <= set(book_chapters())
     assert set(t["outcome"]) <= {"finished", "stopped", "over the budget"}
+
+
+def test_jobs_run_chapters_at_the_same_time_and_report_in_the_given_order(tmp_path):
+    # "waits" finishes only if "signals" runs while it waits: true with two jobs, not with one
+    flag = tmp_path / "flag"
+    waits = chapter(tmp_path, "waits", f"import pathlib, time\nt = time.time()\n"
+                                       f"while not pathlib.Path({str(flag)!r}).exists():\n"
+                                       f"    assert time.time() - t < 40, 'nobody signalled'\n    time.sleep(0.1)")
+    signals = chapter(tmp_path, "signals", f"import pathlib\npathlib.Path({str(flag)!r}).touch()")
+    seen = []
+    both = time_chapters([waits, signals], "ci", budget=120, jobs=2, book=tmp_path, on_done=seen.append)
+    assert [t.chapter for t in both] == ["waits", "signals"]
+    assert [t.outcome for t in both] == ["finished", "finished"]
+    assert sorted(t.chapter for t in seen) == ["signals", "waits"]
+    flag.unlink()
+    alone = time_chapters([waits, signals], "ci", budget=120, jobs=1, book=tmp_path)
+    assert alone[0].outcome == "stopped" and "nobody signalled" in alone[0].note
+    with pytest.raises(ValueError, match="jobs must be"):
+        time_chapters([waits], "ci", budget=10, jobs=0, book=tmp_path)

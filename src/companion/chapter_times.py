@@ -6,12 +6,15 @@ device and the date it was made on::
 
     python -m companion.chapter_times --size gpu --budget 600 bilinear_form rank_one_updates
     python -m companion.chapter_times --size gpu --budget 3600 all     # every chapter
+    python -m companion.chapter_times --size gpu --jobs 2 all          # two chapters at a time
 
 Each chapter runs in a kernel of its own (nbclient, the book's kernel start-up file), in a
 process group that is stopped when the chapter's budget is spent; a chapter over budget is
 recorded as ``over the budget`` with the budget as a lower bound, one that raises as
 ``stopped`` with the error's last line.  The CSV gains one row per chapter; an existing row
-for the same chapter, size and device is replaced.
+for the same chapter, size and device is replaced.  With ``--jobs N``, N chapters run at
+the same time (each in its own kernel), so each time is then an upper bound on the chapter
+run alone.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +34,8 @@ import pandas as pd
 
 from .runtime import RUN_SIZES, describe_device
 
-__all__ = ["ROOT", "BOOK", "TIMES", "COLUMNS", "book_chapters", "time_chapter", "record", "load_times",
-           "times_table", "main"]
+__all__ = ["ROOT", "BOOK", "TIMES", "COLUMNS", "book_chapters", "time_chapter", "time_chapters", "record",
+           "load_times", "times_table", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
@@ -95,6 +100,30 @@ def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> T
     lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
     errors = [ln for ln in lines if "Error" in ln.split(":")[0]]
     return Timing(chapter, size, seconds, "stopped", (errors or lines or ["no output"])[-1][:200])
+
+
+def time_chapters(chapters: list[str], size: str, budget: float, jobs: int = 1, book: Path = BOOK,
+                  on_done=None) -> list[Timing]:
+    """:func:`time_chapter` for each of ``chapters``, ``jobs`` at a time, in the given order.
+
+    ``on_done(timing)`` is called as each chapter ends (from one thread at a time), so a
+    caller can record every result before the slowest chapter is over.
+    """
+    if int(jobs) != jobs or jobs < 1:
+        raise ValueError(f"jobs must be a whole number of at least 1, got {jobs!r}.")
+    lock = threading.Lock()
+
+    def one(ch: str) -> Timing:
+        t = time_chapter(ch, size, budget, book=book)
+        if on_done is not None:
+            with lock:
+                on_done(t)
+        return t
+
+    with ThreadPoolExecutor(max_workers=int(jobs)) as pool:
+        futures = {pool.submit(one, ch): ch for ch in chapters}
+        done = {futures[f]: f.result() for f in as_completed(futures)}
+    return [done[ch] for ch in chapters]
 
 
 def record(timings: list[Timing], csv: Path, device: str, cpu_cores: int) -> pd.DataFrame:
@@ -162,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recorded-under", type=float, default=None, metavar="SECONDS",
                     help="keep only the chapters whose recorded time at this size on this kind of device "
                          "(the CPU, or this GPU) finished within SECONDS")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="chapters executed at the same time, each in its own kernel (default 1)")
     ap.add_argument("--out", type=Path, default=None,
                     help="CSV to record into (default data/chapter_times/<size>-size-<machine>.csv)")
     args = ap.parse_args(argv)
@@ -171,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown chapter(s) {unknown}; choose from {book_chapters()} or 'all'")
     if args.budget <= 0:
         ap.error("--budget must be a positive number of seconds")
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
     device = describe_device().split(" (")[0]
     cores = os.cpu_count() or 1
     if args.recorded_under is not None:
@@ -184,12 +217,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chapters recorded within {args.recorded_under:g} s at size {args.size!r}: {', '.join(chapters)}")
     machine = "cpu" if device == "cpu" else device.lower().replace(" ", "-")
     out = args.out or TIMES / f"{args.size}-size-{machine}-{cores}cores.csv"
-    timings = []
-    for ch in chapters:
-        t = time_chapter(ch, args.size, args.budget)
-        print(f"{ch}: {t.outcome} in {t.seconds:.0f} s {t.note}".rstrip(), flush=True)
-        timings.append(t)
+    def done(t: Timing) -> None:
+        print(f"{t.chapter}: {t.outcome} in {t.seconds:.0f} s {t.note}".rstrip(), flush=True)
         record([t], out, device, cores)  # one row at a time: an interrupted sweep keeps what it measured
+
+    timings = time_chapters(chapters, args.size, args.budget, jobs=args.jobs, on_done=done)
     print(f"recorded in {out}")
     return 0 if all(t.outcome == "finished" for t in timings) else 1
 
