@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import torch
+from _timing import seconds_per_step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,16 +57,13 @@ def main(argv=None) -> int:
     load = os.getloadavg()
     for _ in range(args.repeats):
         for label, mode in arms:
-            times = {}
-            for steps in (args.short, args.long):
-                cfg = TrainConfig(size="bert-mini", mode=mode, init_from=zoo, top_k=None,
+            def run(steps, mode=mode):
+                train(TrainConfig(size="bert-mini", mode=mode, init_from=zoo, top_k=None,
                                   seq_len=128, seed=0, steps=steps, batch_size=8, lr=1e-4, warmup=1,
                                   eval_every=steps, eval_blocks=8, optimizer="adamw", weight_decay=0.01,
-                                  device="cpu", update_every=10, eval_other=args.model == "smollm2")
-                t0 = time.perf_counter()
-                train(cfg, data=data)
-                times[steps] = time.perf_counter() - t0
-            per_step[label].append((times[args.long] - times[args.short]) / (args.long - args.short))
+                                  device="cpu", update_every=10, eval_other=args.model == "smollm2"), data=data)
+
+            per_step[label].append(seconds_per_step(run, args.short, args.long))
     rows = {k: statistics.median(v) for k, v in per_step.items()}
     result = {
         "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",

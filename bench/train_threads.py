@@ -23,20 +23,12 @@ import time
 from pathlib import Path
 
 import torch
-
-
-def seconds(cfg, data, threads: int) -> float:
-    from companion.train.loop import train
-
-    torch.set_num_threads(threads)
-    t = time.perf_counter()
-    train(cfg, data=data)
-    return time.perf_counter() - t
+from _timing import seconds_per_step
 
 
 def main(argv=None) -> int:
     from companion.train.data import build_token_data, default_corpus
-    from companion.train.loop import TrainConfig
+    from companion.train.loop import TrainConfig, train
     from companion.train.model import size_for_run
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -57,8 +49,8 @@ def main(argv=None) -> int:
     per_step = {1: [], args.threads: []}
     for _ in range(args.repeats):
         for n in per_step:
-            short, long = seconds(config(args.short), data, n), seconds(config(args.long), data, n)
-            per_step[n].append((long - short) / (args.long - args.short))
+            torch.set_num_threads(n)
+            per_step[n].append(seconds_per_step(lambda steps: train(config(steps), data=data), args.short, args.long))
     med = {n: statistics.median(v) for n, v in per_step.items()}
     result = {
         "model": size.name, "seq_len": size.seq_len, "batch_size": config(1).batch_size,

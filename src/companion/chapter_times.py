@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,9 +121,7 @@ def time_chapters(chapters: list[str], size: str, budget: float, jobs: int = 1, 
         return t
 
     with ThreadPoolExecutor(max_workers=int(jobs)) as pool:
-        futures = {pool.submit(one, ch): ch for ch in chapters}
-        done = {futures[f]: f.result() for f in as_completed(futures)}
-    return [done[ch] for ch in chapters]
+        return list(pool.map(one, chapters))
 
 
 def record(timings: list[Timing], csv: Path, device: str, cpu_cores: int) -> pd.DataFrame:
