@@ -77,6 +77,8 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="override the size's hidden width (feed-forward width 4 x width)")
     p.add_argument("--heads", type=int, default=None, help="override the size's attention heads")
     p.add_argument("--no-bf16", action="store_true", help="disable bf16 autocast on GPU")
+    p.add_argument("--cpu-bf16", action="store_true",
+                   help="bf16 autocast on the CPU as well (weights and optimiser stay float32)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--device", default=None)
     p.add_argument("--threads", type=_positive("--threads", "threads"), default=None, help="CPU threads for torch")
@@ -229,7 +231,7 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
         corpus=args.corpus, top_k=(None if args.init_from else 4096) if args.top_k is None else (args.top_k or None),
             seq_len=args.seq_len, layers=args.layers, init_from=args.init_from, eval_other=args.eval_other,
-            width=args.width, heads=args.heads, bf16=not args.no_bf16,
+            width=args.width, heads=args.heads, bf16=not args.no_bf16, cpu_bf16=args.cpu_bf16,
         compile=args.compile, device=args.device, checkpoint_every=args.checkpoint_every,
     )
     except ValueError as err:
@@ -264,6 +266,10 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         meta = provenance(cfg, command, seconds, data)
         meta["cpu_seconds"] = round(time.process_time() - c0 + before["cpu"], 1)
         meta["resumed"] = bool(resume)
+        meta["started"] = history.attrs.get("started")
+        meta["seconds_per_step"] = round(seconds / max(1, cfg.steps), 4)
+        meta["tokens_per_second"] = round(cfg.steps * cfg.batch_size * cfg.grad_accum
+                                          * cfg.model_size.seq_len / max(seconds, 1e-9), 1)
         write_run(out, history, meta)
         ck = out / "checkpoint.pt"
         if not args.keep_checkpoint and ck.exists():

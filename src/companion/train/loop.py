@@ -108,6 +108,7 @@ class TrainConfig:
     width: int | None = None      # hidden size; the feed-forward width follows as 4 x width
     heads: int | None = None
     bf16: bool = True
+    cpu_bf16: bool = False   # bf16 autocast on the CPU too (about 1.7x faster where the CPU has AVX-512 BF16)
     compile: bool = False
     device: str | None = None
     checkpoint_every: int = 0
@@ -299,7 +300,7 @@ def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None =
 
 
 def _autocast(cfg, device):
-    enabled = bool(cfg.bf16) and device.type == "cuda"
+    enabled = (bool(cfg.bf16) and device.type == "cuda") or (bool(cfg.cpu_bf16) and device.type == "cpu")
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
@@ -499,6 +500,8 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
             recorder.initial = ck["update_initial"]
     # time spent by earlier segments of a resumed run (checkpoints from before this field: 0)
     before = dict(ck.get("elapsed", {"wall": 0.0, "cpu": 0.0})) if resume else {"wall": 0.0, "cpu": 0.0}
+    # when the run's first segment started (UTC): what 'judged blind' compares with its rule's commit
+    started = (ck.get("started") if resume else None) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     t0, c0 = time.time(), time.process_time()
 
     pending: list[tuple[int, str, torch.Tensor]] = []  # losses still on the device
@@ -589,6 +592,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                                 "scheduler": sched.state_dict(), "rng": states, "history": rows,
                                 "step": done, "config": cfg.to_dict(),
                                 "update_initial": recorder.initial if recorder is not None else None,
+                                "started": started,
                                 "elapsed": {"wall": before["wall"] + time.time() - t0,
                                             "cpu": before["cpu"] + time.process_time() - c0}}, tmp)
                     digest = digest_path(ckpt_path)
@@ -604,6 +608,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     # losses reach the table at the next flush: restore step order (stable within a step)
     history = history.sort_values("step", kind="stable", ignore_index=True)
     history.attrs["elapsed_before"] = before  # what the run's earlier segments took
+    history.attrs["started"] = started
     if world > 1:
         import torch.distributed as dist
 
