@@ -49,36 +49,39 @@ def patched(monkeypatch):
 
 
 def test_a_swap_that_loses_symmetry_as_predicted_holds_with_the_textbook_interval(patched):
-    patched({"minilm": _runs("minilm", effect=-0.05, noise=0.005)})
+    patched({"minilm": _runs("minilm", effect=-0.12, noise=0.005)})
     t = swap.swap_tests().set_index("quantity")
     row = t.loc["symmetry"]
     assert row["primary"] and row["judged"] and row["n"] == 3
     assert row["estimate"] > 0 > row["swap_minus_control"]            # control minus swap, the predicted sign
     assert np.isclose(row["estimate"], -row["swap_minus_control"])
-    d = -(-0.05 + 0.005 * np.random.default_rng(0).standard_normal(3))  # control - swap per seed
+    d = -(-0.12 + 0.005 * np.random.default_rng(0).standard_normal(3))  # control - swap per seed
     half = stats.t.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
     assert np.isclose(row["low"], d.mean() - half) and np.isclose(row["high"], d.mean() + half)
+    assert row["sesoi"] == pytest.approx(0.055)                        # rules v2: the published IQR width
     assert row["outcome"] == "holds" and not row["below_sesoi_too"]
 
 
-def test_an_effect_above_zero_but_below_the_smallest_of_interest_is_marked(patched):
-    # the rule reads 'holds' first; the mark lets the pages say the effect is too small
+def test_an_effect_above_zero_but_below_the_smallest_of_interest_is_negligible(patched):
+    # v1 read 'holds' (its first test); v2's outcomes exclude each other: negligible
     patched({"minilm": _runs("minilm", effect=-0.005, noise=0.0002)}, band=0.01)
     row = swap.swap_tests().set_index("quantity").loc["symmetry"]
-    assert 0 < row["low"] and row["high"] < 0.01
-    assert row["outcome"] == "holds" and row["below_sesoi_too"]
+    assert 0 < row["low"] and row["high"] < row["sesoi"]
+    assert row["outcome"] == "negligible" and row["below_sesoi_too"] and row["outcome_v1"] == "holds"
+    # with so little seed spread a true zero would be refuted almost always: the design could tell
+    assert row["p_decides"] < 0.025 and row["p_refuted_at_0"] > 0.9
 
 
 def test_a_swap_that_moves_the_wrong_way_is_refuted_and_no_movement_is_not_a_confirmation(patched):
     patched({"minilm": _runs("minilm", effect=+0.05, noise=0.001)})
     assert swap.swap_tests().set_index("quantity").at["symmetry", "outcome"] == "refuted"
-    patched({"minilm": _runs("minilm", effect=0.0, noise=0.02)})
+    patched({"minilm": _runs("minilm", effect=0.0, noise=0.08)})
     assert swap.swap_tests().set_index("quantity").at["symmetry", "outcome"] == "inconclusive"
 
 
 def test_the_decoder_body_is_read_in_its_own_direction(patched):
     # SmolLM2's swap is predicted to *gain* symmetry: a gain is the claim's direction
-    patched({"smollm2": _runs("smollm2", effect=+0.05, noise=0.005)})
+    patched({"smollm2": _runs("smollm2", effect=+0.12, noise=0.005)})
     row = swap.swap_tests().set_index("quantity").loc["symmetry"]
     assert row["estimate"] > 0 and row["swap_minus_control"] > 0 and row["outcome"] == "holds"
 

@@ -5,7 +5,13 @@ that a chapter of the book uses to check one claim of Saponati et al. (ICML 2025
 turns its outcome into one of five statuses:
 
 ``holds``
-    the statement is confirmed as printed;
+    the statement is confirmed as printed (an empirical claim: with an effect at least as
+    large as the smallest of interest, surviving the family's correction);
+``holds, size open``
+    an empirical claim's direction is shown, not that the effect is large enough to matter;
+``negligible``
+    the direction as claimed, but every effect as large as the smallest of interest is
+    excluded: no structure worth the name;
 ``holds with a correction``
     the statement (or its conclusion) is confirmed once a slip in it or its proof is fixed;
 ``premise fails``
@@ -48,10 +54,13 @@ class Plain(str):
         return str(self)
 
 
-STATUSES = ("holds", "holds with a correction", "premise fails", "inconclusive", "refuted", "not testable here")
+STATUSES = ("holds", "holds with a correction", "holds, size open", "negligible", "premise fails", "inconclusive",
+            "refuted", "not testable here")
 
 #: each status as the predicate of a sentence ("Fig. 3a is ...")
 PHRASES = {"holds": "confirmed", "holds with a correction": "confirmed once corrected",
+           "holds, size open": "shown in direction, with its size left open",
+           "negligible": "present in direction but negligible (smaller than any effect of interest)",
            "premise fails": "resting on a premise that fails where we measure it",
            "inconclusive": "inconclusive (the interval allows both readings)", "refuted": "refuted",
            "not testable here": "not testable at the sizes this build reaches"}
@@ -89,6 +98,8 @@ class Verdict:
     check: str = ""              # how it is decided (MATH_CHECKS, or the empirical test)
     power: str = ""              # empirical: the effect found with probability 0.8 at its seeds
     rule_after: bool = False     # empirical: the rule was written after (some of) its evidence
+    status_v1: str = ""          # empirical: the outcome version 1 of its rule gave (shown beside)
+    holm: str = ""               # empirical: the family's adjusted p-value and whether it survives
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -364,7 +375,8 @@ def thm_s1_12() -> Verdict:
     from .empirical import premise_share_test
 
     sh = premise_shares()
-    t = premise_share_test({k: (v["share"], v["low"], v["high"]) for k, v in sh.items()})
+    t = premise_share_test({k: (v["share"], v["low"], v["high"], v.get("p_above_half", np.nan),
+                                v.get("p_below_half", np.nan)) for k, v in sh.items()})
     prim = t[t["primary"]].iloc[0]
     status = {"holds": "holds", "refuted": "premise fails"}.get(prim["outcome"], prim["outcome"])
     measured = "; ".join(f"{r.windows} windows: {r.estimate:.2f} [{r.low:.2f}, {r.high:.2f}] of frequent-token "
@@ -374,7 +386,7 @@ def thm_s1_12() -> Verdict:
                    "proof chain broken (E5, E6)", "Wikipedia, 64-token windows, 95% bootstrap over windows",
                    "errata", "e11-premise", kind="empirical",
                    check="proportion against a threshold, bootstrap interval (data/verdict_rules.yaml)",
-                   rule_after=True)
+                   rule_after=True, status_v1=status)
 
 
 def premise_seed_runs(size: str | None = None) -> dict:
@@ -414,16 +426,15 @@ def cor_s1_13(size: str | None = None) -> Verdict:
         per_seed[seed] = float(np.log(last.row_var / last.col_var).mean())
     t = equal_spreads_test(list(per_seed.values()), band).iloc[0]
     status = t["outcome"]
-    from .verdicts import detectable_effect
-    sd = float(np.std(list(per_seed.values()), ddof=1)) if len(per_seed) > 1 else float("nan")
-    power = detectable_effect(len(per_seed), sd)
+    power = (f"P(holds | equal spreads) = {t['p_holds_at_0']:.2f}, P(refuted | equal spreads) = "
+             f"{t['p_refuted_at_0']:.3f} (equivalence test at its seeds)") if np.isfinite(t["p_holds_at_0"]) else ""
     return Verdict("cor_s1_13", "Cor. S1.13: bidirectional training ends with equal spreads of row and column norms",
                    status, f"layer-mean log(Var rows / Var cols) per seed {', '.join(f'{v:+.2f}' for v in per_seed.values())}; "
                    f"mean {t['estimate']:+.2f} (95% t-interval {t['low']:+.2f} to {t['high']:+.2f}); random band +-{band:.2f}",
                    f"2 layers, d = {cfg['d']}, {cfg['steps']} steps, {len(per_seed)} seeds",
                    "objectives_to_structure", "ots-cor-s113", kind="empirical",
                    check="equivalence test over seeds (data/verdict_rules.yaml)",
-                   power=f"{power:.2f}" if np.isfinite(power) else "", rule_after=True)
+                   power=power, rule_after=True, status_v1=t["outcome"])
 
 
 def thm_s1_14(size: str | None = None) -> Verdict:
@@ -438,8 +449,8 @@ def thm_s1_14(size: str | None = None) -> Verdict:
     t = beta_correlation_test(per_seed).iloc[0]
     status = {"holds": "holds", "refuted": "premise fails"}.get(t["outcome"], t["outcome"])
     sym_end = float(np.mean([bi[bi.step == bi.step.max()]["symmetry"].mean() for bi in runs.values()]))
-    from .verdicts import detectable_effect
-    power = detectable_effect(len(per_seed), float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else float("nan"))
+    power = (f"holds would be reached with probability 0.8 at a true mean of {t['detect_holds']:.2f} "
+             "(test: interval above the threshold)") if np.isfinite(t["detect_holds"]) else ""
     return Verdict("thm_s1_14", "Thm. 2.4 / S1.14: bidirectional updates are nearly symmetric because beta_ij ~ beta_ji",
                    status, f"corr(beta_ij, beta_ji), mean over layers and checkpoints, per seed "
                    f"{', '.join(f'{v:+.2f}' for v in per_seed)}: {t['estimate']:+.2f} (95% t-interval "
@@ -448,7 +459,7 @@ def thm_s1_14(size: str | None = None) -> Verdict:
                    f"2 layers, d = {cfg['d']}, {cfg['steps']} steps, {len(per_seed)} seeds",
                    "objectives_to_structure", "ots-premise-training", kind="empirical",
                    check="one-sample test against a threshold over seeds (data/verdict_rules.yaml)",
-                   power=f"{power:.2f}" if np.isfinite(power) else "", rule_after=True)
+                   power=power, rule_after=True, status_v1=status)
 
 
 def remark_s1_15() -> Verdict:
@@ -527,7 +538,7 @@ def survey_encoder_decoder() -> Verdict:
     return Verdict("survey_encoder_decoder", "Sec. 3: encoders more symmetric, decoders more column-dominant",
                    status, measured, f"{len(c['encoders'])} encoders, {len(c['decoders'])} decoders of the "
                    "offline zoo", "survey", "", kind="empirical",
-                   check="exact rank test over models (data/verdict_rules.yaml)", rule_after=True)
+                   check="exact rank test over models (data/verdict_rules.yaml)", rule_after=True, status_v1=status)
 
 
 def _fmt_test(row, fmt="+.3f") -> str:
@@ -539,37 +550,49 @@ def _fmt_test(row, fmt="+.3f") -> str:
     return f"{row['body']} vs {row['comparator']}: {est}, {row['outcome']}"
 
 
+def power_text(row) -> str:
+    """The power of a directional test as a phrase: P(refuted | no effect) and the true
+    effect at which 'holds' is reached with probability 0.8 (rules v2, the test applied)."""
+    if not (row["n"] > 1 and np.isfinite(row.get("detect_holds", np.nan))):
+        return "one seed: none"
+    return (f"P(refuted | no effect) = {row['p_refuted_at_0']:.2f}; holds with probability 0.8 at a true "
+            f"effect of {row['detect_holds']:.3f}")
+
+
 def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) -> Verdict:
-    """A training claim judged by its rule (data/verdict_rules.yaml) on its primary body of
-    runs; the other bodies and comparators are listed beside it."""
-    from .empirical import training_tests
+    """A training claim judged by its rule (data/verdict_rules.yaml, v2) on its primary body
+    of runs; the other bodies and comparators are listed beside it."""
     from .verdicts import rule
 
-    tests = _cached(("training_tests", key), lambda: training_tests(key))
+    tests = training_tests_table(key)
     r = rule(key)
-    prim = tests[tests["primary"]]
+    prim = tests[tests["primary"]] if len(tests) else tests
+    status_v1 = ""
     if prim.empty:
-        status, measured, power, after = "not testable here", "the primary body of runs is not cached", "", False
+        status, power, after = "not testable here", "", False
+        measured = (f"the primary body's runs ({r['primary']['body']}) are not all made yet "
+                    "(data/runs/blind_plan.md)")
     else:
         p = prim.iloc[0]
-        status = p["outcome"]
-        gate = "passed" if p["gate"] else "not passed"
+        status, status_v1 = p["outcome"], p["outcome_v1"]
+        gate = "passed" if p["gate"] else f"not passed: {p['gate_reason']}"
         measured = (f"{what}, paired by seed: {p['estimate']:+.3f} ({p['level']:.0%} t-interval "
                     f"{p['low']:+.3f} to {p['high']:+.3f}, {p['n']} seeds, {p['body']}"
                     + (f", vs the {p['comparator']}" if key.startswith("training_") else "")
-                    + f"); smallest effect of interest {p['sesoi']:.3f}; loss gate {gate} ({p['gate_text']})")
-        power = f"{p['detectable']:.3f}" if np.isfinite(p["detectable"]) else "one seed: none"
+                    + f"); smallest effect of interest {p['sesoi']:.3f}"
+                    + ("; reversed" if p["reversed"] else "") + f"; gate {gate} ({p['gate_text']})")
+        power = power_text(p)
         after = bool(tests["rule_after_runs"].any())
     if key == "symmetric_init_structure" and status == "holds":
         from .empirical import scale_confound
 
         conf = scale_confound()
         measured += f"; default-scale start minus matched-scale start {conf['estimate'].text('+.2f')}"
-        if conf["outcome"] == "holds":
+        if conf["outcome"] in ("holds", "holds, size open"):
             status = "holds with a correction"
     return Verdict(key, r["claim"], status, measured, size, chapter, label, kind="empirical",
                    check="paired seed-level test (data/verdict_rules.yaml)", power=power,
-                   rule_after=after)
+                   rule_after=after, status_v1=status_v1)
 
 
 def training_tests_table(key: str):
@@ -584,7 +607,7 @@ def training_symmetry() -> Verdict:
     seed, on BERT-Mini on Wikipedia (the rule's primary test); see ``training_tests_table``
     for the authors' decoder and the other bodies."""
     return _training_verdict("training_symmetry", "training_dynamics", "td-wiki-bert-mini",
-                             "CPU runs: BERT-Mini on Wikipedia (primary) and smaller bodies, early training",
+                             "CPU runs: BERT-Mini on Wikipedia, 10,000 steps, blind (primary), and earlier bodies",
                              "encoder minus decoder symmetry")
 
 
@@ -592,7 +615,7 @@ def training_directionality() -> Verdict:
     """Fig. 3b: the encoder's final layer-mean directionality minus the true decoder's
     (> 0: the decoder is the more column-dominant), paired by seed."""
     return _training_verdict("training_directionality", "training_dynamics", "td-wiki-bert-mini",
-                             "CPU runs: BERT-Mini on Wikipedia (primary) and smaller bodies, early training",
+                             "CPU runs: BERT-Mini on Wikipedia, 10,000 steps, blind (primary), and earlier bodies",
                              "encoder minus decoder directionality")
 
 
@@ -632,18 +655,18 @@ def update_structure() -> Verdict:
         measured = (f"update symmetry, encoder minus decoder, first 10% of training, plain SGD: "
                     f"{p['estimate']:+.3f} ({iv}{p['n']} of {len(r['seeds'])} seeds cached); smallest effect "
                     f"of interest {p['sesoi']:.3f}")
-        power = f"{p['detectable']:.3f}" if np.isfinite(p["detectable"]) else ""
+        power = power_text(p)
         mini = t[(t["runs"] == "update-mini-sgd-*") & (t["quantity"] == "update_symmetry")]
         if len(mini):
             m = mini.iloc[0]
             miv = f" ({m['low']:+.3f} to {m['high']:+.3f})" if m["n"] > 1 else ""
-            measured += (f"; beside it (secondary), the same at BERT-Mini size: {m['estimate']:+.3f}{miv}, "
-                         f"{m['n']} seeds, {m['outcome']} by the same reading")
+            measured += (f"; beside it, one of {len(t)} secondary tests (unadjusted), the same at BERT-Mini "
+                         f"size: {m['estimate']:+.3f}{miv}, {m['n']} seeds, {m['outcome']} by the same reading")
     return Verdict("update_structure", r["claim"], status, measured,
                    "CPU runs at the regime size, logged every 10 steps (BERT-Mini on a GPU beside)",
                    "training_dynamics", "td-updates",
                    kind="empirical", check="paired seed-level test (data/verdict_rules.yaml)", power=power,
-                   rule_after=_update_rule_after(r))
+                   rule_after=_update_rule_after(r), status_v1=prim.iloc[0]["outcome_v1"] if len(prim) else "")
 
 
 def swap_tests_table():
@@ -680,10 +703,6 @@ def objective_swap() -> Verdict:
                     f"{len(r['seeds'])} seeds); smallest effect of interest {row['sesoi']:.4f}")
 
         measured = "all-MiniLM-L6-v2 after 1,000 fine-tuning steps: " + one(p)
-        if p["below_sesoi_too"]:  # the rule reads 'above 0' before 'below the smallest effect'
-            measured += (" (the interval also lies wholly below the smallest effect of interest: "
-                         "a difference in the predicted direction, smaller than two random models "
-                         "of this shape differ; the rule tests 'above 0' first)")
         also = t[(t["body"] == "minilm") & ~t["primary"]]
         for _, row in also.iterrows():
             measured += f"; beside it, {one(row)} ({row['outcome']} by the same reading)"
@@ -695,7 +714,7 @@ def objective_swap() -> Verdict:
             measured += (f"; SmolLM2-135M without its causal mask (the mirror, predicted {pred}), "
                          f"{one(row)}" + (", reported, not judged" if not row["judged"] else
                                           f", {row['outcome']}"))
-        power = f"{p['detectable']:.4f}" if np.isfinite(p["detectable"]) else ""
+        power = power_text(p)
         try:
             after = rule_written_after(r, run_dates(load_runs(pattern="swap-*")))
         except FileNotFoundError:
@@ -705,7 +724,8 @@ def objective_swap() -> Verdict:
         how += ", and of a real pretrained decoder (SmolLM2-135M), 500 steps, one seed"
     return Verdict("objective_swap", r["claim"], status, measured, how,
                    "training_dynamics", "td-objective-swap", kind="empirical",
-                   check="paired seed-level test (data/verdict_rules.yaml)", power=power, rule_after=after)
+                   check="paired seed-level test (data/verdict_rules.yaml)", power=power, rule_after=after,
+                   status_v1=prim.iloc[0]["outcome_v1"] if len(prim) else "")
 
 
 def _update_rule_after(r) -> bool:
@@ -734,35 +754,83 @@ def verdict(key: str) -> Verdict:
 
 
 def all_verdicts():
-    """All verdicts as a ``pandas.DataFrame`` in the order of the paper."""
+    """All verdicts as a ``pandas.DataFrame`` in the order of the paper, with Holm carried
+    into the statuses (rules v2): an empirical claim whose decided outcome does not survive
+    the family's correction reads ``inconclusive``, and its ``holm`` field says why."""
     import pandas as pd
 
-    return _cached("all_verdicts", lambda: pd.DataFrame([fn().as_dict() for fn in VERDICTS]))
+    def compute():
+        verdicts = [fn() for fn in VERDICTS]
+        fam = empirical_family()
+        out = []
+        for v in verdicts:
+            d = v.as_dict()
+            rows = fam[fam["key"] == v.key]
+            if len(rows) and v.kind == "empirical":
+                worst = rows.loc[rows["p_holm"].idxmax()] if rows["p_holm"].notna().any() else rows.iloc[0]
+                n = int(worst["family_size"])
+                if (rows["survives"] == "no").any():
+                    d["holm"] = (f"not significant after Holm over the family of {n} (adjusted p = "
+                                 f"{worst['p_holm']:.3g})")
+                    if d["status"] not in ("not testable here", "inconclusive"):
+                        d["measured"] += f"; read {d['status']!r} before the family's correction"
+                        d["status"] = "inconclusive"
+                elif (rows["survives"] == "yes").all():
+                    d["holm"] = f"survives Holm over the family of {n} (adjusted p = {worst['p_holm']:.3g})"
+            out.append(d)
+        return pd.DataFrame(out)
+
+    return _cached("all_verdicts", compute)
 
 
 def empirical_family():
-    """The primary test of every empirical verdict with its one-sided p-value for the
-    outcome it reached, Holm-adjusted over the family (:func:`companion.empirical.family`)."""
+    """The primary test of every empirical verdict (premises included) with the one-sided
+    p-value of the test that decided its outcome, Holm-adjusted over the family
+    (:func:`companion.empirical.family`); ``key`` is the verdict's key."""
     import pandas as pd
 
-    from .empirical import family, survey_test
+    from .empirical import family, survey_test, update_tests
     from .verdicts import load_rules
 
+    cols = ["claim", "outcome", "p_holds", "p_refuted", "p_decides"]
     rows = []
     for key in ("training_symmetry", "training_directionality", "symmetric_init_structure", "table_1"):
         t = training_tests_table(key)
-        rows.append(t[t["primary"]].iloc[0][["claim", "outcome", "p_holds", "p_refuted"]])
-    from .empirical import update_tests
-
+        if len(t) and t["primary"].any():
+            rows.append(t[t["primary"]].iloc[0][cols])
     ut = _cached("update_tests", update_tests)
     if len(ut):
-        rows.append(ut[ut["primary"]].iloc[0][["claim", "outcome", "p_holds", "p_refuted"]])
+        rows.append(ut[ut["primary"]].iloc[0][cols])
     st = swap_tests_table()
     st = st[st["primary"] & (st["body"] == "minilm")] if len(st) else st
     if len(st):
-        rows.append(st.iloc[0][["claim", "outcome", "p_holds", "p_refuted"]])
+        rows.append(st.iloc[0][cols])
     for r in survey_test(_cached("zoo_contrast", _zoo_contrast)).itertuples():
         rows.append(pd.Series({"claim": f"survey_encoder_decoder ({r.score})", "outcome": r.outcome,
-                               "p_holds": r.p_holds, "p_refuted": r.p_refuted}))
+                               "p_holds": r.p_holds, "p_refuted": r.p_refuted, "p_decides": r.p_decides}))
+    rows.extend(_premise_family_rows())
     fam = family(pd.DataFrame(rows).reset_index(drop=True), load_rules()["framework"]["family"]["fwer"])
+    fam["key"] = fam["claim"].str.split(" (", regex=False).str[0]
     return fam
+
+
+def _premise_family_rows():
+    """The premise tests' primary rows (Thm. S1.12, Cor. S1.13, Thm. S1.14), as family members."""
+    from .empirical import beta_correlation_test, equal_spreads_test, premise_share_test
+    from .premises import log_variance_ratio_null
+
+    cols = ["claim", "outcome", "p_holds", "p_refuted", "p_decides"]
+    sh = premise_shares()
+    t12 = premise_share_test({k: (v["share"], v["low"], v["high"], v.get("p_above_half", np.nan),
+                                  v.get("p_below_half", np.nan)) for k, v in sh.items()})
+    cfg, _ = premise_runs()
+    null = log_variance_ratio_null(cfg["d"], n_samples=1000, seed=0)
+    band = float(np.abs(np.quantile(null, [0.025, 0.975])).max())
+    runs = premise_seed_runs()
+    per_seed = []
+    for bi in runs.values():
+        last = bi[bi.step == bi.step.max()]
+        per_seed.append(float(np.log(last.row_var / last.col_var).mean()))
+    t13 = equal_spreads_test(per_seed, band)
+    t14 = beta_correlation_test([float(bi["correlation"].dropna().mean()) for bi in runs.values()])
+    return [t12[t12["primary"]].iloc[0][cols], t13.iloc[0][cols], t14.iloc[0][cols]]

@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .verdicts import (detectable_effect, directional_outcome, equivalence_outcome, p_above, p_below,
-                       paired_t, rule, rule_written_after, threshold_outcome)
+from .verdicts import (deciding_p, detectable_effect, directional_outcome, directional_outcome_v1,
+                       directional_power, equivalence_outcome, p_above, p_below, paired_t, rule,
+                       rule_written_after, threshold_outcome)
 
 __all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
-           "beta_correlation_test", "family", "update_tests"]
+           "beta_correlation_test", "family", "update_tests", "yardstick"]
 
 _CACHE: dict = {}
 
@@ -35,28 +36,56 @@ def _body(name, rules):
 
 def _row(r, body_label, comparator, est, sesoi, gate, outcome, primary, after, **extra):
     fw = r["framework"]
+    pw = fw.get("power", {})
+    power = directional_power(est.n, est.sd, sesoi, est.level, pw.get("target", 0.8), pw.get("draws", 200_000),
+                              pw.get("seed", 20261126))
     return dict(claim=r["key"], body=body_label, comparator=comparator, n=est.n, estimate=est.mean,
                 low=est.low, high=est.high, sd=est.sd, level=est.level, sesoi=sesoi, gate=gate,
-                outcome=outcome, primary=primary,
-                detectable=detectable_effect(est.n, est.sd, est.level, fw.get("power", {}).get("target", 0.8)),
-                p_holds=p_above(est, 0.0), p_refuted=p_below(est, sesoi), rule_after_runs=after, **extra)
+                outcome=outcome, primary=primary, reversed=bool(est.n > 1 and est.high < 0),
+                detectable=power["detect_direction"], detect_holds=power["detect_holds"],
+                p_refuted_at_0=power["p_refuted_at_0"],
+                p_holds=p_above(est, 0.0), p_refuted=p_below(est, sesoi),
+                p_decides=deciding_p(est, outcome, sesoi) if est.n > 1 else float("nan"),
+                rule_after_runs=after, **extra)
+
+
+def yardstick(r: dict, runs: pd.DataFrame | None, quantity: str) -> float:
+    """The smallest effect of interest of rule ``r`` for ``quantity`` on a body of ``runs``:
+    a number, or a named yardstick of the rules file (``published-iqr-width``,
+    ``table-1-speedup-nats``), or the v1 ``null-band`` (random forms of the body's shape)."""
+    from .train import evidence
+
+    v = r["sesoi"]
+    if not isinstance(v, str):
+        return float(v)
+    if v == "published-iqr-width":
+        return evidence.published_iqr_width(quantity)
+    if v == "table-1-speedup-nats":
+        return evidence.speedup_nats(runs, float(r["yardsticks"][v]["speedup"]), r["arms"]["mode"],
+                                     r["arms"]["baseline"])
+    if v == "null-band":
+        return evidence.null_band(runs, quantity)
+    raise ValueError(f"unknown yardstick {v!r} in rule {r['key']!r}.")
 
 
 def training_tests(key: str, rules=None) -> pd.DataFrame:
-    """Every test of one training claim (Figs. 3a, 3b, S5b, Table 1) over the cached bodies.
+    """Every test of one training claim (Figs. 3a, 3b, S5b, Table 1) over the cached bodies,
+    by rules v2.
 
     Fig. 3a/3b: encoder minus each comparator (true decoder, the authors' decoder), same
     seed, standard initialisation.  Fig. S5b: symmetric minus standard start of the same
     mode and seed (encoders judged; decoders reported beside).  Table 1: the baseline's
     final held-out loss minus the symmetric start's (> 0: the symmetric start is ahead).
+    Each row carries the v2 outcome, the gate's three parts, the power of the applied test,
+    the deciding p-value (for Holm) and, beside it, the outcome version 1 gave.
     """
-    from .train.evidence import arm_values, loss_gate, null_band, run_dates
+    from .train.evidence import arm_values, gate_v2, loss_gate, run_starts
     from .verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
     r = rule(key, rules)
     fw = r["framework"]
-    level, nats = fw.get("level", 0.95), fw.get("gate_nats_below_unigram", 1.0)
+    level = fw.get("level", 0.95)
     q = r["quantity"]
     bodies = [r["primary"]["body"]] + list(r.get("secondary_bodies", []))
     rows = []
@@ -65,7 +94,7 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
         label = rules["bodies"][name]["label"]
         if runs is None:
             continue
-        after = rule_written_after(r, run_dates(runs))
+        after = rule_written_after(r, run_starts(runs).values())
         if key in ("training_symmetry", "training_directionality"):
             pairs = [((r["arms"]["candidate"], "standard"), (c, "standard"), c) for c in r["comparators"]]
             primary_of = lambda c: name == r["primary"]["body"] and c == r["primary"]["comparator"]  # noqa: E731
@@ -74,28 +103,40 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
             pairs = [((m, r["arms"]["candidate"]), (m, r["arms"]["baseline"]), m) for m in modes]
             primary_of = lambda c: name == r["primary"]["body"] and c == r["arms"]["mode"]  # noqa: E731
         for cand_arm, comp_arm, comp_label in pairs:
+            def effect(step, cand_arm=cand_arm, comp_arm=comp_arm):
+                a, b = arm_values(runs, q, *cand_arm, step=step), arm_values(runs, q, *comp_arm, step=step)
+                if key == "table_1":
+                    a, b = b, a      # baseline minus candidate: > 0 when the symmetric start is ahead
+                return paired_t(a, b, level)
+
             a, b = arm_values(runs, q, *cand_arm), arm_values(runs, q, *comp_arm)
-            if a.empty or b.empty:
+            if a.empty or b.empty or len(a.index.intersection(b.index)) == 0:
                 continue
-            if key == "table_1":
-                a, b = b, a          # baseline minus candidate: > 0 when the symmetric start is ahead
-            common = a.index.intersection(b.index)
-            if len(common) == 0:
-                continue
-            est = paired_t(a, b, level)
-            est_seeds = sorted(int(s) for s in common)
-            sesoi = float(r["sesoi"]) if not isinstance(r["sesoi"], str) else null_band(runs, q)
-            gate = loss_gate(runs, [cand_arm, comp_arm], nats)
+            est = effect(None)
+            est_seeds = sorted(int(s) for s in a.index.intersection(b.index))
+            sub = runs[(runs["mode"] == cand_arm[0]) | (runs["mode"] == comp_arm[0])]
+            sesoi = yardstick(r, runs, q)
+            gate = gate_v2(runs, [cand_arm, comp_arm], effect, sesoi, fw["gate"])
             outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), gate["passes"])
+            old = loss_gate(runs, [cand_arm, comp_arm], 1.0)["passes"]
+            v1_sesoi = 0.0 if key == "table_1" else _v1_band(sub, q)
+            outcome_v1 = directional_outcome_v1(est, v1_sesoi, 3, old)
             if comp_label in r.get("reported_beside", []):
                 outcome = f"{outcome} (reported beside)"
-            below = "; ".join(f"{m}/{i} {g['below']:+.2f}" for (m, i), g in gate["arms"].items())
             row = _row(r, label, comp_label, est, sesoi, gate["passes"], outcome, primary_of(comp_label),
-                       after, gate_text=f"nats below unigram: {below}", body_key=name,
+                       after, gate_text=gate["text"], gate_reason=gate["reason"],
+                       gate_context=gate["parts"]["context"], gate_memorisation=gate["parts"]["memorisation"],
+                       gate_horizon=gate["parts"]["horizon"], body_key=name, outcome_v1=outcome_v1,
                        lr=float(runs["lr"].iloc[0]))
             row["seeds"] = ",".join(map(str, est_seeds))
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _v1_band(runs, q):
+    from .train.evidence import null_band
+
+    return null_band(runs, q) if q in ("symmetry", "directionality") else 0.0
 
 
 def scale_confound(rules=None) -> dict:
@@ -153,7 +194,8 @@ def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = Non
         rows.append(dict(claim=r["key"], score=score, evidence=evidence, n_encoders=len(enc),
                          n_decoders=len(dec), share_ordered=float(u / (len(enc) * len(dec))),
                          p_holds=float(p_claim), p_refuted=float(p_rev), min_p=min_p,
-                         holds_reachable=min_p < alpha, outcome=outcome, primary=primary))
+                         holds_reachable=min_p < alpha, outcome=outcome, primary=primary,
+                         p_decides={"holds": float(p_claim), "refuted": float(p_rev)}.get(outcome, np.nan)))
     return pd.DataFrame(rows)
 
 
@@ -168,10 +210,13 @@ def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
     r = rule("thm_s1_12", rules if rules is not None else load_rules())
     t = r["threshold"]
     rows = []
-    for windows, (share, lo, hi) in shares.items():
+    for windows, v in shares.items():
+        share, lo, hi = v[:3]
+        p_hi, p_lo = (v[3], v[4]) if len(v) > 4 else (np.nan, np.nan)
         outcome = "holds" if lo > t else "refuted" if hi < t else "inconclusive"
         rows.append(dict(claim=r["key"], windows=windows, estimate=share, low=lo, high=hi, threshold=t,
-                         outcome=outcome, primary=windows == r["primary"]["windows"]))
+                         outcome=outcome, primary=windows == r["primary"]["windows"], p_holds=p_hi,
+                         p_refuted=p_lo, p_decides={"holds": p_hi, "refuted": p_lo}.get(outcome, np.nan)))
     return pd.DataFrame(rows)
 
 
@@ -183,8 +228,15 @@ def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFr
     r = rule("cor_s1_13", rules if rules is not None else load_rules())
     est = one_sample_t(per_seed_log_ratio, r["framework"].get("level", 0.95))
     outcome = equivalence_outcome(est, band, len(r["seeds"]))
+    from .verdicts import equivalence_power
+
+    pw = equivalence_power(est.n, est.sd, band, est.level)
+    p_eq = max(p_above(est, -band), p_below(est, band)) if est.n > 1 else np.nan   # TOST
+    p_ne = min(p_above(est, band), p_below(est, -band)) if est.n > 1 else np.nan
     return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
-                              sesoi=band, outcome=outcome, primary=True, p_holds=np.nan, p_refuted=np.nan)])
+                              sd=est.sd, sesoi=band, outcome=outcome, primary=True, p_holds=p_eq, p_refuted=p_ne,
+                              p_decides=deciding_p(est, outcome, band=band) if est.n > 1 else np.nan,
+                              p_holds_at_0=pw["p_holds_at_0"], p_refuted_at_0=pw["p_refuted_at_0"])])
 
 
 def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
@@ -195,26 +247,36 @@ def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
     r = rule("thm_s1_14", rules if rules is not None else load_rules())
     est = one_sample_t(per_seed_corr, r["framework"].get("level", 0.95))
     outcome = threshold_outcome(est, r["threshold"], len(r["seeds"]))
+    from .verdicts import threshold_power
+
+    pw = threshold_power(est.n, est.sd, r["threshold"], est.level)
     return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
-                              threshold=r["threshold"], outcome=outcome, primary=True,
-                              p_holds=p_above(est, r["threshold"]), p_refuted=p_below(est, r["threshold"]))])
+                              sd=est.sd, threshold=r["threshold"], outcome=outcome, primary=True,
+                              p_holds=p_above(est, r["threshold"]), p_refuted=p_below(est, r["threshold"]),
+                              p_decides=deciding_p(est, outcome, threshold=r["threshold"]) if est.n > 1 else np.nan,
+                              detect_holds=pw["detect_holds"])])
 
 
 def family(primary_rows: pd.DataFrame, fwer: float = 0.05) -> pd.DataFrame:
-    """Holm over the family of empirical verdicts: each primary test's p-value for the
-    outcome it reached (``holds``: p_holds; ``refuted``: p_refuted; otherwise the smaller
-    of the two), adjusted; ``survives`` says whether a holds/refuted outcome stays
-    significant at family-wise error ``fwer``."""
-    from .verdicts import holm
+    """Holm over the family of empirical verdicts (rules v2: the primary test of every
+    claim, premises included).  Each member's p-value is the one-sided p of the test that
+    decided its outcome (``p_decides``, :func:`companion.verdicts.deciding_p`); an
+    undecided member (inconclusive) enters with the smaller of its two one-sided p-values,
+    so the family's size counts every test made.  ``survives`` says whether a decided
+    outcome stays significant at ``fwer / 2`` (the one-sided level of the two-sided
+    intervals) after adjustment; ``status`` is the outcome, or ``inconclusive (after
+    Holm)`` for a decided outcome that does not survive."""
+    from .verdicts import DECIDED, holm
 
     t = primary_rows.copy()
     base = t["outcome"].str.split(" (", regex=False).str[0]
-    t["p"] = np.where(base == "holds", t["p_holds"],
-                      np.where(base == "refuted", t["p_refuted"], np.fmin(t["p_holds"], t["p_refuted"])))
+    decided = base.isin(DECIDED)
+    dec_p = t["p_decides"] if "p_decides" in t else pd.Series(np.nan, index=t.index)
+    t["p"] = np.where(decided & dec_p.notna(), dec_p, np.fmin(t["p_holds"], t["p_refuted"]))
     t["p_holm"] = holm(t["p"].to_numpy())
-    decided = base.isin(["holds", "refuted"])
-    # one-sided p-values against the one-sided level of the two-sided intervals (fwer / 2)
     t["survives"] = [("yes" if p < fwer / 2 else "no") if d else "" for p, d in zip(t["p_holm"], decided)]
+    t["status"] = [("inconclusive (after Holm)" if s == "no" else o) for o, s in zip(t["outcome"], t["survives"])]
+    t["family_size"] = int(np.isfinite(t["p"]).sum())
     return t
 
 
@@ -255,11 +317,24 @@ def update_tests(rules=None) -> pd.DataFrame:
             if len(a.index.intersection(b.index)) == 0:
                 continue
             est = paired_t(a, b, level)
-            band = evidence.null_band(sub, q.split("_", 1)[1])
+            band_v1 = evidence.null_band(sub, q.split("_", 1)[1])
+            band = yardstick(r, sub, q)
+            outcome = directional_outcome(est, band, r.get("min_seeds", 3))
+            pw = directional_power(est.n, est.sd, band, level)
             rows.append(dict(claim=r["key"], runs=pattern, quantity=q, n=est.n, estimate=est.mean, low=est.low,
-                             high=est.high, sd=est.sd, sesoi=band,
-                             outcome=directional_outcome(est, band, r.get("min_seeds", 3)),
+                             high=est.high, sd=est.sd, sesoi=band, outcome=outcome,
+                             outcome_v1=directional_outcome_v1(est, band_v1, r.get("min_seeds", 3)),
+                             sesoi_v1=band_v1,
                              primary=pattern == r["primary"]["runs"] and q == "update_symmetry",
-                             detectable=detectable_effect(est.n, est.sd, level), p_holds=p_above(est),
-                             p_refuted=p_below(est, band)))
+                             detectable=detectable_effect(est.n, est.sd, level), detect_holds=pw["detect_holds"],
+                             p_refuted_at_0=pw["p_refuted_at_0"], p_holds=p_above(est),
+                             p_refuted=p_below(est, band),
+                             p_decides=deciding_p(est, outcome, band) if est.n > 1 else np.nan))
+    if rows:  # the secondary rows are one family of their own: say how many, adjusted
+        from .verdicts import holm
+
+        out = pd.DataFrame(rows)
+        out["n_tests"] = len(out)
+        out["p_holds_holm"] = holm(out["p_holds"].to_numpy())
+        return out
     return pd.DataFrame(rows)

@@ -226,5 +226,8 @@ def context_ratio_share(seqs, vocab_size: int, min_count: int = 100, n_boot: int
     rlo, rhi = np.quantile(boot_ratio, [a, 1 - a], axis=0)
     per_type = pd.DataFrame({"type": types, "count": occ[types], "ratio": ratio, "low": rlo, "high": rhi})
     return {"share": float(share), "low": float(lo), "high": float(hi), "n_windows": int(n_win),
+            # one-sided bootstrap p-values against the rule's 0.5 (share of resamples on the other side)
+            "p_above_half": float((np.sum(boot_share <= 0.5) + 1) / (n_boot + 1)),
+            "p_below_half": float((np.sum(boot_share >= 0.5) + 1) / (n_boot + 1)),
             "n_types": int(types.size), "per_type": per_type.sort_values("count", ascending=False,
                                                                         ignore_index=True)}

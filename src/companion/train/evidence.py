@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+import numpy as np
 import pandas as pd
 
 from ..errors import CompanionError
 
-__all__ = ["body_runs", "arm_values", "loss_gate", "null_band", "settings", "settings_text", "run_dates", "PAPER",
-           "OBJECTIVE_OF_MODE"]
+__all__ = ["body_runs", "arm_values", "loss_gate", "gate_v2", "logged_step", "null_band", "settings",
+           "settings_text", "run_dates", "run_starts", "PAPER", "OBJECTIVE_OF_MODE", "published_iqr_width",
+           "speedup_nats", "memorisation_gap"]
 
 #: the unigram reference that matches each mode's objective: the masked-LM one for the
 #: encoder and the authors' decoder (masked labels under a causal mask), next-token for the
@@ -63,10 +65,22 @@ def body_runs(body: dict) -> pd.DataFrame | None:
     return runs.join(extra, on="run")
 
 
-def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standard") -> pd.Series:
+def logged_step(runs: pd.DataFrame, fraction: float) -> int:
+    """The logged evaluation step of ``runs`` nearest to ``fraction`` of their common
+    horizon (the largest step every run reached), at or below it."""
+    ev = runs[runs["quantity"] == "eval_loss"]
+    horizon = int(ev.groupby("run")["step"].max().min())
+    steps = sorted(s for s in ev["step"].unique() if s <= fraction * horizon)
+    if not steps:
+        raise CompanionError(f"no evaluation logged at or before {fraction:.0%} of step {horizon}.")
+    return int(steps[-1])
+
+
+def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standard",
+               step: int | None = None) -> pd.Series:
     """One value per seed of the arm ``(mode, init)``: the layer-mean ``quantity``
     (symmetry, directionality) or the held-out loss (``eval_loss``) at each run's last
-    logged step, indexed by seed."""
+    logged step (or at ``step``, where logged), indexed by seed."""
     arm = runs[(runs["mode"] == mode) & (runs["init"] == init)]
     if arm.empty:
         return pd.Series(dtype=float)
@@ -79,7 +93,10 @@ def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standa
         rows = arm[arm["quantity"] == quantity]
     else:
         raise ValueError(f"unknown quantity {quantity!r}.")
-    rows = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
+    if step is None:
+        rows = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
+    else:
+        rows = rows[rows["step"] == step]
     return rows.groupby("seed")["value"].mean()
 
 
@@ -126,6 +143,106 @@ def loss_gate(runs: pd.DataFrame, arms, nats: float) -> dict:
     return {"passes": all(a["passes"] for a in out.values()), "arms": out}
 
 
+def memorisation_gap(runs: pd.DataFrame, mode: str, init: str = "standard") -> pd.Series:
+    """Per seed: the final held-out loss minus the training loss averaged over the last
+    evaluation interval's steps (rules v2's memorisation guard).  Positive: the model does
+    better on text it has trained on."""
+    arm = runs[(runs["mode"] == mode) & (runs["init"] == init)]
+    out = {}
+    for (run, seed), g in arm.groupby(["run", "seed"]):
+        ev = g[g["quantity"] == "eval_loss"].sort_values("step")
+        tr = g[g["quantity"] == "train_loss"]
+        if len(ev) < 2 or tr.empty:
+            continue
+        last, before = int(ev["step"].iloc[-1]), int(ev["step"].iloc[-2])
+        window = tr[(tr["step"] > before) & (tr["step"] <= last)]
+        out[seed] = float(ev["value"].iloc[-1]) - float(window["value"].mean())
+    return pd.Series(out, dtype=float)
+
+
+def gate_v2(runs: pd.DataFrame, arms, effect, sesoi: float, gate: dict) -> dict:
+    """Rules v2's gate, "trained enough", for one paired test of a body of runs.
+
+    ``arms``: the ``(mode, init)`` pairs compared; ``effect(step)``: the paired estimate
+    (:class:`companion.verdicts.Estimate`) at a logged step, or at the last one with None;
+    ``gate``: the framework's gate settings.  Three parts, each reported with its values:
+
+    ``context``
+        every arm's seed-mean final held-out loss at least ``context_floor_nats`` below the
+        unigram reference of what its objective predicts;
+    ``horizon``
+        the paired effect at ``horizon_fraction`` of the horizon and at its end agree in
+        sign and differ by less than ``sesoi``;
+    ``memorisation``
+        every arm's seed-mean held-out minus training loss at most ``memorisation_nats``.
+
+    ``passes`` is their conjunction; ``reason`` names the first part that fails
+    ('not trained enough', 'trained into memorisation', 'not stable between horizons').
+    """
+    ctx = loss_gate(runs, arms, gate["context_floor_nats"])
+    mem = {}
+    for mode, init in arms:
+        g = memorisation_gap(runs, mode, init)
+        v = float(g.mean()) if len(g) else float("nan")
+        mem[(mode, init)] = {"gap": v, "passes": bool(v <= gate["memorisation_nats"])}
+    try:
+        half = logged_step(runs, gate["horizon_fraction"])
+        e_half, e_end = effect(half), effect(None)
+        stable = bool(np.sign(e_half.mean) == np.sign(e_end.mean) and abs(e_end.mean - e_half.mean) < sesoi)
+        horizon = {"step": half, "at_half": e_half.mean, "at_end": e_end.mean, "passes": stable}
+    except (CompanionError, ValueError):
+        horizon = {"step": None, "at_half": float("nan"), "at_end": float("nan"), "passes": False}
+    parts = {"context": ctx["passes"], "memorisation": all(m["passes"] for m in mem.values()),
+             "horizon": horizon["passes"]}
+    reason = ("" if all(parts.values()) else "not trained enough" if not parts["context"] else
+              "trained into memorisation" if not parts["memorisation"] else "not stable between horizons")
+    below = "; ".join(f"{m}/{i} {g['below']:+.2f} below unigram" for (m, i), g in ctx["arms"].items())
+    gaps = "; ".join(f"{m}/{i} held-out minus training {g['gap']:+.3f}" for (m, i), g in mem.items())
+    text = (f"context: {below} (needs {gate['context_floor_nats']:.3f}); memorisation: {gaps} (at most "
+            f"{gate['memorisation_nats']:.2f}); horizon: effect {horizon['at_half']:+.3f} at step "
+            f"{horizon['step']} and {horizon['at_end']:+.3f} at the end")
+    return {"passes": all(parts.values()), "parts": parts, "reason": reason, "context": ctx["arms"],
+            "memorisation": mem, "horizon": horizon, "text": text}
+
+
+def published_iqr_width(score: str) -> float:
+    """Rules v2's yardstick for a structure score: the median interquartile width that the
+    paper prints (Tables S2/S3) over the text models the book maps to a pretrained
+    checkpoint; a gap smaller than this cannot separate two of Fig. 3's median +- IQR bands."""
+    from ..catalog import published_scores
+
+    base = score.replace("update_", "")
+    if base not in ("symmetry", "directionality"):
+        raise ValueError(f"the published yardstick exists for symmetry and directionality, not {score!r}.")
+    df = _published()
+    df = df[(df["score"] == base)]
+    return float((df["iqr_below"] + df["iqr_above"]).median())
+
+
+@lru_cache(maxsize=1)
+def _published():
+    from ..catalog import published_scores
+
+    df = published_scores()
+    return df[(df["modality"] == "text") & (df["row_note"] == "")]
+
+
+def speedup_nats(runs: pd.DataFrame, speedup: float, mode: str = "encoder", init: str = "standard") -> float:
+    """Rules v2's Table 1 yardstick: what a speed-up of ``speedup`` (a share of the steps) is
+    worth in held-out loss at the end, on the baseline's own seed-mean curve: its loss at
+    ``1 - speedup`` of the horizon (linear between logged steps) minus its final loss."""
+    import numpy as np
+
+    arm = runs[(runs["mode"] == mode) & (runs["init"] == init) & (runs["quantity"] == "eval_loss")]
+    if arm.empty:
+        return float("nan")
+    curve = arm.groupby("step")["value"].mean().sort_index()
+    horizon = float(arm.groupby("run")["step"].max().min())
+    curve = curve[curve.index <= horizon]
+    at = float(np.interp((1 - speedup) * horizon, curve.index.to_numpy(float), curve.to_numpy()))
+    return at - float(curve.iloc[-1])
+
+
 def null_band(runs: pd.DataFrame, quantity: str) -> float:
     """The smallest effect of interest for a gap in ``quantity`` between two runs of this
     body: the 97.5% quantile of the gap between two untrained random models of its shape
@@ -139,6 +256,25 @@ def null_band(runs: pd.DataFrame, quantity: str) -> float:
 def run_dates(runs: pd.DataFrame) -> list[str]:
     """The finishing dates in the provenance of every run of ``runs``."""
     return [_provenance(r)["date"] for r in sorted(runs["run"].unique())]
+
+
+def run_starts(runs: pd.DataFrame) -> dict:
+    """When each run of ``runs`` started: provenance ``started``; for runs made before that
+    field was recorded, the finishing ``date`` less the run's ``duration_s`` (its time
+    training; a run resumed over several sittings started earlier still, so this is an
+    upper bound, and such a run can only look blind when it was not: none of them is judged
+    blind)."""
+    import datetime as dt
+
+    out = {}
+    for r in sorted(runs["run"].unique()):
+        p = _provenance(r)
+        if p.get("started"):
+            out[r] = p["started"]
+        else:
+            end = dt.datetime.fromisoformat(p["date"].replace("Z", "+00:00"))
+            out[r] = (end - dt.timedelta(seconds=float(p.get("duration_s", 0)))).isoformat()
+    return out
 
 
 def settings(runs: pd.DataFrame) -> pd.DataFrame:

@@ -76,8 +76,11 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
     says), ``swap_minus_control`` the same without the sign; ``sesoi`` is the random-form
     null band of the model's width and depth; ``judged`` is False for a body with fewer
     seeds than ``min_seeds`` (reported, not judged); ``below_sesoi_too`` marks an interval that
-    lies above 0 and also wholly below the smallest effect of interest."""
-    from .evidence import null_band
+    lies above 0 and also wholly below the smallest effect of interest (rules v2 read it
+    'negligible'); ``outcome_v1`` is what version 1's rule read, with its random-form band
+    ``sesoi_v1``."""
+    from ..verdicts import deciding_p, directional_outcome_v1, directional_power
+    from .evidence import null_band, published_iqr_width
 
     rules = rules if rules is not None else load_rules()
     r = rule("objective_swap", rules)
@@ -95,16 +98,20 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
             sign = SIGNS[(body, q)]
             est = paired_t(sign * end["swap"], sign * end["control"], level)
             raw = paired_t(end["swap"], end["control"], level)
-            band = null_band(runs, q)
+            band_v1 = null_band(runs, q)
+            band = published_iqr_width(q) if r["sesoi"] == "published-iqr-width" else float(r["sesoi"])
             judged = est.n >= r.get("min_seeds", 3)
+            outcome = directional_outcome(est, band, r.get("min_seeds", 3))
+            pw = directional_power(est.n, est.sd, band, level)
             rows.append(dict(claim=r["key"], body=body, quantity=q, n=est.n, estimate=est.mean,
                              low=est.low, high=est.high, sd=est.sd, swap_minus_control=raw.mean,
                              swap_minus_control_low=raw.low, swap_minus_control_high=raw.high,
-                             sesoi=band, judged=judged,
-                             outcome=directional_outcome(est, band, r.get("min_seeds", 3)),
-                             # the interval above 0 *and* below the smallest effect of interest:
-                             # the rule reads 'holds' first; the pages say both
+                             sesoi=band, judged=judged, outcome=outcome,
+                             outcome_v1=directional_outcome_v1(est, band_v1, r.get("min_seeds", 3)),
+                             sesoi_v1=band_v1,
                              below_sesoi_too=bool(est.n > 1 and est.low > 0 and est.high < band),
+                             detect_holds=pw["detect_holds"], p_refuted_at_0=pw["p_refuted_at_0"],
+                             p_decides=deciding_p(est, outcome, band) if est.n > 1 else np.nan,
                              primary=q == r["quantity"],
                              detectable=detectable_effect(est.n, est.sd, level) if est.n > 1 else np.nan,
                              p_holds=p_above(est) if est.n > 1 else np.nan,

@@ -1,0 +1,95 @@
+"""Rules v2: the blind bodies were made after the rules that judge them, and the yardsticks
+are what the rules say they are."""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from companion.train import evidence
+from companion.train.runs import runs_root
+from companion.verdicts import load_rules, rule_commit_time, started_before_rule
+
+
+def _blind_bodies(rules):
+    return {k: b for k, b in rules["bodies"].items() if b.get("blind")}
+
+
+def test_every_run_of_a_blind_body_started_after_its_rules_were_committed():
+    rules = load_rules()
+    blind = _blind_bodies(rules)
+    assert blind, "rules v2 name at least one blind body"
+    stamps = {r["fixed"] for r in rules["claims"].values()} | {rules["framework"]["gate"]["fixed"]}
+    judging = {k: [c for c, r in rules["claims"].items()
+                   if k in [r.get("primary", {}).get("body")] + list(r.get("secondary_bodies", []))]
+               for k in blind}
+    checked = 0
+    for key, body in blind.items():
+        assert judging[key], f"blind body {key} is judged by no rule"
+        latest = max(rules["claims"][c]["fixed"] for c in judging[key])
+        latest = max(latest, rules["framework"]["gate"]["fixed"])
+        commit = rule_commit_time(latest)  # None outside a git checkout: the stamp is used
+        names = [p.name for p in runs_root().iterdir() if p.is_dir() and fnmatch.fnmatch(p.name, body["pattern"])]
+        for name in names:
+            prov = (runs_root() / name / "provenance.json")
+            if not prov.exists():
+                continue
+            import json
+
+            started = json.loads(prov.read_text()).get("started")
+            assert started, f"{name}: a blind run must record when it started"
+            assert not started_before_rule(started, latest, commit), (
+                f"{name} started at {started}, before its rules were committed ({commit or latest})")
+            checked += 1
+    assert all(isinstance(s, dt.datetime) for s in stamps)
+    print(f"{checked} blind run(s) checked")
+
+
+def test_the_check_flags_a_run_that_started_before_its_rule():
+    fixed = dt.datetime(2026, 11, 26, 21, 54, tzinfo=dt.timezone.utc)
+    commit = fixed + dt.timedelta(seconds=41)
+    assert started_before_rule("2026-11-26T21:54:20Z", fixed, commit)        # after the stamp, before the commit
+    assert not started_before_rule("2026-11-26T21:55:00Z", fixed, commit)
+    assert started_before_rule("2026-11-26T21:53:00Z", fixed, None)          # no history: the stamp decides
+
+
+def test_rules_v2_was_committed_before_the_blind_plan_s_first_run():
+    rules = load_rules()
+    commit = rule_commit_time(rules["claims"]["training_symmetry"]["fixed"])
+    if commit is None:
+        pytest.skip("no git history here: the provenance stamps were checked above")
+    assert commit <= dt.datetime.now(dt.timezone.utc)
+
+
+def test_the_published_yardsticks_are_still_what_they_were_when_the_rules_were_fixed():
+    y = load_rules()["yardsticks"]["published-iqr-width"]["value_when_fixed"]
+    for score, value in y.items():
+        assert evidence.published_iqr_width(score) == pytest.approx(value)
+    # independently: the median printed IQR width over the published text rows, read from the CSVs
+    from companion.catalog import DATA_DIR, load_catalog
+
+    cat = load_catalog(DATA_DIR / "catalog.csv").set_index("key")
+    rows = pd.read_csv(DATA_DIR / "published" / "printed_rows.csv", dtype={"row_note": str}).fillna({"row_note": ""})
+    for table, score in (("S2", "symmetry"), ("S3", "directionality")):
+        name = "table_S2_symmetry.csv" if table == "S2" else "table_S3_directionality.csv"
+        t = pd.read_csv(DATA_DIR / "published" / name).merge(rows[rows["table"] == table], on=["row", "column"])
+        t = t[(t["row_note"] == "") & (t["key"].map(cat["modality"]) == "text")]
+        assert float(np.median(t["iqr_below"] + t["iqr_above"])) == pytest.approx(y[score])
+
+
+def test_table_1_s_yardstick_is_the_baseline_s_last_26_percent_in_nats():
+    # a power-law curve logged every 250 steps: the yardstick is L(7,400) - L(10,000), up to
+    # the linear interpolation between the logged steps 7,250 and 7,500
+    steps = np.arange(0, 10_001, 250)
+    curve = lambda t: 3.0 + 5.0 * (1 + t) ** -0.3  # noqa: E731
+    runs = pd.DataFrame([("b", "encoder", "standard", s, int(st), "eval_loss", -1, -1, curve(st) + 0.01 * s)
+                         for s in (10, 11) for st in steps],
+                        columns=["run", "mode", "init", "seed", "step", "quantity", "layer", "head", "value"])
+    runs["run"] = runs["run"] + runs["seed"].astype(str)
+    got = evidence.speedup_nats(runs, 0.26)
+    exact = curve(7400) - curve(10_000)
+    assert got == pytest.approx(exact, rel=0.01) and got > 0
