@@ -67,6 +67,24 @@ def test_a_finished_run_is_never_overwritten_by_accident(tmp_path, capsys):
     assert json.loads((out / "provenance.json").read_text())["config"]["lr"] == 3e-3
 
 
+@pytest.mark.parametrize("bad, says", [
+    (["--steps", "0"], "steps must be >= 1"),
+    (["--lr", "nan"], "lr must be a finite number"),
+    (["--corpus", "no-such-corpus"], "neither a known corpus"),
+    (["--eval-every", "5"], "--eval-every 5 is longer than the run"),
+    (["--checkpoint-every", "9"], "--checkpoint-every 9 is longer than the run"),
+])
+def test_overwrite_with_a_bad_option_keeps_the_old_run(tmp_path, capsys, bad, says):
+    out = tmp_path / "run"
+    assert _train(out) == 0
+    before = (out / "history.csv").read_bytes(), (out / "provenance.json").read_bytes()
+    assert _train(out, *bad, "--overwrite") == 2
+    assert says in capsys.readouterr().err
+    assert ((out / "history.csv").read_bytes(), (out / "provenance.json").read_bytes()) == before
+    fresh = tmp_path / "fresh"
+    assert _train(fresh, *bad) == 2 and not fresh.exists()   # no folder made for a run that cannot start
+
+
 def test_resume_continues_an_interrupted_run_and_refuses_another_config(tmp_path, capsys):
     from companion.train.loop import TrainConfig, train
     from companion.train.data import token_data_for_corpus

@@ -45,7 +45,8 @@ __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict"
            "swap_tests_table",
            "conv_hull_check", "s50_transpose_check", "s1_8_same_law_profiles",
            "premise_config", "premise_runs", "premise_seed_runs", "premise_shares",
-           "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "joined"]
+           "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "joined", "holm_sentence",
+           "paper_rate_text", "power_text"]
 
 class Plain(str):
     """A string whose ``repr`` is itself, so that ``{glue:text}`` shows it without quotes."""
@@ -746,10 +747,16 @@ VERDICTS = (prop_2_1, prop_2_2, remark_s1_6, prop_s1_7, prop_s1_8, cor_s1_9, pro
 
 
 def verdict(key: str) -> Verdict:
-    """The verdict of one claim by its key (the function's name)."""
+    """The verdict of one claim by its key (the function's name).  An empirical verdict is
+    the one of :func:`all_verdicts`, with the family's correction carried into its status,
+    so that every page states the same status."""
     for fn in VERDICTS:
         if fn.__name__ == key:
-            return fn()
+            v = fn()
+            if v.kind != "empirical":
+                return v
+            row = all_verdicts().set_index("key").loc[key].to_dict()
+            return Verdict(key=key, **row)
     raise CompanionError(f"unknown claim {key!r}; choose one of {[f.__name__ for f in VERDICTS]}.")
 
 
@@ -834,3 +841,56 @@ def _premise_family_rows():
     t13 = equal_spreads_test(per_seed, band)
     t14 = beta_correlation_test([float(bi["correlation"].dropna().mean()) for bi in runs.values()])
     return [t12[t12["primary"]].iloc[0][cols], t13.iloc[0][cols], t14.iloc[0][cols]]
+
+
+# ------------------------------------------------------------------- sentences for the pages
+
+
+def holm_sentence(fam) -> str:
+    """What the family's correction did, in one sentence (:func:`empirical_family`)."""
+    decided = fam[fam["survives"] != ""]
+    n = len(fam)
+    if not len(decided):
+        return (f"None of the {n} tests in the family reached a decided outcome, so there is nothing for "
+                "the adjustment to withdraw; it would matter as soon as one did.")
+    kept = int((decided["survives"] == "yes").sum())
+    lost = decided[decided["survives"] == "no"]
+    text = (f"Of the {n} tests in the family, {len(decided)} reached a decided outcome, and {kept} of those "
+            f"survive the adjustment")
+    if len(lost):
+        text += ("; " + joined([f"{r.claim} ({r.outcome}, adjusted p = {r.p_holm:.3g})" for r in lost.itertuples()])
+                 + (" does" if len(lost) == 1 else " do") + " not, and reads inconclusive")
+    return text + "."
+
+
+_PAPER_LR_BODY = "wikipedia-regime-paper-lr"
+
+
+def paper_rate_text() -> str:
+    """The body trained at the paper's learning rate, in words: which of Figs. 3a/3b come out
+    reversed there (interval wholly below 0), with their intervals and what rules v2 read.
+    It was the one earlier body whose rule (v1) preceded its runs, so its result is stated,
+    not left in a table cell."""
+    parts, outs = [], set()
+    what = {"training_symmetry": ("Fig. 3a", "the encoder ends less symmetric than the {c}"),
+            "training_directionality": ("Fig. 3b", "the {c} ends less column-dominant than the encoder")}
+    name = {"decoder": "true decoder", "authors-decoder": "authors' decoder"}
+    n = 0
+    for key, (fig, reversed_how) in what.items():
+        t = training_tests_table(key)
+        if not len(t) or "body_key" not in t:
+            continue
+        t = t[t["body_key"] == _PAPER_LR_BODY]
+        for r in t.itertuples():
+            n = max(n, r.n)
+            if r.n > 1 and r.high < 0:
+                parts.append(f"{fig} against the {name.get(r.comparator, r.comparator)} is reversed "
+                             f"({reversed_how.format(c=name.get(r.comparator, r.comparator))}): "
+                             f"{r.estimate:+.3f} (95% t-interval {r.low:+.3f} to {r.high:+.3f})")
+                outs.add(f"{r.outcome}" + (f", {r.gate_reason}" if r.gate_reason else ""))
+    if not parts:
+        return ("At the paper's learning rate no training contrast comes out reversed."
+                if n else "")
+    return ("At the paper's learning rate (the body whose rule came before its runs under version 1, "
+            f"{n} seeds), " + joined(parts) + ". Under rules v2 this reads " + joined(sorted(outs))
+            + ": it is reported, not counted, and it is the opposite of what the paper's Fig. 3 shows.")

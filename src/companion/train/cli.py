@@ -192,6 +192,43 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _config(args: argparse.Namespace):
+    """The run's TrainConfig from the parsed options, or one clear error: checked before
+    anything touches ``--out`` (so a bad option never costs a run folder)."""
+    from ..errors import CompanionError
+    from .loop import TrainConfig
+    from .model import size_for_run
+
+    try:
+        cfg = TrainConfig(
+            mode=args.mode, init=args.init, size=args.size or size_for_run().name, seed=args.seed,
+        steps=args.steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
+        warmup=args.warmup, decay_steps=args.decay_steps, weight_decay=args.weight_decay,
+        optimizer=args.optimizer, update_every=args.log_updates, eval_every=args.eval_every,
+        eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
+        corpus=args.corpus, top_k=(None if args.init_from else 4096) if args.top_k is None else (args.top_k or None),
+            seq_len=args.seq_len, layers=args.layers, init_from=args.init_from, eval_other=args.eval_other,
+            width=args.width, heads=args.heads, bf16=not args.no_bf16, cpu_bf16=args.cpu_bf16,
+        compile=args.compile, device=args.device, checkpoint_every=args.checkpoint_every,
+    )
+    except ValueError as err:
+        raise CompanionError(f"bad training option: {err}") from err
+    if args.eval_every > args.steps:
+        raise CompanionError(f"bad training option: --eval-every {args.eval_every} is longer than the run "
+                             f"(--steps {args.steps}); the run would be evaluated only at its start and end. "
+                             "Pass --eval-every <= --steps.")
+    if args.checkpoint_every and args.checkpoint_every > args.steps:
+        raise CompanionError(f"bad training option: --checkpoint-every {args.checkpoint_every} is longer than the "
+                             f"run (--steps {args.steps}); pass a value <= --steps, or 0 for no checkpoints.")
+    from .corpora import CORPORA, ONLINE_CORPORA
+
+    known = set(CORPORA) | set(ONLINE_CORPORA) | {"default", "jigsaw"}
+    if args.corpus not in known and not Path(args.corpus).exists():
+        raise CompanionError(f"bad training option: --corpus {args.corpus!r} is neither a known corpus "
+                             f"({', '.join(sorted(set(CORPORA) | set(ONLINE_CORPORA)))}) nor an existing file.")
+    return cfg
+
+
 def run_train(args: argparse.Namespace) -> int:
     """Run ``companion train`` with parsed arguments; returns an exit status."""
     import torch
@@ -199,6 +236,7 @@ def run_train(args: argparse.Namespace) -> int:
     from ..cache import exclusive
 
     _check_device(args.device)
+    args.config = _config(args)   # every option checked before --out is created, locked or cleared
     if args.threads:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -222,20 +260,7 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
     from .loop import TrainConfig, digest_path, provenance, train, write_run
     from .model import size_for_run
 
-    try:
-        cfg = TrainConfig(
-            mode=args.mode, init=args.init, size=args.size or size_for_run().name, seed=args.seed,
-        steps=args.steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
-        warmup=args.warmup, decay_steps=args.decay_steps, weight_decay=args.weight_decay,
-        optimizer=args.optimizer, update_every=args.log_updates, eval_every=args.eval_every,
-        eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
-        corpus=args.corpus, top_k=(None if args.init_from else 4096) if args.top_k is None else (args.top_k or None),
-            seq_len=args.seq_len, layers=args.layers, init_from=args.init_from, eval_other=args.eval_other,
-            width=args.width, heads=args.heads, bf16=not args.no_bf16, cpu_bf16=args.cpu_bf16,
-        compile=args.compile, device=args.device, checkpoint_every=args.checkpoint_every,
-    )
-    except ValueError as err:
-        raise CompanionError(f"bad training option: {err}") from err
+    cfg = args.config if getattr(args, "config", None) is not None else _config(args)
     log = open(args.log, "a", buffering=1) if args.log else None
 
     def progress(line):

@@ -327,8 +327,11 @@ def settings_text(runs: pd.DataFrame, gate_nats: float | None = None) -> str:
             f"{_one(st['tokens_seen'] / 1e6, '{:.2f}')} million tokens seen, "
             f"{_one(st['passes'], '{:.1f}')} passes over the "
             f"{_one(st['train_tokens'] / 1e6, '{:.2f}')}-million-token training split")
-    gate = loss_gate(runs, sorted({(m, "standard") for m in runs["mode"].unique()}),
-                     gate_nats if gate_nats is not None else 1.0)
+    if gate_nats is None:
+        from ..verdicts import load_rules
+
+        gate_nats = load_rules()["framework"]["gate"]["context_floor_nats"]
+    gate = loss_gate(runs, sorted({(m, "standard") for m in runs["mode"].unique()}), gate_nats)
     below = [f"{g['below']:.2f} ({m})" for (m, _), g in gate["arms"].items() if g["below"] == g["below"]]
     if below:
         text += "; final held-out loss below the unigram reference by " + ", ".join(below) + " nats"

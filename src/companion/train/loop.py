@@ -130,7 +130,9 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")
         if self.warmup < 0 or self.warmup > self.steps:
-            raise ValueError(f"warmup must lie in [0, steps={self.steps}]; got {self.warmup}.")
+            raise ValueError(f"warmup must lie in [0, steps={self.steps}]; got {self.warmup} (a horizon shorter "
+                             "than the warm-up never reaches the peak learning rate).")
+
         from .updates import OPTIMIZERS
 
         if self.optimizer not in OPTIMIZERS:

@@ -15,7 +15,7 @@ than plain gradient descent changes the update that is applied.  At chosen steps
 ``accum_*``
     the accumulated change ``M(t+1) - M(0)`` since initialisation;
 
-each as its symmetry and directionality (Eqs. 7-8; both are unchanged by a sign flip and a
+each as its symmetry and directionality (Eqs. 15 and 17; both are unchanged by a sign flip and a
 positive scale), and ``update_cos_grad``, the cosine between ``Delta M`` and ``-G`` (1
 under plain gradient descent to first order in the learning rate).  The split of the form
 into what is left of its start and what training added:
