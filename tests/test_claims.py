@@ -165,3 +165,38 @@ def test_the_update_rule_pairs_encoder_and_decoder_updates_by_seed(monkeypatch, 
     t = empirical.update_tests()
     prim = t[t["primary"]].iloc[0]
     assert prim["n"] == 3 and prim["estimate"] == pytest.approx(gap) and prim["outcome"] == expected
+
+
+def test_the_family_withdraws_a_decided_outcome_that_does_not_survive_holm():
+    from companion.empirical import family
+
+    rows = pd.DataFrame({"claim": ["a", "b", "c", "d"],
+                         "outcome": ["holds", "holds, size open", "inconclusive", "refuted"],
+                         "p_holds": [0.001, 0.02, 0.3, 0.9], "p_refuted": [0.9, 0.9, 0.2, 0.004],
+                         "p_decides": [0.001, 0.02, np.nan, 0.004]})
+    fam = family(rows, fwer=0.05).set_index("claim")
+    # Holm by hand: sorted p = 0.001 (a), 0.004 (d), 0.02 (b), 0.2 (c, undecided: its smaller p)
+    assert fam.loc["a", "p_holm"] == pytest.approx(0.004) and fam.loc["d", "p_holm"] == pytest.approx(0.012)
+    assert fam.loc["b", "p_holm"] == pytest.approx(0.04) and fam.loc["c", "p_holm"] == pytest.approx(0.2)
+    assert list(fam["survives"]) == ["yes", "no", "", "yes"]
+    assert fam.loc["b", "status"] == "inconclusive (after Holm)" and fam.loc["a", "status"] == "holds"
+    assert (fam["family_size"] == 4).all()
+    assert "b (holds, size open, adjusted p = 0.04) does not" in claims.holm_sentence(fam.reset_index())
+
+
+def test_all_verdicts_carries_the_family_into_the_status(monkeypatch):
+    def fake(key, status):
+        def fn():
+            return claims.Verdict(key, f"claim {key}", status, "measured", "size", "errata", "", kind="empirical")
+        fn.__name__ = key
+        return fn
+
+    monkeypatch.setattr(claims, "_CACHE", {})
+    monkeypatch.setattr(claims, "VERDICTS", (fake("a", "holds"), fake("b", "negligible")))
+    monkeypatch.setattr(claims, "empirical_family", lambda: pd.DataFrame(
+        {"key": ["a", "b"], "p_holm": [0.3, 0.001], "survives": ["no", "yes"], "family_size": [2, 2]}))
+    v = claims.all_verdicts().set_index("key")
+    assert v.loc["a", "status"] == "inconclusive" and "not significant after Holm" in v.loc["a", "holm"]
+    assert "read 'holds' before" in v.loc["a", "measured"]
+    assert v.loc["b", "status"] == "negligible" and "survives Holm" in v.loc["b", "holm"]
+    assert claims.verdict.__doc__ and claims.verdict("b").status == "negligible"

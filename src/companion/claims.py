@@ -577,8 +577,12 @@ def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) 
         p = prim.iloc[0]
         status, status_v1 = p["outcome"], p["outcome_v1"]
         gate = "passed" if p["gate"] else f"not passed: {p['gate_reason']}"
-        measured = (f"{what}, paired by seed: {p['estimate']:+.3f} ({p['level']:.0%} t-interval "
-                    f"{p['low']:+.3f} to {p['high']:+.3f}, {p['n']} seeds, {p['body']}"
+        need = int(r.get("min_seeds", 3))
+        iv = (f"{p['level']:.0%} t-interval {p['low']:+.3f} to {p['high']:+.3f}, {p['n']} seeds" if p["n"] > 1
+              else "one seed, no interval")
+        if p["n"] < need:
+            what = f"{p['n']} of the {need} verdict seeds made so far; {what}"
+        measured = (f"{what}, paired by seed: {p['estimate']:+.3f} ({iv}, {p['body']}"
                     + (f", vs the {p['comparator']}" if key.startswith("training_") else "")
                     + f"); smallest effect of interest {p['sesoi']:.3f}"
                     + ("; reversed" if p["reversed"] else "") + f"; gate {gate} ({p['gate_text']})")
