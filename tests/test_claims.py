@@ -181,7 +181,11 @@ def test_the_family_withdraws_a_decided_outcome_that_does_not_survive_holm():
     assert list(fam["survives"]) == ["yes", "no", "", "yes"]
     assert fam.loc["b", "status"] == "inconclusive (after Holm)" and fam.loc["a", "status"] == "holds"
     assert (fam["family_size"] == 4).all()
-    assert "b (holds, size open, adjusted p = 0.04) does not" in claims.holm_sentence(fam.reset_index())
+    assert "b (holds, size open, adjusted p = 0.04) does not, and reads inconclusive" in claims.holm_sentence(fam.reset_index())
+    assert claims.blind_progress_text(4, 4, 0).startswith("None of the 4")
+    assert claims.blind_progress_text(4, 1, 3) == ("1 of the 4 training claims have no pair of blind runs made yet and 3 have "
+                                                   "fewer than the three seeds their verdict needs (the runs go on, in the "
+                                                   "plan's order; data/runs/blind_plan.md).")
 
 
 def test_all_verdicts_carries_the_family_into_the_status(monkeypatch):

@@ -45,7 +45,7 @@ __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict"
            "swap_tests_table",
            "conv_hull_check", "s50_transpose_check", "s1_8_same_law_profiles",
            "premise_config", "premise_runs", "premise_seed_runs", "premise_shares",
-           "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "joined", "holm_sentence",
+           "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "joined", "holm_sentence", "blind_progress_text",
            "paper_rate_text", "power_text"]
 
 class Plain(str):
@@ -863,7 +863,7 @@ def holm_sentence(fam) -> str:
             f"survive the adjustment")
     if len(lost):
         text += ("; " + joined([f"{r.claim} ({r.outcome}, adjusted p = {r.p_holm:.3g})" for r in lost.itertuples()])
-                 + (" does" if len(lost) == 1 else " do") + " not, and reads inconclusive")
+                 + (" does not, and reads" if len(lost) == 1 else " do not, and read") + " inconclusive")
     return text + "."
 
 
@@ -898,3 +898,19 @@ def paper_rate_text() -> str:
     return ("At the paper's learning rate (the body whose rule came before its runs under version 1, "
             f"{n} seeds), " + joined(parts) + ". Under rules v2 this reads " + joined(sorted(outs))
             + ": it is reported, not counted, and it is the opposite of what the paper's Fig. 3 shows.")
+
+
+def blind_progress_text(n_claims: int, n_unmade: int, n_short: int) -> str:
+    """How far the blind matrix is, for the training claims: how many have no paired runs on
+    it yet, and how many have fewer than three seeds (data/runs/blind_plan.md)."""
+    if n_unmade == n_claims:
+        return (f"None of the {n_claims} training claims has a pair of its blind runs made yet, so each reads "
+                "'not testable here' until its runs are made (in the plan's order, data/runs/blind_plan.md).")
+    parts = []
+    if n_unmade:
+        parts.append(f"{n_unmade} of the {n_claims} training claims have no pair of blind runs made yet")
+    if n_short:
+        parts.append(f"{n_short} have fewer than the three seeds their verdict needs")
+    if not parts:
+        return f"Every one of the {n_claims} training claims has its three seeds on it."
+    return joined(parts)[0].upper() + joined(parts)[1:] + " (the runs go on, in the plan's order; data/runs/blind_plan.md)."
