@@ -19,3 +19,14 @@ def seconds_per_step(run, short: int, long: int) -> float:
         run(steps)
         took[steps] = time.perf_counter() - t0
     return (took[long] - took[short]) / (long - short)
+
+
+def emit(result: dict, out=None) -> None:
+    """Print a benchmark's result as JSON and, with ``out`` (a Path), write it there too."""
+    import json
+
+    text = json.dumps(result, indent=2)
+    print(text)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")

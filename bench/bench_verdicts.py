@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import platform
 import time
 from pathlib import Path
+
+from _timing import emit
 
 
 def main(argv=None) -> int:
@@ -69,11 +70,7 @@ def main(argv=None) -> int:
         "conditions": os.environ.get("BENCH_CONDITIONS", "not stated"),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit(result, args.out)
     return 0
 
 

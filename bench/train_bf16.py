@@ -13,7 +13,6 @@ and the evaluations cancel), ``--repeats`` times; medians and the ratio are repo
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 
 import torch
-from _timing import seconds_per_step
+from _timing import emit, seconds_per_step
 
 
 def main(argv=None) -> int:
@@ -62,11 +61,7 @@ def main(argv=None) -> int:
         "conditions": os.environ.get("BENCH_CONDITIONS", "not stated"),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit(result, args.out)
     return 0
 
 

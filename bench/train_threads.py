@@ -15,7 +15,6 @@ share two cores in CI) and every core otherwise.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 
 import torch
-from _timing import seconds_per_step
+from _timing import emit, seconds_per_step
 
 
 def main(argv=None) -> int:
@@ -61,11 +60,7 @@ def main(argv=None) -> int:
                     "torch": torch.__version__},
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    emit(result, args.out)
     return 0
 
 

@@ -370,14 +370,19 @@ def premise_shares() -> dict:
     return _cached("premise_shares", compute)
 
 
+def _premise_share_table():
+    """Thm. S1.12's premise tests (:func:`companion.empirical.premise_share_test`) on the
+    shares of :func:`premise_shares`, with their bootstrap p-values."""
+    from .empirical import premise_share_test
+
+    return premise_share_test({k: (v["share"], v["low"], v["high"], v.get("p_above_half", np.nan),
+                                   v.get("p_below_half", np.nan)) for k, v in premise_shares().items()})
+
+
 def thm_s1_12() -> Verdict:
     """Thm. 2.3 / S1.12 through its premise S96, judged on document-aligned windows (for
     packed windows every type's ratio is 1 in expectation: the premise is vacuous there)."""
-    from .empirical import premise_share_test
-
-    sh = premise_shares()
-    t = premise_share_test({k: (v["share"], v["low"], v["high"], v.get("p_above_half", np.nan),
-                                v.get("p_below_half", np.nan)) for k, v in sh.items()})
+    t = _premise_share_table()
     prim = t[t["primary"]].iloc[0]
     status = {"holds": "holds", "refuted": "premise fails"}.get(prim["outcome"], prim["outcome"])
     measured = "; ".join(f"{r.windows} windows: {r.estimate:.2f} [{r.low:.2f}, {r.high:.2f}] of frequent-token "
@@ -412,10 +417,9 @@ def premise_seed_runs(size: str | None = None) -> dict:
     return _cached(("premise_seed_runs", size), compute)
 
 
-def cor_s1_13(size: str | None = None) -> Verdict:
-    """Cor. S1.13's equal spreads: per seed, the layer mean of log(Var rows / Var cols) at
-    the end of bidirectional training, against the band of random matrices of the width."""
-    from .empirical import equal_spreads_test
+def _equal_spreads_inputs(size: str | None = None):
+    """Cor. S1.13's evidence: the band of random matrices of the width, and per seed the layer
+    mean of log(Var rows / Var cols) at the end of bidirectional training."""
     from .premises import log_variance_ratio_null
 
     cfg, _ = premise_runs(size)
@@ -425,6 +429,21 @@ def cor_s1_13(size: str | None = None) -> Verdict:
     for seed, bi in premise_seed_runs(size).items():
         last = bi[bi.step == bi.step.max()]
         per_seed[seed] = float(np.log(last.row_var / last.col_var).mean())
+    return band, per_seed
+
+
+def _beta_correlations(size: str | None = None) -> list:
+    """Thm. S1.14's evidence: per seed, the mean over layers and checkpoints of corr(beta_ij, beta_ji)."""
+    return [float(bi["correlation"].dropna().mean()) for bi in premise_seed_runs(size).values()]
+
+
+def cor_s1_13(size: str | None = None) -> Verdict:
+    """Cor. S1.13's equal spreads: per seed, the layer mean of log(Var rows / Var cols) at
+    the end of bidirectional training, against the band of random matrices of the width."""
+    from .empirical import equal_spreads_test
+
+    cfg, _ = premise_runs(size)
+    band, per_seed = _equal_spreads_inputs(size)
     t = equal_spreads_test(list(per_seed.values()), band).iloc[0]
     status = t["outcome"]
     power = (f"P(holds | equal spreads) = {t['p_holds_at_0']:.2f}, P(refuted | equal spreads) = "
@@ -446,7 +465,7 @@ def thm_s1_14(size: str | None = None) -> Verdict:
 
     cfg, _ = premise_runs(size)
     runs = premise_seed_runs(size)
-    per_seed = [float(bi["correlation"].dropna().mean()) for bi in runs.values()]
+    per_seed = _beta_correlations(size)
     t = beta_correlation_test(per_seed).iloc[0]
     status = {"holds": "holds", "refuted": "premise fails"}.get(t["outcome"], t["outcome"])
     sym_end = float(np.mean([bi[bi.step == bi.step.max()]["symmetry"].mean() for bi in runs.values()]))
@@ -827,23 +846,13 @@ def empirical_family():
 
 def _premise_family_rows():
     """The premise tests' primary rows (Thm. S1.12, Cor. S1.13, Thm. S1.14), as family members."""
-    from .empirical import beta_correlation_test, equal_spreads_test, premise_share_test
-    from .premises import log_variance_ratio_null
+    from .empirical import beta_correlation_test, equal_spreads_test
 
     cols = ["claim", "outcome", "p_holds", "p_refuted", "p_decides"]
-    sh = premise_shares()
-    t12 = premise_share_test({k: (v["share"], v["low"], v["high"], v.get("p_above_half", np.nan),
-                                  v.get("p_below_half", np.nan)) for k, v in sh.items()})
-    cfg, _ = premise_runs()
-    null = log_variance_ratio_null(cfg["d"], n_samples=1000, seed=0)
-    band = float(np.abs(np.quantile(null, [0.025, 0.975])).max())
-    runs = premise_seed_runs()
-    per_seed = []
-    for bi in runs.values():
-        last = bi[bi.step == bi.step.max()]
-        per_seed.append(float(np.log(last.row_var / last.col_var).mean()))
-    t13 = equal_spreads_test(per_seed, band)
-    t14 = beta_correlation_test([float(bi["correlation"].dropna().mean()) for bi in runs.values()])
+    t12 = _premise_share_table()
+    band, per_seed = _equal_spreads_inputs()
+    t13 = equal_spreads_test(list(per_seed.values()), band)
+    t14 = beta_correlation_test(_beta_correlations())
     return [t12[t12["primary"]].iloc[0][cols], t13.iloc[0][cols], t14.iloc[0][cols]]
 
 

@@ -79,7 +79,7 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
     Each row carries the v2 outcome, the gate's three parts, the power of the applied test,
     the deciding p-value (for Holm) and, beside it, the outcome version 1 gave.
     """
-    from .train.evidence import arm_values, gate_v2, loss_gate, run_starts
+    from .train.evidence import arm_values, gate_v2, run_starts
     from .verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
@@ -118,7 +118,7 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
             sesoi = yardstick(r, runs, q)
             gate = gate_v2(runs, [cand_arm, comp_arm], effect, sesoi, fw["gate"])
             outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), gate["passes"])
-            old = loss_gate(runs, [cand_arm, comp_arm], 1.0)["passes"]
+            old = all(g["below"] >= 1.0 for g in gate["context"].values())   # v1's gate: 1 nat below
             v1_sesoi = 0.0 if key == "table_1" else _v1_band(sub, q)
             outcome_v1 = directional_outcome_v1(est, v1_sesoi, 3, old)
             if comp_label in r.get("reported_beside", []):
@@ -231,7 +231,7 @@ def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFr
     from .verdicts import equivalence_power
 
     pw = equivalence_power(est.n, est.sd, band, est.level)
-    p_eq = max(p_above(est, -band), p_below(est, band)) if est.n > 1 else np.nan   # TOST
+    p_eq = deciding_p(est, "holds", band=band) if est.n > 1 else np.nan   # TOST
     p_ne = min(p_above(est, band), p_below(est, -band)) if est.n > 1 else np.nan
     return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
                               sd=est.sd, sesoi=band, outcome=outcome, primary=True, p_holds=p_eq, p_refuted=p_ne,
@@ -335,6 +335,6 @@ def update_tests(rules=None) -> pd.DataFrame:
 
         out = pd.DataFrame(rows)
         out["n_tests"] = len(out)
-        out["p_holds_holm"] = holm(out["p_holds"].to_numpy())
+        out["p_reversed_holm"] = holm(1 - out["p_holds"].to_numpy())   # one-sided p of 'effect < 0'
         return out
     return pd.DataFrame(rows)

@@ -92,33 +92,29 @@ class Estimate:
 MAX_RULE_NODES = 20_000
 
 
-class _BoundedLoader:
-    """A safe YAML loader that refuses a document whose aliases expand past
-    :data:`MAX_RULE_NODES` nodes (a 'billion laughs' file), before building it."""
+def _load_bounded(text: str, path) -> object:
+    """Safe YAML, refusing a document whose aliases expand past :data:`MAX_RULE_NODES`
+    nodes (a 'billion laughs' file) before it is built."""
+    import yaml
 
-    @staticmethod
-    def load(text: str, path) -> object:
-        import yaml
-
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            count, stack, seen = 0, [node] if node is not None else [], 0
-            while stack:
-                n = stack.pop()
-                count += 1
-                seen += 1
-                if count > MAX_RULE_NODES:
-                    raise CompanionError(f"{path}: the rules file expands to more than {MAX_RULE_NODES:,} "
-                                         "YAML nodes (aliases repeated inside aliases?); write it out plainly.")
-                if isinstance(n, yaml.SequenceNode):
-                    stack.extend(n.value)
-                elif isinstance(n, yaml.MappingNode):
-                    for k, v in n.value:
-                        stack.extend((k, v))
-            return loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        count, stack = 0, [node] if node is not None else []
+        while stack:
+            n = stack.pop()
+            count += 1
+            if count > MAX_RULE_NODES:
+                raise CompanionError(f"{path}: the rules file expands to more than {MAX_RULE_NODES:,} "
+                                     "YAML nodes (aliases repeated inside aliases?); write it out plainly.")
+            if isinstance(n, yaml.SequenceNode):
+                stack.extend(n.value)
+            elif isinstance(n, yaml.MappingNode):
+                for k, v in n.value:
+                    stack.extend((k, v))
+        return loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
 
 
 def _when(value, where: str, path) -> _dt.datetime:
@@ -211,7 +207,7 @@ def load_rules(path: str | Path | None = None) -> dict:
         raise CompanionError(f"cannot read the verdict rules at {path} ({type(err).__name__}); "
                              "give the path of a readable YAML file.") from None
     try:
-        rules = _BoundedLoader.load(text, path)
+        rules = _load_bounded(text, path)
     except yaml.YAMLError as err:
         raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
     if not isinstance(rules, dict) or not isinstance(rules.get("claims"), dict):

@@ -256,11 +256,9 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
-    from ..errors import CompanionError
-    from .loop import TrainConfig, digest_path, provenance, train, write_run
-    from .model import size_for_run
+    from .loop import digest_path, provenance, train, write_run
 
-    cfg = args.config if getattr(args, "config", None) is not None else _config(args)
+    cfg = args.config   # made by run_train before --out was touched
     log = open(args.log, "a", buffering=1) if args.log else None
 
     def progress(line):

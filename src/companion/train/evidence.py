@@ -209,8 +209,6 @@ def published_iqr_width(score: str) -> float:
     """Rules v2's yardstick for a structure score: the median interquartile width that the
     paper prints (Tables S2/S3) over the text models the book maps to a pretrained
     checkpoint; a gap smaller than this cannot separate two of Fig. 3's median +- IQR bands."""
-    from ..catalog import published_scores
-
     base = score.replace("update_", "")
     if base not in ("symmetry", "directionality"):
         raise ValueError(f"the published yardstick exists for symmetry and directionality, not {score!r}.")
@@ -231,8 +229,6 @@ def speedup_nats(runs: pd.DataFrame, speedup: float, mode: str = "encoder", init
     """Rules v2's Table 1 yardstick: what a speed-up of ``speedup`` (a share of the steps) is
     worth in held-out loss at the end, on the baseline's own seed-mean curve: its loss at
     ``1 - speedup`` of the horizon (linear between logged steps) minus its final loss."""
-    import numpy as np
-
     arm = runs[(runs["mode"] == mode) & (runs["init"] == init) & (runs["quantity"] == "eval_loss")]
     if arm.empty:
         return float("nan")
