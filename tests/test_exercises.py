@@ -1,12 +1,18 @@
-"""Every checked exercise: the book's reference solution passes its check, a plausible wrong
-answer fails it with a hint, and the exercise text asks for what the check tests."""
+"""Every checked exercise: the book's reference solution passes its check, plausible wrong
+answers (at least two per exercise) fail it with a hint, the check's independent computation
+agrees with a further one, and the student's code runs with bounds (copies of its inputs, a
+time limit, a size limit, one-line messages)."""
 
 import re
+import signal
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import companion.exercises as exercises
 from companion.exercises import EXERCISES, WrongAnswer, check, checked_labels
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
@@ -19,29 +25,144 @@ UNCHECKED = {
     "ex-training-dynamics-3", "ex-what-survives-1", "ex-what-survives-2",
 }
 
-# one plausible wrong answer per checked exercise (kept here, never shipped with the book)
+# plausible wrong answers per checked exercise (kept here, never shipped with the book); each
+# must fail. Several are right on part of the domain only: the check must sample that part.
 WRONG = {
-    "ex-bilinear-form-1": "import numpy as np\ndef reparametrize(Wq, Wk, G):\n    return G @ Wq, G @ Wk",
-    "ex-bilinear-form-2": ("import numpy as np\ndef augmented_form(Wq, bq, Wk, bk):\n"
-                           "    return np.block([[Wq.T @ Wk, (Wq.T @ bk)[:, None]],\n"
-                           "                     [(bq @ Wk)[None, :], np.zeros((1, 1))]])"),
-    "ex-measuring-1": "invariant_under_rotation = {'symmetry': True, 'directionality': True}",
-    "ex-measuring-2": ("import numpy as np\ndef first_order_gap(A, eps):\n"
-                       "    return eps**2 * np.sum(A**2) / A.shape[0]"),
-    "ex-measuring-3": "changes_under_row_permutation = {'symmetry': True, 'directionality': True}",
-    "ex-errata-1": "def expected_symmetry(n):\n    return 8 / n",
-    "ex-objectives-to-structure-2": "equal_masking_rate = 0.15",
-    "ex-what-survives-3": "seeds_needed = 10",
-    "ex-rank-one-updates-2": ("import numpy as np\ndef proportional_factors(d):\n"
-                              "    rng = np.random.default_rng(0)\n"
-                              "    return rng.standard_normal((d, d)), rng.standard_normal((d, d))"),
-    "ex-errata-2": ("from scipy import stats\ndef two_laws():\n"
-                    "    return stats.t(5), stats.norm(0, 1)"),
-    "ex-survey-1": "differing_repeats = {'beit-base', 'beit-large'}",
-    "ex-survey-2": "agreeing_heads = {0, 1, 2}",
-    "ex-symmetric-init-2": "smallest_skew_dim = 1",
-    "ex-training-dynamics-1": "def changed_positions(seq_len, t):\n    return list(range(t + 1, seq_len))",
-    "ex-training-dynamics-2": "def untrained_symmetry(d, r):\n    return 1 / r",
+    "ex-bilinear-form-1": [
+        # right only for orthogonal G
+        "def reparametrize(Wq, Wk, G):\n    return G @ Wq, G @ Wk",
+        # the inverse without its transpose: right only for symmetric G
+        "import numpy as np\ndef reparametrize(Wq, Wk, G):\n    return G @ Wq, np.linalg.inv(G) @ Wk",
+        # right only for square factors (d_h == d)
+        ("import numpy as np\ndef reparametrize(Wq, Wk, G):\n"
+         "    return G @ Wq, np.linalg.inv((G @ Wq).T) @ Wq.T @ Wk"),
+        # the form is kept, but the query factor is not G @ Wq
+        "import numpy as np\ndef reparametrize(Wq, Wk, G):\n    return Wq, Wk",
+    ],
+    "ex-bilinear-form-2": [
+        # the corner bq . bk left out
+        ("import numpy as np\ndef augmented_form(Wq, bq, Wk, bk):\n"
+         "    return np.block([[Wq.T @ Wk, (Wq.T @ bk)[:, None]],\n"
+         "                     [(bq @ Wk)[None, :], np.zeros((1, 1))]])"),
+        # the two bias blocks swapped
+        ("import numpy as np\ndef augmented_form(Wq, bq, Wk, bk):\n"
+         "    return np.block([[Wq.T @ Wk, (bq @ Wk)[:, None]],\n"
+         "                     [(Wq.T @ bk)[None, :], np.array([[bq @ bk]])]])"),
+        # the transposed matrix
+        ("import numpy as np\ndef augmented_form(Wq, bq, Wk, bk):\n"
+         "    return np.block([[Wq.T @ Wk, (Wq.T @ bk)[:, None]],\n"
+         "                     [(bq @ Wk)[None, :], np.array([[bq @ bk]])]]).T"),
+        # Wk @ bq in place of Wk.T @ bq: shapes fit only for square heads, values never
+        ("import numpy as np\ndef augmented_form(Wq, bq, Wk, bk):\n"
+         "    return np.block([[Wq.T @ Wk, (Wq.T @ bk)[:, None]],\n"
+         "                     [(Wk @ bq)[None, :], np.array([[bq @ bk]])]])"),
+    ],
+    "ex-measuring-1": [
+        "invariant_under_rotation = {'symmetry': True, 'directionality': True}",
+        "invariant_under_rotation = {'symmetry': False, 'directionality': False}",
+        "invariant_under_rotation = {'symmetry': False, 'directionality': True}",
+    ],
+    "ex-measuring-2": [
+        # all of A instead of its skew part, without the factor 2
+        "import numpy as np\ndef first_order_gap(A, eps):\n    return eps**2 * np.sum(A**2) / A.shape[0]",
+        # all of A: right only for skew-symmetric A
+        "import numpy as np\ndef first_order_gap(A, eps):\n    return 2 * eps**2 * np.sum(A**2) / A.shape[0]",
+        # 4% off
+        ("import numpy as np\ndef first_order_gap(A, eps):\n"
+         "    skew = (A - A.T) / 2\n    return 1.04 * 2 * eps**2 * np.sum(skew**2) / A.shape[0]"),
+        # ||M||^2 counted as n + 1
+        ("import numpy as np\ndef first_order_gap(A, eps):\n"
+         "    skew = (A - A.T) / 2\n    return 2 * eps**2 * np.sum(skew**2) / (A.shape[0] + 1)"),
+        # the skew part without its 1/2
+        ("import numpy as np\ndef first_order_gap(A, eps):\n"
+         "    return 2 * eps**2 * np.sum((A - A.T)**2) / A.shape[0]"),
+        # first order in eps
+        ("import numpy as np\ndef first_order_gap(A, eps):\n"
+         "    skew = (A - A.T) / 2\n    return 2 * abs(eps) * np.sum(skew**2) / A.shape[0]"),
+    ],
+    "ex-measuring-3": [
+        "changes_under_row_permutation = {'symmetry': True, 'directionality': True}",
+        "changes_under_row_permutation = {'symmetry': False, 'directionality': False}",
+        "changes_under_row_permutation = {'symmetry': False, 'directionality': True}",
+    ],
+    "ex-errata-1": [
+        "def expected_symmetry(n):\n    return 8 / n",
+        "def expected_symmetry(n):\n    return 1 / n**2",
+        "def expected_symmetry(n):\n    return 1 / (n + 1)",     # the same leading order, wrong at small n
+        "def expected_symmetry(n):\n    return 0.0",             # 'mean zero entries'
+        "def expected_symmetry(n):\n    return n**-0.5",         # the spread, not the mean
+    ],
+    "ex-objectives-to-structure-2": [
+        "equal_masking_rate = 0.15",
+        "equal_masking_rate = 2 / 3",      # cross pairs counted in both directions
+        "equal_masking_rate = 0.5005",     # (N + 1) / (2 N) at N = 1000, not long sequences
+        "equal_masking_rate = 0.25",
+    ],
+    "ex-what-survives-3": [
+        "seeds_needed = 10",
+        "seeds_needed = 19",               # the normal approximation: 3 (0.05 / 0.02)^2 = 18.75
+        "seeds_needed = 6",
+        "seeds_needed = 8",
+    ],
+    "ex-rank-one-updates-2": [
+        ("import numpy as np\ndef proportional_factors(d):\n"
+         "    rng = np.random.default_rng(0)\n"
+         "    return rng.standard_normal((d, d)), rng.standard_normal((d, d))"),
+        # written for d = 6 only
+        "import numpy as np\ndef proportional_factors(d):\n    return np.eye(6), np.eye(6)",
+        # an isometry and a factor that is not one
+        ("import numpy as np\ndef proportional_factors(d):\n"
+         "    Q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((d, d)))\n"
+         "    return Q, np.diag(np.arange(1.0, d + 1))"),
+        # nearly an isometry (0.1% apart)
+        ("import numpy as np\ndef proportional_factors(d):\n"
+         "    return np.eye(d), np.diag(1 + 1e-3 * np.arange(d))"),
+        # rows orthonormal instead of columns (d_h < d)
+        ("import numpy as np\ndef proportional_factors(d):\n"
+         "    return np.eye(d)[: max(d - 1, 1)], np.eye(d)[: max(d - 1, 1)]"),
+    ],
+    "ex-errata-2": [
+        "from scipy import stats\ndef two_laws():\n    return stats.t(5), stats.norm(0, 1)",        # variances differ
+        ("import numpy as np\nfrom scipy import stats\ndef two_laws():\n"
+         "    return stats.norm(0, 1), stats.t(5, scale=np.sqrt(3 / 5))"),                      # swapped
+        "from scipy import stats\ndef two_laws():\n    return stats.t(2), stats.t(2, scale=0.5)",  # infinite variances
+        ("import numpy as np\nfrom scipy import stats\ndef two_laws():\n"                          # skewed to the left
+         "    m, v = stats.skewnorm(-5).stats(moments='mv')\n"
+         "    return stats.skewnorm(-5, loc=-m / np.sqrt(v), scale=1 / np.sqrt(v)), stats.norm(0, 1)"),
+        "from scipy import stats\ndef two_laws():\n    return stats.norm(0, 1), stats.norm(0, 1)",
+    ],
+    "ex-survey-1": [
+        "differing_repeats = {'beit-base', 'beit-large'}",
+        # every model printed more than once, whether its numbers differ or not
+        ("from companion.catalog import published_scores\np = published_scores()\n"
+         "s2 = p[p['table'] == 'S2']\nc = s2.groupby('key').size()\ndiffering_repeats = set(c[c > 1].index)"),
+        "differing_repeats = {'beit-base', 'beit-large', 'gpt-neo-2.7b', 'llama-3-8b', 'llama-3.1-8b'}",
+    ],
+    "ex-survey-2": [
+        "agreeing_heads = {0, 1, 2}",
+        "agreeing_heads = {0, 3, 6}",
+        "agreeing_heads = set(range(9))",
+        "agreeing_heads = {0}",
+    ],
+    "ex-symmetric-init-2": [
+        "smallest_skew_dim = 1",
+        "smallest_skew_dim = 3",
+        "smallest_skew_dim = 0",
+    ],
+    "ex-training-dynamics-1": [
+        "def changed_positions(seq_len, t):\n    return list(range(t + 1, seq_len))",
+        "def changed_positions(seq_len, t):\n    return list(range(t, 12))",          # one length only
+        "def changed_positions(seq_len, t):\n    return list(range(0, t + 1))",       # looks backwards
+        "def changed_positions(seq_len, t):\n    return list(range(seq_len))",
+        "def changed_positions(seq_len, t):\n    return list(range(t, seq_len - 1))",
+    ],
+    "ex-training-dynamics-2": [
+        "def untrained_symmetry(d, r):\n    return 1 / r",
+        "def untrained_symmetry(d, r):\n    return 1 / max(d, r)",    # right only for r <= d
+        "def untrained_symmetry(d, r):\n    return 1 / (d + 1)",
+        "def untrained_symmetry(d, r):\n    return 1 / d**2",
+        "def untrained_symmetry(d, r):\n    return (d * r) ** -0.5",
+    ],
 }
 
 
@@ -67,6 +188,13 @@ def _run(code: str, name: str):
     return ns[name]
 
 
+def _reference(label: str):
+    # the solution's last code block defines the answer on its own (earlier blocks may use
+    # the chapter's variables)
+    code = re.findall(r"```python\n(.*?)```", SOLUTIONS[label], re.S)[-1]
+    return _run(code, EXERCISES[label].answer)
+
+
 def test_every_exercise_is_checked_or_listed_as_answered_in_words():
     labels = set(EX_TEXT)
     assert len(labels) >= 20
@@ -75,6 +203,7 @@ def test_every_exercise_is_checked_or_listed_as_answered_in_words():
         f"{sorted(labels - set(checked_labels()) - UNCHECKED)}; stale: {sorted((set(checked_labels()) | UNCHECKED) - labels)}")
     assert not set(checked_labels()) & UNCHECKED
     assert set(WRONG) == set(checked_labels())
+    assert all(len(w) >= 2 for w in WRONG.values())
 
 
 @pytest.mark.parametrize("label", checked_labels())
@@ -86,18 +215,17 @@ def test_the_exercise_asks_for_what_its_check_tests(label):
 
 @pytest.mark.parametrize("label", checked_labels())
 def test_the_reference_solution_passes(label, capsys):
-    # the solution's last code block defines the answer on its own (earlier blocks may use
-    # the chapter's variables)
-    code = re.findall(r"```python\n(.*?)```", SOLUTIONS[label], re.S)[-1]
-    assert check(label, _run(code, EXERCISES[label].answer)) is True
+    assert check(label, _reference(label)) is True
     assert f"{label}: correct" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("label", checked_labels())
-def test_a_plausible_wrong_answer_fails_with_a_hint(label):
+@pytest.mark.parametrize("label, i", [(label, i) for label in checked_labels() for i in range(len(WRONG[label]))])
+def test_a_plausible_wrong_answer_fails_with_a_one_line_hint(label, i):
     with pytest.raises(WrongAnswer, match=f"^{label}: ") as err:
-        check(label, _run(WRONG[label], EXERCISES[label].answer))
-    assert len(str(err.value)) > len(label) + 20  # a hint, not just "wrong"
+        check(label, _run(WRONG[label][i], EXERCISES[label].answer))
+    message = str(err.value)
+    assert len(message) > len(label) + 20  # a hint, not just "wrong"
+    assert "\n" not in message and len(message) < 600
 
 
 @pytest.mark.parametrize("label", checked_labels())
@@ -111,10 +239,9 @@ def test_no_check_prints_its_reference_answer():
     # values appear in it
     import inspect
 
-    import companion.exercises as mod
-
-    src = inspect.getsource(mod)
-    for literal in ("1 / n", "= 0.5", "0.5)", "inv(G).T", "np.linalg.inv"):
+    src = inspect.getsource(exercises)
+    for literal in ("1 / n", "1 / d", "= 0.5", "0.5)", "inv(G).T", "np.linalg.inv", "(A - A.T) / 2",
+                    "{0, 4, 8}", "range(t, seq_len)", "= 7"):
         assert literal not in src, literal
 
 
@@ -131,11 +258,11 @@ def test_an_unknown_label_names_the_checked_exercises():
 
 
 def test_a_near_miss_seed_count_is_refused():
-    right = _run(re.findall(r"```python\n(.*?)```", SOLUTIONS["ex-what-survives-3"], re.S)[-1], "seeds_needed")
+    right = _reference("ex-what-survives-3")
+    assert isinstance(right, (int, np.integer))
     for n in (right - 1, right + 1):
         with pytest.raises(WrongAnswer):
             check("ex-what-survives-3", int(n))
-    assert isinstance(right, (int, np.integer))
 
 
 def test_a_function_stub_that_returns_none_is_told_to_fill_in_its_body():
@@ -143,3 +270,209 @@ def test_a_function_stub_that_returns_none_is_told_to_fill_in_its_body():
         ...
     with pytest.raises(WrongAnswer, match="returns None"):
         check("ex-measuring-2", first_order_gap)
+
+
+def test_answers_of_the_wrong_type_are_refused_in_one_line():
+    for label, answer, words in (("ex-symmetric-init-2", True, "whole number"),
+                                 ("ex-symmetric-init-2", 2.0, "whole number"),
+                                 ("ex-what-survives-3", 10**9, "between"),
+                                 ("ex-objectives-to-structure-2", "0.5", "number"),
+                                 ("ex-objectives-to-structure-2", float("nan"), "NaN"),
+                                 ("ex-survey-2", {0, 4, 9}, "0 to 8")):
+        with pytest.raises(WrongAnswer, match=words) as err:
+            check(label, answer)
+        assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------- the checks' own computations, checked again
+def test_the_score_definitions_the_checks_use_match_the_package():
+    from companion.scores import directionality_score, symmetry_score
+
+    rng = np.random.default_rng(0)
+    for n in (2, 5, 48):
+        for M in exercises._test_matrices(rng, n):
+            assert exercises._symmetry_def(M) == pytest.approx(symmetry_score(M), abs=1e-12)
+            assert exercises._directionality_def(M) == pytest.approx(directionality_score(M), abs=1e-12)
+            # the form ex-measuring-2 compares with: 1 - s = 2 ||M_n||^2 / ||M||^2
+            near = np.eye(n) + 1e-2 * M
+            skew = (near - near.T) / 2
+            assert 2 * np.sum(skew**2) / np.sum(near**2) == pytest.approx(1 - symmetry_score(near), rel=1e-8)
+    # the test matrices exercise both scores: some have outlying columns or rows, some none
+    d = [exercises._directionality_def(M) for M in exercises._test_matrices(rng, 48)]
+    assert min(d) < -0.5 and max(d) > 0.5 and min(abs(x) for x in d) < 1e-9
+
+
+def test_the_beta_law_mean_of_errata_1_matches_a_monte_carlo():
+    from scipy import stats
+
+    rng = np.random.default_rng(5)
+    for n in (2, 3, 8):
+        M = rng.standard_normal((40_000, n, n))
+        s = np.einsum("kij,kji->k", M, M) / np.einsum("kij,kij->k", M, M)
+        exact = 2 * stats.beta(n * (n + 1) / 4, n * (n - 1) / 4).mean() - 1
+        assert abs(s.mean() - exact) < 4.5 * s.std() / np.sqrt(len(s))
+
+
+def test_the_power_integral_of_what_survives_3_matches_the_noncentral_t_and_a_simulation():
+    from scipy import stats
+
+    from companion.verdicts import detectable_effect
+
+    for n, ncp in ((2, 1.0), (3, 3.5), (7, 2.9), (30, 2.0)):
+        crit = stats.t.ppf(0.975, n - 1)
+        assert exercises._t_test_power(n, ncp) == pytest.approx(stats.nct.sf(crit, n - 1, ncp), abs=1e-7)
+    # simulated t-tests at 7 seeds, true mean 0.6 standard deviations
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.6, 1.0, (40_000, 7))
+    t = x.mean(1) / (x.std(1, ddof=1) / np.sqrt(7))
+    hit = np.mean(t > stats.t.ppf(0.975, 6))
+    assert abs(hit - exercises._t_test_power(7, 0.6 * np.sqrt(7))) < 4.5 * np.sqrt(hit * (1 - hit) / len(t))
+    # and the package's detectable effect is the power-0.8 difference of the same test
+    for n in (3, 7, 20):
+        assert exercises._t_test_power(n, detectable_effect(n, 1.0) * np.sqrt(n)) == pytest.approx(0.8, abs=1e-6)
+
+
+def test_the_pairings_of_survey_2_match_the_package():
+    import torch
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    from companion.bilinear import kv_head_index
+
+    heads = torch.arange(3.0).reshape(1, 3, 1, 1)             # key head k holds the number k
+    assert repeat_kv(heads, 3).flatten().tolist() == kv_head_index(9, 3, "grouped")
+    assert heads.repeat(1, 3, 1, 1).flatten().tolist() == kv_head_index(9, 3, "modulo")
+
+
+def test_the_skew_dimension_is_n_choose_2():
+    for n in range(0, 7):
+        assert exercises._skew_dimension(n) == n * (n - 1) // 2
+
+
+def test_a_closed_form_right_only_for_narrow_heads_is_caught():
+    # 1 / max(d, r) agrees with the right closed form whenever r <= d (the only shapes the check
+    # tried before); a Monte Carlo at r > d tells them apart, and so does the check
+    for d, r in ((32, 8), (96, 96)):
+        assert 1 / max(d, r) == 1 / d
+    rng = np.random.default_rng(0)
+    d, r = 8, 64
+    Wq, Wk = rng.standard_normal((2000, r, d)), rng.standard_normal((2000, r, d))
+    M = np.swapaxes(Wq, 1, 2) @ Wk
+    s = np.einsum("nij,nji->n", M, M) / np.einsum("nij,nij->n", M, M)
+    assert abs(s.mean() - 1 / max(d, r)) > 10 * s.std() / np.sqrt(len(s))
+    with pytest.raises(WrongAnswer, match="1-wide layers of rank 4"):
+        check("ex-training-dynamics-2", lambda d, r: 1 / max(d, r))
+
+
+# ------------------------------------------------------ bounds on running the student's code
+def test_an_answer_that_changes_its_inputs_is_compared_with_the_originals():
+    # zeroing the inputs and returning zeros made both sides of each comparison zero
+    def reparametrize(Wq, Wk, G):
+        Wq[:] = 0
+        Wk[:] = 0
+        return G @ Wq, Wk
+
+    def reparametrize_by_resetting_G(Wq, Wk, G):
+        G[:] = np.eye(len(G))
+        return Wq, Wk
+
+    def augmented_form(Wq, bq, Wk, bk):
+        for a in (Wq, bq, Wk, bk):
+            a[...] = 0
+        return np.zeros((Wq.shape[1] + 1, Wq.shape[1] + 1))
+
+    for label, answer in (("ex-bilinear-form-1", reparametrize), ("ex-bilinear-form-1", reparametrize_by_resetting_G),
+                          ("ex-bilinear-form-2", augmented_form)):
+        with pytest.raises(WrongAnswer, match=f"^{label}: not yet"):
+            check(label, answer)
+
+
+def _slow_then_right(seconds):
+    """An answer to ex-errata-1 that spins for ``seconds`` and then returns the right value."""
+    right = _reference("ex-errata-1")
+
+    def expected_symmetry(n):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                sum(range(1000))
+            except Exception:    # an answer that swallows errors is stopped all the same
+                pass
+        return right(n)
+    return expected_symmetry
+
+
+def test_an_answer_that_runs_on_is_stopped_after_the_time_limit(monkeypatch):
+    monkeypatch.setattr(exercises, "TIME_LIMIT_S", 0.5)
+    before = signal.getsignal(signal.SIGALRM)
+    t0 = time.monotonic()
+    with pytest.raises(WrongAnswer, match=r"^ex-errata-1: .*did not finish within 0.5 s") as err:
+        check("ex-errata-1", _slow_then_right(8))
+    assert time.monotonic() - t0 < 4
+    assert "\n" not in str(err.value)
+    assert signal.getsignal(signal.SIGALRM) == before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_the_time_limit_keeps_an_earlier_alarm_and_its_handler(monkeypatch):
+    monkeypatch.setattr(exercises, "TIME_LIMIT_S", 0.5)
+    fired = []
+    mine = lambda signum, frame: fired.append(signum)   # noqa: E731
+    before = signal.signal(signal.SIGALRM, mine)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0)
+        with pytest.raises(WrongAnswer, match="did not finish"):
+            check("ex-errata-1", _slow_then_right(8))
+        assert signal.getsignal(signal.SIGALRM) is mine
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 25 < remaining < 30
+        assert check("ex-errata-1", _reference("ex-errata-1"))   # a right answer still passes
+        assert fired == []
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def test_outside_the_main_thread_the_time_limit_holds_too(monkeypatch):
+    monkeypatch.setattr(exercises, "TIME_LIMIT_S", 0.5)
+    caught = []
+
+    def run():
+        try:
+            check("ex-errata-1", _slow_then_right(3))
+        except WrongAnswer as err:
+            caught.append(str(err))
+
+    worker = threading.Thread(target=run)
+    t0 = time.monotonic()
+    worker.start()
+    worker.join(10)
+    assert caught and "did not finish within 0.5 s" in caught[0] and "background" in caught[0]
+    assert "\n" not in caught[0]
+    assert time.monotonic() - t0 < 2.5    # failed before the answer would have ended
+
+
+def test_a_gigantic_answer_is_refused_in_one_short_line():
+    def changed_positions(seq_len, t):     # the right positions, then a million more
+        yield from range(t, seq_len)
+        yield from [seq_len - 1] * 10**6
+
+    t0 = time.monotonic()
+    with pytest.raises(WrongAnswer, match=r"more than 100,000 items") as err:
+        check("ex-training-dynamics-1", changed_positions)
+    assert time.monotonic() - t0 < 10
+    assert "\n" not in str(err.value) and len(str(err.value)) < 400
+
+
+def test_a_gigantic_array_is_refused_before_it_is_converted():
+    rows = [[0.0] * 2000] * 2000             # four million numbers in 2000 shared rows
+    with pytest.raises(WrongAnswer, match="holds more than 100,000 items"):
+        check("ex-bilinear-form-2", lambda Wq, bq, Wk, bk: rows)
+    with pytest.raises(WrongAnswer, match="holds more than 100,000 items"):
+        check("ex-survey-2", list(range(10**7)))
+
+
+def test_an_error_message_over_several_lines_is_reported_in_one():
+    def first_order_gap(A, eps):
+        raise ValueError("first line\nsecond line\n" + "x" * 5000)
+    with pytest.raises(WrongAnswer, match="raised ValueError: first line second line") as err:
+        check("ex-measuring-2", first_order_gap)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 600
