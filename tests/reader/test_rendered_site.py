@@ -19,6 +19,7 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 
 from companion import notebooks as nbgen
+from companion.figures.source_data import COLUMNS as SOURCE_DATA_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -109,6 +110,54 @@ def test_every_image_is_loaded(browser, site_url, docname):
     )
     broken = [src for src, complete, width in images if not complete or width == 0]
     assert not broken, f"{docname}: images that did not load: {broken}"
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_page_passes_the_accessibility_audit(browser, site_url, audit, docname):
+    """axe-core (WCAG 2.0/2.1 A and AA): no serious or critical violation on any page."""
+    _open(browser, site_url, docname)
+    audit(browser, _page(docname))
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_every_figure_has_alt_text_and_a_link_to_its_source_data(browser, site_url, docname):
+    _open(browser, site_url, docname)
+    figures = browser.execute_script(
+        """
+        return Array.from(document.querySelectorAll('main .cell_output img, main figure img'))
+          .map(img => {
+            const box = img.closest('figure') || img.closest('.cell_output') || img.parentElement;
+            const link = box.querySelector('.companion-source-data a');
+            return {src: img.getAttribute('src'), alt: img.getAttribute('alt') || '',
+                    csv: link ? link.href : null};
+          });
+        """
+    )
+    for fig in figures:
+        name = Path(fig["src"]).name
+        assert fig["alt"].strip() and Path(fig["alt"]).name != name, (
+            f"{docname}: the figure {name} has no alt text saying what it shows")
+        assert len(fig["alt"]) >= 40, f"{docname}: the alt text of {name} is too short: {fig['alt']!r}"
+        assert fig["csv"], f"{docname}: the figure {name} has no link to its source data"
+        status, _ = _fetch(fig["csv"])
+        assert status == 200, f"{docname}: the source data of {name} ({fig['csv']}) answered HTTP {status}"
+        with urllib.request.urlopen(fig["csv"], timeout=30) as response:
+            header = response.readline().decode("utf-8").strip()
+        assert header.split(",") == SOURCE_DATA_COLUMNS, f"{docname}: {fig['csv']} header {header!r}"
+
+
+def test_every_page_shows_the_book_version_and_how_to_cite_it(browser, site_url):
+    from companion.citation import book_version
+
+    label = book_version(ROOT).label
+    for docname in DOCNAMES:
+        _open(browser, site_url, docname)
+        version = browser.find_elements("css selector", ".companion-version")
+        assert version and label in version[0].get_attribute("textContent"), (
+            f"{docname}: the footer does not say version {label}")
+        bibtex = browser.find_elements("css selector", ".companion-cite .companion-bibtex-paper")
+        assert bibtex and "saponati2025structures" in bibtex[0].get_attribute("textContent"), (
+            f"{docname}: no 'Cite this book' box with the paper's BibTeX in the footer")
 
 
 @pytest.mark.parametrize("docname", FIGURE_CHAPTERS)

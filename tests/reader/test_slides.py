@@ -23,7 +23,7 @@ def slides_url(serve):
 
 
 @pytest.mark.parametrize("deck", DECKS)
-def test_deck_loads_typesets_and_shows_its_images_offline(browser, slides_url, outside_requests, deck):
+def test_deck_loads_typesets_and_shows_its_images_offline(browser, slides_url, outside_requests, audit, deck):
     path = SLIDES / f"{deck}.slides.html"
     assert path.is_file(), f"no deck for {deck}"
     outside_requests(browser)  # forget earlier pages' requests
@@ -53,6 +53,7 @@ def test_deck_loads_typesets_and_shows_its_images_offline(browser, slides_url, o
     assert state["broken"] == 0, f"{deck}: {state['broken']} of {state['images']} images did not load"
     assert state["rawMyst"] == 0, f"{deck}: MyST syntax shown as text ({state})"
     assert not outside_requests(browser)
+    audit(browser, f"slides: {deck}.slides.html")  # no serious or critical violation
 
 
 def test_a_deck_with_figures_shows_them():

@@ -95,7 +95,7 @@ def student_url(serve):
 
 @pytest.mark.parametrize("page", sorted(p.relative_to(ROOT).with_suffix("").as_posix()
                                         for p in (ROOT / "book").glob("*.md")))
-def test_every_student_page_loads_without_outside_requests(browser, student_url, outside_requests, page):
+def test_every_student_page_loads_without_outside_requests(browser, student_url, outside_requests, audit, page):
     if not (STUDENT / "html" / f"{page}.html").is_file():
         pytest.skip(f"{page} is not in the table of contents")
     outside_requests(browser)
@@ -106,3 +106,4 @@ def test_every_student_page_loads_without_outside_requests(browser, student_url,
         m.then(() => done(true), () => done(false));""")
     assert "Traceback (most recent call last)" not in browser.page_source
     assert not outside_requests(browser), f"{page} asked for outside resources"
+    audit(browser, f"student edition: {page}.html")  # no serious or critical violation

@@ -6,8 +6,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-ENCODER_COLOR = "#3b6fb6"
-DECODER_COLOR = "#8e44ad"
+from .palette import COLORMAPS, CYCLE, KIND_COLORS
+
+ENCODER_COLOR = KIND_COLORS["encoder"]
+DECODER_COLOR = KIND_COLORS["decoder"]
 
 
 def symmetry_random_limit(summary: pd.DataFrame, claimed_constant: float = 8.0) -> plt.Figure:
@@ -23,7 +25,7 @@ def symmetry_random_limit(summary: pd.DataFrame, claimed_constant: float = 8.0) 
                 label="measured mean (±2 s.e.)")
     grid = np.geomspace(n.min(), n.max(), 100)
     ax.plot(grid, 1 / grid, "-", color="k", lw=1, label="1/n")
-    ax.plot(grid, claimed_constant / grid, "--", color="#c0392b", lw=1,
+    ax.plot(grid, claimed_constant / grid, "--", color=CYCLE[3], lw=1,
             label=f"{claimed_constant:g}/n (Prop. S1.17 as printed)")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -42,7 +44,7 @@ def null_bands(summary: pd.DataFrame, score: str = "directionality") -> plt.Figu
     """
     s = summary[summary["score"] == score]
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    colors = [ENCODER_COLOR, DECODER_COLOR, "#27ae60", "#e67e22"]
+    colors = CYCLE[:4]
     for color, (rank, grp) in zip(colors, s.groupby("rank", sort=True)):
         grp = grp.sort_values("d")
         label = "i.i.d. entries" if rank == -1 else f"Wq^T Wk, rank {rank}"
@@ -67,7 +69,7 @@ def matrix_heatmap(M, title: str = "", ax=None) -> plt.Figure:
     else:
         fig = ax.figure
     v = np.quantile(np.abs(M), 0.99) or 1.0
-    im = ax.imshow(M, cmap="RdBu_r", vmin=-v, vmax=v)
+    im = ax.imshow(M, cmap=COLORMAPS["diverging"], vmin=-v, vmax=v)
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("key side (columns)")
     ax.set_ylabel("query side (rows)")

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from .palette import COLORMAPS, KIND_COLORS, KIND_STYLES
+
 __all__ = [
     "KIND_COLORS",
     "scores_vs_parameters",
@@ -28,8 +30,9 @@ __all__ = [
     "bias_term_figure",
 ]
 
-#: encoders blue, decoders purple, as in the paper's figures
-KIND_COLORS = {"encoder": "#2b6cb0", "decoder": "#7b3294"}
+#: encoders blue, decoders vermillion (colour-vision safe, companion.figures.palette); the
+#: kinds' error bars also differ in line style, so colour is not the only cue
+# (KIND_COLORS is imported from companion.figures.palette above)
 #: problems that make a published value unlike the model's true one
 DISTORTING = ("random_init", "gqa_modulo_pairing", "fused_layout", "misprinted_name",
               "wrong_component", "partial_layers")
@@ -80,9 +83,11 @@ def _draw_scatter(ax, df: pd.DataFrame, score: str, bands: pd.DataFrame | None) 
         marker = "*" if computed else ("X" if "random_init" in problems else "o")
         face = "white" if distorted and not computed else color
         yerr = [[max(r["median"] - r["q25"], 0)], [max(r["q75"] - r["median"], 0)]]
-        ax.errorbar(r["n_params"], r["median"], yerr=yerr, fmt=marker, color=color,
-                    mfc=face, mec=color, ms=11 if computed else 6, lw=1, capsize=2,
-                    zorder=3 if computed else 2)
+        bars = ax.errorbar(r["n_params"], r["median"], yerr=yerr, fmt=marker, color=color,
+                           mfc=face, mec=color, ms=11 if computed else 6, lw=1, capsize=2,
+                           zorder=3 if computed else 2, label=f"_{r['kind']}")
+        for segments in bars[2]:
+            segments.set_linestyle(KIND_STYLES.get(r["kind"], "-"))
     ax.set_xscale("log")
     ax.set_xlabel("total parameters")
     ax.set_ylabel(f"median {SCORE_LABELS[score]}")
@@ -93,8 +98,10 @@ def _legend(ax, with_null: bool) -> None:
     from matplotlib.lines import Line2D
 
     handles = [
-        Line2D([], [], marker="o", ls="", color=KIND_COLORS["encoder"], label="encoder"),
-        Line2D([], [], marker="o", ls="", color=KIND_COLORS["decoder"], label="decoder"),
+        Line2D([], [], marker="o", ls=KIND_STYLES["encoder"], lw=1, color=KIND_COLORS["encoder"],
+               label="encoder (solid bars)"),
+        Line2D([], [], marker="o", ls=KIND_STYLES["decoder"], lw=1, color=KIND_COLORS["decoder"],
+               label="decoder (dashed bars)"),
         Line2D([], [], marker="o", ls="", mfc="white", color="0.3",
                label="published, known problem"),
         Line2D([], [], marker="X", ls="", mfc="white", color="0.3",
@@ -181,7 +188,7 @@ def qk_heatmaps(forms: pd.DataFrame, max_dim: int | None = 128) -> Figure:
         if max_dim is not None:
             M = M[:max_dim, :max_dim]
         v = float(np.nanmax(np.abs(M))) or 1.0
-        im = ax.imshow(M, cmap="RdBu_r", vmin=-v, vmax=v, interpolation="nearest")
+        im = ax.imshow(M, cmap=COLORMAPS["diverging"], vmin=-v, vmax=v, interpolation="nearest")
         ax.set_title(str(name), fontsize=9)
         ax.set_xlabel("key-side dimension")
         ax.set_ylabel("query-side dimension")
@@ -232,7 +239,7 @@ def pairing_comparison(scores: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(10, 3.6), layout="constrained")
     axes = fig.subplots(1, 2)
     style = {"grouped": dict(color="k", marker="o", label="h // (H/KV)  (how the model computes)"),
-             "modulo": dict(color="#d95f02", marker="s", ls="--",
+             "modulo": dict(color=KIND_COLORS["decoder"], marker="s", ls="--",
                             label="h % KV  (as in the published numbers)")}
     for ax, score in zip(axes, ("symmetry", "directionality")):
         for pairing, g in whole.groupby("pairing"):

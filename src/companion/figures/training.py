@@ -7,6 +7,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
+
+from .palette import COLORMAPS, CYCLE
 
 __all__ = ["scores_over_training", "layers_over_training", "loss_curves", "loss_difference",
            "scores_against_tokens", "objective_swap_curves", "objective_swap_layers"]
@@ -46,7 +49,7 @@ def layers_over_training(df: pd.DataFrame, quantity: str = "symmetry", title=Non
     labels = list(dict.fromkeys(sub["label"]))
     fig, axes = plt.subplots(1, len(labels), figsize=(3.6 * len(labels), 3.0), sharey=True, squeeze=False)
     n_layers = int(sub["layer"].max()) + 1
-    colors = plt.cm.viridis(np.linspace(0, 0.9, n_layers))
+    colors = colormaps[COLORMAPS["sequential"]](np.linspace(0, 0.9, n_layers))
     for ax, label in zip(axes[0], labels):
         g = sub[sub["label"] == label]
         for layer, gl in g.groupby("layer"):
@@ -124,7 +127,7 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
         raise ValueError(f"no positive {quantity} value to draw on a log axis; were the curves made "
                          f"with curve_by_tokens(..., {quantity!r})?")
     fig, ax = plt.subplots(figsize=(5.6, 3.6))
-    colors = plt.cm.tab10(np.arange(len(curves)) % 10)
+    colors = [CYCLE[i % len(CYCLE)] for i in range(len(curves))]
     for color, (label, pair) in zip(colors, curves.items()):
         for mode, style in (("encoder", "-"), ("decoder", "--")):
             if mode not in pair:
@@ -147,7 +150,7 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
     return fig
 
 
-_ROLE_COLORS = {"control": "#2b6cb0", "swap": "#d95f02"}
+_ROLE_COLORS = {"control": CYCLE[0], "swap": CYCLE[1]}
 
 
 def objective_swap_curves(runs: pd.DataFrame):

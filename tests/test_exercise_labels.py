@@ -1,0 +1,49 @@
+"""Every exercise of the book has a difficulty, an importance and a time budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from companion import exercise_labels as el
+from companion import notebooks as nbgen
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_exercise_in_the_book_has_a_label_entry_and_every_entry_an_exercise():
+    labels = el.load_exercise_labels()
+    in_toc = {Path(d).name for d in nbgen.toc_docnames(ROOT)}
+    found = {k: ch for ch, ks in el.book_exercise_labels().items() if ch in in_toc for k in ks}
+    assert found, "no exercise found in the book"
+    missing = sorted(set(found) - set(labels))
+    assert not missing, f"exercises without an entry in data/exercise_labels.yaml: {missing}"
+    stale = sorted(set(labels) - set(found))
+    assert not stale, f"entries of data/exercise_labels.yaml with no exercise in the book: {stale}"
+
+
+def test_minutes_are_summed_per_chapter(tmp_path):
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "a.md").write_text(":::{exercise}\n:label: ex-a-1\nx\n:::\n\n::::{exercise}\n:label: ex-a-2\ny\n::::\n")
+    (book / "b.md").write_text("no exercise here\n")
+    labels = {"ex-a-1": {"difficulty": 1, "importance": "core", "minutes": 10},
+              "ex-a-2": {"difficulty": 3, "importance": "optional", "minutes": 25}}
+    assert el.minutes_per_chapter(book, labels) == {"a": {"core": 10, "all": 35}}
+    assert el.exercise_label_text(labels["ex-a-2"]) == \
+        "Difficulty 3 of 3 (challenging) · importance: optional · time: about 25 min"
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("{difficulty: 4, importance: core, minutes: 5}", "difficulty"),
+    ("{difficulty: 1, importance: vital, minutes: 5}", "importance"),
+    ("{difficulty: 1, importance: core, minutes: 0}", "minutes"),
+    ("{difficulty: 1, importance: core, minutes: 2.5}", "minutes"),
+    ("{difficulty: 1, importance: core}", "exactly"),
+])
+def test_a_bad_entry_is_refused_naming_it(tmp_path, entry, message):
+    path = tmp_path / "labels.yaml"
+    path.write_text(f"ex-x-1: {entry}\n")
+    with pytest.raises(ValueError, match=f"ex-x-1.*{message}"):
+        el.load_exercise_labels(path)
