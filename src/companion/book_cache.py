@@ -70,9 +70,35 @@ def package_key(root: Path | str = ROOT) -> dict:
             "cuda": bool(torch.cuda.is_available())}
 
 
+_JUPYTER_CACHE_ENTRIES = frozenset({"global.db", "__version__.txt", "executed", _KEY_FILE})
+
+
+def _check_is_a_cache(cache: Path) -> None:
+    """Refuse to empty ``cache`` unless it is an execution cache (its key file, or only what
+    jupyter-cache itself writes) or an empty folder: nothing else is ever deleted."""
+    if not cache.exists() and not cache.is_symlink():
+        return
+    if cache.is_symlink() or not cache.is_dir():
+        raise ValueError(f"{cache} is not a folder; give the book's execution cache folder "
+                         f"(default {DEFAULT_CACHE}) or a new one.")
+    if (cache / _KEY_FILE).is_file():
+        return
+    names = {p.name for p in cache.iterdir()}
+    if names <= _JUPYTER_CACHE_ENTRIES:
+        return
+    raise ValueError(f"{cache} is not an execution cache (no {_KEY_FILE}, and it holds other "
+                     "files), so it is left as it is; give the book's cache folder (default "
+                     f"{DEFAULT_CACHE}) or a new folder.")
+
+
 def prepare(cache: Path | str = DEFAULT_CACHE, root: Path | str = ROOT) -> bool:
-    """Empty ``cache`` when the package key changed; returns whether it was kept."""
+    """Empty ``cache`` when the package key changed; returns whether it was kept.
+
+    Only an execution cache (its key file, or only jupyter-cache's own files) or an empty
+    folder is ever emptied; any other folder is refused with a :class:`ValueError`.
+    """
     cache = Path(cache)
+    _check_is_a_cache(cache)
     key = package_key(root)
     stored = cache / _KEY_FILE
     if stored.is_file():
@@ -122,10 +148,22 @@ def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in ("prepare", "seed") or (argv[0] == "seed" and len(argv) < 2):
-        print(__doc__.strip().splitlines()[-2].strip(), file=sys.stderr)
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+    if (not argv or argv[0] not in ("prepare", "seed") or (argv[0] == "seed" and not 2 <= len(argv) <= 3)
+            or (argv[0] == "prepare" and len(argv) > 2)):
+        usage = [line.strip() for line in __doc__.strip().splitlines()[-2:]]
+        print(f"usage: {usage[0]}  |  {usage[1]}", file=sys.stderr)
         return 2
+    try:
+        return _main(argv)
+    except (OSError, ValueError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
+    if argv[0] == "seed" and not Path(argv[1]).is_dir():
+        raise ValueError(f"{argv[1]} is not a folder; give the folder of executed chapters "
+                         "(make test writes _build/executed).")
     if argv[0] == "prepare":
         kept = prepare(*(argv[1:2] or [DEFAULT_CACHE]))
         print(f"book cache: {'kept' if kept else 'emptied (the package, its data or the run size changed)'}")

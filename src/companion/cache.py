@@ -85,6 +85,17 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, from /proc), or ``None`` where
+    that is not known: with the pid it names one process, even after the pid is reused."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            text = f.read().decode("ascii", "replace")
+        return text.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 @contextlib.contextmanager
 def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s: float = 0.5,
               busy: str | None = None):
@@ -102,11 +113,17 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             break
         except FileExistsError:
+            if lock.is_symlink() or not lock.is_file():   # never read a FIFO, never unlink a folder
+                raise CompanionError(f"the lock {lock} is not a regular file (a folder, FIFO or link); "
+                                     f"remove it if no other process is {what}.") from None
             try:
-                pid = int(lock.read_text().strip() or 0)
+                fields = lock.read_text().split()
+                pid = int(fields[0]) if fields else 0
+                started = fields[1] if len(fields) > 1 else None
             except (OSError, ValueError):
-                pid = 0
-            if not pid or not pid_alive(pid):
+                pid, started = 0, None
+            # a pid reused by an unrelated process has another start time: the lock is stale
+            if not pid or not pid_alive(pid) or (started is not None and _start_time(pid) not in (None, started)):
                 lock.unlink(missing_ok=True)  # its owner is gone
                 continue
             if time.monotonic() >= deadline:
@@ -116,7 +133,8 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
             time.sleep(poll_s)
     try:
         with os.fdopen(fd, "w") as fh:
-            fh.write(f"{os.getpid()}\n")
+            started = _start_time(os.getpid())
+            fh.write(f"{os.getpid()}{' ' + started if started else ''}\n")
         yield lock
     finally:
         lock.unlink(missing_ok=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -28,12 +29,36 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def check_writable(path: str | os.PathLike, what: str = "output") -> Path:
-    """Make sure ``path`` can be created or replaced (its folder is made if missing)."""
-    path = Path(path)
-    if path.is_dir():
+def _existing_mode(path: Path, what: str) -> int | None:
+    """The permission bits of the regular file at ``path``, ``None`` when nothing is there;
+    a folder, device, FIFO or socket there is refused (it is never replaced)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CompanionError(f"cannot write the {what} {path}: {_reason(exc)}.") from None
+    if stat.S_ISDIR(st.st_mode):
         raise CompanionError(f"the {what} {path} is a folder; give a file name such as "
                              f"{path / 'scores.csv'}.")
+    if not stat.S_ISREG(st.st_mode):
+        raise CompanionError(f"the {what} {path} is not a regular file (a device, FIFO or "
+                             "socket), which is never replaced; give a file name such as "
+                             "scores.csv.")
+    return stat.S_IMODE(st.st_mode)
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def check_writable(path: str | os.PathLike, what: str = "output") -> Path:
+    """Make sure ``path`` can be created or replaced (its folder is made if missing); only a
+    regular file is ever replaced."""
+    path = Path(path)
+    _existing_mode(path, what)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
@@ -49,11 +74,15 @@ def write_atomic(path: str | os.PathLike, write: Callable, mode: str = "w") -> P
 
     On any error the temporary file is removed, ``path`` keeps its previous content and a
     :class:`CompanionError` naming the cause is raised (other exceptions pass unchanged).
+    A ``path`` that is a folder, device, FIFO or socket is refused, never replaced; a file
+    that is replaced keeps its permission bits.
     """
     path = Path(path)
+    old_mode = _existing_mode(path, "output")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, old_mode if old_mode is not None else _new_file_mode())
         with os.fdopen(fd, mode, **({"newline": ""} if "b" not in mode else {})) as f:
             write(f)
             f.flush()

@@ -174,6 +174,29 @@ def _unit_scale(t: torch.Tensor) -> torch.Tensor:
     return _divide_by(t, t.abs().amax(dim=(-1, -2), keepdim=True))
 
 
+def _balanced(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unit-scaled float64 factors with each row pair ``(q_r, k_r)`` brought to one scale.
+
+    ``M = sum_r q_r^T k_r`` is unchanged when row ``q_r`` is multiplied by ``2^s_r`` and row
+    ``k_r`` by ``2^-s_r`` (exact: powers of two).  Rows of very different scales in the two
+    factors (``q_r ~ 1``, ``k_r ~ 1e-200``) make the factored Gram products underflow to 0
+    where ``M`` itself is representable; after this step each pair's peaks are within a
+    factor 2 of each other, then both factors are unit-scaled again.  Pairs already within
+    ``2^64`` of each other are left as they are (the common case: nothing changes)."""
+    pq = q.abs().amax(dim=-1)
+    pk = k.abs().amax(dim=-1)
+    both = (pq > 0) & (pk > 0)
+    eq = torch.frexp(torch.where(both, pq, torch.ones_like(pq))).exponent
+    ek = torch.frexp(torch.where(both, pk, torch.ones_like(pk))).exponent
+    shift = torch.div(ek - eq, 2, rounding_mode="floor")
+    if not bool((shift.abs() > 64).any()):
+        return q, k
+    two = torch.tensor(2.0, dtype=q.dtype, device=q.device)
+    q = q * torch.pow(two, shift.to(q.dtype)).unsqueeze(-1)
+    k = k * torch.pow(two, (-shift).to(k.dtype)).unsqueeze(-1)
+    return _unit_scale(q), _unit_scale(k)
+
+
 def _divide_by(t: torch.Tensor, peak: torch.Tensor) -> torch.Tensor:
     return t / torch.where(peak > 0, peak, torch.ones_like(peak))
 
@@ -251,7 +274,7 @@ def symmetry_score_factored(Wq: ArrayLike, Wk: ArrayLike):
     """
     q, k = _factor_pair(Wq, Wk)
     # M scales by a positive factor: s is unchanged
-    return _to_output(_symmetry_factored(_unit_scale(q), _unit_scale(k)))
+    return _to_output(_symmetry_factored(*_balanced(_unit_scale(q), _unit_scale(k))))
 
 
 def _symmetry_factored(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
@@ -348,7 +371,7 @@ def directionality_score_factored(
     """
     q, k = _factor_pair(Wq, Wk)
     _check_directionality_args(gamma, variant, q.shape[-1])
-    return _to_output(_directionality_factored(_unit_scale(q), _unit_scale(k), gamma, variant))
+    return _to_output(_directionality_factored(*_balanced(_unit_scale(q), _unit_scale(k)), gamma, variant))
 
 
 def _directionality_factored(q: torch.Tensor, k: torch.Tensor, gamma: float,
@@ -389,7 +412,7 @@ def structure_scores(
     q, k = _float_factor_pair(Wq, Wk)
     r, d = q.shape[-2], q.shape[-1]
     _check_directionality_args(gamma, variant, d)
-    q, k = _unit_scale_checked(q, "Wq"), _unit_scale_checked(k, "Wk")
+    q, k = _balanced(_unit_scale_checked(q, "Wq"), _unit_scale_checked(k, "Wk"))
     if factored or (factored is None and r < d):
         return {
             "symmetry": _to_output(_symmetry_factored(q, k)),

@@ -146,12 +146,40 @@ def _student_config(root: Path, cache: Path) -> str:
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
+_MARK = ".companion-student"
+"""A file in every folder this module makes; only such a folder is ever emptied by it."""
+
+_OUT_ENTRIES = frozenset({"src", "work", "html", "notebooks", _MARK})
+_SRC_ENTRIES = frozenset({"_config.yml", "_toc.yml", "book", _MARK})
+
+
+def _check_ours(folder: Path, entries: frozenset) -> None:
+    """Refuse (``ValueError``) a ``folder`` this module did not make: neither new, empty,
+    marked, nor holding only what a build writes there. It deletes nothing it did not create."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise ValueError(f"{folder} is not a folder; give a new or empty folder for the student edition")
+    if folder.is_dir() and not (folder / _MARK).is_file():
+        names = {p.name for p in folder.iterdir()}
+        if not names <= entries:
+            raise ValueError(f"{folder} is not empty and was not made by the student build, so "
+                             "nothing in it is replaced; give a new or empty folder (default "
+                             "<root>/_build/student)")
+
+
+def _mark(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / _MARK).write_text("made by python -m companion.student; replaced by its next build\n")
+
+
 def prepare_sources(root: Path, dest: Path) -> list[Path]:
-    """Write the student sources of the book at ``root`` into ``dest``; return the pages."""
+    """Write the student sources of the book at ``root`` into ``dest``; return the pages.
+
+    ``dest`` must be new, empty, or a folder an earlier call made (it is then emptied)."""
     root, dest = Path(root).resolve(), Path(dest)
+    _check_ours(dest, _SRC_ENTRIES)
     if dest.exists():
         shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    _mark(dest)
     cache = root / "_build" / ".jupyter_cache"
     (dest / "_config.yml").write_text(_student_config(root, cache))
     shutil.copy2(root / "_toc.yml", dest / "_toc.yml")
@@ -182,6 +210,13 @@ def build_student(root: Path | str = ".", out: Path | str | None = None, jupyter
     if not (root / "_build" / ".jupyter_cache").is_dir():
         raise FileNotFoundError(f"no execution cache under {root / '_build'}; build the book first (make book), "
                                 "so that the student edition reuses its executed chapters")
+    resolved = out.resolve()
+    if resolved == root or resolved in root.parents:
+        raise ValueError(f"--out {out} holds the book itself; give a folder of its own, such as "
+                         f"{root / '_build' / 'student'}")
+    _check_ours(out, _OUT_ENTRIES)          # checked before anything is deleted
+    _check_ours(out / "src", _SRC_ENTRIES)
+    _mark(out)
     src, work = out / "src", out / "work"
     prepare_sources(root, src)
     if work.exists():

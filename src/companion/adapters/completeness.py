@@ -9,6 +9,8 @@ of each stack must be exactly ``0 .. n-1``.
 
 from __future__ import annotations
 
+import itertools
+
 from ..errors import CompanionError
 from .families import LayerPlan, positive_int
 
@@ -58,10 +60,13 @@ def check_layer_count(config: dict, family: str, plans: list[LayerPlan], locatio
         if n is None:
             # no count to compare with: the indices must at least leave no gap
             n, field = max(found) + 1, "the highest layer index found"
-        missing = sorted(set(range(n)) - set(found))
-        extra = sorted(set(found) - set(range(n)))
+        # never a set of range(n): a config may announce a billion layers
+        have = set(found)
+        extra = sorted(i for i in have if not 0 <= i < n)
+        n_missing = n - (len(have) - len(extra))
+        missing = list(itertools.islice((i for i in range(n) if i not in have), 9)) if n_missing else []
         if missing or extra:
-            what = (f"layers {missing[:8]}{' ...' if len(missing) > 8 else ''} are missing"
+            what = (f"layers {missing[:8]}{' ...' if n_missing > 8 else ''} are missing"
                     if missing else f"it has layers {extra[:8]} beyond that")
             raise CompanionError(
                 f"{location}: the configuration announces {n} {component} layers ({field}) "

@@ -24,6 +24,7 @@ store ``weight_scale`` per output row (``w = q / scale``).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import struct
@@ -164,6 +165,11 @@ class CTranslate2Source(TensorSource):
                         f"{count * width}; the file is corrupt. Convert or download it again."
                     )
                 offset = c.skip(nbytes)
+                if name in scalars or name in self._where:
+                    raise CompanionError(
+                        f"{path} stores the variable {name!r} twice; CTranslate2 refuses such a "
+                        "file and no copy can be trusted. Convert the model again."
+                    )
                 if rank == 0:
                     scalars[name] = (offset, nbytes, dtype)
                     continue
@@ -173,6 +179,11 @@ class CTranslate2Source(TensorSource):
             if version >= 3:
                 for _ in range(c.u("I")):
                     alias, target = c.string(), c.string()
+                    if alias in self.aliases or alias in self._where or alias in scalars:
+                        raise CompanionError(
+                            f"{path} names {alias!r} twice (as an alias and again); CTranslate2 "
+                            "refuses such a file. Convert the model again."
+                        )
                     self.aliases[alias] = target
                 if f.tell() != size:
                     raise CompanionError(
@@ -190,7 +201,14 @@ class CTranslate2Source(TensorSource):
             off, nbytes, dtype = scalars[key]
             raw = read_range(path, off, nbytes)
             self.bytes_read += nbytes
-            heads[part] = int(np.frombuffer(raw, dtype=_NP[dtype])[0])
+            if dtype not in _NP:
+                raise CompanionError(f"{path}: {key!r} is stored as {dtype}, not as a number of "
+                                     "heads; the file is corrupt. Convert the model again.")
+            value = np.frombuffer(raw, dtype=_NP[dtype])[0].item()
+            if not (math.isfinite(value) and value == int(value) and 1 <= value <= 1 << 20):
+                raise CompanionError(f"{path}: {key!r} is {value!r}, not a whole number of heads "
+                                     ">= 1; the file is corrupt. Convert the model again.")
+            heads[part] = int(value)
         self.config = {
             "model_type": _FAMILY, "binary_version": version, "spec": spec,
             "spec_revision": revision, "encoder_attention_heads": heads["encoder"],

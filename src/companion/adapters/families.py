@@ -69,12 +69,21 @@ class LayerPlan:
 # ----------------------------------------------------------------------------- helpers
 
 
+def _short(value) -> str:
+    """A bounded repr: a list built from nested YAML aliases is never expanded in full."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxdict, r.maxstring, r.maxother = 2, 4, 4, 60, 60
+    return r.repr(value)
+
+
 def positive_int(value, field: str) -> int:
     """``value`` as a count (heads, widths, layers): a positive whole number, else one clear
     refusal.  ``True``, ``2.7``, ``0``, ``-4``, ``"12"`` or a list are not counts; a float that
     is a whole number (``12.0``, as some exporters write) is read as that number."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise CompanionError(f"the configuration's {field} is {value!r}, not a whole number; "
+        raise CompanionError(f"the configuration's {field} is {_short(value)}, not a whole number; "
                              "the checkpoint's config is malformed.")
     if not isinstance(value, numbers.Integral) and not float(value).is_integer():
         raise CompanionError(f"the configuration's {field} is {value!r}, not a whole number; "

@@ -140,8 +140,12 @@ def parse_gguf_header(path: Path) -> tuple[dict, list[tuple[str, tuple[int, ...]
             raise _BadGGUF(f"the header declares {n_kv:,} metadata entries and {n_tensors:,} tensors, more "
                            f"than a file of {h.size:,} bytes can hold")
         config: dict = {}
+        seen: set = set()
         for _ in range(n_kv):
             key = h.string()
+            if key in seen:   # llama.cpp refuses a key stored twice; neither copy is trusted
+                raise _BadGGUF(f"the metadata key {key!r} is stored twice")
+            seen.add(key)
             vtype = h.unpack("I")
             keep = not key.startswith("tokenizer.")
             value = _gguf_read_value(h, vtype, keep)
@@ -287,7 +291,9 @@ class GGUFSource(TensorSource):
                 f"cannot dequantize {name!r} ({t.tensor_type.name}) in {self.location}: {exc}."
             ) from None
         self.bytes_read += int(t.n_bytes)
-        values = np.ascontiguousarray(values, dtype=np.float32).reshape(self.shapes[name])
+        # F64 stays float64: 1e-50 or 1e50 weights would become 0 or Inf in float32
+        keep = np.float64 if t.dtype == np.float64 else np.float32
+        values = np.ascontiguousarray(values, dtype=keep).reshape(self.shapes[name])
         return torch.from_numpy(values)
 
 

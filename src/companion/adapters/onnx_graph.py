@@ -61,9 +61,20 @@ class _Graph:
         self.producer = {o: n for n in graph.node for o in n.output}
         self.inits = {i.name: i for i in graph.initializer}
         self._np = numpy_helper
+        # the walks below revisit shared nodes: memoized on (name, depth), each graph node is
+        # visited at most once per depth (a chain of diamonds would otherwise take 2^depth)
+        self._memo: dict[tuple, object] = {}
 
-    def const(self, name: str):
+    def _cached(self, kind: str, name: str, depth: int, compute):
+        key = (kind, name, depth)
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def const(self, name: str, depth: int = 32):
         """The value of an initializer or ``Constant`` output, else ``None``."""
+        if depth <= 0:
+            return None
         if name in self.inits:
             return self._np.to_array(self.inits[name])
         node = self.producer.get(name)
@@ -80,7 +91,7 @@ class _Graph:
                 if a.name == "value_ints":
                     return np.array(list(a.ints))
         if node is not None and node.op_type in ("Unsqueeze", "Identity", "Cast"):
-            inner = self.const(node.input[0])
+            inner = self.const(node.input[0], depth - 1) if node.input else None
             return None if inner is None else np.atleast_1d(inner)
         return None
 
@@ -99,6 +110,9 @@ class _Graph:
         return out
 
     def depends_on_matmul_of_activations(self, name: str, depth: int = 12) -> bool:
+        return self._cached("matmul", name, depth, lambda: self._depends(name, depth))
+
+    def _depends(self, name: str, depth: int) -> bool:
         node = self.producer.get(name)
         if node is None or depth == 0:
             return False
@@ -108,6 +122,9 @@ class _Graph:
 
     def shape_derived(self, name: str, depth: int = 16) -> bool:
         """Whether ``name`` is computed from constants and tensor *shapes* only (not values)."""
+        return self._cached("shape", name, depth, lambda: self._shape_derived(name, depth))
+
+    def _shape_derived(self, name: str, depth: int) -> bool:
         if self.const(name) is not None:
             return True
         node = self.producer.get(name)
@@ -121,6 +138,9 @@ class _Graph:
         return all(self.shape_derived(i, depth - 1) for i in node.input if i)
 
     def ancestors_ops(self, name: str, depth: int = 16) -> set[str]:
+        return self._cached("ops", name, depth, lambda: frozenset(self._ancestors_ops(name, depth)))
+
+    def _ancestors_ops(self, name: str, depth: int) -> set[str]:
         node = self.producer.get(name)
         if node is None or depth == 0:
             return set()
@@ -348,6 +368,11 @@ def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
                 "constant [..., n_heads, d_head] target, so its heads cannot be split."
             )
         n_heads, d_head = heads
+        # a Reshape target may leave one of the two to be inferred (-1), as ONNX allows
+        if n_heads == -1 and d_head > 0 and wq[1] % d_head == 0:
+            n_heads = wq[1] // d_head
+        elif d_head == -1 and n_heads > 0 and wq[1] % n_heads == 0:
+            d_head = wq[1] // n_heads
         if n_heads * d_head != wq[1] or wk[1] != wq[1]:
             raise CompanionError(
                 f"{location}: attention {index}: query weight {tuple(wq)} and key weight "

@@ -93,6 +93,8 @@ class TensorSource:
         t = self._load(name)
         if self.dequantize is not None:
             return self.dequantize(name, t)
+        if t.dtype == torch.float64:  # kept: 1e-50 or 1e50 would become 0 or Inf in float32
+            return t
         return t.to(torch.float32)
 
     def _load(self, name: str) -> torch.Tensor:  # pragma: no cover - abstract
@@ -161,7 +163,10 @@ def _read_json(path: Path, what: str, limit: int = MAX_JSON_BYTES) -> tuple[dict
         if len(raw) > limit:
             raise CompanionError(f"{what} {path} grew past {limit:,} bytes while being read; it is not one.")
         return json.loads(raw), len(raw)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except OSError as exc:   # unreadable is not invalid: say which
+        raise CompanionError(f"cannot read {what} {path}: {exc.strerror or exc}; check that the file is "
+                             "readable (its permissions, the disk).") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CompanionError(f"cannot read {what} {path}: {exc}. Is the file complete?") from None
     except RecursionError:
         raise CompanionError(f"{what} {path} is nested too deeply to be a {what}.") from None

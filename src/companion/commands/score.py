@@ -59,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
                 f"--bias-term needs real layer inputs, which the package captures for the zoo "
                 f"models {', '.join(MEASURED)}; {args.source!r} is not one of them. Drop "
                 "--bias-term, or score one of those.")
+    if args.revision is not None and (zoo_name or Path(args.source).exists()):
+        raise CompanionError(f"--revision {args.revision} pins a hub revision, but {args.source} is a "
+                             f"{'zoo model' if zoo_name else 'local path'}, which has only the files it holds; "
+                             "drop --revision, or give a hub id owner/name.")
     if zoo_name:  # a bare zoo name: assemble (if needed) and read that
         args.source = str(zoo_path(args.source))
     elif "/" not in args.source and not Path(args.source).exists():

@@ -226,6 +226,9 @@ def _config(args: argparse.Namespace):
     if args.corpus not in known and not Path(args.corpus).exists():
         raise CompanionError(f"bad training option: --corpus {args.corpus!r} is neither a known corpus "
                              f"({', '.join(sorted(set(CORPORA) | set(ONLINE_CORPORA)))}) nor an existing file.")
+    if args.corpus not in known and not Path(args.corpus).is_file():   # a FIFO would block, a device never end
+        raise CompanionError(f"bad training option: --corpus {args.corpus} is not a regular file (a folder, FIFO "
+                             "or device); give a .txt, .jsonl or .csv file.")
     return cfg
 
 

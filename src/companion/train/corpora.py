@@ -233,11 +233,21 @@ def archive_ok(spec: CorpusSpec) -> bool | None:
     dest = archive_path(spec)
     if not dest.exists():
         return None
+    _regular_archive(dest)
     return sha256_file(dest) == spec.sha256
+
+
+def _regular_archive(dest: Path) -> None:
+    """Refuse a cached archive that is not a regular file (a FIFO would block the hash, a
+    device would never end it, a folder is not the tool's to delete)."""
+    if not dest.is_file():
+        raise CompanionError(f"the corpus archive {dest} is not a regular file (a folder, FIFO or device); "
+                             "move it away and run again, and the archive is fetched anew.")
 
 
 def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
     if dest.exists():
+        _regular_archive(dest)
         if sha256_file(dest) == spec.sha256:
             return dest
         dest.unlink()  # truncated or tampered: fetch again

@@ -50,6 +50,7 @@ import json
 import math
 import os
 import platform
+import stat
 import time
 from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
@@ -364,8 +365,18 @@ def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict
     warning."""
 
     path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        raise CompanionError(f"cannot read the checkpoint {path}: {err.strerror or err}.") from None
+    if not stat.S_ISREG(mode):
+        raise CompanionError(f"the checkpoint {path} is not a regular file (a folder, FIFO or device), so it is "
+                             "not read; move it away, or start the run again with --overwrite.")
     if verify:
         digest = digest_path(path)
+        if digest.exists() and not digest.is_file():
+            raise CompanionError(f"{digest} is not a regular file; move it away, or start the run again "
+                                 "with --overwrite.")
         if not digest.exists():  # written before checkpoints carried a digest
             import warnings
 
@@ -400,6 +411,27 @@ def _with_defaults(saved: dict) -> dict:
         if f.name not in out:
             out[f.name] = f.default if f.default is not MISSING else f.default_factory()
     return out
+
+
+def _save_checkpoint(state: dict, tmp: Path, final: Path) -> None:
+    """``torch.save(state, tmp)``; a full disk (which torch reports as a RuntimeError) is one
+    clear :class:`CompanionError`."""
+    try:
+        torch.save(state, tmp)
+    except RuntimeError as err:
+        raise CompanionError(
+            f"cannot write the checkpoint {final} ({(str(err).splitlines() or [''])[0][:120]}): the disk is "
+            "full or the folder is not writable; free some space and continue with --resume (the previous "
+            "checkpoint, if any, is unchanged).") from None
+
+
+def _data_identity(data: TokenData) -> dict:
+    """What a checkpoint records of its data, so that resuming on changed text is refused:
+    the corpus's and the tokenizer's content hashes and the block counts."""
+    src = getattr(data, "source", None) or {}
+    return {"documents_sha256": src.get("documents_sha256"), "tokenizer_sha256": src.get("tokenizer_sha256"),
+            "train_blocks": int(data.train.shape[0]), "eval_blocks": int(data.eval.shape[0]),
+            "vocab_size": int(data.vocab_size)}
 
 
 def _config_diff(saved: dict, now: dict) -> str:
@@ -482,6 +514,14 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         if ckpt_path is None or not ckpt_path.exists():
             raise FileNotFoundError(f"no checkpoint to resume from at {ckpt_path}; run without resume first.")
         ck = load_checkpoint(ckpt_path, device)
+        saved_data = ck.get("data")
+        if saved_data is not None and saved_data != _data_identity(data):
+            diff = "; ".join(f"{k}: {str(saved_data.get(k))[:16]} -> {str(v)[:16]}"
+                             for k, v in _data_identity(data).items() if saved_data.get(k) != v)
+            raise CompanionError(
+                f"the checkpoint in {out} was trained on other data than this run reads ({diff}): the "
+                "corpus or tokenizer changed since. Resume with the same corpus, or start again with "
+                "--overwrite.")
         if _with_defaults(ck["config"]) != cfg.to_dict():
             raise CompanionError(
                 f"the checkpoint in {out} was written by a different configuration "
@@ -590,13 +630,14 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                 out.mkdir(parents=True, exist_ok=True)
                 tmp = ckpt_path.with_name(f".{ckpt_path.name}.tmp-{os.getpid()}")
                 try:
-                    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                                "scheduler": sched.state_dict(), "rng": states, "history": rows,
-                                "step": done, "config": cfg.to_dict(),
-                                "update_initial": recorder.initial if recorder is not None else None,
-                                "started": started,
-                                "elapsed": {"wall": before["wall"] + time.time() - t0,
-                                            "cpu": before["cpu"] + time.process_time() - c0}}, tmp)
+                    _save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                                      "scheduler": sched.state_dict(), "rng": states, "history": rows,
+                                      "step": done, "config": cfg.to_dict(), "data": _data_identity(data),
+                                      "update_initial": recorder.initial if recorder is not None else None,
+                                      "started": started,
+                                      "elapsed": {"wall": before["wall"] + time.time() - t0,
+                                                  "cpu": before["cpu"] + time.process_time() - c0}},
+                                     tmp, ckpt_path)
                     digest = digest_path(ckpt_path)
                     # the digest is replaced after the file: a crash between the two leaves a
                     # mismatch, which resuming refuses (never a silently different run)
