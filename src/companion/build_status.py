@@ -4,7 +4,9 @@
 the commit, the build date, the device and run size the chapters execute with, the
 versions of Python, PyTorch and transformers.  :func:`cached_run_sets` summarises the
 cached training runs under ``data/runs`` by set (the run name up to its mode), with the
-device each set was trained on, from the runs' own provenance files.  The book's
+device each set was trained on, from the runs' own provenance files.
+:func:`gpu_size_budget` gives each chapter's time at the ``gpu`` size: measured on an H100
+where a device was lent, estimated for a T4-class card, measured on two CPU cores.  The book's
 ``build-status`` directive (:mod:`companion.sphinxext`) renders both; myst-nb's
 ``nb-exec-table`` adds each chapter's execution time and status.
 """
@@ -19,7 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["build_facts", "cached_run_sets", "git_commit"]
+__all__ = ["build_facts", "cached_run_sets", "git_commit", "gpu_size_budget", "BUDGET_HEADS"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,3 +90,26 @@ def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
                     "steps": ", ".join(str(s) for s in sorted(row["steps"])),
                     "hours": round(row["hours"], 2)})
     return out
+
+
+BUDGET_HEADS = ["chapter", "H100 s (measured)", "T4 s (estimate)", "T4 estimate from",
+                "CPU s (2 cores)", "T4 within 30 min"]
+
+
+def gpu_size_budget(times=None) -> tuple[list[dict], str]:
+    """Rows of the status page's gpu-size table (:data:`BUDGET_HEADS`, display strings) and
+    the sentence that says how the T4 column is estimated.
+
+    ``times``: the recorded timings (default: ``data/chapter_times/``).
+    """
+    from .chapter_times import ESTIMATE_RULE, T4_BUDGET_S, gpu_size_estimates
+
+    table = gpu_size_estimates(times)
+    rows = []
+    for _, r in table.iterrows():
+        cpu = "not measured" if r["cpu_s"] != r["cpu_s"] else f"{r['cpu_s']:.0f}"
+        rows.append(dict(zip(BUDGET_HEADS, [r["chapter"], r["h100"], r["t4"], r["t4_from"], cpu,
+                                            r["within_budget"]])))
+    rule = (f"{ESTIMATE_RULE} Budget: {T4_BUDGET_S / 60:.0f} minutes per chapter on a T4, "
+            "10 on an H100.")
+    return rows, rule

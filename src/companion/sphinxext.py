@@ -227,25 +227,40 @@ class BuildStatus(Directive):
             body += nodes.paragraph(text=value)
             field += body
             facts += field
-        rows = cached_run_sets()
         heads = ["set", "runs", "kind", "devices", "corpus", "steps", "hours"]
-        table = nodes.table(classes=["companion-run-sets"])
-        group = nodes.tgroup(cols=len(heads))
-        table += group
-        for _ in heads:
-            group += nodes.colspec(colwidth=1)
-        thead = nodes.thead()
-        group += thead
-        tbody = nodes.tbody()
-        group += tbody
-        for cells, parent in [(heads, thead)] + [([str(r[h]) for h in heads], tbody) for r in rows]:
-            row = nodes.row()
-            for c in cells:
-                entry = nodes.entry()
-                entry += nodes.paragraph(text=c)
-                row += entry
-            parent += row
-        return [facts, table]
+        runs = _table(heads, [[str(r[h]) for h in heads] for r in cached_run_sets()],
+                      "companion-run-sets")
+        from .build_status import BUDGET_HEADS, gpu_size_budget
+
+        rows, rule = gpu_size_budget()
+        intro = nodes.paragraph(text=(
+            "Each chapter at the gpu size, in seconds: on an H100 (measured, where a device "
+            "was lent), on a T4-class card (a free Colab GPU; estimated, not measured) and on "
+            "two CPU cores (measured). " + rule))
+        budget = _table(BUDGET_HEADS, [[r[h] for h in BUDGET_HEADS] for r in rows],
+                        "companion-gpu-budget")
+        return [facts, runs, intro, budget]
+
+
+def _table(heads, rows, css):
+    """A docutils table: ``heads`` then ``rows`` (lists of strings)."""
+    table = nodes.table(classes=[css])
+    group = nodes.tgroup(cols=len(heads))
+    table += group
+    for _ in heads:
+        group += nodes.colspec(colwidth=1)
+    thead = nodes.thead()
+    group += thead
+    tbody = nodes.tbody()
+    group += tbody
+    for cells, parent in [(heads, thead)] + [(r, tbody) for r in rows]:
+        row = nodes.row()
+        for c in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph(text=c)
+            row += entry
+        parent += row
+    return table
 
 
 # --------------------------------------------------------------------------- version, citation
