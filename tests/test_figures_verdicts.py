@@ -1,0 +1,71 @@
+"""What survives at a glance: each test is drawn where its numbers say, and its outcome is
+told by shape and words, not by colour alone."""
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+matplotlib.use("Agg")
+
+from companion.errors import CompanionError
+from companion.figures.source_data import alt_text, figure_data
+from companion.figures.verdicts import OUTCOME_STYLE, evidence_at_a_glance
+from companion.verdicts import OUTCOMES
+
+
+def _primary():
+    rows = []
+    for k, outcome in enumerate(OUTCOMES):
+        rows.append({"claim": f"claim {k}", "estimate": 0.01 * (k + 1), "low": -0.02 * k,
+                     "high": 0.03 * (k + 1), "sesoi": 0.05, "n": 3, "gate": outcome != "not testable here",
+                     "outcome": outcome})
+    rows.append({"claim": "one seed", "estimate": 0.2, "low": np.nan, "high": np.nan, "sesoi": 0.1,
+                 "n": 1, "gate": False, "outcome": "not testable here"})
+    return pd.DataFrame(rows)
+
+
+def test_each_estimate_and_interval_is_drawn_in_units_of_its_smallest_effect():
+    p = _primary()
+    fig = evidence_at_a_glance(p)
+    ax = fig.axes[0]
+    markers = [l for l in ax.lines if l.get_marker() not in ("None", None, "")]
+    xs = sorted(float(l.get_xdata()[0]) for l in markers)
+    assert xs == pytest.approx(sorted((p["estimate"] / p["sesoi"]).tolist()))
+    bars = [l for l in ax.lines if len(l.get_xdata()) == 2 and l.get_marker() in ("None", "")
+            and l.get_ydata()[0] == l.get_ydata()[1]]          # horizontal: not the reference lines
+    spans = np.array(sorted((float(l.get_xdata()[0]), float(l.get_xdata()[1])) for l in bars))
+    keep = p["n"] > 1
+    want = np.array(sorted(zip(p["low"][keep] / p["sesoi"][keep], p["high"][keep] / p["sesoi"][keep])))
+    assert spans.shape == want.shape                # no interval for the one-seed row
+    assert np.allclose(spans, want)
+
+
+def test_outcomes_are_written_and_shaped_not_only_coloured():
+    p = _primary()
+    ax = evidence_at_a_glance(p).axes[0]
+    words = [t.get_text() for t in ax.texts]
+    for outcome, gate in zip(p["outcome"], p["gate"]):
+        assert (outcome if gate else outcome + " (gate not passed)") in words
+    shapes = {m for m, _ in OUTCOME_STYLE.values()}
+    assert len(shapes) == len(OUTCOME_STYLE)        # a distinct marker per outcome
+    hollow = [l for l in ax.lines if l.get_marker() not in ("None", "") and l.get_markerfacecolor() == "white"]
+    assert len(hollow) == int((~p["gate"]).sum())
+
+
+def test_the_figure_gives_its_data_and_a_text_alternative():
+    fig = evidence_at_a_glance(_primary())
+    data = figure_data(fig)
+    assert len(data) > 0
+    assert "Every empirical claim" in alt_text(fig, data)
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda p: p.drop(columns="sesoi"), "lack the columns"),
+    (lambda p: p.assign(outcome="holds strongly"), "unknown outcomes"),
+    (lambda p: p.assign(sesoi=0.0), "positive, finite"),
+    (lambda p: p.iloc[:0], "no primary test"),
+])
+def test_bad_input_is_refused_in_one_line(change, match):
+    with pytest.raises(CompanionError, match=match):
+        evidence_at_a_glance(change(_primary()))
