@@ -108,13 +108,13 @@ def _verdicts_path(cache: Path | None = None) -> Path:
     return folder / f"verdicts-{key}.json"
 
 
-def store_verdicts(df, cache: Path | None = None) -> Path:
+def store_verdicts(df, cache: Path | None = None, path: Path | None = None) -> Path:
     """Keep ``key, claim, kind, status, status_v1`` of computed verdicts for this state of the
     package, so the build's release-changes section reads them instead of computing them
     again (What survives computes them anyway and calls this)."""
     cols = [c for c in ("key", "claim", "kind", "status", "status_v1") if c in df.columns]
     rows = json.loads(df[cols].fillna("").to_json(orient="records"))
-    path = _verdicts_path(cache)
+    path = _verdicts_path(cache) if path is None else path
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     tmp.replace(path)
@@ -129,5 +129,5 @@ def current_verdicts(cache: Path | None = None) -> list[dict]:
         return json.loads(path.read_text(encoding="utf-8"))
     from .claims import all_verdicts
 
-    store_verdicts(all_verdicts(), cache)
+    store_verdicts(all_verdicts(), path=path)     # under the key read above, not a later one
     return json.loads(path.read_text(encoding="utf-8"))

@@ -29,7 +29,7 @@ OUTCOME_STYLE = {
     "negligible": ("D", CYCLE[3]),
     "refuted": ("X", CYCLE[1]),
     "inconclusive": ("s", CYCLE[4]),
-    "not testable here": ("^", "#777777"),
+    "not testable here": ("^", CYCLE[7]),
 }
 assert set(OUTCOME_STYLE) == set(OUTCOMES)
 
@@ -57,7 +57,7 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure
     rows = len(primary)
     fig = Figure(figsize=(8.0, 0.55 * rows + 1.6))
     ax = fig.add_subplot(1, 1, 1)
-    ax.axvspan(0, 1, color="#dddddd", zorder=0, label="below the smallest effect of interest")
+    ax.axvspan(0, 1, color="0.87", zorder=0, label="below the smallest effect of interest")
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(1, color="black", lw=0.8, ls=":")
     finite = np.concatenate([est, lo[n > 1], hi[n > 1]])
