@@ -184,7 +184,9 @@ def chapter_slides(executed: Path, glue: dict) -> tuple[str, list[str]]:
 
 def deck_html(title: str, slides: list[str], vendor: str = "vendor") -> str:
     """A reveal.js page with ``slides`` (HTML), reading reveal.js and MathJax from ``vendor``."""
-    sections = "\n".join(f"<section>\n{s}\n</section>" for s in slides)
+    # a slide taller than the screen scrolls (overflow-y: auto); tabindex makes that region
+    # reachable by keyboard (axe: scrollable-region-focusable)
+    sections = "\n".join(f'<section tabindex="0">\n{s}\n</section>' for s in slides)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"/>
 <title>{html.escape(title)}: slides</title>
