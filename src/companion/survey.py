@@ -684,6 +684,11 @@ def encoder_decoder_contrast(computed: pd.DataFrame, modality: str = "text") -> 
         "dir_dec": [float(med[(k, "directionality")]) for k in dec],
     }
 
+    return _with_orderings(out)
+
+
+def _with_orderings(out: dict) -> dict:
+    """The three orderings of Sec. 3 read from a contrast's extremes (added to ``out``)."""
     def verdict(ok):
         return "holds" if ok else "does not hold"
 
@@ -749,10 +754,4 @@ def contrast_per_base_model(contrast: dict, bases: dict | None = None) -> dict:
                dir_enc_min=min(out["dir_enc"]), dir_dec_max=max(out["dir_dec"]),
                n_enc_dir_negative=int(sum(v < 0 for v in out["dir_enc"])))
 
-    def verdict(ok):
-        return "holds" if ok else "does not hold"
-
-    out["sym"] = verdict(out["sym_enc_min"] > out["sym_dec_max"])
-    out["dir_neg"] = verdict(out["dir_dec_max"] < 0)
-    out["dir_order"] = verdict(out["dir_dec_max"] < out["dir_enc_min"])
-    return out
+    return _with_orderings(out)

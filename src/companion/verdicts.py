@@ -95,26 +95,13 @@ MAX_RULE_NODES = 20_000
 def _load_bounded(text: str, path) -> object:
     """Safe YAML, refusing a document whose aliases expand past :data:`MAX_RULE_NODES`
     nodes (a 'billion laughs' file) before it is built."""
-    import yaml
+    from .bounded_yaml import load_bounded
 
-    loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
-        count, stack = 0, [node] if node is not None else []
-        while stack:
-            n = stack.pop()
-            count += 1
-            if count > MAX_RULE_NODES:
-                raise CompanionError(f"{path}: the rules file expands to more than {MAX_RULE_NODES:,} "
-                                     "YAML nodes (aliases repeated inside aliases?); write it out plainly.")
-            if isinstance(n, yaml.SequenceNode):
-                stack.extend(n.value)
-            elif isinstance(n, yaml.MappingNode):
-                for k, v in n.value:
-                    stack.extend((k, v))
-        return loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
+        return load_bounded(text, MAX_RULE_NODES)
+    except OverflowError:
+        raise CompanionError(f"{path}: the rules file expands to more than {MAX_RULE_NODES:,} "
+                             "YAML nodes (aliases repeated inside aliases?); write it out plainly.") from None
 
 
 def _when(value, where: str, path) -> _dt.datetime:

@@ -212,27 +212,10 @@ _MAX_YAML_NODES = 20_000
 
 
 def _bounded_yaml(text: str):
-    """``yaml.safe_load(text)``, refused (``OverflowError``) when aliases nested in aliases
-    would expand it past ``_MAX_YAML_NODES`` nodes (a few hundred bytes can name billions)."""
-    import yaml
+    """``yaml.safe_load(text)``, refused (``OverflowError``) past ``_MAX_YAML_NODES`` nodes."""
+    from ..bounded_yaml import load_bounded
 
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        count, stack = 0, [node] if node is not None else []
-        while stack:
-            n = stack.pop()
-            count += 1
-            if count > _MAX_YAML_NODES:
-                raise OverflowError("too many YAML nodes")
-            if isinstance(n, yaml.SequenceNode):
-                stack.extend(n.value)
-            elif isinstance(n, yaml.MappingNode):
-                for k, v in n.value:
-                    stack.extend((k, v))
-        return loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
+    return load_bounded(text, _MAX_YAML_NODES)
 
 
 def marian_transformer(cfg: dict, keys) -> list[LayerPlan]:

@@ -1,0 +1,33 @@
+"""Safe YAML with a bound on its size once aliases are expanded ('billion laughs')."""
+
+from __future__ import annotations
+
+__all__ = ["MAX_NODES", "load_bounded"]
+
+#: the largest number of YAML nodes a document may hold once its aliases are expanded
+MAX_NODES = 20_000
+
+
+def load_bounded(text: str, max_nodes: int = MAX_NODES):
+    """``yaml.safe_load(text)``, refused with ``OverflowError`` before anything is built when
+    aliases nested in aliases would expand it past ``max_nodes`` nodes (a few hundred bytes
+    can name billions)."""
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        count, stack = 0, [node] if node is not None else []
+        while stack:
+            n = stack.pop()
+            count += 1
+            if count > max_nodes:
+                raise OverflowError(f"more than {max_nodes:,} YAML nodes")
+            if isinstance(n, yaml.SequenceNode):
+                stack.extend(n.value)
+            elif isinstance(n, yaml.MappingNode):
+                for k, v in n.value:
+                    stack.extend((k, v))
+        return loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
