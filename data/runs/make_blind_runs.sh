@@ -5,15 +5,23 @@
 # Resumable: each run checkpoints every 250 steps into $COMPANION_RUNS_WORK/NAME (default
 # ~/.cache/companion/blind-runs) and continues from there; a finished run's history.csv and
 # provenance.json are copied into data/runs/NAME, and a run with data/runs/NAME/history.csv
-# is skipped.  Usage: bash data/runs/make_blind_runs.sh [primary|all]   (RUN_JOBS=2 at a time)
+# is skipped.  Usage: bash data/runs/make_blind_runs.sh [primary|all|replicate]   (RUN_JOBS=2 at a time)
+# `replicate`: the CPU seed-12 pair of the plan's addendum (the device replicate of the GPU runs),
+# named blind-cpu-replicate-wiki-bert-mini-*, outside the judged body's pattern.
 source "$(dirname "$0")/common.sh"
 WORK=${COMPANION_RUNS_WORK:-$HOME/.cache/companion/blind-runs}
 DEVICE_ARGS=${DEVICE_ARGS:---threads 1 --cpu-bf16}
 COMMON="--size bert-mini --corpus wikipedia --steps 10000 --batch-size 16 --lr 1e-3 --warmup 100
         --eval-every 250 --eval-blocks 320 --checkpoint-every 250 $DEVICE_ARGS --log $LOG"
+PREFIX=blind-wiki-bert-mini
 jobs=()
 add() { for seed in $2; do for arm in $1; do jobs+=("$arm $seed"); done; done; }
-add "encoder/standard decoder/standard" "10 11 12"
+if [ "${1:-all}" = replicate ]; then
+  PREFIX=blind-cpu-replicate-wiki-bert-mini
+  add "encoder/standard decoder/standard" "12"
+else
+  add "encoder/standard decoder/standard" "10 11 12"
+fi
 if [ "${1:-all}" = all ]; then
   add "encoder/symmetric" "10 11 12"
   add "authors-decoder/standard" "10 11 12"
@@ -21,7 +29,7 @@ if [ "${1:-all}" = all ]; then
 fi
 run() {  # MODE/INIT SEED
   local mode=${1%/*} init=${1#*/} seed=$2
-  local name=blind-wiki-bert-mini-$mode-$init-s$seed
+  local name=$PREFIX-$mode-$init-s$seed
   [ -f data/runs/$name/history.csv ] && return 0
   local resume=""; [ -f "$WORK/$name/checkpoint.pt" ] && resume="--resume"
   mkdir -p "$WORK"
