@@ -32,10 +32,11 @@ COMMON="--size bert-mini --corpus wikipedia --steps $STEPS --batch-size 16 --lr 
 { nvidia-smi -L 2>/dev/null; nproc; $PY -c "import torch; print(torch.__version__, torch.cuda.is_available())"; } > "$WORK/machine.txt" 2>&1
 cat "$WORK/machine.txt"
 
+[ "${SET:-matrix}" = replicate ] && ALONE_STEPS=0
 # 1. one run alone: seconds per step with the machine to itself
 ALONE="${COMMON/--steps $STEPS/--steps $ALONE_STEPS}"
 t=$(date +%s.%N)
-$PY -m companion.train.cli $ALONE --mode encoder --init standard --seed 99 --out "$WORK/alone" > "$WORK/alone.log" 2>&1
+[ "$ALONE_STEPS" -gt 0 ] && $PY -m companion.train.cli $ALONE --mode encoder --init standard --seed 99 --out "$WORK/alone" > "$WORK/alone.log" 2>&1
 $PY - "$WORK/alone.log" "$t" > "$WORK/alone.json" <<'EOF'
 import json, re, sys, time
 pts = [(int(a), float(c)) for a, _, c in re.findall(r"step (\d+)/(\d+) .*elapsed (\d+(?:\.\d+)?)s", open(sys.argv[1]).read())]
@@ -49,14 +50,20 @@ cat "$WORK/alone.json"; tail -n 3 "$WORK/alone.log"
 # 2. the matrix, packed, in the plan's order
 jobs=()
 add() { for seed in $2; do for arm in $1; do jobs+=("$arm $seed"); done; done; }
-add "encoder/standard decoder/standard" "12"
-add "encoder/symmetric" "10 11 12"
-add "authors-decoder/standard" "10 11 12"
-add "encoder/standard decoder/standard encoder/symmetric authors-decoder/standard" "13 14"
+PREFIX=blind-wiki-bert-mini
+if [ "${SET:-matrix}" = replicate ]; then   # the GPU replicate of the CPU's finished seeds 10-11
+  PREFIX=blind-gpu-replicate-wiki-bert-mini
+  add "encoder/standard decoder/standard" "10 11"
+else
+  add "encoder/standard decoder/standard" "12"
+  add "encoder/symmetric" "10 11 12"
+  add "authors-decoder/standard" "10 11 12"
+  add "encoder/standard decoder/standard encoder/symmetric authors-decoder/standard" "13 14"
+fi
 : > "$WORK/jobs.txt"
 for job in "${jobs[@]:0:$N_JOBS}"; do
   set -- $job; mode=${1%/*}; init=${1#*/}; seed=$2
-  echo "blind-wiki-bert-mini-$mode-$init-s$seed $COMMON --mode $mode --init $init --seed $seed" | tr -s ' \n' ' ' >> "$WORK/jobs.txt"
+  echo "$PREFIX-$mode-$init-s$seed $COMMON --mode $mode --init $init --seed $seed" | tr -s ' \n' ' ' >> "$WORK/jobs.txt"
   echo >> "$WORK/jobs.txt"
 done
 $PY -m companion.train.pack "$WORK/jobs.txt" --out "$WORK/runs" --parallel "$PARALLEL" --deadline "$DEADLINE" --device "$DEVICE"
