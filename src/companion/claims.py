@@ -630,16 +630,16 @@ def training_symmetry() -> Verdict:
     """Fig. 3a: the encoder's final layer-mean symmetry minus the true decoder's, paired by
     seed, on BERT-Mini on Wikipedia (the rule's primary test); see ``training_tests_table``
     for the authors' decoder and the other bodies."""
-    return _training_verdict("training_symmetry", "training_dynamics", "td-wiki-bert-mini",
-                             "CPU runs: BERT-Mini on Wikipedia, 10,000 steps, blind (primary), and earlier bodies",
+    return _training_verdict("training_symmetry", "fig3_decided", "f3-gate",
+                             "BERT-Mini on Wikipedia, 10,000 steps, blind (primary: seeds 10-11 of the encoder/decoder pair on a CPU, the other runs on one H100), and earlier bodies",
                              "encoder minus decoder symmetry")
 
 
 def training_directionality() -> Verdict:
     """Fig. 3b: the encoder's final layer-mean directionality minus the true decoder's
     (> 0: the decoder is the more column-dominant), paired by seed."""
-    return _training_verdict("training_directionality", "training_dynamics", "td-wiki-bert-mini",
-                             "CPU runs: BERT-Mini on Wikipedia, 10,000 steps, blind (primary), and earlier bodies",
+    return _training_verdict("training_directionality", "fig3_decided", "f3-gate",
+                             "BERT-Mini on Wikipedia, 10,000 steps, blind (primary: seeds 10-11 of the encoder/decoder pair on a CPU, the other runs on one H100), and earlier bodies",
                              "encoder minus decoder directionality")
 
 
@@ -647,16 +647,16 @@ def symmetric_init_structure() -> Verdict:
     """Fig. S5b: an encoder's final symmetry from a symmetric start minus from the standard
     start, paired by seed; 'with a correction' when the released code's default scale keeps
     more symmetry than the matched scale (the confound)."""
-    return _training_verdict("symmetric_init_structure", "symmetric_init", "si-scale-confound",
-                             "CPU runs: BERT-Mini on Wikipedia (primary) and smaller bodies",
+    return _training_verdict("symmetric_init_structure", "fig3_decided", "f3-horizons",
+                             "BERT-Mini on Wikipedia, 10,000 steps, blind (primary, one H100), and smaller bodies",
                              "symmetric minus standard start, encoders")
 
 
 def table_1() -> Verdict:
     """Table 1: the baseline's final held-out loss minus the symmetric start's (> 0: the
     symmetric start is ahead), paired by seed."""
-    return _training_verdict("table_1", "symmetric_init", "si-speedup",
-                             "CPU runs, 10^4 to 10^5 times fewer tokens than the paper",
+    return _training_verdict("table_1", "fig3_decided", "f3-table-1",
+                             "BERT-Mini, 10,000 steps (blind): about 10^3 times fewer tokens than the paper",
                              "baseline minus symmetric-start final held-out loss")
 
 

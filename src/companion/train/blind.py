@@ -1,0 +1,195 @@
+"""The blind matrix (data/runs/blind_plan.md): what the chapter "Fig. 3 and Table 1, decided"
+shows beside the verdicts, computed here so the chapter only glues and draws.
+
+- :func:`blind_runs`: the body's runs, the verdict seeds and the extra seeds (13-14, shown
+  beside, never judged);
+- :func:`gate_parts`: per arm, the two per-arm parts of rules v2's gate (context floor,
+  memorisation guard) seed by seed;
+- :func:`effects_by_horizon`: each claim's paired effect at steps 2,000, 5,000 and 10,000,
+  with its t-interval over the verdict seeds and over all five seeds;
+- :func:`table_1_speedups`: Table 1's quantity as the paper defines it (steps for the
+  symmetric start to reach the baseline's final loss, censored seeds kept) and as the
+  released code computes it (100% when the curves never cross);
+- :func:`devices_text`, :func:`answer_box`: sentences for the chapter (one place per phrasing).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..verdicts import paired_t
+from .evidence import arm_values, loss_gate, memorisation_gap
+
+BODY = "wikipedia-bert-mini-blind"
+
+# claim key -> (quantity, candidate arm, comparator arm, sign): the effect is
+# sign * (candidate - comparator), as rules v2 state each claim (Table 1: baseline minus
+# symmetric start, > 0 when the symmetric start is ahead)
+CLAIMS = {
+    "training_symmetry": ("symmetry", ("encoder", "standard"), ("decoder", "standard"), 1),
+    "training_directionality": ("directionality", ("encoder", "standard"), ("decoder", "standard"), 1),
+    "symmetric_init_structure": ("symmetry", ("encoder", "symmetric"), ("encoder", "standard"), 1),
+    "table_1": ("eval_loss", ("encoder", "symmetric"), ("encoder", "standard"), -1),
+}
+ARMS = [("encoder", "standard"), ("decoder", "standard"), ("authors-decoder", "standard"), ("encoder", "symmetric")]
+
+
+def body_rule(rules=None) -> dict:
+    from ..verdicts import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    return rules["bodies"][BODY]
+
+
+def blind_runs(extra: bool = True, rules=None) -> pd.DataFrame | None:
+    """The blind body's runs: its verdict seeds, plus its extra seeds when ``extra``."""
+    from .evidence import body_runs
+
+    b = body_rule(rules)
+    seeds = list(b["seeds"]) + (list(b.get("extra_seeds", [])) if extra else [])
+    return body_runs(dict(b, seeds=seeds))
+
+
+def devices(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: arm, seed and the device it trained on (from its provenance)."""
+    from .evidence import _provenance
+
+    rows = []
+    for run, g in runs.groupby("run"):
+        dev = _provenance(run)["hardware"]["device"]
+        rows.append({"run": run, "mode": g["mode"].iloc[0], "init": g["init"].iloc[0], "seed": int(g["seed"].iloc[0]),
+                     "device": "CPU" if dev.startswith("cpu") else dev})
+    return pd.DataFrame(rows)
+
+
+def devices_text(runs: pd.DataFrame) -> str:
+    """Which runs trained where, e.g. 'seeds 10-11 of encoder/standard and decoder/standard
+    on a CPU (one thread, bf16 autocast); the other 16 runs on one NVIDIA H100 ...'."""
+    d = devices(runs)
+    cpu = d[d["device"] == "CPU"]
+    gpu = d[d["device"] != "CPU"]
+    parts = []
+    if len(cpu):
+        arms = sorted({f"{m}/{i}" for m, i in zip(cpu["mode"], cpu["init"])})
+        seeds = sorted(set(cpu["seed"]))
+        parts.append(f"seeds {', '.join(map(str, seeds))} of {' and '.join(arms)} trained on a 2-core CPU "
+                     "(one thread each, bf16 autocast)")
+    if len(gpu):
+        names = sorted(set(gpu["device"]))
+        parts.append(f"the other {len(gpu)} runs on one {' / '.join(names)}, packed 16 at a time (bf16 autocast)")
+    return "; ".join(parts)
+
+
+def gate_parts(runs: pd.DataFrame, rules=None) -> pd.DataFrame:
+    """Per arm: seeds, final held-out loss, its unigram reference and the margin below it
+    (the context floor needs ln 2), and the memorisation gap (held-out minus training loss,
+    at most 0.10) as mean, smallest and largest over seeds."""
+    from ..verdicts import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    g = rules["framework"]["gate"]
+    floor, guard = float(g["context_floor_nats"]), float(g["memorisation_nats"])
+    present = [a for a in ARMS if not runs[(runs["mode"] == a[0]) & (runs["init"] == a[1])].empty]
+    ctx = loss_gate(runs, present, floor)["arms"]
+    rows = []
+    for m, i in present:
+        gap = memorisation_gap(runs, m, i)
+        rows.append({"arm": f"{m}/{i}", "seeds": len(gap), "final held-out loss": ctx[(m, i)]["loss"],
+                     "unigram reference": ctx[(m, i)]["reference"], "below the reference": ctx[(m, i)]["below"],
+                     "context floor": "passes" if ctx[(m, i)]["below"] >= floor else "fails",
+                     "memorisation gap (mean)": float(gap.mean()), "(smallest)": float(gap.min()),
+                     "(largest)": float(gap.max()),
+                     "memorisation guard": "passes" if gap.mean() <= guard else "fails"})
+    return pd.DataFrame(rows)
+
+
+def effect(runs: pd.DataFrame, key: str, step: int | None = None, level: float = 0.95):
+    """The paired effect of claim ``key`` (an :class:`~companion.verdicts.Estimate`) at ``step``
+    (None: each run's last step) over the seeds of ``runs``."""
+    q, cand, comp, sign = CLAIMS[key]
+    a, b = arm_values(runs, q, *cand, step=step), arm_values(runs, q, *comp, step=step)
+    return paired_t(a, b, level) if sign > 0 else paired_t(b, a, level)
+
+
+def effects_by_horizon(runs: pd.DataFrame, verdict_seeds, steps=(2000, 5000, 10000), level: float = 0.95) -> pd.DataFrame:
+    """Each claim's paired effect at each step: over the verdict seeds (what rules v2 judge at
+    the last step) and over every seed of ``runs`` (the extra seeds beside)."""
+    rows = []
+    judged = runs[runs["seed"].isin(verdict_seeds)]
+    for key in CLAIMS:
+        for step in steps:
+            for label, sub in (("verdict seeds", judged), ("all seeds", runs)):
+                est = effect(sub, key, step, level)
+                rows.append({"claim": key, "step": int(step), "seeds": label, "n": est.n, "estimate": est.mean,
+                             "low": est.low, "high": est.high})
+    return pd.DataFrame(rows)
+
+
+def table_1_speedups(runs: pd.DataFrame, window: int = 3) -> tuple[pd.DataFrame, dict]:
+    """Per seed with both encoder arms: the speed-up as the paper defines it (1 - steps for
+    the symmetric start to reach the baseline's final smoothed loss / the baseline's steps;
+    NaN when it never does: censored) and as the released code computes it (1.0 when the
+    curves never cross); the censored median with its distribution-free interval."""
+    from .speedup import authors_speedup_from_histories, censored_median_speedup, speedup_over_seeds
+
+    enc = runs[runs["mode"] == "encoder"]
+    pairs = {}
+    for seed, g in enc.groupby("seed"):
+        base, cand = g[g["init"] == "standard"], g[g["init"] == "symmetric"]
+        if base.empty or cand.empty:
+            continue
+        pairs[int(seed)] = (base, cand)
+    table, _ = speedup_over_seeds(pairs, window)
+    table["authors' code"] = [authors_speedup_from_histories(b, c) for b, c in (pairs[s] for s in table["seed"])]
+    summary = censored_median_speedup(table["speedup"].to_numpy(dtype=float))
+    return table, summary
+
+
+def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame) -> dict:
+    """The chapter's answer box, piece by piece (the chapter glues each piece; the statuses
+    are glued separately so the page can set them in bold).  ``verdicts``: claim key ->
+    Verdict; ``tests``: claim key -> its primary test row (``training_tests``); ``gates``:
+    :func:`gate_parts`.  Keys: ``st_KEY`` (status), ``me_KEY`` (estimate and interval) for
+    each claim, and ``why`` (which gate part failed, and by how much; empty when none)."""
+    out = {}
+    for key in CLAIMS:
+        r = tests[key]
+        out[f"st_{key}"] = verdicts[key].status
+        out[f"me_{key}"] = (f"{r['estimate']:+.3f} (95% interval {r['low']:+.3f} to {r['high']:+.3f}, "
+                            f"{int(r['n'])} seeds; smallest effect of interest {r['sesoi']:.3f})")
+    failing = gates[(gates["context floor"] == "fails") | (gates["memorisation guard"] == "fails")]
+    why = []
+    for _, g in failing.iterrows():
+        if g["memorisation guard"] == "fails":
+            why.append(f"the {g['arm']} runs memorise their training text: held-out minus training loss "
+                       f"{g['memorisation gap (mean)']:+.2f} nats on average over {g['seeds']} seeds "
+                       f"(smallest {g['(smallest)']:+.2f}), where the rules allow at most +0.10")
+        if g["context floor"] == "fails":
+            why.append(f"the {g['arm']} runs end only {g['below the reference']:.2f} nats below their unigram "
+                       "reference, where the rules need ln 2 = 0.69")
+    out["why"] = "; ".join(why)
+    return out
+
+
+def memorisation_curves(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per arm, seed and evaluation step: held-out loss minus the training loss averaged over
+    the steps since the previous evaluation (the quantity of rules v2's memorisation guard,
+    at every evaluation instead of the last one only)."""
+    rows = []
+    for (mode, init, seed), g in runs.groupby(["mode", "init", "seed"]):
+        ev = g[g["quantity"] == "eval_loss"].sort_values("step")
+        tr = g[g["quantity"] == "train_loss"].sort_values("step")
+        steps = ev["step"].to_numpy()
+        for before, step, loss in zip(steps[:-1], steps[1:], ev["value"].to_numpy()[1:]):
+            w = tr[(tr["step"] > before) & (tr["step"] <= step)]["value"]
+            if len(w):
+                rows.append({"arm": f"{mode}/{init}", "seed": int(seed), "step": int(step),
+                             "gap": float(loss - w.mean())})
+    return pd.DataFrame(rows)
+
+
+def _provenance_of(runs: pd.DataFrame) -> dict:
+    """The provenance of the body's first run (shared settings: data, batch, schedule)."""
+    from .evidence import _provenance
+
+    return _provenance(sorted(runs["run"].unique())[0])

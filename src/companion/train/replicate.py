@@ -1,0 +1,109 @@
+"""What the device changes: the blind matrix's runs repeated on the other device.
+
+The blind matrix (data/runs/blind_plan.md) was trained on two devices: seeds 10-11 of the
+encoder/decoder pair on a CPU, every other run on one GPU.  Its addendum fixed, before any
+of their numbers was read, two replicates that are never judged: the CPU's seeds 10-11 again
+on the GPU (``blind-gpu-replicate-*``) and seed 12's pair again on the CPU
+(``blind-cpu-replicate-*``).  Same seed, same initial weights, same data order, same
+held-out blocks: whatever differs is the device (bf16 kernels, reduction order).
+
+:func:`device_differences` pairs each replicate with the judged run of the same arm and seed
+and returns the differences at chosen steps; :func:`device_effect_summary` sets them
+against the seed spread of the judged runs and, for the paired claims, against the change
+the device makes to the encoder-minus-decoder effect itself.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .evidence import arm_values
+from .runs import load_runs
+
+JUDGED = "blind-wiki-bert-mini-*"
+REPLICATES = ("blind-gpu-replicate-wiki-bert-mini-*", "blind-cpu-replicate-wiki-bert-mini-*")
+QUANTITIES = ("eval_loss", "symmetry", "directionality")
+
+
+def _device(run: str) -> str:
+    from .evidence import _provenance
+
+    dev = _provenance(run)["hardware"]["device"]
+    return "cpu" if dev.startswith("cpu") else "gpu"
+
+
+def _replicates() -> pd.DataFrame | None:
+    frames = []
+    for pat in REPLICATES:
+        try:
+            frames.append(load_runs(pattern=pat))
+        except FileNotFoundError:
+            continue
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def device_differences(steps=(2000, 5000, 10000)) -> pd.DataFrame:
+    """One row per replicate, quantity and step: the judged run's value, the replicate's,
+    their devices and ``replicate - judged`` (layer means for the structure scores).
+    Empty when no replicate is cached."""
+    reps = _replicates()
+    cols = ["mode", "init", "seed", "quantity", "step", "judged_device", "replicate_device",
+            "judged", "replicate", "difference"]
+    if reps is None:
+        return pd.DataFrame(columns=cols)
+    judged = load_runs(pattern=JUDGED)
+    rows = []
+    for (mode, init, seed, run), _ in reps.groupby(["mode", "init", "seed", "run"]):
+        base = judged[(judged["mode"] == mode) & (judged["init"] == init) & (judged["seed"] == seed)]
+        if base.empty:
+            continue
+        rep = reps[reps["run"] == run]
+        for q in QUANTITIES:
+            for step in steps:
+                a = arm_values(base, q, mode, init, step=step)
+                b = arm_values(rep, q, mode, init, step=step)
+                if a.empty or b.empty:
+                    continue
+                rows.append({"mode": mode, "init": init, "seed": int(seed), "quantity": q, "step": int(step),
+                             "judged_device": _device(base["run"].iloc[0]), "replicate_device": _device(run),
+                             "judged": float(a.iloc[0]), "replicate": float(b.iloc[0]),
+                             "difference": float(b.iloc[0] - a.iloc[0])})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def device_effect_summary(steps=(2000, 5000, 10000), seeds=(10, 11, 12, 13, 14)) -> pd.DataFrame:
+    """Per arm, quantity and step: the largest |replicate - judged| over the replicated seeds
+    beside the standard deviation over ``seeds`` of the judged runs (the seed spread the
+    verdicts are judged against), and their ratio.  A ratio well below 1 means the device
+    moves a run less than a new seed does."""
+    diff = device_differences(steps)
+    if diff.empty:
+        return diff
+    judged = load_runs(pattern=JUDGED)
+    judged = judged[judged["seed"].isin(seeds)]
+    out = []
+    for (mode, init, q, step), g in diff.groupby(["mode", "init", "quantity", "step"]):
+        spread = arm_values(judged, q, mode, init, step=int(step)).std(ddof=1)
+        worst = float(g["difference"].abs().max())
+        out.append({"mode": mode, "init": init, "quantity": q, "step": int(step), "replicated_seeds": len(g),
+                    "max_abs_device_difference": worst, "seed_sd": float(spread),
+                    "ratio": worst / float(spread) if spread > 0 else float("nan")})
+    return pd.DataFrame(out)
+
+
+def paired_effect_shift(quantity: str, step: int = 10000) -> pd.DataFrame:
+    """Per seed with both arms replicated: the encoder-minus-decoder effect on the judged
+    runs and on the replicates, and how far the device moved it."""
+    diff = device_differences((step,))
+    d = diff[(diff["quantity"] == quantity) & (diff["init"] == "standard")]
+    rows = []
+    for seed, g in d.groupby("seed"):
+        by = g.set_index("mode")
+        if not {"encoder", "decoder"} <= set(by.index):
+            continue
+        judged = by.loc["encoder", "judged"] - by.loc["decoder", "judged"]
+        rep = by.loc["encoder", "replicate"] - by.loc["decoder", "replicate"]
+        rows.append({"seed": int(seed), "devices": f"{by.loc['encoder', 'judged_device']} -> "
+                                                   f"{by.loc['encoder', 'replicate_device']}",
+                     "effect_judged": float(judged), "effect_replicate": float(rep),
+                     "shift": float(rep - judged)})
+    return pd.DataFrame(rows, columns=["seed", "devices", "effect_judged", "effect_replicate", "shift"])

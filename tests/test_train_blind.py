@@ -1,0 +1,110 @@
+"""The blind matrix's chapter numbers (companion.train.blind, companion.train.replicate),
+checked on small hand-made histories whose answers are known, and on the cached runs against
+a direct read of their CSV files."""
+import csv
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from companion.train import blind, replicate
+from companion.train.runs import runs_root
+
+
+def _rows(run, mode, init, seed, quantity, steps, values):
+    return [dict(run=run, mode=mode, init=init, seed=seed, quantity=quantity, step=s, layer=-1, head=-1, value=v,
+                 penalty="none") for s, v in zip(steps, values)]
+
+
+def _curves(pairs):
+    """pairs: {seed: (baseline eval curve, candidate eval curve)} at steps 0, 10, 20, ..."""
+    rows = []
+    for seed, (b, c) in pairs.items():
+        steps = [10 * i for i in range(len(b))]
+        rows += _rows(f"b{seed}", "encoder", "standard", seed, "eval_loss", steps, b)
+        rows += _rows(f"c{seed}", "encoder", "symmetric", seed, "eval_loss", steps, c)
+    return pd.DataFrame(rows)
+
+
+def test_table_1_keeps_a_candidate_that_never_catches_up_as_censored_and_the_released_formula_says_100_percent():
+    base = [9, 8, 7, 6, 5, 5, 5, 5, 5, 5]
+    never = [9, 9, 8, 8, 7, 7, 6, 6, 6, 6]          # stays above the baseline's final 5
+    table, summary = blind.table_1_speedups(_curves({1: (base, never)}), window=1)
+    row = table.iloc[0]
+    assert math.isnan(row["speedup"])
+    assert row["authors' code"] == 1.0
+    assert summary["n_reached"] == 0 and summary["median"] == -np.inf
+
+
+def test_table_1_speed_up_is_the_share_of_the_baseline_steps_saved():
+    base = [9, 8, 7, 6, 5, 5, 5, 5, 5, 4]           # final loss 4, reached at step 90 of 90
+    fast = [9, 7, 5, 4, 3, 3, 3, 3, 3, 3]           # reaches 4 at step 30
+    table, summary = blind.table_1_speedups(_curves({1: (base, fast)}), window=1)
+    # by hand: the baseline reaches its final loss at step 90, the candidate at step 30
+    assert table.iloc[0]["speedup"] == pytest.approx(1 - 30 / 90)
+    # the released formula asks for strictly below the final loss: 3 < 4 first at step 40
+    assert table.iloc[0]["authors' code"] == pytest.approx(1 - 40 / 90)
+    assert summary["n_reached"] == 1
+
+
+def test_memorisation_curve_is_held_out_minus_the_mean_training_loss_of_the_interval():
+    rows = _rows("r", "decoder", "standard", 10, "eval_loss", [0, 4, 8], [5.0, 4.0, 3.5])
+    rows += _rows("r", "decoder", "standard", 10, "train_loss", [1, 2, 3, 4, 5, 6, 7, 8],
+                  [5.0, 4.0, 3.0, 2.0, 2.0, 2.0, 1.0, 1.0])
+    got = blind.memorisation_curves(pd.DataFrame(rows)).set_index("step")["gap"]
+    assert got[4] == pytest.approx(4.0 - (5 + 4 + 3 + 2) / 4)
+    assert got[8] == pytest.approx(3.5 - (2 + 2 + 1 + 1) / 4)
+
+
+def test_table_1_effect_is_baseline_minus_symmetric_start_and_fig_3a_encoder_minus_decoder():
+    rows = []
+    for seed, (b, c) in {1: (5.0, 4.5), 2: (5.2, 4.9), 3: (5.1, 4.7)}.items():
+        rows += _rows(f"b{seed}", "encoder", "standard", seed, "eval_loss", [0, 10], [9.0, b])
+        rows += _rows(f"c{seed}", "encoder", "symmetric", seed, "eval_loss", [0, 10], [9.0, c])
+    est = blind.effect(pd.DataFrame(rows), "table_1")
+    assert est.mean == pytest.approx(np.mean([0.5, 0.3, 0.4]))   # > 0: the symmetric start is ahead
+    assert est.n == 3
+
+
+def _gates(mem_mean, below=1.0):
+    return pd.DataFrame([{"arm": "decoder/standard", "seeds": 3, "below the reference": below,
+                          "context floor": "passes" if below >= math.log(2) else "fails",
+                          "memorisation gap (mean)": mem_mean, "(smallest)": mem_mean - 0.01,
+                          "memorisation guard": "passes" if mem_mean <= 0.1 else "fails"}])
+
+
+def _answer(gates):
+    verdicts = {k: SimpleNamespace(status="not testable here") for k in blind.CLAIMS}
+    tests = {k: {"estimate": 0.1, "low": -0.1, "high": 0.3, "n": 3, "sesoi": 0.05} for k in blind.CLAIMS}
+    return blind.answer_parts(verdicts, tests, gates)
+
+
+def test_the_answer_names_the_failing_gate_part_with_its_number():
+    parts = _answer(_gates(1.48))
+    assert "decoder/standard runs memorise" in parts["why"] and "+1.48" in parts["why"]
+    assert parts["st_table_1"] == "not testable here"
+    assert parts["me_training_symmetry"].startswith("+0.100 (95% interval -0.100 to +0.300, 3 seeds")
+    assert _answer(_gates(0.02))["why"] == ""
+    assert "only 0.50 nats below" in _answer(_gates(0.02, below=0.5))["why"]
+
+
+def _raw_value(run, quantity, step):
+    with open(runs_root() / run / "history.csv", newline="") as fh:
+        vals = [float(r["value"]) for r in csv.DictReader(fh)
+                if r["quantity"] == quantity and int(r["step"]) == step and r["head"] == "-1"]
+    return float(np.mean(vals))
+
+
+@pytest.mark.skipif(not (runs_root() / "blind-gpu-replicate-wiki-bert-mini-encoder-standard-s10").is_dir(),
+                    reason="the device replicate is not cached")
+def test_device_differences_match_the_history_files():
+    diff = replicate.device_differences((10000,))
+    row = diff[(diff["mode"] == "decoder") & (diff["seed"] == 10) & (diff["quantity"] == "eval_loss")].iloc[0]
+    judged = _raw_value("blind-wiki-bert-mini-decoder-standard-s10", "eval_loss", 10000)
+    rep = _raw_value("blind-gpu-replicate-wiki-bert-mini-decoder-standard-s10", "eval_loss", 10000)
+    assert row["judged_device"] == "cpu" and row["replicate_device"] == "gpu"
+    assert row["difference"] == pytest.approx(rep - judged)
+    sym = diff[(diff["mode"] == "encoder") & (diff["seed"] == 11) & (diff["quantity"] == "symmetry")].iloc[0]
+    assert sym["judged"] == pytest.approx(_raw_value("blind-wiki-bert-mini-encoder-standard-s11", "symmetry", 10000))
