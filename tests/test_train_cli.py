@@ -237,3 +237,12 @@ class _noraise:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_the_module_entry_point_refuses_a_horizon_below_the_warm_up_in_one_line(tmp_path, capsys):
+    # `python -m companion.train.cli` (what companion.train.pack starts) refuses like `companion train`
+    out = tmp_path / "run"
+    assert main(["--size", "micro", "--steps", "50", "--warmup", "100", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("companion train: error:") and "warm-up" in err and "Traceback" not in err
+    assert not out.exists()

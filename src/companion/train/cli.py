@@ -311,7 +311,13 @@ def main(argv=None) -> int:
     p = _configure(argparse.ArgumentParser(prog="companion train", description=__doc__.splitlines()[0]))
     args = p.parse_args(argv)
     args.argv = argv
-    return run_train(args)
+    from ..errors import CompanionError
+
+    try:
+        return run_train(args)
+    except CompanionError as exc:  # the same one-line refusal as `companion train`
+        print(f"companion train: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
