@@ -24,12 +24,19 @@ def test_every_run_of_a_blind_body_started_after_its_rules_were_committed():
     blind = _blind_bodies(rules)
     assert blind, "rules v2 name at least one blind body"
     judging = {k: [c for c, r in rules["claims"].items()
-                   if k in [r.get("primary", {}).get("body")] + list(r.get("secondary_bodies", []))]
+                   if k in [r.get("primary", {}).get("body"), (r.get("confirmatory") or {}).get("body")]
+                   + list(r.get("secondary_bodies", []))]
                for k in blind}
+
+    def stamp(claim, body):  # a confirmatory body is judged from its own, later stamp (rules v2.1)
+        r = rules["claims"][claim]
+        conf = r.get("confirmatory") or {}
+        return max(r["fixed"], conf["fixed"]) if conf.get("body") == body else r["fixed"]
+
     checked = 0
     for key, body in blind.items():
         assert judging[key], f"blind body {key} is judged by no rule"
-        latest = max(rules["claims"][c]["fixed"] for c in judging[key])
+        latest = max(stamp(c, key) for c in judging[key])
         latest = max(latest, rules["framework"]["gate"]["fixed"])
         commit = rule_commit_time(latest)  # None outside a git checkout: the stamp is used
         names = [p.name for p in runs_root().iterdir() if p.is_dir() and fnmatch.fnmatch(p.name, body["pattern"])]
@@ -55,20 +62,24 @@ def test_the_check_flags_a_run_that_started_before_its_rule():
     assert started_before_rule("2026-11-26T21:53:00Z", fixed, None)          # no history: the stamp decides
 
 
-def test_the_blind_plan_was_committed_before_the_first_blind_run():
+def test_every_blind_body_plan_was_committed_before_the_first_run_of_its_body():
     import json
     import subprocess
 
     from companion.verdicts import RULES_PATH, _as_datetime
 
-    out = subprocess.run(["git", "log", "--reverse", "--format=%cI", "--", "data/runs/blind_plan.md"],
-                         cwd=RULES_PATH.parents[1], capture_output=True, text=True)
-    lines = [ln for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
-    if not lines:
-        pytest.skip("no git history here: the provenance stamps were checked above")
-    plan = _as_datetime(lines[0])
-    starts = [json.loads(p.read_text())["started"] for p in runs_root().glob("blind-*/provenance.json")]
-    assert all(_as_datetime(s) > plan for s in starts), (plan, sorted(starts)[:1])
+    checked = 0
+    for key, body in _blind_bodies(load_rules()).items():
+        out = subprocess.run(["git", "log", "--reverse", "--format=%cI", "--", body["plan"]],
+                             cwd=RULES_PATH.parents[1], capture_output=True, text=True)
+        lines = [ln for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
+        if not lines:
+            pytest.skip("no git history here: the provenance stamps were checked above")
+        plan = _as_datetime(lines[0])
+        starts = [json.loads(p.read_text())["started"] for p in runs_root().glob(body["pattern"] + "/provenance.json")]
+        assert all(_as_datetime(s) > plan for s in starts), (key, plan, sorted(starts)[:1])
+        checked += len(starts)
+    print(f"{checked} blind run(s) checked against their plans")
 
 
 def test_the_published_yardsticks_are_still_what_they_were_when_the_rules_were_fixed():
@@ -99,3 +110,31 @@ def test_table_1_s_yardstick_is_the_baseline_s_last_26_percent_in_nats():
     got = evidence.speedup_nats(runs, 0.26)
     exact = curve(7400) - curve(10_000)
     assert got == pytest.approx(exact, rel=0.01) and got > 0
+
+
+def _tests(primary_gate, conf_gate, conf_n=3):
+    from companion.empirical import apply_confirmatory
+
+    t = pd.DataFrame([
+        {"body_key": "wiki", "comparator": "decoder", "primary": True, "role": "primary", "gate": primary_gate,
+         "n": 3, "outcome": "not testable here" if not primary_gate else "holds"},
+        {"body_key": "mix", "comparator": "decoder", "primary": False, "role": "confirmatory", "gate": conf_gate,
+         "n": conf_n, "outcome": "holds" if conf_gate else "not testable here"},
+        {"body_key": "old", "comparator": "decoder", "primary": False, "role": "secondary", "gate": True,
+         "n": 3, "outcome": "refuted"}])
+    r = {"confirmatory": {"body": "mix", "comparator": "decoder"}, "min_seeds": 3}
+    return apply_confirmatory(t, r)
+
+
+@pytest.mark.parametrize("primary_gate, conf_gate, conf_n, decides", [
+    (False, True, 3, "mix"),     # the primary body's gate failed, the confirmatory body's passed: it decides
+    (True, True, 3, "wiki"),     # the primary body passed: it decides, whatever the other says
+    (False, False, 3, "wiki"),   # both failed: the primary row stays ('not testable here')
+    (False, True, 2, "wiki"),    # too few confirmatory seeds: no switch
+])
+def test_the_confirmatory_body_decides_only_when_the_primary_gate_failed_and_its_own_passed(
+        primary_gate, conf_gate, conf_n, decides):
+    t = _tests(primary_gate, conf_gate, conf_n)
+    assert t["primary"].sum() == 1                      # exactly one row decides
+    assert t.loc[t["primary"], "body_key"].item() == decides
+    assert (t["body_key"] == "old").any() and not t.loc[t["body_key"] == "old", "primary"].item()

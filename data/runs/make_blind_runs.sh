@@ -5,18 +5,24 @@
 # Resumable: each run checkpoints every 250 steps into $COMPANION_RUNS_WORK/NAME (default
 # ~/.cache/companion/blind-runs) and continues from there; a finished run's history.csv and
 # provenance.json are copied into data/runs/NAME, and a run with data/runs/NAME/history.csv
-# is skipped.  Usage: bash data/runs/make_blind_runs.sh [primary|all|replicate]   (RUN_JOBS=2 at a time)
+# is skipped.  Usage: bash data/runs/make_blind_runs.sh [primary|all|replicate|mix]   (RUN_JOBS=2 at a time)
 # `replicate`: the CPU seed-12 pair of the plan's addendum (the device replicate of the GPU runs),
 # named blind-cpu-replicate-wiki-bert-mini-*, outside the judged body's pattern.
 source "$(dirname "$0")/common.sh"
 WORK=${COMPANION_RUNS_WORK:-$HOME/.cache/companion/blind-runs}
 DEVICE_ARGS=${DEVICE_ARGS:---threads 1 --cpu-bf16}
-COMMON="--size bert-mini --corpus wikipedia --steps 10000 --batch-size 16 --lr 1e-3 --warmup 100
+CORPUS=wikipedia; [ "${1:-all}" = mix ] && CORPUS=english-mix
+COMMON="--size bert-mini --corpus $CORPUS --steps 10000 --batch-size 16 --lr 1e-3 --warmup 100
         --eval-every 250 --eval-blocks 320 --checkpoint-every 250 $DEVICE_ARGS --log $LOG"
 PREFIX=blind-wiki-bert-mini
 jobs=()
 add() { for seed in $2; do for arm in $1; do jobs+=("$arm $seed"); done; done; }
-if [ "${1:-all}" = replicate ]; then
+if [ "${1:-all}" = mix ]; then   # the second body (second_body_plan.md)
+  PREFIX=mixblind-bert-mini
+  add "encoder/standard decoder/standard" "20 21 22"
+  add "authors-decoder/standard" "20 21 22"
+  add "encoder/standard decoder/standard" "23 24"
+elif [ "${1:-all}" = replicate ]; then
   PREFIX=blind-cpu-replicate-wiki-bert-mini
   add "encoder/standard decoder/standard" "12"
 else
@@ -39,7 +45,7 @@ run() {  # MODE/INIT SEED
   cp "$WORK/$name/provenance.json" data/runs/$name/
   cp "$WORK/$name/history.csv" data/runs/$name/   # last: history.csv marks a finished run
 }
-$PY -m companion.cli corpus fetch wikipedia > /dev/null
+$PY -m companion.cli corpus fetch $CORPUS > /dev/null
 for job in "${jobs[@]}"; do
   pool run $job
 done

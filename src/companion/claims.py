@@ -605,6 +605,11 @@ def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) 
                     + (f", vs the {p['comparator']}" if key.startswith("training_") else "")
                     + f"); smallest effect of interest {p['sesoi']:.3f}"
                     + ("; reversed" if p["reversed"] else "") + f"; gate {gate} ({p['gate_text']})")
+        if p.get("decided_by") == "confirmatory":
+            first = tests[tests["role"] == "primary"]
+            why = first.iloc[0]["gate_reason"] if len(first) else "its gate did not pass"
+            measured += (f"; decided on the confirmatory body (rules v2.1) because the primary body "
+                         f"({first.iloc[0]['body'] if len(first) else r['primary']['body']}) was {why}")
         power = power_text(p)
         after = bool(tests["rule_after_runs"].any())
     if key == "symmetric_init_structure" and status == "holds":

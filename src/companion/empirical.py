@@ -87,7 +87,8 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
     fw = r["framework"]
     level = fw.get("level", 0.95)
     q = r["quantity"]
-    bodies = [r["primary"]["body"]] + list(r.get("secondary_bodies", []))
+    conf = (r.get("confirmatory") or {}).get("body")
+    bodies = [r["primary"]["body"]] + ([conf] if conf else []) + list(r.get("secondary_bodies", []))
     rows = []
     for name in bodies:
         runs = _body(name, rules)
@@ -129,8 +130,37 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
                        gate_horizon=gate["parts"]["horizon"], body_key=name, outcome_v1=outcome_v1,
                        lr=float(runs["lr"].iloc[0]))
             row["seeds"] = ",".join(map(str, est_seeds))
+            row["role"] = "primary" if primary_of(comp_label) else (
+                "confirmatory" if name == conf and comp_label == r["confirmatory"].get("comparator", comp_label)
+                else "secondary")
             rows.append(row)
-    return pd.DataFrame(rows)
+    return apply_confirmatory(pd.DataFrame(rows), r)
+
+
+def apply_confirmatory(tests: pd.DataFrame, r: dict) -> pd.DataFrame:
+    """Rules v2.1: a claim with a ``confirmatory`` body is decided on it when, and only when,
+    the primary body's gate failed and the confirmatory body's test passes its own gate with
+    the rule's seeds; the ``primary`` flag then moves to that row (``decided_by`` says which
+    role decided) and the primary body's row stays in the table beside it."""
+    if tests.empty:
+        return tests
+    tests = tests.copy()
+    tests["decided_by"] = ""
+    prim = tests.index[tests["primary"]]
+    if len(prim):
+        tests.loc[prim[0], "decided_by"] = "primary"
+    conf = r.get("confirmatory")
+    if not conf or not len(prim) or bool(tests.loc[prim[0], "gate"]):
+        return tests
+    cand = tests.index[tests.get("role", pd.Series("", index=tests.index)) == "confirmatory"]
+    if not len(cand):
+        return tests
+    c = cand[0]
+    if not bool(tests.loc[c, "gate"]) or int(tests.loc[c, "n"]) < int(r.get("min_seeds", 3)):
+        return tests
+    tests.loc[prim[0], ["primary", "decided_by"]] = [False, ""]
+    tests.loc[c, ["primary", "decided_by"]] = [True, "confirmatory"]
+    return tests
 
 
 def _v1_band(runs, q):
