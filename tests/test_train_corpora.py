@@ -32,8 +32,9 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
     (tmp_path / "cache" / "archives").mkdir(parents=True)
     for spec in CORPORA.values():
-        if spec.needs_fetch and (real / "archives" / spec.archive).exists():
-            (tmp_path / "cache" / "archives" / spec.archive).symlink_to(real / "archives" / spec.archive)
+        for one in spec.sources or (spec,):   # a corpus of several archives links each
+            if one.needs_fetch and (real / "archives" / one.archive).exists():
+                (tmp_path / "cache" / "archives" / one.archive).symlink_to(real / "archives" / one.archive)
     return tmp_path / "cache"
 
 

