@@ -23,6 +23,7 @@ UNCHECKED = {
     "ex-objectives-to-structure-1", "ex-survey-3",
     "ex-symmetric-init-1", "ex-symmetric-init-3",
     "ex-training-dynamics-3", "ex-what-survives-1", "ex-what-survives-2",
+    "ex-fig3-decided-1", "ex-mechanism-1", "ex-mechanism-2", "ex-objective-swap-1",
 }
 
 # plausible wrong answers per checked exercise (kept here, never shipped with the book); each

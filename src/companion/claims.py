@@ -693,7 +693,7 @@ def update_structure() -> Verdict:
                          f"size: {m['estimate']:+.3f}{miv}, {m['n']} seeds, {m['outcome']} by the same reading")
     return Verdict("update_structure", r["claim"], status, measured,
                    "CPU runs at the regime size, logged every 10 steps (BERT-Mini on a GPU beside)",
-                   "training_dynamics", "td-updates",
+                   "mechanism", "td-updates",
                    kind="empirical", check="paired seed-level test (data/verdict_rules.yaml)", power=power,
                    rule_after=_update_rule_after(r), status_v1=prim.iloc[0]["outcome_v1"] if len(prim) else "")
 
@@ -752,7 +752,7 @@ def objective_swap() -> Verdict:
     if len(t) and (t["body"] == "smollm2").any():
         how += ", and of a real pretrained decoder (SmolLM2-135M), 500 steps, one seed"
     return Verdict("objective_swap", r["claim"], status, measured, how,
-                   "training_dynamics", "td-objective-swap", kind="empirical",
+                   "objective_swap", "td-objective-swap", kind="empirical",
                    check="paired seed-level test (data/verdict_rules.yaml)", power=power, rule_after=after,
                    status_v1=prim.iloc[0]["outcome_v1"] if len(prim) else "")
 
