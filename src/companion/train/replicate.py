@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .evidence import arm_values
+from .evidence import arm_values, load_patterns, run_device
 from .runs import load_runs
 
 JUDGED = "blind-wiki-bert-mini-*"
@@ -25,20 +25,11 @@ QUANTITIES = ("eval_loss", "symmetry", "directionality")
 
 
 def _device(run: str) -> str:
-    from .evidence import _provenance
-
-    dev = _provenance(run)["hardware"]["device"]
-    return "cpu" if dev.startswith("cpu") else "gpu"
+    return "cpu" if run_device(run) == "CPU" else "gpu"
 
 
 def _replicates() -> pd.DataFrame | None:
-    frames = []
-    for pat in REPLICATES:
-        try:
-            frames.append(load_runs(pattern=pat))
-        except FileNotFoundError:
-            continue
-    return pd.concat(frames, ignore_index=True) if frames else None
+    return load_patterns(REPLICATES)
 
 
 def device_differences(steps=(2000, 5000, 10000)) -> pd.DataFrame:
