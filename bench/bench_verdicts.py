@@ -1,10 +1,10 @@
-"""Benchmark: what rules v2 add to ``companion.claims.all_verdicts()``, in one process.
+"""Benchmark: what rules v2 add to ``companion.judge.claims.all_verdicts()``, in one process.
 
 Not a test.  Rules v2 added to the verdicts: the power of the applied test (Monte Carlo,
-:func:`companion.verdicts.directional_power` and its kin), the gate's horizon and
+:func:`companion.rules.verdicts.directional_power` and its kin), the gate's horizon and
 memorisation parts (:func:`companion.train.evidence.gate_v2`, beyond the v1 loss gate it
 calls), the yardsticks, and the family's correction carried into the statuses (the premise
-rows of :func:`companion.claims.empirical_family`).  This computes every verdict once from
+rows of :func:`companion.judge.claims.empirical_family`).  This computes every verdict once from
 empty caches at the run size of ``COMPANION_RUN_SIZE`` (default ``ci``) with those functions
 wrapped by timers, and reports the total, the time inside the v2 additions, and the ratio
 ``total / (total - v2 additions)``: the v2 path against the same path without them.
@@ -29,7 +29,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
 
-    from companion import claims, empirical, verdicts
+    from companion.judge import claims, empirical
+
+    from companion.rules import verdicts
     from companion.train import evidence
 
     spent = {}

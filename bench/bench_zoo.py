@@ -39,9 +39,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from companion import zoo
+from companion.zoo import registry as zoo
 from companion.adapters import read_qk
-from companion.tables import layer_scores
+from companion.survey.tables import layer_scores
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "ad115e2"  # the package before the fast GGUF header and the single-pass scores

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from companion.adapters import read_qk
-from companion.tables import layer_scores, summarize_layers
+from companion.survey.tables import layer_scores, summarize_layers
 
 
 def main(argv=None):

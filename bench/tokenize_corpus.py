@@ -61,7 +61,7 @@ def main(argv=None):
     p.add_argument("--project-chars", type=float, default=2.0e10)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    from companion.cache import cache_root
+    from companion.base.cache import cache_root
     from companion.train.corpora import CORPORA, archive_path
 
     spec = CORPORA[args.corpus]

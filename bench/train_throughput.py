@@ -251,7 +251,7 @@ def main(argv=None):
     ours, theirs = statistics.median(ours_all), statistics.median(theirs_all)
     fpt = flops_per_token(config, args.seq)
     peak = peak_flops(device, args.peak_tflops)
-    from companion.runtime import describe_device
+    from companion.base.runtime import describe_device
 
     result = {"device": describe_device(device), "size": args.size, "batch": args.batch, "seq": args.seq,
               "steps": args.steps, "compile": args.compile,

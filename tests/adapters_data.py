@@ -62,8 +62,8 @@ def paraphrase_minilm_onnx() -> Path:
 
 def zoo_checkpoint(name: str) -> Path:
     """A zoo model's file or folder (assembled into the cache on first use); skip if absent."""
-    from companion import zoo
-    from companion.errors import CompanionError
+    from companion.zoo import registry as zoo
+    from companion.base.errors import CompanionError
 
     missing = zoo._installed(zoo.zoo_model(name))
     if missing:

@@ -215,7 +215,7 @@ def encoder_logit_errors(model, ckpt, q_pattern: str, k_pattern: str, mode: str,
                          input_ids: torch.Tensor) -> dict[int, float]:
     """Run a double-precision encoder on ``input_ids``, record each layer's logits and return
     :func:`compare`'s error of every layer's form ``M`` (from ``ckpt``) against them."""
-    from companion.bilinear import bilinear_form
+    from companion.core.bilinear import bilinear_form
 
     layers = named_layers(model, [("encoder", q_pattern, k_pattern)])
     rec = LogitRecorder(model, layers, mode)

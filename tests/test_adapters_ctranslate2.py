@@ -20,8 +20,8 @@ import torch
 from adapters_data import whisper_base_parts, whisper_tiny_en_bin
 from companion.adapters import read_qk
 from companion.adapters.ctranslate2_whisper import CTranslate2Source
-from companion.bilinear import bilinear_form
-from companion.errors import CompanionError
+from companion.core.bilinear import bilinear_form
+from companion.base.errors import CompanionError
 from qk_logits import LogitRecorder, compare, named_layers
 
 T = pytest.importorskip("transformers")

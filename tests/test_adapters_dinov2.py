@@ -27,7 +27,7 @@ CHECKED = (0, 5, 11)
 def _photograph() -> np.ndarray:
     """A real photograph (matplotlib's sample of Grace Hopper), as the model's input; the same
     input the bias-term measurement feeds this model."""
-    from companion.bias_term import photograph
+    from companion.survey.bias_term import photograph
 
     return photograph()
 

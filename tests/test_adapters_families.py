@@ -21,7 +21,7 @@ import transformers as T  # noqa: E402
 
 from companion.adapters import FAMILIES as REGISTRY  # noqa: E402
 from companion.adapters import read_qk  # noqa: E402
-from companion.bilinear import bilinear_form  # noqa: E402
+from companion.core.bilinear import bilinear_form  # noqa: E402
 from qk_logits import LogitRecorder, compare, named_layers  # noqa: E402
 
 D, H, LAYERS, FF, VOCAB = 32, 4, 2, 64, 100

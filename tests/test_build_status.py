@@ -2,7 +2,7 @@
 
 import json
 
-from companion.build_status import build_facts, cached_run_sets, git_commit
+from companion.book.build_status import build_facts, cached_run_sets, git_commit
 
 
 def _run(root, name, device, seconds, finished=True, steps=400, corpus="wikipedia"):
@@ -49,7 +49,7 @@ def test_the_status_directive_renders_the_gpu_size_budget_table(tmp_path):
     pytest.importorskip("sphinx")
     src = tmp_path / "src"
     src.mkdir()
-    (src / "conf.py").write_text("extensions = ['companion.sphinxext']\n"
+    (src / "conf.py").write_text("extensions = ['companion.book.sphinxext']\n"
                                  "companion_repository_url = 'https://github.com/owner/companion'\n"
                                  "exclude_patterns = ['_toc.yml']\n")
     (src / "_toc.yml").write_text("root: index\n")

@@ -7,7 +7,7 @@ import re
 import pandas as pd
 import pytest
 
-from companion.catalog import (
+from companion.zoo.catalog import (
     DATA_DIR,
     KNOWN_PROBLEMS,
     load_catalog,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from companion import changes
-
+from companion.book import changes
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -55,8 +54,9 @@ def test_verdict_changes_keeps_only_claims_judged_differently():
 def test_current_verdicts_are_computed_once_per_state(tmp_path, monkeypatch):
     import pandas as pd
 
-    from companion import book_cache, claims
+    from companion.book import book_cache
 
+    from companion.judge import claims
     calls = []
 
     def fake():
@@ -80,8 +80,9 @@ def test_current_verdicts_are_computed_once_per_state(tmp_path, monkeypatch):
 def test_verdicts_stored_by_what_survives_are_read_without_computing(tmp_path, monkeypatch):
     import pandas as pd
 
-    from companion import book_cache, claims
+    from companion.book import book_cache
 
+    from companion.judge import claims
     def fail():
         raise AssertionError("all_verdicts must not run when What survives stored them")
 
@@ -107,5 +108,4 @@ def test_changelog_follows_keep_a_changelog():
     sections = set(re.findall(r"^### (\w+)$", text, re.M))
     assert sections <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
     from companion import __version__
-
     assert releases[0][0] == __version__ or heads[0][0] == "Unreleased"

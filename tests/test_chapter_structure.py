@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from companion import notebooks as nbgen
-
+from companion.book import notebooks as nbgen
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = nbgen.book_chapters(ROOT) if (ROOT / "_toc.yml").is_file() else []
 # the root of _toc.yml is the book's front page, not a lesson

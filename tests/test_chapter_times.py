@@ -4,9 +4,9 @@ and how the intro's table is assembled from the recorded files."""
 import pandas as pd
 import pytest
 
-from companion.chapter_times import (COLUMNS, Timing, book_chapters, load_times, record, time_chapter,
+from companion.book.chapter_times import (COLUMNS, Timing, book_chapters, load_times, record, time_chapter,
                                      time_chapters, times_table)
-from companion.notebooks import JUPYTEXT_HEADER as HEADER
+from companion.book.notebooks import JUPYTEXT_HEADER as HEADER
 
 
 def chapter(tmp_path, name, code):
@@ -102,7 +102,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def test_the_t4_estimate_scales_device_bound_chapters_by_the_stated_ratio():
-    from companion.chapter_times import T4_PER_H100, gpu_size_estimates
+    from companion.book.chapter_times import T4_PER_H100, gpu_size_estimates
 
     t = gpu_size_estimates(_times([("gpuheavy", H100, 20.0, "finished"),
                                    ("gpuheavy", "cpu", 3000.0, "finished")]), ["gpuheavy"])
@@ -113,7 +113,7 @@ def test_the_t4_estimate_scales_device_bound_chapters_by_the_stated_ratio():
 
 
 def test_a_host_bound_chapter_takes_its_cpu_time_or_the_h100_time_whichever_is_longer():
-    from companion.chapter_times import gpu_size_estimates
+    from companion.book.chapter_times import gpu_size_estimates
 
     t = gpu_size_estimates(_times([("a", H100, 200.0, "finished"), ("a", "cpu", 800.0, "finished"),
                                    ("b", H100, 46.0, "finished"), ("b", "cpu", 9.0, "finished")]),
@@ -123,7 +123,7 @@ def test_a_host_bound_chapter_takes_its_cpu_time_or_the_h100_time_whichever_is_l
 
 
 def test_bounds_are_labelled_and_the_budget_verdict_follows_them():
-    from companion.chapter_times import gpu_size_estimates
+    from companion.book.chapter_times import gpu_size_estimates
 
     t = gpu_size_estimates(_times([
         ("slow", H100, 470.0, "over the budget"), ("slow", "cpu", 9241.0, "finished"),
@@ -140,7 +140,7 @@ def test_bounds_are_labelled_and_the_budget_verdict_follows_them():
 
 
 def test_the_status_page_table_has_all_three_columns_and_says_it_estimates():
-    from companion.build_status import BUDGET_HEADS, gpu_size_budget
+    from companion.book.build_status import BUDGET_HEADS, gpu_size_budget
 
     rows, rule = gpu_size_budget(_times([("gpuheavy", H100, 20.0, "finished"),
                                          ("gpuheavy", "cpu", 3000.0, "finished")]))

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion import claims, prose
-from companion.errors import CompanionError
-from companion.premises import log_variance_ratio_null, train_and_measure, update_anatomy
+from companion.judge import claims, prose
+from companion.base.errors import CompanionError
+from companion.judge.premises import log_variance_ratio_null, train_and_measure, update_anatomy
 
 
 def test_a_verdict_refuses_an_unknown_status():
@@ -106,7 +106,7 @@ def test_the_primary_body_decides_fig_3a_by_rules_v2(monkeypatch, gaps, body_kw,
     """The verdict of Fig. 3a follows the paired test of its primary body under rules v2:
     each outcome, and each part of the gate, is reached by some runs (unigram reference 5.0
     nats; the context floor is ln 2, so a held-out loss of 4.6 is not trained enough)."""
-    from companion import empirical
+    from companion.judge import empirical
     from companion.train import evidence
 
     fake = _fake_body(gaps, **body_kw)
@@ -147,7 +147,7 @@ def test_the_sentence_helpers_join_and_phrase_every_status():
 
 @pytest.mark.parametrize("gap, expected", [(0.2, "holds"), (-0.2, "refuted"), (0.03, "negligible")])
 def test_the_update_rule_pairs_encoder_and_decoder_updates_by_seed(monkeypatch, gap, expected):
-    from companion import empirical
+    from companion.judge import empirical
     from companion.train import evidence
     from companion.train import runs as runs_module
 
@@ -168,7 +168,7 @@ def test_the_update_rule_pairs_encoder_and_decoder_updates_by_seed(monkeypatch, 
 
 
 def test_the_family_withdraws_a_decided_outcome_that_does_not_survive_holm():
-    from companion.empirical import family
+    from companion.judge.empirical import family
 
     rows = pd.DataFrame({"claim": ["a", "b", "c", "d"],
                          "outcome": ["holds", "holds, size open", "inconclusive", "refuted"],

@@ -17,7 +17,7 @@ import pytest
 from matplotlib import colormaps
 from matplotlib.colors import to_rgb
 
-from companion.figures import palette
+from companion.book.figures import palette
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -130,7 +130,7 @@ def test_colour_maps_stay_readable(role, deficiency):
 
 
 def test_figure_modules_use_only_the_book_palette_for_categories():
-    """Categorical colours in the figure helpers come from companion.figures.palette."""
+    """Categorical colours in the figure helpers come from companion.book.figures.palette."""
     import re
 
     allowed = {c.lower() for c in palette.CYCLE + list(palette.KIND_COLORS.values())}

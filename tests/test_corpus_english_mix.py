@@ -10,7 +10,7 @@ import tarfile
 import numpy as np
 import pytest
 
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 from companion.train import corpora, english_mix as em
 from companion.train.corpora import CorpusSpec
 from companion.train.english_mix import assemble, is_held_out, normalise, split_long

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import companion.exercises as exercises
-from companion.exercises import EXERCISES, WrongAnswer, check, checked_labels
+import companion.book.exercises as exercises
+from companion.book.exercises import EXERCISES, WrongAnswer, check, checked_labels
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
@@ -135,7 +135,7 @@ WRONG = {
     "ex-survey-1": [
         "differing_repeats = {'beit-base', 'beit-large'}",
         # every model printed more than once, whether its numbers differ or not
-        ("from companion.catalog import published_scores\np = published_scores()\n"
+        ("from companion.zoo.catalog import published_scores\np = published_scores()\n"
          "s2 = p[p['table'] == 'S2']\nc = s2.groupby('key').size()\ndiffering_repeats = set(c[c > 1].index)"),
         "differing_repeats = {'beit-base', 'beit-large', 'gpt-neo-2.7b', 'llama-3-8b', 'llama-3.1-8b'}",
     ],
@@ -200,7 +200,7 @@ def test_every_exercise_is_checked_or_listed_as_answered_in_words():
     labels = set(EX_TEXT)
     assert len(labels) >= 20
     assert set(checked_labels()) | UNCHECKED == labels, (
-        "new exercise? give it a check in companion.exercises or list it in UNCHECKED: "
+        "new exercise? give it a check in companion.book.exercises or list it in UNCHECKED: "
         f"{sorted(labels - set(checked_labels()) - UNCHECKED)}; stale: {sorted((set(checked_labels()) | UNCHECKED) - labels)}")
     assert not set(checked_labels()) & UNCHECKED
     assert set(WRONG) == set(checked_labels())
@@ -287,7 +287,7 @@ def test_answers_of_the_wrong_type_are_refused_in_one_line():
 
 # ---------------------------------------------- the checks' own computations, checked again
 def test_the_score_definitions_the_checks_use_match_the_package():
-    from companion.scores import directionality_score, symmetry_score
+    from companion.core.scores import directionality_score, symmetry_score
 
     rng = np.random.default_rng(0)
     for n in (2, 5, 48):
@@ -317,7 +317,7 @@ def test_the_beta_law_mean_of_errata_1_matches_a_monte_carlo():
 def test_the_power_integral_of_what_survives_3_matches_the_noncentral_t_and_a_simulation():
     from scipy import stats
 
-    from companion.verdicts import detectable_effect
+    from companion.rules.verdicts import detectable_effect
 
     for n, ncp in ((2, 1.0), (3, 3.5), (7, 2.9), (30, 2.0)):
         crit = stats.t.ppf(0.975, n - 1)
@@ -337,7 +337,7 @@ def test_the_pairings_of_survey_2_match_the_package():
     import torch
     from transformers.models.llama.modeling_llama import repeat_kv
 
-    from companion.bilinear import kv_head_index
+    from companion.core.bilinear import kv_head_index
 
     heads = torch.arange(3.0).reshape(1, 3, 1, 1)             # key head k holds the number k
     assert repeat_kv(heads, 3).flatten().tolist() == kv_head_index(9, 3, "grouped")

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import torch
 
-from companion.explorer import block_means, explorer_html, form_summaries, head_summaries
-from companion.scores import directionality_score, symmetry_score
+from companion.book.explorer import block_means, explorer_html, form_summaries, head_summaries
+from companion.core.scores import directionality_score, symmetry_score
 
 
 def _heat(rec):

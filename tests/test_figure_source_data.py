@@ -1,6 +1,6 @@
 """Each figure's source data (CSV) holds exactly the numbers it plots, and its alt text
 says what it shows.  The CSV is taken through the path the book's kernels use
-(companion.figures.source_data.figure_bundle: PNG + metadata), read back, and compared
+(companion.book.figures.source_data.figure_bundle: PNG + metadata), read back, and compared
 with the Figure's artists read here directly."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
 
-from companion.figures import measuring, survey, theory, training  # noqa: E402
-from companion.figures import source_data as sd  # noqa: E402
+from companion.book.figures import measuring, survey, theory, training  # noqa: E402
+from companion.book.figures import source_data as sd  # noqa: E402
 
 
 def _through_the_kernel_path(fig) -> pd.DataFrame:

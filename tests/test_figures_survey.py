@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from companion.figures.survey import (
+from companion.book.figures.survey import (
     figure_2_scatter,
     figure_s1,
     figure_s2,
@@ -17,8 +17,8 @@ from companion.figures.survey import (
     qk_heatmaps,
     scores_vs_parameters,
 )
-from companion.null import null_scores
-from companion.survey import published_summary
+from companion.core.null import null_scores
+from companion.survey.scoring import published_summary
 
 
 def _n_points(ax):
@@ -112,7 +112,7 @@ def test_malformed_tables_are_refused_with_the_missing_columns():
 def test_bias_term_figure_draws_one_line_per_model_and_dashes_the_decoders():
     import pandas as pd
 
-    from companion.figures.survey import bias_term_figure
+    from companion.book.figures.survey import bias_term_figure
 
     layers = pd.DataFrame({"model": ["enc"] * 3 + ["dec"] * 2 + ["one"], "layer": [0, 1, 2, 0, 1, 0],
                            "share": [0.1, 0.2, 0.3, 0.5, 0.6, 0.05]})

@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 
-from companion.figures.theory import first_order_error_scaling, logits_versus_weights
+from companion.book.figures.theory import first_order_error_scaling, logits_versus_weights
 
 
 def test_error_scaling_plots_each_step_size_and_a_slope_two_reference():

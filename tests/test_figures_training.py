@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.figures.training import loss_curves, loss_difference, scores_over_training
+from companion.book.figures.training import loss_curves, loss_difference, scores_over_training
 
 
 def _history(label, seed, sym_by_layer, steps=(0, 10, 20)):
@@ -62,7 +62,7 @@ def _swap_history(role, run, seed, other=False):
 
 @pytest.mark.parametrize("other", [False, True])
 def test_objective_swap_curves_add_the_other_objectives_loss_when_the_runs_logged_it(other):
-    from companion.figures.training import objective_swap_curves
+    from companion.book.figures.training import objective_swap_curves
 
     df = pd.concat([_swap_history("control", "a", 1, other), _swap_history("swap", "b", 1, other)])
     fig = objective_swap_curves(df)
@@ -76,7 +76,7 @@ def test_objective_swap_curves_add_the_other_objectives_loss_when_the_runs_logge
 
 
 def test_objective_swap_layers_draws_each_layers_change_from_the_checkpoint():
-    from companion.figures.training import objective_swap_layers
+    from companion.book.figures.training import objective_swap_layers
     from companion.train.swap import layer_changes
 
     df = pd.concat([_swap_history("control", "a", 1), _swap_history("swap", "b", 1)])

@@ -8,10 +8,10 @@ import pytest
 
 matplotlib.use("Agg")
 
-from companion.errors import CompanionError
-from companion.figures.source_data import alt_text, figure_data
-from companion.figures.verdicts import OUTCOME_STYLE, evidence_at_a_glance
-from companion.verdicts import OUTCOMES
+from companion.base.errors import CompanionError
+from companion.book.figures.source_data import alt_text, figure_data
+from companion.book.figures.verdicts import OUTCOME_STYLE, evidence_at_a_glance
+from companion.rules.verdicts import OUTCOMES
 
 
 def _primary():

@@ -15,8 +15,8 @@ import torch
 
 from adapters_data import smollm2_gguf, zoo_checkpoint
 from companion.adapters.gguf_file import GGUFSource, parse_gguf_header
-from companion.errors import CompanionError
-from companion.scores import (directionality_score, directionality_score_factored,
+from companion.base.errors import CompanionError
+from companion.core.scores import (directionality_score, directionality_score_factored,
                               structure_scores, symmetry_score, symmetry_score_factored)
 
 

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from companion import notebooks as nbgen
-
+from companion.book import notebooks as nbgen
 HEADER = nbgen.JUPYTEXT_HEADER
 
 REPO = "https://github.com/owner/companion"
@@ -114,7 +113,7 @@ def test_setup_cell_picks_the_gpu_run_size_when_a_gpu_is_present(monkeypatch, ca
     monkeypatch.setenv("COMPANION_RUN_SIZE", "unset")
     monkeypatch.delenv("COMPANION_RUN_SIZE")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
-    monkeypatch.setattr("companion.runtime.describe_device", lambda *a: "stub device")
+    monkeypatch.setattr("companion.base.runtime.describe_device", lambda *a: "stub device")
     # companion is importable here, so the cell skips the installation
     exec(nbgen.setup_cell_source("nowhere", "v0"), {})
     import os
@@ -148,7 +147,7 @@ def test_written_notebooks_start_with_the_setup_cell_then_the_chapter(book, tmp_
 
 
 def test_command_line_reports_a_missing_toc_without_a_traceback(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "companion.notebooks", "--root", str(tmp_path)],
+    run = subprocess.run([sys.executable, "-m", "companion.book.notebooks", "--root", str(tmp_path)],
                          capture_output=True, text=True)
     assert run.returncode == 2
     assert run.stderr.startswith("error: no _toc.yml")
@@ -167,7 +166,7 @@ def test_paper_artifacts_link_present_chapters_and_name_absent_ones(tmp_path):
     src = tmp_path / "src"
     (src / "book").mkdir(parents=True)
     (src / "conf.py").write_text(
-        "extensions = ['companion.sphinxext']\n"
+        "extensions = ['companion.book.sphinxext']\n"
         f"companion_repository_url = {REPO!r}\n"
         "exclude_patterns = ['_toc.yml']\n"
     )
@@ -198,7 +197,7 @@ def test_a_malformed_paper_artifacts_line_fails_the_build(tmp_path):
     pytest.importorskip("sphinx")
     src = tmp_path / "src"
     src.mkdir()
-    (src / "conf.py").write_text("extensions = ['companion.sphinxext']\n")
+    (src / "conf.py").write_text("extensions = ['companion.book.sphinxext']\n")
     (src / "index.rst").write_text("T\n=\n\n.. paper-artifacts::\n\n   Fig. 1 | only two\n")
     build = _sphinx_build(src, tmp_path / "html")
     assert build.returncode != 0
@@ -239,10 +238,10 @@ def test_plain_markdown_passes_through_unchanged():
 
 
 def test_a_chapter_that_reads_the_zoo_installs_every_zoo_package():
-    from companion.zoo import ZOO
+    from companion.zoo.registry import ZOO
 
     plain = nbgen.chapter_packages("import numpy as np\n")
-    zoo = nbgen.chapter_packages("from companion.survey import score_zoo\n")
+    zoo = nbgen.chapter_packages("from companion.survey.scoring import score_zoo\n")
     assert plain == list(nbgen.WEIGHT_PACKAGES)
     every_pin = {p for m in ZOO.values() for p in m.pins}
     assert every_pin <= set(zoo) and len(zoo) == len(set(zoo))

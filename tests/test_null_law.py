@@ -1,6 +1,6 @@
 """The symmetry score of an i.i.d. Gaussian matrix follows 2 Beta(d(d+1)/4, d(d-1)/4) - 1 exactly.
 
-Checked against Monte Carlo samples scored by companion.scores (an independent computation
+Checked against Monte Carlo samples scored by companion.core.scores (an independent computation
 of the same quantity), with a power check: the law of one width rejects samples of another.
 """
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from companion.null import null_scores, symmetry_null_law
+from companion.core.null import null_scores, symmetry_null_law
 
 
 @pytest.mark.parametrize("d", [3, 8, 24])

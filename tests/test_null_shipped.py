@@ -7,7 +7,7 @@ import pytest
 
 
 def test_shipped_draws_are_exactly_what_the_cpu_draws_and_are_read_back(tmp_path, monkeypatch):
-    import companion.null as N
+    import companion.core.null as N
 
     out = tmp_path / "iid-n5-cpu.csv.gz"
     monkeypatch.setattr(N, "shipped_null_file", lambda n: tmp_path / f"iid-n{n}-cpu.csv.gz")
@@ -22,7 +22,7 @@ def test_shipped_draws_are_exactly_what_the_cpu_draws_and_are_read_back(tmp_path
 
 
 def test_the_shipped_gpu_size_draws_match_a_fresh_cpu_draw_at_the_narrow_widths():
-    import companion.null as N
+    import companion.core.null as N
 
     path = N.shipped_null_file(200)
     if not path.is_file():

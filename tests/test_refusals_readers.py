@@ -18,8 +18,8 @@ import malformed as bad
 from one_line import one_line_error
 from companion.adapters import read_qk
 from companion.adapters.hf_folder import read_safetensors_header
-from companion.errors import CompanionError
-from companion.scores import directionality_score, symmetry_score
+from companion.base.errors import CompanionError
+from companion.core.scores import directionality_score, symmetry_score
 
 
 def _one_line_error(argv, capsys, *words):

@@ -11,8 +11,8 @@ import torch
 import malformed as bad
 from one_line import one_line_error
 from companion.cli import main
-from companion.errors import CompanionError
-from companion.scores import directionality_score, symmetry_score
+from companion.base.errors import CompanionError
+from companion.core.scores import directionality_score, symmetry_score
 
 
 def _one_line_error(argv, capsys, *words):
@@ -21,7 +21,7 @@ def _one_line_error(argv, capsys, *words):
 
 @pytest.mark.parametrize("key", ["../../x", "a/b", ".hidden", "x" * 200])
 def test_a_catalog_key_that_is_not_a_plain_name_is_refused(tmp_path, key):
-    from companion.catalog import DATA_DIR, load_catalog
+    from companion.zoo.catalog import DATA_DIR, load_catalog
 
     text = (DATA_DIR / "catalog.csv").read_text().splitlines()
     header, first = text[0], text[1]

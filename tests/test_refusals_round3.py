@@ -20,7 +20,7 @@ import torch
 
 import malformed as bad
 from one_line import one_line_error
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 
 
 @contextlib.contextmanager
@@ -69,7 +69,7 @@ def test_score_out_onto_a_fifo_is_refused_and_the_fifo_stays(tmp_path, capsys):
 
 
 def test_write_atomic_never_replaces_a_fifo(tmp_path):
-    from companion.outputs import write_text_atomic
+    from companion.base.outputs import write_text_atomic
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
@@ -108,7 +108,7 @@ def _fake_book(root):
 
 
 def test_student_out_at_the_repository_root_deletes_nothing(tmp_path, capsys):
-    from companion.student import main
+    from companion.book.student import main
 
     root = _fake_book(tmp_path)
     assert main(["--root", str(root), "--out", str(root)]) == 2
@@ -117,7 +117,7 @@ def test_student_out_at_the_repository_root_deletes_nothing(tmp_path, capsys):
 
 
 def test_student_out_that_holds_other_files_is_refused_and_kept(tmp_path, capsys):
-    from companion.student import main
+    from companion.book.student import main
 
     root = _fake_book(tmp_path / "repo")
     mine = tmp_path / "mine"
@@ -131,7 +131,7 @@ def test_student_out_that_holds_other_files_is_refused_and_kept(tmp_path, capsys
 
 
 def test_student_sources_replace_only_a_folder_they_made(tmp_path):
-    from companion.student import prepare_sources
+    from companion.book.student import prepare_sources
 
     root = _fake_book(tmp_path / "repo")
     dest = tmp_path / "dest"
@@ -146,8 +146,7 @@ def test_student_sources_replace_only_a_folder_they_made(tmp_path):
 
 
 def test_book_cache_prepare_refuses_a_folder_without_its_key_and_deletes_nothing(tmp_path, capsys):
-    from companion import book_cache
-
+    from companion.book import book_cache
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "report.md").write_text("mine")
@@ -160,8 +159,7 @@ def test_book_cache_prepare_refuses_a_folder_without_its_key_and_deletes_nothing
 
 
 def test_book_cache_prepare_still_empties_a_cache_jupyter_cache_made(tmp_path):
-    from companion import book_cache
-
+    from companion.book import book_cache
     (tmp_path / "src").mkdir()
     cache = tmp_path / "cache"
     (cache / "executed" / "abc").mkdir(parents=True)
@@ -173,8 +171,7 @@ def test_book_cache_prepare_still_empties_a_cache_jupyter_cache_made(tmp_path):
 
 @pytest.mark.parametrize("argv", [["prepare", "a", "b"], ["seed", "missing-folder", "cache"]])
 def test_book_cache_odd_arguments_are_refused_before_anything_is_made(tmp_path, monkeypatch, capsys, argv):
-    from companion import book_cache
-
+    from companion.book import book_cache
     monkeypatch.chdir(tmp_path)
     assert book_cache.main(argv) == 2
     err = capsys.readouterr().err
@@ -282,7 +279,7 @@ def test_float64_weights_far_outside_float32_score_as_at_unit_scale(tmp_path, sc
     from safetensors.torch import load_file, save_file
 
     from companion.adapters import read_qk
-    from companion.tables import layer_scores
+    from companion.survey.tables import layer_scores
 
     bad.tiny_llama(tmp_path, layers=2)
     ref = layer_scores(read_qk(tmp_path, progress=False))
@@ -298,7 +295,7 @@ def test_float64_weights_far_outside_float32_score_as_at_unit_scale(tmp_path, sc
 
 
 def test_factored_scores_do_not_underflow_where_the_dense_score_does_not():
-    from companion.scores import (directionality_score, directionality_score_factored, structure_scores,
+    from companion.core.scores import (directionality_score, directionality_score_factored, structure_scores,
                                   symmetry_score, symmetry_score_factored)
 
     q = np.array([[1.0, 0.5, 0.2], [1e-200, 2e-200, 0.0]])
@@ -336,7 +333,7 @@ _RULE = """claims:
     ("    sesoi: '0.1'\n", "neither a number nor a yardstick"),
 ])
 def test_a_string_sesoi_that_names_no_yardstick_is_refused(tmp_path, extra, says):
-    from companion.verdicts import load_rules
+    from companion.rules.verdicts import load_rules
 
     assert load_rules(_rules(tmp_path, _RULE + "    sesoi: null-band\n"))["claims"]["x"]["sesoi"] == "null-band"
     with pytest.raises(CompanionError, match=says):
@@ -349,7 +346,7 @@ def test_a_string_sesoi_that_names_no_yardstick_is_refused(tmp_path, extra, says
     ("yardsticks: [a]\n", "'yardsticks' must be a mapping"),
 ])
 def test_a_malformed_rules_file_is_one_clear_error(tmp_path, top, says):
-    from companion.verdicts import load_rules
+    from companion.rules.verdicts import load_rules
 
     with pytest.raises(CompanionError, match=says):
         load_rules(_rules(tmp_path, top + _RULE))
@@ -425,8 +422,7 @@ def test_a_cached_corpus_archive_that_is_a_fifo_or_folder_is_refused(tmp_path, m
 
 
 def test_a_zoo_sidecar_that_is_a_fifo_is_not_read(tmp_path):
-    from companion import zoo
-
+    from companion.zoo import registry as zoo
     main = tmp_path / "model.bin"
     main.write_bytes(b"weights")
     side = tmp_path / "model.bin.sha256.json"
@@ -477,7 +473,7 @@ def test_a_valid_onnx_reshape_with_minus_one_heads_is_read(tmp_path):
 
 
 def test_a_lock_whose_pid_was_reused_by_another_process_is_stale(tmp_path):
-    from companion.cache import exclusive
+    from companion.base.cache import exclusive
 
     lock = tmp_path / ".lock"
     lock.write_text(f"{os.getpid()} 1\n")     # a live pid, but a process started at another time
@@ -487,7 +483,7 @@ def test_a_lock_whose_pid_was_reused_by_another_process_is_stale(tmp_path):
 
 
 def test_a_lock_that_is_a_folder_is_refused_in_one_line(tmp_path):
-    from companion.cache import exclusive
+    from companion.base.cache import exclusive
 
     lock = tmp_path / ".lock"
     lock.mkdir()
@@ -499,8 +495,7 @@ def test_a_lock_that_is_a_folder_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("budget", ["nan", "1e300", "inf"])
 def test_chapter_times_refuses_a_budget_that_is_not_a_sane_number_of_seconds(monkeypatch, capsys, budget):
-    from companion import chapter_times
-
+    from companion.book import chapter_times
     def never(*a, **k):
         raise AssertionError("a chapter was started")
 
@@ -569,8 +564,7 @@ def test_a_full_disk_while_saving_a_checkpoint_is_one_clear_line(tmp_path, monke
 
 
 def test_an_installed_zoo_model_is_read_from_a_read_only_cache(monkeypatch):
-    from companion import zoo
-
+    from companion.zoo import registry as zoo
     name = "paraphrase-minilm-l3"
     assert zoo.zoo_model(name).assembly == "installed"
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from companion.rope import rotary_matrix, rotated_key_factors
+from companion.core.rope import rotary_matrix, rotated_key_factors
 
 
 def test_rotary_matrix_is_a_rotation_and_identity_at_offset_zero():

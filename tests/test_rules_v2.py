@@ -12,7 +12,7 @@ import pytest
 
 from companion.train import evidence
 from companion.train.runs import runs_root
-from companion.verdicts import load_rules, rule_commit_time, started_before_rule
+from companion.rules.verdicts import load_rules, rule_commit_time, started_before_rule
 
 
 def _blind_bodies(rules):
@@ -66,7 +66,7 @@ def test_every_blind_body_plan_was_committed_before_the_first_run_of_its_body():
     import json
     import subprocess
 
-    from companion.verdicts import RULES_PATH, _as_datetime
+    from companion.rules.verdicts import RULES_PATH, _as_datetime
 
     checked = 0
     for key, body in _blind_bodies(load_rules()).items():
@@ -87,7 +87,7 @@ def test_the_published_yardsticks_are_still_what_they_were_when_the_rules_were_f
     for score, value in y.items():
         assert evidence.published_iqr_width(score) == pytest.approx(value)
     # independently: the median printed IQR width over the published text rows, read from the CSVs
-    from companion.catalog import DATA_DIR, load_catalog
+    from companion.zoo.catalog import DATA_DIR, load_catalog
 
     cat = load_catalog(DATA_DIR / "catalog.csv").set_index("key")
     rows = pd.read_csv(DATA_DIR / "published" / "printed_rows.csv", dtype={"row_note": str}).fillna({"row_note": ""})
@@ -113,7 +113,7 @@ def test_table_1_s_yardstick_is_the_baseline_s_last_26_percent_in_nats():
 
 
 def _tests(primary_gate, conf_gate, conf_n=3):
-    from companion.empirical import apply_confirmatory
+    from companion.judge.empirical import apply_confirmatory
 
     t = pd.DataFrame([
         {"body_key": "wiki", "comparator": "decoder", "primary": True, "role": "primary", "gate": primary_gate,

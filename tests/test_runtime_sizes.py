@@ -2,7 +2,7 @@
 
 import pytest
 
-from companion.runtime import GPU_SIZE_MEMORY_GIB, pick_run_size
+from companion.base.runtime import GPU_SIZE_MEMORY_GIB, pick_run_size
 
 T4 = dict(cuda_available=True, torch_cuda="12.4", gpu_present=True, memory_gib=14.7)
 

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from companion.scores import (
+from companion.core.scores import (
     directionality_score,
     directionality_score_factored,
     structure_scores,

@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from companion.slides import REVEAL_VERSION, deck_html, resolve_glue, split_slides, vendor_reveal
+from companion.book.slides import REVEAL_VERSION, deck_html, resolve_glue, split_slides, vendor_reveal
 
 GLUE = {
     "n": {"data": {"text/plain": "0.123456"}},

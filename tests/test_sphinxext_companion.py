@@ -23,7 +23,7 @@ def _figure_output(bad: bool = False) -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from companion.figures import source_data as sd
+    from companion.book.figures import source_data as sd
 
     fig, ax = plt.subplots(figsize=(2, 2))
     ax.plot([0, 1, 2], [0.5, 1.5, 1.0], label="sample series")
@@ -50,14 +50,13 @@ def _notebook(outputs) -> str:
 def built(tmp_path_factory):
     from sphinx.cmd.build import build_main
 
-    from companion import changes
-
+    from companion.book import changes
     src = tmp_path_factory.mktemp("sample")
     out = src / "_build"
     good, meta = _figure_output()
     bad, _ = _figure_output(bad=True)
     (src / "conf.py").write_text(
-        'extensions = ["myst_nb", "sphinx_exercise", "companion.sphinxext"]\n'
+        'extensions = ["myst_nb", "sphinx_exercise", "companion.book.sphinxext"]\n'
         'html_theme = "sphinx_book_theme"\nnb_execution_mode = "off"\n'
         'companion_exercise_labels = "labels.yaml"\nmyst_enable_extensions = ["colon_fence"]\n'
         'exclude_patterns = ["_build"]\n'
@@ -85,7 +84,7 @@ def built(tmp_path_factory):
 
 
 def test_every_page_shows_the_version_and_the_cite_box(built):
-    from companion.citation import book_version
+    from companion.book.citation import book_version
 
     label = book_version(ROOT).label
     for page in ("index.html", "chapter.html", "status.html"):
@@ -124,7 +123,7 @@ def test_release_changes_lists_rule_and_verdict_changes(built):
 
 
 def test_figures_get_alt_text_and_their_csv_next_to_the_image(built):
-    from companion.figures import source_data as sd
+    from companion.book.figures import source_data as sd
 
     html = (built["out"] / "chapter.html").read_text(encoding="utf-8")
     imgs = re.findall(r'<img[^>]*src="(_images/[0-9a-f]+\.png)"[^>]*>', html)

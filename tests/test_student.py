@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from companion.exercises import checked_labels
-from companion.notebooks import book_chapters, chapter_notebook
-from companion.student import _split_markdown, prepare_sources, split_check_cells, strip_solutions
+from companion.book.exercises import checked_labels
+from companion.book.notebooks import book_chapters, chapter_notebook
+from companion.book.solutions import _split_markdown, split_check_cells, strip_solutions
+from companion.book.student import prepare_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +22,7 @@ PAGE = """\
 Prove it.
 
 ```python
-from companion.exercises import check
+from companion.book.exercises import check
 
 x = ...
 check("ex-a-1", x)

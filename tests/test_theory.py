@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from companion import theory as T
-from companion.bilinear import per_head_bilinear_forms
-from companion.scores import symmetry_score
-from companion.tiny_attention import TinyAttentionModel, next_token_loss, masked_token_loss
+from companion.core import theory as T
+from companion.core.bilinear import per_head_bilinear_forms
+from companion.core.scores import symmetry_score
+from companion.core.tiny_attention import TinyAttentionModel, next_token_loss, masked_token_loss
 
 rng = np.random.default_rng(0)
 
@@ -150,7 +150,7 @@ def test_bad_mask_name_is_a_clear_error():
 
 
 def test_restrict_vocabulary_keeps_the_most_frequent_ids_and_pools_the_rest():
-    from companion.prose import restrict_vocabulary
+    from companion.judge.prose import restrict_vocabulary
 
     seqs = np.array([[5, 5, 5, 9, 9, 2], [7, 5, 9, 2, 2, 1]])
     out = restrict_vocabulary(seqs, 2)
@@ -159,7 +159,7 @@ def test_restrict_vocabulary_keeps_the_most_frequent_ids_and_pools_the_rest():
 
 def test_score_trajectory_figure_rejects_tables_without_scores():
     import pandas as pd
-    from companion.figures.theory import objective_score_trajectories
+    from companion.book.figures.theory import objective_score_trajectories
 
     with pytest.raises(ValueError, match="symmetry"):
         objective_score_trajectories(pd.DataFrame({"objective": ["a"], "step": [0]}))

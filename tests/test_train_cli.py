@@ -124,7 +124,7 @@ def test_a_crafted_checkpoint_is_refused_without_running_its_code(tmp_path, caps
     torch.save({"config": Exploit()}, out / "checkpoint.pt")
     # a crafted file with a matching digest beside it passes the integrity check, and is
     # still never unpickled
-    from companion.cache import sha256_file
+    from companion.base.cache import sha256_file
     (out / "checkpoint.pt.sha256").write_text(sha256_file(out / "checkpoint.pt") + "\n")
     assert _train(out, "--resume") == 2
     assert "weights_only" in capsys.readouterr().err
@@ -160,7 +160,7 @@ def test_a_resumed_run_records_the_time_of_every_segment(tmp_path):
     ck = torch.load(out / "checkpoint.pt", weights_only=True)
     ck["elapsed"] = {"wall": 1000.0, "cpu": 500.0}  # what earlier segments took
     torch.save(ck, out / "checkpoint.pt")
-    from companion.cache import sha256_file
+    from companion.base.cache import sha256_file
     (out / "checkpoint.pt.sha256").write_text(sha256_file(out / "checkpoint.pt"))  # a legitimate rewrite
     assert _train(out, "--resume", "--checkpoint-every", "1") == 0
     meta = json.loads((out / "provenance.json").read_text())

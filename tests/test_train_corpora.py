@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 from companion.train import corpora
 from companion.train.corpora import CORPORA, archive_path, corpus_documents, documents_sha256
 from companion.train.data import build_token_data, load_tokenizer, token_data_for_corpus
@@ -26,7 +26,7 @@ def tok():
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """An empty cache folder; the fetched corpus archives are linked into it."""
-    from companion.cache import cache_root
+    from companion.base.cache import cache_root
 
     real = cache_root()
     monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
@@ -46,7 +46,7 @@ def _docs(n=40):
 
 def _need(name):
     spec = CORPORA[name]
-    from companion.cache import cache_root
+    from companion.base.cache import cache_root
 
     if not (cache_root() / "archives" / spec.archive).exists():
         pytest.skip(f"corpus {name} not fetched (make env fetches it: companion corpus fetch {name})")
@@ -315,7 +315,7 @@ def test_a_killed_token_build_leaves_no_folder_after_the_next_build(cache, tok):
     import subprocess
     import sys
 
-    from companion.cache import cache_dir
+    from companion.base.cache import cache_dir
     from companion.train.tokens import cached_token_streams
 
     root = cache_dir("tokens")

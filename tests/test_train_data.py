@@ -97,7 +97,7 @@ def test_too_few_documents_for_a_split_is_a_clear_error():
 def test_a_token_cache_meta_of_the_wrong_shape_is_one_clear_error(tmp_path, meta):
     import json as _json
 
-    from companion.errors import CompanionError
+    from companion.base.errors import CompanionError
     from companion.train.tokens import _load
 
     (tmp_path / "meta.json").write_text(_json.dumps(meta))

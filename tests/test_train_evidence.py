@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 from companion.train.evidence import PAPER, arm_values, settings, settings_text
 from companion.train.runs import load_runs, runs_root
 

@@ -10,8 +10,8 @@ import torch
 # tens of times slower than one
 torch.set_num_threads(1)
 
-from companion.bilinear import bilinear_form, per_head_bilinear_forms
-from companion.scores import symmetry_score
+from companion.core.bilinear import bilinear_form, per_head_bilinear_forms
+from companion.core.scores import symmetry_score
 from companion.train.init import initialize, symmetry_penalty
 from companion.train.model import build_model, qk_weights
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from companion.bilinear import bilinear_form
-from companion.errors import CompanionError
-from companion.scores import directionality_score, symmetry_score
+from companion.core.bilinear import bilinear_form
+from companion.base.errors import CompanionError
+from companion.core.scores import directionality_score, symmetry_score
 from companion.train.llama import LlamaLM, LlamaShape, from_transformers
 from companion.train.model import num_kv_heads, qk_weights
 

@@ -303,7 +303,7 @@ def test_shape_overrides_build_the_model_they_name():
 
 
 def test_a_diverged_run_is_named_as_diverged_not_as_a_bad_checkpoint(tmp_path):
-    from companion.errors import CompanionError
+    from companion.base.errors import CompanionError
 
     with pytest.raises(CompanionError, match=r"training diverged: the training loss is (nan|inf) at step \d+"):
         train(_cfg(steps=12, optimizer="sgd", lr=1e12, warmup=0, weight_decay=0.0, eval_every=12),

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 from companion.train import mechanism as mech
 
 STEPS = [0, 100, 200, 300, 400]

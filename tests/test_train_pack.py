@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 from companion.train.pack import Job, check_fits, choose_to_stop, parse_jobs, run_packed
 
 FAKE_TRAIN = textwrap.dedent(f"""\

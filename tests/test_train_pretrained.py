@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from companion.adapters import read_qk
-from companion.errors import CompanionError
-from companion.scores import directionality_score, symmetry_score
+from companion.base.errors import CompanionError
+from companion.core.scores import directionality_score, symmetry_score
 from companion.train.model import qk_weights
 from companion.train.pretrained import load_pretrained, pretrained_folder
 
@@ -70,7 +70,7 @@ def test_an_unsupported_checkpoint_or_mode_is_one_clear_error(tmp_path):
 
 
 def _minilm_data(seq_len=32):
-    from companion.prose import stdlib_paragraphs
+    from companion.judge.prose import stdlib_paragraphs
     from companion.train.data import build_token_data
 
     texts = list(stdlib_paragraphs())[:120]
@@ -78,7 +78,7 @@ def _minilm_data(seq_len=32):
 
 
 def test_a_run_from_the_checkpoint_starts_at_its_scores_and_trains(tmp_path):
-    from companion.bilinear import bilinear_form
+    from companion.core.bilinear import bilinear_form
     from companion.train.loop import TrainConfig, train
 
     cfg = TrainConfig(size="micro", mode="decoder", init_from=ZOO, top_k=None, seq_len=32, steps=2,

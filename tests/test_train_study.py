@@ -36,7 +36,7 @@ def test_gap_leaves_the_band_at_the_first_step_after_which_it_stays_above():
 
 def test_null_band_matches_the_spread_of_two_untrained_models():
     # an independent Monte Carlo: build the two models' layers directly and score them
-    from companion.scores import symmetry_score
+    from companion.core.scores import symmetry_score
 
     width, layers = 24, 3
     rng = np.random.default_rng(7)

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from companion.errors import CompanionError
-from companion.scores import directionality_score, symmetry_score
+from companion.base.errors import CompanionError
+from companion.core.scores import directionality_score, symmetry_score
 from companion.train.loop import TrainConfig, train
 from companion.train.model import build_model, qk_weights
 from companion.train.updates import OPTIMIZERS, UPDATE_QUANTITIES, UpdateRecorder, make_optimizer, start_split

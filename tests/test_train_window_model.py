@@ -5,7 +5,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 from companion.train.window_model import char_joined_ids, masked_window_cross_entropy
 
 

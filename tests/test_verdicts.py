@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from companion.errors import CompanionError
-from companion.verdicts import (OUTCOMES, deciding_p, detectable_effect, directional_outcome,
+from companion.base.errors import CompanionError
+from companion.rules.verdicts import (OUTCOMES, deciding_p, detectable_effect, directional_outcome,
                                 directional_outcome_v1, directional_power, equivalence_outcome,
                                 equivalence_power, holm, load_rules, median_interval, one_sample_t,
                                 outcome_conditions, p_above, paired_t, rule, rule_written_after,
@@ -189,7 +189,7 @@ def test_the_rules_file_names_what_each_rule_judges_and_when_it_was_written():
 
 
 def rules_v1_path():
-    from companion.verdicts import RULES_PATH
+    from companion.rules.verdicts import RULES_PATH
 
     return RULES_PATH.with_name("verdict_rules_v1.yaml")
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from companion import zoo
+from companion.zoo import registry as zoo
 from companion.cli import main
-from companion.errors import CompanionError
+from companion.base.errors import CompanionError
 
 
 def _sha(path: Path) -> str:
@@ -295,8 +295,8 @@ def test_makefile_env_installs_every_zoo_pin():
 
 def test_survey_scores_zoo_models_offline(cache, tmp_path, monkeypatch):
     _need("sre-embedding")
-    from companion.catalog import load_catalog
-    from companion.survey import run_survey_entries, with_zoo_entries
+    from companion.zoo.catalog import load_catalog
+    from companion.survey.scoring import run_survey_entries, with_zoo_entries
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cat = with_zoo_entries(load_catalog())
@@ -356,7 +356,7 @@ def test_parallel_fetches_of_one_name_both_get_the_verified_file(cache):
     import sys
 
     _need("whisper-base")
-    code = ("import companion.zoo as z; p = z.fetch('whisper-base') / 'model.bin'; "
+    code = ("import companion.zoo.registry as z; p = z.fetch('whisper-base') / 'model.bin'; "
             "print(z.sha256_file(p))")
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env={**os.environ, "COMPANION_CACHE": str(cache)}) for _ in range(3)]

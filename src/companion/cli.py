@@ -2,7 +2,7 @@
 
 Subcommands live in :mod:`companion.commands`: every module there that defines
 ``register(subparsers)`` adds one (it sets ``func`` on its parser).  A new subcommand is a
-new module; this file does not change.  :class:`~companion.errors.CompanionError` is
+new module; this file does not change.  :class:`~companion.base.errors.CompanionError` is
 printed as one line on stderr with exit status 2, never as a traceback.
 """
 
@@ -13,7 +13,7 @@ import importlib
 import pkgutil
 import sys
 
-from .errors import CompanionError
+from .base.errors import CompanionError
 
 __all__ = ["main", "build_parser"]
 

@@ -5,7 +5,7 @@ installed (numpy 2.0.2, pandas 2.2.2, and PyTorch of the 2.x line: here the CPU 
 ``torch==2.13.0``, Colab's CUDA build being out of reach of CI).  Then pip is asked for its
 plan exactly as the set-up cell asks it (``pip install --dry-run --report`` of the
 package with its ``colab`` extra, the versions present pinned with ``-c``), and the cell's
-own planner (:func:`companion.notebooks.plan_install`) must find that the plan installs
+own planner (:func:`companion.book.notebooks.plan_install`) must find that the plan installs
 the companion, replaces none of numpy, torch and pandas, and needs no restart.
 
 Creating the environment takes minutes, so this runs in the notebook check
@@ -24,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from companion import notebooks as nbgen
-
+from companion.book import notebooks as nbgen
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / "_build" / "colab-check" / "colab-versions-venv"
 COLAB_VERSIONS = os.environ.get(

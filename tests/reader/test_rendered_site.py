@@ -18,8 +18,8 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
-from companion import notebooks as nbgen
-from companion.figures.source_data import COLUMNS as SOURCE_DATA_COLUMNS
+from companion.book import notebooks as nbgen
+from companion.book.figures.source_data import COLUMNS as SOURCE_DATA_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -147,7 +147,7 @@ def test_every_figure_has_alt_text_and_a_link_to_its_source_data(browser, site_u
 
 
 def test_every_page_shows_the_book_version_and_how_to_cite_it(browser, site_url):
-    from companion.citation import book_version
+    from companion.book.citation import book_version
 
     label = book_version(ROOT).label
     for docname in DOCNAMES:
@@ -258,8 +258,7 @@ WHAT_SURVIVES = "book/what_survives"
 
 @pytest.mark.skipif(WHAT_SURVIVES not in DOCNAMES, reason="the book has no 'What survives' chapter")
 def test_what_survives_shows_a_computed_status_and_evidence_for_every_claim(browser, site_url):
-    from companion import claims
-
+    from companion.judge import claims
     _open(browser, site_url, WHAT_SURVIVES)
     table = browser.find_elements("css selector", "main table, article table")[0]
     rows = table.find_elements("css selector", "tbody tr")

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from companion import notebooks as nbgen
-
+from companion.book import notebooks as nbgen
 ROOT = Path(__file__).resolve().parents[2]
 SLIDES = ROOT / "_build" / "slides"
 DECKS = [Path(c.docname).name for c in nbgen.book_chapters(ROOT)]

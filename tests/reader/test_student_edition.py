@@ -73,7 +73,7 @@ def test_no_file_of_the_student_edition_holds_a_solution(snippets):
 
 
 def test_the_student_notebooks_carry_a_check_cell_per_checked_exercise():
-    from companion.exercises import checked_labels
+    from companion.book.exercises import checked_labels
 
     cells = []
     for nb_path in (STUDENT / "notebooks").rglob("*.ipynb"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .families import LayerPlan, positive_int
 
 __all__ = ["expected_layers", "check_layer_count"]

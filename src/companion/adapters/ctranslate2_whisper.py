@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .families import LayerPlan
 from .tensor_source import TensorSource, read_range
 

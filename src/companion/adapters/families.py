@@ -4,7 +4,7 @@ A conversion function takes the checkpoint's configuration (a dict) and its tens
 and returns one :class:`LayerPlan` per attention layer: which tensors to read and how to
 turn them into ``Wq: [n_heads * d_head, d]`` and ``Wk: [n_kv_heads * d_head, d]`` in
 ``nn.Linear`` layout with head ``h`` owning rows ``h*d_head:(h+1)*d_head`` (the convention
-of :mod:`companion.bilinear`).  Nothing is read here, so a plan can be checked before any
+of :mod:`companion.core.bilinear`).  Nothing is read here, so a plan can be checked before any
 weight is loaded.
 
 Layouts handled (names without the task-head prefix such as ``bert.`` or ``model.``):
@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 
 __all__ = ["LayerPlan", "FAMILIES", "GGUF_FAMILIES", "family_of", "positive_int", "unpermute_llama_cpp"]
 

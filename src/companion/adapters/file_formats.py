@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .tensor_source import TensorSource, regular_file
 
 __all__ = ["open_file_source"]

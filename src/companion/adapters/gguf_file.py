@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .tensor_source import TensorSource, read_range, regular_file
 
 def _gguf_value(field):

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .tensor_source import TensorSource, _check_config, _no_duplicate_keys, _read_json, read_range, regular_file
 
 _ST_DTYPES = {

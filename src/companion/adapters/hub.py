@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .hf_folder import (_MAX_HEADER, _ST_DTYPES, _check_shard_set, _merge_headers, _relative_names,
                         parse_safetensors_header)
 from .tensor_source import TensorSource, _check_config

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .families import LayerPlan
 from .tensor_source import TensorSource, read_range, regular_file
 
@@ -213,7 +213,7 @@ _MAX_YAML_NODES = 20_000
 
 def _bounded_yaml(text: str):
     """``yaml.safe_load(text)``, refused (``OverflowError``) past ``_MAX_YAML_NODES`` nodes."""
-    from ..bounded_yaml import load_bounded
+    from ..base.bounded_yaml import load_bounded
 
     return load_bounded(text, _MAX_YAML_NODES)
 

@@ -27,7 +27,7 @@ and key weights (a layer shared across depth, as in ALBERT) are one form: the la
 read once and its uses are listed in ``config["attention"][i]["uses"]``.
 
 A graph where one of these steps finds nothing (fused ``qkv`` with ``Split``, attention
-in a custom operator, ...) raises one :class:`~companion.errors.CompanionError` naming the
+in a custom operator, ...) raises one :class:`~companion.base.errors.CompanionError` naming the
 file, the ``Softmax`` node and what was expected there.
 """
 
@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .families import LayerPlan
 from .tensor_source import TensorSource
 

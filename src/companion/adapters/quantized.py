@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .tensor_source import TensorSource
 
 __all__ = ["prepare_quantized", "SCALE_SUFFIXES"]

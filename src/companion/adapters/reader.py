@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .completeness import check_layer_count
 from .families import LayerPlan, family_of
 from .quantized import prepare_quantized
@@ -85,7 +85,7 @@ def plan_layers(src: TensorSource, families: dict | None = None) -> tuple[str, l
 
 
 def _check_head_split(layer: QKLayer) -> None:
-    """The shapes must split into heads as ``companion.bilinear.head_factors`` expects."""
+    """The shapes must split into heads as ``companion.core.bilinear.head_factors`` expects."""
     q, k = layer.Wq, layer.Wk
     if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
         raise ValueError(f"Wq {tuple(q.shape)} and Wk {tuple(k.shape)} are not [out, d] with one d")

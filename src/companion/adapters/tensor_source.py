@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 
 _FLOAT_KINDS = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")
 # bits per element of every dtype the safetensors format defines (its ``Dtype::bitsize``)

@@ -3,7 +3,7 @@
 Every architecture family is reduced to a list of :class:`QKLayer` objects:
 
 * ``Wq``: ``[n_heads * d_head, d]`` and ``Wk``: ``[n_kv_heads * d_head, d]`` in
-  ``nn.Linear`` layout ``[out, in]`` (see :mod:`companion.bilinear`), float32 on the CPU
+  ``nn.Linear`` layout ``[out, in]`` (see :mod:`companion.core.bilinear`), float32 on the CPU
   unless a device was asked for;
 * ``role``: ``"encoder"`` (bidirectional self-attention), ``"causal"`` (masked
   self-attention of a decoder) or ``"cross"`` (cross-attention: queries and keys come
@@ -20,7 +20,7 @@ from typing import Literal
 
 import torch
 
-from ..bilinear import Pairing, bilinear_form, head_factors
+from ..core.bilinear import Pairing, bilinear_form, head_factors
 
 Role = Literal["encoder", "causal", "cross"]
 ROLES = ("encoder", "causal", "cross")

@@ -20,7 +20,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..errors import CompanionError
+    from ..base.errors import CompanionError
     from ..train.corpora import CORPORA, ONLINE_CORPORA, archive_ok, archive_path, fetch_corpus
 
     if args.corpus_command == "list":

@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 
 
 def register(subparsers) -> None:
@@ -33,16 +33,16 @@ def register(subparsers) -> None:
                    help="also measure, on real inputs, the share of the logit variance over keys "
                    "carried by the terms the biases add (the key-bias term b_q^T W_k y without "
                    "rotary embeddings), which the form leaves out (zoo models with a query bias: "
-                   "see companion.bias_term.MEASURED)")
+                   "see companion.survey.bias_term.MEASURED)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..adapters import read_qk
-    from ..outputs import check_writable, write_csv_atomic
-    from ..tables import layer_scores, summarize_layers
-    from ..zoo import is_zoo_name, zoo_path
+    from ..base.outputs import check_writable, write_csv_atomic
+    from ..survey.tables import layer_scores, summarize_layers
+    from ..zoo.registry import is_zoo_name, zoo_path
 
     # options are checked before any tensor is read
     if not math.isfinite(args.gamma) or args.gamma < 0:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.out, "--out file")
     zoo_name = args.source if is_zoo_name(args.source) else None
     if args.bias_term:
-        from ..bias_term import MEASURED
+        from ..survey.bias_term import MEASURED
 
         if zoo_name not in MEASURED:
             raise CompanionError(
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     elif "/" not in args.source and not Path(args.source).exists():
         import difflib
 
-        from ..zoo import zoo_names
+        from ..zoo.registry import zoo_names
 
         near = difflib.get_close_matches(args.source, zoo_names(), n=1)
         if near:
@@ -97,12 +97,12 @@ def run(args: argparse.Namespace) -> int:
               f"directionality {r['directionality_median']:+.4f} "
               f"[{r['directionality_q25']:+.4f}, {r['directionality_q75']:+.4f}]")
     if args.bias_term:
-        from ..bias_term import bias_term_table
+        from ..survey.bias_term import bias_term_table
 
         bt = bias_term_table([zoo_name])
         layers = bt[bt["head"] == -1]
         print("\nbias terms (b_q^T W_k y without rotation): share of the logit variance over keys, "
-              "per layer (real inputs; see companion.bias_term)")
+              "per layer (real inputs; see companion.survey.bias_term)")
         print(layers[["layer", "share"]].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         shares = bt.rename(columns={"share": "bias_term_share"})
         if args.per_head:  # head -1 is the layer, as in the scores

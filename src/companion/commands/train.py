@@ -11,7 +11,7 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
-    from ..errors import CompanionError
+    from ..base.errors import CompanionError
     from ..train.cli import run_train
 
     try:

@@ -1,4 +1,4 @@
-"""``companion zoo list|fetch NAME|all|path NAME``: the offline model zoo (see :mod:`companion.zoo`)."""
+"""``companion zoo list|fetch NAME|all|path NAME``: the offline model zoo (see :mod:`companion.zoo.registry`)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import zoo
+    from ..zoo import registry as zoo
 
     if args.zoo_command == "list":
         import pandas as pd

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..verdicts import paired_t
+from ..rules.verdicts import paired_t
 from .evidence import arm_values, loss_gate, memorisation_gap
 
 BODY = "wikipedia-bert-mini-blind"
@@ -35,7 +35,7 @@ ARMS = [("encoder", "standard"), ("decoder", "standard"), ("authors-decoder", "s
 
 
 def body_rule(rules=None) -> dict:
-    from ..verdicts import load_rules
+    from ..rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
     return rules["bodies"][BODY]
@@ -83,7 +83,7 @@ def gate_parts(runs: pd.DataFrame, rules=None) -> pd.DataFrame:
     """Per arm: seeds, final held-out loss, its unigram reference and the margin below it
     (the context floor needs ln 2), and the memorisation gap (held-out minus training loss,
     at most 0.10) as mean, smallest and largest over seeds."""
-    from ..verdicts import load_rules
+    from ..rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
     g = rules["framework"]["gate"]
@@ -103,7 +103,7 @@ def gate_parts(runs: pd.DataFrame, rules=None) -> pd.DataFrame:
 
 
 def effect(runs: pd.DataFrame, key: str, step: int | None = None, level: float = 0.95):
-    """The paired effect of claim ``key`` (an :class:`~companion.verdicts.Estimate`) at ``step``
+    """The paired effect of claim ``key`` (an :class:`~companion.rules.verdicts.Estimate`) at ``step``
     (None: each run's last step) over the seeds of ``runs``."""
     q, cand, comp, sign = CLAIMS[key]
     a, b = arm_values(runs, q, *cand, step=step), arm_values(runs, q, *comp, step=step)

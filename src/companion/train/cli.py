@@ -117,7 +117,7 @@ def _check_device(text: str | None) -> None:
     """Refuse a ``--device`` that names no device this machine can train on, before any work."""
     import torch
 
-    from ..errors import CompanionError
+    from ..base.errors import CompanionError
 
     if text is None:
         return
@@ -157,7 +157,7 @@ def _prepare_out(out: Path, resume: bool, overwrite: bool) -> bool:
     with it, and the folder must be writable (tested by writing a file), so that a bad
     ``--out`` fails now rather than after hours of training.
     """
-    from ..errors import CompanionError
+    from ..base.errors import CompanionError
 
     finished = (out / "history.csv").exists()
     ckpt = (out / "checkpoint.pt").exists()
@@ -210,7 +210,7 @@ def _default_top_k(args: argparse.Namespace) -> int | None:
 def _config(args: argparse.Namespace):
     """The run's TrainConfig from the parsed options, or one clear error: checked before
     anything touches ``--out`` (so a bad option never costs a run folder)."""
-    from ..errors import CompanionError
+    from ..base.errors import CompanionError
     from .loop import TrainConfig
     from .model import size_for_run
 
@@ -251,7 +251,7 @@ def run_train(args: argparse.Namespace) -> int:
     """Run ``companion train`` with parsed arguments; returns an exit status."""
     import torch
 
-    from ..cache import exclusive
+    from ..base.cache import exclusive
 
     _check_device(args.device)
     args.config = _config(args)   # every option checked before --out is created, locked or cleared
@@ -326,7 +326,7 @@ def main(argv=None) -> int:
     p = _configure(argparse.ArgumentParser(prog="companion train", description=__doc__.splitlines()[0]))
     args = p.parse_args(argv)
     args.argv = argv
-    from ..errors import CompanionError
+    from ..base.errors import CompanionError
 
     try:
         return run_train(args)

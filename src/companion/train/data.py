@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .corpora import CORPORA, DEFAULT_CORPUS, ONLINE_CORPORA, corpus_documents, documents_sha256
 from .objectives import MaskingSpec
 from .tokens import (TokenBlocks, TokenStreams, cached_token_streams, compact_vocabulary,

@@ -34,7 +34,7 @@ Assembly rules (in this order; all of them are pure functions of the archives' b
    modulo ``HELD_OUT_MODULUS`` (20), i.e. about 5 % of each source.  Every source must
    have documents on both sides, and no held-out document may occur in the training split
    (equal to a training document, or made up only of paragraphs that training documents
-   also hold); either failure is refused with :class:`~companion.errors.CompanionError`.
+   also hold); either failure is refused with :class:`~companion.base.errors.CompanionError`.
 
 Tokenizer: a WordPiece vocabulary of ``VOCAB_SIZE`` (4,096) ids fitted on the *training*
 documents only by :func:`learn_wordpiece` (the ``tokenizers`` WordPiece trainer's BPE
@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .corpora import CORPORA, CorpusSpec, documents_sha256
 
 __all__ = ["NAME", "SOURCES", "SPEC", "Assembled", "assemble", "assemble_from_archives", "is_held_out",
@@ -353,7 +353,7 @@ def _check_no_leak(docs: list[str], held: list[bool], srcs: list[str]) -> None:
 
 
 def _check_archive(spec: CorpusSpec, path: Path) -> Path:
-    from ..cache import sha256_file
+    from ..base.cache import sha256_file
 
     if not path.is_file():
         raise CompanionError(f"corpus {NAME!r}: {path} is missing or not a regular file; fetch it with "
@@ -379,7 +379,7 @@ _ASSEMBLED: dict[tuple, Assembled] = {}
 def assembled(fetch: bool = True) -> Assembled:
     """The assembled corpus from the cache's archives (fetched when missing and ``fetch``);
     memoised per process by the archives' identity."""
-    from ..cache import cache_dir
+    from ..base.cache import cache_dir
     from .corpora import _checked_archive
 
     paths = [_checked_archive(s, fetch, NAME) if fetch else cache_dir("archives") / s.archive for s in SOURCES]
@@ -524,7 +524,7 @@ def fit_tokenizer(train_docs: list[str], folder: Path, vocab_size: int = VOCAB_S
 def fitted_tokenizer_folder(corpus: Assembled | None = None, progress=None) -> Path:
     """The fitted tokenizer of ``english-mix`` in the cache, fitted on first use.  Its
     folder is keyed by the training documents' content hash and the fitting settings."""
-    from ..cache import cache_dir, exclusive
+    from ..base.cache import cache_dir, exclusive
 
     corpus = corpus if corpus is not None else assembled()
     train = corpus.train
@@ -567,7 +567,7 @@ def unk_share(ids_stream, unk_id: int, lookup=None) -> float:
 
 def card_numbers(progress=None) -> dict:
     """Every number of the corpus card, computed from the archives and the token caches."""
-    from ..cache import cache_dir
+    from ..base.cache import cache_dir
     from .data import SPECIALS as DATA_SPECIALS, load_tokenizer, token_data_for_corpus
 
     corpus = assembled(fetch=True)
@@ -592,7 +592,7 @@ def card_numbers(progress=None) -> dict:
     unk_new = DATA_SPECIALS.index("[UNK]")
     unk_wiki = unk_share(wiki.eval.stream, unk_new, wiki.eval.lookup)
     archives = cache_dir("archives")
-    from ..cache import sha256_file
+    from ..base.cache import sha256_file
 
     sources = []
     for s in SOURCES:

@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 
 __all__ = ["body_runs", "arm_values", "loss_gate", "gate_v2", "logged_step", "null_band", "settings",
            "settings_text", "run_dates", "run_starts", "PAPER", "OBJECTIVE_OF_MODE", "published_iqr_width",
@@ -176,7 +176,7 @@ def gate_v2(runs: pd.DataFrame, arms, effect, sesoi: float, gate: dict) -> dict:
     """Rules v2's gate, "trained enough", for one paired test of a body of runs.
 
     ``arms``: the ``(mode, init)`` pairs compared; ``effect(step)``: the paired estimate
-    (:class:`companion.verdicts.Estimate`) at a logged step, or at the last one with None;
+    (:class:`companion.rules.verdicts.Estimate`) at a logged step, or at the last one with None;
     ``gate``: the framework's gate settings.  Three parts, each reported with its values:
 
     ``context``
@@ -231,7 +231,7 @@ def published_iqr_width(score: str) -> float:
 
 @lru_cache(maxsize=1)
 def _published():
-    from ..catalog import published_scores
+    from ..zoo.catalog import published_scores
 
     df = published_scores()
     return df[(df["modality"] == "text") & (df["row_note"] == "")]
@@ -336,7 +336,7 @@ def settings_text(runs: pd.DataFrame, gate_nats: float | None = None) -> str:
             f"{_one(st['passes'], '{:.1f}')} passes over the "
             f"{_one(st['train_tokens'] / 1e6, '{:.2f}')}-million-token training split")
     if gate_nats is None:
-        from ..verdicts import load_rules
+        from ..rules.verdicts import load_rules
 
         gate_nats = load_rules()["framework"]["gate"]["context_floor_nats"]
     gate = loss_gate(runs, sorted({(m, "standard") for m in runs["mode"].unique()}), gate_nats)

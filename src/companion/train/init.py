@@ -96,7 +96,7 @@ def _head_symmetry(Wq: torch.Tensor, Wk: torch.Tensor, n_heads: int) -> torch.Te
     With ``M_h = Q_h^T K_h`` the traces reduce to ``dh x dh`` Gram matrices:
     ``tr(M^2) = tr((K Q^T)(K Q^T))`` and ``||M||_F^2 = tr((Q Q^T)(K K^T))``.
     """
-    # the same head split as companion.bilinear.head_factors, kept differentiable
+    # the same head split as companion.core.bilinear.head_factors, kept differentiable
     Q = Wq.reshape(n_heads, Wq.shape[0] // n_heads, Wq.shape[1])
     K = Wk.reshape(n_heads, Wk.shape[0] // n_heads, Wk.shape[1])
     KQt = K @ Q.transpose(-1, -2)

@@ -16,7 +16,7 @@ embeddings (untied where the checkpoint has its own).  Parameter names are trans
 loads unchanged; with ``causal=True`` the logits equal transformers' (tested).
 
 The bilinear form of a layer (Eq. 2 of the paper) is built from ``q_proj`` and ``k_proj``
-with the grouped pairing of :func:`companion.bilinear.kv_head_index`; rotary embeddings
+with the grouped pairing of :func:`companion.core.bilinear.kv_head_index`; rotary embeddings
 act between the two factors and are not part of ``W_qk`` (as in the survey's reading of
 rotary decoders).
 """

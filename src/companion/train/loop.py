@@ -8,7 +8,7 @@ tidy history table with one row per ``(step, quantity, layer, head)``:
 ``symmetry``, ``directionality``
     per layer (``head = -1``: the layer's full form ``M = sum_h Wq_h^T Wk_h``, what the
     paper's figures show) and per head (``head = 0..H-1``: ``M_h = Wq_h^T Wk_h``), from
-    :mod:`companion.scores` in float64, logged every ``eval_every`` steps and at step 0.
+    :mod:`companion.core.scores` in float64, logged every ``eval_every`` steps and at step 0.
 
 Reproducibility and resume
 --------------------------
@@ -59,10 +59,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..bilinear import bilinear_form, head_factors
-from ..cache import sha256_file
-from ..errors import CompanionError
-from ..scores import directionality_score, symmetry_score, symmetry_score_factored, directionality_score_factored
+from ..core.bilinear import bilinear_form, head_factors
+from ..base.cache import sha256_file
+from ..base.errors import CompanionError
+from ..core.scores import directionality_score, symmetry_score, symmetry_score_factored, directionality_score_factored
 from .data import TokenData, token_data_for_corpus
 from .init import PENALTIES, initialize, symmetry_penalty
 from .model import MODEL_SIZES, build_model, get_size, is_causal, num_heads, num_kv_heads, qk_weights
@@ -672,7 +672,7 @@ def provenance(cfg: TrainConfig, command: str, seconds: float, data: TokenData |
     import transformers
 
     from .. import __version__
-    from ..runtime import describe_device
+    from ..base.runtime import describe_device
 
     dev = torch.device(cfg.device) if cfg.device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return {
@@ -698,7 +698,7 @@ def write_run(out_dir: str | Path, history: pd.DataFrame, meta: dict) -> Path:
     :func:`companion.train.runs.load_runs`), so it is renamed into place last: an
     interrupted run never leaves a folder that reads as a finished one.
     """
-    from ..cache import atomic_path
+    from ..base.cache import atomic_path
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 The models are Hugging Face ``BertForMaskedLM`` (encoder: bidirectional self-attention)
 and ``BertLMHeadModel`` with ``is_decoder=True`` (decoder: causal self-attention), the two
 classes the paper's experiments used.  Their query and key projections are ``nn.Linear``
-layers with weights ``[out, in]``, so :mod:`companion.bilinear` and :mod:`companion.scores`
+layers with weights ``[out, in]``, so :mod:`companion.core.bilinear` and :mod:`companion.core.scores`
 apply to them directly (see :func:`qk_weights`).
 
 Sizes
@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from ..runtime import run_size
+from ..base.runtime import run_size
 
 __all__ = ["ModelSize", "MODEL_SIZES", "size_for_run", "build_model", "qk_weights", "qk_parameters", "num_kv_heads",
            "MODES"]

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 
 PROGRESS = re.compile(r"step (\d+)/(\d+) .*elapsed (\d+(?:\.\d+)?)s")
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..errors import CompanionError
+from ..base.errors import CompanionError
 from .model import MODES, is_causal
 
 __all__ = ["SUPPORTED_TYPES", "pretrained_folder", "checkpoint_shape", "load_pretrained"]
@@ -39,7 +39,7 @@ SUPPORTED_TYPES = ("bert", "llama")
 
 def pretrained_folder(source: str) -> str:
     """The folder (or hub id) of ``source``: a zoo name, a local Hugging Face folder or a hub id."""
-    from ..zoo import is_zoo_name, zoo_path
+    from ..zoo.registry import is_zoo_name, zoo_path
 
     if is_zoo_name(source):
         return str(zoo_path(source))

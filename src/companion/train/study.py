@@ -100,7 +100,7 @@ def curve_by_tokens(history: pd.DataFrame, meta: dict, quantity: str = "symmetry
 @functools.lru_cache(maxsize=64)
 def _null_pool(width: int, n: int, seed: int) -> dict:
     """Scores of ``n`` random rank-``width`` forms (cached: every band of a width shares them)."""
-    from ..null import null_scores
+    from ..core.null import null_scores
 
     # drawn on the CPU whatever the device: the rules' thresholds must not depend on the hardware
     t = null_scores(width, n_samples=n, rank=width, seed=seed, device="cpu")
@@ -112,7 +112,7 @@ def gap_null_band(width: int, layers: int, q: float = 0.975, n_samples: int = 20
     """Quantile ``q`` of the layer-mean ``quantity`` difference between two random models.
 
     Each model's layers are ``width x width`` forms ``Wq^T Wk`` of rank ``width`` with
-    Gaussian factors (the untrained layers' null, :func:`companion.null.null_scores`);
+    Gaussian factors (the untrained layers' null, :func:`companion.core.null.null_scores`);
     ``layers`` of them are averaged per model and the two models' means subtracted.
     ``quantity`` is ``"symmetry"`` or ``"directionality"``.
     """

@@ -32,8 +32,8 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import torch
 
-from ..cache import cache_dir, sha256_file
-from ..errors import CompanionError
+from ..base.cache import cache_dir, sha256_file
+from ..base.errors import CompanionError
 from .corpora import DocumentHasher
 
 __all__ = ["TokenBlocks", "TokenStreams", "document_separator", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
@@ -223,7 +223,7 @@ def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], t
                                      f"token cache {folder}; check rank 0's log.")
             time.sleep(1.0)
         return _load(folder, expect)
-    from ..cache import pid_after_last_dash, remove_abandoned
+    from ..base.cache import pid_after_last_dash, remove_abandoned
 
     remove_abandoned(root, ".*.tmp-*", pid_after_last_dash)  # builds of killed processes
     tmp = root / f".{folder.name}.tmp-{os.getpid()}"

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import torch
 
-from ..bilinear import bilinear_form
-from ..errors import CompanionError
-from ..scores import directionality_score, symmetry_score
+from ..core.bilinear import bilinear_form
+from ..base.errors import CompanionError
+from ..core.scores import directionality_score, symmetry_score
 from .model import num_heads, num_kv_heads, qk_parameters
 
 __all__ = ["OPTIMIZERS", "UPDATE_QUANTITIES", "start_split", "forms", "gradient_forms", "UpdateRecorder", "make_optimizer",

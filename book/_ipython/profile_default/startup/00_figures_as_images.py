@@ -3,7 +3,7 @@
 # or glues them; this makes every displayed or glued Figure an image, whether or not
 # pyplot was used to make it.  Each image carries, in its output metadata, a text
 # alternative and the figure's source data read from the Figure's artists
-# (companion.figures.source_data); the book's Sphinx extension turns them into the image's
+# (companion.book.figures.source_data); the book's Sphinx extension turns them into the image's
 # alt text and a CSV next to it.  Lines and markers use the book's colour-vision-safe cycle.
 from IPython import get_ipython
 from IPython.core.pylabtools import select_figure_formats
@@ -11,8 +11,8 @@ from IPython.core.pylabtools import select_figure_formats
 _shell = get_ipython()
 if _shell is not None:
     select_figure_formats(_shell, {"png"}, bbox_inches="tight")
-    from companion.figures import palette as _palette
-    from companion.figures import source_data as _source_data
+    from companion.book.figures import palette as _palette
+    from companion.book.figures import source_data as _source_data
 
     _source_data.register(_shell, bbox_inches="tight")
     _palette.use_book_cycle()

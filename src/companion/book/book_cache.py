@@ -1,0 +1,177 @@
+"""The book build's execution cache: keyed on each chapter's code AND the package.
+
+The book executes through jupyter-cache (``execute_notebooks: cache`` in ``_config.yml``),
+which matches a chapter by its code cells only.  A chapter's outputs also depend on the
+package (``src/companion``), its data (``data/``), the kernels' start-up file and the run
+size, which jupyter-cache does not see.  :func:`prepare` stores a hash of all of those in
+the cache folder and empties the cache when it changes, so a cached output is reused only
+when neither the chapter's code nor anything it computes with has changed.
+
+:func:`seed` puts executions made elsewhere into the cache: ``make test`` runs every
+chapter under nbval (``--nbval-save-executed``), then seeds the cache with those
+executions, so the book build that follows reuses them instead of executing each chapter a
+second time.  Only a chapter whose code cells still match is seeded.
+
+    python -m companion.book.book_cache prepare [CACHE]
+    python -m companion.book.book_cache seed EXECUTED_DIR [CACHE]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+from ..base.paths import ROOT
+
+__all__ = ["package_key", "prepare", "seed", "DEFAULT_CACHE"]
+
+DEFAULT_CACHE = ROOT / "_build" / ".jupyter_cache"
+_KEY_FILE = "companion-key.json"
+
+
+_KEYED = ("src/companion", "data", "book/_ipython", "pyproject.toml", "_config.yml")
+
+
+def _files(root: Path):
+    """The files the key covers: what git tracks or would track (ignored files, such as
+    the checkpoints of runs in progress, are left out); every file when not a checkout."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                              "-z", "--", *_KEYED], cwd=root, check=True, capture_output=True,
+                             timeout=30).stdout.decode()
+        names = sorted(set(n for n in out.split("\0") if n))
+        paths = [root / n for n in names]
+    except (OSError, subprocess.SubprocessError):
+        paths = sorted(p for k in _KEYED for p in ((root / k).rglob("*") if (root / k).is_dir()
+                                                    else [root / k]))
+    for p in paths:
+        if p.is_file() and "__pycache__" not in p.parts:
+            yield p
+
+
+def package_key(root: Path | str = ROOT) -> dict:
+    """What chapter outputs depend on besides their code: a content hash and the run size."""
+    import torch
+
+    from ..base.runtime import run_size
+
+    root = Path(root)
+    h = hashlib.sha256()
+    n = 0
+    for p in _files(root):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        h.update(p.read_bytes())
+        n += 1
+    return {"files": n, "sha256": h.hexdigest(), "run_size": run_size(),
+            "cuda": bool(torch.cuda.is_available())}
+
+
+_JUPYTER_CACHE_ENTRIES = frozenset({"global.db", "__version__.txt", "executed", _KEY_FILE})
+
+
+def _check_is_a_cache(cache: Path) -> None:
+    """Refuse to empty ``cache`` unless it is an execution cache (its key file, or only what
+    jupyter-cache itself writes) or an empty folder: nothing else is ever deleted."""
+    if not cache.exists() and not cache.is_symlink():
+        return
+    if cache.is_symlink() or not cache.is_dir():
+        raise ValueError(f"{cache} is not a folder; give the book's execution cache folder "
+                         f"(default {DEFAULT_CACHE}) or a new one.")
+    if (cache / _KEY_FILE).is_file():
+        return
+    names = {p.name for p in cache.iterdir()}
+    if names <= _JUPYTER_CACHE_ENTRIES:
+        return
+    raise ValueError(f"{cache} is not an execution cache (no {_KEY_FILE}, and it holds other "
+                     "files), so it is left as it is; give the book's cache folder (default "
+                     f"{DEFAULT_CACHE}) or a new folder.")
+
+
+def prepare(cache: Path | str = DEFAULT_CACHE, root: Path | str = ROOT) -> bool:
+    """Empty ``cache`` when the package key changed; returns whether it was kept.
+
+    Only an execution cache (its key file, or only jupyter-cache's own files) or an empty
+    folder is ever emptied; any other folder is refused with a :class:`ValueError`.
+    """
+    cache = Path(cache)
+    _check_is_a_cache(cache)
+    key = package_key(root)
+    stored = cache / _KEY_FILE
+    if stored.is_file():
+        try:
+            if json.loads(stored.read_text()) == key:
+                return True
+        except json.JSONDecodeError:
+            pass
+    if cache.exists():
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True)
+    stored.write_text(json.dumps(key))
+    return False
+
+
+def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
+         root: Path | str = ROOT) -> list[str]:
+    """Put the executed chapters under ``executed`` into ``cache``; returns their docnames.
+
+    A chapter whose code cells no longer match the executed notebook (edited since) is not
+    seeded: the build then executes it itself.
+    """
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    prepare(cache, root)
+    jc = get_cache(str(cache))
+    root = Path(root)
+    seeded = []
+    for nb_path in sorted(Path(executed).glob("**/*.ipynb")):
+        meta = json.loads(nb_path.with_suffix(".json").read_text())
+        source = root / f"{meta['docname']}.md"
+        if not source.is_file():
+            continue
+        nb = nbformat.read(str(nb_path), as_version=4)
+        chapter = read_myst_markdown_notebook(source.read_text(encoding="utf-8"), path=str(source))
+        if jc.create_hashed_notebook(nb)[1] != jc.create_hashed_notebook(chapter)[1]:
+            continue
+        jc.cache_notebook_bundle(
+            CacheBundleIn(nb, str(source), data={"execution_seconds": meta["execution_seconds"]}),
+            check_validity=False, overwrite=True)
+        seeded.append(meta["docname"])
+    return seeded
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if (not argv or argv[0] not in ("prepare", "seed") or (argv[0] == "seed" and not 2 <= len(argv) <= 3)
+            or (argv[0] == "prepare" and len(argv) > 2)):
+        usage = [line.strip() for line in __doc__.strip().splitlines()[-2:]]
+        print(f"usage: {usage[0]}  |  {usage[1]}", file=sys.stderr)
+        return 2
+    try:
+        return _main(argv)
+    except (OSError, ValueError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
+    if argv[0] == "seed" and not Path(argv[1]).is_dir():
+        raise ValueError(f"{argv[1]} is not a folder; give the folder of executed chapters "
+                         "(make test writes _build/executed).")
+    if argv[0] == "prepare":
+        kept = prepare(*(argv[1:2] or [DEFAULT_CACHE]))
+        print(f"book cache: {'kept' if kept else 'emptied (the package, its data or the run size changed)'}")
+        return 0
+    done = seed(argv[1], *(argv[2:3] or [DEFAULT_CACHE]))
+    print(f"book cache: seeded {len(done)} chapter(s) executed by nbval: {', '.join(done) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

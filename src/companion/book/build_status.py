@@ -1,0 +1,115 @@
+"""Where and how the book was executed: the facts behind its status page.
+
+:func:`build_facts` reads them at build time (nothing is typed): the package version and
+the commit, the build date, the device and run size the chapters execute with, the
+versions of Python, PyTorch and transformers.  :func:`cached_run_sets` summarises the
+cached training runs under ``data/runs`` by set (the run name up to its mode), with the
+device each set was trained on, from the runs' own provenance files.
+:func:`gpu_size_budget` gives each chapter's time at the ``gpu`` size: measured on an H100
+where a device was lent, estimated for a T4-class card, measured on two CPU cores.  The book's
+``build-status`` directive (:mod:`companion.book.sphinxext`) renders both; myst-nb's
+``nb-exec-table`` adds each chapter's execution time and status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+import time
+from pathlib import Path
+from ..base.paths import ROOT
+
+__all__ = ["build_facts", "cached_run_sets", "git_commit", "gpu_size_budget", "BUDGET_HEADS"]
+
+
+
+def git_commit(root: Path | str = ROOT) -> str:
+    """``<short hash>`` (``+ local changes`` when the tree differs), else ``$GITHUB_SHA``."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, check=True,
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        return sha + (" + local changes" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("GITHUB_SHA", "unknown")[:12] or "unknown"
+
+
+def build_facts(root: Path | str = ROOT) -> dict[str, str]:
+    """The facts of this build, as display strings in a fixed order."""
+    import torch
+    import transformers
+
+    from .. import __version__
+    from ..base.runtime import describe_device, run_size
+
+    return {
+        "built (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "commit": git_commit(root),
+        "companion": __version__,
+        "chapters executed on": describe_device(),
+        "run size": f"{run_size()} (COMPANION_RUN_SIZE)",
+        "Python / PyTorch / transformers": (f"{platform.python_version()} / {torch.__version__} / "
+                                            f"{transformers.__version__}"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",
+    }
+
+
+_MODE = re.compile(r"-(encoder|decoder|authors-decoder)-.*$")
+
+
+def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
+    """One row per set of cached runs: name, finished runs, device(s), steps, total hours.
+
+    A run counts when its folder holds ``history.csv`` (the mark of a finished run) and
+    ``provenance.json``.
+    """
+    runs = Path(runs) if runs is not None else ROOT / "data" / "runs"
+    sets: dict[str, dict] = {}
+    for prov in sorted(runs.glob("*/provenance.json")):
+        if not (prov.parent / "history.csv").exists():
+            continue
+        meta = json.loads(prov.read_text())
+        name = _MODE.sub("", prov.parent.name) or prov.parent.name
+        row = sets.setdefault(name, {"set": name, "runs": 0, "devices": set(), "steps": set(),
+                                     "hours": 0.0, "corpus": set()})
+        row["runs"] += 1
+        row["devices"].add(str(meta.get("hardware", {}).get("device", "unknown")))
+        row["steps"].add(int(meta.get("config", {}).get("steps", 0)))
+        row["corpus"].add(str(meta.get("config", {}).get("corpus", "?")))
+        row["hours"] += float(meta.get("duration_s", 0.0)) / 3600
+    out = []
+    for row in sets.values():
+        devices = ", ".join(sorted(row["devices"]))
+        kind = "GPU" if any("cpu" not in d.lower() for d in row["devices"]) else "CPU"
+        out.append({"set": row["set"], "runs": row["runs"], "kind": kind, "devices": devices,
+                    "corpus": ", ".join(sorted(row["corpus"])),
+                    "steps": ", ".join(str(s) for s in sorted(row["steps"])),
+                    "hours": round(row["hours"], 2)})
+    return out
+
+
+BUDGET_HEADS = ["chapter", "H100 s (measured)", "T4 s (estimate)", "T4 estimate from",
+                "CPU s (2 cores)", "T4 within 30 min"]
+
+
+def gpu_size_budget(times=None) -> tuple[list[dict], str]:
+    """Rows of the status page's gpu-size table (:data:`BUDGET_HEADS`, display strings) and
+    the sentence that says how the T4 column is estimated.
+
+    ``times``: the recorded timings (default: ``data/chapter_times/``).
+    """
+    from .chapter_times import ESTIMATE_RULE, T4_BUDGET_S, gpu_size_estimates
+
+    table = gpu_size_estimates(times)
+    rows = []
+    for _, r in table.iterrows():
+        cpu = "not measured" if r["cpu_s"] != r["cpu_s"] else f"{r['cpu_s']:.0f}"
+        rows.append(dict(zip(BUDGET_HEADS, [r["chapter"], r["h100"], r["t4"], r["t4_from"], cpu,
+                                            r["within_budget"]])))
+    rule = (f"{ESTIMATE_RULE} Budget: {T4_BUDGET_S / 60:.0f} minutes per chapter on a T4, "
+            "10 on an H100.")
+    return rows, rule

@@ -1,0 +1,133 @@
+"""What changed since the last release: the verdict rules' history and the verdicts' outcomes.
+
+Two sources, both in the repository:
+
+- the rules: version 1 is kept verbatim in ``data/verdict_rules_v1.yaml``, the current
+  version in ``data/verdict_rules.yaml``; :func:`rules_changes` lists, per claim, the fields
+  that differ, and the framework's and the bodies' changes;
+- the verdicts: :func:`companion.judge.claims.all_verdicts` gives every empirical claim's outcome
+  under the current rules (``status``) and under version 1 (``status_v1``);
+  :func:`verdict_changes` keeps the claims whose outcome differs.
+
+The Sphinx extension's ``release-changes`` directive (on the page "Execution status") renders
+both; ``CHANGELOG.md`` records the same per release.  The verdicts are computed once per
+state of the package and its data (``companion.book.book_cache.package_key``) and kept in the
+cache, so rebuilding the site does not compute them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from ..base.paths import ROOT
+
+__all__ = ["RULES_V1", "RULES_CURRENT", "load_rules", "rules_changes", "verdict_changes",
+           "current_verdicts"]
+
+RULES_V1 = ROOT / "data" / "verdict_rules_v1.yaml"
+RULES_CURRENT = ROOT / "data" / "verdict_rules.yaml"
+
+
+def load_rules(path: Path | str) -> dict:
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or "claims" not in data:
+        raise ValueError(f"{path} is not a verdict rules file (no 'claims')")
+    return data
+
+
+def _short(value, limit: int = 90) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rules_changes(old: dict, new: dict) -> dict:
+    """The differences between two versions of the rules.
+
+    Returns ``{"versions": (old, new), "framework": [field, ...], "bodies_added": [...],
+    "bodies_removed": [...], "claims": [{"claim": key, "change": "changed" | "added" |
+    "removed", "fields": [{"field", "old", "new"}, ...]}, ...]}`` (claims in the new file's
+    order, then the removed ones).
+    """
+    def fields(a: dict, b: dict):
+        out = []
+        for f in list(dict.fromkeys([*a, *b])):
+            if f == "history":
+                continue  # the record of earlier wordings, not a change of the rule
+            if a.get(f) != b.get(f):
+                out.append({"field": f, "old": _short(a[f]) if f in a else "(none)",
+                            "new": _short(b[f]) if f in b else "(removed)"})
+        return out
+
+    old_claims, new_claims = old.get("claims", {}) or {}, new.get("claims", {}) or {}
+    claims = []
+    for key in new_claims:
+        if key not in old_claims:
+            claims.append({"claim": key, "change": "added", "fields": []})
+        else:
+            diff = fields(old_claims[key] or {}, new_claims[key] or {})
+            if diff:
+                claims.append({"claim": key, "change": "changed", "fields": diff})
+    claims += [{"claim": k, "change": "removed", "fields": []} for k in old_claims if k not in new_claims]
+    old_fw, new_fw = old.get("framework", {}) or {}, new.get("framework", {}) or {}
+    return {
+        "versions": (old.get("version"), new.get("version")),
+        "framework": [d["field"] for d in fields(old_fw, new_fw)],
+        "bodies_added": [b for b in new.get("bodies", {}) or {} if b not in (old.get("bodies") or {})],
+        "bodies_removed": [b for b in old.get("bodies", {}) or {} if b not in (new.get("bodies") or {})],
+        "claims": claims,
+    }
+
+
+def verdict_changes(verdicts) -> list[dict]:
+    """The claims whose outcome under the current rules differs from version 1's.
+
+    ``verdicts``: records (or a DataFrame) with ``key``, ``claim``, ``status`` and
+    ``status_v1``; a claim without a v1 outcome (``status_v1`` empty) was not judged by a
+    rule in version 1 and is left out.
+    """
+    rows = verdicts.to_dict("records") if hasattr(verdicts, "to_dict") else list(verdicts)
+    out = []
+    for r in rows:
+        v1 = (r.get("status_v1") or "").strip()
+        now = (r.get("status") or "").strip()
+        if v1 and v1 != now:
+            out.append({"key": r["key"], "claim": r.get("claim", r["key"]), "v1": v1, "now": now})
+    return out
+
+
+def _verdicts_path(cache: Path | None = None) -> Path:
+    from .book_cache import package_key
+    from ..base.cache import cache_dir, ensure_dir
+
+    key = hashlib.sha256(json.dumps(package_key(ROOT), sort_keys=True).encode()).hexdigest()[:16]
+    folder = ensure_dir(cache) if cache is not None else cache_dir("release-changes")
+    return folder / f"verdicts-{key}.json"
+
+
+def store_verdicts(df, cache: Path | None = None, path: Path | None = None) -> Path:
+    """Keep ``key, claim, kind, status, status_v1`` of computed verdicts for this state of the
+    package, so the build's release-changes section reads them instead of computing them
+    again (What survives computes them anyway and calls this)."""
+    cols = [c for c in ("key", "claim", "kind", "status", "status_v1") if c in df.columns]
+    rows = json.loads(df[cols].fillna("").to_json(orient="records"))
+    path = _verdicts_path(cache) if path is None else path
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def current_verdicts(cache: Path | None = None) -> list[dict]:
+    """``key, claim, kind, status, status_v1`` of every verdict (:func:`claims.all_verdicts`),
+    computed once per state of the package, its data and the run size, then read back."""
+    path = _verdicts_path(cache)
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    from ..judge.claims import all_verdicts
+
+    store_verdicts(all_verdicts(), path=path)     # under the key read above, not a later one
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,315 @@
+"""Execute chapters at a run size and record how long each took.
+
+The intro's table of expected times per chapter is read from the files this module writes
+(``data/chapter_times/*.csv``), so the times it states are measurements, each with the
+device and the date it was made on::
+
+    python -m companion.book.chapter_times --size gpu --budget 600 bilinear_form rank_one_updates
+    python -m companion.book.chapter_times --size gpu --budget 3600 all     # every chapter
+    python -m companion.book.chapter_times --size gpu --jobs 2 all          # two chapters at a time
+
+Each chapter runs in a kernel of its own (nbclient, the book's kernel start-up file), in a
+process group that is stopped when the chapter's budget is spent; a chapter over budget is
+recorded as ``over the budget`` with the budget as a lower bound, one that raises as
+``stopped`` with the error's last line.  The CSV gains one row per chapter; an existing row
+for the same chapter, size and device is replaced.  With ``--jobs N``, N chapters run at
+the same time (each in its own kernel), so each time is then an upper bound on the chapter
+run alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..base.runtime import RUN_SIZES, describe_device
+from ..base.paths import ROOT
+
+__all__ = ["ROOT", "BOOK", "TIMES", "COLUMNS", "book_chapters", "time_chapter", "time_chapters", "record",
+           "load_times", "times_table", "gpu_size_estimates", "T4_PER_H100", "ESTIMATE_RULE",
+           "main"]
+
+BOOK = ROOT / "book"
+TIMES = ROOT / "data" / "chapter_times"
+COLUMNS = ["chapter", "size", "device", "cpu_cores", "seconds", "outcome", "note", "date"]
+MAX_BUDGET_S = 7 * 24 * 3600.0
+"""The longest budget per chapter (a week): more is a typo, and would overflow the timeout."""
+
+OUTCOMES = ("finished", "stopped", "over the budget")
+
+
+def book_chapters() -> list[str]:
+    """The executable chapters, in the order of ``_toc.yml``."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for p in toc["parts"] for c in p["chapters"]]
+    names = [Path(f).name for f in files]
+    # pages without code cells (bibliography, status) have nothing to time
+    return [n for n in names if "```{code-cell}" in (BOOK / f"{n}.md").read_text()]
+
+
+@dataclass
+class Timing:
+    chapter: str
+    size: str
+    seconds: float
+    outcome: str
+    note: str = ""
+
+
+def _execute(path: Path, cell_timeout: int) -> None:
+    """Run every cell of one chapter in a fresh kernel (called in a child process)."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    nb = jupytext.read(path)
+    NotebookClient(nb, timeout=cell_timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+
+
+def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> Timing:
+    """Execute ``<book>/<chapter>.md`` at run ``size`` within ``budget`` seconds."""
+    if size not in RUN_SIZES:
+        raise ValueError(f"unknown run size {size!r}; choose one of {RUN_SIZES}.")
+    path = book / f"{chapter}.md"
+    if not path.is_file():
+        raise FileNotFoundError(f"no chapter {chapter!r} (expected {path}); chapters: {', '.join(book_chapters())}")
+    env = {**os.environ, "COMPANION_RUN_SIZE": size, "IPYTHONDIR": str(BOOK / "_ipython"),
+           "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    cmd = [sys.executable, "-c", "import sys; from pathlib import Path; from companion.book.chapter_times import _execute; "
+           "_execute(Path(sys.argv[1]), int(float(sys.argv[2])))", str(path), str(budget)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=book, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=budget)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the kernel is in the same process group
+        proc.communicate()
+        return Timing(chapter, size, float(budget), "over the budget", f"did not finish within {budget:g} s")
+    seconds = time.perf_counter() - t0
+    if proc.returncode == 0:
+        return Timing(chapter, size, seconds, "finished")
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "Error" in ln.split(":")[0]]
+    return Timing(chapter, size, seconds, "stopped", (errors or lines or ["no output"])[-1][:200])
+
+
+def time_chapters(chapters: list[str], size: str, budget: float, jobs: int = 1, book: Path = BOOK,
+                  on_done=None) -> list[Timing]:
+    """:func:`time_chapter` for each of ``chapters``, ``jobs`` at a time, in the given order.
+
+    ``on_done(timing)`` is called as each chapter ends (from one thread at a time), so a
+    caller can record every result before the slowest chapter is over.
+    """
+    if int(jobs) != jobs or jobs < 1:
+        raise ValueError(f"jobs must be a whole number of at least 1, got {jobs!r}.")
+    lock = threading.Lock()
+
+    def one(ch: str) -> Timing:
+        t = time_chapter(ch, size, budget, book=book)
+        if on_done is not None:
+            with lock:
+                on_done(t)
+        return t
+
+    with ThreadPoolExecutor(max_workers=int(jobs)) as pool:
+        return list(pool.map(one, chapters))
+
+
+def record(timings: list[Timing], csv: Path, device: str, cpu_cores: int) -> pd.DataFrame:
+    """Write ``timings`` into ``csv`` (one row per chapter, size and device; newest wins)."""
+    new = pd.DataFrame([{"chapter": t.chapter, "size": t.size, "device": device, "cpu_cores": cpu_cores,
+                         "seconds": round(t.seconds, 1), "outcome": t.outcome, "note": t.note,
+                         "date": time.strftime("%Y-%m-%d", time.gmtime())} for t in timings], columns=COLUMNS)
+    if csv.is_file():
+        old = pd.read_csv(csv, keep_default_na=False)
+        key = ["chapter", "size", "device"]
+        old = old[~old.set_index(key).index.isin(new.set_index(key).index)]
+        new = pd.concat([old, new], ignore_index=True)
+    csv.parent.mkdir(parents=True, exist_ok=True)
+    new.to_csv(csv, index=False)
+    return new
+
+
+def load_times(folder: Path = TIMES) -> pd.DataFrame:
+    """Every recorded timing, one row per chapter, size and device (newest file wins)."""
+    frames = []
+    for f in sorted(folder.glob("*.csv")):
+        t = pd.read_csv(f, keep_default_na=False)
+        missing = set(COLUMNS) - set(t.columns)
+        if missing:
+            raise ValueError(f"{f} lacks the columns {sorted(missing)}; it was not written by "
+                             "companion.book.chapter_times (re-run it, or add the columns).")
+        frames.append(t.assign(source=f.name))
+    if not frames:
+        return pd.DataFrame(columns=COLUMNS + ["source"])
+    t = pd.concat(frames, ignore_index=True).sort_values(["date", "source"])
+    return t.drop_duplicates(["chapter", "size", "device"], keep="last").reset_index(drop=True)
+
+
+def _cell(row) -> str:
+    if row["outcome"] == "finished":
+        s = float(row["seconds"])
+        return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
+    if row["outcome"] == "over the budget":
+        s = float(row["seconds"])
+        return f"over {s:.0f} s" if s < 120 else f"over {s / 60:.0f} min"
+    reason = str(row["note"]).split(":")[0].rsplit(".", 1)[-1]
+    return f"stopped ({reason})" if reason else "stopped"
+
+
+def times_table(times: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Chapters by (size, device): the measured time of each, as text for the intro's table."""
+    times = load_times() if times is None else times
+    if times.empty:
+        return pd.DataFrame()
+    where = [f"CPU, {c} cores" if d == "cpu" else d for d, c in zip(times["device"], times["cpu_cores"])]
+    t = times.assign(column=[f"{s} size, {w}" for s, w in zip(times["size"], where)],
+                     text=[_cell(r) for _, r in times.iterrows()])
+    order = {c: i for i, c in enumerate(book_chapters())}
+    table = t.pivot_table(index="chapter", columns="column", values="text", aggfunc="first").fillna("not measured")
+    table = table.loc[sorted(table.index, key=lambda c: order.get(c, len(order)))]
+    return table[sorted(table.columns, key=lambda c: (RUN_SIZES.index(c.split(" ")[0]), c))]
+
+
+# --------------------------------------------------------------------------- gpu-size budget
+T4_PER_H100 = 10.5
+"""How many times longer device-bound work takes on a T4 than on an H100: the ratio of
+their memory bandwidths, 3.35 TB/s (H100 SXM) to 320 GB/s (T4), from NVIDIA's data sheets.
+Their FP32 peaks give 8.3 (67 to 8.1 TFLOPS); the larger ratio is used, so the estimate
+errs long."""
+
+H100_BUDGET_S = 600.0
+T4_BUDGET_S = 1800.0
+"""What a chapter's notebook may take at the ``gpu`` size: 10 minutes on one H100, 30
+minutes on a T4-class card (a free Colab GPU)."""
+
+ESTIMATE_RULE = (
+    f"T4 estimate: the smaller of the H100 time x {T4_PER_H100:g} (device-bound work; the "
+    "ratio of the cards' memory bandwidths, 3.35 TB/s to 320 GB/s, NVIDIA data sheets) and "
+    "the longer of the time on two CPU cores and the H100 time (host-bound work: a Colab T4 "
+    "runtime has 2 vCPUs, so work the GPU does not speed up takes as long as it does on two "
+    "cores, and the GPU's fixed costs measured on the H100 remain). "
+    "An H100 run that went over its budget gives a lower bound (at least); a chapter with no "
+    "finished H100 run gets the CPU time as an upper bound (at most). These are estimates, "
+    "not measurements.")
+
+
+def _latest(times: pd.DataFrame, size: str, device) -> pd.Series | None:
+    rows = times[(times["size"] == size) & times["device"].map(device).astype(bool)]
+    return None if rows.empty else rows.sort_values("date").iloc[-1]
+
+
+def gpu_size_estimates(times: pd.DataFrame | None = None, chapters: list[str] | None = None
+                       ) -> pd.DataFrame:
+    """Per chapter at the ``gpu`` size: the H100 time (measured), a T4 estimate, the time on
+    two CPU cores, and whether the T4 estimate is within :data:`T4_BUDGET_S`.
+
+    The estimate follows :data:`ESTIMATE_RULE`.  Columns: ``chapter``, ``h100_s`` (or NaN),
+    ``h100`` (text: the time, ``over N`` or ``stopped``), ``t4_s``, ``t4_bound`` (``about``,
+    ``at least``, ``at most`` or ``none``), ``t4`` (text), ``t4_from``, ``cpu_s``,
+    ``within_budget`` (``yes``, ``no`` or ``unknown``).
+    """
+    times = load_times() if times is None else times
+    chapters = book_chapters() if chapters is None else chapters
+    rows = []
+    for ch in chapters:
+        mine = times[times["chapter"] == ch]
+        cpu_row = _latest(mine, "gpu", lambda d: d == "cpu")
+        h100_row = _latest(mine, "gpu", lambda d: "H100" in str(d))
+        cpu = float(cpu_row["seconds"]) if cpu_row is not None and cpu_row["outcome"] == "finished" else None
+        h_out = None if h100_row is None else h100_row["outcome"]
+        h = float(h100_row["seconds"]) if h100_row is not None else None
+        if h_out == "finished":
+            device = h * T4_PER_H100
+            if cpu is None or device <= cpu:
+                t4, bound, basis = device, "about", f"H100 time x {T4_PER_H100:g}"
+            else:  # the GPU's fixed costs (start-up, transfers) stay on a T4
+                t4, bound, basis = max(cpu, h), "about", "CPU or H100 time, the longer (host-bound)"
+        elif h_out == "over the budget":
+            device = h * T4_PER_H100
+            if cpu is not None and cpu <= device:
+                t4, bound, basis = max(cpu, h), "about", "CPU time (H100 run over its budget)"
+            else:
+                t4, bound, basis = device, "at least", f"H100 lower bound x {T4_PER_H100:g}"
+        elif cpu is not None:
+            t4, bound, basis = cpu, "at most", "CPU time (no finished H100 run)"
+        else:
+            t4, bound, basis = float("nan"), "none", "nothing measured"
+        if bound == "none":
+            within = "unknown"
+        elif bound == "at least":
+            within = "no" if t4 > T4_BUDGET_S else "unknown"
+        elif bound == "at most":
+            within = "yes" if t4 <= T4_BUDGET_S else "unknown"
+        else:
+            within = "yes" if t4 <= T4_BUDGET_S else "no"
+        h100_text = ("not measured" if h_out is None else f"{h:.0f}" if h_out == "finished"
+                     else f"over {h:.0f}" if h_out == "over the budget" else "stopped")
+        t4_text = "no estimate" if bound == "none" else (
+            f"~{t4:.0f}" if bound == "about" else f"{'>=' if bound == 'at least' else '<='} {t4:.0f}")
+        rows.append({"chapter": ch, "h100_s": h if h_out == "finished" else float("nan"),
+                     "h100": h100_text, "t4_s": t4, "t4_bound": bound, "t4": t4_text,
+                     "t4_from": basis, "cpu_s": cpu if cpu is not None else float("nan"),
+                     "within_budget": within})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m companion.book.chapter_times",
+                                 description="Execute chapters at a run size and record their times.")
+    ap.add_argument("chapters", nargs="+", help="chapter names (book/NAME.md), or 'all'")
+    ap.add_argument("--size", default="gpu", choices=RUN_SIZES)
+    ap.add_argument("--budget", type=float, default=900.0, help="seconds per chapter before it is stopped")
+    ap.add_argument("--recorded-under", type=float, default=None, metavar="SECONDS",
+                    help="keep only the chapters whose recorded time at this size on this kind of device "
+                         "(the CPU, or this GPU) finished within SECONDS")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="chapters executed at the same time, each in its own kernel (default 1)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="CSV to record into (default data/chapter_times/<size>-size-<machine>.csv)")
+    args = ap.parse_args(argv)
+    chapters = book_chapters() if args.chapters == ["all"] else args.chapters
+    unknown = [c for c in chapters if c not in book_chapters()]
+    if unknown:
+        ap.error(f"unknown chapter(s) {unknown}; choose from {book_chapters()} or 'all'")
+    if not (0 < args.budget <= MAX_BUDGET_S):   # nan fails too; 1e300 s would overflow the timeout
+        ap.error(f"--budget must be a number of seconds in (0, {MAX_BUDGET_S:g}]; got {args.budget!r}")
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
+    device = describe_device().split(" (")[0]
+    cores = os.cpu_count() or 1
+    if args.recorded_under is not None:
+        t = load_times()
+        mine = t[(t["size"] == args.size) & (t["device"] == device) & (t["outcome"] == "finished")]
+        fast = set(mine.loc[mine["seconds"].astype(float) <= args.recorded_under, "chapter"])
+        chapters = [c for c in chapters if c in fast]
+        if not chapters:
+            ap.error(f"no chapter has a recorded time at size {args.size!r} on {device} within "
+                     f"{args.recorded_under:g} s; record some first (without --recorded-under)")
+        print(f"chapters recorded within {args.recorded_under:g} s at size {args.size!r}: {', '.join(chapters)}")
+    machine = "cpu" if device == "cpu" else device.lower().replace(" ", "-")
+    out = args.out or TIMES / f"{args.size}-size-{machine}-{cores}cores.csv"
+    def done(t: Timing) -> None:
+        print(f"{t.chapter}: {t.outcome} in {t.seconds:.0f} s {t.note}".rstrip(), flush=True)
+        record([t], out, device, cores)  # one row at a time: an interrupted sweep keeps what it measured
+
+    timings = time_chapters(chapters, args.size, args.budget, jobs=args.jobs, on_done=done)
+    print(f"recorded in {out}")
+    return 0 if all(t.outcome == "finished" for t in timings) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

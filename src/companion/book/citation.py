@@ -1,0 +1,129 @@
+"""How to cite the book and the paper, and which version of the book a page belongs to.
+
+- :func:`book_version`: the package version and the short git commit the site is built
+  from (``0.1.0+g1a2b3c4``); without git (a source archive) the commit comes from
+  ``COMPANION_COMMIT`` or reads ``unknown commit``;
+- :func:`book_bibtex` and :func:`paper_bibtex`: BibTeX entries, the book's from
+  ``CITATION.cff`` (its title, authors, URL) with the version and commit of this build, the
+  paper's from ``book/references.bib``.
+
+The Sphinx extension puts the version on every page and the two entries in the footer and
+in the ``cite-this`` box of the front page.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from ..base.paths import ROOT
+
+__all__ = ["ROOT", "PAPER_KEY", "Version", "book_version", "git_commit", "load_citation",
+           "book_bibtex", "paper_bibtex", "bib_entry"]
+
+PAPER_KEY = "saponati2025structures"
+
+
+@dataclass(frozen=True)
+class Version:
+    package: str
+    commit: str | None  # short hash, None when unknown
+
+    @property
+    def label(self) -> str:
+        """``0.1.0 (commit 1a2b3c4)`` or ``0.1.0 (unknown commit)``."""
+        return f"{self.package} ({'commit ' + self.commit if self.commit else 'unknown commit'})"
+
+    @property
+    def pep440(self) -> str:
+        return f"{self.package}+g{self.commit}" if self.commit else self.package
+
+
+def git_commit(root: Path | str = ROOT) -> str | None:
+    """The short hash of ``HEAD`` in ``root``; ``COMPANION_COMMIT`` where git or the
+    repository is absent; ``None`` if neither is available."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=7", "HEAD"],
+                             capture_output=True, text=True, timeout=20)
+        if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{7,40}", out.stdout.strip()):
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    env = os.environ.get("COMPANION_COMMIT", "").strip()
+    return env[:7] if re.fullmatch(r"[0-9a-fA-F]{7,40}", env) else None
+
+
+def package_version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def book_version(root: Path | str = ROOT) -> Version:
+    return Version(package_version(), git_commit(root))
+
+
+def load_citation(root: Path | str = ROOT) -> dict:
+    """``CITATION.cff`` as a dict (a file that does not parse is an error naming it)."""
+    import yaml
+
+    path = Path(root) / "CITATION.cff"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise ValueError(f"{path} cannot be read as YAML: {err}") from err
+    if not isinstance(data, dict) or "title" not in data:
+        raise ValueError(f"{path} is not a citation file (no title)")
+    return data
+
+
+def _person(author: dict) -> str:
+    if "name" in author:
+        return "{" + author["name"] + "}"
+    return f"{author.get('family-names', '')}, {author.get('given-names', '')}".strip(", ")
+
+
+def _braced(text: str) -> str:
+    return text.replace("{", "").replace("}", "")
+
+
+def book_bibtex(version: Version | None = None, root: Path | str = ROOT) -> str:
+    """The book's BibTeX entry (``@software``) for this version and commit."""
+    cff = load_citation(root)
+    version = version or book_version(root)
+    year = str(cff.get("date-released", ""))[:4] or "2026"
+    fields = [
+        ("title", "{" + _braced(cff["title"]) + "}"),
+        ("author", " and ".join(_person(a) for a in cff.get("authors", []))),
+        ("year", year),
+        ("version", version.package),
+        ("note", f"Version {version.package}, " + (f"commit {version.commit}" if version.commit
+                                                      else "commit unknown")),
+        ("url", cff.get("url") or cff.get("repository-code", "")),
+    ]
+    if cff.get("doi"):
+        fields.append(("doi", cff["doi"]))
+    body = ",\n".join(f"  {k:<7} = {{{v}}}" for k, v in fields if v)
+    return f"@software{{companion{year},\n{body}\n}}"
+
+
+def bib_entry(key: str, bib: Path | str | None = None) -> str:
+    """The entry ``key`` of a BibTeX file, verbatim (a missing key is an error naming it)."""
+    bib = Path(bib) if bib is not None else ROOT / "book" / "references.bib"
+    text = bib.read_text(encoding="utf-8")
+    m = re.search(r"^@\w+\{" + re.escape(key) + r",", text, re.M)
+    if not m:
+        raise KeyError(f"{bib} has no entry {key!r}")
+    depth, i = 0, text.index("{", m.start())
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return text[m.start():j + 1]
+    raise ValueError(f"{bib}: the entry {key!r} is not closed")
+
+
+def paper_bibtex(bib: Path | str | None = None) -> str:
+    """The paper's BibTeX entry (from ``book/references.bib``)."""
+    return bib_entry(PAPER_KEY, bib)

@@ -1,0 +1,77 @@
+"""Figures of the chapter "Measuring structure" (Defs. 3.1/3.2, Props. S1.17/S1.18)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .palette import COLORMAPS, CYCLE, KIND_COLORS
+
+ENCODER_COLOR = KIND_COLORS["encoder"]
+DECODER_COLOR = KIND_COLORS["decoder"]
+
+
+def symmetry_random_limit(summary: pd.DataFrame, claimed_constant: float = 8.0) -> plt.Figure:
+    """Mean symmetry score of i.i.d. random n x n matrices against n, with c/n reference lines.
+
+    ``summary``: rows of :func:`companion.core.null.null_summary` for ``score == "symmetry"``.
+    """
+    s = summary[summary["score"] == "symmetry"].sort_values("d")
+    n = s["d"].to_numpy(float)
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    sem = s["std"].to_numpy() / np.sqrt(s["n"].to_numpy())
+    ax.errorbar(n, s["mean"], yerr=2 * sem, fmt="o", color=ENCODER_COLOR,
+                label="measured mean (±2 s.e.)")
+    grid = np.geomspace(n.min(), n.max(), 100)
+    ax.plot(grid, 1 / grid, "-", color="k", lw=1, label="1/n")
+    ax.plot(grid, claimed_constant / grid, "--", color=CYCLE[3], lw=1,
+            label=f"{claimed_constant:g}/n (Prop. S1.17 as printed)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("matrix size n")
+    ax.set_ylabel("mean symmetry score")
+    ax.legend(frameon=False, fontsize=8)
+    ax.set_title("Symmetry of random matrices")
+    fig.tight_layout()
+    return fig
+
+
+def null_bands(summary: pd.DataFrame, score: str = "directionality") -> plt.Figure:
+    """Median and 95% band of a score for random matrices, against the dimension d.
+
+    One line per ``rank`` in the summary (``-1`` = i.i.d. entries).
+    """
+    s = summary[summary["score"] == score]
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    colors = CYCLE[:4]
+    for color, (rank, grp) in zip(colors, s.groupby("rank", sort=True)):
+        grp = grp.sort_values("d")
+        label = "i.i.d. entries" if rank == -1 else f"Wq^T Wk, rank {rank}"
+        ax.fill_between(grp["d"], grp["q0.025"], grp["q0.975"], color=color, alpha=0.2)
+        ax.plot(grp["d"], grp["q0.5"], "o-", color=color, label=label + " (median, 95% band)")
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("dimension d")
+    ax.set_ylabel(f"{score} score")
+    ax.set_ylim(-1.05, 1.05)
+    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    ax.set_title(f"{score.capitalize()} of random matrices")
+    fig.tight_layout()
+    return fig
+
+
+def matrix_heatmap(M, title: str = "", ax=None) -> plt.Figure:
+    """Heatmap of a square matrix with a symmetric colour scale (rows: query side)."""
+    M = np.asarray(M, dtype=float)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(3.4, 3.0))
+    else:
+        fig = ax.figure
+    v = np.quantile(np.abs(M), 0.99) or 1.0
+    im = ax.imshow(M, cmap=COLORMAPS["diverging"], vmin=-v, vmax=v)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("key side (columns)")
+    ax.set_ylabel("query side (rows)")
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    return fig

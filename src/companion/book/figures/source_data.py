@@ -1,0 +1,252 @@
+"""The numbers behind a figure and a text alternative for it, read from the Figure itself.
+
+Every figure of the book is a matplotlib Figure that a chapter shows or glues.  The book's
+kernels (``book/_ipython``'s start-up file calls :func:`register`) format a Figure as a PNG
+whose output metadata carries
+
+- ``alt``: a text alternative made from the plotted data (:func:`alt_text`): the panels,
+  their axes and ranges, and each series with its number of points and range;
+- ``csv``: the *source data* (:func:`figure_data`): one row per plotted number, exactly the
+  values the figure draws (lines, markers, bands, error bars, bars, images), gzip-compressed
+  and base64-encoded.
+
+The Sphinx extension (:mod:`companion.book.sphinxext`) puts the alt text on the image and writes
+the CSV next to it in the site (``_images/<image>.csv``) with a link under the figure.
+A figure that is neither shown through this path nor gives data fails the build.
+
+Columns of the CSV: ``panel`` (1-based, in the order of ``fig.axes``, colour bars left out),
+``panel_title``, ``element`` (line, points, band, segments, bars, shape, image), ``series`` (the
+artist's legend label, or ``<element> <n>`` when it has none), ``point`` (index within the
+series), ``x``, ``y`` (data coordinates; for an image, the column and row index) and
+``value`` (an image's pixel value; for bars, the bar's height; empty otherwise).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import math
+
+import numpy as np
+
+__all__ = ["COLUMNS", "figure_data", "alt_text", "encode_csv", "decode_csv", "figure_bundle",
+           "register"]
+
+COLUMNS = ["panel", "panel_title", "element", "series", "point", "x", "y", "value"]
+_FLOAT = "%.9g"
+
+
+def _panels(fig):
+    """The figure's axes that show data (colour bars and empty legend axes left out)."""
+    out = []
+    for ax in fig.axes:
+        if ax.get_label() == "<colorbar>" or getattr(ax, "_colorbar", None) is not None:
+            continue
+        out.append(ax)
+    return out
+
+
+def _name(artist, element: str, counts: dict, owners: dict | None = None) -> str:
+    label = artist.get_label() or ""
+    if (not label or label.startswith("_")) and owners and id(artist) in owners:
+        label = owners[id(artist)]
+        if label and not label.startswith("_"):
+            return label + (" (error bars)" if element == "segments" else "")
+    if label and not label.startswith("_"):
+        return label
+    counts[element] = counts.get(element, 0) + 1
+    return f"{element} {counts[element]}"
+
+
+def _xy_rows(xy, element, series):
+    xy = np.ma.filled(np.ma.asarray(xy, dtype=float), np.nan).reshape(-1, 2)
+    return [(element, series, i, float(x), float(y), math.nan) for i, (x, y) in enumerate(xy)]
+
+
+def _artist_rows(ax):
+    """``(element, series, point, x, y, value)`` for every data artist of one axes."""
+    from matplotlib.collections import LineCollection, PathCollection, PolyCollection, QuadMesh
+    from matplotlib.container import BarContainer
+    from matplotlib.image import AxesImage
+    from matplotlib.patches import Rectangle
+
+    rows, counts = [], {}
+    owners = {}  # artists drawn for a container (e.g. errorbar's line and bars): its label
+    for container in ax.containers:
+        label = container.get_label() or ""
+        stack = list(container)
+        while stack:
+            item = stack.pop()
+            if isinstance(item, (tuple, list)):
+                stack.extend(item)
+            elif item is not None:
+                owners[id(item)] = label
+    for line in ax.lines:
+        element = "line" if line.get_linestyle() not in ("None", "", " ") else "points"
+        rows += _xy_rows(line.get_xydata(), element, _name(line, element, counts, owners))
+    for coll in ax.collections:
+        if isinstance(coll, QuadMesh):
+            arr = np.ma.filled(np.ma.asarray(coll.get_array(), dtype=float), np.nan)
+            series = _name(coll, "image", counts)
+            arr = arr.reshape(coll._meshHeight, coll._meshWidth) if arr.ndim == 1 else arr
+            rows += [("image", series, k, float(j), float(i), float(v))
+                     for k, ((i, j), v) in enumerate(np.ndenumerate(arr))]
+        elif isinstance(coll, LineCollection):
+            series = _name(coll, "segments", counts, owners)
+            k = 0
+            for seg in coll.get_segments():
+                for x, y in np.asarray(seg, dtype=float).reshape(-1, 2):
+                    rows.append(("segments", series, k, float(x), float(y), math.nan))
+                    k += 1
+        elif isinstance(coll, PolyCollection):
+            series = _name(coll, "band", counts)
+            k = 0
+            for path in coll.get_paths():
+                for x, y in np.asarray(path.vertices, dtype=float).reshape(-1, 2):
+                    rows.append(("band", series, k, float(x), float(y), math.nan))
+                    k += 1
+        elif isinstance(coll, PathCollection):
+            rows += _xy_rows(coll.get_offsets(), "points", _name(coll, "points", counts))
+    in_bars = set()
+    for container in ax.containers:
+        if isinstance(container, BarContainer):
+            series = _name(container, "bars", counts)
+            horizontal = getattr(container, "orientation", "vertical") == "horizontal"
+            for k, rect in enumerate(container.patches):
+                in_bars.add(id(rect))
+                if horizontal:
+                    x, y, v = rect.get_x() + rect.get_width(), rect.get_y() + rect.get_height() / 2, rect.get_width()
+                else:
+                    x, y, v = rect.get_x() + rect.get_width() / 2, rect.get_y() + rect.get_height(), rect.get_height()
+                rows.append(("bars", series, k, float(x), float(y), float(v)))
+    loose = [p for p in ax.patches if isinstance(p, Rectangle) and id(p) not in in_bars]
+    if loose:
+        series = _name(loose[0], "bars", counts)
+        for k, rect in enumerate(loose):
+            rows.append(("bars", series, k, float(rect.get_x() + rect.get_width() / 2),
+                         float(rect.get_y() + rect.get_height()), float(rect.get_height())))
+    for patch in ax.patches:
+        if isinstance(patch, Rectangle):
+            continue
+        verts = ax.transData.inverted().transform(patch.get_verts()) if len(patch.get_verts()) else []
+        rows += _xy_rows(verts, "shape", _name(patch, "shape", counts))
+    for image in ax.images:
+        if isinstance(image, AxesImage):
+            arr = np.ma.filled(np.ma.asarray(image.get_array(), dtype=float), np.nan)
+            series = _name(image, "image", counts)
+            if arr.ndim == 3:  # an RGB(A) picture: its first channel stands for it
+                arr = arr[..., 0]
+            rows += [("image", series, k, float(j), float(i), float(v))
+                     for k, ((i, j), v) in enumerate(np.ndenumerate(arr))]
+    return rows
+
+
+def figure_data(fig):
+    """The figure's plotted numbers as a tidy ``pandas.DataFrame`` (columns :data:`COLUMNS`).
+
+    Raises ``ValueError`` when the figure plots nothing (an empty figure has no source data
+    and no meaningful text alternative).
+    """
+    import pandas as pd
+
+    records = []
+    for p, ax in enumerate(_panels(fig), start=1):
+        title = ax.get_title() or ax.get_title("left") or ""
+        for element, series, point, x, y, value in _artist_rows(ax):
+            records.append((p, title, element, series, point, x, y, value))
+    if not records:
+        raise ValueError("the figure plots no data (no line, marker, band, bar or image)")
+    return pd.DataFrame.from_records(records, columns=COLUMNS)
+
+
+def _fmt(v: float) -> str:
+    if not np.isfinite(v):
+        return "n/a"
+    return f"{v:.3g}"
+
+
+def _range(values) -> str:
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return "no finite values"
+    lo, hi = v.min(), v.max()
+    return f"{_fmt(lo)}" if lo == hi else f"from {_fmt(lo)} to {_fmt(hi)}"
+
+
+def alt_text(fig, data=None, max_series: int = 8) -> str:
+    """A text alternative that says what the figure shows, built from its data and labels."""
+    data = figure_data(fig) if data is None else data
+    panels = _panels(fig)
+    suptitle = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    parts = []
+    head = f"Figure with {len(panels)} panel{'s' if len(panels) != 1 else ''}"
+    parts.append(head + (f", titled '{suptitle}'" if suptitle else "") + ".")
+    for p, ax in enumerate(panels, start=1):
+        d = data[data["panel"] == p]
+        if d.empty:
+            continue
+        title = ax.get_title() or ""
+        desc = f"Panel {p}" + (f" '{title}'" if title else "") + ":"
+        axes_desc = []
+        for name, label, scale in (("x", ax.get_xlabel(), ax.get_xscale()), ("y", ax.get_ylabel(), ax.get_yscale())):
+            if label:
+                axes_desc.append(f"{name} axis '{label}'" + (f" ({scale} scale)" if scale != "linear" else ""))
+        if axes_desc:
+            desc += " " + ", ".join(axes_desc) + "."
+        series = list(dict.fromkeys(d["series"]))
+        shown = []
+        for s in series[:max_series]:
+            ds = d[d["series"] == s]
+            element = ds["element"].iloc[0]
+            if element == "image":
+                n_rows, n_cols = int(ds["y"].max()) + 1, int(ds["x"].max()) + 1
+                shown.append(f"{s}: a {n_rows} by {n_cols} colour map of values {_range(ds['value'])}")
+            elif element == "bars":
+                shown.append(f"{s}: {len(ds)} bars, heights {_range(ds['value'])}")
+            else:
+                what = {"line": "a line", "points": "markers", "band": "a shaded band",
+                        "segments": "error bars or segments", "shape": "a shape"}[element]
+                shown.append(f"{s}: {what} of {len(ds)} points, x {_range(ds['x'])}, y {_range(ds['y'])}")
+        if len(series) > max_series:
+            shown.append(f"and {len(series) - max_series} more series")
+        desc += " " + "; ".join(shown) + "."
+        parts.append(desc)
+    return " ".join(parts)
+
+
+def encode_csv(data) -> str:
+    """The source-data table as CSV text, gzip-compressed and base64-encoded (for metadata)."""
+    text = data.to_csv(index=False, float_format=_FLOAT, na_rep="")
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
+
+
+def decode_csv(blob: str) -> str:
+    """The CSV text of :func:`encode_csv`'s output."""
+    return gzip.decompress(base64.b64decode(blob)).decode("utf-8")
+
+
+def figure_bundle(fig, **print_kwargs):
+    """``(png_bytes, metadata)`` for IPython's PNG formatter: the image, its alt text and its
+    source data (``{"alt": ..., "companion": {"csv": <encode_csv>}}``)."""
+    from IPython.core.pylabtools import print_figure
+
+    png = print_figure(fig, "png", **print_kwargs)
+    data = figure_data(fig)
+    return png, {"alt": alt_text(fig, data), "companion": {"csv": encode_csv(data)}}
+
+
+def register(shell, **print_kwargs) -> None:
+    """Format every Figure the kernel displays or glues with :func:`figure_bundle`."""
+    from matplotlib.figure import Figure
+
+    formatter = shell.display_formatter.formatters["image/png"]
+    formatter.for_type(Figure, lambda fig: figure_bundle(fig, **print_kwargs))
+
+
+def read_csv_text(text: str):
+    """The source-data CSV text read back as a DataFrame (empty cells are NaN)."""
+    import pandas as pd
+
+    return pd.read_csv(io.StringIO(text), keep_default_na=True)

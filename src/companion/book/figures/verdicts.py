@@ -1,0 +1,92 @@
+"""What survives at a glance: every empirical claim's primary test in one picture.
+
+One row per primary test (``claims.training_tests_table(key)`` rows with ``primary``). The
+horizontal axis is the effect in units of the claim's smallest effect of interest
+(``estimate / sesoi``), so claims measured in different units share one axis: 0 is no
+effect, 1 is the smallest effect the rules call large enough (the band between them is
+shaded), and the claimed direction is to the right.  Each row shows the estimate and its
+interval; the outcome is told three ways, so the figure reads in greyscale and for every
+colour-vision deficiency: the marker's shape, its colour, and the outcome written at the
+right edge.  A test whose gate did not pass is drawn hollow with a dashed interval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ...base.errors import CompanionError
+from ...rules.verdicts import OUTCOMES
+from .palette import CYCLE
+
+__all__ = ["OUTCOME_STYLE", "evidence_at_a_glance"]
+
+#: marker and colour of each outcome of rules v2 (the outcome is also written beside it)
+OUTCOME_STYLE = {
+    "holds": ("o", CYCLE[2]),
+    "holds, size open": (">", CYCLE[0]),
+    "negligible": ("D", CYCLE[3]),
+    "refuted": ("X", CYCLE[1]),
+    "inconclusive": ("s", CYCLE[4]),
+    "not testable here": ("^", CYCLE[7]),
+}
+assert set(OUTCOME_STYLE) == set(OUTCOMES)
+
+_NEEDED = ("claim", "estimate", "low", "high", "sesoi", "n", "gate", "outcome")
+
+
+def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure:
+    """The figure described in the module's docstring, one row per row of ``primary``."""
+    missing = [c for c in _NEEDED if c not in primary.columns]
+    if missing:
+        raise CompanionError(f"the primary tests lack the columns {missing}; pass the rows of "
+                             "claims.training_tests_table(key) with 'primary' true.")
+    if primary.empty:
+        raise CompanionError("no primary test to draw.")
+    unknown = sorted(set(primary["outcome"]) - set(OUTCOME_STYLE))
+    if unknown:
+        raise CompanionError(f"unknown outcomes {unknown}; expected one of {list(OUTCOME_STYLE)}.")
+    sesoi = pd.to_numeric(primary["sesoi"], errors="coerce").to_numpy(float)
+    if not np.all(np.isfinite(sesoi) & (sesoi > 0)):
+        raise CompanionError("every primary test needs a positive, finite smallest effect of interest.")
+    est = primary["estimate"].to_numpy(float) / sesoi
+    lo = primary["low"].to_numpy(float) / sesoi
+    hi = primary["high"].to_numpy(float) / sesoi
+    n = primary["n"].to_numpy(int)
+    rows = len(primary)
+    fig = Figure(figsize=(8.0, 0.55 * rows + 1.6))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.axvspan(0, 1, color="0.87", zorder=0, label="below the smallest effect of interest")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.axvline(1, color="black", lw=0.8, ls=":")
+    finite = np.concatenate([est, lo[n > 1], hi[n > 1]])
+    finite = finite[np.isfinite(finite)]
+    left = min(-1.0, float(finite.min()) - 0.3) if finite.size else -1.0
+    right = max(2.0, float(finite.max()) + 0.3) if finite.size else 2.0
+    seen = set()
+    for k, r in enumerate(primary.itertuples(index=False)):
+        y = rows - 1 - k
+        marker, colour = OUTCOME_STYLE[r.outcome]
+        gate = bool(r.gate)
+        if n[k] > 1 and np.isfinite(lo[k]) and np.isfinite(hi[k]):
+            ax.plot([lo[k], hi[k]], [y, y], color=colour, lw=2, ls="-" if gate else "--",
+                    solid_capstyle="butt")
+        label = r.outcome if r.outcome not in seen else None
+        seen.add(r.outcome)
+        ax.plot([est[k]], [y], marker=marker, ms=9, ls="none", color=colour,
+                markerfacecolor=colour if gate else "white", markeredgewidth=1.8, label=label)
+        words = r.outcome + ("" if gate else " (gate not passed)")
+        ax.annotate(words, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center",
+                    fontsize=8)
+    names = [str(c) if len(str(c)) <= label_width else str(c)[:label_width - 1] + "…"
+             for c in primary["claim"]]
+    ax.set_yticks(range(rows - 1, -1, -1), names, fontsize=8)
+    ax.set_ylim(-0.7, rows - 0.3)
+    ax.set_xlim(left, right)
+    ax.set_xlabel("effect / smallest effect of interest (claimed direction to the right; "
+                  "interval over seeds)", fontsize=8)
+    ax.set_title("Every empirical claim's primary test", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4, fontsize=7, frameon=False)
+    fig.subplots_adjust(left=0.33, right=0.78, bottom=0.3 if rows < 5 else 0.22)
+    return fig

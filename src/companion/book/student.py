@@ -1,0 +1,164 @@
+"""The student edition: the book with no solution anywhere, and notebooks with checked exercises.
+
+::
+
+    python -m companion.book.student          # after `make book`: -> _build/student/{html,notebooks}
+
+Three things carry a chapter's solutions in the instructor's build, and the theme's options
+to hide solutions clean only the first: the HTML pages, the page sources offered for
+download (``_sources/``), and the notebooks (the executed ones and the Colab ones). So the
+student edition is built from *student sources*: a copy of the book in which every
+``{solution}`` directive is removed before Sphinx ever reads it. Its code cells are the
+instructor's, unchanged, so the build takes every chapter's outputs from the instructor
+build's execution cache (jupyter-cache matches a notebook by its code) and executes
+nothing again.
+
+Its notebooks (``_build/student/notebooks/<chapter>.ipynb``, and the copies the site links
+to) have, after each exercise that asks for code, a code cell with the exercise's starter
+code and its ``check(...)`` call (:mod:`companion.book.exercises`), which passes a correct answer
+and fails a wrong one with a hint, offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .solutions import split_check_cells, strip_solutions
+
+__all__ = ["STUDENT_BRANCH", "strip_solutions", "split_check_cells", "prepare_sources", "build_student",
+           "main"]
+
+STUDENT_BRANCH = "student-notebooks"
+"""Branch that holds the student notebooks (the student site's Colab links open them there)."""
+
+def _student_config(root: Path, cache: Path) -> str:
+    """The book's ``_config.yml`` for the student edition (same book, another edition)."""
+    import yaml
+
+    cfg = yaml.safe_load((root / "_config.yml").read_text())
+    cfg["title"] = cfg.get("title", "") + " (student edition)"
+    cfg.setdefault("execute", {})["cache"] = str(cache)
+    sphinx_cfg = cfg.setdefault("sphinx", {}).setdefault("config", {})
+    sphinx_cfg["companion_notebook_branch"] = STUDENT_BRANCH
+    sphinx_cfg["companion_student_edition"] = True
+    html = cfg.setdefault("html", {})
+    html["use_repository_button"] = False     # the repository holds the instructor's sources
+    html["use_edit_page_button"] = False
+    html["use_issues_button"] = False
+    return yaml.safe_dump(cfg, sort_keys=False)
+
+
+_MARK = ".companion-student"
+"""A file in every folder this module makes; only such a folder is ever emptied by it."""
+
+_OUT_ENTRIES = frozenset({"src", "work", "html", "notebooks", _MARK})
+_SRC_ENTRIES = frozenset({"_config.yml", "_toc.yml", "book", _MARK})
+
+
+def _check_ours(folder: Path, entries: frozenset) -> None:
+    """Refuse (``ValueError``) a ``folder`` this module did not make: neither new, empty,
+    marked, nor holding only what a build writes there. It deletes nothing it did not create."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise ValueError(f"{folder} is not a folder; give a new or empty folder for the student edition")
+    if folder.is_dir() and not (folder / _MARK).is_file():
+        names = {p.name for p in folder.iterdir()}
+        if not names <= entries:
+            raise ValueError(f"{folder} is not empty and was not made by the student build, so "
+                             "nothing in it is replaced; give a new or empty folder (default "
+                             "<root>/_build/student)")
+
+
+def _mark(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / _MARK).write_text("made by python -m companion.book.student; replaced by its next build\n")
+
+
+def prepare_sources(root: Path, dest: Path) -> list[Path]:
+    """Write the student sources of the book at ``root`` into ``dest``; return the pages.
+
+    ``dest`` must be new, empty, or a folder an earlier call made (it is then emptied)."""
+    root, dest = Path(root).resolve(), Path(dest)
+    _check_ours(dest, _SRC_ENTRIES)
+    if dest.exists():
+        shutil.rmtree(dest)
+    _mark(dest)
+    cache = root / "_build" / ".jupyter_cache"
+    (dest / "_config.yml").write_text(_student_config(root, cache))
+    shutil.copy2(root / "_toc.yml", dest / "_toc.yml")
+    pages = []
+    for src in (root / "book").rglob("*"):
+        if src.is_dir() or "__pycache__" in src.parts:
+            continue
+        target = dest / src.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.suffix == ".md":
+            target.write_text(strip_solutions(src.read_text(encoding="utf-8")), encoding="utf-8")
+            pages.append(target)
+        else:
+            shutil.copy2(src, target)
+    return pages
+
+
+def build_student(root: Path | str = ".", out: Path | str | None = None, jupyter_book: str | None = None) -> Path:
+    """Build the student edition of the book at ``root`` into ``out`` (``_build/student``).
+
+    Needs the instructor build's execution cache (``make book`` first): a chapter found
+    there is not executed again.
+    """
+    from . import notebooks as nbgen
+
+    root = Path(root).resolve()
+    out = Path(out) if out is not None else root / "_build" / "student"
+    if not (root / "_build" / ".jupyter_cache").is_dir():
+        raise FileNotFoundError(f"no execution cache under {root / '_build'}; build the book first (make book), "
+                                "so that the student edition reuses its executed chapters")
+    resolved = out.resolve()
+    if resolved == root or resolved in root.parents:
+        raise ValueError(f"--out {out} holds the book itself; give a folder of its own, such as "
+                         f"{root / '_build' / 'student'}")
+    _check_ours(out, _OUT_ENTRIES)          # checked before anything is deleted
+    _check_ours(out / "src", _SRC_ENTRIES)
+    _mark(out)
+    src, work = out / "src", out / "work"
+    prepare_sources(root, src)
+    if work.exists():
+        shutil.rmtree(work)
+    jb = jupyter_book or str(Path(sys.executable).with_name("jupyter-book"))
+    subprocess.run([jb, "build", str(src), "--path-output", str(work), "--warningiserror", "--keep-going"],
+                   check=True, cwd=root)
+    html = out / "html"
+    if html.exists():
+        shutil.rmtree(html)
+    shutil.copytree(work / "_build" / "html", html)
+    shutil.rmtree(work)
+    nbgen.write_notebooks(src, out / "notebooks", student=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m companion.book.student",
+                                 description="Build the student edition (no solutions; checked exercises).")
+    ap.add_argument("--root", default=".", help="repository root (holds _toc.yml)")
+    ap.add_argument("--out", default=None, help="output folder (default <root>/_build/student)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    try:
+        out = build_student(args.root, args.out)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as err:
+        print(f"error: the student build failed ({err}); see the output above", file=sys.stderr)
+        return 1
+    print(f"student edition: {out / 'html' / 'index.html'} and {out / 'notebooks'} "
+          f"({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,368 @@
+"""Numerical checks of the paper's Section 2 and Appendix S1.1-S1.4 (and S1.5-S1.6 errata).
+
+Each function computes one side of a claim so that a test or a chapter can put the other
+side next to it.  Conventions as in :mod:`companion.core.bilinear`: ``nn.Linear`` weights
+``[out, in]``, bilinear form ``M = Wq^T Wk`` with rows on the query side, raw logit of query
+``x`` and key ``y`` equal to ``x^T M y``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+__all__ = [
+    "qk_logits", "bilinear_logits", "order_preserved", "operator_square_factor",
+    "minilm_logit_check", "update_from_beta", "proof_beta_linear", "softmax_beta",
+    "context_prediction_parts", "norm_ratio_monte_carlo", "norm_ratio_closed_form",
+    "autoregressive_counts", "s68_expectations", "masked_counts", "s79_expectation",
+    "pair_decomposition", "beta_pair_statistics", "symmetric_update_share",
+    "random_symmetry_scores", "eq15_score", "lemma_s111_counterexample",
+    "norm_spread",
+]
+
+
+def _t(x) -> torch.Tensor:
+    """float64 tensor, detached from any autograd graph."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().to(torch.float64)
+    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
+
+
+# ----------------------------------------------------------------- Sec. 2.1, S1.2
+
+
+def qk_logits(X, Wq, Wk, n_heads: int) -> torch.Tensor:
+    """Per-head raw logits the way a Transformer computes them: ``Q_h K_h^T`` (Eq. 1).
+
+    ``X``: ``[N, d]`` token embeddings; ``Wq, Wk``: ``[n_heads*d_head, d]``.  Returns
+    ``[n_heads, N, N]`` without the ``1/sqrt(d_head)`` factor.
+    """
+    X, Wq, Wk = _t(X), _t(Wq), _t(Wk)
+    if X.ndim != 2 or X.shape[1] != Wq.shape[1]:
+        raise ValueError(f"X must be [N, d] with d = {Wq.shape[1]}; got {tuple(X.shape)}.")
+    N, dh = X.shape[0], Wq.shape[0] // n_heads
+    Q = (X @ Wq.T).view(N, n_heads, dh).transpose(0, 1)
+    K = (X @ Wk.T).view(N, n_heads, dh).transpose(0, 1)
+    return Q @ K.transpose(-1, -2)
+
+
+def bilinear_logits(X, M) -> torch.Tensor:
+    """Logits as a bilinear form, ``[X M X^T]_ij = x_i^T M x_j`` (Eq. 2); ``M`` may be a stack."""
+    X, M = _t(X), _t(M)
+    return X @ M @ X.T
+
+
+def order_preserved(raw, probs, min_gap: float = 0.0) -> bool:
+    """Eq. 5: within every row, ``alpha_ij < alpha_ij'`` exactly when ``a_ij < a_ij'``.
+
+    ``min_gap`` skips pairs of logits closer than that (ties at the precision the
+    probabilities were stored in, e.g. float32 from a real model)."""
+    raw, probs = _t(raw).numpy(), _t(probs).numpy()
+    gap = raw[..., :, None] - raw[..., None, :]
+    dr = np.sign(gap)
+    dp = np.sign(probs[..., :, None] - probs[..., None, :])
+    keep = np.abs(gap) > min_gap
+    return bool(np.array_equal(dr[keep], dp[keep]))
+
+
+def operator_square_factor(M, x_i, x_j) -> tuple[float, float]:
+    """Remark S1.4: ``P(x) = (x^T M x_j) x_j`` applied twice equals ``c P(x)`` with
+    ``c = x_j^T M x_j``.  Returns ``(c, ||P(P(x_i)) - c P(x_i)||)``; ``P`` is a projection
+    (idempotent) only when ``c = 1``."""
+    M, x_i, x_j = (np.asarray(a, dtype=np.float64) for a in (M, x_i, x_j))
+    P = lambda x: float(x @ M @ x_j) * x_j  # noqa: E731
+    c = float(x_j @ M @ x_j)
+    return c, float(np.linalg.norm(P(P(x_i)) - c * P(x_i)))
+
+
+def minilm_logit_check(model, tokenizer, text: str, layers=None) -> list[dict]:
+    """Per-head attention of a Hugging Face BERT layer against ``x^T M_h y``.
+
+    Runs ``model`` (eager attention) on ``text`` with ``output_attentions`` and
+    ``output_hidden_states``; reads ``Wq, bq, Wk, bk`` from the layer's modules.  The logit
+    transformers computes is ``(Wq x + bq)^T (Wk y + bk) / sqrt(d_h)``; it equals
+    ``x^T M_h y / sqrt(d_h)`` plus a per-query term (cancelled by the softmax) plus the
+    per-key term ``bq_h^T Wk_h y`` (not cancelled).  Returns the largest deviations of the
+    log-probabilities: ``exact`` (bilinear form + key-bias term) and ``bilinear_only``,
+    one dict per layer in ``layers`` (default: all).
+    """
+    from .bilinear import per_head_bilinear_forms
+
+    enc = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**enc, output_attentions=True, output_hidden_states=True)
+    layers = range(model.config.num_hidden_layers) if layers is None else layers
+    return [_bert_layer_check(model, out, layer) for layer in layers]
+
+
+def _bert_layer_check(model, out, layer: int) -> dict:
+    from .bilinear import per_head_bilinear_forms
+
+    att = model.encoder.layer[layer].attention.self
+    n_heads = model.config.num_attention_heads
+    Wq, Wk = att.query.weight.detach().double(), att.key.weight.detach().double()
+    bq = att.query.bias.detach().double()
+    dh = Wq.shape[0] // n_heads
+    X = out.hidden_states[layer][0].double()  # input of this layer, [N, d]
+    Mh = per_head_bilinear_forms(Wq, Wk, n_heads)  # [H, d, d]
+    bil = torch.stack([X @ Mh[h] @ X.T for h in range(n_heads)])
+    key_bias = torch.stack([(X @ Wk[h * dh:(h + 1) * dh].T) @ bq[h * dh:(h + 1) * dh]
+                            for h in range(n_heads)])  # [H, N]: bq_h^T Wk_h y_j
+    ours_exact = torch.log_softmax((bil + key_bias[:, None, :]) / math.sqrt(dh), dim=-1)
+    ours_bil = torch.log_softmax(bil / math.sqrt(dh), dim=-1)
+    theirs = torch.log(out.attentions[layer][0].double())
+    qk = qk_logits(X, Wq, Wk, n_heads)
+    return {
+        "layer": layer, "n_tokens": X.shape[0], "n_heads": n_heads, "d_head": dh,
+        "qk_vs_bilinear": float((qk - bil).abs().max() / bil.abs().max()),
+        "exact": float((ours_exact - theirs).abs().max()),
+        "bilinear_only": float((ours_bil - theirs).abs().max()),
+        "order_preserved": order_preserved((bil + key_bias[:, None, :]) / math.sqrt(dh),
+                                           out.attentions[layer][0], min_gap=1e-3),
+        "ranks": [int(torch.linalg.matrix_rank(Mh[h])) for h in range(n_heads)],
+        "sum_of_heads_error": float((Mh.sum(0) - Wq.T @ Wk).abs().max()),
+        "bias_logit_share": float(key_bias.std() / bil.std()),
+    }
+
+
+# ----------------------------------------------------------------- Prop. 2.2, S1.3
+
+
+def update_from_beta(X, beta) -> torch.Tensor:
+    """Eq. 8 / S37: ``sum_i sum_j beta_ij x_i x_j^T = X^T B X`` (summed over a batch)."""
+    X, B = _t(X), _t(beta)
+    return torch.einsum("...ia,...ij,...jb->ab", X, B, X)
+
+
+def proof_beta_linear(delta, X) -> torch.Tensor:
+    """The coefficient the proof defines (Eqs. S31-S36): ``beta_ij = delta_i^T x_j``
+    (before masking to ``j in C_i``); exact for attention without softmax (Eq. S33)."""
+    return _t(delta) @ _t(X).transpose(-1, -2)
+
+
+def softmax_beta(delta, X, alpha) -> torch.Tensor:
+    """With the softmax kept: ``beta_ij = alpha_ij (delta_i^T x_j - sum_k alpha_ik delta_i^T x_k)``.
+
+    Each row sums to zero: the softmax Jacobian centres the coefficients.
+    """
+    raw = proof_beta_linear(delta, X)
+    alpha = _t(alpha)
+    return alpha * (raw - (alpha * raw).sum(-1, keepdim=True))
+
+
+# ----------------------------------------------------------------- S1.4.1-S1.4.2
+
+
+def context_prediction_parts(X, beta, j_star: int) -> dict:
+    """Prop. S1.7: the part of ``sum beta_ij x_i x_j^T`` where token ``j_star`` is context
+    (terms with ``j = j_star``) and where it is predicted (terms with ``i = j_star``)."""
+    X = np.asarray(X, dtype=np.float64)
+    beta = np.asarray(beta, dtype=np.float64)
+    y = X[j_star]
+    as_context = np.outer(beta[:, j_star] @ X, y)     # (sum_i beta_i* x_i) y^T   (S47)
+    as_predicted = np.outer(y, beta[j_star, :] @ X)   # y (sum_j beta_*j x_j)^T   (S50)
+    return {"as_context": as_context, "as_predicted": as_predicted,
+            "context_vector": beta[:, j_star] @ X, "predicted_vector": beta[j_star, :] @ X}
+
+
+def norm_ratio_monte_carlo(Sigma, beta, case: str, n_samples: int, sigma_y: float = 1.0,
+                           seed: int = 0) -> dict:
+    """Monte Carlo of Prop. S1.8 (``case='context'``) and Cor. S1.9 (``'prediction'``).
+
+    Embeddings ``x_i ~ N(0, Sigma)`` i.i.d., ``y ~ N(0, sigma_y^2 I)``, fixed coefficients
+    ``beta`` (length N).  Returns the mean squared norm of every column and every row of
+    the update ``(sum_i beta_i x_i) y^T`` (context) or ``y (sum_i beta_i x_i)^T``
+    (prediction), with their standard errors.
+    """
+    Sigma = np.asarray(Sigma, dtype=np.float64)
+    beta = np.asarray(beta, dtype=np.float64)
+    if case not in ("context", "prediction"):
+        raise ValueError(f"case must be 'context' or 'prediction', got {case!r}.")
+    d = Sigma.shape[0]
+    rng = np.random.default_rng(seed)
+    L = np.linalg.cholesky(Sigma)
+    z = rng.standard_normal((n_samples, len(beta), d)) @ L.T   # x_i
+    v = np.einsum("i,sid->sd", beta, z)                         # sum_i beta_i x_i
+    y = sigma_y * rng.standard_normal((n_samples, d))
+    # context: Delta = v y^T -> column k = y_k v, row m = v_m y
+    a, b = (v, y) if case == "context" else (y, v)              # Delta = a b^T
+    col2 = (b ** 2) * (a ** 2).sum(1, keepdims=True)            # ||column k||^2 = b_k^2 ||a||^2
+    row2 = (a ** 2) * (b ** 2).sum(1, keepdims=True)            # ||row m||^2 = a_m^2 ||b||^2
+    return {"col": col2.mean(0), "row": row2.mean(0),
+            "col_se": col2.std(0) / math.sqrt(n_samples), "row_se": row2.std(0) / math.sqrt(n_samples)}
+
+
+def norm_ratio_closed_form(Sigma, case: str) -> np.ndarray:
+    """Eqs. S62 and S67: ``E||col_k||^2 / E||row_m||^2`` as a ``[k, m]`` array.
+
+    context: ``Tr(Sigma) / (d Sigma_mm)``; prediction: ``d Sigma_kk / Tr(Sigma)``.
+    """
+    Sigma = np.asarray(Sigma, dtype=np.float64)
+    d, tr, diag = Sigma.shape[0], np.trace(Sigma), np.diag(Sigma)
+    if case == "context":
+        return np.broadcast_to(tr / (d * diag)[None, :], (d, d)).copy()
+    if case == "prediction":
+        return np.broadcast_to((d * diag / tr)[:, None], (d, d)).copy()
+    raise ValueError(f"case must be 'context' or 'prediction', got {case!r}.")
+
+
+# ----------------------------------------------------------------- S1.4.3 (Prop. S1.10)
+
+
+def autoregressive_counts(seqs, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Eqs. S72-S73 averaged over the sequences: for every token id, the mean number of
+    tokens it is context for (``mu_c``: ``N - k`` per occurrence at position ``k``) and the
+    mean number of tokens that predict it (``mu_p``: ``k - 1``).  Positions are 1-based."""
+    seqs = np.asarray(seqs)
+    n_seq, N = seqs.shape
+    k = np.arange(1, N + 1)
+    mu_c = np.bincount(seqs.ravel(), weights=np.tile(N - k, n_seq), minlength=vocab_size)
+    mu_p = np.bincount(seqs.ravel(), weights=np.tile(k - 1, n_seq), minlength=vocab_size)
+    return mu_c / n_seq, mu_p / n_seq
+
+
+def positional_frequencies(seqs, vocab_size: int) -> np.ndarray:
+    """Empirical ``Pr[t_k = t]`` as a ``[N, vocab_size]`` array."""
+    seqs = np.asarray(seqs)
+    n_seq, N = seqs.shape
+    P = np.zeros((N, vocab_size))
+    for pos in range(N):
+        P[pos] = np.bincount(seqs[:, pos], minlength=vocab_size) / n_seq
+    return P
+
+
+def s68_expectations(seqs, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Eqs. S74-S75 from positional frequencies: ``sum_k (N-k) Pr[t_k=t]``, ``sum_k (k-1) Pr[t_k=t]``."""
+    P = positional_frequencies(seqs, vocab_size)
+    N = P.shape[0]
+    k = np.arange(1, N + 1)
+    return (N - k) @ P, (k - 1) @ P
+
+
+def masked_counts(seqs, vocab_size: int, rho: float, n_draws: int, seed: int = 0):
+    """Eqs. S77-S78 averaged over sequences and ``n_draws`` random masks of rate ``rho``:
+    an unmasked occurrence is context for every masked token, a masked occurrence is
+    predicted by every unmasked token."""
+    if not 0 < rho < 1:
+        raise ValueError(f"masking rate rho must lie in (0, 1), got {rho}.")
+    seqs = np.asarray(seqs)
+    rng = np.random.default_rng(seed)
+    mu_c = np.zeros(vocab_size)
+    mu_p = np.zeros(vocab_size)
+    for _ in range(n_draws):
+        m = rng.random(seqs.shape) < rho
+        n_masked = m.sum(1, keepdims=True)
+        n_unmasked = seqs.shape[1] - n_masked
+        mu_c += np.bincount(seqs.ravel(), weights=(~m * n_masked).ravel(), minlength=vocab_size)
+        mu_p += np.bincount(seqs.ravel(), weights=(m * n_unmasked).ravel(), minlength=vocab_size)
+    norm = n_draws * seqs.shape[0]
+    return mu_c / norm, mu_p / norm
+
+
+def s79_expectation(seqs, vocab_size: int, rho: float, as_printed: bool = False) -> np.ndarray:
+    """Expected ``mu_c = mu_p`` under masking: ``(N-1) rho (1-rho) sum_k Pr[t_k=t]``.
+
+    ``as_printed=True`` gives Eq. S79 as printed, which carries an extra factor ``N``.
+    """
+    P = positional_frequencies(seqs, vocab_size)
+    N = P.shape[0]
+    value = (N - 1) * rho * (1 - rho) * P.sum(0)
+    return N * value if as_printed else value
+
+
+# ----------------------------------------------------------------- S1.4.4-S1.4.5
+
+
+def pair_decomposition(X, beta) -> dict:
+    """Eqs. S111-S113: split ``sum_ij beta_ij x_i x_j^T`` into the diagonal terms and, over
+    pairs ``i < j``, a symmetric part ``(beta_ij + beta_ji) S_ij`` and a skew part
+    ``(beta_ij - beta_ji) N_ij`` with ``K_ij = x_i x_j^T = S_ij + N_ij``."""
+    X = np.asarray(X, dtype=np.float64)
+    B = np.asarray(beta, dtype=np.float64)
+    diag = np.einsum("i,ia,ib->ab", np.diag(B), X, X)
+    iu = np.triu(np.ones_like(B, dtype=bool), k=1)
+    plus = np.where(iu, B + B.T, 0.0)
+    minus = np.where(iu, B - B.T, 0.0)
+    K = lambda W: X.T @ W @ X  # noqa: E731  sum_ij W_ij x_i x_j^T
+    sym = 0.5 * (K(plus) + K(plus).T)
+    skew = 0.5 * (K(minus) - K(minus).T)
+    return {"diagonal": diag, "symmetric": sym, "skew": skew, "total": X.T @ B @ X}
+
+
+def beta_pair_statistics(beta, allowed=None) -> dict:
+    """Thm. S1.14's premise: how alike ``beta_ij`` and ``beta_ji`` are over pairs ``i < j``.
+
+    ``beta``: ``[..., N, N]``.  Returns the Pearson correlation, the share of pairs with equal
+    sign (among pairs where both are non-zero) and the share of pairs where one of the two
+    is exactly zero (e.g. forbidden by a causal mask).
+    """
+    B = np.asarray(beta, dtype=np.float64)
+    N = B.shape[-1]
+    iu = np.triu_indices(N, k=1)
+    a = B[..., iu[0], iu[1]].ravel()
+    b = B[..., iu[1], iu[0]].ravel()
+    both = (a != 0) & (b != 0)
+    corr = float(np.corrcoef(a[both], b[both])[0, 1]) if both.sum() > 2 else float("nan")
+    return {"correlation": corr,
+            "same_sign": float(np.mean(np.sign(a[both]) == np.sign(b[both]))) if both.any() else float("nan"),
+            "one_zero": float(np.mean(~both))}
+
+
+def symmetric_update_share(p: float, N: int) -> dict:
+    """Remark S1.15, Eq. S119, for masking rate ``p`` and sequence length ``N``.
+
+    ``ratio_exact``: ``pN(pN-1) / (pN(N-pN))`` (terms inside the masked set over the cross
+    terms, as the equation is written); ``ratio_limit``: its large-N value ``p/(1-p)``;
+    ``share_of_all``: the masked-masked terms as a share of all off-diagonal terms,
+    ``(pN-1)/(N-1)`` which tends to ``p``.
+    """
+    if not 0 < p < 1 or N < 2:
+        raise ValueError(f"need 0 < p < 1 and N >= 2, got p={p}, N={N}.")
+    m = p * N
+    return {"ratio_exact": m * (m - 1) / (m * (N - m)), "ratio_limit": p / (1 - p),
+            "share_of_all": (m - 1) / (N - 1)}
+
+
+def norm_spread(M) -> dict:
+    """Variance across rows and across columns of the row and column L2 norms of ``M``
+    (the quantities compared in Eqs. S100-S101 and S103)."""
+    M = np.asarray(M, dtype=np.float64)
+    rows, cols = np.linalg.norm(M, axis=1), np.linalg.norm(M, axis=0)
+    return {"row_var": float(rows.var(ddof=1)), "col_var": float(cols.var(ddof=1)),
+            "row_max_z": float((rows.max() - rows.mean()) / rows.std(ddof=1)),
+            "col_max_z": float((cols.max() - cols.mean()) / cols.std(ddof=1))}
+
+
+# ----------------------------------------------------------------- errata helpers
+
+
+def random_symmetry_scores(n: int, n_samples: int, seed: int = 0) -> np.ndarray:
+    """Symmetry scores ``tr(M^2)/||M||_F^2`` of ``n_samples`` Gaussian ``n x n`` matrices."""
+    from .null import null_scores
+
+    return null_scores(n, n_samples=n_samples, seed=seed, device="cpu")["symmetry"].to_numpy()
+
+
+def eq15_score(M) -> float:
+    """Eq. 15 exactly as printed: ``2 (||M_s||^2 - ||M_n||^2) / ||M||^2`` (range ``[-2, 2]``)."""
+    M = np.asarray(M, dtype=np.float64)
+    Ms, Mn = (M + M.T) / 2, (M - M.T) / 2
+    return float(2 * ((Ms ** 2).sum() - (Mn ** 2).sum()) / (M ** 2).sum())
+
+
+def lemma_s111_counterexample(eps: float = 0.01, K: float = 5.0, A: float = 1.5) -> dict:
+    """Two zero-mean distributions contradicting Lemma S1.11.
+
+    ``a`` is uniform on ``[-A, A]`` (variance ``A^2/3``); ``b`` takes ``K`` with probability
+    ``eps/2``, ``-K`` with probability ``eps/2`` and ``0`` otherwise (variance ``eps K^2``).
+    With the defaults ``Var a > Var b`` but ``Pr[b > z] = eps/2 > 0 = Pr[a > z]`` for every
+    ``z`` in ``[A, K)``, beyond the lemma's threshold ``sqrt(sigma_a sigma_b) - mu``.
+    """
+    var_a, var_b = A ** 2 / 3, eps * K ** 2
+    z = 0.5 * (A + K)
+    return {"var_a": var_a, "var_b": var_b,
+            "threshold": math.sqrt(math.sqrt(var_a) * math.sqrt(var_b)) - 0.0,
+            "z": z, "p_a": max(0.0, (A - z) / (2 * A)), "p_b": eps / 2 if z < K else 0.0}

@@ -1,0 +1,255 @@
+"""A tiny Transformer with readable attention, for the gradient and training checks.
+
+Definition S1.1 without layer normalisation or biases: token and position embeddings,
+``n_layers`` blocks of (multi-head self-attention + residual, then a small MLP + residual),
+and an unembedding.  Two parameterisations of the attention scores:
+
+* ``explicit=True``: one learnable ``d x d`` matrix ``W`` per head-free layer, raw score
+  ``s_ij = x_i^T W x_j`` (Eq. S33 with the softmax kept);
+* ``explicit=False``: the usual separate query and key projections (``nn.Linear``, layout
+  ``[out, in]``), ``s_ij = (Wq x_i)^T (Wk x_j)``, so the layer's bilinear form is
+  ``M = sum_h Wq_h^T Wk_h`` (Eq. S20).
+
+Every forward pass keeps the raw scores of each layer (``model.scores[l]``, shape
+``[B, H, N, N]``) and the layer inputs (``model.inputs[l]``), so that after ``backward`` the
+coefficients ``beta_ij = dL/ds_ij`` of Prop. 2.2 can be read off.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+Mask = Literal["causal", "full"]
+
+__all__ = ["TinyAttentionModel", "next_token_loss", "masked_token_loss", "bilinear_forms",
+           "train_objective"]
+
+
+class _Block(nn.Module):
+    def __init__(self, d: int, n_heads: int, explicit: bool, softmax: bool, mlp: bool):
+        super().__init__()
+        if d % n_heads:
+            raise ValueError(f"d ({d}) must be divisible by n_heads ({n_heads}).")
+        if explicit and n_heads != 1:
+            raise ValueError("the explicit-W parameterisation has one head; use n_heads=1.")
+        self.d, self.n_heads, self.d_head = d, n_heads, d // n_heads
+        self.explicit, self.softmax = explicit, softmax
+        if explicit:
+            self.W = nn.Parameter(torch.randn(d, d) / d)
+        else:
+            self.q = nn.Linear(d, d, bias=False)
+            self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d, bias=False)
+        self.mlp = nn.Sequential(nn.Linear(d, 2 * d, bias=False), nn.GELU(),
+                                 nn.Linear(2 * d, d, bias=False)) if mlp else None
+
+    def raw_scores(self, x: torch.Tensor) -> torch.Tensor:
+        B, N, _ = x.shape
+        if self.explicit:
+            return (x @ self.W @ x.transpose(-1, -2)).unsqueeze(1)  # [B, 1, N, N]
+        q = self.q(x).view(B, N, self.n_heads, self.d_head).transpose(1, 2)
+        k = self.k(x).view(B, N, self.n_heads, self.d_head).transpose(1, 2)
+        return q @ k.transpose(-1, -2)  # [B, H, N, N]
+
+    def forward(self, x, mask: torch.Tensor, store: dict):
+        B, N, _ = x.shape
+        s = self.raw_scores(x)
+        if s.requires_grad:
+            s.retain_grad()
+        store["scores"].append(s)
+        scaled = s / math.sqrt(self.d_head)
+        if self.softmax:
+            alpha = torch.softmax(scaled.masked_fill(~mask, float("-inf")), dim=-1)
+        else:  # linear attention as in the proof of Prop. 2.2 (Eq. S33)
+            alpha = scaled.masked_fill(~mask, 0.0)
+        store["alphas"].append(alpha)
+        v = self.v(x).view(B, N, self.n_heads, self.d_head).transpose(1, 2)
+        a = (alpha @ v).transpose(1, 2).reshape(B, N, self.d)
+        xhat = x + a
+        if xhat.requires_grad:
+            xhat.retain_grad()
+        store["xhat"].append(xhat)
+        return xhat + self.mlp(xhat) if self.mlp is not None else xhat
+
+
+class TinyAttentionModel(nn.Module):
+    """Embedding -> ``n_layers`` attention blocks -> unembedding (Def. S1.1, no LayerNorm)."""
+
+    def __init__(self, vocab_size: int, d: int = 32, n_layers: int = 1, n_heads: int = 1,
+                 max_len: int = 64, explicit: bool = False, softmax: bool = True,
+                 mlp: bool = True, seed: int = 0):
+        super().__init__()
+        if vocab_size < 2 or d < 1 or n_layers < 1:
+            raise ValueError("vocab_size >= 2, d >= 1 and n_layers >= 1 are required.")
+        g = torch.random.fork_rng()
+        with g:
+            torch.manual_seed(seed)
+            self.emb = nn.Embedding(vocab_size, d)
+            self.pos = nn.Embedding(max_len, d)
+            nn.init.normal_(self.emb.weight, std=1.0 / math.sqrt(d))
+            nn.init.normal_(self.pos.weight, std=0.1 / math.sqrt(d))
+            self.blocks = nn.ModuleList(
+                [_Block(d, n_heads, explicit, softmax, mlp) for _ in range(n_layers)])
+            self.unembed = nn.Linear(d, vocab_size, bias=False)
+        self.max_len = max_len
+        self.store: dict = {}
+
+    def forward(self, tokens: torch.Tensor, mask: Mask = "causal") -> torch.Tensor:
+        B, N = tokens.shape
+        if N > self.max_len:
+            raise ValueError(f"sequence length {N} exceeds max_len={self.max_len}.")
+        if mask == "causal":
+            allowed = torch.ones(N, N, dtype=torch.bool, device=tokens.device).tril()
+        elif mask == "full":
+            allowed = torch.ones(N, N, dtype=torch.bool, device=tokens.device)
+        else:
+            raise ValueError(f"mask must be 'causal' or 'full', got {mask!r}.")
+        self.store = {"inputs": [], "scores": [], "alphas": [], "xhat": [], "allowed": allowed}
+        x = self.emb(tokens) + self.pos(torch.arange(N, device=tokens.device))
+        for block in self.blocks:
+            if x.requires_grad:
+                x.retain_grad()
+            self.store["inputs"].append(x)
+            x = block(x, allowed, self.store)
+        return self.unembed(x)
+
+
+def next_token_loss(model: TinyAttentionModel, tokens: torch.Tensor) -> torch.Tensor:
+    """Autoregressive objective (Eq. S7): position ``i`` predicts token ``i+1``, causal mask."""
+    logits = model(tokens, mask="causal")
+    return nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1), reduction="sum")
+
+
+def masked_token_loss(model: TinyAttentionModel, tokens: torch.Tensor, masked: torch.Tensor,
+                      mask_id: int) -> torch.Tensor:
+    """Bidirectional masked objective (Eq. S10): masked positions are replaced by
+    ``mask_id`` and predicted from the whole sequence (full attention)."""
+    inputs = tokens.masked_fill(masked, mask_id)
+    logits = model(inputs, mask="full")
+    return nn.functional.cross_entropy(logits[masked], tokens[masked], reduction="sum")
+
+
+def bilinear_forms(model: TinyAttentionModel) -> list[torch.Tensor]:
+    """The layer forms ``M_l`` (rows = query side): ``W`` or ``sum_h Wq_h^T Wk_h``."""
+    out = []
+    for b in model.blocks:
+        out.append(b.W.detach().clone() if b.explicit
+                   else (b.q.weight.T @ b.k.weight).detach().clone())
+    return out
+
+
+def train_objective(sequences: np.ndarray, objective: Literal["autoregressive", "bidirectional"],
+                    steps: int, d: int = 64, n_layers: int = 2, n_heads: int = 4,
+                    batch_size: int = 32, lr: float = 3e-3, mask_rate: float = 0.15,
+                    eval_every: int = 25, seed: int = 0):
+    """Train a fresh :class:`TinyAttentionModel` with one objective; record the scores.
+
+    ``sequences``: int array ``[n_sequences, N]`` with ids in ``0..V-1``; id ``V`` is added
+    as the mask token.  Returns a tidy ``pandas.DataFrame`` with columns ``objective, step,
+    layer, loss, symmetry, directionality`` (scores of the layer form ``M_l``, computed by
+    :mod:`companion.core.scores`).
+    """
+    import pandas as pd
+
+    from .scores import directionality_score, symmetry_score
+
+    if objective not in ("autoregressive", "bidirectional"):
+        raise ValueError(f"objective must be 'autoregressive' or 'bidirectional', got {objective!r}.")
+    seqs = torch.as_tensor(np.asarray(sequences), dtype=torch.long)
+    if seqs.ndim != 2:
+        raise ValueError(f"sequences must be 2-D [n_sequences, N], got shape {tuple(seqs.shape)}.")
+    V = int(seqs.max()) + 2
+    mask_id = V - 1
+    model = TinyAttentionModel(V, d=d, n_layers=n_layers, n_heads=n_heads,
+                               max_len=seqs.shape[1], seed=seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed + 1)
+    rows = []
+    running = float("nan")
+    for step in range(steps + 1):
+        if step % eval_every == 0 or step == steps:
+            for l, M in enumerate(bilinear_forms(model)):
+                rows.append({"objective": objective, "step": step, "layer": l, "loss": running,
+                             "symmetry": symmetry_score(M),
+                             "directionality": directionality_score(M)})
+        if step == steps:
+            break
+        idx = torch.randint(len(seqs), (batch_size,), generator=gen)
+        batch = seqs[idx]
+        if objective == "autoregressive":
+            loss = next_token_loss(model, batch)
+            n_pred = batch.shape[0] * (batch.shape[1] - 1)
+        else:
+            masked = torch.rand(batch.shape, generator=gen) < mask_rate
+            masked[:, 0] |= ~masked.any(dim=1)  # at least one prediction per sequence
+            loss = masked_token_loss(model, batch, masked, mask_id)
+            n_pred = int(masked.sum())
+        opt.zero_grad()
+        (loss / n_pred).backward()
+        opt.step()
+        running = float(loss.detach()) / n_pred
+    return pd.DataFrame(rows)
+
+
+def implicit_update_errors(etas, seed: int = 0, d: int = 16, N: int = 12, vocab: int = 20):
+    """Remark S1.6: one SGD step on separate ``Wq, Wk`` and the change of ``M = Wq^T Wk``.
+
+    For each learning rate ``eta`` a fresh one-layer model (one head, ``d x d``
+    projections) takes one SGD step on the next-token loss of a fixed random sequence.
+    With ``G = dL/dM = sum_ij beta_ij x_i x_j^T`` (read off the scores), the first-order
+    change is ``-eta (Wq^T Wq G + G Wk^T Wk)`` (Eqs. S39-S40 in this book's orientation,
+    with the minus sign of descent) and the remainder is exactly ``eta^2 G M^T G``.
+    Returns a ``pandas.DataFrame`` with ``eta, error`` (Frobenius norm of the change minus
+    the first-order term), ``remainder`` (``eta^2 ||G M^T G||``), ``cos_to_G`` (cosine
+    between the first-order change and ``-G``).
+    """
+    import pandas as pd
+
+    tokens = torch.randint(0, vocab, (1, N), generator=torch.Generator().manual_seed(seed))
+    rows = []
+    for eta in etas:
+        model = TinyAttentionModel(vocab, d=d, n_layers=1, n_heads=1, max_len=N, seed=seed).double()
+        blk = model.blocks[0]
+        A, B = blk.q.weight.detach().clone(), blk.k.weight.detach().clone()
+        M0 = A.T @ B
+        loss = next_token_loss(model, tokens)
+        model.zero_grad()
+        loss.backward()
+        X = model.store["inputs"][0].detach()[0]
+        beta = model.store["scores"][0].grad[0, 0]
+        G = X.T @ beta @ X
+        torch.optim.SGD(model.parameters(), lr=eta).step()
+        M1 = blk.q.weight.detach().T @ blk.k.weight.detach()
+        first = -eta * (A.T @ A @ G + G @ B.T @ B)
+        rows.append({
+            "eta": eta,
+            "change": float(torch.linalg.norm(M1 - M0)),
+            "error": float(torch.linalg.norm(M1 - M0 - first)),
+            "remainder": float(eta ** 2 * torch.linalg.norm(G @ M0.T @ G)),
+            "cos_to_G": float((first * -G).sum() / (torch.linalg.norm(first) * torch.linalg.norm(G))),
+            "grad_check": float(torch.linalg.norm(blk.q.weight.grad - B @ G.T)
+                                + torch.linalg.norm(blk.k.weight.grad - A @ G)),
+        })
+    return pd.DataFrame(rows)
+
+
+def proof_beta_relative_error(softmax: bool, seed: int = 0) -> float:
+    """Relative error of the gradient rebuilt with the proof's ``beta_ij = delta_i^T x_j``
+    (Eqs. S31-S36) in the last layer of a two-layer explicit-``W`` model, with or without
+    the softmax.  Exact (~1e-16) without softmax; large with it."""
+    model = TinyAttentionModel(13, d=8, n_layers=2, explicit=True, softmax=softmax,
+                               max_len=10, seed=seed).double()
+    tokens = torch.randint(0, 12, (4, 10), generator=torch.Generator().manual_seed(seed))
+    next_token_loss(model, tokens).backward()
+    block, X = model.blocks[-1], model.store["inputs"][-1].detach()
+    delta = model.store["xhat"][-1].grad @ block.v.weight.detach() / math.sqrt(block.d_head)
+    beta = (delta @ X.transpose(-1, -2)) * model.store["allowed"]
+    rebuilt = X.transpose(-1, -2) @ beta @ X
+    rebuilt = rebuilt.sum(0)
+    return float(torch.linalg.norm(block.W.grad - rebuilt) / torch.linalg.norm(block.W.grad))

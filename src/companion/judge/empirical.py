@@ -1,0 +1,370 @@
+"""The empirical verdicts' tests: each rule of ``data/verdict_rules.yaml`` applied to its evidence.
+
+One function per kind of evidence returns a tidy table with one row per test (a body of
+runs and a comparator, or a kind of window, ...): the estimate, its interval, the
+smallest effect of interest, the gate, the outcome, the power and the one-sided p-values.
+The row marked ``primary`` decides the claim's verdict (:mod:`companion.judge.claims`); the
+others are shown beside it.  Nothing here decides a threshold: the rules file does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..rules.verdicts import (deciding_p, detectable_effect, directional_outcome, directional_outcome_v1,
+                       directional_power, equivalence_outcome, p_above, p_below, paired_t, rule,
+                       rule_written_after, threshold_outcome)
+
+__all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
+           "beta_correlation_test", "family", "update_tests", "yardstick"]
+
+_CACHE: dict = {}
+
+
+def _cached(key, fn):
+    if key not in _CACHE:
+        _CACHE[key] = fn()
+    return _CACHE[key]
+
+
+def _body(name, rules):
+    from ..train.evidence import body_runs
+
+    return _cached(("body", name), lambda: body_runs(rules["bodies"][name]))
+
+
+def _row(r, body_label, comparator, est, sesoi, gate, outcome, primary, after, **extra):
+    fw = r["framework"]
+    pw = fw.get("power", {})
+    power = directional_power(est.n, est.sd, sesoi, est.level, pw.get("target", 0.8), pw.get("draws", 200_000),
+                              pw.get("seed", 20261126))
+    return dict(claim=r["key"], body=body_label, comparator=comparator, n=est.n, estimate=est.mean,
+                low=est.low, high=est.high, sd=est.sd, level=est.level, sesoi=sesoi, gate=gate,
+                outcome=outcome, primary=primary, reversed=bool(est.n > 1 and est.high < 0),
+                detectable=power["detect_direction"], detect_holds=power["detect_holds"],
+                p_refuted_at_0=power["p_refuted_at_0"],
+                p_holds=p_above(est, 0.0), p_refuted=p_below(est, sesoi),
+                p_decides=deciding_p(est, outcome, sesoi) if est.n > 1 else float("nan"),
+                rule_after_runs=after, **extra)
+
+
+def yardstick(r: dict, runs: pd.DataFrame | None, quantity: str) -> float:
+    """The smallest effect of interest of rule ``r`` for ``quantity`` on a body of ``runs``:
+    a number, or a named yardstick of the rules file (``published-iqr-width``,
+    ``table-1-speedup-nats``), or the v1 ``null-band`` (random forms of the body's shape)."""
+    from ..train import evidence
+
+    v = r["sesoi"]
+    if not isinstance(v, str):
+        return float(v)
+    if v == "published-iqr-width":
+        return evidence.published_iqr_width(quantity)
+    if v == "table-1-speedup-nats":
+        return evidence.speedup_nats(runs, float(r["yardsticks"][v]["speedup"]), r["arms"]["mode"],
+                                     r["arms"]["baseline"])
+    if v == "null-band":
+        return evidence.null_band(runs, quantity)
+    raise ValueError(f"unknown yardstick {v!r} in rule {r['key']!r}.")
+
+
+def training_tests(key: str, rules=None) -> pd.DataFrame:
+    """Every test of one training claim (Figs. 3a, 3b, S5b, Table 1) over the cached bodies,
+    by rules v2.
+
+    Fig. 3a/3b: encoder minus each comparator (true decoder, the authors' decoder), same
+    seed, standard initialisation.  Fig. S5b: symmetric minus standard start of the same
+    mode and seed (encoders judged; decoders reported beside).  Table 1: the baseline's
+    final held-out loss minus the symmetric start's (> 0: the symmetric start is ahead).
+    Each row carries the v2 outcome, the gate's three parts, the power of the applied test,
+    the deciding p-value (for Holm) and, beside it, the outcome version 1 gave.
+    """
+    from ..train.evidence import arm_values, gate_v2, run_starts
+    from ..rules.verdicts import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    r = rule(key, rules)
+    fw = r["framework"]
+    level = fw.get("level", 0.95)
+    q = r["quantity"]
+    conf = (r.get("confirmatory") or {}).get("body")
+    bodies = [r["primary"]["body"]] + ([conf] if conf else []) + list(r.get("secondary_bodies", []))
+    rows = []
+    for name in bodies:
+        runs = _body(name, rules)
+        label = rules["bodies"][name]["label"]
+        if runs is None:
+            continue
+        after = rule_written_after(r, run_starts(runs).values())
+        if key in ("training_symmetry", "training_directionality"):
+            pairs = [((r["arms"]["candidate"], "standard"), (c, "standard"), c) for c in r["comparators"]]
+            primary_of = lambda c: name == r["primary"]["body"] and c == r["primary"]["comparator"]  # noqa: E731
+        else:
+            modes = [r["arms"]["mode"]] + list(r.get("reported_beside", []))
+            pairs = [((m, r["arms"]["candidate"]), (m, r["arms"]["baseline"]), m) for m in modes]
+            primary_of = lambda c: name == r["primary"]["body"] and c == r["arms"]["mode"]  # noqa: E731
+        for cand_arm, comp_arm, comp_label in pairs:
+            def effect(step, cand_arm=cand_arm, comp_arm=comp_arm):
+                a, b = arm_values(runs, q, *cand_arm, step=step), arm_values(runs, q, *comp_arm, step=step)
+                if key == "table_1":
+                    a, b = b, a      # baseline minus candidate: > 0 when the symmetric start is ahead
+                return paired_t(a, b, level)
+
+            a, b = arm_values(runs, q, *cand_arm), arm_values(runs, q, *comp_arm)
+            if a.empty or b.empty or len(a.index.intersection(b.index)) == 0:
+                continue
+            est = effect(None)
+            est_seeds = sorted(int(s) for s in a.index.intersection(b.index))
+            sub = runs[(runs["mode"] == cand_arm[0]) | (runs["mode"] == comp_arm[0])]
+            sesoi = yardstick(r, runs, q)
+            gate = gate_v2(runs, [cand_arm, comp_arm], effect, sesoi, fw["gate"])
+            outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), gate["passes"])
+            old = all(g["below"] >= 1.0 for g in gate["context"].values())   # v1's gate: 1 nat below
+            v1_sesoi = 0.0 if key == "table_1" else _v1_band(sub, q)
+            outcome_v1 = directional_outcome_v1(est, v1_sesoi, 3, old)
+            if comp_label in r.get("reported_beside", []):
+                outcome = f"{outcome} (reported beside)"
+            row = _row(r, label, comp_label, est, sesoi, gate["passes"], outcome, primary_of(comp_label),
+                       after, gate_text=gate["text"], gate_reason=gate["reason"],
+                       gate_context=gate["parts"]["context"], gate_memorisation=gate["parts"]["memorisation"],
+                       gate_horizon=gate["parts"]["horizon"], body_key=name, outcome_v1=outcome_v1,
+                       lr=float(runs["lr"].iloc[0]))
+            row["seeds"] = ",".join(map(str, est_seeds))
+            row["role"] = "primary" if primary_of(comp_label) else (
+                "confirmatory" if name == conf and comp_label == r["confirmatory"].get("comparator", comp_label)
+                else "secondary")
+            rows.append(row)
+    return apply_confirmatory(pd.DataFrame(rows), r)
+
+
+def apply_confirmatory(tests: pd.DataFrame, r: dict) -> pd.DataFrame:
+    """Rules v2.1: a claim with a ``confirmatory`` body is decided on it when, and only when,
+    the primary body's gate failed and the confirmatory body's test passes its own gate with
+    the rule's seeds; the ``primary`` flag then moves to that row (``decided_by`` says which
+    role decided) and the primary body's row stays in the table beside it."""
+    if tests.empty:
+        return tests
+    tests = tests.copy()
+    tests["decided_by"] = ""
+    prim = tests.index[tests["primary"]]
+    if len(prim):
+        tests.loc[prim[0], "decided_by"] = "primary"
+    conf = r.get("confirmatory")
+    if not conf or not len(prim) or bool(tests.loc[prim[0], "gate"]):
+        return tests
+    cand = tests.index[tests.get("role", pd.Series("", index=tests.index)) == "confirmatory"]
+    if not len(cand):
+        return tests
+    c = cand[0]
+    if not bool(tests.loc[c, "gate"]) or int(tests.loc[c, "n"]) < int(r.get("min_seeds", 3)):
+        return tests
+    tests.loc[prim[0], ["primary", "decided_by"]] = [False, ""]
+    tests.loc[c, ["primary", "decided_by"]] = [True, "confirmatory"]
+    return tests
+
+
+def _v1_band(runs, q):
+    from ..train.evidence import null_band
+
+    return null_band(runs, q) if q in ("symmetry", "directionality") else 0.0
+
+
+def scale_confound(rules=None) -> dict:
+    """Fig. S5b's correction: PyTorch's default-scale symmetric start (the released code's)
+    minus the matched-scale one, paired by seed (reference manual, cpu size, encoders)."""
+    from ..train.evidence import arm_values, body_runs
+    from ..rules.verdicts import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    runs = _cached(("body", "manual-cpu-all"), lambda: body_runs(
+        dict(rules["bodies"]["manual-cpu"], patterns=["cpu-encoder-s*"])))
+    a = arm_values(runs, "symmetry", "encoder", "symmetric-torch-default")
+    b = arm_values(runs, "symmetry", "encoder", "symmetric")
+    est = paired_t(a, b, rules["framework"].get("level", 0.95))
+    return {"estimate": est, "outcome": directional_outcome(est, 0.0, 3)}
+
+
+# ------------------------------------------------------------------- Sec. 3 on the zoo
+
+
+def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Sec. 3: exact one-sided Mann-Whitney tests over the zoo's text models, encoders'
+    median symmetry above decoders', decoders' median directionality below encoders'.
+
+    Each row also gives ``min_p``, the smallest p-value the test can reach with these
+    numbers of models (every encoder above every decoder): when it is above the test's
+    level, ``holds`` cannot be reached and the row says so.  With ``published`` (the
+    paper's Tables S2/S3, :func:`companion.zoo.catalog.published_scores`) the same test on the
+    published per-model medians is added beside (``primary`` False).
+    """
+    from scipy import stats
+
+    from ..rules.verdicts import load_rules
+
+    r = rule("survey_encoder_decoder", rules if rules is not None else load_rules())
+    alpha = (1 - r.get("level", 0.95)) / 2
+    from math import comb
+
+    rows = []
+    sets = [("symmetry", contrast["sym_enc"], contrast["sym_dec"], "offline zoo, scored live", True),
+            ("directionality", contrast["dir_enc"], contrast["dir_dec"], "offline zoo, scored live", True)]
+    if published is not None:
+        for table, score in (("S2", "symmetry"), ("S3", "directionality")):
+            t = published[published["table"] == table]
+            sets.append((score, t[t["role"] == "encoder"]["median"].tolist(),
+                         t[t["role"] == "decoder"]["median"].tolist(), f"published Table {table}", False))
+    for score, enc, dec, evidence, primary in sets:
+        p_claim = stats.mannwhitneyu(enc, dec, alternative="greater", method="exact").pvalue
+        p_rev = stats.mannwhitneyu(enc, dec, alternative="less", method="exact").pvalue
+        u = stats.mannwhitneyu(enc, dec, alternative="greater", method="exact").statistic
+        outcome = "holds" if p_claim < alpha else "refuted" if p_rev < alpha else "inconclusive"
+        if min(len(enc), len(dec)) < 2:
+            outcome = "not testable here"
+        min_p = 1 / comb(len(enc) + len(dec), len(dec))
+        rows.append(dict(claim=r["key"], score=score, evidence=evidence, n_encoders=len(enc),
+                         n_decoders=len(dec), share_ordered=float(u / (len(enc) * len(dec))),
+                         p_holds=float(p_claim), p_refuted=float(p_rev), min_p=min_p,
+                         holds_reachable=min_p < alpha, outcome=outcome, primary=primary,
+                         p_decides={"holds": float(p_claim), "refuted": float(p_rev)}.get(outcome, np.nan)))
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------- premises
+
+
+def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
+    """Thm. S1.12's premise: ``shares`` maps a kind of window to ``(share, low, high)``
+    (bootstrap over documents).  Met when the interval lies above the rule's threshold."""
+    from ..rules.verdicts import load_rules
+
+    r = rule("thm_s1_12", rules if rules is not None else load_rules())
+    t = r["threshold"]
+    rows = []
+    for windows, v in shares.items():
+        share, lo, hi = v[:3]
+        p_hi, p_lo = (v[3], v[4]) if len(v) > 4 else (np.nan, np.nan)
+        outcome = "holds" if lo > t else "refuted" if hi < t else "inconclusive"
+        rows.append(dict(claim=r["key"], windows=windows, estimate=share, low=lo, high=hi, threshold=t,
+                         outcome=outcome, primary=windows == r["primary"]["windows"], p_holds=p_hi,
+                         p_refuted=p_lo, p_decides={"holds": p_hi, "refuted": p_lo}.get(outcome, np.nan)))
+    return pd.DataFrame(rows)
+
+
+def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFrame:
+    """Cor. S1.13: per seed, the layer mean of log(Var rows / Var cols); the claim of
+    equality holds when the interval lies inside (-band, band)."""
+    from ..rules.verdicts import load_rules, one_sample_t
+
+    r = rule("cor_s1_13", rules if rules is not None else load_rules())
+    est = one_sample_t(per_seed_log_ratio, r["framework"].get("level", 0.95))
+    outcome = equivalence_outcome(est, band, len(r["seeds"]))
+    from ..rules.verdicts import equivalence_power
+
+    pw = equivalence_power(est.n, est.sd, band, est.level)
+    p_eq = deciding_p(est, "holds", band=band) if est.n > 1 else np.nan   # TOST
+    p_ne = min(p_above(est, band), p_below(est, -band)) if est.n > 1 else np.nan
+    return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
+                              sd=est.sd, sesoi=band, outcome=outcome, primary=True, p_holds=p_eq, p_refuted=p_ne,
+                              p_decides=deciding_p(est, outcome, band=band) if est.n > 1 else np.nan,
+                              p_holds_at_0=pw["p_holds_at_0"], p_refuted_at_0=pw["p_refuted_at_0"])])
+
+
+def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
+    """Thm. S1.14's premise: per seed, the mean over checkpoints of corr(beta_ij, beta_ji);
+    met when the interval lies above the rule's threshold."""
+    from ..rules.verdicts import load_rules, one_sample_t
+
+    r = rule("thm_s1_14", rules if rules is not None else load_rules())
+    est = one_sample_t(per_seed_corr, r["framework"].get("level", 0.95))
+    outcome = threshold_outcome(est, r["threshold"], len(r["seeds"]))
+    from ..rules.verdicts import threshold_power
+
+    pw = threshold_power(est.n, est.sd, r["threshold"], est.level)
+    return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
+                              sd=est.sd, threshold=r["threshold"], outcome=outcome, primary=True,
+                              p_holds=p_above(est, r["threshold"]), p_refuted=p_below(est, r["threshold"]),
+                              p_decides=deciding_p(est, outcome, threshold=r["threshold"]) if est.n > 1 else np.nan,
+                              detect_holds=pw["detect_holds"])])
+
+
+def family(primary_rows: pd.DataFrame, fwer: float = 0.05) -> pd.DataFrame:
+    """Holm over the family of empirical verdicts (rules v2: the primary test of every
+    claim, premises included).  Each member's p-value is the one-sided p of the test that
+    decided its outcome (``p_decides``, :func:`companion.rules.verdicts.deciding_p`); an
+    undecided member (inconclusive) enters with the smaller of its two one-sided p-values,
+    so the family's size counts every test made.  ``survives`` says whether a decided
+    outcome stays significant at ``fwer / 2`` (the one-sided level of the two-sided
+    intervals) after adjustment; ``status`` is the outcome, or ``inconclusive (after
+    Holm)`` for a decided outcome that does not survive."""
+    from ..rules.verdicts import DECIDED, holm
+
+    t = primary_rows.copy()
+    base = t["outcome"].str.split(" (", regex=False).str[0]
+    decided = base.isin(DECIDED)
+    dec_p = t["p_decides"] if "p_decides" in t else pd.Series(np.nan, index=t.index)
+    t["p"] = np.where(decided & dec_p.notna(), dec_p, np.fmin(t["p_holds"], t["p_refuted"]))
+    t["p_holm"] = holm(t["p"].to_numpy())
+    t["survives"] = [("yes" if p < fwer / 2 else "no") if d else "" for p, d in zip(t["p_holm"], decided)]
+    t["status"] = [("inconclusive (after Holm)" if s == "no" else o) for o, s in zip(t["outcome"], t["survives"])]
+    t["family_size"] = int(np.isfinite(t["p"]).sum())
+    return t
+
+
+# ------------------------------------------------------------------- updates (Thms. 2.3/2.4 in training)
+
+
+def update_tests(rules=None) -> pd.DataFrame:
+    """The ``update_structure`` rule on the cached update-level runs: per group of runs
+    (``update-GROUP-*``: the optimiser and schedule of data/runs/mechanism_plan.md) and per
+    score, the encoder minus the true decoder, paired by seed, of the mean over layers and
+    over the logged steps of the first 10% of training (:func:`companion.train.updates.window_means`).
+    The row of the rule's primary group (plain SGD) on ``update_symmetry`` decides."""
+    import fnmatch
+
+    from ..train import evidence
+    from ..train.runs import load_runs
+    from ..train.updates import window_means
+    from ..rules.verdicts import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    r = rule("update_structure", rules)
+    level = r["framework"].get("level", 0.95)
+    try:
+        runs = load_runs(pattern="update-*")
+    except FileNotFoundError:
+        return pd.DataFrame()
+    runs = runs[runs["seed"].isin(r["seeds"])]
+    rows = []
+    for pattern in [r["primary"]["runs"]] + list(r.get("secondary", [])):
+        sub = runs[[fnmatch.fnmatch(n, pattern) for n in runs["run"]]]
+        if sub.empty:
+            continue
+        for q in ["update_symmetry"] + list(r.get("also", [])):
+            m = window_means(sub, q)
+            if "encoder" not in m.index.get_level_values("mode") or "decoder" not in m.index.get_level_values("mode"):
+                continue
+            a, b = m.xs("encoder", level="mode").droplevel("init"), m.xs("decoder", level="mode").droplevel("init")
+            if len(a.index.intersection(b.index)) == 0:
+                continue
+            est = paired_t(a, b, level)
+            band_v1 = evidence.null_band(sub, q.split("_", 1)[1])
+            band = yardstick(r, sub, q)
+            outcome = directional_outcome(est, band, r.get("min_seeds", 3))
+            pw = directional_power(est.n, est.sd, band, level)
+            rows.append(dict(claim=r["key"], runs=pattern, quantity=q, n=est.n, estimate=est.mean, low=est.low,
+                             high=est.high, sd=est.sd, sesoi=band, outcome=outcome,
+                             outcome_v1=directional_outcome_v1(est, band_v1, r.get("min_seeds", 3)),
+                             sesoi_v1=band_v1,
+                             primary=pattern == r["primary"]["runs"] and q == "update_symmetry",
+                             detectable=detectable_effect(est.n, est.sd, level), detect_holds=pw["detect_holds"],
+                             p_refuted_at_0=pw["p_refuted_at_0"], p_holds=p_above(est),
+                             p_refuted=p_below(est, band),
+                             p_decides=deciding_p(est, outcome, band) if est.n > 1 else np.nan))
+    if rows:  # the secondary rows are one family of their own: say how many, adjusted
+        from ..rules.verdicts import holm
+
+        out = pd.DataFrame(rows)
+        out["n_tests"] = len(out)
+        out["p_reversed_holm"] = holm(1 - out["p_holds"].to_numpy())   # one-sided p of 'effect < 0'
+        return out
+    return pd.DataFrame(rows)

@@ -1,0 +1,233 @@
+"""Premises of Thm. S1.12, Cor. S1.13 and Thm. S1.14 measured on small trained models.
+
+The theorems of Appendix S1.4 rest on statements about the coefficients ``beta_ij`` of the
+rank-one update (Prop. 2.2) and about the spread of row and column norms of ``W_qk``.  This
+module measures them on :class:`~companion.core.tiny_attention.TinyAttentionModel` with an
+explicit matrix per layer, so that ``beta_ij = dL/ds_ij`` is read off the logits:
+
+* :func:`update_anatomy` splits the summed update of one batch at initialisation into its
+  diagonal terms (``i = j``, symmetric by construction) and the rest, and reports how close
+  it is to rank one and how its singular vectors sit relative to the ``[MASK]`` embedding
+  and to the mean input; the symmetry of a rank-one matrix ``u v^T`` is ``cos(u, v)^2``.
+* :func:`train_and_measure` trains with one objective and, at chosen steps, records the
+  symmetry of each layer's form, the statistics of ``(beta_ij, beta_ji)`` pairs
+  (Thm. S1.14's premise, Eqs. S113-S114) and the variances of row and column norms
+  (Eqs. S100-S101, S103).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..base.errors import CompanionError
+from ..core.scores import symmetry_score
+from ..core.theory import beta_pair_statistics, norm_spread
+from ..core.tiny_attention import TinyAttentionModel, masked_token_loss, next_token_loss
+
+__all__ = ["update_anatomy", "train_and_measure", "log_variance_ratio_null"]
+
+_OBJECTIVES = ("autoregressive", "bidirectional")
+
+
+def _check(objective: str, seqs) -> torch.Tensor:
+    if objective not in _OBJECTIVES:
+        raise CompanionError(f"objective must be one of {_OBJECTIVES}, got {objective!r}.")
+    seqs = torch.as_tensor(np.asarray(seqs), dtype=torch.long)
+    if seqs.ndim != 2:
+        raise CompanionError(f"sequences must be 2-D [n_sequences, N], got shape {tuple(seqs.shape)}.")
+    return seqs
+
+
+def _loss(model, batch, objective, gen, mask_id, mask_rate=0.15):
+    if objective == "autoregressive":
+        return next_token_loss(model, batch), batch.shape[0] * (batch.shape[1] - 1)
+    masked = torch.rand(batch.shape, generator=gen) < mask_rate
+    masked[:, 0] |= ~masked.any(dim=1)  # at least one prediction per sequence
+    return masked_token_loss(model, batch, masked, mask_id), int(masked.sum())
+
+
+def update_anatomy(seqs, objective: str, d: int = 32, n_batches: int = 6, batch_size: int = 32,
+                   seed: int = 0) -> dict:
+    """Anatomy of the summed update ``G = sum beta_ij x_i x_j^T`` of a one-layer model at init.
+
+    Returns the symmetry of ``G``, the share of ``||G||_F^2`` in its top singular value, the
+    cosine between its top left (query-side) and right (key-side) singular vectors, the
+    cosines of the top left vector with the ``[MASK]`` embedding and with the mean input,
+    and the share of ``||G||_F`` carried by the diagonal terms ``beta_ii x_i x_i^T``.
+    """
+    seqs = _check(objective, seqs)
+    V = int(seqs.max()) + 2
+    model = TinyAttentionModel(V, d=d, n_layers=1, explicit=True, max_len=seqs.shape[1], seed=seed).double()
+    gen = torch.Generator().manual_seed(seed)
+    G = torch.zeros(d, d, dtype=torch.float64)
+    diag = torch.zeros(d, d, dtype=torch.float64)
+    inputs = []
+    for _ in range(n_batches):
+        batch = seqs[torch.randint(len(seqs), (batch_size,), generator=gen)]
+        model.zero_grad()
+        loss, _ = _loss(model, batch, objective, gen, V - 1)
+        loss.backward()
+        beta = model.store["scores"][0].grad[:, 0].detach()
+        X = model.store["inputs"][0].detach()
+        G += model.blocks[0].W.grad.detach()
+        diag += torch.einsum("nii,nia,nic->ac", beta, X, X)
+        inputs.append(X.reshape(-1, d))
+    G, diag = G.numpy(), diag.numpy()
+    u, s, vt = np.linalg.svd(G)
+    mean_input = torch.cat(inputs).mean(0).numpy()
+    e_mask = model.emb.weight[V - 1].detach().numpy()
+
+    def cos(a, b):
+        return float(abs(a @ b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+    return {"symmetry": symmetry_score(G),
+            "top_singular_share": float(s[0] ** 2 / (s ** 2).sum()),
+            "cos_left_right": float(u[:, 0] @ vt[0]),
+            "cos_left_mask": cos(u[:, 0], e_mask),
+            "cos_left_mean_input": cos(u[:, 0], mean_input),
+            "cos_right_mean_input": cos(vt[0], mean_input),
+            "diagonal_share": float(np.linalg.norm(diag) / np.linalg.norm(G))}
+
+
+def train_and_measure(seqs, objective: str, steps: int, checkpoints, d: int = 32, n_layers: int = 2,
+                      batch_size: int = 32, lr: float = 3e-3, seed: int = 0) -> pd.DataFrame:
+    """Train a model with explicit forms ``W_l`` with Adam; measure at each checkpoint.
+
+    At every step in ``checkpoints`` (and before any update when 0 is listed) one fresh
+    batch is passed forward and backward *without* an update, and per layer the table gets
+    ``symmetry`` of ``W_l``, the ``beta`` pair statistics (``correlation`` and ``same_sign``
+    over pairs where both coefficients are non-zero, ``one_zero`` the share of pairs where
+    one is zero) and ``row_var``, ``col_var`` of the row and column norms of ``W_l``.
+    """
+    seqs = _check(objective, seqs)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # models this small train fastest on one thread
+    try:
+        return _train_and_measure(seqs, objective, steps, checkpoints, d, n_layers, batch_size, lr, seed)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train_and_measure(seqs, objective, steps, checkpoints, d, n_layers, batch_size, lr, seed):
+    if steps < 0 or any(c < 0 or c > steps for c in checkpoints):
+        raise CompanionError(f"checkpoints must lie in [0, steps={steps}], got {list(checkpoints)}.")
+    V = int(seqs.max()) + 2
+    model = TinyAttentionModel(V, d=d, n_layers=n_layers, explicit=True, max_len=seqs.shape[1], seed=seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed + 1)
+    probe = torch.Generator().manual_seed(seed + 2)
+    wanted, rows = set(checkpoints), []
+    for step in range(steps + 1):
+        if step in wanted:
+            batch = seqs[torch.randint(len(seqs), (batch_size,), generator=probe)]
+            model.zero_grad()
+            loss, _ = _loss(model, batch, objective, probe, V - 1)
+            loss.backward()
+            for l, block in enumerate(model.blocks):
+                W = block.W.detach().double().numpy()
+                beta = model.store["scores"][l].grad[:, 0].detach().double().numpy()
+                rows.append({"objective": objective, "step": step, "layer": l, "seed": seed,
+                             "symmetry": symmetry_score(W), **beta_pair_statistics(beta),
+                             **{k: v for k, v in norm_spread(W).items() if k in ("row_var", "col_var")}})
+        if step == steps:
+            break
+        batch = seqs[torch.randint(len(seqs), (batch_size,), generator=gen)]
+        loss, n_pred = _loss(model, batch, objective, gen, V - 1)
+        opt.zero_grad()
+        (loss / n_pred).backward()
+        opt.step()
+    return pd.DataFrame(rows)
+
+
+def log_variance_ratio_null(d: int, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
+    """``log(row_var / col_var)`` of the norms of i.i.d. Gaussian ``d x d`` matrices.
+
+    The reference for Cor. S1.13 (Eq. S103): a matrix whose rows and columns are
+    exchangeable has this distribution, centred on zero.
+    """
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((n_samples, d, d))
+    rows, cols = np.linalg.norm(M, axis=2), np.linalg.norm(M, axis=1)
+    return np.log(rows.var(axis=1, ddof=1) / cols.var(axis=1, ddof=1))
+
+
+# ------------------------------------------------------------------- Thm. S1.12's premise on real text
+
+
+def wikipedia_windows(n: int = 64, kind: str = "document-aligned") -> np.ndarray:
+    """Windows of ``n`` WordPiece ids (all-MiniLM-L6-v2's tokenizer) of the Wikipedia corpus.
+
+    ``document-aligned``: one window per document, its first ``n`` tokens (documents shorter
+    than ``n`` are left out); ``packed``: the documents concatenated and cut into
+    consecutive windows, as the training runs see them.
+    """
+    from .prose import minilm_tokenizer
+    from ..train.data import load_texts
+
+    if kind not in ("document-aligned", "packed"):
+        raise CompanionError(f"kind must be 'document-aligned' or 'packed'; got {kind!r}.")
+    tok = minilm_tokenizer()
+    docs = [tok.encode(t, add_special_tokens=False) for t in load_texts("wikipedia")]
+    if kind == "document-aligned":
+        rows = [d[:n] for d in docs if len(d) >= n]
+        return np.asarray(rows, dtype=np.int64)
+    flat = np.fromiter((i for d in docs for i in d), dtype=np.int64)
+    return flat[: flat.size // n * n].reshape(-1, n)
+
+
+def context_ratio_share(seqs, vocab_size: int, min_count: int = 100, n_boot: int = 2000,
+                        level: float = 0.95, seed: int = 0) -> dict:
+    """Eq. S96's premise on windows: the share of frequent-token occurrences whose type is
+    more often context than predicted (``mu_c > mu_p``, Eqs. S72-S73), with a percentile
+    bootstrap interval over windows (each window resampled whole, so the interval carries
+    the dependence within a window).
+
+    Returns ``share``, ``low``, ``high``, ``n_windows``, ``n_types`` and ``per_type``: a
+    table of the frequent types' ``ratio = mu_c / mu_p`` with its bootstrap interval and
+    occurrence count.
+    """
+    from scipy import sparse
+
+    from ..core.theory import autoregressive_counts
+
+    seqs = np.asarray(seqs)
+    n_win, N = seqs.shape
+    occ = np.bincount(seqs.ravel(), minlength=vocab_size)
+    types = np.flatnonzero(occ >= min_count)
+    if types.size == 0:
+        raise CompanionError(f"no token type occurs {min_count} times in {n_win} windows; use more text "
+                             "or a lower min_count.")
+    col = np.searchsorted(types, seqs)
+    keep = (col < types.size) & (types[np.minimum(col, types.size - 1)] == seqs)
+    k = np.tile(np.arange(1, N + 1), (n_win, 1))
+    r = np.repeat(np.arange(n_win), N).reshape(n_win, N)
+
+    def per_window(weights):
+        return sparse.csr_matrix((weights[keep], (r[keep], col[keep])), shape=(n_win, types.size))
+
+    C, P, O = per_window(N - k), per_window(k - 1), per_window(np.ones_like(k))
+    mu_c, mu_p = autoregressive_counts(seqs, vocab_size)      # the closed sums, as a cross-check
+    assert np.allclose(np.asarray(C.sum(0)).ravel() / n_win, mu_c[types])
+
+    def stats(w):
+        c, p, o = (np.asarray(w @ M).ravel() for M in (C, P, O))
+        return (o * (c > p)).sum() / o.sum(), c / np.maximum(p, 1e-12)
+
+    share, ratio = stats(np.ones(n_win))
+    rng = np.random.default_rng(seed)
+    boot_share, boot_ratio = np.empty(n_boot), np.empty((n_boot, types.size))
+    for b in range(n_boot):
+        w = np.bincount(rng.integers(0, n_win, n_win), minlength=n_win).astype(float)
+        boot_share[b], boot_ratio[b] = stats(w)
+    a = (1 - level) / 2
+    lo, hi = np.quantile(boot_share, [a, 1 - a])
+    rlo, rhi = np.quantile(boot_ratio, [a, 1 - a], axis=0)
+    per_type = pd.DataFrame({"type": types, "count": occ[types], "ratio": ratio, "low": rlo, "high": rhi})
+    return {"share": float(share), "low": float(lo), "high": float(hi), "n_windows": int(n_win),
+            # one-sided bootstrap p-values against the rule's 0.5 (share of resamples on the other side)
+            "p_above_half": float((np.sum(boot_share <= 0.5) + 1) / (n_boot + 1)),
+            "p_below_half": float((np.sum(boot_share >= 0.5) + 1) / (n_boot + 1)),
+            "n_types": int(types.size), "per_type": per_type.sort_values("count", ascending=False,
+                                                                        ignore_index=True)}

@@ -1,0 +1,81 @@
+"""Tidy tables of structure scores per layer (and per head) of a checkpoint.
+
+One row per (component, layer, head) with ``head = -1`` for the whole layer's form
+``M = sum_h Wq_h^T Wk_g(h)`` (Eq. S20).  Cross-attention layers are left out: their query
+and key read different sequences, so ``M`` is not a self-attention form.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..adapters.types import QKCheckpoint
+from ..core.bilinear import Pairing
+from ..core.scores import structure_scores
+
+__all__ = ["layer_scores", "summarize_layers", "SCORE_COLUMNS"]
+
+SCORE_COLUMNS = ("symmetry", "directionality")
+
+
+def layer_scores(ckpt: QKCheckpoint, per_head: bool = False, pairing: Pairing = "grouped",
+                 gamma: float = 2.0, variant: str = "excess") -> pd.DataFrame:
+    """Symmetry (Def. 3.1) and directionality (Def. 3.2) of every self-attention layer.
+
+    Parameters
+    ----------
+    ckpt : what :func:`companion.adapters.read_qk` returned.
+    per_head : also add one row per query head (``M_h = Wq_h^T Wk_g(h)``), computed from
+        the factors without forming ``M_h``.
+    pairing : ``"grouped"`` (``g(h) = h // (H / H_kv)``, how the models compute) or
+        ``"modulo"`` (``h % H_kv``, as in the authors' released code).
+    gamma, variant : passed to the directionality score.
+
+    Returns
+    -------
+    DataFrame with columns model, family, component, role, layer, head, symmetry,
+    directionality, d_model, n_heads, n_kv_heads, d_head, n_parameters, pairing, variant.
+    """
+    rows = []
+    model = ckpt.meta.get("name", ckpt.source)
+    for layer in ckpt.self_attention_layers():
+        Q, K = layer.head_factors(pairing)  # [H, dh, d], key heads expanded for GQA
+        d = Q.shape[-1]
+        base = dict(model=model, family=ckpt.family, component=layer.component, role=layer.role,
+                    layer=layer.index, d_model=layer.d_model, n_heads=layer.n_heads,
+                    n_kv_heads=layer.n_kv_heads, d_head=layer.d_head,
+                    n_parameters=ckpt.n_parameters, pairing=pairing, variant=variant)
+        s = structure_scores(Wq=Q.reshape(-1, d), Wk=K.reshape(-1, d), gamma=gamma, variant=variant)
+        rows.append({**base, "head": -1, "symmetry": float(s["symmetry"]),
+                     "directionality": float(s["directionality"])})
+        if per_head:
+            hs = structure_scores(Wq=Q, Wk=K, gamma=gamma, variant=variant, factored=True)
+            sym = np.atleast_1d(hs["symmetry"])
+            dirs = np.atleast_1d(hs["directionality"])
+            for h in range(layer.n_heads):
+                rows.append({**base, "head": h, "symmetry": float(sym[h]),
+                             "directionality": float(dirs[h])})
+    columns = ["model", "family", "component", "role", "layer", "head", "symmetry",
+               "directionality", "d_model", "n_heads", "n_kv_heads", "d_head", "n_parameters",
+               "pairing", "variant"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def summarize_layers(df: pd.DataFrame) -> pd.DataFrame:
+    """Median and quartiles across layers per (model, component), whole-layer rows only.
+
+    Quartiles with ``numpy.percentile`` (linear interpolation), as the published tables
+    were made; columns ``<score>_median``, ``<score>_q25``, ``<score>_q75`` and
+    ``n_layers``.
+    """
+    whole = df[df["head"] == -1] if "head" in df.columns else df
+    out = []
+    for (model, component), g in whole.groupby(["model", "component"], sort=False):
+        row = {"model": model, "component": component, "n_layers": len(g)}
+        for col in SCORE_COLUMNS:
+            v = g[col].to_numpy(dtype=np.float64)
+            q25, med, q75 = np.percentile(v, [25, 50, 75])
+            row.update({f"{col}_median": med, f"{col}_q25": q25, f"{col}_q75": q75})
+        out.append(row)
+    return pd.DataFrame(out)
