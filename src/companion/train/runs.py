@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import fnmatch
+import json
 from pathlib import Path
 
 import pandas as pd
 
+from ..base.paths import DATA_DIR
 from .loop import read_run
 
-__all__ = ["load_runs", "runs_root", "label_of"]
+__all__ = ["load_runs", "runs_root", "label_of", "run_catalogue"]
 
 
 def runs_root() -> Path:
     """``data/runs`` of the source tree this package was imported from."""
-    return Path(__file__).resolve().parents[3] / "data" / "runs"
+    return DATA_DIR / "runs"
 
 
 def label_of(config: dict) -> str:
@@ -44,3 +47,55 @@ def load_runs(names=None, root: str | Path | None = None, pattern: str = "*") ->
                            penalty_coef=cfg.get("penalty_coef", 0.0), label=label_of(cfg))
         frames.append(hist)
     return pd.concat(frames, ignore_index=True)
+
+
+def _compact(numbers) -> str:
+    """``0-4, 10-14``: sorted integers as ranges."""
+    out, nums = [], sorted(set(numbers))
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def run_catalogue(root: str | Path | None = None) -> pd.DataFrame:
+    """Every cached run, counted by the script that made it: one row per line of
+    ``<root>/scripts.csv`` (pattern, script, plan, what), a run counted under the first
+    pattern its name matches, with the steps, seeds, devices and start dates its
+    ``provenance.json`` records.  Runs still in progress (no ``history.csv``) are not counted.
+
+    Raises ``ValueError`` naming any finished run that no pattern matches, so a new family of
+    runs cannot go undocumented.
+    """
+    root = Path(root) if root is not None else runs_root()
+    scripts = pd.read_csv(root / "scripts.csv", keep_default_na=False)
+    rows = {i: [] for i in scripts.index}
+    unmatched = []
+    for d in sorted(p for p in root.iterdir() if (p / "history.csv").is_file()):
+        hit = next((i for i, pat in scripts["pattern"].items() if fnmatch.fnmatchcase(d.name, pat)), None)
+        if hit is None:
+            unmatched.append(d.name)
+            continue
+        prov = json.loads((d / "provenance.json").read_text(encoding="utf-8"))
+        cfg = prov.get("config", {})
+        rows[hit].append({"steps": cfg.get("steps"), "seed": cfg.get("seed"),
+                          "device": str(prov.get("hardware", {}).get("device", "?")).split(" (")[0],
+                          "started": str(prov.get("started") or prov.get("date") or "")[:10]})
+    if unmatched:
+        raise ValueError(f"runs in {root} that no pattern of scripts.csv matches (add a line for them): "
+                         f"{unmatched[:5]}{' ...' if len(unmatched) > 5 else ''}")
+    table = []
+    for i, r in scripts.iterrows():
+        runs = pd.DataFrame(rows[i], columns=["steps", "seed", "device", "started"])
+        dates = sorted(d for d in runs["started"] if d)
+        table.append({"runs": r["pattern"], "what": r["what"], "script": r["script"], "plan": r["plan"],
+                      "n": len(runs),
+                      "steps": _compact(int(s) for s in runs["steps"].dropna()) if len(runs) else "",
+                      "seeds": _compact(int(s) for s in runs["seed"].dropna()) if len(runs) else "",
+                      "devices": ", ".join(sorted(set(runs["device"]))),
+                      "started": (dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}") if dates else ""})
+    return pd.DataFrame(table)
