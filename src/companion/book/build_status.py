@@ -92,24 +92,25 @@ def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
     return out
 
 
-BUDGET_HEADS = ["chapter", "H100 s (measured)", "T4 s (estimate)", "T4 estimate from",
-                "CPU s (2 cores)", "T4 within 30 min"]
+BUDGET_HEADS = ["chapter", "dominant cost", "H100 s (measured)", "T4 s (estimate)",
+                "CPU s (2 cores)", "flags"]
 
 
 def gpu_size_budget(times=None) -> tuple[list[dict], str]:
     """Rows of the status page's gpu-size table (:data:`BUDGET_HEADS`, display strings) and
-    the sentence that says how the T4 column is estimated.
+    the sentence that says how the T4 column is estimated
+    (:func:`companion.book.colab_budget.colab_estimates`).
 
     ``times``: the recorded timings (default: ``data/chapter_times/``).
     """
-    from .chapter_times import ESTIMATE_RULE, T4_BUDGET_S, gpu_size_estimates
+    from .colab_budget import RULE, colab_estimates
 
-    table = gpu_size_estimates(times)
+    table = colab_estimates(times)
     rows = []
     for _, r in table.iterrows():
-        cpu = "not measured" if r["cpu_s"] != r["cpu_s"] else f"{r['cpu_s']:.0f}"
-        rows.append(dict(zip(BUDGET_HEADS, [r["chapter"], r["h100"], r["t4"], r["t4_from"], cpu,
-                                            r["within_budget"]])))
-    rule = (f"{ESTIMATE_RULE} Budget: {T4_BUDGET_S / 60:.0f} minutes per chapter on a T4, "
-            "10 on an H100.")
+        cpu = "not measured" if r["cpu_s"] != r["cpu_s"] else f"{r['cpu_s']:,.0f}"
+        rows.append(dict(zip(BUDGET_HEADS, [r["chapter"], r["dominant_cost"].replace("_", "-"),
+                                            r["h100"], r["t4"], cpu, r["flags"] or "none"])))
+    rule = (f"{RULE} Budget: 30 minutes per chapter on a T4, 10 on an H100; the flags name "
+            "the chapters over either, and those without an H100 time.")
     return rows, rule

