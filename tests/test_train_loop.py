@@ -309,3 +309,24 @@ def test_a_diverged_run_is_named_as_diverged_not_as_a_bad_checkpoint(tmp_path):
         train(_cfg(steps=12, optimizer="sgd", lr=1e12, warmup=0, weight_decay=0.0, eval_every=12),
               data=_data(), out_dir=tmp_path)
     assert not (tmp_path / "history.csv").exists()
+
+
+def test_bf16_autocast_only_where_the_card_computes_bf16_natively(monkeypatch):
+    """A T4 (capability 7.5) would emulate bf16, slower than float32: the pass stays float32."""
+    import torch
+
+    from companion.train import loop
+
+    cfg = loop.TrainConfig()
+    cuda = torch.device("cuda", 0)
+    for capability, expected in (((7, 5), False), ((7, 0), False), ((8, 0), True), ((9, 0), True)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, c=capability: c)
+        assert loop.native_bf16(cuda) is expected
+        seen = {}
+        monkeypatch.setattr(torch, "autocast", lambda device_type, dtype, enabled: seen.update(enabled=enabled))
+        loop._autocast(cfg, cuda)
+        assert seen["enabled"] is expected, capability
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(torch, "autocast", lambda device_type, dtype, enabled: seen.update(enabled=enabled))
+    loop._autocast(loop.TrainConfig(cpu_bf16=True), cpu)
+    assert seen["enabled"] is True

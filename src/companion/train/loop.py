@@ -37,8 +37,10 @@ only when they are logged (at each evaluation and checkpoint).
 
 GPU and several GPUs
 --------------------
-On CUDA the forward pass runs under bf16 autocast (``bf16=True``), AdamW is fused, and
-TF32 matmuls are allowed.  Launched with ``torchrun --nproc_per_node N``, the loop joins
+On CUDA the forward pass runs under bf16 autocast (``bf16=True``) where the card computes
+bf16 natively (compute capability 8.0 or later: A100, H100, L4; not a T4 or V100, where
+PyTorch would emulate it, slower than float32, so the pass stays in float32), AdamW is
+fused, and TF32 matmuls are allowed.  Launched with ``torchrun --nproc_per_node N``, the loop joins
 the process group (NCCL on GPUs, gloo on CPUs), wraps the model in
 ``DistributedDataParallel``, gives each rank its slice of every global batch and skips the
 gradient all-reduce on all but the last accumulation micro-batch.  Rank 0 logs and writes.
@@ -302,8 +304,16 @@ def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None =
     return mean, se, b
 
 
+def native_bf16(device) -> bool:
+    """Whether ``device`` (a CUDA device) computes bf16 natively: compute capability 8.0 or
+    later.  Older cards (a T4 on a free Colab runtime, a V100) only emulate it."""
+    major, _ = torch.cuda.get_device_capability(device)
+    return major >= 8
+
+
 def _autocast(cfg, device):
-    enabled = (bool(cfg.bf16) and device.type == "cuda") or (bool(cfg.cpu_bf16) and device.type == "cpu")
+    enabled = ((bool(cfg.bf16) and device.type == "cuda" and native_bf16(device))
+               or (bool(cfg.cpu_bf16) and device.type == "cpu"))
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
