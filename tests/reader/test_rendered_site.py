@@ -334,3 +334,141 @@ def test_the_form_explorer_redraws_when_the_reader_picks_another_form(browser, s
         prev = step
     assert state["first"]["scores"].startswith("symmetry")
     assert not outside_requests(browser)
+
+
+# ---------------------------------------------------------------------------- length budget
+# Length as a tested property (issue 42). The lectures readers hold up as models, QuantEcon's
+# and the sections of d2l, run 2,000-5,000 words, state their question first and keep the
+# machinery out of the reader's way; the training chapter, at 13,888 rendered words and
+# 58,555 px at 1300 px, read as a lab report of some 45 printed pages. So:
+#
+# - a chapter shows at most MAX_WORDS words: the top of that range plus a fifth for what a
+#   chapter of this book carries and a lecture does not (its answer box, captions, the
+#   tables of computed values);
+# - and is at most MAX_HEIGHT_PX tall at READER_WIDTH_PX: the book's pages measure 4.0 to
+#   4.6 px per rendered word at that width (bilinear_form 5,838 px for 1,444 words, survey
+#   26,321 px for 6,510, symmetric_init 22,796 px for 4,963), so MAX_WORDS at 4.5 px plus
+#   a tenth for figures;
+# - the errata and the appendices are reference pages, looked things up in rather than read
+#   through: they may be longer, but only split into sections that each keep the chapter
+#   budget (MAX_WORDS), with an in-page table of contents that links every section and is
+#   shown beside the text at READER_WIDTH_PX.
+#
+# Words are the main column's rendered text as a reader first sees it (``innerText`` of the
+# article: collapsed code and closed solutions do not count, tables and outputs do), split
+# on white space.
+READER_WIDTH_PX = 1300
+MAX_WORDS = 6_000
+MAX_HEIGHT_PX = 30_000
+LONG_PAGES_ALLOWED = {"book/errata"} | {
+    nbgen._strip_suffix(c["file"]) for part in (nbgen._load_yaml(ROOT / "_toc.yml") or {}).get("parts", [])
+    if part.get("caption") == "Appendices" for c in part.get("chapters", [])}
+
+_MEASURE = """
+    const words = t => (t.match(/\\S+/g) || []).length;
+    const article = document.querySelector('article.bd-article') || document.querySelector('main');
+    const toc = document.querySelector('nav.page-toc, #pst-page-toc-nav');
+    const tocShown = !!toc && toc.offsetParent !== null && toc.getBoundingClientRect().width > 0;
+    const tocTargets = toc ? Array.from(toc.querySelectorAll('a[href^="#"]'))
+                                  .map(a => decodeURIComponent(a.getAttribute('href').slice(1))) : [];
+    // the page's sections: the <section> elements whose heading is an <h2> (a label before
+    // the heading puts a <span id> first; any of the section's ids may be the toc's target)
+    const sections = Array.from(article.querySelectorAll('section'))
+        .filter(s => s.querySelector(':scope > h2'))
+        .map(s => ({ids: [s.id, ...Array.from(s.querySelectorAll(':scope > span[id]')).map(e => e.id)],
+                    title: s.querySelector(':scope > h2').textContent.replace('#', '').trim(),
+                    words: words(s.innerText)}));
+    return {words: words(article.innerText), height: document.documentElement.scrollHeight,
+            width: window.innerWidth, tocShown, tocTargets, sections};
+"""
+
+
+def _at_reader_width(browser, site_url, docname) -> None:
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": READER_WIDTH_PX, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+    _open(browser, site_url, docname)
+
+
+@pytest.fixture
+def reader_width(browser):
+    """The browser laid out at READER_WIDTH_PX for the test, then put back."""
+    yield
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def _length_problems(docname: str, m: dict) -> list[str]:
+    """What is over the budget on a page measured by _MEASURE (empty: within it)."""
+    over = []
+    if m["words"] > MAX_WORDS:
+        over.append(f"{m['words']:,} rendered words (budget {MAX_WORDS:,})")
+    if m["height"] > MAX_HEIGHT_PX:
+        over.append(f"{m['height']:,} px tall at {READER_WIDTH_PX} px (budget {MAX_HEIGHT_PX:,})")
+    if not over or docname not in LONG_PAGES_ALLOWED:
+        return over
+    # a reference page may run longer, split into sections of chapter size with a shown toc
+    problems = []
+    if not m["sections"]:
+        problems.append("no sections")
+    long_sections = [f"{s['title']!r} ({s['words']:,} words)" for s in m["sections"] if s["words"] > MAX_WORDS]
+    if long_sections:
+        problems.append(f"sections over {MAX_WORDS:,} words: {', '.join(long_sections)}")
+    if not m["tocShown"]:
+        problems.append(f"no in-page table of contents shown at {READER_WIDTH_PX} px")
+    unlisted = [s["title"] for s in m["sections"] if not set(s["ids"]) & set(m["tocTargets"])]
+    if unlisted:
+        problems.append(f"sections missing from the in-page table of contents: {unlisted}")
+    return [f"{'; '.join(over)}, and as a reference page: {'; '.join(problems)}"] if problems else []
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_page_keeps_the_length_budget(browser, site_url, reader_width, docname):
+    status, _ = _fetch(f"{site_url}/{_page(docname)}")
+    assert status == 200, f"{_page(docname)} answered HTTP {status} (not built?)"
+    _at_reader_width(browser, site_url, docname)
+    m = browser.execute_script(_MEASURE)
+    assert m["width"] == READER_WIDTH_PX, m["width"]
+    over = _length_problems(docname, m)
+    assert not over, f"{docname}: " + "; ".join(over)
+
+
+def test_the_length_budget_can_fail():
+    """The rule itself: a long chapter fails; a long reference page passes only split into
+    chapter-sized sections that its shown table of contents lists."""
+    sections = [{"ids": [f"s{i}"], "title": f"S{i}", "words": 3_000} for i in range(3)]
+    long_page = {"words": 9_000, "height": 20_000, "tocShown": True,
+                 "tocTargets": ["s0", "s1", "s2"], "sections": sections}
+    assert _length_problems("book/survey", long_page)
+    assert not _length_problems("book/errata", long_page)
+    assert _length_problems("book/errata", {**long_page, "tocShown": False})
+    assert _length_problems("book/errata", {**long_page, "tocTargets": ["s0"]})
+    assert _length_problems("book/errata", {**long_page, "sections": [{**sections[0], "words": 7_000}]})
+    assert _length_problems("book/survey", {**long_page, "words": 5_000, "height": MAX_HEIGHT_PX + 1})
+    assert not _length_problems("book/survey", {**long_page, "words": 5_000})
+
+
+@pytest.mark.skipif(WHAT_SURVIVES not in DOCNAMES, reason="the book has no 'What survives' chapter")
+def test_what_survives_opens_with_its_figure_and_its_table_fits_the_column(browser, site_url, reader_width):
+    from companion.judge import claims
+    _at_reader_width(browser, site_url, WHAT_SURVIVES)
+    state = browser.execute_script("""
+        const n = arguments[0];
+        const article = document.querySelector('article.bd-article') || document.querySelector('main');
+        const tables = Array.from(article.querySelectorAll('table'));
+        // the main table: the one with a row per claim (else the first)
+        const table = tables.find(t => t.querySelectorAll('tbody tr').length === n) || tables[0];
+        const figure = article.querySelector('.cell_output img, figure img, svg.figure, .cell_output svg');
+        if (!table) return {table: false, figure: !!figure};
+        const box = table.closest('.pst-scrollable-table-container, .table-wrapper, .cell_output') || table.parentElement;
+        return {table: true, figure: !!figure,
+                figureFirst: !!figure && !!(figure.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING),
+                tableWidth: table.scrollWidth, boxWidth: box.clientWidth, boxScroll: box.scrollWidth,
+                articleWidth: article.clientWidth};
+    """, len(claims.VERDICTS))
+    assert state["table"], "What survives has no table"
+    assert state["figure"], "What survives shows no figure of the evidence"
+    assert state["figureFirst"], "What survives: the table comes before the first figure"
+    fits = state["tableWidth"] <= state["boxWidth"] and state["boxScroll"] <= state["boxWidth"]
+    assert fits and state["boxWidth"] <= state["articleWidth"], (
+        f"What survives: the main table is {state['tableWidth']} px wide in a {state['boxWidth']} px "
+        f"container (the content column is {state['articleWidth']} px) at {READER_WIDTH_PX} px: "
+        "it needs a horizontal scroll")
