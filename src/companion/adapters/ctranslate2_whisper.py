@@ -246,6 +246,12 @@ class CTranslate2Source(TensorSource):
                     "dequantize it. Convert the model again without quantization."
                 )
             scale = self._raw(scale_name).astype(np.float32).reshape(-1, 1)
+            rows = values.shape[0] if values.ndim else 1
+            if values.ndim != 2 or scale.shape[0] != rows:
+                raise CompanionError(
+                    f"{self.path}: {dtype} variable {name!r} {tuple(values.shape)} has {scale.shape[0]} scales "
+                    f"for {rows} rows in {scale_name!r}; the file is corrupt. Convert the model again."
+                )
             values = values / scale
         return torch.from_numpy(np.ascontiguousarray(values))
 
@@ -253,15 +259,17 @@ class CTranslate2Source(TensorSource):
 def _split_fused_qkv(ts):
     """``[q | k | v]`` rows of the fused self-attention projection ``[3d, d]``."""
     w = ts[0]
-    d = w.shape[1]
-    if w.shape[0] != 3 * d:
+    if w.ndim != 2 or w.shape[0] != 3 * w.shape[1]:
         raise ValueError(f"fused q|k|v weight {tuple(w.shape)} is not [3d, d]")
+    d = w.shape[1]
     return w[:d], w[d:2 * d]
 
 
 def _split_cross(ts):
     """The query weight ``[d, d]`` and the key half of the fused ``[k | v]`` weight ``[2d, d]``."""
     q, kv = ts
+    if q.ndim != 2 or kv.ndim != 2:
+        raise ValueError(f"query {tuple(q.shape)} and fused k|v {tuple(kv.shape)} weights are not both matrices")
     d = q.shape[0]
     if kv.shape[0] != 2 * d:
         raise ValueError(f"fused k|v weight {tuple(kv.shape)} is not [2d, d] for d = {d}")

@@ -511,6 +511,10 @@ def family_of(config: dict, families: dict | None = None, gguf: bool = False) ->
     if families:
         table.update(families)
     key = config.get("general.architecture") if gguf else config.get("model_type")
+    if key is not None and not isinstance(key, str):
+        field = "general.architecture" if gguf else "model_type in config.json"
+        raise CompanionError(f"the checkpoint's {field} is {_short(key)}, not a name; the configuration "
+                             "is malformed (it should read e.g. \"llama\").")
     if key is None:
         raise CompanionError(
             "the checkpoint does not name its architecture "

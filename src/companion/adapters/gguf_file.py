@@ -285,7 +285,8 @@ class GGUFSource(TensorSource):
         raw = read_range(Path(self.location), t.data_offset, t.n_bytes)
         data = np.frombuffer(raw, dtype=t.dtype).reshape(t.np_shape)
         try:
-            values = _dequantize_whole(data, t.tensor_type)
+            # plain floats are their own values (gguf.quants has no rule for F64: it refused such files)
+            values = data if t.dtype in (np.float16, np.float32, np.float64) else _dequantize_whole(data, t.tensor_type)
         except Exception as exc:
             raise CompanionError(
                 f"cannot dequantize {name!r} ({t.tensor_type.name}) in {self.location}: {exc}."

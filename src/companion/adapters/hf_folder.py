@@ -111,7 +111,10 @@ def read_safetensors_header(path: Path) -> tuple[dict, int]:
                 raise ValueError(f"header length {n} does not fit a file of {size} bytes")
             header = parse_safetensors_header(f.read(n), size - 8 - n)
         return header, 8 + n
-    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+    except OSError as exc:   # unreadable is not invalid
+        raise CompanionError(f"cannot read weights file {path}: {exc.strerror or exc}; check that the file "
+                             "is readable (its permissions, its owner, the disk).") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise CompanionError(
             f"{path} is not a valid safetensors file ({exc}). Download it again."
         ) from None

@@ -57,6 +57,17 @@ def _http_get(url: str, start: int | None = None, nbytes: int | None = None,
     Every request has a timeout; a range request whose answer is not exactly the bytes
     asked for (a server that ignores ``Range``) is refused rather than read in full.
     """
+    import http.client
+
+    try:
+        return _http_get_once(url, start, nbytes, timeout)
+    except http.client.HTTPException as exc:   # a status line, header or chunk no HTTP server sends
+        what = " ".join(str(exc).split())[:80]
+        raise CompanionError(f"{url} sent {type(exc).__name__}{f' ({what})' if what else ''}, not an HTTP answer a "
+                             "hub gives; is HF_ENDPOINT a Hugging Face hub?") from None
+
+
+def _http_get_once(url: str, start: int | None, nbytes: int | None, timeout: float) -> tuple[bytes, dict]:
     import urllib.error
     import urllib.request
 
@@ -167,7 +178,9 @@ def _probe_hub(repo_id: str, revision: str | None, timeout: float) -> tuple[dict
             raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
                                  f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?") from None
         raise _hub_error(exc, repo_id, revision, endpoint, timeout) from None
-    if not isinstance(info, dict) or not isinstance(info.get("siblings", []), list):
+    siblings = info.get("siblings", []) if isinstance(info, dict) else None
+    if (not isinstance(siblings, list) or not isinstance(info.get("sha") or "", str)
+            or not all(isinstance(s.get("rfilename", ""), str) for s in siblings if isinstance(s, dict))):
         raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
                              f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?")
     return info, len(raw)

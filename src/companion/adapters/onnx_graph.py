@@ -99,14 +99,14 @@ class _Graph:
         """A reshape target with the entries known without running the graph."""
         value = self.const(name)
         if value is not None:
-            return [int(v) for v in np.atleast_1d(value)]
+            return _integers(value, name)
         node = self.producer.get(name)
         if node is None or node.op_type != "Concat":
             return []
         out: list[int | None] = []
         for inp in node.input:
             v = self.const(inp)
-            out.extend([int(x) for x in np.atleast_1d(v)] if v is not None else [None])
+            out.extend(_integers(v, inp) if v is not None else [None])
         return out
 
     def depends_on_matmul_of_activations(self, name: str, depth: int = 12) -> bool:
@@ -154,10 +154,41 @@ class _Untraceable(Exception):
     pass
 
 
+def _integers(value, name: str) -> list[int]:
+    """A constant shape (a Reshape target) as whole numbers.  ONNX's Reshape takes int64; a
+    float constant is accepted only where every value is whole (it reaches the Reshape
+    through a Cast), never rounded: 4.5 heads are refused, not read as 4."""
+    a = np.atleast_1d(np.asarray(value))
+    if a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.round(a)):
+        a = a.astype(np.int64)
+    if a.dtype.kind not in "iu":
+        raise _Untraceable(f"the shape {name!r} holds {a.dtype} values that are not whole numbers "
+                           "(ONNX's Reshape takes int64)")
+    return [int(v) for v in a]
+
+
 def _scalar(value) -> float | None:
     if value is None or np.size(value) != 1:
         return None
-    return float(np.asarray(value).reshape(()))
+    a = np.asarray(value)
+    if a.dtype.kind not in "biuf":
+        raise _Untraceable(f"a constant scaling holds {a.dtype} values, not a number")
+    return float(a.reshape(()))
+
+
+def _inputs(node, n: int, at_least: bool = False) -> list[str]:
+    """The inputs of ``node``, which its operator defines as ``n`` (or at least ``n``)."""
+    got = list(node.input)
+    if len(got) < n or (not at_least and len(got) != n) or not all(got[:n]):
+        raise _Untraceable(f"{node.op_type} {node.name!r} has {len(got)} inputs, not the "
+                           f"{n}{' or more' if at_least else ''} its operator takes")
+    return got
+
+
+def _divided(scale: float, by: float, node) -> float:
+    if by == 0:
+        raise _Untraceable(f"Div {node.name!r} divides by zero")
+    return scale / by
 
 
 def _scores_matmul(g: _Graph, name: str):
@@ -169,15 +200,16 @@ def _scores_matmul(g: _Graph, name: str):
             raise _Untraceable(f"reached graph input {name!r} before a MatMul of queries and keys")
         op = node.op_type
         if op == "MatMul":
+            _inputs(node, 2)
             if any(g.const(i) is not None for i in node.input):
                 raise _Untraceable(f"MatMul {node.name!r} before the Softmax multiplies by a "
                                    "constant, not queries by keys")
             return node, scale, masks
         if op in ("Div", "Mul"):
-            a, b = node.input
+            a, b = _inputs(node, 2)
             ca, cb = _scalar(g.const(a)), _scalar(g.const(b))
             if cb is not None:
-                scale = scale / cb if op == "Div" else scale * cb
+                scale = _divided(scale, cb, node) if op == "Div" else scale * cb
                 name = a
                 continue
             if ca is not None and op == "Mul":
@@ -185,6 +217,7 @@ def _scores_matmul(g: _Graph, name: str):
                 continue
             raise _Untraceable(f"{op} {node.name!r} scales the logits by a computed tensor")
         if op in ("Add", "Where", "Sub"):
+            _inputs(node, 3 if op == "Where" else 2)
             operands = node.input[1:] if op == "Where" else node.input
             paths = [i for i in operands if g.depends_on_matmul_of_activations(i)]
             if len(paths) != 1:
@@ -193,7 +226,7 @@ def _scores_matmul(g: _Graph, name: str):
             name = paths[0]
             continue
         if op in _PASS_THROUGH:
-            name = node.input[0]
+            name = _inputs(node, 1, at_least=True)[0]
             continue
         raise _Untraceable(f"unexpected {op} node {node.name!r} between the Softmax and the "
                            "MatMul of queries and keys")
@@ -209,19 +242,22 @@ def _projection(g: _Graph, name: str):
             raise _Untraceable(f"reached graph input {name!r} before a projection MatMul")
         op = node.op_type
         if op == "Reshape" and heads is None:
-            shape = g.shape_values(node.input[1])
+            shape = g.shape_values(_inputs(node, 2)[1])
             if len(shape) >= 2 and shape[-1] and shape[-2]:
+                if shape[-1] < -1 or shape[-2] < -1:
+                    raise _Untraceable(f"Reshape {node.name!r} asks for {shape[-2]} heads of {shape[-1]} "
+                                       "dimensions; ONNX allows no size below -1")
                 heads = (shape[-2], shape[-1])
             name = node.input[0]
             continue
         if op in _PASS_THROUGH:
-            name = node.input[0]
+            name = _inputs(node, 1, at_least=True)[0]
             continue
         if op in ("Div", "Mul"):
-            a, b = node.input
+            a, b = _inputs(node, 2)
             ca, cb = _scalar(g.const(a)), _scalar(g.const(b))
             if cb is not None:
-                scale, name = (scale / cb if op == "Div" else scale * cb), a
+                scale, name = (_divided(scale, cb, node) if op == "Div" else scale * cb), a
                 continue
             if ca is not None and op == "Mul":
                 scale, name = scale * ca, b
@@ -231,7 +267,7 @@ def _projection(g: _Graph, name: str):
                 continue
             raise _Untraceable(f"{op} {node.name!r} on a projection is not a constant scaling")
         if op == "Add":
-            a, b = node.input
+            a, b = _inputs(node, 2)
             if a in g.inits and b not in g.inits:
                 a, b = b, a
             if b not in g.inits:
@@ -248,7 +284,7 @@ def _projection(g: _Graph, name: str):
             attrs = {a.name: a for a in node.attribute}
             if "transA" in attrs and attrs["transA"].i:
                 raise _Untraceable(f"Gemm {node.name!r} transposes its input (transA)")
-            x, w = node.input[0], node.input[1]
+            x, w = _inputs(node, 2, at_least=True)[:2]
             if w not in g.inits or len(g.inits[w].dims) != 2:
                 raise _Untraceable(f"Gemm {node.name!r} has no weight matrix initializer")
             alpha = attrs["alpha"].f if "alpha" in attrs else 1.0
@@ -305,7 +341,7 @@ def _projection_matmul(g: _Graph, name: str):
     if node is None or node.op_type != "MatMul":
         found = "a graph input" if node is None else f"{node.op_type} {node.name!r}"
         raise _Untraceable(f"expected MatMul(x, W) under the bias Add, found {found}")
-    x, w = node.input
+    x, w = _inputs(node, 2)
     layout = "in_out"
     t = g.producer.get(w)
     if w not in g.inits and t is not None and t.op_type == "Transpose" and t.input[0] in g.inits:
@@ -351,7 +387,7 @@ def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
         )
     for index, sm in enumerate(softmaxes):
         try:
-            mm, scale, masks = _scores_matmul(g, sm.input[0])
+            mm, scale, masks = _scores_matmul(g, _inputs(sm, 1)[0])
             q = _projection(g, mm.input[0])
             k = _projection(g, mm.input[1])
         except _Untraceable as exc:
@@ -359,6 +395,13 @@ def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
                 f"{location}: cannot trace attention {index} (Softmax {sm.name!r}) back to its "
                 f"query and key projections: {exc}. Expected Softmax <- [Add mask] <- Div/Mul "
                 "<- MatMul(q, k) with q, k from Transpose/Reshape of MatMul(x, W) + b."
+            ) from None
+        except CompanionError:
+            raise
+        except (ValueError, IndexError, TypeError, ArithmeticError) as exc:  # a node no exporter writes
+            raise CompanionError(
+                f"{location}: cannot trace attention {index} (Softmax {sm.name!r}): a node on its path is "
+                f"malformed ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}). Export the model again."
             ) from None
         wq, wk = _in_out_shape(g, q), _in_out_shape(g, k)
         heads = q["heads"] or k["heads"]
@@ -469,6 +512,19 @@ class ONNXSource(TensorSource):
         return math.prod(self.shapes[name]) * 4
 
     def _load(self, name: str) -> torch.Tensor:
+        try:
+            return self._load_array(name)
+        except CompanionError:
+            raise
+        except (ValueError, TypeError) as exc:   # data that does not fit the dims or type it declares
+            stored = self._dequant.get(name, (name,))[0]
+            raise CompanionError(
+                f"{self.location}: the initializer {stored!r} {self.shapes.get(stored)} holds data that does not "
+                f"fit its type and dims ({' '.join(str(exc).split())[:120]}); the file is corrupt. Download or "
+                "export it again."
+            ) from None
+
+    def _load_array(self, name: str) -> torch.Tensor:
         from onnx import numpy_helper
 
         if name in self._dequant:  # W = (W_int - zero_point) * scale, per output column

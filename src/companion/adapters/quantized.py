@@ -44,14 +44,17 @@ def _method(qc: dict) -> str:
 
 
 def _fp8_block(src: TensorSource, qc: dict):
-    block = qc.get("weight_block_size") or [128, 128]
+    block = qc.get("weight_block_size")
+    block = [128, 128] if block is None else block   # (0 or [] is a malformed size, not the default)
     if not (isinstance(block, (list, tuple)) and len(block) == 2
-            and all(isinstance(b, int) and b > 0 for b in block)):
+            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
         raise CompanionError(f"{src.location}: quantization_config.weight_block_size {block!r} "
                              "is not two positive integers; fix config.json.")
     b0, b1 = block
 
     def dequantize(name: str, w: torch.Tensor) -> torch.Tensor:
+        if name.endswith(".weight_scale_inv"):
+            return _scale_as_stored(src, name, w)
         scale_name = name[: -len("weight")] + "weight_scale_inv"
         _stored_as(src, name, w, "fp8", (torch.float8_e4m3fn, torch.float8_e5m2))
         if not name.endswith("weight") or scale_name not in src.shapes:
@@ -59,6 +62,7 @@ def _fp8_block(src: TensorSource, qc: dict):
                 raise CompanionError(f"{src.location}: {name!r} is stored as fp8 but has no "
                                      f"{scale_name!r}; the checkpoint is incomplete.")
             return w.to(torch.float32)
+        _matrix(src, name, w, "its block scales")
         scale = src.get(scale_name)
         rows, cols = w.shape
         want = (-(-rows // b0), -(-cols // b1))
@@ -76,6 +80,8 @@ def _fp8_block(src: TensorSource, qc: dict):
 
 def _bnb_int8(src: TensorSource):
     def dequantize(name: str, w: torch.Tensor) -> torch.Tensor:
+        if name.endswith(".SCB"):
+            return _scale_as_stored(src, name, w)
         scb_name = name[: -len("weight")] + "SCB"
         _stored_as(src, name, w, "bitsandbytes 8-bit", (torch.int8,))
         if w.dtype != torch.int8:
@@ -83,6 +89,7 @@ def _bnb_int8(src: TensorSource):
         if not name.endswith("weight") or scb_name not in src.shapes:
             raise CompanionError(f"{src.location}: {name!r} is stored as int8 but has no "
                                  f"{scb_name!r} row scales; the checkpoint is incomplete.")
+        _matrix(src, name, w, "its row scales")
         scb = src.get(scb_name)
         if scb.shape != (w.shape[0],):
             raise CompanionError(f"{src.location}: {scb_name!r} has shape {tuple(scb.shape)}, "
@@ -90,6 +97,23 @@ def _bnb_int8(src: TensorSource):
         return w.to(torch.float32) * (scb[:, None] / 127.0)
 
     return dequantize
+
+
+def _matrix(src: TensorSource, name: str, w: torch.Tensor, scales: str) -> None:
+    """A quantized weight is a matrix ``[rows, cols]``: any other shape would be broadcast
+    against its scales into a weight the checkpoint never held."""
+    if w.ndim != 2:
+        raise CompanionError(f"{src.location}: {name!r} has shape {tuple(w.shape)}, not a matrix [rows, cols], "
+                             f"so {scales} cannot apply to it; the checkpoint is malformed.")
+
+
+def _scale_as_stored(src: TensorSource, name: str, s: torch.Tensor) -> torch.Tensor:
+    """A scale tensor as float32; scales stored as integers or fp8 are not what the method writes."""
+    if not s.dtype.is_floating_point or s.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        raise CompanionError(f"{src.location}: {name!r} is stored as {str(s.dtype).replace('torch.', '')}; "
+                             "quantization scales must be stored as floats (float32, bfloat16, float16). "
+                             "The checkpoint is malformed; use the unquantized one.")
+    return s.to(torch.float32)
 
 
 def _stored_as(src: TensorSource, name: str, w: torch.Tensor, method: str, own: tuple) -> None:

@@ -24,6 +24,27 @@ from .types import QKCheckpoint, QKLayer
 __all__ = ["read_qk", "open_source", "plan_layers"]
 
 
+def usable_path(source: str | os.PathLike) -> Path:
+    """``source`` as a path (``~`` expanded where it names a user), refused in one line when
+    the system cannot even look it up (a name longer than the file system allows)."""
+    import errno
+
+    try:
+        path = Path(source).expanduser()
+    except RuntimeError:   # ~name of no user: kept as written (then neither a path nor a hub id)
+        path = Path(source)
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENAMETOOLONG, errno.EINVAL):
+            shown = str(source) if len(str(source)) <= 80 else str(source)[:80] + "..."
+            raise CompanionError(f"{shown!r} ({len(str(source)):,} characters) cannot be looked up as a path "
+                                 f"({exc.strerror}) and is not a hub id 'owner/name'; check the argument.") from None
+    except ValueError:   # an embedded NUL byte
+        raise CompanionError(f"{str(source)[:80]!r} holds a NUL character; no path or hub id does.") from None
+    return path
+
+
 def _looks_like_hub_id(s: str) -> bool:
     parts = s.split("/")
     return 1 <= len(parts) <= 2 and all(parts) and not s.startswith((".", "~")) and not s.endswith(".gguf")
@@ -32,12 +53,13 @@ def _looks_like_hub_id(s: str) -> bool:
 def open_source(source: str | os.PathLike, revision: str | None = None,
                 allow_pickle: bool = False) -> TensorSource:
     """A :class:`TensorSource` for a folder, a ``.gguf`` file or a hub id."""
-    path = Path(source).expanduser()
+    path = usable_path(source)
     if path.is_dir():
         ct2 = path / "model.bin"  # a CTranslate2 model folder (model.bin, config.json, ...)
         if ct2.is_file() and not any(path.glob("*.safetensors")):
             from .ctranslate2_whisper import CTranslate2Source, is_ctranslate2_file
 
+            regular_file(ct2, "model file")   # unreadable: said so, not read as "no CTranslate2 model"
             if is_ctranslate2_file(ct2):
                 return CTranslate2Source(ct2)
         return open_local_folder(path, allow_pickle=allow_pickle)
@@ -132,6 +154,23 @@ def _check_finite(layer: QKLayer, location: str) -> None:
         )
 
 
+def _line(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _get(src: TensorSource, name: str):
+    """``src.get(name)``; a reader's own slip on a malformed tensor (a shape its format
+    cannot hold, data that does not fit) is one clear line, never a traceback."""
+    try:
+        return src.get(name)
+    except CompanionError:
+        raise
+    except (ValueError, IndexError, TypeError, RuntimeError) as exc:
+        raise CompanionError(f"tensor {name!r} of {src.location} cannot be read as a weight "
+                             f"({type(exc).__name__}: {_line(exc)}); the checkpoint is malformed.") from None
+
+
 def _fingerprint(src: TensorSource) -> str:
     h = hashlib.sha256()
     for name in sorted(src.shapes):
@@ -193,7 +232,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
     layers = []
     qk_bytes = 0.0
     for p in plans:
-        tensors = [src.get(k) for k in p.keys]
+        tensors = [_get(src, k) for k in p.keys]
         try:
             Wq, Wk = p.extract(tensors)
             layer = QKLayer(index=p.index, role=p.role, Wq=Wq.contiguous(), Wk=Wk.contiguous(),
@@ -201,10 +240,10 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
                             component=p.component, name=p.name)
             _check_head_split(layer)
             _check_width(layer, width)
-        except (RuntimeError, ValueError) as exc:
+        except (RuntimeError, ValueError, IndexError, TypeError) as exc:
             raise CompanionError(
                 f"layer {p.index} ({p.name}) of {src.location} does not match its "
-                f"configuration: {exc}"
+                f"configuration: {_line(exc)}"
             ) from None
         _check_finite(layer, src.location)
         layers.append(layer)

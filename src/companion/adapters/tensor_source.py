@@ -149,6 +149,12 @@ def regular_file(path: str | os.PathLike, what: str = "file") -> os.stat_result:
     if not stat.S_ISREG(st.st_mode):
         raise CompanionError(f"{what} {path} is {_kind(st.st_mode)}, not a regular file; only files on "
                              "disk are read (a FIFO would block, a device would never end).")
+    try:   # unreadable is not invalid: a file the user may not read is named as such here,
+        # before a parser reports the failed read as a malformed file
+        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except OSError as exc:
+        raise CompanionError(f"cannot read {what} {path}: {exc.strerror or exc}; check that the file is "
+                             "readable (its permissions, its owner, the disk).") from None
     return st
 
 

@@ -131,7 +131,11 @@ def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
     root = Path(root)
     seeded = []
     for nb_path in sorted(Path(executed).glob("**/*.ipynb")):
-        meta = json.loads(nb_path.with_suffix(".json").read_text())
+        record = nb_path.with_suffix(".json")
+        meta = json.loads(record.read_text())
+        if not isinstance(meta, dict) or not isinstance(meta.get("docname"), str):
+            raise ValueError(f"{record} is not the record of an executed chapter (a JSON object with its "
+                             "'docname'); run the chapters again (make test writes them).")
         source = root / f"{meta['docname']}.md"
         if not source.is_file():
             continue
@@ -148,11 +152,13 @@ def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if (not argv or argv[0] not in ("prepare", "seed") or (argv[0] == "seed" and not 2 <= len(argv) <= 3)
-            or (argv[0] == "prepare" and len(argv) > 2)):
+    asks_help = any(a in ("-h", "--help") for a in argv)
+    # an option is never taken for a folder: `prepare --help` made a folder named --help
+    if (asks_help or not argv or argv[0] not in ("prepare", "seed") or any(a.startswith("-") for a in argv)
+            or (argv[0] == "seed" and not 2 <= len(argv) <= 3) or (argv[0] == "prepare" and len(argv) > 2)):
         usage = [line.strip() for line in __doc__.strip().splitlines()[-2:]]
-        print(f"usage: {usage[0]}  |  {usage[1]}", file=sys.stderr)
-        return 2
+        print(f"usage: {usage[0]}  |  {usage[1]}", file=sys.stdout if asks_help else sys.stderr)
+        return 0 if asks_help else 2
     try:
         return _main(argv)
     except (OSError, ValueError, KeyError) as err:

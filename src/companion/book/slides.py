@@ -230,16 +230,21 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
     executed = root / "_build" / "jupyter_execute"
     if not executed.is_dir():
         raise FileNotFoundError(f"no executed chapters under {executed}; build the book first (make book)")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder; give a folder for the decks (it is kept as it is).")
+    chapters = book_chapters(root)   # checked before anything is written
+    for ch in chapters:
+        nb_path = executed / f"{ch.docname}.ipynb"
+        if not nb_path.is_file():
+            raise FileNotFoundError(f"{ch.docname} was not executed by the book build ({nb_path} is missing)")
     out.mkdir(parents=True, exist_ok=True)
     vendor = out / "vendor"
     for name, src in (("reveal", vendor_reveal()), ("mathjax", _mathjax_dir())):
         if not (vendor / name).is_dir():
             shutil.copytree(src, vendor / name)
     decks = []
-    for ch in book_chapters(root):
+    for ch in chapters:
         nb_path = executed / f"{ch.docname}.ipynb"
-        if not nb_path.is_file():
-            raise FileNotFoundError(f"{ch.docname} was not executed by the book build ({nb_path} is missing)")
         glue_path = nb_path.with_suffix(".glue.json")
         glue = json.loads(glue_path.read_text()) if glue_path.is_file() else {}
         title, slides = chapter_slides(nb_path, glue)
@@ -256,13 +261,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="output folder (default <root>/_build/slides)")
     ap.add_argument("--vendor-only", action="store_true", help="only fetch and check reveal.js (set-up)")
     args = ap.parse_args(argv)
+    if args.out is not None and not args.out.strip():   # "" would be the current folder
+        ap.error("--out is empty; give the folder for the decks, or leave --out out (<root>/_build/slides)")
+    import yaml
+
     try:
         if args.vendor_only:
             print(f"reveal.js {REVEAL_VERSION}: {vendor_reveal()}")
             return 0
         decks = build_slides(args.root, args.out)
-    except (FileNotFoundError, KeyError, RuntimeError, ValueError) as err:  # ValueError: CompanionError
-        print(f"error: {err}", file=sys.stderr)
+    except (OSError, KeyError, RuntimeError, ValueError) as err:  # ValueError: CompanionError
+        print(f"error: {' '.join(str(err).split()) or type(err).__name__}", file=sys.stderr)
+        return 2
+    except yaml.YAMLError as err:  # a malformed _toc.yml
+        print(f"error: {Path(args.root) / '_toc.yml'} is not valid YAML ({' '.join(str(err).split())[:200]})",
+              file=sys.stderr)
         return 2
     for d in decks:
         print(d)

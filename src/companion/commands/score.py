@@ -44,7 +44,12 @@ def run(args: argparse.Namespace) -> int:
     from ..survey.tables import layer_scores, summarize_layers
     from ..zoo.registry import is_zoo_name, zoo_path
 
+    from ..adapters.reader import usable_path
+
     # options are checked before any tensor is read
+    usable_path(args.source)
+    if args.out == "":
+        raise CompanionError("--out is empty; give a file name such as scores.csv, or leave --out out.")
     if not math.isfinite(args.gamma) or args.gamma < 0:
         raise CompanionError(f"--gamma {args.gamma} is not a finite number >= 0; the outlier "
                              "threshold is in standard deviations (the paper uses 2).")

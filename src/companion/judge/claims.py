@@ -844,7 +844,11 @@ def empirical_family():
         rows.append(pd.Series({"claim": f"survey_encoder_decoder ({r.score})", "outcome": r.outcome,
                                "p_holds": r.p_holds, "p_refuted": r.p_refuted, "p_decides": r.p_decides}))
     rows.extend(_premise_family_rows())
-    fam = family(pd.DataFrame(rows).reset_index(drop=True), load_rules()["framework"]["family"]["fwer"])
+    fw = load_rules()["framework"]
+    if "family" not in fw:
+        raise CompanionError("the rules file's framework has no 'family' (e.g. {method: holm, fwer: 0.05}); the "
+                             "family-wise table needs its error rate. Add it to data/verdict_rules.yaml.")
+    fam = family(pd.DataFrame(rows).reset_index(drop=True), fw["family"]["fwer"])
     fam["key"] = fam["claim"].str.split(" (", regex=False).str[0]
     return fam
 

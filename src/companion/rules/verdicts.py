@@ -133,6 +133,55 @@ def _number(r: dict, field: str, where: str, path, positive: bool = False):
     return v
 
 
+def _whole_numbers(v) -> bool:
+    return isinstance(v, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in v)
+
+
+def _check_body(key, b: dict, path) -> None:
+    """The fields of a body that the loaders of runs read: seeds (whole numbers) and the
+    folder pattern(s) (text)."""
+    where = f"body {key!r} in {path}"
+    for field in ("seeds", "extra_seeds"):
+        if field in b and not (_whole_numbers(b[field]) and (b[field] or field == "extra_seeds")):
+            raise CompanionError(f"{where}: {field!r} must be a list of whole-number seeds, e.g. [0, 1, 2]; "
+                                 f"got {str(b[field])[:60]!r}.")
+    if "pattern" in b and not (isinstance(b["pattern"], str) and b["pattern"]):
+        raise CompanionError(f"{where}: 'pattern' must be one folder pattern (text, e.g. wiki-bert-mini-*); "
+                             f"got {str(b['pattern'])[:60]!r}. Several go in a list 'patterns'.")
+    if "patterns" in b and not (isinstance(b["patterns"], list) and b["patterns"]
+                                and all(isinstance(p, str) and p for p in b["patterns"])):
+        raise CompanionError(f"{where}: 'patterns' must be a list of folder patterns (text); "
+                             f"got {str(b['patterns'])[:60]!r}.")
+
+
+def _fraction(value, field: str, where: str, path) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise CompanionError(f"{where} in {path}: {field!r} must lie in (0, 1); got {str(value)[:40]!r}.")
+
+
+def _check_framework_tests(fw: dict, path) -> None:
+    """``power`` (target, draws, seed) and ``family`` (its ``fwer``), both optional, read by
+    the verdicts' power and family-wise computations."""
+    power = fw.get("power", {})
+    if not isinstance(power, dict):
+        raise CompanionError(f"framework in {path}: 'power' must be a mapping (target, draws, seed); "
+                             f"got {str(power)[:40]!r}.")
+    if "target" in power:
+        _fraction(power["target"], "target", "framework power", path)
+    for field in ("draws", "seed"):
+        v = power.get(field)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < (1 if field == "draws" else 0)):
+            raise CompanionError(f"framework power in {path}: {field!r} must be a whole number"
+                                 f"{' >= 1' if field == 'draws' else ' >= 0'}; got {str(v)[:40]!r}.")
+    if "family" not in fw:   # a file without family-wise tests (the verdicts' table then asks for one)
+        return
+    family = fw["family"]
+    if not isinstance(family, dict) or "fwer" not in family:
+        raise CompanionError(f"framework in {path}: 'family' must be a mapping with the family-wise error "
+                             f"rate 'fwer' (e.g. {{method: holm, fwer: 0.05}}); got {str(family)[:40]!r}.")
+    _fraction(family["fwer"], "fwer", "framework family", path)
+
+
 def _check_v2(rules: dict, path) -> None:
     fw = rules.get("framework")
     if not isinstance(fw, dict):
@@ -140,6 +189,7 @@ def _check_v2(rules: dict, path) -> None:
     level = fw.get("level", 0.95)
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
         raise CompanionError(f"framework in {path}: 'level' must lie in (0, 1); got {level!r}.")
+    _check_framework_tests(fw, path)
     gate = fw.get("gate")
     if not isinstance(gate, dict):
         raise CompanionError(f"framework in {path}: 'gate' must be a mapping with context_floor_nats, "
@@ -233,6 +283,7 @@ def load_rules(path: str | Path | None = None) -> dict:
         if not isinstance(b, dict) or not {"seeds", "label"} <= set(b) or not ({"pattern", "patterns"} & set(b)):
             raise CompanionError(f"body {key!r} in {path} needs 'label', 'seeds' and 'pattern' "
                                  "(or a list 'patterns').")
+        _check_body(key, b, path)
     if version >= 2:
         _check_v2(rules, path)
     return rules

@@ -170,6 +170,12 @@ def _prepare_out(out: Path, resume: bool, overwrite: bool) -> bool:
         what = "a finished run" if finished else "an interrupted run (checkpoint.pt)"
         raise CompanionError(f"{out} already holds {what}; pass --resume to continue it, "
                              "--overwrite to replace it, or choose another --out.")
+    if overwrite:   # only files a run writes are replaced: a folder of that name is not the tool's
+        for name in ("history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256"):
+            p = out / name
+            if (p.exists() or p.is_symlink()) and (p.is_dir() and not p.is_symlink()):
+                raise CompanionError(f"{p} is a folder, not a file a run writes; --overwrite replaces only the "
+                                     "run's own files. Move it away, or choose another --out.")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".write-test-{os.getpid()}"
@@ -244,7 +250,31 @@ def _config(args: argparse.Namespace):
     if args.corpus not in known and not Path(args.corpus).is_file():   # a FIFO would block, a device never end
         raise CompanionError(f"bad training option: --corpus {args.corpus} is not a regular file (a folder, FIFO "
                              "or device); give a .txt, .jsonl or .csv file.")
+    if args.corpus not in known and Path(args.corpus).suffix == ".txt":
+        _check_utf8(Path(args.corpus))
     return cfg
+
+
+def _check_utf8(path: Path) -> None:
+    """A .txt corpus is UTF-8 text: checked in blocks before --out is made (the run reads it later)."""
+    import codecs
+
+    from ..base.errors import CompanionError
+
+    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                decoder.decode(block)
+                offset += len(block)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:
+        where = offset + exc.start if exc.start < len(exc.object) else offset
+        bad = exc.object[exc.start] if exc.start < len(exc.object) else None
+        raise CompanionError(f"the corpus {path} is not UTF-8 text ({f'byte {bad:#04x} ' if bad is not None else ''}"
+                             f"at offset {where:,}); give a UTF-8 .txt file of paragraphs.") from None
+    except OSError as exc:
+        raise CompanionError(f"cannot read the corpus {path}: {exc.strerror or exc}.") from None
 
 
 def run_train(args: argparse.Namespace) -> int:

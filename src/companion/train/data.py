@@ -54,7 +54,12 @@ def default_corpus() -> list[str]:
 
 def _local_file(path: Path, text_field: str | None, limit: int | None) -> list[str]:
     if path.suffix == ".txt":
-        texts = [p for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise CompanionError(f"the corpus {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                                 f"offset {exc.start:,}); give a UTF-8 .txt file of paragraphs.") from None
+        texts = [p for p in text.split("\n\n") if p.strip()]
         return texts[:limit] if limit else texts
     if path.suffix not in (".jsonl", ".json", ".csv"):
         raise CompanionError(f"{path}: expected a .txt, .jsonl/.json or .csv file.")

@@ -392,7 +392,7 @@ def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict
 
             warnings.warn(f"{path} has no {digest.name} beside it (written by an older version); resuming "
                           "it unverified.", stacklevel=2)
-        elif sha256_file(path) != (digest.read_text().split() or [""])[0]:
+        elif sha256_file(path) != (digest.read_bytes().decode("utf-8", "replace").split() or [""])[0]:
             raise CompanionError(f"{path} does not match the SHA-256 recorded when it was written: the file "
                                  "changed on disk, and resuming it would continue a different run. Start the "
                                  "run again with --overwrite.")

@@ -158,8 +158,13 @@ def load_catalog(path: str | Path | None = None) -> pd.DataFrame:
     path = Path(path) if path is not None else DATA_DIR / "catalog.csv"
     if not path.exists():
         raise ValueError(f"no catalog at {path}; pass the path of a catalog CSV.")
-    cat = pd.read_csv(path, dtype={"revision": str, "local": str, "notes": str,
-                                   "known_problems": str, "printed_names": str})
+    try:
+        cat = pd.read_csv(path, dtype={"revision": str, "local": str, "notes": str,
+                                       "known_problems": str, "printed_names": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        first = " ".join(str(exc).split())[:120]
+        raise ValueError(f"{path} is not a catalog CSV ({first}); pass the path of a catalog CSV "
+                         "(default: data/catalog.csv).") from None
     for col in ("revision", "local", "notes", "known_problems", "printed_names"):
         if col in cat.columns:
             cat[col] = cat[col].fillna("")

@@ -492,7 +492,7 @@ def _marker_matches(path: Path, sha256: str, side: Path) -> bool:
     try:
         rec = json.loads(side.read_text())
         return rec.get("sha256") == sha256 and all(rec.get(k) == v for k, v in _marker(path.stat()).items())
-    except (OSError, json.JSONDecodeError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):   # ValueError: not UTF-8, not JSON
         return False
 
 
