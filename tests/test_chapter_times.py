@@ -77,7 +77,7 @@ def test_jobs_run_chapters_at_the_same_time_and_report_in_the_given_order(tmp_pa
     flag = tmp_path / "flag"
     waits = chapter(tmp_path, "waits", f"import pathlib, time\nt = time.time()\n"
                                        f"while not pathlib.Path({str(flag)!r}).exists():\n"
-                                       f"    assert time.time() - t < 40, 'nobody signalled'\n    time.sleep(0.1)")
+                                       f"    assert time.time() - t < 15, 'nobody signalled'\n    time.sleep(0.1)")
     signals = chapter(tmp_path, "signals", f"import pathlib\npathlib.Path({str(flag)!r}).touch()")
     seen = []
     both = time_chapters([waits, signals], "ci", budget=120, jobs=2, book=tmp_path, on_done=seen.append)
