@@ -9,18 +9,7 @@ import sys
 
 import pytest
 
-HEADER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+from companion.book.notebooks import JUPYTEXT_HEADER as HEADER
 
 
 def build(tmp_path, page: str) -> subprocess.CompletedProcess:
