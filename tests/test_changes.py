@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from companion.book import changes
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,3 +111,26 @@ def test_changelog_follows_keep_a_changelog():
     assert sections <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
     from companion import __version__
     assert releases[0][0] == __version__ or heads[0][0] == "Unreleased"
+
+
+def test_a_rules_version_that_is_no_rules_file_is_refused_in_one_line(tmp_path):
+    from companion.base.errors import CompanionError
+
+    cases = {
+        "missing.yaml": None,                                   # no such file
+        "binary.yaml": b"\xff\xfe claims: {}",                   # not UTF-8
+        "broken.yaml": b"claims: [unclosed",                     # not YAML
+        "laughs.yaml": ("a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+                        + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
+                                  for p, c in zip("abcde", "bcdef"))
+                        + "claims: *f\n").encode(),              # 10^6 nodes once expanded
+        "other.yaml": b"title: a recipe\n",                      # YAML, but no claims
+    }
+    for name, content in cases.items():
+        path = tmp_path / name
+        if content is not None:
+            path.write_bytes(content)
+        with pytest.raises(CompanionError, match=name.replace(".", r"\.")):
+            changes.load_rules(path)
+    # the repository's two versions still load
+    assert "claims" in changes.load_rules(changes.RULES_V1)

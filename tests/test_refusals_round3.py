@@ -1135,3 +1135,35 @@ def test_slides_with_an_empty_out_writes_nothing_into_the_current_folder(tmp_pat
         slides.main(["--root", str(tmp_path), "--out", ""])
     assert exc.value.code == 2 and "--out is empty" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["_build"]
+
+
+# ---------------------------------------------------------------- a refused read is not a refused write
+
+
+def test_the_cli_calls_a_refused_read_a_read_and_a_refused_write_a_write(tmp_path, monkeypatch, capsys):
+    """The CLI's last net for permission errors a reader did not catch itself: a file that
+    exists and may not be read gets the read hint, anything else the write hint."""
+    import errno
+
+    from companion import cli
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("x")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, *a, **k:
+                        False if os.fspath(p) == str(secret) and mode == os.R_OK else real_access(p, mode, *a, **k))
+
+    def fails(path):
+        def command(args):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return command
+
+    parser = cli.build_parser()
+    for path, words, wrong in [(secret, "cannot read", "write to"),
+                               (tmp_path / "out" / "new.csv", "choose a folder you can write to", "cannot read")]:
+        monkeypatch.setattr(cli, "build_parser", lambda: parser)
+        monkeypatch.setattr(parser, "parse_args", lambda argv=None, path=path:
+                            __import__("argparse").Namespace(command="score", func=fails(path)))
+        assert cli.main(["score"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and words in err and wrong not in err and str(path) in err, err

@@ -33,6 +33,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _refused_a_read(exc: OSError) -> bool:
+    """Whether a permission error was a refused read: the file it names exists and this user
+    may not read it (a refused write names a file that is missing or readable, or a folder)."""
+    import errno
+    import os
+
+    if exc.errno not in (errno.EACCES, errno.EPERM) or not exc.filename:
+        return False
+    path = os.fsdecode(exc.filename)
+    return os.path.isfile(path) and not os.access(path, os.R_OK)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -50,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
             raise
         where = f" ({exc.filename})" if exc.filename else ""
+        if _refused_a_read(exc):
+            print(f"companion {args.command}: error: cannot read{where}: {exc.strerror or exc}; give "
+                  "yourself read access to it (or copy it somewhere you can read). Nothing was "
+                  "written.", file=sys.stderr)
+            return 2
         fix = ("free some space or point COMPANION_CACHE / --out elsewhere" if exc.errno in (errno.ENOSPC, errno.EDQUOT)
                else "choose a folder you can write to (COMPANION_CACHE, --out)")
         print(f"companion {args.command}: error: {exc.strerror or exc}{where}; {fix}. Nothing half-written "

@@ -30,11 +30,30 @@ RULES_CURRENT = ROOT / "data" / "verdict_rules.yaml"
 
 
 def load_rules(path: Path | str) -> dict:
+    """One version of the rules file, as a dict, for comparing versions (no checks of its
+    content beyond its having claims: :func:`companion.rules.verdicts.load_rules` checks
+    the current one whole).  An unreadable file, one that is not YAML, or one whose aliases
+    expand past :data:`~companion.base.bounded_yaml.MAX_NODES` nodes is one
+    :class:`~companion.base.errors.CompanionError` naming it."""
     import yaml
 
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    from ..base.bounded_yaml import load_bounded
+    from ..base.errors import CompanionError
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise CompanionError(f"{path}: cannot read the rules file ({type(err).__name__}: "
+                             f"{err}); check the path.") from None
+    try:
+        data = load_bounded(text)
+    except OverflowError as err:
+        raise CompanionError(f"{path}: {err} once its aliases are expanded; write the rules "
+                             "file out plainly.") from None
+    except yaml.YAMLError as err:
+        raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
     if not isinstance(data, dict) or "claims" not in data:
-        raise ValueError(f"{path} is not a verdict rules file (no 'claims')")
+        raise CompanionError(f"{path} is not a verdict rules file (no 'claims')")
     return data
 
 
