@@ -108,3 +108,39 @@ def test_device_differences_match_the_history_files():
     assert row["difference"] == pytest.approx(rep - judged)
     sym = diff[(diff["mode"] == "encoder") & (diff["seed"] == 11) & (diff["quantity"] == "symmetry")].iloc[0]
     assert sym["judged"] == pytest.approx(_raw_value("blind-wiki-bert-mini-encoder-standard-s11", "symmetry", 10000))
+
+
+def test_the_second_body_is_listed_in_its_plans_order_and_a_half_done_body_says_so(tmp_path, monkeypatch):
+    from companion.train import runs as runs_mod
+
+    rules = {"bodies": {"mix": {"pattern": "mixblind-bert-mini-*", "seeds": [20, 21, 22], "extra_seeds": [23, 24]}}}
+    plan = blind.planned_runs("mix", rules)
+    # second_body_plan.md, 'Order': the pair seed by seed, the authors' decoder, the extra seeds
+    assert list(plan["run"][:3]) == ["mixblind-bert-mini-encoder-standard-s20", "mixblind-bert-mini-decoder-standard-s20",
+                                     "mixblind-bert-mini-encoder-standard-s21"]
+    assert list(plan["role"]) == ["decides"] * 6 + ["comparator beside"] * 3 + ["extra seed"] * 4
+    assert list(plan.loc[plan["role"] == "comparator beside", "mode"]) == ["authors-decoder"] * 3
+    monkeypatch.setattr(runs_mod, "runs_root", lambda: tmp_path)
+    assert blind.progress_text(blind.body_progress("mix", rules)).startswith("none of the 13 planned runs")
+    for run in plan["run"][:3]:     # seed 20's pair and seed 21's encoder
+        (tmp_path / run).mkdir()
+        pd.DataFrame(_rows(run, "x", "y", 0, "eval_loss", [0, 5000, 10000], [9, 8, 7])).to_csv(
+            tmp_path / run / "history.csv", index=False)
+    (tmp_path / plan["run"][3]).mkdir()   # seed 21's decoder: started, no history yet
+    got = blind.body_progress("mix", rules)
+    assert list(got["finished"][:4]) == [True, True, True, False] and got["last step"][0] == 10000
+    assert blind.progress_text(got) == ("3 of the 13 planned runs have finished; deciding seeds with both "
+                                        "arms: 20 (1 of the 3 a verdict needs)")
+    with pytest.raises(ValueError, match="no body 'nope'"):
+        blind.planned_runs("nope", rules)
+
+
+def test_the_repositorys_run_script_makes_the_second_body_in_the_order_the_chapter_lists():
+    import re
+
+    script = (runs_root() / "make_blind_runs.sh").read_text()
+    mix = script[script.index('if [ "${1:-all}" = mix ]'):script.index("elif")]
+    order = []
+    for arms, seeds in re.findall(r'add "([^"]+)" "([^"]+)"', mix):
+        order += [f"mixblind-bert-mini-{a.replace('/', '-')}-s{s}" for s in seeds.split() for a in arms.split()]
+    assert order == list(blind.planned_runs()["run"])

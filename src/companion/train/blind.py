@@ -10,7 +10,10 @@ shows beside the verdicts, computed here so the chapter only glues and draws.
 - :func:`table_1_speedups`: Table 1's quantity as the paper defines it (steps for the
   symmetric start to reach the baseline's final loss, censored seeds kept) and as the
   released code computes it (100% when the curves never cross);
-- :func:`devices_text`, :func:`answer_box`: sentences for the chapter (one place per phrasing).
+- :func:`devices_text`, :func:`answer_box`: sentences for the chapter (one place per phrasing);
+- :func:`planned_runs`, :func:`body_progress`, :func:`progress_text`: the second body
+  (data/runs/second_body_plan.md), run by run in its plan's order, finished or not, so a
+  half-done body is shown as what it is.
 """
 from __future__ import annotations
 
@@ -192,3 +195,61 @@ def _provenance_of(runs: pd.DataFrame) -> dict:
     from .evidence import _provenance
 
     return _provenance(sorted(runs["run"].unique())[0])
+
+
+SECOND_BODY = "english-mix-bert-mini-blind"
+
+
+def planned_runs(body_key: str = SECOND_BODY, rules=None) -> pd.DataFrame:
+    """The runs a body's plan asks for, in the plan's order (second_body_plan.md, 'Order'):
+    the encoder and the true decoder over the deciding seeds, seed by seed; the authors'
+    decoder over the same seeds; then the encoder and the true decoder over the extra seeds.
+    Columns: ``run`` (its folder name), ``mode``, ``init``, ``seed`` and ``role``
+    (``decides``, ``comparator beside`` or ``extra seed``)."""
+    from ..rules.verdicts import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    if body_key not in rules["bodies"]:
+        raise ValueError(f"no body {body_key!r} in the rules file; bodies: {sorted(rules['bodies'])}")
+    b = rules["bodies"][body_key]
+    prefix = b["pattern"].rstrip("*")
+    pair = [("encoder", "standard"), ("decoder", "standard")]
+    order = ([(m, i, s, "decides") for s in b["seeds"] for m, i in pair]
+             + [("authors-decoder", "standard", s, "comparator beside") for s in b["seeds"]]
+             + [(m, i, s, "extra seed") for s in b.get("extra_seeds", []) for m, i in pair])
+    return pd.DataFrame([{"run": f"{prefix}{m}-{i}-s{s}", "mode": m, "init": i, "seed": int(s), "role": role}
+                         for m, i, s, role in order])
+
+
+def body_progress(body_key: str = SECOND_BODY, rules=None) -> pd.DataFrame:
+    """:func:`planned_runs` with, per run, ``finished`` (its ``history.csv`` is cached: the
+    run script writes it last) and ``last step`` (the last evaluation logged; NaN when not
+    finished)."""
+    from .runs import runs_root
+
+    t = planned_runs(body_key, rules)
+    steps = []
+    for run in t["run"]:
+        h = runs_root() / run / "history.csv"
+        if not h.is_file():
+            steps.append(float("nan"))
+            continue
+        ev = pd.read_csv(h)
+        ev = ev[ev["quantity"] == "eval_loss"]
+        steps.append(float(ev["step"].max()) if len(ev) else float("nan"))
+    return t.assign(finished=[s == s for s in steps], **{"last step": steps})
+
+
+def progress_text(progress: pd.DataFrame, min_seeds: int = 3) -> str:
+    """One sentence: how many planned runs are cached, and how many of the deciding seeds
+    have both arms (a verdict needs ``min_seeds`` of them)."""
+    done = progress[progress["finished"]]
+    deciding = progress[progress["role"] == "decides"]
+    complete = [s for s, g in deciding.groupby("seed") if g["finished"].all()]
+    n_seeds = deciding["seed"].nunique()
+    if done.empty:
+        return (f"none of the {len(progress)} planned runs has finished yet; a verdict needs both arms "
+                f"at {min_seeds} of the {n_seeds} deciding seeds")
+    seeds = ", ".join(str(s) for s in complete) if complete else "none yet"
+    return (f"{len(done)} of the {len(progress)} planned runs have finished; deciding seeds with both "
+            f"arms: {seeds} ({len(complete)} of the {min_seeds} a verdict needs)")
