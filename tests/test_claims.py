@@ -181,7 +181,7 @@ def test_the_family_withdraws_a_decided_outcome_that_does_not_survive_holm():
     assert list(fam["survives"]) == ["yes", "no", "", "yes"]
     assert fam.loc["b", "status"] == "inconclusive (after Holm)" and fam.loc["a", "status"] == "holds"
     assert (fam["family_size"] == 4).all()
-    assert "b (holds, size open, adjusted p = 0.04) does not, and reads inconclusive" in claims.holm_sentence(fam.reset_index())
+    assert "b (holds, size open, adjusted p = 0.04) does not, and reads 'inconclusive (after Holm)'" in claims.holm_sentence(fam.reset_index())
     assert claims.blind_progress_text(4, 4, 0).startswith("None of the 4")
     assert claims.blind_progress_text(4, 1, 3) == ("1 of the 4 training claims have no pair of blind runs made yet and 3 have "
                                                    "fewer than the three seeds their verdict needs (the runs go on, in the "
@@ -200,7 +200,7 @@ def test_all_verdicts_carries_the_family_into_the_status(monkeypatch):
     monkeypatch.setattr(claims, "empirical_family", lambda: pd.DataFrame(
         {"key": ["a", "b"], "p_holm": [0.3, 0.001], "survives": ["no", "yes"], "family_size": [2, 2]}))
     v = claims.all_verdicts().set_index("key")
-    assert v.loc["a", "status"] == "inconclusive" and "not significant after Holm" in v.loc["a", "holm"]
+    assert v.loc["a", "status"] == "inconclusive (after Holm)" and "not significant after Holm" in v.loc["a", "holm"]
     assert "read 'holds' before" in v.loc["a", "measured"]
     assert v.loc["b", "status"] == "negligible" and "survives Holm" in v.loc["b", "holm"]
     assert claims.verdict.__doc__ and claims.verdict("b").status == "negligible"

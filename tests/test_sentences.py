@@ -92,3 +92,20 @@ def test_the_training_chapter_names_only_bodies_of_the_rules_file():
     text = (Path(__file__).resolve().parents[1] / "book" / "training_dynamics.md").read_text(encoding="utf-8")
     keys = re.findall(r'rule_test\("[a-z_]+", "([^"]+)"', text)
     assert keys and set(keys) <= set(load_rules()["bodies"]), keys
+
+
+def test_an_interval_reading_says_exactly_what_the_interval_excludes():
+    from companion.judge.sentences import interval_reading
+
+    # Table 1 at the blind matrix: d = 0.037, interval -0.052 to +0.031
+    t = interval_reading(-0.052, 0.031, 0.037, "nats")
+    assert t == ("its interval, -0.052 to +0.031 nats, excludes a gain of 0.037 nats or more; it leaves open "
+                 "no effect at all and a loss of 0.037 nats or more")
+    # a narrow interval around 0 excludes both sizes but not zero
+    assert interval_reading(-0.01, 0.01, 0.05) == ("its interval, -0.010 to +0.010, excludes a gain of 0.050 or "
+                                                     "more and a loss of 0.050 or more; it leaves open no effect at all")
+    # a wide interval above 0 excludes only 'no effect' and losses
+    t = interval_reading(0.02, 0.2, 0.05)
+    assert "excludes no effect at all and a loss" in t and "leaves open a gain of 0.050" in t
+    # one that excludes nothing
+    assert interval_reading(-1, 1, 0.05).startswith("its interval, -1.000 to +1.000, leaves open a gain")

@@ -31,3 +31,22 @@ def test_settings_of_a_cached_run_follow_from_its_provenance():
     assert st["tokens_seen"] == tokens and st["passes"] == pytest.approx(tokens / p["data"]["train_tokens"])
     text = settings_text(load_runs([name]))
     assert f"{c['lr'] / PAPER['lr']:.0f} times the paper's" in text and "passes over" in text
+
+
+def test_a_body_with_a_horizon_refuses_a_run_that_ends_elsewhere(monkeypatch):
+    from companion.rules.verdicts import load_rules
+    from companion.train import evidence
+
+    rows = [dict(run=r, mode="encoder", init="standard", seed=s, quantity="eval_loss", step=st, layer=-1,
+                 head=-1, value=1.0, penalty="none")
+            for r, s, last in (("full-s1", 1, 10000), ("short-s2", 2, 9750)) for st in (0, last)]
+    monkeypatch.setattr(evidence, "load_patterns", lambda patterns: pd.DataFrame(rows))
+    body = {"pattern": "x-*", "seeds": [1, 2], "steps": 10000, "label": "toy"}
+    with pytest.raises(CompanionError, match="short-s2 of the body 'toy' ends its evaluations at step 9750, not at "
+                                             "the body's horizon 10000"):
+        evidence.body_runs(body)
+    monkeypatch.undo()
+    # the cached blind body states its horizon and every run reaches it
+    blind = load_rules()["bodies"]["wikipedia-bert-mini-blind"]
+    runs = evidence.body_runs(blind)
+    assert (runs[runs["quantity"] == "eval_loss"].groupby("run")["step"].max() == blind["steps"]).all()

@@ -56,14 +56,16 @@ class Plain(str):
 
 
 STATUSES = ("holds", "holds with a correction", "holds, size open", "negligible", "premise fails", "inconclusive",
-            "refuted", "not testable here")
+            "inconclusive (after Holm)", "refuted", "not testable here")
 
 #: each status as the predicate of a sentence ("Fig. 3a is ...")
 PHRASES = {"holds": "confirmed", "holds with a correction": "confirmed once corrected",
            "holds, size open": "shown in direction, with its size left open",
            "negligible": "present in direction but negligible (smaller than any effect of interest)",
            "premise fails": "resting on a premise that fails where we measure it",
-           "inconclusive": "inconclusive (the interval allows both readings)", "refuted": "refuted",
+           "inconclusive": "inconclusive (the interval allows both readings)",
+           "inconclusive (after Holm)": "inconclusive once corrected for the family of tests (Holm)",
+           "refuted": "refuted",
            "not testable here": "not testable at the sizes this build reaches"}
 
 #: how each mathematical claim is decided: none of these is a test that could come out
@@ -612,6 +614,7 @@ def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) 
                          f"({first.iloc[0]['body'] if len(first) else r['primary']['body']}) was {why}")
         power = power_text(p)
         after = bool(tests["rule_after_runs"].any())
+        size = _deciding_body_size(key, p, size)
     if key == "symmetric_init_structure" and status == "holds":
         from .empirical import scale_confound
 
@@ -622,6 +625,19 @@ def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) 
     return Verdict(key, r["claim"], status, measured, size, chapter, label, kind="empirical",
                    check="paired seed-level test (data/verdict_rules.yaml)", power=power,
                    rule_after=after, status_v1=status_v1)
+
+
+def _deciding_body_size(key: str, p, tail: str) -> str:
+    """The size a training verdict was tested at: the deciding body's label and where its
+    pairs trained (computed from the runs' provenance), then ``tail``."""
+    from ..rules.verdicts import load_rules
+    from ..train import blind
+    from ..train.evidence import body_runs
+
+    body = load_rules()["bodies"].get(p.get("body_key", ""))
+    runs = body_runs(body) if body and key in blind.CLAIMS else None
+    where = f": {blind.pair_devices_text(runs, key)}" if runs is not None else ""
+    return f"{p['body']}{where}; {tail}"
 
 
 def training_tests_table(key: str):
@@ -636,7 +652,7 @@ def training_symmetry() -> Verdict:
     seed, on BERT-Mini on Wikipedia (the rule's primary test); see ``training_tests_table``
     for the authors' decoder and the other bodies."""
     return _training_verdict("training_symmetry", "fig3_decided", "f3-gate",
-                             "BERT-Mini on Wikipedia, 10,000 steps, blind (primary: seeds 10-11 of the encoder/decoder pair on a CPU, the other runs on one H100), and earlier bodies",
+                             "earlier bodies beside",
                              "encoder minus decoder symmetry")
 
 
@@ -644,7 +660,7 @@ def training_directionality() -> Verdict:
     """Fig. 3b: the encoder's final layer-mean directionality minus the true decoder's
     (> 0: the decoder is the more column-dominant), paired by seed."""
     return _training_verdict("training_directionality", "fig3_decided", "f3-gate",
-                             "BERT-Mini on Wikipedia, 10,000 steps, blind (primary: seeds 10-11 of the encoder/decoder pair on a CPU, the other runs on one H100), and earlier bodies",
+                             "earlier bodies beside",
                              "encoder minus decoder directionality")
 
 
@@ -653,7 +669,7 @@ def symmetric_init_structure() -> Verdict:
     start, paired by seed; 'with a correction' when the released code's default scale keeps
     more symmetry than the matched scale (the confound)."""
     return _training_verdict("symmetric_init_structure", "fig3_decided", "f3-horizons",
-                             "BERT-Mini on Wikipedia, 10,000 steps, blind (primary, one H100), and smaller bodies",
+                             "smaller bodies beside",
                              "symmetric minus standard start, encoders")
 
 
@@ -661,7 +677,7 @@ def table_1() -> Verdict:
     """Table 1: the baseline's final held-out loss minus the symmetric start's (> 0: the
     symmetric start is ahead), paired by seed."""
     return _training_verdict("table_1", "fig3_decided", "f3-table-1",
-                             "BERT-Mini, 10,000 steps (blind): about 10^3 times fewer tokens than the paper",
+                             "about 10^3 times fewer tokens than the paper",
                              "baseline minus symmetric-start final held-out loss")
 
 
@@ -791,7 +807,8 @@ def verdict(key: str) -> Verdict:
 def all_verdicts():
     """All verdicts as a ``pandas.DataFrame`` in the order of the paper, with Holm carried
     into the statuses (rules v2): an empirical claim whose decided outcome does not survive
-    the family's correction reads ``inconclusive``, and its ``holm`` field says why."""
+    the family's correction reads ``inconclusive (after Holm)``, as the rules file words it,
+    and its ``holm`` field says why."""
     import pandas as pd
 
     def compute():
@@ -809,7 +826,7 @@ def all_verdicts():
                                  f"{worst['p_holm']:.3g})")
                     if d["status"] not in ("not testable here", "inconclusive"):
                         d["measured"] += f"; read {d['status']!r} before the family's correction"
-                        d["status"] = "inconclusive"
+                        d["status"] = "inconclusive (after Holm)"
                 elif (rows["survives"] == "yes").all():
                     d["holm"] = f"survives Holm over the family of {n} (adjusted p = {worst['p_holm']:.3g})"
             out.append(d)
@@ -881,7 +898,7 @@ def holm_sentence(fam) -> str:
             f"survive the adjustment")
     if len(lost):
         text += ("; " + joined([f"{r.claim} ({r.outcome}, adjusted p = {r.p_holm:.3g})" for r in lost.itertuples()])
-                 + (" does not, and reads" if len(lost) == 1 else " do not, and read") + " inconclusive")
+                 + (" does not, and reads" if len(lost) == 1 else " do not, and read") + " 'inconclusive (after Holm)'")
     return text + "."
 
 
@@ -898,24 +915,33 @@ def paper_rate_text() -> str:
             "training_directionality": ("Fig. 3b", "the {c} ends less column-dominant than the encoder")}
     name = {"decoder": "true decoder", "authors-decoder": "authors' decoder"}
     n = 0
-    for key, (fig, reversed_how) in what.items():
+    tables = {}
+    for key in what:
         t = training_tests_table(key)
-        if not len(t) or "body_key" not in t:
+        if len(t) and "body_key" in t:
+            tables[key] = t[t["body_key"] == _PAPER_LR_BODY]
+    n_tests = sum(len(t) for t in tables.values())   # the tests of this body the sentence picks from
+    gate_failed = False
+    for key, (fig, reversed_how) in what.items():
+        if key not in tables:
             continue
-        t = t[t["body_key"] == _PAPER_LR_BODY]
-        for r in t.itertuples():
+        for r in tables[key].itertuples():
             n = max(n, r.n)
             if r.n > 1 and r.high < 0:
                 parts.append(f"{fig} against the {name.get(r.comparator, r.comparator)} is reversed "
                              f"({reversed_how.format(c=name.get(r.comparator, r.comparator))}): "
-                             f"{r.estimate:+.3f} (95% t-interval {r.low:+.3f} to {r.high:+.3f})")
+                             f"{r.estimate:+.3f} (95% t-interval {r.low:+.3f} to {r.high:+.3f}; one of "
+                             f"{n_tests}, unadjusted)")
                 outs.add(f"{r.outcome}" + (f", {r.gate_reason}" if r.gate_reason else ""))
+                gate_failed = gate_failed or not r.gate
     if not parts:
         return ("At the paper's learning rate no training contrast comes out reversed."
                 if n else "")
     return ("At the paper's learning rate (the body whose rule came before its runs under version 1, "
             f"{n} seeds), " + joined(parts) + ". Under rules v2 this reads " + joined(sorted(outs))
-            + ": it is reported, not counted, and it is the opposite of what the paper's Fig. 3 shows.")
+            + ": it is reported, not counted as a test of the paper; on that body"
+            + (", whose gate did not pass," if gate_failed else "")
+            + " the direction is the opposite of the paper's Fig. 3.")
 
 
 def blind_progress_text(n_claims: int, n_unmade: int, n_short: int) -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["count_of", "symmetry_peak", "EncoderDecoderBody", "encoder_decoder_body", "below_unigram", "paired_test"]
+__all__ = ["count_of", "symmetry_peak", "EncoderDecoderBody", "encoder_decoder_body", "below_unigram", "paired_test",
+           "interval_reading"]
 
 
 def count_of(n: int, noun: str, plural: str | None = None) -> str:
@@ -96,3 +97,28 @@ def paired_test(table, body_key: str, comparator: str = "decoder", bodies=None) 
     r = r.iloc[0]
     iv = f"95% t-interval {r['low']:+.3f} to {r['high']:+.3f}" if r["n"] > 1 else "one seed, no interval"
     return f"{r['estimate']:+.3f} ({iv}, seeds {r['seeds']}), {r['outcome']}"
+
+
+def interval_reading(low: float, high: float, sesoi: float, unit: str = "", gain: str = "a gain",
+                     loss: str = "a loss") -> str:
+    """What an interval for an effect (> 0: ``gain``) rules out and what it leaves open, at
+    the smallest effect of interest ``sesoi``: e.g. 'its interval, -0.052 to +0.031 nats,
+    excludes a gain of 0.037 nats or more; it leaves open no effect at all and a loss of
+    0.037 nats or more'.  Each reading is decided by the interval alone, so the sentence
+    cannot say more than the interval does."""
+    u = f" {unit}" if unit else ""
+    size = f"{sesoi:.3f}{u} or more"
+    readings = [(f"{gain} of {size}", high < sesoi), ("no effect at all", low > 0 or high < 0),
+                (f"{loss} of {size}", low > -sesoi)]
+    out = [r for r, excluded in readings if excluded]
+    left = [r for r, excluded in readings if not excluded]
+    text = f"its interval, {low:+.3f} to {high:+.3f}{u},"
+    if out:
+        text += f" excludes {_joined(out)}"
+    if left:
+        text += ("; it" if out else "") + f" leaves open {_joined(left)}"
+    return text
+
+
+def _joined(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -82,6 +82,43 @@ def devices_text(runs: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
+def pair_devices(runs: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Per seed with both arms of claim ``key``: the device each arm trained on and whether
+    the pair shares one (a pair across devices mixes the device's effect into the claim's)."""
+    _, cand, comp, _ = CLAIMS[key]
+    d = devices(runs)
+    rows = []
+    for seed in sorted(set(d["seed"])):
+        a = d[(d["seed"] == seed) & (d["mode"] == cand[0]) & (d["init"] == cand[1])]
+        b = d[(d["seed"] == seed) & (d["mode"] == comp[0]) & (d["init"] == comp[1])]
+        if a.empty or b.empty:
+            continue
+        rows.append({"seed": int(seed), "candidate": "/".join(cand), "candidate device": a["device"].iloc[0],
+                     "comparator": "/".join(comp), "comparator device": b["device"].iloc[0],
+                     "same device": a["device"].iloc[0] == b["device"].iloc[0]})
+    return pd.DataFrame(rows, columns=["seed", "candidate", "candidate device", "comparator",
+                                       "comparator device", "same device"])
+
+
+def _where(device: str) -> str:
+    return "a CPU" if device == "CPU" else f"one {device}"
+
+
+def pair_devices_text(runs: pd.DataFrame, key: str) -> str:
+    """Where claim ``key``'s pairs trained, e.g. 'seeds 10, 11 on a CPU, seed 12 on one
+    NVIDIA H100 80GB HBM3' or, for pairs across devices, 'seeds 10, 11 across devices
+    (encoder/standard on a CPU, encoder/symmetric on one NVIDIA H100 80GB HBM3)'."""
+    t = pair_devices(runs, key)
+    if t.empty:
+        return "no pair made yet"
+    groups = {}
+    for r in t.itertuples(index=False):
+        where = (f"on {_where(r[2])}" if r[5] else
+                 f"across devices ({r[3]} on {_where(r[4])}, {r[1]} on {_where(r[2])})")
+        groups.setdefault(where, []).append(r[0])
+    return ", ".join(f"seed{'s' if len(v) > 1 else ''} {', '.join(map(str, v))} {w}" for w, v in groups.items())
+
+
 def gate_parts(runs: pd.DataFrame, rules=None) -> pd.DataFrame:
     """Per arm: seeds, final held-out loss, its unigram reference and the margin below it
     (the context floor needs ln 2), and the memorisation gap (held-out minus training loss,

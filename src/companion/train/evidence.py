@@ -58,7 +58,9 @@ def run_device(run: str) -> str:
 def body_runs(body: dict) -> pd.DataFrame | None:
     """The runs of one body (its ``pattern`` or list of ``patterns``), restricted to its
     ``seeds``; ``None`` when none is cached.  Adds ``corpus``, ``lr``, ``width`` and
-    ``layers`` from each run's provenance."""
+    ``layers`` from each run's provenance.  A body that states its horizon (``steps``)
+    refuses a run whose last evaluation is not at that step: its "final" values would be
+    read at another horizon than the rule's."""
     from .runs import runs_root
 
     runs = load_patterns(body.get("patterns") or [body["pattern"]])
@@ -67,6 +69,14 @@ def body_runs(body: dict) -> pd.DataFrame | None:
     runs = runs[runs["seed"].isin(body["seeds"]) & (runs["penalty"] == "none")]
     if runs.empty:
         return None
+    if body.get("steps") is not None:
+        last = runs[runs["quantity"] == "eval_loss"].groupby("run")["step"].max()
+        off = last[last != int(body["steps"])]
+        if len(off):
+            raise CompanionError(
+                f"run {off.index[0]} of the body {body.get('label', body.get('pattern'))!r} ends its "
+                f"evaluations at step {int(off.iloc[0])}, not at the body's horizon {int(body['steps'])}; "
+                "finish the run (its script resumes it) or move its folder out of data/runs.")
     base = runs_root()
     meta = {}
     for r in runs["run"].unique():

@@ -98,3 +98,43 @@ def paired_effect_shift(quantity: str, step: int = 10000) -> pd.DataFrame:
                      "effect_judged": float(judged), "effect_replicate": float(rep),
                      "shift": float(rep - judged)})
     return pd.DataFrame(rows, columns=["seed", "devices", "effect_judged", "effect_replicate", "shift"])
+
+
+def same_device_effects(runs: pd.DataFrame, verdict_seeds, keys=None, level: float = 0.95) -> pd.DataFrame:
+    """Each claim's paired effect over ``verdict_seeds`` as judged, and the same with every
+    pair that trained across devices made whole on one device, where a replicate allows it:
+    the arm that ran on the CPU is replaced by its GPU replicate (same seed, start and data).
+
+    Not pre-registered: the plan paired arms within a device for Figs. 3a/3b only, and for
+    Table 1 and Fig. S5b seeds 10-11 compare a CPU run with a GPU run.  This is shown beside
+    the verdicts, never instead of them.  Columns: ``claim``, ``n``, ``across devices``
+    (seeds), ``replaced`` (the runs swapped in), ``judged`` and ``same device``
+    (:class:`~companion.rules.verdicts.Estimate`)."""
+    from . import blind
+
+    keys = list(blind.CLAIMS) if keys is None else list(keys)
+    judged = runs[runs["seed"].isin(verdict_seeds)]
+    reps = _replicates()
+    rows = []
+    for key in keys:
+        pairs = blind.pair_devices(judged, key)
+        cross = pairs[~pairs["same device"]]
+        same = judged
+        replaced = []
+        for _, r in cross.iterrows():
+            arm = r["candidate"] if r["candidate device"] == "CPU" else r["comparator"]
+            mode, init = arm.split("/")
+            rep = None if reps is None else reps[(reps["mode"] == mode) & (reps["init"] == init)
+                                                 & (reps["seed"] == r["seed"])]
+            if rep is None or rep.empty or _device(rep["run"].iloc[0]) != "gpu":
+                same = same[same["seed"] != r["seed"]]     # no same-device pair for this seed
+                continue
+            keep = ~((same["mode"] == mode) & (same["init"] == init) & (same["seed"] == r["seed"]))
+            same = pd.concat([same[keep], rep[same.columns.intersection(rep.columns)]], ignore_index=True)
+            replaced.append(rep["run"].iloc[0])
+        rows.append({"claim": key, "n": int(len(pairs)),
+                     "across devices": ", ".join(str(s) for s in cross["seed"]) or "none",
+                     "replaced": ", ".join(replaced) or "none",
+                     "judged": blind.effect(judged, key, level=level),
+                     "same device": blind.effect(same, key, level=level)})
+    return pd.DataFrame(rows)
