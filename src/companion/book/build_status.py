@@ -92,7 +92,7 @@ def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
     return out
 
 
-BUDGET_HEADS = ["chapter", "dominant cost", "H100 s (measured)", "T4 s (estimate)",
+BUDGET_HEADS = ["chapter", "dominant cost", "H100 s", "T4 s (estimate)",
                 "CPU s (2 cores)", "flags"]
 
 
@@ -103,7 +103,7 @@ def gpu_size_budget(times=None) -> tuple[list[dict], str]:
 
     ``times``: the recorded timings (default: ``data/chapter_times/``).
     """
-    from .colab_budget import RULE, colab_estimates
+    from .colab_budget import RULE, colab_estimates, t4_share_needed
 
     table = colab_estimates(times)
     rows = []
@@ -111,6 +111,9 @@ def gpu_size_budget(times=None) -> tuple[list[dict], str]:
         cpu = "not measured" if r["cpu_s"] != r["cpu_s"] else f"{r['cpu_s']:,.0f}"
         rows.append(dict(zip(BUDGET_HEADS, [r["chapter"], r["dominant_cost"].replace("_", "-"),
                                             r["h100"], r["t4"], cpu, r["flags"] or "none"])))
-    rule = (f"{RULE} Budget: 30 minutes per chapter on a T4, 10 on an H100; the flags name "
-            "the chapters over either, and those without an H100 time.")
+    rule = (f"{RULE} A BERT-Mini step needs {t4_share_needed():.1%} of the T4's FP32 peak "
+            "(8.1 TFLOPS) for its per-step estimate to hold (FLOPs counted in "
+            "bench/results/bert_mini_step_flops.json). Budget: 30 minutes per chapter on a T4, "
+            "10 on an H100; the flags name the chapters over either, and those whose H100 time "
+            "is estimated rather than measured.")
     return rows, rule

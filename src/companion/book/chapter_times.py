@@ -36,7 +36,7 @@ from ..base.runtime import RUN_SIZES, describe_device
 from ..base.paths import ROOT
 
 __all__ = ["ROOT", "BOOK", "TIMES", "COLUMNS", "book_chapters", "time_chapter", "time_chapters", "record",
-           "load_times", "times_table", "main"]
+           "load_times", "load_size_dates", "times_table", "main"]
 
 BOOK = ROOT / "book"
 TIMES = ROOT / "data" / "chapter_times"
@@ -142,8 +142,28 @@ def record(timings: list[Timing], csv: Path, device: str, cpu_cores: int) -> pd.
     return new
 
 
-def load_times(folder: Path = TIMES) -> pd.DataFrame:
-    """Every recorded timing, one row per chapter, size and device (newest file wins)."""
+def load_size_dates(path: Path | None = None) -> dict[str, str]:
+    """``{chapter: the date its gpu size last changed}`` from the ``gpu_size_since`` column of
+    ``colab_budget.csv`` (chapters without a date are left out): a gpu-size time recorded
+    before that date measured another size."""
+    path = TIMES / "colab_budget.csv" if path is None else Path(path)
+    if not path.exists():
+        return {}
+    t = pd.read_csv(path, keep_default_na=False, dtype=str)
+    if "gpu_size_since" not in t.columns:
+        return {}
+    bad = [c for c, d in zip(t["chapter"], t["gpu_size_since"])
+           if d and pd.isna(pd.to_datetime(d, format="%Y-%m-%d", errors="coerce"))]
+    if bad:
+        raise ValueError(f"{path}: gpu_size_since of {bad} is not a date like 2026-11-27")
+    return {c: d for c, d in zip(t["chapter"], t["gpu_size_since"]) if d}
+
+
+def load_times(folder: Path = TIMES, current: bool = True) -> pd.DataFrame:
+    """Every recorded timing, one row per chapter, size and device (newest file wins).
+
+    ``current``: leave out the gpu-size times recorded before the chapter's gpu size last
+    changed (:func:`load_size_dates`), which measured another size."""
     frames = []
     for f in sorted(folder.glob("*.csv")):
         if f.name.startswith("colab_"):  # the T4 estimate's tables (companion.book.colab_budget)
@@ -157,6 +177,10 @@ def load_times(folder: Path = TIMES) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=COLUMNS + ["source"])
     t = pd.concat(frames, ignore_index=True).sort_values(["date", "source"])
+    if current:
+        since = load_size_dates(folder / "colab_budget.csv")
+        stale = (t["size"] == "gpu") & (t["date"].astype(str) < t["chapter"].map(since).fillna(""))
+        t = t[~stale]
     return t.drop_duplicates(["chapter", "size", "device"], keep="last").reset_index(drop=True)
 
 

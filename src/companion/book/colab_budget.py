@@ -1,34 +1,43 @@
-"""Will a chapter's notebook fit a free Colab GPU?  A T4 estimate from the H100 times.
+"""Will a chapter's notebook fit a free Colab GPU?  H100 and T4 times, measured or estimated.
 
 Issue 45's budget for a chapter's notebook at the ``gpu`` run size: at most 10 minutes on
 one H100 and at most 30 minutes on a T4-class card (a free Colab GPU: a T4, 2 vCPUs).  No
-T4 was measured, so its time is *estimated* from what was measured:
+T4 was measured, so its time is *estimated* (:data:`RULE`) from what was measured:
 
 - the chapter's H100 time at the ``gpu`` size (``data/chapter_times/gpu-size-h100-*.csv``);
 - the chapter's **dominant cost**, one of :data:`COSTS`, written per chapter with its reason
-  in ``data/chapter_times/colab_budget.csv``;
+  in ``data/chapter_times/colab_budget.csv``, with the date its ``gpu`` size last changed
+  (``gpu_size_since``: times recorded before it measured another size and are not used);
 - how many times longer that kind of work takes on a T4 than on the H100 machine: the
   ratio of two vendor figures per cost, each with its source, in
   ``data/chapter_times/colab_ratios.csv`` (:func:`load_ratios`);
-- the chapter's time on two CPU cores (``gpu-size-cpu-2cores.csv``), shown beside the
-  estimate and used as the cap of host-bound work (:data:`RULE`).
+- the chapter's time on two CPU cores (``gpu-size-cpu-2cores.csv``, and at the ``ci`` size
+  ``ci-size-cpu-2cores.csv``);
+- for the chapters that train live (:mod:`companion.book.live_runs`), the H100's seconds
+  per BERT-Mini step (``data/chapter_times/colab_h100_step.csv``).
 
-Where no H100 time is recorded (or the H100 run stopped on an error) the H100 column says
-``not measured`` and no T4 estimate is made.  :func:`colab_estimates` returns the table;
-the status page shows it (:func:`companion.book.build_status.gpu_size_budget`).
+A chapter without an H100 time gets an *estimated* one: host-bound and io chapters from
+their time on two CPU cores (a Colab runtime's host has two vCPUs, and the host is where
+their time goes), the chapters that train live from their steps.  :func:`colab_estimates`
+returns the table; the status page shows it
+(:func:`companion.book.build_status.gpu_size_budget`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
-from .chapter_times import TIMES, book_chapters, load_times
+from ..base.paths import ROOT
+from .chapter_times import TIMES, book_chapters, load_size_dates, load_times
+from .live_runs import LIVE_RUNS, live_plan
 
-__all__ = ["COSTS", "H100_BUDGET_S", "T4_BUDGET_S", "BUDGET_CSV", "RATIOS_CSV", "RULE",
-           "load_ratios", "load_dominant_costs", "colab_estimates"]
+__all__ = ["COSTS", "H100_BUDGET_S", "T4_BUDGET_S", "BUDGET_CSV", "RATIOS_CSV", "STEP_CSV",
+           "FLOPS_JSON", "T4_FP32_TFLOPS", "RULE", "load_ratios", "load_dominant_costs",
+           "load_step_seconds", "start_up_allowance", "t4_share_needed", "colab_estimates"]
 
 COSTS = ("flops", "host_bound", "memory", "io")
 """What dominates a chapter's time: matrix products on the device (``flops``), Python,
@@ -41,6 +50,10 @@ T4_BUDGET_S = 1800.0
 
 BUDGET_CSV = TIMES / "colab_budget.csv"
 RATIOS_CSV = TIMES / "colab_ratios.csv"
+STEP_CSV = TIMES / "colab_h100_step.csv"
+FLOPS_JSON = ROOT / "bench" / "results" / "bert_mini_step_flops.json"
+T4_FP32_TFLOPS = 8.1
+"""The T4's float32 peak (NVIDIA T4 datasheet); the live runs train float32 on a T4."""
 
 RULE = (
     "T4 estimate = the chapter's H100 time x the T4/H100 ratio of its dominant cost: "
@@ -48,8 +61,15 @@ RULE = (
     "bandwidths (3,350 / 320 GB/s), NVIDIA's data sheets; host-bound, the host's CPU "
     "cores (16 on the H100 machine / 2 vCPUs on Colab), capped by the chapter's measured "
     "time on two CPU cores; io, 1 (assumed). An H100 run over its budget gives a lower "
-    "bound; no H100 time, no estimate. The H100 times come from one sitting of nine "
-    "chapters sharing the GPU, so they are upper bounds. Estimates, not measurements.")
+    "bound. Without an H100 time at the current gpu size the H100 time is estimated too: a "
+    "host-bound or io chapter takes its time on two CPU cores plus a CUDA start-up allowance "
+    "(the largest excess of an H100 time over a CPU time among the chapters measured on "
+    "both) on either card; a chapter that trains live takes its time at the ci size (the "
+    "same work but tiny live runs) plus the allowance plus its live steps x the H100's "
+    "seconds per BERT-Mini step (x the flops ratio on a T4, which holds while the T4, "
+    "training in float32, sustains the small share of its FP32 peak given with the table). "
+    "The H100 times come from one sitting of nine chapters sharing the GPU, so they are "
+    "upper bounds. Estimates, not measurements.")
 
 
 def load_ratios(path: Path | str = RATIOS_CSV) -> dict[str, float]:
@@ -75,6 +95,11 @@ def load_ratios(path: Path | str = RATIOS_CSV) -> dict[str, float]:
     return out
 
 
+def _budget_table(path: Path | str) -> pd.DataFrame:
+    load_size_dates(Path(path))  # refuses a gpu_size_since that is not a date
+    return pd.read_csv(path, keep_default_na=False, dtype=str)
+
+
 def load_dominant_costs(path: Path | str = BUDGET_CSV,
                         chapters: list[str] | None = None, strict: bool = True) -> dict[str, str]:
     """``{chapter: dominant cost}`` from ``path``: every chapter of ``chapters`` (default:
@@ -82,7 +107,7 @@ def load_dominant_costs(path: Path | str = BUDGET_CSV,
 
     ``strict=False``: a chapter without a row is left out instead of refused (the status
     page then says its cost is not recorded; the tests insist on a row per chapter)."""
-    t = pd.read_csv(path, keep_default_na=False)
+    t = _budget_table(path)
     chapters = book_chapters() if chapters is None else chapters
     bad = t[~t["dominant_cost"].isin(COSTS) | (t["reason"].str.strip() == "")]
     if not bad.empty:
@@ -96,10 +121,67 @@ def load_dominant_costs(path: Path | str = BUDGET_CSV,
     return dict(zip(t["chapter"], t["dominant_cost"]))
 
 
-def _row(times: pd.DataFrame, chapter: str, is_device) -> pd.Series | None:
-    rows = times[(times["chapter"] == chapter) & (times["size"] == "gpu")
+def load_step_seconds(path: Path | str = STEP_CSV) -> float:
+    """The H100's seconds per BERT-Mini training step (one run alone), with its source."""
+    t = pd.read_csv(path, keep_default_na=False)
+    rows = t[t["model_size"] == "bert-mini"]
+    if len(rows) != 1 or not float(rows.iloc[0]["seconds_per_step"]) > 0 \
+            or not str(rows.iloc[0]["source"]).strip():
+        raise ValueError(f"{path}: one bert-mini row with positive seconds_per_step and a "
+                         "source is needed")
+    return float(rows.iloc[0]["seconds_per_step"])
+
+
+def t4_share_needed(step_s: float | None = None, ratio: float | None = None,
+                    flops_json: Path | str = FLOPS_JSON) -> float:
+    """The share of the T4's float32 peak a BERT-Mini step must sustain for the per-step
+    T4 estimate (``step_s x ratio``) to hold: counted FLOPs per step / (estimate x peak)."""
+    step_s = load_step_seconds() if step_s is None else step_s
+    ratio = load_ratios()["flops"] if ratio is None else ratio
+    flops = max(json.loads(Path(flops_json).read_text())["flops_per_step"].values())
+    return flops / (step_s * ratio * T4_FP32_TFLOPS * 1e12)
+
+
+def _rows(times: pd.DataFrame, chapter: str, size: str, is_device, since: str) -> pd.DataFrame:
+    rows = times[(times["chapter"] == chapter) & (times["size"] == size)
                  & times["device"].map(is_device).astype(bool)]
-    return None if rows.empty else rows.sort_values("date").iloc[-1]
+    if since and size == "gpu":
+        rows = rows[rows["date"].astype(str) >= since]
+    return rows.sort_values("date")
+
+
+def _row(times, chapter, size, is_device, since="") -> pd.Series | None:
+    rows = _rows(times, chapter, size, is_device, since)
+    return None if rows.empty else rows.iloc[-1]
+
+
+def _finished(row) -> float:
+    return float(row["seconds"]) if row is not None and row["outcome"] == "finished" else math.nan
+
+
+def _is_h100(d) -> bool:
+    return "H100" in str(d)
+
+
+def _is_cpu(d) -> bool:
+    return d == "cpu"
+
+
+def start_up_allowance(times: pd.DataFrame, costs: dict[str, str],
+                       since: dict[str, str] | None = None) -> float:
+    """Seconds to add to a host-bound chapter's CPU time for a GPU run: the largest
+    ``H100 - CPU`` excess among host-bound chapters that finished on both (0 if none
+    took longer on the H100; CUDA's start-up is the excess of a short chapter)."""
+    since = {} if since is None else since
+    excess = [0.0]
+    for ch, cost in costs.items():
+        if cost != "host_bound":
+            continue
+        h = _finished(_row(times, ch, "gpu", _is_h100, since.get(ch, "")))
+        c = _finished(_row(times, ch, "gpu", _is_cpu, since.get(ch, "")))
+        if h == h and c == c:
+            excess.append(h - c)
+    return max(excess)
 
 
 def _seconds(s: float) -> str:
@@ -108,54 +190,83 @@ def _seconds(s: float) -> str:
 
 def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | None = None,
                     ratios: dict[str, float] | None = None,
-                    chapters: list[str] | None = None) -> pd.DataFrame:
-    """Per chapter at the ``gpu`` size: the H100 time, the T4 estimate, the time on two CPU
-    cores, and the flags of issue 45's budget (:data:`RULE`).
+                    chapters: list[str] | None = None, since: dict[str, str] | None = None,
+                    step_s: float | None = None,
+                    live: dict[str, tuple[int, dict[str, int]]] | None = None) -> pd.DataFrame:
+    """Per chapter at the ``gpu`` size: the H100 time (measured or estimated), the T4
+    estimate, the time on two CPU cores, and the flags of issue 45's budget (:data:`RULE`).
 
     Columns: ``chapter``; ``dominant_cost`` (``not recorded`` for a chapter without a row in
     ``colab_budget.csv``: no estimate then); ``ratio`` (T4/H100 for that cost);
-    ``h100_s`` (the H100 time, or its lower bound when the run went over its budget; NaN
-    when not measured) and ``h100`` (text: seconds, ``over N``, or ``not measured``);
-    ``t4_s`` (NaN without an estimate), ``t4_bound`` (``about``, ``at least`` or ``none``)
-    and ``t4`` (text); ``cpu_s`` (NaN when not measured); ``over_h100_budget`` and
+    ``h100_s`` (the H100 time, its lower bound when the run went over its budget, or its
+    estimate; NaN when none), ``h100_source`` (``measured``, ``measured, over budget``,
+    ``estimated`` or ``none``) and ``h100`` (text); ``t4_s`` (NaN without an estimate),
+    ``t4_bound`` (``about``, ``at least`` or ``none``) and ``t4`` (text); ``cpu_s`` (NaN
+    when not measured at the current gpu size); ``over_h100_budget`` and
     ``over_t4_budget`` (``yes``, ``no`` or ``unknown``); ``flags`` (text, empty when both
-    are ``no``).
+    are ``no`` and the H100 time was measured).
+
+    ``since``: ``{chapter: date}`` the chapter's gpu size last changed (default: the
+    ``gpu_size_since`` column); earlier gpu-size times are ignored.  ``step_s``: the H100's
+    seconds per BERT-Mini step; ``live``: the live training plans (default
+    :data:`companion.book.live_runs.LIVE_RUNS`).
     """
     times = load_times() if times is None else times
     chapters = book_chapters() if chapters is None else chapters
     costs = load_dominant_costs(chapters=chapters, strict=False) if costs is None else costs
     ratios = load_ratios() if ratios is None else ratios
+    since = load_size_dates() if since is None else since
+    live = LIVE_RUNS if live is None else live
+    allowance = start_up_allowance(times, costs, since)
     rows = []
     for ch in chapters:
         cost = costs.get(ch, "not recorded")
         ratio = ratios.get(cost, math.nan)
-        h_row = _row(times, ch, lambda d: "H100" in str(d))
-        c_row = _row(times, ch, lambda d: d == "cpu")
-        cpu = (float(c_row["seconds"]) if c_row is not None and c_row["outcome"] == "finished"
-               else math.nan)
+        day = since.get(ch, "")
+        h_row = _row(times, ch, "gpu", _is_h100, day)
+        cpu = _finished(_row(times, ch, "gpu", _is_cpu, day))
         outcome = None if h_row is None else h_row["outcome"]
+        t4 = math.nan
         if outcome == "finished":
-            h, h_bound, h_text = float(h_row["seconds"]), "about", _seconds(float(h_row["seconds"]))
+            h, h_source, h_text = float(h_row["seconds"]), "measured", _seconds(float(h_row["seconds"]))
         elif outcome == "over the budget":
-            h, h_bound = float(h_row["seconds"]), "at least"
+            h, h_source = float(h_row["seconds"]), "measured, over budget"
             h_text = f"over {_seconds(h)}"
-        else:  # never run there, or stopped on an error before its end
-            h, h_bound = math.nan, "none"
+        else:  # never run there at this size, or stopped on an error before its end
+            h, h_source = math.nan, "none"
             error = str(h_row["note"]).split(":")[0].rsplit(".", 1)[-1] if outcome else ""
-            h_text = "not measured" + (f" (stopped: {error})" if outcome == "stopped" else "")
-        if h_bound == "none" or ratio != ratio:  # no H100 time, or no dominant cost
+            why = f"the H100 run stopped: {error}" if outcome == "stopped" else "not measured"
+            if ratio != ratio:
+                pass
+            elif ch in live:
+                runs, steps = live[ch]
+                host = _finished(_row(times, ch, "ci", _is_cpu))
+                s = (step_s if step_s is not None else load_step_seconds()) * runs * steps["gpu"]
+                if host == host:
+                    h, h_source = host + allowance + s, "estimated"
+                    t4 = host + allowance + s * ratios["flops"]
+            elif cost in ("host_bound", "io") and cpu == cpu:
+                h, h_source = cpu + allowance, "estimated"
+                t4 = h
+            h_text = (f"~{_seconds(h)} (estimated; {why})" if h_source == "estimated"
+                      else why if outcome == "stopped" else "not measured")
+            if h_source == "none" and outcome == "stopped":
+                h_text = f"not measured ({why})"
+        if h_source == "none" or ratio != ratio:
             t4, t4_bound = math.nan, "none"
+        elif h_source == "estimated":
+            t4_bound = "about"
         else:
-            t4, t4_bound = h * ratio, h_bound
+            t4, t4_bound = h * ratio, "about" if h_source == "measured" else "at least"
             # host work cannot take longer than the whole chapter did on two CPU cores
             if cost == "host_bound" and cpu == cpu and cpu <= t4:
                 t4, t4_bound = cpu, "about"
-        over_h100 = ("unknown" if h_bound == "none" else "yes" if h > H100_BUDGET_S
-                     else "no" if h_bound == "about" else "unknown")
+        over_h100 = ("unknown" if h_source == "none" else "yes" if h > H100_BUDGET_S
+                     else "unknown" if h_source == "measured, over budget" else "no")
         over_t4 = ("unknown" if t4_bound == "none" else "yes" if t4 > T4_BUDGET_S
                    else "no" if t4_bound == "about" else "unknown")
         t4_text = ("not estimated (no dominant cost recorded)" if ratio != ratio
-                   else "not estimated (no H100 time)" if t4_bound == "none"
+                   else "not estimated (no H100 time, no CPU time)" if t4_bound == "none"
                    else f"~{_seconds(t4)}" if t4_bound == "about" else f">= {_seconds(t4)}")
         flags = []
         if over_h100 == "yes":
@@ -164,14 +275,16 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             flags.append("T4 over 30 min")
         if ratio != ratio:
             flags.append("dominant cost not recorded")
-        if h_bound == "none":
-            flags.append("H100 not measured")
+        if h_source == "none":
+            flags.append("H100 not measured nor estimated")
+        elif h_source == "estimated":
+            flags.append("H100 estimated")
         elif over_h100 == "unknown":
             flags.append(f"H100 time unknown (over {_seconds(h)} s)")
         rows.append({"chapter": ch, "dominant_cost": cost, "ratio": ratio, "h100_s": h,
-                     "h100": h_text, "t4_s": t4, "t4_bound": t4_bound, "t4": t4_text,
-                     "cpu_s": cpu, "over_h100_budget": over_h100, "over_t4_budget": over_t4,
-                     "flags": "; ".join(flags)})
+                     "h100_source": h_source, "h100": h_text, "t4_s": t4, "t4_bound": t4_bound,
+                     "t4": t4_text, "cpu_s": cpu, "over_h100_budget": over_h100,
+                     "over_t4_budget": over_t4, "flags": "; ".join(flags)})
     return pd.DataFrame(rows)
 
 
@@ -180,6 +293,8 @@ def main() -> int:  # pragma: no cover - a convenience: print the table
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(t[["chapter", "dominant_cost", "h100", "t4", "cpu_s", "flags"]].to_string(index=False))
     print(RULE)
+    print(f"A BERT-Mini step on a T4 needs {t4_share_needed():.1%} of its FP32 peak for the "
+          "per-step estimate to hold.")
     return 0
 
 
