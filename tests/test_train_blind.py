@@ -77,7 +77,8 @@ def _gates(mem_mean, below=1.0):
 
 def _answer(gates):
     verdicts = {k: SimpleNamespace(status="not testable here") for k in blind.CLAIMS}
-    tests = {k: {"estimate": 0.1, "low": -0.1, "high": 0.3, "n": 3, "sesoi": 0.05} for k in blind.CLAIMS}
+    tests = {k: {"estimate": 0.1, "low": -0.1, "high": 0.3, "n": 3, "sesoi": 0.05, "body": "Wiki",
+                 "decided_by": "primary"} for k in blind.CLAIMS}
     return blind.answer_parts(verdicts, tests, gates)
 
 
@@ -86,8 +87,17 @@ def test_the_answer_names_the_failing_gate_part_with_its_number():
     assert "decoder/standard runs memorise" in parts["why"] and "+1.48" in parts["why"]
     assert parts["st_table_1"] == "not testable here"
     assert parts["me_training_symmetry"].startswith("+0.100 (95% interval -0.100 to +0.300, 3 seeds")
-    assert _answer(_gates(0.02))["why"] == ""
+    assert _answer(_gates(0.02))["why"] == "every part passes"
     assert "only 0.50 nats below" in _answer(_gates(0.02, below=0.5))["why"]
+    assert parts["decided_on"] == "every verdict on Wiki"
+
+
+def test_the_answer_says_which_body_decided_each_claim():
+    tests = {k: {"body": "Wiki", "decided_by": "primary"} for k in blind.CLAIMS}
+    tests["training_symmetry"] = {"body": "Mix", "decided_by": "confirmatory"}
+    tests["training_directionality"] = {"body": "Mix", "decided_by": "confirmatory"}
+    assert blind.decided_on(tests) == ("Fig. 3a, Fig. 3b on Mix (the first body's gate failed); "
+                                       "Fig. S5b, Table 1 on Wiki")
 
 
 def _raw_value(run, quantity, step):

@@ -127,7 +127,8 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
             row = _row(r, label, comp_label, est, sesoi, gate["passes"], outcome, primary_of(comp_label),
                        after, gate_text=gate["text"], gate_reason=gate["reason"],
                        gate_context=gate["parts"]["context"], gate_memorisation=gate["parts"]["memorisation"],
-                       gate_horizon=gate["parts"]["horizon"], body_key=name, outcome_v1=outcome_v1,
+                       gate_horizon=gate["parts"]["horizon"], horizon_at_half=gate["horizon"]["at_half"],
+                       horizon_at_end=gate["horizon"]["at_end"], body_key=name, outcome_v1=outcome_v1,
                        lr=float(runs["lr"].iloc[0]))
             row["seeds"] = ",".join(map(str, est_seeds))
             row["role"] = "primary" if primary_of(comp_label) else (

@@ -194,8 +194,10 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame) -> dict:
     for key in CLAIMS:
         r = tests[key]
         out[f"st_{key}"] = verdicts[key].status
-        out[f"me_{key}"] = (f"{r['estimate']:+.3f} (95% interval {r['low']:+.3f} to {r['high']:+.3f}, "
-                            f"{int(r['n'])} seeds; smallest effect of interest {r['sesoi']:.3f})")
+        iv = (f"95% interval {r['low']:+.3f} to {r['high']:+.3f}, {int(r['n'])} seeds" if int(r["n"]) > 1
+              else f"{int(r['n'])} seed, no interval")
+        out[f"me_{key}"] = f"{r['estimate']:+.3f} ({iv}; smallest effect of interest {r['sesoi']:.3f})"
+    out["decided_on"] = decided_on(tests)
     failing = gates[(gates["context floor"] == "fails") | (gates["memorisation guard"] == "fails")]
     why = []
     for _, g in failing.iterrows():
@@ -206,8 +208,27 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame) -> dict:
         if g["context floor"] == "fails":
             why.append(f"the {g['arm']} runs end only {g['below the reference']:.2f} nats below their unigram "
                        "reference, where the rules need ln 2 = 0.69")
-    out["why"] = "; ".join(why)
+    out["why"] = "; ".join(why) or "every part passes"
     return out
+
+
+FIGURES = {"training_symmetry": "Fig. 3a", "training_directionality": "Fig. 3b",
+           "symmetric_init_structure": "Fig. S5b", "table_1": "Table 1"}
+
+
+def decided_on(tests: dict) -> str:
+    """Which body each claim's verdict is read on (rules v2.1: the confirmatory body decides
+    only when the first body's gate failed and its own passed), e.g. 'every verdict on
+    Wikipedia, BERT-Mini, 10,000 steps (blind)' or 'Figs. 3a, 3b on English mix, ...
+    (the first body's gate failed); Table 1, Fig. S5b on Wikipedia, ...'."""
+    groups = {}
+    for key in CLAIMS:
+        r = tests[key]
+        tag = r["body"] + (" (the first body's gate failed)" if r.get("decided_by") == "confirmatory" else "")
+        groups.setdefault(tag, []).append(FIGURES[key])
+    if len(groups) == 1:
+        return f"every verdict on {next(iter(groups))}"
+    return "; ".join(f"{', '.join(figs)} on {body}" for body, figs in groups.items())
 
 
 def memorisation_curves(runs: pd.DataFrame) -> pd.DataFrame:
