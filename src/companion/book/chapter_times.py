@@ -179,7 +179,8 @@ def load_times(folder: Path = TIMES, current: bool = True) -> pd.DataFrame:
     t = pd.concat(frames, ignore_index=True).sort_values(["date", "source"])
     if current:
         since = load_size_dates(folder / "colab_budget.csv")
-        stale = (t["size"] == "gpu") & (t["date"].astype(str) < t["chapter"].map(since).fillna(""))
+        size_date = [since.get(c, "") for c in t["chapter"]]
+        stale = (t["size"] == "gpu") & (t["date"].astype(str) < pd.Series(size_date, index=t.index, dtype=str))
         t = t[~stale]
     return t.drop_duplicates(["chapter", "size", "device"], keep="last").reset_index(drop=True)
 
