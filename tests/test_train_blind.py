@@ -141,6 +141,9 @@ def test_the_second_body_is_listed_in_its_plans_order_and_a_half_done_body_says_
     assert list(got["finished"][:4]) == [True, True, True, False] and got["last step"][0] == 10000
     assert blind.progress_text(got) == ("3 of the 13 planned runs have finished; deciding seeds with both "
                                         "arms: 20 (1 of the 3 a verdict needs)")
+    one = got.assign(finished=[True] + [False] * (len(got) - 1))
+    assert blind.progress_text(one).startswith("1 of the 13 planned runs has finished; deciding seeds with both "
+                                               "arms: none yet (0 of the 3")
     with pytest.raises(ValueError, match="no body 'nope'"):
         blind.planned_runs("nope", rules)
 

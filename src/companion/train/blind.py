@@ -309,5 +309,5 @@ def progress_text(progress: pd.DataFrame, min_seeds: int = 3) -> str:
         return (f"none of the {len(progress)} planned runs has finished yet; a verdict needs both arms "
                 f"at {min_seeds} of the {n_seeds} deciding seeds")
     seeds = ", ".join(str(s) for s in complete) if complete else "none yet"
-    return (f"{len(done)} of the {len(progress)} planned runs have finished; deciding seeds with both "
+    return (f"{len(done)} of the {len(progress)} planned runs {'has' if len(done) == 1 else 'have'} finished; deciding seeds with both "
             f"arms: {seeds} ({len(complete)} of the {min_seeds} a verdict needs)")
