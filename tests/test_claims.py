@@ -119,6 +119,7 @@ def test_the_primary_body_decides_fig_3a_by_rules_v2(monkeypatch, gaps, body_kw,
                                                           "width": 8, "layers": 4, "init_from": None})
     monkeypatch.setattr(evidence, "_unigram_reference", lambda *a: 5.0)
     monkeypatch.setattr(evidence, "run_starts", lambda runs: {r: "2026-12-01T00:00:00Z" for r in runs["run"]})
+    monkeypatch.setattr(evidence, "run_device", lambda run: "CPU")   # the fake runs have no provenance
     t = claims.training_tests_table("training_symmetry")
     assert list(t["body"]) == ["Wikipedia, BERT-Mini, 10,000 steps (blind)"] and t["primary"].all()
     assert t["estimate"].iloc[0] == pytest.approx(np.mean(gaps))
@@ -128,6 +129,10 @@ def test_the_primary_body_decides_fig_3a_by_rules_v2(monkeypatch, gaps, body_kw,
     assert v.status == expected, v.measured
     assert v.kind == "empirical" and not v.rule_after      # the fake runs postdate the rule
     assert (reason in v.measured) if reason else True
+    # where it was tested: the fake runs the test read, all on one CPU
+    seeds = sorted(int(x) for x in fake["seed"].unique())
+    assert v.size.startswith(f"Wikipedia, BERT-Mini, 10,000 steps (blind): seed{'s' if len(seeds) > 1 else ''} "
+                             f"{', '.join(map(str, seeds))} on a CPU;"), v.size
 
 
 def test_every_verdict_says_how_it_was_decided():

@@ -36,7 +36,7 @@ from ..base.runtime import RUN_SIZES, describe_device
 from ..base.paths import ROOT
 
 __all__ = ["ROOT", "BOOK", "TIMES", "COLUMNS", "book_chapters", "time_chapter", "time_chapters", "record",
-           "load_times", "load_size_dates", "times_table", "main"]
+           "load_times", "size_dates", "load_size_dates", "drop_stale", "times_table", "main"]
 
 BOOK = ROOT / "book"
 TIMES = ROOT / "data" / "chapter_times"
@@ -142,21 +142,32 @@ def record(timings: list[Timing], csv: Path, device: str, cpu_cores: int) -> pd.
     return new
 
 
-def load_size_dates(path: Path | None = None) -> dict[str, str]:
+def size_dates(table: pd.DataFrame, path) -> dict[str, str]:
     """``{chapter: the date its gpu size last changed}`` from the ``gpu_size_since`` column of
-    ``colab_budget.csv`` (chapters without a date are left out): a gpu-size time recorded
-    before that date measured another size."""
-    path = TIMES / "colab_budget.csv" if path is None else Path(path)
-    if not path.exists():
+    ``colab_budget.csv`` read as ``table`` (chapters without a date are left out; a value
+    that is not a date is refused, naming ``path``)."""
+    if "gpu_size_since" not in table.columns:
         return {}
-    t = pd.read_csv(path, keep_default_na=False, dtype=str)
-    if "gpu_size_since" not in t.columns:
-        return {}
-    bad = [c for c, d in zip(t["chapter"], t["gpu_size_since"])
+    bad = [c for c, d in zip(table["chapter"], table["gpu_size_since"])
            if d and pd.isna(pd.to_datetime(d, format="%Y-%m-%d", errors="coerce"))]
     if bad:
         raise ValueError(f"{path}: gpu_size_since of {bad} is not a date like 2026-11-27")
-    return {c: d for c, d in zip(t["chapter"], t["gpu_size_since"]) if d}
+    return {c: d for c, d in zip(table["chapter"], table["gpu_size_since"]) if d}
+
+
+def load_size_dates(path: Path | None = None) -> dict[str, str]:
+    """:func:`size_dates` of ``colab_budget.csv`` (``{}`` when there is none): a gpu-size
+    time recorded before a chapter's date measured another size."""
+    path = TIMES / "colab_budget.csv" if path is None else Path(path)
+    if not path.exists():
+        return {}
+    return size_dates(pd.read_csv(path, keep_default_na=False, dtype=str), path)
+
+
+def drop_stale(times: pd.DataFrame, since: dict[str, str]) -> pd.DataFrame:
+    """``times`` without the gpu-size rows recorded before their chapter's date in ``since``."""
+    size_date = pd.Series([since.get(c, "") for c in times["chapter"]], index=times.index, dtype=str)
+    return times[~((times["size"] == "gpu") & (times["date"].astype(str) < size_date))]
 
 
 def load_times(folder: Path = TIMES, current: bool = True) -> pd.DataFrame:
@@ -178,10 +189,7 @@ def load_times(folder: Path = TIMES, current: bool = True) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS + ["source"])
     t = pd.concat(frames, ignore_index=True).sort_values(["date", "source"])
     if current:
-        since = load_size_dates(folder / "colab_budget.csv")
-        size_date = [since.get(c, "") for c in t["chapter"]]
-        stale = (t["size"] == "gpu") & (t["date"].astype(str) < pd.Series(size_date, index=t.index, dtype=str))
-        t = t[~stale]
+        t = drop_stale(t, load_size_dates(folder / "colab_budget.csv"))
     return t.drop_duplicates(["chapter", "size", "device"], keep="last").reset_index(drop=True)
 
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..base.paths import ROOT
-from .chapter_times import TIMES, book_chapters, load_size_dates, load_times
-from .live_runs import LIVE_RUNS, live_plan
+from .chapter_times import TIMES, book_chapters, drop_stale, load_size_dates, load_times, size_dates
+from .live_runs import LIVE_RUNS
 
 __all__ = ["COSTS", "H100_BUDGET_S", "T4_BUDGET_S", "BUDGET_CSV", "RATIOS_CSV", "STEP_CSV",
            "FLOPS_JSON", "T4_FP32_TFLOPS", "RULE", "load_ratios", "load_dominant_costs",
@@ -96,8 +96,9 @@ def load_ratios(path: Path | str = RATIOS_CSV) -> dict[str, float]:
 
 
 def _budget_table(path: Path | str) -> pd.DataFrame:
-    load_size_dates(Path(path))  # refuses a gpu_size_since that is not a date
-    return pd.read_csv(path, keep_default_na=False, dtype=str)
+    t = pd.read_csv(path, keep_default_na=False, dtype=str)
+    size_dates(t, path)  # refuses a gpu_size_since that is not a date
+    return t
 
 
 def load_dominant_costs(path: Path | str = BUDGET_CSV,
@@ -142,17 +143,10 @@ def t4_share_needed(step_s: float | None = None, ratio: float | None = None,
     return flops / (step_s * ratio * T4_FP32_TFLOPS * 1e12)
 
 
-def _rows(times: pd.DataFrame, chapter: str, size: str, is_device, since: str) -> pd.DataFrame:
+def _row(times: pd.DataFrame, chapter: str, size: str, is_device) -> pd.Series | None:
     rows = times[(times["chapter"] == chapter) & (times["size"] == size)
                  & times["device"].map(is_device).astype(bool)]
-    if since and size == "gpu":
-        rows = rows[rows["date"].astype(str) >= since]
-    return rows.sort_values("date")
-
-
-def _row(times, chapter, size, is_device, since="") -> pd.Series | None:
-    rows = _rows(times, chapter, size, is_device, since)
-    return None if rows.empty else rows.iloc[-1]
+    return None if rows.empty else rows.sort_values("date").iloc[-1]
 
 
 def _finished(row) -> float:
@@ -167,18 +161,16 @@ def _is_cpu(d) -> bool:
     return d == "cpu"
 
 
-def start_up_allowance(times: pd.DataFrame, costs: dict[str, str],
-                       since: dict[str, str] | None = None) -> float:
+def start_up_allowance(times: pd.DataFrame, costs: dict[str, str]) -> float:
     """Seconds to add to a host-bound chapter's CPU time for a GPU run: the largest
-    ``H100 - CPU`` excess among host-bound chapters that finished on both (0 if none
-    took longer on the H100; CUDA's start-up is the excess of a short chapter)."""
-    since = {} if since is None else since
+    ``H100 - CPU`` excess among host-bound chapters that finished on both in ``times``
+    (0 if none took longer on the H100; CUDA's start-up is the excess of a short chapter)."""
     excess = [0.0]
     for ch, cost in costs.items():
         if cost != "host_bound":
             continue
-        h = _finished(_row(times, ch, "gpu", _is_h100, since.get(ch, "")))
-        c = _finished(_row(times, ch, "gpu", _is_cpu, since.get(ch, "")))
+        h = _finished(_row(times, ch, "gpu", _is_h100))
+        c = _finished(_row(times, ch, "gpu", _is_cpu))
         if h == h and c == c:
             excess.append(h - c)
     return max(excess)
@@ -215,16 +207,15 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
     chapters = book_chapters() if chapters is None else chapters
     costs = load_dominant_costs(chapters=chapters, strict=False) if costs is None else costs
     ratios = load_ratios() if ratios is None else ratios
-    since = load_size_dates() if since is None else since
+    times = drop_stale(times, load_size_dates() if since is None else since)
     live = LIVE_RUNS if live is None else live
-    allowance = start_up_allowance(times, costs, since)
+    allowance = start_up_allowance(times, costs)
     rows = []
     for ch in chapters:
         cost = costs.get(ch, "not recorded")
         ratio = ratios.get(cost, math.nan)
-        day = since.get(ch, "")
-        h_row = _row(times, ch, "gpu", _is_h100, day)
-        cpu = _finished(_row(times, ch, "gpu", _is_cpu, day))
+        h_row = _row(times, ch, "gpu", _is_h100)
+        cpu = _finished(_row(times, ch, "gpu", _is_cpu))
         outcome = None if h_row is None else h_row["outcome"]
         t4 = math.nan
         if outcome == "finished":
@@ -236,22 +227,18 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             h, h_source = math.nan, "none"
             error = str(h_row["note"]).split(":")[0].rsplit(".", 1)[-1] if outcome else ""
             why = f"the H100 run stopped: {error}" if outcome == "stopped" else "not measured"
-            if ratio != ratio:
-                pass
-            elif ch in live:
+            if ratio == ratio and ch in live:
                 runs, steps = live[ch]
                 host = _finished(_row(times, ch, "ci", _is_cpu))
                 s = (step_s if step_s is not None else load_step_seconds()) * runs * steps["gpu"]
                 if host == host:
                     h, h_source = host + allowance + s, "estimated"
                     t4 = host + allowance + s * ratios["flops"]
-            elif cost in ("host_bound", "io") and cpu == cpu:
+            elif ratio == ratio and cost in ("host_bound", "io") and cpu == cpu:
                 h, h_source = cpu + allowance, "estimated"
                 t4 = h
             h_text = (f"~{_seconds(h)} (estimated; {why})" if h_source == "estimated"
-                      else why if outcome == "stopped" else "not measured")
-            if h_source == "none" and outcome == "stopped":
-                h_text = f"not measured ({why})"
+                      else f"not measured ({why})" if outcome == "stopped" else "not measured")
         if h_source == "none" or ratio != ratio:
             t4, t4_bound = math.nan, "none"
         elif h_source == "estimated":

@@ -32,10 +32,6 @@ class LivePlan:
     runs: int
     steps: int
 
-    @property
-    def total_steps(self) -> int:
-        return self.runs * self.steps
-
 
 # chapter -> (runs, {run size: steps per run})
 LIVE_RUNS: dict[str, tuple[int, dict[str, int]]] = {

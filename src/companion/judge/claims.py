@@ -632,10 +632,12 @@ def _deciding_body_size(key: str, p, tail: str) -> str:
     pairs trained (computed from the runs' provenance), then ``tail``."""
     from ..rules.verdicts import load_rules
     from ..train import blind
-    from ..train.evidence import body_runs
+    from .empirical import _body
 
-    body = load_rules()["bodies"].get(p.get("body_key", ""))
-    runs = body_runs(body) if body and key in blind.CLAIMS else None
+    rules = load_rules()
+    name = p.get("body_key", "")
+    # the body's runs as the test that decided read them (cached: not loaded again)
+    runs = _body(name, rules) if name in rules["bodies"] and key in blind.CLAIMS else None
     where = f": {blind.pair_devices_text(runs, key)}" if runs is not None else ""
     return f"{p['body']}{where}; {tail}"
 

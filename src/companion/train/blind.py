@@ -112,10 +112,11 @@ def pair_devices_text(runs: pd.DataFrame, key: str) -> str:
     if t.empty:
         return "no pair made yet"
     groups = {}
-    for r in t.itertuples(index=False):
-        where = (f"on {_where(r[2])}" if r[5] else
-                 f"across devices ({r[3]} on {_where(r[4])}, {r[1]} on {_where(r[2])})")
-        groups.setdefault(where, []).append(r[0])
+    for _, r in t.iterrows():
+        where = (f"on {_where(r['candidate device'])}" if r["same device"] else
+                 f"across devices ({r['comparator']} on {_where(r['comparator device'])}, "
+                 f"{r['candidate']} on {_where(r['candidate device'])})")
+        groups.setdefault(where, []).append(r["seed"])
     return ", ".join(f"seed{'s' if len(v) > 1 else ''} {', '.join(map(str, v))} {w}" for w, v in groups.items())
 
 
