@@ -174,19 +174,53 @@ def test_a_chapter_that_trains_live_is_estimated_from_its_steps():
                                              "note": "", "date": "2026-11-25"}])], ignore_index=True)
     # the old gpu size's H100 and CPU rows (2026-11-25) are older than the size: ignored
     t = cb.colab_estimates(times, costs={"train": "flops"}, ratios=RATIOS, chapters=["train"],
-                           since={"train": "2026-11-27"}, step_s=0.02, live=live).set_index("chapter")
+                           since={"train": "2026-11-27"}, step_s=0.02, live=live,
+                           cpu_step_s=0.3).set_index("chapter")
     assert t.at["train", "h100_s"] == pytest.approx(48 + 6 * 800 * 0.02)          # 144 s
     assert t.at["train", "t4_s"] == pytest.approx(48 + 6 * 800 * 0.02 * FLOPS)    # 1,509 s
-    assert t.at["train", "over_t4_budget"] == "no" and math.isnan(t.at["train", "cpu_s"])
+    assert t.at["train", "over_t4_budget"] == "no"
+    # its CPU time at the new size is estimated too: the ci run's time + the extra steps
+    assert t.at["train", "cpu_s"] == pytest.approx(48 + 6 * (800 - 150) * 0.3)   # 1,218 s
+    assert t.at["train", "cpu_source"] == "estimated" and t.at["train", "cpu"] == "~1,218 (estimated)"
     assert t.at["train", "flags"] == "H100 estimated"
     # at the old size (no date given) the measured lower bound stands instead
     old = cb.colab_estimates(times, costs={"train": "flops"}, ratios=RATIOS, chapters=["train"],
-                             since={}, step_s=0.02, live=live).set_index("chapter")
+                             since={}, step_s=0.02, live=live, cpu_step_s=0.3).set_index("chapter")
     assert old.at["train", "h100"] == "over 470" and old.at["train", "over_t4_budget"] == "yes"
+    assert old.at["train", "cpu_s"] == 9241.0 and old.at["train", "cpu_source"] == "measured"
     # without a ci-size time the host part is unknown: no estimate
     none = cb.colab_estimates(_times([]), costs={"train": "flops"}, ratios=RATIOS, chapters=["train"],
                               since={}, step_s=0.02, live=live).set_index("chapter")
     assert math.isnan(none.at["train", "t4_s"])
+    assert math.isnan(none.at["train", "cpu_s"]) and none.at["train", "cpu"] == "not measured"
+
+
+def test_the_cpu_seconds_per_live_step_agree_with_the_training_benchmark():
+    """The per-step rate read off a whole chapter's former gpu-size run (evaluations and its
+    share of start-up included) lies between the threads benchmark's bare two-thread step and
+    its one-thread step (bench/train_threads.py, an independent measurement)."""
+    import json
+    bench = json.loads((cb.ROOT / "bench" / "results" / "train_threads.json").read_text())
+    per = bench["seconds_per_step"]
+    rate = cb.cpu_step_seconds()
+    assert per["2 thread(s)"] < rate < per["1 thread(s)"]
+
+
+def test_the_cpu_seconds_per_step_are_computed_from_the_recorded_times(tmp_path):
+    live = {"train": (2, {"ci": 100, "gpu": 500, "paper": 200000})}
+    times = _times([("train", "cpu", 2100.0, "finished")])          # dated 2026-11-25
+    times = pd.concat([times, pd.DataFrame([{"chapter": "train", "size": "ci", "device": "cpu",
+                                             "cpu_cores": 2, "seconds": 100.0, "outcome": "finished",
+                                             "note": "", "date": "2026-11-26"}])], ignore_index=True)
+    p = tmp_path / "step.csv"
+    p.write_text("chapter,steps_per_run,date,note\ntrain,1100,2026-11-25,two runs of 1100 steps\n")
+    assert cb.cpu_step_seconds(p, times=times, live=live) == pytest.approx((2100 - 100) / (2 * 1000))
+    p.write_text("chapter,steps_per_run,date,note\ntrain,1100,2026-11-24,two runs of 1100 steps\n")
+    with pytest.raises(ValueError, match="one finished gpu-size CPU time dated 2026-11-24"):
+        cb.cpu_step_seconds(p, times=times, live=live)
+    p.write_text("chapter,steps_per_run,date,note\nother,1100,2026-11-25,x\n")
+    with pytest.raises(ValueError, match="naming a chapter that trains live"):
+        cb.cpu_step_seconds(p, times=times, live=live)
 
 
 def test_the_budget_tables_gpu_size_dates_are_checked(tmp_path):

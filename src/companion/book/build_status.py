@@ -103,17 +103,16 @@ def gpu_size_budget(times=None) -> tuple[list[dict], str]:
 
     ``times``: the recorded timings (default: ``data/chapter_times/``).
     """
-    from .colab_budget import RULE, T4_FP32_TFLOPS, colab_estimates, t4_share_needed
+    from .colab_budget import CPU_RULE, RULE, T4_FP32_TFLOPS, colab_estimates, t4_share_needed
 
     table = colab_estimates(times)
     rows = []
     for _, r in table.iterrows():
-        cpu = "not measured" if r["cpu_s"] != r["cpu_s"] else f"{r['cpu_s']:,.0f}"
         rows.append(dict(zip(BUDGET_HEADS, [r["chapter"], r["dominant_cost"].replace("_", "-"),
-                                            r["h100"], r["t4"], cpu, r["flags"] or "none"])))
+                                            r["h100"], r["t4"], r["cpu"], r["flags"] or "none"])))
     rule = (f"{RULE} A BERT-Mini step needs {t4_share_needed():.1%} of the T4's FP32 peak "
             f"({T4_FP32_TFLOPS} TFLOPS) for its per-step estimate to hold (FLOPs counted in "
             "bench/results/bert_mini_step_flops.json). Budget: 30 minutes per chapter on a T4, "
             "10 on an H100; the flags name the chapters over either, and those whose H100 time "
-            "is estimated rather than measured.")
+            f"is estimated rather than measured. {CPU_RULE}")
     return rows, rule

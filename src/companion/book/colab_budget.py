@@ -14,11 +14,15 @@ T4 was measured, so its time is *estimated* (:data:`RULE`) from what was measure
 - the chapter's time on two CPU cores (``gpu-size-cpu-2cores.csv``, and at the ``ci`` size
   ``ci-size-cpu-2cores.csv``);
 - for the chapters that train live (:mod:`companion.book.live_runs`), the H100's seconds
-  per BERT-Mini step (``data/chapter_times/colab_h100_step.csv``).
+  per BERT-Mini step (``data/chapter_times/colab_h100_step.csv``), and the two CPU cores'
+  seconds per step (:func:`cpu_step_seconds`, from a chapter measured at its former size).
 
 A chapter without an H100 time gets an *estimated* one: host-bound and io chapters from
 their time on two CPU cores (a Colab runtime's host has two vCPUs, and the host is where
-their time goes), the chapters that train live from their steps.  :func:`colab_estimates`
+their time goes), the chapters that train live from their steps.  A chapter that trains live
+and has not been timed on two CPU cores at its current ``gpu`` size gets an estimated CPU
+time the same way (its ``ci``-size time plus its extra live steps x the CPU's seconds per
+step).  :func:`colab_estimates`
 returns the table; the status page shows it
 (:func:`companion.book.build_status.gpu_size_budget`).
 """
@@ -36,8 +40,8 @@ from .chapter_times import TIMES, book_chapters, drop_stale, load_size_dates, lo
 from .live_runs import LIVE_RUNS
 
 __all__ = ["COSTS", "H100_BUDGET_S", "T4_BUDGET_S", "BUDGET_CSV", "RATIOS_CSV", "STEP_CSV",
-           "FLOPS_JSON", "T4_FP32_TFLOPS", "RULE", "load_ratios", "load_dominant_costs",
-           "load_step_seconds", "start_up_allowance", "t4_share_needed", "colab_estimates"]
+           "CPU_STEP_CSV", "FLOPS_JSON", "T4_FP32_TFLOPS", "RULE", "CPU_RULE", "load_ratios",
+           "load_dominant_costs", "load_step_seconds", "cpu_step_seconds", "start_up_allowance", "t4_share_needed", "colab_estimates"]
 
 COSTS = ("flops", "host_bound", "memory", "io")
 """What dominates a chapter's time: matrix products on the device (``flops``), Python,
@@ -51,6 +55,7 @@ T4_BUDGET_S = 1800.0
 BUDGET_CSV = TIMES / "colab_budget.csv"
 RATIOS_CSV = TIMES / "colab_ratios.csv"
 STEP_CSV = TIMES / "colab_h100_step.csv"
+CPU_STEP_CSV = TIMES / "colab_cpu_step.csv"
 FLOPS_JSON = ROOT / "bench" / "results" / "bert_mini_step_flops.json"
 T4_FP32_TFLOPS = 8.1
 """The T4's float32 peak (NVIDIA T4 datasheet); the live runs train float32 on a T4."""
@@ -70,6 +75,13 @@ RULE = (
     "training in float32, sustains the small share of its FP32 peak given with the table). "
     "The H100 times come from one sitting of nine chapters sharing the GPU, so they are "
     "upper bounds. Estimates, not measurements.")
+
+CPU_RULE = (
+    "A chapter that trains live and was not timed on two CPU cores at its current gpu size "
+    "has its CPU time estimated: its time at the ci size plus its extra live steps (runs x "
+    "(gpu steps - ci steps)) x the seconds per step of a chapter timed on two CPU cores at "
+    "a former, larger gpu size ((that time - its ci time) / (its runs x (its former steps - "
+    "its ci steps)), data/chapter_times/colab_cpu_step.csv).")
 
 
 def load_ratios(path: Path | str = RATIOS_CSV) -> dict[str, float]:
@@ -133,6 +145,33 @@ def load_step_seconds(path: Path | str = STEP_CSV) -> float:
     return float(rows.iloc[0]["seconds_per_step"])
 
 
+def cpu_step_seconds(path: Path | str = CPU_STEP_CSV, times: pd.DataFrame | None = None,
+                     live: dict[str, tuple[int, dict[str, int]]] | None = None) -> float:
+    """Seconds per BERT-Mini step of a chapter's live runs on two CPU cores (evaluations and
+    the chapter's share of start-up included), from the one chapter named in ``path``: its
+    two-core time at a former ``gpu`` size (the row of ``times`` recorded on that date)
+    minus its ``ci``-size time, over its runs x (the steps per run it then ran - its ``ci``
+    steps).  ``times``: every recorded timing, stale ones included (default
+    ``load_times(current=False)``); ``live``: the live plans (default :data:`LIVE_RUNS`)."""
+    t = pd.read_csv(path, keep_default_na=False, dtype=str)
+    live = LIVE_RUNS if live is None else live
+    if len(t) != 1 or t.iloc[0]["chapter"] not in live or not t.iloc[0]["note"].strip():
+        raise ValueError(f"{path}: one row naming a chapter that trains live "
+                         f"({sorted(live)}), with a note, is needed")
+    r = t.iloc[0]
+    ch, steps = r["chapter"], int(r["steps_per_run"])
+    times = load_times(current=False) if times is None else times
+    runs, sizes = live[ch]
+    gpu = times[(times["chapter"] == ch) & (times["size"] == "gpu") & (times["device"] == "cpu")
+                & (times["date"].astype(str) == r["date"]) & (times["outcome"] == "finished")]
+    ci = _finished(_row(times, ch, "ci", _is_cpu))
+    if len(gpu) != 1 or ci != ci or steps <= sizes["ci"]:
+        raise ValueError(f"{path}: {ch} needs one finished gpu-size CPU time dated {r['date']}, "
+                         f"a finished ci-size CPU time and more steps than its ci size "
+                         f"({sizes['ci']}); record them with python -m companion.book.chapter_times")
+    return (float(gpu.iloc[0]["seconds"]) - ci) / (runs * (steps - sizes["ci"]))
+
+
 def t4_share_needed(step_s: float | None = None, ratio: float | None = None,
                     flops_json: Path | str = FLOPS_JSON) -> float:
     """The share of the T4's float32 peak a BERT-Mini step must sustain for the per-step
@@ -184,7 +223,8 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
                     ratios: dict[str, float] | None = None,
                     chapters: list[str] | None = None, since: dict[str, str] | None = None,
                     step_s: float | None = None,
-                    live: dict[str, tuple[int, dict[str, int]]] | None = None) -> pd.DataFrame:
+                    live: dict[str, tuple[int, dict[str, int]]] | None = None,
+                    cpu_step_s: float | None = None) -> pd.DataFrame:
     """Per chapter at the ``gpu`` size: the H100 time (measured or estimated), the T4
     estimate, the time on two CPU cores, and the flags of issue 45's budget (:data:`RULE`).
 
@@ -194,14 +234,16 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
     estimate; NaN when none), ``h100_source`` (``measured``, ``measured, over budget``,
     ``estimated`` or ``none``) and ``h100`` (text); ``t4_s`` (NaN without an estimate),
     ``t4_bound`` (``about``, ``at least`` or ``none``) and ``t4`` (text); ``cpu_s`` (NaN
-    when not measured at the current gpu size); ``over_h100_budget`` and
+    when neither measured at the current gpu size nor estimated), ``cpu_source``
+    (``measured``, ``estimated`` by :data:`CPU_RULE`, or ``none``) and ``cpu`` (text); ``over_h100_budget`` and
     ``over_t4_budget`` (``yes``, ``no`` or ``unknown``); ``flags`` (text, empty when both
     are ``no`` and the H100 time was measured).
 
     ``since``: ``{chapter: date}`` the chapter's gpu size last changed (default: the
     ``gpu_size_since`` column); earlier gpu-size times are ignored.  ``step_s``: the H100's
     seconds per BERT-Mini step; ``live``: the live training plans (default
-    :data:`companion.book.live_runs.LIVE_RUNS`).
+    :data:`companion.book.live_runs.LIVE_RUNS`); ``cpu_step_s``: two CPU cores' seconds per
+    step (default :func:`cpu_step_seconds`).
     """
     times = load_times() if times is None else times
     chapters = book_chapters() if chapters is None else chapters
@@ -218,6 +260,17 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
         cpu = _finished(_row(times, ch, "gpu", _is_cpu))
         outcome = None if h_row is None else h_row["outcome"]
         t4 = math.nan
+        cpu_source = "measured" if cpu == cpu else "none"
+        if cpu != cpu and ch in live:
+            runs, steps = live[ch]
+            host = _finished(_row(times, ch, "ci", _is_cpu))
+            if host == host:
+                per_step = cpu_step_seconds() if cpu_step_s is None else cpu_step_s
+                cpu_est = host + runs * (steps["gpu"] - steps["ci"]) * per_step
+                cpu_source = "estimated"
+        cpu_text = (_seconds(cpu) if cpu_source == "measured"
+                    else f"~{_seconds(cpu_est)} (estimated)" if cpu_source == "estimated"
+                    else "not measured")
         if outcome == "finished":
             h, h_source, h_text = float(h_row["seconds"]), "measured", _seconds(float(h_row["seconds"]))
         elif outcome == "over the budget":
@@ -234,7 +287,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
                 if host == host:
                     h, h_source = host + allowance + s, "estimated"
                     t4 = host + allowance + s * ratios["flops"]
-            elif ratio == ratio and cost in ("host_bound", "io") and cpu == cpu:
+            elif ratio == ratio and cost in ("host_bound", "io") and cpu_source == "measured":
                 h, h_source = cpu + allowance, "estimated"
                 t4 = h
             h_text = (f"~{_seconds(h)} (estimated; {why})" if h_source == "estimated"
@@ -270,7 +323,8 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             flags.append(f"H100 time unknown (over {_seconds(h)} s)")
         rows.append({"chapter": ch, "dominant_cost": cost, "ratio": ratio, "h100_s": h,
                      "h100_source": h_source, "h100": h_text, "t4_s": t4, "t4_bound": t4_bound,
-                     "t4": t4_text, "cpu_s": cpu, "over_h100_budget": over_h100,
+                     "t4": t4_text, "cpu_s": cpu_est if cpu_source == "estimated" else cpu,
+                     "cpu_source": cpu_source, "cpu": cpu_text, "over_h100_budget": over_h100,
                      "over_t4_budget": over_t4, "flags": "; ".join(flags)})
     return pd.DataFrame(rows)
 
@@ -278,8 +332,9 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
 def main() -> int:  # pragma: no cover - a convenience: print the table
     t = colab_estimates()
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(t[["chapter", "dominant_cost", "h100", "t4", "cpu_s", "flags"]].to_string(index=False))
+        print(t[["chapter", "dominant_cost", "h100", "t4", "cpu", "flags"]].to_string(index=False))
     print(RULE)
+    print(CPU_RULE)
     print(f"A BERT-Mini step on a T4 needs {t4_share_needed():.1%} of its FP32 peak for the "
           "per-step estimate to hold.")
     return 0
