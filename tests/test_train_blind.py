@@ -100,6 +100,34 @@ def test_the_answer_says_which_body_decided_each_claim():
                                        "Fig. S5b, Table 1 on Wiki")
 
 
+def test_what_the_training_claims_mean_follows_the_second_body_through_its_three_states():
+    from types import SimpleNamespace
+
+    verdicts = {k: SimpleNamespace(status="holds, size open") for k in blind.CLAIMS}
+    signs = {"3a": "3 of 3", "3b": "2 of 3"}
+    wiki = {"estimate": 0.03, "low": 0.01, "high": 0.06, "n": 3, "body": "Wiki", "decided_by": "primary",
+            "gate": False, "gate_reason": "trained into memorisation"}
+    mix = lambda n, gate, reason="": {"estimate": 0.2, "low": 0.05, "high": 0.35, "n": n, "body": "Mix",
+                                      "decided_by": "", "gate": gate, "gate_reason": reason}
+    tests = {k: wiki for k in blind.CLAIMS}
+    two = ("training_symmetry", "training_directionality")
+    # not complete: the first body's description and what is pending; no verdict claimed
+    pending = blind.meaning_3ab(verdicts, tests, {k: mix(1, True) for k in two}, signs)
+    assert pending.startswith("On Wikipedia") and "3 of 3 seeds" in pending and "2 of 3" in pending
+    assert "once both arms have finished at 3 deciding seeds" in pending and "rules decide" not in pending
+    assert blind.meaning_3ab(verdicts, tests, {k: None for k in two}, signs) == pending
+    # complete with a failed gate: both reasons, and the claims stay not testable
+    failed = blind.meaning_3ab(verdicts, tests, {k: mix(3, False, "not stable between horizons") for k in two}, signs)
+    assert "its gate fails (not stable between horizons)" in failed and "stay not testable here" in failed
+    # decided on the second body: its statuses and intervals first, the first body as context
+    decided = dict(tests, **{k: dict(mix(3, True), decided_by="confirmatory") for k in two})
+    text = blind.meaning_3ab(verdicts, decided, {k: decided[k] for k in two}, signs)
+    assert text.startswith("On the second corpus") and text.count("reads holds, size open") == 2
+    assert "reads holds, size open, with encoder minus decoder +0.200 (95% interval +0.050 to +0.350, 3 seeds)" in text and "Beside it, on Wikipedia" in text
+    one = dict(decided, training_directionality=wiki)
+    assert "Fig. 3b stayed with the first body" in blind.meaning_3ab(verdicts, one, {k: decided[k] for k in two}, signs)
+
+
 def _raw_value(run, quantity, step):
     with open(runs_root() / run / "history.csv", newline="") as fh:
         vals = [float(r["value"]) for r in csv.DictReader(fh)

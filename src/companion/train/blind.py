@@ -10,7 +10,8 @@ shows beside the verdicts, computed here so the chapter only glues and draws.
 - :func:`table_1_speedups`: Table 1's quantity as the paper defines it (steps for the
   symmetric start to reach the baseline's final loss, censored seeds kept) and as the
   released code computes it (100% when the curves never cross);
-- :func:`devices_text`, :func:`answer_box`: sentences for the chapter (one place per phrasing);
+- :func:`devices_text`, :func:`answer_parts`, :func:`meaning_3ab`: sentences for the chapter
+  (one place per phrasing);
 - :func:`planned_runs`, :func:`body_progress`, :func:`progress_text`: the second body
   (data/runs/second_body_plan.md), run by run in its plan's order, finished or not, so a
   half-done body is shown as what it is.
@@ -230,6 +231,43 @@ def decided_on(tests: dict) -> str:
     if len(groups) == 1:
         return f"every verdict on {next(iter(groups))}"
     return "; ".join(f"{', '.join(figs)} on {body}" for body, figs in groups.items())
+
+
+def _interval(r) -> str:
+    return (f"{r['estimate']:+.3f} (95% interval {r['low']:+.3f} to {r['high']:+.3f}, {int(r['n'])} seeds)"
+            if int(r["n"]) > 1 else f"{r['estimate']:+.3f} (1 seed, no interval)")
+
+
+def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seeds: int = 3) -> str:
+    """The opening of the chapter's "What this means for the paper" for Figs. 3a/3b, true in
+    each state of the second body.  ``tests``: claim key -> the row the verdict reads (the
+    confirmatory row when the second body decided); ``second``: claim key -> the second
+    body's test row against the true decoder, or None; ``signs``: ``{"3a": "3 of 3", ...}``,
+    the first body's seeds in the paper's direction.  Three states: the second body decided
+    (its statuses and effects come first, the first body's signs follow as context); the
+    second body is complete but its gate failed (both reasons); the second body is not
+    complete yet (the first body's description, and what is pending)."""
+    keys = ("training_symmetry", "training_directionality")
+    first = (f"on Wikipedia, at the largest horizon that corpus allows, the encoder ends more symmetric than "
+             f"the true decoder in {signs['3a']} seeds and less column-dominant in {signs['3b']}, the "
+             "paper's direction, but there the decoder has learned its training text instead of the "
+             "language, so the rules do not let that comparison decide")
+    decided = [k for k in keys if tests[k].get("decided_by") == "confirmatory"]
+    if decided:
+        parts = "; ".join(f"{FIGURES[k]} reads {verdicts[k].status}, with encoder minus decoder "
+                          f"{_interval(tests[k])}" for k in decided)
+        rest = [FIGURES[k] for k in keys if k not in decided]
+        tail = (f" {' and '.join(rest)} stayed with the first body, whose gate failed." if rest else "")
+        return (f"On the second corpus, which the decoder does not memorise, the rules decide: {parts}."
+                f"{tail} Beside it, {first}.")
+    done = [k for k in keys if second.get(k) is not None and int(second[k]["n"]) >= min_seeds]
+    if len(done) == len(keys):
+        reasons = sorted({str(second[k]["gate_reason"]) for k in keys if not bool(second[k]["gate"])})
+        why = "; ".join(r for r in reasons if r) or "its gate failed"
+        return (f"{first[0].upper()}{first[1:]}. The second corpus did not settle it either: with all "
+                f"{min_seeds} deciding seeds its gate fails ({why}), so Figs. 3a and 3b stay not testable here.")
+    return (f"{first[0].upper()}{first[1:]}. The second corpus, which is not memorised, decides "
+            f"Figs. 3a and 3b once both arms have finished at {min_seeds} deciding seeds and its gate passes.")
 
 
 def memorisation_curves(runs: pd.DataFrame) -> pd.DataFrame:
