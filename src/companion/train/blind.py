@@ -266,7 +266,7 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
         why = "; ".join(r for r in reasons if r) or "its gate failed"
         return (f"{first[0].upper()}{first[1:]}. The second corpus did not settle it either: with all "
                 f"{min_seeds} deciding seeds its gate fails ({why}), so Figs. 3a and 3b stay not testable here.")
-    return (f"{first[0].upper()}{first[1:]}. The second corpus, which is not memorised, decides "
+    return (f"{first[0].upper()}{first[1:]}. The second, larger corpus decides "
             f"Figs. 3a and 3b once both arms have finished at {min_seeds} deciding seeds and its gate passes.")
 
 
