@@ -185,3 +185,28 @@ def test_the_repositorys_run_script_makes_the_second_body_in_the_order_the_chapt
     for arms, seeds in re.findall(r'add "([^"]+)" "([^"]+)"', mix):
         order += [f"mixblind-bert-mini-{a.replace('/', '-')}-s{s}" for s in seeds.split() for a in arms.split()]
     assert order == list(blind.planned_runs()["run"])
+
+
+def test_the_device_script_runs_what_the_cpu_has_not_finished_in_the_plans_order_and_never_splits_a_pair(tmp_path):
+    """SET=mix of data/runs/device_blind_matrix.sh (DRY=1: the job list only), against the
+    plan's order (blind.planned_runs) minus the finished runs, with a half-done pair left alone."""
+    import os
+    import subprocess
+    import sys
+
+    runs = tmp_path / "runs"
+    plan = blind.planned_runs()
+    finished = list(plan["run"][:3])       # seed 20's pair and seed 21's encoder
+    for run in finished:
+        (runs / run).mkdir(parents=True)
+        (runs / run / "history.csv").write_text("step,quantity,layer,head,value\n")
+    env = dict(os.environ, SET="mix", DRY="1", OUT=str(tmp_path / "out"), WORK=str(tmp_path / "work"),
+               RUNS=str(runs), PY=sys.executable)
+    out = subprocess.run(["bash", str(runs_root() / "device_blind_matrix.sh")], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    jobs = [line.split()[0] for line in out.stdout.splitlines() if line.startswith("mixblind-")]
+    half = set(plan.loc[(plan["seed"] == 21) & (plan["role"] == "decides"), "run"])
+    want = [r for r in plan["run"] if r not in finished and r not in half]
+    assert jobs == want and "seed 21: one arm of the pair is done on the CPU" in out.stdout
+    assert all("--corpus english-mix" in line for line in out.stdout.splitlines() if line.startswith("mixblind-"))

