@@ -124,8 +124,16 @@ def test_what_the_training_claims_mean_follows_the_second_body_through_its_three
     text = blind.meaning_3ab(verdicts, decided, {k: decided[k] for k in two}, signs)
     assert text.startswith("On the second corpus") and text.count("reads holds, size open") == 2
     assert "reads holds, size open, with encoder minus decoder +0.200 (95% interval +0.050 to +0.350, 3 seeds)" in text and "Beside it, on Wikipedia" in text
+    # only Fig. 3a decided: the second body's gate failed for Fig. 3b (its horizon part), so 3b
+    # keeps the first body's status, and the page says why with the second body's reason
     one = dict(decided, training_directionality=wiki)
-    assert "Fig. 3b stayed with the first body" in blind.meaning_3ab(verdicts, one, {k: decided[k] for k in two}, signs)
+    second = {"training_symmetry": decided["training_symmetry"],
+              "training_directionality": mix(3, False, "not stable between horizons")}
+    verdicts_one = dict(verdicts, training_directionality=SimpleNamespace(status="not testable here"))
+    text = blind.meaning_3ab(verdicts_one, one, second, signs)
+    assert text.count("reads holds, size open") == 1 and text.startswith("On the second corpus")
+    assert ("Fig. 3b stays not testable here: the second body's gate fails for it "
+            "(not stable between horizons).") in text
 
 
 def _raw_value(run, quantity, step):
@@ -187,9 +195,10 @@ def test_the_repositorys_run_script_makes_the_second_body_in_the_order_the_chapt
     assert order == list(blind.planned_runs()["run"])
 
 
-def test_the_device_script_runs_what_the_cpu_has_not_finished_in_the_plans_order_and_never_splits_a_pair(tmp_path):
-    """SET=mix of data/runs/device_blind_matrix.sh (DRY=1: the job list only), against the
-    plan's order (blind.planned_runs) minus the finished runs, with a half-done pair left alone."""
+def test_the_device_script_runs_what_the_cpu_has_not_begun_in_the_plans_order_and_never_splits_a_pair(tmp_path):
+    """SET=mix of data/runs/device_blind_matrix.sh (DRY=1: the job list only, nothing written),
+    against the plan's order (blind.planned_runs) minus what the CPU has begun: a finished run
+    (data/runs), or one holding a CPU checkpoint (the in-progress list prepare-mix writes)."""
     import os
     import subprocess
     import sys
@@ -200,13 +209,28 @@ def test_the_device_script_runs_what_the_cpu_has_not_finished_in_the_plans_order
     for run in finished:
         (runs / run).mkdir(parents=True)
         (runs / run / "history.csv").write_text("step,quantity,layer,head,value\n")
-    env = dict(os.environ, SET="mix", DRY="1", OUT=str(tmp_path / "out"), WORK=str(tmp_path / "work"),
-               RUNS=str(runs), PY=sys.executable)
-    out = subprocess.run(["bash", str(runs_root() / "device_blind_matrix.sh")], env=env, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    jobs = [line.split()[0] for line in out.stdout.splitlines() if line.startswith("mixblind-")]
-    half = set(plan.loc[(plan["seed"] == 21) & (plan["role"] == "decides"), "run"])
-    want = [r for r in plan["run"] if r not in finished and r not in half]
-    assert jobs == want and "seed 21: one arm of the pair is done on the CPU" in out.stdout
-    assert all("--corpus english-mix" in line for line in out.stdout.splitlines() if line.startswith("mixblind-"))
+    in_progress = tmp_path / "cpu_in_progress.txt"
+    in_progress.write_text("mixblind-bert-mini-decoder-standard-s22\nmixblind-bert-mini-authors-decoder-standard-s20\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "keep").write_text("an earlier run's results")
+
+    def job_list(listing):
+        env = dict(os.environ, SET="mix", DRY="1", WORK=str(work), RUNS=str(runs), PY=sys.executable,
+                   IN_PROGRESS=str(listing))
+        env.pop("OUT", None)
+        out = subprocess.run(["bash", str(runs_root() / "device_blind_matrix.sh")], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert all("--corpus english-mix" in line for line in out.stdout.splitlines())
+        return [line.split()[0] for line in out.stdout.splitlines() if line.strip()], out.stderr
+
+    pair = lambda seed: set(plan.loc[(plan["seed"] == seed) & (plan["role"] == "decides"), "run"])
+    jobs, said = job_list(tmp_path / "none.txt")
+    assert jobs == [r for r in plan["run"] if r not in finished and r not in pair(21)]
+    assert "seed 21: the CPU has begun this pair" in said
+    jobs, said = job_list(in_progress)      # seed 22's decoder and one authors' decoder training on the CPU
+    begun = pair(21) | pair(22) | {"mixblind-bert-mini-authors-decoder-standard-s20"}
+    assert jobs == [r for r in plan["run"] if r not in finished and r not in begun]
+    assert "seed 22: the CPU has begun this pair" in said
+    assert (work / "keep").is_file() and not (tmp_path / "out").exists()   # a dry run writes nothing

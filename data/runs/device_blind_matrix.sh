@@ -35,22 +35,67 @@ if [ "${1:-}" = prepare-mix ]; then   # copy what SET=mix needs from this machin
   cp -r "$SRC"/tokenizers/english-mix-* .devrun/cache/tokenizers/ || { echo "no fitted english-mix tokenizer in $SRC/tokenizers"; exit 1; }
   # the english-mix token cache (34 MB) is rebuilt on the device: carried, it would pass the 64 MiB limit
   for m in .devrun/cache/tokens/*/meta.json; do grep -q '"english-mix"' "$m" 2>/dev/null && rm -rf "$(dirname "$m")"; done
-  du -sh .devrun/cache/archives .devrun/cache/tokenizers
-  echo "carry: .devrun/cache/archives .devrun/cache/tokenizers (SET=mix needs no other cache)"; exit 0
+  # the runs the CPU has begun (a checkpoint, not yet in data/runs): the device leaves their seeds alone
+  : > .devrun/cache/cpu_in_progress.txt
+  for c in "${COMPANION_RUNS_WORK:-$SRC/blind-runs}"/mixblind-bert-mini-*/checkpoint.pt; do
+    [ -f "$c" ] || continue; n=$(basename "$(dirname "$c")")
+    [ -f "data/runs/$n/history.csv" ] || echo "$n" >> .devrun/cache/cpu_in_progress.txt
+  done
+  echo "begun on the CPU: $(tr '\n' ' ' < .devrun/cache/cpu_in_progress.txt)"
+  du -sh .devrun/cache
+  echo "carry: .devrun/cache (stop the CPU's runs first if the device should take them over)"; exit 0
 fi
 export PYTHONPATH=$PWD/src COMPANION_CACHE=$PWD/.devrun/cache COMPANION_TOKENIZER=$PWD/.devrun/tokenizer
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 PY=${PY:-python3}
-OUT=${OUT:?set OUT to the folder that comes back}
+OUT=${OUT:-}; [ -n "${DRY:-}" ] || : "${OUT:?set OUT to the folder that comes back}"
 STEPS=${STEPS:-10000}; EVERY=${EVERY:-250}; ALONE_STEPS=${ALONE_STEPS:-500}
 DEVICE=${DEVICE:-cuda}; DEADLINE=${DEADLINE:-520}; N_JOBS=${N_JOBS:-16}; PARALLEL=${PARALLEL:-16}
 WORK=${WORK:-/tmp/blind-gpu}
-rm -rf "$WORK"; mkdir -p "$WORK" "$OUT"
 CORPUS=wikipedia; [ "${SET:-matrix}" = mix ] && { CORPUS=english-mix; ALONE_STEPS=0; }
 COMMON="--size bert-mini --corpus $CORPUS --steps $STEPS --batch-size 16 --lr 1e-3 --warmup 100
         --eval-every $EVERY --eval-blocks 320 --device $DEVICE --threads 1"
 [ "$DEVICE" = cpu ] && COMMON="$COMMON --cpu-bf16"
 [ "$STEPS" -lt 100 ] && COMMON="${COMMON/--warmup 100/--warmup 5}"
+
+# the job list, in the plan's order (built first: DRY=1 prints it and stops before anything is written)
+jobs=()
+add() { for seed in $2; do for arm in $1; do jobs+=("$arm $seed"); done; done; }
+PREFIX=blind-wiki-bert-mini
+done_run() { [ -f "${RUNS:-data/runs}/$PREFIX-$1-s$2/history.csv" ]; }
+# begun on the CPU: finished (in data/runs) or listed by prepare-mix as holding a CPU checkpoint
+IN_PROGRESS=${IN_PROGRESS:-.devrun/cache/cpu_in_progress.txt}
+begun() { done_run "$1" "$2" || { [ -f "$IN_PROGRESS" ] && grep -qx "$PREFIX-$1-s$2" "$IN_PROGRESS"; }; }
+if [ "${SET:-matrix}" = mix ]; then   # the second body, what the CPU has not finished, whole pairs only
+  PREFIX=mixblind-bert-mini
+  pairs() { for seed in $1; do   # the plan's order: pairs 20-22, authors' decoder 20-22, pairs 23-24
+    if begun encoder-standard $seed || begun decoder-standard $seed; then
+      { done_run encoder-standard $seed && done_run decoder-standard $seed; } ||
+        echo "seed $seed: the CPU has begun this pair; it stays with the CPU" >&2
+    else
+      add "encoder/standard decoder/standard" "$seed"
+    fi
+  done; }
+  pairs "20 21 22"
+  for seed in 20 21 22; do begun authors-decoder-standard $seed || add "authors-decoder/standard" "$seed"; done
+  pairs "23 24"
+elif [ "${SET:-matrix}" = replicate ]; then   # the GPU replicate of the CPU's finished seeds 10-11
+  PREFIX=blind-gpu-replicate-wiki-bert-mini
+  add "encoder/standard decoder/standard" "10 11"
+else
+  add "encoder/standard decoder/standard" "12"
+  add "encoder/symmetric" "10 11 12"
+  add "authors-decoder/standard" "10 11 12"
+  add "encoder/standard decoder/standard encoder/symmetric authors-decoder/standard" "13 14"
+fi
+JOBS=$(mktemp); : > "$JOBS"
+for job in "${jobs[@]:0:$N_JOBS}"; do
+  set -- $job; mode=${1%/*}; init=${1#*/}; seed=$2
+  echo "$PREFIX-$mode-$init-s$seed $COMMON --mode $mode --init $init --seed $seed" | tr -s ' \n' ' ' >> "$JOBS"
+  echo >> "$JOBS"
+done
+[ -n "${DRY:-}" ] && { cat "$JOBS"; rm -f "$JOBS"; exit 0; }   # DRY=1: the job list only (tests read it)
+rm -rf "$WORK"; mkdir -p "$WORK" "$OUT"; mv "$JOBS" "$WORK/jobs.txt"
 { nvidia-smi -L 2>/dev/null; nproc; $PY -c "import torch; print(torch.__version__, torch.cuda.is_available())"; } > "$WORK/machine.txt" 2>&1
 cat "$WORK/machine.txt"
 
@@ -71,36 +116,6 @@ EOF
 cat "$WORK/alone.json"; tail -n 3 "$WORK/alone.log"
 
 # 2. the matrix, packed, in the plan's order
-jobs=()
-add() { for seed in $2; do for arm in $1; do jobs+=("$arm $seed"); done; done; }
-PREFIX=blind-wiki-bert-mini
-done_run() { [ -f "${RUNS:-data/runs}/$PREFIX-$1-s$2/history.csv" ]; }
-if [ "${SET:-matrix}" = mix ]; then   # the second body, what the CPU has not finished, whole pairs only
-  PREFIX=mixblind-bert-mini
-  pairs() { for seed in $1; do   # the plan's order: pairs 20-22, authors' decoder 20-22, pairs 23-24
-    e=0; d=0; done_run encoder-standard $seed && e=1; done_run decoder-standard $seed && d=1
-    [ $e = 0 ] && [ $d = 0 ] && add "encoder/standard decoder/standard" "$seed"
-    [ $e != $d ] && echo "seed $seed: one arm of the pair is done on the CPU; the other is left to the CPU"
-  done; }
-  pairs "20 21 22"
-  for seed in 20 21 22; do done_run authors-decoder-standard $seed || add "authors-decoder/standard" "$seed"; done
-  pairs "23 24"
-elif [ "${SET:-matrix}" = replicate ]; then   # the GPU replicate of the CPU's finished seeds 10-11
-  PREFIX=blind-gpu-replicate-wiki-bert-mini
-  add "encoder/standard decoder/standard" "10 11"
-else
-  add "encoder/standard decoder/standard" "12"
-  add "encoder/symmetric" "10 11 12"
-  add "authors-decoder/standard" "10 11 12"
-  add "encoder/standard decoder/standard encoder/symmetric authors-decoder/standard" "13 14"
-fi
-: > "$WORK/jobs.txt"
-for job in "${jobs[@]:0:$N_JOBS}"; do
-  set -- $job; mode=${1%/*}; init=${1#*/}; seed=$2
-  echo "$PREFIX-$mode-$init-s$seed $COMMON --mode $mode --init $init --seed $seed" | tr -s ' \n' ' ' >> "$WORK/jobs.txt"
-  echo >> "$WORK/jobs.txt"
-done
-[ -n "${DRY:-}" ] && { cat "$WORK/jobs.txt"; exit 0; }   # DRY=1: the job list only (tests read it)
 $PY -m companion.train.pack "$WORK/jobs.txt" --out "$WORK/runs" --parallel "$PARALLEL" --deadline "$DEADLINE" --device "$DEVICE"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv >> "$WORK/machine.txt" 2>/dev/null
 

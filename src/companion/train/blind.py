@@ -256,8 +256,15 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
     if decided:
         parts = "; ".join(f"{FIGURES[k]} reads {verdicts[k].status}, with encoder minus decoder "
                           f"{_interval(tests[k])}" for k in decided)
-        rest = [FIGURES[k] for k in keys if k not in decided]
-        tail = (f" {' and '.join(rest)} stayed with the first body, whose gate failed." if rest else "")
+        tail = ""
+        for k in keys:
+            if k in decided:
+                continue
+            r = second.get(k)
+            why = (f"the second body's gate fails for it ({r['gate_reason'] or 'its gate failed'})"
+                   if r is not None and int(r["n"]) >= min_seeds and not bool(r["gate"])
+                   else "the second body does not decide it")
+            tail += f" {FIGURES[k]} stays {verdicts[k].status}: {why}."
         return (f"On the second corpus, which the decoder does not memorise, the rules decide: {parts}."
                 f"{tail} Beside it, {first}.")
     done = [k for k in keys if second.get(k) is not None and int(second[k]["n"]) >= min_seeds]
