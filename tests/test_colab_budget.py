@@ -179,9 +179,10 @@ def test_a_chapter_that_trains_live_is_estimated_from_its_steps():
     assert t.at["train", "h100_s"] == pytest.approx(48 + 6 * 800 * 0.02)          # 144 s
     assert t.at["train", "t4_s"] == pytest.approx(48 + 6 * 800 * 0.02 * FLOPS)    # 1,509 s
     assert t.at["train", "over_t4_budget"] == "no"
-    # its CPU time at the new size is estimated too: the ci run's time + the extra steps
-    assert t.at["train", "cpu_s"] == pytest.approx(48 + 6 * (800 - 150) * 0.3)   # 1,218 s
-    assert t.at["train", "cpu_source"] == "estimated" and t.at["train", "cpu"] == "~1,218 (estimated)"
+    # its CPU time at the new size is estimated too: the ci run's time (a tiny live model) +
+    # the BERT-Mini steps at the CPU's seconds per step
+    assert t.at["train", "cpu_s"] == pytest.approx(48 + 6 * 800 * 0.3)   # 1,488 s
+    assert t.at["train", "cpu_source"] == "estimated" and t.at["train", "cpu"] == "~1,488 (estimated)"
     assert t.at["train", "flags"] == "H100 estimated"
     # at the old size (no date given) the measured lower bound stands instead
     old = cb.colab_estimates(times, costs={"train": "flops"}, ratios=RATIOS, chapters=["train"],
@@ -206,21 +207,32 @@ def test_the_cpu_seconds_per_live_step_agree_with_the_training_benchmark():
     assert per["2 thread(s)"] < rate < per["1 thread(s)"]
 
 
-def test_the_cpu_seconds_per_step_are_computed_from_the_recorded_times(tmp_path):
-    live = {"train": (2, {"ci": 100, "gpu": 500, "paper": 200000})}
-    times = _times([("train", "cpu", 2100.0, "finished")])          # dated 2026-11-25
-    times = pd.concat([times, pd.DataFrame([{"chapter": "train", "size": "ci", "device": "cpu",
-                                             "cpu_cores": 2, "seconds": 100.0, "outcome": "finished",
-                                             "note": "", "date": "2026-11-26"}])], ignore_index=True)
+def test_the_cpu_seconds_per_step_are_computed_from_the_recorded_measurement(tmp_path):
     p = tmp_path / "step.csv"
-    p.write_text("chapter,steps_per_run,date,note\ntrain,1100,2026-11-25,two runs of 1100 steps\n")
-    assert cb.cpu_step_seconds(p, times=times, live=live) == pytest.approx((2100 - 100) / (2 * 1000))
-    p.write_text("chapter,steps_per_run,date,note\ntrain,1100,2026-11-24,two runs of 1100 steps\n")
-    with pytest.raises(ValueError, match="one finished gpu-size CPU time dated 2026-11-24"):
-        cb.cpu_step_seconds(p, times=times, live=live)
-    p.write_text("chapter,steps_per_run,date,note\nother,1100,2026-11-25,x\n")
-    with pytest.raises(ValueError, match="naming a chapter that trains live"):
-        cb.cpu_step_seconds(p, times=times, live=live)
+    head = "chapter,runs,steps_per_run,seconds,ci_seconds,date,note\n"
+    p.write_text(head + "train,2,1000,2100,100,2026-11-25,two runs of 1000 steps\n")
+    assert cb.cpu_step_seconds(p) == pytest.approx((2100 - 100) / (2 * 1000))
+    p.write_text(head + "train,2,1000,90,100,2026-11-25,x\n")
+    with pytest.raises(ValueError, match="seconds larger than ci_seconds"):
+        cb.cpu_step_seconds(p)
+    p.write_text(head + "train,two,1000,2100,100,2026-11-25,x\n")
+    with pytest.raises(ValueError, match="whole numbers"):
+        cb.cpu_step_seconds(p)
+    p.write_text(head.replace(",note", "") + "train,2,1000,2100,100,2026-11-25\n")
+    with pytest.raises(ValueError, match="one row with"):
+        cb.cpu_step_seconds(p)
+
+
+def test_the_recorded_cpu_step_measurement_is_the_one_the_times_recorded():
+    """colab_cpu_step.csv keeps the former measurement (timing the chapter again replaces its
+    row); while the row of that date is still in the times, the two agree."""
+    step = pd.read_csv(cb.CPU_STEP_CSV).iloc[0]
+    times = cb.load_times(current=False)
+    rows = times[(times["chapter"] == step["chapter"]) & (times["size"] == "gpu") & (times["device"] == "cpu")
+                 & (times["date"].astype(str) == step["date"])]
+    if len(rows):
+        assert float(rows.iloc[0]["seconds"]) == pytest.approx(float(step["seconds"]))
+    assert step["chapter"] in cb.LIVE_RUNS and int(step["steps_per_run"]) > cb.LIVE_RUNS[step["chapter"]][1]["gpu"]
 
 
 def test_the_budget_tables_gpu_size_dates_are_checked(tmp_path):

@@ -6,7 +6,8 @@ versions of Python, PyTorch and transformers.  :func:`cached_run_sets` summarise
 cached training runs under ``data/runs`` by set (the run name up to its mode), with the
 device each set was trained on, from the runs' own provenance files.
 :func:`gpu_size_budget` gives each chapter's time at the ``gpu`` size: measured on an H100
-where a device was lent, estimated for a T4-class card, measured on two CPU cores.  The book's
+where a device was lent, estimated for a T4-class card, measured on two CPU cores (estimated
+for a chapter that trains live and was not timed at its current size).  The book's
 ``build-status`` directive (:mod:`companion.book.sphinxext`) renders both; myst-nb's
 ``nb-exec-table`` adds each chapter's execution time and status.
 """

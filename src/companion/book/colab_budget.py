@@ -21,8 +21,8 @@ A chapter without an H100 time gets an *estimated* one: host-bound and io chapte
 their time on two CPU cores (a Colab runtime's host has two vCPUs, and the host is where
 their time goes), the chapters that train live from their steps.  A chapter that trains live
 and has not been timed on two CPU cores at its current ``gpu`` size gets an estimated CPU
-time the same way (its ``ci``-size time plus its extra live steps x the CPU's seconds per
-step).  :func:`colab_estimates`
+time the same way (its ``ci``-size time plus its live steps x the CPU's seconds per step,
+:data:`CPU_RULE`).  :func:`colab_estimates`
 returns the table; the status page shows it
 (:func:`companion.book.build_status.gpu_size_budget`).
 """
@@ -77,11 +77,12 @@ RULE = (
     "upper bounds. Estimates, not measurements.")
 
 CPU_RULE = (
-    "A chapter that trains live and was not timed on two CPU cores at its current gpu size "
-    "has its CPU time estimated: its time at the ci size plus its extra live steps (runs x "
-    "(gpu steps - ci steps)) x the seconds per step of a chapter timed on two CPU cores at "
-    "a former, larger gpu size ((that time - its ci time) / (its runs x (its former steps - "
-    "its ci steps)), data/chapter_times/colab_cpu_step.csv).")
+    "The CPU column is measured, except where it says estimated: a chapter that trains live "
+    "and was not timed on two CPU cores at its current gpu size has its CPU time estimated as "
+    "its time at the ci size (a tiny live model) plus its live runs x steps x the seconds per "
+    "BERT-Mini step of symmetric_init's former gpu-size run on two cores ((that time - its "
+    "ci time) / (its runs x steps), data/chapter_times/colab_cpu_step.csv; evaluations "
+    "included, 15 per run at any length, so shorter runs are under-estimated by their share).")
 
 
 def load_ratios(path: Path | str = RATIOS_CSV) -> dict[str, float]:
@@ -145,31 +146,24 @@ def load_step_seconds(path: Path | str = STEP_CSV) -> float:
     return float(rows.iloc[0]["seconds_per_step"])
 
 
-def cpu_step_seconds(path: Path | str = CPU_STEP_CSV, times: pd.DataFrame | None = None,
-                     live: dict[str, tuple[int, dict[str, int]]] | None = None) -> float:
-    """Seconds per BERT-Mini step of a chapter's live runs on two CPU cores (evaluations and
-    the chapter's share of start-up included), from the one chapter named in ``path``: its
-    two-core time at a former ``gpu`` size (the row of ``times`` recorded on that date)
-    minus its ``ci``-size time, over its runs x (the steps per run it then ran - its ``ci``
-    steps).  ``times``: every recorded timing, stale ones included (default
-    ``load_times(current=False)``); ``live``: the live plans (default :data:`LIVE_RUNS`)."""
+def cpu_step_seconds(path: Path | str = CPU_STEP_CSV) -> float:
+    """Seconds per BERT-Mini step of a chapter's live runs on two CPU cores, evaluations
+    included, from the one former measurement recorded in ``path``: the chapter's two-core
+    time at a former, larger ``gpu`` size minus its ``ci``-size time (which trains only a tiny
+    model), over its runs x steps per run.  The measurement is kept in ``path`` itself because
+    timing the chapter again replaces its row in ``gpu-size-cpu-2cores.csv``."""
     t = pd.read_csv(path, keep_default_na=False, dtype=str)
-    live = LIVE_RUNS if live is None else live
-    if len(t) != 1 or t.iloc[0]["chapter"] not in live or not t.iloc[0]["note"].strip():
-        raise ValueError(f"{path}: one row naming a chapter that trains live "
-                         f"({sorted(live)}), with a note, is needed")
+    need = ("chapter", "runs", "steps_per_run", "seconds", "ci_seconds", "date", "note")
+    if len(t) != 1 or set(need) - set(t.columns) or not t.iloc[0]["note"].strip():
+        raise ValueError(f"{path}: one row with {need} (and a note saying where it was measured) is needed")
     r = t.iloc[0]
-    ch, steps = r["chapter"], int(r["steps_per_run"])
-    times = load_times(current=False) if times is None else times
-    runs, sizes = live[ch]
-    gpu = times[(times["chapter"] == ch) & (times["size"] == "gpu") & (times["device"] == "cpu")
-                & (times["date"].astype(str) == r["date"]) & (times["outcome"] == "finished")]
-    ci = _finished(_row(times, ch, "ci", _is_cpu))
-    if len(gpu) != 1 or ci != ci or steps <= sizes["ci"]:
-        raise ValueError(f"{path}: {ch} needs one finished gpu-size CPU time dated {r['date']}, "
-                         f"a finished ci-size CPU time and more steps than its ci size "
-                         f"({sizes['ci']}); record them with python -m companion.book.chapter_times")
-    return (float(gpu.iloc[0]["seconds"]) - ci) / (runs * (steps - sizes["ci"]))
+    try:
+        runs, steps, secs, ci = int(r["runs"]), int(r["steps_per_run"]), float(r["seconds"]), float(r["ci_seconds"])
+    except ValueError:
+        raise ValueError(f"{path}: runs and steps_per_run must be whole numbers, seconds and ci_seconds numbers") from None
+    if not (runs > 0 and steps > 0 and secs > ci >= 0):
+        raise ValueError(f"{path}: runs and steps must be positive and seconds larger than ci_seconds")
+    return (secs - ci) / (runs * steps)
 
 
 def t4_share_needed(step_s: float | None = None, ratio: float | None = None,
@@ -243,7 +237,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
     ``gpu_size_since`` column); earlier gpu-size times are ignored.  ``step_s``: the H100's
     seconds per BERT-Mini step; ``live``: the live training plans (default
     :data:`companion.book.live_runs.LIVE_RUNS`); ``cpu_step_s``: two CPU cores' seconds per
-    step (default :func:`cpu_step_seconds`).
+    BERT-Mini step (default :func:`cpu_step_seconds`, read only when a chapter needs it).
     """
     times = load_times() if times is None else times
     chapters = book_chapters() if chapters is None else chapters
@@ -265,8 +259,9 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             runs, steps = live[ch]
             host = _finished(_row(times, ch, "ci", _is_cpu))
             if host == host:
-                per_step = cpu_step_seconds() if cpu_step_s is None else cpu_step_s
-                cpu_est = host + runs * (steps["gpu"] - steps["ci"]) * per_step
+                if cpu_step_s is None:
+                    cpu_step_s = cpu_step_seconds()     # read once, when a chapter needs it
+                cpu_est = host + runs * steps["gpu"] * cpu_step_s
                 cpu_source = "estimated"
         cpu_text = (_seconds(cpu) if cpu_source == "measured"
                     else f"~{_seconds(cpu_est)} (estimated)" if cpu_source == "estimated"

@@ -236,7 +236,7 @@ class BuildStatus(Directive):
         intro = nodes.paragraph(text=(
             "Each chapter at the gpu size, in seconds: on an H100 (measured, where a device "
             "was lent), on a T4-class card (a free Colab GPU; estimated, not measured) and on "
-            "two CPU cores (measured). " + rule))
+            "two CPU cores (measured, or estimated where it says so). " + rule))
         budget = _table(BUDGET_HEADS, [[r[h] for h in BUDGET_HEADS] for r in rows],
                         "companion-gpu-budget")
         return [facts, runs, intro, budget]
