@@ -136,6 +136,16 @@ def test_what_the_training_claims_mean_follows_the_second_body_through_its_three
             "(not stable between horizons).") in text
 
 
+def test_the_answer_box_reads_the_second_bodys_gate_only_once_it_is_complete():
+    row = lambda n, gate, reason="": {"n": n, "gate": gate, "gate_reason": reason}
+    two = ("training_symmetry", "training_directionality")
+    assert blind.second_gate_text({k: row(2, True) for k in two}) == ""
+    assert blind.second_gate_text({"training_symmetry": row(3, True), "training_directionality": None}) == ""
+    assert blind.second_gate_text({k: row(3, True) for k in two}) == "; its gate passes for Figs. 3a and 3b"
+    mixed = {"training_symmetry": row(3, True), "training_directionality": row(3, False, "not stable between horizons")}
+    assert blind.second_gate_text(mixed) == "; its gate fails for Fig. 3b (not stable between horizons)"
+
+
 def _raw_value(run, quantity, step):
     with open(runs_root() / run / "history.csv", newline="") as fh:
         vals = [float(r["value"]) for r in csv.DictReader(fh)

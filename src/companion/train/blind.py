@@ -277,6 +277,21 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
             f"Figs. 3a and 3b once both arms have finished at {min_seeds} deciding seeds and its gate passes.")
 
 
+def second_gate_text(second: dict, min_seeds: int = 3) -> str:
+    """The second body's gate in a clause for the answer box: empty until both arms are in at
+    ``min_seeds`` seeds (no gate is read before), else whether it passes for Figs. 3a/3b and,
+    where not, the reason per figure.  ``second``: claim key -> its test row, or None."""
+    keys = ("training_symmetry", "training_directionality")
+    rows = {k: second.get(k) for k in keys}
+    if any(r is None or int(r["n"]) < min_seeds for r in rows.values()):
+        return ""
+    failed = {k: r for k, r in rows.items() if not bool(r["gate"])}
+    if not failed:
+        return "; its gate passes for Figs. 3a and 3b"
+    return "; its gate fails for " + "; ".join(
+        f"{FIGURES[k]} ({r['gate_reason'] or 'gate failed'})" for k, r in failed.items())
+
+
 def memorisation_curves(runs: pd.DataFrame) -> pd.DataFrame:
     """Per arm, seed and evaluation step: held-out loss minus the training loss averaged over
     the steps since the previous evaluation (the quantity of rules v2's memorisation guard,
