@@ -255,9 +255,10 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
         outcome = None if h_row is None else h_row["outcome"]
         t4 = math.nan
         cpu_source = "measured" if cpu == cpu else "none"
+        # a live chapter's time at the ci size: everything but its BERT-Mini steps
+        host = _finished(_row(times, ch, "ci", _is_cpu)) if ch in live else math.nan
         if cpu != cpu and ch in live:
             runs, steps = live[ch]
-            host = _finished(_row(times, ch, "ci", _is_cpu))
             if host == host:
                 if cpu_step_s is None:
                     cpu_step_s = cpu_step_seconds()     # read once, when a chapter needs it
@@ -277,7 +278,6 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             why = f"the H100 run stopped: {error}" if outcome == "stopped" else "not measured"
             if ratio == ratio and ch in live:
                 runs, steps = live[ch]
-                host = _finished(_row(times, ch, "ci", _is_cpu))
                 s = (step_s if step_s is not None else load_step_seconds()) * runs * steps["gpu"]
                 if host == host:
                     h, h_source = host + allowance + s, "estimated"

@@ -196,9 +196,7 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame) -> dict:
     for key in CLAIMS:
         r = tests[key]
         out[f"st_{key}"] = verdicts[key].status
-        iv = (f"95% interval {r['low']:+.3f} to {r['high']:+.3f}, {int(r['n'])} seeds" if int(r["n"]) > 1
-              else f"{int(r['n'])} seed, no interval")
-        out[f"me_{key}"] = f"{r['estimate']:+.3f} ({iv}; smallest effect of interest {r['sesoi']:.3f})"
+        out[f"me_{key}"] = f"{r['estimate']:+.3f} ({_seeds_interval(r)}; smallest effect of interest {r['sesoi']:.3f})"
     out["decided_on"] = decided_on(tests)
     failing = gates[(gates["context floor"] == "fails") | (gates["memorisation guard"] == "fails")]
     why = []
@@ -212,6 +210,12 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame) -> dict:
                        "reference, where the rules need ln 2 = 0.69")
     out["why"] = "; ".join(why) or "every part passes"
     return out
+
+
+def _seeds_interval(r) -> str:
+    """'95% interval -0.100 to +0.300, 3 seeds', or '1 seed, no interval' for a test row."""
+    return (f"95% interval {r['low']:+.3f} to {r['high']:+.3f}, {int(r['n'])} seeds" if int(r["n"]) > 1
+            else f"{int(r['n'])} seed, no interval")
 
 
 FIGURES = {"training_symmetry": "Fig. 3a", "training_directionality": "Fig. 3b",
@@ -234,8 +238,7 @@ def decided_on(tests: dict) -> str:
 
 
 def _interval(r) -> str:
-    return (f"{r['estimate']:+.3f} (95% interval {r['low']:+.3f} to {r['high']:+.3f}, {int(r['n'])} seeds)"
-            if int(r["n"]) > 1 else f"{r['estimate']:+.3f} (1 seed, no interval)")
+    return f"{r['estimate']:+.3f} ({_seeds_interval(r)})"
 
 
 def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seeds: int = 3) -> str:
