@@ -244,3 +244,42 @@ def test_the_device_script_runs_what_the_cpu_has_not_begun_in_the_plans_order_an
     assert jobs == [r for r in plan["run"] if r not in finished and r not in begun]
     assert "seed 22: the CPU has begun this pair" in said
     assert (work / "keep").is_file() and not (tmp_path / "out").exists()   # a dry run writes nothing
+
+
+def test_a_failed_horizon_part_is_shown_with_what_was_measured():
+    r = {"gate_reason": "not stable between horizons", "horizon_at_half": 0.087, "horizon_at_end": 0.148,
+         "sesoi": 0.055}
+    assert blind.gate_why(r) == ("not stable between horizons: the effect was +0.087 half-way and +0.148 "
+                                 "at the end, a change of 0.061 where the rules allow less than d = 0.055")
+    assert blind.gate_why(dict(r, horizon_at_half=-0.01)).endswith("at the end, the sign changed")
+    assert blind.gate_why({"gate_reason": "trained into memorisation"}) == "trained into memorisation"
+    two = ("training_symmetry", "training_directionality")
+    assert blind.second_gate_text({two[0]: dict(r, n=3, gate=False), two[1]: {"n": 3, "gate": True}}) == (
+        "; its gate fails for Fig. 3a (" + blind.gate_why(r) + ")")
+
+
+def test_a_status_changed_by_holm_says_so_beside_the_interval():
+    from types import SimpleNamespace
+
+    row = {"estimate": 0.27, "low": 0.04, "high": 0.5, "n": 3, "body": "Mix", "decided_by": "confirmatory",
+           "gate": True, "gate_reason": "", "outcome": "holds, size open"}
+    tests = {k: row for k in blind.CLAIMS}
+    holm = "not significant after Holm over the family of 11 (adjusted p = 0.0805)"
+    verdicts = {k: SimpleNamespace(status="inconclusive (after Holm)", holm=holm) for k in blind.CLAIMS}
+    text = blind.meaning_3ab(verdicts, tests, tests, {"3a": "3 of 3", "3b": "3 of 3"})
+    assert f"(its interval alone reads holds, size open; {holm})" in text
+    same = {k: SimpleNamespace(status="holds, size open", holm="survives Holm") for k in blind.CLAIMS}
+    assert "interval alone" not in blind.meaning_3ab(same, tests, tests, {"3a": "3 of 3", "3b": "3 of 3"})
+
+
+def test_a_training_claim_the_second_body_cannot_decide_says_so_with_its_reason():
+    from companion.judge import claims
+
+    for key in ("training_symmetry", "training_directionality"):
+        t = claims.training_tests_table(key)
+        conf = t[t["role"] == "confirmatory"]
+        failed = (len(conf) > 0 and int(conf.iloc[0]["n"]) >= 3 and not bool(conf.iloc[0]["gate"]))
+        measured = getattr(claims, key)().measured
+        assert ("does not decide it: its gate fails too" in measured) == failed, (key, measured)
+        if failed:
+            assert blind.gate_why(conf.iloc[0].to_dict()) in measured

@@ -612,6 +612,13 @@ def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) 
             why = first.iloc[0]["gate_reason"] if len(first) else "its gate did not pass"
             measured += (f"; decided on the confirmatory body (rules v2.1) because the primary body "
                          f"({first.iloc[0]['body'] if len(first) else r['primary']['body']}) was {why}")
+        else:
+            conf = tests[tests["role"] == "confirmatory"]
+            if len(conf) and int(conf.iloc[0]["n"]) >= need and not bool(conf.iloc[0]["gate"]):
+                from ..train.blind import gate_why
+                c = conf.iloc[0]
+                measured += (f"; the confirmatory body ({c['body']}, rules v2.1) does not decide it: "
+                             f"its gate fails too ({gate_why(c.to_dict())})")
         power = power_text(p)
         after = bool(tests["rule_after_runs"].any())
         size = _deciding_body_size(key, p, size)

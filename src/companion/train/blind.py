@@ -241,6 +241,30 @@ def _interval(r) -> str:
     return f"{r['estimate']:+.3f} ({_seeds_interval(r)})"
 
 
+def gate_why(r) -> str:
+    """A failed gate's reason with what was measured, where the row carries it: for the
+    horizon part, the paired effect half-way and at the end against what the rules ask (the
+    same sign and a change below the smallest effect of interest d), e.g. 'not stable between
+    horizons: the effect was +0.087 half-way and +0.148 at the end, a change of 0.061 where
+    the rules allow less than d = 0.055'."""
+    reason = (r.get("gate_reason") or "") or "its gate failed"
+    half, end, d = (r.get(k) for k in ("horizon_at_half", "horizon_at_end", "sesoi"))
+    if reason != "not stable between horizons" or any(v is None or v != v for v in (half, end, d)):
+        return reason
+    how = ("the sign changed" if half * end <= 0 else
+           f"a change of {abs(end - half):.3f} where the rules allow less than d = {d:.3f}")
+    return f"{reason}: the effect was {half:+.3f} half-way and {end:+.3f} at the end, {how}"
+
+
+def _after_holm(verdict, r) -> str:
+    """' (its interval alone reads ...; not significant after Holm ...)' when the family's
+    correction changed the status the test row reads, else ''."""
+    outcome, holm = r.get("outcome"), getattr(verdict, "holm", "") or ""
+    if not outcome or outcome == verdict.status or not holm:
+        return ""
+    return f" (its interval alone reads {outcome}; {holm})"
+
+
 def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seeds: int = 3) -> str:
     """The opening of the chapter's "What this means for the paper" for Figs. 3a/3b, true in
     each state of the second body.  ``tests``: claim key -> the row the verdict reads (the
@@ -258,13 +282,13 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
     decided = [k for k in keys if tests[k].get("decided_by") == "confirmatory"]
     if decided:
         parts = "; ".join(f"{FIGURES[k]} reads {verdicts[k].status}, with encoder minus decoder "
-                          f"{_interval(tests[k])}" for k in decided)
+                          f"{_interval(tests[k])}{_after_holm(verdicts[k], tests[k])}" for k in decided)
         tail = ""
         for k in keys:
             if k in decided:
                 continue
             r = second.get(k)
-            why = (f"the second body's gate fails for it ({r['gate_reason'] or 'its gate failed'})"
+            why = (f"the second body's gate fails for it ({gate_why(r)})"
                    if r is not None and int(r["n"]) >= min_seeds and not bool(r["gate"])
                    else "the second body does not decide it")
             tail += f" {FIGURES[k]} stays {verdicts[k].status}: {why}."
@@ -292,7 +316,7 @@ def second_gate_text(second: dict, min_seeds: int = 3) -> str:
     if not failed:
         return "; its gate passes for Figs. 3a and 3b"
     return "; its gate fails for " + "; ".join(
-        f"{FIGURES[k]} ({r['gate_reason'] or 'gate failed'})" for k, r in failed.items())
+        f"{FIGURES[k]} ({gate_why(r)})" for k, r in failed.items())
 
 
 def memorisation_curves(runs: pd.DataFrame) -> pd.DataFrame:
