@@ -66,7 +66,7 @@ PHRASES = {"holds": "confirmed", "holds with a correction": "confirmed once corr
            "inconclusive": "inconclusive (the interval allows both readings)",
            "inconclusive (after Holm)": "inconclusive once corrected for the family of tests (Holm)",
            "refuted": "refuted",
-           "not testable here": "not testable at the sizes this build reaches"}
+           "not testable here": "not testable on the runs made here (too few, or not admitted by the gate)"}
 
 #: how each mathematical claim is decided: none of these is a test that could come out
 #: otherwise by chance; they are checked by a closed form, a counterexample or a fixed
