@@ -615,7 +615,7 @@ def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) 
         else:
             conf = tests[tests["role"] == "confirmatory"]
             if len(conf) and int(conf.iloc[0]["n"]) >= need and not bool(conf.iloc[0]["gate"]):
-                from ..train.blind import gate_why
+                from ..train.evidence import gate_why
                 c = conf.iloc[0]
                 measured += (f"; the confirmatory body ({c['body']}, rules v2.1) does not decide it: "
                              f"its gate fails too ({gate_why(c.to_dict())})")

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..rules.verdicts import paired_t
-from .evidence import arm_values, loss_gate, memorisation_gap
+from .evidence import arm_values, gate_why, loss_gate, memorisation_gap
 
 BODY = "wikipedia-bert-mini-blind"
 
@@ -239,21 +239,6 @@ def decided_on(tests: dict) -> str:
 
 def _interval(r) -> str:
     return f"{r['estimate']:+.3f} ({_seeds_interval(r)})"
-
-
-def gate_why(r) -> str:
-    """A failed gate's reason with what was measured, where the row carries it: for the
-    horizon part, the paired effect half-way and at the end against what the rules ask (the
-    same sign and a change below the smallest effect of interest d), e.g. 'not stable between
-    horizons: the effect was +0.087 half-way and +0.148 at the end, a change of 0.061 where
-    the rules allow less than d = 0.055'."""
-    reason = (r.get("gate_reason") or "") or "its gate failed"
-    half, end, d = (r.get(k) for k in ("horizon_at_half", "horizon_at_end", "sesoi"))
-    if reason != "not stable between horizons" or any(v is None or v != v for v in (half, end, d)):
-        return reason
-    how = ("the sign changed" if half * end <= 0 else
-           f"a change of {abs(end - half):.3f} where the rules allow less than d = {d:.3f}")
-    return f"{reason}: the effect was {half:+.3f} half-way and {end:+.3f} at the end, {how}"
 
 
 def _after_holm(verdict, r) -> str:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..base.errors import CompanionError
 
-__all__ = ["body_runs", "arm_values", "loss_gate", "gate_v2", "logged_step", "null_band", "settings",
+__all__ = ["body_runs", "arm_values", "loss_gate", "gate_v2", "gate_why", "logged_step", "null_band", "settings",
            "settings_text", "run_dates", "run_starts", "PAPER", "OBJECTIVE_OF_MODE", "published_iqr_width",
            "speedup_nats", "memorisation_gap"]
 
@@ -225,6 +225,21 @@ def gate_v2(runs: pd.DataFrame, arms, effect, sesoi: float, gate: dict) -> dict:
             f"{horizon['step']} and {horizon['at_end']:+.3f} at the end")
     return {"passes": all(parts.values()), "parts": parts, "reason": reason, "context": ctx["arms"],
             "memorisation": mem, "horizon": horizon, "text": text}
+
+
+def gate_why(r) -> str:
+    """A failed gate's reason with what was measured, where the row carries it: for the
+    horizon part, the paired effect half-way and at the end against what :func:`gate_v2` asks (the
+    same sign and a change below the smallest effect of interest d), e.g. 'not stable between
+    horizons: the effect was +0.087 half-way and +0.148 at the end, a change of 0.061 where
+    the rules allow less than d = 0.055'."""
+    reason = r.get("gate_reason") or "its gate failed"
+    half, end, d = (r.get(k) for k in ("horizon_at_half", "horizon_at_end", "sesoi"))
+    if reason != "not stable between horizons" or any(v is None or v != v for v in (half, end, d)):
+        return reason
+    how = ("the sign changed" if half * end <= 0 else
+           f"a change of {abs(end - half):.3f} where the rules allow less than d = {d:.3f}")
+    return f"{reason}: the effect was {half:+.3f} half-way and {end:+.3f} at the end, {how}"
 
 
 def published_iqr_width(score: str) -> float:
