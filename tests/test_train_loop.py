@@ -330,3 +330,77 @@ def test_bf16_autocast_only_where_the_card_computes_bf16_natively(monkeypatch):
     monkeypatch.setattr(torch, "autocast", lambda device_type, dtype, enabled: seen.update(enabled=enabled))
     loop._autocast(loop.TrainConfig(cpu_bf16=True), cpu)
     assert seen["enabled"] is True
+
+
+# ---------------------------------------------------------------- rules v3's one-mode guard
+
+
+def test_the_guard_reads_seen_and_unseen_blocks_as_the_draws_decide(tmp_path):
+    """The guard's 'seen' sample holds only blocks the run drew, 'unseen' only blocks it did
+    not: replaying the run's data generator (seed + 1) independently gives the drawn set."""
+    from companion.train.loop import guard_samples
+
+    cfg = _cfg(steps=8, eval_every=4, eval_blocks=6, guard=True)
+    g = torch.Generator().manual_seed(7)   # random blocks: every block's content is its own
+    blocks = torch.randint(5, VOCAB, (120, 16), generator=g)
+    data = TokenData(train=blocks[:-20], eval=blocks[-20:], vocab_size=VOCAB,
+                     masking=MaskingSpec(mask_id=4, vocab_size=VOCAB, first_regular_id=5))
+    assert len({tuple(b.tolist()) for b in blocks}) == 120
+    hist = train(cfg, data=data)
+    g = torch.Generator().manual_seed(cfg.seed + 1)
+    drawn = set()
+    for _ in range(cfg.steps):
+        drawn |= set(torch.randint(0, data.train.shape[0], (cfg.batch_size,), generator=g).tolist())
+    seen = torch.zeros(data.train.shape[0], dtype=torch.bool)
+    seen[list(drawn)] = True
+    share = hist[(hist.quantity == "guard_seen_share") & (hist.step == cfg.steps)]["value"].item()
+    assert share == pytest.approx(len(drawn) / data.train.shape[0], abs=1e-6)
+    samples = guard_samples(data, cfg, seen)
+    rows_of = {tuple(r.tolist()): i for i, r in enumerate(data.train)}
+    assert all(seen[rows_of[tuple(b.tolist())]] for b in samples["seen"])
+    assert not any(seen[rows_of[tuple(b.tolist())]] for b in samples["unseen"])
+    assert samples["seen"].shape[0] == samples["unseen"].shape[0] == samples["heldout"].shape[0] == 6
+    for q in ("guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss"):
+        assert hist[(hist.quantity == q) & (hist.step == cfg.steps)]["value"].notna().all(), q
+
+
+def test_the_guard_losses_are_eval_mode_losses_of_their_samples():
+    """guard_heldout_loss equals eval_loss computed on the same blocks by hand (no dropout)."""
+    from companion.train.loop import eval_loss, guard_samples
+
+    cfg = _cfg(steps=4, eval_every=4, eval_blocks=6, guard=True)
+    data = _data()
+    hist, model = train(cfg, data=data, return_model=True)
+    from companion.train.objectives import SelectiveLM
+
+    seen = torch.zeros(data.train.shape[0], dtype=torch.bool)  # the held-out sample does not depend on it
+    blocks = guard_samples(data, cfg, seen)["heldout"]
+    mean, _, _ = eval_loss(SelectiveLM(model), data, cfg, torch.device("cpu"), blocks=blocks)
+    logged = hist[(hist.quantity == "guard_heldout_loss") & (hist.step == 4)]["value"].item()
+    assert logged == pytest.approx(mean, rel=1e-6)
+
+
+def test_a_resumed_run_with_the_guard_equals_the_uninterrupted_one_and_keeps_its_weights(tmp_path):
+    from safetensors.torch import load_file
+
+    from companion.base.cache import sha256_file
+    from companion.train.loop import kept_weights_path
+
+    cfg = _cfg(steps=12, guard=True, keep_weights=(6, 12), checkpoint_every=6)
+    full, m_full = train(cfg, data=_data(), out_dir=tmp_path / "a", return_model=True)
+    train(cfg, data=_data(), out_dir=tmp_path / "b", stop_at=6)
+    resumed = train(cfg, data=_data(), out_dir=tmp_path / "b", resume=True)
+    pd.testing.assert_frame_equal(full, resumed, check_exact=True)
+    final = load_file(kept_weights_path(tmp_path / "a", 12))
+    for name, tensor in m_full.state_dict().items():
+        assert torch.equal(final[name], tensor.float()), name
+    for step in (6, 12):
+        p = kept_weights_path(tmp_path / "b", step)
+        assert (p.parent / f"{p.name}.sha256").read_text().strip() == sha256_file(p)
+    half = load_file(kept_weights_path(tmp_path / "a", 6))
+    assert any(not torch.equal(half[n], final[n]) for n in final)
+
+
+def test_kept_weights_must_name_steps_of_the_run():
+    with pytest.raises(ValueError, match="keep_weights"):
+        _cfg(steps=12, keep_weights=(13,))

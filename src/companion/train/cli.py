@@ -72,6 +72,13 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--eval-other", action="store_true",
                    help="with --from a LLaMA checkpoint: also log the held-out loss of the other objective "
                         "(masked LM for a causal run, next token for a masked one)")
+    p.add_argument("--guard", action="store_true",
+                   help="also log rules v3's one-mode memorisation guard at every evaluation: the eval-mode "
+                        "loss of fixed random samples of training and of held-out blocks (guard_train_loss, "
+                        "guard_heldout_loss), as many blocks as the held-out loss reads, with its masks")
+    p.add_argument("--keep-weights", type=_steps_list, default=(), metavar="STEPS",
+                   help="comma-separated steps whose model weights are kept in OUT as "
+                        "weights-stepN.safetensors (float32, with a .sha256), e.g. 5000,10000")
     p.add_argument("--seq-len", type=int, default=None)
     p.add_argument("--layers", type=int, default=None, help="override the size's number of layers")
     p.add_argument("--width", type=int, default=None,
@@ -134,6 +141,21 @@ def _check_device(text: str | None) -> None:
                                  f"numbered from 0.")
     elif dev.type != "cpu":
         raise CompanionError(f"--device {text}: training runs on cpu or cuda, not {dev.type}.")
+
+
+def _steps_list(text: str) -> tuple:
+    """An argparse type: ``5000,10000`` -> (5000, 10000), each a whole number >= 1."""
+    out = []
+    for part in text.split(","):
+        try:
+            n = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected whole-number steps separated by commas, got {part!r} "
+                                             f"in {text!r}") from None
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"--keep-weights steps must be >= 1; got {n}")
+        out.append(n)
+    return tuple(sorted(set(out)))
 
 
 def _eval_blocks(text: str):
@@ -229,6 +251,7 @@ def _config(args: argparse.Namespace):
         eval_blocks=args.eval_blocks, penalty=args.penalty, penalty_coef=args.penalty_coef,
         corpus=args.corpus, top_k=_default_top_k(args) if args.top_k is None else (args.top_k or None),
             seq_len=args.seq_len, layers=args.layers, init_from=args.init_from, eval_other=args.eval_other,
+            guard=args.guard, keep_weights=args.keep_weights,
             width=args.width, heads=args.heads, bf16=not args.no_bf16, cpu_bf16=args.cpu_bf16,
         compile=args.compile, device=args.device, checkpoint_every=args.checkpoint_every,
     )

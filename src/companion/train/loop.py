@@ -72,9 +72,12 @@ from .objectives import SelectiveLM, objective_loss, objective_terms
 from .updates import UpdateRecorder, make_optimizer
 
 __all__ = ["TrainConfig", "train", "structure_rows", "write_run", "read_run", "EVAL_MASK_SEED",
-           "eval_loss", "load_checkpoint"]
+           "eval_loss", "load_checkpoint", "guard_samples", "EVAL_MASK_SEED", "GUARD_SEEDS",
+           "kept_weights_path"]
 
 EVAL_MASK_SEED = 1234
+#: the seeds of the guard's fixed orders of the training and the held-out blocks
+GUARD_SEEDS = (4321, 4322)
 
 
 @dataclass
@@ -118,6 +121,8 @@ class TrainConfig:
     smoothing: int = 1
     init_from: str | None = None  # start from this checkpoint's weights (zoo name, folder, hub id)
     eval_other: bool = False      # also log the held-out loss of the other objective (eval_loss_other)
+    guard: bool = False           # log the one-mode memorisation guard (guard_train_loss, guard_heldout_loss)
+    keep_weights: tuple = ()      # steps whose model weights are kept beside the run (weights-stepN.safetensors)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -150,6 +155,10 @@ class TrainConfig:
         if self.eval_blocks is not None and self.eval_blocks < 1:
             raise ValueError(f"eval_blocks must be >= 1, or None for the whole held-out split; "
                              f"got {self.eval_blocks} (0 blocks would record a loss of 0).")
+        self.keep_weights = tuple(self.keep_weights or ())
+        bad = [k for k in self.keep_weights if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= self.steps]
+        if bad:
+            raise ValueError(f"keep_weights lists steps of this run (whole numbers in 1..{self.steps}); got {bad[0]!r}.")
         for name in ("layers", "width", "heads", "seq_len"):
             v = getattr(self, name)
             if v is not None and v < 1:
@@ -257,12 +266,42 @@ def _mask_switch(model):
     return model if hasattr(model, "causal") else None
 
 
+def guard_samples(data: TokenData, cfg: TrainConfig, seen: torch.Tensor) -> dict:
+    """The block samples of the one-mode memorisation guard (rules v3), each as many blocks as
+    the held-out loss reads, in eval mode with the held-out masks:
+
+    ``seen``
+        training blocks the run has drawn at least once so far;
+    ``unseen``
+        training blocks it has not drawn yet (the same split, the same documents' mix: which
+        blocks are seen is decided by the run's own uniform draws, so only memorising can
+        make the two differ);
+    ``heldout``
+        a uniform random sample of the held-out split (split by document: on a corpus whose
+        sources differ in size, its mix of sources is not the training split's, so it is
+        the reference only where every training block has been seen).
+
+    Each is the first blocks of one fixed random order of its split (:data:`GUARD_SEEDS`)
+    that meet the condition, so a run reads the same blocks at every evaluation as long as
+    they stay seen or unseen."""
+    n_eval = data.eval.shape[0] if cfg.eval_blocks is None else min(cfg.eval_blocks, data.eval.shape[0])
+    order = torch.randperm(data.train.shape[0], generator=torch.Generator().manual_seed(GUARD_SEEDS[0]))
+    held = torch.randperm(data.eval.shape[0], generator=torch.Generator().manual_seed(GUARD_SEEDS[1]))[:n_eval]
+    picks = {"seen": order[seen[order]][:n_eval], "unseen": order[~seen[order]][:n_eval]}
+    out = {k: _as_tensor(data.train[v.sort().values]) for k, v in picks.items() if v.numel()}
+    out["heldout"] = _as_tensor(data.eval[held.sort().values])
+    return out
+
+
 @torch.no_grad()
-def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None = None) -> tuple[float, float, int]:
+def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None = None,
+              blocks=None) -> tuple[float, float, int]:
     """Held-out loss over fixed blocks and fixed masks (no dropout): ``(mean, se, blocks)``.
 
     ``mode`` evaluates another objective than the run's (``eval_other``): the model's mask
-    switch is set for it and restored afterwards.
+    switch is set for it and restored afterwards.  ``blocks`` reads other blocks than the
+    held-out ones with the same masks and in the same mode (the samples of
+    :func:`guard_samples`, for the one-mode memorisation guard).
 
     ``mean`` is sum(loss) / sum(targets) over all targets; ``se`` its standard error with
     blocks as the independent units (ratio estimator), ``nan`` with fewer than 2 blocks.
@@ -276,7 +315,8 @@ def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None =
     if switch is not None:
         switch.causal = is_causal(mode)
     net.eval()
-    blocks = data.eval if cfg.eval_blocks is None else data.eval[: cfg.eval_blocks]
+    if blocks is None:
+        blocks = data.eval if cfg.eval_blocks is None else data.eval[: cfg.eval_blocks]
     g = torch.Generator().manual_seed(EVAL_MASK_SEED)
     sums, counts = [], []
     try:
@@ -578,11 +618,26 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                         for (st, q, _), val in zip(pending, values))
             pending.clear()
 
+    # which training blocks the run has drawn so far (the guard's seen / unseen samples)
+    seen = torch.zeros(data.train.shape[0], dtype=torch.bool)
+    if resume and cfg.guard:
+        seen = ck["seen"].to(torch.bool).cpu()
+
     def log_eval(step):
         flush()
         el, se, _ = eval_loss(fwd, data, cfg, device)
         rows.append(dict(step=step, quantity="eval_loss", layer=-1, head=-1, value=el))
         rows.append(dict(step=step, quantity="eval_loss_se", layer=-1, head=-1, value=se))
+        if cfg.guard:   # one mode, one mask draw, one block count: text seen against text not seen
+            samples = guard_samples(data, cfg, seen)
+            for name, blocks in samples.items():
+                gl, gse, _ = eval_loss(fwd, data, cfg, device, blocks=blocks)
+                rows.append(dict(step=step, quantity=f"guard_{name}_loss", layer=-1, head=-1, value=gl))
+                rows.append(dict(step=step, quantity=f"guard_{name}_loss_se", layer=-1, head=-1, value=gse))
+                rows.append(dict(step=step, quantity=f"guard_{name}_blocks", layer=-1, head=-1,
+                                 value=float(blocks.shape[0])))
+            rows.append(dict(step=step, quantity="guard_seen_share", layer=-1, head=-1,
+                             value=float(seen.float().mean())))
         if cfg.eval_other:
             el2, se2, _ = eval_loss(fwd, data, cfg, device, mode=OTHER_OBJECTIVE[cfg.mode])
             rows.append(dict(step=step, quantity="eval_loss_other", layer=-1, head=-1, value=el2))
@@ -603,6 +658,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         total = torch.zeros((), device=device)
         for micro in range(cfg.grad_accum):
             idx = torch.randint(0, n_train, (cfg.batch_size * world,), generator=gens["data"])
+            seen[idx] = True   # every rank's blocks of the global batch
             idx = idx[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
             ids = data.train[idx]  # on the CPU: the masking is drawn there
             sync_ctx = net.no_sync() if (world > 1 and micro < cfg.grad_accum - 1) else _null()
@@ -632,6 +688,8 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
             log_eval(step + 1)
         done = step + 1
+        if out is not None and done in cfg.keep_weights and rank == 0:
+            keep_weights(model, kept_weights_path(out, done))
         want_ckpt = cfg.checkpoint_every and done % cfg.checkpoint_every == 0
         if out is not None and (want_ckpt or done == end):
             flush()
@@ -644,7 +702,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                                       "scheduler": sched.state_dict(), "rng": states, "history": rows,
                                       "step": done, "config": cfg.to_dict(), "data": _data_identity(data),
                                       "update_initial": recorder.initial if recorder is not None else None,
-                                      "started": started,
+                                      "started": started, "seen": seen if cfg.guard else None,
                                       "elapsed": {"wall": before["wall"] + time.time() - t0,
                                                   "cpu": before["cpu"] + time.process_time() - c0}},
                                      tmp, ckpt_path)
@@ -667,6 +725,26 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
 
         dist.barrier()
     return (history, model) if return_model else history
+
+
+def kept_weights_path(out_dir, step: int) -> Path:
+    """Where a run keeps its model weights at ``step`` (``TrainConfig.keep_weights``)."""
+    return Path(out_dir) / f"weights-step{int(step)}.safetensors"
+
+
+def keep_weights(model, path: Path) -> Path:
+    """Write the model's weights (float32 safetensors) atomically, with a SHA-256 beside it,
+    so a later measurement (e.g. a guard in another mode) never needs the run again."""
+    from safetensors.torch import save_file
+
+    from ..base.cache import atomic_path
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().float().cpu().clone().contiguous() for k, v in model.state_dict().items()}
+    with atomic_path(path) as tmp:
+        save_file(state, str(tmp))
+    Path(f"{path}.sha256").write_text(sha256_file(path) + "\n")
+    return path
 
 
 class _null:

@@ -1,0 +1,277 @@
+"""Rules v3's statistics: a group-sequential paired test read through repeated confidence
+intervals, its outcomes with their edge cases, the simulated design check, and power with the
+uncertainty of the seed-to-seed spread.
+
+The design (``data/verdict_rules_v3.yaml``) fixes, before any run it judges, the looks (the
+numbers of complete seeds at which a claim may be read, e.g. 3, 6, 9, 12) and an
+alpha-spending function.  From them:
+
+:func:`boundaries`
+    the two-sided z-boundaries ``c_k`` of the looks: the chance, under no effect, that
+    ``|Z|`` first crosses its boundary at look ``k`` equals the spending function's increment
+    there (Lan & DeMets 1983; recursive numerical integration, exact to about 1e-7);
+:func:`nominal_levels`
+    the one-sided nominal level ``a_k = 1 - Phi(c_k)`` of each look;
+:func:`look_estimate`
+    the paired mean with its interval at look ``k``: ``mean +- t(1 - a_k, n - 1) se``.  Read at
+    every look, these *repeated confidence intervals* (Jennison & Turnbull 1989) cover the
+    true effect at all looks together with probability about ``1 - 2 alpha``, so stopping at
+    the first decided look is no optional stopping;
+:func:`outcome_v3`
+    the outcome of one interval (rules v2's six, which partition every interval), with the
+    edge cases defined apart from floating-point rounding: no spread, a bound exactly at the
+    yardstick, non-finite values, too few seeds;
+:func:`read_sequential`
+    the reading of a claim: the first look whose outcome is decided, else the last look
+    whose seeds are all in (named in the verdict);
+:func:`simulate_design`
+    the probability of each outcome of the whole sequential procedure at a true effect and a
+    planning spread (Monte Carlo over per-seed differences, fixed seed): the design check;
+:func:`detectable_effect_interval`
+    the effect detected with a given power, with the interval that the spread's own
+    uncertainty (chi-square law of the sample variance) puts around it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["SPENDING", "spending", "boundaries", "nominal_levels", "LookEstimate", "look_estimate",
+           "outcome_v3", "Reading", "read_sequential", "simulate_design", "detectable_effect_interval",
+           "SPREAD_FLOOR", "DIGITS", "DECIDED_V3", "OUTCOMES_V3"]
+
+#: the outcomes (as rules v2; 'not testable here' carries its reason in the reading)
+OUTCOMES_V3 = ("holds", "holds, size open", "negligible", "refuted", "inconclusive", "not testable here")
+#: the outcomes that stop the sequence of looks and count as decided in the fixed sequence
+DECIDED_V3 = ("holds", "holds, size open", "negligible", "refuted")
+#: a spread of the paired differences at most this share of max(1, |mean|) is no spread:
+#: identical seeds (duplicated runs, a seed not varied), never infinite certainty
+SPREAD_FLOOR = 1e-9
+#: interval ends and yardsticks are compared after rounding to this many significant digits
+#: (histories keep six), so that a bound equal to the yardstick is equal, whatever the last bit
+DIGITS = 10
+
+SPENDING = ("obrien-fleming", "pocock")
+
+
+def spending(t, alpha: float, kind: str = "obrien-fleming"):
+    """The two-sided error spent by information fraction ``t`` (Lan & DeMets 1983):
+    O'Brien-Fleming type ``2 - 2 Phi(z_{1-alpha/2} / sqrt t)`` or Pocock type
+    ``alpha log(1 + (e - 1) t)``; both spend ``alpha`` at ``t = 1``."""
+    from scipy import stats
+
+    t = np.asarray(t, dtype=float)
+    if kind == "obrien-fleming":
+        return 2 - 2 * stats.norm.cdf(stats.norm.ppf(1 - alpha / 2) / np.sqrt(t))
+    if kind == "pocock":
+        return alpha * np.log(1 + (math.e - 1) * t)
+    raise ValueError(f"unknown spending function {kind!r}; choose one of {SPENDING}.")
+
+
+def boundaries(looks, alpha: float = 0.05, kind: str = "obrien-fleming", grid: int = 2001) -> np.ndarray:
+    """Two-sided z-boundaries of the looks (``looks``: complete seeds at each look, rising).
+
+    Information fraction ``t_k = n_k / n_K``.  Under no effect, ``B(t) = Z sqrt(t)`` is a
+    Brownian motion; the boundary ``c_k`` is chosen so that the chance of first leaving
+    ``|Z| < c`` at look ``k`` is ``spending(t_k) - spending(t_{k-1})``.  The density of ``B``
+    on the continuation region is carried from look to look on a grid (trapezoid rule)."""
+    from scipy import optimize, stats
+
+    n = np.asarray(looks, dtype=float)
+    if n.ndim != 1 or n.size == 0 or not np.all(np.diff(n) > 0) or n[0] < 2:
+        raise ValueError(f"looks must be rising seed counts >= 2; got {list(looks)!r}.")
+    t = n / n[-1]
+    spent = spending(t, alpha, kind)
+    steps = np.diff(np.concatenate([[0.0], spent]))
+    c = np.empty(n.size)
+    c[0] = stats.norm.isf(steps[0] / 2)
+    # density of B(t_1) on the continuation region
+    x = np.linspace(-c[0] * math.sqrt(t[0]), c[0] * math.sqrt(t[0]), grid)
+    f = stats.norm.pdf(x / math.sqrt(t[0])) / math.sqrt(t[0])
+    for k in range(1, n.size):
+        dt = t[k] - t[k - 1]
+        sd = math.sqrt(dt)
+        w = np.full(x.size, x[1] - x[0])
+        w[[0, -1]] /= 2
+
+        def exit_prob(ck, k=k, f=f, x=x, w=w, sd=sd):
+            b = ck * math.sqrt(t[k])
+            tail = stats.norm.cdf((-b - x) / sd) + stats.norm.sf((b - x) / sd)
+            return float(np.sum(w * f * tail))
+
+        target = steps[k]
+        c[k] = optimize.brentq(lambda ck: exit_prob(ck) - target, 1e-6, 40.0, xtol=1e-12)
+        y = np.linspace(-c[k] * math.sqrt(t[k]), c[k] * math.sqrt(t[k]), grid)
+        kern = stats.norm.pdf((y[:, None] - x[None, :]) / sd) / sd
+        f, x = kern @ (w * f), y
+    return c
+
+
+def nominal_levels(looks, alpha: float = 0.05, kind: str = "obrien-fleming") -> np.ndarray:
+    """The one-sided nominal level of each look's interval, ``1 - Phi(c_k)``."""
+    from scipy import stats
+
+    return stats.norm.sf(boundaries(looks, alpha, kind))
+
+
+@dataclass(frozen=True)
+class LookEstimate:
+    """The paired mean over the seeds of one look with its repeated confidence interval."""
+
+    values: tuple
+    mean: float
+    sd: float
+    low: float
+    high: float
+    nominal: float      # one-sided nominal level of the look
+    problem: str = ""   # why no interval could be formed (no spread, non-finite values, one seed)
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def level(self) -> float:
+        """The interval's own two-sided coverage, ``1 - 2 a_k``."""
+        return 1 - 2 * self.nominal
+
+
+def look_estimate(values, nominal: float) -> LookEstimate:
+    """``mean +- t(1 - nominal, n - 1) sd / sqrt(n)`` over the per-seed paired differences,
+    or a named problem: a non-finite value (which seed), a single seed, or no spread
+    (sd at most :data:`SPREAD_FLOOR` x max(1, |mean|), which ties (0.03, 0.03, 0.03) and
+    (0.2, 0.2, 0.2) to one reading whatever their rounding)."""
+    from scipy import stats
+
+    if not 0 < nominal < 0.5:
+        raise ValueError(f"a look's one-sided nominal level must lie in (0, 0.5); got {nominal!r}.")
+    v = np.asarray(values, dtype=float).ravel()
+    nan = float("nan")
+    if v.size == 0:
+        return LookEstimate((), nan, nan, nan, nan, nominal, "no seeds")
+    bad = np.flatnonzero(~np.isfinite(v))
+    if bad.size:
+        return LookEstimate(tuple(v.tolist()), nan, nan, nan, nan, nominal,
+                            f"a non-finite paired value ({v[bad[0]]}) at the look's seed number {bad[0] + 1}")
+    mean = float(v.mean())
+    if v.size < 2:
+        return LookEstimate(tuple(v.tolist()), mean, nan, nan, nan, nominal, "one seed: no interval")
+    sd = float(v.std(ddof=1))
+    if sd <= SPREAD_FLOOR * max(1.0, abs(mean)):
+        return LookEstimate(tuple(v.tolist()), mean, 0.0, nan, nan, nominal,
+                            "no seed-to-seed spread (identical paired values: duplicated runs or an "
+                            "unvaried seed), so no interval")
+    half = float(stats.t.isf(nominal, v.size - 1)) * sd / math.sqrt(v.size)
+    return LookEstimate(tuple(v.tolist()), mean, sd, mean - half, mean + half, nominal)
+
+
+def _r(x: float) -> float:
+    return float(f"{x:.{DIGITS}g}")
+
+
+def outcome_v3(est: LookEstimate, sesoi: float) -> str:
+    """The outcome of one look's interval for a directional claim (true effect > 0) with
+    smallest effect of interest ``sesoi``: rules v2's partition of the intervals, compared
+    after rounding to :data:`DIGITS` significant digits (a low end equal to ``sesoi`` reads
+    ``holds``); ``not testable here`` when the estimate names a problem."""
+    if not (isinstance(sesoi, (int, float)) and math.isfinite(sesoi) and sesoi > 0):
+        raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}.")
+    if est.problem:
+        return "not testable here"
+    lo, hi, d = _r(est.low), _r(est.high), _r(sesoi)
+    if lo >= d:
+        return "holds"
+    if lo > 0:
+        return "holds, size open" if hi >= d else "negligible"
+    return "inconclusive" if hi >= d else "refuted"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A claim read under the sequential design: the look it was read at (1-based; 0: none
+    complete), the seeds then in, the interval, the outcome and, when not testable, why."""
+
+    look: int
+    looks: tuple
+    estimate: LookEstimate | None
+    outcome: str
+    reason: str = ""
+
+    @property
+    def final(self) -> bool:
+        """Whether this reading ends the claim's sequence: decided, or read at the last look."""
+        return self.outcome in DECIDED_V3 or self.look == len(self.looks) or self.outcome == "not testable here"
+
+
+def read_sequential(values_in_plan_order, looks, nominal, sesoi: float) -> Reading:
+    """Read a claim at its looks.  ``values_in_plan_order``: the per-seed paired differences of
+    the seeds whose runs are all in, in the plan's seed order (a seed missing its pair ends
+    the list: a look needs all of its first ``n_k`` seeds).  The claim is read at the first
+    look whose outcome is decided, else at the last look whose seeds are all in; before the
+    first look it is 'not testable here' with the count of seeds in."""
+    v = list(values_in_plan_order)
+    looks = tuple(int(n) for n in looks)
+    complete = [k for k, n in enumerate(looks) if len(v) >= n]
+    if not complete:
+        return Reading(0, looks, None, "not testable here",
+                       f"{len(v)} of the {looks[0]} seeds of the first look are in")
+    est = out = None
+    for k in complete:
+        est = look_estimate(v[: looks[k]], float(nominal[k]))
+        out = outcome_v3(est, sesoi)
+        if out in DECIDED_V3 or out == "not testable here":
+            break
+    return Reading(k + 1, looks, est, out, est.problem)
+
+
+def simulate_design(delta: float, sd: float, looks, nominal, sesoi: float, draws: int = 20_000,
+                    seed: int = 20261128) -> dict:
+    """The probability of each outcome of the whole procedure (:func:`read_sequential` run to
+    its end: stop at the first decided look, else read the last) when the per-seed paired
+    differences are normal with mean ``delta`` and standard deviation ``sd``, and the
+    expected number of seeds used.  Monte Carlo with a fixed seed; the gate is taken to pass."""
+    from scipy import stats
+
+    looks = [int(n) for n in looks]
+    rng = np.random.default_rng(seed)
+    x = delta + sd * rng.standard_normal((draws, looks[-1]))
+    outcome = np.full(draws, "", dtype=object)
+    used = np.full(draws, looks[-1])
+    d = _r(sesoi)
+    for k, n in enumerate(looks):
+        m = x[:, :n].mean(axis=1)
+        s = x[:, :n].std(axis=1, ddof=1)
+        half = stats.t.isf(nominal[k], n - 1) * s / math.sqrt(n)
+        lo, hi = np.round(m - half, 12), np.round(m + half, 12)
+        res = np.where(lo >= d, "holds", np.where(lo > 0, np.where(hi >= d, "holds, size open", "negligible"),
+                                                  np.where(hi >= d, "inconclusive", "refuted")))
+        open_ = outcome == ""
+        stop = open_ & ((res != "inconclusive") | (k == len(looks) - 1))
+        outcome[stop] = res[stop]
+        used[stop] = n
+    probs = {o: float(np.mean(outcome == o)) for o in DECIDED_V3 + ("inconclusive",)}
+    probs["expected_seeds"] = float(used.mean())
+    return probs
+
+
+def detectable_effect_interval(n: int, sd: float, nominal: float, power: float = 0.8,
+                               level: float = 0.95) -> tuple[float, float, float]:
+    """The true effect at which a one-sided test at ``nominal`` over ``n`` seeds shows the
+    direction (interval above 0) with probability ``power``, at the observed ``sd`` and at the
+    ends of the ``level`` interval for the true spread (``sd^2 (n-1) / chi2``): ``(low, at sd,
+    high)``.  With 3 seeds the spread's 95% interval runs from 0.52 to 6.3 times the observed
+    one, and so does the detectable effect."""
+    from scipy import optimize, stats
+
+    if n < 2 or not np.isfinite(sd) or sd <= 0:
+        return (float("nan"),) * 3
+    df = n - 1
+    crit = stats.t.isf(nominal, df)
+    ncp = optimize.brentq(lambda c: stats.nct.sf(crit, df, c) - power, 0.0, 400.0)
+    at = ncp / math.sqrt(n)
+    lo_sd = sd * math.sqrt(df / stats.chi2.isf((1 - level) / 2, df))
+    hi_sd = sd * math.sqrt(df / stats.chi2.ppf((1 - level) / 2, df))
+    return at * lo_sd, at * sd, at * hi_sd

@@ -1,0 +1,302 @@
+"""Rules v3 (``data/verdict_rules_v3.yaml``): loaded and checked whole before any verdict.
+
+:func:`load_rules_v3` refuses, in one line naming the rule and the reason, a file that cannot
+judge what it says it judges: a key written twice, a look without a nominal level (or a
+nominal level that is not what the spending function gives the looks), a family order that is
+not the claims, a yardstick derived from a body it judges, a body whose seeds overlap
+another's or are fewer than the last look, a design check whose committed table fails its
+own targets or was computed for other yardsticks or spreads, a timestamp without a zone or in
+the future.  The statistics live in :mod:`companion.rules.sequential`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..base.errors import CompanionError
+from ..base.paths import DATA_DIR
+
+__all__ = ["RULES_V3_PATH", "load_rules_v3", "nominal", "claim_v3", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
+
+RULES_V3_PATH = DATA_DIR / "verdict_rules_v3.yaml"
+ARM_MODES = ("encoder", "decoder", "authors-decoder")
+ARM_INITS = ("standard", "symmetric")
+_QUANTITIES = ("symmetry", "directionality", "eval_loss")
+#: what the memorisation guard compares the seen training blocks with (companion.train.loop.guard_samples)
+GUARD_REFERENCES = ("unseen", "heldout")
+_YARDSTICK_RULES = ("scaled-iqr", "speedup-nats")
+#: the design check's Monte Carlo size is bounded (a typo of 10^9 draws would exhaust memory)
+MAX_DRAWS = 2_000_000
+
+
+def _fail(path, where: str, what: str):
+    raise CompanionError(f"{where} in {path}: {what}")
+
+
+def _load_unique(text: str, path):
+    """Safe YAML that refuses a key written twice in one mapping (the second copy would
+    silently win) and aliases expanding past the rules' bound."""
+    import yaml
+
+    from .verdicts import _load_bounded
+
+    class Unique(yaml.SafeLoader):
+        pass
+
+    def construct(loader, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise CompanionError(f"{path}: the key {key!r} is written twice in one mapping (line "
+                                     f"{key_node.start_mark.line + 1}); keep one, or the second copy would "
+                                     "silently replace the first.")
+            seen.add(key)
+        return loader.construct_mapping(node, deep=deep)
+
+    Unique.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct)
+    try:
+        _load_bounded(text, path)   # the alias bound, before building anything
+        return yaml.load(text, Loader=Unique)   # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as err:
+        raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
+
+
+def _num(v, path, where, field, lo=None, hi=None, whole=False):
+    ok = (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+          and (not whole or isinstance(v, int)) and (lo is None or v > lo) and (hi is None or v < hi))
+    if not ok:
+        rng = f" in ({lo}, {hi})" if lo is not None and hi is not None else (f" > {lo}" if lo is not None else "")
+        _fail(path, where, f"{field!r} must be a {'whole ' if whole else ''}number{rng}; got {str(v)[:40]!r}.")
+    return v
+
+
+def _arm(text, path, where):
+    if not isinstance(text, str) or text.count("/") != 1:
+        _fail(path, where, f"an arm is MODE/INIT (e.g. encoder/standard); got {str(text)[:40]!r}.")
+    mode, init = text.split("/")
+    if mode not in ARM_MODES or init not in ARM_INITS:
+        _fail(path, where, f"arm {text!r}: mode one of {ARM_MODES}, init one of {ARM_INITS}.")
+    return mode, init
+
+
+def nominal(rules: dict) -> np.ndarray:
+    """The one-sided nominal level of each look, recomputed from the looks and the spending."""
+    from .sequential import nominal_levels
+
+    s = rules["framework"]["sequential"]
+    return nominal_levels(s["looks"], s["alpha"], s["spending"])
+
+
+def _check_sequential(s, path):
+    from .sequential import SPENDING
+
+    where = "framework.sequential"
+    if not isinstance(s, dict):
+        _fail(path, where, "must be a mapping (looks, spending, alpha, nominal_when_fixed).")
+    looks = s.get("looks")
+    if not (isinstance(looks, list) and looks and all(isinstance(n, int) and not isinstance(n, bool) for n in looks)
+            and looks[0] >= 2 and all(b > a for a, b in zip(looks, looks[1:]))):
+        _fail(path, where, f"'looks' must be rising whole seed counts >= 2 (e.g. [3, 6, 9, 12]); got {str(looks)[:60]!r}.")
+    if len(looks) > 20:
+        _fail(path, where, f"at most 20 looks; got {len(looks)}.")
+    if s.get("spending") not in SPENDING:
+        _fail(path, where, f"'spending' must be one of {SPENDING}; got {str(s.get('spending'))[:40]!r}.")
+    _num(s.get("alpha"), path, where, "alpha", 0, 0.5)
+    nom = s.get("nominal_when_fixed")
+    if not isinstance(nom, list) or len(nom) != len(looks):
+        _fail(path, where, f"every look needs its nominal level: {len(looks)} looks, "
+                           f"{len(nom) if isinstance(nom, list) else 'no'} levels in 'nominal_when_fixed'.")
+    from .sequential import nominal_levels
+
+    now = nominal_levels(looks, s["alpha"], s["spending"])
+    for k, (a, b) in enumerate(zip(nom, now)):
+        _num(a, path, where, f"nominal_when_fixed[{k}]", 0, 0.5)
+        if abs(a - b) > 1e-3 * b + 1e-9:
+            _fail(path, where, f"look {k + 1}'s nominal level {a:.6g} is not what {s['spending']} spending of "
+                               f"{s['alpha']} gives the looks {looks} ({b:.6g}); recompute it.")
+
+
+def _check_design(rules, path):
+    """The committed design table exists, was computed for this file's yardsticks and planning
+    spreads, covers every claim at 0, d and the pilot's effect, and meets every target."""
+    import pandas as pd
+
+    dc = rules["framework"]["design_check"]
+    table = Path(path).parent.parent / dc["table"] if not Path(dc["table"]).is_absolute() else Path(dc["table"])
+    if not table.exists():
+        _fail(path, "framework.design_check", f"its table {dc['table']} is missing; run "
+                                              "`python -m companion.train.design_v3 --write`.")
+    df = pd.read_csv(table)
+    for key, r in rules["claims"].items():
+        rows = df[df["claim"] == key]
+        if sorted(rows["effect"].astype(str)) != ["0", "d", "pilot"]:
+            _fail(path, f"rule {key!r}", f"the design table {table.name} has no rows at effects 0, d and the pilot's; "
+                                         "recompute it (companion.train.design_v3 --write).")
+        d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
+        sd = float(r["pilot"]["planning_sd_when_fixed"])
+        if not (np.allclose(rows["sesoi"], d, rtol=1e-6) and np.allclose(rows["planning_sd"], sd, rtol=1e-6)):
+            _fail(path, f"rule {key!r}", f"the design table was computed for another yardstick or planning spread "
+                                         f"than the rules' (d {d:g}, sd {sd:g}); recompute it.")
+        failed = rows[~rows["met"].astype(bool)]
+        if len(failed):
+            row = failed.iloc[0]
+            _fail(path, f"rule {key!r}", f"the design check fails its own target at effect {row['effect']} "
+                                         f"({row['target']}); the design cannot decide this claim as written.")
+
+
+def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> dict:
+    """Rules v3, checked whole (see the module's docstring); ``check_design=False`` skips the
+    committed design table (used while computing it)."""
+    from .verdicts import _when
+
+    path = Path(path) if path is not None else RULES_V3_PATH
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise CompanionError(f"no rules v3 at {path}; the book's data/verdict_rules_v3.yaml is needed.") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
+        raise CompanionError(f"cannot read the rules at {path} ({type(err).__name__}); give a readable YAML file.") from None
+    rules = _load_unique(text, path)
+    if not isinstance(rules, dict):
+        _fail(path, "the file", "must be a mapping (version, framework, bodies, pilots, yardsticks, claims).")
+    if rules.get("version") != 3 or isinstance(rules.get("version"), bool):
+        _fail(path, "the file", f"'version' must be 3; got {str(rules.get('version'))[:20]!r}.")
+    for section in ("framework", "bodies", "yardsticks", "claims"):
+        if not isinstance(rules.get(section), dict) or not rules[section]:
+            _fail(path, "the file", f"{section!r} must be a non-empty mapping.")
+    fw = rules["framework"]
+    fw["fixed"] = _when(fw.get("fixed"), "framework", path)
+    _num(fw.get("level", 0.95), path, "framework", "level", 0, 1)
+    _check_sequential(fw.get("sequential"), path)
+    fam = fw.get("family")
+    if not isinstance(fam, dict) or fam.get("method") != "fixed-sequence":
+        _fail(path, "framework.family", "must be {method: fixed-sequence, order: [...], fwer: ...}.")
+    if not isinstance(fam.get("order"), list) or sorted(map(str, fam["order"])) != sorted(rules["claims"]):
+        _fail(path, "framework.family", f"'order' must list every claim once ({sorted(rules['claims'])}); "
+                                        f"got {str(fam.get('order'))[:80]!r}.")
+    _num(fam.get("fwer"), path, "framework.family", "fwer", 0, 0.5)
+    gate = fw.get("gate")
+    if not isinstance(gate, dict):
+        _fail(path, "framework.gate", "must be a mapping.")
+    for field in ("context_floor_nats", "memorisation_nats"):
+        _num(gate.get(field), path, "framework.gate", field, 0)
+    _num(gate.get("horizon_fraction"), path, "framework.gate", "horizon_fraction", 0, 1)
+    _num(gate.get("guard_blocks"), path, "framework.gate", "guard_blocks", 1, whole=True)
+    dc = fw.get("design_check")
+    if not isinstance(dc, dict) or not isinstance(dc.get("targets"), dict):
+        _fail(path, "framework.design_check", "must be a mapping with draws, seed, planning_confidence, targets, table.")
+    _num(dc.get("draws"), path, "framework.design_check", "draws", 999, MAX_DRAWS + 1, whole=True)
+    _num(dc.get("seed"), path, "framework.design_check", "seed", -1, whole=True)
+    _num(dc.get("planning_confidence"), path, "framework.design_check", "planning_confidence", 0.5, 1)
+    for t in ("direction_at_0", "refuted_at_d", "true_at_pilot"):
+        _num(dc["targets"].get(t), path, "framework.design_check.targets", t, 0, 1)
+    if dc["targets"]["true_at_pilot"] < 0.5:
+        _fail(path, "framework.design_check.targets", "'true_at_pilot' below 0.5 is no power target.")
+    if not isinstance(dc.get("table"), str):
+        _fail(path, "framework.design_check", "'table' must name the committed design table.")
+
+    last_look = fw["sequential"]["looks"][-1]
+    seen_seeds: dict = {}
+    for key, b in rules["bodies"].items():
+        where = f"body {key!r}"
+        if not isinstance(b, dict):
+            _fail(path, where, "must be a mapping.")
+        for field in ("label", "pattern", "corpus", "plan"):
+            if not isinstance(b.get(field), str) or not b[field]:
+                _fail(path, where, f"{field!r} must be text.")
+        seeds = b.get("seeds")
+        if not (isinstance(seeds, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)):
+            _fail(path, where, f"'seeds' must be a list of whole numbers; got {str(seeds)[:60]!r}.")
+        if len(set(seeds)) != len(seeds):
+            _fail(path, where, "a seed is listed twice.")
+        if len(seeds) < last_look:
+            _fail(path, where, f"{len(seeds)} seeds cannot reach the last look ({last_look} seeds).")
+        for s in seeds:
+            if s in seen_seeds:
+                _fail(path, where, f"seed {s} is also a seed of body {seen_seeds[s]!r}; bodies use their own seeds.")
+            seen_seeds[s] = key
+        _num(b.get("steps"), path, where, "steps", 0, whole=True)
+        _num(b.get("lr"), path, where, "lr", 0)
+        arms = b.get("arms")
+        if not (isinstance(arms, list) and len(arms) >= 2):
+            _fail(path, where, "'arms' must list at least two arms MODE/INIT.")
+        for a in arms + list(b.get("secondary_arms") or []):
+            _arm(a, path, where)
+        if b.get("guard_reference") not in GUARD_REFERENCES:
+            _fail(path, where, f"'guard_reference' must be one of {GUARD_REFERENCES} (the sample the seen "
+                               f"training blocks are compared with); got {str(b.get('guard_reference'))[:30]!r}.")
+    pilots = set((rules.get("pilots") or {}).values())
+    for name, y in rules["yardsticks"].items():
+        where = f"yardstick {name!r}"
+        if not isinstance(y, dict):
+            _fail(path, where, "must be a mapping.")
+        _num(y.get("value_when_fixed"), path, where, "value_when_fixed", 0)
+        if y.get("rule") not in _YARDSTICK_RULES:
+            _fail(path, where, f"'rule' must be one of {_YARDSTICK_RULES}.")
+        src = y.get("derived_from")
+        if not (isinstance(src, list) and src and all(isinstance(s, str) for s in src)):
+            _fail(path, where, "'derived_from' must list the pilot bodies it was computed from.")
+        judged = set(src) & set(rules["bodies"])
+        if judged:
+            _fail(path, where, f"it is derived from {sorted(judged)[0]!r}, a body these rules judge; a yardstick "
+                               "comes from what was seen before the runs it judges.")
+        if not set(src) <= pilots:
+            _fail(path, where, f"'derived_from' names {sorted(set(src) - pilots)}, not a pilot of the file.")
+        if not isinstance(y.get("derivation"), str):
+            _fail(path, where, "needs a 'derivation'.")
+    for key, r in rules["claims"].items():
+        where = f"rule {key!r}"
+        if not isinstance(r, dict):
+            _fail(path, where, "must be a mapping.")
+        for field in ("claim", "test", "seen_before"):
+            if not isinstance(r.get(field), str):
+                _fail(path, where, f"needs {field!r}.")
+        r["fixed"] = _when(r.get("fixed"), where, path)
+        if r.get("test") != "paired-t":
+            _fail(path, where, f"test {r.get('test')!r}: rules v3 judge paired-t claims only.")
+        if r.get("quantity") not in _QUANTITIES:
+            _fail(path, where, f"quantity must be one of {_QUANTITIES}; got {str(r.get('quantity'))[:40]!r}.")
+        if r.get("body") not in rules["bodies"]:
+            _fail(path, where, f"body {str(r.get('body'))[:40]!r} is not a body of the file.")
+        body = rules["bodies"][r["body"]]
+        for field in ("candidate", "comparator"):
+            _arm(r.get(field), path, where)
+            if r[field] not in body["arms"]:
+                _fail(path, where, f"{field} {r[field]!r} is not a primary arm of body {r['body']!r}.")
+        for a in r.get("secondary_comparators") or []:
+            if a not in (body.get("secondary_arms") or []):
+                _fail(path, where, f"secondary comparator {a!r} is not a secondary arm of body {r['body']!r}.")
+        if r.get("sign", 1) not in (1, -1):
+            _fail(path, where, "'sign' must be 1 or -1.")
+        if r.get("sesoi") not in rules["yardsticks"]:
+            _fail(path, where, f"sesoi {str(r.get('sesoi'))[:40]!r} is not a yardstick of the file.")
+        if r["body"] in rules["yardsticks"][r["sesoi"]]["derived_from"]:
+            _fail(path, where, "its yardstick is derived from the body it judges.")
+        p = r.get("pilot")
+        if not isinstance(p, dict) or p.get("body") not in pilots:
+            _fail(path, where, "'pilot' must name a pilot body of the file.")
+        for field in ("estimate_when_fixed",):
+            _num(p.get(field), path, where, f"pilot.{field}")
+        for field in ("sd_when_fixed", "planning_sd_when_fixed"):
+            _num(p.get(field), path, where, f"pilot.{field}", 0)
+        _num(p.get("seeds"), path, where, "pilot.seeds", 1, whole=True)
+    if check_design:
+        _check_design(rules, path)
+    return rules
+
+
+def claim_v3(key: str, rules: dict | None = None) -> dict:
+    """One claim's v3 rule with its body, yardstick value and the looks' nominal levels."""
+    rules = rules if rules is not None else load_rules_v3()
+    if key not in rules["claims"]:
+        raise CompanionError(f"no v3 rule for claim {key!r}; v3 judges {sorted(rules['claims'])}.")
+    r = dict(rules["claims"][key], key=key)
+    r["body_rule"] = dict(rules["bodies"][r["body"]], key=r["body"])
+    r["d"] = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
+    r["looks"] = list(rules["framework"]["sequential"]["looks"])
+    r["nominal"] = [float(a) for a in rules["framework"]["sequential"]["nominal_when_fixed"]]
+    return r

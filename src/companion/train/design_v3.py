@@ -1,0 +1,169 @@
+"""Rules v3's design, computed from the pilot bodies only: yardsticks, planning spreads, pilot
+estimates, and the design check (the simulated chance of each outcome).
+
+Everything here reads bodies that rules v3 does *not* judge (the v2 blind bodies on Wikipedia
+and on the English mix, and the paper's Tables S2/S3); :func:`companion.rules.v3.load_rules_v3`
+refuses a yardstick derived from a body it judges.  The numbers are written into
+``data/verdict_rules_v3.yaml`` (``value_when_fixed``) and ``data/verdict_rules_v3_design.csv``
+when the rules are committed; ``tests/test_rules_v3.py`` recomputes both from the pilots.
+
+    python -m companion.train.design_v3            # print the design check
+    python -m companion.train.design_v3 --write    # write data/verdict_rules_v3_design.csv
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["pilot_values", "pilot_estimate", "planning_sd", "scaled_yardstick", "speedup_yardstick",
+           "true_outcomes", "design_check", "DESIGN_PATH", "main"]
+
+from ..base.paths import DATA_DIR
+
+DESIGN_PATH = DATA_DIR / "verdict_rules_v3_design.csv"
+
+
+def _v2_body(key: str) -> pd.DataFrame:
+    from ..rules.verdicts import load_rules
+    from .evidence import body_runs
+
+    rules = load_rules()
+    body = dict(rules["bodies"][key])
+    body["seeds"] = list(body["seeds"]) + list(body.get("extra_seeds", []))
+    return body_runs(body)
+
+
+def pilot_values(pilot: dict) -> pd.Series:
+    """The pilot's per-seed paired differences ``candidate - comparator`` at its horizon:
+    ``pilot = {body, quantity, candidate: [mode, init], comparator: [mode, init], sign}``
+    (``sign`` -1 turns e.g. baseline-minus-candidate loss into the claim's direction)."""
+    from .evidence import arm_values
+
+    runs = _v2_body(pilot["body"])
+    a = arm_values(runs, pilot["quantity"], *pilot["candidate"])
+    b = arm_values(runs, pilot["quantity"], *pilot["comparator"])
+    return (pilot.get("sign", 1) * (a - b)).dropna()
+
+
+def pilot_estimate(pilot: dict) -> tuple[float, float, int]:
+    """``(mean, sd, seeds)`` of :func:`pilot_values`."""
+    v = pilot_values(pilot)
+    return float(v.mean()), float(v.std(ddof=1)), int(v.size)
+
+
+def planning_sd(sd: float, n: int, confidence: float) -> float:
+    """The upper ``confidence`` bound of a spread estimated from ``n`` seeds,
+    ``sd sqrt((n - 1) / chi2_{1 - confidence, n - 1})``: planning at it guards against a pilot
+    whose few seeds happened to agree."""
+    from scipy import stats
+
+    return float(sd * math.sqrt((n - 1) / stats.chi2.ppf(1 - confidence, n - 1)))
+
+
+def scaled_yardstick(score: str, role: str, body: str, mode: str) -> dict:
+    """The paper's interquartile width of ``score`` (rules v2's yardstick) scaled from the
+    paper's level of that score to the pilot's: ``width x |pilot level| / |published level|``,
+    where the published level is the median over the text models' rows of ``role`` (Tables
+    S2/S3) and the pilot level the seed-mean layer-mean score of the pilot arm ``mode`` at its
+    horizon.  The paper's bands could resolve a gap of ``width`` at its level; this is the gap
+    of the same relative size at the level the runs reach."""
+    from .evidence import _published, arm_values, published_iqr_width
+
+    width = published_iqr_width(score)
+    pub = _published()
+    level_pub = float(pub[(pub["score"] == score) & (pub["role"] == role)]["median"].median())
+    level_pilot = float(arm_values(_v2_body(body), score, mode).mean())
+    return {"published_width": width, "published_level": level_pub, "pilot_level": level_pilot,
+            "value": width * abs(level_pilot) / abs(level_pub)}
+
+
+def speedup_yardstick(body: str, speedup: float) -> float:
+    """Rules v2's Table 1 yardstick (the loss a ``speedup`` share of steps is worth at the
+    end, :func:`companion.train.evidence.speedup_nats`) on a pilot body's standard encoders."""
+    from .evidence import speedup_nats
+
+    return float(speedup_nats(_v2_body(body), speedup))
+
+
+def true_outcomes(delta: float, sesoi: float) -> tuple:
+    """The decided outcomes whose statement is true of a true effect ``delta``: holds says
+    ``delta >= d``, holds (size open) ``delta > 0``, negligible ``0 < delta < d``, refuted
+    ``delta < d``."""
+    out = []
+    if delta >= sesoi:
+        out.append("holds")
+    if delta > 0:
+        out.append("holds, size open")
+    if 0 < delta < sesoi:
+        out.append("negligible")
+    if delta < sesoi:
+        out.append("refuted")
+    return tuple(out)
+
+
+def design_check(rules: dict, draws: int | None = None) -> pd.DataFrame:
+    """The design check of rules v3: for each primary claim, at the planning spread, the
+    simulated probability of each outcome of the whole sequential procedure at a true effect
+    of 0, of the yardstick d, and of the pilot's estimate, with the expected seeds used, the
+    three targets and whether each is met.  One row per (claim, effect)."""
+    from ..rules.sequential import DECIDED_V3, nominal_levels, simulate_design
+
+    fw = rules["framework"]
+    seq = fw["sequential"]
+    looks = seq["looks"]
+    nominal = nominal_levels(looks, seq["alpha"], seq["spending"])
+    mc = fw["design_check"]
+    draws = int(draws or mc["draws"])
+    t = mc["targets"]
+    rows = []
+    for key, r in rules["claims"].items():
+        d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
+        p = r["pilot"]
+        sd_plan = float(p["planning_sd_when_fixed"])
+        est = float(p["estimate_when_fixed"])
+        for label, delta in (("0", 0.0), ("d", d), ("pilot", est)):
+            probs = simulate_design(delta, sd_plan, looks, nominal, d, draws=draws, seed=int(mc["seed"]))
+            true = true_outcomes(delta, d)
+            row = {"claim": key, "effect": label, "delta": delta, "sesoi": d, "planning_sd": sd_plan,
+                   **{o: probs[o] for o in DECIDED_V3 + ("inconclusive",)},
+                   "expected_seeds": probs["expected_seeds"],
+                   "p_direction": probs["holds"] + probs["holds, size open"] + probs["negligible"],
+                   "p_true_decided": sum(probs[o] for o in true)}
+            if label == "0":
+                row["target"] = f"P(direction shown | 0) <= {t['direction_at_0']}"
+                row["met"] = row["p_direction"] <= t["direction_at_0"]
+            elif label == "d":
+                row["target"] = f"P(refuted | d) <= {t['refuted_at_d']}"
+                row["met"] = probs["refuted"] <= t["refuted_at_d"]
+            else:
+                row["target"] = f"P(a decided outcome true of the pilot's effect | pilot) >= {t['true_at_pilot']}"
+                row["met"] = row["p_true_decided"] >= t["true_at_pilot"]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    from ..rules.v3 import load_rules_v3
+
+    ap = argparse.ArgumentParser(prog="python -m companion.train.design_v3", description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help=f"write {DESIGN_PATH.name}")
+    args = ap.parse_args(argv)
+    rules = load_rules_v3(check_design=False)
+    table = design_check(rules)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(table.round(4).to_string(index=False))
+    if args.write:
+        from ..base.outputs import write_csv_atomic
+
+        write_csv_atomic(table, DESIGN_PATH)
+        print(f"wrote {DESIGN_PATH}")
+    return 0 if table["met"].all() else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
