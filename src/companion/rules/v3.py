@@ -141,11 +141,16 @@ def _check_design(rules, path):
         if not (np.allclose(rows["sesoi"], d, rtol=1e-6) and np.allclose(rows["planning_sd"], sd, rtol=1e-6)):
             _fail(path, f"rule {key!r}", f"the design table was computed for another yardstick or planning spread "
                                          f"than the rules' (d {d:g}, sd {sd:g}); recompute it.")
-        failed = rows[~rows["met"].astype(bool)]
-        if len(failed):
-            row = failed.iloc[0]
-            _fail(path, f"rule {key!r}", f"the design check fails its own target at effect {row['effect']} "
-                                         f"({row['target']}); the design cannot decide this claim as written.")
+        t = dc["targets"]
+        by = rows.set_index(rows["effect"].astype(str))
+        checks = {"0": (by.loc["0", "p_direction"] <= t["direction_at_0"], f"P(direction shown | 0) <= {t['direction_at_0']}"),
+                  "d": (by.loc["d", "refuted"] <= t["refuted_at_d"], f"P(refuted | d) <= {t['refuted_at_d']}"),
+                  "pilot": (by.loc["pilot", "p_true_decided"] >= t["true_at_pilot"],
+                            f"P(a decided outcome true of the pilot's effect | pilot) >= {t['true_at_pilot']}")}
+        for effect, (ok, target) in checks.items():   # the rules' targets, not the table's own verdict
+            if not ok:
+                _fail(path, f"rule {key!r}", f"the design check fails its own target at effect {effect} "
+                                             f"({target}); the design cannot decide this claim as written.")
 
 
 def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> dict:
@@ -300,3 +305,70 @@ def claim_v3(key: str, rules: dict | None = None) -> dict:
     r["looks"] = list(rules["framework"]["sequential"]["looks"])
     r["nominal"] = [float(a) for a in rules["framework"]["sequential"]["nominal_when_fixed"]]
     return r
+
+
+# ------------------------------------------------------------------- frozen after a body's first run
+
+
+def judging_parts(rules: dict, body: str) -> dict:
+    """Everything in a parsed rules v3 file that judges ``body``: the framework (looks,
+    spending, gate, family, design targets), the body, the claims judged on it and their
+    yardsticks.  Text that explains (derivations, what had been seen) is left out: it may be
+    reworded; what decides may not."""
+    def strip(d):
+        if isinstance(d, dict):
+            return {k: strip(v) for k, v in d.items() if k not in ("derivation", "seen_before", "label")}
+        if isinstance(d, list):
+            return [strip(v) for v in d]
+        return d.isoformat() if hasattr(d, "isoformat") else d
+
+    claims = {k: r for k, r in (rules.get("claims") or {}).items() if isinstance(r, dict) and r.get("body") == body}
+    sticks = {r.get("sesoi") for r in claims.values()}
+    return strip({"framework": rules.get("framework"), "body": (rules.get("bodies") or {}).get(body),
+                  "claims": claims, "yardsticks": {k: v for k, v in (rules.get("yardsticks") or {}).items()
+                                                   if k in sticks}})
+
+
+def changes_after_first_run(body: str, first_run_started, path: str | Path | None = None) -> list[str]:
+    """Every commit of the rules file after ``first_run_started`` (a body's earliest run) whose
+    judging parts for ``body`` differ from those of the last commit before it, each as
+    ``'<commit> <date>: <part> changed'``; empty when nothing that decides changed.  Walks every
+    commit of the file (``git log --follow``), not the first that holds a stamp.  Raises a
+    CompanionError outside a git checkout."""
+    import subprocess
+
+    import yaml
+
+    from .verdicts import _as_datetime
+
+    path = Path(path) if path is not None else RULES_V3_PATH
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True)
+    if top.returncode != 0:
+        raise CompanionError(f"{path} is not in a git checkout; its history cannot be checked.")
+    rel = path.resolve().relative_to(Path(top.stdout.strip()).resolve())
+    log = subprocess.run(["git", "log", "--reverse", "--format=%H %cI", "--", str(rel)], cwd=top.stdout.strip(),
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    commits = [(ln.split()[0], _as_datetime(ln.split()[1])) for ln in log if ln.strip()]
+    start = _as_datetime(first_run_started)
+
+    def parts(commit):
+        text = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=top.stdout.strip(), capture_output=True,
+                              text=True).stdout
+        try:
+            return judging_parts(yaml.safe_load(text) or {}, body)
+        except yaml.YAMLError:
+            return {"unreadable": commit}
+
+    before = [c for c, t in commits if t <= start]
+    if not before:
+        return [f"no commit of {rel} precedes the body's first run ({start.isoformat()})"]
+    ref = parts(before[-1])
+    out = []
+    for c, t in commits:
+        if t <= start:
+            continue
+        now = parts(c)
+        for part in sorted(set(ref) | set(now)):
+            if ref.get(part) != now.get(part):
+                out.append(f"{c[:10]} {t.isoformat()}: {part} changed after the body's first run")
+    return out

@@ -1,0 +1,293 @@
+"""Rules v3: the sequential design's statistics checked against independent computations,
+the edge cases defined apart from rounding, the loader's refusals, the committed design check
+and yardsticks recomputed from the pilots, and the rules frozen after each body's first run."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from companion.base.errors import CompanionError
+from companion.rules import sequential as sq
+from companion.rules.v3 import RULES_V3_PATH, changes_after_first_run, load_rules_v3
+
+LOOKS = [3, 6, 9, 12]
+
+
+# ---------------------------------------------------------------- boundaries and intervals
+
+
+def test_one_look_is_the_fixed_design():
+    assert sq.boundaries([5])[0] == pytest.approx(stats.norm.isf(0.025), abs=1e-9)
+
+
+@pytest.mark.parametrize("kind", sq.SPENDING)
+def test_the_boundaries_spend_what_the_spending_function_allows_at_each_look(kind):
+    """Monte Carlo of the z-statistics at the looks under no effect (partial sums of
+    independent normal seeds): the share that has crossed by look k is spending(t_k)."""
+    c = sq.boundaries(LOOKS, 0.05, kind)
+    rng = np.random.default_rng(1)
+    s = rng.standard_normal((400_000, LOOKS[-1])).cumsum(axis=1)
+    z = np.stack([s[:, n - 1] / math.sqrt(n) for n in LOOKS], axis=1)
+    crossed = np.maximum.accumulate(np.abs(z) >= c, axis=1).mean(axis=0)
+    want = sq.spending(np.array(LOOKS) / LOOKS[-1], 0.05, kind)
+    se = np.sqrt(want * (1 - want) / 400_000)
+    assert np.all(np.abs(crossed - want) < 4 * se + 1e-6), (crossed, want)
+
+
+def test_a_look_interval_is_the_t_interval_at_its_own_level():
+    v = [0.12, 0.31, 0.05, 0.22, 0.18, 0.09]
+    a = 0.0123
+    est = sq.look_estimate(v, a)
+    ci = stats.ttest_1samp(v, 0).confidence_interval(confidence_level=1 - 2 * a)
+    assert (est.low, est.high) == pytest.approx((ci.low, ci.high), rel=1e-12)
+
+
+def test_the_detectable_effect_is_detected_with_the_stated_power():
+    n, sd, a = 6, 0.1, 0.0107
+    lo, at, hi = sq.detectable_effect_interval(n, sd, a, power=0.8)
+    rng = np.random.default_rng(3)
+    x = at + sd * rng.standard_normal((200_000, n))
+    t = x.mean(1) / (x.std(1, ddof=1) / math.sqrt(n))
+    assert np.mean(t > stats.t.isf(a, n - 1)) == pytest.approx(0.8, abs=0.005)
+    # the spread's own 95% interval, chi-square with n-1 degrees of freedom, scales the effect
+    assert lo / at == pytest.approx(math.sqrt((n - 1) / stats.chi2.isf(0.025, n - 1)), rel=1e-12)
+    assert hi / at == pytest.approx(math.sqrt((n - 1) / stats.chi2.ppf(0.025, n - 1)), rel=1e-12)
+
+
+# ---------------------------------------------------------------- outcomes and edge cases
+
+
+@pytest.mark.parametrize("values", [(0.03, 0.03, 0.03), (0.2, 0.2, 0.2), (-1e6, -1e6, -1e6)])
+def test_no_spread_reads_not_testable_whatever_the_rounding(values):
+    assert np.std(values) == 0 or np.std(values) < 1e-15   # (0.2, 0.2, 0.2) has a rounding sd
+    est = sq.look_estimate(values, 0.02)
+    assert sq.outcome_v3(est, 0.01) == "not testable here"
+    assert "no seed-to-seed spread" in est.problem
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_non_finite_value_reads_not_testable_and_names_the_seed(bad):
+    est = sq.look_estimate([0.1, bad, 0.3], 0.02)
+    assert sq.outcome_v3(est, 0.01) == "not testable here"
+    assert "seed number 2" in est.problem
+
+
+def test_one_seed_has_no_interval():
+    est = sq.look_estimate([0.4], 0.02)
+    assert sq.outcome_v3(est, 0.01) == "not testable here" and "one seed" in est.problem
+
+
+def test_a_low_end_exactly_at_d_holds_and_just_below_it_does_not():
+    a, sd = 0.0205, 0.05
+    half = stats.t.isf(a, 2) * sd / math.sqrt(3)
+    for d in (0.0034, 0.135, 0.1, 1 / 3):
+        v = [d + half - sd, d + half, d + half + sd]        # sd exactly 0.05, low end d in exact arithmetic
+        assert sq.outcome_v3(sq.look_estimate(v, a), d) == "holds"
+        w = [x - 1e-7 for x in v]
+        assert sq.outcome_v3(sq.look_estimate(w, a), d) == "holds, size open"
+
+
+def test_the_outcomes_partition_the_intervals():
+    rng = np.random.default_rng(5)
+    d = 0.1
+    for _ in range(3000):
+        v = rng.normal(rng.uniform(-0.3, 0.4), rng.uniform(0.001, 0.3), size=rng.integers(2, 10))
+        est = sq.look_estimate(v, 0.02)
+        lo, hi = est.low, est.high
+        truth = {"holds": lo >= d, "holds, size open": 0 < lo < d <= hi, "negligible": 0 < lo and hi < d,
+                 "refuted": lo <= 0 and hi < d, "inconclusive": lo <= 0 and d <= hi}
+        assert sum(truth.values()) == 1
+        assert truth[sq.outcome_v3(est, d)]
+
+
+# ---------------------------------------------------------------- the sequence of looks
+
+
+def test_a_claim_is_read_at_its_first_decided_look():
+    nominal = sq.nominal_levels(LOOKS)
+    v = [0.5, 0.52, 0.48, 0.51, 0.49, 0.5, 0.47]   # decided already at 6 seeds
+    r = sq.read_sequential(v, LOOKS, nominal, 0.1)
+    assert r.outcome == "holds" and r.look == 2 and r.estimate.n == 6
+
+
+def test_an_inconclusive_claim_is_read_at_its_last_complete_look_and_is_not_final():
+    nominal = sq.nominal_levels(LOOKS)
+    v = [0.3, -0.2, 0.4, -0.1, 0.2, 0.05, 0.1]
+    r = sq.read_sequential(v, LOOKS, nominal, 0.1)
+    assert r.outcome == "inconclusive" and r.look == 2 and not r.final
+
+
+def test_before_the_first_look_a_claim_is_not_testable_and_says_how_many_seeds_are_in():
+    r = sq.read_sequential([0.1, 0.2], LOOKS, sq.nominal_levels(LOOKS), 0.1)
+    assert r.outcome == "not testable here" and r.look == 0 and "2 of the 3 seeds" in r.reason
+
+
+def test_the_simulated_design_agrees_with_the_reading_run_draw_by_draw():
+    """simulate_design (vectorised) against read_sequential (one draw at a time) on the same
+    normal draws: the same outcome counts."""
+    nominal = sq.nominal_levels(LOOKS)
+    delta, sd, d, draws, seed = 0.05, 0.1, 0.03, 1500, 11
+    probs = sq.simulate_design(delta, sd, LOOKS, nominal, d, draws=draws, seed=seed)
+    x = delta + sd * np.random.default_rng(seed).standard_normal((draws, LOOKS[-1]))
+    counts = pd.Series([sq.read_sequential(row, LOOKS, nominal, d).outcome for row in x]).value_counts()
+    for o in sq.DECIDED_V3 + ("inconclusive",):
+        assert probs[o] == pytest.approx(counts.get(o, 0) / draws, abs=1e-12), o
+
+
+def test_the_sequential_design_keeps_its_error_rate_under_no_effect():
+    nominal = sq.nominal_levels(LOOKS)
+    p = sq.simulate_design(0.0, 1.0, LOOKS, nominal, 0.5, draws=200_000, seed=2)
+    # showing a direction that is not there: one side of a two-sided 0.05 (the t law keeps it near 0.025)
+    assert p["holds"] + p["holds, size open"] + p["negligible"] < 0.03
+
+
+# ---------------------------------------------------------------- the committed rules and design
+
+
+def test_the_committed_rules_load_and_their_nominal_levels_are_the_spending_functions():
+    rules = load_rules_v3()
+    s = rules["framework"]["sequential"]
+    assert np.allclose(s["nominal_when_fixed"], sq.nominal_levels(s["looks"], s["alpha"], s["spending"]), rtol=1e-5)
+
+
+def test_the_committed_design_check_is_what_the_design_gives_and_meets_its_targets():
+    from companion.train.design_v3 import DESIGN_PATH, design_check
+
+    rules = load_rules_v3()
+    fresh = design_check(rules)
+    committed = pd.read_csv(DESIGN_PATH)
+    num = [c for c in fresh.columns if fresh[c].dtype.kind == "f"]
+    assert np.allclose(fresh[num].to_numpy(float), committed[num].to_numpy(float), rtol=1e-9, atol=1e-12)
+    assert committed["met"].all()
+
+
+def test_yardsticks_and_pilots_are_what_the_pilot_bodies_give():
+    from companion.train import design_v3 as dv
+
+    rules = load_rules_v3()
+    for name, y in rules["yardsticks"].items():
+        if y["rule"] == "scaled-iqr":
+            got = dv.scaled_yardstick(**y["scale"])["value"]
+        else:
+            got = dv.speedup_yardstick(y["body"], y["speedup"])
+        assert got == pytest.approx(y["value_when_fixed"], rel=1e-4), name
+    for key, r in rules["claims"].items():
+        a, b = r["candidate"].split("/"), r["comparator"].split("/")
+        mean, sd, n = dv.pilot_estimate({"body": r["pilot"]["body"], "quantity": r["quantity"], "candidate": a,
+                                         "comparator": b, "sign": r.get("sign", 1)})
+        assert (mean, sd, n) == pytest.approx((r["pilot"]["estimate_when_fixed"], r["pilot"]["sd_when_fixed"],
+                                               r["pilot"]["seeds"]), rel=1e-4), key
+        conf = rules["framework"]["design_check"]["planning_confidence"]
+        assert dv.planning_sd(sd, n, conf) == pytest.approx(r["pilot"]["planning_sd_when_fixed"], rel=1e-4)
+
+
+def test_the_fixed_sequence_is_ordered_by_the_design_checks_chance_of_a_decision():
+    rules = load_rules_v3()
+    d = pd.read_csv(rules["framework"]["design_check"]["table"].replace("data/", str(RULES_V3_PATH.parent) + "/"))
+    at_pilot = d[d["effect"] == "pilot"].set_index("claim")["inconclusive"]
+    order = rules["framework"]["family"]["order"]
+    assert list(at_pilot.loc[order]) == sorted(at_pilot)
+
+
+# ---------------------------------------------------------------- the loader's refusals
+
+
+def _copy(tmp_path, edit):
+    (tmp_path / "data").mkdir()
+    text = edit(RULES_V3_PATH.read_text())
+    p = tmp_path / "data" / "verdict_rules_v3.yaml"
+    p.write_text(text)
+    shutil.copy(RULES_V3_PATH.parent / "verdict_rules_v3_design.csv", tmp_path / "data")
+    return p
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda t: t.replace("version: 3", "version: 3\nversion: 2"), "written twice"),
+    (lambda t: t.replace("looks: [3, 6, 9, 12]", "looks: [3, 6, 9, 12, 15]"), "every look needs its nominal level"),
+    (lambda t: t.replace("4.42877e-05", "1.0e-03"), "is not what obrien-fleming spending"),
+    (lambda t: t.replace("derived_from: [wikipedia-bert-mini-blind]\n    rule: speedup-nats",
+                         "derived_from: [wikipedia-v3]\n    rule: speedup-nats"), "a body these rules judge"),
+    (lambda t: t.replace("seeds: [50, 51,", "seeds: [41, 51,"), "also a seed of body"),
+    (lambda t: t.replace("order: [table_1, ", "order: ["), "must list every claim once"),
+    (lambda t: t.replace("true_at_pilot: 0.8 ", "true_at_pilot: 0.95 "), "fails its own target"),
+    (lambda t: t.replace("planning_sd_when_fixed: 0.14149", "planning_sd_when_fixed: 0.2"), "another yardstick or planning"),
+    (lambda t: t.replace("guard_reference: unseen", "guard_reference: train"), "guard_reference"),
+    (lambda t: t.replace("draws: 20000", "draws: 1000000000"), "'draws'"),
+])
+def test_a_rules_file_that_cannot_judge_as_written_is_refused_in_one_line(tmp_path, edit, match):
+    p = _copy(tmp_path, edit)
+    assert p.read_text() != RULES_V3_PATH.read_text()
+    with pytest.raises(CompanionError, match=match) as err:
+        load_rules_v3(p)
+    assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------- frozen after the first run
+
+
+def _git(cwd, *args, date=""):
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+    if date:
+        env.update(GIT_COMMITTER_DATE=date, GIT_AUTHOR_DATE=date)
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
+
+
+def test_a_rule_changed_after_its_bodys_first_run_is_found_in_any_later_commit(tmp_path):
+    p = _copy(tmp_path, lambda t: t)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "rules", date="2026-11-28T06:00:00+00:00")
+    p.write_text(p.read_text().replace("0.0072.  A gap the paper's", "0.0072: a gap the paper's") + "\n# a comment\n")
+    _git(tmp_path, "commit", "-qam", "comment", date="2026-11-28T08:00:00+00:00")
+    assert changes_after_first_run("english-mix-v3", "2026-11-28T07:00:00Z", p) == []
+    p.write_text(p.read_text().replace("value_when_fixed: 0.0071884", "value_when_fixed: 0.0051884"))
+    _git(tmp_path, "commit", "-qam", "yardstick", date="2026-11-28T09:00:00+00:00")
+    p.write_text(p.read_text() + "\n# later, unrelated\n")
+    _git(tmp_path, "commit", "-qam", "later", date="2026-11-28T10:00:00+00:00")
+    found = changes_after_first_run("english-mix-v3", "2026-11-28T07:00:00Z", p)
+    assert len(found) == 2 and all("yardsticks changed" in f for f in found)   # the change and every commit after
+    assert changes_after_first_run("wikipedia-v3", "2026-11-28T07:00:00Z", p) == []   # not its yardstick
+
+
+def test_no_rule_that_judges_a_v3_body_changed_after_its_first_run():
+    from companion.train.runs import runs_root
+
+    rules = load_rules_v3()
+    checked = 0
+    for key, body in rules["bodies"].items():
+        starts = [json.loads(p.read_text())["started"] for p in runs_root().glob(body["pattern"] + "/provenance.json")]
+        if not starts:
+            continue
+        try:
+            found = changes_after_first_run(key, min(starts))
+        except CompanionError:
+            pytest.skip("no git history here")
+        assert found == [], found
+        checked += 1
+    print(f"{checked} v3 bod(ies) with runs checked")
+
+
+def test_every_v3_run_started_after_its_rules_were_first_committed_and_logs_the_guard():
+    from companion.rules.verdicts import _as_datetime
+    from companion.train.runs import runs_root
+
+    out = subprocess.run(["git", "log", "--reverse", "--format=%cI", "--", RULES_V3_PATH.name],
+                         cwd=RULES_V3_PATH.parent, capture_output=True, text=True)
+    lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
+    if not lines:
+        pytest.skip("no git history here")
+    first = _as_datetime(lines[0])
+    for key, body in load_rules_v3()["bodies"].items():
+        for prov in runs_root().glob(body["pattern"] + "/provenance.json"):
+            assert _as_datetime(json.loads(prov.read_text())["started"]) > first, prov.parent.name
+            hist = pd.read_csv(prov.parent / "history.csv", usecols=["quantity"])
+            assert {"guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss"} <= set(hist["quantity"])
