@@ -202,7 +202,11 @@ class Reading:
 
     @property
     def final(self) -> bool:
-        """Whether this reading ends the claim's sequence: decided, or read at the last look."""
+        """Whether this reading ends the claim's sequence: decided, read at the last look, or
+        not testable at a look that was read (a failed gate or a broken seed is a property of
+        the runs that more seeds do not mend).  Before the first look nothing is final."""
+        if self.look == 0:
+            return False
         return self.outcome in DECIDED_V3 or self.look == len(self.looks) or self.outcome == "not testable here"
 
 

@@ -1,0 +1,116 @@
+"""The four training claims judged by rules v3: each read at its looks
+(:func:`companion.train.v3_bodies.read_claim`), then the fixed sequence of the family applied.
+
+:func:`verdicts_v3` gives one row per claim in the family's order with its status, the look it
+was read at, the paired effect and its interval, the gate, the power at the planning spread
+and the detectable effect with its interval, and, while seeds are missing, which runs and the
+command that makes them.  :func:`pilot_rows` shows the v2 bodies the design was planned from
+under v3's yardsticks, marked: their guard was not measured in one mode, and v3's yardsticks
+come from them, so v3 cannot judge them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["fixed_sequence", "verdicts_v3", "pilot_rows", "status_of"]
+
+
+def fixed_sequence(readings: dict, order) -> dict:
+    """The family's statuses (rules v3): in ``order``, a member's decided reading stands only if
+    every member before it was decided.  After the first member whose final reading is not
+    decided, the rest read ``inconclusive (fixed sequence stopped at KEY)``; while an earlier
+    member is still being read, a later decided reading is provisional."""
+    from ..rules.sequential import DECIDED_V3
+
+    out, stopped, pending = {}, None, None
+    for key in order:
+        r = readings[key]
+        decided = r.outcome in DECIDED_V3
+        if stopped:
+            out[key] = f"inconclusive (fixed sequence stopped at {stopped})"
+        elif pending and decided:
+            out[key] = f"{r.outcome} (provisional: {pending} comes first in the fixed sequence and is still read)"
+        else:
+            out[key] = r.outcome
+        if not stopped and r.final and not decided:
+            stopped = key
+        if not pending and not r.final:
+            pending = key
+    return out
+
+
+def _interval(est, fmt="+.4f") -> str:
+    if est is None:
+        return "no look complete"
+    if est.problem:
+        return est.problem
+    return (f"{est.mean:{fmt}} [{est.low:{fmt}}, {est.high:{fmt}}], {est.n} seeds, "
+            f"{est.level:.2%} repeated interval")
+
+
+def status_of(key: str, table: pd.DataFrame | None = None) -> str:
+    """The v3 status of one claim (the family applied)."""
+    table = table if table is not None else verdicts_v3()
+    return str(table.set_index("key").loc[key, "status"])
+
+
+def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.DataFrame:
+    """One row per v3 claim, in the fixed sequence's order (see the module docstring)."""
+    from ..rules.v3 import load_rules_v3
+    from ..train.v3_bodies import MAKE_COMMAND, read_claim
+
+    rules = rules if rules is not None else load_rules_v3()
+    order = rules["framework"]["family"]["order"]
+    claims = readings if readings is not None else {k: read_claim(k, rules) for k in order}
+    statuses = fixed_sequence({k: c["reading"] for k, c in claims.items()}, order)
+    rows = []
+    for pos, key in enumerate(order, 1):
+        c = claims[key]
+        rule, rd = c["rule"], c["reading"]
+        lo, at, hi = c["detectable"]
+        design = c["design"]
+        pilot = design.loc["pilot"]
+        rows.append({
+            "key": key, "position": pos, "claim": rule["claim"], "body": rule["body_rule"]["label"],
+            "look": f"look {rd.look} of {len(rd.looks)} ({rd.looks[rd.look - 1]} seeds)" if rd.look else "none yet",
+            "seeds in": f"{len(c['seeds_in'])} of {len(rule['body_rule']['seeds'])}",
+            "effect": _interval(rd.estimate), "d": rule["d"], "reading": rd.outcome,
+            "status": statuses[key], "why": rd.reason,
+            "gate": ("not read yet" if c["gate"] is None else
+                     "passes" if c["gate"]["passes"] else f"fails: {c['gate']['why']}"),
+            "power (planned)": (f"P(a decided outcome true of the pilot's effect {rule['pilot']['estimate_when_fixed']:+.4f}) "
+                                f"= {pilot['p_true_decided']:.2f} at the planning sd {rule['pilot']['planning_sd_when_fixed']:.4f}; "
+                                f"P(refuted | d) = {design.loc['d', 'refuted']:.3f}"),
+            "detectable (observed sd)": ("" if pd.isna(at) else
+                                         f"{at:.4f} (95% interval for the spread's uncertainty {lo:.4f} to {hi:.4f})"),
+            "missing": c["missing"], "command": MAKE_COMMAND if c["missing"] else "",
+            "secondary": "; ".join(f"encoder minus {k.split('/')[0]}: {_interval(v['estimate'])} -> {v['outcome']} "
+                                   f"(one of {len(c['secondary'])}, unadjusted)" for k, v in c["secondary"].items()),
+        })
+    return pd.DataFrame(rows)
+
+
+def pilot_rows(rules: dict | None = None) -> pd.DataFrame:
+    """The v2 pilot bodies under v3's yardsticks, read as v3 would read them at their first
+    look, each marked 'not testable here (guard not measured in one mode)': their runs logged
+    no guard, and v3's yardsticks and planning spreads were derived from them."""
+    from ..rules.sequential import look_estimate, outcome_v3
+    from ..rules.v3 import claim_v3, load_rules_v3
+    from ..train.design_v3 import pilot_values
+
+    rules = rules if rules is not None else load_rules_v3()
+    rows = []
+    for key in rules["framework"]["family"]["order"]:
+        rule = claim_v3(key, rules)
+        p = rule["pilot"]
+        values = pilot_values({"body": p["body"], "quantity": rule["quantity"],
+                               "candidate": rule["candidate"].split("/"),
+                               "comparator": rule["comparator"].split("/"), "sign": rule.get("sign", 1)})
+        est = look_estimate(values.to_numpy()[: rule["looks"][0]], rule["nominal"][0])
+        rows.append({"key": key, "claim": rule["claim"], "pilot body": p["body"],
+                     "effect at look 1": _interval(est), "d (v3)": rule["d"],
+                     "interval alone would read": outcome_v3(est, rule["d"]),
+                     "status under v3": "not testable here (guard not measured in one mode; v3's yardstick "
+                                        "and planning spread come from this pilot)"})
+    return pd.DataFrame(rows)

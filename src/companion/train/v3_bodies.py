@@ -1,0 +1,258 @@
+"""The runs of rules v3's bodies, checked before any verdict reads them, and each training
+claim read under v3: paired values seed by seed, the gate, the sequential reading.
+
+A run joins its body only if it belongs there; otherwise the reading stops with one line
+naming the run and the fix (nothing already landed is touched):
+
+- it started before the rules that judge it were committed;
+- its provenance records another corpus, corpus hash, learning rate or horizon than the body's;
+- it did not log the one-mode guard (``--guard``);
+- the two runs of a pair (one seed) were made on different devices.
+
+Seeds are read in the body's order; a look needs all of its first ``n_k`` seeds, each with
+both arms of the claim at the horizon (:func:`complete_seeds`).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import pandas as pd
+
+from ..base.errors import CompanionError
+
+__all__ = ["body_runs_v3", "complete_seeds", "paired_values", "gate_v3", "read_claim", "missing_runs",
+           "run_name", "GUARD_QUANTITIES", "MAKE_COMMAND"]
+
+GUARD_QUANTITIES = ("guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss")
+MAKE_COMMAND = "bash data/runs/make_v3_runs.sh"
+
+
+def run_name(body: dict, arm: str, seed: int) -> str:
+    """``mixv3-bert-mini-encoder-standard-s30`` from the body's pattern, an arm and a seed."""
+    mode, init = arm.split("/")
+    return f"{body['pattern'].rstrip('*')}{mode}-{init}-s{seed}"
+
+
+def _rules_commit(path=None):
+    """When the rules v3 file was first committed (None outside a git checkout)."""
+    import subprocess
+
+    from ..rules.v3 import RULES_V3_PATH
+    from ..rules.verdicts import _as_datetime
+
+    path = path or RULES_V3_PATH
+    out = subprocess.run(["git", "log", "--reverse", "--format=%cI", "--", path.name], cwd=path.parent,
+                         capture_output=True, text=True)
+    lines = [ln for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
+    return _as_datetime(lines[0]) if lines else None
+
+
+def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.DataFrame | None:
+    """The finished runs of a v3 ``body`` (its seeds only) with ``device`` added, or None when
+    none is in; refuses (CompanionError) a run that does not belong (module docstring).
+    ``rules_fixed``: the rules' stamp; ``commit_time``: their first commit (None: the stamp)."""
+    from ..rules.verdicts import started_before_rule
+    from .runs import load_runs, runs_root
+
+    root = root or runs_root()
+    try:
+        runs = load_runs(root=root, pattern=body["pattern"])
+    except FileNotFoundError:
+        return None
+    runs = runs[runs["seed"].isin(body["seeds"])]
+    if runs.empty:
+        return None
+    devices, hashes = {}, {}
+    for name in sorted(runs["run"].unique()):
+        prov = json.loads((root / name / "provenance.json").read_text())
+        cfg = prov.get("config", {})
+        started = prov.get("started")
+        if not started:
+            raise CompanionError(f"run {name} records no start time; a run judged by rules v3 must have started "
+                                 "after them (train it with this package's `companion train`).")
+        if started_before_rule(started, rules_fixed, commit_time):
+            raise CompanionError(f"run {name} started at {started}, before the rules v3 that judge it were "
+                                 f"committed ({(commit_time or rules_fixed)}); it cannot be judged blind: move "
+                                 "it out of data/runs or rename it outside the body's pattern.")
+        wrong = [f"{k} {cfg.get(k)!r} (the body's: {v!r})" for k, v in
+                 (("corpus", body["corpus"]), ("lr", body["lr"]), ("steps", body["steps"])) if cfg.get(k) != v]
+        if wrong:
+            raise CompanionError(f"run {name} was made with {', '.join(wrong)}; it is not a run of body "
+                                 f"{body.get('label', body['pattern'])!r}: move it out of data/runs.")
+        hashes[name] = (prov.get("data") or {}).get("documents_sha256")
+        dev = str(prov.get("hardware", {}).get("device", "?"))
+        devices[name] = "CPU" if dev.startswith("cpu") else dev
+    if len(set(hashes.values())) > 1:
+        first = sorted(hashes)[0]
+        other = next(n for n in sorted(hashes) if hashes[n] != hashes[first])
+        raise CompanionError(f"runs {first} and {other} of one body read corpora of different hashes "
+                             f"({str(hashes[first])[:12]} and {str(hashes[other])[:12]}); a body is one corpus: "
+                             "fetch the pinned archive again (`companion corpus fetch`) and remake the odd run.")
+    have = runs.groupby("run")["quantity"].agg(set)
+    need = {"guard_seen_loss", f"guard_{body['guard_reference']}_loss"}
+    lacking = [n for n, q in have.items() if not need <= q]
+    if lacking:
+        raise CompanionError(f"run {lacking[0]} logged no one-mode memorisation guard ({sorted(need)}); rules v3 "
+                             "judge only runs trained with --guard: remake it with data/runs/make_v3_runs.sh.")
+    last = runs[runs["quantity"] == "eval_loss"].groupby("run")["step"].max()
+    short = last[last != body["steps"]]
+    if len(short):
+        raise CompanionError(f"run {short.index[0]} ends its evaluations at step {int(short.iloc[0])}, not at the "
+                             f"body's horizon {body['steps']}; finish it (its script resumes it).")
+    return runs.assign(device=runs["run"].map(devices))
+
+
+def _arm_rows(runs, arm):
+    mode, init = arm.split("/")
+    return runs[(runs["mode"] == mode) & (runs["init"] == init)]
+
+
+def complete_seeds(runs: pd.DataFrame | None, body: dict, arms) -> list[int]:
+    """The body's seeds, in its order, up to the first one missing a run of any of ``arms``."""
+    out = []
+    for seed in body["seeds"]:
+        if runs is None or any(not (_arm_rows(runs, a)["seed"] == seed).any() for a in arms):
+            break
+        out.append(seed)
+    return out
+
+
+def _values(runs, arm, quantity, step):
+    rows = _arm_rows(runs, arm)
+    if quantity in ("symmetry", "directionality"):
+        rows = rows[(rows["quantity"] == quantity) & (rows["head"] == -1)]
+    else:
+        rows = rows[rows["quantity"] == quantity]
+    return rows[rows["step"] == step].groupby("seed")["value"].mean()
+
+
+def paired_values(runs: pd.DataFrame, rule: dict, seeds, step: int | None = None,
+                  comparator: str | None = None) -> pd.Series:
+    """Per seed (in ``seeds``' order): ``sign x (candidate - comparator)`` of the rule's quantity
+    at ``step`` (default the horizon).  Refuses a pair made on two devices."""
+    step = rule["body_rule"]["steps"] if step is None else step
+    comp = comparator or rule["comparator"]
+    for seed in seeds:
+        devs = set()
+        for a in (rule["candidate"], comp):
+            rows = _arm_rows(runs, a)
+            devs |= set(rows.loc[rows["seed"] == seed, "device"])
+        if len(devs) > 1:
+            raise CompanionError(f"seed {seed} of {rule['body']}: {rule['candidate']} and {comp} were made on "
+                                 f"different devices ({', '.join(sorted(devs))}); a paired test compares runs made "
+                                 "on one device, so remake one of them where the other was made.")
+    a = _values(runs, rule["candidate"], rule["quantity"], step)
+    b = _values(runs, comp, rule["quantity"], step)
+    diff = rule.get("sign", 1) * (a - b)
+    return diff.reindex(list(seeds))
+
+
+def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) -> dict:
+    """Rules v3's gate over ``seeds`` (the look's): context floor and one-mode guard for each
+    arm, and the horizon part (no reversal shown between half horizon and horizon).  Returns
+    ``{"passes", "parts": [...], "why"}``; ``why`` names every failed part with its numbers."""
+    from ..rules.sequential import look_estimate
+    from .evidence import OBJECTIVE_OF_MODE, _shape, _unigram_reference
+
+    g = rules["framework"]["gate"]
+    body = rule["body_rule"]
+    sub = runs[runs["seed"].isin(seeds)]
+    parts, why = [], []
+    for arm in (rule["candidate"], rule["comparator"]):
+        rows = _arm_rows(sub, arm)
+        mode = arm.split("/")[0]
+        s = _shape(rows["run"].iloc[0])
+        ref = _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode], s["init_from"])
+        loss = float(_values(sub, arm, "eval_loss", body["steps"]).mean())
+        below = ref - loss
+        seen = _values(sub, arm, "guard_seen_loss", body["steps"])
+        other = _values(sub, arm, f"guard_{body['guard_reference']}_loss", body["steps"])
+        gap = float((other - seen).mean())
+        ok_ctx, ok_mem = below >= g["context_floor_nats"], gap <= g["memorisation_nats"]
+        parts.append({"arm": arm, "held-out loss": loss, "unigram reference": ref, "below reference": below,
+                      "context floor": "passes" if ok_ctx else "fails", "guard gap": gap,
+                      "guard reference": body["guard_reference"],
+                      "memorisation guard": "passes" if ok_mem else "fails"})
+        if not ok_ctx:
+            why.append(f"{arm} not trained enough: {below:.2f} nats below its unigram reference, the rules ask "
+                       f"{g['context_floor_nats']:.3f}")
+        if not ok_mem:
+            why.append(f"{arm} trained into memorisation: its {body['guard_reference']} sample reads {gap:+.3f} "
+                       f"nats above the blocks it has seen, the rules allow {g['memorisation_nats']:.2f}")
+    half_step = int(round(g["horizon_fraction"] * body["steps"]))
+    half = look_estimate(paired_values(runs, rule, seeds, half_step).to_numpy(), nominal)
+    end = look_estimate(paired_values(runs, rule, seeds).to_numpy(), nominal)
+    reversal = (not half.problem and not end.problem and
+                ((half.low > 0 and end.high < 0) or (half.high < 0 and end.low > 0)))
+    parts.append({"arm": "paired effect", "half horizon": half.mean, "horizon": end.mean,
+                  "horizon part": "fails" if reversal else "passes"})
+    if reversal:
+        why.append(f"a reversal between half horizon and horizon: the effect was {half.mean:+.3f} "
+                   f"[{half.low:+.3f}, {half.high:+.3f}] at step {half_step} and {end.mean:+.3f} "
+                   f"[{end.low:+.3f}, {end.high:+.3f}] at the horizon")
+    return {"passes": not why, "parts": parts, "why": "; ".join(why)}
+
+
+def missing_runs(body: dict, arms, seeds_needed: int, root=None) -> list[str]:
+    """The runs of the first ``seeds_needed`` seeds (body order) that have not landed."""
+    from .runs import runs_root
+
+    root = root or runs_root()
+    return [run_name(body, a, s) for s in body["seeds"][:seeds_needed] for a in arms
+            if not (root / run_name(body, a, s) / "history.csv").exists()]
+
+
+@lru_cache(maxsize=8)
+def _cached_runs(body_key: str, pattern: str, stamp: str):
+    from ..rules.v3 import load_rules_v3
+
+    rules = load_rules_v3()
+    return body_runs_v3(dict(rules["bodies"][body_key]), rules["framework"]["fixed"], _rules_commit())
+
+
+def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = None) -> dict:
+    """One training claim read under rules v3 (before the fixed sequence): the sequential
+    reading, the gate at the look read, the secondary comparators (unadjusted), the power at
+    the planning spread and the detectable effect with its interval, and what is missing."""
+    from ..rules.sequential import Reading, detectable_effect_interval, look_estimate, outcome_v3, read_sequential
+    from ..rules.v3 import claim_v3, load_rules_v3
+
+    rules = rules if rules is not None else load_rules_v3()
+    rule = claim_v3(key, rules)
+    body = rule["body_rule"]
+    if runs is None:
+        runs = _cached_runs(rule["body"], body["pattern"], rules["framework"]["fixed"].isoformat())
+    arms = (rule["candidate"], rule["comparator"])
+    seeds = complete_seeds(runs, body, arms)
+    values = paired_values(runs, rule, seeds) if seeds else pd.Series(dtype=float)
+    reading = read_sequential(values.to_numpy(), rule["looks"], rule["nominal"], rule["d"])
+    gate = None
+    if reading.look:
+        look_seeds = seeds[: rule["looks"][reading.look - 1]]
+        gate = gate_v3(runs, rule, rules, look_seeds, rule["nominal"][reading.look - 1])
+        if not gate["passes"]:
+            reading = Reading(reading.look, reading.looks, reading.estimate, "not testable here", gate["why"])
+    next_look = next((n for n in rule["looks"] if n > len(seeds)), None)
+    secondary = {}
+    for comp in rule.get("secondary_comparators") or []:
+        s2 = complete_seeds(runs, body, (rule["candidate"], comp))
+        if len(s2) >= 2:
+            est = look_estimate(paired_values(runs, rule, s2, comparator=comp).to_numpy(), rule["nominal"][-1])
+            secondary[comp] = {"seeds": len(s2), "estimate": est, "outcome": outcome_v3(est, rule["d"])}
+    est = reading.estimate
+    detect = (detectable_effect_interval(est.n, est.sd, est.nominal) if est is not None and not est.problem
+              else (float("nan"),) * 3)
+    design = pd.read_csv(_design_path(rules))
+    return {"key": key, "rule": rule, "reading": reading, "gate": gate, "seeds_in": seeds,
+            "secondary": secondary, "detectable": detect,
+            "design": design[design["claim"] == key].set_index("effect"),
+            "missing": missing_runs(body, arms, next_look) if next_look else [],
+            "next_look": next_look}
+
+
+def _design_path(rules):
+    from ..base.paths import DATA_DIR
+
+    return DATA_DIR / rules["framework"]["design_check"]["table"].split("/", 1)[1]

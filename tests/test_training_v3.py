@@ -1,0 +1,196 @@
+"""Training claims under rules v3 on synthetic bodies: runs that do not belong are refused in
+one line, the gate fails on what it measures (context, the one-mode guard, a reversal), a claim
+is read at its first decided look, and the fixed sequence orders the family's statuses."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from companion.base.errors import CompanionError
+from companion.rules.sequential import LookEstimate, Reading
+from companion.rules.v3 import load_rules_v3
+
+STEPS = 10000
+
+
+def _write_run(root, name, mode, init, seed, *, sym, loss=4.0, sym_half=None, seen=4.0, unseen=4.02,
+               heldout=4.03, started="2099-01-01T00:00:00Z", device="cpu (1 threads)", lr=1e-3,
+               corpus="english-mix", digest="abc", guard=True):
+    d = root / name
+    d.mkdir(parents=True)
+    rows = []
+    for step, s in ((STEPS // 2, sym if sym_half is None else sym_half), (STEPS, sym)):
+        rows.append((step, "eval_loss", -1, -1, loss + (0.3 if step < STEPS else 0)))
+        for layer in range(4):
+            rows.append((step, "symmetry", layer, -1, s))
+            rows.append((step, "directionality", layer, -1, -s))
+        if guard:
+            rows += [(step, "guard_seen_loss", -1, -1, seen), (step, "guard_unseen_loss", -1, -1, unseen),
+                     (step, "guard_heldout_loss", -1, -1, heldout)]
+    pd.DataFrame(rows, columns=["step", "quantity", "layer", "head", "value"]).to_csv(d / "history.csv", index=False)
+    prov = {"started": started, "hardware": {"device": device},
+            "config": {"mode": mode, "init": init, "seed": seed, "size": "bert-mini", "penalty": "none",
+                       "penalty_coef": 0.0, "corpus": corpus, "lr": lr, "steps": STEPS, "seq_len": None, "top_k": None,
+                       "init_from": None},
+            "model_size": {"hidden_size": 256, "num_hidden_layers": 4, "seq_len": 128},
+            "data": {"documents_sha256": digest}}
+    (d / "provenance.json").write_text(json.dumps(prov))
+
+
+@pytest.fixture
+def body(tmp_path, monkeypatch):
+    """A v3 English-mix body in a temporary runs folder; the unigram reference is fixed at 8 nats."""
+    import companion.train.evidence as ev
+    import companion.train.runs as runs
+
+    monkeypatch.setattr(runs, "runs_root", lambda: tmp_path)
+    monkeypatch.setattr(ev, "_unigram_reference", lambda *a, **k: 8.0)
+    return tmp_path
+
+
+def _pairs(root, effects, **kw):
+    for seed, e in zip(range(30, 30 + len(effects)), effects):
+        _write_run(root, f"mixv3-bert-mini-encoder-standard-s{seed}", "encoder", "standard", seed, sym=e, **kw)
+        _write_run(root, f"mixv3-bert-mini-decoder-standard-s{seed}", "decoder", "standard", seed, sym=0.0, **kw)
+
+
+def _read(key="training_symmetry"):
+    from companion.train.v3_bodies import read_claim, body_runs_v3, _rules_commit
+
+    rules = load_rules_v3()
+    body = rules["bodies"]["english-mix-v3"]
+    runs = body_runs_v3(body, rules["framework"]["fixed"], _rules_commit())
+    return read_claim(key, rules, runs=runs)
+
+
+def test_a_consistent_large_effect_is_read_holds_at_the_first_look(body):
+    _pairs(body, [0.5, 0.5001, 0.5002])
+    c = _read()
+    assert c["reading"].outcome == "holds" and c["reading"].look == 1 and c["gate"]["passes"]
+    assert c["reading"].estimate.mean == pytest.approx(0.5001)
+
+
+def test_before_the_first_look_the_missing_runs_are_named(body):
+    _pairs(body, [0.5, 0.5001])
+    c = _read()
+    assert c["reading"].outcome == "not testable here" and c["reading"].look == 0
+    assert c["missing"] == ["mixv3-bert-mini-encoder-standard-s32", "mixv3-bert-mini-decoder-standard-s32"]
+
+
+def test_a_run_missing_its_pair_ends_the_seeds_read(body):
+    _pairs(body, [0.5, 0.5001, 0.5002])
+    import shutil
+
+    shutil.rmtree(body / "mixv3-bert-mini-decoder-standard-s31")
+    _write_run(body, "mixv3-bert-mini-encoder-standard-s33", "encoder", "standard", 33, sym=0.5)
+    assert _read()["seeds_in"] == [30]
+
+
+def test_memorisation_measured_in_one_mode_makes_the_claim_not_testable(body):
+    _pairs(body, [0.5, 0.5001, 0.5002], unseen=4.25)   # unseen blocks 0.25 nats above seen ones
+    c = _read()
+    assert c["reading"].outcome == "not testable here" and "memorisation" in c["reading"].reason
+    assert "+0.250" in c["reading"].reason
+
+
+def test_a_held_out_sample_that_differs_is_not_memorisation_where_the_reference_is_unseen(body):
+    _pairs(body, [0.5, 0.5001, 0.5002], heldout=4.4)   # the English mix's held-out sources differ
+    assert _read()["gate"]["passes"]
+
+
+def test_too_little_context_makes_the_claim_not_testable(body):
+    _pairs(body, [0.5, 0.5001, 0.5002], loss=7.6)
+    c = _read()
+    assert c["reading"].outcome == "not testable here" and "not trained enough" in c["reading"].reason
+
+
+def test_a_shown_reversal_fails_the_horizon_part_but_growth_does_not(body):
+    for seed, (half, end) in zip((30, 31, 32), ((-0.5, 0.5), (-0.5001, 0.5001), (-0.5002, 0.5002))):
+        _write_run(body, f"mixv3-bert-mini-encoder-standard-s{seed}", "encoder", "standard", seed, sym=end, sym_half=half)
+        _write_run(body, f"mixv3-bert-mini-decoder-standard-s{seed}", "decoder", "standard", seed, sym=0.0)
+    c = _read()
+    assert c["reading"].outcome == "not testable here" and "reversal" in c["reading"].reason
+
+
+def test_an_effect_still_growing_passes_the_horizon_part(body):
+    for seed, end in zip((30, 31, 32), (0.5, 0.5001, 0.5002)):
+        _write_run(body, f"mixv3-bert-mini-encoder-standard-s{seed}", "encoder", "standard", seed, sym=end,
+                   sym_half=end / 3)
+        _write_run(body, f"mixv3-bert-mini-decoder-standard-s{seed}", "decoder", "standard", seed, sym=0.0)
+    assert _read()["reading"].outcome == "holds"
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"started": "2020-01-01T00:00:00Z"}, "before the rules v3"),
+    ({"lr": 5e-5}, "lr 5e-05"),
+    ({"corpus": "wikipedia"}, "corpus 'wikipedia'"),
+    ({"guard": False}, "no one-mode memorisation guard"),
+])
+def test_a_run_that_does_not_belong_is_refused_in_one_line(body, kw, match):
+    _pairs(body, [0.5, 0.5001])
+    _write_run(body, "mixv3-bert-mini-encoder-standard-s32", "encoder", "standard", 32, sym=0.5, **kw)
+    with pytest.raises(CompanionError, match=match) as err:
+        _read()
+    assert "\n" not in str(err.value)
+
+
+def test_a_corpus_of_another_hash_is_refused(body):
+    _pairs(body, [0.5, 0.5001])
+    _write_run(body, "mixv3-bert-mini-encoder-standard-s32", "encoder", "standard", 32, sym=0.5, digest="other")
+    _write_run(body, "mixv3-bert-mini-decoder-standard-s32", "decoder", "standard", 32, sym=0.0)
+    with pytest.raises(CompanionError, match="different hashes"):
+        _read()
+
+
+def test_a_pair_across_devices_is_refused(body):
+    _pairs(body, [0.5, 0.5001])
+    _write_run(body, "mixv3-bert-mini-encoder-standard-s32", "encoder", "standard", 32, sym=0.5, device="NVIDIA H100")
+    _write_run(body, "mixv3-bert-mini-decoder-standard-s32", "decoder", "standard", 32, sym=0.0)
+    with pytest.raises(CompanionError, match="different devices"):
+        _read()
+
+
+# ---------------------------------------------------------------- the fixed sequence
+
+
+def _r(outcome, look=4):
+    est = LookEstimate((0.1, 0.2), 0.15, 0.05, 0.0, 0.3, 0.02)
+    return Reading(look, (3, 6, 9, 12), est, outcome)
+
+
+def test_the_fixed_sequence_stops_at_its_first_final_undecided_member():
+    from companion.judge.training_v3 import fixed_sequence
+
+    s = fixed_sequence({"a": _r("refuted"), "b": _r("inconclusive"), "c": _r("holds"), "d": _r("holds")},
+                       ["a", "b", "c", "d"])
+    assert s == {"a": "refuted", "b": "inconclusive", "c": "inconclusive (fixed sequence stopped at b)",
+                 "d": "inconclusive (fixed sequence stopped at b)"}
+
+
+def test_a_later_decided_member_is_provisional_while_an_earlier_one_is_still_read():
+    from companion.judge.training_v3 import fixed_sequence
+
+    s = fixed_sequence({"a": _r("inconclusive", look=2), "b": _r("holds, size open", look=3)}, ["a", "b"])
+    assert s["a"] == "inconclusive" and s["b"].startswith("holds, size open (provisional: a comes first")
+
+
+def test_every_member_decided_keeps_every_reading():
+    from companion.judge.training_v3 import fixed_sequence
+
+    outs = ["refuted", "holds", "negligible", "holds, size open"]
+    s = fixed_sequence({k: _r(o) for k, o in zip("abcd", outs)}, list("abcd"))
+    assert list(s.values()) == outs
+
+
+def test_the_real_v3_table_names_the_missing_runs_and_their_command_until_a_look_is_in():
+    from companion.judge.training_v3 import verdicts_v3
+
+    t = verdicts_v3()
+    assert list(t["key"]) == load_rules_v3()["framework"]["family"]["order"]
+    for _, row in t.iterrows():
+        if row["look"] == "none yet":
+            assert row["status"] == "not testable here" and row["missing"] and row["command"]
