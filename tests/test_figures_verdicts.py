@@ -69,3 +69,24 @@ def test_the_figure_gives_its_data_and_a_text_alternative():
 def test_bad_input_is_refused_in_one_line(change, match):
     with pytest.raises(CompanionError, match=match):
         evidence_at_a_glance(change(_primary()))
+
+
+def test_the_status_after_the_correction_is_written_and_the_tests_own_outcome_labelled():
+    p = _primary()
+    p = p.assign(status=["inconclusive (after Holm)"] + list(p["outcome"].iloc[1:]))
+    ax = evidence_at_a_glance(p).axes[0]
+    words = [t.get_text() for t in ax.texts]
+    first = p.iloc[0]
+    own = first["outcome"] + ("" if first["gate"] else " (gate not passed)")
+    assert f"inconclusive (after Holm)\n(test alone: {own})" in words
+    assert not any(w == own for w in words[:1])          # the test's outcome never stands alone for it
+    for status, gate in zip(p["status"].iloc[1:], p["gate"].iloc[1:]):
+        assert any(w.startswith(status) for w in words)
+
+
+def test_every_text_of_the_figure_is_at_least_12_px_at_100_dpi():
+    fig = evidence_at_a_glance(_primary())
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_text()]
+    assert min(sizes) * 100 / 72 >= 12

@@ -235,6 +235,47 @@ def _cached(name, fn):
     return _CACHE[name]
 
 
+def _disk_cached(name, fn):
+    """``fn()``, a DataFrame, kept in this process and, where ``COMPANION_VERDICT_CACHE`` names
+    a folder (the book's kernels set it: every chapter that states statuses reads the same
+    table instead of recomputing it), on disk as JSON under the package key (a hash of the
+    package, its data and the run size: :func:`companion.book.book_cache.package_key` logic),
+    so a change to any of them is never served from an older table.  JSON, not pickle: a
+    cache file is read, never executed."""
+    import os
+
+    folder = os.environ.get("COMPANION_VERDICT_CACHE")
+    if name in _CACHE or not folder:
+        return _cached(name, fn)
+    import hashlib
+    import io
+    from pathlib import Path
+
+    import pandas as pd
+
+    from ..base.paths import ROOT
+    from ..base.runtime import run_size
+
+    h = hashlib.sha256(run_size().encode())
+    for sub in ("src/companion", "data"):
+        for p in sorted((ROOT / sub).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts and p.name != "progress.log":
+                h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
+    path = Path(folder) / f"{name}-{h.hexdigest()[:24]}.json"
+    if path.is_file():
+        try:
+            _CACHE[name] = pd.read_json(io.StringIO(path.read_text()), orient="table")
+            return _CACHE[name]
+        except ValueError:
+            path.unlink(missing_ok=True)   # a torn or foreign file: recompute
+    value = _cached(name, fn)
+    from ..base.outputs import write_text_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(value.to_json(orient="table", index=False), path)
+    return value
+
+
 # ------------------------------------------------------------------- Section 2
 
 
@@ -841,13 +882,17 @@ def all_verdicts():
             out.append(d)
         return pd.DataFrame(out)
 
-    return _cached("all_verdicts", compute)
+    return _disk_cached("all_verdicts", compute)
 
 
 def empirical_family():
     """The primary test of every empirical verdict (premises included) with the one-sided
     p-value of the test that decided its outcome, Holm-adjusted over the family
     (:func:`companion.judge.empirical.family`); ``key`` is the verdict's key."""
+    return _disk_cached("empirical_family", _empirical_family)
+
+
+def _empirical_family():
     import pandas as pd
 
     from .empirical import family, survey_test, update_tests
@@ -967,3 +1012,57 @@ def blind_progress_text(n_claims: int, n_unmade: int, n_short: int) -> str:
     if not parts:
         return f"Every one of the {n_claims} training claims has its three seeds on it."
     return joined(parts)[0].upper() + joined(parts)[1:] + " (the runs go on, in the plan's order; data/runs/blind_plan.md)."
+
+
+# ------------------------------------------------------------------- the headline claims, one status each
+
+
+#: the paper's main claims as the front page lists them: (label, verdict key, half, chapter, label to link)
+HEADLINE = (("Fig. 2, symmetry: pretrained encoders more symmetric than decoders", "survey_encoder_decoder",
+             "symmetry", "survey"),
+            ("Fig. 2, directionality: pretrained decoders more column-dominant than encoders",
+             "survey_encoder_decoder", "directionality", "survey"),
+            ("Fig. 3a: encoders trained from scratch become more symmetric than decoders", "training_symmetry",
+             None, "fig3_decided"),
+            ("Fig. 3b: decoders trained from scratch become more column-dominant than encoders",
+             "training_directionality", None, "fig3_decided"),
+            ("Table 1: a symmetric start speeds encoder training up", "table_1", None, "fig3_decided"))
+
+#: what a status means, in the words of the test that gave it (a rank test has no interval)
+MEANING = {
+    ("holds", "rank"): "the rank test's one-sided p-value is small in the claimed direction",
+    ("inconclusive", "rank"): "the rank test's p-value is small on neither side",
+    ("refuted", "rank"): "the rank test's p-value is small in the reverse direction",
+    ("inconclusive (after Holm)", "rank"): "the rank test alone decides, but not once corrected for the family "
+                                           "of tests (Holm)",
+}
+
+
+def status_of_half(key: str, half: str) -> str:
+    """The status of one half of a two-part claim (the survey's symmetry or directionality
+    contrast): its own test's outcome, with the family's correction carried in exactly as
+    :func:`all_verdicts` carries it into whole claims."""
+    fam = empirical_family()
+    rows = fam[fam["claim"] == f"{key} ({half})"]
+    if rows.empty:
+        raise CompanionError(f"no family member {key} ({half}); halves exist for {sorted(fam['claim'])}.")
+    r = rows.iloc[0]
+    if r["outcome"] not in ("not testable here", "inconclusive") and r["survives"] == "no":
+        return "inconclusive (after Holm)"
+    return str(r["outcome"])
+
+
+def headline_claims():
+    """The front page's table: one row per main claim of the paper (:data:`HEADLINE`) with the
+    status every page gives (:func:`verdict`, or :func:`status_of_half` for a claim with two
+    halves), its meaning in the words of its own test, and the chapter holding its evidence."""
+    import pandas as pd
+
+    rows = []
+    for label, key, half, chapter in HEADLINE:
+        status = status_of_half(key, half) if half else verdict(key).status
+        kind = "rank" if key == "survey_encoder_decoder" else "interval"
+        meaning = MEANING.get((status, kind), PHRASES[status])
+        rows.append({"claim": label, "key": key, "half": half or "", "status": status, "meaning": meaning,
+                     "chapter": chapter})
+    return pd.DataFrame(rows)

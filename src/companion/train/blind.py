@@ -262,8 +262,8 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
     keys = ("training_symmetry", "training_directionality")
     first = (f"on Wikipedia, at the largest horizon that corpus allows, the encoder ends more symmetric than "
              f"the true decoder in {signs['3a']} seeds and less column-dominant in {signs['3b']}, the "
-             "paper's direction, but there the decoder has learned its training text instead of the "
-             "language, so the rules do not let that comparison decide")
+             "paper's direction, but there the decoder, besides learning the language, has memorised its "
+             "training text, so the rules do not let that comparison decide")
     decided = [k for k in keys if tests[k].get("decided_by") == "confirmatory"]
     if decided:
         parts = "; ".join(f"{FIGURES[k]} reads {verdicts[k].status}, with encoder minus decoder "

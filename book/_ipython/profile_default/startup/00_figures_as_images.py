@@ -16,3 +16,11 @@ if _shell is not None:
 
     _source_data.register(_shell, bbox_inches="tight")
     _palette.use_book_cycle()
+
+# Every chapter that states a status reads one table of verdicts, computed once per build
+# under the package's content key (companion.judge.claims._disk_cached) instead of once per page.
+import os as _os
+
+from companion.base.paths import ROOT as _ROOT
+
+_os.environ.setdefault("COMPANION_VERDICT_CACHE", str(_ROOT / "_build" / ".verdict_cache"))

@@ -8,6 +8,12 @@ shaded), and the claimed direction is to the right.  Each row shows the estimate
 interval; the outcome is told three ways, so the figure reads in greyscale and for every
 colour-vision deficiency: the marker's shape, its colour, and the outcome written at the
 right edge.  A test whose gate did not pass is drawn hollow with a dashed interval.
+
+Where the rows carry a ``status`` (the claim's verdict after the family's correction, from
+``claims.verdict``), the right edge states that status, the one every page gives, and the
+test's own outcome follows it labelled as such ("test alone: refuted") only where the two
+differ: a per-test outcome never stands where the status belongs.  Text is set at 11 points
+on a figure 7 inches wide, at least 12 px where the page shows it at 100 dpi.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ assert set(OUTCOME_STYLE) == set(OUTCOMES)
 _NEEDED = ("claim", "estimate", "low", "high", "sesoi", "n", "gate", "outcome")
 
 
+FONT = 11
+
+
 def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure:
     """The figure described in the module's docstring, one row per row of ``primary``."""
     missing = [c for c in _NEEDED if c not in primary.columns]
@@ -55,7 +64,7 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure
     hi = primary["high"].to_numpy(float) / sesoi
     n = primary["n"].to_numpy(int)
     rows = len(primary)
-    fig = Figure(figsize=(8.0, 0.55 * rows + 1.6))
+    fig = Figure(figsize=(7.0, 0.75 * rows + 2.0))
     ax = fig.add_subplot(1, 1, 1)
     ax.axvspan(0, 1, color="0.87", zorder=0, label="below the smallest effect of interest")
     ax.axvline(0, color="black", lw=0.8)
@@ -77,16 +86,20 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure
         ax.plot([est[k]], [y], marker=marker, ms=9, ls="none", color=colour,
                 markerfacecolor=colour if gate else "white", markeredgewidth=1.8, label=label)
         words = r.outcome + ("" if gate else " (gate not passed)")
+        status = getattr(r, "status", None)
+        if isinstance(status, str) and status:
+            words = status if status == r.outcome else f"{status}\n(test alone: {words})"
         ax.annotate(words, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center",
-                    fontsize=8)
+                    fontsize=FONT - 1)
     names = [str(c) if len(str(c)) <= label_width else str(c)[:label_width - 1] + "…"
              for c in primary["claim"]]
-    ax.set_yticks(range(rows - 1, -1, -1), names, fontsize=8)
+    ax.set_yticks(range(rows - 1, -1, -1), names, fontsize=FONT)
     ax.set_ylim(-0.7, rows - 0.3)
     ax.set_xlim(left, right)
-    ax.set_xlabel("effect / smallest effect of interest (claimed direction to the right; "
-                  "interval over seeds)", fontsize=8)
-    ax.set_title("Every empirical claim's primary test", fontsize=10)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4, fontsize=7, frameon=False)
-    fig.subplots_adjust(left=0.33, right=0.78, bottom=0.3 if rows < 5 else 0.22)
+    ax.set_xlabel("effect / smallest effect of interest\n(claimed direction to the right; "
+                  "interval over seeds)", fontsize=FONT)
+    ax.set_title("Every empirical claim's primary test", fontsize=FONT + 1)
+    ax.tick_params(axis="x", labelsize=FONT)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=FONT - 1, frameon=False)
+    fig.subplots_adjust(left=0.26, right=0.62, bottom=0.36 if rows < 5 else 0.26)
     return fig
