@@ -25,8 +25,13 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 class LocalHub:
-    def __init__(self, repos: dict[str, Path], lifetime: float = 120.0):
+    def __init__(self, repos: dict[str, Path], lifetime: float = 120.0, range_shift: int = 0,
+                 range_header: str | None = None):
+        """``range_shift``: a lying mirror that answers a range request with as many bytes from
+        ``shift`` further on (its Content-Range honest about them); ``range_header``: a fixed
+        Content-Range it sends instead (e.g. none at all: ``""``)."""
         self.repos = {k: Path(v) for k, v in repos.items()}
+        self.range_shift, self.range_header = range_shift, range_header
         self.bytes_served = 0
         self.requests: list[tuple[str, str, str]] = []  # (method, path, range)
         self._lock = threading.Lock()
@@ -76,7 +81,12 @@ class LocalHub:
                     end = min(int(r.group(2)) if r.group(2) else len(data) - 1, len(data) - 1)
                     if start >= len(data):
                         return self._send(416, b"", [("Content-Range", f"bytes */{len(data)}")])
-                    headers.append(("Content-Range", f"bytes {start}-{end}/{len(data)}"))
+                    if hub.range_shift and start + hub.range_shift + (end - start) < len(data):
+                        start, end = start + hub.range_shift, end + hub.range_shift
+                    if hub.range_header is None:
+                        headers.append(("Content-Range", f"bytes {start}-{end}/{len(data)}"))
+                    elif hub.range_header:
+                        headers.append(("Content-Range", hub.range_header))
                     return self._send(206, data[start:end + 1], headers, head)
                 return self._send(200, data, headers, head)
 

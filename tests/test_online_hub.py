@@ -181,3 +181,19 @@ def test_a_hostile_hub_is_one_line_within_seconds_and_bounded_memory(online, cap
     assert elapsed < 20, elapsed           # the probe's 3 s, not a byte every 2 s for minutes
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak0) / 1024
     assert grown_mb < 300, grown_mb        # 64 MiB of body at most, never a terabyte
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"range_shift": 8}, "another offset"),
+    ({"range_header": ""}, "without a valid Content-Range"),
+    ({"range_header": "bytes lots"}, "without a valid Content-Range"),
+])
+def test_a_mirror_whose_range_answers_are_not_the_bytes_asked_for_is_refused(online, sharded, capsys, kw, words):
+    """A 206 with the right byte count from another offset would be read as the tensor asked
+    for (round 4 measured symmetry +1.0000 for a true -0.1326): its Content-Range is checked."""
+    with LocalHub({REPO: sharded}, **kw) as hub:
+        online.setenv("HF_ENDPOINT", hub.url)
+        capsys.readouterr()
+        assert main(["score", REPO, "--quiet"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err

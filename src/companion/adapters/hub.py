@@ -81,12 +81,31 @@ def _http_get_once(url: str, start: int | None, nbytes: int | None, timeout: flo
                                                                     and response.length == nbytes):
             raise CompanionError(f"{url} ignored the byte-range request (HTTP {response.status}); "
                                  "a hub mirror must support Range requests.")
+        if start is not None and response.status == 206:
+            _check_content_range(url, response.headers.get("Content-Range"), start, nbytes)
         limit = HUB_MAX_BODY if start is None else nbytes
         data = _read_bounded(response, url, limit, t0, timeout)
         info = {k.lower(): v for k, v in response.headers.items()}
     if start is not None and len(data) != nbytes:
         raise CompanionError(f"range request to {url} returned {len(data)} bytes, not {nbytes}.")
     return data, info
+
+
+def _check_content_range(url: str, header: str | None, start: int, nbytes: int) -> None:
+    """A 206 answer must say it holds exactly the bytes asked for (``Content-Range: bytes
+    a-b/total`` with ``a = start`` and ``b = start + nbytes - 1``): a mirror that answers with
+    the right count from another offset would otherwise be read as the tensor asked for, and
+    score a wrong matrix."""
+    import re
+
+    m = re.fullmatch(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*", header or "")
+    if not m:
+        raise CompanionError(f"{url} answered a byte-range request without a valid Content-Range "
+                             f"({str(header)[:60]!r}); a hub mirror must say which bytes it sends.")
+    first, last = int(m.group(1)), int(m.group(2))
+    if (first, last) != (start, start + nbytes - 1):
+        raise CompanionError(f"{url} sent bytes {first}-{last} for a request of bytes {start}-{start + nbytes - 1}; "
+                             "a mirror that answers from another offset would give a wrong score. Check HF_ENDPOINT.")
 
 
 def _read_bounded(response, url: str, limit: int, t0: float, timeout: float) -> bytes:

@@ -23,7 +23,8 @@ import torch
 
 from ..core.scores import directionality_score, symmetry_score
 
-__all__ = ["block_means", "block_rms", "form_summaries", "head_summaries", "explorer_data", "explorer_html"]
+__all__ = ["block_means", "block_rms", "form_summaries", "head_summaries", "explorer_data", "explorer_html",
+           "embed_json"]
 
 
 def _blocks(d: int, cells: int) -> torch.Tensor:
@@ -197,8 +198,19 @@ _TEMPLATE = """
 """
 
 
+def embed_json(data) -> str:
+    """``data`` as JSON that is safe inside an HTML ``<script>``: ``<``, ``>``, ``&`` and the
+    two line separators JavaScript reads as line ends are written as ``\\uXXXX`` escapes, so
+    a model's name holding ``</script>`` or ``<!--`` cannot end the script or open a comment,
+    and the page's ``JSON.parse`` reads the same data."""
+    text = json.dumps(data, separators=(",", ":"))
+    for ch in ("<", ">", "&", "\u2028", "\u2029"):
+        text = text.replace(ch, f"\\u{ord(ch):04x}")
+    return text
+
+
 def explorer_html(data: dict) -> str:
     """The explorer as one self-contained HTML fragment (data inline, no outside request)."""
     if not data:
         raise ValueError("the explorer needs at least one checkpoint's forms (explorer_data returned nothing)")
-    return _TEMPLATE.replace("__DATA__", json.dumps(data, separators=(",", ":")))
+    return _TEMPLATE.replace("__DATA__", embed_json(data))

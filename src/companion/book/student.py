@@ -56,21 +56,17 @@ def _student_config(root: Path, cache: Path) -> str:
 _MARK = ".companion-student"
 """A file in every folder this module makes; only such a folder is ever emptied by it."""
 
-_OUT_ENTRIES = frozenset({"src", "work", "html", "notebooks", _MARK})
-_SRC_ENTRIES = frozenset({"_config.yml", "_toc.yml", "book", _MARK})
 
-
-def _check_ours(folder: Path, entries: frozenset) -> None:
-    """Refuse (``ValueError``) a ``folder`` this module did not make: neither new, empty,
-    marked, nor holding only what a build writes there. It deletes nothing it did not create."""
+def _check_ours(folder: Path, entries: frozenset | None = None) -> None:
+    """Refuse (``ValueError``) a ``folder`` this module did not make: only a new folder, an
+    empty one, or one holding this module's mark is ever emptied or replaced.  (A folder that
+    merely holds names a build also writes, such as a user's own ``work/``, is not ours.)"""
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise ValueError(f"{folder} is not a folder; give a new or empty folder for the student edition")
-    if folder.is_dir() and not (folder / _MARK).is_file():
-        names = {p.name for p in folder.iterdir()}
-        if not names <= entries:
-            raise ValueError(f"{folder} is not empty and was not made by the student build, so "
-                             "nothing in it is replaced; give a new or empty folder (default "
-                             "<root>/_build/student)")
+    if folder.is_dir() and not (folder / _MARK).is_file() and any(folder.iterdir()):
+        raise ValueError(f"{folder} is not empty and was not made by the student build, so "
+                         "nothing in it is replaced; give a new or empty folder (default "
+                         "<root>/_build/student)")
 
 
 def _mark(folder: Path) -> None:
@@ -83,7 +79,7 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
 
     ``dest`` must be new, empty, or a folder an earlier call made (it is then emptied)."""
     root, dest = Path(root).resolve(), Path(dest)
-    _check_ours(dest, _SRC_ENTRIES)
+    _check_ours(dest)
     if dest.exists():
         shutil.rmtree(dest)
     _mark(dest)
@@ -121,20 +117,21 @@ def build_student(root: Path | str = ".", out: Path | str | None = None, jupyter
     if resolved == root or resolved in root.parents:
         raise ValueError(f"--out {out} holds the book itself; give a folder of its own, such as "
                          f"{root / '_build' / 'student'}")
-    _check_ours(out, _OUT_ENTRIES)          # checked before anything is deleted
-    _check_ours(out / "src", _SRC_ENTRIES)
+    src, work, html = out / "src", out / "work", out / "html"
+    for folder in (out, src, work, html):   # every one checked before anything is deleted
+        _check_ours(folder)
     _mark(out)
-    src, work = out / "src", out / "work"
     prepare_sources(root, src)
     if work.exists():
         shutil.rmtree(work)
+    _mark(work)
     jb = jupyter_book or str(Path(sys.executable).with_name("jupyter-book"))
     subprocess.run([jb, "build", str(src), "--path-output", str(work), "--warningiserror", "--keep-going"],
                    check=True, cwd=root)
-    html = out / "html"
     if html.exists():
         shutil.rmtree(html)
     shutil.copytree(work / "_build" / "html", html)
+    _mark(html)
     shutil.rmtree(work)
     executed = root / "_build" / "jupyter_execute"   # the instructor build's: no solution cell is matched
     nbgen.write_notebooks(src, out / "notebooks", student=True,

@@ -36,35 +36,6 @@ def _fail(path, where: str, what: str):
     raise CompanionError(f"{where} in {path}: {what}")
 
 
-def _load_unique(text: str, path):
-    """Safe YAML that refuses a key written twice in one mapping (the second copy would
-    silently win) and aliases expanding past the rules' bound."""
-    import yaml
-
-    from .verdicts import _load_bounded
-
-    class Unique(yaml.SafeLoader):
-        pass
-
-    def construct(loader, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise CompanionError(f"{path}: the key {key!r} is written twice in one mapping (line "
-                                     f"{key_node.start_mark.line + 1}); keep one, or the second copy would "
-                                     "silently replace the first.")
-            seen.add(key)
-        return loader.construct_mapping(node, deep=deep)
-
-    Unique.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct)
-    try:
-        _load_bounded(text, path)   # the alias bound, before building anything
-        return yaml.load(text, Loader=Unique)   # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as err:
-        raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
-
-
 def _num(v, path, where, field, lo=None, hi=None, whole=False):
     ok = (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
           and (not whole or isinstance(v, int)) and (lo is None or v > lo) and (hi is None or v < hi))
@@ -165,7 +136,9 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
         raise CompanionError(f"no rules v3 at {path}; the book's data/verdict_rules_v3.yaml is needed.") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
         raise CompanionError(f"cannot read the rules at {path} ({type(err).__name__}); give a readable YAML file.") from None
-    rules = _load_unique(text, path)
+    from .verdicts import load_unique
+
+    rules = load_unique(text, path)
     if not isinstance(rules, dict):
         _fail(path, "the file", "must be a mapping (version, framework, bodies, pilots, yardsticks, claims).")
     if rules.get("version") != 3 or isinstance(rules.get("version"), bool):

@@ -105,6 +105,36 @@ def _load_bounded(text: str, path) -> object:
                              "YAML nodes (aliases repeated inside aliases?); write it out plainly.") from None
 
 
+def load_unique(text: str, path):
+    """Safe YAML that refuses a key written twice in one mapping (the second copy would
+    silently win) and aliases expanding past the rules' bound."""
+    import yaml
+
+    class Unique(yaml.SafeLoader):
+        pass
+
+    def construct(loader, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise CompanionError(f"{path}: the key {key!r} is written twice in one mapping (line "
+                                     f"{key_node.start_mark.line + 1}); keep one, or the second copy would "
+                                     "silently replace the first.")
+            seen.add(key)
+        return loader.construct_mapping(node, deep=deep)
+
+    Unique.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct)
+    try:
+        _load_bounded(text, path)   # the alias bound, before building anything
+        return yaml.load(text, Loader=Unique)   # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as err:
+        raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
+    except RecursionError:
+        raise CompanionError(f"{path} nests its mappings or lists too deeply to be a rules file; write it "
+                             "out plainly.") from None
+
+
 def _when(value, where: str, path) -> _dt.datetime:
     """A rule's ``fixed``: a full timestamp with its time zone, not in the future."""
     if isinstance(value, str):
@@ -244,10 +274,7 @@ def load_rules(path: str | Path | None = None) -> dict:
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
         raise CompanionError(f"cannot read the verdict rules at {path} ({type(err).__name__}); "
                              "give the path of a readable YAML file.") from None
-    try:
-        rules = _load_bounded(text, path)
-    except yaml.YAMLError as err:
-        raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
+    rules = load_unique(text, path)
     if not isinstance(rules, dict) or not isinstance(rules.get("claims"), dict):
         raise CompanionError(f"{path} has no 'claims' mapping; see the file's header for its layout.")
     for key, r in rules["claims"].items():

@@ -157,6 +157,10 @@ def loss_gate(runs: pd.DataFrame, arms, nats: float) -> dict:
             out[(mode, init)] = {"loss": float("nan"), "reference": float("nan"), "below": float("nan"),
                                  "passes": False}
             continue
+        if not np.isfinite(loss.to_numpy(float)).all():   # a mean would skip the NaN seed and pass
+            out[(mode, init)] = {"loss": float("nan"), "reference": float("nan"), "below": float("nan"),
+                                 "passes": False}
+            continue
         s = _shape(sub["run"].iloc[0])
         ref = _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode], s["init_from"])
         below = ref - float(loss.mean())
