@@ -194,3 +194,36 @@ def test_the_real_v3_table_names_the_missing_runs_and_their_command_until_a_look
     for _, row in t.iterrows():
         if row["look"] == "none yet":
             assert row["status"] == "not testable here" and row["missing"] and row["command"]
+
+
+def test_the_device_script_takes_whole_seeds_the_cpu_has_not_begun_in_the_plans_order(tmp_path):
+    """data/runs/device_v3.sh (DRY=1: the job list only): make_v3_runs.sh's order, minus every
+    seed of a body whose runs the CPU has begun (finished, or in the in-progress list), each
+    job with the guard, the kept weights and its body's corpus."""
+    import os
+    import subprocess
+    import sys
+
+    from companion.train.runs import runs_root
+
+    def dry(script, **env):
+        out = subprocess.run(["bash", str(runs_root() / script)], env=dict(os.environ, DRY="1", PY=sys.executable, **env),
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return [ln for ln in out.stdout.splitlines() if ln.strip()], out.stderr
+
+    order, _ = dry("make_v3_runs.sh")
+    runs = tmp_path / "runs"
+    (runs / "wikiv3-bert-mini-encoder-standard-s50").mkdir(parents=True)
+    (runs / "wikiv3-bert-mini-encoder-standard-s50" / "history.csv").write_text("step\n")
+    listing = tmp_path / "in_progress.txt"
+    listing.write_text("mixv3-bert-mini-decoder-standard-s30\n")
+    jobs, said = dry("device_v3.sh", RUNS=str(runs), IN_PROGRESS=str(listing), N_JOBS="100")
+    names = [j.split()[0] for j in jobs]
+    cpu = lambda n: n.startswith(("mixv3-", )) and n.endswith("-s30") or n.startswith("wikiv3-") and n.endswith("-s50")
+    assert names == [n for n in order if not cpu(n)]
+    assert "mixv3-bert-mini-authors-decoder-standard-s30: the CPU has begun this seed" in said
+    for j in jobs:
+        corpus = "wikipedia" if j.startswith("wikiv3-") else "english-mix"
+        assert f"--corpus {corpus}" in j and "--guard" in j and "--keep-weights 5000,10000" in j and "--device cuda" in j
+    assert not (tmp_path / "out").exists()
