@@ -42,3 +42,61 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_PUBLIC))
+
+
+#: modules that moved into the layered subpackages, old name -> new (CHANGELOG, "Changed");
+#: ``companion.survey`` and ``companion.zoo`` are packages now and keep their names
+MOVED = {
+    "bounded_yaml": "base.bounded_yaml", "cache": "base.cache", "errors": "base.errors",
+    "outputs": "base.outputs", "runtime": "base.runtime",
+    "book_cache": "book.book_cache", "build_status": "book.build_status", "changes": "book.changes",
+    "chapter_times": "book.chapter_times", "citation": "book.citation", "exercise_labels": "book.exercise_labels",
+    "exercises": "book.exercises", "explorer": "book.explorer", "notebooks": "book.notebooks",
+    "slides": "book.slides", "sphinxext": "book.sphinxext", "student": "book.student", "vendor": "book.vendor",
+    "bilinear": "core.bilinear", "null": "core.null", "rope": "core.rope", "scores": "core.scores",
+    "theory": "core.theory", "tiny_attention": "core.tiny_attention",
+    "claims": "judge.claims", "empirical": "judge.empirical", "premises": "judge.premises", "prose": "judge.prose",
+    "verdicts": "rules.verdicts", "bias_term": "survey.bias_term", "tables": "survey.tables",
+    "catalog": "zoo.catalog",
+}
+
+
+class _MovedFinder:
+    """``import companion.scores`` (a name from before the subpackages) gives the module at its
+    new place, ``companion.core.scores`` (the same object), with a DeprecationWarning naming
+    it, so a reader's older script or notebook keeps working and learns the new name."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        import importlib.util
+
+        head, _, tail = fullname.partition(".")
+        if head != __name__ or tail not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, _MovedFinder)
+
+    @staticmethod
+    def create_module(spec):
+        import sys
+        import warnings
+
+        new = f"{__name__}.{MOVED[spec.name.split('.', 1)[1]]}"
+        warnings.warn(f"{spec.name} moved to {new}; import it from there (the old name will go in a later "
+                      "release)", DeprecationWarning, stacklevel=3)
+        module = import_module(new)
+        sys.modules[spec.name] = module
+        return module
+
+    @staticmethod
+    def exec_module(module):
+        pass
+
+
+def _install_moved_finder():
+    import sys
+
+    if not any(isinstance(f, type) and f is _MovedFinder for f in sys.meta_path):
+        sys.meta_path.append(_MovedFinder)
+
+
+_install_moved_finder()

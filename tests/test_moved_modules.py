@@ -1,0 +1,35 @@
+"""Modules that moved into the layered subpackages keep working under their old names, as
+the same module objects, with a DeprecationWarning that names the new place."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+import companion
+
+
+@pytest.mark.parametrize("old, new", sorted(companion.MOVED.items()))
+def test_an_old_module_name_gives_the_module_at_its_new_place_and_says_so(old, new):
+    sys.modules.pop(f"companion.{old}", None)
+    with pytest.warns(DeprecationWarning, match=f"companion.{old} moved to companion.{new}"):
+        moved = importlib.import_module(f"companion.{old}")
+    assert moved is importlib.import_module(f"companion.{new}")
+
+
+def test_every_moved_name_is_a_module_that_exists_and_no_name_shadows_a_package():
+    import pkgutil
+    from pathlib import Path
+
+    here = Path(companion.__file__).parent
+    top = {m.name for m in pkgutil.iter_modules([str(here)])}
+    assert not set(companion.MOVED) & top              # an old name never hides a module or package of today
+    for new in companion.MOVED.values():
+        assert (here / (new.replace(".", "/") + ".py")).is_file(), new
+
+
+def test_a_name_that_never_existed_is_still_not_found():
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("companion.no_such_module")
