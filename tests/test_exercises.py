@@ -477,3 +477,11 @@ def test_an_error_message_over_several_lines_is_reported_in_one():
     with pytest.raises(WrongAnswer, match="raised ValueError: first line second line") as err:
         check("ex-measuring-2", first_order_gap)
     assert "\n" not in str(err.value) and len(str(err.value)) < 600
+
+
+@pytest.mark.parametrize("answer", [3, 4, 7])
+def test_the_hint_for_a_too_large_dimension_does_not_give_the_answer_away(answer):
+    with pytest.raises(WrongAnswer) as err:
+        check("ex-symmetric-init-2", answer)
+    hint = str(err.value).split(": ", 1)[1]                       # after the exercise's label
+    assert not re.search(r"\b2\b", hint), hint                   # the answer is 2; the hint must not say it

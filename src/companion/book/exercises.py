@@ -756,4 +756,5 @@ def _(k, label):
     _require(_skew_dimension(k) > 0, label,
              f"every {k} x {k} skew-symmetric matrix is zero: write one out and look at its diagonal.")
     _require(_skew_dimension(k - 1) == 0, label,
-             f"{k - 1} dimensions already allow a non-zero skew-symmetric matrix.")
+             f"{k} is not the smallest: fewer dimensions already allow a non-zero skew-symmetric matrix "
+             "(an entry above the diagonal fixes the one below it; what is the smallest matrix with both?).")
