@@ -114,3 +114,18 @@ def test_code_with_blank_lines_survives_stripping():
     page = "```{code-cell} ipython3\na = 1\n\n\nb = 2\n```\n\n:::{solution} ex-a-1\nsecret\n:::\n\nafter\n"
     out = strip_solutions(page)
     assert "a = 1\n\n\nb = 2" in out and "secret" not in out and "\n\n\n\nafter" not in out
+
+
+def test_the_student_edition_leaves_out_the_instructors_pages_and_keeps_every_other(tmp_path):
+    import yaml
+
+    from companion.book.notebooks import toc_docnames
+    from companion.book.student import INSTRUCTOR_PAGES
+
+    root = Path(__file__).resolve().parents[1]
+    pages = prepare_sources(root, tmp_path / "src")
+    names = {p.relative_to(tmp_path / "src").with_suffix("").as_posix() for p in pages}
+    assert "book/teaching" in INSTRUCTOR_PAGES and not names & set(INSTRUCTOR_PAGES)
+    student_toc = toc_docnames(tmp_path / "src")
+    assert set(student_toc) == set(toc_docnames(root)) - set(INSTRUCTOR_PAGES)
+    assert yaml.safe_load((tmp_path / "src" / "_toc.yml").read_text())["root"] == "book/intro"

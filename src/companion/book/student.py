@@ -30,8 +30,8 @@ from pathlib import Path
 
 from .solutions import split_check_cells, strip_solutions
 
-__all__ = ["STUDENT_BRANCH", "strip_solutions", "split_check_cells", "prepare_sources", "build_student",
-           "main"]
+__all__ = ["STUDENT_BRANCH", "INSTRUCTOR_PAGES", "strip_solutions", "split_check_cells", "prepare_sources",
+           "build_student", "main"]
 
 STUDENT_BRANCH = "student-notebooks"
 """Branch that holds the student notebooks (the student site's Colab links open them there)."""
@@ -74,6 +74,28 @@ def _mark(folder: Path) -> None:
     (folder / _MARK).write_text("made by python -m companion.book.student; replaced by its next build\n")
 
 
+#: pages for the instructor only (the course plan and the teaching notes): not in the student edition
+INSTRUCTOR_PAGES = ("book/teaching",)
+
+
+def _student_toc(root: Path) -> str:
+    """The book's ``_toc.yml`` without :data:`INSTRUCTOR_PAGES` (a part left empty is dropped)."""
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+
+    def keep(entries):
+        return [e for e in entries if not (isinstance(e, dict) and e.get("file") in INSTRUCTOR_PAGES)]
+
+    for part in toc.get("parts", []):
+        if "chapters" in part:
+            part["chapters"] = keep(part["chapters"])
+    toc["parts"] = [p for p in toc.get("parts", []) if p.get("chapters", True)]
+    if "chapters" in toc:
+        toc["chapters"] = keep(toc["chapters"])
+    return yaml.safe_dump(toc, sort_keys=False)
+
+
 def prepare_sources(root: Path, dest: Path) -> list[Path]:
     """Write the student sources of the book at ``root`` into ``dest``; return the pages.
 
@@ -85,10 +107,12 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
     _mark(dest)
     cache = root / "_build" / ".jupyter_cache"
     (dest / "_config.yml").write_text(_student_config(root, cache))
-    shutil.copy2(root / "_toc.yml", dest / "_toc.yml")
+    (dest / "_toc.yml").write_text(_student_toc(root))
     pages = []
     for src in (root / "book").rglob("*"):
         if src.is_dir() or "__pycache__" in src.parts:
+            continue
+        if src.suffix == ".md" and src.relative_to(root).with_suffix("").as_posix() in INSTRUCTOR_PAGES:
             continue
         target = dest / src.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
