@@ -35,18 +35,13 @@ def run_name(body: dict, arm: str, seed: int) -> str:
     return f"{body['pattern'].rstrip('*')}{mode}-{init}-s{seed}"
 
 
-def _rules_commit(path=None):
-    """When the rules v3 file was first committed (None outside a git checkout)."""
-    import subprocess
+def _rules_commit():
+    """When rules v3 were first committed: the oldest commit holding their stamp
+    (:func:`companion.rules.verdicts.rule_commit_time`); None outside a git checkout."""
+    from ..rules.v3 import RULES_V3_PATH, load_rules_v3
+    from ..rules.verdicts import rule_commit_time
 
-    from ..rules.v3 import RULES_V3_PATH
-    from ..rules.verdicts import _as_datetime
-
-    path = path or RULES_V3_PATH
-    out = subprocess.run(["git", "log", "--reverse", "--format=%cI", "--", path.name], cwd=path.parent,
-                         capture_output=True, text=True)
-    lines = [ln for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
-    return _as_datetime(lines[0]) if lines else None
+    return rule_commit_time(load_rules_v3()["framework"]["fixed"], RULES_V3_PATH)
 
 
 def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.DataFrame | None:
