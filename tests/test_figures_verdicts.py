@@ -57,7 +57,7 @@ def test_the_figure_gives_its_data_and_a_text_alternative():
     fig = evidence_at_a_glance(_primary())
     data = figure_data(fig)
     assert len(data) > 0
-    assert "Every empirical claim" in alt_text(fig, data)
+    assert "The training claims" in alt_text(fig, data)
 
 
 @pytest.mark.parametrize("change, match", [

@@ -1,4 +1,4 @@
-"""What survives at a glance: every empirical claim's primary test in one picture.
+"""What survives at a glance: the training claims' primary tests in one picture.
 
 One row per primary test (``claims.training_tests_table(key)`` rows with ``primary``). The
 horizontal axis is the effect in units of the claim's smallest effect of interest
@@ -98,7 +98,7 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure
     ax.set_xlim(left, right)
     ax.set_xlabel("effect / smallest effect of interest\n(claimed direction to the right; "
                   "interval over seeds)", fontsize=FONT)
-    ax.set_title("Every empirical claim's primary test", fontsize=FONT + 1)
+    ax.set_title("The training claims' primary tests (rules v2)", fontsize=FONT + 1)
     ax.tick_params(axis="x", labelsize=FONT)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=FONT - 1, frameon=False)
     fig.subplots_adjust(left=0.26, right=0.62, bottom=0.36 if rows < 5 else 0.26)
