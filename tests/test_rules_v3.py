@@ -191,7 +191,9 @@ def test_yardsticks_and_pilots_are_what_the_pilot_bodies_give():
 
 def test_the_fixed_sequence_is_ordered_by_the_design_checks_chance_of_a_decision():
     rules = load_rules_v3()
-    d = pd.read_csv(rules["framework"]["design_check"]["table"].replace("data/", str(RULES_V3_PATH.parent) + "/"))
+    from companion.rules.v3 import design_table_path
+
+    d = pd.read_csv(design_table_path(rules))
     at_pilot = d[d["effect"] == "pilot"].set_index("claim")["inconclusive"]
     order = rules["framework"]["family"]["order"]
     assert list(at_pilot.loc[order]) == sorted(at_pilot)

@@ -19,7 +19,7 @@ import numpy as np
 from ..base.errors import CompanionError
 from ..base.paths import DATA_DIR
 
-__all__ = ["RULES_V3_PATH", "load_rules_v3", "nominal", "claim_v3", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
+__all__ = ["RULES_V3_PATH", "load_rules_v3", "nominal", "design_table_path", "claim_v3", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
 
 RULES_V3_PATH = DATA_DIR / "verdict_rules_v3.yaml"
 ARM_MODES = ("encoder", "decoder", "authors-decoder")
@@ -52,6 +52,14 @@ def _arm(text, path, where):
     if mode not in ARM_MODES or init not in ARM_INITS:
         _fail(path, where, f"arm {text!r}: mode one of {ARM_MODES}, init one of {ARM_INITS}.")
     return mode, init
+
+
+def design_table_path(rules: dict, path: str | Path | None = None) -> Path:
+    """The committed design table named by the rules (``framework.design_check.table``, relative
+    to the repository root that holds the rules file's ``data/`` folder)."""
+    table = Path(rules["framework"]["design_check"]["table"])
+    root = (Path(path) if path is not None else RULES_V3_PATH).resolve().parent.parent
+    return table if table.is_absolute() else root / table
 
 
 def nominal(rules: dict) -> np.ndarray:
@@ -97,7 +105,7 @@ def _check_design(rules, path):
     import pandas as pd
 
     dc = rules["framework"]["design_check"]
-    table = Path(path).parent.parent / dc["table"] if not Path(dc["table"]).is_absolute() else Path(dc["table"])
+    table = design_table_path(rules, path)
     if not table.exists():
         _fail(path, "framework.design_check", f"its table {dc['table']} is missing; run "
                                               "`python -m companion.train.design_v3 --write`.")

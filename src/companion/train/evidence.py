@@ -101,7 +101,7 @@ def logged_step(runs: pd.DataFrame, fraction: float) -> int:
 def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standard",
                step: int | None = None) -> pd.Series:
     """One value per seed of the arm ``(mode, init)``: the layer-mean ``quantity``
-    (symmetry, directionality) or the held-out loss (``eval_loss``) at each run's last
+    (symmetry, directionality) or a loss logged once a step (``eval_loss``, ``train_loss``, the guard's ``guard_*``) at each run's last
     logged step (or at ``step``, where logged), indexed by seed."""
     arm = runs[(runs["mode"] == mode) & (runs["init"] == init)]
     if arm.empty:
@@ -111,7 +111,7 @@ def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standa
                              "configuration (check its pattern in data/verdict_rules.yaml).")
     if quantity in ("symmetry", "directionality"):
         rows = arm[(arm["quantity"] == quantity) & (arm["head"] == -1)]
-    elif quantity in ("eval_loss", "train_loss"):
+    elif quantity in ("eval_loss", "train_loss") or quantity.startswith("guard_"):   # one value per step
         rows = arm[arm["quantity"] == quantity]
     else:
         raise ValueError(f"unknown quantity {quantity!r}.")

@@ -115,12 +115,10 @@ def complete_seeds(runs: pd.DataFrame | None, body: dict, arms) -> list[int]:
 
 
 def _values(runs, arm, quantity, step):
-    rows = _arm_rows(runs, arm)
-    if quantity in ("symmetry", "directionality"):
-        rows = rows[(rows["quantity"] == quantity) & (rows["head"] == -1)]
-    else:
-        rows = rows[rows["quantity"] == quantity]
-    return rows[rows["step"] == step].groupby("seed")["value"].mean()
+    """One value per seed of ``arm`` (MODE/INIT) at ``step``: :func:`companion.train.evidence.arm_values`."""
+    from .evidence import arm_values
+
+    return arm_values(runs, quantity, *arm.split("/"), step=step)
 
 
 def paired_values(runs: pd.DataFrame, rule: dict, seeds, step: int | None = None,
@@ -239,15 +237,11 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     est = reading.estimate
     detect = (detectable_effect_interval(est.n, est.sd, est.nominal) if est is not None and not est.problem
               else (float("nan"),) * 3)
-    design = pd.read_csv(_design_path(rules))
+    from ..rules.v3 import design_table_path
+
+    design = pd.read_csv(design_table_path(rules))
     return {"key": key, "rule": rule, "reading": reading, "gate": gate, "seeds_in": seeds,
             "secondary": secondary, "detectable": detect,
             "design": design[design["claim"] == key].set_index("effect"),
             "missing": missing_runs(body, arms, next_look) if next_look else [],
             "next_look": next_look}
-
-
-def _design_path(rules):
-    from ..base.paths import DATA_DIR
-
-    return DATA_DIR / rules["framework"]["design_check"]["table"].split("/", 1)[1]
