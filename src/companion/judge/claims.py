@@ -415,10 +415,11 @@ def premise_shares() -> dict:
 
 def _premise_share_table():
     """Thm. S1.12's premise tests (:func:`companion.judge.empirical.premise_share_test`) on the
-    shares of :func:`premise_shares`, with their bootstrap p-values."""
+    bagged shares of :func:`premise_shares`, with their infinitesimal-jackknife intervals and
+    p-values (rules v2.2)."""
     from .empirical import premise_share_test
 
-    return premise_share_test({k: (v["share"], v["low"], v["high"], v.get("p_above_half", np.nan),
+    return premise_share_test({k: (v["bagged"], v["low"], v["high"], v.get("p_above_half", np.nan),
                                    v.get("p_below_half", np.nan)) for k, v in premise_shares().items()})
 
 
@@ -428,13 +429,16 @@ def thm_s1_12() -> Verdict:
     t = _premise_share_table()
     prim = t[t["primary"]].iloc[0]
     status = {"holds": "holds", "refuted": "premise fails"}.get(prim["outcome"], prim["outcome"])
+    shares = premise_shares()
     measured = "; ".join(f"{r.windows} windows: {r.estimate:.2f} [{r.low:.2f}, {r.high:.2f}] of frequent-token "
-                         f"occurrences have context ratio > 1" for r in t.itertuples())
+                         f"occurrences have context ratio > 1 (bagged; plug-in {shares[r.windows]['share']:.2f})"
+                         for r in t.itertuples())
     return Verdict("thm_s1_12", "Thm. 2.3 / S1.12: autoregressive training makes high-norm columns more likely",
                    status, measured + "; premise needs more than 0.5 (document-aligned windows decide); "
-                   "proof chain broken (E5, E6)", "Wikipedia, 64-token windows, 95% bootstrap over windows",
+                   "proof chain broken (E5, E6)",
+                   "Wikipedia, 64-token windows, bagged share, 95% infinitesimal-jackknife interval over windows",
                    "errata", "e11-premise", kind="empirical",
-                   check="proportion against a threshold, bootstrap interval (data/verdict_rules.yaml)",
+                   check="bagged proportion against a threshold, infinitesimal-jackknife interval (data/verdict_rules.yaml, v2.2)",
                    rule_after=True, status_v1=status)
 
 

@@ -91,7 +91,8 @@ def context_ratio_per_type(results: dict):
         ax.axhline(1.0, ls=":", color="k")
         ax.set_xscale("log"); ax.set_yscale("log")
         ax.set_xlabel("occurrences of the type")
-        ax.set_title(f"{kind} windows: share above 1 = {res['share']:.2f}", fontsize=9)
+        ax.set_title(f"{kind} windows: share above 1 = {res['bagged']:.2f} bagged "
+                     f"({res['share']:.2f} plain)", fontsize=9)
     axes[0][0].set_ylabel(r"context / prediction count, $\mu_c/\mu_p$")
     axes[0][0].legend(fontsize=7, loc="upper right")
     return fig
