@@ -63,7 +63,20 @@ def test_versions_agree_across_citation_zenodo_and_the_package():
     cff = citation.load_citation(ROOT)
     zenodo = json.loads((ROOT / ".zenodo.json").read_text(encoding="utf-8"))
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert cff["version"] == zenodo["version"] == project["version"] == __version__
+    # CITATION.cff and .zenodo.json describe the last release; the package is that release or
+    # a development build of a later one (never an older or an unmarked one)
+    from packaging.version import Version as V
+
+    assert cff["version"] == zenodo["version"]
+    assert project["version"] == __version__
+    assert V(__version__) == V(cff["version"]) or (V(__version__).is_devrelease and V(__version__) > V(cff["version"]))
+    # the release's date is the same in the three places that state it
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    released = re.search(r"^## \[" + re.escape(cff["version"]) + r"\] - (\d{4}-\d{2}-\d{2})", changelog, re.M)
+    assert released, f"CHANGELOG.md has no entry for {cff['version']}"
+    assert str(cff["date-released"]) == zenodo["publication_date"] == released.group(1)
+    if V(__version__).is_devrelease:
+        assert "## [Unreleased]" in changelog
     assert cff["title"] == zenodo["title"]
     assert zenodo["upload_type"] == "software" and zenodo["creators"]
     assert cff["license"] == zenodo["license"] == project["license"]
@@ -94,16 +107,43 @@ def test_the_paper_bibtex_is_the_entry_of_references_bib():
 def test_version_from_git_and_its_fallback_without_git(tmp_path, monkeypatch):
     v = citation.book_version(ROOT)
     assert v.package == __version__
+    rules = str(yaml.safe_load((ROOT / "data" / "verdict_rules.yaml").read_text())["revision"])
+    assert v.rules == rules
     if (ROOT / ".git").exists():
         assert v.commit and re.fullmatch(r"[0-9a-f]{7,}", v.commit)
-        assert v.label == f"{__version__} (commit {v.commit})"
+        assert v.label.startswith(f"{__version__} (") and f"commit {v.commit})" in v.label
     # no git on PATH: COMPANION_COMMIT, else "unknown commit"
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("COMPANION_COMMIT", raising=False)
     none = citation.book_version(tmp_path)
-    assert none.commit is None and none.label == f"{__version__} (unknown commit)"
+    assert none.commit is None and none.label.endswith("unknown commit)")
     monkeypatch.setenv("COMPANION_COMMIT", "1234567890abcdef")
     assert citation.book_version(tmp_path).commit == "1234567"
     monkeypatch.setenv("COMPANION_COMMIT", "not a hash")
     assert citation.book_version(tmp_path).commit is None
     os.environ.get("PATH")  # restored by monkeypatch
+
+
+def test_a_label_names_release_state_and_the_rules_that_decided_the_verdicts():
+    assert citation.Version("0.2.0.dev0", "abc1234", "2.2").label == \
+        "0.2.0.dev0 (unreleased; verdict rules v2.2; commit abc1234)"
+    assert citation.Version("0.1.0", "abc1234", "1").label == "0.1.0 (verdict rules v1; commit abc1234)"
+    assert citation.Version("0.3.0rc1", None).label == "0.3.0rc1 (unreleased; unknown commit)"
+    # two builds judged by different rules never share a label
+    assert citation.Version("0.2.0", "a" * 7, "2.1").label != citation.Version("0.2.0", "a" * 7, "2.2").label
+
+
+def test_a_rules_revision_that_is_not_a_number_is_refused_naming_the_file(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "verdict_rules.yaml").write_text('version: 2\nrevision: "two"\n')
+    with pytest.raises(ValueError, match="verdict_rules.yaml: revision 'two'"):
+        citation.rules_revision(tmp_path)
+    assert citation.rules_revision(tmp_path / "nowhere") is None
+
+
+def test_the_paper_entry_names_where_to_read_it():
+    bib = citation.paper_bibtex()
+    assert re.search(r"url\s*=\s*\{https://arxiv.org/abs/2502\.10927\}", bib)
+    assert "10.48550/arXiv.2502.10927" in bib
+    cff = citation.load_citation(ROOT)
+    assert cff["preferred-citation"]["doi"] == "10.48550/arXiv.2502.10927"

@@ -86,10 +86,20 @@ def test_colab_needs_a_github_repository():
         nbgen.colab_url("book/x", "https://gitlab.com/owner/companion")
 
 
-def test_without_git_the_version_tag_is_pinned(tmp_path):
+def test_without_git_a_release_tag_is_pinned(tmp_path, monkeypatch):
     import companion
+    from packaging.version import Version
 
-    assert nbgen.pinned_ref(tmp_path) == f"v{companion.__version__}"
+    from companion.book.citation import load_citation
+
+    # a development version has no tag: its last release's (CITATION.cff's version) is pinned
+    last = load_citation()["version"]
+    expected = companion.__version__ if not Version(companion.__version__).is_devrelease else last
+    assert nbgen.pinned_ref(tmp_path) == f"v{expected}"
+    monkeypatch.setattr(companion, "__version__", "7.1.0")
+    assert nbgen.pinned_ref(tmp_path) == "v7.1.0"
+    monkeypatch.setattr(companion, "__version__", "7.2.0.dev0")
+    assert nbgen.pinned_ref(tmp_path) == f"v{last}"
     assert nbgen.pinned_ref(tmp_path, ref="v9") == "v9"
 
 

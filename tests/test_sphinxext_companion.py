@@ -92,6 +92,9 @@ def test_every_page_shows_the_version_and_the_cite_box(built):
         assert f"version {label} of the book" in html, page
         assert "Cite this book" in html and "@inproceedings{saponati2025structures," in html
         assert "companion-bibtex-book" in html and f"version = {{{book_version(ROOT).package}}}" in html
+        footer = html[html.index("companion-version"):]
+        assert '<a class="companion-changelog" href="https://github.com/example/sample/blob/main/CHANGELOG.md">' \
+            in footer, page
 
 
 def test_the_style_sheet_for_link_contrast_is_served(built):
@@ -118,6 +121,10 @@ def test_release_changes_lists_rule_and_verdict_changes(built):
     assert "The last release, 0.1.0," in html and "version 1 of the verdict rules" in html
     assert "companion-rules-changes" in html and "table_1" in html and "primary" in html
     assert "Of the 2 claims judged under both versions, 1 read differently now." in html
+    # the changelog is a link, and the section names this build's version (rules revision included)
+    assert 'href="https://github.com/example/sample/blob/main/CHANGELOG.md"' in html
+    from companion.book.citation import book_version
+    assert f"this page belongs to version {book_version(ROOT).label}" in html
     verdicts = html[html.index("companion-verdict-changes"):]
     assert "Table 1: speed-up" in verdicts and "not testable here" in verdicts and "inconclusive" in verdicts
 

@@ -14,7 +14,7 @@ tool of the book that needs no tensor) does not import PyTorch.
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 _PUBLIC = {
     "bilinear_form": "core.bilinear",

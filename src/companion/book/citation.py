@@ -1,7 +1,9 @@
 """How to cite the book and the paper, and which version of the book a page belongs to.
 
-- :func:`book_version`: the package version and the short git commit the site is built
-  from (``0.1.0+g1a2b3c4``); without git (a source archive) the commit comes from
+- :func:`book_version`: the package version, the short git commit the site is built from
+  (``0.1.0+g1a2b3c4``) and the revision of the verdict rules (:func:`rules_revision`), so a
+  version label names what decided the verdicts; a development version (``0.2.0.dev0``)
+  is labelled unreleased; without git (a source archive) the commit comes from
   ``COMPANION_COMMIT`` or reads ``unknown commit``;
 - :func:`book_bibtex` and :func:`paper_bibtex`: BibTeX entries, the book's from
   ``CITATION.cff`` (its title, authors, URL) with the version and commit of this build, the
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from ..base.paths import ROOT
 
-__all__ = ["ROOT", "PAPER_KEY", "Version", "book_version", "git_commit", "load_citation",
+__all__ = ["ROOT", "PAPER_KEY", "Version", "book_version", "rules_revision", "git_commit", "load_citation",
            "book_bibtex", "paper_bibtex", "bib_entry"]
 
 PAPER_KEY = "saponati2025structures"
@@ -30,11 +32,25 @@ PAPER_KEY = "saponati2025structures"
 class Version:
     package: str
     commit: str | None  # short hash, None when unknown
+    rules: str | None = None  # the verdict rules' revision the verdicts were judged by ("2.2")
+
+    @property
+    def released(self) -> bool:
+        """A release (``0.2.0``), not a development build of the next one (``0.2.0.dev0``)."""
+        from packaging.version import Version as _V
+
+        return not (_V(self.package).is_devrelease or _V(self.package).is_prerelease)
 
     @property
     def label(self) -> str:
-        """``0.1.0 (commit 1a2b3c4)`` or ``0.1.0 (unknown commit)``."""
-        return f"{self.package} ({'commit ' + self.commit if self.commit else 'unknown commit'})"
+        """``0.2.0.dev0 (unreleased; verdict rules v2.2; commit 1a2b3c4)``: the version, whether
+        it is a release, the rules that decided its verdicts (so two builds whose verdicts can
+        differ never share a label) and the commit (``unknown commit`` without one)."""
+        parts = [] if self.released else ["unreleased"]
+        if self.rules:
+            parts.append(f"verdict rules v{self.rules}")
+        parts.append("commit " + self.commit if self.commit else "unknown commit")
+        return f"{self.package} ({'; '.join(parts)})"
 
     @property
     def pep440(self) -> str:
@@ -61,8 +77,27 @@ def package_version() -> str:
     return __version__
 
 
+def rules_revision(root: Path | str = ROOT) -> str | None:
+    """The revision of ``data/verdict_rules.yaml`` (its ``revision``, else its ``version``);
+    ``None`` where the file is absent (the student edition's copy of the pages)."""
+    import yaml
+
+    path = Path(root) / "data" / "verdict_rules.yaml"
+    if not path.is_file():
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path} cannot be read as YAML: {err}") from err
+    rev = str(data.get("revision", data.get("version", ""))) if isinstance(data, dict) else ""
+    if not re.fullmatch(r"\d+(\.\d+)?", rev):
+        raise ValueError(f"{path}: revision {rev!r} is not a number such as 2 or 2.2; write it as revision: \"2.2\"")
+    return rev
+
+
 def book_version(root: Path | str = ROOT) -> Version:
-    return Version(package_version(), git_commit(root))
+    """The package version, the commit of ``root`` and the verdict rules' revision."""
+    return Version(package_version(), git_commit(root), rules_revision(root) or rules_revision(ROOT))
 
 
 def load_citation(root: Path | str = ROOT) -> dict:
@@ -99,8 +134,7 @@ def book_bibtex(version: Version | None = None, root: Path | str = ROOT) -> str:
         ("author", " and ".join(_person(a) for a in cff.get("authors", []))),
         ("year", year),
         ("version", version.package),
-        ("note", f"Version {version.package}, " + (f"commit {version.commit}" if version.commit
-                                                      else "commit unknown")),
+        ("note", f"Version {version.label}"),
         ("url", cff.get("url") or cff.get("repository-code", "")),
     ]
     if cff.get("doi"):

@@ -231,7 +231,8 @@ def pinned_ref(root: Path | str = ".", ref: str | None = None) -> str:
     """What the install cell pins: ``ref`` if given, else the checkout's commit.
 
     Without git (e.g. an unpacked source archive) the package version's tag ``v<version>``
-    is used.
+    is used, or for a development version (``0.2.0.dev0``) the tag of the last release,
+    the version ``CITATION.cff`` describes.
     """
     if ref:
         return ref
@@ -245,9 +246,12 @@ def pinned_ref(root: Path | str = ".", ref: str | None = None) -> str:
             return sha
     except (OSError, subprocess.CalledProcessError):
         pass
-    from .. import __version__
+    from .citation import ROOT, Version, load_citation, package_version
 
-    return f"v{__version__}"
+    version = package_version()
+    if not Version(version, None).released:     # a development build: its last release's tag
+        version = str(load_citation(root if (Path(root) / "CITATION.cff").is_file() else ROOT)["version"])
+    return f"v{version}"
 
 
 def colab_url(docname: str, repo_url: str, branch: str = NOTEBOOK_BRANCH) -> str:

@@ -281,7 +281,7 @@ def _version(app):
     if not hasattr(app, "_companion_version"):
         version = book_version(Path(app.srcdir))
         if version.commit is None:  # sources outside a checkout: the package's repository
-            version = Version(version.package, book_version(ROOT).commit)
+            version = Version(version.package, book_version(ROOT).commit, version.rules)
         app._companion_version = version
     return app._companion_version
 
@@ -294,11 +294,18 @@ def _bibtex(app) -> tuple[str, str]:
     return book_bibtex(_version(app), _repo_file(app, "CITATION.cff").parent), paper_bibtex(bib)
 
 
-def footer_html(version_label: str, book_bib: str, paper_bib: str) -> str:
-    """The footer of every page: the book's version and the "Cite this book" box."""
+def _changelog_url(repo: str, branch: str = "main") -> str:
+    return f"{repo.rstrip('/')}/blob/{branch}/CHANGELOG.md"
+
+
+def footer_html(version_label: str, book_bib: str, paper_bib: str, changelog_url: str | None = None) -> str:
+    """The footer of every page: the book's version (with a link to the changelog where the
+    repository's address is known) and the "Cite this book" box."""
     esc = html.escape
+    changes = (f' What changed between versions: <a class="companion-changelog" href="{esc(changelog_url)}">'
+               "CHANGELOG.md</a>." if changelog_url else "")
     return (
-        f'<p class="companion-version">This page belongs to version {esc(version_label)} of the book.</p>'
+        f'<p class="companion-version">This page belongs to version {esc(version_label)} of the book.{changes}</p>'
         '<details class="companion-cite"><summary>Cite this book</summary>'
         '<p>The book (this version):</p>'
         f'<pre class="companion-bibtex companion-bibtex-book">{esc(book_bib)}</pre>'
@@ -315,7 +322,8 @@ def add_version_footer(app, config) -> None:
         from sphinx.errors import ConfigError
 
         raise ConfigError(f"companion: the citation cannot be made: {err}") from err
-    footer = footer_html(_version(app).label, book_bib, paper_bib)
+    repo = _repo_url(app)
+    footer = footer_html(_version(app).label, book_bib, paper_bib, _changelog_url(repo) if repo else None)
     app._companion_footer = footer
     if config.html_theme == "sphinx_book_theme":  # the theme's own footer slot
         options = dict(config.html_theme_options or {})
@@ -418,9 +426,17 @@ class ReleaseChanges(Directive):
             (f"The last release, {release}, " if release else "The first release ")
             + f"judged the empirical claims by version {diff['versions'][0]} of the verdict rules "
             f"(data/verdict_rules_v1.yaml, kept verbatim); this build judges them by version "
-            f"{diff['versions'][1]} (data/verdict_rules.yaml). This section is generated from "
-            "the two files and from the verdicts computed under each; CHANGELOG.md lists the "
-            "rest of each release's changes.")
+            f"{diff['versions'][1]} (data/verdict_rules.yaml); this page belongs to version "
+            f"{_version(env.app).label}. This section is generated from the two files and from "
+            "the verdicts computed under each; ")
+        repo = _repo_url(env.app)
+        if repo:
+            link = nodes.reference("", "", refuri=_changelog_url(repo))
+            link += nodes.literal(text="CHANGELOG.md")
+            intro += link
+        else:
+            intro += nodes.literal(text="CHANGELOG.md")
+        intro += nodes.Text(" lists the rest of each release's changes.")
         out.append(intro)
         facts = nodes.bullet_list()
         for text in (
