@@ -1,0 +1,208 @@
+"""A course plan that adds up: each lecture's reading and core exercises, computed.
+
+The instructor's page ("Teaching with this book") shows :data:`COURSE`, a unit of lectures,
+with two sums per lecture computed from the book itself:
+
+* **reading**: the words of its core chapters as a reader sees them (:func:`prose_words`:
+  code cells, solutions, exercises, labels and directive options left out; a glued value, a
+  cross-reference or a formula counted as one word), at :data:`WORDS_PER_MINUTE`;
+* **core exercises**: the time budgets of the core chapters' exercises marked *core* in
+  ``data/exercise_labels.yaml``.
+
+Their sum is the lecture's *core material*, which must fit the lecture's stated time
+(:func:`plan_problems`; ``tests/test_course_plan.py`` fails with the lecture's name when it
+does not). Optional chapters, and exercises marked recommended or optional, are listed as
+optional material and are not summed into the core.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base.paths import ROOT
+
+__all__ = ["WORDS_PER_MINUTE", "Lecture", "COURSE", "prose_words", "chapter_words", "lecture_sums",
+           "plan_problems", "plan_table", "plan_markdown"]
+
+#: reading speed for technical prose with formulas (a common estimate is 200-250 words a minute)
+WORDS_PER_MINUTE = 200
+
+
+@dataclass(frozen=True)
+class Lecture:
+    title: str
+    minutes: int                      # the time the lecture states for its core material
+    chapters: tuple[str, ...]         # core reading, in order
+    optional: tuple[str, ...] = ()    # optional reading (not summed into the core)
+    about: str = ""                   # one sentence for the guide
+
+
+COURSE: tuple[Lecture, ...] = (
+    Lecture("The bilinear form and how to measure it", 90, ("intro", "measuring", "bilinear_form"),
+            about="The logit of one head as a bilinear form, and the two scores that describe its matrix."),
+    Lecture("From one gradient step to structure", 90,
+            ("rank_one_updates", "context_prediction", "objectives_to_structure"),
+            about="Gradients as sums of rank-one matrices; which tokens are context and which are "
+                  "predicted; why that should make M column-dominant or symmetric."),
+    Lecture("Pretrained models", 90, ("survey",), optional=("glossary",),
+            about="The scores of published checkpoints, measured live, against the paper's figures."),
+    Lecture("Training runs", 90, ("fig3_decided", "training_dynamics", "mechanism"),
+            about="Paired seeds, intervals and rules written before the data: what the training "
+                  "runs can and cannot decide."),
+    Lecture("Interventions, and what survives", 90, ("objective_swap", "symmetric_init", "what_survives"),
+            optional=("errata",),
+            about="Changing the initialisation or the objective, and the page that states which of "
+                  "the paper's claims hold."),
+)
+
+_FRONT = re.compile(r"\A---\n.*?\n---\n", re.S)
+_FENCED = r"^(?P<f>{fence}){{{name}}}.*?^(?P=f)[ \t]*$"
+
+
+def _drop_blocks(text: str, name: str) -> str:
+    for fence in (r"`{3,}", r":{3,}"):
+        text = re.sub(_FENCED.format(fence=fence, name=name), "", text, flags=re.S | re.M)
+    return text
+
+
+def prose_words(text: str) -> int:
+    """The words a reader sees in a MyST chapter source (reading only, not the exercises).
+
+    Left out: the front matter, code cells, ``{exercise}`` and ``{solution}`` blocks, MyST
+    labels ``(x)=``, comments, directive names and option lines. A role (``{glue:text}``,
+    ``{ref}``, ``{cite}`` ...) and a formula (``$...$`` or a display block) count as one word.
+    """
+    text = _FRONT.sub("", text)
+    for name in ("code-cell", "exercise", "solution"):
+        text = _drop_blocks(text, name)
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r"^\([A-Za-z0-9_-]+\)=[ \t]*$", "", text, flags=re.M)       # labels
+    text = re.sub(r"^%.*$", "", text, flags=re.M)                             # comments
+    text = re.sub(r"^[ \t]*:[A-Za-z_-]+:.*$", "", text, flags=re.M)           # directive options
+    text = re.sub(r"\$\$.*?\$\$", " FORMULA ", text, flags=re.S)
+    text = re.sub(r"^(`{3,}|:{3,})\{math\}.*?^\1[ \t]*$", " FORMULA ", text, flags=re.S | re.M)
+    text = re.sub(r"\$[^$\n]+\$", " FORMULA ", text)
+    text = re.sub(r"\{[\w:.-]+\}`[^`]*`", " ROLE ", text)                     # {ref}`x`, {glue:text}`y`
+    text = re.sub(r"^(`{3,}|:{3,})\{[\w:.-]+\}", "", text, flags=re.M)        # a directive's name
+    text = re.sub(r"\]\([^)]*\)", "]", text)                                  # a link's address
+    return len(re.findall(r"[A-Za-z0-9]+(?:['\u2019-][A-Za-z0-9]+)*", text))
+
+
+def chapter_words(book: Path | str = ROOT / "book") -> dict[str, int]:
+    """``{chapter: prose words}`` for every ``.md`` page of ``book``."""
+    return {p.stem: prose_words(p.read_text(encoding="utf-8")) for p in sorted(Path(book).glob("*.md"))}
+
+
+def lecture_sums(lecture: Lecture, words: dict[str, int], labels: dict, exercises: dict[str, list[str]]) -> dict:
+    """The computed sums of one lecture.
+
+    ``words``: :func:`chapter_words`; ``labels``: :func:`companion.book.exercise_labels.load_exercise_labels`;
+    ``exercises``: ``{chapter: [exercise label, ...]}``
+    (:func:`companion.book.exercise_labels.book_exercise_labels`).
+    """
+    missing = [c for c in lecture.chapters + lecture.optional if c not in words]
+    if missing:
+        raise KeyError(f"lecture {lecture.title!r} names chapters the book does not have: {missing}")
+    core_words = sum(words[c] for c in lecture.chapters)
+    core_ex = [k for c in lecture.chapters for k in exercises.get(c, []) if labels[k]["importance"] == "core"]
+    other_ex = [k for c in lecture.chapters + lecture.optional for k in exercises.get(c, []) if k not in core_ex]
+    reading = math.ceil(core_words / WORDS_PER_MINUTE)
+    exercise_minutes = sum(labels[k]["minutes"] for k in core_ex)
+    return {"lecture": lecture.title, "minutes": lecture.minutes, "chapters": list(lecture.chapters),
+            "optional chapters": list(lecture.optional), "words": core_words,
+            "reading minutes": reading, "core exercises": core_ex, "core exercise minutes": exercise_minutes,
+            "core minutes": reading + exercise_minutes, "other exercises": other_ex,
+            "other exercise minutes": sum(labels[k]["minutes"] for k in other_ex),
+            "optional words": sum(words[c] for c in lecture.optional)}
+
+
+def _inputs(book, labels, exercises):
+    from .exercise_labels import book_exercise_labels, load_exercise_labels
+
+    book = Path(book)
+    labels = load_exercise_labels() if labels is None else labels
+    exercises = book_exercise_labels(book) if exercises is None else exercises
+    return chapter_words(book), labels, exercises
+
+
+def plan_problems(course=COURSE, book: Path | str = ROOT / "book", labels: dict | None = None,
+                  exercises: dict | None = None, toc: list[str] | None = None) -> list[str]:
+    """What is wrong with the plan, one line each, naming the lecture or chapter (empty: it adds up).
+
+    A lecture whose core material (reading plus core exercises) exceeds its stated minutes; a
+    chapter taught twice; a chapter of the book's table of contents ``toc`` with exercises
+    that no lecture teaches; an exercise with no entry in the labels.
+    """
+    words, labels, exercises = _inputs(book, labels, exercises)
+    problems = []
+    seen: dict[str, str] = {}
+    for lec in course:
+        for c in lec.chapters + lec.optional:
+            if c in seen:
+                problems.append(f"chapter {c} is in two lectures: {seen[c]!r} and {lec.title!r}")
+            seen[c] = lec.title
+        unlabelled = [k for c in lec.chapters + lec.optional for k in exercises.get(c, []) if k not in labels]
+        if unlabelled:
+            problems.append(f"lecture {lec.title!r}: exercises without labels: {unlabelled}")
+            continue
+        try:
+            s = lecture_sums(lec, words, labels, exercises)
+        except KeyError as err:
+            problems.append(str(err.args[0]))
+            continue
+        if s["core minutes"] > lec.minutes:
+            problems.append(f"lecture {lec.title!r}: core material takes {s['core minutes']} min "
+                            f"({s['reading minutes']} reading {s['words']:,} words, {s['core exercise minutes']} "
+                            f"core exercises), over its stated {lec.minutes} min")
+    for c in (toc or []):
+        if exercises.get(c) and c not in seen:
+            problems.append(f"chapter {c} has exercises but no lecture teaches it")
+    return problems
+
+
+def plan_table(course=COURSE, book: Path | str = ROOT / "book", labels: dict | None = None,
+               exercises: dict | None = None):
+    """One row a lecture: stated minutes, reading, core exercises, their sum, optional material."""
+    import pandas as pd
+
+    words, labels, exercises = _inputs(book, labels, exercises)
+    rows = []
+    for i, lec in enumerate(course, 1):
+        s = lecture_sums(lec, words, labels, exercises)
+        rows.append({"lecture": f"{i}. {lec.title}", "stated (min)": lec.minutes, "core words": s["words"],
+                     "reading (min)": s["reading minutes"], "core exercises (min)": s["core exercise minutes"],
+                     "core total (min)": s["core minutes"], "optional words": s["optional words"],
+                     "optional exercises (min)": s["other exercise minutes"]})
+    return pd.DataFrame(rows)
+
+
+def plan_markdown(course=COURSE, book: Path | str = ROOT / "book", labels: dict | None = None,
+                  exercises: dict | None = None, slides: str = "../slides") -> str:
+    """The plan as MyST: per lecture its chapters ({doc} links), slides, exercises ({ref} links)
+    and computed sums. Rendered with the cell's ``markdown_format: myst``, so that a dangling
+    exercise label fails the build under ``--warningiserror``."""
+    words, labels, exercises = _inputs(book, labels, exercises)
+    refs = lambda ks: ", ".join(f"{{ref}}`{k}`" for k in ks) or "none"
+    out = []
+    for i, lec in enumerate(course, 1):
+        s = lecture_sums(lec, words, labels, exercises)
+        docs = ", ".join(f"{{doc}}`{c}`" for c in lec.chapters)
+        decks = ", ".join(f'<a href="{slides}/{c}.slides.html">{c}</a>' for c in lec.chapters + lec.optional)
+        out.append(f"**Lecture {i}: {lec.title}.**\n")
+        if lec.about:
+            out.append(lec.about + "\n")
+        out.append(f"- **Read** (core): {docs}; {s['words']:,} words, about {s['reading minutes']} min "
+                   f"at {WORDS_PER_MINUTE} words a minute.")
+        if lec.optional:
+            out.append(f"- **Optional reading**: {', '.join(f'{{doc}}`{c}`' for c in lec.optional)}; "
+                       f"{s['optional words']:,} words, not counted in the core.")
+        out.append(f"- **Core exercises**: {refs(s['core exercises'])}; {s['core exercise minutes']} min.")
+        out.append(f"- **Core material**: {s['core minutes']} of the lecture's {lec.minutes} min.")
+        if s["other exercises"]:
+            out.append(f"- **Further exercises** (recommended or optional, {s['other exercise minutes']} min): "
+                       f"{refs(s['other exercises'])}.")
+        out.append(f"- **Slides**: {decks}.\n")
+    return "\n".join(out)
