@@ -90,3 +90,41 @@ def test_every_text_of_the_figure_is_at_least_12_px_at_100_dpi():
 
     sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_text()]
     assert min(sizes) * 100 / 72 >= 12
+
+
+def _verdicts():
+    from companion.book.figures.verdicts import STATUS_STYLE
+
+    statuses = list(STATUS_STYLE)
+    return pd.DataFrame({"claim": [f"Prop. {k}: claim {k}" for k in range(12)],
+                         "status": [statuses[(3 * k) % len(statuses)] for k in range(12)],
+                         "kind": ["mathematical"] * 5 + ["empirical"] * 7})
+
+
+def test_the_overview_puts_each_claim_in_the_column_of_its_status_in_the_papers_order():
+    from companion.book.figures.verdicts import STATUS_STYLE, status_overview
+
+    v = _verdicts()
+    fig = status_overview(v)
+    ax = fig.axes[0]
+    columns = [t.get_text() for t in ax.get_xticklabels()]
+    assert columns == list(STATUS_STYLE)
+    names = [t.get_text() for _, t in sorted(zip(ax.get_yticks(), ax.get_yticklabels()), key=lambda p: -p[0])]
+    assert names == [f"Prop. {k}" for k in range(12)]          # top row first, named by the paper
+    markers = [l for l in ax.lines if l.get_marker() not in ("None", None, "")]
+    drawn = sorted((int(round(l.get_ydata()[0])), columns[int(round(l.get_xdata()[0]))]) for l in markers)
+    want = sorted((len(v) - 1 - k, s) for k, s in enumerate(v["status"]))
+    assert drawn == want
+    # one rule between the mathematical and the empirical claims
+    assert [l for l in ax.lines if l.get_ydata()[0] == l.get_ydata()[-1] == len(v) - 5 - 0.5]
+    # each status has its own shape, so the figure reads without colour
+    assert len({m for m, _ in STATUS_STYLE.values()}) == len(STATUS_STYLE)
+
+
+def test_the_overview_refuses_an_unknown_status_naming_it():
+    from companion.book.figures.verdicts import status_overview
+
+    with pytest.raises(CompanionError, match="unknown statuses \\['mostly'\\]"):
+        status_overview(pd.DataFrame({"claim": ["a: b"], "status": ["mostly"]}))
+    with pytest.raises(CompanionError, match="lack the columns"):
+        status_overview(pd.DataFrame({"claim": ["a: b"]}))

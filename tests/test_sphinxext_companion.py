@@ -65,9 +65,13 @@ def built(tmp_path_factory):
     (src / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n- file: status\n")
     (src / "labels.yaml").write_text("ex-known: {difficulty: 2, importance: core, minutes: 12}\n")
     (src / "index.md").write_text(
-        "# Sample\n\n```{toctree}\nchapter\nstatus\n```\n\n```{cite-this}\n```\n\n"
+        "# Sample\n\n```{toctree}\nchapter\nstatus\nglossary\n```\n\n```{cite-this}\n```\n\n"
+        "The claim **holds** once the gate passes; the identity holds for every gate, and Holm's "
+        "correction follows. `gate` in code stays code.\n\n"
         ":::{exercise}\n:label: ex-known\nA labelled exercise.\n:::\n\n"
         ":::{exercise}\n:label: ex-unknown\nAn exercise with no entry.\n:::\n")
+    (src / "glossary.md").write_text("# Glossary\n\n```{glossary}\nholds\n  The claim's test decides for it.\n\n"
+                                     "gate\n  What admits runs to a test.\n\nHolm\n  A correction for many tests.\n```\n")
     (src / "status.md").write_text("# Status\n\n## What changed\n\n```{release-changes}\n```\n")
     (src / "chapter.ipynb").write_text(_notebook([good, bad]))
     original = changes.current_verdicts
@@ -149,3 +153,14 @@ def test_figures_get_alt_text_and_their_csv_next_to_the_image(built):
     # the image shown without the kernel's metadata is named in a warning
     assert re.search(r"the figure [0-9a-f]+\.png on chapter has no alt text", built["warnings"])
     assert re.search(r"the figure [0-9a-f]+\.png on chapter has no source data", built["warnings"])
+
+
+def test_the_first_use_of_each_glossary_word_links_its_entry(built):
+    html = (built["out"] / "index.html").read_text(encoding="utf-8")
+    links = re.findall(r'<a class="companion-term reference internal" href="glossary.html#(term-[\w-]+)"[^>]*>([^<]+)</a>',
+                       html)
+    assert sorted(links) == [("term-Holm", "Holm"), ("term-gate", "gate"), ("term-holds", "holds")], links
+    # the status word is linked where it is stated in bold, not in "the identity holds"
+    assert "<strong><a class=\"companion-term" in html
+    # the glossary page itself links nothing to itself
+    assert "companion-term" not in (built["out"] / "glossary.html").read_text(encoding="utf-8")

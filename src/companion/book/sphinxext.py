@@ -23,6 +23,8 @@ Enabled in ``_config.yml`` (``sphinx: extra_extensions: [companion.book.sphinxex
 - labels every exercise with its difficulty, importance and time budget from
   ``data/exercise_labels.yaml`` (an exercise without an entry is a build warning, which
   fails the book build);
+- links the first use of each glossary word on every page to its entry
+  (:mod:`companion.book.glossary_links`);
 - gives every figure a chapter shows or glues its alt text and its source data: the book's
   kernels attach both to the image (:mod:`companion.book.figures.source_data`); the CSV is
   written next to the image in the site (``_images/<image>.csv``) and linked under it.  A
@@ -611,4 +613,7 @@ def setup(app):
     app.connect("doctree-read", add_exercise_labels)
     _patch_image_renderer()
     app.connect("doctree-resolved", write_figure_data)
+    from . import glossary_links
+
+    glossary_links.setup(app)            # the first use of each glossary word on a page links it
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -26,7 +26,7 @@ from ...base.errors import CompanionError
 from ...rules.verdicts import OUTCOMES
 from .palette import CYCLE
 
-__all__ = ["OUTCOME_STYLE", "evidence_at_a_glance"]
+__all__ = ["OUTCOME_STYLE", "STATUS_STYLE", "evidence_at_a_glance", "status_overview"]
 
 #: marker and colour of each outcome of rules v2 (the outcome is also written beside it)
 OUTCOME_STYLE = {
@@ -102,4 +102,64 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure
     ax.tick_params(axis="x", labelsize=FONT)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=FONT - 1, frameon=False)
     fig.subplots_adjust(left=0.26, right=0.62, bottom=0.36 if rows < 5 else 0.26)
+    return fig
+
+
+#: marker and colour of every status a claim can have (the rules' outcomes and the statuses
+#: that only whole claims take), in the order the overview's columns show them
+STATUS_STYLE = {
+    "holds": OUTCOME_STYLE["holds"],
+    "holds with a correction": ("P", CYCLE[5]),
+    "holds, size open": OUTCOME_STYLE["holds, size open"],
+    "negligible": OUTCOME_STYLE["negligible"],
+    "premise fails": ("v", CYCLE[6]),
+    "inconclusive": OUTCOME_STYLE["inconclusive"],
+    "inconclusive (after Holm)": ("h", CYCLE[4]),
+    "refuted": OUTCOME_STYLE["refuted"],
+    "not testable here": OUTCOME_STYLE["not testable here"],
+}
+
+
+def status_overview(verdicts: pd.DataFrame) -> Figure:
+    """Every claim's status in one picture: one row per claim (``label``, else the paper's
+    name of the claim, the text of ``claim`` before its colon), one column per status, a
+    marker where the claim's status is.  Rows keep the order of ``verdicts`` (the paper's);
+    a rule separates the mathematical claims from the empirical ones where ``kind`` is given.
+    Shape, colour and column all tell the status, so it reads in greyscale."""
+    missing = [c for c in ("claim", "status") if c not in verdicts.columns]
+    if missing:
+        raise CompanionError(f"the verdicts lack the columns {missing}; pass claims.all_verdicts().")
+    if verdicts.empty:
+        raise CompanionError("no claim to draw.")
+    unknown = sorted(set(verdicts["status"]) - set(STATUS_STYLE))
+    if unknown:
+        raise CompanionError(f"unknown statuses {unknown}; expected one of {list(STATUS_STYLE)}.")
+    labels = (verdicts["label"] if "label" in verdicts.columns
+              else verdicts["claim"].astype(str).str.split(":").str[0]).astype(str).tolist()
+    columns = list(STATUS_STYLE)
+    rows = len(verdicts)
+    fig = Figure(figsize=(7.0, 0.3 * rows + 2.4))
+    ax = fig.add_subplot(1, 1, 1)
+    for j in range(len(columns)):
+        ax.axvline(j, color="0.9", lw=0.8, zorder=0)
+    for k, status in enumerate(verdicts["status"]):
+        y = rows - 1 - k
+        ax.axhline(y, color="0.94", lw=0.6, zorder=0)
+        marker, colour = STATUS_STYLE[status]
+        ax.plot([columns.index(status)], [y], marker=marker, ms=10, ls="none", color=colour,
+                markeredgecolor="black", markeredgewidth=0.6)
+    if "kind" in verdicts.columns:
+        kinds = verdicts["kind"].tolist()
+        for k in range(1, rows):
+            if kinds[k] != kinds[k - 1]:
+                ax.axhline(rows - k - 0.5, color="black", lw=0.8)
+    ax.set_yticks(range(rows - 1, -1, -1), labels, fontsize=FONT)
+    ax.set_xticks(range(len(columns)), columns, rotation=35, ha="left", fontsize=FONT)
+    ax.xaxis.tick_top()
+    ax.set_xlim(-0.5, len(columns) - 0.5)
+    ax.set_ylim(-0.6, rows - 0.4)
+    ax.tick_params(axis="both", length=0)
+    for side in ("right", "bottom", "left", "top"):
+        ax.spines[side].set_visible(False)
+    fig.subplots_adjust(left=0.36, right=0.98, top=1 - 2.0 / (0.3 * rows + 2.4), bottom=0.02)
     return fig

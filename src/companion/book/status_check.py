@@ -1,0 +1,195 @@
+"""One status per claim on every surface: find each status the built book states for a claim
+and compare it with the verdict table.
+
+Data flow: the built pages (HTML of the site and of the slides, markdown of the generated
+notebooks) -> :func:`stated_statuses` (claim, status, where) -> :func:`disagreements` against
+the table of :func:`companion.judge.claims.all_verdicts` (and the survey's two halves).
+
+A status is *stated* for a claim in two shapes, the two the book uses:
+
+* inline, a claim's paper name followed in the same clause by a colon and a status word:
+  "Cor. S1.13: inconclusive (after Holm)", "Verdict for Thm. S1.14 at this size: premise fails";
+* in a table whose header has a column named ``Status``: the row's claim (the first cell that
+  names one) and the cell under that header.
+
+A per-test outcome shown beside a status is labelled as such ("test alone: refuted", a
+column headed "outcome", "under rules v1"), and those labels are not statuses: a clause whose
+words before the colon say "alone", "outcome", "before" or name another version of the rules
+is skipped, as is a table whose status column is headed by another version.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from html.parser import HTMLParser
+
+from ..base.errors import CompanionError
+
+__all__ = ["STATUS_WORDS", "aliases", "Stated", "stated_statuses", "table_statuses", "disagreements",
+           "html_text"]
+
+#: every status word, longest first so that "holds, size open" is never read as "holds"
+STATUS_WORDS = ("inconclusive (after Holm)", "holds with a correction", "holds, size open", "not testable here",
+                "premise fails", "inconclusive", "negligible", "refuted", "holds")
+
+#: words between a claim's name and the colon that mark what follows as something other than
+#: the claim's status (a per-test outcome, another version's reading, a quoted old verdict)
+NOT_A_STATUS = re.compile(r"\b(alone|outcome|outcomes|before|v1|v3|version [13]|rules v[13]|once read|reads? as|"
+                          r"per[- ]test|body|bodies|pilot|premise at)\b", re.I)
+
+_STATUS_RE = "|".join(re.escape(s) for s in STATUS_WORDS)
+
+
+def aliases(claims: dict) -> dict:
+    """``{name: key}``: the names a page may use for each claim, from the claim's text
+    ("Thm. 2.3 / S1.12: ..." gives "Thm. 2.3 / S1.12", "Thm. 2.3" and "Thm. S1.12"; the
+    survey's halves "Fig. 2, symmetry" and "Fig. 2, directionality" map to ``key (half)``).
+
+    ``claims``: ``{key: claim text}``.  Two claims that would share a name are an error."""
+    out: dict[str, str] = {}
+
+    def add(name, key):
+        name = name.strip()
+        if not name:
+            return
+        if out.get(name, key) != key:
+            raise CompanionError(f"the name {name!r} is used by two claims, {out[name]} and {key}; "
+                                 "give one of them a name of its own in its claim text.")
+        out[name] = key
+
+    for key, text in claims.items():
+        head = str(text).split(":")[0].strip()
+        add(head, key)
+        parts = [p.strip() for p in head.split(" / ")]
+        if len(parts) > 1 and " " in parts[0]:           # "Thm. 2.3 / S1.12", "Remark S1.15 / Eq. S119"
+            kind = parts[0].split(" ")[0]
+            add(parts[0], key)
+            for p in parts[1:]:
+                if re.fullmatch(r"[A-Z]?\d[\w.]*", p):        # "S1.12" after "Thm. 2.3": "Thm. S1.12"
+                    add(f"{kind} {p}", key)
+    if "survey_encoder_decoder" in claims:
+        for half in ("symmetry", "directionality"):
+            add(f"Fig. 2, {half}", f"survey_encoder_decoder ({half})")
+            add(f"Fig. 2 {half}", f"survey_encoder_decoder ({half})")
+    return out
+
+
+@dataclass(frozen=True)
+class Stated:
+    """A status a surface states for a claim."""
+
+    key: str
+    name: str
+    status: str
+    where: str
+    context: str
+
+
+def _name_pattern(names) -> re.Pattern:
+    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.])({alt})(?![\w])")
+
+
+def stated_statuses(text: str, names: dict, where: str = "") -> list[Stated]:
+    """The inline statements ``<claim name> ...: <status>`` of ``text`` (plain text, one line
+    or many); the words between the name and the colon stay within one clause (at most 70
+    characters, no colon, no full stop ending a sentence)."""
+    if not names:
+        return []
+    pat = _name_pattern(names)
+    out = []
+    for m in pat.finditer(text):
+        rest = text[m.end():m.end() + 160]
+        s = re.match(rf"([^:\n]{{0,70}}?):\s*\**\s*({_STATUS_RE})(?![\w-])", rest)
+        if not s:
+            continue
+        between = s.group(1)
+        if re.search(r"[.;!?]\s+[A-Z]", between) or _name_pattern(names).search(between) or NOT_A_STATUS.search(between):
+            continue
+        ctx = text[max(0, m.start() - 40):m.end() + s.end() + 10].replace("\n", " ")
+        out.append(Stated(names[m.group(1)], m.group(1), s.group(2), where, ctx))
+    return out
+
+
+class _Tables(HTMLParser):
+    """Tables of an HTML page as lists of rows of cell texts (header rows included)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables: list[list[list[str]]] = []
+        self._stack: list[list[list[str]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self._stack.append([])
+        elif tag == "tr" and self._stack:
+            self._stack[-1].append([])
+        elif tag in ("td", "th") and self._stack and self._stack[-1]:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self._stack and self._stack[-1]:
+            self._stack[-1][-1].append(re.sub(r"\s+", " ", "".join(self._cell)).strip())
+            self._cell = None
+        elif tag == "table" and self._stack:
+            self.tables.append(self._stack.pop())
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def table_statuses(html: str, names: dict, where: str = "") -> list[Stated]:
+    """The statuses of the tables of ``html`` that have a column headed ``Status`` (not
+    headed by another version of the rules): for each row, the first cell naming a claim and
+    the cell under that header (which must be a status word, or the row is reported with
+    the cell's text, so a table that puts something else there fails the comparison)."""
+    parser = _Tables()
+    parser.feed(html)
+    pat = _name_pattern(names) if names else None
+    out = []
+    for table in parser.tables:
+        if not table or pat is None:
+            continue
+        head = table[0]
+        cols = [i for i, h in enumerate(head) if re.fullmatch(r"(the )?status( now)?", h.strip(), re.I)]
+        if not cols:
+            continue
+        c = cols[0]
+        for row in table[1:]:
+            if len(row) <= c:
+                continue
+            named = next((pat.search(cell) for i, cell in enumerate(row) if i != c and pat.search(cell)), None)
+            if named is None:
+                continue
+            cell = row[c].strip().strip("*").strip()
+            m = re.match(rf"({_STATUS_RE})(?![\w-])", cell)
+            out.append(Stated(names[named.group(1)], named.group(1), m.group(1) if m else cell, where,
+                              " | ".join(row)))
+    return out
+
+
+def html_text(html: str) -> str:
+    """The visible text of an HTML page (scripts, styles and the navigation left out),
+    block elements on lines of their own."""
+    html = re.sub(r"(?is)<(script|style|nav|head)\b.*?</\1>", " ", html)
+    html = re.sub(r"(?i)<br\s*/?>|</(p|li|div|h\d|tr|td|th|dt|dd|caption|figcaption|summary)>", "\n", html)
+    text = re.sub(r"<[^>]+>", "", html)
+    from html import unescape
+
+    return re.sub(r"[ \t\r\f\v]+", " ", unescape(text))
+
+
+def disagreements(stated, table: dict) -> list[str]:
+    """One line per statement whose status differs from ``table`` (``{key: status}``,
+    halves as ``key (half)``), or whose claim the table does not hold."""
+    out = []
+    for s in stated:
+        if s.key not in table:
+            out.append(f"{s.where}: {s.name} is stated as {s.status!r}, but no status table holds {s.key!r}")
+        elif table[s.key] != s.status:
+            out.append(f"{s.where}: {s.name} is stated as {s.status!r}; its status is {table[s.key]!r} "
+                       f"(in: ...{s.context}...)")
+    return out

@@ -1,0 +1,66 @@
+"""One answer per claim on every surface of a built book: the site's pages, the student
+site, the slides and the generated notebooks state each claim's status as the verdict table
+gives it (companion.book.status_check finds the statements; the table is the one the
+build's kernels computed, read from the build's verdict cache)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from companion.book import status_check as sc
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "_build" / "html"
+SURFACES = {"site": SITE, "student site": ROOT / "_build" / "student" / "html",
+            "slides": ROOT / "_build" / "slides"}
+SKIP = {"genindex.html", "search.html", "py-modindex.html"}
+
+
+@pytest.fixture(scope="module")
+def table():
+    os.environ.setdefault("COMPANION_VERDICT_CACHE", str(ROOT / "_build" / ".verdict_cache"))
+    from companion.judge import claims
+
+    v = claims.all_verdicts()
+    statuses = dict(zip(v["key"], v["status"]))
+    for half in ("symmetry", "directionality"):
+        statuses[f"survey_encoder_decoder ({half})"] = claims.status_of_half("survey_encoder_decoder", half)
+    return statuses, sc.aliases(dict(zip(v["key"], v["claim"])))
+
+
+def _pages():
+    for surface, folder in SURFACES.items():
+        if not folder.is_dir():
+            continue
+        for page in sorted(folder.rglob("*.html")):
+            if page.name in SKIP or "_static" in page.parts or "_sources" in page.parts:
+                continue
+            yield f"{surface}: {page.relative_to(folder)}", page.read_text(encoding="utf-8", errors="replace")
+    for nb in sorted((SITE / "notebooks").rglob("*.ipynb")) if (SITE / "notebooks").is_dir() else []:
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        text = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        yield f"notebook: {nb.relative_to(SITE)}", text
+
+
+def test_every_surface_states_each_claim_with_the_status_of_the_verdict_table(table):
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built site at {SITE}: build the book first (make book).")
+    statuses, names = table
+    stated, pages = [], 0
+    for where, content in _pages():
+        pages += 1
+        is_html = not where.startswith("notebook")
+        text = sc.html_text(content) if is_html else content.replace("**", "")
+        stated += sc.stated_statuses(text, names, where)
+        if is_html:
+            stated += sc.table_statuses(content, names, where)
+    found = sc.disagreements(stated, statuses)
+    assert not found, f"{len(found)} statements disagree with the verdict table:\n" + "\n".join(found[:40])
+    # the check read the surfaces it names: What survives' table alone states every claim
+    keys = {s.key for s in stated if s.where.startswith("site: book/what_survives")}
+    assert set(statuses) - {k for k in statuses if "(" in k} <= keys, sorted(set(statuses) - keys)
+    print(f"status agreement: {len(stated)} statements on {pages} pages, slides and notebooks agree")

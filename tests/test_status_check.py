@@ -1,0 +1,78 @@
+"""The check that every surface states one status per claim finds the contradictions a reader
+met (an answer box, a table, a figure's caption) and leaves labelled per-test outcomes alone."""
+
+import pytest
+
+from companion.base.errors import CompanionError
+from companion.book import status_check as sc
+
+CLAIMS = {"cor_s1_13": "Cor. S1.13: equal spreads", "thm_s1_12": "Thm. 2.3 / S1.12: high-norm columns",
+          "table_1": "Table 1: a symmetric start speeds training up", "training_symmetry": "Fig. 3a: symmetry",
+          "training_directionality": "Fig. 3b: directionality", "remark_s1_15": "Remark S1.15 / Eq. S119: 25%",
+          "update_structure": "Thms. 2.3/2.4 in training: the updates",
+          "survey_encoder_decoder": "Sec. 3: encoders vs decoders"}
+TABLE = {"cor_s1_13": "inconclusive (after Holm)", "thm_s1_12": "premise fails", "table_1": "inconclusive (after Holm)",
+         "training_symmetry": "holds", "training_directionality": "inconclusive (after Holm)",
+         "remark_s1_15": "holds with a correction", "update_structure": "holds",
+         "survey_encoder_decoder": "inconclusive", "survey_encoder_decoder (symmetry)": "holds",
+         "survey_encoder_decoder (directionality)": "inconclusive"}
+NAMES = sc.aliases(CLAIMS)
+
+
+def test_names_come_from_the_claim_texts_with_both_numberings():
+    assert NAMES["Thm. 2.3"] == NAMES["Thm. S1.12"] == NAMES["Thm. 2.3 / S1.12"] == "thm_s1_12"
+    assert NAMES["Remark S1.15"] == "remark_s1_15" and "Eq. S119" not in NAMES
+    assert NAMES["Thms. 2.3/2.4 in training"] == "update_structure" and "Thms. 2.3" not in NAMES
+    assert NAMES["Fig. 2, symmetry"] == "survey_encoder_decoder (symmetry)"
+
+
+def test_two_claims_sharing_a_name_are_refused():
+    with pytest.raises(CompanionError, match="used by two claims"):
+        sc.aliases({"a": "Fig. 3a: one", "b": "Fig. 3a: another"})
+
+
+def test_the_answer_box_that_contradicted_what_survives_is_found():
+    box = "What this chapter answers: Cor. S1.13: refuted; Thm. S1.12: premise fails."
+    found = sc.disagreements(sc.stated_statuses(box, NAMES, "objectives_to_structure"), TABLE)
+    assert len(found) == 1 and "Cor. S1.13 is stated as 'refuted'" in found[0]
+    assert "'inconclusive (after Holm)'" in found[0]
+
+
+def test_a_longer_status_is_never_read_as_its_prefix():
+    s = sc.stated_statuses("Fig. 3a: holds, size open. Table 1: inconclusive (after Holm).", NAMES)
+    assert [(x.key, x.status) for x in s] == [("training_symmetry", "holds, size open"),
+                                              ("table_1", "inconclusive (after Holm)")]
+
+
+def test_a_clause_between_name_and_colon_is_read_but_a_labelled_test_outcome_is_not():
+    text = ("Verdict for Thm. S1.14 at this size: holds. Verdict for Cor. S1.13 at this size: refuted. "
+            "Fig. 3b (test alone: holds, size open) and Table 1 under rules v1: not testable here. "
+            "Fig. 3a. The next sentence: refuted.")
+    s = sc.stated_statuses(text, NAMES)
+    assert [(x.key, x.status) for x in s] == [("cor_s1_13", "refuted")]
+
+
+def test_status_columns_of_tables_are_compared_and_outcome_columns_are_not():
+    html = """<table><tr><th>Claim</th><th>Status</th><th>Evidence</th></tr>
+    <tr><td>Sec. 4.2, Table 1 (speed-up)</td><td><strong>refuted</strong></td><td>x</td></tr>
+    <tr><td>Sec. 4.1, Fig. 3a (symmetry)</td><td><strong>holds</strong></td><td>x</td></tr>
+    <tr><td>Fig. 2, symmetry: encoders</td><td>holds</td><td>x</td></tr></table>
+    <table><tr><th>claim</th><th>outcome</th></tr><tr><td>Table 1</td><td>refuted</td></tr></table>"""
+    stated = sc.table_statuses(html, NAMES, "what_survives")
+    assert [(x.key, x.status) for x in stated] == [("table_1", "refuted"), ("training_symmetry", "holds"),
+                                                    ("survey_encoder_decoder (symmetry)", "holds")]
+    found = sc.disagreements(stated, TABLE)
+    assert len(found) == 1 and "Table 1 is stated as 'refuted'" in found[0]
+
+
+def test_a_status_cell_holding_no_status_word_fails_and_an_unknown_claim_is_named():
+    html = "<table><tr><th>Claim</th><th>Status</th></tr><tr><td>Fig. 3b</td><td>see below</td></tr></table>"
+    found = sc.disagreements(sc.table_statuses(html, NAMES), TABLE)
+    assert len(found) == 1 and "'see below'" in found[0]
+    assert "no status table holds 'x'" in sc.disagreements([sc.Stated("x", "X", "holds", "p", "")], TABLE)[0]
+
+
+def test_visible_text_leaves_scripts_and_navigation_out():
+    html = "<head><title>t</title></head><nav>Fig. 3a: refuted</nav><p>Fig. 3a: <b>holds</b></p><script>Table 1: refuted</script>"
+    text = sc.html_text(html)
+    assert [(x.key, x.status) for x in sc.stated_statuses(text, NAMES)] == [("training_symmetry", "holds")]
