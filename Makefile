@@ -121,7 +121,12 @@ notebooks: env
 	$(PY) -m companion.book.notebooks --out notebooks
 
 # needs the built book (make book)
-reader-checks: browser-check notebook-check student-check slides-check
+reader-checks: browser-check notebook-check student-check slides-check answer-check
+
+# one status per claim on the site, the student site, the slides and the notebooks; every
+# drawing cell of the executed chapters shows its figure
+answer-check: env
+	@$(PY) -m pytest --reader-checks -p no:cacheprovider -ra -s tests/reader/test_status_agreement.py
 
 slides-check: env
 	@$(PY) -m pytest --reader-checks -p no:cacheprovider -ra tests/reader/test_slides.py

@@ -29,3 +29,35 @@ def test_no_chapter_relies_on_plt_show(chapter):
 def test_the_check_finds_a_plt_show():
     cell = "```{code-cell} ipython3\nfig, ax = plt.subplots()\nplt.show()\n```\n"
     assert [c for c in _code_cells(cell) if re.search(r"\bplt\.show\(\)", c)]
+
+
+def _nb(tmp_path, cells):
+    import json
+
+    p = tmp_path / "chapter.ipynb"
+    p.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return p
+
+
+def _code(src, outputs=()):
+    return {"cell_type": "code", "source": src, "outputs": list(outputs), "metadata": {}}
+
+
+PNG = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}, "metadata": {}}
+
+
+def test_a_drawing_cell_without_an_image_is_named_and_a_shown_or_glued_one_passes(tmp_path):
+    from companion.book.figure_check import cells_without_image
+
+    nb = _nb(tmp_path, [
+        _code("from companion.book.figures.verdicts import status_overview, STATUS_STYLE\n"),
+        _code("fig, ax = plt.subplots()\nax.plot([1, 2])\nplt.show()\n"),           # never shown
+        _code("fig = status_overview(v)\nfig\n", [PNG]),                             # shown
+        _code("glue('f', status_overview(v), display=False)\n", [PNG]),              # glued
+        _code("overview = status_overview(v)\n"),                                    # built, dropped
+        _code("x = STATUS_STYLE['holds']  # status_overview( in a comment\n"),       # draws nothing
+    ])
+    found = cells_without_image(nb)
+    assert len(found) == 2 and "code cell 2 (fig, ax = plt.subplots())" in found[0]
+    assert "code cell 5 (overview = status_overview(v))" in found[1]
+

@@ -1,7 +1,8 @@
 """One answer per claim on every surface of a built book: the site's pages, the student
 site, the slides and the generated notebooks state each claim's status as the verdict table
 gives it (companion.book.status_check finds the statements; the table is the one the
-build's kernels computed, read from the build's verdict cache)."""
+build's kernels computed, read from the build's verdict cache); and every cell that draws
+a figure shows it (companion.book.figure_check over the build's executed chapters)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,14 @@ def test_every_surface_states_each_claim_with_the_status_of_the_verdict_table(ta
     keys = {s.key for s in stated if s.where.startswith("site: book/what_survives")}
     assert set(statuses) - {k for k in statuses if "(" in k} <= keys, sorted(set(statuses) - keys)
     print(f"status agreement: {len(stated)} statements on {pages} pages, slides and notebooks agree")
+
+
+def test_every_drawing_cell_of_the_built_book_shows_its_figure():
+    from companion.book.figure_check import cells_without_image
+
+    executed = sorted((ROOT / "_build" / "jupyter_execute" / "book").glob("*.ipynb"))
+    if not executed:
+        pytest.fail("no executed chapters in _build/jupyter_execute/book: build the book first (make book).")
+    found = [line for nb in executed for line in cells_without_image(nb)]
+    assert not found, "\n".join(found)
+    print(f"figures: every drawing cell of {len(executed)} executed chapters shows an image")

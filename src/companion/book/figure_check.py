@@ -1,0 +1,57 @@
+"""Every cell that draws a figure shows it: a check over the book's executed notebooks.
+
+A cell *draws* when its code calls matplotlib's figure makers (``plt.subplots``,
+``plt.figure``, ``Figure(...)``) or a function the notebook imported from
+``companion.book.figures``.  Such a cell must leave an image among its outputs (shown, or
+glued: a glued figure is kept in the cell's outputs too).  Under the book's non-interactive
+backend a figure that is only ``plt.show()``-n, or built and dropped, never reaches the page.
+
+:func:`cells_without_image` names each offending cell by its notebook and its first line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+__all__ = ["figure_functions", "draws", "has_image", "cells_without_image"]
+
+_MAKERS = re.compile(r"\bplt\.(subplots|subplot_mosaic|figure)\(|\bFigure\(")
+
+
+def figure_functions(sources) -> set[str]:
+    """Names a notebook imported from ``companion.book.figures`` (``from ... import a, b``)."""
+    names = set()
+    for src in sources:
+        for m in re.finditer(r"from\s+companion\.book\.figures(?:\.\w+)?\s+import\s+\(?([\w\s,]+)\)?", src):
+            names |= {n.strip().split(" as ")[-1].strip() for n in m.group(1).split(",") if n.strip()}
+    return {n for n in names if n and not n[0].isupper()}      # functions, not constants
+
+
+def draws(source: str, functions) -> bool:
+    """Whether a cell's code makes a figure (comments left out)."""
+    code = "\n".join(line.split("#", 1)[0] for line in source.splitlines())
+    if _MAKERS.search(code):
+        return True
+    return any(re.search(rf"(?<![\w.]){re.escape(f)}\(", code) for f in functions)
+
+
+def has_image(cell) -> bool:
+    return any("image/png" in (o.get("data") or {}) or "image/svg+xml" in (o.get("data") or {})
+               for o in cell.get("outputs", []))
+
+
+def cells_without_image(notebook: Path | str) -> list[str]:
+    """``"<notebook>: cell <n> (<first line>)"`` for each drawing cell with no image output."""
+    nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    code = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    sources = ["".join(c.get("source", "")) for c in code]
+    functions = figure_functions(sources)
+    out = []
+    for n, (cell, src) in enumerate(zip(code, sources), start=1):
+        if draws(src, functions) and not has_image(cell):
+            first = next((l for l in src.splitlines() if l.strip() and not l.startswith("#")), "")
+            out.append(f"{Path(notebook).name}: code cell {n} ({first.strip()[:70]}) draws a figure "
+                       "that never reaches the page; end the cell with the figure or display(fig)")
+    return out
