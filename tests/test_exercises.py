@@ -19,11 +19,11 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 
 # exercises answered in words (a proof, a design, a reading of a figure): no automatic check
 UNCHECKED = {
-    "ex-context-prediction-1", "ex-context-prediction-2", "ex-rank-one-updates-1",
+    "ex-context-prediction-1", "ex-rank-one-updates-1",
     "ex-objectives-to-structure-1", "ex-survey-3",
     "ex-symmetric-init-1", "ex-symmetric-init-3",
     "ex-training-dynamics-3", "ex-what-survives-1", "ex-what-survives-2",
-    "ex-fig3-decided-1", "ex-mechanism-1", "ex-mechanism-2", "ex-objective-swap-1",
+    "ex-mechanism-2", "ex-objective-swap-1",
 }
 
 # plausible wrong answers per checked exercise (kept here, never shipped with the book); each
@@ -60,8 +60,18 @@ WRONG = {
     ],
     "ex-measuring-1": [
         "invariant_under_rotation = {'symmetry': True, 'directionality': True}",
-        "invariant_under_rotation = {'symmetry': False, 'directionality': False}",
-        "invariant_under_rotation = {'symmetry': False, 'directionality': True}",
+        # the right guess without an example: a bool where an example is asked for
+        "invariant_under_rotation = {'symmetry': True, 'directionality': False}",
+        # an example that moves nothing: the identity has no outlying row or column
+        ("import numpy as np\nQ, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((8, 8)))\n"
+         "invariant_under_rotation = {'symmetry': True, 'directionality': (np.eye(8), Q)}"),
+        # a matrix that is not orthogonal
+        ("import numpy as np\nM = np.ones((4, 4)); M[:, 0] *= 8\n"
+         "invariant_under_rotation = {'symmetry': True, 'directionality': (M, 2 * np.eye(4))}"),
+        # an 'example' for the symmetry score, which no rotation moves
+        ("import numpy as np\nrng = np.random.default_rng(1)\nM = rng.standard_normal((9, 9)); M[:, 0] *= 8\n"
+         "Q, _ = np.linalg.qr(rng.standard_normal((9, 9)))\n"
+         "invariant_under_rotation = {'symmetry': (M, Q), 'directionality': (M, Q)}"),
     ],
     "ex-measuring-2": [
         # all of A instead of its skew part, without the factor 2
@@ -82,9 +92,55 @@ WRONG = {
          "    skew = (A - A.T) / 2\n    return 2 * abs(eps) * np.sum(skew**2) / A.shape[0]"),
     ],
     "ex-measuring-3": [
-        "changes_under_row_permutation = {'symmetry': True, 'directionality': True}",
         "changes_under_row_permutation = {'symmetry': False, 'directionality': False}",
-        "changes_under_row_permutation = {'symmetry': False, 'directionality': True}",
+        # the right guess without an example
+        "changes_under_row_permutation = {'symmetry': True, 'directionality': False}",
+        # a symmetric matrix whose swapped rows are symmetric again: s does not move
+        ("import numpy as np\n"
+         "changes_under_row_permutation = {'symmetry': (np.array([[1.0, 2.0], [2.0, 1.0]]), np.array([1, 0])),\n"
+         "                                 'directionality': False}"),
+        # not an order of the rows
+        ("import numpy as np\n"
+         "changes_under_row_permutation = {'symmetry': (np.array([[0.0, 1.0], [1.0, 2.0]]), np.array([1, 1])),\n"
+         "                                 'directionality': False}"),
+        # an 'example' for directionality, which a row permutation never moves
+        ("import numpy as np\nM = np.random.default_rng(2).standard_normal((6, 6)); M[:, 0] *= 8\n"
+         "changes_under_row_permutation = {'symmetry': (M, np.arange(6)[::-1]),\n"
+         "                                 'directionality': (M, np.arange(6)[::-1])}"),
+    ],
+    "ex-mechanism-1": [
+        # the first order only: right as eta -> 0
+        "def applied_update(G, gq, gk, eta):\n    return -eta * G",
+        # the second-order term with the wrong sign
+        "def applied_update(G, gq, gk, eta):\n    return -eta * G - eta**2 * gq.T @ gk",
+        # the second-order term transposed (shapes fit for square factors only)
+        "def applied_update(G, gq, gk, eta):\n    return -eta * G + eta**2 * gk.T @ gq",
+        # the step's direction, not the step
+        "def applied_update(G, gq, gk, eta):\n    return G + eta * gq.T @ gk",
+    ],
+    "ex-fig3-decided-1": [
+        # the masked objective counted as if every position were a target
+        ("def targets_per_token(steps, batch, block, train_tokens, mask_rate):\n"
+         "    p = steps * batch * block / train_tokens\n    return p, p"),
+        # the batch forgotten
+        ("def targets_per_token(steps, batch, block, train_tokens, mask_rate):\n"
+         "    p = steps * block / train_tokens\n    return p, mask_rate * p"),
+        # a block of N tokens holding N - 1 next-token targets
+        ("def targets_per_token(steps, batch, block, train_tokens, mask_rate):\n"
+         "    p = steps * batch * (block - 1) / train_tokens\n    return p, mask_rate * steps * batch * block / train_tokens"),
+        # the two objectives swapped
+        ("def targets_per_token(steps, batch, block, train_tokens, mask_rate):\n"
+         "    p = steps * batch * block / train_tokens\n    return mask_rate * p, p"),
+    ],
+    "ex-context-prediction-2": [
+        # 'stationary text gives 1', answered for every p
+        "def expected_ratio(p):\n    return 1.0",
+        # the ratio upside down
+        ("import numpy as np\ndef expected_ratio(p):\n    k = np.arange(1, len(p) + 1)\n"
+         "    return float(np.sum((k - 1) * p) / np.sum((len(p) - k) * p))"),
+        # off by one: N - k + 1 later positions and k earlier ones
+        ("import numpy as np\ndef expected_ratio(p):\n    k = np.arange(1, len(p) + 1)\n"
+         "    return float(np.sum((len(p) - k + 1) * p) / np.sum(k * p))"),
     ],
     "ex-errata-1": [
         "def expected_symmetry(n):\n    return 8 / n",
@@ -485,3 +541,23 @@ def test_the_hint_for_a_too_large_dimension_does_not_give_the_answer_away(answer
         check("ex-symmetric-init-2", answer)
     hint = str(err.value).split(": ", 1)[1]                       # after the exercise's label
     assert not re.search(r"\b2\b", hint), hint                   # the answer is 2; the hint must not say it
+
+
+def test_every_exercise_without_a_check_says_why_on_the_exercise():
+    for label in sorted(UNCHECKED):
+        m = re.search(r"\*Not checked automatically:\* (.+?)\.\s*$", EX_TEXT[label], re.S)
+        assert m, f"{label}: no check and no '*Not checked automatically:* <why>.' line on the exercise"
+        assert len(m.group(1).split()) >= 6, f"{label}: the reason is too short to say anything: {m.group(1)!r}"
+    for label in checked_labels():
+        assert "Not checked automatically" not in EX_TEXT[label], f"{label} has a check but says it has none"
+
+
+@pytest.mark.parametrize("label", ["ex-measuring-1", "ex-measuring-3"])
+def test_a_guessed_yes_or_no_does_not_pass_without_its_example(label):
+    # every combination of two bools (four guesses) fails: the score that moves needs an example
+    name = EXERCISES[label].answer
+    for sym in (True, False):
+        for direc in (True, False):
+            with pytest.raises(WrongAnswer):
+                check(label, {"symmetry": sym, "directionality": direc})
+    assert name in EX_TEXT[label]

@@ -399,11 +399,27 @@ def _(fn, label):
 
 
 # -------------------------------------------------------------------------------- measuring
-def _bool_dict(answer, label: str) -> dict:
-    _require(isinstance(answer, dict) and set(answer) == {"symmetry", "directionality"}
-             and all(isinstance(v, (bool, np.bool_)) for v in answer.values()), label,
-             "answer with a dict {'symmetry': True/False, 'directionality': True/False}.")
-    return {k: bool(v) for k, v in answer.items()}
+def _verdicts(answer, label: str, same: object) -> dict:
+    """``{'symmetry': v, 'directionality': v}`` where each ``v`` is ``same`` (a bool: the
+    score never moves) or an example: a pair ``(M, X)`` of square arrays showing that it does."""
+    _require(isinstance(answer, dict) and set(answer) == {"symmetry", "directionality"}, label,
+             "answer with a dict {'symmetry': ..., 'directionality': ...}.")
+    out = {}
+    for score, v in answer.items():
+        if isinstance(v, (bool, np.bool_)):
+            _require(bool(v) == same, label,
+                     f"for the {score} score give {same} where it never moves, or an example (M, ...) where "
+                     "it does; a bool of the other value is not an answer here.")
+            out[score] = None
+        else:
+            _require(isinstance(v, (tuple, list)) and len(v) == 2, label,
+                     f"for the {score} score give {same}, or an example as a pair (M, ...) of arrays.")
+            M, X = _array(v[0], label, f"the {score} example's M"), _array(v[1], label, f"the {score} example's second item")
+            _require(M.ndim == 2 and M.shape[0] == M.shape[1] and M.shape[0] >= 2, label,
+                     f"the {score} example's M should be a square matrix, at least 2 x 2; got shape {M.shape}.")
+            _require(float(np.abs(M).max()) > 0, label, f"the {score} example's M is zero.")
+            out[score] = (M, X)
+    return out
 
 
 def _test_matrices(rng: np.random.Generator, n: int) -> list[np.ndarray]:
@@ -428,10 +444,10 @@ def _score_changes(pairs) -> dict:
 
 
 @_exercise("ex-measuring-1", "invariant_under_rotation",
-           "a dict {'symmetry': bool, 'directionality': bool}: is each score unchanged by M -> Q M Q^T "
-           "for every orthogonal Q?")
+           "a dict {'symmetry': ..., 'directionality': ...}: True where the score is unchanged by "
+           "M -> Q M Q^T for every orthogonal Q, otherwise an example (M, Q) where it changes")
 def _(answer, label):
-    answer = _bool_dict(answer, label)
+    answer = _verdicts(answer, label, True)
     rng = _rng(label)
     pairs = []
     for n in (6, 48):
@@ -439,10 +455,21 @@ def _(answer, label):
             for Q in (_orthogonal(rng, n), np.eye(n)[rng.permutation(n)], np.diag(rng.choice([-1.0, 1.0], n))):
                 pairs.append((M, Q @ M @ Q.T))
     changed = _score_changes(pairs)
-    for score, same in answer.items():
-        _require(same == (not changed[score]), label,
-                 f"try it: score a matrix with one large column before and after a random rotation "
-                 f"(np.linalg.qr of a Gaussian matrix gives Q); look again at the {score} score.")
+    for score, example in answer.items():
+        if example is None:
+            _require(not changed[score], label,
+                     f"try it: score a matrix with one large column before and after a random rotation "
+                     f"(np.linalg.qr of a Gaussian matrix gives Q); look again at the {score} score.")
+            continue
+        M, Q = example
+        _require(Q.shape == M.shape and np.allclose(Q.T @ Q, np.eye(len(Q)), atol=1e-8), label,
+                 f"the {score} example's Q should be an orthogonal matrix of M's shape (Q^T Q = I).")
+        score_of = _symmetry_def if score == "symmetry" else _directionality_def
+        before, after = score_of(M), score_of(Q @ M @ Q.T)
+        _require(abs(after - before) > 1e-6, label,
+                 f"your example leaves the {score} score where it was ({before:.6f} before and after): "
+                 + ("is there any rotation that moves it? Write s with traces." if score == "symmetry"
+                    else "the score looks at outlying row and column norms; start from a matrix that has one."))
 
 
 @_exercise("ex-measuring-2", "first_order_gap",
@@ -472,10 +499,10 @@ def _(fn, label):
 
 
 @_exercise("ex-measuring-3", "changes_under_row_permutation",
-           "a dict {'symmetry': bool, 'directionality': bool}: does each score change, in general, "
-           "when only the rows of M are permuted?")
+           "a dict {'symmetry': ..., 'directionality': ...}: False where permuting the rows of M "
+           "never changes the score, otherwise an example (M, perm) where it changes")
 def _(answer, label):
-    answer = _bool_dict(answer, label)
+    answer = _verdicts(answer, label, False)
     rng = _rng(label)
     pairs = []
     for n in (5, 40):
@@ -485,10 +512,23 @@ def _(answer, label):
                 while np.all(perm == np.arange(n)):
                     perm = rng.permutation(n)
                 pairs.append((M, M[perm]))
-    for score, changes in _score_changes(pairs).items():
-        _require(answer[score] == changes, label,
-                 f"which entries does a row permutation move, and does the {score} score compare entries "
-                 "across rows and columns or only collect norms?")
+    changes = _score_changes(pairs)
+    for score, example in answer.items():
+        if example is None:
+            _require(not changes[score], label,
+                     f"which entries does a row permutation move, and does the {score} score compare entries "
+                     "across rows and columns or only collect norms?")
+            continue
+        M, perm = example
+        n = len(M)
+        _require(perm.shape == (n,) and sorted(perm.astype(int).tolist()) == list(range(n))
+                 and np.array_equal(perm, perm.astype(int)), label,
+                 f"the {score} example's perm should list the rows 0 to {n - 1} of M in a new order.")
+        score_of = _symmetry_def if score == "symmetry" else _directionality_def
+        before, after = score_of(M), score_of(M[perm.astype(int)])
+        _require(abs(after - before) > 1e-6, label,
+                 f"your example leaves the {score} score where it was ({before:.6f} before and after); "
+                 "which entries does a row permutation move, and which norms does the score collect?")
 
 
 # ---------------------------------------------------------------------------------- errata
@@ -758,3 +798,73 @@ def _(k, label):
     _require(_skew_dimension(k - 1) == 0, label,
              f"{k} is not the smallest: fewer dimensions already allow a non-zero skew-symmetric matrix "
              "(an entry above the diagonal fixes the one below it; what is the smallest matrix with both?).")
+
+
+# -------------------------------------------------------------------------------- mechanism
+@_exercise("ex-mechanism-1", "applied_update",
+           "a function (G, gq, gk, eta) -> the exact change of M = Wq^T Wk after one plain SGD step, "
+           "written with G = gq^T Wk + Wq^T gk and the raw gradients")
+def _(fn, label):
+    rng = _rng(label)
+    # the step is taken on the factors themselves; the answer sees only G, the gradients and eta
+    for d_h, d, eta in ((1, 1, 0.3), (3, 5, 0.05), (6, 4, 1.0), (8, 8, 1e-3), (2, 7, 2.5)):
+        Wq, Wk = rng.standard_normal((d_h, d)), rng.standard_normal((d_h, d))
+        gq, gk = rng.standard_normal((d_h, d)), rng.standard_normal((d_h, d))
+        stepped = (Wq - eta * gq).T @ (Wk - eta * gk) - Wq.T @ Wk
+        G = gq.T @ Wk + Wq.T @ gk
+        got = _call(fn, label, G, gq, gk, eta, convert=lambda out: _array(out, label, "your change of M"))
+        _require(got.shape == stepped.shape, label, f"the change of M is {stepped.shape}; got {got.shape}.")
+        _require(_close(got, stepped), label,
+                 f"for eta = {eta:g} and [{d_h}, {d}] factors the form moved by a different matrix than yours. "
+                 "Multiply out (Wq - eta gq)^T (Wk - eta gk) and keep every term, the one in eta^2 included.")
+
+
+# ----------------------------------------------------------------------------- fig3 decided
+@_exercise("ex-fig3-decided-1", "targets_per_token",
+           "a function (steps, batch, block, train_tokens, mask_rate) -> (next-token, masked): how many "
+           "times an average training token is a prediction target under each objective")
+def _(fn, label):
+    rng = _rng(label)
+    # a packed stream read block after block, wrapping around, counted token by token
+    for steps, batch, block, n_tokens, rate in ((30, 4, 16, 600, 0.15), (7, 3, 8, 50, 0.45),
+                                                (40, 2, 32, 1000, 0.25), (1, 1, 64, 64, 0.15)):
+        seen, masked = np.zeros(n_tokens), np.zeros(n_tokens)
+        draws = 200
+        for _ in range(draws):
+            pos = 0
+            for _ in range(steps * batch):
+                idx = (pos + np.arange(block)) % n_tokens
+                pos = (pos + block) % n_tokens
+                seen[idx] += 1
+                masked[idx] += rng.random(block) < rate
+        want = np.array([seen.mean() / draws, masked.mean() / draws])
+        got = _call(fn, label, steps, batch, block, n_tokens, rate,
+                    convert=lambda out: _pair(out, label, "counts"))
+        got = np.array([float(np.reshape(g, -1)[0]) if np.size(g) == 1 else np.nan for g in got])
+        _require(bool(np.all(np.isfinite(got))), label, "return two numbers, e.g. `return a, b`.")
+        _require(abs(got[0] - want[0]) <= 1e-9 * want[0] and abs(got[1] - want[1]) <= 0.05 * want[1], label,
+                 f"reading {steps} steps of {batch} blocks of {block} tokens from {n_tokens:,} training tokens "
+                 f"(masking {rate:.0%}) made each token a target {want[0]:.3g} times under next-token prediction "
+                 f"and about {want[1]:.3g} under masking; you said {got[0]:.3g} and {got[1]:.3g}. How many "
+                 "tokens do the steps read in all, and which of them does each objective predict?")
+
+
+# ----------------------------------------------------------------------- context prediction
+@_exercise("ex-context-prediction-2", "expected_ratio",
+           "a function p -> E[mu_c] / E[mu_p] (Eq. S68) for a causal model on windows of N = len(p) "
+           "tokens, p[k-1] = Pr[t_k = t*] the chance that position k holds the token")
+def _(fn, label):
+    rng = _rng(label)
+    cases = [np.full(5, 0.1), np.full(64, 0.02), np.linspace(0.01, 0.2, 12), np.linspace(0.2, 0.01, 12),
+             rng.uniform(0.0, 0.3, 9), np.array([0.0, 0.0, 0.5, 0.1])]
+    for p in cases:
+        N = len(p)
+        # every ordered pair of positions j < i: j is context for the target i (a causal mask)
+        context = sum(p[j] for i in range(N) for j in range(i))
+        predicted = sum(p[i] for i in range(N) for j in range(i))
+        want = context / predicted
+        got = _call(fn, label, p, convert=lambda out: _number(out, label, "your ratio"))
+        _require(abs(got - want) <= 1e-9 * want, label,
+                 f"for windows of {N} tokens and these positional chances the pairs count a ratio of "
+                 f"{want:.6g}; yours is {got:.6g}. A token at position k is context for how many later "
+                 "positions, and predicted from how many earlier ones?")
