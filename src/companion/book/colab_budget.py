@@ -194,6 +194,11 @@ def _is_cpu(d) -> bool:
     return d == "cpu"
 
 
+def _known(x: float) -> bool:
+    """A number that was measured or estimated (not NaN)."""
+    return not math.isnan(x)
+
+
 def start_up_allowance(times: pd.DataFrame, costs: dict[str, str]) -> float:
     """Seconds to add to a host-bound chapter's CPU time for a GPU run: the largest
     ``H100 - CPU`` excess among host-bound chapters that finished on both in ``times``
@@ -204,7 +209,7 @@ def start_up_allowance(times: pd.DataFrame, costs: dict[str, str]) -> float:
             continue
         h = _finished(_row(times, ch, "gpu", _is_h100))
         c = _finished(_row(times, ch, "gpu", _is_cpu))
-        if h == h and c == c:
+        if _known(h) and _known(c):
             excess.append(h - c)
     return max(excess)
 
@@ -254,12 +259,12 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
         cpu = _finished(_row(times, ch, "gpu", _is_cpu))
         outcome = None if h_row is None else h_row["outcome"]
         t4 = math.nan
-        cpu_source = "measured" if cpu == cpu else "none"
+        cpu_source = "measured" if _known(cpu) else "none"
         # a live chapter's time at the ci size: everything but its BERT-Mini steps
         host = _finished(_row(times, ch, "ci", _is_cpu)) if ch in live else math.nan
-        if cpu != cpu and ch in live:
+        if not _known(cpu) and ch in live:
             runs, steps = live[ch]
-            if host == host:
+            if _known(host):
                 if cpu_step_s is None:
                     cpu_step_s = cpu_step_seconds()     # read once, when a chapter needs it
                 cpu_est = host + runs * steps["gpu"] * cpu_step_s
@@ -276,31 +281,31 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             h, h_source = math.nan, "none"
             error = str(h_row["note"]).split(":")[0].rsplit(".", 1)[-1] if outcome else ""
             why = f"the H100 run stopped: {error}" if outcome == "stopped" else "not measured"
-            if ratio == ratio and ch in live:
+            if _known(ratio) and ch in live:
                 runs, steps = live[ch]
                 s = (step_s if step_s is not None else load_step_seconds()) * runs * steps["gpu"]
-                if host == host:
+                if _known(host):
                     h, h_source = host + allowance + s, "estimated"
                     t4 = host + allowance + s * ratios["flops"]
-            elif ratio == ratio and cost in ("host_bound", "io") and cpu_source == "measured":
+            elif _known(ratio) and cost in ("host_bound", "io") and cpu_source == "measured":
                 h, h_source = cpu + allowance, "estimated"
                 t4 = h
             h_text = (f"~{_seconds(h)} (estimated; {why})" if h_source == "estimated"
                       else f"not measured ({why})" if outcome == "stopped" else "not measured")
-        if h_source == "none" or ratio != ratio:
+        if h_source == "none" or not _known(ratio):
             t4, t4_bound = math.nan, "none"
         elif h_source == "estimated":
             t4_bound = "about"
         else:
             t4, t4_bound = h * ratio, "about" if h_source == "measured" else "at least"
             # host work cannot take longer than the whole chapter did on two CPU cores
-            if cost == "host_bound" and cpu == cpu and cpu <= t4:
+            if cost == "host_bound" and _known(cpu) and cpu <= t4:
                 t4, t4_bound = cpu, "about"
         over_h100 = ("unknown" if h_source == "none" else "yes" if h > H100_BUDGET_S
                      else "unknown" if h_source == "measured, over budget" else "no")
         over_t4 = ("unknown" if t4_bound == "none" else "yes" if t4 > T4_BUDGET_S
                    else "no" if t4_bound == "about" else "unknown")
-        t4_text = ("not estimated (no dominant cost recorded)" if ratio != ratio
+        t4_text = ("not estimated (no dominant cost recorded)" if not _known(ratio)
                    else "not estimated (no H100 time, no CPU time)" if t4_bound == "none"
                    else f"~{_seconds(t4)}" if t4_bound == "about" else f">= {_seconds(t4)}")
         flags = []
@@ -308,7 +313,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             flags.append("H100 over 10 min")
         if over_t4 == "yes":
             flags.append("T4 over 30 min")
-        if ratio != ratio:
+        if not _known(ratio):
             flags.append("dominant cost not recorded")
         if h_source == "none":
             flags.append("H100 not measured nor estimated")

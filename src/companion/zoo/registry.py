@@ -430,12 +430,7 @@ def _copy_hashing(sources, dest: Path, h) -> int:
     return n
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
+from ..base.cache import sha256_file  # noqa: E402  (one file hash for the package; re-exported here)
 
 
 def _build(model: ZooModel, tmp: Path) -> tuple[str, int]:
