@@ -561,3 +561,57 @@ def test_a_guessed_yes_or_no_does_not_pass_without_its_example(label):
             with pytest.raises(WrongAnswer):
                 check(label, {"symmetry": sym, "directionality": direc})
     assert name in EX_TEXT[label]
+
+
+def _hints():
+    """{label: hint text} of the '{dropdown} Hint' that follows each exercise."""
+    out = {}
+    for page in BOOK.glob("*.md"):
+        text = page.read_text()
+        for m in re.finditer(r"^:::\{exercise\}\n:label: (\S+)\n(.*?)\n:::\n", text, re.M | re.S):
+            hint = re.match(r"\n:::\{dropdown\} Hint\n(.*?)\n:::\n", text[m.end():], re.S)
+            if hint:
+                out[m.group(1)] = hint.group(1)
+    return out
+
+
+HINTS = _hints()
+
+
+@pytest.mark.parametrize("label", checked_labels())
+def test_a_checked_exercise_offers_a_collapsed_hint_before_any_attempt(label):
+    assert label in HINTS, f"{label}: no ':::{{dropdown}} Hint' right after the exercise"
+    assert len(HINTS[label].split()) >= 8
+
+
+def _answer_literals(label: str) -> list[str]:
+    """What would give the answer away: the reference value of a number or a set, or the
+    expression a reference function returns."""
+    code = re.findall(r"```python\n(.*?)```", SOLUTIONS[label], re.S)[-1]
+    value = _reference(label)
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        words = dict(enumerate("zero one two three four five six seven eight nine ten".split()))
+        return [str(value), f"{float(value):g}"] + ([words[int(value)]] if value in words else [])
+    if isinstance(value, (set, frozenset)):
+        return [", ".join(map(str, sorted(value)))]
+    return [r.strip() for r in re.findall(r"return (.+)", code)]
+
+
+@pytest.mark.parametrize("label", checked_labels())
+def test_no_hint_and_no_exercise_text_states_the_answer(label):
+    hint = HINTS.get(label, "")
+    literals = _answer_literals(label)
+    assert literals or isinstance(_reference(label), dict), label   # a dict's values are examples
+    for lit in literals:
+        assert not re.search(rf"(?<![\w.]){re.escape(lit)}(?![\w.])", hint), f"{label}: the hint states {lit!r}"
+        assert not re.search(rf"(?<![\w.]){re.escape(lit)}(?![\w.])", EX_TEXT[label].split("```")[0]), \
+            f"{label}: the exercise's text states {lit!r}"
+
+
+def test_the_give_away_check_catches_a_hint_that_states_a_number():
+    # the exercise's earlier wording gave its answer in its question
+    old = "Why does the skew-symmetric initialisation need at least two dimensions per head?"
+    assert any(re.search(rf"(?<![\w.]){re.escape(lit)}(?![\w.])", old)
+               for lit in _answer_literals("ex-symmetric-init-2"))
+    assert re.search(r"(?<![\w.])2(?![\w.])", "at least 2 dimensions")
+    assert not re.search(r"(?<![\w.])2(?![\w.])", "a 12-dimensional head, 0.2 of it")
