@@ -86,7 +86,7 @@ def test_the_answer_names_the_failing_gate_part_with_its_number():
     parts = _answer(_gates(1.48))
     assert "decoder/standard runs memorise" in parts["why"] and "+1.48" in parts["why"]
     assert parts["st_table_1"] == "not testable here"
-    assert parts["me_training_symmetry"].startswith("+0.100 (95% interval -0.100 to +0.300, 3 seeds")
+    assert parts["me_training_symmetry"].startswith("+0.100 (95% t-interval -0.100 to +0.300, 3 seeds")
     assert _answer(_gates(0.02))["why"] == "every part passes"
     assert "only 0.50 nats below" in _answer(_gates(0.02, below=0.5))["why"]
     assert parts["decided_on"] == "every verdict on Wiki"
@@ -123,7 +123,7 @@ def test_what_the_training_claims_mean_follows_the_second_body_through_its_three
     decided = dict(tests, **{k: dict(mix(3, True), decided_by="confirmatory") for k in two})
     text = blind.meaning_3ab(verdicts, decided, {k: decided[k] for k in two}, signs)
     assert text.startswith("On the second corpus") and text.count("reads holds, size open") == 2
-    assert "reads holds, size open, with encoder minus decoder +0.200 (95% interval +0.050 to +0.350, 3 seeds)" in text and "Beside it, on Wikipedia" in text
+    assert "reads holds, size open, with encoder minus decoder +0.200 (95% t-interval +0.050 to +0.350, 3 seeds)" in text and "Beside it, on Wikipedia" in text
     # only Fig. 3a decided: the second body's gate failed for Fig. 3b (its horizon part), so 3b
     # keeps the first body's status, and the page says why with the second body's reason
     one = dict(decided, training_directionality=wiki)

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..base.errors import CompanionError
+from ..base.phrasing import interval, joined, sentence_case  # joined: re-exported for the chapters
 
 __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict",
            "prop_2_1", "prop_2_2", "remark_s1_6", "prop_s1_7", "prop_s1_8", "cor_s1_9",
@@ -119,12 +120,6 @@ class Verdict:
 # ------------------------------------------------------------------- helpers shared with chapters
 
 
-def joined(items, empty: str = "none") -> str:
-    """``a``, ``a and b``, ``a, b and c``; ``empty`` for no items."""
-    items = list(items)
-    if not items:
-        return empty
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def conv_hull_check(N: int = 40, d: int = 4, seed: int = 0) -> dict:
@@ -497,7 +492,7 @@ def cor_s1_13(size: str | None = None) -> Verdict:
              f"{t['p_refuted_at_0']:.3f} (equivalence test at its seeds)") if np.isfinite(t["p_holds_at_0"]) else ""
     return Verdict("cor_s1_13", "Cor. S1.13: bidirectional training ends with equal spreads of row and column norms",
                    status, f"layer-mean log(Var rows / Var cols) per seed {', '.join(f'{v:+.2f}' for v in per_seed.values())}; "
-                   f"mean {t['estimate']:+.2f} (95% t-interval {t['low']:+.2f} to {t['high']:+.2f}); random band +-{band:.2f}",
+                   f"mean {t['estimate']:+.2f} ({interval(t['low'], t['high'], fmt='+.2f')}); random band +-{band:.2f}",
                    f"2 layers, d = {cfg['d']}, {cfg['steps']} steps, {len(per_seed)} seeds",
                    "objectives_to_structure", "ots-cor-s113", kind="empirical",
                    check="equivalence test over seeds (data/verdict_rules.yaml)",
@@ -520,8 +515,8 @@ def thm_s1_14(size: str | None = None) -> Verdict:
              "(test: interval above the threshold)") if np.isfinite(t["detect_holds"]) else ""
     return Verdict("thm_s1_14", "Thm. 2.4 / S1.14: bidirectional updates are nearly symmetric because beta_ij ~ beta_ji",
                    status, f"corr(beta_ij, beta_ji), mean over layers and checkpoints, per seed "
-                   f"{', '.join(f'{v:+.2f}' for v in per_seed)}: {t['estimate']:+.2f} (95% t-interval "
-                   f"{t['low']:+.2f} to {t['high']:+.2f}; premise needs > {t['threshold']:.1f}); "
+                   f"{', '.join(f'{v:+.2f}' for v in per_seed)}: {t['estimate']:+.2f} "
+                   f"({interval(t['low'], t['high'], fmt='+.2f')}; premise needs > {t['threshold']:.1f}); "
                    f"layer-mean symmetry still reaches {sym_end:.2f}",
                    f"2 layers, d = {cfg['d']}, {cfg['steps']} steps, {len(per_seed)} seeds",
                    "objectives_to_structure", "ots-premise-training", kind="empirical",
@@ -644,8 +639,7 @@ def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) 
         status, status_v1 = p["outcome"], p["outcome_v1"]
         gate = "passed" if p["gate"] else f"not passed: {p['gate_reason']}"
         need = int(r.get("min_seeds", 3))
-        iv = (f"{p['level']:.0%} t-interval {p['low']:+.3f} to {p['high']:+.3f}, {p['n']} seeds" if p["n"] > 1
-              else "one seed, no interval")
+        iv = interval(p["low"], p["high"], n=p["n"], level=p["level"])
         if p["n"] < need:
             what = f"{p['n']} of the {need} verdict seeds made so far; {what}"
         measured = (f"{what}, paired by seed: {p['estimate']:+.3f} ({iv}, {p['body']}"
@@ -750,7 +744,7 @@ def update_structure() -> Verdict:
     else:
         p = prim.iloc[0]
         status = p["outcome"]
-        iv = (f"95% t-interval {p['low']:+.3f} to {p['high']:+.3f}, " if p["n"] > 1 else "")
+        iv = f"{interval(p['low'], p['high'])}, " if p["n"] > 1 else ""
         measured = (f"update symmetry, encoder minus decoder, first 10% of training, plain SGD: "
                     f"{p['estimate']:+.3f} ({iv}{p['n']} of {len(r['seeds'])} seeds cached); smallest effect "
                     f"of interest {p['sesoi']:.3f}")
@@ -796,7 +790,7 @@ def objective_swap() -> Verdict:
         status = p["outcome"]
 
         def one(row):
-            iv = (f"95% t-interval {row['swap_minus_control_low']:+.4f} to {row['swap_minus_control_high']:+.4f}, "
+            iv = (f"{interval(row['swap_minus_control_low'], row['swap_minus_control_high'], fmt='+.4f')}, "
                   if row["n"] > 1 else "")
             return (f"{row['quantity']}, swap minus control: {row['swap_minus_control']:+.4f} ({iv}{row['n']} of "
                     f"{len(r['seeds'])} seeds); smallest effect of interest {row['sesoi']:.4f}")
@@ -988,7 +982,7 @@ def paper_rate_text() -> str:
             if r.n > 1 and r.high < 0:
                 parts.append(f"{fig} against the {name.get(r.comparator, r.comparator)} is reversed "
                              f"({reversed_how.format(c=name.get(r.comparator, r.comparator))}): "
-                             f"{r.estimate:+.3f} (95% t-interval {r.low:+.3f} to {r.high:+.3f}; one of "
+                             f"{r.estimate:+.3f} ({interval(r.low, r.high)}; one of "
                              f"{n_tests}, unadjusted)")
                 outs.add(f"{r.outcome}" + (f", {r.gate_reason}" if r.gate_reason else ""))
                 gate_failed = gate_failed or not r.gate
@@ -1015,7 +1009,7 @@ def blind_progress_text(n_claims: int, n_unmade: int, n_short: int) -> str:
         parts.append(f"{n_short} have fewer than the three seeds their verdict needs")
     if not parts:
         return f"Every one of the {n_claims} training claims has its three seeds on it."
-    return joined(parts)[0].upper() + joined(parts)[1:] + " (the runs go on, in the plan's order; data/runs/blind_plan.md)."
+    return sentence_case(joined(parts)) + " (the runs go on, in the plan's order; data/runs/blind_plan.md)."
 
 
 # ------------------------------------------------------------------- the headline claims, one status each

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..base.phrasing import interval, joined
+
 __all__ = ["count_of", "symmetry_peak", "EncoderDecoderBody", "encoder_decoder_body", "below_unigram", "paired_test",
            "interval_reading"]
 
@@ -95,7 +97,7 @@ def paired_test(table, body_key: str, comparator: str = "decoder", bodies=None) 
     if r.empty:
         return "not computed (runs missing)"
     r = r.iloc[0]
-    iv = f"95% t-interval {r['low']:+.3f} to {r['high']:+.3f}" if r["n"] > 1 else "one seed, no interval"
+    iv = interval(r["low"], r["high"]) if r["n"] > 1 else "one seed, no interval"
     return f"{r['estimate']:+.3f} ({iv}, seeds {r['seeds']}), {r['outcome']}"
 
 
@@ -114,11 +116,8 @@ def interval_reading(low: float, high: float, sesoi: float, unit: str = "", gain
     left = [r for r, excluded in readings if not excluded]
     text = f"its interval, {low:+.3f} to {high:+.3f}{u},"
     if out:
-        text += f" excludes {_joined(out)}"
+        text += f" excludes {joined(out)}"
     if left:
-        text += ("; it" if out else "") + f" leaves open {_joined(left)}"
+        text += ("; it" if out else "") + f" leaves open {joined(left)}"
     return text
 
-
-def _joined(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

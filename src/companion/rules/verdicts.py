@@ -80,11 +80,10 @@ class Estimate:
         return self.sd / math.sqrt(self.n) if self.n > 1 else float("nan")
 
     def text(self, fmt: str = "+.3f") -> str:
-        """``+0.012 (95% t-interval -0.03 to +0.05, 3 seeds)``; one seed: no interval."""
-        if self.n < 2:
-            return f"{self.mean:{fmt}} (1 seed, no interval)"
-        return (f"{self.mean:{fmt}} ({self.level:.0%} t-interval {self.low:{fmt}} to "
-                f"{self.high:{fmt}}, {self.n} seeds)")
+        """``+0.012 (95% t-interval -0.03 to +0.05, 3 seeds)``; one seed: ``one seed, no interval`` (:func:`companion.base.phrasing.interval`)."""
+        from ..base.phrasing import interval
+
+        return f"{self.mean:{fmt}} ({interval(self.low, self.high, n=self.n, level=self.level, fmt=fmt)})"
 
 
 # ------------------------------------------------------------------- rules

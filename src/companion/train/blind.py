@@ -213,9 +213,10 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame) -> dict:
 
 
 def _seeds_interval(r) -> str:
-    """'95% interval -0.100 to +0.300, 3 seeds', or '1 seed, no interval' for a test row."""
-    return (f"95% interval {r['low']:+.3f} to {r['high']:+.3f}, {int(r['n'])} seeds" if int(r["n"]) > 1
-            else f"{int(r['n'])} seed, no interval")
+    """'95% t-interval -0.100 to +0.300, 3 seeds', or 'one seed, no interval' for a test row."""
+    from ..base.phrasing import interval
+
+    return interval(r["low"], r["high"], n=int(r["n"]))
 
 
 FIGURES = {"training_symmetry": "Fig. 3a", "training_directionality": "Fig. 3b",

@@ -1,0 +1,47 @@
+"""How the book words numbers in sentences, in one place: intervals, lists, counts and the
+first letter of a sentence.  Low in the layers (``base``) so that every part of the package
+that writes a sentence, and every chapter, words an interval the same way.
+
+>>> interval(-0.1, 0.3, n=3)
+'95% t-interval -0.100 to +0.300, 3 seeds'
+>>> interval(0.2, 0.4, n=1)
+'one seed, no interval'
+>>> joined(["a", "b", "c"])
+'a, b and c'
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["interval", "joined", "sentence_case", "seeds"]
+
+
+def seeds(n: int) -> str:
+    """``1 seed``, ``3 seeds``."""
+    return f"{int(n)} seed" + ("" if int(n) == 1 else "s")
+
+
+def interval(low: float, high: float, n: int | None = None, level: float = 0.95, fmt: str = "+.3f",
+             kind: str = "t-interval") -> str:
+    """``95% t-interval -0.100 to +0.300, 3 seeds``: an interval over ``n`` seeds (the seed
+    count left out when ``n`` is None); ``one seed, no interval`` when there is one seed or
+    the bounds are not numbers.  ``kind`` names the interval (``t-interval``, ``bootstrap
+    interval``, ``interval``)."""
+    if n is not None and int(n) < 2 or not (math.isfinite(low) and math.isfinite(high)):
+        return "one seed, no interval" if n is not None and int(n) < 2 else "no interval"
+    text = f"{level:.0%} {kind} {low:{fmt}} to {high:{fmt}}"
+    return text + (f", {seeds(n)}" if n is not None else "")
+
+
+def joined(items, empty: str = "none") -> str:
+    """``a``, ``a and b``, ``a, b and c``; ``empty`` for no items."""
+    items = [str(i) for i in items]
+    if not items:
+        return empty
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def sentence_case(text: str) -> str:
+    """The text with its first letter capitalised (the rest untouched: "Fig. 3a" stays)."""
+    return text[:1].upper() + text[1:]

@@ -1,0 +1,22 @@
+"""The book words an interval, a list and a sentence's first letter in one way."""
+
+import math
+
+from companion.base import phrasing as ph
+
+
+def test_an_interval_names_its_level_kind_bounds_and_seeds():
+    assert ph.interval(-0.1, 0.3, n=3) == "95% t-interval -0.100 to +0.300, 3 seeds"
+    assert ph.interval(0.01234, 0.5, level=0.9, fmt=".2f", kind="interval") == "90% interval 0.01 to 0.50"
+
+
+def test_one_seed_or_missing_bounds_say_there_is_no_interval():
+    assert ph.interval(0.2, 0.4, n=1) == "one seed, no interval"
+    assert ph.interval(math.nan, 0.4) == "no interval"
+
+
+def test_lists_counts_and_sentence_case():
+    assert ph.joined([]) == "none" and ph.joined(["a"]) == "a" and ph.joined(["a", "b"]) == "a and b"
+    assert ph.joined(["a", "b", "c"]) == "a, b and c"
+    assert ph.seeds(1) == "1 seed" and ph.seeds(4) == "4 seeds"
+    assert ph.sentence_case("fig. 3a holds") == "Fig. 3a holds" and ph.sentence_case("") == ""
