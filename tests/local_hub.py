@@ -138,7 +138,13 @@ class HostileServer:
 
     ``"trickle"``: a 200 with a small Content-Length, then one byte every 2 s;
     ``"terabyte"``: a 200 announcing 10^12 bytes, then a few bytes and silence;
-    ``"endless"``: a chunked 200 that streams JSON-looking bytes without end.
+    ``"endless"``: a chunked 200 that streams JSON-looking bytes without end;
+    ``"slow-headers"``: a status line, then one header byte a second (each wait shorter than
+    any socket timeout);
+    ``"redirect-loop"``: a 302 back to the very URL asked for;
+    ``"slow-redirects"``: after one second, a 302 to a new URL, without end;
+    ``"redirect-endless-body"``: a 302 to a new URL whose chunked body never ends;
+    ``"deep-json"``: a 200 whose JSON nests 100,000 lists deep.
     It runs in daemon threads and stops with the ``with`` block.
     """
 
@@ -163,7 +169,7 @@ class HostileServer:
         import time
 
         try:
-            conn.recv(65536)
+            request = conn.recv(65536)
             if self.behaviour == "trickle":
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 400\r\n\r\n")
                 while not self.stop.is_set():
@@ -172,6 +178,28 @@ class HostileServer:
             elif self.behaviour == "terabyte":
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n{\"a\": ")
                 self.stop.wait(60)
+            elif self.behaviour == "slow-headers":
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                while not self.stop.is_set():
+                    conn.sendall(b"X")
+                    time.sleep(1)
+            elif self.behaviour in ("redirect-loop", "slow-redirects"):
+                path = request.split(b" ")[1].decode() if request.count(b" ") >= 2 else "/"
+                if self.behaviour == "slow-redirects":
+                    self.stop.wait(1)
+                    path = path.split("?")[0] + "?" + str(time.monotonic_ns())
+                conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {self.url}{path}\r\n"
+                             "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+            elif self.behaviour == "redirect-endless-body":
+                conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {self.url}/elsewhere\r\n"
+                             "Transfer-Encoding: chunked\r\n\r\n".encode())
+                chunk = b"10000\r\n" + b" " * 65536 + b"\r\n"
+                while not self.stop.is_set():
+                    conn.sendall(chunk)
+            elif self.behaviour == "deep-json":
+                body = b"[" * 100_000 + b"]" * 100_000
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
             elif self.behaviour == "endless":
                 conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
                 block = b" " * 65536

@@ -197,3 +197,40 @@ def test_a_mirror_whose_range_answers_are_not_the_bytes_asked_for_is_refused(onl
         assert main(["score", REPO, "--quiet"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
+
+
+@pytest.mark.parametrize("behaviour, words", [
+    ("slow-headers", "no answer within 3 s"),        # one header byte a second: each wait is short
+    ("slow-redirects", "no answer within 3 s"),      # ten one-second redirects: 3 s in all, not 10
+    ("redirect-loop", "redirect loop"),             # not "HTTP 302, try again later"
+    ("deep-json", "malformed model information"),   # not a RecursionError traceback
+    ("redirect-endless-body", "redirect loop"),     # its endless body is never read
+])
+def test_one_deadline_for_a_whole_hub_request_and_its_redirects(online, capsys, behaviour, words):
+    from local_hub import HostileServer
+
+    with HostileServer(behaviour) as hostile:
+        online.setenv("HF_ENDPOINT", hostile.url)
+        capsys.readouterr()
+        t0 = time.perf_counter()
+        rc = main(["score", REPO])
+        elapsed = time.perf_counter() - t0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc != 0 and len(err) == 1, err
+    assert words in err[0], err[0]
+    if behaviour == "redirect-loop":
+        assert hostile.url in err[0] and "HF_ENDPOINT" in err[0]
+    assert elapsed < 6, elapsed                      # the probe's 3 s for everything
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors.index.json"])
+def test_a_hub_file_of_json_nested_too_deep_is_one_line(online, tmp_path, capsys, name):
+    folder = tmp_path / "repo"
+    bad.sharded_llama(folder)
+    (folder / name).write_text("[" * 100_000 + "]" * 100_000)
+    with LocalHub({REPO: folder}) as hub:
+        online.setenv("HF_ENDPOINT", hub.url)
+        capsys.readouterr()
+        assert main(["score", REPO]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and name in err[0] and REPO in err[0], err

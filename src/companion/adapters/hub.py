@@ -67,6 +67,110 @@ def _http_get(url: str, start: int | None = None, nbytes: int | None = None,
                              "hub gives; is HF_ENDPOINT a Hugging Face hub?") from None
 
 
+class _Deadline:
+    """When the current request must be done (``time.monotonic()``); moved on once the
+    headers are in, for the body's own allowance."""
+
+    def __init__(self, at: float):
+        self.at = at
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+
+class _DeadlineSocket:
+    """A connected socket whose every read waits at most what is left of the request's
+    deadline (a socket timeout alone bounds each wait, so a server that trickles its headers
+    a byte a second would otherwise never time out)."""
+
+    def __init__(self, sock, deadline: _Deadline, per_wait: float | None):
+        self._sock, self._deadline, self._per_wait = sock, deadline, per_wait
+        self._readers, self._closed = 0, False
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+    def recv_into(self, buffer, nbytes=0, flags=0):
+        import socket
+
+        left = self._deadline.left()
+        if left <= 0:
+            raise socket.timeout("timed out")
+        self._sock.settimeout(left if self._per_wait is None else min(left, self._per_wait))
+        return self._sock.recv_into(buffer, nbytes, flags)
+
+    def makefile(self, mode="r", buffering=None, **_):
+        import io
+        import socket
+
+        if mode != "rb":  # pragma: no cover - http.client reads answers only as "rb"
+            return self._sock.makefile(mode, buffering)
+        self._readers += 1
+        return io.BufferedReader(socket.SocketIO(self, "rb"), buffering or io.DEFAULT_BUFFER_SIZE)
+
+    def _decref_socketios(self):
+        self._readers -= 1
+        if self._closed and self._readers <= 0:
+            self._sock.close()
+
+    def close(self):
+        self._closed = True
+        if self._readers <= 0:
+            self._sock.close()
+
+
+def _deadline_connection(base, deadline: _Deadline):
+    class Connection(base):
+        def connect(self):
+            import socket
+
+            left = deadline.left()
+            if left <= 0:
+                raise socket.timeout("timed out")
+            per_wait = self.timeout if isinstance(self.timeout, (int, float)) else None
+            self.timeout = left if per_wait is None else min(left, per_wait)
+            super().connect()
+            self.sock = _DeadlineSocket(self.sock, deadline, per_wait)
+
+    return Connection
+
+
+def _opener(url: str, deadline: _Deadline):
+    """A urllib opener for one request: every connection, redirect and header byte within
+    ``deadline``; a redirect back to a URL already visited is a loop, named as one."""
+    import http.client
+    import socket
+    import urllib.request
+
+    class HTTP(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(_deadline_connection(http.client.HTTPConnection, deadline), req)
+
+    class HTTPS(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(_deadline_connection(http.client.HTTPSConnection, deadline), req,
+                                context=self._context)
+
+    class Redirect(urllib.request.HTTPRedirectHandler):
+        max_redirections = 10
+        visited = [url]
+
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            fp.close()  # its body is not read: a redirect's body may be endless
+            if newurl in self.visited:
+                raise CompanionError(f"{url} answers with a redirect loop (HTTP {code} back to {newurl} "
+                                     f"after {len(self.visited)} hop(s)); check HF_ENDPOINT or the mirror.")
+            if len(self.visited) > self.max_redirections:
+                raise CompanionError(f"{url} redirects more than {self.max_redirections} times (last to "
+                                     f"{newurl}); check HF_ENDPOINT or the mirror.")
+            if deadline.left() <= 0:
+                raise socket.timeout("timed out")
+            self.visited = self.visited + [newurl]
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    return urllib.request.build_opener(HTTP, HTTPS, Redirect)
+
+
 def _http_get_once(url: str, start: int | None, nbytes: int | None, timeout: float) -> tuple[bytes, dict]:
     import urllib.error
     import urllib.request
@@ -76,7 +180,9 @@ def _http_get_once(url: str, start: int | None, nbytes: int | None, timeout: flo
         headers["Range"] = f"bytes={start}-{start + nbytes - 1}"
     req = urllib.request.Request(url, headers=headers)
     t0 = time.monotonic()
-    with urllib.request.urlopen(req, timeout=timeout) as response:
+    # one deadline for connecting, every redirect and the headers; then the body's allowance
+    deadline = _Deadline(t0 + timeout)
+    with _opener(url, deadline).open(req, timeout=timeout) as response:
         if start is not None and response.status != 206 and not (start == 0 and response.status == 200
                                                                     and response.length == nbytes):
             raise CompanionError(f"{url} ignored the byte-range request (HTTP {response.status}); "
@@ -84,6 +190,7 @@ def _http_get_once(url: str, start: int | None, nbytes: int | None, timeout: flo
         if start is not None and response.status == 206:
             _check_content_range(url, response.headers.get("Content-Range"), start, nbytes)
         limit = HUB_MAX_BODY if start is None else nbytes
+        deadline.at = t0 + timeout + (limit + 1) / HUB_MIN_RATE
         data = _read_bounded(response, url, limit, t0, timeout)
         info = {k.lower(): v for k, v in response.headers.items()}
     if start is not None and len(data) != nbytes:
@@ -192,8 +299,8 @@ def _probe_hub(repo_id: str, revision: str | None, timeout: float) -> tuple[dict
         info = json.loads(raw)
     except CompanionError:
         raise
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, ValueError) and not isinstance(exc, OSError):
+    except (OSError, ValueError, RecursionError) as exc:   # RecursionError: JSON nested too deep
+        if isinstance(exc, (ValueError, RecursionError)) and not isinstance(exc, OSError):
             raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
                                  f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?") from None
         raise _hub_error(exc, repo_id, revision, endpoint, timeout) from None
@@ -227,7 +334,7 @@ class HubSafetensorsSource(TensorSource):
             self.bytes_read = probe_bytes + len(raw)
             try:
                 config = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise CompanionError(f"config.json of {repo_id} on the hub is not valid JSON; "
                                      "the repository is broken.") from None
             self.config = _check_config(config, f"config.json of {repo_id}")
@@ -240,7 +347,7 @@ class HubSafetensorsSource(TensorSource):
                 self.bytes_read += len(raw)
                 try:
                     idx = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     idx = None
                 wm = idx.get("weight_map") if isinstance(idx, dict) else None
                 if not isinstance(wm, dict) or not wm or not all(
