@@ -13,7 +13,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 # pages that ask no question of the paper: the front page (its chain of claims, with computed
 # statuses, is its summary), the teaching kit, the build's status, the bibliography, appendices
-NO_QUESTION = {"intro", "figures_and_tables", "teaching", "bibliography", "glossary", "status"}  # reference pages
+NO_QUESTION = {"intro", "figures_and_tables", "teaching", "bibliography", "glossary", "notation", "status"}  # reference pages
 
 
 def toc_chapters() -> list[str]:
