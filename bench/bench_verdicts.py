@@ -2,8 +2,9 @@
 
 Not a test.  Rules v2 added to the verdicts: the power of the applied test (Monte Carlo,
 :func:`companion.rules.verdicts.directional_power` and its kin), the gate's horizon and
-memorisation parts (:func:`companion.train.evidence.gate_v2`, beyond the v1 loss gate it
-calls), the yardsticks, and the family's correction carried into the statuses (the premise
+memorisation parts (:func:`companion.train.evidence.gate_from_evidence`, which also reads the
+v1 loss gate's context part from the body's evidence table, so that small part is counted too),
+the yardsticks, and the family's correction carried into the statuses (the premise
 rows of :func:`companion.judge.claims.empirical_family`).  This computes every verdict once from
 empty caches at the run size of ``COMPANION_RUN_SIZE`` (default ``ci``) with those functions
 wrapped by timers, and reports the total, the time inside the v2 additions, and the ratio
@@ -51,7 +52,7 @@ def main(argv=None) -> int:
         setattr(module, name, wrapper)
 
     timed(evidence, "loss_gate")
-    timed(evidence, "gate_v2", minus="loss_gate")          # v1 had the loss gate: not counted
+    timed(evidence, "gate_from_evidence")
     for mod in (verdicts, empirical):
         for name in ("directional_power", "equivalence_power", "threshold_power"):
             if hasattr(mod, name):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..base.errors import CompanionError
 from ..rules.verdicts import (deciding_p, detectable_effect, directional_outcome, directional_outcome_v1,
                        directional_power, equivalence_outcome, p_above, p_below, paired_t, rule,
                        rule_written_after, threshold_outcome)
@@ -79,7 +80,7 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
     Each row carries the v2 outcome, the gate's three parts, the power of the applied test,
     the deciding p-value (for Holm) and, beside it, the outcome version 1 gave.
     """
-    from ..train.evidence import arm_values, gate_v2, run_starts
+    from ..train.evidence import evidence_table, evidence_values, gate_from_evidence, run_starts
     from ..rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
@@ -103,34 +104,42 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
             modes = [r["arms"]["mode"]] + list(r.get("reported_beside", []))
             pairs = [((m, r["arms"]["candidate"]), (m, r["arms"]["baseline"]), m) for m in modes]
             primary_of = lambda c: name == r["primary"]["body"] and c == r["arms"]["mode"]  # noqa: E731
+        # 1. the body's evidence, built once: per arm and seed, the values every test reads
+        arms = list(dict.fromkeys(arm for cand, comp, _ in pairs for arm in (cand, comp)))
+        table = evidence_table(runs, q, arms, fw["gate"]["horizon_fraction"])
+        sesoi = yardstick(r, runs, q)
         for cand_arm, comp_arm, comp_label in pairs:
-            def effect(step, cand_arm=cand_arm, comp_arm=comp_arm):
-                a, b = arm_values(runs, q, *cand_arm, step=step), arm_values(runs, q, *comp_arm, step=step)
+            # 2. the rules applied to it once: the paired effect at the end and half-way, the gate
+            def paired(column, cand_arm=cand_arm, comp_arm=comp_arm):
+                a, b = evidence_values(table, cand_arm, column), evidence_values(table, comp_arm, column)
                 if key == "table_1":
                     a, b = b, a      # baseline minus candidate: > 0 when the symmetric start is ahead
                 return paired_t(a, b, level)
 
-            a, b = arm_values(runs, q, *cand_arm), arm_values(runs, q, *comp_arm)
+            a, b = evidence_values(table, cand_arm), evidence_values(table, comp_arm)
             if a.empty or b.empty or len(a.index.intersection(b.index)) == 0:
                 continue
-            est = effect(None)
-            est_seeds = sorted(int(s) for s in a.index.intersection(b.index))
-            sub = runs[(runs["mode"] == cand_arm[0]) | (runs["mode"] == comp_arm[0])]
-            sesoi = yardstick(r, runs, q)
-            gate = gate_v2(runs, [cand_arm, comp_arm], effect, sesoi, fw["gate"])
+            est = paired("end")
+            try:
+                half = paired("half")
+            except (CompanionError, ValueError):
+                half = None
+            gate = gate_from_evidence(table, [cand_arm, comp_arm], est, half, sesoi, fw["gate"])
             outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), gate["passes"])
+            # 3. the verdict's row assembled from the results (v1's outcome shown beside)
             old = all(g["below"] >= 1.0 for g in gate["context"].values())   # v1's gate: 1 nat below
+            sub = runs[(runs["mode"] == cand_arm[0]) | (runs["mode"] == comp_arm[0])]
             v1_sesoi = 0.0 if key == "table_1" else _v1_band(sub, q)
             outcome_v1 = directional_outcome_v1(est, v1_sesoi, 3, old)
             if comp_label in r.get("reported_beside", []):
                 outcome = f"{outcome} (reported beside)"
             row = _row(r, label, comp_label, est, sesoi, gate["passes"], outcome, primary_of(comp_label),
-                       after, gate_text=gate["text"], gate_reason=gate["reason"],
+                       after, gate_text=gate["text"], gate_reason=gate["reason"], gate_why=gate["why"],
                        gate_context=gate["parts"]["context"], gate_memorisation=gate["parts"]["memorisation"],
                        gate_horizon=gate["parts"]["horizon"], horizon_at_half=gate["horizon"]["at_half"],
                        horizon_at_end=gate["horizon"]["at_end"], body_key=name, outcome_v1=outcome_v1,
                        lr=float(runs["lr"].iloc[0]))
-            row["seeds"] = ",".join(map(str, est_seeds))
+            row["seeds"] = ",".join(map(str, sorted(int(s) for s in a.index.intersection(b.index))))
             row["role"] = "primary" if primary_of(comp_label) else (
                 "confirmatory" if name == conf and comp_label == r["confirmatory"].get("comparator", comp_label)
                 else "secondary")

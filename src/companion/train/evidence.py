@@ -20,7 +20,8 @@ import pandas as pd
 
 from ..base.errors import CompanionError
 
-__all__ = ["body_runs", "arm_values", "loss_gate", "gate_v2", "gate_why", "logged_step", "null_band", "settings",
+__all__ = ["body_runs", "arm_values", "loss_gate", "evidence_table", "evidence_values", "gate_from_evidence",
+           "arm_reference", "EVIDENCE_COLUMNS", "gate_why", "logged_step", "null_band", "settings",
            "settings_text", "run_dates", "run_starts", "PAPER", "OBJECTIVE_OF_MODE", "published_iqr_width",
            "speedup_nats", "memorisation_gap"]
 
@@ -186,57 +187,146 @@ def memorisation_gap(runs: pd.DataFrame, mode: str, init: str = "standard") -> p
     return pd.Series(out, dtype=float)
 
 
-def gate_v2(runs: pd.DataFrame, arms, effect, sesoi: float, gate: dict) -> dict:
-    """Rules v2's gate, "trained enough", for one paired test of a body of runs.
+def arm_reference(runs: pd.DataFrame, mode: str, init: str = "standard") -> float:
+    """The unigram reference of what the arm's objective predicts (NaN for an arm without runs)."""
+    sub = runs[(runs["mode"] == mode) & (runs["init"] == init)]
+    if sub.empty:
+        return float("nan")
+    s = _shape(sub["run"].iloc[0])
+    return _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode], s["init_from"])
 
-    ``arms``: the ``(mode, init)`` pairs compared; ``effect(step)``: the paired estimate
-    (:class:`companion.rules.verdicts.Estimate`) at a logged step, or at the last one with None;
-    ``gate``: the framework's gate settings.  Three parts, each reported with its values:
+
+#: the columns of :func:`evidence_table`
+EVIDENCE_COLUMNS = ("mode", "init", "seed", "end", "end_logged", "half", "half_logged", "half_step", "eval_loss",
+                    "loss_logged", "memorisation_gap", "reference")
+
+
+def evidence_table(runs: pd.DataFrame, quantity: str, arms, horizon_fraction: float = 0.5) -> pd.DataFrame:
+    """A body's evidence for one quantity, built once and read by every test of its claim:
+    one row per arm ``(mode, init)`` and seed, with
+
+    ``end``
+        the layer-mean ``quantity`` at the run's last logged step (:func:`arm_values`);
+    ``half``, ``half_logged``, ``half_step``
+        the same at the body's half-horizon step (:func:`logged_step` of ``horizon_fraction``;
+        ``half_logged`` false where the run logged nothing there);
+    ``eval_loss``
+        the final held-out loss;
+    ``memorisation_gap``
+        held-out minus training loss over the last evaluation interval (:func:`memorisation_gap`);
+    ``reference``
+        the unigram reference of the arm's objective (:func:`arm_reference`).
+
+    A seed missing from one of them has NaN there, and ``end_logged``, ``half_logged`` and
+    ``loss_logged`` say whether the run logged the value at all (a logged NaN stays NaN)."""
+    try:
+        half_step = logged_step(runs, horizon_fraction)
+    except CompanionError:
+        half_step = None
+    rows = []
+    for mode, init in arms:
+        end = arm_values(runs, quantity, mode, init)
+        half = (arm_values(runs, quantity, mode, init, step=half_step) if half_step is not None
+                else pd.Series(dtype=float))
+        loss = arm_values(runs, "eval_loss", mode, init)
+        gap = memorisation_gap(runs, mode, init)
+        ref = arm_reference(runs, mode, init) if len(end) or len(loss) else float("nan")
+        for seed in sorted(set(end.index) | set(loss.index) | set(gap.index) | set(half.index)):
+            rows.append({"mode": mode, "init": init, "seed": int(seed), "end": end.get(seed, np.nan),
+                         "end_logged": seed in end.index, "half": half.get(seed, np.nan),
+                         "half_logged": seed in half.index, "half_step": half_step,
+                         "eval_loss": loss.get(seed, np.nan), "loss_logged": seed in loss.index,
+                         "memorisation_gap": gap.get(seed, np.nan), "reference": ref})
+    return pd.DataFrame(rows, columns=list(EVIDENCE_COLUMNS))
+
+
+_LOGGED = {"end": "end_logged", "half": "half_logged", "eval_loss": "loss_logged"}
+
+
+def evidence_values(table: pd.DataFrame, arm, column: str = "end") -> pd.Series:
+    """One arm's ``column`` of an :func:`evidence_table`, indexed by seed: for ``end``,
+    ``half`` and ``eval_loss`` only the seeds whose run logged it, as :func:`arm_values` reads
+    them.  A table without the columns the rules read is refused where it is read."""
+    mode, init = arm
+    need = ("mode", "init", "seed", column) + ((_LOGGED[column],) if column in _LOGGED else ())
+    missing = [c for c in need if c not in table.columns]
+    if missing:
+        raise CompanionError(f"the evidence table lacks the columns {missing}; build it with "
+                             "companion.train.evidence.evidence_table.")
+    rows = table[(table["mode"] == mode) & (table["init"] == init)]
+    if column in _LOGGED:
+        rows = rows[rows[_LOGGED[column]].astype(bool)]
+    return pd.Series(rows[column].to_numpy(float), index=rows["seed"].to_numpy(), dtype=float)
+
+
+def gate_from_evidence(table: pd.DataFrame, arms, e_end, e_half, sesoi: float, gate: dict) -> dict:
+    """Rules v2's gate, "trained enough", for one paired test, read from the body's
+    :func:`evidence_table`.
+
+    ``arms``: the ``(mode, init)`` pairs compared; ``e_end``, ``e_half``: the paired estimates
+    (:class:`companion.rules.verdicts.Estimate`) at the end and at the half-horizon step
+    (``e_half`` None where it could not be formed); ``gate``: the framework's gate settings.
+    Three parts, each reported with its values:
 
     ``context``
         every arm's seed-mean final held-out loss at least ``context_floor_nats`` below the
-        unigram reference of what its objective predicts;
+        unigram reference of what its objective predicts (an arm with a non-finite loss, or
+        none, does not pass);
     ``horizon``
         the paired effect at ``horizon_fraction`` of the horizon and at its end agree in
         sign and differ by less than ``sesoi``;
     ``memorisation``
         every arm's seed-mean held-out minus training loss at most ``memorisation_nats``.
 
-    ``passes`` is their conjunction; ``reason`` names the first part that fails
-    ('not trained enough', 'trained into memorisation', 'not stable between horizons').
+    ``passes`` is their conjunction; ``reason`` names the first part that fails ('not
+    trained enough', 'trained into memorisation', 'not stable between horizons') and ``why``
+    says it with what was measured (the horizon's two effects against the rule).
     """
-    ctx = loss_gate(runs, arms, gate["context_floor_nats"])
+    ctx = {}
+    for arm in arms:
+        loss = evidence_values(table, arm, "eval_loss")
+        if loss.empty or not np.isfinite(loss.to_numpy(float)).all():
+            ctx[arm] = {"loss": float("nan"), "reference": float("nan"), "below": float("nan"), "passes": False}
+            continue
+        ref = float(evidence_values(table, arm, "reference").iloc[0])
+        below = ref - float(loss.mean())
+        ctx[arm] = {"loss": float(loss.mean()), "reference": ref, "below": below,
+                    "passes": below >= gate["context_floor_nats"]}
     mem = {}
-    for mode, init in arms:
-        g = memorisation_gap(runs, mode, init)
+    for arm in arms:
+        g = evidence_values(table, arm, "memorisation_gap").dropna()
         v = float(g.mean()) if len(g) else float("nan")
-        mem[(mode, init)] = {"gap": v, "passes": bool(v <= gate["memorisation_nats"])}
-    try:
-        half = logged_step(runs, gate["horizon_fraction"])
-        e_half, e_end = effect(half), effect(None)
+        mem[arm] = {"gap": v, "passes": bool(v <= gate["memorisation_nats"])}
+    steps = table["half_step"].dropna()
+    if e_half is not None and len(steps):
         stable = bool(np.sign(e_half.mean) == np.sign(e_end.mean) and abs(e_end.mean - e_half.mean) < sesoi)
-        horizon = {"step": half, "at_half": e_half.mean, "at_end": e_end.mean, "passes": stable}
-    except (CompanionError, ValueError):
+        horizon = {"step": int(steps.iloc[0]), "at_half": e_half.mean, "at_end": e_end.mean, "passes": stable}
+    else:
         horizon = {"step": None, "at_half": float("nan"), "at_end": float("nan"), "passes": False}
-    parts = {"context": ctx["passes"], "memorisation": all(m["passes"] for m in mem.values()),
+    parts = {"context": all(c["passes"] for c in ctx.values()), "memorisation": all(m["passes"] for m in mem.values()),
              "horizon": horizon["passes"]}
     reason = ("" if all(parts.values()) else "not trained enough" if not parts["context"] else
               "trained into memorisation" if not parts["memorisation"] else "not stable between horizons")
-    below = "; ".join(f"{m}/{i} {g['below']:+.2f} below unigram" for (m, i), g in ctx["arms"].items())
+    below = "; ".join(f"{m}/{i} {g['below']:+.2f} below unigram" for (m, i), g in ctx.items())
     gaps = "; ".join(f"{m}/{i} held-out minus training {g['gap']:+.3f}" for (m, i), g in mem.items())
     text = (f"context: {below} (needs {gate['context_floor_nats']:.3f}); memorisation: {gaps} (at most "
             f"{gate['memorisation_nats']:.2f}); horizon: effect {horizon['at_half']:+.3f} at step "
             f"{horizon['step']} and {horizon['at_end']:+.3f} at the end")
-    return {"passes": all(parts.values()), "parts": parts, "reason": reason, "context": ctx["arms"],
+    why = gate_why({"gate_reason": reason, "horizon_at_half": horizon["at_half"], "horizon_at_end": horizon["at_end"],
+                    "sesoi": sesoi}) if reason else ""
+    return {"passes": all(parts.values()), "parts": parts, "reason": reason, "why": why, "context": ctx,
             "memorisation": mem, "horizon": horizon, "text": text}
+
 
 
 def gate_why(r) -> str:
     """A failed gate's reason with what was measured, where the row carries it: for the
-    horizon part, the paired effect half-way and at the end against what :func:`gate_v2` asks (the
+    horizon part, the paired effect half-way and at the end against what :func:`gate_from_evidence` asks (the
     same sign and a change below the smallest effect of interest d), e.g. 'not stable between
     horizons: the effect was +0.087 half-way and +0.148 at the end, a change of 0.061 where
     the rules allow less than d = 0.055'."""
+    if r.get("gate_why"):
+        return str(r["gate_why"])          # the gate's own words, where the row carries them
     reason = r.get("gate_reason") or "its gate failed"
     half, end, d = (r.get(k) for k in ("horizon_at_half", "horizon_at_end", "sesoi"))
     if reason != "not stable between horizons" or any(v is None or v != v for v in (half, end, d)):
