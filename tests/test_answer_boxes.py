@@ -33,15 +33,15 @@ def answer_box(text: str) -> str | None:
 
 def glued_names(text: str) -> tuple[set[str], set[str]]:
     """Names glued on the page, and prefixes of names glued in a loop (``glue(f"st_{key}")``)."""
-    plain = set(re.findall(r"""glue(?:_value)?\(\s*["']([A-Za-z0-9_]+)["']""", text))
-    prefixes = set(re.findall(r"""glue(?:_value)?\(\s*f["']([A-Za-z0-9_]+)\{""", text))
-    prefixes |= set(re.findall(r"""glue(?:_value)?\(\s*["']([A-Za-z0-9_]+)["']\s*\+""", text))
+    plain = set(re.findall(r"""glue(?:_value|_text|_number)?\(\s*["']([A-Za-z0-9_]+)["']""", text))
+    prefixes = set(re.findall(r"""glue(?:_value|_text|_number)?\(\s*f["']([A-Za-z0-9_]+)\{""", text))
+    prefixes |= set(re.findall(r"""glue(?:_value|_text|_number)?\(\s*["']([A-Za-z0-9_]+)["']\s*\+""", text))
     # names glued through a variable in a loop: for q, name in (("symmetry", "osw_sym"), ...):
     # glue(name, ...) and glue(f"{name}_status", ...); every quoted name of a code cell counts
-    if re.search(r"glue(?:_value)?\(\s*[A-Za-z_]\w*\s*,", text) or re.search(r"glue(?:_value)?\(\s*f[\"']\{", text):
+    if re.search(r"glue(?:_value|_text|_number)?\(\s*[A-Za-z_]\w*\s*,", text) or re.search(r"glue(?:_value|_text|_number)?\(\s*f[\"']\{", text):
         code = "\n".join(re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", text, re.S))
         literals = set(re.findall(r"""["']([a-z][a-z0-9_]+)["']""", code))
-        suffixes = set(re.findall(r"""glue(?:_value)?\(\s*f["']\{\w+\}([A-Za-z0-9_]*)["']""", text))
+        suffixes = set(re.findall(r"""glue(?:_value|_text|_number)?\(\s*f["']\{\w+\}([A-Za-z0-9_]*)["']""", text))
         plain |= {lit + s for lit in literals for s in suffixes | {""}}
     return plain, prefixes
 
