@@ -94,6 +94,9 @@ def test_the_plan_links_each_lecture_s_exercises_chapters_and_slides():
     for lec in cp.COURSE:
         for c in lec.chapters:
             assert f"{{doc}}`{c}`" in text and f'href="../slides/{c}.slides.html"' in text
+    # a page without code (the glossary) has no deck, so no link to one
+    assert "glossary" in [c for lec in cp.COURSE for c in lec.optional]
+    assert "glossary.slides.html" not in text
 
 
 def test_the_guide_shows_the_computed_plan_and_names_only_existing_exercises():

@@ -190,7 +190,10 @@ def plan_markdown(course=COURSE, book: Path | str = ROOT / "book", labels: dict 
     for i, lec in enumerate(course, 1):
         s = lecture_sums(lec, words, labels, exercises)
         docs = ", ".join(f"{{doc}}`{c}`" for c in lec.chapters)
-        decks = ", ".join(f'<a href="{slides}/{c}.slides.html">{c}</a>' for c in lec.chapters + lec.optional)
+        from .notebooks import is_notebook_source
+
+        decks = ", ".join(f'<a href="{slides}/{c}.slides.html">{c}</a>' for c in lec.chapters + lec.optional
+                          if is_notebook_source(Path(book) / f"{c}.md"))   # a page without code has no deck
         out.append(f"**Lecture {i}: {lec.title}.**\n")
         if lec.about:
             out.append(lec.about + "\n")

@@ -4,13 +4,19 @@
 
     python -m companion.book.slides           # after `make book`: -> _build/slides/<chapter>.slides.html
 
-A deck is made from the chapter as the book executed it (``_build/jupyter_execute``): its
-text, its theorems and definitions as boxed blocks, its equations typeset by MathJax, its
-figures (the glued ones included) and every glued number filled in. Code and printed
-tables stay in the book. Solutions are left out (the decks can be handed to students).
-
-Slide boundaries: every heading (``#``, ``##``, ``###``) starts a slide, and a MyST comment
-line ``% slide`` (invisible in the book) starts one anywhere else.
+A deck is made from the chapter as the book executed it (``_build/jupyter_execute``), for
+projection rather than reading (:func:`plan_chapter`): the chapter's question, its learning
+goals and the points of its answer box; per section its opening sentences, its formal
+statements and its figures (code outputs and glued figures, with their captions); every
+block the chapter marks with a ``% slide`` comment line (invisible in the book), shown
+whole; and its closing "What to remember", with links to its exercises. A slide carries at
+most :data:`SLIDE_WORDS` words of prose; what does not fit, and the rest of each section,
+goes to the slide's speaker notes (``<aside class="notes">``). Glued numbers are filled in,
+references become links to the online book (its address from ``_config.yml``), MyST labels
+and directive options never show, tables are split at :data:`TABLE_ROWS` rows, solutions
+are left out (the decks can be handed to students). A code cell tagged ``slide`` must draw
+a figure, and a marked block must fit the budget: either mistake stops the build naming
+the chapter (:class:`SlideError`).
 
 Nothing is fetched when a deck is opened: reveal.js comes from the npm registry at set-up
 (:func:`vendor_reveal`, pinned and checked against the registry's sha512), MathJax from the
@@ -27,17 +33,17 @@ import json
 import re
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["REVEAL_VERSION", "REVEAL_INTEGRITY", "vendor_reveal", "resolve_glue", "split_slides",
-           "chapter_slides", "deck_html", "build_slides", "main"]
+__all__ = ["REVEAL_VERSION", "REVEAL_INTEGRITY", "SLIDE_WORDS", "TABLE_ROWS", "Slide", "SlideError",
+           "vendor_reveal", "resolve_glue", "trim", "pack_bullets", "split_table", "plan_chapter",
+           "chapter_slides", "render_slide", "deck_html", "build_slides", "main"]
 
 REVEAL_VERSION = "5.2.1"
 #: the npm registry's integrity string for reveal.js 5.2.1 (``npm view reveal.js@5.2.1 dist.integrity``)
 REVEAL_INTEGRITY = "sha512-r7//6mIM5p34hFiDMvYfXgyjXqGRta+/psd9YtytsgRlrpRzFv4RbH76TXd2qD+7ZPZEbpBDhdRhJaFgfQ7zNQ=="
 
-_SLIDE_MARK = re.compile(r"^%\s*slide\s*$")
-_HEADING = re.compile(r"^#{1,3} ")
 _GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md))?\}`(?P<name>[^`:]+)(?::(?P<fmt>[^`]*))?`")
 _GLUE_FIGURE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\s*\n(?P<body>.*?)^(?P=fence)\s*$",
                           re.M | re.S)
@@ -110,27 +116,283 @@ def resolve_glue(text: str, glue: dict) -> str:
     return _GLUE_ROLE.sub(role, _GLUE_FIGURE.sub(figure, text))
 
 
-def split_slides(cells: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-    """``[(kind, content)]`` (kind ``markdown`` or ``image``) cut into slides at headings and
-    ``% slide`` marks; empty slides are dropped."""
-    slides: list[list[tuple[str, str]]] = [[]]
-    for kind, content in cells:
-        if kind != "markdown":
-            slides[-1].append((kind, content))
+# ----------------------------------------------------------------------------- planning
+#: the most words of prose one slide may carry (its body and its figure's caption, not its
+#: title; a formula, a link or a glued value counts as one word, as in
+#: :func:`companion.book.course_plan.prose_words`); the rest of the text goes to speaker notes
+SLIDE_WORDS = 60
+#: the most rows of a table on one slide (a longer table is split, its header repeated)
+TABLE_ROWS = 8
+#: sections that are not lecture material
+_SKIP_SECTIONS = ("exercises", "what to remember")
+
+_LABEL_LINE = re.compile(r"^\([A-Za-z0-9_:.-]+\)=\s*$")
+_OPTION_LINE = re.compile(r"^\s*:[A-Za-z_-]+:")
+_SLIDE_START = re.compile(r"^%\s*slide\b:?\s*(?P<title>.*)$")
+_SLIDE_END = re.compile(r"^%\s*end[ -]?slide\s*$")
+_FIGURE_MARK = re.compile(r"^@@figure:(\d+)@@$")
+_BLOCK_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args>.*)$")
+
+
+@dataclass
+class Slide:
+    """One slide: a title, a Markdown body, an optional figure ``(png, alt)`` with its caption,
+    and speaker notes (Markdown)."""
+    title: str
+    body: str = ""
+    figure: tuple | None = None
+    caption: str = ""
+    notes: str = ""
+
+    def words(self) -> int:
+        from .course_plan import prose_words
+
+        return prose_words(self.body) + prose_words(self.caption)
+
+
+class SlideError(ValueError):
+    """A chapter's slide marks ask for something a slide cannot show (named in the message)."""
+
+
+def _words(text: str) -> int:
+    from .course_plan import prose_words
+
+    return prose_words(text)
+
+
+def _tokens(text: str) -> list[str]:
+    """Words of ``text`` with every formula, link and HTML tag kept whole."""
+    return re.findall(r"\$\$.*?\$\$|\$[^$\n]*\$|\[[^\]]*\]\([^)]*\)|<[^>]+>|\S+", text, re.S)
+
+
+def trim(text: str, budget: int = SLIDE_WORDS) -> tuple[str, str]:
+    """``(kept, rest)``: the leading sentences of ``text`` within ``budget`` words; a first
+    sentence over the budget is cut at a word (formulas and links kept whole) and ends in '...'."""
+    if _words(text) <= budget:
+        return text.strip(), ""
+    text = " ".join(text.split())
+    sentences = re.split(r"(?<=[.!?:;])\s+(?=[A-Z(\[$*])", text)
+    kept: list[str] = []
+    for i, sentence in enumerate(sentences):
+        if _words(" ".join(kept + [sentence])) > budget:
+            if kept:
+                return " ".join(kept), " ".join(sentences[i:])
+            break
+        kept.append(sentence)
+    toks, cut = _tokens(text), []
+    for tok in toks:
+        if _words(" ".join(cut + [tok])) > budget - 1:
+            break
+        cut.append(tok)
+    return " ".join(cut) + " ...", " ".join(toks[len(cut):])
+
+
+def _bullets(lines: list[str]) -> list[str]:
+    """The items of a Markdown list (continuation lines joined), or the paragraphs."""
+    items: list[str] = []
+    for line in lines:
+        m = re.match(r"^\s*(?:[-*+]|\d+\.)\s+(.*)$", line)
+        if m:
+            items.append(m.group(1))
+        elif line.strip() and items:
+            items[-1] += " " + line.strip()
+        elif line.strip():
+            items.append(line.strip())
+    return items
+
+
+def pack_bullets(title: str, items: list[str], budget: int = SLIDE_WORDS) -> list[Slide]:
+    """Bullets on as few slides as the budget allows; a bullet over it is trimmed, its rest a note."""
+    slides: list[Slide] = []
+    current: list[str] = []
+    notes: list[str] = []
+    for item in items:
+        kept, rest = trim(item, budget)
+        if current and _words("\n".join(current + [kept])) > budget:
+            slides.append(Slide(title, "\n".join(f"- {c}" for c in current), notes="\n\n".join(notes)))
+            current, notes = [], []
+        current.append(kept)
+        if rest:
+            notes.append(f"{kept.removesuffix(' ...')} {rest}")
+    if current:
+        slides.append(Slide(title, "\n".join(f"- {c}" for c in current), notes="\n\n".join(notes)))
+    return slides
+
+
+def split_table(md: str, rows: int = TABLE_ROWS) -> list[str]:
+    """A Markdown table of more than ``rows`` body rows as several tables, header repeated."""
+    lines = [ln for ln in md.strip().splitlines() if ln.strip()]
+    if len(lines) < 3 or not re.match(r"^\|?\s*:?-{3,}", lines[1]):
+        return [md]
+    head, body = lines[:2], lines[2:]
+    return ["\n".join(head + body[i:i + rows]) for i in range(0, len(body), rows)] or [md]
+
+
+def _links_text(text: str) -> str:
+    """References without text of their own: shown as words, not as label names."""
+    text = re.sub(r"\{(ref|numref)\}`([^`<]+)`", r"{\1}`in the book <\2>`", text)
+    text = re.sub(r"\{prf:ref\}`[^`]*`", "the statement in the book", text)
+    text = re.sub(r"\{eq\}`[^`]*`", "the equation in the book", text)
+    return re.sub(r"\{term\}`([^`<]+?)(?:\s*<[^>]+>)?`", r"\1", text)
+
+
+def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
+                 exercises_url=None) -> tuple[str, list[Slide]]:
+    """``(title, slides)`` from a chapter's Markdown (glued values filled in, solutions removed)
+    in which ``@@figure:<n>@@`` lines stand for ``figures[n] = (png, alt, caption)``.
+
+    What goes on slides: the title and the question; the learning goals; the answer's points;
+    per section its first sentences (the rest are speaker notes), each formal statement, each
+    figure with its caption, and each block the chapter marks with a ``% slide`` comment line
+    (up to the next heading, mark or ``% end slide``), shown whole: a marked block over
+    :data:`SLIDE_WORDS` is a :class:`SlideError` naming the chapter and the block; then the
+    closing "What to remember", and links to the exercises. Tables are split at
+    :data:`TABLE_ROWS` rows.
+    """
+    title = chapter
+    goals: list[str] = []
+    answer: list[str] = []
+    summary: list[str] = []
+    exercises: list[str] = []
+    sections: list[dict] = []
+    section = {"title": "", "prose": [], "items": []}   # items: ("figure", n) | ("marked", title, md) | ("box", title, md)
+    lines = markdown.splitlines()
+    i = 0
+    marked: dict | None = None
+
+    def close_marked():
+        nonlocal marked
+        if marked is not None:
+            body = "\n".join(marked["lines"]).strip()
+            if body or marked["figures"]:
+                section["items"].append(("marked", marked["title"] or section["title"] or title, body,
+                                         marked["figures"]))
+            marked = None
+
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        i += 1
+        if _LABEL_LINE.match(stripped) or (stripped.startswith("%") and not _SLIDE_START.match(stripped)
+                                           and not _SLIDE_END.match(stripped)):
             continue
-        chunk: list[str] = []
-        for line in content.splitlines():
-            if _SLIDE_MARK.match(line) or _HEADING.match(line):
-                if chunk:
-                    slides[-1].append(("markdown", "\n".join(chunk)))
-                    chunk = []
-                slides.append([])
-                if _SLIDE_MARK.match(line):
-                    continue
-            chunk.append(line)
-        if "\n".join(chunk).strip():
-            slides[-1].append(("markdown", "\n".join(chunk)))
-    return [s for s in slides if any(c.strip() for _, c in s)]
+        fig = _FIGURE_MARK.match(stripped)
+        if fig:
+            if marked is not None:
+                marked["figures"].append(int(fig.group(1)))
+            else:
+                section["items"].append(("figure", int(fig.group(1))))
+            continue
+        heading = re.match(r"^(#{1,3}) (.*)$", line)
+        if heading:
+            close_marked()
+            if len(heading.group(1)) == 1:
+                title = heading.group(2).strip()
+                continue
+            sections.append(section)
+            section = {"title": heading.group(2).strip(), "prose": [], "items": []}
+            continue
+        start = _SLIDE_START.match(stripped)
+        if start:
+            close_marked()
+            marked = {"title": start.group("title").strip(), "lines": [], "figures": []}
+            continue
+        if _SLIDE_END.match(stripped):
+            close_marked()
+            continue
+        block = _BLOCK_OPEN.match(stripped)
+        if block:
+            fence, name, args = block.group("fence"), block.group("name"), block.group("args").strip()
+            raw = []
+            while i < len(lines) and lines[i].strip() != fence:
+                raw.append(lines[i])
+                i += 1
+            i += 1
+            inner = [ln for ln in raw if not _OPTION_LINE.match(ln) and not _LABEL_LINE.match(ln.strip())]
+            if marked is not None and name in ("math",):
+                marked["lines"] += ["$$", *inner, "$$"]
+            elif name == "admonition" and args.lower().startswith("learning goals"):
+                goals = _bullets(inner)
+            elif name == "admonition" and args.lower().startswith("the answer"):
+                answer = _bullets(inner)
+            elif name == "exercise":
+                found = re.search(r"^:label: (\S+)", "\n".join(raw), re.M)
+                exercises.append(found.group(1) if found else "")
+            elif name == "prf:proof":      # a proof is for the notes of its statement
+                section["items"].append(("proof", "\n".join(inner).strip()))
+            elif name.startswith("prf:"):
+                kind = name.split(":", 1)[1].capitalize()
+                section["items"].append(("box", f"{kind}: {args}" if args else kind, "\n".join(inner).strip(), []))
+            elif name == "math":
+                section["prose"] += ["$$", *inner, "$$"]
+            continue
+        if marked is not None:
+            marked["lines"].append(line)
+            continue
+        if section["title"].lower() in _SKIP_SECTIONS:
+            if section["title"].lower() == "what to remember":
+                summary.append(line)
+            continue
+        section["prose"].append(line)
+    close_marked()
+    sections.append(section)
+
+    slides: list[Slide] = []
+    answer_points = [b for b in answer if not b.startswith("**Question.**")]
+    question = next((b.removeprefix("**Question.**").strip() for b in answer if b.startswith("**Question.**")), "")
+    kept, rest = trim(question) if question else ("", "")
+    slides.append(Slide(title, kept, notes=rest))
+    if goals:
+        slides += pack_bullets("Learning goals", [g for g in goals if not g.startswith("After this chapter")])
+    if answer_points:
+        slides += pack_bullets("The answer", answer_points)
+    for sec in sections:
+        if sec["title"].lower() in _SKIP_SECTIONS:
+            continue
+        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", "\n".join(sec["prose"])) if p.strip()]
+        lead = next((p for p in paragraphs if not p.startswith("|") and not p.startswith("$$")), "")
+        has_marks = any(item[0] == "marked" for item in sec["items"])
+        if sec["title"] and not has_marks:
+            kept, rest = trim(lead) if lead else ("", "")
+            others = [p for p in paragraphs if p != lead]
+            notes = "\n\n".join(([rest] if rest else []) + others)
+            slides.append(Slide(sec["title"], kept, notes=notes))
+        elif has_marks and paragraphs and slides:
+            slides[-1].notes = "\n\n".join(filter(None, [slides[-1].notes, *paragraphs]))
+        for item in sec["items"]:
+            if item[0] == "figure":
+                png, alt, caption = figures[item[1]]
+                kept, rest = trim(caption) if caption else ("", "")
+                slides.append(Slide(sec["title"] or title, figure=(png, alt), caption=kept, notes=rest))
+            elif item[0] == "box":
+                kept, rest = trim(item[2])
+                slides.append(Slide(item[1], kept, notes=rest))
+            elif item[0] == "proof":
+                slides[-1].notes = "\n\n".join(filter(None, [slides[-1].notes, "Proof. " + item[1]]))
+            else:   # a block the chapter marks for a slide: shown whole, within the budget
+                _, name, body, figs = item
+                tables = [blk for blk in re.split(r"\n\s*\n", body) if blk.lstrip().startswith("|")]
+                prose = "\n\n".join(blk for blk in re.split(r"\n\s*\n", body) if not blk.lstrip().startswith("|"))
+                if _words(prose) > SLIDE_WORDS:
+                    raise SlideError(f"{chapter}: the slide {name!r} marked '% slide' has {_words(prose)} words of "
+                                     f"prose, over the budget of {SLIDE_WORDS}; shorten it or mark less")
+                parts = [split_table(t) for t in tables] or [[""]]
+                pieces = [p for ps in parts for p in ps]
+                for k, piece in enumerate(pieces):
+                    fig = figures[figs[0]] if figs and k == 0 else None
+                    slides.append(Slide(name, "\n\n".join(filter(None, [prose if k == 0 else "", piece])),
+                                        figure=fig[:2] if fig else None, caption=trim(fig[2])[0] if fig else ""))
+                for n in figs[1:]:
+                    png, alt, caption = figures[n]
+                    slides.append(Slide(name, figure=(png, alt), caption=trim(caption)[0], notes=trim(caption)[1]))
+    items = _bullets(summary)
+    if items:
+        slides += pack_bullets("What to remember", items)
+    if exercises:
+        links = [f"[Exercise {k}]({exercises_url(label)})" if exercises_url else f"Exercise {k}"
+                 for k, label in enumerate(exercises, 1) if label]
+        slides.append(Slide("Exercises", "In the book, with hints and checks: " + ", ".join(links) + "."))
+    return title, [s for s in slides if s.body or s.figure or s.notes or s is slides[0]]
 
 
 def _markdown():
@@ -149,37 +411,76 @@ def _markdown():
     return md
 
 
-def chapter_slides(executed: Path, glue: dict) -> tuple[str, list[str]]:
-    """``(title, [slide HTML])`` of one executed chapter notebook."""
-    import nbformat
 
-    from .notebooks import colab_markdown
+def _chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple]]:
+    """The chapter's Markdown (solutions removed, glued values filled in) with an
+    ``@@figure:<n>@@`` line where each figure stands, and the figures ``(png, alt, caption)``."""
     from .student import strip_solutions
 
-    nb = nbformat.read(executed, as_version=4)
-    cells: list[tuple[str, str]] = []
-    for cell in nb.cells:
+    parts: list[str] = []
+    figures: list[tuple] = []
+
+    def glued_figure(m):
+        name = m.group("name")
+        if name not in glue or "image/png" not in glue[name].get("data", {}):
+            raise KeyError(f"glued name {name!r} is not in the chapter's executed outputs (is the book built?)")
+        caption = " ".join(ln for ln in m.group("body").splitlines() if not ln.startswith(":")).strip()
+        figures.append((glue[name]["data"]["image/png"], _figure_alt(glue[name].get("metadata"), name), caption))
+        return f"\n@@figure:{len(figures) - 1}@@\n"
+
+    for n, cell in enumerate(nb.cells):
+        tags = set((cell.get("metadata") or {}).get("tags", []))
         if cell.cell_type == "markdown":
-            text = resolve_glue(strip_solutions(cell.source), glue)
-            cells.append(("markdown", colab_markdown(text)))
+            text = _GLUE_FIGURE.sub(glued_figure, strip_solutions(cell.source))
+            parts.append(resolve_glue(_links_text(text), glue))
         elif cell.cell_type == "code":
-            for out in cell.get("outputs", []):
-                if "scrapbook" in out.get("metadata", {}):
-                    continue  # a glued value, shown where the text uses it
-                png = out.get("data", {}).get("image/png")
-                if png:
-                    cells.append(("image", (png, _figure_alt(out.get("metadata"), "figure"))))
+            drawn = 0
+            if not tags & {"remove-output", "remove-cell"}:
+                for out in cell.get("outputs", []):
+                    if "scrapbook" in out.get("metadata", {}):
+                        continue  # a glued value, shown where the text uses it
+                    png = out.get("data", {}).get("image/png")
+                    if png:
+                        figures.append((png, _figure_alt(out.get("metadata"), "figure"), ""))
+                        parts.append(f"@@figure:{len(figures) - 1}@@")
+                        drawn += 1
+            if "slide" in tags and not drawn:
+                raise SlideError(f"{chapter}: code cell {n} is tagged 'slide' but draws no figure")
+    return "\n\n".join(parts), figures
+
+
+def chapter_slides(executed: Path, glue: dict, links: dict | None = None) -> tuple[str, list[str]]:
+    """``(title, [slide HTML])`` of one executed chapter notebook; ``links`` (label or page ->
+    address of the online book, :func:`companion.book.notebooks.book_links`) turns references
+    into links."""
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    chapter = Path(executed).stem
+    markdown, figures = _chapter_markdown(nb, glue, chapter)
+    links = links or {}
+    page = links.get(chapter)
+    url = (lambda label: f"{page}#{label}") if page else None
+    title, plan = plan_chapter(markdown, figures, chapter, url)
     md = _markdown()
-    title = next((ln[2:].strip() for kind, c in cells if kind == "markdown" for ln in c.splitlines()
-                  if ln.startswith("# ")),
-                 executed.stem)
-    slides = []
-    for slide in split_slides(cells):
-        parts = [md.render(c) if kind == "markdown" else
-                 f'<img class="output" alt="{html.escape(c[1])}" src="data:image/png;base64,{c[0]}"/>'
-                 for kind, c in slide]
-        slides.append("\n".join(parts))
-    return title, slides
+    return title, [render_slide(s, md, links) for s in plan]
+
+
+def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
+    """The HTML of one slide: its title, body, figure and caption, and its notes in an
+    ``<aside class="notes">`` (reveal.js's speaker notes, hidden on the slide)."""
+    from .notebooks import colab_markdown
+
+    md = md or _markdown()
+    render = lambda text: md.render(colab_markdown(text, None, links)) if text else ""
+    parts = [f"<h2>{html.escape(slide.title)}</h2>", render(slide.body)]
+    if slide.figure:
+        png, alt = slide.figure
+        parts.append(f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{png}"/>'
+                     f"<figcaption>{render(slide.caption)}</figcaption></figure>")
+    if slide.notes:
+        parts.append(f'<aside class="notes">{render(slide.notes)}</aside>')
+    return "\n".join(p for p in parts if p)
 
 
 def deck_html(title: str, slides: list[str], vendor: str = "vendor") -> str:
@@ -194,9 +495,12 @@ def deck_html(title: str, slides: list[str], vendor: str = "vendor") -> str:
 <link rel="stylesheet" href="{vendor}/reveal/reveal.css"/>
 <link rel="stylesheet" href="{vendor}/reveal/theme/white.css"/>
 <style>
-.reveal .slides section {{ text-align: left; font-size: 0.5em; height: 100%; overflow-y: auto; }}
+.reveal .slides section {{ text-align: left; font-size: 0.72em; height: 100%; overflow-y: auto; }}
 .reveal .slides section h1, .reveal .slides section h2, .reveal .slides section h3 {{ text-transform: none; }}
-.reveal img {{ max-height: 55vh; }}
+.reveal .slides section h2 {{ font-size: 1.6em; }}
+.reveal figure {{ margin: 0; text-align: center; }}
+.reveal img {{ max-height: 430px; max-width: 100%; }}
+.reveal table {{ font-size: 0.8em; }}
 .reveal blockquote {{ width: 95%; background: #f4f6fa; box-shadow: none; font-style: normal; }}
 .reveal figcaption {{ font-size: 0.7em; }}
 </style>
@@ -212,7 +516,7 @@ window.MathJax = {{ tex: {{ inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\
 </div></div>
 <script src="{vendor}/reveal/reveal.js"></script>
 <script>
-Reveal.initialize({{ hash: true, center: false, width: 1280, height: 800 }})
+Reveal.initialize({{ hash: true, center: false, width: 1280, height: 720 }})
   .then(() => MathJax.startup.promise)
   .then(() => MathJax.typesetPromise())
   .then(() => {{ document.body.dataset.typeset = "done"; }});
@@ -223,7 +527,7 @@ Reveal.initialize({{ hash: true, center: false, width: 1280, height: 800 }})
 
 def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[Path]:
     """One deck per executed chapter of the book at ``root`` into ``out`` (``_build/slides``)."""
-    from .notebooks import book_chapters
+    from .notebooks import book_chapters, book_links, repository_url, site_url
 
     root = Path(root).resolve()
     out = Path(out) if out is not None else root / "_build" / "slides"
@@ -242,12 +546,13 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
     for name, src in (("reveal", vendor_reveal()), ("mathjax", _mathjax_dir())):
         if not (vendor / name).is_dir():
             shutil.copytree(src, vendor / name)
+    links = book_links(root, site_url(repository_url(root)))   # references -> the online book
     decks = []
     for ch in chapters:
         nb_path = executed / f"{ch.docname}.ipynb"
         glue_path = nb_path.with_suffix(".glue.json")
         glue = json.loads(glue_path.read_text()) if glue_path.is_file() else {}
-        title, slides = chapter_slides(nb_path, glue)
+        title, slides = chapter_slides(nb_path, glue, links)
         target = out / f"{Path(ch.docname).name}.slides.html"
         target.write_text(deck_html(title, slides), encoding="utf-8")
         decks.append(target)
