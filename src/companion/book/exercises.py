@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import itertools
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -118,7 +119,7 @@ def check(label: str, answer: Any) -> bool:
         raise WrongAnswer(f"{label}: no answer yet; define `{ex.answer}`: {ex.asks}.")
     try:
         if not callable(answer):
-            _require_small(answer, label)
+            answer = _snapshot(answer, label)
         ex.test(answer, label)
     except WrongAnswer:
         raise
@@ -149,39 +150,108 @@ def _name(label: str) -> str:
     return ex.answer if ex else "answer"
 
 
-def _count_items(obj, budget: int, depth: int = 0) -> int:
-    """How many numbers or items ``obj`` holds, counted until the count passes ``budget``."""
-    if isinstance(obj, (np.ndarray, np.generic)):
-        return int(obj.size)
-    if type(obj).__module__.startswith("torch") and callable(getattr(obj, "numel", None)):
-        return int(obj.numel())
-    if isinstance(obj, (str, bytes, bytearray, range)):
-        return len(obj)
-    if isinstance(obj, dict):
-        items, n = itertools.chain.from_iterable(obj.items()), 2 * len(obj)
-    elif isinstance(obj, (list, tuple, set, frozenset)):
-        items, n = obj, len(obj)
-    else:
-        return 1
-    if n > budget or depth > 32:  # (a list that contains itself stops here)
-        return n
-    total = 0
-    for item in items:
-        total += _count_items(item, budget - total, depth + 1)
-        if total > budget:
-            break
-    return max(total, 1)
+def _snapshot(obj, label: str):
+    """``obj`` with every list, tuple, set and dict in it (subclasses too) copied into a plain
+    one from what it holds, and its numbers and strings made plain: an answer is judged by its
+    contents, not by ``__iter__``, ``items()`` or ``__len__`` methods that may say otherwise
+    (or never end).  Refused when it holds more than :data:`MAX_ITEMS` numbers or items, or
+    nests (or holds itself) more than 32 levels deep."""
+    budget = [MAX_ITEMS]
+    too_many = (f"your `{_name(label)}` holds more than {MAX_ITEMS:,} items, far more than any answer to "
+                "this exercise needs: return the few numbers the exercise asks for.")
 
+    def spend(n: int) -> None:
+        budget[0] -= max(int(n), 1)
+        _require(budget[0] >= 0, label, too_many)
 
-def _require_small(obj, label: str) -> None:
-    _require(_count_items(obj, MAX_ITEMS) <= MAX_ITEMS, label,
-             f"your `{_name(label)}` holds more than {MAX_ITEMS:,} items, far more than any answer to this "
-             "exercise needs: return the few numbers the exercise asks for.")
+    def take(x, depth: int):
+        _require(depth <= 32, label, f"your `{_name(label)}` nests containers more than 32 levels deep (or holds "
+                 "itself); return the few numbers the exercise asks for.")
+        if isinstance(x, (np.ndarray, np.generic)):
+            spend(x.size)
+            return x
+        if type(x).__module__.startswith("torch") and callable(getattr(x, "numel", None)):
+            spend(x.numel())
+            return x
+        if isinstance(x, bool):
+            spend(1)
+            return bool(x)
+        for base, plain in ((int, int.__int__), (float, float.__float__), (complex, complex.__complex__),
+                            (str, str.__str__), (bytes, bytes.__bytes__)):   # the value stored, not what methods say
+            if isinstance(x, base):
+                spend(base.__len__(x) if base in (str, bytes) else 1)
+                return plain(x)
+        if isinstance(x, bytearray):
+            spend(len(x))
+            return bytes(x)
+        if isinstance(x, range):
+            spend(len(x))
+            return x
+        if isinstance(x, dict):
+            spend(2 * dict.__len__(x))
+            return {take(k, depth + 1): take(dict.__getitem__(x, k), depth + 1) for k in list(dict.__iter__(x))}
+        for base in (list, tuple, set, frozenset):
+            if isinstance(x, base):
+                spend(base.__len__(x))
+                items = [take(item, depth + 1) for item in list(base.__iter__(x))]
+                return items if base is list else base(items)
+        spend(1)
+        return x
+
+    return take(obj, 0)
 
 
 class _OutOfTime(BaseException):
     """Raised inside the student's code when its time is up (not an ``Exception``, so that an
-    answer's ``except Exception`` cannot swallow it)."""
+    answer's ``except Exception`` cannot swallow it).
+
+    A bare ``except:`` can: then every line the answer runs next raises it again (a line
+    tracer, put back each time the answer swallows the interruption: when the caught
+    exception is let go, and at every call the answer makes), so a retry loop ends within
+    a few lines instead of never."""
+
+    def __del__(self):
+        try:
+            if _Escalation.active:
+                _Escalation.rearm(sys._getframe(1))
+        except Exception:  # noqa: BLE001 - (at shutdown the module may be half gone)
+            pass
+
+
+class _Escalation:
+    """The state of the time limit in the main thread, once its first interruption fired."""
+
+    guard = None        # the frame of _guarded_by_alarm whose answer ran out of time
+    active = False
+
+    @classmethod
+    def _ours(cls, frame) -> bool:
+        return frame.f_globals.get("__name__") == __name__
+
+    @classmethod
+    def tracer(cls, frame, event, arg):
+        if not cls.active or cls._ours(frame):
+            return None
+        if event in ("call", "line"):
+            raise _OutOfTime
+        return cls.tracer
+
+    @classmethod
+    def profiler(cls, frame, event, arg):
+        if cls.active and event in ("call", "c_call") and not cls._ours(frame):
+            cls.rearm(frame)
+
+    @classmethod
+    def rearm(cls, frame) -> None:
+        """Trace the answer's frames from ``frame`` up to the guard (a raise from a tracer
+        switches tracing off: this puts it back)."""
+        if not cls.active:
+            return
+        sys.settrace(cls.tracer)
+        while frame is not None and frame is not cls.guard:
+            if not cls._ours(frame):
+                frame.f_trace = cls.tracer
+            frame = frame.f_back
 
 
 def _guarded(label: str, thunk: Callable[[], Any]) -> Any:
@@ -190,32 +260,45 @@ def _guarded(label: str, thunk: Callable[[], Any]) -> Any:
     late = WrongAnswer(f"{label}: not yet. your `{_name(label)}` did not finish within {limit:g} s "
                        "(an endless loop, or far more work than the exercise needs); fix it and run "
                        "the check again.")
-    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+    if (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+            and _Escalation.guard is None):
         return _guarded_by_alarm(thunk, limit, late)
     return _guarded_by_thread(thunk, limit, late)
 
 
 def _guarded_by_alarm(thunk, limit: float, late: WrongAnswer):
     armed = [True]
+    guard = sys._getframe()
 
     def on_alarm(signum, frame):
         if armed[0]:
+            if not _Escalation.active:   # from now on every line of the answer raises too
+                _Escalation.active, _Escalation.guard = True, guard
+                traced, profiled = sys.gettrace(), sys.getprofile()
+                restore.append(lambda: (sys.settrace(traced), sys.setprofile(profiled)))
+                sys.setprofile(_Escalation.profiler)
+                _Escalation.rearm(frame)
             raise _OutOfTime
 
     try:
         previous = signal.signal(signal.SIGALRM, on_alarm)
     except ValueError:  # not allowed here (an embedded interpreter): watch from a thread instead
         return _guarded_by_thread(thunk, limit, late)
+    restore: list = []
     # fires again every 0.2 s, in case the answer catches the first interruption
     outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, limit, 0.2)
     start = time.monotonic()
     try:
+        _Escalation.guard = guard
         return thunk()
     except _OutOfTime:
         armed[0] = False
         raise late from None
     finally:
         armed[0] = False
+        _Escalation.active, _Escalation.guard = False, None
+        for undo in restore:
+            undo()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if outer_delay > 0:  # someone else's timer was running: give it back its remaining time
@@ -254,7 +337,7 @@ def _call(fn, label: str, *args, convert: Callable[[Any], Any] | None = None):
     def run():
         out = fn(*args)
         _require(out is not None, label, "your function returns None: fill in its body and return the result.")
-        _require_small(out, label)
+        out = _snapshot(out, label)
         return convert(out) if convert is not None else out
 
     return _guarded(label, run)
@@ -695,10 +778,40 @@ def _(fn, label):
 
 
 # ----------------------------------------------------------------------------------- errata
+def _scipy_law(x, label: str):
+    """``x`` as ``(dist, args, kwds)`` when it is a frozen law of scipy.stats itself (not an
+    object that imitates one, a subclass, or a law with a method replaced on the instance),
+    so that its tails and moments are computed by scipy's own code."""
+    from scipy.stats import rv_continuous, rv_discrete
+    from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
+
+    dist = getattr(x, "dist", None) if type(x) in (rv_continuous_frozen, rv_discrete_frozen) else None
+    genuine = (isinstance(dist, (rv_continuous, rv_discrete))
+               and type(dist).__module__.startswith("scipy.stats.")
+               and not any(callable(v) and callable(getattr(type(obj), k, None))
+                           for obj in (x, dist) for k, v in vars(obj).items()))
+    _require(genuine, label,
+             "return a pair of frozen scipy.stats distributions, e.g. (stats.norm(0, 1), ...), made by scipy.stats "
+             f"itself; got {type(x).__name__}" + (" with a method replaced" if dist is not None else "") + ".")
+    return dist, tuple(x.args), dict(x.kwds)
+
+
 def _two_laws_tails(out, label: str):
-    _require(isinstance(out, (tuple, list)) and len(out) == 2
-             and all(hasattr(x, "logsf") and hasattr(x, "stats") for x in out), label,
+    _require(isinstance(out, (tuple, list)) and len(out) == 2, label,
              "return a pair of frozen scipy.stats distributions, e.g. (stats.norm(0, 1), ...).")
+    laws = [_scipy_law(x, label) for x in out]
+
+    class _Law:   # each law's tails and moments through scipy's class, never the instance's methods
+        def __init__(self, law):
+            self.dist, self.args, self.kwds = law
+
+        def stats(self, moments):
+            return type(self.dist).stats(self.dist, *self.args, moments=moments, **self.kwds)
+
+        def logsf(self, z):
+            return type(self.dist).logsf(self.dist, z, *self.args, **self.kwds)
+
+    out = tuple(_Law(law) for law in laws)
     heavy, light = out
     (mh, vh), (ml, vl) = (tuple(float(v) for v in law.stats(moments="mv")) for law in (heavy, light))
     _require(all(np.isfinite([mh, vh, ml, vl])) and vh > 0 and vl > 0, label,
