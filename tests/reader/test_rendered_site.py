@@ -475,3 +475,22 @@ def test_what_survives_opens_with_its_figure_and_its_table_fits_the_column(brows
         f"What survives: the main table is {state['tableWidth']} px wide in a {state['boxWidth']} px "
         f"container (the content column is {state['articleWidth']} px) at {READER_WIDTH_PX} px: "
         "it needs a horizontal scroll")
+
+
+@pytest.mark.skipif(WHAT_SURVIVES not in DOCNAMES, reason="the book has no 'What survives' chapter")
+def test_every_table_of_what_survives_fits_the_content_column(browser, site_url, reader_width):
+    _at_reader_width(browser, site_url, WHAT_SURVIVES)
+    wide = browser.execute_script("""
+        const article = document.querySelector('article.bd-article') || document.querySelector('main');
+        const out = [];
+        article.querySelectorAll('table').forEach((table, i) => {
+            // a table inside a closed dropdown is measured as it would open
+            const details = table.closest('details'); if (details) details.open = true;
+            const box = table.closest('.pst-scrollable-table-container, .table-wrapper, .cell_output') || table.parentElement;
+            if (table.scrollWidth > box.clientWidth + 1 || box.scrollWidth > box.clientWidth + 1)
+                out.push({i: i, width: table.scrollWidth, box: box.clientWidth,
+                          head: (table.querySelector('tr') || table).innerText.slice(0, 80)});
+        });
+        return out;
+    """)
+    assert not wide, f"What survives at {READER_WIDTH_PX} px: tables wider than the column: {wide}"
