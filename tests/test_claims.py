@@ -209,3 +209,11 @@ def test_all_verdicts_carries_the_family_into_the_status(monkeypatch):
     assert "read 'holds' before" in v.loc["a", "measured"]
     assert v.loc["b", "status"] == "negligible" and "survives Holm" in v.loc["b", "holm"]
     assert claims.verdict.__doc__ and claims.verdict("b").status == "negligible"
+
+
+def test_a_rank_tested_claim_is_worded_by_its_rank_test_and_never_by_an_interval():
+    assert "interval" not in claims.phrase("survey_encoder_decoder", "inconclusive")
+    assert "rank test" in claims.phrase("survey_encoder_decoder", "inconclusive")
+    assert "interval" in claims.phrase("training_symmetry", "inconclusive")
+    with pytest.raises(CompanionError, match="unknown status 'mostly'"):
+        claims.phrase("training_symmetry", "mostly")

@@ -46,7 +46,7 @@ __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict"
            "swap_tests_table",
            "conv_hull_check", "s50_transpose_check", "s1_8_same_law_profiles",
            "premise_config", "premise_runs", "premise_seed_runs", "premise_shares",
-           "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "joined", "holm_sentence", "blind_progress_text",
+           "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "phrase", "RANK_PHRASES", "joined", "holm_sentence", "blind_progress_text",
            "paper_rate_text", "power_text"]
 
 class Plain(str):
@@ -1034,6 +1034,27 @@ MEANING = {
     ("inconclusive (after Holm)", "rank"): "the rank test alone decides, but not once corrected for the family "
                                            "of tests (Holm)",
 }
+
+
+#: claims decided by a rank test (no interval): their statuses are worded by that test
+RANK_TESTED = frozenset({"survey_encoder_decoder"})
+
+#: each status as a predicate in the words of a rank test (for :data:`RANK_TESTED` claims)
+RANK_PHRASES = {"holds": "confirmed (its rank test's one-sided p-value is small in the claimed direction)",
+                "inconclusive": "inconclusive (its rank test's p-value is small on neither side)",
+                "inconclusive (after Holm)": "inconclusive once corrected for the family of tests (Holm): its "
+                                             "rank test alone decides",
+                "refuted": "refuted (its rank test's p-value is small in the reverse direction)"}
+
+
+def phrase(key: str, status: str) -> str:
+    """The status of claim ``key`` as the predicate of a sentence ("Fig. 3a is ..."), in the
+    words of the test that decided it: a rank test's "inconclusive" names no interval."""
+    if key in RANK_TESTED and status in RANK_PHRASES:
+        return RANK_PHRASES[status]
+    if status not in PHRASES:
+        raise CompanionError(f"unknown status {status!r} of {key}; expected one of {list(PHRASES)}.")
+    return PHRASES[status]
 
 
 def status_of_half(key: str, half: str) -> str:
