@@ -38,9 +38,11 @@ def check_csv_against_artists(fig, csv: pd.DataFrame) -> int:
     for p, ax in enumerate(_panels(fig), start=1):
         rows = csv[csv["panel"] == p]
         expected = []  # (element, xy array or image array)
+        to_data = ax.transData.inverted().transform  # an axhline's x is in axes fraction: written as data
         for line in ax.lines:
             kind = "points" if line.get_linestyle() in ("None", "", " ") else "line"
-            expected.append((kind, np.asarray(line.get_xydata(), float)))
+            xy = np.asarray(line.get_xydata(), float)
+            expected.append((kind, xy if line.get_transform() is ax.transData else to_data(line.get_transform().transform(xy))))
         for coll in ax.collections:
             if isinstance(coll, LineCollection):
                 expected.append(("segments", np.concatenate([np.asarray(s, float) for s in coll.get_segments()])))

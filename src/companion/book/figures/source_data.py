@@ -33,7 +33,7 @@ import numpy as np
 __all__ = ["COLUMNS", "figure_data", "alt_text", "encode_csv", "decode_csv", "figure_bundle",
            "register"]
 
-COLUMNS = ["panel", "panel_title", "element", "series", "point", "x", "y", "value"]
+COLUMNS = ["panel", "panel_title", "element", "series", "point", "x", "y", "value", "category"]
 _FLOAT = "%.9g"
 
 
@@ -64,6 +64,23 @@ def _xy_rows(xy, element, series):
     return [(element, series, i, float(x), float(y), math.nan) for i, (x, y) in enumerate(xy)]
 
 
+def _in_data(ax, xy, transform):
+    """``xy`` given in ``transform``'s coordinates, in the axes' data coordinates (an
+    ``axhline`` is drawn with x in axes fraction, [0, 1]: its ends become the x limits)."""
+    xy = np.ma.filled(np.ma.asarray(xy, dtype=float), np.nan).reshape(-1, 2)
+    if transform is ax.transData or not len(xy):
+        return xy
+    return ax.transData.inverted().transform(transform.transform(xy))
+
+
+def _categories(axis) -> dict:
+    """``{position: name}`` of a categorical axis (``ax.bar(["a", "b"], ...)``), else ``{}``."""
+    from matplotlib.category import UnitData
+
+    units = axis.get_units()
+    return {float(v): str(k) for k, v in units._mapping.items()} if isinstance(units, UnitData) else {}
+
+
 def _artist_rows(ax):
     """``(element, series, point, x, y, value)`` for every data artist of one axes."""
     from matplotlib.collections import LineCollection, PathCollection, PolyCollection, QuadMesh
@@ -71,6 +88,7 @@ def _artist_rows(ax):
     from matplotlib.image import AxesImage
     from matplotlib.patches import Rectangle
 
+    ax.get_xlim(), ax.get_ylim()   # the view limits as drawn (they are computed lazily)
     rows, counts = [], {}
     owners = {}  # artists drawn for a container (e.g. errorbar's line and bars): its label
     for container in ax.containers:
@@ -84,7 +102,8 @@ def _artist_rows(ax):
                 owners[id(item)] = label
     for line in ax.lines:
         element = "line" if line.get_linestyle() not in ("None", "", " ") else "points"
-        rows += _xy_rows(line.get_xydata(), element, _name(line, element, counts, owners))
+        rows += _xy_rows(_in_data(ax, line.get_xydata(), line.get_transform()), element,
+                         _name(line, element, counts, owners))
     for coll in ax.collections:
         if isinstance(coll, QuadMesh):
             arr = np.ma.filled(np.ma.asarray(coll.get_array(), dtype=float), np.nan)
@@ -96,18 +115,19 @@ def _artist_rows(ax):
             series = _name(coll, "segments", counts, owners)
             k = 0
             for seg in coll.get_segments():
-                for x, y in np.asarray(seg, dtype=float).reshape(-1, 2):
+                for x, y in _in_data(ax, seg, coll.get_transform()):
                     rows.append(("segments", series, k, float(x), float(y), math.nan))
                     k += 1
         elif isinstance(coll, PolyCollection):
             series = _name(coll, "band", counts)
             k = 0
             for path in coll.get_paths():
-                for x, y in np.asarray(path.vertices, dtype=float).reshape(-1, 2):
+                for x, y in _in_data(ax, path.vertices, coll.get_transform()):
                     rows.append(("band", series, k, float(x), float(y), math.nan))
                     k += 1
         elif isinstance(coll, PathCollection):
-            rows += _xy_rows(coll.get_offsets(), "points", _name(coll, "points", counts))
+            rows += _xy_rows(_in_data(ax, coll.get_offsets(), coll.get_offset_transform()), "points",
+                             _name(coll, "points", counts))
     in_bars = set()
     for container in ax.containers:
         if isinstance(container, BarContainer):
@@ -120,14 +140,22 @@ def _artist_rows(ax):
                 else:
                     x, y, v = rect.get_x() + rect.get_width() / 2, rect.get_y() + rect.get_height(), rect.get_height()
                 rows.append(("bars", series, k, float(x), float(y), float(v)))
-    loose = [p for p in ax.patches if isinstance(p, Rectangle) and id(p) not in in_bars]
+    # rectangles in data coordinates are bars; one drawn partly in axes fraction (axvspan,
+    # axhspan) is a shaded band across the axes, written by its corners
+    loose = [p for p in ax.patches if isinstance(p, Rectangle) and id(p) not in in_bars
+             and p.get_data_transform() is ax.transData]
     if loose:
         series = _name(loose[0], "bars", counts)
         for k, rect in enumerate(loose):
             rows.append(("bars", series, k, float(rect.get_x() + rect.get_width() / 2),
                          float(rect.get_y() + rect.get_height()), float(rect.get_height())))
     for patch in ax.patches:
+        if isinstance(patch, Rectangle) and (id(patch) in in_bars or patch.get_data_transform() is ax.transData):
+            continue
         if isinstance(patch, Rectangle):
+            corners = _in_data(ax, patch.get_patch_transform().transform([(0, 0), (1, 0), (1, 1), (0, 1)]),
+                               patch.get_data_transform())
+            rows += _xy_rows(corners, "band", _name(patch, "band", counts))
             continue
         verts = ax.transData.inverted().transform(patch.get_verts()) if len(patch.get_verts()) else []
         rows += _xy_rows(verts, "shape", _name(patch, "shape", counts))
@@ -153,8 +181,10 @@ def figure_data(fig):
     records = []
     for p, ax in enumerate(_panels(fig), start=1):
         title = ax.get_title() or ax.get_title("left") or ""
+        on_x, on_y = _categories(ax.xaxis), _categories(ax.yaxis)
         for element, series, point, x, y, value in _artist_rows(ax):
-            records.append((p, title, element, series, point, x, y, value))
+            category = on_x.get(x, on_y.get(y, "")) if element != "image" else ""
+            records.append((p, title, element, series, point, x, y, value, category))
     if not records:
         raise ValueError("the figure plots no data (no line, marker, band, bar or image)")
     return pd.DataFrame.from_records(records, columns=COLUMNS)
@@ -173,6 +203,10 @@ def _range(values) -> str:
         return "no finite values"
     lo, hi = v.min(), v.max()
     return f"{_fmt(lo)}" if lo == hi else f"from {_fmt(lo)} to {_fmt(hi)}"
+
+
+def _listed(names, limit: int = 12) -> str:
+    return ", ".join(names) if len(names) <= limit else ", ".join(names[:limit]) + f" and {len(names) - limit} more"
 
 
 def alt_text(fig, data=None, max_series: int = 8) -> str:
@@ -204,7 +238,9 @@ def alt_text(fig, data=None, max_series: int = 8) -> str:
                 n_rows, n_cols = int(ds["y"].max()) + 1, int(ds["x"].max()) + 1
                 shown.append(f"{s}: a {n_rows} by {n_cols} colour map of values {_range(ds['value'])}")
             elif element == "bars":
-                shown.append(f"{s}: {len(ds)} bars, heights {_range(ds['value'])}")
+                names = [c for c in ds["category"] if isinstance(c, str) and c] if "category" in ds else []
+                named = f" ({_listed(names)})" if len(names) == len(ds) else ""
+                shown.append(f"{s}: {len(ds)} bars{named}, heights {_range(ds['value'])}")
             else:
                 what = {"line": "a line", "points": "markers", "band": "a shaded band",
                         "segments": "error bars or segments", "shape": "a shape"}[element]
