@@ -94,7 +94,7 @@ def test_monte_carlo_norm_ratios_match_the_closed_form(case):
 def test_autoregressive_counts_are_the_expectations_of_eq_s68():
     seqs = rng.integers(0, 5, size=(50, 8))
     c, p = T.autoregressive_counts(seqs, 5)
-    ec, ep = T.s68_expectations(seqs, 5)
+    ec, ep = T.positional_expectations(seqs, 5)
     np.testing.assert_allclose(c, ec)
     np.testing.assert_allclose(p, ep)
     assert np.isclose(c.sum(), 8 * 7 / 2) and np.isclose(p.sum(), 8 * 7 / 2)
@@ -177,3 +177,11 @@ def test_minilm_logits_are_bilinear_plus_a_key_bias_term():
     tok = AutoTokenizer.from_pretrained(path)
     (check,) = T.minilm_logit_check(model, tok, "A short sentence.", layers=[0])
     assert check["qk_vs_bilinear"] < 1e-12 and check["exact"] < 1e-3 and check["bilinear_only"] > 0.1
+
+
+def test_the_old_name_of_the_positional_expectations_warns_and_gives_the_same_sums():
+    seqs = np.array([[0, 1, 2], [2, 1, 0]])
+    with pytest.warns(DeprecationWarning, match="positional_expectations"):
+        old = T.s68_expectations(seqs, 3)
+    new = T.positional_expectations(seqs, 3)
+    assert all(np.array_equal(a, b) for a, b in zip(old, new))

@@ -17,7 +17,7 @@ __all__ = [
     "qk_logits", "bilinear_logits", "order_preserved", "operator_square_factor",
     "minilm_logit_check", "update_from_beta", "proof_beta_linear", "softmax_beta",
     "context_prediction_parts", "norm_ratio_monte_carlo", "norm_ratio_closed_form",
-    "autoregressive_counts", "s68_expectations", "masked_counts", "s79_expectation",
+    "autoregressive_counts", "positional_expectations", "s68_expectations", "masked_counts", "s79_expectation",
     "pair_decomposition", "beta_pair_statistics", "symmetric_update_share",
     "random_symmetry_scores", "eq15_score", "lemma_s111_counterexample",
     "norm_spread",
@@ -234,12 +234,22 @@ def positional_frequencies(seqs, vocab_size: int) -> np.ndarray:
     return P
 
 
-def s68_expectations(seqs, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Eqs. S74-S75 from positional frequencies: ``sum_k (N-k) Pr[t_k=t]``, ``sum_k (k-1) Pr[t_k=t]``."""
+def positional_expectations(seqs, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Eqs. S74-S75 from positional frequencies: the expected context and prediction counts
+    ``sum_k (N-k) Pr[t_k=t]`` and ``sum_k (k-1) Pr[t_k=t]`` (the sums Eq. S68 sets up)."""
     P = positional_frequencies(seqs, vocab_size)
     N = P.shape[0]
     k = np.arange(1, N + 1)
     return (N - k) @ P, (k - 1) @ P
+
+
+def s68_expectations(seqs, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Deprecated name of :func:`positional_expectations` (kept for one release)."""
+    import warnings
+
+    warnings.warn("companion.core.theory.s68_expectations is now positional_expectations (Eqs. S74-S75)",
+                  DeprecationWarning, stacklevel=2)
+    return positional_expectations(seqs, vocab_size)
 
 
 def masked_counts(seqs, vocab_size: int, rho: float, n_draws: int, seed: int = 0):
