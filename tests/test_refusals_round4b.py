@@ -270,3 +270,64 @@ def test_a_band_drawn_in_axes_fraction_is_written_in_data_coordinates():
     csv, _ = _figure_csv(fig)
     band = csv[csv["series"] == "warm-up"]
     assert set(band["x"]) <= {2.0, 4.0} and np.allclose(sorted(set(band["y"])), ylim)
+
+
+# ---------------------------------------------------------------- the run catalogue
+
+
+def _catalogue(tmp_path, provenance: str | None):
+    from test_train_run_catalogue import make_run, write_scripts
+
+    write_scripts(tmp_path, "regime-*")
+    make_run(tmp_path, "regime-a-s0", 0, 100)
+    d = tmp_path / "regime-b-s1"
+    d.mkdir()
+    (d / "history.csv").write_text("step,quantity,layer,head,value\n")
+    if provenance is not None:
+        (d / "provenance.json").write_text(provenance)
+    return tmp_path
+
+
+@pytest.mark.parametrize("provenance, words", [
+    (None, "provenance.json is missing"),                                    # finished, no provenance
+    ("{not json", "not a readable JSON record"),
+    ("[" * 5000 + "]" * 5000, "not a readable JSON record"),                # nested too deep
+    ('["a list"]', "no 'config' object"),
+    ('{"config": "text"}', "no 'config' object"),
+    ('{"config": {"steps": "many", "seed": 1}}', "steps 'many'"),
+    ('{"config": {"steps": 100, "seed": 1.5}}', "seed 1.5"),
+])
+def test_a_finished_run_without_a_readable_provenance_is_refused_naming_it(tmp_path, provenance, words):
+    from companion.base.errors import CompanionError
+    from companion.train.runs import run_catalogue
+
+    with pytest.raises(CompanionError, match=words) as err:
+        run_catalogue(_catalogue(tmp_path, provenance))
+    assert "regime-b-s1" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_hardware_given_as_text_is_read_as_the_device(tmp_path):
+    from companion.train.runs import run_catalogue
+
+    root = _catalogue(tmp_path, '{"config": {"steps": 100, "seed": 1}, "hardware": "NVIDIA H100 (80 GB)",'
+                                ' "started": 20261120}')
+    row = run_catalogue(root).iloc[0]
+    assert row["n"] == 2 and row["seeds"] == "0-1" and row["devices"] == "NVIDIA H100, cpu"
+
+
+@pytest.mark.parametrize("scripts, words", [(None, "is missing"), ("pattern,what\nregime-*,x\n", "no column script, plan"),
+                                            (b"\xff\xfe\x00bad", "cannot be read")])
+def test_a_missing_or_foreign_scripts_list_is_refused_naming_it(tmp_path, scripts, words):
+    from companion.base.errors import CompanionError
+    from companion.train.runs import run_catalogue
+
+    root = _catalogue(tmp_path, '{"config": {"steps": 100, "seed": 1}}')
+    if scripts is None:
+        (root / "scripts.csv").unlink()
+    elif isinstance(scripts, bytes):
+        (root / "scripts.csv").write_bytes(scripts)
+    else:
+        (root / "scripts.csv").write_text(scripts)
+    with pytest.raises(CompanionError, match=words) as err:
+        run_catalogue(root)
+    assert "scripts.csv" in str(err.value)

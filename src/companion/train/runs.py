@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..base.errors import CompanionError
 from ..base.paths import DATA_DIR
 from .loop import read_run
 
@@ -62,6 +63,55 @@ def _compact(numbers) -> str:
     return ", ".join(out)
 
 
+def _read_scripts(path: Path) -> pd.DataFrame:
+    from ..base.errors import CompanionError
+
+    try:
+        scripts = pd.read_csv(path, keep_default_na=False, dtype=str)
+    except FileNotFoundError:
+        raise CompanionError(f"{path} is missing: the run catalogue needs its list of patterns "
+                             "(pattern,script,plan,what); restore it from git.") from None
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise CompanionError(f"{path} cannot be read as a CSV ({' '.join(str(err).split())[:120]}); "
+                             "restore it from git.") from None
+    missing = [c for c in ("pattern", "script", "plan", "what") if c not in scripts.columns]
+    if missing:
+        raise CompanionError(f"{path} has no column {', '.join(missing)}; its header must be "
+                             "pattern,script,plan,what.")
+    return scripts
+
+
+def _catalogue_row(d: Path) -> dict:
+    """The steps, seed, device and start date a finished run's ``provenance.json`` records,
+    refused in one line naming the file when it is missing or not such a record."""
+    from ..base.errors import CompanionError
+
+    path = d / "provenance.json"
+    try:
+        prov = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CompanionError(f"{path} is missing though the run has a history.csv: a finished run "
+                             "records its provenance; restore the file or move the run out of the cache.") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise CompanionError(f"{path} is not a readable JSON record ({type(err).__name__}); restore the "
+                             "file or move the run out of the cache.") from None
+    cfg = prov.get("config", {}) if isinstance(prov, dict) else None
+    if not isinstance(cfg, dict):
+        raise CompanionError(f"{path} holds no 'config' object; restore the file or move the run out of the cache.")
+    numbers = {}
+    for key in ("steps", "seed"):
+        v = cfg.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise CompanionError(f"{path} records {key} {v!r}, not a whole number; restore the file or "
+                                 "move the run out of the cache.")
+        numbers[key] = v
+    hardware = prov.get("hardware", {})
+    device = hardware.get("device", "?") if isinstance(hardware, dict) else hardware  # text: the device itself
+    started = prov.get("started") or prov.get("date") or ""
+    return {**numbers, "device": str(device).split(" (")[0],
+            "started": started[:10] if isinstance(started, str) else ""}
+
+
 def run_catalogue(root: str | Path | None = None) -> pd.DataFrame:
     """Every cached run, counted by the script that made it: one row per line of
     ``<root>/scripts.csv`` (pattern, script, plan, what), a run counted under the first
@@ -72,7 +122,7 @@ def run_catalogue(root: str | Path | None = None) -> pd.DataFrame:
     runs cannot go undocumented.
     """
     root = Path(root) if root is not None else runs_root()
-    scripts = pd.read_csv(root / "scripts.csv", keep_default_na=False)
+    scripts = _read_scripts(root / "scripts.csv")
     rows = {i: [] for i in scripts.index}
     unmatched = []
     for d in sorted(p for p in root.iterdir() if (p / "history.csv").is_file()):
@@ -80,13 +130,9 @@ def run_catalogue(root: str | Path | None = None) -> pd.DataFrame:
         if hit is None:
             unmatched.append(d.name)
             continue
-        prov = json.loads((d / "provenance.json").read_text(encoding="utf-8"))
-        cfg = prov.get("config", {})
-        rows[hit].append({"steps": cfg.get("steps"), "seed": cfg.get("seed"),
-                          "device": str(prov.get("hardware", {}).get("device", "?")).split(" (")[0],
-                          "started": str(prov.get("started") or prov.get("date") or "")[:10]})
+        rows[hit].append(_catalogue_row(d))
     if unmatched:
-        raise ValueError(f"runs in {root} that no pattern of scripts.csv matches (add a line for them): "
+        raise CompanionError(f"runs in {root} that no pattern of scripts.csv matches (add a line for them): "
                          f"{unmatched[:5]}{' ...' if len(unmatched) > 5 else ''}")
     table = []
     for i, r in scripts.iterrows():
