@@ -331,3 +331,64 @@ def test_a_missing_or_foreign_scripts_list_is_refused_naming_it(tmp_path, script
     with pytest.raises(CompanionError, match=words) as err:
         run_catalogue(root)
     assert "scripts.csv" in str(err.value)
+
+
+# ---------------------------------------------------------------- chapter_times
+
+
+def _no_chapter_may_run(monkeypatch):
+    from companion.book import chapter_times
+
+    def never(*a, **k):
+        raise AssertionError("a chapter was started")
+
+    monkeypatch.setattr(chapter_times, "time_chapters", never)
+    monkeypatch.setattr(chapter_times, "time_chapter", never)
+    return chapter_times
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("folder", "is a folder"),
+    ("foreign", "not a CSV of chapter times (no column chapter"),
+    ("binary", "not a CSV of chapter times"),
+    ("under a file", "lies under a file"),
+])
+def test_chapter_times_out_that_cannot_be_recorded_into_is_refused_before_a_chapter_runs(
+        tmp_path, monkeypatch, capsys, kind, words):
+    chapter_times = _no_chapter_may_run(monkeypatch)
+    out = tmp_path / "times.csv"
+    if kind == "folder":
+        out.mkdir()
+    elif kind == "foreign":
+        out.write_text("name,grade\nada,1\n")
+    elif kind == "binary":
+        out.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    else:
+        (tmp_path / "file").write_text("x")
+        out = tmp_path / "file" / "times.csv"
+    before = out.read_bytes() if out.is_file() else None
+    assert chapter_times.main([chapter_times.book_chapters()[0], "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and str(out) in err[0], err
+    assert before is None or out.read_bytes() == before
+
+
+@pytest.mark.parametrize("budget", [float("nan"), float("inf"), -1.0, "soon"])
+def test_time_chapter_refuses_a_budget_that_is_not_a_number_of_seconds(tmp_path, budget):
+    from companion.base.errors import CompanionError
+    from companion.book.chapter_times import time_chapter
+
+    (tmp_path / "ch.md").write_text("# ch\n")
+    with pytest.raises(CompanionError, match="budget"):
+        time_chapter("ch", "ci", budget, book=tmp_path)
+
+
+def test_chapter_times_with_a_foreign_file_among_the_recorded_is_one_line(tmp_path, monkeypatch, capsys):
+    chapter_times = _no_chapter_may_run(monkeypatch)
+    (tmp_path / "odd.csv").write_text("a,b\n1,2\n")
+    import functools
+    monkeypatch.setattr(chapter_times, "load_times", functools.partial(chapter_times.load_times, tmp_path))
+    assert chapter_times.main([chapter_times.book_chapters()[0], "--recorded-under", "60"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "odd.csv" in err[0], err
+

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..base.errors import CompanionError
 from ..base.runtime import RUN_SIZES, describe_device
 from ..base.paths import ROOT
 
@@ -81,6 +82,7 @@ def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> T
     """Execute ``<book>/<chapter>.md`` at run ``size`` within ``budget`` seconds."""
     if size not in RUN_SIZES:
         raise ValueError(f"unknown run size {size!r}; choose one of {RUN_SIZES}.")
+    _check_budget(budget)
     path = book / f"{chapter}.md"
     if not path.is_file():
         raise FileNotFoundError(f"no chapter {chapter!r} (expected {path}); chapters: {', '.join(book_chapters())}")
@@ -127,13 +129,45 @@ def time_chapters(chapters: list[str], size: str, budget: float, jobs: int = 1, 
         return list(pool.map(one, chapters))
 
 
+def _check_budget(budget) -> None:
+    try:
+        ok = 0 < float(budget) <= MAX_BUDGET_S   # nan fails too; 1e300 s would overflow the timeout
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise CompanionError(f"a chapter's budget must be a number of seconds in (0, {MAX_BUDGET_S:g}]; got {budget!r}.")
+
+
+def _recorded(csv: Path) -> pd.DataFrame | None:
+    """The timings already in ``csv`` (None when there is no such file yet), refused in one
+    line naming it when it is a folder or a file this tool did not write, so that a sweep
+    is never started only to fail, or to overwrite someone's file, when its first chapter ends."""
+    csv = Path(csv)
+    if csv.is_dir() or (csv.exists() and not csv.is_file()):
+        raise CompanionError(f"--out {csv} is a folder or not a regular file; give the path of a CSV file to record into.")
+    if any(p.exists() and not p.is_dir() for p in csv.parents):
+        raise CompanionError(f"--out {csv} lies under a file, not a folder; give another path.")
+    if not csv.exists():
+        return None
+    try:
+        old = pd.read_csv(csv, keep_default_na=False)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise CompanionError(f"--out {csv} is not a CSV of chapter times ({type(err).__name__}); record into a new "
+                             "file or one this tool wrote.") from None
+    missing = [c for c in COLUMNS if c not in old.columns]
+    if missing:
+        raise CompanionError(f"--out {csv} is not a CSV of chapter times (no column {', '.join(missing)}); record "
+                             "into a new file or one this tool wrote.")
+    return old
+
+
 def record(timings: list[Timing], csv: Path, device: str, cpu_cores: int) -> pd.DataFrame:
     """Write ``timings`` into ``csv`` (one row per chapter, size and device; newest wins)."""
+    old = _recorded(csv)
     new = pd.DataFrame([{"chapter": t.chapter, "size": t.size, "device": device, "cpu_cores": cpu_cores,
                          "seconds": round(t.seconds, 1), "outcome": t.outcome, "note": t.note,
                          "date": time.strftime("%Y-%m-%d", time.gmtime())} for t in timings], columns=COLUMNS)
-    if csv.is_file():
-        old = pd.read_csv(csv, keep_default_na=False)
+    if old is not None:
         key = ["chapter", "size", "device"]
         old = old[~old.set_index(key).index.isin(new.set_index(key).index)]
         new = pd.concat([old, new], ignore_index=True)
@@ -151,7 +185,7 @@ def size_dates(table: pd.DataFrame, path) -> dict[str, str]:
     bad = [c for c, d in zip(table["chapter"], table["gpu_size_since"])
            if d and pd.isna(pd.to_datetime(d, format="%Y-%m-%d", errors="coerce"))]
     if bad:
-        raise ValueError(f"{path}: gpu_size_since of {bad} is not a date like 2026-11-27")
+        raise CompanionError(f"{path}: gpu_size_since of {bad} is not a date like 2026-11-27")
     return {c: d for c, d in zip(table["chapter"], table["gpu_size_since"]) if d}
 
 
@@ -182,7 +216,7 @@ def load_times(folder: Path = TIMES, current: bool = True) -> pd.DataFrame:
         t = pd.read_csv(f, keep_default_na=False)
         missing = set(COLUMNS) - set(t.columns)
         if missing:
-            raise ValueError(f"{f} lacks the columns {sorted(missing)}; it was not written by "
+            raise CompanionError(f"{f} lacks the columns {sorted(missing)}; it was not written by "
                              "companion.book.chapter_times (re-run it, or add the columns).")
         frames.append(t.assign(source=f.name))
     if not frames:
@@ -219,6 +253,14 @@ def times_table(times: pd.DataFrame | None = None) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except CompanionError as err:
+        print(f"chapter_times: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m companion.book.chapter_times",
                                  description="Execute chapters at a run size and record their times.")
     ap.add_argument("chapters", nargs="+", help="chapter names (book/NAME.md), or 'all'")
@@ -253,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chapters recorded within {args.recorded_under:g} s at size {args.size!r}: {', '.join(chapters)}")
     machine = "cpu" if device == "cpu" else device.lower().replace(" ", "-")
     out = args.out or TIMES / f"{args.size}-size-{machine}-{cores}cores.csv"
+    _recorded(out)   # a folder or a foreign file is refused before any chapter runs
     def done(t: Timing) -> None:
         print(f"{t.chapter}: {t.outcome} in {t.seconds:.0f} s {t.note}".rstrip(), flush=True)
         record([t], out, device, cores)  # one row at a time: an interrupted sweep keeps what it measured
