@@ -392,3 +392,68 @@ def test_chapter_times_with_a_foreign_file_among_the_recorded_is_one_line(tmp_pa
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "odd.csv" in err[0], err
 
+
+
+# ---------------------------------------------------------------- the score API
+
+
+def _score_inputs():
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    M = torch.randn(5, 5, generator=g, dtype=torch.float64)
+    Wq, Wk = torch.randn(3, 5, generator=g, dtype=torch.float64), torch.randn(3, 5, generator=g, dtype=torch.float64)
+    return M, Wq, Wk
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr", "quantized"])
+def test_sparse_and_quantized_tensors_are_scored_as_the_matrices_they_hold(layout):
+    import torch
+
+    from companion.core.bilinear import bilinear_form
+    from companion.core.scores import directionality_score, structure_scores, symmetry_score, symmetry_score_factored
+
+    M, Wq, Wk = _score_inputs()
+    if layout == "quantized":
+        M = torch.quantize_per_tensor(M.float(), 0.01, 0, torch.qint32).dequantize().double()
+    convert = {"coo": lambda t: t.to_sparse(), "csr": lambda t: t.to_sparse_csr(),
+               "quantized": lambda t: torch.quantize_per_tensor(t.float(), 0.01, 0, torch.qint32)}[layout]
+    assert symmetry_score(convert(M)) == pytest.approx(symmetry_score(M), abs=1e-6)
+    assert directionality_score(convert(M)) == pytest.approx(directionality_score(M), abs=1e-6)
+    assert structure_scores(convert(M))["symmetry"] == pytest.approx(symmetry_score(M), abs=1e-6)
+    if layout != "quantized":
+        assert symmetry_score_factored(convert(Wq), Wk) == pytest.approx(symmetry_score_factored(Wq, Wk))
+        assert torch.allclose(bilinear_form(convert(Wq), Wk), bilinear_form(Wq, Wk))
+
+
+@pytest.mark.parametrize("case, words", [
+    ("nested", "nested tensor"),
+    ("meta", "meta device"),
+    ("meta factors", "meta device"),
+    ("rank-0 factors", "got shape ()"),
+    ("numpy rank-0 factors", "got shape ()"),
+    ("empty factors", "is empty"),
+    ("meta bilinear", "meta device"),
+])
+def test_tensors_without_one_matrix_of_values_are_refused_in_one_line(case, words):
+    import torch
+
+    from companion.core.bilinear import bilinear_form
+    from companion.core.scores import structure_scores, symmetry_score, symmetry_score_factored
+
+    meta = torch.empty(3, 5, device="meta")
+    call = {
+        "nested": lambda: symmetry_score(torch.nested.nested_tensor([torch.eye(2), torch.eye(3)])),
+        "meta": lambda: symmetry_score(torch.empty(4, 4, device="meta")),
+        "meta factors": lambda: structure_scores(Wq=meta, Wk=meta),
+        "rank-0 factors": lambda: symmetry_score_factored(torch.tensor(1.0), torch.tensor(2.0)),
+        "numpy rank-0 factors": lambda: symmetry_score_factored(np.float64(1.0), np.float64(2.0)),
+        "empty factors": lambda: structure_scores(Wq=torch.empty(0, 4), Wk=torch.empty(0, 4)),
+        "meta bilinear": lambda: bilinear_form(meta, meta),
+    }[case]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=words) as err:
+            call()
+    assert "\n" not in str(err.value)

@@ -44,9 +44,11 @@ def kv_head_index(n_heads: int, n_kv_heads: int | None = None, pairing: Pairing 
     raise ValueError(f"unknown pairing {pairing!r}; use 'grouped' (correct) or 'modulo'.")
 
 
-def _tensor(x) -> torch.Tensor:
+def _tensor(x, name: str) -> torch.Tensor:
     if isinstance(x, torch.Tensor):
-        return x.detach()
+        from .scores import _strided   # sparse and quantized read as dense; nested and meta refused
+
+        return _strided(x.detach(), name)
     return torch.as_tensor(np.asarray(x))
 
 
@@ -58,7 +60,7 @@ def head_factors(
     ``K[h]`` is the key head paired with query head ``h`` (expanded for GQA), so that
     ``M_h = Q[h]^T K[h]``.  The factors keep the input dtype and device.
     """
-    q, k = _tensor(Wq), _tensor(Wk)
+    q, k = _tensor(Wq, "Wq"), _tensor(Wk, "Wk")
     if q.ndim != 2 or k.ndim != 2:
         raise ValueError(f"Wq and Wk must be 2-D [out, in]; got {tuple(q.shape)} and {tuple(k.shape)}.")
     n_kv = n_heads if n_kv_heads is None else n_kv_heads

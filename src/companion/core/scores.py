@@ -75,7 +75,7 @@ def _as_float64(x: ArrayLike, name: str, check_finite: bool = True) -> torch.Ten
     :func:`_unit_scale_checked`, which gets it from the pass it makes anyway).
     """
     if isinstance(x, torch.Tensor):
-        t = x.detach()
+        t = _strided(x.detach(), name)
     elif isinstance(x, np.ndarray) or np.isscalar(x) or isinstance(x, (list, tuple)):
         if isinstance(x, np.ma.MaskedArray):
             n_masked = int(np.ma.count_masked(x))
@@ -94,7 +94,7 @@ def _as_float64(x: ArrayLike, name: str, check_finite: bool = True) -> torch.Ten
                 f"{name} is complex; the scores are defined for real matrices (pass the real "
                 "weights, or take .real yourself if the imaginary part is known to be zero)."
             )
-        as64 = np.ascontiguousarray(arr, dtype=np.float64)
+        as64 = np.asarray(arr, dtype=np.float64, order="C")   # (ascontiguousarray makes a 0-d array 1-d)
         if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:  # long double: may not fit float64
             lost = ((arr != 0) & (as64 == 0)) | (np.isfinite(arr) & ~np.isfinite(as64))
             if lost.any():
@@ -111,6 +111,27 @@ def _as_float64(x: ArrayLike, name: str, check_finite: bool = True) -> torch.Ten
     t = t.to(torch.float64)
     if check_finite and not bool(torch.isfinite(t).all()):
         _raise_not_finite(name)
+    return t
+
+
+def _strided(t: torch.Tensor, name: str) -> torch.Tensor:
+    """``t`` as an ordinary dense tensor with values: sparse, quantized and MKL-DNN tensors
+    are read as the matrices they stand for; nested tensors (matrices of several shapes)
+    and meta tensors (shapes without values) are refused, naming ``name``."""
+    if t.is_nested:
+        raise ValueError(f"{name} is a nested tensor (matrices of several shapes); score each matrix on its own, "
+                         "or pass a regular stack [..., d, d].")
+    if t.is_meta or t.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device: it has a shape but no values. Load the weights first "
+                         "(e.g. without device_map='meta' or init_empty_weights), then score them.")
+    if t.is_quantized:
+        t = t.dequantize()
+    if t.layout != torch.strided:
+        try:
+            t = t.to_dense()
+        except (RuntimeError, NotImplementedError, TypeError) as err:
+            raise ValueError(f"{name} has layout {t.layout} that cannot be read as a dense matrix "
+                             f"({' '.join(str(err).split())[:100]}); pass t.to_dense().") from None
     return t
 
 
@@ -145,6 +166,9 @@ def _checked_pair(q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch
                 f"{n} must be a weight [r, d] in nn.Linear layout or a stack [..., r, d]; "
                 f"got shape {tuple(t.shape)}."
             )
+    for t, n in ((q, "Wq"), (k, "Wk")):
+        if t.shape[-1] == 0 or t.shape[-2] == 0:
+            raise ValueError(f"{n} is empty (shape {tuple(t.shape)}); a head needs at least one row and one column.")
     if q.shape != k.shape:
         raise ValueError(
             f"Wq and Wk must have the same shape [.., r, d]; got {tuple(q.shape)} and "
@@ -219,7 +243,7 @@ def _float_factor_pair(Wq: ArrayLike, Wk: ArrayLike) -> tuple[torch.Tensor, torc
     """Like :func:`_factor_pair` but real floating torch tensors keep their dtype (the
     float64 conversion then happens inside :func:`_unit_scale_checked`)."""
     if all(isinstance(w, torch.Tensor) and w.is_floating_point() for w in (Wq, Wk)):
-        return _checked_pair(Wq.detach(), Wk.detach())
+        return _checked_pair(_strided(Wq.detach(), "Wq"), _strided(Wk.detach(), "Wk"))
     return _factor_pair(Wq, Wk, check_finite=False)
 
 
