@@ -457,3 +457,55 @@ def test_tensors_without_one_matrix_of_values_are_refused_in_one_line(case, word
         with pytest.raises(ValueError, match=words) as err:
             call()
     assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------- the release-changes cache
+
+
+@pytest.mark.parametrize("damage", ["cut off", "edited status", "a list of old", "not rows", "empty"])
+def test_a_cut_off_or_edited_release_changes_cache_is_computed_again_naming_it(tmp_path, monkeypatch, damage):
+    import json
+    import warnings
+
+    import pandas as pd
+
+    from companion.book import book_cache, changes
+    from companion.judge import claims
+
+    calls = []
+    truth = [{"key": "a", "claim": "A", "kind": "empirical", "status": "holds", "status_v1": "inconclusive"}]
+    monkeypatch.setattr(claims, "all_verdicts", lambda: calls.append(1) or pd.DataFrame(truth))
+    monkeypatch.setattr(book_cache, "package_key", lambda root=None: {"sha256": "damaged"})
+    path = changes.store_verdicts(pd.DataFrame(truth), tmp_path)
+    text = path.read_text()
+    path.write_text({"cut off": text[: len(text) // 2],
+                     "edited status": text.replace('"holds"', '"fails"'),
+                     "a list of old": json.dumps([dict(truth[0], status="fails")]),
+                     "not rows": json.dumps({"verdicts": [1, 2]}),
+                     "empty": ""}[damage])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert changes.current_verdicts(tmp_path) == truth
+    assert calls == [1] and any(path.name in str(w.message) for w in seen)
+    assert changes.current_verdicts(tmp_path) == truth and calls == [1]      # the file was replaced
+
+
+# ---------------------------------------------------------------- slides
+
+
+@pytest.mark.parametrize("store, words", [
+    ('{"x": {"data": {"text/plain": "1', "cut off or not JSON"),
+    (b"\xff\xfe{}", "cut off or not JSON"),
+    ('["x"]', "not a glue store"),
+    ('{"x": "0.5"}', "not a glue store"),
+    ('{"x": {"data": {"image/png": 7}}}', "not a glue store"),
+])
+def test_a_cut_off_glue_store_is_refused_naming_it(tmp_path, store, words):
+    from companion.base.errors import CompanionError
+    from companion.book.slides import _read_glue
+
+    path = tmp_path / "chapter.glue.json"
+    path.write_bytes(store if isinstance(store, bytes) else store.encode())
+    with pytest.raises(CompanionError, match=words) as err:
+        _read_glue(path)
+    assert str(path) in str(err.value) and "make book" in str(err.value)

@@ -127,26 +127,63 @@ def _verdicts_path(cache: Path | None = None) -> Path:
     return folder / f"verdicts-{key}.json"
 
 
+_VERDICT_FIELDS = ("key", "claim", "kind", "status", "status_v1")
+
+
+def _rows_digest(rows) -> str:
+    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def store_verdicts(df, cache: Path | None = None, path: Path | None = None) -> Path:
     """Keep ``key, claim, kind, status, status_v1`` of computed verdicts for this state of the
     package, so the build's release-changes section reads them instead of computing them
-    again (What survives computes them anyway and calls this)."""
-    cols = [c for c in ("key", "claim", "kind", "status", "status_v1") if c in df.columns]
+    again (What survives computes them anyway and calls this).  The file carries the digest
+    of its rows, so that a cut-off or edited copy is noticed (:func:`current_verdicts`)."""
+    cols = [c for c in _VERDICT_FIELDS if c in df.columns]
     rows = json.loads(df[cols].fillna("").to_json(orient="records"))
     path = _verdicts_path(cache) if path is None else path
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    tmp.write_text(json.dumps({"sha256": _rows_digest(rows), "verdicts": rows}, indent=1), encoding="utf-8")
     tmp.replace(path)
     return path
 
 
+def _stored_verdicts(path: Path) -> list[dict] | None:
+    """The rows of a verdicts file, or None (with a one-line warning naming it) when it is
+    cut off, not such a file, or its rows do not match the digest it was written with."""
+    import warnings
+
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        why = f"cannot be read ({type(err).__name__})"
+    else:
+        rows = stored.get("verdicts") if isinstance(stored, dict) else None
+        if not (isinstance(rows, list) and all(
+                isinstance(r, dict) and isinstance(r.get("key"), str)
+                and all(isinstance(r.get(f, ""), str) for f in _VERDICT_FIELDS) for r in rows)):
+            why = "is not a file of stored verdicts"
+        elif stored.get("sha256") != _rows_digest(rows):
+            why = "was changed after it was written (its rows do not match their digest)"
+        else:
+            return rows
+    warnings.warn(f"{path} {why}; the verdicts are computed again and the file replaced.", stacklevel=3)
+    return None
+
+
 def current_verdicts(cache: Path | None = None) -> list[dict]:
     """``key, claim, kind, status, status_v1`` of every verdict (:func:`claims.all_verdicts`),
-    computed once per state of the package, its data and the run size, then read back."""
+    computed once per state of the package, its data and the run size, then read back (a
+    cut-off or edited copy is computed again, never trusted)."""
     path = _verdicts_path(cache)
     if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
+        rows = _stored_verdicts(path)
+        if rows is not None:
+            return rows
     from ..judge.claims import all_verdicts
 
     store_verdicts(all_verdicts(), path=path)     # under the key read above, not a later one
-    return json.loads(path.read_text(encoding="utf-8"))
+    rows = _stored_verdicts(path)
+    if rows is None:   # pragma: no cover - written just now
+        raise RuntimeError(f"{path} could not be read back after it was written.")
+    return rows

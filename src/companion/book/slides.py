@@ -525,6 +525,25 @@ Reveal.initialize({{ hash: true, center: false, width: 1280, height: 720 }})
 """
 
 
+def _read_glue(path: Path) -> dict:
+    """A chapter's glue store ``{name: {"data": {mime: value}, ...}}``, refused in one line
+    naming it when it is cut off, not JSON or not such a store (a build stopped while
+    writing it, or an edit)."""
+    from ..base.errors import CompanionError
+
+    fix = "rebuild the book (make book) to write it again."
+    try:
+        glue = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise CompanionError(f"{path} is cut off or not JSON ({type(err).__name__}); {fix}") from None
+    if not isinstance(glue, dict) or not all(
+            isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("data", {}), dict)
+            and all(isinstance(x, (str, list, dict)) for x in v.get("data", {}).values())
+            for k, v in glue.items()):
+        raise CompanionError(f"{path} is not a glue store (an object of glued names, each with its data); {fix}")
+    return glue
+
+
 def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[Path]:
     """One deck per executed chapter of the book at ``root`` into ``out`` (``_build/slides``)."""
     from .notebooks import book_chapters, book_links, repository_url, site_url
@@ -551,7 +570,7 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
     for ch in chapters:
         nb_path = executed / f"{ch.docname}.ipynb"
         glue_path = nb_path.with_suffix(".glue.json")
-        glue = json.loads(glue_path.read_text()) if glue_path.is_file() else {}
+        glue = _read_glue(glue_path) if glue_path.is_file() else {}
         title, slides = chapter_slides(nb_path, glue, links)
         target = out / f"{Path(ch.docname).name}.slides.html"
         target.write_text(deck_html(title, slides), encoding="utf-8")
