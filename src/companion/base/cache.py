@@ -96,6 +96,27 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
+def _not_the_lock_owner(pid: int, lock: Path) -> bool:
+    """For a lock that records only a pid (no start time): whether the live process with
+    that pid cannot have written it, because it started after the lock was written, or it
+    is not a Python process (every lock holder runs this package).  ``False`` where that
+    cannot be told (no /proc)."""
+    try:
+        ticks = int(_start_time(pid) or "")
+        with open("/proc/stat", "rb") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+        if boot + ticks / os.sysconf("SC_CLK_TCK") > lock.stat().st_mtime + 2:
+            return True
+    except (OSError, ValueError, StopIteration):
+        pass
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return False
+    return bool(argv and argv[0]) and not any(b"python" in Path(os.fsdecode(a)).name.lower().encode() for a in argv[:2])
+
+
 @contextlib.contextmanager
 def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s: float = 0.5,
               busy: str | None = None):
@@ -108,6 +129,7 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
 
     lock = Path(lock)
     deadline = time.monotonic() + wait_s
+    told = False
     while True:
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -123,13 +145,21 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
             except (OSError, ValueError):
                 pid, started = 0, None
             # a pid reused by an unrelated process has another start time: the lock is stale
-            if not pid or not pid_alive(pid) or (started is not None and _start_time(pid) not in (None, started)):
+            # (a lock of a pid alone: one started after the lock, or not Python, is not its owner)
+            if (not pid or not pid_alive(pid) or (started is not None and _start_time(pid) not in (None, started))
+                    or (started is None and _not_the_lock_owner(pid, lock))):
                 lock.unlink(missing_ok=True)  # its owner is gone
                 continue
             if time.monotonic() >= deadline:
                 raise CompanionError(busy.format(pid=pid) if busy else
                                      f"{what} is held by process {pid} ({lock}) for over {wait_s:.0f} s; "
                                      "wait for it, or remove the lock if that process is stuck.") from None
+            if not told and wait_s >= 5:   # never a silent wait: say once what it waits for
+                told = True
+                import sys
+
+                print(f"{what}: waiting up to {wait_s:.0f} s for process {pid}, which holds {lock} "
+                      "(remove the lock if that process is stuck)", file=sys.stderr, flush=True)
             time.sleep(poll_s)
     try:
         with os.fdopen(fd, "w") as fh:
