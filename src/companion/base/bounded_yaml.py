@@ -11,12 +11,16 @@ MAX_NODES = 20_000
 def load_bounded(text: str, max_nodes: int = MAX_NODES):
     """``yaml.safe_load(text)``, refused with ``OverflowError`` before anything is built when
     aliases nested in aliases would expand it past ``max_nodes`` nodes (a few hundred bytes
-    can name billions)."""
+    can name billions) or when it is nested deeper than Python's recursion allows; a value
+    whose form promises a type it cannot be (a date of month 13) is a ``yaml.YAMLError``."""
     import yaml
 
     loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise OverflowError("YAML nested deeper than Python can read") from None
         count, stack = 0, [node] if node is not None else []
         while stack:
             n = stack.pop()
@@ -28,6 +32,11 @@ def load_bounded(text: str, max_nodes: int = MAX_NODES):
             elif isinstance(n, yaml.MappingNode):
                 for k, v in n.value:
                     stack.extend((k, v))
-        return loader.construct_document(node) if node is not None else None
+        try:
+            return loader.construct_document(node) if node is not None else None
+        except RecursionError:
+            raise OverflowError("YAML nested deeper than Python can read") from None
+        except (ValueError, TypeError, OverflowError) as err:   # e.g. a date of month 13: not what it says
+            raise yaml.YAMLError(f"a value that is not what its form says ({err})") from None
     finally:
         loader.dispose()

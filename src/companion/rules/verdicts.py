@@ -134,22 +134,23 @@ def load_unique(text: str, path):
                              "out plainly.") from None
 
 
-def _when(value, where: str, path) -> _dt.datetime:
-    """A rule's ``fixed``: a full timestamp with its time zone, not in the future."""
+def _when(value, where: str, path, field: str = "fixed") -> _dt.datetime:
+    """A rule's ``fixed`` (or another stamp, ``field``): a full timestamp with its time zone, not in
+    the future."""
     if isinstance(value, str):
         try:
             value = _dt.datetime.fromisoformat(value)
         except ValueError:
-            raise CompanionError(f"{where} in {path}: 'fixed' must be an ISO 8601 timestamp with a time zone "
+            raise CompanionError(f"{where} in {path}: '{field}' must be an ISO 8601 timestamp with a time zone "
                                  f"(e.g. 2026-11-26T21:54:00+00:00); got {value!r}.") from None
     if not isinstance(value, _dt.datetime):
-        raise CompanionError(f"{where} in {path}: 'fixed' must be a timestamp with a time zone "
+        raise CompanionError(f"{where} in {path}: '{field}' must be a timestamp with a time zone "
                              f"(e.g. 2026-11-26T21:54:00+00:00), not only a date; got {value!r}.")
     if value.tzinfo is None:
-        raise CompanionError(f"{where} in {path}: 'fixed' ({value.isoformat()}) has no time zone; add one "
+        raise CompanionError(f"{where} in {path}: '{field}' ({value.isoformat()}) has no time zone; add one "
                              "(e.g. +00:00), or the moment it names is ambiguous.")
     if value > _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(minutes=5):
-        raise CompanionError(f"{where} in {path}: 'fixed' ({value.isoformat()}) lies in the future; a rule "
+        raise CompanionError(f"{where} in {path}: '{field}' ({value.isoformat()}) lies in the future; a rule "
                              "is dated when it is written.")
     return value
 
@@ -238,6 +239,14 @@ def _check_v2(rules: dict, path) -> None:
     for key, r in rules["claims"].items():
         where = f"rule {key!r}"
         r["fixed"] = _when(r["fixed"], where, path)
+        # every other stamp of a rule is dated the same way (a confirmatory body's, an amendment's)
+        if isinstance(r.get("confirmatory"), dict) and "fixed" in r["confirmatory"]:
+            r["confirmatory"]["fixed"] = _when(r["confirmatory"]["fixed"], f"{where} (confirmatory)", path)
+        if "amended_at" in r:
+            r["amended_at"] = _when(r["amended_at"], where, path, field="amended_at")
+            if r["amended_at"] < r["fixed"]:
+                raise CompanionError(f"{where} in {path}: 'amended_at' ({r['amended_at'].isoformat()}) is "
+                                     f"before 'fixed' ({r['fixed'].isoformat()}); an amendment follows its rule.")
         if "sesoi" in r:
             v = r["sesoi"]
             named = set(rules.get("yardsticks") or {}) | {"null-band"}

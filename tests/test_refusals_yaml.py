@@ -1,0 +1,48 @@
+"""YAML read by the package (a Marian model's configuration, anything through
+base.bounded_yaml) is refused in one line when it is nested past reading or holds a value
+that is not what its form says, never a raw RecursionError or ValueError."""
+
+import pytest
+import yaml
+
+from companion.base.bounded_yaml import load_bounded
+
+
+def test_a_date_of_month_13_is_a_yaml_error_not_a_value_error():
+    with pytest.raises(yaml.YAMLError, match="month"):
+        load_bounded("released: 2026-13-01\n")
+    assert str(load_bounded("released: 2026-12-01\n")["released"]) == "2026-12-01"
+
+
+def test_yaml_nested_five_thousand_deep_is_refused_as_too_large():
+    with pytest.raises(OverflowError, match="nested deeper"):
+        load_bounded("[" * 5000 + "]" * 5000)
+    with pytest.raises(OverflowError, match="nested deeper"):
+        load_bounded("".join(f"{' ' * (2 * i)}k{i}:\n" for i in range(3000)) + " " * 6000 + "v: 1\n")
+
+
+@pytest.mark.parametrize("yml, why", [
+    (b"type: transformer\nreleased: 2026-13-01\n\0", "not YAML"),
+    (b"[" * 5000 + b"]" * 5000 + b"\0", "nested deeper than can be read"),
+])
+def test_a_marian_configuration_with_a_month_13_date_or_5000_levels_is_refused_naming_the_file(tmp_path, yml, why):
+    from test_refusals_round3 import _marian_file, _marian_items
+
+    from companion.adapters.marian_bin import MarianSource
+    from companion.base.errors import CompanionError
+
+    items = [("special:model.yml", 0x101, (len(yml),), yml)] + _marian_items()[1:]
+    path = _marian_file(tmp_path / "model.intgemm.alphas.bin", items)
+    with pytest.raises(CompanionError, match=why) as err:
+        MarianSource(path)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_dangling_link_is_named_as_such_not_as_a_missing_path_or_hub_id(tmp_path):
+    from companion.adapters.reader import open_source
+    from companion.base.errors import CompanionError
+
+    link = tmp_path / "model"
+    link.symlink_to(tmp_path / "gone")
+    with pytest.raises(CompanionError, match="is a link to .*gone, which does not exist"):
+        open_source(link)
