@@ -103,10 +103,10 @@ def prepare(cache: Path | str = DEFAULT_CACHE, root: Path | str = ROOT) -> bool:
     stored = cache / _KEY_FILE
     if stored.is_file():
         try:
-            if json.loads(stored.read_text()) == key:
+            if json.loads(stored.read_text(encoding="utf-8")) == key:
                 return True
-        except json.JSONDecodeError:
-            pass
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            pass          # a torn or foreign key: the cache cannot be trusted, so it is emptied
     if cache.exists():
         shutil.rmtree(cache)
     cache.mkdir(parents=True)
@@ -132,7 +132,11 @@ def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
     seeded = []
     for nb_path in sorted(Path(executed).glob("**/*.ipynb")):
         record = nb_path.with_suffix(".json")
-        meta = json.loads(record.read_text())
+        try:
+            meta = json.loads(record.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
+            raise ValueError(f"{record} cannot be read as the JSON record of an executed chapter ({err}); run "
+                             "the chapters again (make test writes them).") from None
         if not isinstance(meta, dict) or not isinstance(meta.get("docname"), str):
             raise ValueError(f"{record} is not the record of an executed chapter (a JSON object with its "
                              "'docname'); run the chapters again (make test writes them).")

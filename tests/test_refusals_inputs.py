@@ -1,6 +1,8 @@
-"""YAML read by the package (a Marian model's configuration, anything through
-base.bounded_yaml) is refused in one line when it is nested past reading or holds a value
-that is not what its form says, never a raw RecursionError or ValueError."""
+"""Inputs read from disk that are not what they claim, refused in one line naming the file:
+YAML nested past reading or holding a value that is not what its form says (a Marian model's
+configuration, anything through base.bounded_yaml), a dangling link given as a model, a
+book-cache key or record that is not UTF-8 (never a raw RecursionError, ValueError or
+UnicodeDecodeError)."""
 
 import pytest
 import yaml
@@ -46,3 +48,19 @@ def test_a_dangling_link_is_named_as_such_not_as_a_missing_path_or_hub_id(tmp_pa
     link.symlink_to(tmp_path / "gone")
     with pytest.raises(CompanionError, match="is a link to .*gone, which does not exist"):
         open_source(link)
+
+
+def test_a_book_cache_key_or_record_that_is_not_utf8_is_handled_naming_the_file(tmp_path):
+    from companion.book import book_cache
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / book_cache._KEY_FILE).write_bytes(b"\xff\xfe not utf-8")
+    assert book_cache.prepare(cache) is False                 # a torn key: emptied, a fresh key written
+    assert (cache / book_cache._KEY_FILE).read_text(encoding="utf-8").startswith("{")
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    (executed / "chapter.ipynb").write_text("{}")
+    (executed / "chapter.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(ValueError, match=r"chapter\.json cannot be read"):
+        book_cache.seed(executed, cache)
