@@ -61,3 +61,15 @@ def test_a_drawing_cell_without_an_image_is_named_and_a_shown_or_glued_one_passe
     assert len(found) == 2 and "code cell 2 (fig, ax = plt.subplots())" in found[0]
     assert "code cell 5 (overview = status_overview(v))" in found[1]
 
+
+
+def test_a_figure_glued_to_the_store_counts_as_shown(tmp_path):
+    import json
+
+    from companion.book.figure_check import cells_without_image
+
+    nb = _nb(tmp_path, [_code("fig, ax = plt.subplots()\nglue(\"fig_forms\", fig, display=False)\n"),
+                        _code("fig, ax = plt.subplots()\nglue(\"fig_missing\", fig, display=False)\n")])
+    (tmp_path / "chapter.glue.json").write_text(json.dumps({"fig_forms": PNG, "n": {"data": {"text/plain": "1"}}}))
+    found = cells_without_image(nb)
+    assert len(found) == 1 and "code cell 2" in found[0]

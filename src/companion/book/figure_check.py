@@ -42,15 +42,35 @@ def has_image(cell) -> bool:
                for o in cell.get("outputs", []))
 
 
+def glued_images(notebook: Path | str) -> set[str]:
+    """Names glued with an image, from the glue store myst-nb writes beside an executed
+    notebook (``<name>.glue.json``; a glued output is kept there, not in the cell)."""
+    store = Path(notebook).with_suffix(".glue.json")
+    if not store.is_file():
+        return set()
+    data = json.loads(store.read_text(encoding="utf-8"))
+    return {k for k, v in data.items() if isinstance(v, dict) and has_image({"outputs": [v]})}
+
+
+def _glues_an_image(source: str, images: set[str]) -> bool:
+    for m in re.finditer(r"""glue\(\s*(f?)["']([^"'{]*)""", source):
+        is_f, name = m.group(1), m.group(2)
+        if (name in images) if not is_f else any(i.startswith(name) for i in images):
+            return True
+    return False
+
+
 def cells_without_image(notebook: Path | str) -> list[str]:
-    """``"<notebook>: cell <n> (<first line>)"`` for each drawing cell with no image output."""
+    """``"<notebook>: cell <n> (<first line>)"`` for each drawing cell with no image output
+    and no image glued (a glued figure is shown where the page pastes it)."""
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     code = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
     sources = ["".join(c.get("source", "")) for c in code]
     functions = figure_functions(sources)
+    images = glued_images(notebook)
     out = []
     for n, (cell, src) in enumerate(zip(code, sources), start=1):
-        if draws(src, functions) and not has_image(cell):
+        if draws(src, functions) and not has_image(cell) and not _glues_an_image(src, images):
             first = next((l for l in src.splitlines() if l.strip() and not l.startswith("#")), "")
             out.append(f"{Path(notebook).name}: code cell {n} ({first.strip()[:70]}) draws a figure "
                        "that never reaches the page; end the cell with the figure or display(fig)")
