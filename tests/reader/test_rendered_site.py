@@ -494,3 +494,26 @@ def test_every_table_of_what_survives_fits_the_content_column(browser, site_url,
         return out;
     """)
     assert not wide, f"What survives at {READER_WIDTH_PX} px: tables wider than the column: {wide}"
+
+
+PHONE = (390, 844)
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_the_answer_box_starts_on_a_phones_first_screen(browser, site_url, docname):
+    """A reader on a phone (390 x 844) sees the chapter's answer without scrolling: the
+    learning goals above it are folded (a dropdown), so only the title, the Colab link and
+    the goals' heading come first."""
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
+    try:
+        _open(browser, site_url, docname)
+        top = browser.execute_script("""
+            const box = Array.from(document.querySelectorAll('article .admonition'))
+                .find(a => /^\\s*The answer/i.test((a.querySelector('.admonition-title') || a).innerText));
+            return box ? box.getBoundingClientRect().top + window.scrollY : null;""")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    if top is None:
+        pytest.skip(f"{docname} has no answer box (a reference page)")
+    assert top < PHONE[1], f"{docname}: the answer box starts {top:.0f} px down, below a phone's first screen"
