@@ -13,3 +13,23 @@ pool() {
   while (( $(jobs -rp | wc -l) >= JOBS )); do wait -n || true; done
   "$@" &
 }
+
+# finished DIR STEPS: whether the run in DIR is a finished run of STEPS steps (its provenance
+# asks for STEPS and its history reaches it); a short trial run left in the work folder is
+# named on stderr and not copied as a finished run
+finished() {
+  $PY - "$1" "$2" <<'PYEOF'
+import csv, json, sys
+d, steps = sys.argv[1], int(sys.argv[2])
+try:
+    asked = int(json.load(open(f"{d}/provenance.json"))["config"]["steps"])
+    last = max(int(float(r["step"])) for r in csv.DictReader(open(f"{d}/history.csv")))
+except (OSError, ValueError, KeyError) as err:
+    print(f"{d}: not a finished run ({err}); it is not copied", file=sys.stderr)
+    sys.exit(1)
+if asked != steps or last < steps:
+    print(f"{d}: a run of {asked} steps that reached step {last}, not a finished run of {steps}; "
+          "it is not copied (move it out of the work folder and run the script again)", file=sys.stderr)
+    sys.exit(1)
+PYEOF
+}

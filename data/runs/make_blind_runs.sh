@@ -8,6 +8,10 @@
 # is skipped.  Usage: bash data/runs/make_blind_runs.sh [primary|all|replicate|mix]   (RUN_JOBS=2 at a time)
 # `replicate`: the CPU seed-12 pair of the plan's addendum (the device replicate of the GPU runs),
 # named blind-cpu-replicate-wiki-bert-mini-*, outside the judged body's pattern.
+case "${1:-all}" in
+  primary|all|replicate|mix) ;;
+  *) echo "make_blind_runs.sh: unknown set '$1'; use primary, all, replicate or mix" >&2; exit 2 ;;
+esac
 source "$(dirname "$0")/common.sh"
 WORK=${COMPANION_RUNS_WORK:-$HOME/.cache/companion/blind-runs}
 DEVICE_ARGS=${DEVICE_ARGS:---threads 1 --cpu-bf16}
@@ -45,6 +49,7 @@ run() {  # MODE/INIT SEED
     echo "NOT COPIED $name: data/runs/$name already holds a finished run; this one stays in $WORK $(date -u)" >> $LOG
     return 0
   fi
+  finished "$WORK/$name" 10000 || { echo "NOT COPIED $name: not a finished 10,000-step run $(date -u)" >> $LOG; return 1; }
   mkdir -p data/runs/$name
   cp "$WORK/$name/provenance.json" data/runs/$name/
   cp "$WORK/$name/history.csv" data/runs/$name/   # last: history.csv marks a finished run
