@@ -283,3 +283,15 @@ def test_a_training_claim_the_second_body_cannot_decide_says_so_with_its_reason(
         assert ("does not decide it: its gate fails too" in measured) == failed, (key, measured)
         if failed:
             assert blind.gate_why(conf.iloc[0].to_dict()) in measured
+
+
+def test_the_answer_states_the_thresholds_the_rules_hold_not_fixed_ones():
+    from companion.rules.verdicts import load_rules
+
+    rules = load_rules()
+    rules["framework"]["gate"] = dict(rules["framework"]["gate"], memorisation_nats=0.25, context_floor_nats=1.1)
+    verdicts = {k: SimpleNamespace(status="not testable here") for k in blind.CLAIMS}
+    tests = {k: {"estimate": 0.1, "low": -0.1, "high": 0.3, "n": 3, "sesoi": 0.05, "body": "Wiki",
+                 "decided_by": "primary"} for k in blind.CLAIMS}
+    why = blind.answer_parts(verdicts, tests, _gates(1.48, below=0.5), rules)["why"]
+    assert "at most +0.25" in why and "need 1.10" in why and "0.69" not in why and "+0.10" not in why

@@ -123,8 +123,8 @@ def pair_devices_text(runs: pd.DataFrame, key: str) -> str:
 
 def gate_parts(runs: pd.DataFrame, rules=None) -> pd.DataFrame:
     """Per arm: seeds, final held-out loss, its unigram reference and the margin below it
-    (the context floor needs ln 2), and the memorisation gap (held-out minus training loss,
-    at most 0.10) as mean, smallest and largest over seeds."""
+    (the rules' context floor), and the memorisation gap (held-out minus training loss, against
+    the rules' memorisation guard) as mean, smallest and largest over seeds."""
     from ..rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
@@ -186,12 +186,17 @@ def table_1_speedups(runs: pd.DataFrame, window: int = 3) -> tuple[pd.DataFrame,
     return table, summary
 
 
-def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame) -> dict:
+def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame, rules=None) -> dict:
     """The chapter's answer box, piece by piece (the chapter glues each piece; the statuses
     are glued separately so the page can set them in bold).  ``verdicts``: claim key ->
     Verdict; ``tests``: claim key -> its primary test row (``training_tests``); ``gates``:
     :func:`gate_parts`.  Keys: ``st_KEY`` (status), ``me_KEY`` (estimate and interval) for
-    each claim, and ``why`` (which gate part failed, and by how much; empty when none)."""
+    each claim, and ``why`` (which gate part failed, and by how much; empty when none), its
+    thresholds read from the rules (``rules``, default ``data/verdict_rules.yaml``)."""
+    from ..rules.verdicts import load_rules
+
+    g_rule = (rules if rules is not None else load_rules())["framework"]["gate"]
+    floor, guard = float(g_rule["context_floor_nats"]), float(g_rule["memorisation_nats"])
     out = {}
     for key in CLAIMS:
         r = tests[key]
@@ -204,10 +209,10 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame) -> dict:
         if g["memorisation guard"] == "fails":
             why.append(f"the {g['arm']} runs memorise their training text: held-out minus training loss "
                        f"{g['memorisation gap (mean)']:+.2f} nats on average over {g['seeds']} seeds "
-                       f"(smallest {g['(smallest)']:+.2f}), where the rules allow at most +0.10")
+                       f"(smallest {g['(smallest)']:+.2f}), where the rules allow at most {guard:+.2f}")
         if g["context floor"] == "fails":
             why.append(f"the {g['arm']} runs end only {g['below the reference']:.2f} nats below their unigram "
-                       "reference, where the rules need ln 2 = 0.69")
+                       f"reference, where the rules need {floor:.2f}")
     out["why"] = "; ".join(why) or "every part passes"
     return out
 
