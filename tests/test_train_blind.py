@@ -295,3 +295,39 @@ def test_the_answer_states_the_thresholds_the_rules_hold_not_fixed_ones():
                  "decided_by": "primary"} for k in blind.CLAIMS}
     why = blind.answer_parts(verdicts, tests, _gates(1.48, below=0.5), rules)["why"]
     assert "at most +0.25" in why and "need 1.10" in why and "0.69" not in why and "+0.10" not in why
+
+
+def _fake_runs(settings):
+    rows = []
+    for k, run in enumerate(settings):
+        rows += _rows(run, "encoder" if k % 2 == 0 else "decoder", "standard", 10 + k // 2, "eval_loss", [0], [9.0])
+    return pd.DataFrame(rows)
+
+
+def test_the_devices_sentence_says_only_what_the_provenance_records(monkeypatch):
+    import companion.train.evidence as ev
+
+    settings = {"a": {"device": "CPU", "threads": 1, "bf16": True}, "b": {"device": "CPU", "threads": 1, "bf16": True},
+                "c": {"device": "NVIDIA H100", "threads": 1, "bf16": True},
+                "d": {"device": ev.UNRECORDED, "threads": None, "bf16": None}}
+    monkeypatch.setattr(ev, "run_settings", lambda run: settings[run])
+    text = blind.devices_text(_fake_runs(settings))
+    assert "trained on a CPU (one thread each, bf16 autocast)" in text
+    assert "1 run on one NVIDIA H100 (bf16 autocast)" in text
+    assert "1 run whose provenance records no device" in text and "packed" not in text
+    settings["b"] = {"device": "CPU", "threads": 2, "bf16": False}          # the CPU runs now differ
+    text = blind.devices_text(_fake_runs(settings))
+    assert "trained on a CPU;" in text or text.split(";")[0].endswith("trained on a CPU")
+
+
+def test_a_run_without_a_recorded_device_is_never_taken_for_a_gpu_run(tmp_path, monkeypatch):
+    import json
+
+    import companion.train.evidence as ev
+    import companion.train.runs as runs_mod
+
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "provenance.json").write_text(json.dumps({"config": {"bf16": True}}))
+    monkeypatch.setattr(runs_mod, "runs_root", lambda: tmp_path)
+    assert ev.run_device("r") == ev.UNRECORDED
+    assert ev.run_settings("r") == {"device": ev.UNRECORDED, "threads": None, "bf16": None}

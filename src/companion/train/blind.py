@@ -55,31 +55,51 @@ def blind_runs(extra: bool = True, rules=None) -> pd.DataFrame | None:
 
 
 def devices(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: arm, seed and the device it trained on (from its provenance)."""
-    from .evidence import run_device
+    """One row per run: arm, seed, the device it trained on, its threads and whether it used
+    bf16 autocast (from its provenance)."""
+    from .evidence import run_settings
 
     rows = []
     for run, g in runs.groupby("run"):
         rows.append({"run": run, "mode": g["mode"].iloc[0], "init": g["init"].iloc[0], "seed": int(g["seed"].iloc[0]),
-                     "device": run_device(run)})
-    return pd.DataFrame(rows)
+                     **run_settings(run)})
+    return pd.DataFrame(rows, columns=["run", "mode", "init", "seed", "device", "threads", "bf16"])
+
+
+def _how(group: pd.DataFrame, threads_matter: bool = True) -> str:
+    """The recorded settings of a group of runs, e.g. 'one thread each, bf16 autocast'; only
+    what every run of the group records the same way is said (a GPU run's host threads are
+    not its speed, so they are left out there)."""
+    parts = []
+    threads = set(group["threads"].dropna()) if threads_matter else set()
+    if len(threads) == 1:
+        n = int(threads.pop())
+        parts.append("one thread each" if n == 1 else f"{n} threads each")
+    bf16 = set(group["bf16"].dropna())
+    if len(bf16) == 1:
+        parts.append("bf16 autocast" if bf16.pop() else "float32")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def devices_text(runs: pd.DataFrame) -> str:
-    """Which runs trained where, e.g. 'seeds 10-11 of encoder/standard and decoder/standard
-    on a CPU (one thread, bf16 autocast); the other 16 runs on one NVIDIA H100 ...'."""
+    """Which runs trained where, and how, as their provenance records it, e.g. 'seeds 10, 11
+    of encoder/standard and decoder/standard trained on a CPU (one thread each, bf16
+    autocast); 16 runs on one NVIDIA H100 (bf16 autocast)'; runs whose device is not recorded
+    are counted apart, never as GPU runs."""
+    from .evidence import UNRECORDED
+
     d = devices(runs)
-    cpu = d[d["device"] == "CPU"]
-    gpu = d[d["device"] != "CPU"]
     parts = []
+    cpu = d[d["device"] == "CPU"]
     if len(cpu):
         arms = sorted({f"{m}/{i}" for m, i in zip(cpu["mode"], cpu["init"])})
         seeds = sorted(set(cpu["seed"]))
-        parts.append(f"seeds {', '.join(map(str, seeds))} of {' and '.join(arms)} trained on a 2-core CPU "
-                     "(one thread each, bf16 autocast)")
-    if len(gpu):
-        names = sorted(set(gpu["device"]))
-        parts.append(f"the other {len(gpu)} runs on one {' / '.join(names)}, packed 16 at a time (bf16 autocast)")
+        parts.append(f"seeds {', '.join(map(str, seeds))} of {' and '.join(arms)} trained on a CPU{_how(cpu)}")
+    for name, g in d[(d["device"] != "CPU") & (d["device"] != UNRECORDED)].groupby("device"):
+        parts.append(f"{len(g)} run{'s' if len(g) > 1 else ''} on one {name}{_how(g, threads_matter=False)}")
+    unknown = d[d["device"] == UNRECORDED]
+    if len(unknown):
+        parts.append(f"{len(unknown)} run{'s' if len(unknown) > 1 else ''} whose provenance records no device")
     return "; ".join(parts)
 
 

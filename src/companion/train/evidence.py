@@ -23,7 +23,7 @@ from ..base.errors import CompanionError
 __all__ = ["body_runs", "arm_values", "loss_gate", "evidence_table", "evidence_values", "gate_from_evidence",
            "arm_reference", "EVIDENCE_COLUMNS", "gate_why", "logged_step", "null_band", "settings",
            "settings_text", "run_dates", "run_starts", "PAPER", "OBJECTIVE_OF_MODE", "published_iqr_width",
-           "speedup_nats", "memorisation_gap"]
+           "speedup_nats", "memorisation_gap", "run_device", "run_settings", "UNRECORDED"]
 
 #: the unigram reference that matches each mode's objective: the masked-LM one for the
 #: encoder and the authors' decoder (masked labels under a causal mask), next-token for the
@@ -50,10 +50,26 @@ def load_patterns(patterns) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True).drop_duplicates() if frames else None
 
 
+UNRECORDED = "an unrecorded device"
+
+
 def run_device(run: str) -> str:
-    """Where a cached run trained, from its provenance: ``"CPU"`` or the GPU's name."""
-    dev = _provenance(run)["hardware"]["device"]
+    """Where a cached run trained, from its provenance: ``"CPU"``, the GPU's name, or
+    :data:`UNRECORDED` where the provenance names none (never taken for a GPU)."""
+    dev = (_provenance(run).get("hardware") or {}).get("device")
+    if not isinstance(dev, str) or not dev.strip():
+        return UNRECORDED
     return "CPU" if dev.startswith("cpu") else dev
+
+
+def run_settings(run: str) -> dict:
+    """A cached run's device (:func:`run_device`), its torch threads and whether it trained
+    under bf16 autocast, as its provenance records them (None where it does not)."""
+    p = _provenance(run)
+    cfg, hw = p.get("config") or {}, p.get("hardware") or {}
+    device = run_device(run)
+    bf16 = cfg.get("cpu_bf16") if device == "CPU" else cfg.get("bf16") if device != UNRECORDED else None
+    return {"device": device, "threads": hw.get("torch_threads"), "bf16": bf16}
 
 
 def body_runs(body: dict) -> pd.DataFrame | None:
