@@ -120,6 +120,7 @@ def test_the_primary_body_decides_fig_3a_by_rules_v2(monkeypatch, gaps, body_kw,
     monkeypatch.setattr(evidence, "_unigram_reference", lambda *a: 5.0)
     monkeypatch.setattr(evidence, "run_starts", lambda runs: {r: "2026-12-01T00:00:00Z" for r in runs["run"]})
     monkeypatch.setattr(evidence, "run_device", lambda run: "CPU")   # the fake runs have no provenance
+    monkeypatch.setattr(evidence, "run_settings", lambda run: {"device": "CPU", "threads": 1, "bf16": True})
     t = claims.training_tests_table("training_symmetry")
     assert list(t["body"]) == ["Wikipedia, BERT-Mini, 10,000 steps (blind)"] and t["primary"].all()
     assert t["estimate"].iloc[0] == pytest.approx(np.mean(gaps))
