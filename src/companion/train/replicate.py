@@ -25,7 +25,16 @@ QUANTITIES = ("eval_loss", "symmetry", "directionality")
 
 
 def _device(run: str) -> str:
-    return "cpu" if run_device(run) == "CPU" else "gpu"
+    """``cpu`` or ``gpu``; a run whose provenance records no device cannot stand in a device
+    comparison and is refused by name."""
+    from ..base.errors import CompanionError
+    from .evidence import UNRECORDED
+
+    dev = run_device(run)
+    if dev == UNRECORDED:
+        raise CompanionError(f"run {run}: its provenance records no device, so it cannot stand in a device "
+                             "replicate; rerun it (training records the device) or move it out of data/runs.")
+    return "cpu" if dev == "CPU" else "gpu"
 
 
 def _replicates() -> pd.DataFrame | None:
