@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -246,3 +247,22 @@ def test_the_module_entry_point_refuses_a_horizon_below_the_warm_up_in_one_line(
     err = capsys.readouterr().err
     assert err.startswith("companion train: error:") and "warm-up" in err and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda p: p.mkdir(), "is a folder"),
+    (lambda p: os.mkfifo(p), "is a FIFO"),
+    (lambda p: None, None),
+])
+def test_a_log_that_is_a_folder_or_a_fifo_is_refused_before_out_is_touched(tmp_path, capsys, make, says):
+    log = tmp_path / "progress.log"
+    make(log)
+    out = tmp_path / "run"
+    if says is None:   # a missing file in a folder that exists is fine; a missing folder is not
+        bad = tmp_path / "nowhere" / "progress.log"
+        assert _train(out, "--log", str(bad)) == 2
+        assert "does not exist" in capsys.readouterr().err and not out.exists()
+        return
+    assert _train(out, "--log", str(log)) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.strip().count("\n") == 0 and not out.exists()

@@ -16,6 +16,7 @@ import contextlib
 import os
 import shlex
 import sys
+import stat
 import time
 from pathlib import Path
 
@@ -300,6 +301,21 @@ def _check_utf8(path: Path) -> None:
         raise CompanionError(f"cannot read the corpus {path}: {exc.strerror or exc}.") from None
 
 
+def _check_log(log: str | None) -> None:
+    """``--log`` names a regular file, or one that can be created: a folder, a FIFO or a device
+    is refused before --out is locked (a FIFO would block with --out held)."""
+    from ..base.errors import CompanionError
+
+    if not log:
+        return
+    path = Path(log)
+    if path.exists() and not path.is_file():
+        kind = "a folder" if path.is_dir() else "a FIFO" if stat.S_ISFIFO(path.stat().st_mode) else "not a regular file"
+        raise CompanionError(f"--log {log} is {kind}; give the path of a file to append progress lines to.")
+    if not path.exists() and not path.parent.is_dir():
+        raise CompanionError(f"--log {log}: its folder {path.parent} does not exist; create it or choose another path.")
+
+
 def run_train(args: argparse.Namespace) -> int:
     """Run ``companion train`` with parsed arguments; returns an exit status."""
     import torch
@@ -307,6 +323,7 @@ def run_train(args: argparse.Namespace) -> int:
     from ..base.cache import exclusive
 
     _check_device(args.device)
+    _check_log(args.log)
     args.config = _config(args)   # every option checked before --out is created, locked or cleared
     if args.threads:
         torch.set_num_threads(args.threads)
