@@ -48,6 +48,7 @@ gradient all-reduce on all but the last accumulation micro-batch.  Rank 0 logs a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -661,7 +662,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
             seen[idx] = True   # every rank's blocks of the global batch
             idx = idx[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
             ids = data.train[idx]  # on the CPU: the masking is drawn there
-            sync_ctx = net.no_sync() if (world > 1 and micro < cfg.grad_accum - 1) else _null()
+            sync_ctx = net.no_sync() if (world > 1 and micro < cfg.grad_accum - 1) else contextlib.nullcontext()
             with sync_ctx:
                 with _autocast(cfg, device):
                     loss, _ = objective_loss(fwd, ids, cfg.mode, data.masking, gens["mask"])
@@ -745,14 +746,6 @@ def keep_weights(model, path: Path) -> Path:
         save_file(state, str(tmp))
     Path(f"{path}.sha256").write_text(sha256_file(path) + "\n")
     return path
-
-
-class _null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *a):
-        return False
 
 
 def provenance(cfg: TrainConfig, command: str, seconds: float, data: TokenData | None = None) -> dict:
