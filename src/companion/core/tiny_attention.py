@@ -26,7 +26,7 @@ from torch import nn
 
 Mask = Literal["causal", "full"]
 
-__all__ = ["TinyAttentionModel", "next_token_loss", "masked_token_loss", "bilinear_forms",
+__all__ = ["TinyAttentionModel", "next_token_loss", "masked_token_loss", "objective_loss", "bilinear_forms",
            "train_objective"]
 
 
@@ -135,6 +135,18 @@ def masked_token_loss(model: TinyAttentionModel, tokens: torch.Tensor, masked: t
     return nn.functional.cross_entropy(logits[masked], tokens[masked], reduction="sum")
 
 
+def objective_loss(model: TinyAttentionModel, batch: torch.Tensor, objective: str, gen: torch.Generator,
+                   mask_id: int, mask_rate: float = 0.15) -> tuple[torch.Tensor, int]:
+    """The summed loss of one batch under ``objective`` and the number of predictions it
+    sums: next-token (Eq. S7) or masked (Eq. S10, positions drawn at ``mask_rate`` from
+    ``gen``, at least one per sequence)."""
+    if objective == "autoregressive":
+        return next_token_loss(model, batch), batch.shape[0] * (batch.shape[1] - 1)
+    masked = torch.rand(batch.shape, generator=gen) < mask_rate
+    masked[:, 0] |= ~masked.any(dim=1)  # at least one prediction per sequence
+    return masked_token_loss(model, batch, masked, mask_id), int(masked.sum())
+
+
 def bilinear_forms(model: TinyAttentionModel) -> list[torch.Tensor]:
     """The layer forms ``M_l`` (rows = query side): ``W`` or ``sum_h Wq_h^T Wk_h``."""
     out = []
@@ -182,14 +194,7 @@ def train_objective(sequences: np.ndarray, objective: Literal["autoregressive", 
             break
         idx = torch.randint(len(seqs), (batch_size,), generator=gen)
         batch = seqs[idx]
-        if objective == "autoregressive":
-            loss = next_token_loss(model, batch)
-            n_pred = batch.shape[0] * (batch.shape[1] - 1)
-        else:
-            masked = torch.rand(batch.shape, generator=gen) < mask_rate
-            masked[:, 0] |= ~masked.any(dim=1)  # at least one prediction per sequence
-            loss = masked_token_loss(model, batch, masked, mask_id)
-            n_pred = int(masked.sum())
+        loss, n_pred = objective_loss(model, batch, objective, gen, mask_id, mask_rate)
         opt.zero_grad()
         (loss / n_pred).backward()
         opt.step()

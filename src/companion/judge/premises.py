@@ -24,7 +24,7 @@ import torch
 from ..base.errors import CompanionError
 from ..core.scores import symmetry_score
 from ..core.theory import beta_pair_statistics, norm_spread
-from ..core.tiny_attention import TinyAttentionModel, masked_token_loss, next_token_loss
+from ..core.tiny_attention import TinyAttentionModel, objective_loss
 
 __all__ = ["update_anatomy", "train_and_measure", "log_variance_ratio_null"]
 
@@ -41,11 +41,7 @@ def _check(objective: str, seqs) -> torch.Tensor:
 
 
 def _loss(model, batch, objective, gen, mask_id, mask_rate=0.15):
-    if objective == "autoregressive":
-        return next_token_loss(model, batch), batch.shape[0] * (batch.shape[1] - 1)
-    masked = torch.rand(batch.shape, generator=gen) < mask_rate
-    masked[:, 0] |= ~masked.any(dim=1)  # at least one prediction per sequence
-    return masked_token_loss(model, batch, masked, mask_id), int(masked.sum())
+    return objective_loss(model, batch, objective, gen, mask_id, mask_rate)
 
 
 def update_anatomy(seqs, objective: str, d: int = 32, n_batches: int = 6, batch_size: int = 32,
