@@ -48,8 +48,8 @@ def load_rules(path: Path | str) -> dict:
     try:
         data = load_bounded(text)
     except OverflowError as err:
-        raise CompanionError(f"{path}: {err} once its aliases are expanded; write the rules "
-                             "file out plainly.") from None
+        how = str(err) if "nested" in str(err) else f"{err} once its aliases are expanded"
+        raise CompanionError(f"{path}: {how}; write the rules file out plainly.") from None
     except yaml.YAMLError as err:
         raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
     if not isinstance(data, dict) or "claims" not in data:

@@ -99,7 +99,10 @@ def _load_bounded(text: str, path) -> object:
 
     try:
         return load_bounded(text, MAX_RULE_NODES)
-    except OverflowError:
+    except OverflowError as err:
+        if "nested" in str(err):
+            raise CompanionError(f"{path} nests its mappings or lists too deeply to be a rules file; write it "
+                                 "out plainly.") from None
         raise CompanionError(f"{path}: the rules file expands to more than {MAX_RULE_NODES:,} "
                              "YAML nodes (aliases repeated inside aliases?); write it out plainly.") from None
 
