@@ -114,7 +114,8 @@ slides: book
 
 slides-only: env
 	@t=$$(date +%s); $(PY) -m companion.book.slides > /dev/null || exit $$?; \
-		echo "test: slides built in $$(( $$(date +%s) - t )) s: $(CURDIR)/_build/slides/"
+		if [ -d _build/html ]; then rm -rf _build/html/slides && cp -r _build/slides _build/html/slides; fi; \
+		echo "test: slides built in $$(( $$(date +%s) - t )) s: $(CURDIR)/_build/slides/ (and under the site's slides/)"
 
 # Colab-ready notebooks, one per chapter of _toc.yml, under notebooks/ (never committed)
 notebooks: env
