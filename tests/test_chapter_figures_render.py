@@ -73,3 +73,13 @@ def test_a_figure_glued_to_the_store_counts_as_shown(tmp_path):
     (tmp_path / "chapter.glue.json").write_text(json.dumps({"fig_forms": PNG, "n": {"data": {"text/plain": "1"}}}))
     found = cells_without_image(nb)
     assert len(found) == 1 and "code cell 2" in found[0]
+
+
+def test_without_a_glue_store_a_figure_the_page_pastes_counts_as_shown(tmp_path):
+    from companion.book.figure_check import cells_without_image
+
+    nb = _nb(tmp_path, [_code("fig, ax = plt.subplots()\nglue(\"fig_forms\", fig, display=False)\n"),
+                        _code("fig, ax = plt.subplots()\nglue(\"fig_lost\", fig, display=False)\n")])
+    page = "```{glue:figure} fig_forms\n:name: f\n```\n"
+    found = cells_without_image(nb, page)
+    assert len(found) == 1 and "code cell 2" in found[0]

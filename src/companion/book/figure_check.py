@@ -60,14 +60,24 @@ def _glues_an_image(source: str, images: set[str]) -> bool:
     return False
 
 
-def cells_without_image(notebook: Path | str) -> list[str]:
+def pasted_figures(page: str) -> set[str]:
+    """Names a chapter's text pastes as figures (``{glue:figure}`` directives)."""
+    return set(re.findall(r"```\{glue:figure\}\s+([A-Za-z0-9_]+)", page))
+
+
+def cells_without_image(notebook: Path | str, page: str | None = None) -> list[str]:
     """``"<notebook>: cell <n> (<first line>)"`` for each drawing cell with no image output
-    and no image glued (a glued figure is shown where the page pastes it)."""
+    and no image glued (a glued figure is shown where the page pastes it).  The glued images
+    come from myst-nb's glue store beside the notebook; where there is none (an nbval copy,
+    which keeps no glued output), from the chapter's text ``page``: a name it pastes with
+    ``{glue:figure}``."""
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     code = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
     sources = ["".join(c.get("source", "")) for c in code]
     functions = figure_functions(sources)
     images = glued_images(notebook)
+    if not images and page is not None and not Path(notebook).with_suffix(".glue.json").is_file():
+        images = pasted_figures(page)
     out = []
     for n, (cell, src) in enumerate(zip(code, sources), start=1):
         if draws(src, functions) and not has_image(cell) and not _glues_an_image(src, images):
