@@ -256,7 +256,7 @@ def context_ratio_share(seqs, vocab_size: int, min_count: int = 100, n_boot: int
             boot_share.append(sh); boot_ratio.append(ra)
         if s < n_bag:                                          # the bagged share: Poisson(1) weights
             u = rng.random((min(m, n_bag - s), n_win), dtype=np.float32)
-            W = (u[..., None] > poisson_cdf).sum(-1, dtype=np.float32)    # inverse CDF of Poisson(1)
+            W = np.searchsorted(poisson_cdf, u).astype(np.float32)   # inverse CDF of Poisson(1): #{cdf < u}
             sh, _ = stats(W, ratios=False)
             sh = sh.astype(float)
             t[s:s + len(sh)] = sh
