@@ -7,7 +7,7 @@ UnicodeDecodeError)."""
 import pytest
 import yaml
 
-from companion.base.bounded_yaml import load_bounded
+from companion.base.bounded_yaml import TooDeep, load_bounded
 
 
 def test_a_date_of_month_13_is_a_yaml_error_not_a_value_error():
@@ -17,9 +17,9 @@ def test_a_date_of_month_13_is_a_yaml_error_not_a_value_error():
 
 
 def test_yaml_nested_five_thousand_deep_is_refused_as_too_large():
-    with pytest.raises(OverflowError, match="nested deeper"):
+    with pytest.raises(TooDeep, match="nested deeper"):
         load_bounded("[" * 5000 + "]" * 5000)
-    with pytest.raises(OverflowError, match="nested deeper"):
+    with pytest.raises(TooDeep, match="nested deeper"):
         load_bounded("".join(f"{' ' * (2 * i)}k{i}:\n" for i in range(3000)) + " " * 6000 + "v: 1\n")
 
 

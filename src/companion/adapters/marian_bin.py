@@ -153,16 +153,18 @@ class MarianSource(TensorSource):
             raise _bad(self.path, "it has no special:model.yml item (the model's configuration)")
         import yaml
 
+        from ..base.bounded_yaml import TooDeep
         from .families import _short
 
         try:
             cfg = _bounded_yaml(self._raw("special:model.yml").tobytes().decode("utf-8").rstrip("\0"))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise _bad(self.path, f"its configuration is not YAML ({(str(exc).splitlines() or [''])[0]})") from None
-        except OverflowError as exc:
-            why = ("nested deeper than can be read" if "nested" in str(exc) else
-                   f"expands to more than {_MAX_YAML_NODES:,} YAML nodes (aliases repeated inside aliases)")
-            raise _bad(self.path, f"its configuration {why}") from None
+        except TooDeep:
+            raise _bad(self.path, "its configuration is nested deeper than can be read") from None
+        except OverflowError:
+            raise _bad(self.path, f"its configuration expands to more than {_MAX_YAML_NODES:,} YAML nodes "
+                       "(aliases repeated inside aliases)") from None
         if not isinstance(cfg, dict) or cfg.get("type") != "transformer":
             raise CompanionError(f"{self.path} is a Marian model of type "
                                  f"{_short(cfg.get('type') if isinstance(cfg, dict) else cfg)}; "

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["MAX_NODES", "load_bounded"]
+__all__ = ["MAX_NODES", "TooDeep", "load_bounded"]
 
 #: the largest number of YAML nodes a document may hold once its aliases are expanded
 MAX_NODES = 20_000
+
+
+class TooDeep(OverflowError):
+    """YAML nested deeper than Python's recursion can read (an ``OverflowError``, so a caller
+    that only bounds size still refuses it; one that words the two apart catches this first)."""
 
 
 def load_bounded(text: str, max_nodes: int = MAX_NODES):
@@ -20,7 +25,7 @@ def load_bounded(text: str, max_nodes: int = MAX_NODES):
         try:
             node = loader.get_single_node()
         except RecursionError:
-            raise OverflowError("YAML nested deeper than Python can read") from None
+            raise TooDeep("YAML nested deeper than Python can read") from None
         count, stack = 0, [node] if node is not None else []
         while stack:
             n = stack.pop()
@@ -35,7 +40,7 @@ def load_bounded(text: str, max_nodes: int = MAX_NODES):
         try:
             return loader.construct_document(node) if node is not None else None
         except RecursionError:
-            raise OverflowError("YAML nested deeper than Python can read") from None
+            raise TooDeep("YAML nested deeper than Python can read") from None
         except (ValueError, TypeError, OverflowError) as err:   # e.g. a date of month 13: not what it says
             raise yaml.YAMLError(f"a value that is not what its form says ({err})") from None
     finally:

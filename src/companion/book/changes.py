@@ -37,7 +37,7 @@ def load_rules(path: Path | str) -> dict:
     :class:`~companion.base.errors.CompanionError` naming it."""
     import yaml
 
-    from ..base.bounded_yaml import load_bounded
+    from ..base.bounded_yaml import TooDeep, load_bounded
     from ..base.errors import CompanionError
 
     try:
@@ -47,9 +47,11 @@ def load_rules(path: Path | str) -> dict:
                              f"{err}); check the path.") from None
     try:
         data = load_bounded(text)
+    except TooDeep as err:
+        raise CompanionError(f"{path}: {err}; write the rules file out plainly.") from None
     except OverflowError as err:
-        how = str(err) if "nested" in str(err) else f"{err} once its aliases are expanded"
-        raise CompanionError(f"{path}: {how}; write the rules file out plainly.") from None
+        raise CompanionError(f"{path}: {err} once its aliases are expanded; write the rules "
+                             "file out plainly.") from None
     except yaml.YAMLError as err:
         raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
     if not isinstance(data, dict) or "claims" not in data:

@@ -105,7 +105,7 @@ def stated_statuses(text: str, names: dict, where: str = "") -> list[Stated]:
         if not s:
             continue
         between = s.group(1)
-        if re.search(r"[.;!?]\s+[A-Z]", between) or _name_pattern(names).search(between) or NOT_A_STATUS.search(between):
+        if re.search(r"[.;!?]\s+[A-Z]", between) or pat.search(between) or NOT_A_STATUS.search(between):
             continue
         ctx = text[max(0, m.start() - 40):m.end() + s.end() + 10].replace("\n", " ")
         out.append(Stated(names[m.group(1)], m.group(1), s.group(2), where, ctx))

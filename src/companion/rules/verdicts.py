@@ -95,14 +95,14 @@ MAX_RULE_NODES = 20_000
 def _load_bounded(text: str, path) -> object:
     """Safe YAML, refusing a document whose aliases expand past :data:`MAX_RULE_NODES`
     nodes (a 'billion laughs' file) before it is built."""
-    from ..base.bounded_yaml import load_bounded
+    from ..base.bounded_yaml import TooDeep, load_bounded
 
     try:
         return load_bounded(text, MAX_RULE_NODES)
-    except OverflowError as err:
-        if "nested" in str(err):
-            raise CompanionError(f"{path} nests its mappings or lists too deeply to be a rules file; write it "
-                                 "out plainly.") from None
+    except TooDeep:
+        raise CompanionError(f"{path} nests its mappings or lists too deeply to be a rules file; write it "
+                             "out plainly.") from None
+    except OverflowError:
         raise CompanionError(f"{path}: the rules file expands to more than {MAX_RULE_NODES:,} "
                              "YAML nodes (aliases repeated inside aliases?); write it out plainly.") from None
 
