@@ -162,27 +162,25 @@ def _shape(run: str) -> dict:
             "init_from": c.get("init_from")}
 
 
+def context_part(loss: pd.Series, reference, nats: float) -> dict:
+    """One arm's context part of the gate: its seed-mean final held-out ``loss`` against its
+    unigram ``reference`` (a number, or a function giving it, called only when needed).  An
+    arm with no loss, or with a non-finite one (a mean would skip the NaN seed and pass), does
+    not pass."""
+    if loss.empty or not np.isfinite(loss.to_numpy(float)).all():
+        return {"loss": float("nan"), "reference": float("nan"), "below": float("nan"), "passes": False}
+    ref = float(reference() if callable(reference) else reference)
+    below = ref - float(loss.mean())
+    return {"loss": float(loss.mean()), "reference": ref, "below": below, "passes": below >= nats}
+
+
 def loss_gate(runs: pd.DataFrame, arms, nats: float) -> dict:
     """Whether every arm ``(mode, init)`` ended at least ``nats`` below its unigram
     reference (seed-mean final held-out loss).  Returns ``{"passes": bool, "arms": {arm:
     {"loss", "reference", "below", "passes"}}}``; an arm with no runs does not pass."""
-    out = {}
-    for mode, init in arms:
-        loss = arm_values(runs, "eval_loss", mode, init)
-        sub = runs[(runs["mode"] == mode) & (runs["init"] == init)]
-        if loss.empty:
-            out[(mode, init)] = {"loss": float("nan"), "reference": float("nan"), "below": float("nan"),
-                                 "passes": False}
-            continue
-        if not np.isfinite(loss.to_numpy(float)).all():   # a mean would skip the NaN seed and pass
-            out[(mode, init)] = {"loss": float("nan"), "reference": float("nan"), "below": float("nan"),
-                                 "passes": False}
-            continue
-        s = _shape(sub["run"].iloc[0])
-        ref = _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode], s["init_from"])
-        below = ref - float(loss.mean())
-        out[(mode, init)] = {"loss": float(loss.mean()), "reference": ref, "below": below,
-                             "passes": below >= nats}
+    out = {(mode, init): context_part(arm_values(runs, "eval_loss", mode, init),
+                                      lambda mode=mode, init=init: arm_reference(runs, mode, init), nats)
+           for mode, init in arms}
     return {"passes": all(a["passes"] for a in out.values()), "arms": out}
 
 
@@ -298,16 +296,9 @@ def gate_from_evidence(table: pd.DataFrame, arms, e_end, e_half, sesoi: float, g
     trained enough', 'trained into memorisation', 'not stable between horizons') and ``why``
     says it with what was measured (the horizon's two effects against the rule).
     """
-    ctx = {}
-    for arm in arms:
-        loss = evidence_values(table, arm, "eval_loss")
-        if loss.empty or not np.isfinite(loss.to_numpy(float)).all():
-            ctx[arm] = {"loss": float("nan"), "reference": float("nan"), "below": float("nan"), "passes": False}
-            continue
-        ref = float(evidence_values(table, arm, "reference").iloc[0])
-        below = ref - float(loss.mean())
-        ctx[arm] = {"loss": float(loss.mean()), "reference": ref, "below": below,
-                    "passes": below >= gate["context_floor_nats"]}
+    ctx = {arm: context_part(evidence_values(table, arm, "eval_loss"),
+                             lambda arm=arm: evidence_values(table, arm, "reference").iloc[0],
+                             gate["context_floor_nats"]) for arm in arms}
     mem = {}
     for arm in arms:
         g = evidence_values(table, arm, "memorisation_gap").dropna()
