@@ -160,6 +160,18 @@ def test_a_malformed_header_on_the_hub_is_one_line(online, tmp_path, capsys):
     assert len(err) == 1 and "not a valid safetensors file" in err[0]
 
 
+def _score_against(server, online, capsys):
+    """``companion score REPO`` against ``server`` as the hub: its exit status, its stderr
+    lines, the seconds it took and the server's address."""
+    with server as hub:
+        online.setenv("HF_ENDPOINT", hub.url)
+        capsys.readouterr()
+        t0 = time.perf_counter()
+        rc = main(["score", REPO])
+        elapsed = time.perf_counter() - t0
+    return rc, capsys.readouterr().err.strip().splitlines(), elapsed, hub.url
+
+
 @pytest.mark.parametrize("behaviour, words", [("trickle", "cannot reach the hub"),
                                               ("terabyte", "announces a body of 1,000,000,000,000 bytes"),
                                               ("endless", "sent more than")])
@@ -169,13 +181,7 @@ def test_a_hostile_hub_is_one_line_within_seconds_and_bounded_memory(online, cap
     from local_hub import HostileServer
 
     peak0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    with HostileServer(behaviour) as hostile:
-        online.setenv("HF_ENDPOINT", hostile.url)
-        capsys.readouterr()
-        t0 = time.perf_counter()
-        rc = main(["score", REPO])
-        elapsed = time.perf_counter() - t0
-    err = capsys.readouterr().err.strip().splitlines()
+    rc, err, elapsed, _ = _score_against(HostileServer(behaviour), online, capsys)
     assert rc != 0 and len(err) == 1, err
     assert words in err[0], err[0]
     assert elapsed < 20, elapsed           # the probe's 3 s, not a byte every 2 s for minutes
@@ -209,17 +215,11 @@ def test_a_mirror_whose_range_answers_are_not_the_bytes_asked_for_is_refused(onl
 def test_one_deadline_for_a_whole_hub_request_and_its_redirects(online, capsys, behaviour, words):
     from local_hub import HostileServer
 
-    with HostileServer(behaviour) as hostile:
-        online.setenv("HF_ENDPOINT", hostile.url)
-        capsys.readouterr()
-        t0 = time.perf_counter()
-        rc = main(["score", REPO])
-        elapsed = time.perf_counter() - t0
-    err = capsys.readouterr().err.strip().splitlines()
+    rc, err, elapsed, url = _score_against(HostileServer(behaviour), online, capsys)
     assert rc != 0 and len(err) == 1, err
     assert words in err[0], err[0]
     if behaviour == "redirect-loop":
-        assert hostile.url in err[0] and "HF_ENDPOINT" in err[0]
+        assert url in err[0] and "HF_ENDPOINT" in err[0]
     assert elapsed < 6, elapsed                      # the probe's 3 s for everything
 
 

@@ -82,12 +82,14 @@ def rules_revision(root: Path | str = ROOT) -> str | None:
     ``None`` where the file is absent (the student edition's copy of the pages)."""
     import yaml
 
+    from ..base.bounded_yaml import load_bounded
+
     path = Path(root) / "data" / "verdict_rules.yaml"
     if not path.is_file():
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
+        data = load_bounded(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, OverflowError) as err:
         raise ValueError(f"{path} cannot be read as YAML: {err}") from err
     rev = str(data.get("revision", data.get("version", ""))) if isinstance(data, dict) else ""
     if not re.fullmatch(r"\d+(\.\d+)?", rev):
