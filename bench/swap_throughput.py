@@ -38,9 +38,9 @@ MODELS = {
 
 
 def main(argv=None) -> int:
-    from companion.train.data import token_data_for_corpus
-    from companion.train.loop import TrainConfig, train
-    from companion.train.pretrained import pretrained_folder
+    from companion.train.text.data import token_data_for_corpus
+    from companion.train.runner.loop import TrainConfig, train
+    from companion.train.models.pretrained import pretrained_folder
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", choices=sorted(MODELS), default="minilm")

@@ -27,10 +27,10 @@ from pathlib import Path
 
 CHILD = r"""
 import json, os, sys, time
-from companion.train.corpora import corpus_documents
-from companion.train.data import load_tokenizer
-from companion.train.tokens import cached_token_streams
-from companion.train.corpora import documents_sha256
+from companion.train.text.corpora import corpus_documents
+from companion.train.text.data import load_tokenizer
+from companion.train.text.tokens import cached_token_streams
+from companion.train.text.corpora import documents_sha256
 docs = corpus_documents(sys.argv[1], fetch=False)
 tok = load_tokenizer()
 if sys.argv[2] == "build":
@@ -62,7 +62,7 @@ def main(argv=None):
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     from companion.base.cache import cache_root
-    from companion.train.corpora import CORPORA, archive_path
+    from companion.train.text.corpora import CORPORA, archive_path
 
     spec = CORPORA[args.corpus]
     with tempfile.TemporaryDirectory() as tmp:

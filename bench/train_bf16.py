@@ -24,8 +24,8 @@ from _timing import emit, seconds_per_step
 
 
 def main(argv=None) -> int:
-    from companion.train.data import token_data_for_corpus
-    from companion.train.loop import TrainConfig, train
+    from companion.train.text.data import token_data_for_corpus
+    from companion.train.runner.loop import TrainConfig, train
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--short", type=int, default=3)

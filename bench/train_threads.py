@@ -26,9 +26,9 @@ from _timing import emit, seconds_per_step
 
 
 def main(argv=None) -> int:
-    from companion.train.data import build_token_data, default_corpus
-    from companion.train.loop import TrainConfig, train
-    from companion.train.model import size_for_run
+    from companion.train.text.data import build_token_data, default_corpus
+    from companion.train.runner.loop import TrainConfig, train
+    from companion.train.models.bert import size_for_run
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--short", type=int, default=5)

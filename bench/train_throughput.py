@@ -1,7 +1,7 @@
 """Training throughput of companion's loop against a Hugging Face Trainer baseline.
 
 Both train the same BertForMaskedLM (same config, batch, sequence length, the same
-masked-LM corruption drawn by ``companion.train.objectives.mask_tokens``, AdamW, gradient
+masked-LM corruption drawn by ``companion.train.models.objectives.mask_tokens``, AdamW, gradient
 clipping) on the same blocks, in one process, alternating (ours, theirs, ours, theirs, ...
 ``--repeats`` times) so that a drift in the machine's speed hits both; the result is the
 median tokens per second of each, their ratio, and model FLOPs utilisation (MFU).
@@ -73,11 +73,11 @@ def executed_flops_per_token(config, seq_len, batch, head="selective"):
     The body and the attention are the same for both loops.  The vocabulary head (its
     ``d x d`` transform and its ``d x V`` decoder) runs at every position in the Trainer
     (``head="full"``) and, in companion's loop, only at the fixed-size gather of
-    :func:`companion.train.objectives.target_bound` positions per batch
+    :func:`companion.train.models.objectives.target_bound` positions per batch
     (``head="selective"``).  Their ratio is the speed-up to expect if both loops ran every
     FLOP at the same rate with no other cost: the ceiling of what skipping head work buys.
     """
-    from companion.train.objectives import target_bound
+    from companion.train.models.objectives import target_bound
 
     d, L, V, ff = config.hidden_size, config.num_hidden_layers, config.vocab_size, config.intermediate_size
     body = 6 * L * (4 * d * d + 2 * d * ff) + 12 * L * d * seq_len
@@ -115,8 +115,8 @@ def random_blocks(n, seq, vocab, seed=0):
 
 
 def bench_companion(args, device, blocks, vocab, spec, breakdown=False):
-    from companion.train.model import build_model, get_size
-    from companion.train.objectives import SelectiveLM, objective_loss
+    from companion.train.models.bert import build_model, get_size
+    from companion.train.models.objectives import SelectiveLM, objective_loss
 
     torch.manual_seed(0)
     model = build_model(_size(args), vocab, "encoder").to(device)
@@ -150,8 +150,8 @@ def bench_companion(args, device, blocks, vocab, spec, breakdown=False):
 def bench_trainer(args, device, blocks, vocab, spec):
     from transformers import BertForMaskedLM, Trainer, TrainerCallback, TrainingArguments
 
-    from companion.train.model import bert_config
-    from companion.train.objectives import mask_tokens
+    from companion.train.models.bert import bert_config
+    from companion.train.models.objectives import mask_tokens
 
     torch.manual_seed(0)
     config = bert_config(_size(args), vocab, "encoder")
@@ -188,20 +188,20 @@ def bench_trainer(args, device, blocks, vocab, spec):
 def _size(args):
     from dataclasses import replace
 
-    from companion.train.model import get_size
+    from companion.train.models.bert import get_size
 
     return replace(get_size(args.size), seq_len=args.seq)
 
 
 def load_blocks(args):
     """``(blocks [n, seq], vocab, masking spec)`` for the benchmark's data."""
-    from companion.train.objectives import MaskingSpec
+    from companion.train.models.objectives import MaskingSpec
 
     n = max(args.batch * (args.steps + args.warmup), args.batch)
     if args.corpus == "random":
         spec = MaskingSpec(mask_id=103, vocab_size=30522, first_regular_id=999)
         return random_blocks(n, args.seq, 30522), 30522, spec
-    from companion.train.data import token_data_for_corpus
+    from companion.train.text.data import token_data_for_corpus
 
     data = token_data_for_corpus(args.corpus, args.seq, top_k=args.top_k or None)
     idx = torch.randperm(len(data.train), generator=torch.Generator().manual_seed(0))[:n]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from companion.train.data import token_data_for_corpus
-from companion.train.loop import TrainConfig, train
+from companion.train.text.data import token_data_for_corpus
+from companion.train.runner.loop import TrainConfig, train
 
 
 def main(argv=None) -> int:

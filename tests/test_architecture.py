@@ -35,7 +35,37 @@ def copy_package(tmp_path: Path) -> Path:
 def test_the_package_keeps_its_layers_and_has_no_circle():
     out = lint(ROOT / "src", ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "Contracts: 2 kept, 0 broken." in out.stdout
+    assert "Contracts: 3 kept, 0 broken." in out.stdout
+
+
+def test_no_import_is_excused_from_the_contracts():
+    assert "ignore_imports" not in (ROOT / ".importlinter").read_text(encoding="utf-8")
+
+
+def test_training_is_split_by_concern_with_only_its_command_at_the_top():
+    train = SRC / "train"
+    assert sorted(p.stem for p in train.glob("*.py")) == ["__init__", "cli"]
+    assert sorted(p.name for p in train.iterdir() if (p / "__init__.py").is_file()) == [
+        "models", "runner", "studies", "text"]
+
+
+def test_the_corpus_layer_importing_a_study_breaks_the_training_contract(tmp_path):
+    pkg = copy_package(tmp_path)
+    tokens = pkg / "train" / "text" / "tokens.py"
+    tokens.write_text(tokens.read_text() + "\nfrom ..studies import evidence  # deliberately wrong: text -> studies\n")
+    out = lint(tmp_path / "src", tmp_path)
+    assert out.returncode != 0
+    assert "Training's subpackages, by concern, each import only those below it BROKEN" in out.stdout
+    assert "companion.train.text.tokens -> companion.train.studies.evidence" in out.stdout
+
+
+def test_a_circle_inside_a_training_subpackage_breaks_the_contract(tmp_path):
+    pkg = copy_package(tmp_path)
+    corpora = pkg / "train" / "text" / "corpora.py"   # english_mix builds on corpora: the old circle back
+    corpora.write_text(corpora.read_text() + "\nfrom . import english_mix  # deliberately wrong: a circle\n")
+    out = lint(tmp_path / "src", tmp_path)
+    assert out.returncode != 0
+    assert re.search(r"No circle of imports.*BROKEN", out.stdout.replace("\n", " "))
 
 
 def test_an_import_from_a_higher_layer_breaks_the_contract(tmp_path):

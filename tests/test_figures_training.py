@@ -77,7 +77,7 @@ def test_objective_swap_curves_add_the_other_objectives_loss_when_the_runs_logge
 
 def test_objective_swap_layers_draws_each_layers_change_from_the_checkpoint():
     from companion.book.figures.training import objective_swap_layers
-    from companion.train.swap import layer_changes
+    from companion.train.studies.swap import layer_changes
 
     df = pd.concat([_swap_history("control", "a", 1), _swap_history("swap", "b", 1)])
     ch = layer_changes(df, "symmetry").set_index(["role", "layer"])["change"]

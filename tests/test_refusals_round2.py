@@ -66,7 +66,7 @@ def test_a_long_double_matrix_beyond_float64_is_refused_and_rescaled_it_scores_r
 
 @pytest.mark.parametrize("payload", [[1, 2, 3], {"model": {}}])
 def test_a_checkpoint_that_is_not_one_is_refused_in_one_line(tmp_path, payload):
-    from companion.train.loop import load_checkpoint
+    from companion.train.runner.loop import load_checkpoint
 
     torch.save(payload, tmp_path / "checkpoint.pt")
     with pytest.raises(CompanionError, match="not a checkpoint this package wrote"):

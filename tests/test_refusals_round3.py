@@ -388,7 +388,7 @@ def test_allow_pickle_refuses_a_fifo_weights_file_at_once(tmp_path, capsys):
 
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
 def test_a_checkpoint_that_is_a_fifo_or_a_folder_is_refused_at_once(tmp_path, kind):
-    from companion.train.loop import load_checkpoint
+    from companion.train.runner.loop import load_checkpoint
 
     path = tmp_path / "checkpoint.pt"
     os.mkfifo(path) if kind == "fifo" else path.mkdir()
@@ -405,7 +405,7 @@ def test_a_train_corpus_that_is_a_fifo_is_refused_before_any_work(tmp_path, caps
 
 
 def test_a_cached_corpus_archive_that_is_a_fifo_or_folder_is_refused(tmp_path, monkeypatch):
-    from companion.train import corpora
+    from companion.train.text import corpora
 
     spec = corpora.CORPORA["python-docs"]
     fifo = tmp_path / "archive.fifo"
@@ -1102,7 +1102,7 @@ def test_overwrite_refuses_a_folder_named_like_a_run_file_and_keeps_it(tmp_path,
 
 
 def test_a_checkpoint_digest_that_is_not_text_is_a_mismatch_not_a_traceback(tmp_path):
-    from companion.train.loop import digest_path, load_checkpoint
+    from companion.train.runner.loop import digest_path, load_checkpoint
 
     path = tmp_path / "checkpoint.pt"
     torch.save({"model": {}, "optimizer": {}, "config": {}, "step": 1}, path)

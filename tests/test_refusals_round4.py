@@ -86,7 +86,7 @@ def test_a_run_whose_final_held_out_loss_is_nan_fails_the_context_gate(monkeypat
     import numpy as np
     import pandas as pd
 
-    import companion.train.evidence as ev
+    import companion.train.studies.evidence as ev
 
     monkeypatch.setattr(ev, "_unigram_reference", lambda *a, **k: 8.0)
     monkeypatch.setattr(ev, "_shape", lambda run: {"corpus": "c", "seq_len": 8, "top_k": None, "init_from": None})

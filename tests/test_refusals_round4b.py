@@ -299,7 +299,7 @@ def _catalogue(tmp_path, provenance: str | None):
 ])
 def test_a_finished_run_without_a_readable_provenance_is_refused_naming_it(tmp_path, provenance, words):
     from companion.base.errors import CompanionError
-    from companion.train.runs import run_catalogue
+    from companion.train.runner.runs import run_catalogue
 
     with pytest.raises(CompanionError, match=words) as err:
         run_catalogue(_catalogue(tmp_path, provenance))
@@ -307,7 +307,7 @@ def test_a_finished_run_without_a_readable_provenance_is_refused_naming_it(tmp_p
 
 
 def test_hardware_given_as_text_is_read_as_the_device(tmp_path):
-    from companion.train.runs import run_catalogue
+    from companion.train.runner.runs import run_catalogue
 
     root = _catalogue(tmp_path, '{"config": {"steps": 100, "seed": 1}, "hardware": "NVIDIA H100 (80 GB)",'
                                 ' "started": 20261120}')
@@ -319,7 +319,7 @@ def test_hardware_given_as_text_is_read_as_the_device(tmp_path):
                                             (b"\xff\xfe\x00bad", "cannot be read")])
 def test_a_missing_or_foreign_scripts_list_is_refused_naming_it(tmp_path, scripts, words):
     from companion.base.errors import CompanionError
-    from companion.train.runs import run_catalogue
+    from companion.train.runner.runs import run_catalogue
 
     root = _catalogue(tmp_path, '{"config": {"steps": 100, "seed": 1}}')
     if scripts is None:

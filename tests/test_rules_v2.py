@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.train import evidence
-from companion.train.runs import runs_root
+from companion.train.studies import evidence
+from companion.train.runner.runs import runs_root
 from companion.rules.verdicts import load_rules, rule_commit_time, started_before_rule
 
 

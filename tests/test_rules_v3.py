@@ -159,7 +159,7 @@ def test_the_committed_rules_load_and_their_nominal_levels_are_the_spending_func
 
 
 def test_the_committed_design_check_is_what_the_design_gives_and_meets_its_targets():
-    from companion.train.design_v3 import DESIGN_PATH, design_check
+    from companion.train.studies.design_v3 import DESIGN_PATH, design_check
 
     rules = load_rules_v3()
     fresh = design_check(rules)
@@ -170,7 +170,7 @@ def test_the_committed_design_check_is_what_the_design_gives_and_meets_its_targe
 
 
 def test_yardsticks_and_pilots_are_what_the_pilot_bodies_give():
-    from companion.train import design_v3 as dv
+    from companion.train.studies import design_v3 as dv
 
     rules = load_rules_v3()
     for name, y in rules["yardsticks"].items():
@@ -261,7 +261,7 @@ def test_a_rule_changed_after_its_bodys_first_run_is_found_in_any_later_commit(t
 
 
 def test_no_rule_that_judges_a_v3_body_changed_after_its_first_run():
-    from companion.train.runs import runs_root
+    from companion.train.runner.runs import runs_root
 
     rules = load_rules_v3()
     checked = 0
@@ -280,7 +280,7 @@ def test_no_rule_that_judges_a_v3_body_changed_after_its_first_run():
 
 def test_every_v3_run_started_after_its_rules_were_first_committed_and_logs_the_guard():
     from companion.rules.verdicts import _as_datetime
-    from companion.train.runs import runs_root
+    from companion.train.runner.runs import runs_root
 
     out = subprocess.run(["git", "log", "--reverse", "--format=%cI", "--", RULES_V3_PATH.name],
                          cwd=RULES_V3_PATH.parent, capture_output=True, text=True)

@@ -1,4 +1,4 @@
-"""The blind matrix's chapter numbers (companion.train.blind, companion.train.replicate),
+"""The blind matrix's chapter numbers (companion.train.studies.blind, companion.train.studies.replicate),
 checked on small hand-made histories whose answers are known, and on the cached runs against
 a direct read of their CSV files."""
 import csv
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.train import blind, replicate
-from companion.train.runs import runs_root
+from companion.train.studies import blind, replicate
+from companion.train.runner.runs import runs_root
 
 
 def _rows(run, mode, init, seed, quantity, steps, values):
@@ -167,7 +167,7 @@ def test_device_differences_match_the_history_files():
 
 
 def test_the_second_body_is_listed_in_its_plans_order_and_a_half_done_body_says_so(tmp_path, monkeypatch):
-    from companion.train import runs as runs_mod
+    from companion.train.runner import runs as runs_mod
 
     rules = {"bodies": {"mix": {"pattern": "mixblind-bert-mini-*", "seeds": [20, 21, 22], "extra_seeds": [23, 24]}}}
     plan = blind.planned_runs("mix", rules)
@@ -305,7 +305,7 @@ def _fake_runs(settings):
 
 
 def test_the_devices_sentence_says_only_what_the_provenance_records(monkeypatch):
-    import companion.train.evidence as ev
+    import companion.train.studies.evidence as ev
 
     settings = {"a": {"device": "CPU", "threads": 1, "bf16": True}, "b": {"device": "CPU", "threads": 1, "bf16": True},
                 "c": {"device": "NVIDIA H100", "threads": 1, "bf16": True},
@@ -323,8 +323,8 @@ def test_the_devices_sentence_says_only_what_the_provenance_records(monkeypatch)
 def test_a_run_without_a_recorded_device_is_never_taken_for_a_gpu_run(tmp_path, monkeypatch):
     import json
 
-    import companion.train.evidence as ev
-    import companion.train.runs as runs_mod
+    import companion.train.studies.evidence as ev
+    import companion.train.runner.runs as runs_mod
 
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "provenance.json").write_text(json.dumps({"config": {"bf16": True}}))

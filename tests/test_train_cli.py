@@ -87,8 +87,8 @@ def test_overwrite_with_a_bad_option_keeps_the_old_run(tmp_path, capsys, bad, sa
 
 
 def test_resume_continues_an_interrupted_run_and_refuses_another_config(tmp_path, capsys):
-    from companion.train.loop import TrainConfig, train
-    from companion.train.data import token_data_for_corpus
+    from companion.train.runner.loop import TrainConfig, train
+    from companion.train.text.data import token_data_for_corpus
 
     out = tmp_path / "run"
     assert _train(out, "--resume", "--checkpoint-every", "1", "--keep-checkpoint") == 0
@@ -103,7 +103,7 @@ def test_resume_continues_an_interrupted_run_and_refuses_another_config(tmp_path
 def test_interrupted_run_is_not_read_as_finished(tmp_path):
     import pytest
 
-    from companion.train.runs import load_runs
+    from companion.train.runner.runs import load_runs
 
     out = tmp_path / "run"
     assert _train(out, "--checkpoint-every", "1", "--keep-checkpoint") == 0
@@ -241,7 +241,7 @@ class _noraise:
 
 
 def test_the_module_entry_point_refuses_a_horizon_below_the_warm_up_in_one_line(tmp_path, capsys):
-    # `python -m companion.train.cli` (what companion.train.pack starts) refuses like `companion train`
+    # `python -m companion.train.cli` (what companion.train.runner.pack starts) refuses like `companion train`
     out = tmp_path / "run"
     assert main(["--size", "micro", "--steps", "50", "--warmup", "100", "--out", str(out)]) == 2
     err = capsys.readouterr().err

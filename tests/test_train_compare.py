@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.train.compare import final_scores, ordered_pairs, seed_mean_curve, seed_pairs, top_layers
+from companion.train.studies.compare import final_scores, ordered_pairs, seed_mean_curve, seed_pairs, top_layers
 
 
 def _run(name, mode, init, seed, steps, values):

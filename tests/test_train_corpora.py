@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from companion.base.errors import CompanionError
-from companion.train import corpora
-from companion.train.corpora import CORPORA, archive_path, corpus_documents, documents_sha256
-from companion.train.data import build_token_data, load_tokenizer, token_data_for_corpus
-from companion.train.tokens import (TokenBlocks, cached_token_streams, compact_vocabulary,
+from companion.train.text import corpora
+from companion.train.text.corpora import CORPORA, archive_path, corpus_documents, documents_sha256
+from companion.train.text.data import build_token_data, load_tokenizer, token_data_for_corpus
+from companion.train.text.tokens import (TokenBlocks, cached_token_streams, compact_vocabulary,
                                     tokenizer_sha256)
 
 
@@ -231,7 +231,7 @@ def test_online_corpus_needs_a_token_budget(cache):
 
 
 def test_unigram_reference_is_the_smoothed_training_frequencies_on_held_out_targets(tok):
-    from companion.train.data import unigram_cross_entropy
+    from companion.train.text.data import unigram_cross_entropy
 
     data = build_token_data(_docs(60), seq_len=16, tokenizer=tok, top_k=30)
     tr, ev = data.train.tensor().ravel().tolist(), data.eval.tensor().ravel().tolist()
@@ -248,8 +248,8 @@ def test_the_token_build_records_the_same_document_hash_as_the_corpus():
     import hashlib
     import io
 
-    from companion.train.data import load_tokenizer
-    from companion.train.tokens import tokenize_documents
+    from companion.train.text.data import load_tokenizer
+    from companion.train.text.tokens import tokenize_documents
 
     docs = ["Alpha beta.", "", "Gamma délta epsilon.", "zeta"] * 5
     # the documented format, computed here with hashlib directly
@@ -289,7 +289,7 @@ def test_the_fetch_child_dies_with_its_parent(tmp_path):
     child_py = tmp_path / "child.py"
     child_py.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
     parent_py = tmp_path / "parent.py"
-    parent_py.write_text("import subprocess, sys\nfrom companion.train.corpora import _die_with_parent\n"
+    parent_py.write_text("import subprocess, sys\nfrom companion.train.text.corpora import _die_with_parent\n"
                          f"p = subprocess.Popen([sys.executable, {str(child_py)!r}], preexec_fn=_die_with_parent)\n"
                          "p.wait()\n")
     parent = subprocess.Popen([sys.executable, str(parent_py)])
@@ -316,7 +316,7 @@ def test_a_killed_token_build_leaves_no_folder_after_the_next_build(cache, tok):
     import sys
 
     from companion.base.cache import cache_dir
-    from companion.train.tokens import cached_token_streams
+    from companion.train.text.tokens import cached_token_streams
 
     root = cache_dir("tokens")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -327,3 +327,16 @@ def test_a_killed_token_build_leaves_no_folder_after_the_next_build(cache, tok):
     docs = _docs()
     cached_token_streams({"corpus": "test-stale", "documents_sha256": "x"}, lambda: docs, tok)
     assert not stale.exists()
+
+
+def test_tokenizing_leaves_the_tokenizer_hash_as_a_fresh_copy_has_it():
+    """Encoding through transformers resets the backend's truncation and padding, which the
+    hash reads: the token cache's key must not depend on whether the tokenizer was used."""
+    import io
+
+    from companion.train.text.data import load_tokenizer
+    from companion.train.text.tokens import tokenize_documents, tokenizer_sha256
+
+    used = load_tokenizer()
+    tokenize_documents(_docs(), used, io.BytesIO(), io.BytesIO())
+    assert tokenizer_sha256(used) == tokenizer_sha256(load_tokenizer())

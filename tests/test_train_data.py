@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from companion.train.data import build_token_data, default_corpus, load_texts, load_tokenizer
+from companion.train.text.data import build_token_data, default_corpus, load_texts, load_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_a_token_cache_meta_of_the_wrong_shape_is_one_clear_error(tmp_path, meta
     import json as _json
 
     from companion.base.errors import CompanionError
-    from companion.train.tokens import _load
+    from companion.train.text.tokens import _load
 
     (tmp_path / "meta.json").write_text(_json.dumps(meta))
     with pytest.raises(CompanionError, match="delete the folder and it is rebuilt"):

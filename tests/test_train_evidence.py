@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from companion.base.errors import CompanionError
-from companion.train.evidence import PAPER, arm_values, settings, settings_text
-from companion.train.runs import load_runs, runs_root
+from companion.train.studies.evidence import PAPER, arm_values, settings, settings_text
+from companion.train.runner.runs import load_runs, runs_root
 
 
 def test_arm_values_take_each_runs_last_step_and_refuse_two_runs_of_one_seed():
@@ -35,7 +35,7 @@ def test_settings_of_a_cached_run_follow_from_its_provenance():
 
 def test_a_body_with_a_horizon_refuses_a_run_that_ends_elsewhere(monkeypatch):
     from companion.rules.verdicts import load_rules
-    from companion.train import evidence
+    from companion.train.studies import evidence
 
     rows = [dict(run=r, mode="encoder", init="standard", seed=s, quantity="eval_loss", step=st, layer=-1,
                  head=-1, value=1.0, penalty="none")
@@ -55,7 +55,7 @@ def test_a_body_with_a_horizon_refuses_a_run_that_ends_elsewhere(monkeypatch):
 def _body(monkeypatch):
     """Two arms x three seeds, evaluated at steps 5 and 10, training loss logged every step;
     the unigram reference fixed at 6.0 nats (what the reference reads is tested elsewhere)."""
-    import companion.train.evidence as ev
+    import companion.train.studies.evidence as ev
 
     monkeypatch.setattr(ev, "arm_reference", lambda runs, mode, init="standard": 6.0)
     rows = []
@@ -75,7 +75,7 @@ def _body(monkeypatch):
 
 
 def test_the_evidence_table_holds_each_arm_and_seed_once_with_the_values_the_rules_read(monkeypatch):
-    from companion.train.evidence import evidence_table, evidence_values
+    from companion.train.studies.evidence import evidence_table, evidence_values
 
     runs = _body(monkeypatch)
     arms = [("encoder", "standard"), ("decoder", "standard")]
@@ -96,7 +96,7 @@ def test_the_evidence_table_holds_each_arm_and_seed_once_with_the_values_the_rul
 
 def test_the_gate_reads_the_table_and_words_its_own_reason(monkeypatch):
     from companion.rules.verdicts import paired_t
-    from companion.train.evidence import evidence_table, evidence_values, gate_from_evidence
+    from companion.train.studies.evidence import evidence_table, evidence_values, gate_from_evidence
 
     runs = _body(monkeypatch)
     arms = [("encoder", "standard"), ("decoder", "standard")]
@@ -117,7 +117,7 @@ def test_the_gate_reads_the_table_and_words_its_own_reason(monkeypatch):
 
 
 def test_an_evidence_table_without_a_column_the_rules_read_is_refused_naming_it(monkeypatch):
-    from companion.train.evidence import evidence_table, evidence_values
+    from companion.train.studies.evidence import evidence_table, evidence_values
 
     t = evidence_table(_body(monkeypatch), "symmetry", [("encoder", "standard")], 0.5)
     with pytest.raises(CompanionError, match=r"lacks the columns \['half_logged'\]"):

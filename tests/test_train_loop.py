@@ -11,9 +11,9 @@ import torch
 # tens of times slower than one
 torch.set_num_threads(1)
 
-from companion.train.data import TokenData
-from companion.train.loop import TrainConfig, lr_factor, train
-from companion.train.objectives import MaskingSpec
+from companion.train.text.data import TokenData
+from companion.train.runner.loop import TrainConfig, lr_factor, train
+from companion.train.models.objectives import MaskingSpec
 
 VOCAB = 40
 
@@ -199,9 +199,9 @@ def test_eval_loss_and_its_standard_error_match_a_direct_computation():
     import numpy as np
     import torch.nn.functional as F
 
-    from companion.train.loop import EVAL_MASK_SEED, eval_loss
-    from companion.train.model import build_model, get_size
-    from companion.train.objectives import SelectiveLM, mask_tokens
+    from companion.train.runner.loop import EVAL_MASK_SEED, eval_loss
+    from companion.train.models.bert import build_model, get_size
+    from companion.train.models.objectives import SelectiveLM, mask_tokens
 
     torch.manual_seed(0)
     data = _data()
@@ -238,7 +238,7 @@ def test_eval_loss_and_its_standard_error_match_a_direct_computation():
 def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary(tmp_path, monkeypatch):
     import errno
 
-    import companion.train.loop as loop
+    import companion.train.runner.loop as loop
 
     cfg = _cfg(steps=4, checkpoint_every=2)
     train(cfg, data=_data(), out_dir=tmp_path, stop_at=2)
@@ -255,12 +255,12 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary(tmp_p
     monkeypatch.setattr(loop.torch, "save", real_save)
     assert (tmp_path / "checkpoint.pt").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt", "checkpoint.pt.sha256"]
-    from companion.train.loop import load_checkpoint
+    from companion.train.runner.loop import load_checkpoint
     load_checkpoint(tmp_path / "checkpoint.pt")          # the kept checkpoint still matches its digest
 
 
 def test_write_run_leaves_no_finished_looking_folder_when_it_fails(tmp_path, monkeypatch):
-    from companion.train.loop import write_run
+    from companion.train.runner.loop import write_run
 
     h = train(_cfg(steps=2, eval_every=2), data=_data())
 
@@ -290,7 +290,7 @@ def test_an_older_checkpoint_without_newer_config_fields_still_resumes(tmp_path)
 
 
 def test_shape_overrides_build_the_model_they_name():
-    from companion.train.model import qk_weights
+    from companion.train.models.bert import qk_weights
 
     h, model = train(_cfg(steps=2, eval_every=2, layers=3, width=48, heads=3), data=_data(),
                      return_model=True)
@@ -315,7 +315,7 @@ def test_bf16_autocast_only_where_the_card_computes_bf16_natively(monkeypatch):
     """A T4 (capability 7.5) would emulate bf16, slower than float32: the pass stays float32."""
     import torch
 
-    from companion.train import loop
+    from companion.train.runner import loop
 
     cfg = loop.TrainConfig()
     cuda = torch.device("cuda", 0)
@@ -338,7 +338,7 @@ def test_bf16_autocast_only_where_the_card_computes_bf16_natively(monkeypatch):
 def test_the_guard_reads_seen_and_unseen_blocks_as_the_draws_decide(tmp_path):
     """The guard's 'seen' sample holds only blocks the run drew, 'unseen' only blocks it did
     not: replaying the run's data generator (seed + 1) independently gives the drawn set."""
-    from companion.train.loop import guard_samples
+    from companion.train.runner.loop import guard_samples
 
     cfg = _cfg(steps=8, eval_every=4, eval_blocks=6, guard=True)
     g = torch.Generator().manual_seed(7)   # random blocks: every block's content is its own
@@ -366,12 +366,12 @@ def test_the_guard_reads_seen_and_unseen_blocks_as_the_draws_decide(tmp_path):
 
 def test_the_guard_losses_are_eval_mode_losses_of_their_samples():
     """guard_heldout_loss equals eval_loss computed on the same blocks by hand (no dropout)."""
-    from companion.train.loop import eval_loss, guard_samples
+    from companion.train.runner.loop import eval_loss, guard_samples
 
     cfg = _cfg(steps=4, eval_every=4, eval_blocks=6, guard=True)
     data = _data()
     hist, model = train(cfg, data=data, return_model=True)
-    from companion.train.objectives import SelectiveLM
+    from companion.train.models.objectives import SelectiveLM
 
     seen = torch.zeros(data.train.shape[0], dtype=torch.bool)  # the held-out sample does not depend on it
     blocks = guard_samples(data, cfg, seen)["heldout"]
@@ -384,7 +384,7 @@ def test_a_resumed_run_with_the_guard_equals_the_uninterrupted_one_and_keeps_its
     from safetensors.torch import load_file
 
     from companion.base.cache import sha256_file
-    from companion.train.loop import kept_weights_path
+    from companion.train.runner.loop import kept_weights_path
 
     cfg = _cfg(steps=12, guard=True, keep_weights=(6, 12), checkpoint_every=6)
     full, m_full = train(cfg, data=_data(), out_dir=tmp_path / "a", return_model=True)
@@ -404,3 +404,35 @@ def test_a_resumed_run_with_the_guard_equals_the_uninterrupted_one_and_keeps_its
 def test_kept_weights_must_name_steps_of_the_run():
     with pytest.raises(ValueError, match="keep_weights"):
         _cfg(steps=12, keep_weights=(13,))
+
+
+@pytest.mark.parametrize("killed_before_rename", [1, 2])
+def test_a_run_killed_while_installing_its_checkpoint_resumes_its_own_run(tmp_path, monkeypatch, killed_before_rename):
+    """Killed after the checkpoint's file is renamed into place but before its digest (2), or
+    before either (1): --resume continues the run, never refusing its own checkpoint, and the
+    history equals the run that was never interrupted."""
+    import os
+
+    import companion.train.runner.loop as loop
+
+    cfg = _cfg(steps=4, checkpoint_every=2)
+    full = train(cfg, data=_data())
+    train(cfg, data=_data(), out_dir=tmp_path, stop_at=2)
+    real_replace, calls = os.replace, []
+
+    class Killed(BaseException):
+        pass
+
+    def replace(src, dst):
+        calls.append(dst)
+        if len(calls) == killed_before_rename:
+            raise Killed
+        real_replace(src, dst)
+
+    monkeypatch.setattr(loop.os, "replace", replace)
+    with pytest.raises(Killed):
+        train(cfg, data=_data(), out_dir=tmp_path, resume=True, stop_at=4)
+    monkeypatch.setattr(loop.os, "replace", real_replace)
+    resumed = train(cfg, data=_data(), out_dir=tmp_path, resume=True)
+    pd.testing.assert_frame_equal(full, resumed, check_exact=True)
+    assert not (tmp_path / "checkpoint.pt.sha256.pending").exists() or killed_before_rename == 1

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from companion.base.errors import CompanionError
-from companion.train import mechanism as mech
+from companion.train.studies import mechanism as mech
 
 STEPS = [0, 100, 200, 300, 400]
 

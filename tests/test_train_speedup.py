@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.train.speedup import (
+from companion.train.studies.speedup import (
     authors_speedup,
     authors_speedup_from_histories,
     paired_loss_difference,
@@ -120,7 +120,7 @@ def test_published_formula_on_histories_matches_the_raw_formula_and_refuses_unpa
 
 # ---------------------------------------------------------------- censoring and intervals
 
-from companion.train.speedup import censored_median_speedup, paired_difference_interval  # noqa: E402
+from companion.train.studies.speedup import censored_median_speedup, paired_difference_interval  # noqa: E402
 
 
 def test_a_seed_that_never_reached_is_censored_not_dropped():

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.train.study import gap_exit, gap_null_band, layer_mean_curve, run_summary, tokens_per_step
+from companion.train.studies.compute_study import gap_exit, gap_null_band, layer_mean_curve, run_summary, tokens_per_step
 
 
 def _history(steps, layer_values, quantity="symmetry"):
@@ -72,7 +72,7 @@ def test_tokens_and_throughput_of_a_run():
 
 
 def _study_run(root, variant, mode, sym, dirn, width=64, layers=2, steps=(0, 50, 100)):
-    from companion.train.loop import write_run
+    from companion.train.runner.loop import write_run
 
     h = pd.concat([_history(steps, [[v] * layers for v in sym]),
                    _history(steps, [[v] * layers for v in dirn], "directionality"),
@@ -85,7 +85,7 @@ def _study_run(root, variant, mode, sym, dirn, width=64, layers=2, steps=(0, 50,
 
 
 def test_study_table_times_each_contrast_and_the_regime_is_the_cheapest_with_both(tmp_path):
-    from companion.train.study import choose_regime, load_study, study_table
+    from companion.train.studies.compute_study import choose_regime, load_study, study_table
 
     # base: both contrasts appear at step 50; heads2: only symmetry; lr3e-3: both, at step 100
     # (width 64: the directionality band of two 2-layer random models is about 1.1)
@@ -120,7 +120,7 @@ def test_study_table_times_each_contrast_and_the_regime_is_the_cheapest_with_bot
 
 
 def test_projection_recovers_a_power_law_in_width():
-    from companion.train.study import project_exit_tokens
+    from companion.train.studies.compute_study import project_exit_tokens
 
     t = pd.DataFrame({"width": [64, 128, 256], "sym_exit_tokens": [3.0 * w ** 1.5 for w in (64, 128, 256)]},
                      index=["width64", "base", "width256"])
@@ -141,7 +141,7 @@ def test_directionality_band_is_the_spread_of_the_directionality_difference():
 
 
 def test_curves_by_tokens_scale_the_step_axis():
-    from companion.train.study import curve_by_tokens
+    from companion.train.studies.compute_study import curve_by_tokens
 
     h = _history([0, 10], [[0.1, 0.3], [0.2, 0.6]])
     meta = {"config": {"batch_size": 8, "seq_len": 16}, "model_size": {}}

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from companion.train import swap
+from companion.train.studies import swap
 
 
 def _runs(body, effect, noise=0.0, seeds=(1, 2, 3), layers=3, steps=(0, 50, 100), start=0.5):
@@ -44,7 +44,7 @@ def test_end_values_are_layer_means_of_whole_layers_at_the_first_and_last_step()
 def patched(monkeypatch):
     def use(runs_by_body, band=0.01):
         monkeypatch.setattr(swap, "swap_runs", lambda body: runs_by_body.get(body))
-        monkeypatch.setattr("companion.train.evidence.null_band", lambda runs, q: band)
+        monkeypatch.setattr("companion.train.studies.evidence.null_band", lambda runs, q: band)
     return use
 
 

@@ -11,9 +11,9 @@ import torch
 
 from companion.base.errors import CompanionError
 from companion.core.scores import directionality_score, symmetry_score
-from companion.train.loop import TrainConfig, train
-from companion.train.model import build_model, qk_weights
-from companion.train.updates import OPTIMIZERS, UPDATE_QUANTITIES, UpdateRecorder, make_optimizer, start_split
+from companion.train.runner.loop import TrainConfig, train
+from companion.train.models.bert import build_model, qk_weights
+from companion.train.runner.updates import OPTIMIZERS, UPDATE_QUANTITIES, UpdateRecorder, make_optimizer, start_split
 
 from test_train_loop import _cfg, _data
 
@@ -132,7 +132,7 @@ def test_the_cli_refuses_a_zero_interval_in_one_line(tmp_path):
 
 
 def test_window_means_average_layers_and_the_early_logged_steps_only():
-    from companion.train.updates import window_means
+    from companion.train.runner.updates import window_means
 
     rows = []
     for mode, base in (("encoder", 0.5), ("decoder", 0.1)):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from companion.base.errors import CompanionError
-from companion.train.window_model import char_joined_ids, masked_window_cross_entropy
+from companion.train.models.window_model import char_joined_ids, masked_window_cross_entropy
 
 
 def _by_counting(train, held, w, vocab):

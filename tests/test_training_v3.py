@@ -44,8 +44,8 @@ def _write_run(root, name, mode, init, seed, *, sym, loss=4.0, sym_half=None, se
 @pytest.fixture
 def body(tmp_path, monkeypatch):
     """A v3 English-mix body in a temporary runs folder; the unigram reference is fixed at 8 nats."""
-    import companion.train.evidence as ev
-    import companion.train.runs as runs
+    import companion.train.studies.evidence as ev
+    import companion.train.runner.runs as runs
 
     monkeypatch.setattr(runs, "runs_root", lambda: tmp_path)
     monkeypatch.setattr(ev, "_unigram_reference", lambda *a, **k: 8.0)
@@ -59,7 +59,7 @@ def _pairs(root, effects, **kw):
 
 
 def _read(key="training_symmetry"):
-    from companion.train.v3_bodies import read_claim, body_runs_v3, _rules_commit
+    from companion.train.studies.v3_bodies import read_claim, body_runs_v3, _rules_commit
 
     rules = load_rules_v3()
     body = rules["bodies"]["english-mix-v3"]
@@ -204,7 +204,7 @@ def test_the_device_script_takes_whole_seeds_the_cpu_has_not_begun_in_the_plans_
     import subprocess
     import sys
 
-    from companion.train.runs import runs_root
+    from companion.train.runner.runs import runs_root
 
     def dry(script, **env):
         out = subprocess.run(["bash", str(runs_root() / script)], env=dict(os.environ, DRY="1", PY=sys.executable, **env),

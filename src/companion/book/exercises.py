@@ -709,7 +709,7 @@ def _(fn, label):
 def _tiny_decoder():
     import torch
 
-    from ..train.model import build_model
+    from ..train.models.bert import build_model
 
     with torch.random.fork_rng():      # leave the student's random state as it was
         torch.manual_seed(0)
@@ -722,7 +722,7 @@ def _tiny_decoder():
 def _(fn, label):
     import torch
 
-    from ..train.objectives import lm_logits
+    from ..train.models.objectives import lm_logits
 
     model = _tiny_decoder()
     gen = torch.Generator().manual_seed(1)

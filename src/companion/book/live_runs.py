@@ -25,7 +25,7 @@ __all__ = ["LivePlan", "LIVE_RUNS", "live_plan"]
 @dataclass(frozen=True)
 class LivePlan:
     """``runs`` training runs of ``steps`` steps each, at the model size the run size picks
-    (:func:`companion.train.model.size_for_run`: ``tiny``, ``bert-mini`` or ``bert``)."""
+    (:func:`companion.train.models.bert.size_for_run`: ``tiny``, ``bert-mini`` or ``bert``)."""
 
     chapter: str
     size: str

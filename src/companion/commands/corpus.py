@@ -21,7 +21,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..base.errors import CompanionError
-    from ..train.corpora import CORPORA, ONLINE_CORPORA, archive_ok, archive_path, fetch_corpus
+    from ..train.text.corpora import CORPORA, ONLINE_CORPORA, archive_ok, archive_path, fetch_corpus
 
     if args.corpus_command == "list":
         for spec in CORPORA.values():

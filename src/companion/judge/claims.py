@@ -654,7 +654,7 @@ def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) 
         else:
             conf = tests[tests["role"] == "confirmatory"]
             if len(conf) and int(conf.iloc[0]["n"]) >= need and not bool(conf.iloc[0]["gate"]):
-                from ..train.evidence import gate_why
+                from ..train.studies.evidence import gate_why
                 c = conf.iloc[0]
                 measured += (f"; the confirmatory body ({c['body']}, rules v2.1) does not decide it: "
                              f"its gate fails too ({gate_why(c.to_dict())})")
@@ -677,7 +677,7 @@ def _deciding_body_size(key: str, p, tail: str) -> str:
     """The size a training verdict was tested at: the deciding body's label and where its
     pairs trained (computed from the runs' provenance), then ``tail``."""
     from ..rules.verdicts import load_rules
-    from ..train import blind
+    from ..train.studies import blind
     from .empirical import _body
 
     rules = load_rules()
@@ -763,9 +763,9 @@ def update_structure() -> Verdict:
 
 
 def swap_tests_table():
-    """The objective swap's tests (:func:`companion.train.swap.swap_tests`), as computed for
+    """The objective swap's tests (:func:`companion.train.studies.swap.swap_tests`), as computed for
     its verdict."""
-    from ..train.swap import swap_tests
+    from ..train.studies.swap import swap_tests
 
     return _cached("swap_tests", swap_tests)
 
@@ -775,9 +775,9 @@ def objective_swap() -> Verdict:
     less symmetric than its masked-LM control (and more column-dominant), paired by seed
     (rule ``objective_swap``; runs of data/runs/objective_swap_plan.md).  The MiniLM body's
     symmetry decides; directionality and the SmolLM2 body are reported beside it."""
-    from ..train import swap
-    from ..train.evidence import run_dates
-    from ..train.runs import load_runs
+    from ..train.studies import swap
+    from ..train.studies.evidence import run_dates
+    from ..train.runner.runs import load_runs
     from ..rules.verdicts import rule, rule_written_after
 
     t = swap_tests_table()
@@ -822,8 +822,8 @@ def objective_swap() -> Verdict:
 
 
 def _update_rule_after(r) -> bool:
-    from ..train.evidence import run_dates
-    from ..train.runs import load_runs
+    from ..train.studies.evidence import run_dates
+    from ..train.runner.runs import load_runs
     from ..rules.verdicts import rule_written_after
 
     try:

@@ -30,7 +30,7 @@ def _cached(key, fn):
 
 
 def _body(name, rules):
-    from ..train.evidence import body_runs
+    from ..train.studies.evidence import body_runs
 
     return _cached(("body", name), lambda: body_runs(rules["bodies"][name]))
 
@@ -54,7 +54,7 @@ def yardstick(r: dict, runs: pd.DataFrame | None, quantity: str) -> float:
     """The smallest effect of interest of rule ``r`` for ``quantity`` on a body of ``runs``:
     a number, or a named yardstick of the rules file (``published-iqr-width``,
     ``table-1-speedup-nats``), or the v1 ``null-band`` (random forms of the body's shape)."""
-    from ..train import evidence
+    from ..train.studies import evidence
 
     v = r["sesoi"]
     if not isinstance(v, str):
@@ -80,7 +80,7 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
     Each row carries the v2 outcome, the gate's three parts, the power of the applied test,
     the deciding p-value (for Holm) and, beside it, the outcome version 1 gave.
     """
-    from ..train.evidence import evidence_table, evidence_values, gate_from_evidence, run_starts
+    from ..train.studies.evidence import evidence_table, evidence_values, gate_from_evidence, run_starts
     from ..rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
@@ -174,7 +174,7 @@ def apply_confirmatory(tests: pd.DataFrame, r: dict) -> pd.DataFrame:
 
 
 def _v1_band(runs, q):
-    from ..train.evidence import null_band
+    from ..train.studies.evidence import null_band
 
     return null_band(runs, q) if q in ("symmetry", "directionality") else 0.0
 
@@ -182,7 +182,7 @@ def _v1_band(runs, q):
 def scale_confound(rules=None) -> dict:
     """Fig. S5b's correction: PyTorch's default-scale symmetric start (the released code's)
     minus the matched-scale one, paired by seed (reference manual, cpu size, encoders)."""
-    from ..train.evidence import arm_values, body_runs
+    from ..train.studies.evidence import arm_values, body_runs
     from ..rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
@@ -327,13 +327,13 @@ def update_tests(rules=None) -> pd.DataFrame:
     """The ``update_structure`` rule on the cached update-level runs: per group of runs
     (``update-GROUP-*``: the optimiser and schedule of data/runs/mechanism_plan.md) and per
     score, the encoder minus the true decoder, paired by seed, of the mean over layers and
-    over the logged steps of the first 10% of training (:func:`companion.train.updates.window_means`).
+    over the logged steps of the first 10% of training (:func:`companion.train.runner.updates.window_means`).
     The row of the rule's primary group (plain SGD) on ``update_symmetry`` decides."""
     import fnmatch
 
-    from ..train import evidence
-    from ..train.runs import load_runs
-    from ..train.updates import window_means
+    from ..train.studies import evidence
+    from ..train.runner.runs import load_runs
+    from ..train.runner.updates import window_means
     from ..rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()

@@ -160,7 +160,7 @@ def wikipedia_windows(n: int = 64, kind: str = "document-aligned") -> np.ndarray
     consecutive windows, as the training runs see them.
     """
     from .prose import minilm_tokenizer
-    from ..train.data import load_texts
+    from ..train.text.data import load_texts
 
     if kind not in ("document-aligned", "packed"):
         raise CompanionError(f"kind must be 'document-aligned' or 'packed'; got {kind!r}.")

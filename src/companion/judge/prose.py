@@ -96,7 +96,7 @@ def minilm_tokenizer():
     import os
 
     if os.environ.get("COMPANION_TOKENIZER"):
-        from ..train.data import load_tokenizer
+        from ..train.text.data import load_tokenizer
 
         return load_tokenizer()
     try:

@@ -1,5 +1,5 @@
 """The four training claims judged by rules v3: each read at its looks
-(:func:`companion.train.v3_bodies.read_claim`), then the fixed sequence of the family applied.
+(:func:`companion.train.studies.v3_bodies.read_claim`), then the fixed sequence of the family applied.
 
 :func:`verdicts_v3` gives one row per claim in the family's order with its status, the look it
 was read at, the paired effect and its interval, the gate, the power at the planning spread
@@ -58,7 +58,7 @@ def status_of(key: str, table: pd.DataFrame | None = None) -> str:
 def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.DataFrame:
     """One row per v3 claim, in the fixed sequence's order (see the module docstring)."""
     from ..rules.v3 import load_rules_v3
-    from ..train.v3_bodies import MAKE_COMMAND, read_claim
+    from ..train.studies.v3_bodies import MAKE_COMMAND, read_claim
 
     rules = rules if rules is not None else load_rules_v3()
     order = rules["framework"]["family"]["order"]
@@ -97,7 +97,7 @@ def pilot_rows(rules: dict | None = None) -> pd.DataFrame:
     no guard, and v3's yardsticks and planning spreads were derived from them."""
     from ..rules.sequential import look_estimate, outcome_v3
     from ..rules.v3 import claim_v3, load_rules_v3
-    from ..train.design_v3 import pilot_values
+    from ..train.studies.design_v3 import pilot_values
 
     rules = rules if rules is not None else load_rules_v3()
     rows = []

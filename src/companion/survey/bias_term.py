@@ -248,7 +248,7 @@ def _quiet_transformers():
 
 
 def _wikipedia_texts(n: int = 8) -> list[str]:
-    from ..train.corpora import corpus_documents
+    from ..train.text.corpora import corpus_documents
 
     docs = corpus_documents("wikipedia")
     step = max(1, len(docs) // n)
@@ -311,7 +311,7 @@ def _onnx_inputs(name: str, kind: str, max_tokens: int) -> list[LayerInputs]:
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     wanted = [o.name for o in g.output]
     if kind == "onnx-text":
-        from ..train.data import load_tokenizer
+        from ..train.text.data import load_tokenizer
 
         tok = load_tokenizer(None)  # all-MiniLM-L6-v2's uncased WordPiece: the same vocabulary
         feeds = [tok(t, truncation=True, max_length=max_tokens, return_tensors="np")

@@ -1,13 +1,12 @@
 """Training BERT-style models from scratch and watching their query-key structure (Sec. 4).
 
-Modules, in the order data flows through them:
+Four subpackages, one per concern, each importing only those listed below it
+(``.importlinter`` checks this):
 
-``data``        corpus -> WordPiece ids -> fixed-length blocks, train / held-out split
-``model``       BERT-style encoder or decoder at the sizes of Table S1 (and CPU sizes)
-``objectives``  masked LM, true next-token prediction, and the authors' hybrid, by name
-``init``        standard, symmetric, skew-symmetric initialisation; symmetry penalty
-``loop``        AdamW + warmup/decay training with eval loss and score logging
-``speedup``     the Table 1 speed-up metric on smoothed eval loss
-``compare``     final scores, ordered seed pairs and runs paired by seed, across runs
-``cli``         the ``companion train`` subcommand
+``studies``  what the runs show: evidence tables, gates, speed-ups, the studies of the runs
+``runner``   the training loop, its checkpoints and provenance, and the run folders
+``models``   BERT-style and LLaMA-style models, objectives, initialisations
+``text``     corpora and tokenization: documents -> ids -> blocks, train / held-out split
+
+and ``cli``, the ``companion train`` subcommand (``python -m companion.train.cli``) on top.
 """

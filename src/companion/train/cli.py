@@ -24,9 +24,9 @@ __all__ = ["add_train_parser", "run_train", "main"]
 
 
 def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    from .init import INITS, PENALTIES
-    from .model import MODEL_SIZES, MODES
-    from .updates import OPTIMIZERS
+    from .models.init import INITS, PENALTIES
+    from .models.bert import MODEL_SIZES, MODES
+    from .runner.updates import OPTIMIZERS
 
     p.add_argument("--mode", choices=MODES, default="encoder",
                    help="encoder (masked LM), decoder (next-token), authors-decoder (masked LM under a causal mask)")
@@ -226,7 +226,7 @@ def _default_top_k(args: argparse.Namespace) -> int | None:
     """``--top-k``'s default: the full vocabulary with ``--from`` (the checkpoint's) and for a
     corpus trained on its own fitted vocabulary (english-mix, when no --tokenizer is
     given: it already has 4,096 ids, all used); else the compact 4,096 of BERT's 30,522."""
-    from .corpora import CORPORA
+    from .text.corpora import CORPORA
 
     if args.init_from:
         return None
@@ -240,8 +240,8 @@ def _config(args: argparse.Namespace):
     """The run's TrainConfig from the parsed options, or one clear error: checked before
     anything touches ``--out`` (so a bad option never costs a run folder)."""
     from ..base.errors import CompanionError
-    from .loop import TrainConfig
-    from .model import size_for_run
+    from .runner.loop import TrainConfig
+    from .models.bert import size_for_run
 
     try:
         cfg = TrainConfig(
@@ -265,7 +265,7 @@ def _config(args: argparse.Namespace):
     if args.checkpoint_every and args.checkpoint_every > args.steps:
         raise CompanionError(f"bad training option: --checkpoint-every {args.checkpoint_every} is longer than the "
                              f"run (--steps {args.steps}); pass a value <= --steps, or 0 for no checkpoints.")
-    from .corpora import CORPORA, ONLINE_CORPORA
+    from .text.corpora import CORPORA, ONLINE_CORPORA
 
     known = set(CORPORA) | set(ONLINE_CORPORA) | {"default", "jigsaw"}
     if args.corpus not in known and not Path(args.corpus).exists():
@@ -344,7 +344,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
-    from .loop import digest_path, provenance, train, write_run
+    from .runner.loop import digest_path, provenance, train, write_run
 
     cfg = args.config   # made by run_train before --out was touched
     log = open(args.log, "a", buffering=1) if args.log else None
@@ -355,12 +355,12 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         if log:
             log.write(msg + "\n")
 
-    from .data import token_data_for_corpus
+    from .text.data import token_data_for_corpus
 
     t0, c0 = time.time(), time.process_time()
     tokenizer = args.tokenizer
     if tokenizer is None and cfg.init_from is not None:  # the checkpoint's own tokenizer
-        from .pretrained import pretrained_folder
+        from .models.pretrained import pretrained_folder
 
         tokenizer = pretrained_folder(cfg.init_from)
     data = token_data_for_corpus(cfg.corpus, cfg.model_size.seq_len, top_k=cfg.top_k,

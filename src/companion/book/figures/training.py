@@ -1,5 +1,5 @@
 """Figures of the training experiments (Fig. 3, S3-S5).  Each takes a tidy table as made by
-:func:`companion.train.runs.load_runs` (columns step, quantity, layer, head, value, label,
+:func:`companion.train.runner.runs.load_runs` (columns step, quantity, layer, head, value, label,
 seed, ...) and returns a matplotlib Figure."""
 
 from __future__ import annotations
@@ -90,11 +90,11 @@ def loss_curves(df: pd.DataFrame, quantity: str = "eval_loss", ax=None, logy=Fal
 def loss_difference(table: pd.DataFrame, ax=None, title=None,
                     ylabel: str = "candidate - baseline held-out loss"):
     """Paired loss difference against step, one line per seed, from
-    :func:`companion.train.speedup.paired_loss_difference`; below zero the candidate is ahead."""
+    :func:`companion.train.studies.speedup.paired_loss_difference`; below zero the candidate is ahead."""
     need = {"seed", "step", "difference"}
     if not need <= set(table.columns):
         raise ValueError(f"the table needs the columns {sorted(need)}; "
-                         "make it with companion.train.speedup.paired_loss_difference.")
+                         "make it with companion.train.studies.speedup.paired_loss_difference.")
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
     for seed, g in table.groupby("seed"):
         g = g.sort_values("step")
@@ -114,7 +114,7 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
     """Layer-mean score against tokens seen, log-log, encoder solid and decoder dashed.
 
     ``curves`` maps a label (one model shape) to ``{"encoder": Series, "decoder": Series}``
-    indexed by tokens seen (:func:`companion.train.study.layer_mean_curve` with the step
+    indexed by tokens seen (:func:`companion.train.studies.compute_study.layer_mean_curve` with the step
     index multiplied by the tokens per step); step 0 cannot be drawn on a log axis and is
     left out.  ``bands`` maps the same labels to a null level drawn as a dotted line.
     Non-positive values (possible for directionality) are drawn as magnitudes when
@@ -156,7 +156,7 @@ _ROLE_COLORS = {"control": CYCLE[0], "swap": CYCLE[1]}
 def objective_swap_curves(runs: pd.DataFrame):
     """The objective swap against its control: layer-mean symmetry and directionality and the
     held-out loss (each under its own objective, and under the other one where the runs logged
-    it) against the step, one thin line per run and the mean over seeds thick.  ``runs``: :func:`companion.train.swap.swap_runs` (``role``
+    it) against the step, one thin line per run and the mean over seeds thick.  ``runs``: :func:`companion.train.studies.swap.swap_runs` (``role``
     column ``swap`` or ``control``)."""
     if "role" not in runs.columns:
         raise ValueError("objective_swap_curves: the table lacks the column 'role' (use swap_runs).")
@@ -188,7 +188,7 @@ def objective_swap_layers(runs: pd.DataFrame):
     """How far each layer's symmetry and directionality moved from the checkpoint, swap against
     control: the change from step 0 to the last step per layer (mean over seeds; one thin line
     per seed when there are several)."""
-    from ...train.swap import layer_changes
+    from ...train.studies.swap import layer_changes
 
     if "role" not in runs.columns:
         raise ValueError("objective_swap_layers: the table lacks the column 'role' (use swap_runs).")

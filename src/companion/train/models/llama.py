@@ -138,7 +138,7 @@ class Body(nn.Module):
 class LlamaLM(nn.Module):
     """LLaMA with a tied output head; ``causal`` decides the attention mask (module doc).
 
-    The training loop reaches it through :class:`companion.train.objectives.SelectiveLM`
+    The training loop reaches it through :class:`companion.train.models.objectives.SelectiveLM`
     (:meth:`hidden_states`, then :meth:`head` at the target positions only) and reads its
     query/key weights through :meth:`qk_parameters`.
     """

@@ -33,7 +33,7 @@ def final_scores(runs: pd.DataFrame, quantity: str = "symmetry",
                  keys=("mode", "init", "seed")) -> pd.Series:
     """Layer-mean ``quantity`` of each run at its own last logged step.
 
-    ``runs`` is a table from :func:`companion.train.runs.load_runs`.  Returns a Series
+    ``runs`` is a table from :func:`companion.train.runner.runs.load_runs`.  Returns a Series
     indexed by ``keys`` (columns of ``runs`` that tell its runs apart, e.g. a ``corpus``
     column added by the caller); a run that never logged ``quantity`` is absent.
     """

@@ -24,12 +24,12 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from ..base.runtime import run_size
+from ...base.runtime import run_size
 
 __all__ = ["ModelSize", "MODEL_SIZES", "size_for_run", "build_model", "qk_weights", "qk_parameters", "num_kv_heads",
            "MODES"]
 
-#: the three ways of training; see :mod:`companion.train.objectives`
+#: the three ways of training; see :mod:`companion.train.models.objectives`
 MODES = ("encoder", "decoder", "authors-decoder")
 
 
@@ -115,7 +115,7 @@ def build_model(size: str | ModelSize, vocab_size: int, mode: str = "encoder",
 
     ``mode="encoder"`` gives ``BertForMaskedLM``; ``"decoder"`` and ``"authors-decoder"``
     give ``BertLMHeadModel`` with a causal mask.  Re-initialise the attention with
-    :func:`companion.train.init.initialize` for the symmetric and skew-symmetric variants.
+    :func:`companion.train.models.init.initialize` for the symmetric and skew-symmetric variants.
     """
     from transformers import BertForMaskedLM, BertLMHeadModel
 
@@ -137,7 +137,7 @@ def qk_parameters(model: nn.Module) -> list[tuple[nn.Parameter, nn.Parameter]]:
     """Per layer the query and key weight parameters, ``[out, in]`` (with their ``.grad``).
 
     BERT models hold them as ``attention.self.query/key``; a model that defines
-    ``qk_parameters()`` itself (:class:`companion.train.llama.LlamaLM`) is asked."""
+    ``qk_parameters()`` itself (:class:`companion.train.models.llama.LlamaLM`) is asked."""
     model = getattr(model, "module", model)  # unwrap DistributedDataParallel
     if hasattr(model, "qk_parameters"):
         return model.qk_parameters()

@@ -39,7 +39,7 @@ import math
 import torch
 from torch import nn
 
-from .model import attention_modules
+from .bert import attention_modules
 
 __all__ = ["INITS", "initialize", "symmetry_penalty", "PENALTIES"]
 

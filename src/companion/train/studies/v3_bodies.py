@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-from ..base.errors import CompanionError
+from ...base.errors import CompanionError
 
 __all__ = ["body_runs_v3", "complete_seeds", "paired_values", "gate_v3", "read_claim", "missing_runs",
            "run_name", "GUARD_QUANTITIES", "MAKE_COMMAND"]
@@ -38,8 +38,8 @@ def run_name(body: dict, arm: str, seed: int) -> str:
 def _rules_commit():
     """When rules v3 were first committed: the oldest commit holding their stamp
     (:func:`companion.rules.verdicts.rule_commit_time`); None outside a git checkout."""
-    from ..rules.v3 import RULES_V3_PATH, load_rules_v3
-    from ..rules.verdicts import rule_commit_time
+    from ...rules.v3 import RULES_V3_PATH, load_rules_v3
+    from ...rules.verdicts import rule_commit_time
 
     return rule_commit_time(load_rules_v3()["framework"]["fixed"], RULES_V3_PATH)
 
@@ -48,8 +48,8 @@ def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.Dat
     """The finished runs of a v3 ``body`` (its seeds only) with ``device`` added, or None when
     none is in; refuses (CompanionError) a run that does not belong (module docstring).
     ``rules_fixed``: the rules' stamp; ``commit_time``: their first commit (None: the stamp)."""
-    from ..rules.verdicts import started_before_rule
-    from .runs import load_runs, runs_root
+    from ...rules.verdicts import started_before_rule
+    from ..runner.runs import load_runs, runs_root
 
     root = root or runs_root()
     try:
@@ -115,7 +115,7 @@ def complete_seeds(runs: pd.DataFrame | None, body: dict, arms) -> list[int]:
 
 
 def _values(runs, arm, quantity, step):
-    """One value per seed of ``arm`` (MODE/INIT) at ``step``: :func:`companion.train.evidence.arm_values`."""
+    """One value per seed of ``arm`` (MODE/INIT) at ``step``: :func:`companion.train.studies.evidence.arm_values`."""
     from .evidence import arm_values
 
     return arm_values(runs, quantity, *arm.split("/"), step=step)
@@ -146,7 +146,7 @@ def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) 
     """Rules v3's gate over ``seeds`` (the look's): context floor and one-mode guard for each
     arm, and the horizon part (no reversal shown between half horizon and horizon).  Returns
     ``{"passes", "parts": [...], "why"}``; ``why`` names every failed part with its numbers."""
-    from ..rules.sequential import look_estimate
+    from ...rules.sequential import look_estimate
     from .evidence import OBJECTIVE_OF_MODE, _shape, _unigram_reference
 
     g = rules["framework"]["gate"]
@@ -190,7 +190,7 @@ def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) 
 
 def missing_runs(body: dict, arms, seeds_needed: int, root=None) -> list[str]:
     """The runs of the first ``seeds_needed`` seeds (body order) that have not landed."""
-    from .runs import runs_root
+    from ..runner.runs import runs_root
 
     root = root or runs_root()
     return [run_name(body, a, s) for s in body["seeds"][:seeds_needed] for a in arms
@@ -199,7 +199,7 @@ def missing_runs(body: dict, arms, seeds_needed: int, root=None) -> list[str]:
 
 @lru_cache(maxsize=8)
 def _cached_runs(body_key: str, pattern: str, stamp: str):
-    from ..rules.v3 import load_rules_v3
+    from ...rules.v3 import load_rules_v3
 
     rules = load_rules_v3()
     return body_runs_v3(dict(rules["bodies"][body_key]), rules["framework"]["fixed"], _rules_commit())
@@ -209,8 +209,8 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     """One training claim read under rules v3 (before the fixed sequence): the sequential
     reading, the gate at the look read, the secondary comparators (unadjusted), the power at
     the planning spread and the detectable effect with its interval, and what is missing."""
-    from ..rules.sequential import Reading, detectable_effect_interval, look_estimate, outcome_v3, read_sequential
-    from ..rules.v3 import claim_v3, load_rules_v3
+    from ...rules.sequential import Reading, detectable_effect_interval, look_estimate, outcome_v3, read_sequential
+    from ...rules.v3 import claim_v3, load_rules_v3
 
     rules = rules if rules is not None else load_rules_v3()
     rule = claim_v3(key, rules)
@@ -237,7 +237,7 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     est = reading.estimate
     detect = (detectable_effect_interval(est.n, est.sd, est.nominal) if est is not None and not est.problem
               else (float("nan"),) * 3)
-    from ..rules.v3 import design_table_path
+    from ...rules.v3 import design_table_path
 
     design = pd.read_csv(design_table_path(rules))
     return {"key": key, "rule": rule, "reading": reading, "gate": gate, "seeds_in": seeds,

@@ -20,7 +20,7 @@ folder records, per run, its status, the steps it reached and its seconds per st
 
 Command line::
 
-    python -m companion.train.pack JOBS --out DIR [--parallel N] [--deadline SECONDS]
+    python -m companion.train.runner.pack JOBS --out DIR [--parallel N] [--deadline SECONDS]
 
 where each non-blank line of JOBS that does not start with ``#`` is ``NAME ARGS...``: the
 run's folder name under DIR and its ``companion train`` options (without ``--out``).
@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base.errors import CompanionError
+from ...base.errors import CompanionError
 
 PROGRESS = re.compile(r"step (\d+)/(\d+) .*elapsed (\d+(?:\.\d+)?)s")
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -223,7 +223,7 @@ def _device_memory(device: str) -> tuple[int, str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m companion.train.pack", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m companion.train.runner.pack", description=__doc__.split("\n\n")[0])
     p.add_argument("jobs", help="jobs file: one 'NAME OPTIONS...' line per run, most important first")
     p.add_argument("--out", required=True, help="folder for the runs (OUT/NAME) and pack_summary.json")
     p.add_argument("--parallel", type=int, default=os.cpu_count() or 1,

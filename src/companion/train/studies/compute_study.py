@@ -100,7 +100,7 @@ def curve_by_tokens(history: pd.DataFrame, meta: dict, quantity: str = "symmetry
 @functools.lru_cache(maxsize=64)
 def _null_pool(width: int, n: int, seed: int) -> dict:
     """Scores of ``n`` random rank-``width`` forms (cached: every band of a width shares them)."""
-    from ..core.null import null_scores
+    from ...core.null import null_scores
 
     # drawn on the CPU whatever the device: the rules' thresholds must not depend on the hardware
     t = null_scores(width, n_samples=n, rank=width, seed=seed, device="cpu")
@@ -183,8 +183,8 @@ def load_study(root=None, prefix: str = "study-") -> dict:
     """
     from pathlib import Path
 
-    from .loop import read_run
-    from .runs import runs_root
+    from ..runner.loop import read_run
+    from ..runner.runs import runs_root
 
     root = Path(root) if root is not None else runs_root()
     out = {}
@@ -289,7 +289,7 @@ def project_exit_tokens(table: pd.DataFrame, widths=(256, 768), quantity: str = 
 
 
 def main(argv=None) -> int:
-    """``python -m companion.train.study args VARIANT [TOKENS]`` prints a variant's training
+    """``python -m companion.train.studies.compute_study args VARIANT [TOKENS]`` prints a variant's training
     arguments; ``... regime`` prints the variant :func:`choose_regime` picks from the cached
     study runs (exit status 1, and the reason on stderr, when none qualifies)."""
     import sys
@@ -306,7 +306,7 @@ def main(argv=None) -> int:
             return 1
         print(regime)
         return 0
-    print("usage: python -m companion.train.study args VARIANT [TOKENS] | regime", file=sys.stderr)
+    print("usage: python -m companion.train.studies.compute_study args VARIANT [TOKENS] | regime", file=sys.stderr)
     return 2
 
 

@@ -174,7 +174,7 @@ def censored_median_speedup(speedups, level: float = 0.95) -> dict:
     ``text``, e.g. ``"0.12 (interval 0.05 to 0.20, 75% coverage; 3 of 3 seeds reached)"``
     (one seed: no interval).
     """
-    from ..rules.verdicts import median_interval
+    from ...rules.verdicts import median_interval
 
     v = np.asarray(speedups, dtype=float)
     if v.size == 0:

@@ -2,11 +2,11 @@
 what makes an encoder's symmetry peak early and fall, and how much of the end state is the
 initial form left over rather than structure added by training.
 
-The data flow is one way: cached runs (:func:`companion.train.runs.load_runs`) ->
+The data flow is one way: cached runs (:func:`companion.train.runner.runs.load_runs`) ->
 per-run trajectories of a score averaged over layers -> per-run peak and fall -> the
 effect of each candidate cause, paired by seed against the book's setting; and, for the
 runs that log it (``--log-updates``), the split of each form ``M(t)`` into ``c M(0)`` and
-the added part ``R`` (:func:`companion.train.updates.start_split`).
+the added part ``R`` (:func:`companion.train.runner.updates.start_split`).
 
 Groups are the optimiser/schedule settings of the plan, read from the run names
 (``update-GROUP-...``, ``update-mini-GROUP-...``, ``decomp-mini-GROUP-...``).
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..base.errors import CompanionError
-from ..rules.verdicts import one_sample_t, paired_t
+from ...base.errors import CompanionError
+from ...rules.verdicts import one_sample_t, paired_t
 
 __all__ = ["CAUSES", "SPLIT_QUANTITIES", "with_group", "layer_mean_trajectory", "peak_and_fall", "cause_table",
            "split_at_end", "window_table"]
@@ -115,7 +115,7 @@ def split_at_end(runs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     rows = rows[rows["quantity"].isin(SPLIT_QUANTITIES) & (rows["layer"] >= 0)]
     if rows.empty:
         raise CompanionError("no start/added split in these runs; it is logged by runs made with --log-updates "
-                             "(companion.train.updates).")
+                             "(companion.train.runner.updates).")
     last = rows.groupby("run")["step"].transform("max")
     end = rows[rows["step"] == last].groupby(["group", "mode", "seed", "quantity"])["value"].mean().unstack("quantity")
     end["form_if_no_start"] = (1 - end["start_share"]) * end["added_symmetry"]
@@ -133,9 +133,9 @@ def window_table(runs: pd.DataFrame, quantity: str = "update_directionality", fr
                  level: float = 0.95) -> pd.DataFrame:
     """Per ``(size, group, mode)``: the mean over seeds of each run's early-window mean of an update
     quantity (the window of the ``update_structure`` rule,
-    :func:`companion.train.updates.window_means`), with its t-interval; e.g. whether a
+    :func:`companion.train.runner.updates.window_means`), with its t-interval; e.g. whether a
     decoder's updates are column-dominant (directionality below 0) on their own."""
-    from .updates import window_means
+    from ..runner.updates import window_means
 
     rows = with_group(runs)
     rows = rows[(rows["head"] == -1) & (rows["layer"] >= 0)]

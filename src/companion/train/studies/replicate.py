@@ -17,7 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .evidence import arm_values, load_patterns, run_device
-from .runs import load_runs
+from ..runner.runs import load_runs
 
 JUDGED = "blind-wiki-bert-mini-*"
 REPLICATES = ("blind-gpu-replicate-wiki-bert-mini-*", "blind-cpu-replicate-wiki-bert-mini-*")
@@ -27,7 +27,7 @@ QUANTITIES = ("eval_loss", "symmetry", "directionality")
 def _device(run: str) -> str:
     """``cpu`` or ``gpu``; a run whose provenance records no device cannot stand in a device
     comparison and is refused by name."""
-    from ..base.errors import CompanionError
+    from ...base.errors import CompanionError
     from .evidence import UNRECORDED
 
     dev = run_device(run)

@@ -13,12 +13,13 @@ passes over the data), for the chapters to disclose.
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from ..base.errors import CompanionError
+from ...base.errors import CompanionError
 
 __all__ = ["body_runs", "arm_values", "loss_gate", "evidence_table", "evidence_values", "gate_from_evidence",
            "arm_reference", "EVIDENCE_COLUMNS", "gate_why", "logged_step", "null_band", "settings",
@@ -32,14 +33,14 @@ OBJECTIVE_OF_MODE = {"encoder": "encoder", "authors-decoder": "encoder", "decode
 
 
 def _provenance(run: str) -> dict:
-    from .runs import runs_root
+    from ..runner.runs import runs_root
 
     return json.loads((runs_root() / run / "provenance.json").read_text())
 
 
 def load_patterns(patterns) -> pd.DataFrame | None:
     """The cached runs matching any of ``patterns`` (each run once); ``None`` when none is cached."""
-    from .runs import load_runs
+    from ..runner.runs import load_runs
 
     frames = []
     for pat in patterns:
@@ -78,7 +79,6 @@ def body_runs(body: dict) -> pd.DataFrame | None:
     ``layers`` from each run's provenance.  A body that states its horizon (``steps``)
     refuses a run whose last evaluation is not at that step: its "final" values would be
     read at another horizon than the rule's."""
-    from .runs import runs_root
 
     runs = load_patterns(body.get("patterns") or [body["pattern"]])
     if runs is None:
@@ -94,14 +94,35 @@ def body_runs(body: dict) -> pd.DataFrame | None:
                 f"run {off.index[0]} of the body {body.get('label', body.get('pattern'))!r} ends its "
                 f"evaluations at step {int(off.iloc[0])}, not at the body's horizon {int(body['steps'])}; "
                 "finish the run (its script resumes it) or move its folder out of data/runs.")
-    base = runs_root()
-    meta = {}
+    label = body.get("label", body.get("pattern"))
+    meta, texts = {}, {}
     for r in runs["run"].unique():
-        p = json.loads((base / r / "provenance.json").read_text())
-        meta[r] = {"corpus": p["config"].get("corpus", "default"), "lr": p["config"]["lr"],
-                   "width": p["model_size"]["hidden_size"], "layers": p["model_size"]["num_hidden_layers"]}
+        p = _provenance(r)   # present and a config object: load_runs read it
+        try:
+            meta[r] = {"corpus": p["config"].get("corpus", "default"), "lr": float(p["config"]["lr"]),
+                       "width": int(p["model_size"]["hidden_size"]),
+                       "layers": int(p["model_size"]["num_hidden_layers"])}
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise CompanionError(f"run {r} of the body {label!r}: its provenance.json lacks {err} (config.lr, "
+                                 "model_size); it was not written by `companion train`. Make the run again, or "
+                                 "move its folder out of data/runs.") from None
+        if body.get("lr") is not None and not math.isclose(meta[r]["lr"], float(body["lr"]), rel_tol=1e-9):
+            raise CompanionError(f"run {r} was trained at learning rate {meta[r]['lr']:g}, but the body {label!r} "
+                                 f"is the runs at {float(body['lr']):g}; it is not judged with them. Move its folder "
+                                 "out of data/runs, or give it a body of its own in the rules.")
+        digest = (p.get("data") or {}).get("documents_sha256") if isinstance(p.get("data"), dict) else None
+        if digest is not None:
+            texts.setdefault(digest, []).append(r)
+    if len(texts) > 1:   # one body, one text: runs on another corpus (or a changed archive) are refused
+        common = max(texts, key=lambda d: len(texts[d]))
+        odd = next(r for d, rs in texts.items() if d != common for r in rs)
+        raise CompanionError(f"run {odd} of the body {label!r} was trained on other text (documents sha256 "
+                             f"{next(d for d, rs in texts.items() if odd in rs)[:12]}..., the body's other runs "
+                             f"{common[:12]}...); a body compares runs on one text. Move its folder out of "
+                             "data/runs, or make it again on the body's corpus.")
     extra = pd.DataFrame.from_dict(meta, orient="index")
     return runs.join(extra, on="run")
+
 
 
 def logged_step(runs: pd.DataFrame, fraction: float) -> int:
@@ -142,12 +163,12 @@ def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standa
 @lru_cache(maxsize=None)
 def _unigram_reference(corpus: str, seq_len: int, top_k, objective: str, init_from: str | None = None) -> float:
     """The unigram reference of a body's data; a run from a checkpoint used that checkpoint's
-    own tokenizer (:func:`companion.train.pretrained.pretrained_folder`), the others the default."""
-    from .data import token_data_for_corpus, unigram_cross_entropy
+    own tokenizer (:func:`companion.train.models.pretrained.pretrained_folder`), the others the default."""
+    from ..text.data import token_data_for_corpus, unigram_cross_entropy
 
     tokenizer = None
     if init_from:
-        from .pretrained import pretrained_folder
+        from ..models.pretrained import pretrained_folder
 
         tokenizer = pretrained_folder(init_from)
     return unigram_cross_entropy(token_data_for_corpus(corpus, seq_len, top_k=top_k, tokenizer_name=tokenizer),
@@ -266,7 +287,7 @@ def evidence_values(table: pd.DataFrame, arm, column: str = "end") -> pd.Series:
     missing = [c for c in need if c not in table.columns]
     if missing:
         raise CompanionError(f"the evidence table lacks the columns {missing}; build it with "
-                             "companion.train.evidence.evidence_table.")
+                             "companion.train.studies.evidence.evidence_table.")
     rows = table[(table["mode"] == mode) & (table["init"] == init)]
     if column in _LOGGED:
         rows = rows[rows[_LOGGED[column]].astype(bool)]
@@ -357,7 +378,7 @@ def published_iqr_width(score: str) -> float:
 
 @lru_cache(maxsize=1)
 def _published():
-    from ..zoo.catalog import published_scores
+    from ...zoo.catalog import published_scores
 
     df = published_scores()
     return df[(df["modality"] == "text") & (df["row_note"] == "")]
@@ -380,8 +401,8 @@ def speedup_nats(runs: pd.DataFrame, speedup: float, mode: str = "encoder", init
 def null_band(runs: pd.DataFrame, quantity: str) -> float:
     """The smallest effect of interest for a gap in ``quantity`` between two runs of this
     body: the 97.5% quantile of the gap between two untrained random models of its shape
-    (:func:`companion.train.study.gap_null_band`)."""
-    from .study import gap_null_band
+    (:func:`companion.train.studies.compute_study.gap_null_band`)."""
+    from .compute_study import gap_null_band
 
     s = _shape(runs["run"].iloc[0])
     return gap_null_band(s["width"], s["layers"], quantity=quantity)
@@ -462,7 +483,7 @@ def settings_text(runs: pd.DataFrame, gate_nats: float | None = None) -> str:
             f"{_one(st['passes'], '{:.1f}')} passes over the "
             f"{_one(st['train_tokens'] / 1e6, '{:.2f}')}-million-token training split")
     if gate_nats is None:
-        from ..rules.verdicts import load_rules
+        from ...rules.verdicts import load_rules
 
         gate_nats = load_rules()["framework"]["gate"]["context_floor_nats"]
     gate = loss_gate(runs, sorted({(m, "standard") for m in runs["mode"].unique()}), gate_nats)

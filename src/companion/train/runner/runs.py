@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..base.errors import CompanionError
-from ..base.paths import DATA_DIR
+from ...base.errors import CompanionError
+from ...base.paths import DATA_DIR
 from .loop import read_run
 
 __all__ = ["load_runs", "runs_root", "label_of", "run_catalogue"]
@@ -64,7 +64,7 @@ def _compact(numbers) -> str:
 
 
 def _read_scripts(path: Path) -> pd.DataFrame:
-    from ..base.errors import CompanionError
+    from ...base.errors import CompanionError
 
     try:
         scripts = pd.read_csv(path, keep_default_na=False, dtype=str)
@@ -84,7 +84,7 @@ def _read_scripts(path: Path) -> pd.DataFrame:
 def _catalogue_row(d: Path) -> dict:
     """The steps, seed, device and start date a finished run's ``provenance.json`` records,
     refused in one line naming the file when it is missing or not such a record."""
-    from ..base.errors import CompanionError
+    from ...base.errors import CompanionError
 
     path = d / "provenance.json"
     try:

@@ -2,7 +2,7 @@
 
 The plan (``data/runs/objective_swap_plan.md``) fine-tunes a trained encoder with a causal
 mask on next-token prediction, against a control that keeps its own masked objective.
-:func:`load_pretrained` builds the training model of :mod:`companion.train.model` for a
+:func:`load_pretrained` builds the training model of :mod:`companion.train.models.bert` for a
 mode (``encoder``: ``BertForMaskedLM``; ``decoder``/``authors-decoder``: ``BertLMHeadModel``
 with a causal mask) and loads the checkpoint's weights into it, so that at step 0 every
 layer's form ``W_q^T W_k`` is exactly the checkpoint's (what ``companion score`` reads).
@@ -16,7 +16,7 @@ as a zoo name, a local Hugging Face folder or GGUF file, or a hub id when online
   to the input embeddings (as in BERT) and its transform starts from the library's
   initialisation, which the run's seed fixes.  ``encoder`` gives ``BertForMaskedLM``,
   ``decoder`` ``BertLMHeadModel`` with a causal mask.
-* A LLaMA becomes :class:`companion.train.llama.LlamaLM` (its own tied head), causal for
+* A LLaMA becomes :class:`companion.train.models.llama.LlamaLM` (its own tied head), causal for
   ``decoder`` and ``authors-decoder``, bidirectional for ``encoder``.
 """
 
@@ -28,8 +28,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..base.errors import CompanionError
-from .model import MODES, is_causal
+from ...base.errors import CompanionError
+from ..text.data import is_gguf  # noqa: F401  (re-exported)
+from .bert import MODES, is_causal
 
 __all__ = ["SUPPORTED_TYPES", "pretrained_folder", "checkpoint_shape", "load_pretrained"]
 
@@ -39,16 +40,11 @@ SUPPORTED_TYPES = ("bert", "llama")
 
 def pretrained_folder(source: str) -> str:
     """The folder (or hub id) of ``source``: a zoo name, a local Hugging Face folder or a hub id."""
-    from ..zoo.registry import is_zoo_name, zoo_path
+    from ...zoo.registry import is_zoo_name, zoo_path
 
     if is_zoo_name(source):
         return str(zoo_path(source))
     return str(source)
-
-
-def is_gguf(path: str) -> bool:
-    """Whether ``path`` names a GGUF file (read through transformers' GGUF loader)."""
-    return str(path).endswith(".gguf") and Path(path).is_file()
 
 
 def _gguf_config(path: str) -> dict:
@@ -79,7 +75,7 @@ def _unsupported(source: str, kind) -> CompanionError:
 
 def checkpoint_shape(source: str) -> tuple[int, int, int]:
     """``(layers, width, heads)`` of a checkpoint, from its configuration."""
-    from ..adapters.families import positive_int
+    from ...adapters.families import positive_int
 
     folder = pretrained_folder(source)
     cfg_path = Path(folder) / "config.json"
@@ -148,7 +144,7 @@ def _hub_type(name: str) -> str | None:
 
 
 def _load_llama(source: str, folder: str, causal: bool) -> nn.Module:
-    """A :class:`~companion.train.llama.LlamaLM` with the weights of a LLaMA checkpoint."""
+    """A :class:`~companion.train.models.llama.LlamaLM` with the weights of a LLaMA checkpoint."""
     import contextlib
     import io
 

@@ -21,8 +21,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..rules.verdicts import detectable_effect, directional_outcome, load_rules, p_above, p_below, paired_t, rule
-from .runs import load_runs
+from ...rules.verdicts import detectable_effect, directional_outcome, load_rules, p_above, p_below, paired_t, rule
+from ..runner.runs import load_runs
 
 __all__ = ["swap_runs", "layer_means", "end_values", "layer_changes", "swap_tests", "SIGNS"]
 
@@ -79,7 +79,7 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
     lies above 0 and also wholly below the smallest effect of interest (rules v2 read it
     'negligible'); ``outcome_v1`` is what version 1's rule read, with its random-form band
     ``sesoi_v1``."""
-    from ..rules.verdicts import deciding_p, directional_outcome_v1, directional_power
+    from ...rules.verdicts import deciding_p, directional_outcome_v1, directional_power
     from .evidence import null_band, published_iqr_width
 
     rules = rules if rules is not None else load_rules()

@@ -37,10 +37,10 @@ from __future__ import annotations
 
 import torch
 
-from ..core.bilinear import bilinear_form
-from ..base.errors import CompanionError
-from ..core.scores import directionality_score, symmetry_score
-from .model import num_heads, num_kv_heads, qk_parameters
+from ...core.bilinear import bilinear_form
+from ...base.errors import CompanionError
+from ...core.scores import directionality_score, symmetry_score
+from ..models.bert import num_heads, num_kv_heads, qk_parameters
 
 __all__ = ["OPTIMIZERS", "UPDATE_QUANTITIES", "start_split", "forms", "gradient_forms", "UpdateRecorder", "make_optimizer",
            "window_means"]
@@ -172,7 +172,7 @@ def window_means(runs, quantity: str = "update_symmetry", fraction: float = 0.1)
     first ``fraction`` of its training (the window of the ``update_structure`` rule), indexed
     by ``(mode, init, seed)``; runs that logged no updates are absent.
 
-    ``runs`` is a table of :func:`companion.train.runs.load_runs`.
+    ``runs`` is a table of :func:`companion.train.runner.runs.load_runs`.
     """
     if quantity not in UPDATE_QUANTITIES:
         raise CompanionError(f"{quantity!r} is not an update quantity; choose one of {UPDATE_QUANTITIES}.")

@@ -3,12 +3,12 @@
 Corpora
 -------
 ``companion train --corpus NAME`` takes an offline corpus of
-:mod:`companion.train.corpora` (``wikipedia``, the default; ``english-mix``, which brings
+:mod:`companion.train.text.corpora` (``wikipedia``, the default; ``english-mix``, which brings
 its own fitted 4,096-id vocabulary and a held-out split by document hash; ``shakespeare``;
 ``kjv``; ``python-docs``), an online one (``wikimedia/wikipedia``, ``slimpajama``: streamed, with a
 token budget), or a local ``.txt`` (documents separated by blank lines) / ``.jsonl`` /
 ``.csv`` file.  Named corpora are tokenized once into a memory-mapped token cache
-(:mod:`companion.train.tokens`), recorded in each run's provenance by its content hash.
+(:mod:`companion.train.text.tokens`), recorded in each run's provenance by its content hash.
 
 Tokenizer
 ---------
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..base.errors import CompanionError
+from ...base.errors import CompanionError
 from .corpora import CORPORA, DEFAULT_CORPUS, ONLINE_CORPORA, corpus_documents, documents_sha256
-from .objectives import MaskingSpec
+from .masking import MaskingSpec
 from .tokens import (TokenBlocks, TokenStreams, cached_token_streams, compact_vocabulary,
                      in_memory_streams)
 
@@ -138,6 +138,11 @@ def _datasets_column(path, config, data_files, split, field_, limit, streaming=F
     return texts
 
 
+def is_gguf(path: str) -> bool:
+    """Whether ``path`` names a GGUF file (read through transformers' GGUF loader)."""
+    return str(path).endswith(".gguf") and Path(path).is_file()
+
+
 def load_tokenizer(name: str | None = None):
     """The tokenizer ``name`` (a folder, a GGUF file or a hub id), else ``$COMPANION_TOKENIZER``,
     else BERT uncased WordPiece from the all-MiniLM-L6-v2 folder (offline), else the hub id
@@ -145,7 +150,6 @@ def load_tokenizer(name: str | None = None):
     from transformers import AutoTokenizer
 
     name = name or os.environ.get("COMPANION_TOKENIZER") or None
-    from .pretrained import is_gguf
 
     if name is not None and name.startswith(("/", ".", "~")) and not Path(name).expanduser().is_dir() \
             and not is_gguf(Path(name).expanduser()):
@@ -201,7 +205,7 @@ def full_vocabulary_masking(tok, streams: TokenStreams | None = None) -> Masking
 class TokenData:
     """Token blocks ``[n, seq_len]`` for training and evaluation, and the vocabulary map.
 
-    ``train`` and ``eval`` are :class:`~companion.train.tokens.TokenBlocks`: views of a
+    ``train`` and ``eval`` are :class:`~companion.train.text.tokens.TokenBlocks`: views of a
     token stream that gather a batch when it is indexed (``data.train[idx]`` is a
     ``LongTensor``).  ``source`` says where the tokens came from (corpus, content hash,
     tokenizer hash, cache folder) and goes into each run's provenance.

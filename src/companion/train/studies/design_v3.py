@@ -7,8 +7,8 @@ refuses a yardstick derived from a body it judges.  The numbers are written into
 ``data/verdict_rules_v3.yaml`` (``value_when_fixed``) and ``data/verdict_rules_v3_design.csv``
 when the rules are committed; ``tests/test_rules_v3.py`` recomputes both from the pilots.
 
-    python -m companion.train.design_v3            # print the design check
-    python -m companion.train.design_v3 --write    # write data/verdict_rules_v3_design.csv
+    python -m companion.train.studies.design_v3            # print the design check
+    python -m companion.train.studies.design_v3 --write    # write data/verdict_rules_v3_design.csv
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import pandas as pd
 __all__ = ["pilot_values", "pilot_estimate", "planning_sd", "scaled_yardstick", "speedup_yardstick",
            "true_outcomes", "design_check", "DESIGN_PATH", "main"]
 
-from ..base.paths import DATA_DIR
+from ...base.paths import DATA_DIR
 
 DESIGN_PATH = DATA_DIR / "verdict_rules_v3_design.csv"
 
 
 def _v2_body(key: str) -> pd.DataFrame:
-    from ..rules.verdicts import load_rules
+    from ...rules.verdicts import load_rules
     from .evidence import body_runs
 
     rules = load_rules()
@@ -82,7 +82,7 @@ def scaled_yardstick(score: str, role: str, body: str, mode: str) -> dict:
 
 def speedup_yardstick(body: str, speedup: float) -> float:
     """Rules v2's Table 1 yardstick (the loss a ``speedup`` share of steps is worth at the
-    end, :func:`companion.train.evidence.speedup_nats`) on a pilot body's standard encoders."""
+    end, :func:`companion.train.studies.evidence.speedup_nats`) on a pilot body's standard encoders."""
     from .evidence import speedup_nats
 
     return float(speedup_nats(_v2_body(body), speedup))
@@ -109,7 +109,7 @@ def design_check(rules: dict, draws: int | None = None) -> pd.DataFrame:
     simulated probability of each outcome of the whole sequential procedure at a true effect
     of 0, of the yardstick d, and of the pilot's estimate, with the expected seeds used, the
     three targets and whether each is met.  One row per (claim, effect)."""
-    from ..rules.sequential import DECIDED_V3, nominal_levels, simulate_design
+    from ...rules.sequential import DECIDED_V3, nominal_levels, simulate_design
 
     fw = rules["framework"]
     seq = fw["sequential"]
@@ -148,9 +148,9 @@ def design_check(rules: dict, draws: int | None = None) -> pd.DataFrame:
 def main(argv=None) -> int:
     import argparse
 
-    from ..rules.v3 import load_rules_v3
+    from ...rules.v3 import load_rules_v3
 
-    ap = argparse.ArgumentParser(prog="python -m companion.train.design_v3", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m companion.train.studies.design_v3", description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help=f"write {DESIGN_PATH.name}")
     args = ap.parse_args(argv)
     rules = load_rules_v3(check_design=False)
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(table.round(4).to_string(index=False))
     if args.write:
-        from ..base.outputs import write_csv_atomic
+        from ...base.outputs import write_csv_atomic
 
         write_csv_atomic(table, DESIGN_PATH)
         print(f"wrote {DESIGN_PATH}")

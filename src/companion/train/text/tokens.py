@@ -19,6 +19,7 @@ renames it into place; the other ranks wait for it and map it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -32,8 +33,8 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import torch
 
-from ..base.cache import cache_dir, sha256_file
-from ..base.errors import CompanionError
+from ...base.cache import cache_dir, sha256_file
+from ...base.errors import CompanionError
 from .corpora import DocumentHasher
 
 __all__ = ["TokenBlocks", "TokenStreams", "document_separator", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
@@ -81,6 +82,32 @@ def _dtype_for(vocab: int):
     return np.uint16 if vocab <= np.iinfo(np.uint16).max + 1 else np.uint32
 
 
+@contextlib.contextmanager
+def _backend_settings_kept(tok):
+    """Leave a fast tokenizer's truncation and padding settings as they were found.
+
+    Encoding through ``transformers`` resets them (a freshly loaded BERT tokenizer truncates
+    and pads at 128), and :func:`tokenizer_sha256` hashes the backend with them: without
+    this, the same tokenizer would key the token cache one way before its first use and
+    another way after it, and the corpus would be tokenized again."""
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is None:
+        yield
+        return
+    truncation, padding = backend.truncation, backend.padding
+    try:
+        yield
+    finally:
+        if truncation is None:
+            backend.no_truncation()
+        else:
+            backend.enable_truncation(**truncation)
+        if padding is None:
+            backend.no_padding()
+        else:
+            backend.enable_padding(**padding)
+
+
 def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_every: int = 10,
                        batch_docs: int = 256, max_tokens: int | None = None,
                        progress: Callable[[int, int], None] | None = None,
@@ -121,15 +148,16 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
         if progress is not None:
             progress(index, counts["train_tokens"] + counts["eval_tokens"])
 
-    for doc in docs:
-        h.update(doc)
-        batch.append(doc)
-        if len(batch) >= batch_docs:
+    with _backend_settings_kept(tok):
+        for doc in docs:
+            h.update(doc)
+            batch.append(doc)
+            if len(batch) >= batch_docs:
+                flush()
+                if max_tokens and counts["train_tokens"] + counts["eval_tokens"] >= max_tokens:
+                    break
+        if batch:
             flush()
-            if max_tokens and counts["train_tokens"] + counts["eval_tokens"] >= max_tokens:
-                break
-    if batch:
-        flush()
     if counts["eval_docs"] == 0:
         raise CompanionError(f"need at least {eval_every} documents for a held-out split; "
                              f"got {counts['train_docs']}.")
@@ -223,7 +251,7 @@ def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], t
                                      f"token cache {folder}; check rank 0's log.")
             time.sleep(1.0)
         return _load(folder, expect)
-    from ..base.cache import pid_after_last_dash, remove_abandoned
+    from ...base.cache import pid_after_last_dash, remove_abandoned
 
     remove_abandoned(root, ".*.tmp-*", pid_after_last_dash)  # builds of killed processes
     tmp = root / f".{folder.name}.tmp-{os.getpid()}"

@@ -27,30 +27,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .model import MODES
+from ..text.masking import MaskingSpec  # noqa: F401  (re-exported: the objectives take it)
+from .bert import MODES
 
 __all__ = ["MaskingSpec", "mask_tokens", "objective_loss", "objective_terms", "lm_logits",
            "SelectiveLM", "target_bound"]
-
-
-@dataclass(frozen=True)
-class MaskingSpec:
-    """Token ids the masked-LM corruption needs.
-
-    ``first_regular_id``: ids below it are special tokens, never chosen and never used as
-    random replacements.
-    """
-
-    mask_id: int
-    vocab_size: int
-    first_regular_id: int = 0
-    prob: float = 0.15
-
-    def __post_init__(self):
-        if not 0.0 < self.prob < 1.0:
-            raise ValueError(f"masking probability must lie in (0, 1); got {self.prob}.")
-        if not 0 <= self.mask_id < self.vocab_size:
-            raise ValueError(f"mask id {self.mask_id} is outside the vocabulary of {self.vocab_size}.")
 
 
 def mask_tokens(ids: torch.Tensor, spec: MaskingSpec, generator: torch.Generator):
@@ -74,7 +55,7 @@ def mask_tokens(ids: torch.Tensor, spec: MaskingSpec, generator: torch.Generator
 
 
 class SelectiveLM(nn.Module):
-    """An LM (BERT, or :class:`~companion.train.llama.LlamaLM`) whose forward evaluates the
+    """An LM (BERT, or :class:`~companion.train.models.llama.LlamaLM`) whose forward evaluates the
     vocabulary head only at selected positions.
 
     ``select`` is either a boolean mask ``[batch, seq]`` or a LongTensor of flat position

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..rules.verdicts import paired_t
+from ...rules.verdicts import paired_t
 from .evidence import arm_values, gate_why, loss_gate, memorisation_gap
 
 BODY = "wikipedia-bert-mini-blind"
@@ -39,7 +39,7 @@ ARMS = [("encoder", "standard"), ("decoder", "standard"), ("authors-decoder", "s
 
 
 def body_rule(rules=None) -> dict:
-    from ..rules.verdicts import load_rules
+    from ...rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
     return rules["bodies"][BODY]
@@ -145,7 +145,7 @@ def gate_parts(runs: pd.DataFrame, rules=None) -> pd.DataFrame:
     """Per arm: seeds, final held-out loss, its unigram reference and the margin below it
     (the rules' context floor), and the memorisation gap (held-out minus training loss, against
     the rules' memorisation guard) as mean, smallest and largest over seeds."""
-    from ..rules.verdicts import load_rules
+    from ...rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
     g = rules["framework"]["gate"]
@@ -213,7 +213,7 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame, rules=None) -
     :func:`gate_parts`.  Keys: ``st_KEY`` (status), ``me_KEY`` (estimate and interval) for
     each claim, and ``why`` (which gate part failed, and by how much; empty when none), its
     thresholds read from the rules (``rules``, default ``data/verdict_rules.yaml``)."""
-    from ..rules.verdicts import load_rules
+    from ...rules.verdicts import load_rules
 
     g_rule = (rules if rules is not None else load_rules())["framework"]["gate"]
     floor, guard = float(g_rule["context_floor_nats"]), float(g_rule["memorisation_nats"])
@@ -239,7 +239,7 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame, rules=None) -
 
 def _seeds_interval(r) -> str:
     """'95% t-interval -0.100 to +0.300, 3 seeds', or 'one seed, no interval' for a test row."""
-    from ..base.phrasing import interval
+    from ...base.phrasing import interval
 
     return interval(r["low"], r["high"], n=int(r["n"]))
 
@@ -363,7 +363,7 @@ def planned_runs(body_key: str = SECOND_BODY, rules=None) -> pd.DataFrame:
     decoder over the same seeds; then the encoder and the true decoder over the extra seeds.
     Columns: ``run`` (its folder name), ``mode``, ``init``, ``seed`` and ``role``
     (``decides``, ``comparator beside`` or ``extra seed``)."""
-    from ..rules.verdicts import load_rules
+    from ...rules.verdicts import load_rules
 
     rules = rules if rules is not None else load_rules()
     if body_key not in rules["bodies"]:
@@ -382,7 +382,7 @@ def body_progress(body_key: str = SECOND_BODY, rules=None) -> pd.DataFrame:
     """:func:`planned_runs` with, per run, ``finished`` (its ``history.csv`` is cached: the
     run script writes it last) and ``last step`` (the last evaluation logged; NaN when not
     finished)."""
-    from .runs import runs_root
+    from ..runner.runs import runs_root
 
     t = planned_runs(body_key, rules)
     steps = []

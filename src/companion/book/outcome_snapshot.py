@@ -1,0 +1,122 @@
+"""What the book concludes, written down so that a refactor can be shown to change none of it.
+
+A snapshot holds the verdict of every claim (status, measured, Holm note), the rules-v3
+readings, and every value the executed chapters glued (from myst-nb's ``*.glue.json``
+stores beside the executed notebooks).  Two snapshots are compared value by value::
+
+    python -m companion.book.outcome_snapshot write before.json [--build _build]
+    ... move code ...
+    python -m companion.book.outcome_snapshot write after.json
+    python -m companion.book.outcome_snapshot compare before.json after.json
+
+``compare`` exits 1 and names each difference; glued figures are compared by kind only
+(their bytes carry dates and renderer versions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["verdict_records", "glued_values", "snapshot", "differences", "main"]
+
+
+def verdict_records() -> dict:
+    """``{claim key: {status, measured, holm}}`` for every claim, and the v3 readings."""
+    from ..judge.claims import all_verdicts
+    from ..judge.training_v3 import verdicts_v3
+
+    table = all_verdicts()
+    out = {}
+    for row in table.to_dict("records"):
+        out[row["key"]] = {k: ("" if row.get(k) is None or row.get(k) != row.get(k) else str(row.get(k)))
+                           for k in ("status", "measured", "holm")}
+    v3 = verdicts_v3()
+    for row in v3.to_dict("records"):
+        out[f"v3:{row.get('key', row.get('claim'))}"] = {k: str(v) for k, v in row.items()}
+    return out
+
+
+def _glue_value(entry) -> str:
+    """One glued output as comparable text: its plain text, or the kind of a figure."""
+    data = entry.get("data", entry) if isinstance(entry, dict) else {}
+    if not isinstance(data, dict):
+        return repr(data)
+    for kind in ("image/png", "image/svg+xml", "image/jpeg"):
+        if kind in data:
+            return f"<{kind}>"
+    if "text/plain" in data:
+        text = data["text/plain"]
+        return "".join(text) if isinstance(text, list) else str(text)
+    return "<" + ",".join(sorted(data)) + ">"
+
+
+def glued_values(build: str | Path = "_build") -> dict:
+    """``{"chapter:name": text}`` from every glue store of an executed build."""
+    build = Path(build)
+    stores = sorted(build.rglob("*.glue.json"))
+    out = {}
+    for store in stores:
+        try:
+            content = json.loads(store.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise SystemExit(f"cannot read the glue store {store}: {err}; build the book again (make book).")
+        for name, entry in (content.items() if isinstance(content, dict) else []):
+            out[f"{store.stem.removesuffix('.glue')}:{name}"] = _glue_value(entry)
+    return out
+
+
+def snapshot(build: str | Path | None = "_build") -> dict:
+    """Verdicts and (when ``build`` holds glue stores) glued values."""
+    return {"verdicts": verdict_records(), "glued": glued_values(build) if build is not None else {}}
+
+
+def differences(before: dict, after: dict) -> list[str]:
+    """Every key whose value differs, or which only one snapshot has, as one line each."""
+    lines = []
+    for part in ("verdicts", "glued"):
+        a, b = before.get(part, {}), after.get(part, {})
+        for key in sorted(set(a) | set(b)):
+            if key not in b:
+                lines.append(f"{part} {key}: only before")
+            elif key not in a:
+                lines.append(f"{part} {key}: only after")
+            elif a[key] != b[key]:
+                lines.append(f"{part} {key}: {a[key]!r} -> {b[key]!r}")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m companion.book.outcome_snapshot", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("write", help="write a snapshot of the verdicts and the glued values")
+    w.add_argument("out")
+    w.add_argument("--build", default="_build", help="an executed build holding *.glue.json (default _build)")
+    w.add_argument("--no-glue", action="store_true", help="verdicts only")
+    c = sub.add_parser("compare", help="name every difference between two snapshots (exit 1 if any)")
+    c.add_argument("before")
+    c.add_argument("after")
+    args = p.parse_args(argv)
+    if args.cmd == "write":
+        snap = snapshot(None if args.no_glue else args.build)
+        Path(args.out).write_text(json.dumps(snap, indent=1, sort_keys=True), encoding="utf-8")
+        print(f"{len(snap['verdicts'])} verdict rows and {len(snap['glued'])} glued values -> {args.out}")
+        return 0
+    snaps = []
+    for f in (args.before, args.after):
+        try:
+            snaps.append(json.loads(Path(f).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as err:
+            print(f"cannot read the snapshot {f}: {err}; write it with 'write'.", file=sys.stderr)
+            return 2
+    diff = differences(*snaps)
+    for line in diff:
+        print(line)
+    print(f"{len(diff)} differences")
+    return 1 if diff else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
