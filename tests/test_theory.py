@@ -150,7 +150,7 @@ def test_bad_mask_name_is_a_clear_error():
 
 
 def test_restrict_vocabulary_keeps_the_most_frequent_ids_and_pools_the_rest():
-    from companion.judge.prose import restrict_vocabulary
+    from companion.judge.stdlib_corpus import restrict_vocabulary
 
     seqs = np.array([[5, 5, 5, 9, 9, 2], [7, 5, 9, 2, 2, 1]])
     out = restrict_vocabulary(seqs, 2)

@@ -70,7 +70,7 @@ def test_an_unsupported_checkpoint_or_mode_is_one_clear_error(tmp_path):
 
 
 def _minilm_data(seq_len=32):
-    from companion.judge.prose import stdlib_paragraphs
+    from companion.judge.stdlib_corpus import stdlib_paragraphs
     from companion.train.text.data import build_token_data
 
     texts = list(stdlib_paragraphs())[:120]

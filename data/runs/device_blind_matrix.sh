@@ -2,7 +2,7 @@
 # The blind matrix's remaining runs on one GPU, in ONE device command (blind_plan.md, addendum):
 # encoder and true decoder seed 12, symmetric-start encoder seeds 10-12, authors' decoder
 # seeds 10-12, every arm at seeds 13-14: 16 runs, packed (one process and one CPU thread each)
-# by companion.train.pack, which stops the last runs in this order first if the set is
+# by companion.train.runner.pack, which stops the last runs in this order first if the set is
 # projected to miss the deadline.  Each run's options are make_blind_runs.sh's with
 # `--device cuda --threads 1` (bf16 autocast is the GPU default) and without checkpoints,
 # which could not be brought back from the device and change no number.
@@ -116,7 +116,7 @@ EOF
 cat "$WORK/alone.json"; tail -n 3 "$WORK/alone.log"
 
 # 2. the matrix, packed, in the plan's order
-$PY -m companion.train.pack "$WORK/jobs.txt" --out "$WORK/runs" --parallel "$PARALLEL" --deadline "$DEADLINE" --device "$DEVICE"
+$PY -m companion.train.runner.pack "$WORK/jobs.txt" --out "$WORK/runs" --parallel "$PARALLEL" --deadline "$DEADLINE" --device "$DEVICE"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv >> "$WORK/machine.txt" 2>/dev/null
 
 # 3. what comes back: one archive (the device returns at most 8 files)

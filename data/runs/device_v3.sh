@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rules v3's bodies (v3_plan.md) on one lent GPU, in ONE device command: the runs of
 # make_v3_runs.sh, in its order (whole looks first), that the CPU has not begun, packed one
-# process and one CPU thread each by companion.train.pack (which stops the last runs first if
+# process and one CPU thread each by companion.train.runner.pack (which stops the last runs first if
 # the set is projected to miss the deadline).  A seed whose runs the CPU has begun in a body
 # (finished in data/runs, or listed in .devrun/cache/cpu_in_progress_v3.txt) stays with the
 # CPU in that body, so no pair is split across devices.  Each run has make_v3_runs.sh's
@@ -68,7 +68,7 @@ done
 rm -rf "$WORK"; mkdir -p "$WORK" "$OUT"; mv "$JOBS" "$WORK/jobs.txt"
 { nvidia-smi -L 2>/dev/null; nproc; $PY -c "import torch; print(torch.__version__, torch.cuda.is_available())"; } > "$WORK/machine.txt" 2>&1
 cat "$WORK/machine.txt"
-$PY -m companion.train.pack "$WORK/jobs.txt" --out "$WORK/runs" --parallel "$PARALLEL" --deadline "$DEADLINE" --device "$DEVICE"
+$PY -m companion.train.runner.pack "$WORK/jobs.txt" --out "$WORK/runs" --parallel "$PARALLEL" --deadline "$DEADLINE" --device "$DEVICE"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv >> "$WORK/machine.txt" 2>/dev/null
 cd "$WORK" || exit 1
 tar czf "$OUT/v3-gpu.tar.gz" machine.txt jobs.txt runs/pack_summary.json runs/*.log \

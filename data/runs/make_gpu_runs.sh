@@ -61,7 +61,7 @@ export -f run_one
 export PY LOGDIR RUNS
 # build the token cache once, before the parallel runs map it
 "$PY" -m companion.cli corpus fetch "$CORPUS" > /dev/null 2>&1 || true
-"$PY" -c "import sys; from companion.train.data import token_data_for_corpus as t; \
+"$PY" -c "import sys; from companion.train.text.data import token_data_for_corpus as t; \
 t(sys.argv[1], 128, max_tokens=int(sys.argv[2]) if sys.argv[2] else None)" "$CORPUS" "${MAX_TOKENS:-}"
 status=0
 if [ "$PHASE" = mini ] || [ "$PHASE" = all ]; then

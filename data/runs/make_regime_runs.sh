@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cached runs in the regime the compute study chose (training chapters: Fig. 3, S3,
 # S4, S5 and Table 1 beside the BERT-Mini runs).  The regime is the study variant that
-# `python -m companion.train.study regime` picks from the cached study runs; every run
+# `python -m companion.train.studies.compute_study regime` picks from the cached study runs; every run
 # has that variant's shape, schedule and token budget (`... study args VARIANT TOKENS`).
 #
 #   regime-VARIANT-wikipedia-MODE-INIT-sSEED   encoder and decoder x standard and symmetric
@@ -13,8 +13,8 @@
 # (the chapter checks that the two agree).  Resumable like the others; finished runs are
 # skipped.  Usage: bash data/runs/make_regime_runs.sh   (RUN_JOBS=2 runs at a time, a pool)
 source "$(dirname "$0")/common.sh"
-REGIME=${REGIME:-$($PY -m companion.train.study regime)}
-ARGS=$($PY -m companion.train.study args $REGIME ${TOKENS:-})
+REGIME=${REGIME:-$($PY -m companion.train.studies.compute_study regime)}
+ARGS=$($PY -m companion.train.studies.compute_study args $REGIME ${TOKENS:-})
 jobs=()
 for seed in 0 1 2; do
   for mode in encoder decoder; do

@@ -16,9 +16,9 @@ PHASE=${1:-minilm}
 if [[ $PHASE == smollm2-pilot ]]; then
   $PY - <<'PY'
 import math, sys, time
-from companion.train.data import token_data_for_corpus
-from companion.train.loop import TrainConfig, train
-from companion.train.pretrained import pretrained_folder
+from companion.train.text.data import token_data_for_corpus
+from companion.train.runner.loop import TrainConfig, train
+from companion.train.models.pretrained import pretrained_folder
 
 data = token_data_for_corpus("wikipedia", 128, top_k=None, tokenizer_name=pretrained_folder("smollm2-135m"))
 rows, chosen = [], None
@@ -69,9 +69,9 @@ COMMON="--from $FROM --corpus wikipedia --seq-len 128 --batch-size 8 --optimizer
 if [[ $PHASE == pilot ]]; then
   $PY - <<'PY'
 import math, sys, time
-from companion.train.data import token_data_for_corpus
-from companion.train.loop import TrainConfig, train
-from companion.train.pretrained import pretrained_folder
+from companion.train.text.data import token_data_for_corpus
+from companion.train.runner.loop import TrainConfig, train
+from companion.train.models.pretrained import pretrained_folder
 
 data = token_data_for_corpus("wikipedia", 128, top_k=None, tokenizer_name=pretrained_folder("all-minilm-l6-v2"))
 rows, chosen = [], None

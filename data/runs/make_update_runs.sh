@@ -10,8 +10,8 @@
 #   bash data/runs/make_update_runs.sh decomp  # the plan's addendum 2: the BERT-Mini runs that log the
 #                                              # start/added split (decomp-mini-*), on a GPU
 source "$(dirname "$0")/common.sh"
-REGIME=${REGIME:-$($PY -m companion.train.study regime)}
-ARGS=$($PY -m companion.train.study args $REGIME ${TOKENS:-})
+REGIME=${REGIME:-$($PY -m companion.train.studies.compute_study regime)}
+ARGS=$($PY -m companion.train.studies.compute_study args $REGIME ${TOKENS:-})
 PHASE=${1:-runs}
 [[ $PHASE == runs || $PHASE == pilot || $PHASE == mini || $PHASE == decomp ]] || { echo "usage: $0 [pilot|mini|decomp]" >&2; exit 2; }
 if [[ $PHASE == mini || $PHASE == decomp ]]; then  # the BERT-Mini settings of make_wiki_runs.sh, on the GPU
@@ -24,8 +24,8 @@ fi
 if [[ $PHASE == pilot || ( $PHASE == mini && ! -f $LRFILE ) ]]; then
   SIZE=$SIZE SEQ=$SEQ LRFILE=$LRFILE $PY - <<'PY'
 import math, os, sys, time
-from companion.train.data import token_data_for_corpus
-from companion.train.loop import TrainConfig, train
+from companion.train.text.data import token_data_for_corpus
+from companion.train.runner.loop import TrainConfig, train
 size, seq, lrfile = os.environ["SIZE"], int(os.environ["SEQ"]), os.environ["LRFILE"]
 data = token_data_for_corpus("wikipedia", seq, top_k=4096)
 rows, chosen = [], None

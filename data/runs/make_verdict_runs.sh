@@ -14,8 +14,8 @@
 # Same shape, batch, tokens and evaluation as make_regime_runs.sh.  Resumable; finished
 # runs are skipped.  Usage: bash data/runs/make_verdict_runs.sh   (RUN_JOBS=2 at a time)
 source "$(dirname "$0")/common.sh"
-REGIME=${REGIME:-$($PY -m companion.train.study regime)}
-ARGS=$($PY -m companion.train.study args $REGIME ${TOKENS:-})
+REGIME=${REGIME:-$($PY -m companion.train.studies.compute_study regime)}
+ARGS=$($PY -m companion.train.studies.compute_study args $REGIME ${TOKENS:-})
 PAPER_LR="--lr 5e-5 --warmup 200 --decay-steps 200000"
 jobs=()
 for seed in 3 4; do

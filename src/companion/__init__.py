@@ -55,9 +55,11 @@ MOVED = {
     "slides": "book.slides", "sphinxext": "book.sphinxext", "student": "book.student", "vendor": "book.vendor",
     "bilinear": "core.bilinear", "null": "core.null", "rope": "core.rope", "scores": "core.scores",
     "theory": "core.theory", "tiny_attention": "core.tiny_attention",
-    "claims": "judge.claims", "empirical": "judge.empirical", "premises": "judge.premises", "prose": "judge.prose",
+    "claims": "judge.claims", "empirical": "judge.empirical", "premises": "judge.premises", "prose": "judge.stdlib_corpus",
     "verdicts": "rules.verdicts", "bias_term": "survey.bias_term", "tables": "survey.tables",
     "catalog": "zoo.catalog",
+    # 0.2.0: named for what they hold
+    "judge.prose": "judge.stdlib_corpus",
     # 0.2.0: companion.train split by concern into text, models, runner and studies
     "train.corpora": "train.text.corpora",
     "train.english_mix": "train.text.english_mix",

@@ -210,7 +210,7 @@ def premise_runs(size: str | None = None):
 
 
 def _premise_runs(size=None):
-    from . import prose
+    from . import stdlib_corpus as prose
     from .premises import train_and_measure
 
     cfg = premise_config(size)
@@ -362,7 +362,7 @@ def cor_s1_9() -> Verdict:
 
 
 def prop_s1_10() -> Verdict:
-    from . import prose
+    from . import stdlib_corpus as prose
     from ..core.theory import masked_counts, positional_frequencies
 
     N, rho = 32, 0.15
@@ -399,7 +399,7 @@ def premise_shares() -> dict:
     per process."""
     def compute():
         from .premises import context_ratio_share, wikipedia_windows
-        from .prose import minilm_tokenizer
+        from .stdlib_corpus import minilm_tokenizer
 
         V = minilm_tokenizer().vocab_size
         return {kind: context_ratio_share(wikipedia_windows(64, kind), V)
@@ -443,7 +443,7 @@ def premise_seed_runs(size: str | None = None) -> dict:
     from ..rules.verdicts import rule
 
     def compute():
-        from . import prose
+        from . import stdlib_corpus as prose
         from .premises import train_and_measure
 
         cfg, runs = premise_runs(size)

@@ -159,7 +159,7 @@ def wikipedia_windows(n: int = 64, kind: str = "document-aligned") -> np.ndarray
     than ``n`` are left out); ``packed``: the documents concatenated and cut into
     consecutive windows, as the training runs see them.
     """
-    from .prose import minilm_tokenizer
+    from .stdlib_corpus import minilm_tokenizer
     from ..train.text.data import load_texts
 
     if kind not in ("document-aligned", "packed"):

@@ -25,7 +25,7 @@ RULES_V3_PATH = DATA_DIR / "verdict_rules_v3.yaml"
 ARM_MODES = ("encoder", "decoder", "authors-decoder")
 ARM_INITS = ("standard", "symmetric")
 _QUANTITIES = ("symmetry", "directionality", "eval_loss")
-#: what the memorisation guard compares the seen training blocks with (companion.train.loop.guard_samples)
+#: what the memorisation guard compares the seen training blocks with (companion.train.runner.loop.guard_samples)
 GUARD_REFERENCES = ("unseen", "heldout")
 _YARDSTICK_RULES = ("scaled-iqr", "speedup-nats")
 #: the design check's Monte Carlo size is bounded (a typo of 10^9 draws would exhaust memory)
@@ -108,13 +108,13 @@ def _check_design(rules, path):
     table = design_table_path(rules, path)
     if not table.exists():
         _fail(path, "framework.design_check", f"its table {dc['table']} is missing; run "
-                                              "`python -m companion.train.design_v3 --write`.")
+                                              "`python -m companion.train.studies.design_v3 --write`.")
     df = pd.read_csv(table)
     for key, r in rules["claims"].items():
         rows = df[df["claim"] == key]
         if sorted(rows["effect"].astype(str)) != ["0", "d", "pilot"]:
             _fail(path, f"rule {key!r}", f"the design table {table.name} has no rows at effects 0, d and the pilot's; "
-                                         "recompute it (companion.train.design_v3 --write).")
+                                         "recompute it (companion.train.studies.design_v3 --write).")
         d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
         sd = float(r["pilot"]["planning_sd_when_fixed"])
         if not (np.allclose(rows["sesoi"], d, rtol=1e-6) and np.allclose(rows["planning_sd"], sd, rtol=1e-6)):
