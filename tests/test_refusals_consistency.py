@@ -2,9 +2,12 @@
 describes is refused with one line, never scored.  Each case below printed a score before
 the shared checks (``families.positive_int``, ``LayerPlan``'s head counts, the fused-tensor
 shapes, ``reader.model_width``, ``completeness.check_layer_count``); the valid variants are
-read and shown equal to a reference."""
+read and shown equal to a reference.  A count or ``model_type`` that is not a number or a
+name is refused too, in a short message and without building what it announces."""
 
 from __future__ import annotations
+
+import tracemalloc
 
 import pytest
 import torch
@@ -121,3 +124,39 @@ def test_a_gguf_head_count_stored_as_a_fraction_is_refused(tmp_path):
     path = bad.tiny_gguf(tmp_path / "m.gguf", layers=2, head_count_as_float=2.7)
     with pytest.raises(CompanionError, match="head_count is 2.7"):
         read_qk(path, progress=False)
+
+
+# ---------------------------------------------------------------- counts that are not names or numbers
+
+
+def test_a_billion_announced_layers_are_counted_without_a_billion_element_set():
+    from companion.adapters.completeness import check_layer_count
+    from companion.adapters.families import LayerPlan
+
+    plans = [LayerPlan(i, "causal", "decoder", ("q", "k"), 2, 2) for i in range(3)]
+    tracemalloc.start()
+    try:
+        with pytest.raises(CompanionError, match=r"announces 1000000 decoder layers.*layers \[3, 4, 5"):
+            check_layer_count({"num_hidden_layers": 1_000_000}, "llama", plans, "m")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000
+
+
+def test_a_count_built_from_nested_aliases_is_not_expanded_in_the_message():
+    from companion.adapters.families import positive_int
+
+    v = [1] * 10
+    for _ in range(6):          # 10^7 leaves, as YAML aliases nested in aliases build them
+        v = [v] * 10
+    with pytest.raises(CompanionError) as exc:
+        positive_int(v, "num_attention_heads")
+    assert len(str(exc.value)) < 400
+
+
+@pytest.mark.parametrize("model_type", [["llama"], {"llama": 1}])
+def test_a_model_type_that_is_not_a_name_is_one_line(tmp_path, capsys, model_type):
+    bad.tiny_llama(tmp_path, layers=1)
+    bad.edit_config(tmp_path, model_type=model_type)
+    one_line_error(["score", str(tmp_path), "--quiet"], capsys, "model_type", "not a name")

@@ -9,6 +9,7 @@ import os
 import pytest
 
 import malformed as bad
+from deadline import within
 from one_line import one_line_error
 
 
@@ -60,3 +61,14 @@ def test_a_config_far_larger_than_any_config_is_refused_before_reading(tmp_path,
     monkeypatch.setattr(sources, "MAX_JSON_BYTES", 100)    # the real limit, scaled down for the test
     monkeypatch.setattr(sources._read_json, "__defaults__", (100,))
     _one_line_error(["score", str(tmp_path)], capsys, "limit 100")
+
+
+# ---------------------------------------------------------------- weights that are not a regular file
+
+
+def test_allow_pickle_refuses_a_fifo_weights_file_at_once(tmp_path, capsys):
+    bad.tiny_llama(tmp_path, layers=1)
+    (tmp_path / "model.safetensors").unlink()
+    os.mkfifo(tmp_path / "pytorch_model.bin")
+    with within(20, tmp_path / "pytorch_model.bin"):
+        one_line_error(["score", str(tmp_path), "--allow-pickle", "--quiet"], capsys, "FIFO")

@@ -1,6 +1,6 @@
 """Hostile GGUF headers: every length and count is checked against the file's size before
 anything is allocated, malformed headers are never handed to another parser, and tensors
-may not share bytes.  Each file is tiny; each refusal is one line, within seconds and
+may not share bytes or a metadata key be stored twice.  Each file is tiny; each refusal is one line, within seconds and
 without a large allocation."""
 
 from __future__ import annotations
@@ -87,3 +87,42 @@ def test_tensors_whose_data_overlap_are_refused(tmp_path):
     path = tmp_path / "overlap.gguf"
     path.write_bytes(bytes(data))
     _refused_fast(path, "overlap")
+
+
+# ---------------------------------------------------------------- a metadata key stored twice
+
+
+def _gguf_string(s: str) -> bytes:
+    return struct.pack("<Q", len(s.encode())) + s.encode()
+
+
+def test_a_gguf_metadata_key_stored_twice_is_refused(tmp_path):
+    from companion.adapters.gguf_file import GGUFSource
+
+    def kv(key, value):
+        return _gguf_string(key) + struct.pack("<I", 8) + _gguf_string(value)
+
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv("general.architecture", "llama")
+                     + kv("general.architecture", "gpt2") + b"\0" * 64)
+    with pytest.raises(CompanionError, match="general.architecture' is stored twice"):
+        GGUFSource(path)
+
+
+def test_a_gguf_key_stored_twice_is_refused_on_the_reference_readers_path_too(tmp_path, monkeypatch):
+    from companion.adapters import gguf_file
+    from companion.adapters.gguf_file import GGUFSource
+
+    def kv(key, value):
+        return _gguf_string(key) + struct.pack("<I", 8) + _gguf_string(value)
+
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv("general.architecture", "llama")
+                     + kv("general.architecture", "gpt2") + b"\0" * 64)
+
+    def not_mine(p):   # as for a big-endian file: the header goes to gguf.GGUFReader
+        raise ValueError("GGUF version (big-endian or unsupported)")
+
+    monkeypatch.setattr(gguf_file, "parse_gguf_header", not_mine)
+    with pytest.raises(CompanionError, match="general.architecture.*twice|[Dd]uplicate general.architecture"):
+        GGUFSource(path)

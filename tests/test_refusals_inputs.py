@@ -7,6 +7,9 @@ UnicodeDecodeError)."""
 import pytest
 import yaml
 
+import malformed as bad
+from deadline import within
+from one_line import one_line_error
 from companion.base.bounded_yaml import TooDeep, load_bounded
 
 
@@ -28,7 +31,7 @@ def test_yaml_nested_five_thousand_deep_is_refused_as_too_large():
     (b"[" * 5000 + b"]" * 5000 + b"\0", "nested deeper than can be read"),
 ])
 def test_a_marian_configuration_with_a_month_13_date_or_5000_levels_is_refused_naming_the_file(tmp_path, yml, why):
-    from test_refusals_round3 import _marian_file, _marian_items
+    from test_refusals_formats import _marian_file, _marian_items
 
     from companion.adapters.marian_bin import MarianSource
     from companion.base.errors import CompanionError
@@ -64,3 +67,36 @@ def test_a_book_cache_key_or_record_that_is_not_utf8_is_handled_naming_the_file(
     (executed / "chapter.json").write_bytes(b"\xff\xfe")
     with pytest.raises(ValueError, match=r"chapter\.json cannot be read"):
         book_cache.seed(executed, cache)
+
+
+# ---------------------------------------------------------------- YAML bombs
+
+
+def test_a_marian_configuration_alias_bomb_is_refused_before_it_is_built():
+    from companion.adapters.marian_bin import _bounded_yaml
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    with within(20), pytest.raises(OverflowError):
+        _bounded_yaml("\n".join(lines))
+    assert _bounded_yaml("type: transformer\ndim-emb: 8\n") == {"type": "transformer", "dim-emb": 8}
+
+
+
+# ---------------------------------------------------------------- dangling links
+
+
+def test_a_dangling_shard_link_is_named_as_a_link_not_a_missing_entry(tmp_path, capsys):
+    _, shards = bad.sharded_llama(tmp_path, layers=3)
+    shards[1].unlink()
+    shards[1].symlink_to(tmp_path / "blobs" / "gone")
+    line = one_line_error(["score", str(tmp_path), "--quiet"], capsys, "is a link to", "does not exist")
+    assert shards[1].name in line
+
+
+def test_a_dangling_config_link_is_not_called_missing(tmp_path, capsys):
+    bad.tiny_llama(tmp_path, layers=1)
+    (tmp_path / "config.json").unlink()
+    (tmp_path / "config.json").symlink_to(tmp_path / "blobs" / "gone")
+    one_line_error(["score", str(tmp_path), "--quiet"], capsys, "config.json is a link to", "does not exist")

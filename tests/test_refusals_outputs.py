@@ -5,11 +5,13 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 
 import pandas as pd
 import pytest
 
 import malformed as bad
+from one_line import one_line_error
 from companion.survey import scoring as survey
 from companion.zoo.catalog import load_catalog
 from companion.cli import main
@@ -196,3 +198,61 @@ def test_a_survey_out_that_is_a_file_is_one_line(fake_catalog, tmp_path, capsys)
     (tmp_path / "f").write_text("x")
     _one_line(["survey", "--offline", "--catalog", str(fake_catalog), "--out",
                str(tmp_path / "f"), "--quiet"], capsys, "--out", "is a file")
+
+
+# ---------------------------------------------------------------- score --out
+
+
+def _one_line_error(argv, capsys, *words):
+    return one_line_error(argv, capsys, *words)
+
+
+def test_score_out_onto_the_models_own_config_is_refused_and_leaves_it(tmp_path, capsys):
+    bad.tiny_llama(tmp_path / "m")
+    before = (tmp_path / "m" / "config.json").read_bytes()
+    _one_line_error(["score", str(tmp_path / "m"), "--out", str(tmp_path / "m" / "config.json")], capsys,
+                    "would overwrite")
+    assert (tmp_path / "m" / "config.json").read_bytes() == before
+    assert main(["score", str(tmp_path / "m"), "--out", str(tmp_path / "scores.csv"), "--quiet"]) == 0
+
+
+def test_score_out_onto_a_fifo_is_refused_and_the_fifo_stays(tmp_path, capsys):
+    bad.tiny_llama(tmp_path / "m", layers=1)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    one_line_error(["score", str(tmp_path / "m"), "--out", str(fifo), "--quiet"], capsys,
+                   "not a regular file")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_write_atomic_never_replaces_a_fifo(tmp_path):
+    from companion.base.outputs import write_text_atomic
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(CompanionError, match="not a regular file"):
+        write_text_atomic("x", fifo)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["pipe"]
+
+
+def test_score_out_keeps_the_mode_of_the_file_it_replaces_and_new_files_follow_the_umask(tmp_path):
+    from companion.cli import main
+
+    bad.tiny_llama(tmp_path / "m", layers=1)
+    out = tmp_path / "scores.csv"
+    out.write_text("old\n")
+    os.chmod(out, 0o640)
+    assert main(["score", str(tmp_path / "m"), "--out", str(out), "--quiet"]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640 and out.read_text() != "old\n"
+    umask = os.umask(0o022)
+    try:
+        fresh = tmp_path / "fresh.csv"
+        assert main(["score", str(tmp_path / "m"), "--out", str(fresh), "--quiet"]) == 0
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o644     # not mkstemp's private 0o600
+    finally:
+        os.umask(umask)
+
+
+def test_score_out_empty_is_refused_not_ignored(tmp_path, capsys):
+    bad.tiny_llama(tmp_path, layers=1)
+    one_line_error(["score", str(tmp_path), "--out", "", "--quiet"], capsys, "--out is empty")

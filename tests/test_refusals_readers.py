@@ -2,7 +2,8 @@
 
 The malformed inputs are built by ``tests/malformed.py``.  Where a rule comes from the
 safetensors format, the safetensors library itself is the independent judge: whatever it
-refuses, ``companion`` must refuse too.
+refuses, ``companion`` must refuse too.  A quantization config must fit the stored
+types and shapes (fp8 blocks, bitsandbytes row scales).
 """
 
 from __future__ import annotations
@@ -294,3 +295,77 @@ def test_huge_but_finite_weights_are_not_taken_for_nan():
     big[1, 2] = float("inf")
     with pytest.raises(CompanionError, match="NaN or infinite"):
         _check_finite(QKLayer(0, "encoder", big, big.clone(), 1, 1), "x")
+
+
+# ---------------------------------------------------------------- quantization that does not fit
+
+
+def _retype_qk(folder, dtype):
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "model.safetensors"
+    state = load_file(str(path))
+    for k in list(state):
+        if k.endswith(("q_proj.weight", "k_proj.weight")):
+            state[k] = torch.round(state[k].float() * 100).to(dtype)
+    save_file(state, str(path), metadata={"format": "pt"})
+
+
+@pytest.mark.parametrize("method, stored", [("fp8", torch.int8), ("fp8", torch.int32),
+                                            ("bitsandbytes", torch.int32), ("bitsandbytes", torch.float8_e4m3fn)])
+def test_a_quantization_config_that_does_not_fit_the_stored_type_is_refused(tmp_path, capsys, method, stored):
+    bad.tiny_llama(tmp_path)
+    _retype_qk(tmp_path, stored)
+    qc = ({"quant_method": "fp8", "weight_block_size": [16, 16]} if method == "fp8" else
+          {"quant_method": "bitsandbytes", "load_in_8bit": True})
+    bad.edit_config(tmp_path, quantization_config=qc)
+    _one_line_error(["score", str(tmp_path)], capsys, "does not fit", str(stored).replace("torch.", ""))
+
+
+def test_a_bitsandbytes_checkpoint_as_stored_still_reads_to_its_weights(tmp_path):
+    from companion.adapters import read_qk
+
+    _, floats = bad.bnb_int8_llama(tmp_path)
+    got = read_qk(tmp_path, progress=False)
+    assert torch.allclose(got.layers[0].Wq, floats["model.layers.0.self_attn.q_proj.weight"], atol=1e-6)
+
+
+def _edit_weights(folder, edit):
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "model.safetensors"
+    state = load_file(str(path))
+    edit(state)
+    save_file({k: v.contiguous() for k, v in state.items()}, str(path), metadata={"format": "pt"})
+
+
+@pytest.mark.parametrize("reshape", [lambda w: w[0], lambda w: w[None]])
+def test_an_fp8_weight_that_is_not_a_matrix_is_refused_in_one_line(tmp_path, capsys, reshape):
+    bad.fp8_block_llama(tmp_path)
+    _edit_weights(tmp_path, lambda s: s.__setitem__(bad.Q0, reshape(s[bad.Q0])))
+    one_line_error(["score", str(tmp_path), "--quiet"], capsys, bad.Q0, "not a matrix")
+
+
+@pytest.mark.parametrize("reshape", [lambda w: w[0, 0].clone(), lambda w: w[0]])
+def test_a_bitsandbytes_weight_that_is_not_a_matrix_is_refused_not_broadcast(tmp_path, capsys, reshape):
+    # a vector of 64 int8 values with 64 row scales was broadcast into a 64 x 64 "weight"
+    bad.bnb_int8_llama(tmp_path)
+    _edit_weights(tmp_path, lambda s: s.__setitem__(bad.Q0, reshape(s[bad.Q0])))
+    one_line_error(["score", str(tmp_path), "--quiet"], capsys, bad.Q0, "not a matrix")
+
+
+@pytest.mark.parametrize("method, scale", [("fp8", "weight_scale_inv"), ("bnb", "SCB")])
+def test_a_quantization_scale_stored_as_integers_is_named_as_a_scale(tmp_path, capsys, method, scale):
+    (bad.fp8_block_llama if method == "fp8" else bad.bnb_int8_llama)(tmp_path)
+    name = bad.Q0[: -len("weight")] + scale
+    _edit_weights(tmp_path, lambda s: s.__setitem__(name, s[name].to(torch.int8 if method == "bnb" else
+                                                                      torch.float8_e4m3fn)))
+    line = one_line_error(["score", str(tmp_path), "--quiet"], capsys, name, "scales must be stored as floats")
+    assert "weight_scaweight" not in line and "prSCB" not in line
+
+
+@pytest.mark.parametrize("block", [[True, 16], 0, [], [16, 0]])
+def test_an_fp8_block_size_that_is_not_two_counts_is_refused_by_name(tmp_path, capsys, block):
+    bad.fp8_block_llama(tmp_path)
+    bad.edit_config(tmp_path, quantization_config={"quant_method": "fp8", "weight_block_size": block})
+    one_line_error(["score", str(tmp_path), "--quiet"], capsys, "weight_block_size", "not two positive integers")
