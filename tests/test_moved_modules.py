@@ -33,3 +33,19 @@ def test_every_moved_name_is_a_module_that_exists_and_no_name_shadows_a_package(
 def test_a_name_that_never_existed_is_still_not_found():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("companion.no_such_module")
+
+
+def test_importing_an_old_name_leaves_the_modules_own_spec_in_place():
+    """The import machinery writes the alias's spec onto the module it is given; a module
+    reached once by its old name must still say where it lives (importlib, reload, tools)."""
+    import importlib.util
+    import warnings
+
+    sys.modules.pop("companion.train.evidence", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        moved = importlib.import_module("companion.train.evidence")
+    assert moved.__spec__.name == "companion.train.studies.evidence"
+    assert moved.__spec__.origin and moved.__spec__.origin.endswith("studies/evidence.py")
+    assert importlib.util.find_spec("companion.train.studies.evidence").origin == moved.__spec__.origin
+    importlib.reload(moved)

@@ -112,11 +112,16 @@ class _MovedFinder:
                       "release)", DeprecationWarning, stacklevel=3)
         module = import_module(new)
         sys.modules[spec.name] = module
+        _MovedFinder._specs[spec.name] = module.__spec__
         return module
+
+    #: the real spec of each module handed out under an old name: the import machinery sets
+    #: ``module.__spec__`` to the alias's spec after ``create_module``, and it is put back here
+    _specs: dict = {}
 
     @staticmethod
     def exec_module(module):
-        pass
+        module.__spec__ = _MovedFinder._specs.get(module.__spec__.name, module.__spec__)
 
 
 def _install_moved_finder():
