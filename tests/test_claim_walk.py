@@ -28,3 +28,10 @@ def test_the_walk_follows_the_judgement_into_the_evidence_and_the_rules():
     path = walk.walk("companion.judge.empirical", "training_tests", depth=1)
     assert path[0] == "companion.judge.empirical"
     assert {"companion.train.studies.evidence", "companion.rules.verdicts"} <= set(path)
+
+
+def test_a_training_claim_is_judged_in_one_pass_with_at_most_two_climbs():
+    """The issue's target: rule -> evidence -> rules applied -> row, not a zigzag."""
+    for depth in (1, 2):
+        m = walk.measure(walk.walk("companion.judge.empirical", "training_tests", depth=depth))
+        assert m["climbs"] <= 2, m["path"]

@@ -12,10 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..base.errors import CompanionError
 from ..rules.verdicts import (deciding_p, detectable_effect, directional_outcome, directional_outcome_v1,
                        directional_power, equivalence_outcome, p_above, p_below, paired_t, rule,
-                       rule_written_after, threshold_outcome)
+                       threshold_outcome)
 
 __all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
            "beta_correlation_test", "family", "update_tests", "yardstick"]
@@ -35,43 +34,35 @@ def _body(name, rules):
     return _cached(("body", name), lambda: body_runs(rules["bodies"][name]))
 
 
-def _row(r, body_label, comparator, est, sesoi, gate, outcome, primary, after, **extra):
-    fw = r["framework"]
-    pw = fw.get("power", {})
-    power = directional_power(est.n, est.sd, sesoi, est.level, pw.get("target", 0.8), pw.get("draws", 200_000),
-                              pw.get("seed", 20261126))
-    return dict(claim=r["key"], body=body_label, comparator=comparator, n=est.n, estimate=est.mean,
-                low=est.low, high=est.high, sd=est.sd, level=est.level, sesoi=sesoi, gate=gate,
-                outcome=outcome, primary=primary, reversed=bool(est.n > 1 and est.high < 0),
+def _training_row(r: dict, label: str, body: str, pair: dict, res: dict, lr: float) -> dict:
+    """One test's row of :func:`training_tests`, assembled from the rule's result
+    (:func:`companion.rules.training.apply_rule_to_pair`); nothing is computed here."""
+    est, g, power = res["estimate"], res["gate"], res["power"]
+    return dict(claim=r["key"], body=label, comparator=pair["comparator"], n=est.n, estimate=est.mean,
+                low=est.low, high=est.high, sd=est.sd, level=est.level, sesoi=res["sesoi"], gate=g["passes"],
+                outcome=res["outcome"], primary=res["primary"], reversed=bool(est.n > 1 and est.high < 0),
                 detectable=power["detect_direction"], detect_holds=power["detect_holds"],
-                p_refuted_at_0=power["p_refuted_at_0"],
-                p_holds=p_above(est, 0.0), p_refuted=p_below(est, sesoi),
-                p_decides=deciding_p(est, outcome, sesoi) if est.n > 1 else float("nan"),
-                rule_after_runs=after, **extra)
+                p_refuted_at_0=power["p_refuted_at_0"], p_holds=res["p_holds"], p_refuted=res["p_refuted"],
+                p_decides=res["p_decides"], rule_after_runs=res["after"], gate_text=g["text"],
+                gate_reason=g["reason"], gate_why=g["why"], gate_context=g["parts"]["context"],
+                gate_memorisation=g["parts"]["memorisation"], gate_horizon=g["parts"]["horizon"],
+                horizon_at_half=g["horizon"]["at_half"], horizon_at_end=g["horizon"]["at_end"], body_key=body,
+                outcome_v1=res["outcome_v1"], lr=lr, seeds=",".join(map(str, pair["seeds"])), role=res["role"])
 
 
 def yardstick(r: dict, runs: pd.DataFrame | None, quantity: str) -> float:
-    """The smallest effect of interest of rule ``r`` for ``quantity`` on a body of ``runs``:
-    a number, or a named yardstick of the rules file (``published-iqr-width``,
-    ``table-1-speedup-nats``), or the v1 ``null-band`` (random forms of the body's shape)."""
-    from ..train.studies import evidence
+    """The smallest effect of interest of rule ``r`` for ``quantity`` on a body of ``runs``
+    (:func:`companion.train.studies.evidence.yardstick`)."""
+    from ..train.studies.evidence import yardstick as measured
 
-    v = r["sesoi"]
-    if not isinstance(v, str):
-        return float(v)
-    if v == "published-iqr-width":
-        return evidence.published_iqr_width(quantity)
-    if v == "table-1-speedup-nats":
-        return evidence.speedup_nats(runs, float(r["yardsticks"][v]["speedup"]), r["arms"]["mode"],
-                                     r["arms"]["baseline"])
-    if v == "null-band":
-        return evidence.null_band(runs, quantity)
-    raise ValueError(f"unknown yardstick {v!r} in rule {r['key']!r}.")
+    return measured(r, runs, quantity)
 
 
 def training_tests(key: str, rules=None) -> pd.DataFrame:
     """Every test of one training claim (Figs. 3a, 3b, S5b, Table 1) over the cached bodies,
-    by rules v2.
+    by rules v2, in one pass down the layers: the rule names its bodies and pairs, each body's
+    runs become one evidence table with every value the rule reads, the rule is applied to
+    each pair once, and the row is assembled from the result.
 
     Fig. 3a/3b: encoder minus each comparator (true decoder, the authors' decoder), same
     seed, standard initialisation.  Fig. S5b: symmetric minus standard start of the same
@@ -80,70 +71,26 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
     Each row carries the v2 outcome, the gate's three parts, the power of the applied test,
     the deciding p-value (for Holm) and, beside it, the outcome version 1 gave.
     """
-    from ..train.studies.evidence import evidence_table, evidence_values, gate_from_evidence, run_starts
+    from ..rules.training import bodies_of, pairs_of, apply_rule_to_pair
     from ..rules.verdicts import load_rules
+    from ..train.studies.evidence import body_evidence
 
+    # 1. the rule: its bodies and its pairs
     rules = rules if rules is not None else load_rules()
     r = rule(key, rules)
-    fw = r["framework"]
-    level = fw.get("level", 0.95)
-    q = r["quantity"]
-    conf = (r.get("confirmatory") or {}).get("body")
-    bodies = [r["primary"]["body"]] + ([conf] if conf else []) + list(r.get("secondary_bodies", []))
+    pairs = pairs_of(key, r)
+    bodies = bodies_of(r)
     rows = []
     for name in bodies:
+        # 2. the body's evidence, built once
         runs = _body(name, rules)
-        label = rules["bodies"][name]["label"]
         if runs is None:
             continue
-        after = rule_written_after(r, run_starts(runs).values())
-        if key in ("training_symmetry", "training_directionality"):
-            pairs = [((r["arms"]["candidate"], "standard"), (c, "standard"), c) for c in r["comparators"]]
-            primary_of = lambda c: name == r["primary"]["body"] and c == r["primary"]["comparator"]  # noqa: E731
-        else:
-            modes = [r["arms"]["mode"]] + list(r.get("reported_beside", []))
-            pairs = [((m, r["arms"]["candidate"]), (m, r["arms"]["baseline"]), m) for m in modes]
-            primary_of = lambda c: name == r["primary"]["body"] and c == r["arms"]["mode"]  # noqa: E731
-        # 1. the body's evidence, built once: per arm and seed, the values every test reads
-        arms = list(dict.fromkeys(arm for cand, comp, _ in pairs for arm in (cand, comp)))
-        table = evidence_table(runs, q, arms, fw["gate"]["horizon_fraction"])
-        sesoi = yardstick(r, runs, q)
-        for cand_arm, comp_arm, comp_label in pairs:
-            # 2. the rules applied to it once: the paired effect at the end and half-way, the gate
-            def paired(column, cand_arm=cand_arm, comp_arm=comp_arm):
-                a, b = evidence_values(table, cand_arm, column), evidence_values(table, comp_arm, column)
-                if key == "table_1":
-                    a, b = b, a      # baseline minus candidate: > 0 when the symmetric start is ahead
-                return paired_t(a, b, level)
-
-            a, b = evidence_values(table, cand_arm), evidence_values(table, comp_arm)
-            if a.empty or b.empty or len(a.index.intersection(b.index)) == 0:
-                continue
-            est = paired("end")
-            try:
-                half = paired("half")
-            except (CompanionError, ValueError):
-                half = None
-            gate = gate_from_evidence(table, [cand_arm, comp_arm], est, half, sesoi, fw["gate"])
-            outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), gate["passes"])
-            # 3. the verdict's row assembled from the results (v1's outcome shown beside)
-            old = all(g["below"] >= 1.0 for g in gate["context"].values())   # v1's gate: 1 nat below
-            sub = runs[(runs["mode"] == cand_arm[0]) | (runs["mode"] == comp_arm[0])]
-            v1_sesoi = 0.0 if key == "table_1" else _v1_band(sub, q)
-            outcome_v1 = directional_outcome_v1(est, v1_sesoi, 3, old)
-            if comp_label in r.get("reported_beside", []):
-                outcome = f"{outcome} (reported beside)"
-            row = _row(r, label, comp_label, est, sesoi, gate["passes"], outcome, primary_of(comp_label),
-                       after, gate_text=gate["text"], gate_reason=gate["reason"], gate_why=gate["why"],
-                       gate_context=gate["parts"]["context"], gate_memorisation=gate["parts"]["memorisation"],
-                       gate_horizon=gate["parts"]["horizon"], horizon_at_half=gate["horizon"]["at_half"],
-                       horizon_at_end=gate["horizon"]["at_end"], body_key=name, outcome_v1=outcome_v1,
-                       lr=float(runs["lr"].iloc[0]))
-            row["seeds"] = ",".join(map(str, sorted(int(s) for s in a.index.intersection(b.index))))
-            row["role"] = "primary" if primary_of(comp_label) else (
-                "confirmatory" if name == conf and comp_label == r["confirmatory"].get("comparator", comp_label)
-                else "secondary")
-            rows.append(row)
+        evidence = body_evidence(runs, r, pairs)
+        # 3. the rule applied to each pair once, then the row assembled from the result
+        for pair in evidence["pairs"]:
+            result = apply_rule_to_pair(key, r, name, pair, evidence)
+            rows.append(_training_row(r, rules["bodies"][name]["label"], name, pair, result, evidence["lr"]))
     return apply_confirmatory(pd.DataFrame(rows), r)
 
 
@@ -171,12 +118,6 @@ def apply_confirmatory(tests: pd.DataFrame, r: dict) -> pd.DataFrame:
     tests.loc[prim[0], ["primary", "decided_by"]] = [False, ""]
     tests.loc[c, ["primary", "decided_by"]] = [True, "confirmatory"]
     return tests
-
-
-def _v1_band(runs, q):
-    from ..train.studies.evidence import null_band
-
-    return null_band(runs, q) if q in ("symmetry", "directionality") else 0.0
 
 
 def scale_confound(rules=None) -> dict:

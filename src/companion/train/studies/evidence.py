@@ -20,8 +20,11 @@ import numpy as np
 import pandas as pd
 
 from ...base.errors import CompanionError
+from ...rules.training import context_part, gate_why  # noqa: F401  (re-exported: the gate's wording)
+from ...rules.training import gate as training_gate
 
 __all__ = ["body_runs", "arm_values", "loss_gate", "evidence_table", "evidence_values", "gate_from_evidence",
+           "gate_inputs", "body_evidence", "yardstick",
            "arm_reference", "EVIDENCE_COLUMNS", "gate_why", "logged_step", "null_band", "settings",
            "settings_text", "run_dates", "run_starts", "PAPER", "OBJECTIVE_OF_MODE", "published_iqr_width",
            "speedup_nats", "memorisation_gap", "run_device", "run_settings", "UNRECORDED"]
@@ -183,18 +186,6 @@ def _shape(run: str) -> dict:
             "init_from": c.get("init_from")}
 
 
-def context_part(loss: pd.Series, reference, nats: float) -> dict:
-    """One arm's context part of the gate: its seed-mean final held-out ``loss`` against its
-    unigram ``reference`` (a number, or a function giving it, called only when needed).  An
-    arm with no loss, or with a non-finite one (a mean would skip the NaN seed and pass), does
-    not pass."""
-    if loss.empty or not np.isfinite(loss.to_numpy(float)).all():
-        return {"loss": float("nan"), "reference": float("nan"), "below": float("nan"), "passes": False}
-    ref = float(reference() if callable(reference) else reference)
-    below = ref - float(loss.mean())
-    return {"loss": float(loss.mean()), "reference": ref, "below": below, "passes": below >= nats}
-
-
 def loss_gate(runs: pd.DataFrame, arms, nats: float) -> dict:
     """Whether every arm ``(mode, init)`` ended at least ``nats`` below its unigram
     reference (seed-mean final held-out loss).  Returns ``{"passes": bool, "arms": {arm:
@@ -295,73 +286,66 @@ def evidence_values(table: pd.DataFrame, arm, column: str = "end") -> pd.Series:
 
 
 def gate_from_evidence(table: pd.DataFrame, arms, e_end, e_half, sesoi: float, gate: dict) -> dict:
-    """Rules v2's gate, "trained enough", for one paired test, read from the body's
-    :func:`evidence_table`.
+    """Rules v2's gate (:func:`companion.rules.training.gate`) for one paired test of ``arms``,
+    read from the body's :func:`evidence_table`: ``e_end``, ``e_half`` the paired estimates
+    at the end and half-way (``e_half`` None where it could not be formed), ``gate`` the
+    framework's gate settings."""
+    inputs = gate_inputs(table, arms)
+    return training_gate(inputs["losses"], inputs["references"], inputs["gaps"], inputs["half_step"],
+                         e_end, e_half, sesoi, gate)
 
-    ``arms``: the ``(mode, init)`` pairs compared; ``e_end``, ``e_half``: the paired estimates
-    (:class:`companion.rules.verdicts.Estimate`) at the end and at the half-horizon step
-    (``e_half`` None where it could not be formed); ``gate``: the framework's gate settings.
-    Three parts, each reported with its values:
 
-    ``context``
-        every arm's seed-mean final held-out loss at least ``context_floor_nats`` below the
-        unigram reference of what its objective predicts (an arm with a non-finite loss, or
-        none, does not pass);
-    ``horizon``
-        the paired effect at ``horizon_fraction`` of the horizon and at its end agree in
-        sign and differ by less than ``sesoi``;
-    ``memorisation``
-        every arm's seed-mean held-out minus training loss at most ``memorisation_nats``.
-
-    ``passes`` is their conjunction; ``reason`` names the first part that fails ('not
-    trained enough', 'trained into memorisation', 'not stable between horizons') and ``why``
-    says it with what was measured (the horizon's two effects against the rule).
-    """
-    ctx = {arm: context_part(evidence_values(table, arm, "eval_loss"),
-                             lambda arm=arm: evidence_values(table, arm, "reference").iloc[0],
-                             gate["context_floor_nats"]) for arm in arms}
-    mem = {}
-    for arm in arms:
-        g = evidence_values(table, arm, "memorisation_gap").dropna()
-        v = float(g.mean()) if len(g) else float("nan")
-        mem[arm] = {"gap": v, "passes": bool(v <= gate["memorisation_nats"])}
+def gate_inputs(table: pd.DataFrame, arms) -> dict:
+    """What the gate reads of each arm ``(mode, init)`` of an :func:`evidence_table`: final
+    held-out losses by seed, the unigram reference (read when needed), memorisation gaps by
+    seed, and the half-horizon step (None where none was logged)."""
     steps = table["half_step"].dropna()
-    if e_half is not None and len(steps):
-        stable = bool(np.sign(e_half.mean) == np.sign(e_end.mean) and abs(e_end.mean - e_half.mean) < sesoi)
-        horizon = {"step": int(steps.iloc[0]), "at_half": e_half.mean, "at_end": e_end.mean, "passes": stable}
-    else:
-        horizon = {"step": None, "at_half": float("nan"), "at_end": float("nan"), "passes": False}
-    parts = {"context": all(c["passes"] for c in ctx.values()), "memorisation": all(m["passes"] for m in mem.values()),
-             "horizon": horizon["passes"]}
-    reason = ("" if all(parts.values()) else "not trained enough" if not parts["context"] else
-              "trained into memorisation" if not parts["memorisation"] else "not stable between horizons")
-    below = "; ".join(f"{m}/{i} {g['below']:+.2f} below unigram" for (m, i), g in ctx.items())
-    gaps = "; ".join(f"{m}/{i} held-out minus training {g['gap']:+.3f}" for (m, i), g in mem.items())
-    text = (f"context: {below} (needs {gate['context_floor_nats']:.3f}); memorisation: {gaps} (at most "
-            f"{gate['memorisation_nats']:.2f}); horizon: effect {horizon['at_half']:+.3f} at step "
-            f"{horizon['step']} and {horizon['at_end']:+.3f} at the end")
-    why = gate_why({"gate_reason": reason, "horizon_at_half": horizon["at_half"], "horizon_at_end": horizon["at_end"],
-                    "sesoi": sesoi}) if reason else ""
-    return {"passes": all(parts.values()), "parts": parts, "reason": reason, "why": why, "context": ctx,
-            "memorisation": mem, "horizon": horizon, "text": text}
+    return {"losses": {arm: evidence_values(table, arm, "eval_loss") for arm in arms},
+            "references": {arm: (lambda arm=arm: evidence_values(table, arm, "reference").iloc[0]) for arm in arms},
+            "gaps": {arm: evidence_values(table, arm, "memorisation_gap") for arm in arms},
+            "half_step": int(steps.iloc[0]) if len(steps) else None}
 
 
+def yardstick(r: dict, runs: pd.DataFrame | None, quantity: str) -> float:
+    """The smallest effect of interest of rule ``r`` for ``quantity`` on a body of ``runs``:
+    a number, or a named yardstick of the rules file (``published-iqr-width``,
+    ``table-1-speedup-nats``), or the v1 ``null-band`` (random forms of the body's shape)."""
+    v = r["sesoi"]
+    if not isinstance(v, str):
+        return float(v)
+    if v == "published-iqr-width":
+        return published_iqr_width(quantity)
+    if v == "table-1-speedup-nats":
+        return speedup_nats(runs, float(r["yardsticks"][v]["speedup"]), r["arms"]["mode"], r["arms"]["baseline"])
+    if v == "null-band":
+        return null_band(runs, quantity)
+    raise ValueError(f"unknown yardstick {v!r} in rule {r['key']!r}.")
 
-def gate_why(r) -> str:
-    """A failed gate's reason with what was measured, where the row carries it: for the
-    horizon part, the paired effect half-way and at the end against what :func:`gate_from_evidence` asks (the
-    same sign and a change below the smallest effect of interest d), e.g. 'not stable between
-    horizons: the effect was +0.087 half-way and +0.148 at the end, a change of 0.061 where
-    the rules allow less than d = 0.055'."""
-    if r.get("gate_why"):
-        return str(r["gate_why"])          # the gate's own words, where the row carries them
-    reason = r.get("gate_reason") or "its gate failed"
-    half, end, d = (r.get(k) for k in ("horizon_at_half", "horizon_at_end", "sesoi"))
-    if reason != "not stable between horizons" or any(v is None or v != v for v in (half, end, d)):
-        return reason
-    how = ("the sign changed" if half * end <= 0 else
-           f"a change of {abs(end - half):.3f} where the rules allow less than d = {d:.3f}")
-    return f"{reason}: the effect was {half:+.3f} half-way and {end:+.3f} at the end, {how}"
+
+def body_evidence(runs: pd.DataFrame, r: dict, pairs) -> dict:
+    """Everything rule ``r`` reads of one body of ``runs``, built once (one pass): the
+    :func:`evidence_table` of its quantity over every arm of ``pairs`` (``(candidate arm,
+    comparator arm, comparator label)``, :func:`companion.rules.training.pairs_of`), the
+    yardstick, the runs' starts and learning rate, and per pair that has seeds in common its
+    paired values at the end and half-way, the gate's inputs (:func:`gate_inputs`) and
+    version 1's band.  The rule is applied to it by :func:`companion.rules.training.apply_rule_to_pair`."""
+    q = r["quantity"]
+    arms = list(dict.fromkeys(arm for cand, comp, _ in pairs for arm in (cand, comp)))
+    table = evidence_table(runs, q, arms, r["framework"]["gate"]["horizon_fraction"])
+    out_pairs = []
+    for cand, comp, label in pairs:
+        a, b = evidence_values(table, cand), evidence_values(table, comp)
+        if a.empty or b.empty or len(a.index.intersection(b.index)) == 0:
+            continue
+        sub = runs[(runs["mode"] == cand[0]) | (runs["mode"] == comp[0])]
+        v1_band = 0.0 if r["key"] == "table_1" else (null_band(sub, q) if q in ("symmetry", "directionality")
+                                                      else 0.0)
+        out_pairs.append({"candidate": cand, "comparator": label, "arms": (cand, comp), "end": (a, b),
+                          "half": (evidence_values(table, cand, "half"), evidence_values(table, comp, "half")),
+                          "seeds": sorted(int(s) for s in a.index.intersection(b.index)), "v1_band": v1_band,
+                          **gate_inputs(table, [cand, comp])})
+    return {"table": table, "sesoi": yardstick(r, runs, q), "starts": list(run_starts(runs).values()),
+            "lr": float(runs["lr"].iloc[0]), "pairs": out_pairs}
 
 
 def published_iqr_width(score: str) -> float:

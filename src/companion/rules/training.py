@@ -1,0 +1,172 @@
+"""Rules v2 applied to one paired training test (Figs. 3a/3b, Fig. S5b, Table 1).
+
+The judgement of a training claim runs one way (:func:`companion.judge.empirical.training_tests`):
+the rule names its bodies and pairs (here), a body's runs become one evidence table with
+every value the rule reads (:func:`companion.train.studies.evidence.body_evidence`), the
+rule is applied to each pair once (:func:`apply_rule_to_pair`: the paired effect at the end and
+half-way, the gate with its own worded reason, the outcome, the power), and the verdict's
+row is assembled from the result.  Nothing here reads a run: every input is a value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..base.errors import CompanionError
+from .verdicts import (deciding_p, directional_outcome, directional_outcome_v1, directional_power, p_above,
+                       p_below, paired_t, rule_written_after)
+
+__all__ = ["bodies_of", "pairs_of", "is_primary", "context_part", "gate", "gate_why", "apply_rule_to_pair"]
+
+#: the claims compared across modes (encoder against each comparator), as against across starts
+ACROSS_MODES = ("training_symmetry", "training_directionality")
+
+
+def bodies_of(r: dict) -> list[str]:
+    """The bodies a rule reads, in order: primary, confirmatory (rules v2.1), secondary."""
+    conf = (r.get("confirmatory") or {}).get("body")
+    return [r["primary"]["body"]] + ([conf] if conf else []) + list(r.get("secondary_bodies", []))
+
+
+def pairs_of(key: str, r: dict) -> list[tuple]:
+    """``(candidate arm, comparator arm, comparator label)`` of every paired test of the claim.
+
+    Figs. 3a/3b: the candidate mode against each comparator mode, standard start.  Fig. S5b
+    and Table 1: the candidate start against the baseline start, in the judged mode and each
+    mode reported beside it."""
+    if key in ACROSS_MODES:
+        return [((r["arms"]["candidate"], "standard"), (c, "standard"), c) for c in r["comparators"]]
+    modes = [r["arms"]["mode"]] + list(r.get("reported_beside", []))
+    return [((m, r["arms"]["candidate"]), (m, r["arms"]["baseline"]), m) for m in modes]
+
+
+def is_primary(key: str, r: dict, body: str, comparator: str) -> bool:
+    """Whether the test of ``comparator`` on ``body`` is the rule's primary test."""
+    chosen = r["primary"]["comparator"] if key in ACROSS_MODES else r["arms"]["mode"]
+    return body == r["primary"]["body"] and comparator == chosen
+
+
+def context_part(loss: pd.Series, reference, nats: float) -> dict:
+    """One arm's context part of the gate: its seed-mean final held-out ``loss`` against its
+    unigram ``reference`` (a number, or a function giving it, called only when needed).  An
+    arm with no loss, or with a non-finite one (a mean would skip the NaN seed and pass), does
+    not pass."""
+    if loss.empty or not np.isfinite(loss.to_numpy(float)).all():
+        return {"loss": float("nan"), "reference": float("nan"), "below": float("nan"), "passes": False}
+    ref = float(reference() if callable(reference) else reference)
+    below = ref - float(loss.mean())
+    return {"loss": float(loss.mean()), "reference": ref, "below": below, "passes": below >= nats}
+
+
+def gate(losses: dict, references: dict, gaps: dict, half_step, e_end, e_half, sesoi: float, cfg: dict) -> dict:
+    """Rules v2's gate, "trained enough", for one paired test.
+
+    ``losses``, ``references``, ``gaps``: per arm ``(mode, init)``, the final held-out losses
+    by seed, the unigram reference of the arm's objective (a number or a function giving
+    it) and the memorisation gaps by seed; ``half_step``: the half-horizon step (None where
+    none was logged); ``e_end``, ``e_half``: the paired estimates at the end and half-way
+    (``e_half`` None where it could not be formed); ``cfg``: the framework's gate settings.
+    Three parts, each reported with its values:
+
+    ``context``
+        every arm's seed-mean final held-out loss at least ``context_floor_nats`` below the
+        unigram reference of what its objective predicts (an arm with a non-finite loss, or
+        none, does not pass);
+    ``horizon``
+        the paired effect at ``horizon_fraction`` of the horizon and at its end agree in
+        sign and differ by less than ``sesoi``;
+    ``memorisation``
+        every arm's seed-mean held-out minus training loss at most ``memorisation_nats``.
+
+    ``passes`` is their conjunction; ``reason`` names the first part that fails ('not
+    trained enough', 'trained into memorisation', 'not stable between horizons') and ``why``
+    says it with what was measured (the horizon's two effects against the rule).
+    """
+    ctx = {arm: context_part(losses[arm], references[arm], cfg["context_floor_nats"]) for arm in losses}
+    mem = {}
+    for arm, g in gaps.items():
+        g = g.dropna()
+        v = float(g.mean()) if len(g) else float("nan")
+        mem[arm] = {"gap": v, "passes": bool(v <= cfg["memorisation_nats"])}
+    if e_half is not None and half_step is not None:
+        stable = bool(np.sign(e_half.mean) == np.sign(e_end.mean) and abs(e_end.mean - e_half.mean) < sesoi)
+        horizon = {"step": int(half_step), "at_half": e_half.mean, "at_end": e_end.mean, "passes": stable}
+    else:
+        horizon = {"step": None, "at_half": float("nan"), "at_end": float("nan"), "passes": False}
+    parts = {"context": all(c["passes"] for c in ctx.values()), "memorisation": all(m["passes"] for m in mem.values()),
+             "horizon": horizon["passes"]}
+    reason = ("" if all(parts.values()) else "not trained enough" if not parts["context"] else
+              "trained into memorisation" if not parts["memorisation"] else "not stable between horizons")
+    below = "; ".join(f"{m}/{i} {g['below']:+.2f} below unigram" for (m, i), g in ctx.items())
+    held = "; ".join(f"{m}/{i} held-out minus training {g['gap']:+.3f}" for (m, i), g in mem.items())
+    text = (f"context: {below} (needs {cfg['context_floor_nats']:.3f}); memorisation: {held} (at most "
+            f"{cfg['memorisation_nats']:.2f}); horizon: effect {horizon['at_half']:+.3f} at step "
+            f"{horizon['step']} and {horizon['at_end']:+.3f} at the end")
+    why = gate_why({"gate_reason": reason, "horizon_at_half": horizon["at_half"], "horizon_at_end": horizon["at_end"],
+                    "sesoi": sesoi}) if reason else ""
+    return {"passes": all(parts.values()), "parts": parts, "reason": reason, "why": why, "context": ctx,
+            "memorisation": mem, "horizon": horizon, "text": text}
+
+
+def gate_why(r) -> str:
+    """A failed gate's reason with what was measured, where the row carries it: for the
+    horizon part, the paired effect half-way and at the end against what :func:`gate` asks
+    (the same sign and a change below the smallest effect of interest d), e.g. 'not stable
+    between horizons: the effect was +0.087 half-way and +0.148 at the end, a change of 0.061
+    where the rules allow less than d = 0.055'."""
+    if r.get("gate_why"):
+        return str(r["gate_why"])          # the gate's own words, where the row carries them
+    reason = r.get("gate_reason") or "its gate failed"
+    half, end, d = (r.get(k) for k in ("horizon_at_half", "horizon_at_end", "sesoi"))
+    if reason != "not stable between horizons" or any(v is None or v != v for v in (half, end, d)):
+        return reason
+    how = ("the sign changed" if half * end <= 0 else
+           f"a change of {abs(end - half):.3f} where the rules allow less than d = {d:.3f}")
+    return f"{reason}: the effect was {half:+.3f} half-way and {end:+.3f} at the end, {how}"
+
+
+def apply_rule_to_pair(key: str, r: dict, body: str, pair: dict, evidence: dict) -> dict:
+    """The rule applied once to one paired test of a body's evidence
+    (:func:`companion.train.studies.evidence.body_evidence`): everything the verdict's row
+    states, as values.
+
+    The paired effect is candidate minus comparator by seed (for Table 1, baseline minus
+    candidate: > 0 when the symmetric start is ahead), at the end and half-way; the gate
+    (:func:`gate`); the v2 outcome against the yardstick ``evidence["sesoi"]``; the power of
+    the applied test; the one-sided p-values (the deciding one for Holm); whether the rule
+    was written after the runs; and, beside it, the outcome version 1 gave (its gate: every
+    arm 1 nat below its reference; its band: ``pair["v1_band"]``)."""
+    fw = r["framework"]
+    level = fw.get("level", 0.95)
+
+    def effect(values):
+        a, b = values
+        return paired_t(b, a, level) if key == "table_1" else paired_t(a, b, level)
+
+    est = effect(pair["end"])
+    try:
+        half = effect(pair["half"]) if pair["half"] is not None else None
+    except (CompanionError, ValueError):
+        half = None
+    sesoi = evidence["sesoi"]
+    g = gate(pair["losses"], pair["references"], pair["gaps"], pair["half_step"], est, half, sesoi, fw["gate"])
+    outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), g["passes"])
+    old_gate = all(c["below"] >= 1.0 for c in g["context"].values())   # v1's gate: 1 nat below
+    outcome_v1 = directional_outcome_v1(est, pair["v1_band"], 3, old_gate)
+    comparator = pair["comparator"]
+    if comparator in r.get("reported_beside", []):
+        outcome = f"{outcome} (reported beside)"
+    primary = is_primary(key, r, body, comparator)
+    conf = r.get("confirmatory") or {}
+    role = "primary" if primary else (
+        "confirmatory" if body == conf.get("body") and comparator == conf.get("comparator", comparator)
+        else "secondary")
+    pw = fw.get("power", {})
+    power = directional_power(est.n, est.sd, sesoi, est.level, pw.get("target", 0.8), pw.get("draws", 200_000),
+                              pw.get("seed", 20261126))
+    return {"estimate": est, "half": half, "gate": g, "outcome": outcome, "outcome_v1": outcome_v1,
+            "primary": primary, "role": role, "power": power, "p_holds": p_above(est, 0.0),
+            "p_refuted": p_below(est, sesoi),
+            "p_decides": deciding_p(est, outcome, sesoi) if est.n > 1 else float("nan"),
+            "after": rule_written_after(r, evidence["starts"]), "sesoi": sesoi}
