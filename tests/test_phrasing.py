@@ -20,3 +20,12 @@ def test_lists_counts_and_sentence_case():
     assert ph.joined(["a", "b", "c"]) == "a, b and c"
     assert ph.seeds(1) == "1 seed" and ph.seeds(4) == "4 seeds"
     assert ph.sentence_case("fig. 3a holds") == "Fig. 3a holds" and ph.sentence_case("") == ""
+
+
+def test_the_compact_interval_is_the_estimate_with_its_bounds_in_brackets():
+    from companion.base.phrasing import interval
+
+    assert interval(0.042, 0.499, estimate=0.271, fmt="+.3f") == "+0.271 [+0.042, +0.499]"
+    assert interval(0.1, 0.2, estimate=0.15, n=3, fmt=".2f") == "0.15 [0.10, 0.20], 3 seeds"
+    assert interval(0.1, 0.2, estimate=0.15, n=1) == "one seed, no interval"
+    assert interval(float("nan"), 0.2, estimate=0.15) == "no interval"

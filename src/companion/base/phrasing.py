@@ -6,6 +6,8 @@ that writes a sentence, and every chapter, words an interval the same way.
 '95% t-interval -0.100 to +0.300, 3 seeds'
 >>> interval(0.2, 0.4, n=1)
 'one seed, no interval'
+>>> interval(0.04, 0.5, estimate=0.27, fmt="+.2f")
+'+0.27 [+0.04, +0.50]'
 >>> joined(["a", "b", "c"])
 'a, b and c'
 """
@@ -23,14 +25,21 @@ def seeds(n: int) -> str:
 
 
 def interval(low: float, high: float, n: int | None = None, level: float = 0.95, fmt: str = "+.3f",
-             kind: str = "t-interval") -> str:
-    """``95% t-interval -0.100 to +0.300, 3 seeds``: an interval over ``n`` seeds (the seed
-    count left out when ``n`` is None); ``one seed, no interval`` when there is one seed or
-    the bounds are not numbers.  ``kind`` names the interval (``t-interval``, ``bootstrap
-    interval``, ``interval``)."""
+             kind: str = "t-interval", estimate: float | None = None) -> str:
+    """An interval, worded the one way the book words it.
+
+    In words: ``95% t-interval -0.100 to +0.300, 3 seeds`` over ``n`` seeds (the seed count
+    left out when ``n`` is None); ``one seed, no interval`` when there is one seed or the
+    bounds are not numbers; ``kind`` names the interval (``t-interval``, ``bootstrap
+    interval``, ``interval``).  With an ``estimate``, compact, for tables and lists:
+    ``+0.27 [+0.04, +0.50]`` (plus ``, 3 seeds`` when ``n`` is given); the level is then
+    stated where the table or list says what its brackets hold."""
     if n is not None and int(n) < 2 or not (math.isfinite(low) and math.isfinite(high)):
         return "one seed, no interval" if n is not None and int(n) < 2 else "no interval"
-    text = f"{level:.0%} {kind} {low:{fmt}} to {high:{fmt}}"
+    if estimate is not None:
+        text = f"{estimate:{fmt}} [{low:{fmt}}, {high:{fmt}}]"
+    else:
+        text = f"{level:.0%} {kind} {low:{fmt}} to {high:{fmt}}"
     return text + (f", {seeds(n)}" if n is not None else "")
 
 

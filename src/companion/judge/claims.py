@@ -425,7 +425,7 @@ def thm_s1_12() -> Verdict:
     prim = t[t["primary"]].iloc[0]
     status = {"holds": "holds", "refuted": "premise fails"}.get(prim["outcome"], prim["outcome"])
     shares = premise_shares()
-    measured = "; ".join(f"{r.windows} windows: {r.estimate:.2f} [{r.low:.2f}, {r.high:.2f}] of frequent-token "
+    measured = "; ".join(f"{r.windows} windows: {interval(r.low, r.high, estimate=r.estimate, fmt='.2f')} of frequent-token "
                          f"occurrences have context ratio > 1 (bagged; plug-in {shares[r.windows]['share']:.2f})"
                          for r in t.itertuples())
     return Verdict("thm_s1_12", "Thm. 2.3 / S1.12: autoregressive training makes high-norm columns more likely",

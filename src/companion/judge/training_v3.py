@@ -11,6 +11,7 @@ come from them, so v3 cannot judge them.
 
 from __future__ import annotations
 
+from ..base.phrasing import interval
 import pandas as pd
 
 __all__ = ["fixed_sequence", "verdicts_v3", "pilot_rows", "status_of"]
@@ -45,8 +46,7 @@ def _interval(est, fmt="+.4f") -> str:
         return "no look complete"
     if est.problem:
         return est.problem
-    return (f"{est.mean:{fmt}} [{est.low:{fmt}}, {est.high:{fmt}}], {est.n} seeds, "
-            f"{est.level:.2%} repeated interval")
+    return f"{interval(est.low, est.high, estimate=est.mean, fmt=fmt)}, {est.n} seeds, {est.level:.2%} repeated interval"
 
 
 def status_of(key: str, table: pd.DataFrame | None = None) -> str:

@@ -42,6 +42,7 @@ import pandas as pd
 
 from ..zoo.catalog import DATA_DIR, load_catalog
 from ..base.errors import CompanionError
+from ..base.phrasing import interval
 
 __all__ = [
     "Unavailable",
@@ -528,7 +529,7 @@ def compare_with_published(published: pd.DataFrame, computed: pd.DataFrame) -> p
     checkpoint was not surveyed.  ``status`` says ``recomputed`` or ``published only``.
     """
     def fmt(m, lo, hi):
-        return f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+        return interval(lo, hi, estimate=m, fmt="+.2f")
 
     comp = computed.set_index(["key", "score", "pairing"])
     rows = []

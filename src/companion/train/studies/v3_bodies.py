@@ -15,6 +15,7 @@ both arms of the claim at the horizon (:func:`complete_seeds`).
 
 from __future__ import annotations
 
+from ...base.phrasing import interval
 import json
 from functools import lru_cache
 
@@ -182,9 +183,9 @@ def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) 
     parts.append({"arm": "paired effect", "half horizon": half.mean, "horizon": end.mean,
                   "horizon part": "fails" if reversal else "passes"})
     if reversal:
-        why.append(f"a reversal between half horizon and horizon: the effect was {half.mean:+.3f} "
-                   f"[{half.low:+.3f}, {half.high:+.3f}] at step {half_step} and {end.mean:+.3f} "
-                   f"[{end.low:+.3f}, {end.high:+.3f}] at the horizon")
+        why.append(f"a reversal between half horizon and horizon: the effect was "
+                   f"{interval(half.low, half.high, estimate=half.mean)} at step {half_step} and "
+                   f"{interval(end.low, end.high, estimate=end.mean)} at the horizon")
     return {"passes": not why, "parts": parts, "why": "; ".join(why)}
 
 
