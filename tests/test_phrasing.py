@@ -29,3 +29,20 @@ def test_the_compact_interval_is_the_estimate_with_its_bounds_in_brackets():
     assert interval(0.1, 0.2, estimate=0.15, n=3, fmt=".2f") == "0.15 [0.10, 0.20], 3 seeds"
     assert interval(0.1, 0.2, estimate=0.15, n=1) == "one seed, no interval"
     assert interval(float("nan"), 0.2, estimate=0.15) == "no interval"
+
+
+def test_a_span_is_the_lowest_to_the_highest_value():
+    assert ph.span([0.5, 0.123, 0.3]) == "0.12 to 0.50"
+    assert ph.span([-1, 2], fmt="+.1f") == "-1.0 to +2.0"
+    assert ph.span([], empty="not printed") == "not printed"
+    assert ph.span([0.3, math.nan, 0.1]) == "0.10 to 0.30"
+
+
+def test_the_compact_interval_in_parentheses_for_a_sentence():
+    assert ph.interval(-0.01, 0.05, estimate=0.02, brackets="()") == "+0.020 (-0.010 to +0.050)"
+    assert ph.interval(0.1, 0.3, estimate=0.2, fmt=".2f", brackets="()") == "0.20 (0.10 to 0.30)"
+
+
+def test_plain_lists_and_lists_of_numbers():
+    assert ph.listed(["a", "b", "c"]) == "a, b, c" and ph.listed([], "no objective") == "no objective"
+    assert ph.numbers([0.12, 1 / 3]) == "0.120, 0.333" and ph.numbers([2.0], ".0%") == "200%"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["interval", "joined", "sentence_case", "seeds"]
+__all__ = ["interval", "joined", "sentence_case", "seeds", "span", "listed", "numbers"]
 
 
 def seeds(n: int) -> str:
@@ -25,7 +25,7 @@ def seeds(n: int) -> str:
 
 
 def interval(low: float, high: float, n: int | None = None, level: float = 0.95, fmt: str = "+.3f",
-             kind: str = "t-interval", estimate: float | None = None) -> str:
+             kind: str = "t-interval", estimate: float | None = None, brackets: str = "[]") -> str:
     """An interval, worded the one way the book words it.
 
     In words: ``95% t-interval -0.100 to +0.300, 3 seeds`` over ``n`` seeds (the seed count
@@ -33,10 +33,14 @@ def interval(low: float, high: float, n: int | None = None, level: float = 0.95,
     bounds are not numbers; ``kind`` names the interval (``t-interval``, ``bootstrap
     interval``, ``interval``).  With an ``estimate``, compact, for tables and lists:
     ``+0.27 [+0.04, +0.50]`` (plus ``, 3 seeds`` when ``n`` is given); the level is then
-    stated where the table or list says what its brackets hold."""
+    stated where the table or list says what its brackets hold.  ``brackets="()"`` writes the
+    compact form as ``+0.27 (+0.04 to +0.50)``, for a sentence that already says what the
+    parentheses hold."""
     if n is not None and int(n) < 2 or not (math.isfinite(low) and math.isfinite(high)):
         return "one seed, no interval" if n is not None and int(n) < 2 else "no interval"
-    if estimate is not None:
+    if estimate is not None and brackets == "()":
+        text = f"{estimate:{fmt}} ({low:{fmt}} to {high:{fmt}})"
+    elif estimate is not None:
         text = f"{estimate:{fmt}} [{low:{fmt}}, {high:{fmt}}]"
     else:
         text = f"{level:.0%} {kind} {low:{fmt}} to {high:{fmt}}"
@@ -54,3 +58,24 @@ def joined(items, empty: str = "none") -> str:
 def sentence_case(text: str) -> str:
     """The text with its first letter capitalised (the rest untouched: "Fig. 3a" stays)."""
     return text[:1].upper() + text[1:]
+
+
+def span(values, fmt: str = ".2f", empty: str = "none") -> str:
+    """The range of some values, lowest first: ``0.12 to 0.34`` (not an interval: no level,
+    no estimate); values that are not numbers (NaN) are left out, as pandas' min and max
+    leave them; ``empty`` when there are none."""
+    values = [float(v) for v in values if not math.isnan(float(v))]
+    if not values:
+        return empty
+    return f"{min(values):{fmt}} to {max(values):{fmt}}"
+
+
+def listed(items, empty: str = "none") -> str:
+    """``a, b, c``: items separated by commas only (a list read as a list, not a clause);
+    ``empty`` for no items."""
+    return ", ".join(str(i) for i in items) or empty
+
+
+def numbers(values, fmt: str = ".3f", empty: str = "none") -> str:
+    """``0.120, 0.340``: numbers in one format, separated by commas."""
+    return listed((f"{v:{fmt}}" for v in values), empty)

@@ -3,9 +3,11 @@
 
 * :func:`glue_text`: a sentence or a word (a status, a list) shown as it is, without quotes;
 * :func:`glue_number`: a number, formatted where it is pasted (``{glue:text}`name:.3f```);
-  NumPy scalars become Python numbers so that the format applies.
+  NumPy scalars become Python numbers so that the format applies;
+* :func:`glue_figure`: a figure (or anything else with a rich display), pasted with
+  ``{glue:figure}`name``` or ``{glue}`name```.
 
-Neither shows anything in the cell; both are :func:`myst_nb.glue` underneath, so the build
+None shows anything in the cell; each is :func:`myst_nb.glue` underneath, so the build
 fails on a pasted name no cell glued.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["glue_text", "glue_number"]
+__all__ = ["glue_text", "glue_number", "glue_figure"]
 
 
 def glue_text(name: str, value) -> None:
@@ -30,3 +32,10 @@ def glue_number(name: str, value) -> None:
     from myst_nb import glue
 
     glue(name, value.item() if isinstance(value, np.generic) else value, display=False)
+
+
+def glue_figure(name: str, fig) -> None:
+    """Glue a figure as it is (its image), without showing it in the cell."""
+    from myst_nb import glue
+
+    glue(name, fig, display=False)
