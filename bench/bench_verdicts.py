@@ -1,7 +1,7 @@
 """Benchmark: what rules v2 add to ``companion.judge.claims.all_verdicts()``, in one process.
 
 Not a test.  Rules v2 added to the verdicts: the power of the applied test (Monte Carlo,
-:func:`companion.rules.verdicts.directional_power` and its kin), the gate's horizon and
+:func:`companion.rules.statistics.directional_power` and its kin), the gate's horizon and
 memorisation parts (:func:`companion.train.studies.evidence.gate_from_evidence`, which also reads the
 v1 loss gate's context part from the body's evidence table, so that small part is counted too),
 the yardsticks, and the family's correction carried into the statuses (the premise
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
 
     from companion.judge import claims, empirical
 
-    from companion.rules import verdicts
+    from companion.rules import statistics as verdicts
     from companion.train.studies import evidence
 
     spent = {}

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 from companion.base.errors import CompanionError
 from companion.book.figures.source_data import alt_text, figure_data
 from companion.book.figures.verdicts import OUTCOME_STYLE, evidence_at_a_glance
-from companion.rules.verdicts import OUTCOMES
+from companion.rules.statistics import OUTCOMES
 
 
 def _primary():

@@ -49,3 +49,13 @@ def test_importing_an_old_name_leaves_the_modules_own_spec_in_place():
     assert moved.__spec__.origin and moved.__spec__.origin.endswith("studies/evidence.py")
     assert importlib.util.find_spec("companion.train.studies.evidence").origin == moved.__spec__.origin
     importlib.reload(moved)
+
+
+def test_the_statistics_old_names_under_the_rules_reader_warn_and_are_the_same_objects():
+    from companion.rules import statistics, verdicts
+
+    with pytest.warns(DeprecationWarning, match="companion.rules.verdicts.paired_t moved to companion.rules.statistics"):
+        old = verdicts.paired_t
+    assert old is statistics.paired_t
+    with pytest.raises(AttributeError):
+        verdicts.no_such_name

@@ -55,7 +55,7 @@ def test_each_part_of_the_gate_fails_for_what_it_names(loss, gaps, half, reason)
     cfg = load_rules()["framework"]["gate"]
     enc, dec = [0.3, 0.32, 0.31, 0.33], [0.0, 0.01, 0.02, 0.0]
     p = _pair(enc, dec, loss=loss, gaps=gaps, half=(enc, dec) if half else None)
-    from companion.rules.verdicts import paired_t
+    from companion.rules.statistics import paired_t
 
     e = paired_t(*p["end"])
     h = paired_t(*p["half"]) if half else None

@@ -95,7 +95,7 @@ def test_the_evidence_table_holds_each_arm_and_seed_once_with_the_values_the_rul
 
 
 def test_the_gate_reads_the_table_and_words_its_own_reason(monkeypatch):
-    from companion.rules.verdicts import paired_t
+    from companion.rules.statistics import paired_t
     from companion.train.studies.evidence import evidence_table, evidence_values, gate_from_evidence
 
     runs = _body(monkeypatch)

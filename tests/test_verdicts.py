@@ -9,11 +9,8 @@ import pytest
 from scipy import stats
 
 from companion.base.errors import CompanionError
-from companion.rules.verdicts import (OUTCOMES, deciding_p, detectable_effect, directional_outcome,
-                                directional_outcome_v1, directional_power, equivalence_outcome,
-                                equivalence_power, holm, load_rules, median_interval, one_sample_t,
-                                outcome_conditions, p_above, paired_t, rule, rule_written_after,
-                                threshold_outcome, threshold_power)
+from companion.rules.verdicts import load_rules, rule, rule_written_after
+from companion.rules.statistics import (OUTCOMES, deciding_p, detectable_effect, directional_outcome, directional_outcome_v1, directional_power, equivalence_outcome, equivalence_power, holm, median_interval, one_sample_t, outcome_conditions, p_above, paired_t, threshold_outcome, threshold_power)
 
 
 def test_the_paired_interval_is_the_textbook_t_interval_of_the_seed_differences():

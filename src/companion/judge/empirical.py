@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..rules.verdicts import (deciding_p, detectable_effect, directional_outcome, directional_outcome_v1,
-                       directional_power, equivalence_outcome, p_above, p_below, paired_t, rule,
-                       threshold_outcome)
+from ..rules.verdicts import rule
+from ..rules.statistics import (deciding_p, detectable_effect, directional_outcome, directional_outcome_v1, directional_power, equivalence_outcome, p_above, p_below, paired_t, threshold_outcome)
 
 __all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
            "beta_correlation_test", "family", "update_tests", "yardstick"]
@@ -204,12 +203,13 @@ def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
 def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFrame:
     """Cor. S1.13: per seed, the layer mean of log(Var rows / Var cols); the claim of
     equality holds when the interval lies inside (-band, band)."""
-    from ..rules.verdicts import load_rules, one_sample_t
+    from ..rules.verdicts import load_rules
+    from ..rules.statistics import one_sample_t
 
     r = rule("cor_s1_13", rules if rules is not None else load_rules())
     est = one_sample_t(per_seed_log_ratio, r["framework"].get("level", 0.95))
     outcome = equivalence_outcome(est, band, len(r["seeds"]))
-    from ..rules.verdicts import equivalence_power
+    from ..rules.statistics import equivalence_power
 
     pw = equivalence_power(est.n, est.sd, band, est.level)
     p_eq = deciding_p(est, "holds", band=band) if est.n > 1 else np.nan   # TOST
@@ -223,12 +223,13 @@ def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFr
 def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
     """Thm. S1.14's premise: per seed, the mean over checkpoints of corr(beta_ij, beta_ji);
     met when the interval lies above the rule's threshold."""
-    from ..rules.verdicts import load_rules, one_sample_t
+    from ..rules.verdicts import load_rules
+    from ..rules.statistics import one_sample_t
 
     r = rule("thm_s1_14", rules if rules is not None else load_rules())
     est = one_sample_t(per_seed_corr, r["framework"].get("level", 0.95))
     outcome = threshold_outcome(est, r["threshold"], len(r["seeds"]))
-    from ..rules.verdicts import threshold_power
+    from ..rules.statistics import threshold_power
 
     pw = threshold_power(est.n, est.sd, r["threshold"], est.level)
     return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
@@ -241,13 +242,13 @@ def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
 def family(primary_rows: pd.DataFrame, fwer: float = 0.05) -> pd.DataFrame:
     """Holm over the family of empirical verdicts (rules v2: the primary test of every
     claim, premises included).  Each member's p-value is the one-sided p of the test that
-    decided its outcome (``p_decides``, :func:`companion.rules.verdicts.deciding_p`); an
+    decided its outcome (``p_decides``, :func:`companion.rules.statistics.deciding_p`); an
     undecided member (inconclusive) enters with the smaller of its two one-sided p-values,
     so the family's size counts every test made.  ``survives`` says whether a decided
     outcome stays significant at ``fwer / 2`` (the one-sided level of the two-sided
     intervals) after adjustment; ``status`` is the outcome, or ``inconclusive (after
     Holm)`` for a decided outcome that does not survive."""
-    from ..rules.verdicts import DECIDED, holm
+    from ..rules.statistics import DECIDED, holm
 
     t = primary_rows.copy()
     base = t["outcome"].str.split(" (", regex=False).str[0]
@@ -312,7 +313,7 @@ def update_tests(rules=None) -> pd.DataFrame:
                              p_refuted=p_below(est, band),
                              p_decides=deciding_p(est, outcome, band) if est.n > 1 else np.nan))
     if rows:  # the secondary rows are one family of their own: say how many, adjusted
-        from ..rules.verdicts import holm
+        from ..rules.statistics import holm
 
         out = pd.DataFrame(rows)
         out["n_tests"] = len(out)

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..base.errors import CompanionError
-from .verdicts import (deciding_p, directional_outcome, directional_outcome_v1, directional_power, p_above,
-                       p_below, paired_t, rule_written_after)
+from .verdicts import rule_written_after
+from .statistics import (deciding_p, directional_outcome, directional_outcome_v1, directional_power, p_above, p_below, paired_t)
 
 __all__ = ["bodies_of", "pairs_of", "is_primary", "context_part", "gate", "gate_why", "apply_rule_to_pair"]
 

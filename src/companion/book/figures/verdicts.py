@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ...base.errors import CompanionError
-from ...rules.verdicts import OUTCOMES
+from ...rules.statistics import OUTCOMES
 from .palette import CYCLE
 
 __all__ = ["OUTCOME_STYLE", "STATUS_STYLE", "evidence_at_a_glance", "status_overview"]

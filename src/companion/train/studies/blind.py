@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...rules.verdicts import paired_t
+from ...rules.statistics import paired_t
 from .evidence import arm_values, gate_why, loss_gate, memorisation_gap
 
 BODY = "wikipedia-bert-mini-blind"
@@ -165,7 +165,7 @@ def gate_parts(runs: pd.DataFrame, rules=None) -> pd.DataFrame:
 
 
 def effect(runs: pd.DataFrame, key: str, step: int | None = None, level: float = 0.95):
-    """The paired effect of claim ``key`` (an :class:`~companion.rules.verdicts.Estimate`) at ``step``
+    """The paired effect of claim ``key`` (an :class:`~companion.rules.statistics.Estimate`) at ``step``
     (None: each run's last step) over the seeds of ``runs``."""
     q, cand, comp, sign = CLAIMS[key]
     a, b = arm_values(runs, q, *cand, step=step), arm_values(runs, q, *comp, step=step)

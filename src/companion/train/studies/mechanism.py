@@ -17,7 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...base.errors import CompanionError
-from ...rules.verdicts import one_sample_t, paired_t
+from ...rules.statistics import one_sample_t, paired_t
 
 __all__ = ["CAUSES", "SPLIT_QUANTITIES", "with_group", "layer_mean_trajectory", "peak_and_fall", "cause_table",
            "split_at_end", "window_table"]

@@ -118,7 +118,7 @@ def same_device_effects(runs: pd.DataFrame, verdict_seeds, keys=None, level: flo
     Table 1 and Fig. S5b seeds 10-11 compare a CPU run with a GPU run.  This is shown beside
     the verdicts, never instead of them.  Columns: ``claim``, ``n``, ``across devices``
     (seeds), ``replaced`` (the runs swapped in), ``judged`` and ``same device``
-    (:class:`~companion.rules.verdicts.Estimate`)."""
+    (:class:`~companion.rules.statistics.Estimate`)."""
     from . import blind
 
     keys = list(blind.CLAIMS) if keys is None else list(keys)

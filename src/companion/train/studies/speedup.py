@@ -166,7 +166,7 @@ def censored_median_speedup(speedups, level: float = 0.95) -> dict:
 
     ``speedups``: one value per seed, ``NaN`` where the candidate never reached the
     baseline's final loss (ranked below every observed value).  The interval is the
-    distribution-free one of :func:`companion.rules.verdicts.median_interval`: order statistics
+    distribution-free one of :func:`companion.rules.statistics.median_interval`: order statistics
     whose coverage of the median is exact whatever the distribution, the narrowest one
     reaching ``level`` when the seeds allow it, else min to max with its smaller coverage
     stated (3 seeds: 75%).  Returns ``n_seeds``, ``n_reached``, ``median``, ``low``,
@@ -174,7 +174,7 @@ def censored_median_speedup(speedups, level: float = 0.95) -> dict:
     ``text``, e.g. ``"0.12 (interval 0.05 to 0.20, 75% coverage; 3 of 3 seeds reached)"``
     (one seed: no interval).
     """
-    from ...rules.verdicts import median_interval
+    from ...rules.statistics import median_interval
 
     v = np.asarray(speedups, dtype=float)
     if v.size == 0:

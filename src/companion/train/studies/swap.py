@@ -10,7 +10,7 @@ The claim read causally (Sec. 4): for a pretrained encoder, the causal next-toke
 control; for a pretrained decoder, the bidirectional masked swap ends *more* symmetric.
 Each prediction is turned into a difference that the claim says is > 0 (control minus
 swap for the encoder, swap minus control for the decoder), paired by seed, and read by
-:func:`companion.rules.verdicts.directional_outcome` with the random-form null band of the
+:func:`companion.rules.statistics.directional_outcome` with the random-form null band of the
 model's width and depth as the smallest effect of interest.
 """
 
@@ -21,7 +21,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ...rules.verdicts import detectable_effect, directional_outcome, load_rules, p_above, p_below, paired_t, rule
+from ...rules.verdicts import load_rules, rule
+from ...rules.statistics import detectable_effect, directional_outcome, p_above, p_below, paired_t
 from ..runner.runs import load_runs
 
 __all__ = ["swap_runs", "layer_means", "end_values", "layer_changes", "swap_tests", "SIGNS"]
@@ -79,7 +80,7 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
     lies above 0 and also wholly below the smallest effect of interest (rules v2 read it
     'negligible'); ``outcome_v1`` is what version 1's rule read, with its random-form band
     ``sesoi_v1``."""
-    from ...rules.verdicts import deciding_p, directional_outcome_v1, directional_power
+    from ...rules.statistics import deciding_p, directional_outcome_v1, directional_power
     from .evidence import null_band, published_iqr_width
 
     rules = rules if rules is not None else load_rules()

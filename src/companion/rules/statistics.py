@@ -1,0 +1,379 @@
+"""The statistics behind the empirical verdicts: paired t, outcomes, power, Holm.
+
+Every empirical claim of Saponati et al. (ICML 2025) that the book judges (Figs. 3a, 3b,
+S5b, Table 1, Sec. 3's contrast, the premises of Thms. S1.12/S1.14 and Cor. S1.13, the
+update-level mechanism and the objective swap) is decided by a rule written in
+``data/verdict_rules.yaml`` (version 2) before the evidence it judges, through the
+functions here (the file itself is read by :mod:`companion.rules.verdicts`):
+
+:func:`paired_t`
+    the mean of per-seed differences with a two-sided Student-t interval over seeds (the
+    seed is the independent unit: a pair of runs with one seed shares its initial draw and
+    its data order, so the difference removes both);
+:func:`directional_outcome`
+    one of six outcomes that partition every interval (``holds``, ``holds, size open``,
+    ``negligible``, ``refuted``, ``inconclusive``, ``not testable here``), so that no two
+    can hold at once;
+:func:`threshold_outcome`, :func:`equivalence_outcome`
+    the outcomes of a claim about a level (a premise's threshold) and of a claim of
+    equality (Cor. S1.13);
+:func:`deciding_p`
+    the one-sided p-value of the test that decided an outcome, the one Holm adjusts;
+:func:`directional_power`, :func:`threshold_power`, :func:`equivalence_power`
+    the power of the test actually applied, at the seeds it has (Monte Carlo over the
+    exact law of the mean and the standard deviation, fixed seed);
+:func:`holm`
+    Holm's step-down adjustment over the family of empirical verdicts;
+:func:`median_interval`
+    a distribution-free interval for a median over seeds with its exact coverage.
+
+Version 1's outcome rule is kept as :func:`directional_outcome_v1` (the page shows each
+claim's v1 outcome beside v2's).  ``tests/test_verdicts.py`` drives every rule with
+synthetic seeds and shows each outcome occurs and that no two can hold at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["OUTCOMES", "OUTCOMES_V1", "DECIDED", "Estimate", "paired_t", "one_sample_t", "directional_outcome",
+           "directional_outcome_v1", "outcome_conditions", "threshold_outcome", "equivalence_outcome", "deciding_p",
+           "directional_power", "threshold_power", "equivalence_power", "detectable_effect", "p_above", "p_below",
+           "holm", "median_interval"]
+
+#: the outcomes of an empirical verdict under rules v2 (they partition every interval)
+OUTCOMES = ("holds", "holds, size open", "negligible", "refuted", "inconclusive", "not testable here")
+#: version 1's outcomes (``holds`` and ``refuted`` could both be true; v1 settled it by order)
+OUTCOMES_V1 = ("holds", "refuted", "inconclusive", "not testable here")
+#: outcomes that decide something, so that they enter the family's correction
+DECIDED = ("holds", "holds, size open", "negligible", "refuted")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over seeds with its two-sided Student-t interval at ``level``."""
+
+    values: tuple
+    mean: float
+    sd: float
+    low: float
+    high: float
+    level: float
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def se(self) -> float:
+        return self.sd / math.sqrt(self.n) if self.n > 1 else float("nan")
+
+    def text(self, fmt: str = "+.3f") -> str:
+        """``+0.012 (95% t-interval -0.03 to +0.05, 3 seeds)``; one seed: ``one seed, no interval`` (:func:`companion.base.phrasing.interval`)."""
+        from ..base.phrasing import interval
+
+        return f"{self.mean:{fmt}} ({interval(self.low, self.high, n=self.n, level=self.level, fmt=fmt)})"
+
+
+
+# ------------------------------------------------------------------- estimates
+
+
+def one_sample_t(values, level: float = 0.95) -> Estimate:
+    """Mean of ``values`` (one per seed) with its two-sided Student-t interval."""
+    from scipy import stats
+
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1); got {level}.")
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size == 0 or not np.isfinite(v).all():
+        raise ValueError(f"need at least one finite value per seed; got {values!r}.")
+    mean = float(v.mean())
+    if v.size < 2:
+        return Estimate(tuple(v.tolist()), mean, float("nan"), float("nan"), float("nan"), level)
+    sd = float(v.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + level / 2, v.size - 1)) * sd / math.sqrt(v.size)
+    return Estimate(tuple(v.tolist()), mean, sd, mean - half, mean + half, level)
+
+
+def paired_t(candidate, comparator, level: float = 0.95) -> Estimate:
+    """Mean of the per-seed differences ``candidate - comparator`` and its t-interval.
+
+    Both are pandas Series indexed by seed (or equal-length sequences in seed order); only
+    seeds present in both count.
+    """
+    import pandas as pd
+
+    a, b = pd.Series(candidate, dtype=float), pd.Series(comparator, dtype=float)
+    if not (isinstance(candidate, pd.Series) and isinstance(comparator, pd.Series)) and len(a) != len(b):
+        raise ValueError(f"paired values need one of each per seed; got {len(a)} and {len(b)}.")
+    diff = (a - b).dropna()
+    return one_sample_t(diff.to_numpy(), level)
+
+
+# ------------------------------------------------------------------- outcomes
+
+
+def outcome_conditions(low: float, high: float, sesoi: float) -> dict:
+    """Each decided outcome of a directional claim as a condition on the interval
+    ``[low, high]`` (smallest effect of interest ``sesoi`` > 0).  They partition the
+    half-plane ``low <= high``: exactly one is true for every interval, which
+    ``tests/test_verdicts.py`` checks over a grid and with random intervals."""
+    return {"holds": low >= sesoi,
+            "holds, size open": 0 < low < sesoi <= high,
+            "negligible": 0 < low and high < sesoi,
+            "refuted": low <= 0 and high < sesoi,
+            "inconclusive": low <= 0 and sesoi <= high}
+
+
+def directional_outcome(est: Estimate, sesoi: float, min_seeds: int = 3, gate: bool = True) -> str:
+    """The claim says the true mean difference is > 0 (rules v2).
+
+    ``not testable here`` when fewer than ``min_seeds`` seeds or the gate fails; otherwise
+    the one outcome of :func:`outcome_conditions` that the interval meets: ``holds``
+    (``low >= sesoi``), ``holds, size open`` (``0 < low < sesoi <= high``), ``negligible``
+    (``0 < low``, ``high < sesoi``), ``refuted`` (``low <= 0``, ``high < sesoi``; reversed
+    when ``high < 0``) or ``inconclusive`` (``low <= 0 <``, ``sesoi <= high``).
+    """
+    if not (isinstance(sesoi, (int, float)) and math.isfinite(sesoi) and sesoi > 0):
+        raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}. "
+                         "A yardstick of 0 lets no precise null refute a claim (rules v2).")
+    if est.n < max(min_seeds, 2) or not gate:
+        return "not testable here"
+    hits = [k for k, v in outcome_conditions(est.low, est.high, sesoi).items() if v]
+    if len(hits) != 1:  # NaN interval: no condition is met
+        raise ValueError(f"the interval [{est.low}, {est.high}] meets {len(hits)} outcomes; it must be finite.")
+    return hits[0]
+
+
+def directional_outcome_v1(est: Estimate, sesoi: float = 0.0, min_seeds: int = 3, gate: bool = True) -> str:
+    """Version 1's rule, kept to show each claim's v1 outcome beside v2's: ``holds`` when
+    the lower end is above 0, else ``refuted`` when the upper end is below ``sesoi``, else
+    ``inconclusive``.  Its first two outcomes overlap (``0 < low <= high < sesoi``) and
+    the order of the tests decided; v2 replaced it."""
+    if est.n < max(min_seeds, 2) or not gate:
+        return "not testable here"
+    if est.low > 0:
+        return "holds"
+    if est.high < sesoi:
+        return "refuted"
+    return "inconclusive"
+
+
+def threshold_outcome(est: Estimate, threshold: float, min_seeds: int = 3) -> str:
+    """The claim (a premise) says the true mean is above ``threshold``: ``holds`` when the
+    interval lies above it, ``refuted`` when it lies below, else ``inconclusive``."""
+    if est.n < max(min_seeds, 2):
+        return "not testable here"
+    if est.low > threshold:
+        return "holds"
+    if est.high < threshold:
+        return "refuted"
+    return "inconclusive"
+
+
+def equivalence_outcome(est: Estimate, band: float, min_seeds: int = 3) -> str:
+    """The claim says the true mean is 0: ``holds`` when the interval lies inside
+    ``(-band, band)``, ``refuted`` when it lies wholly outside ``[-band, band]``,
+    ``inconclusive`` otherwise."""
+    if band <= 0:
+        raise ValueError(f"the equivalence band must be > 0; got {band}.")
+    if est.n < max(min_seeds, 2):
+        return "not testable here"
+    if -band < est.low and est.high < band:
+        return "holds"
+    if est.low > band or est.high < -band:
+        return "refuted"
+    return "inconclusive"
+
+
+def deciding_p(est: Estimate, outcome: str, sesoi: float | None = None, *, threshold: float | None = None,
+               band: float | None = None) -> float:
+    """The one-sided p-value of the test that decided ``outcome`` (the family's member):
+    directional claims (``sesoi``): holds, p of 'effect > sesoi'; holds, size open, p of
+    'effect > 0'; negligible, the larger of p('effect > 0') and p('effect < sesoi') (both
+    must hold: an intersection-union test); refuted, p of 'effect < sesoi'.  Level claims
+    (``threshold``): holds, p of 'mean > t'; refuted, p of 'mean < t'.  Equality claims
+    (``band``): holds, the larger of the two one-sided tests of the band (TOST); refuted,
+    p of the side the interval lies on.  NaN for an undecided outcome."""
+    base = outcome.split(" (")[0]
+    if band is not None:
+        if base == "holds":
+            return max(p_above(est, -band), p_below(est, band))
+        if base == "refuted":
+            return p_above(est, band) if est.mean > 0 else p_below(est, -band)
+        return float("nan")
+    if threshold is not None:
+        return {"holds": p_above(est, threshold), "refuted": p_below(est, threshold)}.get(base, float("nan"))
+    if base == "holds":
+        return p_above(est, sesoi)
+    if base == "holds, size open":
+        return p_above(est, 0.0)
+    if base == "negligible":
+        return max(p_above(est, 0.0), p_below(est, sesoi))
+    if base == "refuted":
+        return p_below(est, sesoi)
+    return float("nan")
+
+
+# ------------------------------------------------------------------- power and multiplicity
+
+
+def _draw_intervals(delta: float, sd: float, n: int, level: float, draws: int, seed: int):
+    """``draws`` intervals of the paired t-test at ``n`` seeds when the true difference is
+    ``delta`` and the seed-to-seed standard deviation ``sd``: the mean and the standard
+    deviation are drawn from their exact laws (normal; scaled chi), so no per-seed values
+    are simulated."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    mean = delta + sd / math.sqrt(n) * rng.standard_normal(draws)
+    s = sd * np.sqrt(rng.chisquare(n - 1, draws) / (n - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def directional_power(n: int, sd: float, sesoi: float, level: float = 0.95, target: float = 0.8,
+                      draws: int = 200_000, seed: int = 20261126) -> dict:
+    """The power of the directional test actually applied (rules v2), at ``n`` seeds and a
+    seed-to-seed standard deviation ``sd`` of the paired differences:
+
+    ``p_refuted_at_0``
+        the probability of reading ``refuted`` when the true effect is 0;
+    ``p_holds_at_sesoi``
+        the probability of ``holds`` (``low >= sesoi``) when the true effect is ``sesoi``;
+    ``detect_holds``
+        the true effect at which ``holds`` is reached with probability ``target``;
+    ``detect_direction``
+        the true effect at which the interval lies above 0 (holds in any form) with
+        probability ``target`` (:func:`detectable_effect`, exact).
+
+    Monte Carlo over the exact law of (mean, sd) with a fixed seed; NaN below two seeds.
+    """
+    from scipy import stats
+
+    if n < 2 or not np.isfinite(sd) or sd <= 0 or not sesoi > 0:
+        return {"p_refuted_at_0": float("nan"), "p_holds_at_sesoi": float("nan"),
+                "detect_holds": float("nan"), "detect_direction": float("nan")}
+    lo, hi = _draw_intervals(0.0, sd, n, level, draws, seed)
+    p_ref = float(np.mean((lo <= 0) & (hi < sesoi)))
+    # 'holds' (low >= sesoi) at a true effect delta is the exact non-central t event
+    crit = stats.t.ppf(0.5 + level / 2, n - 1)
+
+    def p_holds(delta):
+        return float(stats.nct.sf(crit, n - 1, (delta - sesoi) * math.sqrt(n) / sd))
+
+    from scipy import optimize
+
+    hi_bracket = sesoi + 400 * sd / math.sqrt(n)
+    detect = float(optimize.brentq(lambda d: p_holds(d) - target, sesoi, hi_bracket))
+    return {"p_refuted_at_0": p_ref, "p_holds_at_sesoi": p_holds(sesoi), "detect_holds": detect,
+            "detect_direction": detectable_effect(n, sd, level, target)}
+
+
+def threshold_power(n: int, sd: float, threshold: float, level: float = 0.95, target: float = 0.8) -> dict:
+    """A level claim (mean > ``threshold``): the true mean at which ``holds`` (interval above
+    the threshold) is reached with probability ``target``, and the probability of reading
+    ``refuted`` when the true mean sits exactly at the threshold (``level``'s one-sided
+    error)."""
+    from scipy import stats
+
+    if n < 2 or not np.isfinite(sd) or sd <= 0:
+        return {"detect_holds": float("nan"), "p_refuted_at_threshold": float("nan")}
+    return {"detect_holds": threshold + detectable_effect(n, sd, level, target),
+            "p_refuted_at_threshold": float(stats.t.cdf(-stats.t.ppf(0.5 + level / 2, n - 1), n - 1))}
+
+
+def equivalence_power(n: int, sd: float, band: float, level: float = 0.95, draws: int = 200_000,
+                      seed: int = 20261126) -> dict:
+    """An equality claim (interval inside ``(-band, band)``): the probability of ``holds``
+    when the true mean is exactly 0, and of ``refuted`` when it is 0 (the test's error of
+    calling a true equality unequal).  Monte Carlo with a fixed seed."""
+    if n < 2 or not np.isfinite(sd) or sd <= 0 or not band > 0:
+        return {"p_holds_at_0": float("nan"), "p_refuted_at_0": float("nan")}
+    lo, hi = _draw_intervals(0.0, sd, n, level, draws, seed)
+    return {"p_holds_at_0": float(np.mean((-band < lo) & (hi < band))),
+            "p_refuted_at_0": float(np.mean((lo > band) | (hi < -band)))}
+
+
+def detectable_effect(n: int, sd: float, level: float = 0.95, power: float = 0.8) -> float:
+    """The true mean difference that the test 'interval above 0' detects with probability
+    ``power``, at ``n`` seeds with seed-to-seed standard deviation ``sd`` (non-central t).
+
+    The test rejects when ``mean / (sd/sqrt(n)) > t_{1-alpha/2, n-1}`` with
+    ``alpha = 1 - level``; under a true difference ``delta`` the statistic is non-central t
+    with ``n - 1`` degrees of freedom and non-centrality ``delta sqrt(n) / sd``.
+    """
+    from scipy import optimize, stats
+
+    if n < 2 or not np.isfinite(sd) or sd <= 0:
+        return float("nan")
+    df = n - 1
+    crit = stats.t.ppf(0.5 + level / 2, df)
+
+    def gap(ncp):
+        return stats.nct.sf(crit, df, ncp) - power
+
+    ncp = optimize.brentq(gap, 0.0, 200.0)
+    return float(ncp * sd / math.sqrt(n))
+
+
+def p_above(est: Estimate, value: float = 0.0) -> float:
+    """One-sided p-value of 'true mean > value' (t-test with ``n - 1`` degrees of freedom)."""
+    from scipy import stats
+
+    if est.n < 2 or not est.sd > 0:
+        return float("nan")
+    return float(stats.t.sf((est.mean - value) / est.se, est.n - 1))
+
+
+def p_below(est: Estimate, value: float = 0.0) -> float:
+    """One-sided p-value of 'true mean < value'."""
+    from scipy import stats
+
+    if est.n < 2 or not est.sd > 0:
+        return float("nan")
+    return float(stats.t.cdf((est.mean - value) / est.se, est.n - 1))
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error rate); NaN entries stay NaN
+    and do not count towards the family's size."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = ok.size
+    order = ok[np.argsort(p[ok])]
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def median_interval(values, level: float = 0.95) -> dict:
+    """A distribution-free interval for the median of the seeds' distribution.
+
+    The interval between the k-th smallest and the k-th largest of ``n`` values covers
+    the median with probability ``1 - 2 P(Binomial(n, 1/2) < k)``, whatever the
+    distribution.  The largest ``k`` whose coverage is at least ``level`` is used; when
+    even ``k = 1`` (min to max) falls short, that is used and its coverage stated (with 3
+    seeds: 0.75).  NaN values are censored below every observed one (as ``-inf``).
+    Returns ``median``, ``low``, ``high``, ``coverage``, ``n``.
+    """
+    from scipy import stats
+
+    v = np.sort(np.where(np.isnan(np.asarray(values, dtype=float)), -np.inf, values))
+    n = v.size
+    if n == 0:
+        raise ValueError("no values given.")
+    best = 1
+    for k in range(1, (n + 1) // 2 + 1):
+        if 1 - 2 * stats.binom.cdf(k - 1, n, 0.5) >= level:
+            best = k
+    coverage = float(1 - 2 * stats.binom.cdf(best - 1, n, 0.5))
+    return {"median": float(np.median(v)), "low": float(v[best - 1]), "high": float(v[n - best]),
+            "coverage": coverage, "n": int(n)}
