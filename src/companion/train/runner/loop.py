@@ -1,7 +1,11 @@
 """The training loop: AdamW, warmup + linear decay, eval loss and structure scores (Sec. 4).
 
 One function, :func:`train`, runs a configuration (:class:`TrainConfig`) and returns a
-tidy history table with one row per ``(step, quantity, layer, head)``:
+tidy history table with one row per ``(step, quantity, layer, head)``.  It reads as a
+sequence of named steps over one state object (``_Run``): set-up (device, data, model,
+optimiser, schedule, generators), resume (the refusals, then the checkpoint's state), and
+per step accumulate (micro-batches), update (clip, optimiser, schedule, penalty), evaluate
+(held-out loss, structure scores, memorisation guard) and checkpoint.  The rows:
 
 ``train_loss``, ``eval_loss``, ``lr``, ``penalty``
     ``layer = head = -1``.
@@ -529,16 +533,112 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     ``out_dir`` is given): the learning-rate schedule still follows ``cfg.steps``, so a
     later ``resume=True`` call continues the same run.  ``progress`` is called with a short
     line after each evaluation.  With ``return_model`` the result is ``(history, model)``.
+
+    The run is a sequence of named steps over one state object (:class:`_Run`): set-up,
+    resume, then per step accumulate, update, evaluate and checkpoint.
     """
+    # set-up: process group and device, data, model (seeded), optimiser, schedule, generators
+    world, rank, device = _set_up_device(cfg)
+    data = _set_up_data(cfg, data, world)
+    run = _set_up(cfg, data, device, world, rank)
+    out = Path(out_dir) if out_dir is not None else None
+    ckpt_path = out / "checkpoint.pt" if out is not None else None
+
+    # resume: refuse a checkpoint of other data, configuration or process count; restore its state
+    if resume:
+        _resume(run, ckpt_path)
+    run.start_clock()
+
+    # evaluate the starting point of a new run (a resumed run's history already holds it)
+    if run.start == 0:
+        _evaluate(run, 0, progress)
+    end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
+    run.model.train()
+    for step in range(run.start, end):
+        done = step + 1
+        # accumulate: the step's micro-batches, gradients summed over them (and the ranks)
+        total = _accumulate(run, step)
+        # update: clip, optimiser and schedule step, the update's structure, the losses to log
+        _update(run, step, total)
+        # evaluate: held-out loss, structure scores, memorisation guard
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            _evaluate(run, done, progress)
+        # checkpoint: kept weights, then model, optimiser, schedule, generators and history
+        if out is not None and done in cfg.keep_weights and rank == 0:
+            keep_weights(run.model, kept_weights_path(out, done))
+        if out is not None and ((cfg.checkpoint_every and done % cfg.checkpoint_every == 0) or done == end):
+            _checkpoint(run, ckpt_path, done)
+
+    history = _history(run)
+    return (history, run.model) if return_model else history
+
+
+@dataclass
+class _Run:
+    """One run's state while it trains: what the steps of :func:`train` read and change.
+
+    ``model`` is the bare model; ``net`` the :class:`SelectiveLM` around it (wrapped in
+    ``DistributedDataParallel`` with several ranks) and ``fwd`` the forward the losses call
+    (``net``, compiled with ``cfg.compile``).  ``rows`` is the history so far; ``pending``
+    the logged losses still on the device (:func:`_flush` moves them into ``rows``).
+    ``seen`` marks the training blocks drawn so far (the guard's seen and unseen samples).
+    """
+
+    cfg: TrainConfig
+    data: TokenData
+    device: torch.device
+    world: int
+    rank: int
+    model: torch.nn.Module
+    net: torch.nn.Module
+    fwd: torch.nn.Module
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LambdaLR
+    gens: dict
+    recorder: UpdateRecorder | None
+    seen: torch.Tensor
+    rows: list = field(default_factory=list)
+    pending: list = field(default_factory=list)   # (step, quantity, loss on the device)
+    start: int = 0
+    # time spent by earlier segments of a resumed run (checkpoints from before this field: 0)
+    before: dict = field(default_factory=lambda: {"wall": 0.0, "cpu": 0.0})
+    # when the run's first segment started (UTC): what 'judged blind' compares with its rule's commit
+    started: str | None = None
+    t0: float = 0.0
+    c0: float = 0.0
+
+    def start_clock(self) -> None:
+        """Start this segment's clocks (wall and CPU); date a new run's start."""
+        self.started = self.started or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.t0, self.c0 = time.time(), time.process_time()
+
+    def elapsed(self) -> dict:
+        """Wall and CPU seconds of the run so far, earlier segments included."""
+        return {"wall": self.before["wall"] + time.time() - self.t0,
+                "cpu": self.before["cpu"] + time.process_time() - self.c0}
+
+
+def _set_up_device(cfg: TrainConfig) -> tuple[int, int, torch.device]:
+    """``(world, rank, device)``: join the process group under torchrun; CPU runs are
+    deterministic, CUDA runs allow TF32 matmuls."""
     world, rank, ddp_device = _distributed()
-    device = ddp_device or torch.device(cfg.device) if (ddp_device or cfg.device) else None
-    if device is None:
+    if ddp_device is not None:
+        device = ddp_device
+    elif cfg.device:
+        device = torch.device(cfg.device)
+    else:
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu":
         torch.use_deterministic_algorithms(True, warn_only=True)
     else:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
+    return world, rank, device
+
+
+def _set_up_data(cfg: TrainConfig, data: TokenData | None, world: int) -> TokenData:
+    """The run's blocks (read from ``cfg.corpus`` when not given), refused when their length
+    is not the model's or they hold less than one global batch."""
     size = cfg.model_size
     if data is None:
         data = token_data_for_corpus(cfg.corpus, size.seq_len, top_k=cfg.top_k)
@@ -548,7 +648,13 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         raise CompanionError(
             f"the corpus gives {data.train.shape[0]} training blocks of {size.seq_len} tokens, fewer than one "
             f"batch of {cfg.batch_size * world}; use a smaller --batch-size or --seq-len, or a larger corpus.")
+    return data
 
+
+def _build_model(cfg: TrainConfig, data: TokenData, device):
+    """The model on ``device``: a checkpoint's (``init_from``, the objective swap) or a new one
+    initialised by ``cfg.init``; the global generator (dropout) is seeded with ``cfg.seed`` first."""
+    size = cfg.model_size
     torch.manual_seed(cfg.seed)
     if cfg.init_from is not None:  # the objective swap: a trained model under either objective
         from ..models.pretrained import load_pretrained
@@ -568,6 +674,14 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
         model = build_model(size, data.vocab_size, cfg.mode)
         initialize(model, cfg.init, generator=torch.Generator().manual_seed(cfg.seed))
     model.to(device)
+    return model
+
+
+def _set_up(cfg: TrainConfig, data: TokenData, device, world: int = 1, rank: int = 0) -> _Run:
+    """Model, optimiser (decay on matrices only), warm-up + linear-decay schedule, update
+    recorder and the run's own generators: the training blocks' order (``seed + 1``) and
+    the masking (``seed + 2``, each rank its own)."""
+    model = _build_model(cfg, data, device)
     net = SelectiveLM(model)
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -585,172 +699,198 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     gens = {"data": torch.Generator().manual_seed(cfg.seed + 1),
             # each rank masks its own blocks with its own draws (rank 0 = single-process run)
             "mask": torch.Generator().manual_seed(cfg.seed + 2 + 7919 * rank)}
+    return _Run(cfg=cfg, data=data, device=device, world=world, rank=rank, model=model, net=net, fwd=fwd,
+                opt=opt, sched=sched, gens=gens, recorder=recorder,
+                seen=torch.zeros(data.train.shape[0], dtype=torch.bool))
 
-    rows: list[dict] = []
-    start = 0
-    out = Path(out_dir) if out_dir is not None else None
-    ckpt_path = out / "checkpoint.pt" if out is not None else None
-    if resume:
-        if ckpt_path is None or not ckpt_path.exists():
-            raise FileNotFoundError(f"no checkpoint to resume from at {ckpt_path}; run without resume first.")
-        ck = load_checkpoint(ckpt_path, device)
-        saved_data = ck.get("data")
-        if saved_data is not None and saved_data != _data_identity(data):
-            diff = "; ".join(f"{k}: {str(saved_data.get(k))[:16]} -> {str(v)[:16]}"
-                             for k, v in _data_identity(data).items() if saved_data.get(k) != v)
+
+def _resume(run: _Run, ckpt_path: Path | None) -> dict:
+    """Continue from the checkpoint at ``ckpt_path``: refused when it is missing, was
+    trained on other data, by another configuration or by another number of processes;
+    otherwise model, optimiser, schedule, every generator, history, step, the update
+    recorder's start, the guard's seen blocks and the earlier segments' time are restored."""
+    cfg, data, world = run.cfg, run.data, run.world
+    if ckpt_path is None or not ckpt_path.exists():
+        raise FileNotFoundError(f"no checkpoint to resume from at {ckpt_path}; run without resume first.")
+    out = ckpt_path.parent
+    ck = load_checkpoint(ckpt_path, run.device)
+    saved_data = ck.get("data")
+    if saved_data is not None and saved_data != _data_identity(data):
+        diff = "; ".join(f"{k}: {str(saved_data.get(k))[:16]} -> {str(v)[:16]}"
+                         for k, v in _data_identity(data).items() if saved_data.get(k) != v)
+        raise CompanionError(
+            f"the checkpoint in {out} was trained on other data than this run reads ({diff}): the "
+            "corpus or tokenizer changed since. Resume with the same corpus, or start again with "
+            "--overwrite.")
+    if _with_defaults(ck["config"]) != cfg.to_dict():
+        raise CompanionError(
+            f"the checkpoint in {out} was written by a different configuration "
+            f"({_config_diff(_with_defaults(ck['config']), cfg.to_dict())}); resume with the same settings "
+            "or start a new run directory.")
+    states = ck["rng"]
+    if len(states) != world:
+        raise CompanionError(
+            f"the checkpoint in {out} was written by {len(states)} process(es), this run "
+            f"has {world}; resume with the same number of processes.")
+    run.model.load_state_dict(ck["model"])
+    run.opt.load_state_dict(ck["optimizer"])
+    run.sched.load_state_dict(ck["scheduler"])
+    _set_rng_state(run.gens, states[run.rank])
+    run.rows = ck["history"]
+    run.start = ck["step"]
+    if run.recorder is not None:  # the accumulated change keeps counting from the true start
+        run.recorder.initial = ck["update_initial"]
+    run.before = dict(ck.get("elapsed", {"wall": 0.0, "cpu": 0.0}))
+    run.started = ck.get("started")
+    if cfg.guard:
+        run.seen = ck["seen"].to(torch.bool).cpu()
+    return ck
+
+
+def _accumulate(run: _Run, step: int) -> torch.Tensor:
+    """Forward and backward passes over the step's ``grad_accum`` micro-batches; returns the
+    step's mean training loss (on the device).  Each micro-batch draws one global batch of
+    block indices (every rank the same draw, marked seen) and trains on this rank's slice;
+    the gradient all-reduce runs on the last micro-batch only.  The symmetry penalty is
+    added in float32, outside autocast."""
+    cfg, model = run.cfg, run.model
+    total = torch.zeros((), device=run.device)
+    n_train = run.data.train.shape[0]
+    for micro in range(cfg.grad_accum):
+        idx = torch.randint(0, n_train, (cfg.batch_size * run.world,), generator=run.gens["data"])
+        run.seen[idx] = True   # every rank's blocks of the global batch
+        idx = idx[run.rank * cfg.batch_size:(run.rank + 1) * cfg.batch_size]
+        ids = run.data.train[idx]  # on the CPU: the masking is drawn there
+        sync_ctx = run.net.no_sync() if (run.world > 1 and micro < cfg.grad_accum - 1) else contextlib.nullcontext()
+        with sync_ctx:
+            with _autocast(cfg, run.device):
+                loss, _ = objective_loss(run.fwd, ids, cfg.mode, run.data.masking, run.gens["mask"])
+            obj = loss / cfg.grad_accum
+            if cfg.penalty != "none" and cfg.penalty_coef > 0:  # in float32, outside autocast
+                pen = symmetry_penalty(model, cfg.penalty)
+                obj = obj + cfg.penalty_coef * pen / cfg.grad_accum
+            obj.backward()
+        total = total + loss.detach() / cfg.grad_accum
+    return total
+
+
+def _update(run: _Run, step: int, total: torch.Tensor) -> None:
+    """The optimiser step of 0-based ``step`` (logged at ``step + 1``): the update recorder
+    reads the raw gradients, the gradients are clipped to ``max_grad_norm``, the learning
+    rate the step uses is logged, optimiser and schedule step, the recorder measures the
+    applied update; the training loss (and the penalty) wait on the device in ``pending``."""
+    cfg, model = run.cfg, run.model
+    if run.recorder is not None:
+        run.recorder.before_step(model, step)
+    if cfg.max_grad_norm:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+    run.rows.append(dict(step=step + 1, quantity="lr", layer=-1, head=-1, value=run.sched.get_last_lr()[0]))
+    run.opt.step()
+    run.sched.step()
+    if run.recorder is not None:
+        run.rows.extend(run.recorder.after_step(model, step))
+    run.opt.zero_grad(set_to_none=True)
+    run.pending.append((step + 1, "train_loss", total))
+    if cfg.penalty != "none":
+        with torch.no_grad():
+            run.pending.append((step + 1, "penalty", symmetry_penalty(model, cfg.penalty).detach()))
+
+
+def _flush(run: _Run) -> None:
+    """Copy the pending losses to the host and into the history (with several ranks a
+    collective, the global batch's loss the mean of the ranks': every rank flushes at the
+    same steps); a training loss that is not finite stops the run as diverged."""
+    if not run.pending:
+        return
+    values = torch.stack([v.float() for _, _, v in run.pending])
+    if run.world > 1:  # the global batch's loss: the mean of the ranks' losses
+        import torch.distributed as dist
+
+        dist.all_reduce(values, op=dist.ReduceOp.SUM)
+        values = values / run.world
+    values = values.cpu().tolist()
+    for (st, q, _), val in zip(run.pending, values):
+        if q == "train_loss" and not math.isfinite(val):
             raise CompanionError(
-                f"the checkpoint in {out} was trained on other data than this run reads ({diff}): the "
-                "corpus or tokenizer changed since. Resume with the same corpus, or start again with "
-                "--overwrite.")
-        if _with_defaults(ck["config"]) != cfg.to_dict():
-            raise CompanionError(
-                f"the checkpoint in {out} was written by a different configuration "
-                f"({_config_diff(_with_defaults(ck['config']), cfg.to_dict())}); resume with the same settings "
-                "or start a new run directory.")
-        states = ck["rng"]
-        if len(states) != world:
-            raise CompanionError(
-                f"the checkpoint in {out} was written by {len(states)} process(es), this run "
-                f"has {world}; resume with the same number of processes.")
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        sched.load_state_dict(ck["scheduler"])
-        _set_rng_state(gens, states[rank])
-        rows = ck["history"]
-        start = ck["step"]
-        if recorder is not None:  # the accumulated change keeps counting from the true start
-            recorder.initial = ck["update_initial"]
-    # time spent by earlier segments of a resumed run (checkpoints from before this field: 0)
-    before = dict(ck.get("elapsed", {"wall": 0.0, "cpu": 0.0})) if resume else {"wall": 0.0, "cpu": 0.0}
-    # when the run's first segment started (UTC): what 'judged blind' compares with its rule's commit
-    started = (ck.get("started") if resume else None) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    t0, c0 = time.time(), time.process_time()
+                f"training diverged: the training loss is {val} at step {st} (learning rate "
+                f"{run.cfg.lr:g}, {run.cfg.optimizer}); lower --lr or raise --warmup. Nothing of this "
+                "run was written after its last checkpoint.")
+    run.rows.extend(dict(step=st, quantity=q, layer=-1, head=-1, value=val)
+                    for (st, q, _), val in zip(run.pending, values))
+    run.pending.clear()
 
-    pending: list[tuple[int, str, torch.Tensor]] = []  # losses still on the device
 
-    def flush():
-        # a collective when there are several ranks: every rank flushes at the same steps
-        if pending:
-            values = torch.stack([v.float() for _, _, v in pending])
-            if world > 1:  # the global batch's loss: the mean of the ranks' losses
-                import torch.distributed as dist
+def _evaluate(run: _Run, step: int, progress=None) -> None:
+    """Log ``step``'s held-out loss and its standard error, the one-mode memorisation guard
+    (``cfg.guard``: seen, unseen and held-out blocks' losses, the seen share), the other
+    objective's loss (``cfg.eval_other``) and the query-key forms' structure scores."""
+    _flush(run)
+    cfg, data, device, fwd, rows = run.cfg, run.data, run.device, run.fwd, run.rows
+    el, se, _ = eval_loss(fwd, data, cfg, device)
+    rows.append(dict(step=step, quantity="eval_loss", layer=-1, head=-1, value=el))
+    rows.append(dict(step=step, quantity="eval_loss_se", layer=-1, head=-1, value=se))
+    if cfg.guard:   # one mode, one mask draw, one block count: text seen against text not seen
+        samples = guard_samples(data, cfg, run.seen)
+        for name, blocks in samples.items():
+            gl, gse, _ = eval_loss(fwd, data, cfg, device, blocks=blocks)
+            rows.append(dict(step=step, quantity=f"guard_{name}_loss", layer=-1, head=-1, value=gl))
+            rows.append(dict(step=step, quantity=f"guard_{name}_loss_se", layer=-1, head=-1, value=gse))
+            rows.append(dict(step=step, quantity=f"guard_{name}_blocks", layer=-1, head=-1,
+                             value=float(blocks.shape[0])))
+        rows.append(dict(step=step, quantity="guard_seen_share", layer=-1, head=-1,
+                         value=float(run.seen.float().mean())))
+    if cfg.eval_other:
+        el2, se2, _ = eval_loss(fwd, data, cfg, device, mode=OTHER_OBJECTIVE[cfg.mode])
+        rows.append(dict(step=step, quantity="eval_loss_other", layer=-1, head=-1, value=el2))
+        rows.append(dict(step=step, quantity="eval_loss_other_se", layer=-1, head=-1, value=se2))
+    rows.extend(structure_rows(run.model, step))
+    if progress is not None and run.rank == 0:
+        sym = np.median([r["value"] for r in rows if r["step"] == step and r["quantity"] == "symmetry"
+                         and r["head"] == -1])
+        progress(f"step {step}/{cfg.steps} eval_loss {el:.4f} median_symmetry {sym:.3f} "
+                 f"elapsed {time.time() - run.t0:.0f}s")
 
-                dist.all_reduce(values, op=dist.ReduceOp.SUM)
-                values = values / world
-            values = values.cpu().tolist()
-            for (st, q, _), val in zip(pending, values):
-                if q == "train_loss" and not math.isfinite(val):
-                    raise CompanionError(
-                        f"training diverged: the training loss is {val} at step {st} (learning rate "
-                        f"{cfg.lr:g}, {cfg.optimizer}); lower --lr or raise --warmup. Nothing of this "
-                        "run was written after its last checkpoint.")
-            rows.extend(dict(step=st, quantity=q, layer=-1, head=-1, value=val)
-                        for (st, q, _), val in zip(pending, values))
-            pending.clear()
 
-    # which training blocks the run has drawn so far (the guard's seen / unseen samples)
-    seen = torch.zeros(data.train.shape[0], dtype=torch.bool)
-    if resume and cfg.guard:
-        seen = ck["seen"].to(torch.bool).cpu()
+def _checkpoint(run: _Run, ckpt_path: Path, done: int) -> None:
+    """Write the checkpoint after ``done`` steps (rank 0; every rank hands over its
+    generators): model, optimiser, schedule, generators, history, configuration, the data's
+    identity, the update recorder's start, the guard's seen blocks and the time so far.
+    Written beside ``ckpt_path``, then installed with its digest (:func:`_install_checkpoint`)."""
+    _flush(run)
+    states = _all_rng_states(run.gens, run.world)  # a collective: every rank takes part
+    if run.rank != 0:
+        return
+    cfg = run.cfg
+    ckpt_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = ckpt_path.with_name(f".{ckpt_path.name}.tmp-{os.getpid()}")
+    try:
+        _save_checkpoint({"model": run.model.state_dict(), "optimizer": run.opt.state_dict(),
+                          "scheduler": run.sched.state_dict(), "rng": states, "history": run.rows,
+                          "step": done, "config": cfg.to_dict(), "data": _data_identity(run.data),
+                          "update_initial": run.recorder.initial if run.recorder is not None else None,
+                          "started": run.started, "seen": run.seen if cfg.guard else None,
+                          "elapsed": run.elapsed()},
+                         tmp, ckpt_path)
+        _install_checkpoint(tmp, ckpt_path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
-    def log_eval(step):
-        flush()
-        el, se, _ = eval_loss(fwd, data, cfg, device)
-        rows.append(dict(step=step, quantity="eval_loss", layer=-1, head=-1, value=el))
-        rows.append(dict(step=step, quantity="eval_loss_se", layer=-1, head=-1, value=se))
-        if cfg.guard:   # one mode, one mask draw, one block count: text seen against text not seen
-            samples = guard_samples(data, cfg, seen)
-            for name, blocks in samples.items():
-                gl, gse, _ = eval_loss(fwd, data, cfg, device, blocks=blocks)
-                rows.append(dict(step=step, quantity=f"guard_{name}_loss", layer=-1, head=-1, value=gl))
-                rows.append(dict(step=step, quantity=f"guard_{name}_loss_se", layer=-1, head=-1, value=gse))
-                rows.append(dict(step=step, quantity=f"guard_{name}_blocks", layer=-1, head=-1,
-                                 value=float(blocks.shape[0])))
-            rows.append(dict(step=step, quantity="guard_seen_share", layer=-1, head=-1,
-                             value=float(seen.float().mean())))
-        if cfg.eval_other:
-            el2, se2, _ = eval_loss(fwd, data, cfg, device, mode=OTHER_OBJECTIVE[cfg.mode])
-            rows.append(dict(step=step, quantity="eval_loss_other", layer=-1, head=-1, value=el2))
-            rows.append(dict(step=step, quantity="eval_loss_other_se", layer=-1, head=-1, value=se2))
-        rows.extend(structure_rows(model, step))
-        if progress is not None and rank == 0:
-            sym = np.median([r["value"] for r in rows if r["step"] == step and r["quantity"] == "symmetry"
-                             and r["head"] == -1])
-            progress(f"step {step}/{cfg.steps} eval_loss {el:.4f} median_symmetry {sym:.3f} "
-                     f"elapsed {time.time() - t0:.0f}s")
 
-    if start == 0:
-        log_eval(0)
-    n_train = data.train.shape[0]
-    end = cfg.steps if stop_at is None else min(stop_at, cfg.steps)
-    model.train()
-    for step in range(start, end):
-        total = torch.zeros((), device=device)
-        for micro in range(cfg.grad_accum):
-            idx = torch.randint(0, n_train, (cfg.batch_size * world,), generator=gens["data"])
-            seen[idx] = True   # every rank's blocks of the global batch
-            idx = idx[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
-            ids = data.train[idx]  # on the CPU: the masking is drawn there
-            sync_ctx = net.no_sync() if (world > 1 and micro < cfg.grad_accum - 1) else contextlib.nullcontext()
-            with sync_ctx:
-                with _autocast(cfg, device):
-                    loss, _ = objective_loss(fwd, ids, cfg.mode, data.masking, gens["mask"])
-                obj = loss / cfg.grad_accum
-                if cfg.penalty != "none" and cfg.penalty_coef > 0:  # in float32, outside autocast
-                    pen = symmetry_penalty(model, cfg.penalty)
-                    obj = obj + cfg.penalty_coef * pen / cfg.grad_accum
-                obj.backward()
-            total = total + loss.detach() / cfg.grad_accum
-        if recorder is not None:
-            recorder.before_step(model, step)
-        if cfg.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
-        rows.append(dict(step=step + 1, quantity="lr", layer=-1, head=-1, value=sched.get_last_lr()[0]))
-        opt.step()
-        sched.step()
-        if recorder is not None:
-            rows.extend(recorder.after_step(model, step))
-        opt.zero_grad(set_to_none=True)
-        pending.append((step + 1, "train_loss", total))
-        if cfg.penalty != "none":
-            with torch.no_grad():
-                pending.append((step + 1, "penalty", symmetry_penalty(model, cfg.penalty).detach()))
-        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-            log_eval(step + 1)
-        done = step + 1
-        if out is not None and done in cfg.keep_weights and rank == 0:
-            keep_weights(model, kept_weights_path(out, done))
-        want_ckpt = cfg.checkpoint_every and done % cfg.checkpoint_every == 0
-        if out is not None and (want_ckpt or done == end):
-            flush()
-            states = _all_rng_states(gens, world)  # a collective: every rank takes part
-            if rank == 0:
-                out.mkdir(parents=True, exist_ok=True)
-                tmp = ckpt_path.with_name(f".{ckpt_path.name}.tmp-{os.getpid()}")
-                try:
-                    _save_checkpoint({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                                      "scheduler": sched.state_dict(), "rng": states, "history": rows,
-                                      "step": done, "config": cfg.to_dict(), "data": _data_identity(data),
-                                      "update_initial": recorder.initial if recorder is not None else None,
-                                      "started": started, "seen": seen if cfg.guard else None,
-                                      "elapsed": {"wall": before["wall"] + time.time() - t0,
-                                                  "cpu": before["cpu"] + time.process_time() - c0}},
-                                     tmp, ckpt_path)
-                    _install_checkpoint(tmp, ckpt_path)
-                finally:
-                    if tmp.exists():
-                        tmp.unlink()
-    flush()
-    history = pd.DataFrame(rows, columns=["step", "quantity", "layer", "head", "value"])
+def _history(run: _Run) -> pd.DataFrame:
+    """The run's history table (the last losses flushed), in step order, with the earlier
+    segments' time and the run's start date in ``attrs``; with several ranks, a barrier."""
+    _flush(run)
+    history = pd.DataFrame(run.rows, columns=["step", "quantity", "layer", "head", "value"])
     # losses reach the table at the next flush: restore step order (stable within a step)
     history = history.sort_values("step", kind="stable", ignore_index=True)
-    history.attrs["elapsed_before"] = before  # what the run's earlier segments took
-    history.attrs["started"] = started
-    if world > 1:
+    history.attrs["elapsed_before"] = run.before  # what the run's earlier segments took
+    history.attrs["started"] = run.started
+    if run.world > 1:
         import torch.distributed as dist
 
         dist.barrier()
-    return (history, model) if return_model else history
+    return history
 
 
 def kept_weights_path(out_dir, step: int) -> Path:
