@@ -210,12 +210,17 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
         arms = b.get("arms")
         if not (isinstance(arms, list) and len(arms) >= 2):
             _fail(path, where, "'arms' must list at least two arms MODE/INIT.")
+        if not isinstance(b.get("secondary_arms") or [], list):
+            _fail(path, where, "'secondary_arms' must list arms MODE/INIT.")
         for a in arms + list(b.get("secondary_arms") or []):
             _arm(a, path, where)
         if b.get("guard_reference") not in GUARD_REFERENCES:
             _fail(path, where, f"'guard_reference' must be one of {GUARD_REFERENCES} (the sample the seen "
                                f"training blocks are compared with); got {str(b.get('guard_reference'))[:30]!r}.")
-    pilots = set((rules.get("pilots") or {}).values())
+    named = rules.get("pilots") or {}
+    if not (isinstance(named, dict) and all(isinstance(v, str) for v in named.values())):
+        _fail(path, "pilots", "must be a mapping of names to pilot bodies (text), e.g. wiki: wikipedia-bert-mini-blind.")
+    pilots = set(named.values())
     for name, y in rules["yardsticks"].items():
         where = f"yardstick {name!r}"
         if not isinstance(y, dict):
@@ -246,24 +251,26 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
             _fail(path, where, f"test {r.get('test')!r}: rules v3 judge paired-t claims only.")
         if r.get("quantity") not in _QUANTITIES:
             _fail(path, where, f"quantity must be one of {_QUANTITIES}; got {str(r.get('quantity'))[:40]!r}.")
-        if r.get("body") not in rules["bodies"]:
+        if not isinstance(r.get("body"), str) or r["body"] not in rules["bodies"]:
             _fail(path, where, f"body {str(r.get('body'))[:40]!r} is not a body of the file.")
         body = rules["bodies"][r["body"]]
         for field in ("candidate", "comparator"):
             _arm(r.get(field), path, where)
             if r[field] not in body["arms"]:
                 _fail(path, where, f"{field} {r[field]!r} is not a primary arm of body {r['body']!r}.")
+        if not isinstance(r.get("secondary_comparators") or [], list):
+            _fail(path, where, "'secondary_comparators' must list arms MODE/INIT.")
         for a in r.get("secondary_comparators") or []:
             if a not in (body.get("secondary_arms") or []):
                 _fail(path, where, f"secondary comparator {a!r} is not a secondary arm of body {r['body']!r}.")
         if r.get("sign", 1) not in (1, -1):
             _fail(path, where, "'sign' must be 1 or -1.")
-        if r.get("sesoi") not in rules["yardsticks"]:
+        if not isinstance(r.get("sesoi"), str) or r["sesoi"] not in rules["yardsticks"]:
             _fail(path, where, f"sesoi {str(r.get('sesoi'))[:40]!r} is not a yardstick of the file.")
         if r["body"] in rules["yardsticks"][r["sesoi"]]["derived_from"]:
             _fail(path, where, "its yardstick is derived from the body it judges.")
         p = r.get("pilot")
-        if not isinstance(p, dict) or p.get("body") not in pilots:
+        if not isinstance(p, dict) or not isinstance(p.get("body"), str) or p["body"] not in pilots:
             _fail(path, where, "'pilot' must name a pilot body of the file.")
         for field in ("estimate_when_fixed",):
             _num(p.get(field), path, where, f"pilot.{field}")

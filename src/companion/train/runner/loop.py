@@ -972,4 +972,32 @@ def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
     if not isinstance(provenance, dict) or not isinstance(provenance.get("config"), dict):
         raise CompanionError(f"run {run.name}: its provenance.json holds no config object, so it was not written "
                              f"by `companion train`; make the run again, or move {run} away.")
-    return pd.read_csv(run / "history.csv"), provenance
+    return _read_history(run), provenance
+
+
+#: the columns of a run's history.csv, as :func:`write_run` writes them
+HISTORY_COLUMNS = ("step", "quantity", "layer", "head", "value")
+
+
+def _read_history(run: Path) -> pd.DataFrame:
+    """A run's ``history.csv``, refused in one line naming the run when it is not a table of
+    the five columns with whole steps and numeric values (a hand edit, a cut-off copy)."""
+    import csv
+
+    try:
+        hist = pd.read_csv(run / "history.csv")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error, ValueError) as err:
+        raise CompanionError(f"run {run.name}: its history.csv is not a table this package wrote "
+                             f"({str(err).strip().splitlines()[0][:100]}); copy it again from the run's work folder, "
+                             f"or move {run} away.") from None
+    missing = [c for c in HISTORY_COLUMNS if c not in hist.columns]
+    if missing:
+        raise CompanionError(f"run {run.name}: its history.csv lacks the columns {missing}; copy it again from the "
+                             f"run's work folder, or move {run} away.")
+    for col in ("step", "layer", "head", "value"):
+        if not pd.api.types.is_numeric_dtype(hist[col]):
+            bad = hist.index[pd.to_numeric(hist[col], errors="coerce").isna() & hist[col].notna()]
+            line = int(bad[0]) + 2 if len(bad) else "?"
+            raise CompanionError(f"run {run.name}: its history.csv has a {col} that is not a number (line {line}); "
+                                 f"copy it again from the run's work folder, or move {run} away.")
+    return hist

@@ -43,6 +43,11 @@ def load_runs(names=None, root: str | Path | None = None, pattern: str = "*") ->
     for d in dirs:
         hist, meta = read_run(d)
         cfg = meta["config"]
+        lacking = [k for k, kind in (("mode", str), ("init", str), ("seed", int), ("size", str))
+                   if not isinstance(cfg.get(k), kind) or isinstance(cfg.get(k), bool)]
+        if lacking:
+            raise CompanionError(f"run {d.name}: its provenance.json's config lacks {lacking} (or gives them as the wrong kind), so the run cannot be "
+                                 f"placed in a body; copy the provenance again from its work folder, or move {d} away.")
         hist = hist.assign(run=d.name, mode=cfg["mode"], init=cfg["init"], seed=cfg["seed"],
                            size=cfg["size"], penalty=cfg.get("penalty", "none"),
                            penalty_coef=cfg.get("penalty_coef", 0.0), label=label_of(cfg))

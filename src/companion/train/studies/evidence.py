@@ -105,15 +105,18 @@ def body_runs(body: dict) -> pd.DataFrame | None:
             meta[r] = {"corpus": p["config"].get("corpus", "default"), "lr": float(p["config"]["lr"]),
                        "width": int(p["model_size"]["hidden_size"]),
                        "layers": int(p["model_size"]["num_hidden_layers"])}
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise CompanionError(f"run {r} of the body {label!r}: its provenance.json lacks {err} (config.lr, "
-                                 "model_size); it was not written by `companion train`. Make the run again, or "
-                                 "move its folder out of data/runs.") from None
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as err:
+            raise CompanionError(f"run {r} of the body {label!r}: its provenance.json does not give config.lr and "
+                                 f"model_size as numbers ({str(err)[:60]}); it was not written by `companion train`. "
+                                 "Make the run again, or move its folder out of data/runs.") from None
         if body.get("lr") is not None and not math.isclose(meta[r]["lr"], float(body["lr"]), rel_tol=1e-9):
             raise CompanionError(f"run {r} was trained at learning rate {meta[r]['lr']:g}, but the body {label!r} "
                                  f"is the runs at {float(body['lr']):g}; it is not judged with them. Move its folder "
                                  "out of data/runs, or give it a body of its own in the rules.")
         digest = (p.get("data") or {}).get("documents_sha256") if isinstance(p.get("data"), dict) else None
+        if digest is not None and not isinstance(digest, str):
+            raise CompanionError(f"run {r} of the body {label!r}: its provenance's data.documents_sha256 is not a "
+                                 "hash; copy the provenance again from the run's work folder.")
         if digest is not None:
             texts.setdefault(digest, []).append(r)
     if len(texts) > 1:   # one body, one text: runs on another corpus (or a changed archive) are refused
