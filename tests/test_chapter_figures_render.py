@@ -83,3 +83,16 @@ def test_without_a_glue_store_a_figure_the_page_pastes_counts_as_shown(tmp_path)
     page = "```{glue:figure} fig_forms\n:name: f\n```\n"
     found = cells_without_image(nb, page)
     assert len(found) == 1 and "code cell 2" in found[0]
+
+
+def test_a_figure_glued_through_the_books_helper_counts_as_shown(tmp_path):
+    """Chapters glue figures with companion.book.paste.glue_figure, not glue(...) itself."""
+    import json
+
+    from companion.book.figure_check import cells_without_image
+
+    nb = _nb(tmp_path, [_code("fig, ax = plt.subplots()\nglue_figure(\"fig_forms\", fig)\n"),
+                        _code("fig, ax = plt.subplots()\nglue_figure(\"fig_missing\", fig)\n")])
+    (tmp_path / "chapter.glue.json").write_text(json.dumps({"fig_forms": PNG}))
+    found = cells_without_image(nb)
+    assert len(found) == 1 and "code cell 2" in found[0]

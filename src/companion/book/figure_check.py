@@ -53,7 +53,7 @@ def glued_images(notebook: Path | str) -> set[str]:
 
 
 def _glues_an_image(source: str, images: set[str]) -> bool:
-    for m in re.finditer(r"""glue\(\s*(f?)["']([^"'{]*)""", source):
+    for m in re.finditer(r"""glue(?:_figure)?\(\s*(f?)["']([^"'{]*)""", source):
         is_f, name = m.group(1), m.group(2)
         if (name in images) if not is_f else any(i.startswith(name) for i in images):
             return True
