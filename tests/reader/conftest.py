@@ -164,3 +164,19 @@ def audit(axe):
     yield check
     if times:
         print(f"\naccessibility audit: {len(times)} page(s) in {sum(times):.1f} s")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the page-reading checks of a module page by page (all checks of one page, then the
+    next page), in the slots they had, so that they share one load of each page: a module
+    names them in ``PAGE_READERS`` and opens its pages with ``_open(..., reuse=True)``.  The
+    order changes only the time: each check is right in any order, since a page that another
+    check loaded or changed is loaded again."""
+    slots = [i for i, item in enumerate(items)
+             if item.originalname in getattr(item.module, "PAGE_READERS", ())
+             and "docname" in getattr(getattr(item, "callspec", None), "params", {})]
+    pages = {}
+    ordered = sorted((items[i] for i in slots),
+                     key=lambda it: pages.setdefault(it.callspec.params["docname"], len(pages)))
+    for i, item in zip(slots, ordered):
+        items[i] = item

@@ -52,8 +52,25 @@ def _page(docname: str) -> str:
     return f"{docname}.html"
 
 
-def _open(browser, site_url: str, docname: str) -> None:
-    browser.get(f"{site_url}/{_page(docname)}")
+#: the checks that only read the page open at the browser's own window size: they may share
+#: one load of each page (``_open(..., reuse=True)``), and conftest.py runs them page by page
+PAGE_READERS = {
+    "test_page_renders_without_error_text", "test_every_image_is_loaded",
+    "test_page_passes_the_accessibility_audit", "test_every_figure_has_alt_text_and_a_link_to_its_source_data",
+    "test_chapter_that_regenerates_a_paper_figure_shows_figures", "test_math_is_typeset_by_mathjax",
+    "test_internal_links_and_cross_references_resolve", "test_chapter_links_to_its_notebook_on_colab",
+}
+
+
+def _open(browser, site_url: str, docname: str, reuse: bool = False) -> None:
+    """Load the page and wait for its math and images.  ``reuse``: a check that only reads
+    the page takes it as the previous such check left it, if that is the page open now; a
+    load by any other check (a fresh load, another window size, a click) leaves no mark, so
+    the next reader loads the page again."""
+    url = f"{site_url}/{_page(docname)}"
+    if reuse and browser.execute_script("return window.__companionPristine || null;") == url:
+        return
+    browser.get(url)
     # wait until MathJax has typeset the page and every image has finished loading
     browser.execute_async_script(
         """
@@ -65,6 +82,8 @@ def _open(browser, site_url: str, docname: str) -> None:
         Promise.all([math, ...images]).then(() => done(true), () => done(false));
         """
     )
+    if reuse:
+        browser.execute_script("window.__companionPristine = arguments[0];", url)
 
 
 @lru_cache(maxsize=None)
@@ -86,9 +105,10 @@ def _anchors(html: str) -> set[str]:
 def test_page_renders_without_error_text(browser, site_url, docname):
     status, _ = _fetch(f"{site_url}/{_page(docname)}")
     assert status == 200, f"{_page(docname)} answered HTTP {status}"
-    _open(browser, site_url, docname)
-    main = browser.find_element("css selector", "main, article, div.bd-article")
-    text = main.text
+    _open(browser, site_url, docname, reuse=True)
+    text = browser.execute_script(
+        "const m = document.querySelector('main, article, div.bd-article'); return m ? m.innerText : null;")
+    assert text is not None, f"{docname}: the page has no main column"
     assert text.strip(), f"{docname}: the page body is empty"
     assert ERROR_TEXT not in text, f"{docname}: the page shows a traceback"
     errors = browser.find_elements("css selector", ".output.traceback, .output.error")
@@ -103,7 +123,7 @@ def test_page_renders_without_error_text(browser, site_url, docname):
 
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_every_image_is_loaded(browser, site_url, docname):
-    _open(browser, site_url, docname)
+    _open(browser, site_url, docname, reuse=True)
     images = browser.execute_script(
         "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete,"
         " i.naturalWidth]);"
@@ -115,13 +135,13 @@ def test_every_image_is_loaded(browser, site_url, docname):
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_page_passes_the_accessibility_audit(browser, site_url, audit, docname):
     """axe-core (WCAG 2.0/2.1 A and AA): no serious or critical violation on any page."""
-    _open(browser, site_url, docname)
+    _open(browser, site_url, docname, reuse=True)
     audit(browser, _page(docname))
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_every_figure_has_alt_text_and_a_link_to_its_source_data(browser, site_url, docname):
-    _open(browser, site_url, docname)
+    _open(browser, site_url, docname, reuse=True)
     figures = browser.execute_script(
         """
         return Array.from(document.querySelectorAll('main .cell_output img, main figure img'))
@@ -162,7 +182,7 @@ def test_every_page_shows_the_book_version_and_how_to_cite_it(browser, site_url)
 
 @pytest.mark.parametrize("docname", FIGURE_CHAPTERS)
 def test_chapter_that_regenerates_a_paper_figure_shows_figures(browser, site_url, docname):
-    _open(browser, site_url, docname)
+    _open(browser, site_url, docname, reuse=True)
     drawn = browser.execute_script(
         "return Array.from(document.querySelectorAll('main .cell_output img, main figure img'))"
         ".filter(i => i.complete && i.naturalWidth > 0).length;"
@@ -176,7 +196,7 @@ def test_chapter_that_regenerates_a_paper_figure_shows_figures(browser, site_url
 
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_math_is_typeset_by_mathjax(browser, site_url, docname):
-    _open(browser, site_url, docname)
+    _open(browser, site_url, docname, reuse=True)
     state = browser.execute_script(
         """
         const math = Array.from(document.querySelectorAll('.math'));
@@ -200,7 +220,7 @@ def test_math_is_typeset_by_mathjax(browser, site_url, docname):
 
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_internal_links_and_cross_references_resolve(browser, site_url, docname):
-    _open(browser, site_url, docname)
+    _open(browser, site_url, docname, reuse=True)
     page_url = browser.current_url
     hrefs = browser.execute_script(
         "return Array.from(document.querySelectorAll('a[href]')).map(a => a.href);"
@@ -236,7 +256,7 @@ def test_the_outside_request_check_can_fail(browser, site_url, outside_requests)
 
 @pytest.mark.parametrize("docname", CHAPTERS)
 def test_chapter_links_to_its_notebook_on_colab(browser, site_url, docname):
-    _open(browser, site_url, docname)
+    _open(browser, site_url, docname, reuse=True)
     expected = nbgen.colab_url(docname, REPO_URL)
     links = browser.find_elements("css selector", "a.colab-link")
     assert [a.get_attribute("href") for a in links] == [expected]
