@@ -1,6 +1,8 @@
 """Chapter timing: what a finished, a failing and an over-budget chapter are recorded as,
 and how the intro's table is assembled from the recorded files."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -18,6 +20,23 @@ def test_a_chapter_sees_the_run_size_and_finishes(tmp_path):
     name = chapter(tmp_path, "ok", "import os\nassert os.environ['COMPANION_RUN_SIZE'] == 'gpu'")
     t = time_chapter(name, "gpu", budget=120, book=tmp_path)
     assert t.outcome == "finished" and 0 < t.seconds < 120
+
+
+def test_each_chapter_computes_its_verdicts_in_an_empty_cache_of_its_own(tmp_path, monkeypatch):
+    """A chapter's time is its own: the verdicts another chapter left in the shared cache
+    (the book's kernels default to _build/.verdict_cache) are not there to be read."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "all_verdicts-0123.json").write_text("{}")
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", str(shared))
+    code = ("import os\nfrom pathlib import Path\nc = Path(os.environ['COMPANION_VERDICT_CACHE'])\n"
+            f"assert c != Path({str(shared)!r}), c\nassert c.is_dir() and not any(c.iterdir()), c\n"
+            f"Path({str(tmp_path / 'seen.txt')!r}).write_text(str(c))")
+    first = time_chapter(chapter(tmp_path, "a", code), "ci", budget=120, book=tmp_path)
+    second = time_chapter(chapter(tmp_path, "b", code), "ci", budget=120, book=tmp_path)
+    assert first.outcome == second.outcome == "finished", (first.note, second.note)
+    seen = Path((tmp_path / "seen.txt").read_text())
+    assert not seen.exists(), "the chapter's private cache is left behind"
 
 
 def test_a_failing_assert_stops_the_chapter_and_is_named(tmp_path):

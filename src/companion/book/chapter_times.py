@@ -15,15 +15,21 @@ recorded as ``over the budget`` with the budget as a lower bound, one that raise
 for the same chapter, size and device is replaced.  With ``--jobs N``, N chapters run at
 the same time (each in its own kernel), so each time is then an upper bound on the chapter
 run alone.
+
+Each chapter computes what it states itself: its kernel gets an empty verdict cache of its
+own (``COMPANION_VERDICT_CACHE``), as a reader's fresh runtime has none, so a chapter's time
+never depends on which chapter ran before it and filled the shared cache.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -86,12 +92,22 @@ def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> T
     path = book / f"{chapter}.md"
     if not path.is_file():
         raise FileNotFoundError(f"no chapter {chapter!r} (expected {path}); chapters: {', '.join(book_chapters())}")
+    verdicts = tempfile.mkdtemp(prefix="companion-verdicts-")   # this chapter's own, empty
     env = {**os.environ, "COMPANION_RUN_SIZE": size, "IPYTHONDIR": str(BOOK / "_ipython"),
-           "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+           "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "COMPANION_VERDICT_CACHE": verdicts}
+    try:
+        return _time_in(chapter, size, budget, path, env)
+    finally:
+        shutil.rmtree(verdicts, ignore_errors=True)
+
+
+def _time_in(chapter: str, size: str, budget: float, path: Path, env: dict) -> Timing:
+    """:func:`time_chapter`'s run of the chapter at ``path`` in a child process with ``env``."""
     cmd = [sys.executable, "-c", "import sys; from pathlib import Path; from companion.book.chapter_times import _execute; "
            "_execute(Path(sys.argv[1]), int(float(sys.argv[2])))", str(path), str(budget)]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, cwd=book, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(cmd, env=env, cwd=path.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=budget)
