@@ -48,3 +48,34 @@ def test_without_the_variable_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.setattr(claims, "_CACHE", {})
     claims._disk_cached("t", lambda: pd.DataFrame({"a": [1]}))
     assert not any(tmp_path.iterdir())
+
+
+def _compute_in_a_process(root, cache, log):
+    """Run in a child process: the same table asked for at the same time as a sibling."""
+    import time
+
+    import companion.base.paths as p
+    from companion.judge import claims as c
+
+    p.ROOT = root
+    import os
+    os.environ["COMPANION_VERDICT_CACHE"] = str(cache)
+
+    def compute():
+        with open(log, "a") as f:
+            f.write("computed\n")
+        time.sleep(1.5)                      # long enough for the sibling to arrive meanwhile
+        return pd.DataFrame({"key": ["a"], "status": ["holds"]})
+
+    return c._disk_cached("t", compute)["status"].tolist()
+
+
+def test_two_kernels_asking_at_once_compute_the_table_once(tmp_path):
+    import multiprocessing as mp
+
+    root = _tree(tmp_path / "root")
+    log = tmp_path / "log.txt"
+    with mp.get_context("fork").Pool(2) as pool:
+        results = pool.starmap(_compute_in_a_process, [(root, tmp_path / "cache", log)] * 2)
+    assert results == [["holds"], ["holds"]]
+    assert log.read_text().count("computed") == 1, log.read_text()

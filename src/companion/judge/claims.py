@@ -30,6 +30,7 @@ obtained.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass
 
@@ -236,17 +237,15 @@ def _disk_cached(name, fn):
     table instead of recomputing it), on disk as JSON under the package key (a hash of the
     package, its data and the run size: :func:`companion.book.book_cache.package_key` logic),
     so a change to any of them is never served from an older table.  JSON, not pickle: a
-    cache file is read, never executed."""
+    cache file is read, never executed.  Kernels that ask at the same time wait for the one
+    that computes (a file lock beside the table), so the table is computed once per key."""
     import os
 
     folder = os.environ.get("COMPANION_VERDICT_CACHE")
     if name in _CACHE or not folder:
         return _cached(name, fn)
     import hashlib
-    import io
     from pathlib import Path
-
-    import pandas as pd
 
     from ..base.paths import ROOT
     from ..base.runtime import run_size
@@ -257,18 +256,51 @@ def _disk_cached(name, fn):
             if p.is_file() and "__pycache__" not in p.parts and p.name != "progress.log":
                 h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
     path = Path(folder) / f"{name}-{h.hexdigest()[:24]}.json"
-    if path.is_file():
-        try:
-            _CACHE[name] = pd.read_json(io.StringIO(path.read_text()), orient="table")
-            return _CACHE[name]
-        except ValueError:
-            path.unlink(missing_ok=True)   # a torn or foreign file: recompute
-    value = _cached(name, fn)
-    from ..base.outputs import write_text_atomic
-
+    if _read_table(path, name):
+        return _CACHE[name]
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(value.to_json(orient="table", index=False), path)
+    # one kernel computes, the others wait for its file (the chapters run two at a time)
+    with _file_lock(path.with_suffix(".lock")):
+        if _read_table(path, name):
+            return _CACHE[name]
+        value = _cached(name, fn)
+        from ..base.outputs import write_text_atomic
+
+        write_text_atomic(value.to_json(orient="table", index=False), path)
     return value
+
+
+def _read_table(path, name) -> bool:
+    """Read a cached table into ``_CACHE[name]``; False when there is none or it is torn."""
+    import io
+
+    import pandas as pd
+
+    if not path.is_file():
+        return False
+    try:
+        _CACHE[name] = pd.read_json(io.StringIO(path.read_text()), orient="table")
+        return True
+    except ValueError:
+        path.unlink(missing_ok=True)   # a torn or foreign file: recompute
+        return False
+
+
+@contextlib.contextmanager
+def _file_lock(path):
+    """An exclusive lock on ``path`` between processes (``flock``; where there is none, no lock:
+    the table is then at worst computed twice, and written atomically either way)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # ------------------------------------------------------------------- Section 2
