@@ -79,3 +79,61 @@ def test_two_kernels_asking_at_once_compute_the_table_once(tmp_path):
         results = pool.starmap(_compute_in_a_process, [(root, tmp_path / "cache", log)] * 2)
     assert results == [["holds"], ["holds"]]
     assert log.read_text().count("computed") == 1, log.read_text()
+
+
+def _fake_claims(monkeypatch, calls):
+    """Two claims, one mathematical and one empirical, that count how often they are checked."""
+    def math_claim():
+        calls.append("math")
+        return claims.Verdict(key="math_claim", claim="a lemma", status="holds", measured="exact",
+                              size="n/a", chapter="errata", label="L1")
+
+    def data_claim():
+        calls.append("data")
+        return claims.Verdict(key="data_claim", claim="a trend", status="holds", measured="+0.3",
+                              size="3 seeds", chapter="survey", label="F1", kind="empirical")
+
+    monkeypatch.setattr(claims, "VERDICTS", (math_claim, data_claim))
+    monkeypatch.setattr(claims, "_CACHE", {})
+
+
+def test_a_verdict_is_read_from_a_table_already_computed_without_checking_the_claim_again(monkeypatch, tmp_path):
+    calls = []
+    _fake_claims(monkeypatch, calls)
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", str(tmp_path))
+    table = pd.DataFrame([{**claims.Verdict(key="math_claim", claim="a lemma", status="holds", measured="exact",
+                                            size="n/a", chapter="errata", label="L1").as_dict()},
+                          {**claims.Verdict(key="data_claim", claim="a trend", status="inconclusive (after Holm)",
+                                            measured="+0.3", size="3 seeds", chapter="survey", label="F1",
+                                            kind="empirical").as_dict()}])
+    path = claims._cache_path("all_verdicts")
+    path.write_text(table.to_json(orient="table", index=False))   # as another kernel left it
+    assert claims.verdict("data_claim").status == "inconclusive (after Holm)"   # the table's, with Holm
+    assert claims.verdict("math_claim").status == "holds"
+    assert calls == []
+
+
+def test_without_a_table_a_mathematical_claim_is_checked_alone(monkeypatch):
+    calls = []
+    _fake_claims(monkeypatch, calls)
+    monkeypatch.delenv("COMPANION_VERDICT_CACHE", raising=False)
+    monkeypatch.setattr(claims, "all_verdicts", lambda: (_ for _ in ()).throw(AssertionError("table computed")))
+    assert claims.verdict("math_claim").measured == "exact"
+    assert calls == ["math"]
+
+
+def test_every_mathematical_verdict_survives_the_cache_file_unchanged():
+    """The cache's JSON gives back each mathematical claim's verdict field for field, so a page
+    reading the table states what the claim's own check states."""
+    import io
+
+    checked = 0
+    for fn in claims.VERDICTS:
+        if fn.__name__ not in claims.MATH_CHECKS:   # the empirical ones: computed for the table only
+            continue
+        v, checked = fn(), checked + 1
+        back = pd.read_json(io.StringIO(pd.DataFrame([v.as_dict()]).to_json(orient="table", index=False)),
+                            orient="table")
+        row = back.set_index("key").loc[v.key].to_dict()
+        assert claims.Verdict(key=v.key, **row) == v, v.key
+    assert checked >= 10

@@ -239,23 +239,11 @@ def _disk_cached(name, fn):
     so a change to any of them is never served from an older table.  JSON, not pickle: a
     cache file is read, never executed.  Kernels that ask at the same time wait for the one
     that computes (a file lock beside the table), so the table is computed once per key."""
-    import os
-
-    folder = os.environ.get("COMPANION_VERDICT_CACHE")
-    if name in _CACHE or not folder:
+    if name in _CACHE:
+        return _CACHE[name]
+    path = _cache_path(name)
+    if path is None:
         return _cached(name, fn)
-    import hashlib
-    from pathlib import Path
-
-    from ..base.paths import ROOT
-    from ..base.runtime import run_size
-
-    h = hashlib.sha256(run_size().encode())
-    for sub in ("src/companion", "data"):
-        for p in sorted((ROOT / sub).rglob("*")):
-            if p.is_file() and "__pycache__" not in p.parts and p.name != "progress.log":
-                h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
-    path = Path(folder) / f"{name}-{h.hexdigest()[:24]}.json"
     if _read_table(path, name):
         return _CACHE[name]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -268,6 +256,36 @@ def _disk_cached(name, fn):
 
         write_text_atomic(value.to_json(orient="table", index=False), path)
     return value
+
+
+def _cache_path(name):
+    """Where ``COMPANION_VERDICT_CACHE`` keeps the table ``name`` for this package key, or None
+    where the variable is unset."""
+    import hashlib
+    import os
+    from pathlib import Path
+
+    from ..base.paths import ROOT
+    from ..base.runtime import run_size
+
+    folder = os.environ.get("COMPANION_VERDICT_CACHE")
+    if not folder:
+        return None
+    h = hashlib.sha256(run_size().encode())
+    for sub in ("src/companion", "data"):
+        for p in sorted((ROOT / sub).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts and p.name != "progress.log":
+                h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
+    return Path(folder) / f"{name}-{h.hexdigest()[:24]}.json"
+
+
+def _ready_table(name):
+    """The table ``name`` if this process or the disk cache already holds it, else None
+    (nothing is computed)."""
+    if name in _CACHE:
+        return _CACHE[name]
+    path = _cache_path(name)
+    return _CACHE[name] if path is not None and _read_table(path, name) else None
 
 
 def _read_table(path, name) -> bool:
@@ -873,14 +891,18 @@ VERDICTS = (prop_2_1, prop_2_2, remark_s1_6, prop_s1_7, prop_s1_8, cor_s1_9, pro
 def verdict(key: str) -> Verdict:
     """The verdict of one claim by its key (the function's name).  An empirical verdict is
     the one of :func:`all_verdicts`, with the family's correction carried into its status,
-    so that every page states the same status."""
+    so that every page states the same status.  Where the table is computed already (in this
+    process or in the book's verdict cache) every verdict is read from it; else a
+    mathematical claim is checked on its own, without computing the whole table."""
     for fn in VERDICTS:
         if fn.__name__ == key:
-            v = fn()
-            if v.kind != "empirical":
-                return v
-            row = all_verdicts().set_index("key").loc[key].to_dict()
-            return Verdict(key=key, **row)
+            table = _ready_table("all_verdicts")   # computed already: read, never recomputed
+            if table is None:
+                v = fn()
+                if v.kind != "empirical":
+                    return v
+                table = all_verdicts()
+            return Verdict(key=key, **table.set_index("key").loc[key].to_dict())
     raise CompanionError(f"unknown claim {key!r}; choose one of {[f.__name__ for f in VERDICTS]}.")
 
 
