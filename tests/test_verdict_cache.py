@@ -94,6 +94,7 @@ def _fake_claims(monkeypatch, calls):
                               size="3 seeds", chapter="survey", label="F1", kind="empirical")
 
     monkeypatch.setattr(claims, "VERDICTS", (math_claim, data_claim))
+    monkeypatch.setitem(claims.MATH_CHECKS, "math_claim", "closed form")
     monkeypatch.setattr(claims, "_CACHE", {})
 
 
@@ -122,6 +123,18 @@ def test_without_a_table_a_mathematical_claim_is_checked_alone(monkeypatch):
     assert calls == ["math"]
 
 
+def test_an_empirical_claim_is_read_from_the_table_and_never_checked_twice(monkeypatch):
+    """Cold, an empirical claim's own check runs once, inside the table, not again beside it."""
+    calls = []
+    _fake_claims(monkeypatch, calls)
+    monkeypatch.delenv("COMPANION_VERDICT_CACHE", raising=False)
+    monkeypatch.setattr(claims, "empirical_family",
+                        lambda: pd.DataFrame(columns=["key", "p_holm", "survives", "family_size"]))
+    assert claims.verdict("data_claim").measured == "+0.3"
+    assert sorted(calls) == ["data", "math"]           # the table checked each claim once
+    assert claims.verdict("math_claim").status == "holds" and sorted(calls) == ["data", "math"]
+
+
 def test_every_mathematical_verdict_survives_the_cache_file_unchanged():
     """The cache's JSON gives back each mathematical claim's verdict field for field, so a page
     reading the table states what the claim's own check states."""
@@ -132,6 +145,7 @@ def test_every_mathematical_verdict_survives_the_cache_file_unchanged():
         if fn.__name__ not in claims.MATH_CHECKS:   # the empirical ones: computed for the table only
             continue
         v, checked = fn(), checked + 1
+        assert v.kind == "mathematical", v.key          # read alone, cold: so it must be one
         back = pd.read_json(io.StringIO(pd.DataFrame([v.as_dict()]).to_json(orient="table", index=False)),
                             orient="table")
         row = back.set_index("key").loc[v.key].to_dict()

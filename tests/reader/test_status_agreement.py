@@ -67,6 +67,16 @@ def test_every_surface_states_each_claim_with_the_status_of_the_verdict_table(ta
     print(f"status agreement: {len(stated)} statements on {pages} pages, slides and notebooks agree")
 
 
+def test_a_claim_is_mathematical_exactly_when_it_has_a_fixed_check(table):
+    """``claims.verdict`` checks a key of ``MATH_CHECKS`` alone and reads every other from the
+    table: so the table's kinds must split the claims exactly there."""
+    from companion.judge import claims
+
+    kinds = dict(zip(*claims.all_verdicts()[["key", "kind"]].T.values))   # the fixture's table
+    assert {k for k, kind in kinds.items() if kind == "mathematical"} == set(claims.MATH_CHECKS)
+    assert set(kinds) == {f.__name__ for f in claims.VERDICTS}
+
+
 def test_every_drawing_cell_of_the_built_book_shows_its_figure():
     from companion.book.figure_check import cells_without_image
 

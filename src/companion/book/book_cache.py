@@ -18,7 +18,6 @@ second time.  Only a chapter whose code cells still match is seeded.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sys
@@ -34,39 +33,17 @@ _KEY_FILE = "companion-key.json"
 _KEYED = ("src/companion", "data", "book/_ipython", "pyproject.toml", "_config.yml")
 
 
-def _files(root: Path):
-    """The files the key covers: what git tracks or would track (ignored files, such as
-    the checkpoints of runs in progress, are left out); every file when not a checkout."""
-    import subprocess
-
-    try:
-        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
-                              "-z", "--", *_KEYED], cwd=root, check=True, capture_output=True,
-                             timeout=30).stdout.decode()
-        names = sorted(set(n for n in out.split("\0") if n))
-        paths = [root / n for n in names]
-    except (OSError, subprocess.SubprocessError):
-        paths = sorted(p for k in _KEYED for p in ((root / k).rglob("*") if (root / k).is_dir()
-                                                    else [root / k]))
-    for p in paths:
-        if p.is_file() and "__pycache__" not in p.parts:
-            yield p
-
-
 def package_key(root: Path | str = ROOT) -> dict:
-    """What chapter outputs depend on besides their code: a content hash and the run size."""
+    """What chapter outputs depend on besides their code: a content hash
+    (:func:`companion.base.tree_digest.tree_digest` of the files git tracks or would track)
+    and the run size."""
     import torch
 
     from ..base.runtime import run_size
+    from ..base.tree_digest import tree_digest
 
-    root = Path(root)
-    h = hashlib.sha256()
-    n = 0
-    for p in _files(root):
-        h.update(p.relative_to(root).as_posix().encode() + b"\0")
-        h.update(p.read_bytes())
-        n += 1
-    return {"files": n, "sha256": h.hexdigest(), "run_size": run_size(),
+    n, digest = tree_digest(Path(root), _KEYED)
+    return {"files": n, "sha256": digest, "run_size": run_size(),
             "cuda": bool(torch.cuda.is_available())}
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -92,14 +91,12 @@ def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> T
     path = book / f"{chapter}.md"
     if not path.is_file():
         raise FileNotFoundError(f"no chapter {chapter!r} (expected {path}); chapters: {', '.join(book_chapters())}")
-    verdicts = tempfile.mkdtemp(prefix="companion-verdicts-")   # this chapter's own, empty
-    env = {**os.environ, "COMPANION_RUN_SIZE": size, "IPYTHONDIR": str(BOOK / "_ipython"),
-           "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "COMPANION_VERDICT_CACHE": verdicts}
-    try:
+    # this chapter's own verdict cache, empty: its time is its own cost, as in a fresh runtime
+    with tempfile.TemporaryDirectory(prefix="companion-verdicts-", ignore_cleanup_errors=True) as verdicts:
+        env = {**os.environ, "COMPANION_RUN_SIZE": size, "IPYTHONDIR": str(BOOK / "_ipython"),
+               "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+               "COMPANION_VERDICT_CACHE": verdicts}
         return _time_in(chapter, size, budget, path, env)
-    finally:
-        shutil.rmtree(verdicts, ignore_errors=True)
 
 
 def _time_in(chapter: str, size: str, budget: float, path: Path, env: dict) -> Timing:

@@ -235,7 +235,7 @@ def _disk_cached(name, fn):
     """``fn()``, a DataFrame, kept in this process and, where ``COMPANION_VERDICT_CACHE`` names
     a folder (the book's kernels set it: every chapter that states statuses reads the same
     table instead of recomputing it), on disk as JSON under the package key (a hash of the
-    package, its data and the run size: :func:`companion.book.book_cache.package_key` logic),
+    package, its data and the run size, as :func:`companion.book.book_cache.package_key`),
     so a change to any of them is never served from an older table.  JSON, not pickle: a
     cache file is read, never executed.  Kernels that ask at the same time wait for the one
     that computes (a file lock beside the table), so the table is computed once per key."""
@@ -259,24 +259,23 @@ def _disk_cached(name, fn):
 
 
 def _cache_path(name):
-    """Where ``COMPANION_VERDICT_CACHE`` keeps the table ``name`` for this package key, or None
-    where the variable is unset."""
+    """Where ``COMPANION_VERDICT_CACHE`` keeps the table ``name`` for this package key (the
+    run size and :func:`companion.base.tree_digest.tree_digest` of the package and its data),
+    or None where the variable is unset."""
     import hashlib
     import os
     from pathlib import Path
 
-    from ..base.paths import ROOT
+    from ..base import paths
     from ..base.runtime import run_size
+    from ..base.tree_digest import tree_digest
 
     folder = os.environ.get("COMPANION_VERDICT_CACHE")
     if not folder:
         return None
-    h = hashlib.sha256(run_size().encode())
-    for sub in ("src/companion", "data"):
-        for p in sorted((ROOT / sub).rglob("*")):
-            if p.is_file() and "__pycache__" not in p.parts and p.name != "progress.log":
-                h.update(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes())
-    return Path(folder) / f"{name}-{h.hexdigest()[:24]}.json"
+    _, digest = tree_digest(paths.ROOT, ("src/companion", "data"))
+    key = hashlib.sha256(f"{run_size()}\0{digest}".encode()).hexdigest()[:24]
+    return Path(folder) / f"{name}-{key}.json"
 
 
 def _ready_table(name):
@@ -891,19 +890,20 @@ VERDICTS = (prop_2_1, prop_2_2, remark_s1_6, prop_s1_7, prop_s1_8, cor_s1_9, pro
 def verdict(key: str) -> Verdict:
     """The verdict of one claim by its key (the function's name).  An empirical verdict is
     the one of :func:`all_verdicts`, with the family's correction carried into its status,
-    so that every page states the same status.  Where the table is computed already (in this
-    process or in the book's verdict cache) every verdict is read from it; else a
-    mathematical claim is checked on its own, without computing the whole table."""
-    for fn in VERDICTS:
-        if fn.__name__ == key:
-            table = _ready_table("all_verdicts")   # computed already: read, never recomputed
-            if table is None:
-                v = fn()
-                if v.kind != "empirical":
-                    return v
-                table = all_verdicts()
-            return Verdict(key=key, **table.set_index("key").loc[key].to_dict())
-    raise CompanionError(f"unknown claim {key!r}; choose one of {[f.__name__ for f in VERDICTS]}.")
+    so that every page states the same status.  A mathematical claim (a key of
+    :data:`MATH_CHECKS`) is read from that table where it is computed already (in this
+    process or in the book's verdict cache), else checked on its own, without computing the
+    whole table."""
+    fn = {f.__name__: f for f in VERDICTS}.get(key)
+    if fn is None:
+        raise CompanionError(f"unknown claim {key!r}; choose one of {[f.__name__ for f in VERDICTS]}.")
+    if key in MATH_CHECKS:
+        table = _ready_table("all_verdicts")   # computed already: read, never recomputed
+        if table is None:
+            return fn()
+    else:
+        table = all_verdicts()
+    return Verdict(key=key, **table.set_index("key").loc[key].to_dict())
 
 
 def all_verdicts():

@@ -1,0 +1,68 @@
+"""One content hash of a set of the repository's folders and files.
+
+Two caches key what they hold on the package and its data: the book's execution cache
+(:mod:`companion.book.book_cache`) and the verdict table the chapters share
+(:func:`companion.judge.claims._disk_cached`).  Both hash the same way, here: every file git
+tracks or would track under the given paths (ignored files, such as a training run's
+checkpoints and its progress log, are left out), each as its path and its bytes.  Outside a
+checkout every file is hashed except a progress log.
+
+Reading the files is the cost (about 90 MB); within one process a digest is reused while no
+file's size or modification time has changed (and none was written within a clock tick of
+the hash), so asking again is a directory walk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["tree_files", "tree_digest"]
+
+#: written continuously while a run trains; never part of a key (git ignores it in a checkout)
+_NEVER = frozenset({"progress.log"})
+
+_MEMO: dict = {}
+_TICK_NS = 100_000_000   # wider than any file system's time stamp step (ext4: one jiffy)
+
+
+def tree_files(root: Path | str, keyed: tuple[str, ...]) -> list[Path]:
+    """The files under ``keyed`` (paths relative to ``root``) that the digest covers, sorted."""
+    root = Path(root)
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                              "-z", "--", *keyed], cwd=root, check=True, capture_output=True,
+                             timeout=30).stdout.decode()
+        paths = [root / n for n in sorted(set(n for n in out.split("\0") if n))]
+    except (OSError, subprocess.SubprocessError):
+        paths = sorted(p for k in keyed for p in ((root / k).rglob("*") if (root / k).is_dir()
+                                                   else [root / k])
+                       if p.name not in _NEVER)
+    return [p for p in paths if p.is_file() and "__pycache__" not in p.parts]
+
+
+def tree_digest(root: Path | str, keyed: tuple[str, ...]) -> tuple[int, str]:
+    """``(number of files, sha256 hex digest)`` over :func:`tree_files`: each file's path
+    relative to ``root``, a NUL, then its bytes."""
+    root = Path(root)
+    files = tree_files(root, keyed)
+    stats = tuple((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns)
+                  for p in files for st in [p.stat()])
+    where = (str(root.resolve()), tuple(keyed))
+    if where in _MEMO and _MEMO[where][0] == stats:
+        return _MEMO[where][1]
+    started = time.time_ns()
+    h = hashlib.sha256()
+    for (rel, _, _), p in zip(stats, files):
+        h.update(rel.encode() + b"\0")
+        h.update(p.read_bytes())
+    digest = (len(files), h.hexdigest())
+    # a file written just before the hash could be written again within the clock's tick
+    # without its time changing (git's "racy clean" case): such a state is never reused
+    if all(mtime < started - _TICK_NS for _, _, mtime in stats):
+        _MEMO[where] = (stats, digest)
+    else:
+        _MEMO.pop(where, None)
+    return digest
