@@ -151,3 +151,16 @@ def test_every_mathematical_verdict_survives_the_cache_file_unchanged():
         row = back.set_index("key").loc[v.key].to_dict()
         assert claims.Verdict(key=v.key, **row) == v, v.key
     assert checked >= 10
+
+
+def test_a_table_that_json_would_change_is_kept_in_the_process_and_never_written(tmp_path, monkeypatch):
+    """A small integer type comes back from JSON as int64: such a table is never served from the disk."""
+    root = _tree(tmp_path / "root")
+    monkeypatch.setattr(paths, "ROOT", root)
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(claims, "_CACHE", {})
+    odd = pd.DataFrame({"key": ["a"], "n": pd.Series([3], dtype="int8")})
+    assert claims._disk_cached("odd", lambda: odd) is odd
+    fine = pd.DataFrame({"key": ["a"], "p": [0.1], "n": [3], "ok": [True]})
+    claims._disk_cached("fine", lambda: fine)
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "cache").glob("*.json")) == ["fine"]

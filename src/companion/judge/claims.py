@@ -237,8 +237,9 @@ def _disk_cached(name, fn):
     table instead of recomputing it), on disk as JSON under the package key (a hash of the
     package, its data and the run size, as :func:`companion.book.book_cache.package_key`),
     so a change to any of them is never served from an older table.  JSON, not pickle: a
-    cache file is read, never executed.  Kernels that ask at the same time wait for the one
-    that computes (a file lock beside the table), so the table is computed once per key."""
+    cache file is read, never executed, and written only when it reads back as the table
+    (values and types).  Kernels that ask at the same time wait for the one that computes (a
+    file lock beside the table), so the table is computed once per key."""
     if name in _CACHE:
         return _CACHE[name]
     path = _cache_path(name)
@@ -254,8 +255,24 @@ def _disk_cached(name, fn):
         value = _cached(name, fn)
         from ..base.outputs import write_text_atomic
 
-        write_text_atomic(value.to_json(orient="table", index=False), path)
+        text = value.to_json(orient="table", index=False, double_precision=15)
+        if _reads_back_as(text, value):   # else kept in this process only: never served changed
+            write_text_atomic(text, path)
     return value
+
+
+def _reads_back_as(text, value) -> bool:
+    """Does the JSON ``text`` read back as ``value``, values and types alike?"""
+    import io
+
+    import pandas as pd
+
+    try:
+        pd.testing.assert_frame_equal(pd.read_json(io.StringIO(text), orient="table"),
+                                      value.reset_index(drop=True))
+        return True
+    except (AssertionError, ValueError, TypeError):
+        return False
 
 
 def _cache_path(name):
@@ -741,7 +758,7 @@ def training_tests_table(key: str):
     """Every test of one training claim (all bodies and comparators), as computed for its verdict."""
     from .empirical import training_tests
 
-    return _cached(("training_tests", key), lambda: training_tests(key))
+    return _disk_cached(f"training_tests-{key}", lambda: training_tests(key))
 
 
 def training_symmetry() -> Verdict:
@@ -816,7 +833,7 @@ def swap_tests_table():
     its verdict."""
     from ..train.studies.swap import swap_tests
 
-    return _cached("swap_tests", swap_tests)
+    return _disk_cached("swap_tests", swap_tests)
 
 
 def objective_swap() -> Verdict:
