@@ -331,3 +331,61 @@ def test_a_run_without_a_recorded_device_is_never_taken_for_a_gpu_run(tmp_path, 
     monkeypatch.setattr(runs_mod, "runs_root", lambda: tmp_path)
     assert ev.run_device("r") == ev.UNRECORDED
     assert ev.run_settings("r") == {"device": ev.UNRECORDED, "threads": None, "bf16": None}
+
+
+def _script_replicates(script: str, branch: str) -> set[str]:
+    """The run names a run script's replicate branch makes (its PREFIX and its add lines)."""
+    import re
+
+    text = (runs_root() / script).read_text()
+    part = text[text.index(branch):]
+    part = part[:part.index("\nelse") if "\nelse" in part else len(part)]
+    prefix = re.search(r"PREFIX=(\S+)", part).group(1)
+    arms, seeds = re.search(r'add "([^"]+)" "([^"]+)"', part).groups()
+    return {f"{prefix}-{a.replace('/', '-')}-s{s}" for s in seeds.split() for a in arms.split()}
+
+
+def test_the_planned_replicates_are_the_runs_the_scripts_make_one_direction_each():
+    d = replicate.replicate_directions()
+    cpu_side = _script_replicates("make_blind_runs.sh", 'elif [ "${1:-all}" = replicate ]')
+    gpu_side = _script_replicates("device_blind_matrix.sh", 'elif [ "${SET:-matrix}" = replicate ]')
+    assert set(d.loc[d["direction"] == "gpu -> cpu", "run"]) == cpu_side
+    assert set(d.loc[d["direction"] == "cpu -> gpu", "run"]) == gpu_side
+    # each direction repeats runs the judged body made on the other device
+    for r in d.itertuples():
+        judged = f"blind-wiki-bert-mini-{r.arm}-s{r.seed}"
+        if (runs_root() / judged).is_dir():
+            want = "cpu" if r.direction.startswith("cpu") else "gpu"
+            assert replicate._device(judged) == want, (judged, r.direction)
+
+
+def test_the_directions_sentence_names_a_missing_direction_with_its_command(tmp_path):
+    for run in replicate.replicate_directions(tmp_path)["run"]:
+        if "gpu-replicate" in run:
+            (tmp_path / run).mkdir()
+            (tmp_path / run / "history.csv").write_text("step\n")
+    text = replicate.directions_text(tmp_path)
+    assert text.startswith("CPU runs repeated on the GPU (seeds 10, 11): landed; ")
+    assert "GPU runs repeated on the CPU (seed 12): 2 of 2 runs still missing" in text
+    assert "`bash data/runs/make_blind_runs.sh replicate`" in text
+    (tmp_path / "blind-cpu-replicate-wiki-bert-mini-encoder-standard-s12").mkdir()
+    (tmp_path / "blind-cpu-replicate-wiki-bert-mini-encoder-standard-s12" / "history.csv").write_text("step\n")
+    assert "1 of 2 runs still missing" in replicate.directions_text(tmp_path)
+
+
+def test_the_cpu_machine_check_reads_the_layer_means_and_the_seed_spread_from_the_files(tmp_path):
+    """Against a hand computation from the stored check file and the judged runs' histories."""
+    check = replicate.cpu_machine_check()
+    raw = pd.read_csv(runs_root() / replicate.CPU_MACHINE_CHECK)
+    sym = raw[(raw["quantity"] == "symmetry") & (raw["head"] == -1) & (raw["step"] == 250)]
+    row = check.set_index("quantity").loc["symmetry"]
+    today = [c for c in raw.columns if c.startswith("this_machine_code_")][0]
+    assert row["machine"] == pytest.approx(sym[today].mean() - sym["stored_run"].mean(), abs=1e-12)
+    spread = []
+    for seed in (10, 11, 12, 13, 14):
+        h = pd.read_csv(runs_root() / f"blind-wiki-bert-mini-encoder-standard-s{seed}" / "history.csv")
+        spread.append(h[(h["quantity"] == "symmetry") & (h["head"] == -1) & (h["step"] == 250)]["value"].mean())
+    assert row["seed_sd"] == pytest.approx(float(np.std(spread, ddof=1)), rel=1e-9)
+    assert row["stored run"] == pytest.approx(sym["stored_run"].mean())
+    with pytest.raises(Exception, match="no CPU machine check"):
+        replicate.cpu_machine_check(tmp_path / "missing.csv")

@@ -37,6 +37,84 @@ def _device(run: str) -> str:
     return "cpu" if dev == "CPU" else "gpu"
 
 
+#: the replicates the blind plan fixed (its addenda): name prefix, the device they run on,
+#: the judged runs' device, the seeds, and the command that makes them
+PLANNED = (
+    ("blind-gpu-replicate-wiki-bert-mini", "gpu", "cpu", (10, 11),
+     "SET=replicate bash data/runs/device_blind_matrix.sh (on a GPU machine)"),
+    ("blind-cpu-replicate-wiki-bert-mini", "cpu", "gpu", (12,),
+     "bash data/runs/make_blind_runs.sh replicate"),
+)
+ARMS = ("encoder-standard", "decoder-standard")
+
+
+def replicate_directions(folder=None) -> pd.DataFrame:
+    """One row per planned replicate run: its direction (``cpu -> gpu``: a run the CPU made,
+    again on the GPU), seed, arm, whether it has landed (its ``history.csv`` in data/runs) and
+    the command that makes it."""
+    from ...base.paths import ROOT
+
+    folder = ROOT / "data" / "runs" if folder is None else folder
+    rows = []
+    for prefix, on, judged_on, seeds, command in PLANNED:
+        for seed in seeds:
+            for arm in ARMS:
+                run = f"{prefix}-{arm}-s{seed}"
+                rows.append({"run": run, "direction": f"{judged_on} -> {on}", "seed": seed, "arm": arm,
+                             "landed": (folder / run / "history.csv").is_file(), "command": command})
+    return pd.DataFrame(rows)
+
+
+def directions_text(folder=None) -> str:
+    """Each direction in words, landed or missing with its command: the device effect is
+    measured both ways only when both have landed."""
+    d = replicate_directions(folder)
+    words = {"cpu -> gpu": "CPU runs repeated on the GPU", "gpu -> cpu": "GPU runs repeated on the CPU"}
+    parts = []
+    for direction, g in d.groupby("direction", sort=False):
+        seeds = ", ".join(str(s) for s in sorted(set(g["seed"])))
+        what = f"{words[direction]} (seed{'s' if g['seed'].nunique() > 1 else ''} {seeds})"
+        if g["landed"].all():
+            parts.append(f"{what}: landed")
+        else:
+            n = int((~g["landed"]).sum())
+            parts.append(f"{what}: {n} of {len(g)} runs still missing (`{g['command'].iloc[0]}`)")
+    return "; ".join(parts)
+
+
+CPU_MACHINE_CHECK = "cpu_machine_check/blind-wiki-bert-mini-encoder-standard-s10-step250.csv"
+
+
+def cpu_machine_check(path=None, step: int = 250, seeds=(10, 11, 12, 13, 14)) -> pd.DataFrame:
+    """The stored CPU run of seed 10 (encoder, standard start) against the same first
+    ``step`` steps made again on another CPU machine, with today's code and with the run's own
+    code (data/runs/cpu_machine_check).  One row per quantity (the losses, the layer-mean
+    scores, as the verdicts read them): the three values, ``machine`` (other machine minus the
+    stored run, today's code), ``code`` (today's code minus the run's own, on the one machine)
+    and the judged body's seed spread at that step for the arm."""
+    from ...base.errors import CompanionError
+    from ...base.paths import ROOT
+
+    path = ROOT / "data" / "runs" / CPU_MACHINE_CHECK if path is None else path
+    if not path.is_file():
+        raise CompanionError(f"no CPU machine check at {path}; its README beside it gives the commands.")
+    t = pd.read_csv(path)
+    today, own = [c for c in t.columns if c.startswith("this_machine_code_")]
+    judged = load_runs(pattern=JUDGED)
+    judged = judged[judged["seed"].isin(seeds)]
+    rows = []
+    for q in ("eval_loss", "train_loss", "symmetry", "directionality"):
+        vals = {}
+        for col in ("stored_run", today, own):
+            frame = t.rename(columns={col: "value"}).assign(run=col, mode="encoder", init="standard", seed=10)
+            vals[col] = float(arm_values(frame, q, "encoder", "standard", step=step).iloc[0])
+        rows.append({"quantity": q, "step": step, "stored run": vals["stored_run"],
+                     "other machine": vals[today], "other machine, the run's code": vals[own],
+                     "machine": vals[today] - vals["stored_run"], "code": vals[today] - vals[own],
+                     "seed_sd": float(arm_values(judged, q, "encoder", "standard", step=step).std(ddof=1))})
+    return pd.DataFrame(rows)
+
+
 def _replicates() -> pd.DataFrame | None:
     return load_patterns(REPLICATES)
 
