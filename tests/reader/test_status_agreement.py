@@ -23,7 +23,9 @@ SKIP = {"genindex.html", "search.html", "py-modindex.html"}
 
 @pytest.fixture(scope="module")
 def table():
-    os.environ.setdefault("COMPANION_VERDICT_CACHE", str(ROOT / "_build" / ".verdict_cache"))
+    from companion.base.paths import VERDICT_CACHE
+
+    os.environ.setdefault("COMPANION_VERDICT_CACHE", str(VERDICT_CACHE))
     from companion.judge import claims
 
     v = claims.all_verdicts()

@@ -5,3 +5,5 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA_DIR = ROOT / "data"
+#: the book build's shared verdict tables (``COMPANION_VERDICT_CACHE`` in its kernels)
+VERDICT_CACHE = ROOT / "_build" / ".verdict_cache"

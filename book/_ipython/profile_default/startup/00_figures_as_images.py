@@ -21,6 +21,6 @@ if _shell is not None:
 # under the package's content key (companion.judge.claims._disk_cached) instead of once per page.
 import os as _os
 
-from companion.base.paths import ROOT as _ROOT
+from companion.base.paths import VERDICT_CACHE as _VERDICT_CACHE
 
-_os.environ.setdefault("COMPANION_VERDICT_CACHE", str(_ROOT / "_build" / ".verdict_cache"))
+_os.environ.setdefault("COMPANION_VERDICT_CACHE", str(_VERDICT_CACHE))
