@@ -436,3 +436,36 @@ def test_a_run_killed_while_installing_its_checkpoint_resumes_its_own_run(tmp_pa
     resumed = train(cfg, data=_data(), out_dir=tmp_path, resume=True)
     pd.testing.assert_frame_equal(full, resumed, check_exact=True)
     assert not (tmp_path / "checkpoint.pt.sha256.pending").exists() or killed_before_rename == 1
+
+
+def test_each_sitting_of_a_run_records_its_machine_from_the_step_it_began(tmp_path):
+    from companion.base.runtime import describe_machine
+
+    cfg = _cfg(steps=4)
+    train(cfg, data=_data(), out_dir=tmp_path, stop_at=2)
+    resumed = train(cfg, data=_data(), out_dir=tmp_path, resume=True)
+    sittings = resumed.attrs["sittings"]
+    assert [s["from_step"] for s in sittings] == [0, 2]
+    here = describe_machine("cpu")
+    assert all(s["cpu_model"] == here["cpu_model"] and s["device"] == here["device"] for s in sittings)
+    # a checkpoint written before machines were recorded: its first sitting's machine is unknown
+    train(cfg, data=_data(), out_dir=tmp_path / "old", stop_at=2)
+    ck = torch.load(tmp_path / "old" / "checkpoint.pt", weights_only=True)
+    del ck["sittings"]
+    torch.save(ck, tmp_path / "old" / "checkpoint.pt")
+    (tmp_path / "old" / "checkpoint.pt.sha256").unlink()
+    with pytest.warns(UserWarning, match="unverified"):
+        old = train(cfg, data=_data(), out_dir=tmp_path / "old", resume=True)
+    assert [(s["from_step"], s["cpu_model"]) for s in old.attrs["sittings"]] == [(0, "not recorded"),
+                                                                                (2, here["cpu_model"])]
+
+
+def test_the_machine_names_its_cpu_model_and_its_bf16_features():
+    from companion.base.runtime import describe_machine
+
+    info = ("processor\t: 0\nmodel name\t: Example CPU 9000\nflags\t\t: fpu sse2 avx512f avx512_bf16\n\n"
+            "processor\t: 1\nmodel name\t: Example CPU 9000\nflags\t\t: fpu sse2 avx512f avx512_bf16\n")
+    m = describe_machine("cpu", cpuinfo=info)
+    assert m["cpu_model"] == "Example CPU 9000" and m["cpu_bf16_features"] == ["avx512_bf16"]
+    assert describe_machine("cpu", cpuinfo="flags : fpu amx_bf16 avx512_bf16\n")["cpu_bf16_features"] == \
+        ["avx512_bf16", "amx_bf16"]

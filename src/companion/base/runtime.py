@@ -24,7 +24,7 @@ RUN_SIZES = ("ci", "gpu", "paper")
 ENV_VAR = "COMPANION_RUN_SIZE"
 
 __all__ = ["RUN_SIZES", "ENV_VAR", "GPU_SIZE_MEMORY_GIB", "run_size", "default_device", "describe_device",
-           "pick_run_size", "runtime_run_size"]
+           "describe_machine", "pick_run_size", "runtime_run_size"]
 
 
 def default_device() -> torch.device:
@@ -38,6 +38,34 @@ def describe_device(device: torch.device | str | None = None) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"cpu ({torch.get_num_threads()} threads)"
+
+
+#: CPU features that change how bf16 arithmetic is done on the CPU (and so a CPU run's numbers)
+BF16_FEATURES = ("avx512_bf16", "amx_bf16", "avx512_fp16")
+
+
+def describe_machine(device: torch.device | str | None = None, cpuinfo: str | None = None) -> dict:
+    """The machine a run's steps are made on: the device's name, the CPU model and its bf16
+    features (from ``/proc/cpuinfo`` where there is one).  Two CPU machines running the
+    same code from the same checkpoint can differ in the last bits of every bf16 step, so a
+    run records this for each sitting."""
+    import platform
+
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+                cpuinfo = fh.read()
+        except OSError:
+            cpuinfo = ""
+    model, flags = None, set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and model is None:
+            model = value.strip()
+        elif key.strip() == "flags" and not flags:
+            flags = set(value.split())
+    return {"device": describe_device(device), "cpu_model": model or platform.processor() or platform.machine(),
+            "cpu_bf16_features": [f for f in BF16_FEATURES if f in flags]}
 
 
 def run_size(size: str | None = None) -> str:

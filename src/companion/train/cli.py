@@ -378,6 +378,7 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         meta["cpu_seconds"] = round(time.process_time() - c0 + before["cpu"], 1)
         meta["resumed"] = bool(resume)
         meta["started"] = history.attrs.get("started")
+        meta["sittings"] = history.attrs.get("sittings", [])   # each segment's machine
         meta["seconds_per_step"] = round(seconds / max(1, cfg.steps), 4)
         meta["tokens_per_second"] = round(cfg.steps * cfg.batch_size * cfg.grad_accum
                                           * cfg.model_size.seq_len / max(seconds, 1e-9), 1)

@@ -604,12 +604,20 @@ class _Run:
     before: dict = field(default_factory=lambda: {"wall": 0.0, "cpu": 0.0})
     # when the run's first segment started (UTC): what 'judged blind' compares with its rule's commit
     started: str | None = None
+    # each segment's machine, from the step it started at (companion.base.runtime.describe_machine)
+    sittings: list = field(default_factory=list)
     t0: float = 0.0
     c0: float = 0.0
 
     def start_clock(self) -> None:
-        """Start this segment's clocks (wall and CPU); date a new run's start."""
-        self.started = self.started or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        """Start this segment's clocks (wall and CPU); date a new run's start; record the
+        machine this segment runs on."""
+        from ...base.runtime import describe_machine
+
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.started = self.started or now
+        self.sittings = [*self.sittings, {"from_step": int(self.start), "started": now,
+                                          **describe_machine(self.device)}]
         self.t0, self.c0 = time.time(), time.process_time()
 
     def elapsed(self) -> dict:
@@ -742,6 +750,9 @@ def _resume(run: _Run, ckpt_path: Path | None) -> dict:
         run.recorder.initial = ck["update_initial"]
     run.before = dict(ck.get("elapsed", {"wall": 0.0, "cpu": 0.0}))
     run.started = ck.get("started")
+    # a checkpoint from before machines were recorded: its steps' machine is unknown
+    run.sittings = list(ck.get("sittings") or [{"from_step": 0, "started": run.started, "device": "not recorded",
+                                                 "cpu_model": "not recorded", "cpu_bf16_features": []}])
     if cfg.guard:
         run.seen = ck["seen"].to(torch.bool).cpu()
     return ck
@@ -869,7 +880,7 @@ def _checkpoint(run: _Run, ckpt_path: Path, done: int) -> None:
                           "step": done, "config": cfg.to_dict(), "data": _data_identity(run.data),
                           "update_initial": run.recorder.initial if run.recorder is not None else None,
                           "started": run.started, "seen": run.seen if cfg.guard else None,
-                          "elapsed": run.elapsed()},
+                          "elapsed": run.elapsed(), "sittings": run.sittings},
                          tmp, ckpt_path)
         _install_checkpoint(tmp, ckpt_path)
     finally:
@@ -886,6 +897,7 @@ def _history(run: _Run) -> pd.DataFrame:
     history = history.sort_values("step", kind="stable", ignore_index=True)
     history.attrs["elapsed_before"] = run.before  # what the run's earlier segments took
     history.attrs["started"] = run.started
+    history.attrs["sittings"] = run.sittings
     if run.world > 1:
         import torch.distributed as dist
 
