@@ -81,17 +81,14 @@ book: env
 # (--nbval-save-executed), `book_cache seed` hands those executions to the build's cache,
 # and the build reuses them (a chapter is executed by the build only if it was not seeded).
 # nbval's kernels get the book's kernel start-up file, so their figures are images as in
-# the build.  The verdict tables every status reads are computed beside the unit tests
-# (companion.judge.warm_cache, log in _build/warm_cache.log), not while a chapter waits.
+# the build.
 EXECUTED := _build/executed
 test: env
-	@rm -rf $(EXECUTED); mkdir -p _build; t=$$(date +%s); \
-		($(KERNEL_ENV) $(PY) -m companion.judge.warm_cache > _build/warm_cache.log 2>&1 &); \
+	@rm -rf $(EXECUTED); t=$$(date +%s); \
 		$(KERNEL_ENV) $(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=900 --nbval-save-executed $(EXECUTED) -p no:cacheprovider -ra \
 		$(PYTEST_ARGS) tests book; rc=$$?; \
-		echo "test: unit tests and chapters (nbval) took $$(( $$(date +%s) - t )) s"; \
-		tail -n 1 _build/warm_cache.log; exit $$rc
+		echo "test: unit tests and chapters (nbval) took $$(( $$(date +%s) - t )) s"; exit $$rc
 	@$(PY) -m companion.book.book_cache seed $(EXECUTED)
 	@t=$$(date +%s); $(MAKE) --no-print-directory book || exit $$?; \
 		echo "test: book built in $$(( $$(date +%s) - t )) s"
