@@ -331,6 +331,8 @@ def test_history_restores_step_order_and_carries_the_segments_time():
                 dict(step=1, quantity="lr", layer=-1, head=-1, value=2.0),
                 dict(step=2, quantity="eval_loss", layer=-1, head=-1, value=3.0)]
     run.before, run.started = {"wall": 7.0, "cpu": 3.0}, "2025-01-01T00:00:00Z"
+    run.sittings = [{"from_step": 0, "device": "cpu (1 threads)", "cpu_model": "A", "cpu_bf16_features": []}]
     h = loop._history(run)
     assert h["value"].tolist() == [2.0, 1.0, 3.0]     # stable within a step
-    assert h.attrs == {"elapsed_before": {"wall": 7.0, "cpu": 3.0}, "started": "2025-01-01T00:00:00Z"}
+    assert h.attrs == {"elapsed_before": {"wall": 7.0, "cpu": 3.0}, "started": "2025-01-01T00:00:00Z",
+                       "sittings": run.sittings}
