@@ -367,7 +367,8 @@ def test_the_directions_sentence_names_a_missing_direction_with_its_command(tmp_
     text = replicate.directions_text(tmp_path)
     assert text.startswith("CPU runs repeated on the GPU (seeds 10, 11): landed; ")
     assert "GPU runs repeated on the CPU (seed 12): 2 of 2 runs still missing" in text
-    assert "`bash data/runs/make_blind_runs.sh replicate`" in text
+    assert text.endswith("still missing, made by bash data/runs/make_blind_runs.sh replicate")
+    assert "`" not in text                                 # glued as plain text: no Markdown in it
     (tmp_path / "blind-cpu-replicate-wiki-bert-mini-encoder-standard-s12").mkdir()
     (tmp_path / "blind-cpu-replicate-wiki-bert-mini-encoder-standard-s12" / "history.csv").write_text("step\n")
     assert "1 of 2 runs still missing" in replicate.directions_text(tmp_path)

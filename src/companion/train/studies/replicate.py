@@ -78,7 +78,7 @@ def directions_text(folder=None) -> str:
             parts.append(f"{what}: landed")
         else:
             n = int((~g["landed"]).sum())
-            parts.append(f"{what}: {n} of {len(g)} runs still missing (`{g['command'].iloc[0]}`)")
+            parts.append(f"{what}: {n} of {len(g)} runs still missing, made by {g['command'].iloc[0]}")
     return "; ".join(parts)
 
 
