@@ -40,7 +40,8 @@ def describe_device(device: torch.device | str | None = None) -> str:
     return f"cpu ({torch.get_num_threads()} threads)"
 
 
-#: CPU features that change how bf16 arithmetic is done on the CPU (and so a CPU run's numbers)
+#: CPU features that change how reduced-precision (bf16, fp16) arithmetic is done on the CPU,
+#: and so a CPU run's numbers
 BF16_FEATURES = ("avx512_bf16", "amx_bf16", "avx512_fp16")
 
 

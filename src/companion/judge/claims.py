@@ -234,8 +234,8 @@ def _cached(name, fn):
 def _disk_cached(name, fn):
     """``fn()``, a DataFrame, kept in this process and, where ``COMPANION_VERDICT_CACHE`` names
     a folder (the book's kernels set it: every chapter that states statuses reads the same
-    table instead of recomputing it), on disk as JSON under the package key (a hash of the
-    package, its data and the run size, as :func:`companion.book.book_cache.package_key`),
+    table instead of recomputing it), on disk as JSON under a key of the run size and the
+    package and its data (:func:`companion.base.tree_digest.tree_digest`, as the book's cache),
     so a change to any of them is never served from an older table.  JSON, not pickle: a
     cache file is read, never executed, and written only when it reads back as the table
     (values and types).  Kernels that ask at the same time wait for the one that computes (a

@@ -99,7 +99,7 @@ def cpu_machine_check(path=None, step: int = 250, seeds=(10, 11, 12, 13, 14)) ->
     if not path.is_file():
         raise CompanionError(f"no CPU machine check at {path}; its README beside it gives the commands.")
     t = pd.read_csv(path)
-    today, own = [c for c in t.columns if c.startswith("this_machine_code_")]
+    today, own = "this_machine_todays_code", "this_machine_runs_own_code"
     judged = load_runs(pattern=JUDGED)
     judged = judged[judged["seed"].isin(seeds)]
     rows = []
