@@ -142,6 +142,7 @@ browser-check: env
 	@echo "screenshots: $(CURDIR)/_build/screenshots/"
 
 notebook-check: env
+	@df -Pk . | awk 'NR==2 {printf "test: notebook check starts with %.1f GB of disk free\n", $$4 * 1024 / 1e9}'
 	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra -s \
 		tests/reader/test_colab_notebooks.py; \
 		rc=$$?; echo "test: notebook check took $$(( $$(date +%s) - t )) s"; exit $$rc
