@@ -366,3 +366,21 @@ def test_checkpoints_are_counted_by_modality_leaving_out_empty_ones():
     from companion.judge.sentences import checkpoints_by_modality
 
     assert checkpoints_by_modality(6, {"text": 5, "vision": 0, "audio": 1}) == "6 real checkpoints (5 text and 1 audio)"
+
+
+def test_the_v3_runs_sentence_counts_runs_machines_and_how_far_apart_a_pair_started():
+    import pandas as pd
+
+    from companion.judge.sentences import v3_runs_said
+
+    table = pd.DataFrame({
+        "body": ["mix", "mix", "wiki"], "seed": [30, 30, 50], "device": ["CPU", "CPU", "CPU"],
+        "machines": ["not recorded", "Xeon A (amx_bf16)", "not recorded; from step 4,000: Xeon A"],
+        "started": ["2026-01-01T00:00:00Z", "2026-01-01T03:30:00Z", "2026-01-01T01:00:00Z"],
+        "after rules (h)": [0.25, 3.75, 1.25]})
+    said = v3_runs_said(table)
+    assert said.startswith("3 runs landed (2 of mix and 1 of wiki), made on the CPU, starting 0.2 to 3.8 h")
+    assert "recorded for 1 of them" in said            # one run's every step has its machine
+    assert "up to 3.5 h apart" in said                  # the mix pair of seed 30; wiki's lone run is no pair
+    assert v3_runs_said(table.iloc[:0]) == "No run of rules v3 has landed yet."
+    assert "apart" not in v3_runs_said(table.iloc[2:])

@@ -227,3 +227,55 @@ def test_the_device_script_takes_whole_seeds_the_cpu_has_not_begun_in_the_plans_
         corpus = "wikipedia" if j.startswith("wikiv3-") else "english-mix"
         assert f"--corpus {corpus}" in j and "--guard" in j and "--keep-weights 5000,10000" in j and "--device cuda" in j
     assert not (tmp_path / "out").exists()
+
+
+def test_the_runs_table_gives_each_runs_settings_and_the_machines_of_its_sittings(body):
+    from companion.train.studies.v3_bodies import runs_table_v3
+
+    _pairs(body, [0.01])
+    enc = body / "mixv3-bert-mini-encoder-standard-s30" / "provenance.json"
+    prov = json.loads(enc.read_text())
+    prov["config"]["batch_size"] = 16
+    prov["data"].update({"train_tokens": 16 * 128 * STEPS // 4, "seq_len": 128})
+    prov["duration_s"] = 7200.0
+    prov["sittings"] = [
+        {"from_step": 0, "cpu_model": "not recorded", "cpu_bf16_features": []},
+        {"from_step": 4000, "cpu_model": "Xeon A", "cpu_bf16_features": ["avx512_bf16"]},
+        {"from_step": 4250, "cpu_model": "Xeon A", "cpu_bf16_features": ["avx512_bf16"]},   # a resume, same machine
+        {"from_step": 9000, "cpu_model": "EPYC B", "cpu_bf16_features": []},
+    ]
+    enc.write_text(json.dumps(prov))
+    table = runs_table_v3(root=body).set_index("run")
+    row = table.loc["mixv3-bert-mini-encoder-standard-s30"]
+    assert row["passes"] == pytest.approx(4.0)          # four times over a quarter-size corpus
+    assert row["hours"] == pytest.approx(2.0)
+    assert row["machines"] == ("not recorded; from step 4,000: Xeon A (avx512_bf16); "
+                               "from step 9,000: EPYC B")
+    assert row["after rules (h)"] > 0                   # started in 2099
+    # a run made before sittings were recorded says so, and is still listed
+    assert table.loc["mixv3-bert-mini-decoder-standard-s30", "machines"] == "not recorded"
+    assert set(table["body"]) == {"english-mix-v3"} and len(table) == 2
+
+
+def test_a_run_started_before_the_rules_shows_a_negative_lead_in_the_runs_table(body):
+    from companion.train.studies.v3_bodies import runs_table_v3
+
+    _pairs(body, [0.01], started="2020-01-01T00:00:00Z")
+    assert (runs_table_v3(root=body)["after rules (h)"] < 0).all()
+
+
+def test_the_landed_v3_runs_all_started_after_the_rules_on_one_corpus_per_body():
+    """The real runs, read from their provenance files independently of the package."""
+    from companion.train.runner.runs import runs_root
+    from companion.train.studies.v3_bodies import runs_table_v3
+
+    table = runs_table_v3()
+    if table.empty:
+        pytest.skip("no v3 run has landed")
+    assert (table["after rules (h)"] > 0).all()
+    assert table.groupby("body")["corpus sha256"].nunique().eq(1).all()
+    for _, r in table.iterrows():
+        prov = json.loads((runs_root() / r["run"] / "provenance.json").read_text())
+        last = pd.read_csv(runs_root() / r["run"] / "history.csv")["step"].max()
+        assert last == r["steps"] == prov["config"]["steps"]
+        assert r["passes"] == pytest.approx(last * prov["config"]["batch_size"] * 128 / prov["data"]["train_tokens"])

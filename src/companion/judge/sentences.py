@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
+
 from ..base.phrasing import interval, joined
 
 __all__ = ["count_of", "symmetry_peak", "EncoderDecoderBody", "encoder_decoder_body", "below_unigram", "paired_test",
@@ -24,7 +26,7 @@ __all__ = ["count_of", "symmetry_peak", "EncoderDecoderBody", "encoder_decoder_b
            "update_group", "peaks_at",
            "swap_test", "less_or_more_than", "negligible_swap", "swap_update_reading", "direction_and_size",
            "swap_update_order", "gate_floor", "horizon_flips", "design_targets", "v3_reading",
-           "runs_before_next_look", "checkpoints_by_modality"]
+           "runs_before_next_look", "v3_runs_said", "checkpoints_by_modality"]
 
 
 def count_of(n: int, noun: str, plural: str | None = None) -> str:
@@ -541,6 +543,29 @@ def runs_before_next_look(waiting) -> str:
         return "every run of the looks read so far has landed"
     return "; ".join(f"{label}: {len(missing)} run(s) before its next look "
                      f"({', '.join(missing[:2])}{', ...' if len(missing) > 2 else ''})" for label, missing in waiting)
+
+
+def v3_runs_said(table) -> str:
+    """What the table of landed rules-v3 runs (``runs_table_v3``) says in two sentences: how
+    many runs per body, on which devices, how long after the rules' first commit they
+    started, for how many every step's machine is recorded, and how far apart in time the
+    arms of one seed started (a pair started hours apart may have met two machines)."""
+    if len(table) == 0:
+        return "No run of rules v3 has landed yet."
+    per_body = joined(f"{n} of {body}" for body, n in table.groupby("body", sort=False).size().items())
+    devices = joined("the CPU" if d == "CPU" else d for d in sorted(set(table["device"])))
+    after = table["after rules (h)"]
+    recorded = int((~table["machines"].str.contains("not recorded")).sum())
+    starts = table.assign(t=pd.to_datetime(table["started"], utc=True, errors="coerce"))
+    spread = starts.groupby(["body", "seed"])["t"].agg(lambda t: (t.max() - t.min()).total_seconds() / 3600)
+    pairs = starts.groupby(["body", "seed"]).size()
+    spread = spread[pairs >= 2]
+    apart = (f" The arms of one seed started up to {spread.max():.1f} h apart, so a pair may have met "
+             "two machines even where both read the same device." if len(spread) else "")
+    return (f"{count_of(len(table), 'run')} landed ({per_body}), made on {devices}, starting "
+            f"{after.min():.1f} to {after.max():.1f} h after the rules' first commit. Every step's machine "
+            f"is recorded for {recorded} of them (runs begun before machines were recorded say "
+            f"'not recorded').{apart}")
 
 
 def checkpoints_by_modality(n: int, by_modality) -> str:

@@ -18,13 +18,14 @@ from __future__ import annotations
 from ...base.phrasing import interval
 import json
 from functools import lru_cache
+from pathlib import Path
 
 import pandas as pd
 
 from ...base.errors import CompanionError
 
 __all__ = ["body_runs_v3", "complete_seeds", "paired_values", "gate_v3", "read_claim", "missing_runs",
-           "run_name", "GUARD_QUANTITIES", "MAKE_COMMAND"]
+           "run_name", "runs_table_v3", "machines_of", "GUARD_QUANTITIES", "MAKE_COMMAND"]
 
 GUARD_QUANTITIES = ("guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss")
 MAKE_COMMAND = "bash data/runs/make_v3_runs.sh"
@@ -196,6 +197,74 @@ def missing_runs(body: dict, arms, seeds_needed: int, root=None) -> list[str]:
     root = root or runs_root()
     return [run_name(body, a, s) for s in body["seeds"][:seeds_needed] for a in arms
             if not (root / run_name(body, a, s) / "history.csv").exists()]
+
+
+def machines_of(provenance: dict) -> str:
+    """The machines a run's steps were made on, from its provenance's ``sittings``: each
+    distinct CPU model (with its bf16 features) and the step it began at, or 'not recorded'
+    for steps made before runs recorded their machine.  Two CPU machines are two devices for
+    the last bits of a bf16 step (data/runs/cpu_machine_check), so a pair made across sittings
+    may have met two machines even where its device reads 'CPU' throughout."""
+    sittings = provenance.get("sittings") or [{"from_step": 0, "cpu_model": "not recorded"}]
+    seen, parts = [], []
+    for s in sittings:
+        model = str(s.get("cpu_model") or "not recorded")
+        feats = [f for f in s.get("cpu_bf16_features") or []]
+        label = model if model == "not recorded" or not feats else f"{model} ({', '.join(feats)})"
+        if seen and seen[-1] == label:
+            continue   # a resume on the machine it paused on
+        seen.append(label)
+        parts.append(label if len(parts) == 0 and int(s.get("from_step", 0)) == 0
+                     else f"from step {int(s.get('from_step', 0)):,}: {label}")
+    return "; ".join(parts)
+
+
+def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
+    """Every landed run of rules v3's bodies with its settings and provenance, one row per run:
+    ``body``, ``run``, ``arm`` (MODE/INIT), ``seed``, ``device``, ``machines``
+    (:func:`machines_of`), ``started`` (UTC), ``after rules (h)`` (hours from the rules' first
+    commit to the run's start; a run judged blind has it > 0), ``steps`` (the horizon),
+    ``training tokens``, ``passes`` (steps x batch x block length / training tokens),
+    ``corpus sha256`` (first 12 hex digits of the documents' hash), ``hours`` (wall clock,
+    every sitting) and ``s/step``.  Read from each run's ``provenance.json`` alone; the checks
+    that admit a run to a verdict are :func:`body_runs_v3`'s."""
+    import datetime as _dt
+
+    from ...rules.v3 import load_rules_v3
+    from ...rules.verdicts import _as_datetime
+    from ..runner.runs import runs_root
+
+    rules = rules if rules is not None else load_rules_v3()
+    root = Path(root) if root is not None else runs_root()
+    commit = _rules_commit() or _as_datetime(rules["framework"]["fixed"])
+    rows = []
+    for key, body in rules["bodies"].items():
+        arms = [*body["arms"], *(body.get("secondary_arms") or [])]
+        for seed in body["seeds"]:
+            for arm in arms:
+                name = run_name(body, arm, seed)
+                if not (root / name / "history.csv").is_file():
+                    continue
+                prov = json.loads((root / name / "provenance.json").read_text())
+                cfg, data = prov.get("config", {}), prov.get("data", {})
+                dev = str(prov.get("hardware", {}).get("device", "?"))
+                started = prov.get("started")
+                after = ((_as_datetime(started) - _as_datetime(commit)) / _dt.timedelta(hours=1)
+                         if started else float("nan"))
+                steps, batch = int(cfg.get("steps", 0)), int(cfg.get("batch_size", 0))
+                tokens = int(data.get("train_tokens", 0))
+                seq = int(data.get("seq_len", 0))
+                rows.append({"body": key, "run": name, "arm": arm, "seed": seed,
+                             "device": "CPU" if dev.startswith("cpu") else dev,
+                             "machines": machines_of(prov), "started": started or "not recorded",
+                             "after rules (h)": after, "steps": steps, "training tokens": tokens,
+                             "passes": steps * batch * seq / tokens if tokens else float("nan"),
+                             "corpus sha256": str(data.get("documents_sha256", "?"))[:12],
+                             "hours": float(prov.get("duration_s", float("nan"))) / 3600,
+                             "s/step": float(prov.get("seconds_per_step", float("nan")))})
+    columns = ["body", "run", "arm", "seed", "device", "machines", "started", "after rules (h)", "steps",
+               "training tokens", "passes", "corpus sha256", "hours", "s/step"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 @lru_cache(maxsize=8)
