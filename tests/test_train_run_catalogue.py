@@ -64,3 +64,18 @@ def test_every_cached_run_of_the_book_is_documented_once():
             assert (root / script.split()[0]).is_file(), f"scripts.csv names a script that is not there: {script}"
         if row.plan:
             assert (root / row.plan.split()[0]).is_file() or (root.parent / row.plan.split()[0]).is_file(), row.plan
+
+
+def test_the_machines_of_every_sitting_are_named_and_unrecorded_ones_say_so(tmp_path):
+    write_scripts(tmp_path, "blind-*")
+    make_run(tmp_path, "blind-x-s10", 10, 10000)
+    make_run(tmp_path, "blind-x-s11", 11, 10000)
+    prov = tmp_path / "blind-x-s11" / "provenance.json"
+    record = json.loads(prov.read_text())
+    record["sittings"] = [{"from_step": 0, "cpu_model": "Xeon A"}, {"from_step": 500, "cpu_model": "EPYC B"}]
+    prov.write_text(json.dumps(record))
+    assert run_catalogue(tmp_path).iloc[0]["machines"] == "EPYC B, Xeon A, not recorded"
+    record["sittings"] = "Xeon A"
+    prov.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="sittings"):
+        run_catalogue(tmp_path)

@@ -87,7 +87,8 @@ def _read_scripts(path: Path) -> pd.DataFrame:
 
 
 def _catalogue_row(d: Path) -> dict:
-    """The steps, seed, device and start date a finished run's ``provenance.json`` records,
+    """The steps, seed, device, machines (the CPU models of its sittings, 'not recorded' for
+    steps made before runs recorded them) and start date a finished run's ``provenance.json`` records,
     refused in one line naming the file when it is missing or not such a record."""
     from ...base.errors import CompanionError
 
@@ -113,14 +114,19 @@ def _catalogue_row(d: Path) -> dict:
     hardware = prov.get("hardware", {})
     device = hardware.get("device", "?") if isinstance(hardware, dict) else hardware  # text: the device itself
     started = prov.get("started") or prov.get("date") or ""
-    return {**numbers, "device": str(device).split(" (")[0],
+    sittings = prov.get("sittings") or [{}]
+    if not isinstance(sittings, list) or not all(isinstance(s, dict) for s in sittings):
+        raise CompanionError(f"{path} records 'sittings' that are not a list of records; restore the file or "
+                             "move the run out of the cache.")
+    machines = {str(s.get("cpu_model") or "not recorded") for s in sittings}
+    return {**numbers, "device": str(device).split(" (")[0], "machines": machines,
             "started": started[:10] if isinstance(started, str) else ""}
 
 
 def run_catalogue(root: str | Path | None = None) -> pd.DataFrame:
     """Every cached run, counted by the script that made it: one row per line of
     ``<root>/scripts.csv`` (pattern, script, plan, what), a run counted under the first
-    pattern its name matches, with the steps, seeds, devices and start dates its
+    pattern its name matches, with the steps, seeds, devices, machines and start dates its
     ``provenance.json`` records.  Runs still in progress (no ``history.csv``) are not counted.
 
     Raises ``ValueError`` naming any finished run that no pattern matches, so a new family of
@@ -141,12 +147,13 @@ def run_catalogue(root: str | Path | None = None) -> pd.DataFrame:
                          f"{unmatched[:5]}{' ...' if len(unmatched) > 5 else ''}")
     table = []
     for i, r in scripts.iterrows():
-        runs = pd.DataFrame(rows[i], columns=["steps", "seed", "device", "started"])
+        runs = pd.DataFrame(rows[i], columns=["steps", "seed", "device", "machines", "started"])
         dates = sorted(d for d in runs["started"] if d)
         table.append({"runs": r["pattern"], "what": r["what"], "script": r["script"], "plan": r["plan"],
                       "n": len(runs),
                       "steps": _compact(int(s) for s in runs["steps"].dropna()) if len(runs) else "",
                       "seeds": _compact(int(s) for s in runs["seed"].dropna()) if len(runs) else "",
                       "devices": ", ".join(sorted(set(runs["device"]))),
+                      "machines": ", ".join(sorted(set().union(*runs["machines"]), key=lambda m: (m == "not recorded", m))),
                       "started": (dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}") if dates else ""})
     return pd.DataFrame(table)
