@@ -279,3 +279,12 @@ def test_the_landed_v3_runs_all_started_after_the_rules_on_one_corpus_per_body()
         last = pd.read_csv(runs_root() / r["run"] / "history.csv")["step"].max()
         assert last == r["steps"] == prov["config"]["steps"]
         assert r["passes"] == pytest.approx(last * prov["config"]["batch_size"] * 128 / prov["data"]["train_tokens"])
+
+
+def test_a_provenance_that_is_not_a_record_is_refused_by_the_runs_table_naming_its_file(body):
+    from companion.train.studies.v3_bodies import runs_table_v3
+
+    _pairs(body, [0.01])
+    (body / "mixv3-bert-mini-encoder-standard-s30" / "provenance.json").write_text("[1, 2")
+    with pytest.raises(CompanionError, match="encoder-standard-s30/provenance.json is not a readable JSON"):
+        runs_table_v3(root=body)

@@ -12,7 +12,7 @@ from ...base.errors import CompanionError
 from ...base.paths import DATA_DIR
 from .loop import read_run
 
-__all__ = ["load_runs", "runs_root", "label_of", "run_catalogue"]
+__all__ = ["load_runs", "runs_root", "label_of", "run_catalogue", "read_provenance"]
 
 
 def runs_root() -> Path:
@@ -86,13 +86,12 @@ def _read_scripts(path: Path) -> pd.DataFrame:
     return scripts
 
 
-def _catalogue_row(d: Path) -> dict:
-    """The steps, seed, device, machines (the CPU models of its sittings, 'not recorded' for
-    steps made before runs recorded them) and start date a finished run's ``provenance.json`` records,
-    refused in one line naming the file when it is missing or not such a record."""
+def read_provenance(d: Path) -> dict:
+    """A finished run's ``provenance.json`` as a dict, refused in one line naming the file
+    (CompanionError) when it is missing, unreadable or not a JSON object."""
     from ...base.errors import CompanionError
 
-    path = d / "provenance.json"
+    path = Path(d) / "provenance.json"
     try:
         prov = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -101,7 +100,20 @@ def _catalogue_row(d: Path) -> dict:
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
         raise CompanionError(f"{path} is not a readable JSON record ({type(err).__name__}); restore the "
                              "file or move the run out of the cache.") from None
-    cfg = prov.get("config", {}) if isinstance(prov, dict) else None
+    if not isinstance(prov, dict):
+        raise CompanionError(f"{path} holds no 'config' object; restore the file or move the run out of the cache.")
+    return prov
+
+
+def _catalogue_row(d: Path) -> dict:
+    """The steps, seed, device, machines (the CPU models of its sittings, 'not recorded' for
+    steps made before runs recorded them) and start date a finished run's ``provenance.json`` records,
+    refused in one line naming the file when it is missing or not such a record."""
+    from ...base.errors import CompanionError
+
+    path = d / "provenance.json"
+    prov = read_provenance(d)
+    cfg = prov.get("config", {})
     if not isinstance(cfg, dict):
         raise CompanionError(f"{path} holds no 'config' object; restore the file or move the run out of the cache.")
     numbers = {}

@@ -16,7 +16,6 @@ both arms of the claim at the horizon (:func:`complete_seeds`).
 from __future__ import annotations
 
 from ...base.phrasing import interval
-import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -51,7 +50,7 @@ def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.Dat
     none is in; refuses (CompanionError) a run that does not belong (module docstring).
     ``rules_fixed``: the rules' stamp; ``commit_time``: their first commit (None: the stamp)."""
     from ...rules.verdicts import started_before_rule
-    from ..runner.runs import load_runs, runs_root
+    from ..runner.runs import load_runs, read_provenance, runs_root
 
     root = root or runs_root()
     try:
@@ -63,8 +62,8 @@ def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.Dat
         return None
     devices, hashes = {}, {}
     for name in sorted(runs["run"].unique()):
-        prov = json.loads((root / name / "provenance.json").read_text())
-        cfg = prov.get("config", {})
+        prov = read_provenance(root / name)
+        cfg = prov.get("config") or {}
         started = prov.get("started")
         if not started:
             raise CompanionError(f"run {name} records no start time; a run judged by rules v3 must have started "
@@ -232,7 +231,7 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
 
     from ...rules.v3 import load_rules_v3
     from ...rules.verdicts import _as_datetime
-    from ..runner.runs import runs_root
+    from ..runner.runs import read_provenance, runs_root
 
     rules = rules if rules is not None else load_rules_v3()
     root = Path(root) if root is not None else runs_root()
@@ -245,8 +244,8 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
                 name = run_name(body, arm, seed)
                 if not (root / name / "history.csv").is_file():
                     continue
-                prov = json.loads((root / name / "provenance.json").read_text())
-                cfg, data = prov.get("config", {}), prov.get("data", {})
+                prov = read_provenance(root / name)
+                cfg, data = prov.get("config") or {}, prov.get("data") or {}
                 dev = str(prov.get("hardware", {}).get("device", "?"))
                 started = prov.get("started")
                 after = ((_as_datetime(started) - _as_datetime(commit)) / _dt.timedelta(hours=1)
