@@ -125,9 +125,11 @@ def test_an_inconclusive_claim_is_read_at_its_last_complete_look_and_is_not_fina
     assert r.outcome == "inconclusive" and r.look == 2 and not r.final
 
 
-def test_before_the_first_look_a_claim_is_not_testable_and_says_how_many_seeds_are_in():
+def test_before_the_first_look_a_claim_is_not_read_yet_and_says_how_many_seeds_are_in():
     r = sq.read_sequential([0.1, 0.2], LOOKS, sq.nominal_levels(LOOKS), 0.1)
-    assert r.outcome == "not testable here" and r.look == 0 and "2 of the 3 seeds" in r.reason
+    assert r.outcome == "not read yet" and r.look == 0 and "2 of the 3 seeds" in r.reason
+    # not one of the six outcomes, so no page can take it for a verdict; and nothing is final yet
+    assert r.outcome not in sq.OUTCOMES_V3 and not r.final
 
 
 def test_the_simulated_design_agrees_with_the_reading_run_draw_by_draw():

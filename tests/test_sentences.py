@@ -156,6 +156,9 @@ def test_the_v3_summary_names_each_claim_its_status_and_how_far_it_is():
 
     rows = [("Fig. 3a", "holds", 4, "look 1"), ("Table 1", "pending", 0, "-")]
     assert v3_summary(rows) == "Fig. 3a holds (4 seeds in, read at look 1); Table 1 pending (0 seeds in, read at -)"
+    # before the first look the status already says it; the look is not named twice
+    assert (v3_summary([("Fig. 3b", "not read yet", "2 of 12", "none yet")])
+            == "Fig. 3b not read yet (2 of 12 seeds in)")
 
 
 def test_a_test_result_is_estimate_brackets_and_outcome():
@@ -357,6 +360,7 @@ def test_the_fig3_sentences_name_floor_flips_targets_and_waiting_runs():
                                    "-0.100 at the end")
     assert design_targets({"holds_size_open": 0.8, "refuted": 0.05}) == "holds size open 0.8; refuted 0.05"
     assert v3_reading(4, "look 1") == "4 seeds in, read at look 1"
+    assert v3_reading("2 of 12", "none yet") == "2 of 12 seeds in, no look read yet"
     assert runs_before_next_look([]) == "every run of the looks read so far has landed"
     assert runs_before_next_look([("Fig. 3a", ["r1", "r2", "r3"]), ("Table 1", ["r4"])]) == (
         "Fig. 3a: 3 run(s) before its next look (r1, r2, ...); Table 1: 1 run(s) before its next look (r4)")

@@ -77,7 +77,7 @@ def test_a_consistent_large_effect_is_read_holds_at_the_first_look(body):
 def test_before_the_first_look_the_missing_runs_are_named(body):
     _pairs(body, [0.5, 0.5001])
     c = _read()
-    assert c["reading"].outcome == "not testable here" and c["reading"].look == 0
+    assert c["reading"].outcome == "not read yet" and c["reading"].look == 0
     assert c["missing"] == ["mixv3-bert-mini-encoder-standard-s32", "mixv3-bert-mini-decoder-standard-s32"]
 
 
@@ -193,7 +193,7 @@ def test_the_real_v3_table_names_the_missing_runs_and_their_command_until_a_look
     assert list(t["key"]) == load_rules_v3()["framework"]["family"]["order"]
     for _, row in t.iterrows():
         if row["look"] == "none yet":
-            assert row["status"] == "not testable here" and row["missing"] and row["command"]
+            assert row["status"] == "not read yet" and row["missing"] and row["command"]
 
 
 def test_the_device_script_takes_whole_seeds_the_cpu_has_not_begun_in_the_plans_order(tmp_path):

@@ -186,14 +186,18 @@ def status_counts(n_claims: int, counts) -> str:
 
 
 def v3_reading(seeds_in: int, look) -> str:
-    """``4 seeds in, read at look 1``: how far a rules-v3 verdict is."""
+    """``4 seeds in, read at look 1``: how far a rules-v3 verdict is; before the first look
+    (``look`` 'none yet') ``2 of 12 seeds in, no look read yet``."""
+    if str(look) == "none yet":
+        return f"{seeds_in} seeds in, no look read yet"
     return f"{seeds_in} seeds in, read at {look}"
 
 
 def v3_summary(rows) -> str:
-    """The rules-v3 verdicts in one line: ``Fig. 3a holds (4 seeds in, read at look 1); ...``;
-    ``rows``: (claim label, status, seeds in, look)."""
-    return "; ".join(f"{label} {status} ({v3_reading(n, look)})" for label, status, n, look in rows)
+    """The rules-v3 verdicts in one line: ``Fig. 3a holds (4 seeds in, read at look 1); Table 1
+    not read yet (2 of 12 seeds in)``; ``rows``: (claim label, status, seeds in, look)."""
+    return "; ".join(f"{label} {status} ({n} seeds in)" if str(look) == "none yet" else
+                     f"{label} {status} ({v3_reading(n, look)})" for label, status, n, look in rows)
 
 
 def paired_result(estimate: float, low: float, high: float, n: int, outcome: str) -> str:

@@ -41,10 +41,13 @@ import numpy as np
 
 __all__ = ["SPENDING", "spending", "boundaries", "nominal_levels", "LookEstimate", "look_estimate",
            "outcome_v3", "Reading", "read_sequential", "simulate_design", "detectable_effect_interval",
-           "SPREAD_FLOOR", "DIGITS", "DECIDED_V3", "OUTCOMES_V3"]
+           "SPREAD_FLOOR", "DIGITS", "DECIDED_V3", "OUTCOMES_V3", "NOT_READ_V3"]
 
 #: the outcomes (as rules v2; 'not testable here' carries its reason in the reading)
 OUTCOMES_V3 = ("holds", "holds, size open", "negligible", "refuted", "inconclusive", "not testable here")
+#: a claim before its first look: no outcome yet (not one of the six, and not 'not testable
+#: here', which says the runs cannot test the claim; here they are only not all in)
+NOT_READ_V3 = "not read yet"
 #: the outcomes that stop the sequence of looks and count as decided in the fixed sequence
 DECIDED_V3 = ("holds", "holds, size open", "negligible", "refuted")
 #: a spread of the paired differences at most this share of max(1, |mean|) is no spread:
@@ -215,12 +218,12 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float) -> Readi
     the seeds whose runs are all in, in the plan's seed order (a seed missing its pair ends
     the list: a look needs all of its first ``n_k`` seeds).  The claim is read at the first
     look whose outcome is decided, else at the last look whose seeds are all in; before the
-    first look it is 'not testable here' with the count of seeds in."""
+    first look it is :data:`NOT_READ_V3` ('not read yet') with the count of seeds in."""
     v = list(values_in_plan_order)
     looks = tuple(int(n) for n in looks)
     complete = [k for k, n in enumerate(looks) if len(v) >= n]
     if not complete:
-        return Reading(0, looks, None, "not testable here",
+        return Reading(0, looks, None, NOT_READ_V3,
                        f"{len(v)} of the {looks[0]} seeds of the first look are in")
     est = out = None
     for k in complete:
