@@ -88,7 +88,8 @@ def _read_scripts(path: Path) -> pd.DataFrame:
 
 def read_provenance(d: Path) -> dict:
     """A finished run's ``provenance.json`` as a dict, refused in one line naming the file
-    (CompanionError) when it is missing, unreadable or not a JSON object."""
+    (CompanionError) when it is missing, unreadable, not a JSON object, or its ``sittings`` are
+    not a list of records."""
     from ...base.errors import CompanionError
 
     path = Path(d) / "provenance.json"
@@ -102,6 +103,10 @@ def read_provenance(d: Path) -> dict:
                              "file or move the run out of the cache.") from None
     if not isinstance(prov, dict):
         raise CompanionError(f"{path} holds no 'config' object; restore the file or move the run out of the cache.")
+    sittings = prov.get("sittings")
+    if sittings is not None and (not isinstance(sittings, list) or not all(isinstance(s, dict) for s in sittings)):
+        raise CompanionError(f"{path} records 'sittings' that are not a list of records; restore the file or "
+                             "move the run out of the cache.")
     return prov
 
 
@@ -126,11 +131,7 @@ def _catalogue_row(d: Path) -> dict:
     hardware = prov.get("hardware", {})
     device = hardware.get("device", "?") if isinstance(hardware, dict) else hardware  # text: the device itself
     started = prov.get("started") or prov.get("date") or ""
-    sittings = prov.get("sittings") or [{}]
-    if not isinstance(sittings, list) or not all(isinstance(s, dict) for s in sittings):
-        raise CompanionError(f"{path} records 'sittings' that are not a list of records; restore the file or "
-                             "move the run out of the cache.")
-    machines = {str(s.get("cpu_model") or "not recorded") for s in sittings}
+    machines = {str(s.get("cpu_model") or "not recorded") for s in prov.get("sittings") or [{}]}
     return {**numbers, "device": str(device).split(" (")[0], "machines": machines,
             "started": started[:10] if isinstance(started, str) else ""}
 

@@ -23,7 +23,7 @@ from ...base.errors import CompanionError
 from ...rules.training import context_part, gate_why  # noqa: F401  (re-exported: the gate's wording)
 from ...rules.training import gate as training_gate
 
-__all__ = ["body_runs", "arm_values", "loss_gate", "evidence_table", "evidence_values", "gate_from_evidence",
+__all__ = ["body_runs", "device_label", "arm_values", "loss_gate", "evidence_table", "evidence_values", "gate_from_evidence",
            "gate_inputs", "body_evidence", "yardstick",
            "arm_reference", "EVIDENCE_COLUMNS", "gate_why", "logged_step", "null_band", "settings",
            "settings_text", "run_dates", "run_starts", "PAPER", "OBJECTIVE_OF_MODE", "published_iqr_width",
@@ -60,7 +60,12 @@ UNRECORDED = "an unrecorded device"
 def run_device(run: str) -> str:
     """Where a cached run trained, from its provenance: ``"CPU"``, the GPU's name, or
     :data:`UNRECORDED` where the provenance names none (never taken for a GPU)."""
-    dev = (_provenance(run).get("hardware") or {}).get("device")
+    return device_label(_provenance(run))
+
+
+def device_label(provenance: dict) -> str:
+    """The device a provenance record names: ``"CPU"``, the GPU's name, or :data:`UNRECORDED`."""
+    dev = (provenance.get("hardware") or {}).get("device")
     if not isinstance(dev, str) or not dev.strip():
         return UNRECORDED
     return "CPU" if dev.startswith("cpu") else dev

@@ -51,6 +51,7 @@ def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.Dat
     ``rules_fixed``: the rules' stamp; ``commit_time``: their first commit (None: the stamp)."""
     from ...rules.verdicts import started_before_rule
     from ..runner.runs import load_runs, read_provenance, runs_root
+    from .evidence import device_label
 
     root = root or runs_root()
     try:
@@ -78,8 +79,7 @@ def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.Dat
             raise CompanionError(f"run {name} was made with {', '.join(wrong)}; it is not a run of body "
                                  f"{body.get('label', body['pattern'])!r}: move it out of data/runs.")
         hashes[name] = (prov.get("data") or {}).get("documents_sha256")
-        dev = str(prov.get("hardware", {}).get("device", "?"))
-        devices[name] = "CPU" if dev.startswith("cpu") else dev
+        devices[name] = device_label(prov)
     if len(set(hashes.values())) > 1:
         first = sorted(hashes)[0]
         other = next(n for n in sorted(hashes) if hashes[n] != hashes[first])
@@ -232,6 +232,7 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
     from ...rules.v3 import load_rules_v3
     from ...rules.verdicts import _as_datetime
     from ..runner.runs import read_provenance, runs_root
+    from .evidence import device_label
 
     rules = rules if rules is not None else load_rules_v3()
     root = Path(root) if root is not None else runs_root()
@@ -246,7 +247,6 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
                     continue
                 prov = read_provenance(root / name)
                 cfg, data = prov.get("config") or {}, prov.get("data") or {}
-                dev = str(prov.get("hardware", {}).get("device", "?"))
                 started = prov.get("started")
                 after = ((_as_datetime(started) - _as_datetime(commit)) / _dt.timedelta(hours=1)
                          if started else float("nan"))
@@ -254,7 +254,7 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
                 tokens = int(data.get("train_tokens", 0))
                 seq = int(data.get("seq_len", 0))
                 rows.append({"body": key, "run": name, "arm": arm, "seed": seed,
-                             "device": "CPU" if dev.startswith("cpu") else dev,
+                             "device": device_label(prov),
                              "machines": machines_of(prov), "started": started or "not recorded",
                              "after rules (h)": after, "steps": steps, "training tokens": tokens,
                              "passes": steps * batch * seq / tokens if tokens else float("nan"),
