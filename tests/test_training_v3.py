@@ -19,18 +19,20 @@ STEPS = 10000
 
 def _write_run(root, name, mode, init, seed, *, sym, loss=4.0, sym_half=None, seen=4.0, unseen=4.02,
                heldout=4.03, started="2099-01-01T00:00:00Z", device="cpu (1 threads)", lr=1e-3,
-               corpus="english-mix", digest="abc", guard=True):
+               corpus="english-mix", digest="abc", guard=True, blocks=320, half=True, guard_at_horizon=True):
     d = root / name
     d.mkdir(parents=True)
     rows = []
     for step, s in ((STEPS // 2, sym if sym_half is None else sym_half), (STEPS, sym)):
         rows.append((step, "eval_loss", -1, -1, loss + (0.3 if step < STEPS else 0)))
-        for layer in range(4):
-            rows.append((step, "symmetry", layer, -1, s))
-            rows.append((step, "directionality", layer, -1, -s))
-        if guard:
+        if half or step == STEPS:
+            for layer in range(4):
+                rows.append((step, "symmetry", layer, -1, s))
+                rows.append((step, "directionality", layer, -1, -s))
+        if guard and (guard_at_horizon or step < STEPS):
             rows += [(step, "guard_seen_loss", -1, -1, seen), (step, "guard_unseen_loss", -1, -1, unseen),
                      (step, "guard_heldout_loss", -1, -1, heldout)]
+            rows += [(step, f"guard_{k}_blocks", -1, -1, 320 if k == "seen" else blocks) for k in ("seen", "unseen", "heldout")]
     pd.DataFrame(rows, columns=["step", "quantity", "layer", "head", "value"]).to_csv(d / "history.csv", index=False)
     prov = {"started": started, "hardware": {"device": device},
             "config": {"mode": mode, "init": init, "seed": seed, "size": "bert-mini", "penalty": "none",
@@ -95,6 +97,53 @@ def test_memorisation_measured_in_one_mode_makes_the_claim_not_testable(body):
     c = _read()
     assert c["reading"].outcome == "not testable here" and "memorisation" in c["reading"].reason
     assert "+0.250" in c["reading"].reason
+
+
+def test_a_failed_gate_at_an_earlier_inconclusive_look_ends_the_sequence_there(body):
+    """Look 1 (3 seeds) is inconclusive whatever its spread, and its guard fails (+0.15 nats);
+    look 2's seed-mean guard would pass (+0.075) and its interval read 'holds'.  The rules end
+    the sequence at the first look whose gate fails, so look 2 is never read."""
+    for seed, e in zip(range(30, 36), (0.30, 0.31, 0.29, 0.30, 0.31, 0.29)):
+        unseen = 4.15 if seed < 33 else 4.0
+        _write_run(body, f"mixv3-bert-mini-encoder-standard-s{seed}", "encoder", "standard", seed, sym=e, unseen=unseen)
+        _write_run(body, f"mixv3-bert-mini-decoder-standard-s{seed}", "decoder", "standard", seed, sym=0.0, unseen=unseen)
+    c = _read()
+    assert c["reading"].look == 1 and c["reading"].outcome == "not testable here"
+    assert "memorisation" in c["reading"].reason and "+0.150" in c["reading"].reason
+    assert not c["gate"]["passes"] and c["reading"].final
+
+
+def test_the_same_seeds_with_a_passing_guard_go_on_to_be_decided_at_look_2(body):
+    """The control of the test above: only the guard differs, and the claim reads 'holds' at look 2."""
+    _pairs(body, [0.30, 0.31, 0.29, 0.30, 0.31, 0.29])
+    c = _read()
+    assert c["reading"].look == 2 and c["reading"].outcome == "holds" and c["gate"]["passes"]
+
+
+def test_a_guard_sample_with_fewer_blocks_than_the_rules_ask_fails_the_gate(body):
+    _pairs(body, [0.5, 0.5001, 0.5002], blocks=100)   # 100 unseen blocks left, the rules ask 320
+    c = _read()
+    assert c["reading"].outcome == "not testable here"
+    assert "too few blocks" in c["reading"].reason and "unseen sample 100" in c["reading"].reason
+
+
+def test_a_seed_without_its_guard_at_the_horizon_fails_the_gate_rather_than_leaving_the_mean(body):
+    _pairs(body, [0.5, 0.5001])
+    _write_run(body, "mixv3-bert-mini-encoder-standard-s32", "encoder", "standard", 32, sym=0.5002,
+               guard_at_horizon=False, unseen=4.5)
+    _write_run(body, "mixv3-bert-mini-decoder-standard-s32", "decoder", "standard", 32, sym=0.0)
+    c = _read()
+    assert c["reading"].outcome == "not testable here"
+    assert "guard_seen_loss for seed 32" in c["reading"].reason
+
+
+def test_a_missing_half_horizon_value_fails_the_horizon_part_rather_than_passing_it(body):
+    _pairs(body, [0.5, 0.5001])
+    _write_run(body, "mixv3-bert-mini-encoder-standard-s32", "encoder", "standard", 32, sym=0.5002, half=False)
+    _write_run(body, "mixv3-bert-mini-decoder-standard-s32", "decoder", "standard", 32, sym=0.0)
+    c = _read()
+    assert c["reading"].outcome == "not testable here"
+    assert "horizon part cannot be read: at step 5000" in c["reading"].reason
 
 
 def test_a_held_out_sample_that_differs_is_not_memorisation_where_the_reference_is_unseen(body):
@@ -176,6 +225,13 @@ def test_a_later_decided_member_is_provisional_while_an_earlier_one_is_still_rea
 
     s = fixed_sequence({"a": _r("inconclusive", look=2), "b": _r("holds, size open", look=3)}, ["a", "b"])
     assert s["a"] == "inconclusive" and s["b"].startswith("holds, size open (provisional: a comes first")
+
+
+def test_a_later_member_that_ends_undecided_stops_nothing_while_an_earlier_one_is_read():
+    from companion.judge.training_v3 import fixed_sequence
+
+    s = fixed_sequence({"a": _r("inconclusive", look=1), "b": _r("inconclusive"), "c": _r("holds")}, list("abc"))
+    assert s["b"] == "inconclusive" and s["c"].startswith("holds (provisional: a comes first")
 
 
 def test_every_member_decided_keeps_every_reading():

@@ -21,23 +21,25 @@ def fixed_sequence(readings: dict, order) -> dict:
     """The family's statuses (rules v3): in ``order``, a member's decided reading stands only if
     every member before it was decided.  After the first member whose final reading is not
     decided, the rest read ``inconclusive (fixed sequence stopped at KEY)``; while an earlier
-    member is still being read, a later decided reading is provisional."""
+    member is still being read, a later decided reading is provisional, and a later member
+    that ends undecided stops nothing yet (the earlier one may stop the sequence first)."""
     from ..rules.sequential import DECIDED_V3
 
     out, stopped, pending = {}, None, None
     for key in order:
         r = readings[key]
         decided = r.outcome in DECIDED_V3
-        if stopped:
+        if stopped is not None:
             out[key] = f"inconclusive (fixed sequence stopped at {stopped})"
-        elif pending and decided:
+        elif pending is not None and decided:
             out[key] = f"{r.outcome} (provisional: {pending} comes first in the fixed sequence and is still read)"
         else:
             out[key] = r.outcome
-        if not stopped and r.final and not decided:
-            stopped = key
-        if not pending and not r.final:
-            pending = key
+        if stopped is None and pending is None:   # behind a member still read, nothing is settled yet
+            if r.final and not decided:
+                stopped = key
+            elif not r.final:
+                pending = key
     return out
 
 
@@ -77,7 +79,8 @@ def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.D
             "seeds in": f"{len(c['seeds_in'])} of {len(rule['body_rule']['seeds'])}",
             "effect": _interval(rd.estimate), "d": rule["d"], "reading": rd.outcome,
             "status": statuses[key], "why": rd.reason,
-            "gate": ("not read yet" if c["gate"] is None else
+            "gate": ("not read yet" if not rd.look else
+                     f"not read (no interval at the look: {rd.reason})" if c["gate"] is None else
                      "passes" if c["gate"]["passes"] else f"fails: {c['gate']['why']}"),
             "power (planned)": (f"P(a decided outcome true of the pilot's effect {rule['pilot']['estimate_when_fixed']:+.4f}) "
                                 f"= {pilot['p_true_decided']:.2f} at the planning sd {rule['pilot']['planning_sd_when_fixed']:.4f}; "

@@ -15,18 +15,25 @@ alpha-spending function.  From them:
 :func:`look_estimate`
     the paired mean with its interval at look ``k``: ``mean +- t(1 - a_k, n - 1) se``.  Read at
     every look, these *repeated confidence intervals* (Jennison & Turnbull 1989) cover the
-    true effect at all looks together with probability about ``1 - 2 alpha``, so stopping at
-    the first decided look is no optional stopping;
+    true effect at all looks together with probability about ``1 - alpha``, where ``alpha``
+    is the two-sided error the spending function spends in all (0.05 in rules v3: about
+    0.95, each side about 0.025), so stopping at the first decided look is no optional
+    stopping;
 :func:`outcome_v3`
     the outcome of one interval (rules v2's six, which partition every interval), with the
     edge cases defined apart from floating-point rounding: no spread, a bound exactly at the
     yardstick, non-finite values, too few seeds;
 :func:`read_sequential`
     the reading of a claim: the first look whose outcome is decided, else the last look
-    whose seeds are all in (named in the verdict);
+    whose seeds are all in (named in the verdict); every look on the way is gated, and a
+    failed gate or a broken seed ends the sequence at its look;
 :func:`simulate_design`
     the probability of each outcome of the whole sequential procedure at a true effect and a
     planning spread (Monte Carlo over per-seed differences, fixed seed): the design check;
+:func:`family_error`
+    the chance that the fixed sequence of the family lets a wrong decided outcome stand,
+    simulated at given true effects and spreads (rules v3 state ``fwer: 0.05``; this measures
+    what the sequence as written holds);
 :func:`detectable_effect_interval`
     the effect detected with a given power, with the interval that the spread's own
     uncertainty (chi-square law of the sample variance) puts around it.
@@ -41,6 +48,7 @@ import numpy as np
 
 __all__ = ["SPENDING", "spending", "boundaries", "nominal_levels", "LookEstimate", "look_estimate",
            "outcome_v3", "Reading", "read_sequential", "simulate_design", "detectable_effect_interval",
+           "true_outcomes", "family_error",
            "SPREAD_FLOOR", "DIGITS", "DECIDED_V3", "OUTCOMES_V3", "NOT_READ_V3"]
 
 #: the outcomes (as rules v2; 'not testable here' carries its reason in the reading)
@@ -63,7 +71,11 @@ SPENDING = ("obrien-fleming", "pocock")
 def spending(t, alpha: float, kind: str = "obrien-fleming"):
     """The two-sided error spent by information fraction ``t`` (Lan & DeMets 1983):
     O'Brien-Fleming type ``2 - 2 Phi(z_{1-alpha/2} / sqrt t)`` or Pocock type
-    ``alpha log(1 + (e - 1) t)``; both spend ``alpha`` at ``t = 1``."""
+    ``alpha log(1 + (e - 1) t)``; both spend ``alpha`` at ``t = 1``.  The convention is the
+    two-sided one: the boundaries are symmetric, so each side spends half of it.  (The
+    one-sided convention, e.g. gsDesign's ``sfLDOF`` at one-sided ``alpha/2``, spends
+    ``2 - 2 Phi(z_{1-alpha/4} / sqrt t)`` on one side: the same total at ``t = 1`` and less at
+    early looks.)"""
     from scipy import stats
 
     t = np.asarray(t, dtype=float)
@@ -213,25 +225,66 @@ class Reading:
         return self.outcome in DECIDED_V3 or self.look == len(self.looks) or self.outcome == "not testable here"
 
 
-def read_sequential(values_in_plan_order, looks, nominal, sesoi: float) -> Reading:
+def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=None) -> Reading:
     """Read a claim at its looks.  ``values_in_plan_order``: the per-seed paired differences of
     the seeds whose runs are all in, in the plan's seed order (a seed missing its pair ends
     the list: a look needs all of its first ``n_k`` seeds).  The claim is read at the first
     look whose outcome is decided, else at the last look whose seeds are all in; before the
-    first look it is :data:`NOT_READ_V3` ('not read yet') with the count of seeds in."""
+    first look it is :data:`NOT_READ_V3` ('not read yet') with the count of seeds in.
+
+    ``gate``: called with each complete look's number (1-based), in order, before that look's
+    outcome is read; it returns ``""`` when the look's gate passes, else why it fails.  A look
+    whose gate fails reads 'not testable here' with that reason and ends the sequence there,
+    as a broken seed does (rules v3, framework 'sequential'): an earlier inconclusive look is
+    gated too, so a failed gate is never passed over on the way to a later look."""
     v = list(values_in_plan_order)
     looks = tuple(int(n) for n in looks)
     complete = [k for k, n in enumerate(looks) if len(v) >= n]
     if not complete:
         return Reading(0, looks, None, NOT_READ_V3,
                        f"{len(v)} of the {looks[0]} seeds of the first look are in")
-    est = out = None
     for k in complete:
         est = look_estimate(v[: looks[k]], float(nominal[k]))
+        if est.problem:
+            return Reading(k + 1, looks, est, "not testable here", est.problem)
+        why = gate(k + 1) if gate is not None else ""
+        if why:
+            return Reading(k + 1, looks, est, "not testable here", why)
         out = outcome_v3(est, sesoi)
-        if out in DECIDED_V3 or out == "not testable here":
+        if out in DECIDED_V3:
             break
-    return Reading(k + 1, looks, est, out, est.problem)
+    return Reading(k + 1, looks, est, out, "")
+
+
+def _round_all(a: np.ndarray) -> np.ndarray:
+    """:func:`_r` on every element: rounding to :data:`DIGITS` significant digits, as the
+    outcome of one reading is compared (non-finite values pass unchanged)."""
+    flat = [float(f"{x:.{DIGITS}g}") for x in np.asarray(a, dtype=float).ravel()]
+    return np.array(flat, dtype=float).reshape(np.shape(a))
+
+
+def _drawn_outcomes(x: np.ndarray, looks, nominal, sesoi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The outcome of :func:`read_sequential` (gate passing) for each row of ``x`` (draws x
+    seeds of per-seed paired differences), and the seeds it used: stop at the first decided
+    look, else read the last."""
+    from scipy import stats
+
+    looks = [int(n) for n in looks]
+    outcome = np.full(x.shape[0], "", dtype=object)
+    used = np.full(x.shape[0], looks[-1])
+    d = _r(sesoi)
+    for k, n in enumerate(looks):
+        m = x[:, :n].mean(axis=1)
+        s = x[:, :n].std(axis=1, ddof=1)
+        half = stats.t.isf(nominal[k], n - 1) * s / math.sqrt(n)
+        lo, hi = _round_all(m - half), _round_all(m + half)
+        res = np.where(lo >= d, "holds", np.where(lo > 0, np.where(hi >= d, "holds, size open", "negligible"),
+                                                  np.where(hi >= d, "inconclusive", "refuted")))
+        open_ = outcome == ""
+        stop = open_ & ((res != "inconclusive") | (k == len(looks) - 1))
+        outcome[stop] = res[stop]
+        used[stop] = n
+    return outcome, used
 
 
 def simulate_design(delta: float, sd: float, looks, nominal, sesoi: float, draws: int = 20_000,
@@ -240,28 +293,54 @@ def simulate_design(delta: float, sd: float, looks, nominal, sesoi: float, draws
     its end: stop at the first decided look, else read the last) when the per-seed paired
     differences are normal with mean ``delta`` and standard deviation ``sd``, and the
     expected number of seeds used.  Monte Carlo with a fixed seed; the gate is taken to pass."""
-    from scipy import stats
-
     looks = [int(n) for n in looks]
     rng = np.random.default_rng(seed)
     x = delta + sd * rng.standard_normal((draws, looks[-1]))
-    outcome = np.full(draws, "", dtype=object)
-    used = np.full(draws, looks[-1])
-    d = _r(sesoi)
-    for k, n in enumerate(looks):
-        m = x[:, :n].mean(axis=1)
-        s = x[:, :n].std(axis=1, ddof=1)
-        half = stats.t.isf(nominal[k], n - 1) * s / math.sqrt(n)
-        lo, hi = np.round(m - half, 12), np.round(m + half, 12)
-        res = np.where(lo >= d, "holds", np.where(lo > 0, np.where(hi >= d, "holds, size open", "negligible"),
-                                                  np.where(hi >= d, "inconclusive", "refuted")))
-        open_ = outcome == ""
-        stop = open_ & ((res != "inconclusive") | (k == len(looks) - 1))
-        outcome[stop] = res[stop]
-        used[stop] = n
+    outcome, used = _drawn_outcomes(x, looks, nominal, sesoi)
     probs = {o: float(np.mean(outcome == o)) for o in DECIDED_V3 + ("inconclusive",)}
     probs["expected_seeds"] = float(used.mean())
     return probs
+
+
+def true_outcomes(delta: float, sesoi: float) -> tuple:
+    """The decided outcomes whose statement is true of a true effect ``delta``: holds says
+    ``delta >= d``, holds (size open) ``delta > 0``, negligible ``0 < delta < d``, refuted
+    ``delta < d``."""
+    out = []
+    if delta >= sesoi:
+        out.append("holds")
+    if delta > 0:
+        out.append("holds, size open")
+    if 0 < delta < sesoi:
+        out.append("negligible")
+    if delta < sesoi:
+        out.append("refuted")
+    return tuple(out)
+
+
+def family_error(members, looks, draws: int = 20_000, seed: int = 20261128) -> dict:
+    """The chance that the fixed sequence (rules v3's ``family``) lets a wrong decided outcome
+    stand, by Monte Carlo.  ``members``: in the sequence's order, ``(delta, sd, nominal,
+    sesoi)`` per claim (the true effect, the per-seed spread, the looks' one-sided levels, the
+    yardstick); the claims' seeds are drawn independently.  A member's decided outcome stands
+    when every member before it was decided; the family errs when a standing outcome is
+    wrong (decided, and not among :func:`true_outcomes`).  Returns ``{"family_error", "member_error": [...],
+    "reached": [...]}``, the last two per member: the chance that it stands wrong, and the
+    chance that the sequence reaches it."""
+    rng = np.random.default_rng(seed)
+    looks = [int(n) for n in looks]
+    reached = np.ones(draws, dtype=bool)
+    any_wrong = np.zeros(draws, dtype=bool)
+    member_error, reach = [], []
+    for delta, sd, nominal, sesoi in members:
+        x = delta + sd * rng.standard_normal((draws, looks[-1]))
+        outcome, _ = _drawn_outcomes(x, looks, nominal, sesoi)
+        wrong = np.isin(outcome, DECIDED_V3) & ~np.isin(outcome, true_outcomes(delta, sesoi))
+        reach.append(float(reached.mean()))
+        member_error.append(float((reached & wrong).mean()))
+        any_wrong |= reached & wrong
+        reached &= np.isin(outcome, DECIDED_V3)
+    return {"family_error": float(any_wrong.mean()), "member_error": member_error, "reached": reach}
 
 
 def detectable_effect_interval(n: int, sd: float, nominal: float, power: float = 0.8,

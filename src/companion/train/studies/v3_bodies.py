@@ -146,7 +146,11 @@ def paired_values(runs: pd.DataFrame, rule: dict, seeds, step: int | None = None
 def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) -> dict:
     """Rules v3's gate over ``seeds`` (the look's): context floor and one-mode guard for each
     arm, and the horizon part (no reversal shown between half horizon and horizon).  Returns
-    ``{"passes", "parts": [...], "why"}``; ``why`` names every failed part with its numbers."""
+    ``{"passes", "parts": [...], "why"}``; ``why`` names every failed part with its numbers.
+    A part that cannot be read fails with its reason, never passes by default: a seed of the
+    look without its loss, guard or block count at the horizon, a guard sample with fewer
+    than the rules' ``guard_blocks`` blocks (the condition for the body's reference), or no
+    interval at half horizon or at the horizon."""
     from ...rules.sequential import look_estimate
     from .evidence import OBJECTIVE_OF_MODE, _shape, _unigram_reference
 
@@ -159,12 +163,30 @@ def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) 
         mode = arm.split("/")[0]
         s = _shape(rows["run"].iloc[0])
         ref = _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode], s["init_from"])
-        loss = float(_values(sub, arm, "eval_loss", body["steps"]).mean())
+        refname = body["guard_reference"]
+        at_horizon = {q: _values(sub, arm, q, body["steps"]).reindex(list(seeds))
+                      for q in ("eval_loss", "guard_seen_loss", f"guard_{refname}_loss",
+                                "guard_seen_blocks", f"guard_{refname}_blocks")}
+        lacking = {q: [int(x) for x in v.index[~v.notna().to_numpy()]] for q, v in at_horizon.items()}
+        lacking = {q: x for q, x in lacking.items() if x}
+        if lacking:   # a mean over the seeds that logged it would judge fewer seeds than the look's
+            why.append(f"{arm} lacks values at the horizon (step {body['steps']}): "
+                       + "; ".join(f"{q} for seed{'s' if len(x) > 1 else ''} {', '.join(map(str, x))}"
+                                   for q, x in lacking.items()))
+            parts.append({"arm": arm, "context floor": "not read", "memorisation guard": "not read"})
+            continue
+        loss = float(at_horizon["eval_loss"].mean())
         below = ref - loss
-        seen = _values(sub, arm, "guard_seen_loss", body["steps"])
-        other = _values(sub, arm, f"guard_{body['guard_reference']}_loss", body["steps"])
-        gap = float((other - seen).mean())
-        ok_ctx, ok_mem = below >= g["context_floor_nats"], gap <= g["memorisation_nats"]
+        gap = float((at_horizon[f"guard_{refname}_loss"] - at_horizon["guard_seen_loss"]).mean())
+        few = {q: int(v.min()) for q, v in at_horizon.items()
+               if q.endswith("_blocks") and v.min() < g["guard_blocks"]}
+        ok_ctx, ok_mem = below >= g["context_floor_nats"], gap <= g["memorisation_nats"] and not few
+        if few:   # the rules' condition for the reference: guard_blocks blocks in each sample at the horizon
+            why.append(f"{arm}'s guard read too few blocks at the horizon ("
+                       + ", ".join(f"{q.removeprefix('guard_').removesuffix('_blocks')} sample {n}"
+                                   for q, n in few.items())
+                       + f"; the rules ask {g['guard_blocks']} in each, so the body's reference '{refname}' "
+                       "does not apply)")
         parts.append({"arm": arm, "held-out loss": loss, "unigram reference": ref, "below reference": below,
                       "context floor": "passes" if ok_ctx else "fails", "guard gap": gap,
                       "guard reference": body["guard_reference"],
@@ -172,7 +194,7 @@ def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) 
         if not ok_ctx:
             why.append(f"{arm} not trained enough: {below:.2f} nats below its unigram reference, the rules ask "
                        f"{g['context_floor_nats']:.3f}")
-        if not ok_mem:
+        if gap > g["memorisation_nats"]:
             why.append(f"{arm} trained into memorisation: its {body['guard_reference']} sample reads {gap:+.3f} "
                        f"nats above the blocks it has seen, the rules allow {g['memorisation_nats']:.2f}")
     half_step = int(round(g["horizon_fraction"] * body["steps"]))
@@ -180,8 +202,12 @@ def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) 
     end = look_estimate(paired_values(runs, rule, seeds).to_numpy(), nominal)
     reversal = (not half.problem and not end.problem and
                 ((half.low > 0 and end.high < 0) or (half.high < 0 and end.low > 0)))
+    unread = half.problem or end.problem   # no interval at one end: a reversal could not be seen
     parts.append({"arm": "paired effect", "half horizon": half.mean, "horizon": end.mean,
-                  "horizon part": "fails" if reversal else "passes"})
+                  "horizon part": "not read" if unread else "fails" if reversal else "passes"})
+    if unread:
+        why.append(f"the horizon part cannot be read: at step {half_step if half.problem else body['steps']} "
+                   f"{half.problem or end.problem}")
     if reversal:
         why.append(f"a reversal between half horizon and horizon: the effect was "
                    f"{interval(half.low, half.high, estimate=half.mean)} at step {half_step} and "
@@ -276,9 +302,9 @@ def _cached_runs(body_key: str, pattern: str, stamp: str):
 
 def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = None) -> dict:
     """One training claim read under rules v3 (before the fixed sequence): the sequential
-    reading, the gate at the look read, the secondary comparators (unadjusted), the power at
+    reading (every complete look gated in order, :func:`read_sequential`), the gate at the look read, the secondary comparators (unadjusted), the power at
     the planning spread and the detectable effect with its interval, and what is missing."""
-    from ...rules.sequential import Reading, detectable_effect_interval, look_estimate, outcome_v3, read_sequential
+    from ...rules.sequential import detectable_effect_interval, look_estimate, outcome_v3, read_sequential
     from ...rules.v3 import claim_v3, load_rules_v3
 
     rules = rules if rules is not None else load_rules_v3()
@@ -289,13 +315,14 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     arms = (rule["candidate"], rule["comparator"])
     seeds = complete_seeds(runs, body, arms)
     values = paired_values(runs, rule, seeds) if seeds else pd.Series(dtype=float)
-    reading = read_sequential(values.to_numpy(), rule["looks"], rule["nominal"], rule["d"])
-    gate = None
-    if reading.look:
-        look_seeds = seeds[: rule["looks"][reading.look - 1]]
-        gate = gate_v3(runs, rule, rules, look_seeds, rule["nominal"][reading.look - 1])
-        if not gate["passes"]:
-            reading = Reading(reading.look, reading.looks, reading.estimate, "not testable here", gate["why"])
+    gates = {}
+
+    def gate_at(look: int) -> str:   # every complete look is gated, in order (rules v3, 'sequential')
+        gates[look] = gate_v3(runs, rule, rules, seeds[: rule["looks"][look - 1]], rule["nominal"][look - 1])
+        return gates[look]["why"]
+
+    reading = read_sequential(values.to_numpy(), rule["looks"], rule["nominal"], rule["d"], gate=gate_at)
+    gate = gates.get(reading.look)
     next_look = next((n for n in rule["looks"] if n > len(seeds)), None)
     secondary = {}
     for comp in rule.get("secondary_comparators") or []:
