@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["pilot_values", "pilot_estimate", "planning_sd", "scaled_yardstick", "speedup_yardstick",
-           "true_outcomes", "design_check", "DESIGN_PATH", "main"]
+           "true_outcomes", "design_check", "family_error_table", "DESIGN_PATH", "main"]
 
 from ...base.paths import DATA_DIR
 
 DESIGN_PATH = DATA_DIR / "verdict_rules_v3_design.csv"
+
+from ...rules.sequential import true_outcomes  # noqa: E402  (the one definition; re-exported here)
 
 
 def _v2_body(key: str) -> pd.DataFrame:
@@ -88,22 +90,6 @@ def speedup_yardstick(body: str, speedup: float) -> float:
     return float(speedup_nats(_v2_body(body), speedup))
 
 
-def true_outcomes(delta: float, sesoi: float) -> tuple:
-    """The decided outcomes whose statement is true of a true effect ``delta``: holds says
-    ``delta >= d``, holds (size open) ``delta > 0``, negligible ``0 < delta < d``, refuted
-    ``delta < d``."""
-    out = []
-    if delta >= sesoi:
-        out.append("holds")
-    if delta > 0:
-        out.append("holds, size open")
-    if 0 < delta < sesoi:
-        out.append("negligible")
-    if delta < sesoi:
-        out.append("refuted")
-    return tuple(out)
-
-
 def design_check(rules: dict, draws: int | None = None) -> pd.DataFrame:
     """The design check of rules v3: for each primary claim, at the planning spread, the
     simulated probability of each outcome of the whole sequential procedure at a true effect
@@ -142,6 +128,38 @@ def design_check(rules: dict, draws: int | None = None) -> pd.DataFrame:
                 row["target"] = f"P(a decided outcome true of the pilot's effect | pilot) >= {t['true_at_pilot']}"
                 row["met"] = row["p_true_decided"] >= t["true_at_pilot"]
             rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def family_error_table(rules: dict, draws: int | None = None) -> pd.DataFrame:
+    """What the fixed sequence of rules v3's family holds, measured: the chance that a wrong
+    decided outcome stands anywhere in the family (:func:`companion.rules.sequential.family_error`,
+    the design check's draws and seed), with every claim's true effect at 0, at its yardstick
+    d, or at its pilot's estimate, and every claim's seed spread at its planning spread or
+    equal to its yardstick (the spread near which one look most often decides wrongly).  One
+    row per configuration, with the chance that the sequence reaches its last member and the
+    rules' stated ``fwer``."""
+    from ...rules.sequential import family_error, nominal_levels
+
+    fw = rules["framework"]
+    seq = fw["sequential"]
+    looks = seq["looks"]
+    nominal = nominal_levels(looks, seq["alpha"], seq["spending"])
+    mc = fw["design_check"]
+    draws = int(draws or mc["draws"])
+    claims = [rules["claims"][k] for k in fw["family"]["order"]]
+    d = [float(rules["yardsticks"][c["sesoi"]]["value_when_fixed"]) for c in claims]
+    rows = []
+    for effect in ("0", "d", "pilot"):
+        for spread in ("planning", "d"):
+            members = [({"0": 0.0, "d": di, "pilot": float(c["pilot"]["estimate_when_fixed"])}[effect],
+                        float(c["pilot"]["planning_sd_when_fixed"]) if spread == "planning" else di, nominal, di)
+                       for c, di in zip(claims, d)]
+            res = family_error(members, looks, draws=draws, seed=int(mc["seed"]))
+            rows.append({"true effects": {"0": "all 0", "d": "all at d", "pilot": "the pilots' estimates"}[effect],
+                         "seed spread": {"planning": "planning spreads", "d": "equal to d"}[spread],
+                         "family error": res["family_error"], "reaches the last member": res["reached"][-1],
+                         "stated fwer": float(fw["family"]["fwer"])})
     return pd.DataFrame(rows)
 
 
