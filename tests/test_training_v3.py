@@ -242,6 +242,27 @@ def test_every_member_decided_keeps_every_reading():
     assert list(s.values()) == outs
 
 
+def test_a_first_look_read_on_one_body_while_the_other_waits_gives_each_claim_one_status(body):
+    """Synthetic English-mix look 1 (a spread no 3-seed look can decide), no Wikipedia run: the
+    two English-mix claims read 'inconclusive' at look 1 (not final, so they stop nothing),
+    the Wikipedia claims 'not read yet' with their missing runs and the command."""
+    from companion.judge.training_v3 import verdicts_v3
+    from companion.train.studies import v3_bodies
+
+    _pairs(body, [0.30, 0.31, 0.29])
+    v3_bodies._cached_runs.cache_clear()
+    try:
+        t = verdicts_v3().set_index("key")
+    finally:
+        v3_bodies._cached_runs.cache_clear()
+    for key in ("training_symmetry", "training_directionality"):
+        assert t.loc[key, "status"] == "inconclusive" and t.loc[key, "look"] == "look 1 of 4 (3 seeds)"
+        assert t.loc[key, "gate"] == "passes" and t.loc[key, "missing"][0].endswith("-s33")
+    for key in ("table_1", "symmetric_init_structure"):
+        assert t.loc[key, "status"] == "not read yet" and t.loc[key, "command"]
+        assert "wikiv3-bert-mini-encoder-standard-s50" in t.loc[key, "missing"]
+
+
 def test_the_real_v3_table_names_the_missing_runs_and_their_command_until_a_look_is_in():
     from companion.judge.training_v3 import verdicts_v3
 
