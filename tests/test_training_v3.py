@@ -137,6 +137,31 @@ def test_a_seed_without_its_guard_at_the_horizon_fails_the_gate_rather_than_leav
     assert "guard_seen_loss for seed 32" in c["reading"].reason
 
 
+@pytest.mark.parametrize("kw", [{"seen": float("inf"), "unseen": float("inf")}, {"unseen": float("nan")}])
+def test_a_guard_that_cannot_be_read_as_a_number_fails_the_gate(body, kw):
+    _pairs(body, [0.5, 0.5001, 0.5002], **kw)
+    c = _read()
+    assert c["reading"].outcome == "not testable here" and not c["gate"]["passes"]
+    assert "lacks finite values" in c["reading"].reason and "seeds 30 and 31 and 32" in c["reading"].reason
+
+
+def test_a_seed_with_a_broken_layer_is_named_rather_than_averaged_over(body):
+    _pairs(body, [0.5, 0.5001, 0.5002])
+    h = body / "mixv3-bert-mini-encoder-standard-s31" / "history.csv"
+    t = pd.read_csv(h)
+    t.loc[(t["step"] == STEPS) & (t["quantity"] == "symmetry") & (t["layer"] == 2), "value"] = float("nan")
+    t.to_csv(h, index=False)
+    c = _read()
+    assert c["reading"].outcome == "not testable here" and "non-finite paired value" in c["reading"].reason
+    assert "seed number 2" in c["reading"].reason
+
+
+def test_a_claim_whose_sequence_ended_asks_for_no_more_runs(body):
+    _pairs(body, [0.5, 0.5001, 0.5002], unseen=4.25)   # the gate fails at look 1: the sequence ends
+    c = _read()
+    assert c["reading"].final and c["missing"] == [] and c["next_look"] is None
+
+
 def test_a_missing_half_horizon_value_fails_the_horizon_part_rather_than_passing_it(body):
     _pairs(body, [0.5, 0.5001])
     _write_run(body, "mixv3-bert-mini-encoder-standard-s32", "encoder", "standard", 32, sym=0.5002, half=False)
@@ -230,8 +255,15 @@ def test_a_later_decided_member_is_provisional_while_an_earlier_one_is_still_rea
 def test_a_later_member_that_ends_undecided_stops_nothing_while_an_earlier_one_is_read():
     from companion.judge.training_v3 import fixed_sequence
 
-    s = fixed_sequence({"a": _r("inconclusive", look=1), "b": _r("inconclusive"), "c": _r("holds")}, list("abc"))
-    assert s["b"] == "inconclusive" and s["c"].startswith("holds (provisional: a comes first")
+    s = fixed_sequence({"a": _r("inconclusive", look=1), "b": _r("inconclusive"), "c": _r("holds"),
+                        "d": _r("refuted")}, list("abcd"))
+    assert s["b"] == "inconclusive"
+    # whichever way a ends, the sequence stops at b or before it: c and d cannot stand
+    for k in "cd":
+        assert s[k] == "inconclusive (fixed sequence stops at b at the latest; a is still read)"
+    # a not read yet (look 0) is still read too; a decided member behind it is only provisional
+    s = fixed_sequence({"a": _r("not read yet", look=0), "b": _r("holds")}, list("ab"))
+    assert s["b"].startswith("holds (provisional: a comes first")
 
 
 def test_every_member_decided_keeps_every_reading():

@@ -20,26 +20,32 @@ __all__ = ["fixed_sequence", "verdicts_v3", "pilot_rows", "status_of"]
 def fixed_sequence(readings: dict, order) -> dict:
     """The family's statuses (rules v3): in ``order``, a member's decided reading stands only if
     every member before it was decided.  After the first member whose final reading is not
-    decided, the rest read ``inconclusive (fixed sequence stopped at KEY)``; while an earlier
-    member is still being read, a later decided reading is provisional, and a later member
-    that ends undecided stops nothing yet (the earlier one may stop the sequence first)."""
+    decided, the rest read ``inconclusive (fixed sequence stopped at KEY)``.  While an earlier
+    member is still being read, a later decided reading is provisional; a later member that
+    ends undecided stops nothing yet (the earlier one may stop the sequence first), but every
+    member after it reads ``inconclusive (fixed sequence stops at KEY at the latest; PENDING
+    is still read)``, since whichever way the pending member ends, it cannot stand."""
     from ..rules.sequential import DECIDED_V3
 
-    out, stopped, pending = {}, None, None
+    out, stopped, pending, blocked = {}, None, None, None
     for key in order:
         r = readings[key]
         decided = r.outcome in DECIDED_V3
         if stopped is not None:
             out[key] = f"inconclusive (fixed sequence stopped at {stopped})"
+        elif blocked is not None:
+            out[key] = f"inconclusive (fixed sequence stops at {blocked} at the latest; {pending} is still read)"
         elif pending is not None and decided:
             out[key] = f"{r.outcome} (provisional: {pending} comes first in the fixed sequence and is still read)"
         else:
             out[key] = r.outcome
-        if stopped is None and pending is None:   # behind a member still read, nothing is settled yet
+        if stopped is None and pending is None:
             if r.final and not decided:
                 stopped = key
             elif not r.final:
                 pending = key
+        elif pending is not None and blocked is None and r.final and not decided:
+            blocked = key   # behind a member still read: settles nothing yet, but nothing after it can stand
     return out
 
 

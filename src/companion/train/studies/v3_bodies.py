@@ -19,6 +19,7 @@ from ...base.phrasing import interval
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ...base.errors import CompanionError
@@ -116,10 +117,17 @@ def complete_seeds(runs: pd.DataFrame | None, body: dict, arms) -> list[int]:
 
 
 def _values(runs, arm, quantity, step):
-    """One value per seed of ``arm`` (MODE/INIT) at ``step``: :func:`companion.train.studies.evidence.arm_values`."""
+    """One value per seed of ``arm`` (MODE/INIT) at ``step``: :func:`companion.train.studies.evidence.arm_values`,
+    except that a seed with a non-finite value in any row (a layer's score, say) reads NaN
+    rather than the mean of its finite rows, so the look names it as broken."""
     from .evidence import arm_values
 
-    return arm_values(runs, quantity, *arm.split("/"), step=step)
+    values = arm_values(runs, quantity, *arm.split("/"), step=step)
+    mode, init = arm.split("/")
+    rows = runs[(runs["mode"] == mode) & (runs["init"] == init) & (runs["quantity"] == quantity)
+                & (runs["step"] == step)]
+    broken = rows.loc[~np.isfinite(rows["value"].to_numpy(dtype=float)), "seed"].unique()
+    return values.astype(float).where(~values.index.isin(broken), np.nan)
 
 
 def paired_values(runs: pd.DataFrame, rule: dict, seeds, step: int | None = None,
@@ -167,26 +175,28 @@ def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) 
         at_horizon = {q: _values(sub, arm, q, body["steps"]).reindex(list(seeds))
                       for q in ("eval_loss", "guard_seen_loss", f"guard_{refname}_loss",
                                 "guard_seen_blocks", f"guard_{refname}_blocks")}
-        lacking = {q: [int(x) for x in v.index[~v.notna().to_numpy()]] for q, v in at_horizon.items()}
+        lacking = {q: [int(x) for x in v.index[~np.isfinite(v.to_numpy(dtype=float))]] for q, v in at_horizon.items()}
         lacking = {q: x for q, x in lacking.items() if x}
         if lacking:   # a mean over the seeds that logged it would judge fewer seeds than the look's
-            why.append(f"{arm} lacks values at the horizon (step {body['steps']}): "
-                       + "; ".join(f"{q} for seed{'s' if len(x) > 1 else ''} {', '.join(map(str, x))}"
-                                   for q, x in lacking.items()))
+            why.append(f"{arm} lacks finite values at the horizon (step {body['steps']}: "
+                       + ", ".join(f"{q} for seed{'s' if len(x) > 1 else ''} {' and '.join(map(str, x))}"
+                                   for q, x in lacking.items()) + ")")
             parts.append({"arm": arm, "context floor": "not read", "memorisation guard": "not read"})
             continue
         loss = float(at_horizon["eval_loss"].mean())
         below = ref - loss
         gap = float((at_horizon[f"guard_{refname}_loss"] - at_horizon["guard_seen_loss"]).mean())
-        few = {q: int(v.min()) for q, v in at_horizon.items()
+        few = {q: float(v.min()) for q, v in at_horizon.items()
                if q.endswith("_blocks") and v.min() < g["guard_blocks"]}
         ok_ctx, ok_mem = below >= g["context_floor_nats"], gap <= g["memorisation_nats"] and not few
-        if few:   # the rules' condition for the reference: guard_blocks blocks in each sample at the horizon
+        if not np.isfinite(gap):   # e.g. inf - inf: no gap can be read, so the guard cannot pass
+            why.append(f"{arm}'s guard gap is not a number ({gap}) at the horizon")
+        if few:   # the rules' guard_blocks: each sample at the horizon reads as many blocks as the held-out loss
             why.append(f"{arm}'s guard read too few blocks at the horizon ("
-                       + ", ".join(f"{q.removeprefix('guard_').removesuffix('_blocks')} sample {n}"
+                       + ", ".join(f"{q.removeprefix('guard_').removesuffix('_blocks')} sample {n:g}"
                                    for q, n in few.items())
-                       + f"; the rules ask {g['guard_blocks']} in each, so the body's reference '{refname}' "
-                       "does not apply)")
+                       + f"; the rules ask {g['guard_blocks']} in each sample"
+                       + (", the condition for the 'unseen' reference)" if "guard_unseen_blocks" in few else ")"))
         parts.append({"arm": arm, "held-out loss": loss, "unigram reference": ref, "below reference": below,
                       "context floor": "passes" if ok_ctx else "fails", "guard gap": gap,
                       "guard reference": body["guard_reference"],
@@ -212,6 +222,10 @@ def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) 
         why.append(f"a reversal between half horizon and horizon: the effect was "
                    f"{interval(half.low, half.high, estimate=half.mean)} at step {half_step} and "
                    f"{interval(end.low, end.high, estimate=end.mean)} at the horizon")
+    failed = [p for p in parts for k, v in p.items() if k in ("context floor", "memorisation guard", "horizon part")
+              and v != "passes"]
+    if failed and not why:   # a part that did not pass always has its reason; never pass by default
+        why.append(f"a gate part did not pass: {failed[0]}")
     return {"passes": not why, "parts": parts, "why": "; ".join(why)}
 
 
@@ -339,5 +353,5 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     return {"key": key, "rule": rule, "reading": reading, "gate": gate, "seeds_in": seeds,
             "secondary": secondary, "detectable": detect,
             "design": design[design["claim"] == key].set_index("effect"),
-            "missing": missing_runs(body, arms, next_look) if next_look else [],
-            "next_look": next_look}
+            "missing": missing_runs(body, arms, next_look) if next_look and not reading.final else [],
+            "next_look": None if reading.final else next_look}
