@@ -90,19 +90,24 @@ def speedup_yardstick(body: str, speedup: float) -> float:
     return float(speedup_nats(_v2_body(body), speedup))
 
 
+def _simulation_settings(rules: dict, draws: int | None):
+    """The looks, their one-sided nominal levels, the design check's settings and its number
+    of draws (``draws`` where given), as the design check and the family error simulate them."""
+    from ...rules.sequential import nominal_levels
+
+    seq = rules["framework"]["sequential"]
+    mc = rules["framework"]["design_check"]
+    return seq["looks"], nominal_levels(seq["looks"], seq["alpha"], seq["spending"]), mc, int(draws or mc["draws"])
+
+
 def design_check(rules: dict, draws: int | None = None) -> pd.DataFrame:
     """The design check of rules v3: for each primary claim, at the planning spread, the
     simulated probability of each outcome of the whole sequential procedure at a true effect
     of 0, of the yardstick d, and of the pilot's estimate, with the expected seeds used, the
     three targets and whether each is met.  One row per (claim, effect)."""
-    from ...rules.sequential import DECIDED_V3, nominal_levels, simulate_design
+    from ...rules.sequential import DECIDED_V3, simulate_design
 
-    fw = rules["framework"]
-    seq = fw["sequential"]
-    looks = seq["looks"]
-    nominal = nominal_levels(looks, seq["alpha"], seq["spending"])
-    mc = fw["design_check"]
-    draws = int(draws or mc["draws"])
+    looks, nominal, mc, draws = _simulation_settings(rules, draws)
     t = mc["targets"]
     rows = []
     for key, r in rules["claims"].items():
@@ -139,14 +144,10 @@ def family_error_table(rules: dict, draws: int | None = None) -> pd.DataFrame:
     equal to its yardstick (the spread near which one look most often decides wrongly).  One
     row per configuration, with the chance that the sequence reaches its last member and the
     rules' stated ``fwer``."""
-    from ...rules.sequential import family_error, nominal_levels
+    from ...rules.sequential import family_error
 
     fw = rules["framework"]
-    seq = fw["sequential"]
-    looks = seq["looks"]
-    nominal = nominal_levels(looks, seq["alpha"], seq["spending"])
-    mc = fw["design_check"]
-    draws = int(draws or mc["draws"])
+    looks, nominal, mc, draws = _simulation_settings(rules, draws)
     claims = [rules["claims"][k] for k in fw["family"]["order"]]
     d = [float(rules["yardsticks"][c["sesoi"]]["value_when_fixed"]) for c in claims]
     rows = []
