@@ -146,10 +146,16 @@ def test_figure_modules_use_only_the_book_palette_for_categories():
 
 def test_the_book_kernels_use_the_palette():
     startup = ROOT / "book" / "_ipython" / "profile_default" / "startup" / "00_figures_as_images.py"
-    assert "use_book_cycle()" in startup.read_text(encoding="utf-8")
+    assert "_use_book_defaults()" in startup.read_text(encoding="utf-8")
     import matplotlib as mpl
+    import pandas as pd
 
-    with mpl.rc_context():
-        palette.use_book_cycle()
+    from companion.book.kernel import use_book_defaults
+
+    with mpl.rc_context(), pd.option_context("display.max_colwidth", 50):
+        use_book_defaults()
         assert [c.lower() for c in mpl.rcParams["axes.prop_cycle"].by_key()["color"]] == \
             [c.lower() for c in palette.CYCLE]
+        # and a table's cell reaches the reader whole (pandas would cut it at 50 characters)
+        sentence = "+0.1091 [-0.129, +0.348], 99.99% repeated interval, look 1 of 4"
+        assert sentence in pd.DataFrame({"effect": [sentence]})._repr_html_()

@@ -132,6 +132,28 @@ def test_setup_cell_picks_the_gpu_run_size_when_a_gpu_is_present(monkeypatch, ca
     assert f"run size {expected!r}" in capsys.readouterr().out
 
 
+@pytest.fixture(autouse=True)
+def _display_defaults_restored():
+    """The set-up cell sets the book's display defaults in this process; each test here
+    leaves pandas' and matplotlib's settings as it found them."""
+    import matplotlib as mpl
+    import pandas as pd
+
+    with mpl.rc_context(), pd.option_context("display.max_colwidth", pd.get_option("display.max_colwidth")):
+        yield
+
+
+def test_setup_cell_shows_table_cells_whole_as_on_the_site(monkeypatch, capsys):
+    import pandas as pd
+
+    monkeypatch.setenv("COMPANION_RUN_SIZE", "ci")
+    sentence = "inconclusive (fixed sequence stops at Fig. 3b at the latest; Fig. 3a is still read)"
+    pd.set_option("display.max_colwidth", 50)
+    assert sentence not in pd.DataFrame({"status": [sentence]})._repr_html_()    # pandas' cut
+    exec(nbgen.setup_cell_source("nowhere", "v0"), {})
+    assert sentence in pd.DataFrame({"status": [sentence]})._repr_html_()
+
+
 def test_setup_cell_respects_a_run_size_chosen_by_the_reader(monkeypatch, capsys):
     import os
 

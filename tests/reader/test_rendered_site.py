@@ -121,6 +121,56 @@ def test_page_renders_without_error_text(browser, site_url, docname):
     assert not problems, f"{docname}: Sphinx left error markers: {[p.text for p in problems]}"
 
 
+#: pandas' default display cuts a cell's text at ``display.max_colwidth`` (50), ending it in "..."
+PANDAS_CUT_WIDTH = 50
+
+
+def _cell_texts(html: str) -> list[str]:
+    import html as _html
+
+    cells = (re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", html, re.S))
+    return [_html.unescape(c).strip() for c in cells]
+
+
+@lru_cache(maxsize=None)
+def _pandas_cut_length(width: int = PANDAS_CUT_WIDTH) -> int:
+    """How long a cell's text is once pandas' HTML display has cut it at ``width``."""
+    import pandas as pd
+
+    with pd.option_context("display.max_colwidth", width):
+        html = pd.DataFrame({"c": ["x" * (4 * width)]})._repr_html_()   # what a notebook shows
+    return len(_cell_texts(html)[-1])     # the body's one cell (the header "c" comes first)
+
+
+def _cut_cells(html: str) -> list[str]:
+    """Table cells of a page whose text pandas cut short: as long as a cut cell and ending in
+    "..." (a cell that is only "...", pandas' mark of rows left out, is not one)."""
+    return [t for t in _cell_texts(html) if len(t) == _pandas_cut_length() and t.endswith("...")]
+
+
+def test_the_cut_cell_finder_knows_pandas_cut_from_a_whole_cell():
+    import pandas as pd
+
+    long = "Wikipedia, BERT-Mini encoders, 10,000 steps (rules v3, look 1 of 4)"
+    frame = pd.DataFrame({"body": [long, "short"]})
+    with pd.option_context("display.max_colwidth", PANDAS_CUT_WIDTH):
+        (cut,) = _cut_cells(frame._repr_html_())
+    assert long.startswith(cut[:-3]) and len(cut) < len(long)
+    with pd.option_context("display.max_colwidth", None):
+        assert _cut_cells(frame._repr_html_()) == []
+    assert _cut_cells("<table><tr><td>...</td></tr></table>") == []
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_no_table_cell_is_cut_short(site_url, docname):
+    """A table's cells reach the reader whole: the book's kernels show pandas cells uncut
+    (companion.book.kernel), so an interval keeps its level and a sentence its end."""
+    status, html = _fetch(f"{site_url}/{_page(docname)}")
+    assert status == 200, f"{_page(docname)} answered HTTP {status}"
+    cut = _cut_cells(html)
+    assert not cut, f"{docname}: {len(cut)} table cell(s) cut short by pandas, e.g. {cut[:3]}"
+
+
 @pytest.mark.parametrize("docname", DOCNAMES)
 def test_every_image_is_loaded(browser, site_url, docname):
     _open(browser, site_url, docname, reuse=True)

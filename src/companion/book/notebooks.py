@@ -355,7 +355,8 @@ def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
     ``SIGKILL`` of the kernel that Colab answers with a fresh one, happens only where
     ``google.colab`` is imported: elsewhere the cell asks for a restart).  Then it picks the
     run size the runtime can meet (:func:`companion.base.runtime.runtime_run_size`) and prints
-    a note when that is not the ``gpu`` size.
+    a note when that is not the ``gpu`` size.  Last it sets the book's display defaults
+    (:func:`companion.book.kernel.use_book_defaults`), so a table reads as it does on the site.
     """
     import inspect
     import textwrap
@@ -441,6 +442,10 @@ if note:
     print("=" * 88 + "\\n" + note + "\\n" + "=" * 88)
 os.environ["COMPANION_RUN_SIZE"] = size
 print(f"companion {{companion.__version__}}; run size {{size!r}} on {{describe_device()}}")
+
+from companion.book.kernel import use_book_defaults
+
+use_book_defaults()  # tables show their cells whole; the book's colour cycle, as on the site
 '''
 
 

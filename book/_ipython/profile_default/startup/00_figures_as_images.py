@@ -11,11 +11,14 @@ from IPython.core.pylabtools import select_figure_formats
 _shell = get_ipython()
 if _shell is not None:
     select_figure_formats(_shell, {"png"}, bbox_inches="tight")
-    from companion.book.figures import palette as _palette
     from companion.book.figures import source_data as _source_data
 
     _source_data.register(_shell, bbox_inches="tight")
-    _palette.use_book_cycle()
+
+# tables show their cells whole; lines use the book's colour cycle (as in a Colab notebook)
+from companion.book.kernel import use_book_defaults as _use_book_defaults
+
+_use_book_defaults()
 
 # Every chapter that states a status reads one table of verdicts, computed once per build
 # under the package's content key (companion.judge.claims._disk_cached) instead of once per page.
