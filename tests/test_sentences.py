@@ -388,3 +388,7 @@ def test_the_v3_runs_sentence_counts_runs_machines_and_how_far_apart_a_pair_star
     assert "up to 3.5 h apart" in said                  # the mix pair of seed 30; wiki's lone run is no pair
     assert v3_runs_said(table.iloc[:0]) == "No run of rules v3 has landed yet."
     assert "apart" not in v3_runs_said(table.iloc[2:])
+    assert "compute" not in said                        # no CPU time recorded, no pace sentence
+    paced = table.assign(**{"s/step": [0.45, 1.50, 0.60], "CPU s/step": [0.44, 0.43, float("nan")]})
+    assert ("a step took 0.43 to 0.44 s of compute (one thread); the wall clock per step, 0.45 to 1.50 s"
+            in v3_runs_said(paced))                     # the row without CPU time is left out of both ranges

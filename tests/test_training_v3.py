@@ -347,6 +347,8 @@ def test_the_runs_table_gives_each_runs_settings_and_the_machines_of_its_sitting
     prov["config"]["batch_size"] = 16
     prov["data"].update({"train_tokens": 16 * 128 * STEPS // 4, "seq_len": 128})
     prov["duration_s"] = 7200.0
+    prov["seconds_per_step"] = 7200.0 / STEPS
+    prov["cpu_seconds"] = 1800.0                       # paused for three quarters of its wall time
     prov["sittings"] = [
         {"from_step": 0, "cpu_model": "not recorded", "cpu_bf16_features": []},
         {"from_step": 4000, "cpu_model": "Xeon A", "cpu_bf16_features": ["avx512_bf16"]},
@@ -361,9 +363,27 @@ def test_the_runs_table_gives_each_runs_settings_and_the_machines_of_its_sitting
     assert row["machines"] == ("not recorded; from step 4,000: Xeon A (avx512_bf16); "
                                "from step 9,000: EPYC B")
     assert row["after rules (h)"] > 0                   # started in 2099
+    # wall seconds per step count the pauses; CPU seconds per step leave them out
+    assert row["s/step"] == pytest.approx(4 * row["CPU s/step"]) and row["CPU s/step"] == pytest.approx(1800.0 / STEPS)
     # a run made before sittings were recorded says so, and is still listed
     assert table.loc["mixv3-bert-mini-decoder-standard-s30", "machines"] == "not recorded"
     assert set(table["body"]) == {"english-mix-v3"} and len(table) == 2
+
+
+def test_cpu_seconds_per_step_is_given_for_cpu_runs_only(body):
+    from companion.train.studies.v3_bodies import runs_table_v3
+
+    _write_run(body, "mixv3-bert-mini-encoder-standard-s30", "encoder", "standard", 30, sym=0.1,
+               device="NVIDIA H200")
+    _write_run(body, "mixv3-bert-mini-decoder-standard-s30", "decoder", "standard", 30, sym=0.0)
+    for name in ("encoder", "decoder"):
+        f = body / f"mixv3-bert-mini-{name}-standard-s30" / "provenance.json"
+        prov = json.loads(f.read_text())
+        prov["cpu_seconds"] = 500.0
+        f.write_text(json.dumps(prov))
+    table = runs_table_v3(root=body).set_index("arm")
+    assert np.isnan(table.loc["encoder/standard", "CPU s/step"])        # host CPU time is not a GPU's work
+    assert table.loc["decoder/standard", "CPU s/step"] == pytest.approx(500.0 / STEPS)
 
 
 def test_a_run_started_before_the_rules_shows_a_negative_lead_in_the_runs_table(body):

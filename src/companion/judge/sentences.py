@@ -553,7 +553,8 @@ def v3_runs_said(table) -> str:
     """What the table of landed rules-v3 runs (``runs_table_v3``) says in two sentences: how
     many runs per body, on which devices, how long after the rules' first commit they
     started, for how many every step's machine is recorded, and how far apart in time the
-    arms of one seed started (a pair started hours apart may have met two machines)."""
+    arms of one seed started (a pair started hours apart may have met two machines), and,
+    where the table has ``CPU s/step``, the compute a CPU step took against its wall clock."""
     if len(table) == 0:
         return "No run of rules v3 has landed yet."
     per_body = joined(f"{n} of {body}" for body, n in table.groupby("body", sort=False).size().items())
@@ -566,10 +567,17 @@ def v3_runs_said(table) -> str:
     spread = spread[pairs >= 2]
     apart = (f" The arms of one seed started up to {spread.max():.1f} h apart, so a pair may have met "
              "two machines even where both read the same device." if len(spread) else "")
+    pace = ""
+    if "CPU s/step" in table and table["CPU s/step"].notna().any():
+        cpu = table["CPU s/step"].dropna()
+        wall = table.loc[cpu.index, "s/step"]
+        pace = (f" On the CPU a step took {cpu.min():.2f} to {cpu.max():.2f} s of compute (one thread); "
+                f"the wall clock per step, {wall.min():.2f} to {wall.max():.2f} s, also counts the time "
+                "a run was paused or shared its core.")
     return (f"{count_of(len(table), 'run')} landed ({per_body}), made on {devices}, starting "
             f"{after.min():.1f} to {after.max():.1f} h after the rules' first commit. Every step's machine "
             f"is recorded for {recorded} of them (runs begun before machines were recorded say "
-            f"'not recorded').{apart}")
+            f"'not recorded').{apart}{pace}")
 
 
 def checkpoints_by_modality(n: int, by_modality) -> str:

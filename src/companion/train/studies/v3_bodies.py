@@ -265,7 +265,10 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
     commit to the run's start; a run judged blind has it > 0), ``steps`` (the horizon),
     ``training tokens``, ``passes`` (steps x batch x block length / training tokens),
     ``corpus sha256`` (first 12 hex digits of the documents' hash), ``hours`` (wall clock,
-    every sitting) and ``s/step``.  Read from each run's ``provenance.json`` alone; the checks
+    every sitting), ``s/step`` (wall clock per step: it counts the time a run was paused or
+    shared its core) and ``CPU s/step`` (the process's CPU seconds per step, a run on the CPU
+    only: with one thread this is the compute a step took, pauses left out; NaN on a GPU,
+    whose work the host's CPU time does not measure).  Read from each run's ``provenance.json`` alone; the checks
     that admit a run to a verdict are :func:`body_runs_v3`'s."""
     import datetime as _dt
 
@@ -300,10 +303,22 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
                              "passes": steps * batch * seq / tokens if tokens else float("nan"),
                              "corpus sha256": str(data.get("documents_sha256", "?"))[:12],
                              "hours": float(prov.get("duration_s", float("nan"))) / 3600,
-                             "s/step": float(prov.get("seconds_per_step", float("nan")))})
+                             "s/step": float(prov.get("seconds_per_step", float("nan"))),
+                             "CPU s/step": _cpu_seconds_per_step(prov, steps)})
     columns = ["body", "run", "arm", "seed", "device", "machines", "started", "after rules (h)", "steps",
-               "training tokens", "passes", "corpus sha256", "hours", "s/step"]
+               "training tokens", "passes", "corpus sha256", "hours", "s/step", "CPU s/step"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _cpu_seconds_per_step(prov: dict, steps: int) -> float:
+    """CPU seconds per step of a run made on the CPU (NaN for another device, a run that did
+    not record its CPU time, or no steps)."""
+    from .evidence import device_label
+
+    cpu = prov.get("cpu_seconds")
+    if device_label(prov) != "CPU" or not isinstance(cpu, (int, float)) or steps <= 0:
+        return float("nan")
+    return float(cpu) / steps
 
 
 @lru_cache(maxsize=8)
