@@ -22,6 +22,24 @@ def test_arm_values_take_each_runs_last_step_and_refuse_two_runs_of_one_seed():
         arm_values(twice, "symmetry", "encoder")
 
 
+def test_arm_values_never_average_over_a_layer_that_is_not_a_number():
+    import numpy as np
+
+    rows = [dict(run=f"r{seed}", mode="encoder", init="standard", seed=seed, step=10, quantity="symmetry",
+                 layer=layer, head=-1, value=0.5) for seed in (0, 1) for layer in (0, 1)]
+    t = pd.DataFrame(rows)
+    t.loc[(t.seed == 1) & (t.layer == 1), "value"] = np.nan            # seed 1 diverged in layer 1
+    with pytest.raises(CompanionError, match=r"run r1: layer 1's symmetry at step 10 is nan"):
+        arm_values(t, "symmetry", "encoder")                          # the old mean read 0.5
+    named = arm_values(t, "symmetry", "encoder", non_finite="nan")
+    assert named.loc[0] == pytest.approx(0.5) and np.isnan(named.loc[1])
+    t.loc[(t.seed == 1) & (t.layer == 1), "value"] = np.inf
+    with pytest.raises(CompanionError, match="is inf"):
+        arm_values(t, "symmetry", "encoder")
+    with pytest.raises(ValueError, match="non_finite must be"):
+        arm_values(t, "symmetry", "encoder", non_finite="skip")
+
+
 def test_settings_of_a_cached_run_follow_from_its_provenance():
     name = "wiki-bert-mini-encoder-standard-s0"
     p = json.loads((runs_root() / name / "provenance.json").read_text())

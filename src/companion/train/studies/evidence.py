@@ -148,10 +148,17 @@ def logged_step(runs: pd.DataFrame, fraction: float) -> int:
 
 
 def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standard",
-               step: int | None = None) -> pd.Series:
+               step: int | None = None, non_finite: str = "raise") -> pd.Series:
     """One value per seed of the arm ``(mode, init)``: the layer-mean ``quantity``
     (symmetry, directionality) or a loss logged once a step (``eval_loss``, ``train_loss``, the guard's ``guard_*``) at each run's last
-    logged step (or at ``step``, where logged), indexed by seed."""
+    logged step (or at ``step``, where logged), indexed by seed.
+
+    A row that is not a finite number (a diverged layer's score, say) is never averaged
+    over: ``non_finite="raise"`` refuses it, naming the run, layer and step;
+    ``non_finite="nan"`` gives that seed NaN, for a reader that names it itself (rules v3's
+    gate)."""
+    if non_finite not in ("raise", "nan"):
+        raise ValueError(f"non_finite must be 'raise' or 'nan', not {non_finite!r}.")
     arm = runs[(runs["mode"] == mode) & (runs["init"] == init)]
     if arm.empty:
         return pd.Series(dtype=float)
@@ -168,7 +175,16 @@ def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standa
         rows = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
     else:
         rows = rows[rows["step"] == step]
-    return rows.groupby("seed")["value"].mean()
+    bad = ~np.isfinite(rows["value"].to_numpy(dtype=float))
+    if bad.any() and non_finite == "raise":
+        r = rows[bad].iloc[0]
+        where = f"layer {int(r['layer'])}'s " if int(r["layer"]) >= 0 else ""
+        raise CompanionError(
+            f"run {r['run']}: {where}{quantity} at step {int(r['step'])} is {r['value']} "
+            f"({int(bad.sum())} such row(s) in {mode}/{init}); a seed's mean would hide it. "
+            "Retrain the run or leave its seed out of the body's seeds.")
+    values = rows.groupby("seed")["value"].mean()
+    return values.where(~values.index.isin(rows.loc[bad, "seed"].unique()), np.nan)
 
 
 @lru_cache(maxsize=None)

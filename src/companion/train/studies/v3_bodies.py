@@ -118,16 +118,11 @@ def complete_seeds(runs: pd.DataFrame | None, body: dict, arms) -> list[int]:
 
 def _values(runs, arm, quantity, step):
     """One value per seed of ``arm`` (MODE/INIT) at ``step``: :func:`companion.train.studies.evidence.arm_values`,
-    except that a seed with a non-finite value in any row (a layer's score, say) reads NaN
-    rather than the mean of its finite rows, so the look names it as broken."""
+    with a seed that has a non-finite value in any row (a layer's score, say) read as NaN
+    rather than refused, so the look's gate names it as broken."""
     from .evidence import arm_values
 
-    values = arm_values(runs, quantity, *arm.split("/"), step=step)
-    mode, init = arm.split("/")
-    rows = runs[(runs["mode"] == mode) & (runs["init"] == init) & (runs["quantity"] == quantity)
-                & (runs["step"] == step)]
-    broken = rows.loc[~np.isfinite(rows["value"].to_numpy(dtype=float)), "seed"].unique()
-    return values.astype(float).where(~values.index.isin(broken), np.nan)
+    return arm_values(runs, quantity, *arm.split("/"), step=step, non_finite="nan").astype(float)
 
 
 def paired_values(runs: pd.DataFrame, rule: dict, seeds, step: int | None = None,
