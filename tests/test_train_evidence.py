@@ -29,13 +29,14 @@ def test_arm_values_never_average_over_a_layer_that_is_not_a_number():
                  layer=layer, head=-1, value=0.5) for seed in (0, 1) for layer in (0, 1)]
     t = pd.DataFrame(rows)
     t.loc[(t.seed == 1) & (t.layer == 1), "value"] = np.nan            # seed 1 diverged in layer 1
-    with pytest.raises(CompanionError, match=r"run r1: layer 1's symmetry at step 10 is nan"):
-        arm_values(t, "symmetry", "encoder")                          # the old mean read 0.5
-    named = arm_values(t, "symmetry", "encoder", non_finite="nan")
+    named = arm_values(t, "symmetry", "encoder")                      # the old mean read 0.5 for seed 1
     assert named.loc[0] == pytest.approx(0.5) and np.isnan(named.loc[1])
+    with pytest.raises(CompanionError, match=r"run r1: layer 1's symmetry at step 10 is nan"):
+        arm_values(t, "symmetry", "encoder", non_finite="raise")
     t.loc[(t.seed == 1) & (t.layer == 1), "value"] = np.inf
+    assert np.isnan(arm_values(t, "symmetry", "encoder").loc[1])
     with pytest.raises(CompanionError, match="is inf"):
-        arm_values(t, "symmetry", "encoder")
+        arm_values(t, "symmetry", "encoder", non_finite="raise")
     with pytest.raises(ValueError, match="non_finite must be"):
         arm_values(t, "symmetry", "encoder", non_finite="skip")
 

@@ -148,15 +148,15 @@ def logged_step(runs: pd.DataFrame, fraction: float) -> int:
 
 
 def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standard",
-               step: int | None = None, non_finite: str = "raise") -> pd.Series:
+               step: int | None = None, non_finite: str = "nan") -> pd.Series:
     """One value per seed of the arm ``(mode, init)``: the layer-mean ``quantity``
     (symmetry, directionality) or a loss logged once a step (``eval_loss``, ``train_loss``, the guard's ``guard_*``) at each run's last
     logged step (or at ``step``, where logged), indexed by seed.
 
     A row that is not a finite number (a diverged layer's score, say) is never averaged
-    over: ``non_finite="raise"`` refuses it, naming the run, layer and step;
-    ``non_finite="nan"`` gives that seed NaN, for a reader that names it itself (rules v3's
-    gate)."""
+    over: by default (``non_finite="nan"``) its seed reads NaN, as a seed with a NaN loss
+    always did, so the gates that read it fail (rules v2's loss gate, rules v3's gate, which
+    names the seed); ``non_finite="raise"`` refuses it, naming the run, layer and step."""
     if non_finite not in ("raise", "nan"):
         raise ValueError(f"non_finite must be 'raise' or 'nan', not {non_finite!r}.")
     arm = runs[(runs["mode"] == mode) & (runs["init"] == init)]
