@@ -68,3 +68,23 @@ def test_every_rule_names_pairs_of_two_different_arms():
     for key in ("training_symmetry", "training_directionality", "symmetric_init_structure", "table_1"):
         for cand, comp, label in pairs_of(key, rule(key, rules)):
             assert cand != comp and label in (comp[0], cand[0])
+
+
+@pytest.mark.parametrize("arm", [0, 1])
+def test_a_seed_without_a_finite_value_fails_the_gate_rather_than_being_dropped(arm):
+    """Four seeds, one diverged: the paired t alone would decide on the other three."""
+    r = rule("training_symmetry", load_rules())
+    enc, dec = [0.31, 0.35, 0.29, 0.40], [0.05, 0.02, 0.08, 0.04]
+    values = [list(enc), list(dec)]
+    values[arm][2] = float("nan")
+    p = _pair(*values, half=(enc, dec))
+    res = apply_rule_to_pair("training_symmetry", r, r["primary"]["body"], p,
+                             {"sesoi": 0.05, "starts": ["2026-12-01T00:00:00Z"] * 8})
+    assert res["estimate"].n == 3                        # what the t-interval alone would have used
+    assert not res["gate"]["passes"] and res["gate"]["parts"]["finite"] is False
+    assert res["outcome"] == "not testable here"
+    assert "seed(s) 22" in res["gate"]["why"] and res["gate"]["reason"] == "a seed gave no finite value"
+    # the same pair with every value finite decides (the refusal is the NaN's doing)
+    clean = apply_rule_to_pair("training_symmetry", r, r["primary"]["body"], _pair(enc, dec, half=(enc, dec)),
+                               {"sesoi": 0.05, "starts": ["2026-12-01T00:00:00Z"] * 8})
+    assert clean["gate"]["passes"] and clean["outcome"] == "holds"

@@ -126,6 +126,27 @@ def gate_why(r) -> str:
     return f"{reason}: the effect was {half:+.3f} half-way and {end:+.3f} at the end, {how}"
 
 
+def _non_finite_seeds(pair: dict) -> list[int]:
+    """The seeds of ``pair`` whose paired end value is not a finite number in either arm."""
+    a, b = (pd.Series(v, dtype=float) for v in pair["end"])
+    common = a.index.intersection(b.index)
+    return sorted(int(s) for s in common if not (np.isfinite(a[s]) and np.isfinite(b[s])))
+
+
+def _refuse_non_finite_seeds(g: dict, pair: dict) -> dict:
+    """The gate fails where a seed of the pair gave no finite value (a diverged run): the
+    paired t would drop that seed and decide on the others, a choice of seeds the rules never
+    made.  Rules v3's gate does the same, naming the seed."""
+    bad = _non_finite_seeds(pair)
+    if not bad:
+        return {**g, "parts": {**g["parts"], "finite": True}}
+    why = (f"seed(s) {', '.join(map(str, bad))} gave no finite value at the end; a paired test "
+           "over the other seeds would choose its seeds after the data")
+    return {**g, "passes": False, "parts": {**g["parts"], "finite": False},
+            "reason": "a seed gave no finite value", "why": f"a seed gave no finite value: {why}",
+            "text": f"{g['text']}; finite values: {why}"}
+
+
 def apply_rule_to_pair(key: str, r: dict, body: str, pair: dict, evidence: dict) -> dict:
     """The rule applied once to one paired test of a body's evidence
     (:func:`companion.train.studies.evidence.body_evidence`): everything the verdict's row
@@ -151,6 +172,7 @@ def apply_rule_to_pair(key: str, r: dict, body: str, pair: dict, evidence: dict)
         half = None
     sesoi = evidence["sesoi"]
     g = gate(pair["losses"], pair["references"], pair["gaps"], pair["half_step"], est, half, sesoi, fw["gate"])
+    g = _refuse_non_finite_seeds(g, pair)
     outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), g["passes"])
     old_gate = all(c["below"] >= 1.0 for c in g["context"].values())   # v1's gate: 1 nat below
     outcome_v1 = directional_outcome_v1(est, pair["v1_band"], 3, old_gate)
