@@ -1,0 +1,131 @@
+"""``companion verdicts``: every claim's status as the book states it, from the terminal.
+
+    companion verdicts                     # each claim of the paper and its status (rules v2)
+    companion verdicts --claim table_1     # one claim: what was measured, the check, its power
+    companion verdicts --v3                # the training claims read under rules v3 (the looks)
+    companion verdicts --csv FILE.csv      # ... the table printed, as CSV
+
+The statuses are the ones every page of the book gives (:func:`companion.judge.claims.all_verdicts`,
+Holm carried in; :func:`companion.judge.training_v3.verdicts_v3` for the confirmatory reading),
+computed from the package's data on this machine: the first call takes a few minutes (every
+check and test is re-run at this run size); set ``COMPANION_VERDICT_CACHE`` to a folder to
+keep the table between calls, as the book's build does.
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: the v3 table's columns, as printed by ``--v3`` and written by ``--v3 --csv``
+V3_COLUMNS = ("key", "look", "seeds in", "status", "effect", "d", "claim")
+#: the v2 table's columns, as printed and written
+V2_COLUMNS = ("key", "status", "claim")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("verdicts", help="every claim's status as the book states it (rules v2; "
+                                               "--v3: the training claims' confirmatory reading)")
+    p.add_argument("--claim", metavar="KEY", help="one claim in full, by its key (the first column)")
+    p.add_argument("--v3", action="store_true", help="the four training claims read under rules v3: "
+                                                     "look, seeds in, effect and interval, status")
+    p.add_argument("--csv", metavar="FILE.csv", help="write the table printed to this CSV file")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..base.errors import CompanionError
+    from ..base.outputs import check_writable, write_csv_atomic
+
+    if args.csv is not None and args.csv.strip() == "":
+        raise CompanionError("--csv is empty; give a file name such as verdicts.csv, or leave --csv out.")
+    if args.claim is not None and args.csv:
+        raise CompanionError("--csv writes a table; --claim prints one claim. Use one of them.")
+    if args.csv:
+        check_writable(args.csv, "--csv file")   # before minutes of computing
+    if args.claim is not None:
+        print(_one_claim(args.claim))
+        return 0
+    table = _v3_table() if args.v3 else _v2_table()
+    print(_as_text(table))
+    if not args.v3:
+        print("\n" + _v3_line())
+    if args.csv:
+        out = write_csv_atomic(table, args.csv)
+        print(f"wrote {len(table)} rows to {out}", file=sys.stderr)
+    return 0
+
+
+def _say_computing() -> None:
+    from ..judge import claims
+
+    if claims._ready_table("all_verdicts") is None:
+        print("computing every verdict (a few minutes on a CPU; COMPANION_VERDICT_CACHE=FOLDER keeps them)...",
+              file=sys.stderr, flush=True)
+
+
+def _v2_table():
+    from ..judge import claims
+
+    _say_computing()
+    return claims.all_verdicts().loc[:, list(V2_COLUMNS)]
+
+
+def _v3_table():
+    from ..judge import training_v3
+
+    return training_v3.verdicts_v3().loc[:, list(V3_COLUMNS)]
+
+
+def _v3_line() -> str:
+    """The confirmatory reading in one sentence, as What survives gives it."""
+    from ..judge import training_v3
+    from ..judge.sentences import v3_summary
+
+    v3 = training_v3.verdicts_v3()
+    said = v3_summary((r["claim"].split(":")[0], r["status"], r["seeds in"], r["look"]) for _, r in v3.iterrows())
+    return f"Training claims under rules v3 (runs made after the rules; `companion verdicts --v3`): {said}."
+
+
+def _as_text(table) -> str:
+    """A plain table: each column as wide as its widest cell, the last one left ragged."""
+    cols = list(table.columns)
+    cells = [[str(c) for c in cols]] + [[str(v) for v in row] for row in table.itertuples(index=False)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cols) - 1)]
+    return "\n".join("  ".join([c.ljust(w) for c, w in zip(r[:-1], widths)] + [r[-1]]).rstrip() for r in cells)
+
+
+def _one_claim(key: str) -> str:
+    from ..base.errors import CompanionError
+    from ..judge import claims, training_v3
+
+    keys = [f.__name__ for f in claims.VERDICTS]
+    if key not in keys:
+        from difflib import get_close_matches
+
+        near = get_close_matches(key, keys, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise CompanionError(f"unknown claim {key!r}{hint}; the keys are: {', '.join(keys)}.")
+    if key not in claims.MATH_CHECKS:
+        _say_computing()
+    v = claims.verdict(key)
+    lines = [f"{v.claim}", f"  status:   {v.status}", f"  measured: {v.measured}"]
+    for label, value in (("size", v.size), ("check", v.check), ("power", v.power), ("family", v.holm)):
+        if isinstance(value, str) and value.strip():
+            lines.append(f"  {label + ':':<9} {value}")
+    lines.append(f"  chapter:  {v.chapter} (the book's page {v.chapter}.html)")
+    v3 = training_v3.verdicts_v3()
+    if key in set(v3["key"]):
+        r = v3.set_index("key").loc[key]
+        lines += ["  rules v3, on runs made after them:",
+                  f"    {r['look']}, {r['seeds in']} seeds in: {r['status']}",
+                  f"    effect {r['effect']} (smallest effect of interest d = {float(r['d']):.4g})"]
+        for label in ("why", "power (planned)", "secondary"):
+            value = r.get(label)
+            if isinstance(value, str) and value.strip():
+                lines.append(f"    {label}: {value}")
+        missing = list(r.get("missing") or [])
+        if missing:
+            lines.append(f"    runs still missing for the next look ({len(missing)}): {', '.join(missing)}")
+            lines.append(f"    they are made by: {r['command']}")
+    return "\n".join(lines)
+

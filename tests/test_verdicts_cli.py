@@ -1,0 +1,97 @@
+"""``companion verdicts`` gives, from the terminal, the statuses the book's pages give."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from companion.cli import main
+from companion.judge import claims, training_v3
+
+
+def _fake(key, status, kind="empirical"):
+    def fn():
+        return claims.Verdict(key, f"claim {key}", status, f"measured {key}", "size", "errata", "", kind=kind,
+                              check=f"check of {key}")
+    fn.__name__ = key
+    return fn
+
+
+V3 = pd.DataFrame([{"key": "b", "position": 1, "claim": "Fig. B: b is larger", "body": "a body", "look": "look 1 of 4 (3 seeds)",
+                    "seeds in": "3 of 12", "effect": "+0.1 [-0.2, +0.4], 3 seeds", "d": 0.05, "reading": "inconclusive",
+                    "status": "inconclusive", "why": "", "gate": "passes", "power (planned)": "P = 0.9",
+                    "detectable (observed sd)": "0.3", "missing": ["run-s33", "run-s34"], "command": "bash make_runs.sh",
+                    "secondary": ""}])
+
+
+@pytest.fixture
+def book(monkeypatch):
+    """Two claims, one of whose 'holds' the family's correction turns into 'inconclusive (after Holm)'."""
+    monkeypatch.setattr(claims, "_CACHE", {})
+    monkeypatch.delenv("COMPANION_VERDICT_CACHE", raising=False)
+    monkeypatch.setattr(claims, "VERDICTS", (_fake("a", "holds"), _fake("b", "negligible")))
+    monkeypatch.setattr(claims, "MATH_CHECKS", {})
+    monkeypatch.setattr(claims, "empirical_family", lambda: pd.DataFrame(
+        {"key": ["a", "b"], "p_holm": [0.3, 0.001], "survives": ["no", "yes"], "family_size": [2, 2]}))
+    monkeypatch.setattr(training_v3, "verdicts_v3", lambda *a, **k: V3.copy())
+
+
+def test_each_claim_is_printed_with_the_status_every_page_gives_holm_carried_in(book, capsys):
+    assert main(["verdicts"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines()[1:3]}
+    assert "inconclusive (after Holm)" in rows["a"] and "holds" not in rows["a"].replace("(after Holm)", "")
+    assert "negligible" in rows["b"] and "claim b" in rows["b"]
+    assert "Fig. B inconclusive (3 of 12 seeds in" in out        # the confirmatory reading, as What survives says it
+
+
+def test_the_csv_holds_the_table_printed(book, tmp_path, capsys):
+    out = tmp_path / "v.csv"
+    assert main(["verdicts", "--csv", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert list(table.columns) == ["key", "status", "claim"]
+    assert dict(zip(table["key"], table["status"])) == {"a": "inconclusive (after Holm)", "b": "negligible"}
+    assert main(["verdicts", "--v3", "--csv", str(out)]) == 0
+    assert pd.read_csv(out).set_index("key").loc["b", "seeds in"] == "3 of 12"
+
+
+def test_one_training_claim_shows_its_v3_reading_the_missing_runs_and_their_command(book, capsys):
+    assert main(["verdicts", "--claim", "b"]) == 0
+    out = capsys.readouterr().out
+    assert "status:   negligible" in out and "check of b" in out and "survives Holm" in out
+    assert "look 1 of 4 (3 seeds), 3 of 12 seeds in: inconclusive" in out
+    assert "runs still missing for the next look (2): run-s33, run-s34" in out and "bash make_runs.sh" in out
+    assert main(["verdicts", "--claim", "a"]) == 0
+    assert "rules v3" not in capsys.readouterr().out                    # a claim v3 does not judge
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["verdicts", "--claim", "bb"], ["unknown claim 'bb'", "did you mean 'b'", "the keys are: a, b"]),
+    (["verdicts", "--claim", "a", "--csv", "x.csv"], ["--claim prints one claim"]),
+    (["verdicts", "--csv", " "], ["--csv is empty"]),
+])
+def test_bad_input_is_one_line_naming_the_fix(book, capsys, argv, words):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    for w in words:
+        assert w in err
+
+
+def test_a_folder_as_the_csv_is_refused_before_anything_is_computed(book, tmp_path, capsys, monkeypatch):
+    def never():
+        raise AssertionError("computed before the output was checked")
+    monkeypatch.setattr(claims, "all_verdicts", never)
+    assert main(["verdicts", "--csv", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_the_real_v3_reading_printed_is_the_one_the_pages_glue(capsys):
+    """On the landed runs: each training claim's printed status and look are verdicts_v3's."""
+    assert main(["verdicts", "--v3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    v3 = training_v3.verdicts_v3().set_index("key")
+    assert len(lines) == 1 + len(v3)
+    for line in lines[1:]:
+        key = line.split()[0]
+        assert v3.loc[key, "status"] in line and v3.loc[key, "look"] in line and v3.loc[key, "seeds in"] in line
