@@ -346,3 +346,26 @@ def test_every_v3_run_started_after_its_rules_were_first_committed_and_logs_the_
             assert _as_datetime(json.loads(prov.read_text())["started"]) > first, prov.parent.name
             hist = pd.read_csv(prov.parent / "history.csv", usecols=["quantity"])
             assert {"guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss"} <= set(hist["quantity"])
+
+
+def test_a_pilot_seed_without_a_finite_value_is_refused_naming_it_not_planned_around(monkeypatch):
+    """The pilot's mean and spread skip NaN; the design must not be planned on the seeds that happened to give a number."""
+    from companion.base.errors import CompanionError
+    from companion.train.studies import design_v3 as dv
+
+    rules = load_rules_v3()
+    key, r = next(iter(rules["claims"].items()))
+    pilot = {"body": r["pilot"]["body"], "quantity": r["quantity"], "candidate": r["candidate"].split("/"),
+             "comparator": r["comparator"].split("/"), "sign": r.get("sign", 1)}
+    runs = dv._v2_body(pilot["body"])
+    assert dv.pilot_estimate(pilot)[2] == r["pilot"]["seeds"]
+    mode, init = pilot["candidate"]
+    arm = runs[(runs["mode"] == mode) & (runs["init"] == init)]
+    last_run = arm["run"].iloc[-1]
+    hit = (runs["run"] == last_run) & (runs["quantity"] == r["quantity"]) & (runs["step"] == arm["step"].max())
+    hit &= runs["head"] == -1                     # a layer mean's row, the one the pilot reads
+    broken = runs.copy()
+    broken.loc[broken.index[hit][:1], "value"] = float("nan")
+    monkeypatch.setattr(dv, "_v2_body", lambda body: broken)
+    with pytest.raises(CompanionError, match=f"run {last_run}.*is nan"):
+        dv.pilot_estimate(pilot)

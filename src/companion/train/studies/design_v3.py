@@ -41,13 +41,15 @@ def _v2_body(key: str) -> pd.DataFrame:
 def pilot_values(pilot: dict) -> pd.Series:
     """The pilot's per-seed paired differences ``candidate - comparator`` at its horizon:
     ``pilot = {body, quantity, candidate: [mode, init], comparator: [mode, init], sign}``
-    (``sign`` -1 turns e.g. baseline-minus-candidate loss into the claim's direction)."""
+    (``sign`` -1 turns e.g. baseline-minus-candidate loss into the claim's direction).  A
+    seed with a value that is not a finite number is refused, naming it: a design planned on
+    the seeds that happened to give a number would hide the one that did not."""
     from .evidence import arm_values
 
     runs = _v2_body(pilot["body"])
-    a = arm_values(runs, pilot["quantity"], *pilot["candidate"])
-    b = arm_values(runs, pilot["quantity"], *pilot["comparator"])
-    return (pilot.get("sign", 1) * (a - b)).dropna()
+    a = arm_values(runs, pilot["quantity"], *pilot["candidate"], non_finite="raise")
+    b = arm_values(runs, pilot["quantity"], *pilot["comparator"], non_finite="raise")
+    return (pilot.get("sign", 1) * (a - b)).dropna()   # the seeds both arms have
 
 
 def pilot_estimate(pilot: dict) -> tuple[float, float, int]:
@@ -77,7 +79,7 @@ def scaled_yardstick(score: str, role: str, body: str, mode: str) -> dict:
     width = published_iqr_width(score)
     pub = _published()
     level_pub = float(pub[(pub["score"] == score) & (pub["role"] == role)]["median"].median())
-    level_pilot = float(arm_values(_v2_body(body), score, mode).mean())
+    level_pilot = float(arm_values(_v2_body(body), score, mode, non_finite="raise").mean())
     return {"published_width": width, "published_level": level_pub, "pilot_level": level_pilot,
             "value": width * abs(level_pilot) / abs(level_pub)}
 

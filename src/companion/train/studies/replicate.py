@@ -111,7 +111,8 @@ def cpu_machine_check(path=None, step: int = 250, seeds=(10, 11, 12, 13, 14)) ->
         rows.append({"quantity": q, "step": step, "stored run": vals["stored_run"],
                      "other machine": vals[today], "other machine, the run's code": vals[own],
                      "machine": vals[today] - vals["stored_run"], "code": vals[today] - vals[own],
-                     "seed_sd": float(arm_values(judged, q, "encoder", "standard", step=step).std(ddof=1))})
+                     "seed_sd": float(arm_values(judged, q, "encoder", "standard", step=step,
+                                                 non_finite="raise").std(ddof=1))})
     return pd.DataFrame(rows)
 
 
@@ -160,7 +161,7 @@ def device_effect_summary(steps=(2000, 5000, 10000), seeds=(10, 11, 12, 13, 14))
     judged = judged[judged["seed"].isin(seeds)]
     out = []
     for (mode, init, q, step), g in diff.groupby(["mode", "init", "quantity", "step"]):
-        spread = arm_values(judged, q, mode, init, step=int(step)).std(ddof=1)
+        spread = arm_values(judged, q, mode, init, step=int(step), non_finite="raise").std(ddof=1)
         worst = float(g["difference"].abs().max())
         out.append({"mode": mode, "init": init, "quantity": q, "step": int(step), "replicated_seeds": len(g),
                     "max_abs_device_difference": worst, "seed_sd": float(spread),
