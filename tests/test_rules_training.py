@@ -88,3 +88,14 @@ def test_a_seed_without_a_finite_value_fails_the_gate_rather_than_being_dropped(
     clean = apply_rule_to_pair("training_symmetry", r, r["primary"]["body"], _pair(enc, dec, half=(enc, dec)),
                                {"sesoi": 0.05, "starts": ["2026-12-01T00:00:00Z"] * 8})
     assert clean["gate"]["passes"] and clean["outcome"] == "holds"
+
+
+def test_a_seed_without_a_memorisation_gap_fails_the_gate_rather_than_leaving_the_mean():
+    r = rule("training_symmetry", load_rules())
+    enc, dec = [0.31, 0.35, 0.29, 0.40], [0.05, 0.02, 0.08, 0.04]
+    p = _pair(enc, dec, half=(enc, dec))
+    p["gaps"][DEC] = p["gaps"][DEC].drop(21)                     # the decoder of seed 21 logged no gap
+    res = apply_rule_to_pair("training_symmetry", r, r["primary"]["body"], p,
+                             {"sesoi": 0.05, "starts": ["2026-12-01T00:00:00Z"] * 8})
+    assert res["outcome"] == "not testable here" and "seed(s) 21" in res["gate"]["why"]
+    assert res["gate"]["memorisation"][DEC]["passes"]           # the mean over the other seeds alone would pass

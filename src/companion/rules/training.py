@@ -127,10 +127,15 @@ def gate_why(r) -> str:
 
 
 def _non_finite_seeds(pair: dict) -> list[int]:
-    """The seeds of ``pair`` whose paired end value is not a finite number in either arm."""
+    """The seeds of ``pair`` whose paired end value is not a finite number in either arm, or
+    whose memorisation gap (held-out minus training loss) is missing or not finite in either."""
     a, b = (pd.Series(v, dtype=float) for v in pair["end"])
     common = a.index.intersection(b.index)
-    return sorted(int(s) for s in common if not (np.isfinite(a[s]) and np.isfinite(b[s])))
+    bad = {int(s) for s in common if not (np.isfinite(a[s]) and np.isfinite(b[s]))}
+    for gaps in (pair.get("gaps") or {}).values():
+        g = pd.Series(gaps, dtype=float)
+        bad |= {int(s) for s in common if s not in g.index or not np.isfinite(g[s])}
+    return sorted(bad)
 
 
 def _refuse_non_finite_seeds(g: dict, pair: dict) -> dict:
@@ -140,8 +145,8 @@ def _refuse_non_finite_seeds(g: dict, pair: dict) -> dict:
     bad = _non_finite_seeds(pair)
     if not bad:
         return {**g, "parts": {**g["parts"], "finite": True}}
-    why = (f"seed(s) {', '.join(map(str, bad))} gave no finite value at the end; a paired test "
-           "over the other seeds would choose its seeds after the data")
+    why = (f"seed(s) {', '.join(map(str, bad))} gave no finite value at the end (the effect or the "
+           "memorisation gap); a test over the other seeds would choose its seeds after the data")
     return {**g, "passes": False, "parts": {**g["parts"], "finite": False},
             "reason": "a seed gave no finite value", "why": f"a seed gave no finite value: {why}",
             "text": f"{g['text']}; finite values: {why}"}
