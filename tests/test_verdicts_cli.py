@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -34,6 +35,8 @@ def book(monkeypatch):
     monkeypatch.setattr(claims, "empirical_family", lambda: pd.DataFrame(
         {"key": ["a", "b"], "p_holm": [0.3, 0.001], "survives": ["no", "yes"], "family_size": [2, 2]}))
     monkeypatch.setattr(training_v3, "verdicts_v3", lambda *a, **k: V3.copy())
+    import companion.rules.v3 as v3
+    monkeypatch.setattr(v3, "load_rules_v3", lambda *a, **k: {"claims": {"b": {}}})
 
 
 def test_each_claim_is_printed_with_the_status_every_page_gives_holm_carried_in(book, capsys):
@@ -68,6 +71,7 @@ def test_one_training_claim_shows_its_v3_reading_the_missing_runs_and_their_comm
 @pytest.mark.parametrize("argv, words", [
     (["verdicts", "--claim", "bb"], ["unknown claim 'bb'", "did you mean 'b'", "the keys are: a, b"]),
     (["verdicts", "--claim", "a", "--csv", "x.csv"], ["--claim prints one claim"]),
+    (["verdicts", "--claim", "a", "--v3"], ["--v3 prints a table; --claim prints one claim"]),
     (["verdicts", "--csv", " "], ["--csv is empty"]),
 ])
 def test_bad_input_is_one_line_naming_the_fix(book, capsys, argv, words):
@@ -86,8 +90,9 @@ def test_a_folder_as_the_csv_is_refused_before_anything_is_computed(book, tmp_pa
     assert "is a folder" in capsys.readouterr().err
 
 
-def test_the_real_v3_reading_printed_is_the_one_the_pages_glue(capsys):
-    """On the landed runs: each training claim's printed status and look are verdicts_v3's."""
+def test_the_real_v3_reading_printed_is_the_one_the_package_computes(capsys):
+    """On the landed runs: each training claim's printed status and look are verdicts_v3's (the
+    function whose values the pages glue)."""
     assert main(["verdicts", "--v3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     v3 = training_v3.verdicts_v3().set_index("key")
@@ -95,3 +100,26 @@ def test_the_real_v3_reading_printed_is_the_one_the_pages_glue(capsys):
     for line in lines[1:]:
         key = line.split()[0]
         assert v3.loc[key, "status"] in line and v3.loc[key, "look"] in line and v3.loc[key, "seeds in"] in line
+
+
+@pytest.mark.parametrize("missing, shown", [
+    ("run-s33", "(1): run-s33"), (np.array(["r1", "r2"]), "(2): r1, r2"), (("r1",), "(1): r1"),
+    (float("nan"), None), ([], None)])
+def test_the_missing_runs_are_listed_whatever_holds_them(book, capsys, monkeypatch, missing, shown):
+    frame = V3.copy()
+    frame.at[0, "missing"] = missing
+    monkeypatch.setattr(training_v3, "verdicts_v3", lambda *a, **k: frame)
+    assert main(["verdicts", "--claim", "b"]) == 0
+    out = capsys.readouterr().out
+    if shown:
+        assert f"runs still missing for the next look {shown}" in out
+    else:
+        assert "runs still missing" not in out and "3 of 12 seeds in" in out
+
+
+def test_before_any_v3_reading_the_commands_say_none_is_read(book, capsys, monkeypatch):
+    monkeypatch.setattr(training_v3, "verdicts_v3", lambda *a, **k: pd.DataFrame())
+    assert main(["verdicts", "--v3"]) == 0
+    assert capsys.readouterr().out.strip() == "no claim to show: rules v3 has read no training claim yet."
+    assert main(["verdicts"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("`companion verdicts --v3`): none read yet.")

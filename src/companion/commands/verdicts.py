@@ -38,15 +38,17 @@ def run(args) -> int:
 
     if args.csv is not None and args.csv.strip() == "":
         raise CompanionError("--csv is empty; give a file name such as verdicts.csv, or leave --csv out.")
-    if args.claim is not None and args.csv:
-        raise CompanionError("--csv writes a table; --claim prints one claim. Use one of them.")
+    if args.claim is not None and (args.csv or args.v3):
+        raise CompanionError(f"{'--csv writes' if args.csv else '--v3 prints'} a table; --claim prints one "
+                             "claim (with its v3 reading where rules v3 judges it). Use one of them.")
     if args.csv:
         check_writable(args.csv, "--csv file")   # before minutes of computing
     if args.claim is not None:
         print(_one_claim(args.claim))
         return 0
     table = _v3_table() if args.v3 else _v2_table()
-    print(_as_text(table))
+    print(_as_text(table) if len(table) else "no claim to show: " + (
+        "rules v3 has read no training claim yet." if args.v3 else "the package judged none."))
     if not args.v3:
         print("\n" + _v3_line())
     if args.csv:
@@ -73,7 +75,7 @@ def _v2_table():
 def _v3_table():
     from ..judge import training_v3
 
-    return training_v3.verdicts_v3().loc[:, list(V3_COLUMNS)]
+    return training_v3.verdicts_v3().reindex(columns=list(V3_COLUMNS))
 
 
 def _v3_line() -> str:
@@ -83,7 +85,8 @@ def _v3_line() -> str:
 
     v3 = training_v3.verdicts_v3()
     said = v3_summary((r["claim"].split(":")[0], r["status"], r["seeds in"], r["look"]) for _, r in v3.iterrows())
-    return f"Training claims under rules v3 (runs made after the rules; `companion verdicts --v3`): {said}."
+    return ("Training claims under rules v3 (runs made after the rules; `companion verdicts --v3`): "
+            + (f"{said}." if said else "none read yet."))
 
 
 def _as_text(table) -> str:
@@ -113,8 +116,10 @@ def _one_claim(key: str) -> str:
         if isinstance(value, str) and value.strip():
             lines.append(f"  {label + ':':<9} {value}")
     lines.append(f"  chapter:  {v.chapter} (the book's page {v.chapter}.html)")
-    v3 = training_v3.verdicts_v3()
-    if key in set(v3["key"]):
+    from ..rules.v3 import load_rules_v3
+
+    v3 = training_v3.verdicts_v3() if key in load_rules_v3()["claims"] else None   # 15 s: only where v3 judges
+    if v3 is not None and key in set(v3.get("key", ())):
         r = v3.set_index("key").loc[key]
         lines += ["  rules v3, on runs made after them:",
                   f"    {r['look']}, {r['seeds in']} seeds in: {r['status']}",
@@ -123,9 +128,17 @@ def _one_claim(key: str) -> str:
             value = r.get(label)
             if isinstance(value, str) and value.strip():
                 lines.append(f"    {label}: {value}")
-        missing = list(r.get("missing") or [])
+        missing = _as_list(r.get("missing"))
         if missing:
             lines.append(f"    runs still missing for the next look ({len(missing)}): {', '.join(missing)}")
             lines.append(f"    they are made by: {r['command']}")
     return "\n".join(lines)
 
+
+def _as_list(value) -> list[str]:
+    """The runs still missing as a list, whatever container the table holds them in."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, (list, tuple, set)) or hasattr(value, "tolist"):
+        return [str(v) for v in (value.tolist() if hasattr(value, "tolist") else value)]
+    return []
