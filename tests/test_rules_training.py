@@ -99,3 +99,16 @@ def test_a_seed_without_a_memorisation_gap_fails_the_gate_rather_than_leaving_th
                              {"sesoi": 0.05, "starts": ["2026-12-01T00:00:00Z"] * 8})
     assert res["outcome"] == "not testable here" and "seed(s) 21" in res["gate"]["why"]
     assert res["gate"]["memorisation"][DEC]["passes"]           # the mean over the other seeds alone would pass
+
+
+def test_a_seed_without_a_finite_half_way_value_fails_the_gate_and_is_named_first():
+    r = rule("training_symmetry", load_rules())
+    enc, dec = [0.31, 0.35, 0.29, 0.40], [0.05, 0.02, 0.08, 0.04]
+    half_enc = [0.30, float("nan"), 0.28, 0.39]
+    p = _pair(enc, dec, loss=(5.9, 4.0), half=(half_enc, dec))      # the encoder is also not trained enough
+    res = apply_rule_to_pair("training_symmetry", r, r["primary"]["body"], p,
+                             {"sesoi": 0.05, "starts": ["2026-12-01T00:00:00Z"] * 8})
+    assert res["half"].n == 3                                        # what the horizon part alone would read
+    assert res["outcome"] == "not testable here" and "seed(s) 21" in res["gate"]["why"]
+    assert res["gate"]["reason"] == "a seed gave no finite value" and not res["gate"]["parts"]["context"]
+    assert "context: encoder/standard" in res["gate"]["text"]       # the other parts' measurements are kept

@@ -390,3 +390,26 @@ def test_the_cpu_machine_check_reads_the_layer_means_and_the_seed_spread_from_th
     assert row["stored run"] == pytest.approx(sym["stored_run"].mean())
     with pytest.raises(Exception, match="no CPU machine check"):
         replicate.cpu_machine_check(tmp_path / "missing.csv")
+
+
+def test_a_nan_training_loss_in_the_last_interval_leaves_the_memorisation_gap_nan_not_a_mean_of_the_rest():
+    from companion.train.studies.evidence import memorisation_gap
+
+    rows = _rows("r", "decoder", "standard", 10, "eval_loss", [0, 4, 8], [5.0, 4.0, 3.5])
+    rows += _rows("r", "decoder", "standard", 10, "train_loss", [5, 6, 7, 8], [2.0, 2.0, 1.0, 1.0])
+    rows += _rows("q", "decoder", "standard", 11, "eval_loss", [0, 4, 8], [5.0, 4.0, 3.5])
+    rows += _rows("q", "decoder", "standard", 11, "train_loss", [5, 6, 7, 8], [2.0, float("nan"), 1.0, 1.0])
+    gap = memorisation_gap(pd.DataFrame(rows), "decoder")
+    assert gap[10] == pytest.approx(3.5 - 1.5)
+    assert math.isnan(gap[11])                    # the three finite steps alone would give 3.5 - 4/3
+
+
+def test_the_device_summary_does_not_pass_over_a_replicate_that_gave_no_number(monkeypatch):
+    diff = pd.DataFrame([{"mode": "encoder", "init": "standard", "seed": s, "quantity": "symmetry", "step": 10,
+                          "difference": d} for s, d in ((10, 0.01), (11, float("nan")))])
+    monkeypatch.setattr(replicate, "device_differences", lambda steps: diff)
+    judged = pd.DataFrame(_rows("a", "encoder", "standard", 10, "symmetry", [10], [0.1])
+                          + _rows("b", "encoder", "standard", 11, "symmetry", [10], [0.3]))
+    monkeypatch.setattr(replicate, "load_runs", lambda pattern: judged)
+    row = replicate.device_effect_summary(steps=(10,), seeds=(10, 11)).iloc[0]
+    assert math.isnan(row["max_abs_device_difference"]) and row["seed_sd"] == pytest.approx(np.std([0.1, 0.3], ddof=1))

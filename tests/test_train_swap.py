@@ -91,3 +91,22 @@ def test_fewer_seeds_than_the_rule_asks_are_reported_not_judged(patched):
     row = swap.swap_tests().set_index("quantity").loc["symmetry"]
     assert not row["judged"] and row["outcome"] == "not testable here" and row["n"] == 1
     assert np.isclose(row["swap_minus_control"], -0.05)
+
+
+def test_a_seed_whose_layer_gave_no_number_makes_the_test_not_testable_rather_than_dropped(patched):
+    """Four seeds, one with a NaN layer: the paired t alone would decide on the other three."""
+    runs = _runs("minilm", effect=-0.12, noise=0.005, seeds=(1, 2, 3, 4))
+    hit = (runs["seed"] == 3) & (runs["role"] == "swap") & (runs["layer"] == 1) & (runs["head"] == -1) \
+        & (runs["step"] == 100) & (runs["quantity"] == "symmetry")
+    runs.loc[hit, "value"] = np.nan
+    assert np.isnan(swap.end_values(runs, "symmetry").loc[3, "swap"])   # not the mean of the other two layers
+    from companion.rules.verdicts import load_rules
+
+    rules = load_rules()
+    rules["claims"]["objective_swap"]["seeds"] = [1, 2, 3, 4]          # a rule with a fourth seed
+    patched({"minilm": runs})
+    row = swap.swap_tests(rules).set_index("quantity").loc["symmetry"]
+    assert row["n"] == 3 and not row["judged"] and row["outcome"] == "not testable here"
+    assert row["seeds_without_a_number"] == "3"
+    patched({"minilm": _runs("minilm", effect=-0.12, noise=0.005, seeds=(1, 2, 3, 4))})
+    assert swap.swap_tests(rules).set_index("quantity").at["symmetry", "outcome"] == "holds"   # the NaN's doing

@@ -193,3 +193,14 @@ def test_the_logged_split_matches_a_recomputation_from_the_forms():
         assert got["form_symmetry"] == pytest.approx(symmetry_score(M.numpy()), abs=1e-9)
         # three large steps moved the form: its start's coefficient is no longer 1, and part of it is added
         assert abs(got["start_coef"] - 1) > 1e-3 and got["start_share"] < 1
+
+
+def test_a_layer_that_gave_no_number_leaves_the_window_mean_nan_not_the_mean_of_the_rest():
+    from companion.train.runner.updates import window_means
+
+    rows = [dict(run="r", mode="encoder", init="standard", seed=1, step=step, quantity="update_symmetry",
+                 layer=layer, head=-1, value=(np.nan if (step, layer) == (11, 1) else 0.5))
+            for step in (1, 11) for layer in (0, 1)]
+    rows.append(dict(run="r", mode="encoder", init="standard", seed=1, step=200, quantity="eval_loss",
+                     layer=-1, head=-1, value=1.0))
+    assert np.isnan(window_means(pd.DataFrame(rows), fraction=0.1)["encoder", "standard", 1])

@@ -270,3 +270,27 @@ def test_every_stamp_of_a_rule_is_dated_like_its_fixed(tmp_path, extra, msg):
     ok = _v2(tmp_path, ", amended_at: 2026-11-27T10:00:00+00:00, confirmatory: {body: b, fixed: 2026-11-27T06:00:00+00:00}")
     r = load_rules(ok)["claims"]["a"]
     assert r["amended_at"] > r["fixed"] and r["confirmatory"]["fixed"].tzinfo is not None
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (", amended_at: 2026-11-27T10:00:00+00:00", "an 'amended_at' needs an 'amended'"),
+    (", amended: z, amended_at: 2026-11-25T10:00:00+00:00", "follows 'fixed'"),
+    (", amended: z, amended_at: 2026-11-27", "not only a date"),
+])
+def test_an_amendment_of_the_gate_says_what_changed_and_is_dated_after_it(tmp_path, extra, msg):
+    with pytest.raises(CompanionError, match=msg):
+        load_rules(_v2(tmp_path, framework_extra=extra))
+    gate = load_rules(_v2(tmp_path, framework_extra=", amended: z, amended_at: 2026-11-27T10:00:00+00:00"))["framework"]["gate"]
+    assert gate["amended_at"] > gate["fixed"]
+    assert load_rules()["framework"]["gate"]["amended"].startswith("v2.3")
+
+
+def test_the_seeds_without_a_number_are_the_ones_the_paired_t_drops_among_those_both_arms_have():
+    from companion.rules.statistics import paired_t, seeds_without_a_number
+
+    a = pd.Series([0.1, np.nan, 0.3, 0.4], index=[1, 2, 3, 4])
+    b = pd.Series([0.0, 0.0, np.nan, 0.1, 9.0], index=[1, 2, 3, 4, 5])   # seed 5: one arm only, not a pair
+    assert seeds_without_a_number(a, b) == [2, 3]
+    assert paired_t(a, b).n == 4 - len(seeds_without_a_number(a, b))
+    b[3] = np.inf                                                          # an infinity is no number either
+    assert seeds_without_a_number(a, b) == [2, 3]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..rules.verdicts import rule
-from ..rules.statistics import (deciding_p, detectable_effect, directional_outcome, directional_outcome_v1, directional_power, equivalence_outcome, p_above, p_below, paired_t, threshold_outcome)
+from ..rules.statistics import (deciding_p, detectable_effect, directional_outcome, directional_outcome_v1, directional_power, equivalence_outcome, p_above, p_below, paired_t, seeds_without_a_number, threshold_outcome)
 
 __all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
            "beta_correlation_test", "family", "update_tests", "yardstick"]
@@ -43,7 +43,8 @@ def _training_row(r: dict, label: str, body: str, pair: dict, res: dict, lr: flo
                 detectable=power["detect_direction"], detect_holds=power["detect_holds"],
                 p_refuted_at_0=power["p_refuted_at_0"], p_holds=res["p_holds"], p_refuted=res["p_refuted"],
                 p_decides=res["p_decides"], rule_after_runs=res["after"], gate_text=g["text"],
-                gate_reason=g["reason"], gate_why=g["why"], gate_context=g["parts"]["context"],
+                gate_reason=g["reason"], gate_why=g["why"], gate_finite=g["parts"].get("finite", True),
+                gate_context=g["parts"]["context"],
                 gate_memorisation=g["parts"]["memorisation"], gate_horizon=g["parts"]["horizon"],
                 horizon_at_half=g["horizon"]["at_half"], horizon_at_end=g["horizon"]["at_end"], body_key=body,
                 outcome_v1=res["outcome_v1"], lr=lr, seeds=",".join(map(str, pair["seeds"])), role=res["role"])
@@ -301,7 +302,8 @@ def update_tests(rules=None) -> pd.DataFrame:
             est = paired_t(a, b, level)
             band_v1 = evidence.null_band(sub, q.split("_", 1)[1])
             band = yardstick(r, sub, q)
-            outcome = directional_outcome(est, band, r.get("min_seeds", 3))
+            no_number = seeds_without_a_number(a, b)    # rules v2.3: a seed without a number is never dropped
+            outcome = directional_outcome(est, band, r.get("min_seeds", 3), gate=not no_number)
             pw = directional_power(est.n, est.sd, band, level)
             rows.append(dict(claim=r["key"], runs=pattern, quantity=q, n=est.n, estimate=est.mean, low=est.low,
                              high=est.high, sd=est.sd, sesoi=band, outcome=outcome,
@@ -311,7 +313,8 @@ def update_tests(rules=None) -> pd.DataFrame:
                              detectable=detectable_effect(est.n, est.sd, level), detect_holds=pw["detect_holds"],
                              p_refuted_at_0=pw["p_refuted_at_0"], p_holds=p_above(est),
                              p_refuted=p_below(est, band),
-                             p_decides=deciding_p(est, outcome, band) if est.n > 1 else np.nan))
+                             p_decides=deciding_p(est, outcome, band) if est.n > 1 else np.nan,
+                             seeds_without_a_number=", ".join(map(str, no_number))))
     if rows:  # the secondary rows are one family of their own: say how many, adjusted
         from ..rules.statistics import holm
 

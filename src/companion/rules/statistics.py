@@ -42,7 +42,7 @@ import numpy as np
 __all__ = ["OUTCOMES", "OUTCOMES_V1", "DECIDED", "Estimate", "paired_t", "one_sample_t", "directional_outcome",
            "directional_outcome_v1", "outcome_conditions", "threshold_outcome", "equivalence_outcome", "deciding_p",
            "directional_power", "threshold_power", "equivalence_power", "detectable_effect", "p_above", "p_below",
-           "holm", "median_interval"]
+           "holm", "median_interval", "seeds_without_a_number"]
 
 #: the outcomes of an empirical verdict under rules v2 (they partition every interval)
 OUTCOMES = ("holds", "holds, size open", "negligible", "refuted", "inconclusive", "not testable here")
@@ -112,6 +112,17 @@ def paired_t(candidate, comparator, level: float = 0.95) -> Estimate:
         raise ValueError(f"paired values need one of each per seed; got {len(a)} and {len(b)}.")
     diff = (a - b).dropna()
     return one_sample_t(diff.to_numpy(), level)
+
+
+def seeds_without_a_number(candidate, comparator) -> list:
+    """The seeds :func:`paired_t` would pair (present in both Series) whose value is not a finite
+    number in either: the paired t drops them, so a rule that reads one must not decide on the
+    seeds left (rules v2.3)."""
+    import pandas as pd
+
+    a, b = pd.Series(candidate, dtype=float), pd.Series(comparator, dtype=float)
+    both = a.index.intersection(b.index)
+    return sorted(s for s in both if not (math.isfinite(a[s]) and math.isfinite(b[s])))
 
 
 # ------------------------------------------------------------------- outcomes

@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..base.errors import CompanionError
 from .verdicts import rule_written_after
-from .statistics import (deciding_p, directional_outcome, directional_outcome_v1, directional_power, p_above, p_below, paired_t)
+from .statistics import (deciding_p, directional_outcome, directional_outcome_v1, directional_power, p_above, p_below, paired_t,
+                         seeds_without_a_number)
 
 __all__ = ["bodies_of", "pairs_of", "is_primary", "context_part", "gate", "gate_why", "apply_rule_to_pair"]
 
@@ -127,11 +128,15 @@ def gate_why(r) -> str:
 
 
 def _non_finite_seeds(pair: dict) -> list[int]:
-    """The seeds of ``pair`` whose paired end value is not a finite number in either arm, or
-    whose memorisation gap (held-out minus training loss) is missing or not finite in either."""
+    """The seeds of ``pair`` (those both arms ran, as the paired t pairs them) whose paired
+    value at the end or half-way is not a finite number in either arm, or whose memorisation
+    gap (held-out minus training loss) is missing or not finite in either arm."""
     a, b = (pd.Series(v, dtype=float) for v in pair["end"])
     common = a.index.intersection(b.index)
-    bad = {int(s) for s in common if not (np.isfinite(a[s]) and np.isfinite(b[s]))}
+    bad = set()
+    for values in (pair["end"], pair.get("half")):
+        if values is not None:
+            bad |= {int(s) for s in seeds_without_a_number(*values)}
     for gaps in (pair.get("gaps") or {}).values():
         g = pd.Series(gaps, dtype=float)
         bad |= {int(s) for s in common if s not in g.index or not np.isfinite(g[s])}
@@ -141,12 +146,14 @@ def _non_finite_seeds(pair: dict) -> list[int]:
 def _refuse_non_finite_seeds(g: dict, pair: dict) -> dict:
     """The gate fails where a seed of the pair gave no finite value (a diverged run): the
     paired t would drop that seed and decide on the others, a choice of seeds the rules never
-    made.  Rules v3's gate does the same, naming the seed."""
+    made.  This part is named first when it fails (the other parts read the values it found
+    missing), and the others' text is kept.  Rules v3's gate does the same, naming the seed."""
     bad = _non_finite_seeds(pair)
     if not bad:
         return {**g, "parts": {**g["parts"], "finite": True}}
-    why = (f"seed(s) {', '.join(map(str, bad))} gave no finite value at the end (the effect or the "
-           "memorisation gap); a test over the other seeds would choose its seeds after the data")
+    why = (f"seed(s) {', '.join(map(str, bad))} gave no finite value (the effect at the end or "
+           "half-way, or the memorisation gap); a test over the other seeds would choose its seeds "
+           "after the data")
     return {**g, "passes": False, "parts": {**g["parts"], "finite": False},
             "reason": "a seed gave no finite value", "why": f"a seed gave no finite value: {why}",
             "text": f"{g['text']}; finite values: {why}"}

@@ -174,6 +174,11 @@ def _check_v2(rules: dict, path) -> None:
     if not gate["horizon_fraction"] < 1:
         raise CompanionError(f"the gate (framework) in {path}: 'horizon_fraction' must lie in (0, 1).")
     gate["fixed"] = _when(gate["fixed"], "the gate (framework)", path)
+    if "amended_at" in gate:
+        gate["amended_at"] = _when(gate["amended_at"], "the gate (framework)", path, field="amended_at")
+        if gate["amended_at"] < gate["fixed"] or "amended" not in gate:
+            raise CompanionError(f"the gate (framework) in {path}: an 'amended_at' needs an 'amended' saying "
+                                 "what changed, and follows 'fixed'.")
     for name, y in (rules.get("yardsticks") or {}).items():
         if not isinstance(y, dict) or "derivation" not in y:
             raise CompanionError(f"yardstick {name!r} in {path} needs a 'derivation'.")

@@ -35,6 +35,7 @@ history format (``step, quantity, layer, head=-1, value``), at the step after th
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ...core.bilinear import bilinear_form
@@ -182,4 +183,5 @@ def window_means(runs, quantity: str = "update_symmetry", fraction: float = 0.1)
     rows = runs[runs["quantity"] == quantity]
     last = runs.groupby("run")["step"].transform("max")
     rows = rows[rows["step"] <= fraction * last.loc[rows.index]]
-    return rows.groupby(["mode", "init", "seed"])["value"].mean()
+    # a layer or step that gave no number makes the run's mean NaN rather than being skipped
+    return rows.groupby(["mode", "init", "seed"])["value"].agg(lambda v: v.mean() if v.notna().all() else np.nan)

@@ -232,8 +232,10 @@ def memorisation_gap(runs: pd.DataFrame, mode: str, init: str = "standard") -> p
         if len(ev) < 2 or tr.empty:
             continue
         last, before = int(ev["step"].iloc[-1]), int(ev["step"].iloc[-2])
-        window = tr[(tr["step"] > before) & (tr["step"] <= last)]
-        out[seed] = float(ev["value"].iloc[-1]) - float(window["value"].mean())
+        window = tr[(tr["step"] > before) & (tr["step"] <= last)]["value"].to_numpy(dtype=float)
+        # a step's NaN loss is not skipped: the gap reads NaN and the gate names the seed
+        out[seed] = (float(ev["value"].iloc[-1]) - float(window.mean())
+                     if len(window) and np.isfinite(window).all() else float("nan"))
     return pd.Series(out, dtype=float)
 
 

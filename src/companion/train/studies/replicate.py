@@ -162,7 +162,7 @@ def device_effect_summary(steps=(2000, 5000, 10000), seeds=(10, 11, 12, 13, 14))
     out = []
     for (mode, init, q, step), g in diff.groupby(["mode", "init", "quantity", "step"]):
         spread = arm_values(judged, q, mode, init, step=int(step), non_finite="raise").std(ddof=1)
-        worst = float(g["difference"].abs().max())
+        worst = float(g["difference"].abs().max(skipna=False))   # a NaN replicate is not passed over
         out.append({"mode": mode, "init": init, "quantity": q, "step": int(step), "replicated_seeds": len(g),
                     "max_abs_device_difference": worst, "seed_sd": float(spread),
                     "ratio": worst / float(spread) if spread > 0 else float("nan")})

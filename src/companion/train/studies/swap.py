@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ...rules.verdicts import load_rules, rule
-from ...rules.statistics import detectable_effect, directional_outcome, p_above, p_below, paired_t
+from ...rules.statistics import detectable_effect, directional_outcome, p_above, p_below, paired_t, seeds_without_a_number
 from ..runner.runs import load_runs
 
 __all__ = ["swap_runs", "layer_means", "end_values", "layer_changes", "swap_tests", "SIGNS"]
@@ -48,8 +48,9 @@ def swap_runs(body: str = "minilm") -> pd.DataFrame | None:
 def layer_means(runs: pd.DataFrame, quantity: str) -> pd.DataFrame:
     """Per run and logged step: the mean over layers of the whole-layer ``quantity``."""
     rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
-    return (rows.groupby(["run", "role", "seed", "step"])["value"].mean()
-            .rename(quantity).reset_index())
+    # a layer that gave no number makes the mean NaN rather than being skipped
+    return (rows.groupby(["run", "role", "seed", "step"])["value"]
+            .agg(lambda v: v.mean() if v.notna().all() else np.nan).rename(quantity).reset_index())
 
 
 def end_values(runs: pd.DataFrame, quantity: str, step: str = "last") -> pd.DataFrame:
@@ -101,8 +102,9 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
             raw = paired_t(end["swap"], end["control"], level)
             band_v1 = null_band(runs, q)
             band = published_iqr_width(q) if r["sesoi"] == "published-iqr-width" else float(r["sesoi"])
-            judged = est.n >= r.get("min_seeds", 3)
-            outcome = directional_outcome(est, band, r.get("min_seeds", 3))
+            no_number = seeds_without_a_number(end["swap"], end["control"])   # rules v2.3: never dropped
+            judged = est.n >= r.get("min_seeds", 3) and not no_number
+            outcome = directional_outcome(est, band, r.get("min_seeds", 3), gate=not no_number)
             pw = directional_power(est.n, est.sd, band, level)
             rows.append(dict(claim=r["key"], body=body, quantity=q, n=est.n, estimate=est.mean,
                              low=est.low, high=est.high, sd=est.sd, swap_minus_control=raw.mean,
@@ -117,5 +119,6 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
                              detectable=detectable_effect(est.n, est.sd, level) if est.n > 1 else np.nan,
                              p_holds=p_above(est) if est.n > 1 else np.nan,
                              p_refuted=p_below(est, band) if est.n > 1 else np.nan,
-                             seeds=", ".join(str(s) for s in sorted(end.dropna().index))))
+                             seeds=", ".join(str(s) for s in sorted(end.dropna().index)),
+                             seeds_without_a_number=", ".join(map(str, no_number))))
     return pd.DataFrame(rows)
