@@ -218,3 +218,57 @@ def test_a_rank_tested_claim_is_worded_by_its_rank_test_and_never_by_an_interval
     assert "interval" in claims.phrase("training_symmetry", "inconclusive")
     with pytest.raises(CompanionError, match="unknown status 'mostly'"):
         claims.phrase("training_symmetry", "mostly")
+
+
+def _v3_table(look="look 1 of 4 (3 seeds)", status="inconclusive", reading="inconclusive"):
+    return pd.DataFrame([{"key": "training_symmetry", "claim": "Fig. 3a: ...", "body": "English mix (rules v3)",
+                          "look": look, "seeds in": "3 of 12", "effect": "+0.10 [-0.10, +0.30], 3 seeds",
+                          "d": 0.0072, "reading": reading, "status": status, "why": "",
+                          "power (planned)": "P = 0.89"}])
+
+
+V2_ROW = {"key": "training_symmetry", "claim": "Fig. 3a", "status": "not testable here", "measured": "v2 said so",
+          "size": "Wikipedia", "chapter": "fig3_decided", "label": "f3-gate", "kind": "empirical", "check": "v2 check",
+          "power": "v2 power", "rule_after": True, "status_v1": "refuted", "holm": "v2 family", "rules": "",
+          "status_v2": "", "measured_v2": ""}
+
+
+def test_a_training_claim_read_at_a_v3_look_takes_v3s_status_with_v2s_beside_it():
+    d = claims.v3_replaces(dict(V2_ROW), _v3_table())
+    assert d["status"] == "inconclusive" and d["status_v2"] == "not testable here" and d["status_v1"] == "refuted"
+    assert d["rules"] == "rules v3, look 1 of 4 (3 seeds)" and not d["rule_after"]
+    assert d["measured"].startswith("+0.10 [-0.10, +0.30], 3 seeds at look 1 of 4 (3 seeds), 3 of 12 seeds in")
+    assert d["measured"].endswith("rules v2 read 'not testable here' on the earlier bodies")
+    assert d["measured_v2"] == "v2 said so"
+    claims.Verdict(**d)                                    # a status of the book's vocabulary
+
+
+def test_before_v3s_first_look_and_for_a_claim_v3_does_not_judge_v2_stands():
+    assert claims.v3_replaces(dict(V2_ROW), _v3_table(look="none yet", status="not read yet")) == V2_ROW
+    other = {**V2_ROW, "key": "objective_swap"}
+    assert claims.v3_replaces(dict(other), _v3_table()) == other
+
+
+@pytest.mark.parametrize("v3_status, reading, status", [
+    ("inconclusive (fixed sequence stopped at table_1)", "holds", "inconclusive"),
+    ("holds (provisional: table_1 comes first in the fixed sequence and is still read)", "holds", "inconclusive"),
+    ("refuted", "refuted", "refuted"),
+])
+def test_the_fixed_sequences_words_go_into_what_was_measured_its_outcome_into_the_status(v3_status, reading, status):
+    d = claims.v3_replaces(dict(V2_ROW), _v3_table(status=v3_status, reading=reading))
+    assert d["status"] == status and claims.Verdict(**d).status == status
+    if v3_status != reading:
+        assert f"its own reading {reading}, the family's {v3_status}" in d["measured"]
+
+
+def test_the_real_v3_readings_replace_exactly_the_claims_read_at_a_look():
+    """On the landed runs: each v3 claim's status is v3's once read at a look, v2's before."""
+    from companion.judge.training_v3 import verdicts_v3
+
+    v3 = verdicts_v3()
+    for _, r in v3.iterrows():
+        d = claims.v3_replaces({**V2_ROW, "key": r["key"]}, v3)
+        if r["look"] == "none yet":
+            assert d["status"] == V2_ROW["status"]
+        else:
+            assert d["status"] == claims.status_from_v3(r["status"]) and r["effect"] in d["measured"]

@@ -128,3 +128,14 @@ def test_the_overview_refuses_an_unknown_status_naming_it():
         status_overview(pd.DataFrame({"claim": ["a: b"], "status": ["mostly"]}))
     with pytest.raises(CompanionError, match="lack the columns"):
         status_overview(pd.DataFrame({"claim": ["a: b"]}))
+
+
+def test_a_status_a_later_rules_version_gave_is_written_with_it_and_the_drawn_test_named_as_v2s():
+    p = _primary()
+    p = p.assign(status=["inconclusive"] + list(p["outcome"].iloc[1:]),
+                 status_rules=["rules v3, look 1 of 4 (3 seeds)"] + [""] * (len(p) - 1))
+    words = [t.get_text() for t in evidence_at_a_glance(p).axes[0].texts]
+    first = p.iloc[0]
+    own = first["outcome"] + ("" if first["gate"] else " (gate not passed)")
+    assert words[0] == f"inconclusive (rules v3, look 1 of 4 (3 seeds))\n(this test, rules v2: {own})"
+    assert not any("test alone" in w for w in words[:1])     # v3's status is not this test's after a correction

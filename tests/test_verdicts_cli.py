@@ -44,7 +44,8 @@ def test_each_claim_is_printed_with_the_status_every_page_gives_holm_carried_in(
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines()[1:3]}
     assert "inconclusive (after Holm)" in rows["a"] and "holds" not in rows["a"].replace("(after Holm)", "")
-    assert "negligible" in rows["b"] and "claim b" in rows["b"]
+    # b is read by rules v3 at a look: v3's status, as every page gives it (v2's 'negligible' beside, below)
+    assert "inconclusive" in rows["b"] and "negligible" not in rows["b"] and "claim b" in rows["b"]
     assert "Fig. B inconclusive (3 of 12 seeds in" in out        # the confirmatory reading, as What survives says it
 
 
@@ -53,7 +54,7 @@ def test_the_csv_holds_the_table_printed(book, tmp_path, capsys):
     assert main(["verdicts", "--csv", str(out)]) == 0
     table = pd.read_csv(out)
     assert list(table.columns) == ["key", "status", "claim"]
-    assert dict(zip(table["key"], table["status"])) == {"a": "inconclusive (after Holm)", "b": "negligible"}
+    assert dict(zip(table["key"], table["status"])) == {"a": "inconclusive (after Holm)", "b": "inconclusive"}
     assert main(["verdicts", "--v3", "--csv", str(out)]) == 0
     assert pd.read_csv(out).set_index("key").loc["b", "seeds in"] == "3 of 12"
 
@@ -61,7 +62,8 @@ def test_the_csv_holds_the_table_printed(book, tmp_path, capsys):
 def test_one_training_claim_shows_its_v3_reading_the_missing_runs_and_their_command(book, capsys):
     assert main(["verdicts", "--claim", "b"]) == 0
     out = capsys.readouterr().out
-    assert "status:   negligible" in out and "check of b" in out and "survives Holm" in out
+    assert "status:   inconclusive" in out and "rules v3's fixed-sequence family" in out
+    assert "decided:  rules v3, look 1 of 4 (3 seeds); rules v2 read 'negligible' on the earlier bodies: measured b" in out
     assert "look 1 of 4 (3 seeds), 3 of 12 seeds in: inconclusive" in out
     assert "runs still missing for the next look (2): run-s33, run-s34" in out and "bash make_runs.sh" in out
     assert main(["verdicts", "--claim", "a"]) == 0

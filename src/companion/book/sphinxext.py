@@ -428,7 +428,9 @@ class ReleaseChanges(Directive):
             (f"The last release, {release}, " if release else "The first release ")
             + f"judged the empirical claims by version {diff['versions'][0]} of the verdict rules "
             f"(data/verdict_rules_v1.yaml, kept verbatim); this build judges them by version "
-            f"{diff['versions'][1]} (data/verdict_rules.yaml); this page belongs to version "
+            f"{diff['versions'][1]} (data/verdict_rules.yaml), and the four training claims, once "
+            "rules v3 (data/verdict_rules_v3.yaml) has read them at a look, by version 3; this page "
+            "belongs to version "
             f"{_version(env.app).label}. This section is generated from the two files and from "
             "the verdicts computed under each; ")
         repo = _repo_url(env.app)

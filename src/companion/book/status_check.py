@@ -35,7 +35,7 @@ STATUS_WORDS = ("inconclusive (after Holm)", "holds with a correction", "holds, 
 
 #: words between a claim's name and the colon that mark what follows as something other than
 #: the claim's status (a per-test outcome, another version's reading, a quoted old verdict)
-NOT_A_STATUS = re.compile(r"\b(alone|outcome|outcomes|before|v1|v3|version [13]|rules v[13]|once read|reads? as|"
+NOT_A_STATUS = re.compile(r"\b(alone|outcome|outcomes|before|v1|v2|v3|version [123]|rules v[123]|once read|reads? as|"
                           r"per[- ]test|body|bodies|pilot|premise at)\b", re.I)
 
 _STATUS_RE = "|".join(re.escape(s) for s in STATUS_WORDS)

@@ -105,6 +105,9 @@ class Verdict:
     rule_after: bool = False     # empirical: the rule was written after (some of) its evidence
     status_v1: str = ""          # empirical: the outcome version 1 of its rule gave (shown beside)
     holm: str = ""               # empirical: the family's adjusted p-value and whether it survives
+    rules: str = ""              # where a later rules version decides: e.g. 'rules v3, look 1 of 4 (3 seeds)'
+    status_v2: str = ""          # ... and the status rules v2 gave on the earlier bodies (shown beside)
+    measured_v2: str = ""        # ... and what v2 measured there
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -949,9 +952,51 @@ def all_verdicts():
                 elif (rows["survives"] == "yes").all():
                     d["holm"] = f"survives Holm over the family of {n} (adjusted p = {worst['p_holm']:.3g})"
             out.append(d)
-        return pd.DataFrame(out)
+        return pd.DataFrame([v3_replaces(d) for d in out])
 
     return _disk_cached("all_verdicts", compute)
+
+
+def status_from_v3(v3_status: str) -> str:
+    """The book's status for a rules-v3 status (:func:`companion.judge.training_v3.fixed_sequence`):
+    an outcome stands as it is; a member the fixed sequence stopped, or one whose decided
+    reading is provisional while an earlier member is still read, is 'inconclusive' (the
+    sequence's words go into what was measured)."""
+    from ..rules.sequential import OUTCOMES_V3
+
+    return v3_status if v3_status in OUTCOMES_V3 else "inconclusive"
+
+
+def v3_replaces(d: dict, v3=None) -> dict:
+    """A training claim's verdict once rules v3 has read it at a look: v3's status and reading
+    replace v2's, which stay beside it (``status_v2``, ``measured_v2``), as the rules files and
+    What survives say.  Before v3's first look, and
+    for every claim v3 does not judge, ``d`` is returned as it is.  ``v3``: the table of
+    :func:`companion.judge.training_v3.verdicts_v3` (computed when not given)."""
+    from ..rules.v3 import load_rules_v3
+
+    if d.get("key") not in load_rules_v3()["claims"]:
+        return d
+    if v3 is None:
+        from .training_v3 import verdicts_v3
+
+        v3 = verdicts_v3()
+    rows = v3[v3["key"] == d["key"]] if "key" in v3.columns else v3.iloc[0:0]
+    if rows.empty or str(rows.iloc[0]["look"]) == "none yet":
+        return d
+    r = rows.iloc[0]
+    why = f"; {r['why']}" if isinstance(r.get("why"), str) and r["why"] else ""
+    family = "" if r["status"] == r["reading"] else f"; its own reading {r['reading']}, the family's {r['status']}"
+    return {**d, "status": status_from_v3(str(r["status"])), "status_v2": d["status"], "measured_v2": d["measured"],
+            "rules": f"rules v3, {r['look']}",
+            "measured": (f"{r['effect']} at {r['look']}, {r['seeds in']} seeds in ({r['body']}); smallest effect "
+                         f"of interest {float(r['d']):.4g}{why}{family}; rules v2 read {d['status']!r} on the "
+                         "earlier bodies"),
+            "size": str(r["body"]),
+            "check": "paired seed-level test read at planned looks, repeated intervals (data/verdict_rules_v3.yaml)",
+            "power": str(r["power (planned)"]),
+            "holm": "rules v3's fixed-sequence family of the four training claims (not v2's Holm family)",
+            "rule_after": False}
 
 
 def empirical_family():

@@ -12,7 +12,9 @@ right edge.  A test whose gate did not pass is drawn hollow with a dashed interv
 Where the rows carry a ``status`` (the claim's verdict after the family's correction, from
 ``claims.verdict``), the right edge states that status, the one every page gives, and the
 test's own outcome follows it labelled as such ("test alone: refuted") only where the two
-differ: a per-test outcome never stands where the status belongs.  Text is set at 11 points
+differ: a per-test outcome never stands where the status belongs.  Where a later version of
+the rules decides the claim (``status_rules``, e.g. "rules v3, look 1 of 4 (3 seeds)"), the
+status is written with it and the drawn test follows as rules v2's.  Text is set at 11 points
 on a figure 7 inches wide, at least 12 px where the page shows it at 100 dpi.
 """
 
@@ -87,7 +89,10 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure
                 markerfacecolor=colour if gate else "white", markeredgewidth=1.8, label=label)
         words = r.outcome + ("" if gate else " (gate not passed)")
         status = getattr(r, "status", None)
-        if isinstance(status, str) and status:
+        later = getattr(r, "status_rules", None)
+        if isinstance(status, str) and status and isinstance(later, str) and later:
+            words = f"{status} ({later})\n(this test, rules v2: {words})"
+        elif isinstance(status, str) and status:
             words = status if status == r.outcome else f"{status}\n(test alone: {words})"
         ax.annotate(words, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center",
                     fontsize=FONT - 1)

@@ -211,7 +211,8 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame, rules=None) -
     """The chapter's answer box, piece by piece (the chapter glues each piece; the statuses
     are glued separately so the page can set them in bold).  ``verdicts``: claim key ->
     Verdict; ``tests``: claim key -> its primary test row (``training_tests``); ``gates``:
-    :func:`gate_parts`.  Keys: ``st_KEY`` (status), ``me_KEY`` (estimate and interval) for
+    :func:`gate_parts`.  Keys: ``st_KEY`` (status), ``me_KEY`` (estimate and interval; where
+    rules v3 has read the claim at a look, v3's reading with v2's test after it) for
     each claim, and ``why`` (which gate part failed, and by how much; empty when none), its
     thresholds read from the rules (``rules``, default ``data/verdict_rules.yaml``)."""
     from ...rules.verdicts import load_rules
@@ -220,9 +221,11 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame, rules=None) -
     floor, guard = float(g_rule["context_floor_nats"]), float(g_rule["memorisation_nats"])
     out = {}
     for key in CLAIMS:
-        r = tests[key]
-        out[f"st_{key}"] = verdicts[key].status
-        out[f"me_{key}"] = f"{r['estimate']:+.3f} ({_seeds_interval(r)}; smallest effect of interest {r['sesoi']:.3f})"
+        r, v = tests[key], verdicts[key]
+        out[f"st_{key}"] = v.status
+        v2 = f"{r['estimate']:+.3f} ({_seeds_interval(r)}; smallest effect of interest {r['sesoi']:.3f})"
+        # once rules v3 reads the claim at a look, its reading leads and v2's follows, named
+        out[f"me_{key}"] = (f"{v.measured} (v2: {v2})" if getattr(v, "status_v2", "") else v2)
     out["decided_on"] = decided_on(tests)
     failing = gates[(gates["context floor"] == "fails") | (gates["memorisation guard"] == "fails")]
     why = []
