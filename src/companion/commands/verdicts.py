@@ -115,7 +115,7 @@ def _one_claim(key: str) -> str:
     for label, value in (("size", v.size), ("check", v.check), ("power", v.power), ("family", v.holm)):
         if isinstance(value, str) and value.strip():
             lines.append(f"  {label + ':':<9} {value}")
-    if getattr(v, "status_v2", ""):
+    if v.status_v2:
         lines.append(f"  decided:  {v.rules}; rules v2 read {v.status_v2!r} on the earlier bodies: {v.measured_v2}")
     lines.append(f"  chapter:  {v.chapter} (the book's page {v.chapter}.html)")
     from ..rules.v3 import load_rules_v3

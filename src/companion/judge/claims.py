@@ -952,7 +952,10 @@ def all_verdicts():
                 elif (rows["survives"] == "yes").all():
                     d["holm"] = f"survives Holm over the family of {n} (adjusted p = {worst['p_holm']:.3g})"
             out.append(d)
-        return pd.DataFrame([v3_replaces(d) for d in out])
+        from .training_v3 import verdicts_v3
+
+        v3 = verdicts_v3()   # once: each claim's row is looked up in it
+        return pd.DataFrame([v3_replaces(d, v3) for d in out])
 
     return _disk_cached("all_verdicts", compute)
 
@@ -967,21 +970,13 @@ def status_from_v3(v3_status: str) -> str:
     return v3_status if v3_status in OUTCOMES_V3 else "inconclusive"
 
 
-def v3_replaces(d: dict, v3=None) -> dict:
+def v3_replaces(d: dict, v3) -> dict:
     """A training claim's verdict once rules v3 has read it at a look: v3's status and reading
     replace v2's, which stay beside it (``status_v2``, ``measured_v2``), as the rules files and
-    What survives say.  Before v3's first look, and
-    for every claim v3 does not judge, ``d`` is returned as it is.  ``v3``: the table of
-    :func:`companion.judge.training_v3.verdicts_v3` (computed when not given)."""
-    from ..rules.v3 import load_rules_v3
-
-    if d.get("key") not in load_rules_v3()["claims"]:
-        return d
-    if v3 is None:
-        from .training_v3 import verdicts_v3
-
-        v3 = verdicts_v3()
-    rows = v3[v3["key"] == d["key"]] if "key" in v3.columns else v3.iloc[0:0]
+    What survives say.  Before v3's first look, and for every claim v3 does not judge (no row
+    of ``v3``, the table of :func:`companion.judge.training_v3.verdicts_v3`), ``d`` is returned
+    as it is."""
+    rows = v3[v3["key"] == d.get("key")] if "key" in v3.columns else v3.iloc[0:0]
     if rows.empty or str(rows.iloc[0]["look"]) == "none yet":
         return d
     r = rows.iloc[0]
