@@ -386,6 +386,36 @@ def test_cpu_seconds_per_step_is_given_for_cpu_runs_only(body):
     assert table.loc["decoder/standard", "CPU s/step"] == pytest.approx(500.0 / STEPS)
 
 
+def test_the_runs_summary_has_one_row_per_arm_whatever_the_number_of_runs(body):
+    """The chapter's table keeps its size as runs land; its medians and counts are the per-run
+    table's, recomputed here from the provenance files by hand."""
+    from companion.train.studies.v3_bodies import runs_summary_v3, runs_table_v3
+
+    _pairs(body, [0.01, 0.02, 0.03])
+    durations = {30: 3600.0, 31: 7200.0, 32: 36000.0}
+    for seed, dur in durations.items():
+        f = body / f"mixv3-bert-mini-encoder-standard-s{seed}" / "provenance.json"
+        prov = json.loads(f.read_text())
+        prov["duration_s"] = dur
+        prov["cpu_seconds"] = dur / 2
+        f.write_text(json.dumps(prov))
+    summary = runs_summary_v3(runs_table_v3(root=body)).set_index("arm")
+    assert list(summary.index) == ["encoder/standard", "decoder/standard"]
+    enc = summary.loc["encoder/standard"]
+    assert enc["runs"] == 3 and enc["seeds"] == "30–32"
+    assert enc["median hours"] == pytest.approx(2.0)                     # the middle of 1, 2 and 10 h
+    assert enc["median CPU s/step"] == pytest.approx(3600.0 / STEPS)     # half of the middle run's 7,200 s
+    assert enc["first start after rules (h)"] > 0 and enc["corpus sha256"].count(",") == 0
+    # a fourth seed adds to the counts, not to the rows
+    _write_run(body, "mixv3-bert-mini-decoder-standard-s33", "decoder", "standard", 33, sym=0.0)
+    assert len(runs_summary_v3(runs_table_v3(root=body))) == 2
+    dec = runs_summary_v3(runs_table_v3(root=body)).set_index("arm").loc["decoder/standard"]
+    assert dec["runs"] == 4 and dec["seeds"] == "30–33"
+    _write_run(body, "mixv3-bert-mini-encoder-standard-s35", "encoder", "standard", 35, sym=0.0)
+    assert runs_summary_v3(runs_table_v3(root=body)).set_index("arm").loc["encoder/standard", "seeds"] == "30–32, 35"
+    assert runs_summary_v3(runs_table_v3(root=body).iloc[:0]).empty
+
+
 def test_a_run_started_before_the_rules_shows_a_negative_lead_in_the_runs_table(body):
     from companion.train.studies.v3_bodies import runs_table_v3
 

@@ -25,7 +25,7 @@ import pandas as pd
 from ...base.errors import CompanionError
 
 __all__ = ["body_runs_v3", "complete_seeds", "paired_values", "gate_v3", "read_claim", "missing_runs",
-           "run_name", "runs_table_v3", "machines_of", "GUARD_QUANTITIES", "MAKE_COMMAND"]
+           "run_name", "runs_table_v3", "runs_summary_v3", "machines_of", "GUARD_QUANTITIES", "MAKE_COMMAND"]
 
 GUARD_QUANTITIES = ("guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss")
 MAKE_COMMAND = "bash data/runs/make_v3_runs.sh"
@@ -303,6 +303,42 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
     columns = ["body", "run", "arm", "seed", "device", "machines", "started", "after rules (h)", "steps",
                "training tokens", "passes", "corpus sha256", "hours", "s/step", "CPU s/step"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def runs_summary_v3(table: pd.DataFrame) -> pd.DataFrame:
+    """The landed runs of :func:`runs_table_v3` folded to one row per body and arm, so that a
+    page showing it keeps its size as runs land: ``runs``, ``seeds`` (runs of consecutive
+    seeds as ranges, ``30–34, 36``), ``devices``, ``first start after rules (h)`` (the smallest lead: a body judged
+    blind has it > 0), ``corpus sha256`` (the hashes of its runs; one per body), ``passes``,
+    and the medians of ``hours``, ``s/step`` and ``CPU s/step`` (NaN where no run has it).
+    The per-run rows stay in :func:`runs_table_v3`."""
+    columns = ["body", "arm", "runs", "seeds", "devices", "first start after rules (h)", "corpus sha256",
+               "passes", "median hours", "median s/step", "median CPU s/step"]
+    rows = []
+    for (body, arm), g in table.groupby(["body", "arm"], sort=False):
+        rows.append({"body": body, "arm": arm, "runs": len(g),
+                     "seeds": _seed_ranges(g["seed"]),
+                     "devices": ", ".join(sorted(set(g["device"]))),
+                     "first start after rules (h)": g["after rules (h)"].min(),
+                     "corpus sha256": ", ".join(sorted(set(g["corpus sha256"]))),
+                     "passes": ", ".join(f"{p:.2f}" for p in sorted(set(g["passes"].round(2)))),
+                     "median hours": g["hours"].median(),
+                     "median s/step": g["s/step"].median(),
+                     "median CPU s/step": g["CPU s/step"].median()})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _seed_ranges(seeds) -> str:
+    """``30–32, 34`` for the seeds 30, 31, 32 and 34 (in any order; an en dash joins a range)."""
+    out, run = [], []
+    for s in sorted(set(int(x) for x in seeds)):
+        if run and s != run[-1] + 1:
+            out.append(run)
+            run = []
+        run.append(s)
+    if run:
+        out.append(run)
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in out)
 
 
 def _cpu_seconds_per_step(prov: dict, steps: int) -> float:
