@@ -1,6 +1,6 @@
 """``companion verdicts``: every claim's status as the book states it, from the terminal.
 
-    companion verdicts                     # each claim of the paper and its status (rules v2)
+    companion verdicts                     # each claim of the paper and its status (v2; v3 once read)
     companion verdicts --claim table_1     # one claim: what was measured, the check, its power
     companion verdicts --v3                # the training claims read under rules v3 (the looks)
     companion verdicts --csv FILE.csv      # ... the table printed, as CSV
