@@ -114,7 +114,7 @@ def test_what_the_training_claims_mean_follows_the_second_body_through_its_three
     # not complete: the first body's description and what is pending; no verdict claimed
     pending = blind.meaning_3ab(verdicts, tests, {k: mix(1, True) for k in two}, signs)
     assert pending.startswith("On Wikipedia") and "3 of 3 seeds" in pending and "2 of 3" in pending
-    assert "once both arms have finished at 3 deciding seeds" in pending and "rules decide" not in pending
+    assert "once both arms have finished at 3 deciding seeds" in pending and "rules v2 decide" not in pending
     assert blind.meaning_3ab(verdicts, tests, {k: None for k in two}, signs) == pending
     # complete with a failed gate: both reasons, and the claims stay not testable
     failed = blind.meaning_3ab(verdicts, tests, {k: mix(3, False, "not stable between horizons") for k in two}, signs)
@@ -270,6 +270,13 @@ def test_a_status_changed_by_holm_says_so_beside_the_interval():
     assert f"(its interval alone reads holds, size open; {holm})" in text
     same = {k: SimpleNamespace(status="holds, size open", holm="survives Holm") for k in blind.CLAIMS}
     assert "interval alone" not in blind.meaning_3ab(same, tests, tests, {"3a": "3 of 3", "3b": "3 of 3"})
+    # once rules v3 has replaced a status, the sentence about v2's bodies keeps v2's reading and
+    # v2's Holm note, never v3's status or v3's family
+    replaced = {k: SimpleNamespace(status="inconclusive", holm="rules v3's fixed-sequence family",
+                                   status_v2="inconclusive (after Holm)", holm_v2=holm) for k in blind.CLAIMS}
+    text = blind.meaning_3ab(replaced, tests, tests, {"3a": "3 of 3", "3b": "3 of 3"})
+    assert "rules v2 decide" in text and text.count("reads inconclusive (after Holm)") == 2
+    assert f"(its interval alone reads holds, size open; {holm})" in text and "v3" not in text
 
 
 def test_a_training_claim_the_second_body_cannot_decide_says_so_with_its_reason():

@@ -18,13 +18,13 @@ import sys
 
 #: the v3 table's columns, as printed by ``--v3`` and written by ``--v3 --csv``
 V3_COLUMNS = ("key", "look", "seeds in", "status", "effect", "d", "claim")
-#: the v2 table's columns, as printed and written
-V2_COLUMNS = ("key", "status", "claim")
+#: the status table's columns, as printed and written (the status every page gives)
+STATUS_COLUMNS = ("key", "status", "claim")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("verdicts", help="every claim's status as the book states it (rules v2; "
-                                               "--v3: the training claims' confirmatory reading)")
+    p = subparsers.add_parser("verdicts", help="every claim's status as the book states it (rules v2, and "
+                                               "rules v3 for a training claim it has read; --v3: v3's table)")
     p.add_argument("--claim", metavar="KEY", help="one claim in full, by its key (the first column)")
     p.add_argument("--v3", action="store_true", help="the four training claims read under rules v3: "
                                                      "look, seeds in, effect and interval, status")
@@ -46,7 +46,7 @@ def run(args) -> int:
     if args.claim is not None:
         print(_one_claim(args.claim))
         return 0
-    table = _v3_table() if args.v3 else _v2_table()
+    table = _v3_table() if args.v3 else _status_table()
     print(_as_text(table) if len(table) else "no claim to show: " + (
         "rules v3 has read no training claim yet." if args.v3 else "the package judged none."))
     if not args.v3:
@@ -65,11 +65,11 @@ def _say_computing() -> None:
               file=sys.stderr, flush=True)
 
 
-def _v2_table():
+def _status_table():
     from ..judge import claims
 
     _say_computing()
-    return claims.all_verdicts().loc[:, list(V2_COLUMNS)]
+    return claims.all_verdicts().loc[:, list(STATUS_COLUMNS)]
 
 
 def _v3_table():

@@ -108,6 +108,7 @@ class Verdict:
     rules: str = ""              # where a later rules version decides: e.g. 'rules v3, look 1 of 4 (3 seeds)'
     status_v2: str = ""          # ... and the status rules v2 gave on the earlier bodies (shown beside)
     measured_v2: str = ""        # ... and what v2 measured there
+    holm_v2: str = ""            # ... and v2's family correction (Holm) of that reading
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -930,7 +931,8 @@ def all_verdicts():
     """All verdicts as a ``pandas.DataFrame`` in the order of the paper, with Holm carried
     into the statuses (rules v2): an empirical claim whose decided outcome does not survive
     the family's correction reads ``inconclusive (after Holm)``, as the rules file words it,
-    and its ``holm`` field says why."""
+    and its ``holm`` field says why.  A training claim that rules v3 has read at a look takes
+    v3's status instead, with v2's beside it (:func:`v3_replaces`)."""
     import pandas as pd
 
     def compute():
@@ -972,7 +974,7 @@ def status_from_v3(v3_status: str) -> str:
 
 def v3_replaces(d: dict, v3) -> dict:
     """A training claim's verdict once rules v3 has read it at a look: v3's status and reading
-    replace v2's, which stay beside it (``status_v2``, ``measured_v2``), as the rules files and
+    replace v2's, which stay beside it (``status_v2``, ``measured_v2``, ``holm_v2``), as the rules files and
     What survives say.  Before v3's first look, and for every claim v3 does not judge (no row
     of ``v3``, the table of :func:`companion.judge.training_v3.verdicts_v3`), ``d`` is returned
     as it is."""
@@ -983,6 +985,7 @@ def v3_replaces(d: dict, v3) -> dict:
     why = f"; {r['why']}" if isinstance(r.get("why"), str) and r["why"] else ""
     family = "" if r["status"] == r["reading"] else f"; its own reading {r['reading']}, the family's {r['status']}"
     return {**d, "status": status_from_v3(str(r["status"])), "status_v2": d["status"], "measured_v2": d["measured"],
+            "holm_v2": d.get("holm", ""),
             "rules": f"rules v3, {r['look']}",
             "measured": (f"{r['effect']} at {r['look']}, {r['seeds in']} seeds in ({r['body']}); smallest effect "
                          f"of interest {float(r['d']):.4g}{why}{family}; rules v2 read {d['status']!r} on the "

@@ -271,11 +271,17 @@ def _interval(r) -> str:
     return f"{r['estimate']:+.3f} ({_seeds_interval(r)})"
 
 
+def _v2(verdict, field: str) -> str:
+    """Rules v2's ``status`` or ``holm`` of a verdict: the ``*_v2`` copy where rules v3 has
+    replaced the verdict's own (:func:`companion.judge.claims.v3_replaces`), else its own."""
+    return getattr(verdict, f"{field}_v2", "") or getattr(verdict, field, "") or ""
+
+
 def _after_holm(verdict, r) -> str:
-    """' (its interval alone reads ...; not significant after Holm ...)' when the family's
-    correction changed the status the test row reads, else ''."""
-    outcome, holm = r.get("outcome"), getattr(verdict, "holm", "") or ""
-    if not outcome or outcome == verdict.status or not holm:
+    """' (its interval alone reads ...; not significant after Holm ...)' when rules v2's
+    family correction changed the status the test row reads, else ''."""
+    outcome, holm = r.get("outcome"), _v2(verdict, "holm")
+    if not outcome or outcome == _v2(verdict, "status") or not holm:
         return ""
     return f" (its interval alone reads {outcome}; {holm})"
 
@@ -288,7 +294,8 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
     the first body's seeds in the paper's direction.  Three states: the second body decided
     (its statuses and effects come first, the first body's signs follow as context); the
     second body is complete but its gate failed (both reasons); the second body is not
-    complete yet (the first body's description, and what is pending)."""
+    complete yet (the first body's description, and what is pending).  The statuses are rules
+    v2's (``status_v2`` where rules v3 has replaced a verdict's status): the two bodies are v2's."""
     keys = ("training_symmetry", "training_directionality")
     first = (f"on Wikipedia, at the largest horizon that corpus allows, the encoder ends more symmetric than "
              f"the true decoder in {signs['3a']} seeds and less column-dominant in {signs['3b']}, the "
@@ -296,7 +303,7 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
              "training text, so the rules do not let that comparison decide")
     decided = [k for k in keys if tests[k].get("decided_by") == "confirmatory"]
     if decided:
-        parts = "; ".join(f"{FIGURES[k]} reads {verdicts[k].status}, with encoder minus decoder "
+        parts = "; ".join(f"{FIGURES[k]} reads {_v2(verdicts[k], 'status')}, with encoder minus decoder "
                           f"{_interval(tests[k])}{_after_holm(verdicts[k], tests[k])}" for k in decided)
         tail = ""
         for k in keys:
@@ -306,8 +313,8 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
             why = (f"the second body's gate fails for it ({gate_why(r)})"
                    if r is not None and int(r["n"]) >= min_seeds and not bool(r["gate"])
                    else "the second body does not decide it")
-            tail += f" {FIGURES[k]} stays {verdicts[k].status}: {why}."
-        return (f"On the second corpus, which the decoder does not memorise, the rules decide: {parts}."
+            tail += f" {FIGURES[k]} stays {_v2(verdicts[k], 'status')}: {why}."
+        return (f"On the second corpus, which the decoder does not memorise, rules v2 decide: {parts}."
                 f"{tail} Beside it, {first}.")
     done = [k for k in keys if second.get(k) is not None and int(second[k]["n"]) >= min_seeds]
     if len(done) == len(keys):
