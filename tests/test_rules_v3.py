@@ -62,6 +62,23 @@ def test_the_detectable_effect_is_detected_with_the_stated_power():
     assert hi / at == pytest.approx(math.sqrt((n - 1) / stats.chi2.ppf(0.025, n - 1)), rel=1e-12)
 
 
+@pytest.mark.parametrize("n", [3, 6])
+def test_the_spread_interval_covers_the_true_spread_in_95_percent_of_draws(n):
+    """Monte Carlo: sigma / s falls inside the interval about 95% of the time, and the
+    misses split evenly between the two ends."""
+    lo, hi = sq.spread_ratio_interval(n)
+    rng = np.random.default_rng(11)
+    s = rng.standard_normal((200_000, n)).std(1, ddof=1)
+    ratio = 1.0 / s        # the true spread (1) as a multiple of the observed one
+    assert np.mean(ratio < lo) == pytest.approx(0.025, abs=0.002)
+    assert np.mean(ratio > hi) == pytest.approx(0.025, abs=0.002)
+
+
+def test_the_spread_of_one_seed_is_refused_with_its_reason():
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        sq.spread_ratio_interval(1)
+
+
 # ---------------------------------------------------------------- outcomes and edge cases
 
 

@@ -392,3 +392,13 @@ def test_the_v3_runs_sentence_counts_runs_machines_and_how_far_apart_a_pair_star
     paced = table.assign(**{"s/step": [0.45, 1.50, 0.60], "CPU s/step": [0.44, 0.43, float("nan")]})
     assert ("a step took 0.43 to 0.44 s of compute (one thread); the wall clock per step, 0.45 to 1.50 s"
             in v3_runs_said(paced))                     # the row without CPU time is left out of both ranges
+
+
+def test_the_spread_sentence_names_each_number_of_seeds_in_order():
+    from companion.judge import sentences
+
+    said = sentences.spread_uncertainty({6: (0.6242, 2.4526), 3: (0.5207, 6.2847)})
+    assert said == ("3 seeds leave the true spread anywhere from 0.52 to 6.28 times the observed one, "
+                    "6 seeds from 0.62 to 2.45 times")
+    with pytest.raises(ValueError, match="at least one number of seeds"):
+        sentences.spread_uncertainty({})

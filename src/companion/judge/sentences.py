@@ -25,7 +25,7 @@ __all__ = ["count_of", "symmetry_peak", "EncoderDecoderBody", "encoder_decoder_b
            "estimate_in_words", "primary_update_test", "secondary_update_test", "update_test_reading", "labelled_intervals",
            "update_group", "peaks_at",
            "swap_test", "less_or_more_than", "negligible_swap", "swap_update_reading", "direction_and_size",
-           "swap_update_order", "gate_floor", "horizon_flips", "design_targets", "v3_reading",
+           "swap_update_order", "gate_floor", "horizon_flips", "design_targets", "v3_reading", "spread_uncertainty",
            "runs_before_next_look", "v3_runs_said", "checkpoints_by_modality"]
 
 
@@ -191,6 +191,19 @@ def v3_reading(seeds_in: int, look) -> str:
     if str(look) == "none yet":
         return f"{seeds_in} seeds in, no look read yet"
     return f"{seeds_in} seeds in, read at {look}"
+
+
+def spread_uncertainty(bounds) -> str:
+    """How far the true seed-to-seed spread may lie from the observed one, for each number of
+    seeds a look reads: ``bounds`` maps seeds to (low, high) multiples, e.g. ``{3: (0.52, 6.28),
+    6: (0.62, 2.45)}`` gives ``3 seeds leave the true spread anywhere from 0.52 to 6.28 times
+    the observed one, 6 seeds from 0.62 to 2.45 times``."""
+    parts = [f"{n} seeds {'leave the true spread anywhere ' if i == 0 else ''}from {lo:.2f} to {hi:.2f} times"
+             + (" the observed one" if i == 0 else "")
+             for i, (n, (lo, hi)) in enumerate(sorted(dict(bounds).items()))]
+    if not parts:
+        raise ValueError("no look to describe: give the spread's bounds for at least one number of seeds")
+    return ", ".join(parts)
 
 
 def v3_summary(rows) -> str:

@@ -83,6 +83,7 @@ def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.D
             "key": key, "position": pos, "claim": rule["claim"], "body": rule["body_rule"]["label"],
             "look": f"look {rd.look} of {len(rd.looks)} ({rd.looks[rd.look - 1]} seeds)" if rd.look else "none yet",
             "seeds in": f"{len(c['seeds_in'])} of {len(rule['body_rule']['seeds'])}",
+            "seeds at look": rd.looks[rd.look - 1] if rd.look else 0,
             "effect": _interval(rd.estimate), "d": rule["d"], "reading": rd.outcome,
             "status": statuses[key], "why": rd.reason,
             "gate": ("not read yet" if not rd.look else

@@ -358,6 +358,18 @@ def detectable_effect_interval(n: int, sd: float, nominal: float, power: float =
     crit = stats.t.isf(nominal, df)
     ncp = optimize.brentq(lambda c: stats.nct.sf(crit, df, c) - power, 0.0, 400.0)
     at = ncp / math.sqrt(n)
-    lo_sd = sd * math.sqrt(df / stats.chi2.isf((1 - level) / 2, df))
-    hi_sd = sd * math.sqrt(df / stats.chi2.ppf((1 - level) / 2, df))
-    return at * lo_sd, at * sd, at * hi_sd
+    lo, hi = spread_ratio_interval(n, level)
+    return at * sd * lo, at * sd, at * sd * hi
+
+
+def spread_ratio_interval(n: int, level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` interval for the true seed-to-seed spread as a multiple of the one observed
+    over ``n`` seeds (normal seeds: ``(n-1) s^2 / sigma^2`` is chi-square with ``n-1`` degrees
+    of freedom): about 0.52 to 6.3 at 3 seeds, 0.62 to 2.45 at 6."""
+    from scipy import stats
+
+    if n < 2:
+        raise ValueError(f"the spread of {n} seed(s) has no interval: it needs at least 2 seeds")
+    df = n - 1
+    return (math.sqrt(df / stats.chi2.isf((1 - level) / 2, df)),
+            math.sqrt(df / stats.chi2.ppf((1 - level) / 2, df)))
