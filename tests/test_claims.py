@@ -261,6 +261,26 @@ def test_the_fixed_sequences_words_go_into_what_was_measured_its_outcome_into_th
         assert f"its own reading {reading}, the family's {v3_status}" in d["measured"]
 
 
+@pytest.mark.parametrize("v3_status, reading, withheld", [
+    ("holds (provisional: Table 1 comes first in the fixed sequence and is still read)", "holds", "holds"),
+    ("not testable here (provisional: Table 1 comes first in the fixed sequence and is still read)",
+     "not testable here", "not testable here"),
+    ("inconclusive", "inconclusive", ""),
+    ("holds", "holds", ""),
+])
+def test_a_reading_the_fixed_sequence_withholds_is_never_worded_as_an_interval_that_allows_both(
+        v3_status, reading, withheld):
+    """'inconclusive (the interval allows both readings)' would be false of an interval above d
+    that only the family holds back: the sentence names the claim's own reading instead."""
+    d = claims.v3_replaces(dict(V2_ROW), _v3_table(status=v3_status, reading=reading))
+    assert d["withheld_v3"] == withheld
+    said = claims.phrase(d["key"], d["status"], d["withheld_v3"])
+    if withheld:
+        assert "allows both" not in said and f"alone it reads '{withheld}'" in said
+    else:
+        assert said == claims.PHRASES[d["status"]]
+
+
 def test_the_real_v3_readings_replace_exactly_the_claims_read_at_a_look():
     """On the landed runs: each v3 claim's status is v3's once read at a look, v2's before."""
     from companion.judge.training_v3 import verdicts_v3

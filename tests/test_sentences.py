@@ -159,6 +159,9 @@ def test_the_v3_summary_names_each_claim_its_status_and_how_far_it_is():
     # before the first look the status already says it; the look is not named twice
     assert (v3_summary([("Fig. 3b", "not read yet", "2 of 12", "none yet")])
             == "Fig. 3b not read yet (2 of 12 seeds in)")
+    # the fixed sequence's own brackets come last, so brackets never nest
+    assert (v3_summary([("Fig. 3b", "holds (provisional: Table 1 comes first)", "6 of 12", "look 2 of 4")])
+            == "Fig. 3b, 6 of 12 seeds in, read at look 2 of 4: holds (provisional: Table 1 comes first)")
 
 
 def test_a_test_result_is_estimate_brackets_and_outcome():
@@ -364,6 +367,9 @@ def test_the_fig3_sentences_name_floor_flips_targets_and_waiting_runs():
     assert runs_before_next_look([]) == "every run of the looks read so far has landed"
     assert runs_before_next_look([("Fig. 3a", ["r1", "r2", "r3"]), ("Table 1", ["r4"])]) == (
         "Fig. 3a: 3 run(s) before its next look (r1, r2, ...); Table 1: 1 run(s) before its next look (r4)")
+    # two claims of one body wait for the same runs: the runs are counted once
+    assert runs_before_next_look([("Table 1", ["w1", "w2"]), ("Fig. S5b", ["w1", "w2"]), ("Fig. 3a", ["m1"])]) == (
+        "Table 1 and Fig. S5b: 2 run(s) before their next look (w1, w2); Fig. 3a: 1 run(s) before its next look (m1)")
 
 
 def test_checkpoints_are_counted_by_modality_leaving_out_empty_ones():

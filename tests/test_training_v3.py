@@ -447,3 +447,40 @@ def test_a_provenance_that_is_not_a_record_is_refused_by_the_runs_table_naming_i
     (body / "mixv3-bert-mini-encoder-standard-s30" / "provenance.json").write_text("[1, 2")
     with pytest.raises(CompanionError, match="encoder-standard-s30/provenance.json is not a readable JSON"):
         runs_table_v3(root=body)
+
+
+def test_a_final_not_testable_member_behind_one_still_read_is_provisional_and_named_by_its_label():
+    """Should 'a' end undecided, the rules turn 'b' into 'inconclusive (fixed sequence stopped
+    at a)'; while 'a' is read, b's 'not testable here' cannot be final either."""
+    from companion.judge.training_v3 import fixed_sequence
+
+    s = fixed_sequence({"a": _r("inconclusive", look=1), "b": _r("not testable here", look=2), "c": _r("holds")},
+                       list("abc"), labels={"a": "Table 1", "b": "Fig. 3b"})
+    assert s["b"] == "not testable here (provisional: Table 1 comes first in the fixed sequence and is still read)"
+    assert s["c"] == "inconclusive (fixed sequence stops at Fig. 3b at the latest; Table 1 is still read)"
+
+
+def test_the_secondary_comparator_is_read_at_a_look_of_the_rules_never_at_other_seed_counts(body):
+    """Six primary pairs (read at look 2); the authors' decoder at 5 seeds completes look 1 only,
+    so the secondary reads the first 3 seeds at look 1's level, as a hand computation gives."""
+    from scipy import stats
+
+    effects = [0.30, 0.31, 0.29, 0.30, 0.31, 0.29]
+    _pairs(body, effects)
+    authors = [0.05, 0.02, 0.08, 0.01, 0.04]
+    for seed, a in zip(range(30, 35), authors):
+        _write_run(body, f"mixv3-bert-mini-authors-decoder-standard-s{seed}", "authors-decoder", "standard", seed, sym=a)
+    c = _read()
+    assert c["reading"].look == 2
+    sec = c["secondary"]["authors-decoder/standard"]
+    assert sec["look"] == 1 and sec["seeds"] == 3
+    diffs = np.array(effects[:3]) - np.array(authors[:3])
+    from companion.rules.v3 import claim_v3
+    a1 = claim_v3("training_symmetry", load_rules_v3())["nominal"][0]
+    half = stats.t.isf(a1, 2) * diffs.std(ddof=1) / np.sqrt(3)
+    assert sec["estimate"].low == pytest.approx(diffs.mean() - half, rel=1e-6)
+    assert sec["estimate"].high == pytest.approx(diffs.mean() + half, rel=1e-6)
+    # the sixth seed of the authors' decoder completes look 2: read there, at look 2's level
+    _write_run(body, "mixv3-bert-mini-authors-decoder-standard-s35", "authors-decoder", "standard", 35, sym=0.03)
+    sec = _read()["secondary"]["authors-decoder/standard"]
+    assert sec["look"] == 2 and sec["seeds"] == 6

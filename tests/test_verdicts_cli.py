@@ -63,7 +63,7 @@ def test_one_training_claim_shows_its_v3_reading_the_missing_runs_and_their_comm
     assert main(["verdicts", "--claim", "b"]) == 0
     out = capsys.readouterr().out
     assert "status:   inconclusive" in out and "rules v3's fixed-sequence family" in out
-    assert "decided:  rules v3, look 1 of 4 (3 seeds); rules v2 read 'negligible' on the earlier bodies: measured b" in out
+    assert "read by:  rules v3, look 1 of 4 (3 seeds); rules v2 read 'negligible' on the earlier bodies: measured b" in out
     assert "look 1 of 4 (3 seeds), 3 of 12 seeds in: inconclusive" in out
     assert "runs still missing for the next look (2): run-s33, run-s34" in out and "bash make_runs.sh" in out
     assert main(["verdicts", "--claim", "a"]) == 0

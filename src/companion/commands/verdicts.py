@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 
 #: the v3 table's columns, as printed by ``--v3`` and written by ``--v3 --csv``
-V3_COLUMNS = ("key", "look", "seeds in", "status", "effect", "d", "claim")
+V3_COLUMNS = ("key", "look", "seeds in", "reading", "status", "gate", "effect", "d", "claim")
 #: the status table's columns, as printed and written (the status every page gives)
 STATUS_COLUMNS = ("key", "status", "claim")
 
@@ -116,7 +116,7 @@ def _one_claim(key: str) -> str:
         if isinstance(value, str) and value.strip():
             lines.append(f"  {label + ':':<9} {value}")
     if v.status_v2:
-        lines.append(f"  decided:  {v.rules}; rules v2 read {v.status_v2!r} on the earlier bodies: {v.measured_v2}")
+        lines.append(f"  read by:  {v.rules}; rules v2 read {v.status_v2!r} on the earlier bodies: {v.measured_v2}")
     lines.append(f"  chapter:  {v.chapter} (the book's page {v.chapter}.html)")
     from ..rules.v3 import load_rules_v3
 

@@ -109,6 +109,7 @@ class Verdict:
     status_v2: str = ""          # ... and the status rules v2 gave on the earlier bodies (shown beside)
     measured_v2: str = ""        # ... and what v2 measured there
     holm_v2: str = ""            # ... and v2's family correction (Holm) of that reading
+    withheld_v3: str = ""        # rules v3: the claim's own reading where the fixed sequence does not let it stand
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -984,8 +985,10 @@ def v3_replaces(d: dict, v3) -> dict:
     r = rows.iloc[0]
     why = f"; {r['why']}" if isinstance(r.get("why"), str) and r["why"] else ""
     family = "" if r["status"] == r["reading"] else f"; its own reading {r['reading']}, the family's {r['status']}"
-    return {**d, "status": status_from_v3(str(r["status"])), "status_v2": d["status"], "measured_v2": d["measured"],
-            "holm_v2": d.get("holm", ""),
+    status = status_from_v3(str(r["status"]))
+    withheld = str(r["reading"]) if status == "inconclusive" and str(r["reading"]) != "inconclusive" else ""
+    return {**d, "status": status, "status_v2": d["status"], "measured_v2": d["measured"],
+            "holm_v2": d.get("holm", ""), "withheld_v3": withheld,
             "rules": f"rules v3, {r['look']}",
             "measured": (f"{r['effect']} at {r['look']}, {r['seeds in']} seeds in ({r['body']}); smallest effect "
                          f"of interest {float(r['d']):.4g}{why}{family}; rules v2 read {d['status']!r} on the "
@@ -1161,9 +1164,14 @@ RANK_PHRASES = {"holds": "confirmed (its rank test's one-sided p-value is small 
                 "refuted": "refuted (its rank test's p-value is small in the reverse direction)"}
 
 
-def phrase(key: str, status: str) -> str:
+def phrase(key: str, status: str, withheld: str = "") -> str:
     """The status of claim ``key`` as the predicate of a sentence ("Fig. 3a is ..."), in the
-    words of the test that decided it: a rank test's "inconclusive" names no interval."""
+    words of the test that decided it: a rank test's "inconclusive" names no interval, and a
+    training claim whose own rules-v3 reading the fixed sequence does not let stand
+    (``withheld``, :attr:`Verdict.withheld_v3`) says what it reads alone."""
+    if withheld and status == "inconclusive":
+        return (f"inconclusive in its family (alone it reads '{withheld}', but rules v3's fixed sequence "
+                "does not let that stand while a claim before it is undecided)")
     if key in RANK_TESTED and status in RANK_PHRASES:
         return RANK_PHRASES[status]
     if status not in PHRASES:
@@ -1193,9 +1201,11 @@ def headline_claims():
 
     rows = []
     for label, key, half, chapter in HEADLINE:
-        status = status_of_half(key, half) if half else verdict(key).status
+        v = None if half else verdict(key)
+        status = status_of_half(key, half) if half else v.status
         kind = "rank" if key == "survey_encoder_decoder" else "interval"
-        meaning = MEANING.get((status, kind), PHRASES[status])
+        meaning = (phrase(key, status, v.withheld_v3) if v is not None and v.withheld_v3 else
+                   MEANING.get((status, kind), PHRASES[status]))
         rows.append({"claim": label, "key": key, "half": half or "", "status": status, "meaning": meaning,
                      "chapter": chapter})
     return pd.DataFrame(rows)

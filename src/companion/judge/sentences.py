@@ -208,8 +208,11 @@ def spread_uncertainty(bounds) -> str:
 
 def v3_summary(rows) -> str:
     """The rules-v3 verdicts in one line: ``Fig. 3a holds (4 seeds in, read at look 1); Table 1
-    not read yet (2 of 12 seeds in)``; ``rows``: (claim label, status, seeds in, look)."""
+    not read yet (2 of 12 seeds in)``; ``rows``: (claim label, status, seeds in, look).  A
+    status with words of its own in brackets (the fixed sequence's) comes after the look, so
+    brackets never nest: ``Fig. 3b, 6 seeds in, read at look 2: holds (provisional: ...)``."""
     return "; ".join(f"{label} {status} ({n} seeds in)" if str(look) == "none yet" else
+                     f"{label}, {v3_reading(n, look)}: {status}" if "(" in str(status) else
                      f"{label} {status} ({v3_reading(n, look)})" for label, status, n, look in rows)
 
 
@@ -558,8 +561,12 @@ def runs_before_next_look(waiting) -> str:
     waiting = list(waiting)
     if not waiting:
         return "every run of the looks read so far has landed"
-    return "; ".join(f"{label}: {len(missing)} run(s) before its next look "
-                     f"({', '.join(missing[:2])}{', ...' if len(missing) > 2 else ''})" for label, missing in waiting)
+    shared = {}   # claims of one body wait for the same runs: named once, with every claim that waits
+    for label, missing in waiting:
+        shared.setdefault(tuple(missing), []).append(label)
+    return "; ".join(f"{joined(labels)}: {len(missing)} run(s) before {'its' if len(labels) == 1 else 'their'} next look "
+                     f"({', '.join(missing[:2])}{', ...' if len(missing) > 2 else ''})"
+                     for missing, labels in shared.items())
 
 
 def v3_runs_said(table) -> str:

@@ -17,26 +17,31 @@ import pandas as pd
 __all__ = ["fixed_sequence", "verdicts_v3", "pilot_rows", "status_of"]
 
 
-def fixed_sequence(readings: dict, order) -> dict:
+def fixed_sequence(readings: dict, order, labels: dict | None = None) -> dict:
     """The family's statuses (rules v3): in ``order``, a member's decided reading stands only if
     every member before it was decided.  After the first member whose final reading is not
-    decided, the rest read ``inconclusive (fixed sequence stopped at KEY)``.  While an earlier
-    member is still being read, a later decided reading is provisional; a later member that
-    ends undecided stops nothing yet (the earlier one may stop the sequence first), but every
-    member after it reads ``inconclusive (fixed sequence stops at KEY at the latest; PENDING
-    is still read)``, since whichever way the pending member ends, it cannot stand."""
+    decided, the rest read ``inconclusive (fixed sequence stopped at LABEL)``.  While an earlier
+    member is still being read, a later reading that the earlier one could still overturn is
+    provisional: a decided one, and a final 'not testable here' (should the earlier member end
+    undecided, the rules turn it into 'inconclusive (fixed sequence stopped ...)').  A later
+    member that ends undecided stops nothing yet (the earlier one may stop the sequence
+    first), but every member after it reads ``inconclusive (fixed sequence stops at LABEL at
+    the latest; PENDING is still read)``, since whichever way the pending member ends, it
+    cannot stand.  ``labels`` names the members in these texts (their keys by default)."""
     from ..rules.sequential import DECIDED_V3
 
+    name = (lambda k: (labels or {}).get(k, k))
     out, stopped, pending, blocked = {}, None, None, None
     for key in order:
         r = readings[key]
         decided = r.outcome in DECIDED_V3
         if stopped is not None:
-            out[key] = f"inconclusive (fixed sequence stopped at {stopped})"
+            out[key] = f"inconclusive (fixed sequence stopped at {name(stopped)})"
         elif blocked is not None:
-            out[key] = f"inconclusive (fixed sequence stops at {blocked} at the latest; {pending} is still read)"
-        elif pending is not None and decided:
-            out[key] = f"{r.outcome} (provisional: {pending} comes first in the fixed sequence and is still read)"
+            out[key] = (f"inconclusive (fixed sequence stops at {name(blocked)} at the latest; "
+                        f"{name(pending)} is still read)")
+        elif pending is not None and (decided or (r.final and r.outcome == "not testable here")):
+            out[key] = f"{r.outcome} (provisional: {name(pending)} comes first in the fixed sequence and is still read)"
         else:
             out[key] = r.outcome
         if stopped is None and pending is None:
@@ -54,7 +59,7 @@ def _interval(est, fmt="+.4f") -> str:
         return "no look complete"
     if est.problem:
         return est.problem
-    return f"{interval(est.low, est.high, estimate=est.mean, fmt=fmt)}, {est.n} seeds, {est.level:.2%} repeated interval"
+    return f"{interval(est.low, est.high, estimate=est.mean, fmt=fmt)}, {est.n} seeds, nominal {est.level:.2%} at this look, 95% over all looks"
 
 
 def status_of(key: str, table: pd.DataFrame | None = None) -> str:
@@ -71,7 +76,8 @@ def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.D
     rules = rules if rules is not None else load_rules_v3()
     order = rules["framework"]["family"]["order"]
     claims = readings if readings is not None else {k: read_claim(k, rules) for k in order}
-    statuses = fixed_sequence({k: c["reading"] for k, c in claims.items()}, order)
+    statuses = fixed_sequence({k: c["reading"] for k, c in claims.items()}, order,
+                              labels={k: c["rule"]["claim"].split(":")[0] for k, c in claims.items()})
     rows = []
     for pos, key in enumerate(order, 1):
         c = claims[key]
@@ -89,14 +95,17 @@ def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.D
             "gate": ("not read yet" if not rd.look else
                      f"not read (no interval at the look: {rd.reason})" if c["gate"] is None else
                      "passes" if c["gate"]["passes"] else f"fails: {c['gate']['why']}"),
-            "power (planned)": (f"P(a decided outcome true of the pilot's effect {rule['pilot']['estimate_when_fixed']:+.4f}) "
+            "power (planned)": (f"whole sequence, planned before look 1: P(a decided outcome true of the pilot's effect {rule['pilot']['estimate_when_fixed']:+.4f}) "
                                 f"= {pilot['p_true_decided']:.2f} at the planning sd {rule['pilot']['planning_sd_when_fixed']:.4f}; "
                                 f"P(refuted | d) = {design.loc['d', 'refuted']:.3f}"),
+            "detectable": at, "detectable low": lo, "detectable high": hi,   # the same, as numbers
             "detectable (observed sd)": ("" if pd.isna(at) else
-                                         f"{at:.4f} (95% interval for the spread's uncertainty {lo:.4f} to {hi:.4f})"),
+                                         f"at look {rd.look} ({rd.looks[rd.look - 1]} seeds): {at:.4f} "
+                                         f"(95% interval for the spread's uncertainty {lo:.4f} to {hi:.4f})"),
             "missing": c["missing"], "command": MAKE_COMMAND if c["missing"] else "",
-            "secondary": "; ".join(f"encoder minus {k.split('/')[0]}: {_interval(v['estimate'])} -> {v['outcome']} "
-                                   f"(one of {len(c['secondary'])}, unadjusted)" for k, v in c["secondary"].items()),
+            "secondary": "; ".join(f"encoder minus {k.split('/')[0]} at look {v['look']}: {_interval(v['estimate'])} "
+                                   f"-> {v['outcome']} (one of {len(c['secondary'])}, unadjusted)"
+                                   for k, v in c["secondary"].items()),
         })
     return pd.DataFrame(rows)
 

@@ -386,10 +386,14 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     next_look = next((n for n in rule["looks"] if n > len(seeds)), None)
     secondary = {}
     for comp in rule.get("secondary_comparators") or []:
+        # read, unadjusted, at a look of the rules too: the claim's own look where the secondary
+        # arm's seeds of it are in, else the largest earlier look they complete, at its nominal level
         s2 = complete_seeds(runs, body, (rule["candidate"], comp))
-        if len(s2) >= 2:
-            est = look_estimate(paired_values(runs, rule, s2, comparator=comp).to_numpy(), rule["nominal"][-1])
-            secondary[comp] = {"seeds": len(s2), "estimate": est, "outcome": outcome_v3(est, rule["d"])}
+        k2 = max((k for k, n in enumerate(rule["looks"], 1) if n <= len(s2) and k <= reading.look), default=0)
+        if k2:
+            n2 = rule["looks"][k2 - 1]
+            est = look_estimate(paired_values(runs, rule, s2[:n2], comparator=comp).to_numpy(), rule["nominal"][k2 - 1])
+            secondary[comp] = {"seeds": n2, "look": k2, "estimate": est, "outcome": outcome_v3(est, rule["d"])}
     est = reading.estimate
     detect = (detectable_effect_interval(est.n, est.sd, est.nominal) if est is not None and not est.problem
               else (float("nan"),) * 3)
