@@ -276,7 +276,7 @@ def test_a_reading_the_fixed_sequence_withholds_is_never_worded_as_an_interval_t
     assert d["withheld_v3"] == withheld
     said = claims.phrase(d["key"], d["status"], d["withheld_v3"])
     if withheld:
-        assert "allows both" not in said and f"alone it reads '{withheld}'" in said
+        assert "allows both" not in said and f"read alone: '{withheld}'" in said
     else:
         assert said == claims.PHRASES[d["status"]]
 

@@ -161,7 +161,14 @@ def test_the_v3_summary_names_each_claim_its_status_and_how_far_it_is():
             == "Fig. 3b not read yet (2 of 12 seeds in)")
     # the fixed sequence's own brackets come last, so brackets never nest
     assert (v3_summary([("Fig. 3b", "holds (provisional: Table 1 comes first)", "6 of 12", "look 2 of 4")])
-            == "Fig. 3b, 6 of 12 seeds in, read at look 2 of 4: holds (provisional: Table 1 comes first)")
+            == "Fig. 3b, 6 of 12 seeds in, read by rules v3 at look 2 of 4: holds (provisional: Table 1 comes first)")
+    # ... and the reader's status check, which compares every 'claim ...: status' with the book's
+    # status, reads it as rules v3's own words, not as the claim's status
+    from companion.book.status_check import stated_statuses
+
+    said = v3_summary([("Fig. 3b", "holds (provisional: Table 1 comes first)", "6 of 12", "look 2 of 4 (6 seeds)")])
+    assert stated_statuses(said, {"Fig. 3b": "training_directionality"}) == []
+    assert stated_statuses("Fig. 3b, 6 seeds in: holds", {"Fig. 3b": "training_directionality"})   # the control
 
 
 def test_a_test_result_is_estimate_brackets_and_outcome():

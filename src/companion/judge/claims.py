@@ -1170,8 +1170,8 @@ def phrase(key: str, status: str, withheld: str = "") -> str:
     training claim whose own rules-v3 reading the fixed sequence does not let stand
     (``withheld``, :attr:`Verdict.withheld_v3`) says what it reads alone."""
     if withheld and status == "inconclusive":
-        return (f"inconclusive in its family (alone it reads '{withheld}', but rules v3's fixed sequence "
-                "does not let that stand while a claim before it is undecided)")
+        return (f"inconclusive within rules v3's family (read alone: '{withheld}', which the fixed sequence "
+                "does not let stand while an earlier claim of the sequence is undecided)")
     if key in RANK_TESTED and status in RANK_PHRASES:
         return RANK_PHRASES[status]
     if status not in PHRASES:

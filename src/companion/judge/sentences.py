@@ -210,9 +210,10 @@ def v3_summary(rows) -> str:
     """The rules-v3 verdicts in one line: ``Fig. 3a holds (4 seeds in, read at look 1); Table 1
     not read yet (2 of 12 seeds in)``; ``rows``: (claim label, status, seeds in, look).  A
     status with words of its own in brackets (the fixed sequence's) comes after the look, so
-    brackets never nest: ``Fig. 3b, 6 seeds in, read at look 2: holds (provisional: ...)``."""
+    brackets never nest: ``Fig. 3b, 6 seeds in, read by rules v3 at look 2: holds (provisional:
+    ...)`` (named as rules v3's: the book's status of such a claim is 'inconclusive')."""
     return "; ".join(f"{label} {status} ({n} seeds in)" if str(look) == "none yet" else
-                     f"{label}, {v3_reading(n, look)}: {status}" if "(" in str(status) else
+                     f"{label}, {n} seeds in, read by rules v3 at {look}: {status}" if "(" in str(status) else
                      f"{label} {status} ({v3_reading(n, look)})" for label, status, n, look in rows)
 
 
