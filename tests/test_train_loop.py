@@ -269,7 +269,9 @@ def test_write_run_leaves_no_finished_looking_folder_when_it_fails(tmp_path, mon
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
-    with pytest.raises(OSError):
+    from companion.base.errors import CompanionError
+
+    with pytest.raises(CompanionError, match="the disk is full"):   # one line naming the cause and the fix
         write_run(tmp_path / "run", h, {"config": {}})
     assert not (tmp_path / "run" / "history.csv").exists()
     assert [p.name for p in (tmp_path / "run").iterdir()] == ["provenance.json"]

@@ -122,7 +122,9 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
               busy: str | None = None):
     """Hold ``lock`` (a file holding the owner's pid) for the block: a second process waits
     for the first to finish (up to ``wait_s``; 0 refuses at once), a lock left by a dead
-    process is taken over.  ``busy`` (formatted with ``pid``) is the refusal's text."""
+    process is taken over.  ``busy`` (formatted with ``pid``) is the refusal's text.  A wait
+    is said once, through :func:`companion.base.progress.report` (a terminal or a command's
+    stderr, never a chapter's output)."""
     import time
 
     from .errors import CompanionError
@@ -155,11 +157,11 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
                                      f"{what} is held by process {pid} ({lock}) for over {wait_s:.0f} s; "
                                      "wait for it, or remove the lock if that process is stuck.") from None
             if not told and wait_s >= 5:   # never a silent wait: say once what it waits for
-                told = True
-                import sys
+                told = True               # (on a terminal or a command's log, never in a chapter)
+                from .progress import report
 
-                print(f"{what}: waiting up to {wait_s:.0f} s for process {pid}, which holds {lock} "
-                      "(remove the lock if that process is stuck)", file=sys.stderr, flush=True)
+                report(f"{what}: waiting up to {wait_s:.0f} s for process {pid}, which holds {lock} "
+                       "(remove the lock if that process is stuck)")
             time.sleep(poll_s)
     try:
         with os.fdopen(fd, "w") as fh:
@@ -172,23 +174,16 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
 
 @contextlib.contextmanager
 def atomic_path(final: str | os.PathLike):
-    """Yield a temporary path beside ``final``; rename it to ``final`` on success.
+    """Yield a temporary file path beside ``final``; rename it to ``final`` on success.
 
-    On any exception the temporary file (or folder) is removed and ``final`` is untouched.
+    On any exception the temporary file is removed and ``final`` is untouched.  The one
+    safe write of :func:`companion.base.outputs.atomic_output`: a symbolic link, FIFO or
+    folder at ``final`` is refused, never followed or opened.
     """
-    final = Path(final)
-    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-    try:
-        yield tmp
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            if tmp.is_dir():
-                import shutil
+    from .outputs import atomic_output
 
-                shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                tmp.unlink()
+    with atomic_output(final) as tmp:
+        yield tmp
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:

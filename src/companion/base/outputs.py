@@ -4,21 +4,32 @@
   output cannot be written (a folder in the way, a read-only folder);
 * :func:`write_atomic`: write to a temporary file in the same folder, flush it to disk,
   then rename it over the target.  A full disk or a crash leaves the previous file as it
-  was and no temporary file behind.
+  was and no temporary file behind;
+* :func:`atomic_output`: the same for a writer that needs a path (``torch.save``,
+  safetensors, ``DataFrame.to_csv``);
+* :func:`open_stream`: a log that is written as it goes (no rename possible).
+
+Every one of them is the one safe way the tools write a file: the name is checked with
+``lstat`` first, so a symbolic link there is refused, never followed out of the folder,
+and a FIFO, device, socket or folder is refused without being opened (opening a FIFO
+blocks for ever); the temporary file is made with ``O_EXCL``, so nothing already at its
+name is followed either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from .errors import CompanionError
 
-__all__ = ["check_writable", "write_atomic", "write_csv_atomic", "write_text_atomic"]
+__all__ = ["check_output", "check_writable", "write_atomic", "write_csv_atomic", "write_text_atomic",
+           "write_bytes_atomic", "atomic_output", "temp_beside", "open_stream"]
 
 
 def _reason(exc: OSError) -> str:
@@ -31,13 +42,21 @@ def _reason(exc: OSError) -> str:
 
 def _existing_mode(path: Path, what: str) -> int | None:
     """The permission bits of the regular file at ``path``, ``None`` when nothing is there;
-    a folder, device, FIFO or socket there is refused (it is never replaced)."""
+    a symbolic link, folder, device, FIFO or socket there is refused (it is never followed,
+    opened or replaced)."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise CompanionError(f"cannot write the {what} {path}: {_reason(exc)}.") from None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        raise CompanionError(f"the {what} {path} is a symbolic link (to {target}), which is never followed "
+                             "or replaced; remove the link, or write somewhere else.")
     if stat.S_ISDIR(st.st_mode):
         raise CompanionError(f"the {what} {path} is a folder; give a file name such as "
                              f"{path / 'scores.csv'}.")
@@ -52,6 +71,14 @@ def _new_file_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def check_output(path: str | os.PathLike, what: str = "output") -> Path:
+    """Refuse now, in one line, an output name the tools would refuse when writing it (a
+    symbolic link, folder, FIFO, device or socket there), without creating anything."""
+    path = Path(path)
+    _existing_mode(path, what)
+    return path
 
 
 def check_writable(path: str | os.PathLike, what: str = "output") -> Path:
@@ -69,33 +96,122 @@ def check_writable(path: str | os.PathLike, what: str = "output") -> Path:
     return path
 
 
-def write_atomic(path: str | os.PathLike, write: Callable, mode: str = "w") -> Path:
+def _temp_beside(path: Path, what: str, suffix: str = ".tmp") -> tuple[int, str]:
+    """A new, empty temporary file beside ``path`` (``O_EXCL``: nothing at that name is
+    followed), with the permission bits of the file it will replace, or the umask's."""
+    old_mode = _existing_mode(path, what)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    except OSError as exc:
+        raise CompanionError(f"cannot write the {what} {path}: {_reason(exc)}.") from None
+    try:
+        os.fchmod(fd, old_mode if old_mode is not None else _new_file_mode())
+    except OSError:
+        pass
+    return fd, tmp
+
+
+def _install(tmp: str, path: Path, what: str) -> None:
+    """Rename ``tmp`` over ``path``, checking ``path`` once more first (a link or FIFO put
+    there while the file was being written is refused, not replaced)."""
+    _existing_mode(path, what)
+    os.replace(tmp, path)
+
+
+def _fail(exc: BaseException, tmp: str, path: Path):
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    if isinstance(exc, OSError):
+        raise CompanionError(f"cannot write {path}: {_reason(exc)} (the previous file, "
+                             "if any, is unchanged).") from None
+    raise exc
+
+
+def write_atomic(path: str | os.PathLike, write: Callable, mode: str = "w", what: str = "output") -> Path:
     """Call ``write(fileobj)`` on a temporary file beside ``path``, then rename it to ``path``.
 
     On any error the temporary file is removed, ``path`` keeps its previous content and a
     :class:`CompanionError` naming the cause is raised (other exceptions pass unchanged).
-    A ``path`` that is a folder, device, FIFO or socket is refused, never replaced; a file
-    that is replaced keeps its permission bits.
+    A ``path`` that is a symbolic link, folder, device, FIFO or socket is refused, never
+    followed, opened or replaced; a file that is replaced keeps its permission bits.
     """
     path = Path(path)
-    old_mode = _existing_mode(path, "output")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path, what)
     try:
-        os.chmod(tmp, old_mode if old_mode is not None else _new_file_mode())
         with os.fdopen(fd, mode, **({"newline": ""} if "b" not in mode else {})) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        _install(tmp, path, what)
     except BaseException as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise CompanionError(f"cannot write {path}: {_reason(exc)} (the previous file, "
-                                 "if any, is unchanged).") from None
-        raise
+        _fail(exc, tmp, path)
     return path
+
+
+@contextlib.contextmanager
+def temp_beside(path: str | os.PathLike, what: str = "output") -> Iterator[Path]:
+    """Yield the path of a new, empty temporary file beside ``path`` that the caller renames
+    into place itself (a two-file install); removed at the end if it is still there."""
+    path = Path(path)
+    fd, tmp = _temp_beside(path, what)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, what: str = "output") -> Iterator[Path]:
+    """Yield the path of a new, empty temporary file beside ``path`` for a writer that needs
+    a path; rename it to ``path`` when the block ends without error.  The same refusals
+    and guarantees as :func:`write_atomic` (on an error, ``path`` is unchanged and the
+    temporary file is gone)."""
+    path = Path(path)
+    fd, tmp = _temp_beside(path, what)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        st = os.lstat(tmp)   # the writer may have replaced it: only a regular file is installed
+        if not stat.S_ISREG(st.st_mode):
+            raise CompanionError(f"the temporary file {tmp} for {path} was replaced by something that is not "
+                                 "a regular file; nothing was installed.")
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        _install(tmp, path, what)
+    except BaseException as exc:
+        _fail(exc, tmp, path)
+
+
+def open_stream(path: str | os.PathLike, what: str = "log", mode: str = "w", buffering: int = -1):
+    """Open ``path`` for writing as it goes (a log that a child process fills): a symbolic
+    link there is refused (``O_NOFOLLOW``), and a FIFO or device is refused without blocking
+    on it (``O_NONBLOCK`` until it is known to be a regular file)."""
+    path = Path(path)
+    _existing_mode(path, what)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags |= os.O_APPEND if "a" in mode else 0
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CompanionError(f"the {what} {path} is a symbolic link, which is never followed; remove "
+                                 "the link, or choose another output folder.") from None
+        raise CompanionError(f"cannot write the {what} {path}: {_reason(exc)}.") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise CompanionError(f"the {what} {path} is not a regular file (a device, FIFO or socket), which is "
+                             "never written; remove it, or choose another output folder.")
+    if "a" not in mode:
+        os.ftruncate(fd, 0)
+    import fcntl
+
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return os.fdopen(fd, mode, buffering, **({} if "b" in mode else {"encoding": "utf-8"}))
 
 
 def write_csv_atomic(df, path: str | os.PathLike) -> Path:
@@ -103,5 +219,9 @@ def write_csv_atomic(df, path: str | os.PathLike) -> Path:
     return write_atomic(path, lambda f: df.to_csv(f, index=False))
 
 
-def write_text_atomic(text: str, path: str | os.PathLike) -> Path:
-    return write_atomic(path, lambda f: f.write(text))
+def write_text_atomic(text: str, path: str | os.PathLike, what: str = "output") -> Path:
+    return write_atomic(path, lambda f: f.write(text), what=what)
+
+
+def write_bytes_atomic(data: bytes, path: str | os.PathLike, what: str = "output") -> Path:
+    return write_atomic(path, lambda f: f.write(data), mode="wb", what=what)

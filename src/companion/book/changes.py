@@ -144,9 +144,10 @@ def store_verdicts(df, cache: Path | None = None, path: Path | None = None) -> P
     cols = [c for c in _VERDICT_FIELDS if c in df.columns]
     rows = json.loads(df[cols].fillna("").to_json(orient="records"))
     path = _verdicts_path(cache) if path is None else path
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"sha256": _rows_digest(rows), "verdicts": rows}, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    from ..base.outputs import write_text_atomic
+
+    write_text_atomic(json.dumps({"sha256": _rows_digest(rows), "verdicts": rows}, indent=1), path,
+                      what="kept verdicts")
     return path
 
 

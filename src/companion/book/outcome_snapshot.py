@@ -101,7 +101,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "write":
         snap = snapshot(None if args.no_glue else args.build)
-        Path(args.out).write_text(json.dumps(snap, indent=1, sort_keys=True), encoding="utf-8")
+        from ..base.outputs import write_text_atomic
+
+        write_text_atomic(json.dumps(snap, indent=1, sort_keys=True), args.out, what="snapshot")
         print(f"{len(snap['verdicts'])} verdict rows and {len(snap['glued'])} glued values -> {args.out}")
         return 0
     snaps = []

@@ -183,8 +183,8 @@ def ship_null(dims, n_samples: int, out: str | Path | None = None, progress=None
         if progress is not None:
             progress(d)
     table = pd.concat(parts, ignore_index=True)[["d", "rank", "seed", "sample", "symmetry", "directionality"]]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    table.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})  # repr floats: exact
-    tmp.replace(out)
+    from ..base.outputs import atomic_output
+
+    with atomic_output(out, "null table") as tmp:
+        table.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})  # repr floats: exact
     return out

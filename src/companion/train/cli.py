@@ -172,7 +172,25 @@ def _eval_blocks(text: str):
     return n
 
 
-def _prepare_out(out: Path, resume: bool, overwrite: bool) -> bool:
+def _check_run_files(out: Path, keep=()) -> None:
+    """Every file a run writes into ``out`` (its kept weights included) is checked now, and
+    the folder probed with a new file: a symbolic link out of ``out``, a FIFO (which would
+    block the run for ever) or a folder at one of those names is refused before any work,
+    in one line, rather than at the step that writes it."""
+    from ..base.outputs import check_output, check_writable
+    from .runner.loop import kept_weights_path
+
+    names = ["history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256",
+             "checkpoint.pt.sha256.pending"]
+    for step in keep or ():
+        w = kept_weights_path(out, step).name
+        names += [w, f"{w}.sha256"]
+    for name in names:
+        check_output(out / name, "run file")
+    check_writable(out / "history.csv", "run file")
+
+
+def _prepare_out(out: Path, resume: bool, overwrite: bool, keep=()) -> bool:
     """Check ``out`` before any work; returns whether there is a checkpoint to resume.
 
     A folder that already holds a run (finished: ``history.csv``; interrupted:
@@ -201,17 +219,14 @@ def _prepare_out(out: Path, resume: bool, overwrite: bool) -> bool:
                                      "run's own files. Move it away, or choose another --out.")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
     except OSError as err:
         raise CompanionError(f"cannot write to --out {out} ({err.strerror or err}); choose a "
                              "writable folder.") from err
     if overwrite:
         for name in ("history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256"):
             (out / name).unlink(missing_ok=True)
-        return False
-    return ckpt
+    _check_run_files(out, keep)
+    return False if overwrite else ckpt
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
@@ -309,6 +324,9 @@ def _check_log(log: str | None) -> None:
     if not log:
         return
     path = Path(log)
+    if path.is_symlink():
+        raise CompanionError(f"--log {log} is a symbolic link, which is never followed; give the path of a "
+                             "file to append progress lines to.")
     if path.exists() and not path.is_file():
         kind = "a folder" if path.is_dir() else "a FIFO" if stat.S_ISFIFO(path.stat().st_mode) else "not a regular file"
         raise CompanionError(f"--log {log} is {kind}; give the path of a file to append progress lines to.")
@@ -340,14 +358,16 @@ def run_train(args: argparse.Namespace) -> int:
                          busy=f"another training process (pid {{pid}}) is writing to {out}; wait for it, "
                               "or choose another --out.")
     with lock:
-        return _run_train(args, out, rank0, _prepare_out(out, args.resume, args.overwrite))
+        return _run_train(args, out, rank0, _prepare_out(out, args.resume, args.overwrite, args.keep_weights))
 
 
 def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
     from .runner.loop import digest_path, provenance, train, write_run
 
     cfg = args.config   # made by run_train before --out was touched
-    log = open(args.log, "a", buffering=1) if args.log else None
+    from ..base.outputs import open_stream
+
+    log = open_stream(args.log, "--log file", mode="a", buffering=1) if args.log else None
 
     def progress(line):
         msg = f"[{args.out}] {line}"
@@ -399,8 +419,11 @@ def main(argv=None) -> int:
     args.argv = argv
     from ..base.errors import CompanionError
 
+    from ..base.progress import command_line
+
     try:
-        return run_train(args)
+        with command_line():   # as `companion train`: waits are said on this command's stderr
+            return run_train(args)
     except CompanionError as exc:  # the same one-line refusal as `companion train`
         print(f"companion train: error: {exc}", file=sys.stderr)
         return 2

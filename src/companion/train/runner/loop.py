@@ -423,8 +423,12 @@ def _install_checkpoint(tmp: Path, path: Path) -> None:
     renamed into place, in that order.  A kill at any point leaves either the old pair or the
     new checkpoint with its pending digest, which :func:`load_checkpoint` recognises, so a
     run killed while saving resumes from its own checkpoint."""
+    from ...base.outputs import check_output, write_text_atomic
+
     digest, pending = digest_path(path), pending_digest_path(path)
-    pending.write_text(sha256_file(tmp) + "\n")
+    write_text_atomic(sha256_file(tmp) + "\n", pending, what="checkpoint digest")
+    check_output(path, "checkpoint")       # a link or FIFO there is refused, never replaced
+    check_output(digest, "checkpoint digest")
     os.replace(tmp, path)
     os.replace(pending, digest)
 
@@ -872,9 +876,10 @@ def _checkpoint(run: _Run, ckpt_path: Path, done: int) -> None:
     if run.rank != 0:
         return
     cfg = run.cfg
+    from ...base.outputs import temp_beside
+
     ckpt_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = ckpt_path.with_name(f".{ckpt_path.name}.tmp-{os.getpid()}")
-    try:
+    with temp_beside(ckpt_path, "checkpoint") as tmp:   # new (O_EXCL): nothing at its name is followed
         _save_checkpoint({"model": run.model.state_dict(), "optimizer": run.opt.state_dict(),
                           "scheduler": run.sched.state_dict(), "rng": states, "history": run.rows,
                           "step": done, "config": cfg.to_dict(), "data": _data_identity(run.data),
@@ -883,9 +888,6 @@ def _checkpoint(run: _Run, ckpt_path: Path, done: int) -> None:
                           "elapsed": run.elapsed(), "sittings": run.sittings},
                          tmp, ckpt_path)
         _install_checkpoint(tmp, ckpt_path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _history(run: _Run) -> pd.DataFrame:
@@ -917,11 +919,14 @@ def keep_weights(model, path: Path) -> Path:
 
     from ...base.cache import atomic_path
 
+    from ...base.outputs import check_output, write_text_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
+    check_output(f"{path}.sha256", "kept weights' digest")   # refused before the weights are written
     state = {k: v.detach().float().cpu().clone().contiguous() for k, v in model.state_dict().items()}
     with atomic_path(path) as tmp:
         save_file(state, str(tmp))
-    Path(f"{path}.sha256").write_text(sha256_file(path) + "\n")
+    write_text_atomic(sha256_file(path) + "\n", f"{path}.sha256", what="kept weights' digest")
     return path
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...base.errors import CompanionError
+from ...base.outputs import check_output, open_stream, write_text_atomic
 
 PROGRESS = re.compile(r"step (\d+)/(\d+) .*elapsed (\d+(?:\.\d+)?)s")
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -155,6 +156,8 @@ def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, pyt
         raise CompanionError(f"{out} already holds finished runs {', '.join(taken)}; "
                              "choose another --out or leave those runs out of the jobs file.")
     out.mkdir(parents=True, exist_ok=True)
+    for name in [f"{j.name}.log" for j in jobs] + ["pack_summary.json"]:   # before any run starts
+        check_output(out / name, "pack output")
     t0 = time.time()
     last_stop = -1e9
     closed = False  # once a run was stopped for the deadline, no queued run starts
@@ -190,7 +193,7 @@ def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, pyt
         while queued and len(running) < parallel:
             j = queued.pop(0)
             cmd = [python, "-m", "companion.train.cli", *j.args, "--out", str(out / j.name)]
-            log = open(out / f"{j.name}.log", "w")
+            log = open_stream(out / f"{j.name}.log", "run log")
             j.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             log.close()
             j.status, j.started_at = "running", now
@@ -207,7 +210,7 @@ def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, pyt
                                               if j.progress and j.progress[-1][0] else None),
                          "wall_s": round((j.ended_at or time.time()) - j.started_at, 1) if j.started_at else None}
                         for j in jobs]}
-    (out / "pack_summary.json").write_text(json.dumps(summary, indent=1))
+    write_text_atomic(json.dumps(summary, indent=1), out / "pack_summary.json", what="pack summary")
     return summary
 
 

@@ -163,9 +163,11 @@ companion corpus fetch english-mix
 ```
 """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    (path.with_suffix(".json")).write_text(json.dumps(n, indent=2, sort_keys=True) + "\n")
+    from ...base.outputs import check_output, write_text_atomic
+
+    check_output(path.with_suffix(".json"), "card numbers")   # both refused before either is written
+    write_text_atomic(text, path, what="card")
+    write_text_atomic(json.dumps(n, indent=2, sort_keys=True) + "\n", path.with_suffix(".json"), what="card numbers")
     return path
 
 
