@@ -61,11 +61,11 @@ def _pairs(root, effects, **kw):
 
 
 def _read(key="training_symmetry"):
-    from companion.train.studies.v3_bodies import read_claim, body_runs_v3, _rules_commit
+    from companion.train.studies.v3_bodies import read_claim, body_runs_v3, _registration, _rules_commit
 
     rules = load_rules_v3()
     body = rules["bodies"]["english-mix-v3"]
-    runs = body_runs_v3(body, rules["framework"]["fixed"], _rules_commit())
+    runs = body_runs_v3(body, _registration(body)[0], _rules_commit(body))
     return read_claim(key, rules, runs=runs)
 
 

@@ -18,7 +18,7 @@ def _fake(key, status, kind="empirical"):
     return fn
 
 
-V3 = pd.DataFrame([{"key": "b", "position": 1, "claim": "Fig. B: b is larger", "body": "a body", "look": "look 1 of 4 (3 seeds)",
+V3 = pd.DataFrame([{"key": "b", "position": 1, "claim": "Fig. B: b is larger", "body": "a body", "family": "word-piece", "look": "look 1 of 4 (3 seeds)",
                     "seeds in": "3 of 12", "effect": "+0.1 [-0.2, +0.4], 3 seeds", "d": 0.05, "reading": "inconclusive",
                     "status": "inconclusive", "why": "", "gate": "passes", "power (planned)": "P = 0.9",
                     "detectable (observed sd)": "0.3", "missing": ["run-s33", "run-s34"], "command": "bash make_runs.sh",
@@ -36,7 +36,7 @@ def book(monkeypatch):
         {"key": ["a", "b"], "p_holm": [0.3, 0.001], "survives": ["no", "yes"], "family_size": [2, 2]}))
     monkeypatch.setattr(training_v3, "verdicts_v3", lambda *a, **k: V3.copy())
     import companion.rules.v3 as v3
-    monkeypatch.setattr(v3, "load_rules_v3", lambda *a, **k: {"claims": {"b": {}}})
+    monkeypatch.setattr(v3, "load_rules_v3", lambda *a, **k: {"version": 4, "claims": {"b": {}}})
 
 
 def test_each_claim_is_printed_with_the_status_every_page_gives_holm_carried_in(book, capsys):
@@ -44,7 +44,7 @@ def test_each_claim_is_printed_with_the_status_every_page_gives_holm_carried_in(
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines()[1:3]}
     assert "inconclusive (after Holm)" in rows["a"] and "holds" not in rows["a"].replace("(after Holm)", "")
-    # b is read by rules v3 at a look: v3's status, as every page gives it (v2's 'negligible' beside, below)
+    # b is read by the training rules at a look: their status, as every page gives it (not v2's 'negligible')
     assert "inconclusive" in rows["b"] and "negligible" not in rows["b"] and "claim b" in rows["b"]
     assert "Fig. B inconclusive (3 of 12 seeds in" in out        # the confirmatory reading, as What survives says it
 
@@ -55,25 +55,27 @@ def test_the_csv_holds_the_table_printed(book, tmp_path, capsys):
     table = pd.read_csv(out)
     assert list(table.columns) == ["key", "status", "claim"]
     assert dict(zip(table["key"], table["status"])) == {"a": "inconclusive (after Holm)", "b": "inconclusive"}
-    assert main(["verdicts", "--v3", "--csv", str(out)]) == 0
+    assert main(["verdicts", "--training", "--csv", str(out)]) == 0
     assert pd.read_csv(out).set_index("key").loc["b", "seeds in"] == "3 of 12"
 
 
-def test_one_training_claim_shows_its_v3_reading_the_missing_runs_and_their_command(book, capsys):
+def test_one_training_claim_shows_its_reading_at_its_look_the_missing_runs_and_their_command(book, capsys):
     assert main(["verdicts", "--claim", "b"]) == 0
     out = capsys.readouterr().out
-    assert "status:   inconclusive" in out and "rules v3's fixed-sequence family" in out
-    assert "read by:  rules v3, look 1 of 4 (3 seeds); rules v2 read 'negligible' on the earlier bodies: measured b" in out
+    assert "status:   inconclusive" in out and "the training rules' family word-piece" in out
+    assert "read by:  training rules, version 4, look 1 of 4 (3 seeds)" in out
+    assert "negligible" not in out                                      # one status: no earlier version's word
     assert "look 1 of 4 (3 seeds), 3 of 12 seeds in: inconclusive" in out
     assert "runs still missing for the next look (2): run-s33, run-s34" in out and "bash make_runs.sh" in out
     assert main(["verdicts", "--claim", "a"]) == 0
-    assert "rules v3" not in capsys.readouterr().out                    # a claim v3 does not judge
+    assert "at its looks" not in capsys.readouterr().out                # a claim no sequential rule judges
 
 
 @pytest.mark.parametrize("argv, words", [
     (["verdicts", "--claim", "bb"], ["unknown claim 'bb'", "did you mean 'b'", "the keys are: a, b"]),
     (["verdicts", "--claim", "a", "--csv", "x.csv"], ["--claim prints one claim"]),
-    (["verdicts", "--claim", "a", "--v3"], ["--v3 prints a table; --claim prints one claim"]),
+    (["verdicts", "--claim", "a", "--training"], ["--training prints a table; --claim prints one claim"]),
+    (["verdicts", "--rules", "x.yaml"], ["--rules names the rules file", "add --training"]),
     (["verdicts", "--csv", " "], ["--csv is empty"]),
 ])
 def test_bad_input_is_one_line_naming_the_fix(book, capsys, argv, words):
@@ -84,6 +86,12 @@ def test_bad_input_is_one_line_naming_the_fix(book, capsys, argv, words):
         assert w in err
 
 
+def test_a_rules_file_that_is_not_there_is_refused_in_one_line(capsys, tmp_path):
+    assert main(["verdicts", "--training", "--rules", str(tmp_path / "no-such-rules.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and "no-such-rules.yaml" in err
+
+
 def test_a_folder_as_the_csv_is_refused_before_anything_is_computed(book, tmp_path, capsys, monkeypatch):
     def never():
         raise AssertionError("computed before the output was checked")
@@ -92,10 +100,10 @@ def test_a_folder_as_the_csv_is_refused_before_anything_is_computed(book, tmp_pa
     assert "is a folder" in capsys.readouterr().err
 
 
-def test_the_real_v3_reading_printed_is_the_one_the_package_computes(capsys):
+def test_the_real_training_reading_printed_is_the_one_the_package_computes(capsys):
     """On the landed runs: each training claim's printed status and look are verdicts_v3's (the
     function whose values the pages glue)."""
-    assert main(["verdicts", "--v3"]) == 0
+    assert main(["verdicts", "--training"]) == 0
     lines = capsys.readouterr().out.splitlines()
     v3 = training_v3.verdicts_v3().set_index("key")
     assert len(lines) == 1 + len(v3)
@@ -119,9 +127,21 @@ def test_the_missing_runs_are_listed_whatever_holds_them(book, capsys, monkeypat
         assert "runs still missing" not in out and "3 of 12 seeds in" in out
 
 
-def test_before_any_v3_reading_the_commands_say_none_is_read(book, capsys, monkeypatch):
+def test_before_any_reading_the_commands_say_none_is_read(book, capsys, monkeypatch):
     monkeypatch.setattr(training_v3, "verdicts_v3", lambda *a, **k: pd.DataFrame())
-    assert main(["verdicts", "--v3"]) == 0
-    assert capsys.readouterr().out.strip() == "no claim to show: rules v3 has read no training claim yet."
+    assert main(["verdicts", "--training"]) == 0
+    assert capsys.readouterr().out.strip() == "no claim to show: no training claim has been read at a look yet."
     assert main(["verdicts"]) == 0
-    assert capsys.readouterr().out.rstrip().endswith("`companion verdicts --v3`): none read yet.")
+    assert capsys.readouterr().out.rstrip().endswith("`companion verdicts --training`): none read yet.")
+
+
+def test_the_training_claims_are_read_under_any_rules_file_given(capsys, tmp_path):
+    """``--rules`` reads the claims under another file: version 3 as committed applies its fixed
+    sequence, the file in force splits the level, so the same bodies can read differently."""
+    from companion.rules.v3 import RULES_HISTORY
+
+    assert main(["verdicts", "--training", "--rules", str(RULES_HISTORY[3]), "--csv", str(tmp_path / "v3.csv")]) == 0
+    earlier = pd.read_csv(tmp_path / "v3.csv").set_index("key")
+    assert set(earlier.index) == {"table_1", "training_directionality", "training_symmetry", "symmetric_init_structure"}
+    now = training_v3.verdicts_v3().set_index("key")
+    assert earlier.loc["table_1", "status"] == "refuted" and now.loc["table_1", "status"] == "inconclusive"

@@ -1,8 +1,9 @@
 """``companion verdicts``: every claim's status as the book states it, from the terminal.
 
-    companion verdicts                     # each claim of the paper and its status (v2; v3 once read)
+    companion verdicts                     # each claim of the paper and its status
     companion verdicts --claim table_1     # one claim: what was measured, the check, its power
-    companion verdicts --v3                # the training claims read under rules v3 (the looks)
+    companion verdicts --training          # the training claims at their looks, under the rules in force
+    companion verdicts --training --rules data/verdict_rules_v3.yaml   # ... under another rules file
     companion verdicts --csv FILE.csv      # ... the table printed, as CSV
 
 The statuses are the ones every page of the book gives (:func:`companion.judge.claims.all_verdicts`,
@@ -16,18 +17,20 @@ from __future__ import annotations
 
 import sys
 
-#: the v3 table's columns, as printed by ``--v3`` and written by ``--v3 --csv``
-V3_COLUMNS = ("key", "look", "seeds in", "reading", "status", "gate", "effect", "d", "claim")
+#: the training table's columns, as printed by ``--training`` and written by ``--training --csv``
+TRAINING_COLUMNS = ("key", "family", "look", "seeds in", "status", "gate", "effect", "d", "claim")
 #: the status table's columns, as printed and written (the status every page gives)
 STATUS_COLUMNS = ("key", "status", "claim")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("verdicts", help="every claim's status as the book states it (rules v2, and "
-                                               "rules v3 for a training claim it has read; --v3: v3's table)")
+    p = subparsers.add_parser("verdicts", help="every claim's status as the book states it (--training: the "
+                                               "training claims at their looks)")
     p.add_argument("--claim", metavar="KEY", help="one claim in full, by its key (the first column)")
-    p.add_argument("--v3", action="store_true", help="the four training claims read under rules v3: "
-                                                     "look, seeds in, effect and interval, status")
+    p.add_argument("--training", action="store_true", help="the training claims read at their looks: family, "
+                                                           "look, seeds in, effect and interval, status")
+    p.add_argument("--rules", metavar="FILE", help="with --training: judge under this sequential rules file "
+                                                   "(default: the one in force, data/verdict_rules_v4.yaml)")
     p.add_argument("--csv", metavar="FILE.csv", help="write the table printed to this CSV file")
     p.set_defaults(func=run)
 
@@ -38,19 +41,26 @@ def run(args) -> int:
 
     if args.csv is not None and args.csv.strip() == "":
         raise CompanionError("--csv is empty; give a file name such as verdicts.csv, or leave --csv out.")
-    if args.claim is not None and (args.csv or args.v3):
-        raise CompanionError(f"{'--csv writes' if args.csv else '--v3 prints'} a table; --claim prints one "
-                             "claim (with its v3 reading where rules v3 judges it). Use one of them.")
+    if args.claim is not None and (args.csv or args.training):
+        raise CompanionError(f"{'--csv writes' if args.csv else '--training prints'} a table; --claim prints one "
+                             "claim (with its reading at its look where it is a training claim). Use one of them.")
+    if args.rules is not None and not args.training:
+        raise CompanionError("--rules names the rules file the training claims are read under; add --training.")
+    rules = None
+    if args.rules is not None:
+        from ..rules.v3 import load_rules_v3
+
+        rules = load_rules_v3(args.rules)   # checked whole before anything is read
     if args.csv:
         check_writable(args.csv, "--csv file")   # before minutes of computing
     if args.claim is not None:
         print(_one_claim(args.claim))
         return 0
-    table = _v3_table() if args.v3 else _status_table()
+    table = _training_table(rules) if args.training else _status_table()
     print(_as_text(table) if len(table) else "no claim to show: " + (
-        "rules v3 has read no training claim yet." if args.v3 else "the package judged none."))
-    if not args.v3:
-        print("\n" + _v3_line())
+        "no training claim has been read at a look yet." if args.training else "the package judged none."))
+    if not args.training:
+        print("\n" + _training_line())
     if args.csv:
         out = write_csv_atomic(table, args.csv)
         print(f"wrote {len(table)} rows to {out}", file=sys.stderr)
@@ -72,20 +82,20 @@ def _status_table():
     return claims.all_verdicts().loc[:, list(STATUS_COLUMNS)]
 
 
-def _v3_table():
+def _training_table(rules=None):
     from ..judge import training_v3
 
-    return training_v3.verdicts_v3().reindex(columns=list(V3_COLUMNS))
+    return training_v3.verdicts_v3(rules).reindex(columns=list(TRAINING_COLUMNS))
 
 
-def _v3_line() -> str:
+def _training_line() -> str:
     """The confirmatory reading in one sentence, as What survives gives it."""
     from ..judge import training_v3
     from ..judge.sentences import v3_summary
 
-    v3 = training_v3.verdicts_v3()
-    said = v3_summary((r["claim"].split(":")[0], r["status"], r["seeds in"], r["look"]) for _, r in v3.iterrows())
-    return ("Training claims under rules v3 (runs made after the rules; `companion verdicts --v3`): "
+    t = training_v3.verdicts_v3()
+    said = v3_summary((r["claim"].split(":")[0], r["status"], r["seeds in"], r["look"]) for _, r in t.iterrows())
+    return ("Training claims at their looks (runs made after their rules; `companion verdicts --training`): "
             + (f"{said}." if said else "none read yet."))
 
 
@@ -115,15 +125,15 @@ def _one_claim(key: str) -> str:
     for label, value in (("size", v.size), ("check", v.check), ("power", v.power), ("family", v.holm)):
         if isinstance(value, str) and value.strip():
             lines.append(f"  {label + ':':<9} {value}")
-    if v.status_v2:
-        lines.append(f"  read by:  {v.rules}; rules v2 read {v.status_v2!r} on the earlier bodies: {v.measured_v2}")
+    if v.rules:
+        lines.append(f"  read by:  {v.rules} (earlier versions' readings: the book's page rules_history.html)")
     lines.append(f"  chapter:  {v.chapter} (the book's page {v.chapter}.html)")
     from ..rules.v3 import load_rules_v3
 
-    v3 = training_v3.verdicts_v3() if key in load_rules_v3()["claims"] else None   # 15 s: only where v3 judges
-    if v3 is not None and key in set(v3.get("key", ())):
-        r = v3.set_index("key").loc[key]
-        lines += ["  rules v3, on runs made after them:",
+    t = training_v3.verdicts_v3() if key in load_rules_v3()["claims"] else None   # 15 s: only for a training claim
+    if t is not None and key in set(t.get("key", ())):
+        r = t.set_index("key").loc[key]
+        lines += ["  at its looks, on runs made after its rules:",
                   f"    {r['look']}, {r['seeds in']} seeds in: {r['status']}",
                   f"    effect {r['effect']} (smallest effect of interest d = {float(r['d']):.4g})"]
         for label in ("why", "power (planned)", "secondary"):

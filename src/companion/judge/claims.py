@@ -983,20 +983,23 @@ def v3_replaces(d: dict, v3) -> dict:
     if rows.empty or str(rows.iloc[0]["look"]) == "none yet":
         return d
     r = rows.iloc[0]
+    from ..rules.v3 import RULES_V3_PATH, load_rules_v3
+
+    version = load_rules_v3().get("version", 3)
     why = f"; {r['why']}" if isinstance(r.get("why"), str) and r["why"] else ""
     family = "" if r["status"] == r["reading"] else f"; its own reading {r['reading']}, the family's {r['status']}"
     status = status_from_v3(str(r["status"]))
     withheld = str(r["reading"]) if status == "inconclusive" and str(r["reading"]) != "inconclusive" else ""
     return {**d, "status": status, "status_v2": d["status"], "measured_v2": d["measured"],
             "holm_v2": d.get("holm", ""), "withheld_v3": withheld,
-            "rules": f"rules v3, {r['look']}",
+            "rules": f"training rules, version {version}, {r['look']}",
             "measured": (f"{r['effect']} at {r['look']}, {r['seeds in']} seeds in ({r['body']}); smallest effect "
-                         f"of interest {float(r['d']):.4g}{why}{family}; rules v2 read {d['status']!r} on the "
-                         "earlier bodies"),
+                         f"of interest {float(r['d']):.4g}{why}{family}"),
             "size": str(r["body"]),
-            "check": "paired seed-level test read at planned looks, repeated intervals (data/verdict_rules_v3.yaml)",
+            "check": f"paired seed-level test read at planned looks, repeated intervals (data/{RULES_V3_PATH.name})",
             "power": str(r["power (planned)"]),
-            "holm": "rules v3's fixed-sequence family of the four training claims (not v2's Holm family)",
+            "holm": (f"the training rules' family {r.get('family', '')}: its level split over its members"
+                     if version >= 4 else "rules v3's fixed-sequence family of the four training claims (not v2's Holm family)"),
             "rule_after": False}
 
 

@@ -213,7 +213,7 @@ def v3_summary(rows) -> str:
     brackets never nest: ``Fig. 3b, 6 seeds in, read by rules v3 at look 2: holds (provisional:
     ...)`` (named as rules v3's: the book's status of such a claim is 'inconclusive')."""
     return "; ".join(f"{label} {status} ({n} seeds in)" if str(look) == "none yet" else
-                     f"{label}, {n} seeds in, read by rules v3 at {look}: {status}" if "(" in str(status) else
+                     f"{label}, {n} seeds in, read at {look}: {status}" if "(" in str(status) else
                      f"{label} {status} ({v3_reading(n, look)})" for label, status, n, look in rows)
 
 
@@ -577,7 +577,7 @@ def v3_runs_said(table) -> str:
     arms of one seed started (a pair started hours apart may have met two machines), and,
     where the table has ``CPU s/step``, the compute a CPU step took against its wall clock."""
     if len(table) == 0:
-        return "No run of rules v3 has landed yet."
+        return "No run of the confirmatory bodies has landed yet."
     per_body = joined(f"{n} of {body}" for body, n in table.groupby("body", sort=False).size().items())
     devices = joined("the CPU" if d == "CPU" else d for d in sorted(set(table["device"])))
     after = table["after rules (h)"]

@@ -59,7 +59,7 @@ def _interval(est, fmt="+.4f") -> str:
         return "no look complete"
     if est.problem:
         return est.problem
-    return f"{interval(est.low, est.high, estimate=est.mean, fmt=fmt)}, {est.n} seeds, nominal {est.level:.2%} at this look, 95% over all looks"
+    return f"{interval(est.low, est.high, estimate=est.mean, fmt=fmt)}, {est.n} seeds, nominal {est.level:.2%} at this look"
 
 
 def status_of(key: str, table: pd.DataFrame | None = None) -> str:
@@ -76,8 +76,11 @@ def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.D
     rules = rules if rules is not None else load_rules_v3()
     order = rules["framework"]["family"]["order"]
     claims = readings if readings is not None else {k: read_claim(k, rules) for k in order}
-    statuses = fixed_sequence({k: c["reading"] for k, c in claims.items()}, order,
-                              labels={k: c["rule"]["claim"].split(":")[0] for k, c in claims.items()})
+    if rules["framework"]["family"]["method"] == "split":   # rules v4: each member at its own share
+        statuses = {k: c["reading"].outcome for k, c in claims.items()}
+    else:
+        statuses = fixed_sequence({k: c["reading"] for k, c in claims.items()}, order,
+                                  labels={k: c["rule"]["claim"].split(":")[0] for k, c in claims.items()})
     rows = []
     for pos, key in enumerate(order, 1):
         c = claims[key]
@@ -90,7 +93,8 @@ def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.D
             "look": f"look {rd.look} of {len(rd.looks)} ({rd.looks[rd.look - 1]} seeds)" if rd.look else "none yet",
             "seeds in": f"{len(c['seeds_in'])} of {len(rule['body_rule']['seeds'])}",
             "seeds at look": rd.looks[rd.look - 1] if rd.look else 0,
-            "effect": _interval(rd.estimate), "d": rule["d"], "reading": rd.outcome,
+            "family": rule.get("family", "all"),
+            "effect": _interval(rd.estimate), "d": c.get("d", rule["d"]), "reading": rd.outcome,
             "status": statuses[key], "why": rd.reason,
             "gate": ("not read yet" if not rd.look else
                      f"not read (no interval at the look: {rd.reason})" if c["gate"] is None else

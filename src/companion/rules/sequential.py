@@ -236,9 +236,12 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=Non
     outcome is read; it returns ``""`` when the look's gate passes, else why it fails.  A look
     whose gate fails reads 'not testable here' with that reason and ends the sequence there,
     as a broken seed does (rules v3, framework 'sequential'): an earlier inconclusive look is
-    gated too, so a failed gate is never passed over on the way to a later look."""
+    gated too, so a failed gate is never passed over on the way to a later look.  ``sesoi``: one
+    yardstick, or one per look (rules v4's yardsticks read from the look's own seeds; a look
+    whose yardstick is not a positive number reads 'not testable here')."""
     v = list(values_in_plan_order)
     looks = tuple(int(n) for n in looks)
+    per_look = list(sesoi) if isinstance(sesoi, (list, tuple, np.ndarray)) else [sesoi] * len(looks)
     complete = [k for k, n in enumerate(looks) if len(v) >= n]
     if not complete:
         return Reading(0, looks, None, NOT_READ_V3,
@@ -250,7 +253,10 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=Non
         why = gate(k + 1) if gate is not None else ""
         if why:
             return Reading(k + 1, looks, est, "not testable here", why)
-        out = outcome_v3(est, sesoi)
+        if not (isinstance(per_look[k], (int, float)) and math.isfinite(per_look[k]) and per_look[k] > 0):
+            return Reading(k + 1, looks, est, "not testable here",
+                           f"no smallest effect of interest could be read at look {k + 1} ({per_look[k]!r})")
+        out = outcome_v3(est, per_look[k])
         if out in DECIDED_V3:
             break
     return Reading(k + 1, looks, est, out, "")
@@ -383,7 +389,13 @@ def detectable_effect_interval(n: int, sd: float, nominal: float, power: float =
         return (float("nan"),) * 3
     df = n - 1
     crit = stats.t.isf(nominal, df)
-    ncp = optimize.brentq(lambda c: stats.nct.sf(crit, df, c) - power, 0.0, 400.0)
+    f = lambda c: stats.nct.sf(crit, df, c) - power  # noqa: E731
+    hi = 400.0
+    while f(hi) < 0 and hi < 1e7:   # strict early looks (2 degrees of freedom at a tiny level) need a large shift
+        hi *= 4
+    if f(hi) < 0:
+        return (float("nan"),) * 3
+    ncp = optimize.brentq(f, 0.0, hi)
     at = ncp / math.sqrt(n)
     lo, hi = spread_ratio_interval(n, level)
     return at * sd * lo, at * sd, at * sd * hi

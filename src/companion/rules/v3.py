@@ -24,7 +24,7 @@ import numpy as np
 from ..base.errors import CompanionError
 from ..base.paths import DATA_DIR
 
-__all__ = ["RULES_V3_PATH", "RULES_HISTORY", "family_of", "family_table_path", "load_rules_v3", "nominal", "design_table_path", "claim_v3", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
+__all__ = ["RULES_V3_PATH", "RULES_HISTORY", "text_edits_after", "family_of", "family_table_path", "load_rules_v3", "nominal", "design_table_path", "claim_v3", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
 
 #: the rules in force for the training claims (the loader's default)
 RULES_V3_PATH = DATA_DIR / "verdict_rules_v4.yaml"
@@ -419,7 +419,9 @@ def claim_v3(key: str, rules: dict | None = None) -> dict:
         raise CompanionError(f"no v3 rule for claim {key!r}; v3 judges {sorted(rules['claims'])}.")
     r = dict(rules["claims"][key], key=key)
     r["body_rule"] = dict(rules["bodies"][r["body"]], key=r["body"])
-    r["d"] = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
+    r["d"] = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])   # read_from: the planning value
+    r["yardstick"] = dict(rules["yardsticks"][r["sesoi"]], key=r["sesoi"])
+    r["family"] = family_of(key, rules) if "families" in rules["framework"] else "all"
     r["looks"] = list(rules["framework"]["sequential"]["looks"])
     r["nominal"] = [float(a) for a in rules["framework"]["sequential"]["nominal_when_fixed"]]
     return r
@@ -490,3 +492,38 @@ def changes_after_first_run(body: str, first_run_started, path: str | Path | Non
             if ref.get(part) != now.get(part):
                 out.append(f"{c[:10]} {t.isoformat()}: {part} changed after the body's first run")
     return out
+
+
+def text_edits_after(when, path: str | Path | None = None) -> list[dict]:
+    """Every commit of a rules file after ``when`` (e.g. the first judged run's start) that
+    changed its text at all, comments included: ``{"commit", "date", "lines added", "lines
+    removed", "subject"}`` in history order (``git log --follow``, so a rename is followed).
+    What decides is compared by :func:`changes_after_first_run`; this lists every edit, so that
+    a rule spelled out in a comment after the runs began is shown too.  Raises a
+    CompanionError outside a git checkout."""
+    import subprocess
+
+    from .verdicts import _as_datetime
+
+    path = Path(path) if path is not None else RULES_V3_PATH
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True)
+    if top.returncode != 0:
+        raise CompanionError(f"{path} is not in a git checkout; its history cannot be checked.")
+    root = top.stdout.strip()
+    rel = path.resolve().relative_to(Path(root).resolve())
+    log = subprocess.run(["git", "log", "--follow", "--reverse", "--numstat", "--format=@@%H %cI %s", "--", str(rel)],
+                         cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
+    start = _as_datetime(when)
+    out, first = [], True
+    for line in log:
+        if line.startswith("@@"):
+            commit, date, *subject = line[2:].split(" ", 2)
+            out.append({"commit": commit[:10], "date": _as_datetime(date), "lines added": 0, "lines removed": 0,
+                        "subject": subject[0] if subject else "", "first": first})
+            first = False
+        elif line.strip() and out:
+            added, removed, *_ = line.split("\t")
+            out[-1]["lines added"] += int(added) if added.isdigit() else 0
+            out[-1]["lines removed"] += int(removed) if removed.isdigit() else 0
+    return [dict((k, v) for k, v in e.items() if k != "first") for e in out
+            if e["date"] > start and not e["first"] and (e["lines added"] or e["lines removed"])]

@@ -309,7 +309,7 @@ def rule_commit_time(fixed, path: str | Path | None = None) -> _dt.datetime | No
     path = Path(path) if path is not None else RULES_PATH
     stamp = fixed.isoformat() if isinstance(fixed, _dt.date) else str(fixed)
     try:
-        out = subprocess.run(["git", "log", "--reverse", "--format=%cI", "-S", stamp, "--", path.name],
+        out = subprocess.run(["git", "log", "--follow", "--reverse", "--format=%cI", "-S", stamp, "--", path.name],
                              cwd=path.parent, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -37,13 +37,27 @@ def run_name(body: dict, arm: str, seed: int) -> str:
     return f"{body['pattern'].rstrip('*')}{mode}-{init}-s{seed}"
 
 
-def _rules_commit():
-    """When rules v3 were first committed: the oldest commit holding their stamp
-    (:func:`companion.rules.verdicts.rule_commit_time`); None outside a git checkout."""
-    from ...rules.v3 import RULES_V3_PATH, load_rules_v3
+def _rules_commit(body: dict | None = None):
+    """When the rules that registered ``body`` were first committed: the oldest commit of the
+    file named in the body's ``registered`` holding its stamp
+    (:func:`companion.rules.verdicts.rule_commit_time`); without a body (or a version-3 file
+    whose bodies name no registration), the rules in force's own stamp.  None outside a git
+    checkout."""
     from ...rules.verdicts import rule_commit_time
 
-    return rule_commit_time(load_rules_v3()["framework"]["fixed"], RULES_V3_PATH)
+    stamp, path = _registration(body)
+    return rule_commit_time(stamp, path)
+
+
+def _registration(body: dict | None):
+    """``(stamp, path)`` under which ``body`` was registered (see :func:`_rules_commit`)."""
+    from ...base.paths import ROOT
+    from ...rules.v3 import RULES_V3_PATH, load_rules_v3
+
+    reg = (body or {}).get("registered")
+    if isinstance(reg, dict):
+        return reg["fixed"], ROOT / reg["file"]
+    return load_rules_v3()["framework"]["fixed"], RULES_V3_PATH
 
 
 def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.DataFrame | None:
@@ -79,6 +93,13 @@ def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.Dat
         if wrong:
             raise CompanionError(f"run {name} was made with {', '.join(wrong)}; it is not a run of body "
                                  f"{body.get('label', body['pattern'])!r}: move it out of data/runs.")
+        if body.get("tokenizer"):
+            tok = _tokenizer_sha256(body["tokenizer"])
+            got = (prov.get("data") or {}).get("tokenizer_sha256")
+            if tok is not None and got != tok:
+                raise CompanionError(f"run {name} was tokenized with a vocabulary of sha256 {str(got)[:12]}, not the "
+                                     f"body's registered {body['tokenizer']} ({tok[:12]}); it is not a run of body "
+                                     f"{body.get('label', body['pattern'])!r}: move it out of data/runs.")
         hashes[name] = (prov.get("data") or {}).get("documents_sha256")
         devices[name] = device_label(prov)
     if len(set(hashes.values())) > 1:
@@ -99,6 +120,20 @@ def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.Dat
         raise CompanionError(f"run {short.index[0]} ends its evaluations at step {int(short.iloc[0])}, not at the "
                              f"body's horizon {body['steps']}; finish it (its script resumes it).")
     return runs.assign(device=runs["run"].map(devices))
+
+
+@lru_cache(maxsize=4)
+def _tokenizer_sha256(name: str) -> str | None:
+    """The vocabulary digest (:func:`companion.train.text.tokens.tokenizer_sha256`) of the zoo
+    tokenizer a body registers, or None where it is not installed (the check is then left to
+    the corpus hash)."""
+    try:
+        from ..text.data import load_tokenizer
+        from ..text.tokens import tokenizer_sha256
+
+        return tokenizer_sha256(load_tokenizer(None if name == "all-minilm-l6-v2" else name))
+    except Exception:   # noqa: BLE001 - a missing tokenizer package: no digest to compare
+        return None
 
 
 def _arm_rows(runs, arm):
@@ -274,9 +309,10 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
 
     rules = rules if rules is not None else load_rules_v3()
     root = Path(root) if root is not None else runs_root()
-    commit = _rules_commit() or _as_datetime(rules["framework"]["fixed"])
     rows = []
     for key, body in rules["bodies"].items():
+        # hours after the first commit of the rules that registered the body (its own file and stamp)
+        commit = _rules_commit(body) or _as_datetime(_registration(body)[0])
         arms = [*body["arms"], *(body.get("secondary_arms") or [])]
         for seed in body["seeds"]:
             for arm in arms:
@@ -356,8 +392,37 @@ def _cpu_seconds_per_step(prov: dict, steps: int) -> float:
 def _cached_runs(body_key: str, pattern: str, stamp: str):
     from ...rules.v3 import load_rules_v3
 
-    rules = load_rules_v3()
-    return body_runs_v3(dict(rules["bodies"][body_key]), rules["framework"]["fixed"], _rules_commit())
+    body = dict(load_rules_v3()["bodies"][body_key])
+    return body_runs_v3(body, _registration(body)[0], _rules_commit(body))
+
+
+def own_yardstick(runs: pd.DataFrame | None, rule: dict, seeds) -> float:
+    """A yardstick read from the body's own runs (rules v4, ``read_from``) over ``seeds`` (the
+    look's): version 3's rule applied to the arm it names.  ``scaled-iqr``: the paper's
+    interquartile width times the arm's seed-mean layer-mean score at the horizon over the
+    paper's median level of that score (Tables S2/S3); ``speedup-nats``: the arm's seed-mean
+    held-out loss at ``1 - speedup`` of the horizon minus at the horizon.  NaN when it cannot
+    be read (no runs, a non-finite value): the look then reads 'not testable here'."""
+    from .evidence import _published, published_iqr_width
+
+    y = rule["yardstick"]
+    rf = y["read_from"]
+    if runs is None or not len(seeds):
+        return float("nan")
+    sub = runs[runs["seed"].isin(list(seeds))]
+    steps = rule["body_rule"]["steps"]
+    if y["rule"] == "speedup-nats":
+        early = int(round((1 - float(y["speedup"])) * steps))
+        at = _values(sub, rf["arm"], "eval_loss", steps).reindex(list(seeds))
+        before = _values(sub, rf["arm"], "eval_loss", early).reindex(list(seeds))
+        v = float((before - at).mean())
+    else:
+        s = y["scale"]
+        pub = _published()
+        level = float(pub[(pub["score"] == s["score"]) & (pub["role"] == s["role"])]["median"].median())
+        own = float(_values(sub, rf["arm"], rf["score"], steps).reindex(list(seeds)).mean())
+        v = published_iqr_width(s["score"]) * abs(own) / abs(level)
+    return v if np.isfinite(v) and v > 0 else float("nan")
 
 
 def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = None) -> dict:
@@ -381,7 +446,12 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
         gates[look] = gate_v3(runs, rule, rules, seeds[: rule["looks"][look - 1]], rule["nominal"][look - 1])
         return gates[look]["why"]
 
-    reading = read_sequential(values.to_numpy(), rule["looks"], rule["nominal"], rule["d"], gate=gate_at)
+    if rule.get("yardstick", {}).get("read_from"):   # rules v4: d read at each look from the look's seeds
+        sesoi = [own_yardstick(runs, rule, seeds[:n]) if len(seeds) >= n else float("nan") for n in rule["looks"]]
+    else:
+        sesoi = rule["d"]
+    reading = read_sequential(values.to_numpy(), rule["looks"], rule["nominal"], sesoi, gate=gate_at)
+    d_read = (sesoi[reading.look - 1] if reading.look else float("nan")) if isinstance(sesoi, list) else rule["d"]
     gate = gates.get(reading.look)
     next_look = next((n for n in rule["looks"] if n > len(seeds)), None)
     secondary = {}
@@ -393,14 +463,16 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
         if k2:
             n2 = rule["looks"][k2 - 1]
             est = look_estimate(paired_values(runs, rule, s2[:n2], comparator=comp).to_numpy(), rule["nominal"][k2 - 1])
-            secondary[comp] = {"seeds": n2, "look": k2, "estimate": est, "outcome": outcome_v3(est, rule["d"])}
+            d2 = sesoi[k2 - 1] if isinstance(sesoi, list) else rule["d"]
+            secondary[comp] = {"seeds": n2, "look": k2, "estimate": est,
+                               "outcome": outcome_v3(est, d2) if np.isfinite(d2) else "not testable here"}
     est = reading.estimate
     detect = (detectable_effect_interval(est.n, est.sd, est.nominal) if est is not None and not est.problem
               else (float("nan"),) * 3)
     from ...rules.v3 import design_table_path
 
     design = pd.read_csv(design_table_path(rules))
-    return {"key": key, "rule": rule, "reading": reading, "gate": gate, "seeds_in": seeds,
+    return {"key": key, "rule": rule, "reading": reading, "gate": gate, "seeds_in": seeds, "d": d_read,
             "secondary": secondary, "detectable": detect,
             "design": design[design["claim"] == key].set_index("effect"),
             "missing": missing_runs(body, arms, next_look) if next_look and not reading.final else [],
