@@ -233,12 +233,15 @@ V2_ROW = {"key": "training_symmetry", "claim": "Fig. 3a", "status": "not testabl
           "status_v2": "", "measured_v2": ""}
 
 
-def test_a_training_claim_read_at_a_v3_look_takes_v3s_status_with_v2s_beside_it():
+def test_a_training_claim_read_at_a_look_takes_the_training_rules_status_and_states_no_other():
+    from companion.rules.v3 import load_rules_v3
+
     d = claims.v3_replaces(dict(V2_ROW), _v3_table())
     assert d["status"] == "inconclusive" and d["status_v2"] == "not testable here" and d["status_v1"] == "refuted"
-    assert d["rules"] == "rules v3, look 1 of 4 (3 seeds)" and not d["rule_after"]
+    assert d["rules"] == f"training rules, version {load_rules_v3()['version']}, look 1 of 4 (3 seeds)"
+    assert not d["rule_after"]
     assert d["measured"].startswith("+0.10 [-0.10, +0.30], 3 seeds at look 1 of 4 (3 seeds), 3 of 12 seeds in")
-    assert d["measured"].endswith("rules v2 read 'not testable here' on the earlier bodies")
+    assert "not testable here" not in d["measured"]        # the earlier rules' word is kept apart, not stated
     assert d["measured_v2"] == "v2 said so"
     claims.Verdict(**d)                                    # a status of the book's vocabulary
 

@@ -207,14 +207,22 @@ def spread_uncertainty(bounds) -> str:
 
 
 def v3_summary(rows) -> str:
-    """The rules-v3 verdicts in one line: ``Fig. 3a holds (4 seeds in, read at look 1); Table 1
-    not read yet (2 of 12 seeds in)``; ``rows``: (claim label, status, seeds in, look).  A
-    status with words of its own in brackets (the fixed sequence's) comes after the look, so
-    brackets never nest: ``Fig. 3b, 6 seeds in, read by rules v3 at look 2: holds (provisional:
-    ...)`` (named as rules v3's: the book's status of such a claim is 'inconclusive')."""
-    return "; ".join(f"{label} {status} ({n} seeds in)" if str(look) == "none yet" else
-                     f"{label}, {n} seeds in, read at {look}: {status}" if "(" in str(status) else
-                     f"{label} {status} ({v3_reading(n, look)})" for label, status, n, look in rows)
+    """The training claims' readings at their looks in one line: ``Fig. 3a holds (4 seeds in,
+    read at look 1); Table 1 not read yet (2 of 12 seeds in)``; ``rows``: (claim label, status,
+    seeds in, look).  A status with words of its own in brackets (a fixed sequence's, under an
+    earlier rules file) is stated as the book's status, 'inconclusive', with those words after
+    the look: ``Fig. 3b inconclusive (6 seeds in, read at look 2; provisional: ...)``, so one
+    claim is never given two statuses."""
+    def one(label, status, n, look):
+        status = str(status)
+        if str(look) == "none yet":
+            return f"{label} {status} ({n} seeds in)"
+        if "(" in status:
+            words = status[status.index("(") + 1:].rstrip(")")
+            return f"{label} inconclusive ({v3_reading(n, look)}; {words})"
+        return f"{label} {status} ({v3_reading(n, look)})"
+
+    return "; ".join(one(*r) for r in rows)
 
 
 def paired_result(estimate: float, low: float, high: float, n: int, outcome: str) -> str:
