@@ -23,6 +23,8 @@
 # Results: $OUT/blind-gpu.tar.gz (finished runs' history.csv + provenance.json, every log,
 # pack_summary.json, alone.json).  Try it on a CPU at a tiny size:
 #   OUT=/tmp/o STEPS=20 EVERY=10 ALONE_STEPS=20 DEVICE=cpu N_JOBS=3 DEADLINE=120 bash data/runs/device_blind_matrix.sh
+# The work folder is BLIND_WORK (default /tmp/blind-gpu): the script clears it only when it made
+# it (workdir.sh's marker), never another folder.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ "${1:-}" = prepare-mix ]; then   # copy what SET=mix needs from this machine's cache
@@ -34,7 +36,10 @@ if [ "${1:-}" = prepare-mix ]; then   # copy what SET=mix needs from this machin
   done
   cp -r "$SRC"/tokenizers/english-mix-* .devrun/cache/tokenizers/ || { echo "no fitted english-mix tokenizer in $SRC/tokenizers"; exit 1; }
   # the english-mix token cache (34 MB) is rebuilt on the device: carried, it would pass the 64 MiB limit
-  for m in .devrun/cache/tokens/*/meta.json; do grep -q '"english-mix"' "$m" 2>/dev/null && rm -rf "$(dirname "$m")"; done
+  source data/runs/workdir.sh
+  for m in .devrun/cache/tokens/*/meta.json; do
+    grep -q '"english-mix"' "$m" 2>/dev/null && { remove_project_cache "$(dirname "$m")" || exit 1; }
+  done
   # the runs the CPU has begun (a checkpoint, not yet in data/runs): the device leaves their seeds alone
   : > .devrun/cache/cpu_in_progress.txt
   for c in "${COMPANION_RUNS_WORK:-$SRC/blind-runs}"/mixblind-bert-mini-*/checkpoint.pt; do
@@ -51,7 +56,7 @@ PY=${PY:-python3}
 OUT=${OUT:-}; [ -n "${DRY:-}" ] || : "${OUT:?set OUT to the folder that comes back}"
 STEPS=${STEPS:-10000}; EVERY=${EVERY:-250}; ALONE_STEPS=${ALONE_STEPS:-500}
 DEVICE=${DEVICE:-cuda}; DEADLINE=${DEADLINE:-520}; N_JOBS=${N_JOBS:-16}; PARALLEL=${PARALLEL:-16}
-WORK=${WORK:-/tmp/blind-gpu}
+WORK=${BLIND_WORK:-/tmp/blind-gpu}   # not $WORK: on clusters that is the user's work file system
 CORPUS=wikipedia; [ "${SET:-matrix}" = mix ] && { CORPUS=english-mix; ALONE_STEPS=0; }
 COMMON="--size bert-mini --corpus $CORPUS --steps $STEPS --batch-size 16 --lr 1e-3 --warmup 100
         --eval-every $EVERY --eval-blocks 320 --device $DEVICE --threads 1"
@@ -95,7 +100,10 @@ for job in "${jobs[@]:0:$N_JOBS}"; do
   echo >> "$JOBS"
 done
 [ -n "${DRY:-}" ] && { cat "$JOBS"; rm -f "$JOBS"; exit 0; }   # DRY=1: the job list only (tests read it)
-rm -rf "$WORK"; mkdir -p "$WORK" "$OUT"; mv "$JOBS" "$WORK/jobs.txt"
+# only a folder this script made (its marker inside) is cleared: never a user's $WORK
+source data/runs/workdir.sh
+fresh_workdir "$WORK" || { rm -f "$JOBS"; exit 1; }
+mkdir -p "$OUT"; mv "$JOBS" "$WORK/jobs.txt"
 { nvidia-smi -L 2>/dev/null; nproc; $PY -c "import torch; print(torch.__version__, torch.cuda.is_available())"; } > "$WORK/machine.txt" 2>&1
 cat "$WORK/machine.txt"
 

@@ -13,7 +13,8 @@
 # pack_summary.json, machine.txt) and v3-weights-K.tar (the kept weights, one run an archive, about 44 MB,
 # so that no archive passes what the device returns).  Try it on the CPU at a tiny size:
 #   OUT=/tmp/o STEPS=20 EVERY=10 DEVICE=cpu N_JOBS=2 DEADLINE=300 bash data/runs/device_v3.sh
-# DRY=1 prints the job list and writes nothing.
+# DRY=1 prints the job list and writes nothing.  The work folder is V3_WORK (default /tmp/v3-gpu):
+# the script clears it only when it made it (workdir.sh's marker), never another folder.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 SRC=${COMPANION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/companion}
@@ -38,7 +39,8 @@ export PYTHONPATH=$PWD/src HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 PY=${PY:-python3}
 OUT=${OUT:-}; [ -n "${DRY:-}" ] || : "${OUT:?set OUT to the folder that comes back}"
 STEPS=${STEPS:-10000}; EVERY=${EVERY:-250}; DEVICE=${DEVICE:-cuda}; DEADLINE=${DEADLINE:-520}
-N_JOBS=${N_JOBS:-16}; PARALLEL=${PARALLEL:-16}; WORK=${WORK:-/tmp/v3-gpu}; RUNS=${RUNS:-data/runs}
+N_JOBS=${N_JOBS:-16}; PARALLEL=${PARALLEL:-16}; RUNS=${RUNS:-data/runs}
+WORK=${V3_WORK:-/tmp/v3-gpu}   # not $WORK: on clusters that is the user's work file system
 IN_PROGRESS=${IN_PROGRESS:-.devrun/cache/cpu_in_progress_v3.txt}
 HALF=$((STEPS / 2))
 COMMON="--size bert-mini --steps $STEPS --batch-size 16 --lr 1e-3 --warmup 100 --eval-every $EVERY
@@ -65,7 +67,10 @@ for name in "${ORDER[@]}"; do
   echo >> "$JOBS"; n=$((n + 1))
 done
 [ -n "${DRY:-}" ] && { cat "$JOBS"; rm -f "$JOBS"; exit 0; }
-rm -rf "$WORK"; mkdir -p "$WORK" "$OUT"; mv "$JOBS" "$WORK/jobs.txt"
+# only a folder this script made (its marker inside) is cleared: never a user's $WORK
+source data/runs/workdir.sh
+fresh_workdir "$WORK" || { rm -f "$JOBS"; exit 1; }
+mkdir -p "$OUT"; mv "$JOBS" "$WORK/jobs.txt"
 { nvidia-smi -L 2>/dev/null; nproc; $PY -c "import torch; print(torch.__version__, torch.cuda.is_available())"; } > "$WORK/machine.txt" 2>&1
 cat "$WORK/machine.txt"
 $PY -m companion.train.runner.pack "$WORK/jobs.txt" --out "$WORK/runs" --parallel "$PARALLEL" --deadline "$DEADLINE" --device "$DEVICE"
