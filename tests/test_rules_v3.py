@@ -491,3 +491,38 @@ def test_a_pilot_seed_without_a_finite_value_is_refused_naming_it_not_planned_ar
     monkeypatch.setattr(dv, "_v2_body", lambda body: broken)
     with pytest.raises(CompanionError, match=f"run {last_run}.*is nan"):
         dv.pilot_estimate(pilot)
+
+
+# ---------------------------------------------------------------- one outcome for an edge case on every path
+
+
+@pytest.mark.parametrize("values, d, want", [
+    ([0.03, 0.03, 0.03], 0.01, "not testable here"),              # no spread: duplicated runs
+    ([0.03, 0.03, 0.03 + 1e-12], 0.01, "not testable here"),      # a spread below the floor
+    ([0.2, float("nan"), 0.3], 0.1, "not testable here"),          # a seed without a number
+])
+def test_zero_spread_and_nan_read_the_same_on_the_v2_path_and_the_sequential_path(values, d, want):
+    """The rules-v2 path (statistics.directional_outcome over one_sample_t) and the sequential
+    path (look_estimate + outcome_v3) give one outcome for each edge case."""
+    from companion.rules import statistics as st
+
+    v = np.asarray(values, dtype=float)
+    seq = sq.outcome_v3(sq.look_estimate(v, 0.025), d)
+    try:
+        v2 = st.directional_outcome(st.one_sample_t(v[np.isfinite(v)] if np.isnan(v).any() else v), d)
+        if np.isnan(v).any():   # v2 reads NaN seeds as not testable before any interval (rules v2.3)
+            v2 = "not testable here"
+    except ValueError:
+        v2 = "error"
+    assert seq == v2 == want
+
+
+def test_a_bound_exactly_at_d_reads_holds_on_both_paths():
+    """An interval whose low end equals d up to rounding beyond the tenth digit holds on both paths."""
+    from companion.rules import statistics as st
+
+    vals = np.array([10.0, 11.0, 12.0])
+    est = st.one_sample_t(vals)
+    d = est.low * (1 + 1e-13)   # d a hair above the low end: equal after rounding
+    seq_est = sq.look_estimate(vals, 0.025)
+    assert st.directional_outcome(est, d) == sq.outcome_v3(seq_est, d) == "holds"

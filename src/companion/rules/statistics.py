@@ -154,9 +154,19 @@ def directional_outcome(est: Estimate, sesoi: float, min_seeds: int = 3, gate: b
                          "A yardstick of 0 lets no precise null refute a claim (rules v2).")
     if est.n < max(min_seeds, 2) or not gate:
         return "not testable here"
-    hits = [k for k, v in outcome_conditions(est.low, est.high, sesoi).items() if v]
-    if len(hits) != 1:  # NaN interval: no condition is met
-        raise ValueError(f"the interval [{est.low}, {est.high}] meets {len(hits)} outcomes; it must be finite.")
+    # the edge cases as every path reads them (companion.rules.sequential): a non-finite interval
+    # or no seed-to-seed spread is no evidence of a size, and interval ends and the yardstick
+    # are compared after rounding to DIGITS significant digits (a low end equal to d holds)
+    from .sequential import DIGITS, SPREAD_FLOOR
+
+    if not (math.isfinite(est.low) and math.isfinite(est.high) and math.isfinite(est.sd)):
+        return "not testable here"
+    if est.sd <= SPREAD_FLOOR * max(1.0, abs(est.mean)):
+        return "not testable here"
+    r = lambda x: float(f"{x:.{DIGITS}g}")  # noqa: E731
+    hits = [k for k, v in outcome_conditions(r(est.low), r(est.high), r(sesoi)).items() if v]
+    if len(hits) != 1:  # unreachable for a finite interval: the conditions partition it
+        raise ValueError(f"the interval [{est.low}, {est.high}] meets {len(hits)} outcomes.")
     return hits[0]
 
 
