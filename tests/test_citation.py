@@ -131,6 +131,21 @@ def test_a_label_names_release_state_and_the_rules_that_decided_the_verdicts():
     assert citation.Version("0.3.0rc1", None).label == "0.3.0rc1 (unreleased; unknown commit)"
     # two builds judged by different rules never share a label
     assert citation.Version("0.2.0", "a" * 7, "2.1").label != citation.Version("0.2.0", "a" * 7, "2.2").label
+    assert citation.Version("0.2.0", "a" * 7, "2.3", "4").label == \
+        "0.2.0 (verdict rules v2.3; training rules v4; commit aaaaaaa)"
+    assert citation.Version("0.2.0", "a" * 7, "2.3", "3").label != citation.Version("0.2.0", "a" * 7, "2.3", "4").label
+
+
+def test_the_book_names_the_training_rules_in_force():
+    """The footer's label names the version the training rules file in force states (read from
+    the file, not typed)."""
+    import yaml
+
+    from companion.rules.v3 import RULES_V3_PATH
+
+    want = str(yaml.safe_load(RULES_V3_PATH.read_text())["version"])
+    assert citation.book_version().training_rules == want
+    assert f"training rules v{want}" in citation.book_version().label
 
 
 def test_a_rules_revision_that_is_not_a_number_is_refused_naming_the_file(tmp_path):
