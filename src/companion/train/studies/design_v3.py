@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["pilot_values", "pilot_estimate", "planning_sd", "scaled_yardstick", "speedup_yardstick",
-           "true_outcomes", "design_check", "family_error_table", "family_check_table", "DESIGN_PATH", "main"]
+           "true_outcomes", "design_check", "family_error_table", "family_check_table", "reachable_outcomes", "DESIGN_PATH", "main"]
 
 from ...base.paths import DATA_DIR
 
@@ -163,6 +163,32 @@ def family_error_table(rules: dict, draws: int | None = None) -> pd.DataFrame:
                          "seed spread": {"planning": "planning spreads", "d": "equal to d"}[spread],
                          "family error": res["family_error"], "reaches the last member": res["reached"][-1],
                          "stated fwer": float(fw["family"]["fwer"])})
+    return pd.DataFrame(rows)
+
+
+def reachable_outcomes(rules: dict, design: pd.DataFrame | None = None, floor: float = 0.01) -> pd.DataFrame:
+    """What each claim's design can reach, from the design table: the half-width of the first
+    look's interval in seed spreads (``t(1 - a_1, n_1 - 1) / sqrt(n_1)``: a look whose interval
+    is hundreds of spreads wide decides nothing), and each outcome whose simulated chance at a
+    true effect of 0, of d or of the pilot's estimate is at least ``floor`` (with the effects at
+    which it is).  One row per claim."""
+    from scipy import stats
+
+    from ...rules.sequential import DECIDED_V3
+    from ...rules.v3 import design_table_path
+
+    design = design if design is not None else pd.read_csv(design_table_path(rules))
+    looks = rules["framework"]["sequential"]["looks"]
+    a1 = float(rules["framework"]["sequential"]["nominal_when_fixed"][0])
+    half = float(stats.t.isf(a1, looks[0] - 1) / math.sqrt(looks[0]))
+    rows = []
+    for key in rules["framework"]["family"]["order"]:
+        d = design[design["claim"] == key]
+        d = d.set_index(d["effect"].astype(str))
+        reach = {o: [e for e in ("0", "d", "pilot") if e in d.index and d.loc[e, o] >= floor] for o in DECIDED_V3}
+        rows.append({"claim": key, "look 1 half-width (spreads)": half,
+                     "reachable": ", ".join(f"{o} (at {'/'.join(es)})" for o, es in reach.items() if es) or "none",
+                     "out of reach": ", ".join(o for o, es in reach.items() if not es) or "none"})
     return pd.DataFrame(rows)
 
 
