@@ -49,7 +49,17 @@ def test_a_clause_between_name_and_colon_is_read_but_a_labelled_test_outcome_is_
             "Fig. 3b (test alone: holds, size open) and Table 1 under rules v1: not testable here. "
             "Fig. 3a. The next sentence: refuted.")
     s = sc.stated_statuses(text, NAMES)
-    assert [(x.key, x.status) for x in s] == [("cor_s1_13", "refuted")]
+    # a version label is no exemption: 'under rules v1' states a second status for Table 1
+    assert [(x.key, x.status) for x in s] == [("cor_s1_13", "refuted"), ("table_1", "not testable here")]
+
+
+def test_a_version_label_exempts_nothing_outside_the_history_appendix():
+    """Two status words for one claim on a page fail the check, whatever version the second is
+    labelled with; the history appendix is the one page left out, by name."""
+    text = "Table 1: inconclusive. Earlier, Table 1 under rules v3: refuted."
+    found = sc.disagreements(sc.stated_statuses(text, NAMES, "site: book/fig3_decided.html"), {"table_1": "inconclusive"})
+    assert len(found) == 1 and "stated as 'refuted'" in found[0]
+    assert sc.HISTORY_PAGES == ("rules_history",)
 
 
 def test_status_columns_of_tables_are_compared_and_outcome_columns_are_not():

@@ -42,8 +42,12 @@ def _pages():
         for page in sorted(folder.rglob("*.html")):
             if page.name in SKIP or "_static" in page.parts or "_sources" in page.parts:
                 continue
+            if page.stem.split(".")[0] in sc.HISTORY_PAGES:   # the one page of earlier versions' readings
+                continue
             yield f"{surface}: {page.relative_to(folder)}", page.read_text(encoding="utf-8", errors="replace")
     for nb in sorted((SITE / "notebooks").rglob("*.ipynb")) if (SITE / "notebooks").is_dir() else []:
+        if nb.stem in sc.HISTORY_PAGES:
+            continue
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
         text = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
         yield f"notebook: {nb.relative_to(SITE)}", text

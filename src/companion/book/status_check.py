@@ -13,9 +13,11 @@ A status is *stated* for a claim in two shapes, the two the book uses:
   names one) and the cell under that header.
 
 A per-test outcome shown beside a status is labelled as such ("test alone: refuted", a
-column headed "outcome", "under rules v1"), and those labels are not statuses: a clause whose
-words before the colon say "alone", "outcome", "before" or name another version of the rules
-is skipped, as is a table whose status column is headed by another version.
+column headed "outcome"), and those labels are not statuses: a clause whose words before the
+colon say "alone", "outcome" or "before" is skipped.  A label naming another version of the
+rules is no exemption: earlier versions' readings belong on one page, the appendix "How the
+rules changed" (:data:`HISTORY_PAGES`), which the surfaces' check leaves out; anywhere else a
+second status word for a claim is a disagreement.
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ from html.parser import HTMLParser
 
 from ..base.errors import CompanionError
 
-__all__ = ["STATUS_WORDS", "aliases", "Stated", "stated_statuses", "table_statuses", "disagreements",
+__all__ = ["HISTORY_PAGES", "STATUS_WORDS", "aliases", "Stated", "stated_statuses", "table_statuses", "disagreements",
            "html_text"]
+
+#: the one page that shows earlier rules versions' readings (its name, without a suffix)
+HISTORY_PAGES = ("rules_history",)
 
 #: every status word, longest first so that "holds, size open" is never read as "holds"
 STATUS_WORDS = ("inconclusive (after Holm)", "holds with a correction", "holds, size open", "not testable here",
@@ -35,7 +40,7 @@ STATUS_WORDS = ("inconclusive (after Holm)", "holds with a correction", "holds, 
 
 #: words between a claim's name and the colon that mark what follows as something other than
 #: the claim's status (a per-test outcome, another version's reading, a quoted old verdict)
-NOT_A_STATUS = re.compile(r"\b(alone|outcome|outcomes|before|v1|v2|v3|version [123]|rules v[123]|once read|reads? as|"
+NOT_A_STATUS = re.compile(r"\b(alone|outcome|outcomes|before|once read|reads? as|"
                           r"per[- ]test|body|bodies|pilot|premise at)\b", re.I)
 
 _STATUS_RE = "|".join(re.escape(s) for s in STATUS_WORDS)
