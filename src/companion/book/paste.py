@@ -7,15 +7,52 @@
 * :func:`glue_figure`: a figure (or anything else with a rich display), pasted with
   ``{glue:figure}`name``` or ``{glue}`name```.
 
-None shows anything in the cell; each is :func:`myst_nb.glue` underneath, so the build
-fails on a pasted name no cell glued.
+In the book's build none shows anything in the cell; each is :func:`myst_nb.glue`
+underneath, so the build fails on a pasted name no cell glued.  In a chapter's notebook the
+set-up (:func:`companion.book.colab.setup`) turns on :func:`show_values`: each helper then
+also shows its value under the cell that computes it, as ``name = value`` (a figure as
+itself), so a re-run shows the fresh value of every number the text carries from the build.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["glue_text", "glue_number", "glue_figure"]
+__all__ = ["glue_text", "glue_number", "glue_figure", "show_values", "shown", "SHOWN_KEY"]
+
+#: the output metadata key that marks a value shown by :func:`show_values`
+SHOWN_KEY = "companion_glued"
+
+_SHOW = False
+
+
+def show_values(on: bool = True) -> None:
+    """Make the helpers below also show each value in its cell (``name = value``; a figure as
+    itself), besides gluing it.  The notebooks' set-up turns this on; the book's build never
+    does, so its pages and outputs are unchanged."""
+    global _SHOW
+    _SHOW = bool(on)
+
+
+def shown(name: str, text: str) -> tuple[dict, dict]:
+    """The display bundle ``(data, metadata)`` that shows a glued value's text in a cell: the
+    one a re-run shows, and the one a generated notebook carries from the build."""
+    return {"text/plain": f"{name} = {text}"}, {SHOWN_KEY: name}
+
+
+def _show(name: str, value) -> None:
+    if not _SHOW:
+        return
+    from IPython.display import display
+
+    if hasattr(value, "savefig"):
+        # a figure: shown as itself, unless pyplot manages it (an inline backend then shows
+        # it at the end of the cell already)
+        if getattr(getattr(value, "canvas", None), "manager", None) is None:
+            display(value)
+        return
+    data, metadata = shown(name, repr(value) if not isinstance(value, str) else str(value))
+    display(data, raw=True, metadata=metadata)
 
 
 def glue_text(name: str, value) -> None:
@@ -25,17 +62,22 @@ def glue_text(name: str, value) -> None:
     from ..judge.claims import Plain
 
     glue(name, Plain(str(value)), display=False)
+    _show(name, str(value))
 
 
 def glue_number(name: str, value) -> None:
     """Glue a number (a NumPy scalar as its Python value, so ``:.2f`` formats apply)."""
     from myst_nb import glue
 
-    glue(name, value.item() if isinstance(value, np.generic) else value, display=False)
+    value = value.item() if isinstance(value, np.generic) else value
+    glue(name, value, display=False)
+    _show(name, value)
 
 
 def glue_figure(name: str, fig) -> None:
-    """Glue a figure as it is (its image), without showing it in the cell."""
+    """Glue a figure as it is (its image), without showing it in the cell (unless
+    :func:`show_values` is on)."""
     from myst_nb import glue
 
     glue(name, fig, display=False)
+    _show(name, fig)

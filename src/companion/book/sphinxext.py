@@ -122,6 +122,22 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> Non
     context["script_files"] = kept
 
 
+def _execution_sources(app) -> list[Path]:
+    """Where this build's executions are (:func:`companion.book.executions.find`): myst-nb's
+    copies beside the output, the execution cache the build read (``execute.cache``; the
+    student edition reads the instructor's), nbval's executions beside that cache, and the
+    source tree's own ``_build``."""
+    from .executions import build_sources
+
+    folders = [Path(app.outdir).parent / "jupyter_execute"]
+    cache = getattr(app.config, "nb_execution_cache_path", "") or ""
+    if cache:
+        cache = Path(cache) if Path(cache).is_absolute() else Path(app.srcdir) / cache
+        folders += [cache, cache.parent / "executed"]
+    folders += build_sources(Path(app.srcdir) / "_build")
+    return list(dict.fromkeys(f.resolve() for f in folders))
+
+
 def publish_notebooks(app, exception) -> None:
     """Write the Colab-ready notebooks into the built site (HTML builds only)."""
     if exception is not None or app.builder.format != "html":
@@ -129,9 +145,8 @@ def publish_notebooks(app, exception) -> None:
     root = Path(app.srcdir)
     out = Path(app.outdir) / nbgen.NOTEBOOK_DIR
     repo = _repo_url(app)
-    executed = Path(app.outdir).parent / "jupyter_execute"   # myst-nb's executed copies: values and outputs
     paths = nbgen.write_notebooks(root, out, repo_url=repo, student=app.config.companion_student_edition,
-                                  executed_dir=executed if executed.is_dir() else None)
+                                  executions=_execution_sources(app))
     from sphinx.util import logging
 
     logging.getLogger(__name__).info(f"companion: {len(paths)} notebook(s) in {out}")

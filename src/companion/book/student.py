@@ -157,9 +157,10 @@ def build_student(root: Path | str = ".", out: Path | str | None = None, jupyter
     shutil.copytree(work / "_build" / "html", html)
     _mark(html)
     shutil.rmtree(work)
-    executed = root / "_build" / "jupyter_execute"   # the instructor build's: no solution cell is matched
-    nbgen.write_notebooks(src, out / "notebooks", student=True,
-                          executed_dir=executed if executed.is_dir() else None)
+    # the instructor build's executions (myst-nb's copies, the cache, nbval's): no solution cell is matched
+    from .executions import build_sources
+
+    nbgen.write_notebooks(src, out / "notebooks", student=True, executions=build_sources(root / "_build"))
     return out
 
 
