@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from companion.book import notebooks as nbgen
+from companion.book import slides as sl
+
 ROOT = Path(__file__).resolve().parents[2]
 SLIDES = ROOT / "_build" / "slides"
 DECKS = [Path(c.docname).name for c in nbgen.book_chapters(ROOT)]
@@ -65,15 +67,40 @@ def test_deck_loads_typesets_and_shows_its_images_offline(browser, slides_url, o
     audit(browser, f"slides: {deck}.slides.html")  # no serious or critical violation
 
 
-@pytest.mark.parametrize("deck", DECKS)
-def test_a_deck_of_a_chapter_with_figures_shows_them(deck):
-    import json
+@pytest.fixture(scope="module")
+def executions():
+    """The build's executions, read as the slides read them (myst-nb's copies, the execution
+    cache, nbval's: ``make test``'s build leaves its figures only in the last two)."""
+    from companion.book import executions as exs
 
-    executed = ROOT / "_build" / "jupyter_execute" / "book" / f"{deck}.ipynb"
-    nb = json.loads(executed.read_text())
-    drawn = sum(1 for c in nb["cells"] if c["cell_type"] == "code"
-                for o in c.get("outputs", []) if "image/png" in o.get("data", {})
-                and "scrapbook" not in o.get("metadata", {})
-                and not {"remove-output", "remove-cell"} & set(c.get("metadata", {}).get("tags", [])))
+    return exs.find(nbgen.book_chapters(ROOT), exs.build_sources(ROOT / "_build"))
+
+
+@pytest.mark.parametrize("chapter", nbgen.book_chapters(ROOT), ids=lambda c: Path(c.docname).name)
+def test_a_deck_of_a_chapter_with_figures_shows_them(chapter, executions):
+    ex = executions[chapter.docname]
+    deck = Path(chapter.docname).name
+    assert ex.notebook is not None, f"{deck}: no execution with outputs under {ROOT / '_build'}"
+    markdown = "\n\n".join(c.source for c in ex.notebook.cells if c.cell_type == "markdown")
+    drawn = sl.drawn_figures(ex.notebook, markdown)
     shown = (SLIDES / f"{deck}.slides.html").read_text().count("<img ")
     assert shown >= min(drawn, 1), f"{deck}: the chapter draws {drawn} figures, its deck shows {shown}"
+
+
+@pytest.mark.parametrize("chapter", nbgen.book_chapters(ROOT), ids=lambda c: Path(c.docname).name)
+def test_the_answer_slides_state_every_verdict_of_the_answer_box(chapter, executions):
+    """Each verdict of the chapter's answer box (a glued value in bold) is on an answer
+    slide of its deck, in bold, after the words that say what it is the verdict of."""
+    import html as html_lib
+
+    deck = Path(chapter.docname).name
+    page = (SLIDES / f"{deck}.slides.html").read_text()
+    answer = " ".join(re.sub(r"<aside.*?</aside>", "", sec, flags=re.S)
+                      for sec in re.findall(r"<section[^>]*>(.*?)</section>", page, re.S) if "<h2>The answer</h2>" in sec)
+    text = " ".join(html_lib.unescape(re.sub(r"<strong>(.*?)</strong>", r"**\1**", answer)).split())
+    text = re.sub(r"<[^>]+>", "", text)
+    glue = executions[chapter.docname].glue
+    for _, clause in sl.answer_verdicts(chapter.source.read_text(encoding="utf-8")):
+        stated = " ".join(sl.resolve_glue(sl._links_text(clause), glue).split())
+        stated = re.sub(r"\{[^}]+\}`([^`<]*?)\s*(<[^>]*>)?`", r"\1", stated)   # a reference: its words
+        assert stated in text or sl.without_asides(stated) in text, f"{deck}: the answer slides do not state {stated!r}"

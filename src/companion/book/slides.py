@@ -4,7 +4,8 @@
 
     python -m companion.book.slides           # after `make book`: -> _build/slides/<chapter>.slides.html
 
-A deck is made from the chapter as the book executed it (``_build/jupyter_execute``), for
+A deck is made from the chapter as the book executed it (its outputs and glued values, from
+whichever executions the build path left: :mod:`companion.book.executions`), for
 projection rather than reading (:func:`plan_chapter`): the chapter's question, its learning
 goals and the points of its answer box; per section its opening sentences, its formal
 statements and its figures (code outputs and glued figures, with their captions); every
@@ -38,7 +39,8 @@ from pathlib import Path
 
 __all__ = ["REVEAL_VERSION", "REVEAL_INTEGRITY", "SLIDE_WORDS", "TABLE_ROWS", "Slide", "SlideError",
            "vendor_reveal", "resolve_glue", "trim", "pack_bullets", "split_table", "plan_chapter",
-           "chapter_slides", "render_slide", "deck_html", "build_slides", "main"]
+           "chapter_slides", "render_slide", "deck_html", "build_slides", "main", "without_asides",
+           "pack_answer", "answer_verdicts", "check_answer_slides", "drawn_figures"]
 
 REVEAL_VERSION = "5.2.1"
 #: the npm registry's integrity string for reveal.js 5.2.1 (``npm view reveal.js@5.2.1 dist.integrity``)
@@ -162,7 +164,14 @@ def _words(text: str) -> int:
 
 def _tokens(text: str) -> list[str]:
     """Words of ``text`` with every formula, link and HTML tag kept whole."""
-    return re.findall(r"\$\$.*?\$\$|\$[^$\n]*\$|\[[^\]]*\]\([^)]*\)|<[^>]+>|\S+", text, re.S)
+    return re.findall(r"\$\$.*?\$\$|\$[^$\n]*\$|\{[^}\s]+\}`[^`]*`\S*|\[[^\]]*\]\([^)]*\)|<[^>]+>|\S+", text, re.S)
+
+
+#: where a sentence ends: after . ! ? : ; and before a capital, a bracket, a formula or bold,
+#: but never after an abbreviation that names a figure, an equation or a section ("Fig. S5b")
+_SENTENCE_END = re.compile(r"(?<!\bFig\.)(?<!\bFigs\.)(?<!\bEq\.)(?<!\bEqs\.)(?<!\bSec\.)(?<!\bTab\.)(?<!\bThm\.)"
+                           r"(?<!\bProp\.)(?<!\bDef\.)(?<!\bApp\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\bcf\.)"
+                           r"(?<=[.!?:;])\s+(?=[A-Z(\[$*])")
 
 
 def trim(text: str, budget: int = SLIDE_WORDS) -> tuple[str, str]:
@@ -171,10 +180,13 @@ def trim(text: str, budget: int = SLIDE_WORDS) -> tuple[str, str]:
     if _words(text) <= budget:
         return text.strip(), ""
     text = " ".join(text.split())
-    sentences = re.split(r"(?<=[.!?:;])\s+(?=[A-Z(\[$*])", text)
+    sentences = re.split(_SENTENCE_END, text)
     kept: list[str] = []
     for i, sentence in enumerate(sentences):
         if _words(" ".join(kept + [sentence])) > budget:
+            while kept and kept[-1].endswith(":"):   # a label ("Fig. 3a:") stays with what it labels
+                kept.pop()
+                i -= 1
             if kept:
                 return " ".join(kept), " ".join(sentences[i:])
             break
@@ -217,6 +229,92 @@ def pack_bullets(title: str, items: list[str], budget: int = SLIDE_WORDS) -> lis
     if current:
         slides.append(Slide(title, "\n".join(f"- {c}" for c in current), notes="\n\n".join(notes)))
     return slides
+
+
+def without_asides(text: str) -> str:
+    """``text`` without its parenthetical asides (formulas kept whole, and the brackets inside
+    them), spaces before punctuation tidied."""
+    out, depth = [], 0
+    for tok in re.split(r"(\$\$.*?\$\$|\$[^$\n]*\$|[()])", text, flags=re.S):
+        if not tok:
+            continue
+        if tok == "(":
+            depth += 1
+        elif tok == ")" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(tok)
+    short = re.sub(r"[ \t]+([,.;:])", r"\1", "".join(out))
+    return re.sub(r"[ \t]{2,}", " ", short).strip()
+
+
+def pack_answer(items: list[str], budget: int = SLIDE_WORDS) -> list[Slide]:
+    """The answer box's points as "The answer" slides: a point over the budget is shown
+    without its parenthetical asides where that fits (the whole point goes to the notes), so
+    that its verdict stays on the slide; otherwise it is trimmed as any bullet
+    (:func:`pack_bullets`)."""
+    shown, whole = [], {}
+    for item in items:
+        short = without_asides(item) if _words(item) > budget else item
+        if short != item and _words(short) <= budget:
+            whole[short] = item
+            shown.append(short)
+        else:
+            shown.append(item)
+    slides = pack_bullets("The answer", shown, budget)
+    for short, item in whole.items():
+        for slide in slides:
+            if f"- {short}" in slide.body.splitlines():
+                slide.notes = "\n\n".join(filter(None, [slide.notes, item]))
+                break
+    return slides
+
+
+_VERDICT = re.compile(r"\*\*\s*\{glue(?::text)?\}`[^`]+`\s*\*\*")
+
+
+def answer_verdicts(markdown: str) -> list[tuple[int, str]]:
+    """The verdicts a chapter's answer box states: its glued values set in bold
+    (``**{glue:text}`name`**``), each as ``(k, clause)``: the index of its point among the
+    box's points (the question excepted) and the clause that states it, from the last
+    ``;``, ``,`` or sentence end before it (``Fig. 3a: **{glue:text}`status`**``)."""
+    box = re.search(r"^(:{3,})\{admonition\}\s+The answer.*?$(.*?)^\1\s*$", markdown, re.M | re.S)
+    if not box:
+        return []
+    inner = [ln for ln in box.group(2).splitlines() if not _OPTION_LINE.match(ln)]
+    points = [b for b in _bullets(inner) if not b.startswith("**Question.**")]
+    found = []
+    for k, point in enumerate(points):
+        for m in _VERDICT.finditer(point):
+            start = max((b.end() for b in re.finditer(r"[;,]\s|[.!?]\s(?=[A-Z])", point[:m.start()])), default=0)
+            found.append((k, " ".join(point[start:m.end()].split())))
+    return found
+
+
+def check_answer_slides(chapter: str, slides: list[Slide], verdicts: list[tuple[int, str]], glue: dict) -> None:
+    """Refuse (:class:`SlideError`, naming the chapter and the slide) an answer slide with a
+    point that names something and says nothing after it ("Fig. 3a:"), and a verdict of the
+    answer box (:func:`answer_verdicts`) that its point's slide does not state."""
+    lines = []            # (slide number, the point as shown), in the order of the box's points
+    for n, slide in enumerate(slides, 1):
+        if slide.title == "The answer":
+            lines += [(n, ln[2:]) for ln in slide.body.splitlines() if ln.startswith("- ")]
+    for n, line in lines:
+        if re.search(r"(:|\*\*\s*\*\*)\s*$", line) or re.search(r"\*\*\s*\*\*", line):
+            raise SlideError(f"{chapter}: slide {n} ('The answer') states {line!r} with nothing after it; "
+                             "its value went to the notes or was never glued")
+    for k, clause in verdicts:
+        try:
+            stated = " ".join(resolve_glue(_links_text(clause), glue).split())
+        except KeyError:
+            raise SlideError(f"{chapter}: the slide 'The answer' states the verdict {clause!r}, which no execution "
+                             "of the chapter glued (is the book built?)") from None
+        n, line = lines[k] if k < len(lines) else (None, "")
+        line = " ".join(line.split())
+        if stated not in line and without_asides(stated) not in line:
+            where = f"slide {n} ('The answer')" if n else "no slide 'The answer'"
+            raise SlideError(f"{chapter}: {where} does not state the verdict {stated!r} of the answer box's point "
+                             f"{k + 1}; shorten that point so that its verdict fits a slide")
 
 
 def split_table(md: str, rows: int = TABLE_ROWS) -> list[str]:
@@ -345,7 +443,7 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
     if goals:
         slides += pack_bullets("Learning goals", [g for g in goals if not g.startswith("After this chapter")])
     if answer_points:
-        slides += pack_bullets("The answer", answer_points)
+        slides += pack_answer(answer_points)
     for sec in sections:
         if sec["title"].lower() in _SKIP_SECTIONS:
             continue
@@ -415,7 +513,7 @@ def _markdown():
 def _chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple]]:
     """The chapter's Markdown (solutions removed, glued values filled in) with an
     ``@@figure:<n>@@`` line where each figure stands, and the figures ``(png, alt, caption)``."""
-    from .student import strip_solutions
+    from .solutions import cells_without_solutions
 
     parts: list[str] = []
     figures: list[tuple] = []
@@ -428,10 +526,10 @@ def _chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple]]:
         figures.append((glue[name]["data"]["image/png"], _figure_alt(glue[name].get("metadata"), name), caption))
         return f"\n@@figure:{len(figures) - 1}@@\n"
 
-    for n, cell in enumerate(nb.cells):
+    for n, cell in cells_without_solutions(nb.cells):   # gated solutions' code cells left out too
         tags = set((cell.get("metadata") or {}).get("tags", []))
         if cell.cell_type == "markdown":
-            text = _GLUE_FIGURE.sub(glued_figure, strip_solutions(cell.source))
+            text = _GLUE_FIGURE.sub(glued_figure, cell.source)
             parts.append(resolve_glue(_links_text(text), glue))
         elif cell.cell_type == "code":
             drawn = 0
@@ -449,21 +547,44 @@ def _chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple]]:
     return "\n\n".join(parts), figures
 
 
-def chapter_slides(executed: Path, glue: dict, links: dict | None = None) -> tuple[str, list[str]]:
-    """``(title, [slide HTML])`` of one executed chapter notebook; ``links`` (label or page ->
-    address of the online book, :func:`companion.book.notebooks.book_links`) turns references
-    into links."""
+def chapter_slides(executed, glue: dict, links: dict | None = None, chapter: str | None = None
+                   ) -> tuple[str, list[str]]:
+    """``(title, [slide HTML])`` of one executed chapter (a notebook's path, or the nbformat
+    notebook with ``chapter`` its name); ``links`` (label or page -> address of the online
+    book, :func:`companion.book.notebooks.book_links`) turns references into links.  The
+    answer slides must state every verdict of the chapter's answer box
+    (:func:`check_answer_slides`)."""
     import nbformat
 
-    nb = nbformat.read(executed, as_version=4)
-    chapter = Path(executed).stem
+    if isinstance(executed, (str, Path)):
+        nb = nbformat.read(executed, as_version=4)
+        chapter = chapter or Path(executed).stem
+    else:
+        nb = executed
+        chapter = chapter or "chapter"
     markdown, figures = _chapter_markdown(nb, glue, chapter)
     links = links or {}
     page = links.get(chapter)
     url = (lambda label: f"{page}#{label}") if page else None
     title, plan = plan_chapter(markdown, figures, chapter, url)
+    verdicts = answer_verdicts("\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+    check_answer_slides(chapter, plan, verdicts, glue)
     md = _markdown()
     return title, [render_slide(s, md, links) for s in plan]
+
+
+def drawn_figures(nb, markdown: str = "") -> int:
+    """How many figures an executed chapter shows: the images of its code cells' outputs
+    (a glued value and a cell whose output is removed excepted) and the figures its text
+    pastes (``{glue:figure}``)."""
+    drawn = 0
+    for cell in nb.cells:
+        tags = set((cell.get("metadata") or {}).get("tags", []))
+        if cell.cell_type != "code" or tags & {"remove-output", "remove-cell"}:
+            continue
+        drawn += sum(1 for o in cell.get("outputs", []) if "image/png" in (o.get("data") or {})
+                     and "scrapbook" not in (o.get("metadata") or {}))
+    return drawn + len(_GLUE_FIGURE.findall(markdown))
 
 
 def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
@@ -545,21 +666,30 @@ def _read_glue(path: Path) -> dict:
 
 
 def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[Path]:
-    """One deck per executed chapter of the book at ``root`` into ``out`` (``_build/slides``)."""
+    """One deck per executed chapter of the book at ``root`` into ``out`` (``_build/slides``).
+
+    Each chapter's outputs and glued values come from the build's executions, whichever the
+    build path left (:func:`companion.book.executions.find`: myst-nb's copies, the execution
+    cache, nbval's executions).  A chapter no execution holds outputs of, an answer slide
+    without its verdict (:func:`check_answer_slides`) and the deck of a chapter that draws
+    figures showing none are each a :class:`SlideError` naming the chapter."""
+    from .executions import build_sources, find
     from .notebooks import book_chapters, book_links, repository_url, site_url
 
     root = Path(root).resolve()
     out = Path(out) if out is not None else root / "_build" / "slides"
-    executed = root / "_build" / "jupyter_execute"
-    if not executed.is_dir():
-        raise FileNotFoundError(f"no executed chapters under {executed}; build the book first (make book)")
+    sources = build_sources(root / "_build")
+    if not any(f.is_dir() for f in sources):
+        raise FileNotFoundError(f"no executed chapters under {root / '_build'} (jupyter_execute, .jupyter_cache "
+                                "or executed); build the book first (make book)")
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder; give a folder for the decks (it is kept as it is).")
     chapters = book_chapters(root)   # checked before anything is written
+    found = find(chapters, sources)
     for ch in chapters:
-        nb_path = executed / f"{ch.docname}.ipynb"
-        if not nb_path.is_file():
-            raise FileNotFoundError(f"{ch.docname} was not executed by the book build ({nb_path} is missing)")
+        if found[ch.docname].notebook is None:
+            raise FileNotFoundError(f"{ch.docname}: no execution of it with outputs under {root / '_build'} "
+                                    "(jupyter_execute, .jupyter_cache, executed); build the book first (make book)")
     out.mkdir(parents=True, exist_ok=True)
     vendor = out / "vendor"
     for name, src in (("reveal", vendor_reveal()), ("mathjax", _mathjax_dir())):
@@ -568,11 +698,16 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
     links = book_links(root, site_url(repository_url(root)))   # references -> the online book
     decks = []
     for ch in chapters:
-        nb_path = executed / f"{ch.docname}.ipynb"
-        glue_path = nb_path.with_suffix(".glue.json")
-        glue = _read_glue(glue_path) if glue_path.is_file() else {}
-        title, slides = chapter_slides(nb_path, glue, links)
-        target = out / f"{Path(ch.docname).name}.slides.html"
+        ex = found[ch.docname]
+        name = Path(ch.docname).name
+        title, slides = chapter_slides(ex.notebook, ex.glue, links, chapter=name)
+        markdown = "\n\n".join(c.source for c in ex.notebook.cells if c.cell_type == "markdown")
+        drawn = drawn_figures(ex.notebook, markdown)
+        shown = sum(s.count("<img ") for s in slides)
+        if drawn and not shown:
+            raise SlideError(f"{name}: the chapter shows {drawn} figure(s) and its deck ({name}.slides.html) none; "
+                             "a figure slide is missing")
+        target = out / f"{name}.slides.html"
         target.write_text(deck_html(title, slides), encoding="utf-8")
         decks.append(target)
     return decks
