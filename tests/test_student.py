@@ -29,19 +29,19 @@ check("ex-a-1", x)
 ```
 :::
 
-:::{solution} ex-a-1
+::::{solution} ex-a-1
 :class: dropdown
 
 The secret argument.
 
-::::{note}
-nested, with a longer fence
-::::
+:::{note}
+nested, with a shorter fence (MyST: the outer fence is the longer)
+:::
 
 ```python
 x = 42
 ```
-:::
+::::
 
 Text after.
 """
@@ -51,6 +51,13 @@ def test_solutions_are_removed_with_everything_inside_them():
     out = strip_solutions(PAGE)
     assert "secret argument" not in out and "x = 42" not in out and "nested" not in out
     assert "Prove it." in out and "Text after." in out and ":label: ex-a-1" in out
+
+
+def test_a_solution_nested_the_wrong_way_round_is_an_error_not_a_leak():
+    """MyST ends ':::' at '::::': the code after it would be outside the solution on the page."""
+    page = ":::{solution} ex-a-1\nsecret\n\n::::{note}\nnested\n::::\n\n```python\nx = 42\n```\n:::\n"
+    with pytest.raises(ValueError, match="closed on line 6 by '::::'.*fewer marks"):
+        strip_solutions(page)
 
 
 def test_an_unclosed_solution_is_an_error_not_a_truncated_page():

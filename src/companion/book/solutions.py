@@ -1,44 +1,173 @@
-"""What the student edition changes in a chapter's source: every ``{solution}`` directive
-removed (:func:`strip_solutions`), and each exercise's starter code moved into a code cell of
-its own (:func:`split_check_cells`).  Used by the student site (:mod:`companion.book.student`)
+"""What the student edition changes in a chapter's source: every solution removed
+(:func:`strip_solutions`: ``{solution}`` directives of any fence, and gated
+``{solution-start}``/``{solution-end}`` blocks; :func:`cells_without_solutions` for a
+notebook), and each exercise's starter code moved into a code cell of its own
+(:func:`split_check_cells`).  Used by the student site (:mod:`companion.book.student`)
 and the student notebooks (:mod:`companion.book.notebooks`), neither of which imports the other.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-__all__ = ["strip_solutions", "split_check_cells"]
+__all__ = ["strip_solutions", "split_check_cells", "cells_without_solutions"]
 
-_SOLUTION_OPEN = re.compile(r"^(?P<fence>:{3,})\{solution\}")
+#: a solution directive's name in a fence's info string: ``{solution}``, sphinx-exercise's gated
+#: ``{solution-start}`` / ``{solution-end}``, with or without a domain (``{exercise:solution}``)
+_SOLUTION_NAME = re.compile(r"^\{\s*(?:[\w.-]+:)?(solution|solution-start|solution-end)\s*\}")
+_DIRECTIVE = re.compile(r"^\{\s*([\w.:-]+)\s*\}")
+#: directives whose body is not MyST Markdown (code, math, raw input): never parsed for solutions
+_RAW_DIRECTIVES = {"code-cell", "code", "code-block", "sourcecode", "literalinclude", "math", "raw",
+                   "eval-rst", "eval-md", "mermaid", "graphviz", "csv-table", "bibliography", "glue:math"}
+_RST_SOLUTION = re.compile(r"^\s*\.\.\s+(?:[\w.-]+:)?solution(?:-start|-end)?::", re.M)
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    """The book's own Markdown parser: MyST with the extensions of ``_config.yml``, so that a
+    solution is exactly what the book renders as one (fences of ``:`` or backticks, any length)."""
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    config = MdParserConfig(enable_extensions={"colon_fence", "dollarmath", "amsmath", "deflist",
+                                               "html_image", "substitution"})
+    return create_md_parser(config, RendererHTML)
+
+
+def _fence_closed(lines: list[str], tok) -> tuple[bool, int]:
+    """Whether the fence ``tok`` ends on a closing line, and that line's fence length."""
+    first, last = tok.map
+    ch, n = tok.markup[0], len(tok.markup)
+    if last - 1 <= first or last > len(lines):
+        return False, 0
+    m = re.fullmatch(rf"[ \t>]*({re.escape(ch)}{{{n},}})[ \t]*", lines[last - 1].rstrip("\r\n"))
+    return (True, len(m.group(1))) if m else (False, 0)
+
+
+def _events(text: str, offset: int = 0, depth: int = 0) -> list[tuple]:
+    """``(kind, first, last, depth)`` of every solution in ``text`` in document order, lines
+    counted from ``offset``: kind ``solution`` (the whole directive), ``start`` / ``end`` (the
+    gated directives).  Directive bodies are searched too (a solution in an exercise, a
+    dropdown, a list or a quote), code and math are not."""
+    lines = text.splitlines(keepends=True)
+    found = []
+    for tok in _parser().parse(text):
+        if tok.type not in ("fence", "colon_fence") or tok.map is None:
+            continue
+        first, last = tok.map
+        sol = _SOLUTION_NAME.match(tok.info.strip())
+        if sol:
+            closed, length = _fence_closed(lines, tok)
+            where = f"a {{{sol.group(1)}}} directive opened on line {offset + first + 1}"
+            if not closed:
+                raise ValueError(f"{where} is never closed with '{tok.markup}': close it, or the rest of "
+                                 "the page would be taken for its body")
+            if length != len(tok.markup):
+                raise ValueError(f"{where} with '{tok.markup}' is closed on line {offset + last} by "
+                                 f"'{tok.markup[0] * length}' (MyST ends a fence at the first line of at least "
+                                 "as many marks); nest directives inside a solution with fewer marks than "
+                                 f"its own, e.g. '{tok.markup[0] * 4}{{solution}}' around '{tok.markup[0] * 3}{{note}}'")
+            kind = {"solution": "solution", "solution-start": "start", "solution-end": "end"}[sol.group(1)]
+            found.append((kind, offset + first, offset + last, depth))
+            continue
+        d = _DIRECTIVE.match(tok.info.strip())
+        if d is None:
+            continue                                   # a plain code block
+        if d.group(1) in _RAW_DIRECTIVES:
+            if d.group(1) == "eval-rst" and _RST_SOLUTION.search(tok.content):
+                raise ValueError(f"an {{eval-rst}} block on line {offset + first + 1} holds an RST solution "
+                                 "directive, which cannot be removed for the student edition; write it as a "
+                                 "MyST {solution} directive")
+            continue
+        # a directive's body is MyST again: search it, its lines counted from the line after its fence
+        found.extend(_events(tok.content, offset + first + 1, depth + 1))
+    return found
+
+
+def _strip(text: str, gate_open: bool = False, open_end: bool = False) -> tuple[str, bool]:
+    """``text`` without its solutions; ``gate_open``: the text begins inside a gated solution
+    (a notebook's cell after a ``solution-start`` cell); ``open_end``: a gate may stay open
+    at the end (returned as the second value) instead of being an error."""
+    lines = text.splitlines(keepends=True)
+    spans, gate = [], (0, 0) if gate_open else None   # gate: (first line, depth) of an open solution-start
+    for kind, first, last, depth in _events(text):
+        if kind == "solution":
+            if gate is None:
+                spans.append((first, last))
+        elif kind == "start":
+            if gate is not None:
+                raise ValueError(f"a {{solution-start}} on line {first + 1} opens inside another gated solution; "
+                                 "close the first with {solution-end}")
+            gate = (first, depth)
+        else:
+            if gate is None:
+                raise ValueError(f"a {{solution-end}} on line {first + 1} closes no {{solution-start}}; "
+                                 "remove it or add the start")
+            if depth != gate[1]:
+                raise ValueError(f"the {{solution-end}} on line {first + 1} is not in the same block as its "
+                                 f"{{solution-start}} on line {gate[0] + 1}; put both at the same level")
+            spans.append((gate[0], last))
+            gate = None
+    still_open = gate is not None
+    if still_open:
+        if not open_end:
+            raise ValueError(f"a {{solution-start}} directive opened on line {gate[0] + 1} is never closed "
+                             "with {solution-end}: add it where the solution ends")
+        spans.append((gate[0], len(lines)))
+    drop = set()
+    for first, last in spans:
+        drop.update(range(first, last))
+    out, just_removed = [], False
+    for n, line in enumerate(lines):
+        if n in drop:
+            just_removed = True
+            continue
+        # the blank line after a removed block goes with it (and nothing else changes:
+        # code cells must stay byte for byte, the execution cache matches them)
+        if just_removed and not line.strip() and (not out or not out[-1].strip()):
+            continue
+        just_removed = False
+        out.append(line)
+    return "".join(out), still_open
 
 
 def strip_solutions(text: str) -> str:
-    """``text`` (MyST Markdown) without its ``{solution}`` directives, each with its body.
+    """``text`` (MyST Markdown) without its solutions, each with its whole body: every
+    ``{solution}`` directive, colon- or backtick-fenced with fences of any length, wherever it
+    stands (in an exercise, a dropdown, a list or a quote), and everything from a gated
+    ``{solution-start}`` to its ``{solution-end}`` (code cells included).
 
-    A solution ends at the first line that is exactly its own colon fence (directives nested
-    inside it use longer fences, as MyST requires). An unterminated solution is an error,
-    not a silent truncation of the page.
+    The page is parsed by the book's own MyST parser, so a solution is exactly what the
+    book renders as one; everything else is kept byte for byte.  An unterminated solution, a
+    fence closed by a longer one (nesting the wrong way round) or an unpaired gated directive
+    is an error naming the line and the fix, not a silent truncation or leak.
     """
-    out, fence, start, just_removed = [], None, 0, False
-    lines = text.splitlines(keepends=True)
-    for n, line in enumerate(lines, 1):
-        if fence is None:
-            opened = _SOLUTION_OPEN.match(line)
-            if opened:
-                fence, start = opened.group("fence"), n
-                continue
-            # the blank line after a removed block goes with it (and nothing else changes:
-            # code cells must stay byte for byte, the execution cache matches them)
-            if just_removed and not line.strip() and (not out or not out[-1].strip()):
-                continue
-            just_removed = False
-            out.append(line)
-        elif line.rstrip("\r\n") == fence:
-            fence, just_removed = None, True
-    if fence is not None:
-        raise ValueError(f"a {{solution}} directive opened on line {start} is never closed with '{fence}'")
-    return "".join(out)
+    return _strip(text)[0]
+
+
+def cells_without_solutions(cells) -> list[tuple[int, object]]:
+    """``[(index, cell)]`` of a notebook's cells without solutions (for the decks, which read
+    the executed notebook): each Markdown cell's solutions removed (a copy of the cell), and
+    every cell from a gated ``{solution-start}`` to its ``{solution-end}`` left out, code cells
+    and their outputs included, though the gate spans several cells."""
+    import copy
+
+    kept, gate = [], False
+    for n, cell in enumerate(cells):
+        if cell.get("cell_type") == "markdown":
+            text, gate = _strip(cell.get("source", ""), gate_open=gate, open_end=True)
+            if text.strip() or not cell.get("source", "").strip():
+                new = copy.copy(cell)
+                new["source"] = text
+                kept.append((n, new))
+        elif not gate:
+            kept.append((n, cell))
+    if gate:
+        raise ValueError("a {solution-start} directive is never closed with {solution-end} in the notebook; "
+                         "add it where the solution ends")
+    return kept
 
 
 def _split_markdown(text: str) -> list[tuple[str, str]]:
