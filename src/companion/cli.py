@@ -51,8 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from .base.progress import command_line
+
     try:
-        return int(args.func(args) or 0)
+        with command_line():   # waits and progress of library code go to this command's stderr
+            return int(args.func(args) or 0)
     except CompanionError as exc:
         print(f"companion {args.command}: error: {exc}", file=sys.stderr)
         return 2

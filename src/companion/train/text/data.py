@@ -39,7 +39,7 @@ from .tokens import (TokenBlocks, TokenStreams, cached_token_streams, compact_vo
                      in_memory_streams)
 
 __all__ = ["default_corpus", "load_texts", "load_tokenizer", "TokenData", "build_token_data",
-           "token_data_for_corpus", "unigram_cross_entropy", "DEFAULT_CORPUS"]
+           "token_data_for_corpus", "corpus_token_streams", "unigram_cross_entropy", "DEFAULT_CORPUS"]
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -298,6 +298,16 @@ def token_data_for_corpus(corpus: str, seq_len: int, top_k: int | None = None,
     ``max_tokens`` (required: they are streamed until that many tokens are read); local
     files by their content hash.
     """
+    streams, tok, src = corpus_token_streams(corpus, tokenizer=tokenizer, tokenizer_name=tokenizer_name,
+                                             eval_every=eval_every, max_tokens=max_tokens, progress=progress)
+    return _token_data(streams, tok, seq_len, top_k, "python-docs" if corpus == "default" else corpus, src)
+
+
+def corpus_token_streams(corpus: str, tokenizer=None, tokenizer_name: str | None = None,
+                         eval_every: int = 10, max_tokens: int | None = None, progress=None):
+    """The token streams of a named corpus (or local file) from the token cache, built there
+    on first use: ``(streams, tokenizer, source)``, ``source`` as :attr:`TokenData.source`.
+    What :func:`token_data_for_corpus` blocks; ``companion corpus prepare`` builds them."""
     if corpus == "default":
         corpus = "python-docs"
     spec = CORPORA.get(corpus)
@@ -337,7 +347,7 @@ def token_data_for_corpus(corpus: str, seq_len: int, top_k: int | None = None,
         src["tokenizer"] = fitted
     if held_out is not None:
         src["split"] = source["split"]
-    return _token_data(streams, tok, seq_len, top_k, corpus, src)
+    return streams, tok, src
 
 
 def unigram_cross_entropy(data: TokenData, mode: str = "encoder", chunk: int = 1 << 22) -> float:

@@ -548,7 +548,11 @@ def fitted_tokenizer_folder(corpus: Assembled | None = None, progress=None) -> P
             (tmp / "fit.json").write_text(json.dumps(
                 {"corpus": NAME, "train_documents": len(train),
                  "train_documents_sha256": documents_sha256(train), **settings}, indent=2) + "\n")
-            os.replace(tmp, folder)
+            try:
+                os.replace(tmp, folder)
+            except OSError:   # another process put a complete one there first: use it
+                if not (folder / "tokenizer.json").exists():
+                    raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return folder
