@@ -203,12 +203,17 @@ def test_report_logs_always_and_prints_only_where_it_is_read(monkeypatch, capsys
     assert [r.getMessage() for r in caplog.records] == ["fitting something", "waiting for something"]
 
 
-def test_a_bad_progress_setting_is_one_line_naming_the_fix(monkeypatch):
+def test_a_bad_progress_setting_is_one_line_naming_the_fix(monkeypatch, capsys):
+    from one_line import one_line_error
+
     monkeypatch.setenv(progress.ENV_VAR, "loud")
     with pytest.raises(CompanionError) as err:
         progress.to_stderr(_Stream(tty=True))
     msg = str(err.value)
     assert "\n" not in msg and "COMPANION_PROGRESS='loud'" in msg and "COMPANION_PROGRESS=1" in msg
+    # a command refuses it before any work, whether or not it would have reported anything
+    one_line_error(["corpus", "prepare", "python-docs"], capsys, "COMPANION_PROGRESS='loud'", "COMPANION_PROGRESS=0",
+                   within_s=30)
 
 
 def test_the_book_kernels_start_quiet():

@@ -39,6 +39,7 @@ def command_line():
     its log, so progress goes there even when it is not a terminal (restored afterwards, so
     a command run in-process leaves the caller as it was)."""
     global _command_line
+    to_stderr()   # a bad COMPANION_PROGRESS is refused (one line) before the command's work
     before, _command_line = _command_line, True
     try:
         yield
