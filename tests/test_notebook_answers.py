@@ -145,6 +145,24 @@ def test_the_make_test_build_gives_outputs_and_values(book, cache):
     assert [o["data"]["text/plain"] for o in shown] == ["verdict = holds", "ratio = 0.123456", "only_in_solution = it does"]
 
 
+def test_a_make_book_build_that_executed_the_chapter_itself_gives_outputs_and_values(book):
+    """``make book`` with an empty cache: myst-nb's copy holds the outputs, the glued values
+    moved out of the cells into its glue store."""
+    ex = _executed()
+    store = exs.glue_records(ex)
+    for cell in ex.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if "scrapbook" not in o.get("metadata", {})]
+    je = book / "_build" / "jupyter_execute" / "book"
+    je.mkdir(parents=True)
+    nbformat.write(ex, je / "chap.ipynb")
+    (je / "chap.glue.json").write_text(json.dumps({k: {"data": v["data"]} for k, v in store.items()}))
+    found = exs.find(nbgen.book_chapters(book), exs.build_sources(book / "_build"))["book/chap"]
+    assert found.origins == [str(book / "_build" / "jupyter_execute")]
+    nb = nbgen.chapter_notebook(nbgen.book_chapters(book)[0], REPO, "v1", executed=found)
+    assert exs.check_notebook(nb, found) == [] and exs.report(nb)["cells_with_output"] == 1
+
+
 def test_the_written_notebooks_of_a_make_test_build_carry_the_answers(book):
     _make_test_build(book, cache=True)
     out = book / "out"

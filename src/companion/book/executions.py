@@ -4,13 +4,15 @@ executed notebooks the build path left behind.
 The Colab notebooks, the student notebooks and the slides carry the build's values and
 outputs, and three places may hold them, depending on how the book was built:
 
+- ``_build/.jupyter_cache``: jupyter-cache's store, matched to the chapter by its code, as the
+  build matches it (:mod:`companion.book.book_cache`): the execution the build used, outputs
+  and glued values both, on every build path.
 - ``_build/jupyter_execute/<docname>.ipynb`` and ``<docname>.glue.json``: myst-nb's copies.
   The glue store is written on every build; the notebook holds outputs only where the build
-  executed the chapter itself.  A chapter served from the execution cache is written
-  without them (myst-nb 1.x writes the notebook it parsed, not the one merged with the
-  cache), and that is every chapter of ``make test``'s build, whose cache is seeded by nbval.
-- ``_build/.jupyter_cache``: jupyter-cache's store, matched to the chapter by its code, as the
-  build matches it (:mod:`companion.book.book_cache`).
+  executed the chapter itself (and then without the cells' glued values, moved to the
+  store).  A chapter served from the execution cache is written without outputs (myst-nb
+  1.x writes the notebook it parsed, not the one merged with the cache), and that is every
+  chapter of ``make test``'s build, whose cache is seeded by nbval.
 - ``_build/executed/<docname>.ipynb``: nbval's executions (``make test``,
   ``--nbval-save-executed``).
 
@@ -125,9 +127,9 @@ def _read_store(path: Path) -> dict:
 
 def build_sources(build: Path | str) -> list[Path]:
     """The folders of a build (``_build``) that may hold executions, in the order
-    :func:`find` trusts them: myst-nb's copies, the execution cache, nbval's executions."""
+    :func:`find` trusts them: the execution cache, myst-nb's copies, nbval's executions."""
     build = Path(build)
-    return [build / "jupyter_execute", build / ".jupyter_cache", build / "executed"]
+    return [build / ".jupyter_cache", build / "jupyter_execute", build / "executed"]
 
 
 def _is_cache(folder: Path) -> bool:

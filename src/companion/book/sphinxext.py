@@ -123,17 +123,20 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> Non
 
 
 def _execution_sources(app) -> list[Path]:
-    """Where this build's executions are (:func:`companion.book.executions.find`): myst-nb's
-    copies beside the output, the execution cache the build read (``execute.cache``; the
-    student edition reads the instructor's), nbval's executions beside that cache, and the
-    source tree's own ``_build``."""
+    """Where this build's executions are (:func:`companion.book.executions.find`): the
+    execution cache the build read (``execute.cache``; the student edition reads the
+    instructor's), myst-nb's copies beside the output, nbval's executions beside that cache,
+    and the source tree's own ``_build``."""
     from .executions import build_sources
 
-    folders = [Path(app.outdir).parent / "jupyter_execute"]
+    folders = []
     cache = getattr(app.config, "nb_execution_cache_path", "") or ""
     if cache:
         cache = Path(cache) if Path(cache).is_absolute() else Path(app.srcdir) / cache
-        folders += [cache, cache.parent / "executed"]
+        folders.append(cache)
+    folders.append(Path(app.outdir).parent / "jupyter_execute")
+    if cache:
+        folders.append(cache.parent / "executed")
     folders += build_sources(Path(app.srcdir) / "_build")
     return list(dict.fromkeys(f.resolve() for f in folders))
 
