@@ -35,3 +35,39 @@ def test_only_a_run_that_reached_its_horizon_counts_as_finished(tmp_path):
     assert short.returncode == 1 and "a run of 200 steps that reached step 200" in short.stderr
     cut = _finished(_run(tmp_path, 10000, 4750), 10000)
     assert cut.returncode == 1 and "reached step 4750" in cut.stderr
+
+
+def test_the_authors_setting_script_lists_the_registered_body_look_by_look():
+    """DRY=1 lists every run of the body the rules register (seeds and arms from the rules file),
+    whole looks first and the primary arms of a look before its secondary arm."""
+    from companion.rules.v3 import load_rules_v3
+
+    out = subprocess.run(["bash", str(ROOT / "data/runs/make_chars_runs.sh")], env={**os.environ, "DRY": "1"},
+                         capture_output=True, text=True, timeout=60)
+    names = out.stdout.split()
+    body = load_rules_v3()["bodies"]["wikipedia-chars-v4"]
+    arms = body["arms"] + body["secondary_arms"]
+    want = {f"charsv4-bert-mini-{a.replace('/', '-')}-s{s}" for a in arms for s in body["seeds"]}
+    assert out.returncode == 0 and len(names) == len(want) and set(names) == want
+    first_look = {f"charsv4-bert-mini-{a.replace('/', '-')}-s{s}" for a in body["arms"] for s in body["seeds"][:3]}
+    assert set(names[:len(first_look)]) == first_look          # look 1's primary runs come first
+
+
+def test_the_authors_setting_script_trains_at_a_tiny_size_and_lands_nothing(tmp_path):
+    """The script's own command, at 20 steps: a run in the authors' setting trains on the
+    character-joined corpus, keeps its weights and logs the guard, and a trial is not copied
+    into data/runs as a finished run."""
+    work = tmp_path / "work"
+    env = {**os.environ, "PY": sys.executable, "STEPS": "20", "EVERY": "10", "WARMUP": "5", "LIMIT": "1",
+           "WORK": str(work)}
+    out = subprocess.run(["bash", str(ROOT / "data/runs/make_chars_runs.sh")], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    run = work / "charsv4-bert-mini-encoder-standard-s70"
+    prov = json.loads((run / "provenance.json").read_text())
+    assert prov["config"]["corpus"] == "wikipedia-chars" and prov["config"]["steps"] == 20
+    hist = (run / "history.csv").read_text()
+    assert "guard_seen_loss" in hist and "guard_heldout_loss" in hist
+    assert (run / "weights-step20.safetensors").is_file()
+    assert not (ROOT / "data/runs/charsv4-bert-mini-encoder-standard-s70/history.csv").exists() or \
+        json.loads((ROOT / "data/runs/charsv4-bert-mini-encoder-standard-s70/provenance.json").read_text())["config"]["steps"] == 10000
