@@ -502,9 +502,36 @@ def test_outside_the_main_thread_the_time_limit_holds_too(monkeypatch):
     t0 = time.monotonic()
     worker.start()
     worker.join(10)
-    assert caught and "did not finish within 0.5 s" in caught[0] and "background" in caught[0]
+    assert caught and "did not finish within 0.5 s" in caught[0] and "stopped at the limit" in caught[0]
     assert "\n" not in caught[0]
     assert time.monotonic() - t0 < 2.5    # failed before the answer would have ended
+
+
+def test_without_a_child_process_the_watchdog_thread_still_bounds_the_time(monkeypatch):
+    monkeypatch.setattr(exercises, "TIME_LIMIT_S", 0.5)
+    monkeypatch.setenv("COMPANION_CHECK_IN_PROCESS", "1")   # as where no process can be forked
+    caught = []
+
+    def run():
+        try:
+            check("ex-errata-1", _slow_then_right(3))
+        except WrongAnswer as err:
+            caught.append(str(err))
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(10)
+    assert caught and "did not finish within 0.5 s" in caught[0] and "background" in caught[0]
+
+
+def test_without_a_child_process_the_alarm_still_stops_a_python_loop(monkeypatch):
+    monkeypatch.setattr(exercises, "TIME_LIMIT_S", 0.5)
+    monkeypatch.setenv("COMPANION_CHECK_IN_PROCESS", "1")
+    before = signal.getsignal(signal.SIGALRM)
+    t0 = time.monotonic()
+    with pytest.raises(WrongAnswer, match="did not finish within 0.5 s"):
+        check("ex-errata-1", _slow_then_right(8))
+    assert time.monotonic() - t0 < 4 and signal.getsignal(signal.SIGALRM) == before
 
 
 def test_a_gigantic_answer_is_refused_in_one_short_line():

@@ -22,17 +22,20 @@ terms, the smallest and largest sizes), with a tolerance no wider than the quant
 The student's code is run with bounds: every call gets copies of its inputs (an answer that
 changes its arguments cannot change what it is compared with), stops with a
 :class:`WrongAnswer` after :data:`TIME_LIMIT_S` seconds, and may return at most
-:data:`MAX_ITEMS` numbers or items. The time bound uses ``SIGALRM`` in the main thread
-(where Jupyter runs a notebook's cells), which interrupts Python code between two steps (one
-long call into compiled code ends first), and a watchdog thread elsewhere; in the latter
-case an endless loop goes on running in the background after the check has failed (restart
-the kernel to stop it).
+:data:`MAX_ITEMS` numbers or items. Each call runs in a child process (forked, so the
+answer needs no pickling; its result comes back through a pipe), which is killed at the time
+limit: a long call into compiled code (a huge matrix product, a regular expression that
+backtracks for ever, a sleep with the alarm blocked) is stopped as surely as a Python loop,
+and nothing goes on running after the check has failed.  Where a process cannot be forked
+(Windows), or with ``COMPANION_CHECK_IN_PROCESS=1``, the bound is ``SIGALRM`` in the main
+thread, which interrupts Python code between two steps only, and a watchdog thread elsewhere.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+import os
 import signal
 import sys
 import threading
@@ -127,7 +130,8 @@ def check(label: str, answer: Any) -> bool:
         raise WrongAnswer(f"{label}: not yet. your `{ex.answer}` did not finish within {TIME_LIMIT_S:g} s; "
                           "fix it and run the check again.") from None
     except Exception as err:  # the student's code raised: say so, with the exercise's ask
-        raise WrongAnswer(f"{label}: your `{ex.answer}` raised {type(err).__name__}: {_one_line(err)}. "
+        kind = err.kind if isinstance(err, _RaisedInChild) else type(err).__name__
+        raise WrongAnswer(f"{label}: your `{ex.answer}` raised {kind}: {_one_line(err)}. "
                           f"Expected {ex.asks}.") from err
     print(f"{label}: correct")
     return True
@@ -260,10 +264,91 @@ def _guarded(label: str, thunk: Callable[[], Any]) -> Any:
     late = WrongAnswer(f"{label}: not yet. your `{_name(label)}` did not finish within {limit:g} s "
                        "(an endless loop, or far more work than the exercise needs); fix it and run "
                        "the check again.")
+    if _can_fork():
+        return _guarded_by_process(thunk, limit, late, label)
     if (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
             and _Escalation.guard is None):
         return _guarded_by_alarm(thunk, limit, late)
     return _guarded_by_thread(thunk, limit, late)
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return (hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
+            and os.environ.get("COMPANION_CHECK_IN_PROCESS", "") in ("", "0"))
+
+
+class _RaisedInChild(Exception):
+    """What the answer raised in the child process, when that exception cannot be sent back
+    as it is (it does not pickle): its type's name and its message."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(kind, message)
+        self.kind, self.message = kind, message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _in_child(thunk, send) -> None:
+    """The child's side of :func:`_guarded_by_process`: run ``thunk``, send back
+    ``("value", result)`` or ``("error", exception)``, pickled."""
+    import pickle
+
+    if "torch" in sys.modules:   # the parent's OpenMP pool does not survive a fork: one thread here
+        sys.modules["torch"].set_num_threads(1)
+    try:
+        out = ("value", thunk())
+    except BaseException as err:  # noqa: BLE001 - sent back to the parent, which raises it
+        out = ("error", err)
+    try:
+        payload = pickle.dumps(out)
+        pickle.loads(payload)     # what cannot come back whole comes back as its name and message
+    except Exception:  # noqa: BLE001
+        err = out[1]
+        if out[0] == "value":
+            err = TypeError(f"its result ({type(err).__name__}) cannot be handed back from the process that ran it")
+        payload = pickle.dumps(("error", _RaisedInChild(type(err).__name__, str(err))))
+    send.send_bytes(payload)
+    send.close()
+
+
+def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
+    """``thunk()`` in a forked child process, killed after ``limit`` seconds: a long call into
+    compiled code, which no signal interrupts, is stopped all the same."""
+    import multiprocessing
+    import pickle
+    import warnings
+
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_in_child, args=(thunk, send), name="exercise-check", daemon=True)
+    with warnings.catch_warnings():   # (Python 3.12 warns of fork in a threaded process: the child runs no thread)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        child.start()
+    send.close()
+    payload = None
+    try:
+        if not recv.poll(limit):
+            raise WrongAnswer(f"{late} (It was stopped at the limit.)")
+        try:
+            payload = recv.recv_bytes()
+        except (EOFError, OSError):
+            child.join(1.0)
+            raise WrongAnswer(f"{label}: not yet. your `{_name(label)}` ended the process that ran it (exit code "
+                              f"{child.exitcode}) before it returned; return the result instead.") from None
+    finally:
+        recv.close()
+        if payload is not None:
+            child.join(2.0)       # it is flushing what the answer printed, and exiting
+        if child.is_alive():
+            child.kill()
+        child.join()
+    kind, value = pickle.loads(payload)
+    if kind == "error":
+        raise value
+    return value
 
 
 def _guarded_by_alarm(thunk, limit: float, late: WrongAnswer):
