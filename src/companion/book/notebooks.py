@@ -431,7 +431,11 @@ def _role(match: re.Match, values: dict | None = None, links: dict | None = None
     if role.startswith("glue"):
         name, _, spec = body.partition(":")
         value = glue_text(name, spec, values or {})
-        return value if value is not None else f"`{name}` (computed by this chapter's code)"
+        if value is None:
+            return f"`{name}` (computed by this chapter's code)"
+        from .markup import pasted
+
+        return pasted(value)   # plain text, as on the book's page: no markup, no HTML from a value
     if role in ("ref", "doc", "numref") and links:
         target = (explicit.group("target") if explicit else body).strip()
         url = links.get(target) or links.get(target.split("/")[-1])
@@ -571,7 +575,9 @@ def paste_glued_figures(text: str, execution) -> tuple[str, int]:
         if got is None:
             return m.group(0)
         png, alt = got
-        alt = " ".join(alt.replace("[", "(").replace("]", ")").split())
+        from .markup import pasted as plain_text   # (``pasted`` here counts the bytes pasted)
+
+        alt = plain_text(alt.replace("[", "(").replace("]", ")"))
         caption = "\n".join(ln for ln in m.group("body").splitlines() if not re.match(r"^\s*:[\w-]+:", ln)).strip()
         pasted += len(png)
         return f"![{alt}](data:image/png;base64,{png})\n\n*Figure.* {caption}\n"

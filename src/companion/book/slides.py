@@ -95,6 +95,8 @@ def resolve_glue(text: str, glue: dict) -> str:
 
     A glued name that the store lacks is an error: a slide never shows a placeholder.
     """
+    from .markup import pasted
+
     def missing(name):
         raise KeyError(f"glued name {name!r} is not in the chapter's executed outputs (is the book built?)")
 
@@ -103,9 +105,9 @@ def resolve_glue(text: str, glue: dict) -> str:
         if name not in glue or "image/png" not in glue[name].get("data", {}):
             missing(name)
         caption = "\n".join(ln for ln in m.group("body").splitlines() if not ln.startswith(":")).strip()
-        png = glue[name]["data"]["image/png"]
+        png = "".join(str(glue[name]["data"]["image/png"]).split())
         alt = _figure_alt(glue[name].get("metadata"), name)
-        return (f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{png}"/>'
+        return (f'<figure><img alt="{pasted(alt, "html")}" src="data:image/png;base64,{pasted(png, "html")}"/>'
                 f"<figcaption>\n\n{caption}\n\n</figcaption></figure>")
 
     def role(m):
@@ -113,9 +115,11 @@ def resolve_glue(text: str, glue: dict) -> str:
         if name not in glue:
             missing(name)
         value = _glue_value(glue[name])
-        return format(value, fmt) if fmt else str(value)
+        return pasted(format(value, fmt) if fmt else str(value))   # plain text, as on the book's page
 
-    return _GLUE_ROLE.sub(role, _GLUE_FIGURE.sub(figure, text))
+    # values first, figures after: what a substitution pastes is never read again (a glued value
+    # in a figure's alt text stays text, it is not a glue reference to fill in)
+    return _GLUE_FIGURE.sub(figure, _GLUE_ROLE.sub(role, text))
 
 
 # ----------------------------------------------------------------------------- planning
@@ -590,6 +594,7 @@ def drawn_figures(nb, markdown: str = "") -> int:
 def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
     """The HTML of one slide: its title, body, figure and caption, and its notes in an
     ``<aside class="notes">`` (reveal.js's speaker notes, hidden on the slide)."""
+    from .markup import pasted
     from .notebooks import colab_markdown
 
     md = md or _markdown()
@@ -597,7 +602,8 @@ def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
     parts = [f"<h2>{html.escape(slide.title)}</h2>", render(slide.body)]
     if slide.figure:
         png, alt = slide.figure
-        parts.append(f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{png}"/>'
+        png = pasted("".join(str(png).split()), "html")
+        parts.append(f'<figure><img alt="{pasted(alt, "html")}" src="data:image/png;base64,{png}"/>'
                      f"<figcaption>{render(slide.caption)}</figcaption></figure>")
     if slide.notes:
         parts.append(f'<aside class="notes">{render(slide.notes)}</aside>')
