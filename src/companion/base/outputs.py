@@ -139,7 +139,7 @@ def write_atomic(path: str | os.PathLike, write: Callable, mode: str = "w", what
     path = Path(path)
     fd, tmp = _temp_beside(path, what)
     try:
-        with os.fdopen(fd, mode, **({"newline": ""} if "b" not in mode else {})) as f:
+        with os.fdopen(fd, mode, **({"newline": "", "encoding": "utf-8"} if "b" not in mode else {})) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())

@@ -714,7 +714,9 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
             raise SlideError(f"{name}: the chapter shows {drawn} figure(s) and its deck ({name}.slides.html) none; "
                              "a figure slide is missing")
         target = out / f"{name}.slides.html"
-        target.write_text(deck_html(title, slides), encoding="utf-8")
+        from ..base.outputs import write_text_atomic   # never through a link out of --out, never into a FIFO
+
+        write_text_atomic(deck_html(title, slides), target, what="deck")
         decks.append(target)
     return decks
 
