@@ -25,7 +25,8 @@ import pandas as pd
 from ...base.errors import CompanionError
 
 __all__ = ["body_runs_v3", "complete_seeds", "paired_values", "gate_v3", "read_claim", "missing_runs",
-           "run_name", "runs_table_v3", "runs_summary_v3", "machines_of", "GUARD_QUANTITIES", "MAKE_COMMAND"]
+           "run_name", "runs_table_v3", "runs_summary_v3", "machines_of", "arm_levels", "pair_machines",
+           "GUARD_QUANTITIES", "MAKE_COMMAND"]
 
 GUARD_QUANTITIES = ("guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss")
 MAKE_COMMAND = "bash data/runs/make_v3_runs.sh"
@@ -477,3 +478,59 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
             "design": design[design["claim"] == key].set_index("effect"),
             "missing": missing_runs(body, arms, next_look) if next_look and not reading.final else [],
             "next_look": None if reading.final else next_look}
+
+
+def arm_levels(rules: dict | None = None, quantities=("symmetry", "directionality")) -> pd.DataFrame:
+    """Each confirmatory body's arms at the horizon, seed-mean over the seeds in: the layer-mean
+    ``quantities`` and both guard gaps (held-out minus seen, unseen minus seen loss, in nats),
+    one row per (body, arm) with the seeds read.  Where a claim's effect comes from: Fig. 3a's
+    encoder-minus-decoder gap is the encoders' symmetry minus the decoders', and this says which
+    side moved."""
+    from ...rules.v3 import load_rules_v3
+
+    rules = rules if rules is not None else load_rules_v3()
+    rows = []
+    for key, body in rules["bodies"].items():
+        runs = _cached_runs(key, body["pattern"], _registration(body)[0].isoformat())
+        if runs is None:
+            continue
+        for arm in [*body["arms"], *(body.get("secondary_arms") or [])]:
+            vals = {q: _values(runs, arm, q, body["steps"]) for q in
+                    (*quantities, "guard_seen_loss", "guard_heldout_loss", "guard_unseen_loss")}
+            seeds = vals[quantities[0]].dropna().index
+            if not len(seeds):
+                continue
+            row = {"body": body["label"], "arm": arm, "seeds": len(seeds)}
+            row.update({q: float(vals[q].reindex(seeds).mean()) for q in quantities})
+            row["held-out minus seen (nats)"] = float((vals["guard_heldout_loss"] - vals["guard_seen_loss"]).reindex(seeds).mean())
+            row["unseen minus seen (nats)"] = float((vals["guard_unseen_loss"] - vals["guard_seen_loss"]).reindex(seeds).mean())
+            row["guard reads"] = body["guard_reference"]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def pair_machines(table: pd.DataFrame, rules: dict | None = None) -> pd.DataFrame:
+    """Each claim's pairs (one seed, its candidate and comparator) with the machines every
+    sitting of each run was made on (:func:`runs_table_v3`'s ``machines``) and how far apart
+    the two runs started, in hours: one row per (claim, seed) whose two runs have landed."""
+    from ...rules.v3 import load_rules_v3
+    from ...rules.verdicts import _as_datetime
+
+    rules = rules if rules is not None else load_rules_v3()
+    by_run = table.set_index("run")
+    rows = []
+    for key, r in rules["claims"].items():
+        body = rules["bodies"][r["body"]]
+        for seed in body["seeds"]:
+            a, b = run_name(body, r["candidate"], seed), run_name(body, r["comparator"], seed)
+            if a not in by_run.index or b not in by_run.index:
+                continue
+            ta, tb = by_run.loc[a, "started"], by_run.loc[b, "started"]
+            apart = (abs((_as_datetime(ta) - _as_datetime(tb)).total_seconds()) / 3600
+                     if "not recorded" not in (ta, tb) else float("nan"))
+            rows.append({"claim": r["claim"].split(":")[0], "seed": seed,
+                         "candidate machines": by_run.loc[a, "machines"],
+                         "comparator machines": by_run.loc[b, "machines"],
+                         "one machine model": by_run.loc[a, "machines"] == by_run.loc[b, "machines"],
+                         "started apart (h)": apart})
+    return pd.DataFrame(rows)
