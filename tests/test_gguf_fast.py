@@ -68,19 +68,24 @@ def test_header_parser_refuses_a_non_gguf_file(tmp_path):
         parse_gguf_header(bad)
 
 
-@pytest.mark.parametrize("r, d", [(24, 40), (64, 64), (96, 48)])
+@pytest.mark.parametrize("r, d", [(16, 64), (24, 40), (64, 64), (96, 48)])
 def test_single_pass_scores_equal_the_public_functions_exactly(r, d):
     g = torch.Generator().manual_seed(r * d)
     q = torch.randn(r, d, generator=g, dtype=torch.float32) * 3
     k = torch.randn(r, d, generator=g, dtype=torch.float32) * 1e-3
     got = structure_scores(Wq=q, Wk=k)
-    if r < d:
-        want = (symmetry_score_factored(q, k), directionality_score_factored(q, k))
+    factored = (symmetry_score_factored(q, k), directionality_score_factored(q, k))
+    if 3 * r < d:  # the factored route is the cheaper one (issue 71: from d > 3r on)
+        want = factored
     else:  # dense: M from the unit-scaled factors, as the scores always built it
         q64, k64 = q.double(), k.double()
         M = (q64 / q64.abs().max()).T @ (k64 / k64.abs().max())
         want = (symmetry_score(M), directionality_score(M))
     assert (got["symmetry"], got["directionality"]) == want
+    # forced, the factored route shares its Gram matrices between the two scores and still
+    # gives the public functions' numbers bit for bit
+    forced = structure_scores(Wq=q, Wk=k, factored=True)
+    assert (forced["symmetry"], forced["directionality"]) == factored
     heads = structure_scores(Wq=q.reshape(2, r // 2, d), Wk=k.reshape(2, r // 2, d), factored=True)
     np.testing.assert_array_equal(heads["symmetry"], symmetry_score_factored(
         q.reshape(2, r // 2, d), k.reshape(2, r // 2, d)))

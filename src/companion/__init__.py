@@ -19,6 +19,7 @@ __version__ = "0.2.0.dev0"
 _PUBLIC = {
     "bilinear_form": "core.bilinear",
     "head_factors": "core.bilinear",
+    "layer_factors": "core.bilinear",
     "per_head_bilinear_forms": "core.bilinear",
     "symmetry_score": "core.scores",
     "symmetry_score_factored": "core.scores",

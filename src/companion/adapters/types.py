@@ -20,7 +20,7 @@ from typing import Literal
 
 import torch
 
-from ..core.bilinear import Pairing, bilinear_form, head_factors
+from ..core.bilinear import Pairing, bilinear_form, head_factors, layer_factors
 
 Role = Literal["encoder", "causal", "cross"]
 ROLES = ("encoder", "causal", "cross")
@@ -58,6 +58,11 @@ class QKLayer:
     def head_factors(self, pairing: Pairing = "grouped") -> tuple[torch.Tensor, torch.Tensor]:
         """Per-head factors ``Q, K`` of shape ``[n_heads, d_head, d]``."""
         return head_factors(self.Wq, self.Wk, self.n_heads, self.n_kv_heads, pairing)
+
+    def layer_factors(self, pairing: Pairing = "grouped") -> tuple[torch.Tensor, torch.Tensor]:
+        """Factors ``A, B`` with ``A^T B = form(pairing)`` and ``n_kv_heads * d_head`` rows:
+        the query heads of each group summed (``companion.core.bilinear.layer_factors``)."""
+        return layer_factors(self.Wq, self.Wk, self.n_heads, self.n_kv_heads, pairing)
 
 
 @dataclass

@@ -8,7 +8,10 @@ Conventions
   on the query side: the logit of query token ``x`` and key token ``y`` in head ``h`` is
   ``x^T M_h y`` (before the ``1/sqrt(d_head)`` scaling).
 * The layer's form is ``M = sum_h M_h`` (Eq. S20).  With multi-head attention
-  (``n_kv_heads == n_heads``) this is simply ``Wq^T Wk``.
+  (``n_kv_heads == n_heads``) this is simply ``Wq^T Wk``.  With grouped queries the heads
+  that share a key head can be summed first, ``M = sum_g (sum_{h: g(h)=g} Wq_h)^T Wk_g``
+  (:func:`layer_factors`): the same matrix, of rank ``<= n_kv_heads * d_head``.  This
+  regrouping is only for the layer's form; each head's ``M_h`` keeps its own query head.
 * Grouped-query attention shares key head ``g(h) = h // (n_heads / n_kv_heads)`` between
   consecutive query heads, as ``repeat_kv`` does in Hugging Face transformers.
   ``pairing="modulo"`` reproduces the pairing ``g(h) = h % n_kv_heads`` that the authors'
@@ -24,7 +27,8 @@ import torch
 
 Pairing = Literal["grouped", "modulo"]
 
-__all__ = ["kv_head_index", "head_factors", "bilinear_form", "per_head_bilinear_forms"]
+__all__ = ["kv_head_index", "head_factors", "layer_factors", "bilinear_form",
+           "per_head_bilinear_forms"]
 
 
 def kv_head_index(n_heads: int, n_kv_heads: int | None = None, pairing: Pairing = "grouped"):
@@ -60,6 +64,14 @@ def head_factors(
     ``K[h]`` is the key head paired with query head ``h`` (expanded for GQA), so that
     ``M_h = Q[h]^T K[h]``.  The factors keep the input dtype and device.
     """
+    Q, K, n_kv = _split_heads(Wq, Wk, n_heads, n_kv_heads)
+    index = kv_head_index(n_heads, n_kv, pairing)
+    return Q, K[torch.tensor(index, device=K.device)]
+
+
+def _split_heads(Wq, Wk, n_heads: int, n_kv_heads: int | None):
+    """``Wq`` as ``[n_heads, d_head, d]``, ``Wk`` as ``[n_kv_heads, d_head, d]`` (views,
+    input dtype and device) and ``n_kv_heads``, after checking that the shapes split."""
     q, k = _tensor(Wq, "Wq"), _tensor(Wk, "Wk")
     if q.ndim != 2 or k.ndim != 2:
         raise ValueError(f"Wq and Wk must be 2-D [out, in]; got {tuple(q.shape)} and {tuple(k.shape)}.")
@@ -73,10 +85,44 @@ def head_factors(
         raise ValueError(
             f"Wk has {k.shape[0]} rows; expected n_kv_heads * d_head = {n_kv} * {d_head}."
         )
-    index = kv_head_index(n_heads, n_kv, pairing)
-    Q = q.reshape(n_heads, d_head, q.shape[1])
-    K = k.reshape(n_kv, d_head, k.shape[1])[torch.tensor(index, device=k.device)]
-    return Q, K
+    kv_head_index(n_heads, n_kv)  # checks the head counts
+    return q.reshape(n_heads, d_head, q.shape[1]), k.reshape(n_kv, d_head, k.shape[1]), n_kv
+
+
+def layer_factors(
+    Wq, Wk, n_heads: int, n_kv_heads: int | None = None, pairing: Pairing = "grouped"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Factors ``A, B`` of the layer's form, ``M = A^T B = sum_h Wq_h^T Wk_g(h)`` (Eq. S20),
+    with as few rows as the key heads allow.
+
+    ``B`` is ``Wk`` itself (``[n_kv_heads * d_head, d]``) and row block ``g`` of ``A`` is the
+    sum of the query heads that read key head ``g``: ``A_g = sum_{h: g(h) = g} Wq_h``, so
+    ``A^T B = sum_g A_g^T Wk_g = sum_h Wq_h^T Wk_g(h)``, the same matrix as
+    :func:`bilinear_form` (for either ``pairing``), of rank ``<= n_kv_heads * d_head``
+    instead of ``n_heads * d_head``.  The scores of ``M`` then come from ``r x r`` Gram
+    matrices with ``r = n_kv_heads * d_head`` (``structure_scores(Wq=A, Wk=B)``).
+
+    Rotary embeddings do not change this: they rotate every query and key head by the same
+    ``R`` acting on the ``d_head`` coordinates, so ``sum_h Wq_h^T R Wk_g(h) =
+    sum_g A_g^T R Wk_g`` at every offset (the package scores offset 0, ``R = I``).
+
+    Only for the layer's form: a head's own form ``M_h`` needs its own query head
+    (:func:`head_factors`).  Without grouping (``n_kv_heads == n_heads``) ``A, B`` are
+    ``Wq, Wk`` as given (input dtype and device); with grouping ``A`` is summed in float64
+    (summing in float32 would round each entry) and ``B`` keeps ``Wk``'s dtype.
+    """
+    Q, K, n_kv = _split_heads(Wq, Wk, n_heads, n_kv_heads)
+    kv_head_index(n_heads, n_kv, pairing)  # checks the pairing's name
+    d_head, d = Q.shape[1], Q.shape[2]
+    if n_kv == n_heads:  # both pairings are the identity: nothing to sum
+        return Q.reshape(-1, d), K.reshape(-1, d)
+    group = n_heads // n_kv
+    Q = Q.to(torch.float64)
+    if pairing == "grouped":  # heads g*group .. (g+1)*group - 1 read key head g
+        A = Q.reshape(n_kv, group, d_head, d).sum(dim=1)
+    else:  # "modulo": heads g, g + n_kv, g + 2 n_kv, ... read key head g
+        A = Q.reshape(group, n_kv, d_head, d).sum(dim=0)
+    return A.reshape(-1, d), K.reshape(-1, d)
 
 
 def per_head_bilinear_forms(Wq, Wk, n_heads: int, n_kv_heads: int | None = None,

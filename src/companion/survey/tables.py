@@ -40,16 +40,19 @@ def layer_scores(ckpt: QKCheckpoint, per_head: bool = False, pairing: Pairing = 
     rows = []
     model = ckpt.meta.get("name", ckpt.source)
     for layer in ckpt.self_attention_layers():
-        Q, K = layer.head_factors(pairing)  # [H, dh, d], key heads expanded for GQA
-        d = Q.shape[-1]
         base = dict(model=model, family=ckpt.family, component=layer.component, role=layer.role,
                     layer=layer.index, d_model=layer.d_model, n_heads=layer.n_heads,
                     n_kv_heads=layer.n_kv_heads, d_head=layer.d_head,
                     n_parameters=ckpt.n_parameters, pairing=pairing, variant=variant)
-        s = structure_scores(Wq=Q.reshape(-1, d), Wk=K.reshape(-1, d), gamma=gamma, variant=variant)
+        # the layer's form M = sum_h Wq_h^T Wk_g(h) from factors with the query heads of each
+        # key head summed: the same M, rank <= n_kv * d_head, so for grouped queries the
+        # scores come from r x r Gram matrices instead of the d x d product
+        A, B = layer.layer_factors(pairing)
+        s = structure_scores(Wq=A, Wk=B, gamma=gamma, variant=variant)
         rows.append({**base, "head": -1, "symmetry": float(s["symmetry"]),
                      "directionality": float(s["directionality"])})
         if per_head:
+            Q, K = layer.head_factors(pairing)  # [H, dh, d]: each query head, its own key head
             hs = structure_scores(Wq=Q, Wk=K, gamma=gamma, variant=variant, factored=True)
             sym = np.atleast_1d(hs["symmetry"])
             dirs = np.atleast_1d(hs["directionality"])
