@@ -71,3 +71,22 @@ def test_the_authors_setting_script_trains_at_a_tiny_size_and_lands_nothing(tmp_
     assert (run / "weights-step20.safetensors").is_file()
     assert not (ROOT / "data/runs/charsv4-bert-mini-encoder-standard-s70/history.csv").exists() or \
         json.loads((ROOT / "data/runs/charsv4-bert-mini-encoder-standard-s70/provenance.json").read_text())["config"]["steps"] == 10000
+
+
+def test_the_packed_device_script_runs_the_authors_setting_body_on_its_own_corpus():
+    """BODY=chars packs make_chars_runs.sh's runs in its order, each on the character-joined
+    corpus with the body's arm and seed; an unknown body is refused in one line."""
+    env = {**os.environ, "DRY": "1", "BODY": "chars", "N_JOBS": "4", "IN_PROGRESS": "/nonexistent"}
+    out = subprocess.run(["bash", str(ROOT / "data/runs/device_v3.sh")], env=env, capture_output=True, text=True,
+                         timeout=60, cwd=ROOT)
+    lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
+    order = subprocess.run(["bash", str(ROOT / "data/runs/make_chars_runs.sh")], env={**os.environ, "DRY": "1"},
+                           capture_output=True, text=True, timeout=60).stdout.split()
+    assert out.returncode == 0 and [ln.split()[0] for ln in lines] == order[:4]
+    for ln in lines:
+        name, args = ln.split()[0], ln.split()
+        assert args[args.index("--corpus") + 1] == "wikipedia-chars"
+        assert args[args.index("--seed") + 1] == name.rsplit("-s", 1)[1]
+    bad = subprocess.run(["bash", str(ROOT / "data/runs/device_v3.sh")], env={**env, "BODY": "nope"},
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown body" in bad.stderr and bad.stderr.count("\n") == 1

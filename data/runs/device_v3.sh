@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Rules v3's bodies (v3_plan.md) on one lent GPU, in ONE device command: the runs of
-# make_v3_runs.sh, in its order (whole looks first), that the CPU has not begun, packed one
+# The confirmatory bodies on one lent GPU, in ONE device command: the runs of make_v3_runs.sh
+# (the word-piece bodies, v3_plan.md) or, with BODY=chars, of make_chars_runs.sh (the
+# authors'-setting body, chars_plan.md), in the script's order (whole looks first), that the
+# CPU has not begun, packed one
 # process and one CPU thread each by companion.train.runner.pack (which stops the last runs first if
 # the set is projected to miss the deadline).  A seed whose runs the CPU has begun in a body
 # (finished in data/runs, or listed in .devrun/cache/cpu_in_progress_v3.txt) stays with the
@@ -13,6 +15,7 @@
 # pack_summary.json, machine.txt) and v3-weights-K.tar (the kept weights, one run an archive, about 44 MB,
 # so that no archive passes what the device returns).  Try it on the CPU at a tiny size:
 #   OUT=/tmp/o STEPS=20 EVERY=10 DEVICE=cpu N_JOBS=2 DEADLINE=300 bash data/runs/device_v3.sh
+#   OUT=/tmp/o STEPS=20 EVERY=10 DEVICE=cpu N_JOBS=2 DEADLINE=300 BODY=chars bash data/runs/device_v3.sh
 # DRY=1 prints the job list and writes nothing.  The work folder is V3_WORK (default /tmp/v3-gpu):
 # the script clears it only when it made it (workdir.sh's marker), never another folder.
 set -uo pipefail
@@ -28,7 +31,8 @@ if [ "${1:-}" = prepare ]; then
     [ -f "$tok/$f" ] && cp "$tok/$f" .devrun/tokenizer/
   done
   : > .devrun/cache/cpu_in_progress_v3.txt
-  for c in "${COMPANION_RUNS_WORK:-$SRC/v3-runs}"/*v3-bert-mini-*/checkpoint.pt; do
+  for c in "${COMPANION_RUNS_WORK:-$SRC/v3-runs}"/*v3-bert-mini-*/checkpoint.pt \
+           "${COMPANION_RUNS_WORK:-$SRC/chars-runs}"/charsv4-bert-mini-*/checkpoint.pt; do
     [ -f "$c" ] || continue; n=$(basename "$(dirname "$c")")
     [ -f "data/runs/$n/history.csv" ] || echo "$n" >> .devrun/cache/cpu_in_progress_v3.txt
   done
@@ -50,7 +54,12 @@ COMMON="--size bert-mini --steps $STEPS --batch-size 16 --lr 1e-3 --warmup 100 -
 
 begun() { [ -f "$RUNS/$1/history.csv" ] || { [ -f "$IN_PROGRESS" ] && grep -qx "$1" "$IN_PROGRESS"; }; }
 # the CPU script's order; a body's seed any of whose runs the CPU has begun is left to the CPU
-mapfile -t ORDER < <(DRY=1 bash data/runs/make_v3_runs.sh)
+case "${BODY:-v3}" in
+  v3) ORDER_SCRIPT=data/runs/make_v3_runs.sh ;;
+  chars) ORDER_SCRIPT=data/runs/make_chars_runs.sh ;;
+  *) echo "BODY=${BODY}: unknown body; use v3 (the word-piece bodies) or chars (the authors' setting)" >&2; exit 2 ;;
+esac
+mapfile -t ORDER < <(DRY=1 bash "$ORDER_SCRIPT")
 declare -A cpu_seed=()
 for name in "${ORDER[@]}"; do begun "$name" && cpu_seed["${name%%-bert-mini-*} ${name##*-s}"]=1; done
 JOBS=$(mktemp); n=0
@@ -61,7 +70,7 @@ for name in "${ORDER[@]}"; do
     continue
   fi
   (( n >= N_JOBS )) && break
-  corpus=english-mix; [[ $name == wikiv3-* ]] && corpus=wikipedia
+  corpus=english-mix; [[ $name == wikiv3-* ]] && corpus=wikipedia; [[ $name == charsv4-* ]] && corpus=wikipedia-chars
   arm=${name#*-bert-mini-}; arm=${arm%-s*}; mode=${arm%-*}; init=${arm##*-}
   echo "$name $COMMON --corpus $corpus --mode $mode --init $init --seed ${name##*-s}" | tr -s ' \n' ' ' >> "$JOBS"
   echo >> "$JOBS"; n=$((n + 1))
