@@ -447,8 +447,8 @@ class ReleaseChanges(Directive):
             + f"judged the empirical claims by version {diff['versions'][0]} of the verdict rules "
             f"(data/verdict_rules_v1.yaml, kept verbatim); this build judges them by version "
             f"{diff['versions'][1]} (data/verdict_rules.yaml), and the four training claims, once "
-            "rules v3 (data/verdict_rules_v3.yaml) has read them at a look, by version 3; this page "
-            "belongs to version "
+            "read at a look, by the training rules in force (data/verdict_rules_v4.yaml; what "
+            "earlier versions read is on the page 'How the rules changed'); this page belongs to version "
             f"{_version(env.app).label}. This section is generated from the two files and from "
             "the verdicts computed under each; ")
         repo = _repo_url(env.app)
