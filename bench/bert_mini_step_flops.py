@@ -3,7 +3,7 @@
 The status page's T4 estimate of the two chapters that train live
 (:mod:`companion.book.colab_budget`) multiplies the H100's measured seconds per step by the
 T4/H100 ratio of 16-bit tensor peaks.  A T4 (Turing, compute capability 7.5) trains in
-float32 here (:func:`companion.train.runner.loop.native_bf16`), so that estimate holds only if the
+float32 here (:func:`companion.train.runner.devices.native_bf16`), so that estimate holds only if the
 T4 sustains a certain share of its float32 peak; this script counts the step's FLOPs with
 ``torch.utils.flop_counter`` so that share can be computed rather than assumed::
 

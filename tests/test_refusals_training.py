@@ -63,7 +63,7 @@ def test_a_cached_corpus_archive_that_is_a_fifo_or_folder_is_refused(tmp_path, m
 
 @pytest.mark.parametrize("payload", [[1, 2, 3], {"model": {}}])
 def test_a_checkpoint_that_is_not_one_is_refused_in_one_line(tmp_path, payload):
-    from companion.train.runner.loop import load_checkpoint
+    from companion.train.runner.checkpoints import load_checkpoint
 
     torch.save(payload, tmp_path / "checkpoint.pt")
     with pytest.raises(CompanionError, match="not a checkpoint this package wrote"):
@@ -72,7 +72,7 @@ def test_a_checkpoint_that_is_not_one_is_refused_in_one_line(tmp_path, payload):
 
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
 def test_a_checkpoint_that_is_a_fifo_or_a_folder_is_refused_at_once(tmp_path, kind):
-    from companion.train.runner.loop import load_checkpoint
+    from companion.train.runner.checkpoints import load_checkpoint
 
     path = tmp_path / "checkpoint.pt"
     os.mkfifo(path) if kind == "fifo" else path.mkdir()
@@ -81,7 +81,7 @@ def test_a_checkpoint_that_is_a_fifo_or_a_folder_is_refused_at_once(tmp_path, ki
 
 
 def test_a_checkpoint_digest_that_is_not_text_is_a_mismatch_not_a_traceback(tmp_path):
-    from companion.train.runner.loop import digest_path, load_checkpoint
+    from companion.train.runner.checkpoints import digest_path, load_checkpoint
 
     path = tmp_path / "checkpoint.pt"
     torch.save({"model": {}, "optimizer": {}, "config": {}, "step": 1}, path)

@@ -119,7 +119,7 @@ def _model():
 def test_keep_weights_digest_never_follows_a_link_or_blocks_on_a_fifo(tmp_path, kind):
     """The issue's case: --keep-weights wrote weights-stepN.safetensors.sha256 with a plain
     write, which followed a link out of --out, and blocked for ever on a FIFO."""
-    from companion.train.runner.loop import keep_weights, kept_weights_path
+    from companion.train.runner.checkpoints import keep_weights, kept_weights_path
 
     out, outside = tmp_path / "run", tmp_path / "elsewhere"
     out.mkdir(), outside.mkdir()
@@ -137,7 +137,7 @@ def test_keep_weights_digest_never_follows_a_link_or_blocks_on_a_fifo(tmp_path, 
 
 def test_keep_weights_writes_weights_and_their_digest(tmp_path):
     from companion.base.cache import sha256_file
-    from companion.train.runner.loop import keep_weights, kept_weights_path
+    from companion.train.runner.checkpoints import keep_weights, kept_weights_path
 
     path = keep_weights(_model(), kept_weights_path(tmp_path, 5))
     assert Path(f"{path}.sha256").read_text().split()[0] == sha256_file(path)
@@ -147,7 +147,7 @@ def test_keep_weights_writes_weights_and_their_digest(tmp_path):
 @pytest.mark.parametrize("target", ["checkpoint.pt", "checkpoint.pt.sha256", "checkpoint.pt.sha256.pending"])
 @pytest.mark.parametrize("kind", ["link-to-file", "fifo"])
 def test_installing_a_checkpoint_never_follows_a_link_or_opens_a_fifo(tmp_path, target, kind):
-    from companion.train.runner.loop import _install_checkpoint
+    from companion.train.runner.checkpoints import _install_checkpoint
 
     out, outside = tmp_path / "run", tmp_path / "elsewhere"
     out.mkdir(), outside.mkdir()
@@ -194,7 +194,7 @@ def test_pack_refuses_a_fifo_log_before_starting_any_run(tmp_path):
 
 # The family, not the instance: the modules that write into a user's output folder hold no
 # plain write (Path.write_text / write_bytes, open(..., "w"/"a"), os.replace of a fixed name).
-WRITERS = ["train/runner/loop.py", "train/runner/pack.py", "train/cli.py", "core/null.py",
+WRITERS = ["train/runner/loop.py", "train/runner/checkpoints.py", "train/runner/provenance.py", "train/runner/pack.py", "train/cli.py", "core/null.py",
            "book/outcome_snapshot.py", "train/text/english_mix_card.py", "book/changes.py", "base/cache.py",
            "book/slides.py"]
 

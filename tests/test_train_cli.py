@@ -87,7 +87,8 @@ def test_overwrite_with_a_bad_option_keeps_the_old_run(tmp_path, capsys, bad, sa
 
 
 def test_resume_continues_an_interrupted_run_and_refuses_another_config(tmp_path, capsys):
-    from companion.train.runner.loop import TrainConfig, train
+    from companion.train.runner.config import TrainConfig
+    from companion.train.runner.loop import train
     from companion.train.text.data import token_data_for_corpus
 
     out = tmp_path / "run"

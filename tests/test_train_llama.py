@@ -53,7 +53,7 @@ def test_a_future_token_moves_no_earlier_logit_under_the_causal_mask_and_does_wi
 
 
 def test_the_logged_form_is_the_grouped_query_form_of_transformers_repeat_kv():
-    from companion.train.runner.loop import structure_rows
+    from companion.train.runner.evaluation import structure_rows
 
     hf = _tiny_hf()
     model = from_transformers(hf)
@@ -123,7 +123,7 @@ def test_a_tokenizer_without_a_mask_token_lends_its_last_reserved_special():
 
 
 def test_the_other_objectives_loss_is_refused_where_the_mask_is_fixed():
-    from companion.train.runner.loop import TrainConfig
+    from companion.train.runner.config import TrainConfig
 
     with pytest.raises(ValueError, match="needs init_from"):
         TrainConfig(size="micro", eval_other=True)
@@ -141,7 +141,8 @@ def test_an_unsupported_family_is_named_before_any_training(tmp_path):
 
 def test_a_local_llama_folder_trains_under_either_mask(tmp_path):
     import malformed as bad
-    from companion.train.runner.loop import TrainConfig, train
+    from companion.train.runner.config import TrainConfig
+    from companion.train.runner.loop import train
     from companion.train.models.objectives import MaskingSpec
 
     hf = bad.tiny_llama(tmp_path / "ck")
@@ -206,7 +207,8 @@ def test_llama_shape_refuses_heads_that_do_not_group():
 
 def test_a_tokenizer_that_does_not_match_the_checkpoint_is_refused_before_training(tmp_path):
     import malformed as bad
-    from companion.train.runner.loop import TrainConfig, train
+    from companion.train.runner.config import TrainConfig
+    from companion.train.runner.loop import train
 
     bad.tiny_llama(tmp_path / "ck")                       # vocabulary of 100 ids
     data = _random_data(vocab=300, seq_len=16)            # another tokenizer's 300 ids

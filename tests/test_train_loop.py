@@ -12,7 +12,8 @@ import torch
 torch.set_num_threads(1)
 
 from companion.train.text.data import TokenData
-from companion.train.runner.loop import TrainConfig, lr_factor, train
+from companion.train.runner.config import TrainConfig, lr_factor
+from companion.train.runner.loop import train
 from companion.train.models.objectives import MaskingSpec
 
 VOCAB = 40
@@ -199,7 +200,7 @@ def test_eval_loss_and_its_standard_error_match_a_direct_computation():
     import numpy as np
     import torch.nn.functional as F
 
-    from companion.train.runner.loop import EVAL_MASK_SEED, eval_loss
+    from companion.train.runner.evaluation import EVAL_MASK_SEED, eval_loss
     from companion.train.models.bert import build_model, get_size
     from companion.train.models.objectives import SelectiveLM, mask_tokens
 
@@ -238,7 +239,7 @@ def test_eval_loss_and_its_standard_error_match_a_direct_computation():
 def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary(tmp_path, monkeypatch):
     import errno
 
-    import companion.train.runner.loop as loop
+    import companion.train.runner.checkpoints as checkpoints
 
     cfg = _cfg(steps=4, checkpoint_every=2)
     train(cfg, data=_data(), out_dir=tmp_path, stop_at=2)
@@ -249,18 +250,18 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary(tmp_p
         real_save(obj, f, *a, **kw)  # part of the file is written, then the disk is full
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(loop.torch, "save", full_disk)
+    monkeypatch.setattr(checkpoints.torch, "save", full_disk)
     with pytest.raises(OSError):
         train(cfg, data=_data(), out_dir=tmp_path, resume=True)
-    monkeypatch.setattr(loop.torch, "save", real_save)
+    monkeypatch.setattr(checkpoints.torch, "save", real_save)
     assert (tmp_path / "checkpoint.pt").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt", "checkpoint.pt.sha256"]
-    from companion.train.runner.loop import load_checkpoint
+    from companion.train.runner.checkpoints import load_checkpoint
     load_checkpoint(tmp_path / "checkpoint.pt")          # the kept checkpoint still matches its digest
 
 
 def test_write_run_leaves_no_finished_looking_folder_when_it_fails(tmp_path, monkeypatch):
-    from companion.train.runner.loop import write_run
+    from companion.train.runner.provenance import write_run
 
     h = train(_cfg(steps=2, eval_every=2), data=_data())
 
@@ -317,20 +318,21 @@ def test_bf16_autocast_only_where_the_card_computes_bf16_natively(monkeypatch):
     """A T4 (capability 7.5) would emulate bf16, slower than float32: the pass stays float32."""
     import torch
 
-    from companion.train.runner import loop
+    from companion.train.runner import devices
+    from companion.train.runner.config import TrainConfig
 
-    cfg = loop.TrainConfig()
+    cfg = TrainConfig()
     cuda = torch.device("cuda", 0)
     for capability, expected in (((7, 5), False), ((7, 0), False), ((8, 0), True), ((9, 0), True)):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, c=capability: c)
-        assert loop.native_bf16(cuda) is expected
+        assert devices.native_bf16(cuda) is expected
         seen = {}
         monkeypatch.setattr(torch, "autocast", lambda device_type, dtype, enabled: seen.update(enabled=enabled))
-        loop._autocast(cfg, cuda)
+        devices._autocast(cfg, cuda)
         assert seen["enabled"] is expected, capability
     cpu = torch.device("cpu")
     monkeypatch.setattr(torch, "autocast", lambda device_type, dtype, enabled: seen.update(enabled=enabled))
-    loop._autocast(loop.TrainConfig(cpu_bf16=True), cpu)
+    devices._autocast(TrainConfig(cpu_bf16=True), cpu)
     assert seen["enabled"] is True
 
 
@@ -340,7 +342,7 @@ def test_bf16_autocast_only_where_the_card_computes_bf16_natively(monkeypatch):
 def test_the_guard_reads_seen_and_unseen_blocks_as_the_draws_decide(tmp_path):
     """The guard's 'seen' sample holds only blocks the run drew, 'unseen' only blocks it did
     not: replaying the run's data generator (seed + 1) independently gives the drawn set."""
-    from companion.train.runner.loop import guard_samples
+    from companion.train.runner.evaluation import guard_samples
 
     cfg = _cfg(steps=8, eval_every=4, eval_blocks=6, guard=True)
     g = torch.Generator().manual_seed(7)   # random blocks: every block's content is its own
@@ -368,7 +370,7 @@ def test_the_guard_reads_seen_and_unseen_blocks_as_the_draws_decide(tmp_path):
 
 def test_the_guard_losses_are_eval_mode_losses_of_their_samples():
     """guard_heldout_loss equals eval_loss computed on the same blocks by hand (no dropout)."""
-    from companion.train.runner.loop import eval_loss, guard_samples
+    from companion.train.runner.evaluation import eval_loss, guard_samples
 
     cfg = _cfg(steps=4, eval_every=4, eval_blocks=6, guard=True)
     data = _data()
@@ -386,7 +388,7 @@ def test_a_resumed_run_with_the_guard_equals_the_uninterrupted_one_and_keeps_its
     from safetensors.torch import load_file
 
     from companion.base.cache import sha256_file
-    from companion.train.runner.loop import kept_weights_path
+    from companion.train.runner.checkpoints import kept_weights_path
 
     cfg = _cfg(steps=12, guard=True, keep_weights=(6, 12), checkpoint_every=6)
     full, m_full = train(cfg, data=_data(), out_dir=tmp_path / "a", return_model=True)
@@ -415,7 +417,7 @@ def test_a_run_killed_while_installing_its_checkpoint_resumes_its_own_run(tmp_pa
     history equals the run that was never interrupted."""
     import os
 
-    import companion.train.runner.loop as loop
+    import companion.train.runner.checkpoints as checkpoints
 
     cfg = _cfg(steps=4, checkpoint_every=2)
     full = train(cfg, data=_data())
@@ -431,10 +433,10 @@ def test_a_run_killed_while_installing_its_checkpoint_resumes_its_own_run(tmp_pa
             raise Killed
         real_replace(src, dst)
 
-    monkeypatch.setattr(loop.os, "replace", replace)
+    monkeypatch.setattr(checkpoints.os, "replace", replace)
     with pytest.raises(Killed):
         train(cfg, data=_data(), out_dir=tmp_path, resume=True, stop_at=4)
-    monkeypatch.setattr(loop.os, "replace", real_replace)
+    monkeypatch.setattr(checkpoints.os, "replace", real_replace)
     resumed = train(cfg, data=_data(), out_dir=tmp_path, resume=True)
     pd.testing.assert_frame_equal(full, resumed, check_exact=True)
     assert not (tmp_path / "checkpoint.pt.sha256.pending").exists() or killed_before_rename == 1

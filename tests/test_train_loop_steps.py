@@ -17,7 +17,7 @@ torch.set_num_threads(1)
 from companion.base.errors import CompanionError
 from companion.train.models.bert import qk_weights
 from companion.train.models.objectives import mask_tokens
-from companion.train.runner import loop
+from companion.train.runner import checkpoints, evaluation, loop, set_up, state
 from companion.train.text.data import TokenData
 
 from test_train_loop import VOCAB, _cfg, _data
@@ -26,7 +26,7 @@ CPU = torch.device("cpu")
 
 
 def _run(cfg, data=None):
-    return loop._set_up(cfg, data if data is not None else _data(), CPU)
+    return set_up._set_up(cfg, data if data is not None else _data(), CPU)
 
 
 def _sym(M: np.ndarray) -> float:
@@ -62,7 +62,7 @@ def _penalty(model, kind):
 def _direct_eval_loss(model, blocks, cfg, masking):
     """Mean cross-entropy over all targets, full-vocabulary logits, the fixed eval masks."""
     model.eval()
-    g = torch.Generator().manual_seed(loop.EVAL_MASK_SEED)
+    g = torch.Generator().manual_seed(evaluation.EVAL_MASK_SEED)
     S = C = 0.0
     with torch.no_grad():
         for i in range(0, blocks.shape[0], cfg.batch_size):
@@ -108,10 +108,10 @@ def test_set_up_builds_the_optimiser_schedule_and_generators_the_run_describes()
 def test_set_up_refuses_data_that_does_not_fit_the_model_or_one_batch():
     data = _data()
     with pytest.raises(ValueError, match="length 16, the model expects 8"):
-        loop._set_up_data(_cfg(seq_len=8), data, world=1)
+        set_up._set_up_data(_cfg(seq_len=8), data, world=1)
     with pytest.raises(CompanionError, match="fewer than one batch of 300"):
-        loop._set_up_data(_cfg(batch_size=150), data, world=2)
-    assert loop._set_up_data(_cfg(), data, world=1) is data
+        set_up._set_up_data(_cfg(batch_size=150), data, world=2)
+    assert set_up._set_up_data(_cfg(), data, world=1) is data
 
 
 # ---------------------------------------------------------------- resume
@@ -122,7 +122,7 @@ def test_resume_restores_what_the_checkpoint_holds(tmp_path):
     loop.train(cfg, data=_data(), out_dir=tmp_path, stop_at=4)
     ck = torch.load(tmp_path / "checkpoint.pt", weights_only=True)   # read back without the package
     run = _run(cfg)
-    loop._resume(run, tmp_path / "checkpoint.pt")
+    checkpoints._resume(run, tmp_path / "checkpoint.pt")
     for name, tensor in run.model.state_dict().items():
         assert torch.equal(tensor, ck["model"][name]), name
     assert run.start == 4 and run.rows == ck["history"]
@@ -143,21 +143,21 @@ def test_resume_refuses_another_configuration_other_data_and_another_process_cou
     run = _run(_cfg(steps=6, lr=1e-2))
     start = {k: v.clone() for k, v in run.model.state_dict().items()}
     with pytest.raises(CompanionError, match=r"different configuration \(lr: 0.003 -> 0.01\)"):
-        loop._resume(run, path)
+        checkpoints._resume(run, path)
     assert all(torch.equal(start[k], v) for k, v in run.model.state_dict().items())  # nothing restored
     d = _data()
     fewer = TokenData(train=d.train[:-1], eval=d.eval, vocab_size=d.vocab_size, masking=d.masking)
     with pytest.raises(CompanionError, match=r"other data .*train_blocks: 267 -> 266"):
-        loop._resume(_run(cfg, fewer), path)
+        checkpoints._resume(_run(cfg, fewer), path)
     with pytest.raises(FileNotFoundError, match="no checkpoint to resume from"):
-        loop._resume(_run(cfg), tmp_path / "elsewhere" / "checkpoint.pt")
+        checkpoints._resume(_run(cfg), tmp_path / "elsewhere" / "checkpoint.pt")
     ck = torch.load(path, weights_only=True)
     ck["rng"] = ck["rng"] * 2                       # as if two processes had written it
     torch.save(ck, path)
     (tmp_path / "checkpoint.pt.sha256").unlink()
     with pytest.warns(UserWarning, match="unverified"), \
             pytest.raises(CompanionError, match=r"written by 2 process\(es\), this run has 1"):
-        loop._resume(_run(cfg), path)
+        checkpoints._resume(_run(cfg), path)
 
 
 # ---------------------------------------------------------------- accumulate
@@ -263,7 +263,7 @@ def test_evaluate_logs_the_loss_of_a_direct_forward_pass_the_guard_and_the_score
     run.seen[:40] = True
     run.pending.append((3, "train_loss", torch.tensor(1.25)))
     lines = []
-    loop._evaluate(run, 3, progress=lines.append)
+    evaluation._evaluate(run, 3, progress=lines.append)
     h = pd.DataFrame(run.rows).set_index(["quantity", "layer", "head"])["value"]
     assert h["eval_loss", -1, -1] == pytest.approx(
         _direct_eval_loss(run.model, run.data.eval[:6], cfg, run.data.masking), rel=1e-5)
@@ -286,12 +286,12 @@ def test_evaluate_logs_the_loss_of_a_direct_forward_pass_the_guard_and_the_score
 def test_flush_names_a_diverged_run_and_moves_finite_losses_into_the_history():
     run = _run(_cfg())
     run.pending += [(1, "train_loss", torch.tensor(0.5)), (1, "penalty", torch.tensor(0.25))]
-    loop._flush(run)
+    state._flush(run)
     assert [(r["step"], r["quantity"], r["value"]) for r in run.rows] == [(1, "train_loss", 0.5),
                                                                           (1, "penalty", 0.25)]
     run.pending.append((2, "train_loss", torch.tensor(float("nan"))))
     with pytest.raises(CompanionError, match="training diverged: the training loss is nan at step 2"):
-        loop._flush(run)
+        state._flush(run)
 
 
 # ---------------------------------------------------------------- checkpoint
@@ -304,7 +304,7 @@ def test_checkpoint_writes_the_runs_state_with_its_sha256_and_resumes_to_it(tmp_
     run.model.train()
     loop._update(run, 0, loop._accumulate(run, 0))
     path = tmp_path / "run" / "checkpoint.pt"
-    loop._checkpoint(run, path, 1)
+    checkpoints._checkpoint(run, path, 1)
     assert sorted(p.name for p in path.parent.iterdir()) == ["checkpoint.pt", "checkpoint.pt.sha256"]
     assert (path.parent / "checkpoint.pt.sha256").read_text().split()[0] == \
         hashlib.sha256(path.read_bytes()).hexdigest()
@@ -317,7 +317,7 @@ def test_checkpoint_writes_the_runs_state_with_its_sha256_and_resumes_to_it(tmp_
         assert torch.equal(ck["model"][name], tensor), name
     # a fresh run resumed from it continues with the same state: the next step's loss agrees
     again = _run(cfg)
-    loop._resume(again, path)
+    checkpoints._resume(again, path)
     torch.manual_seed(5)
     a = float(loop._accumulate(run, 1))
     torch.manual_seed(5)

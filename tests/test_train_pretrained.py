@@ -79,7 +79,8 @@ def _minilm_data(seq_len=32):
 
 def test_a_run_from_the_checkpoint_starts_at_its_scores_and_trains(tmp_path):
     from companion.core.bilinear import bilinear_form
-    from companion.train.runner.loop import TrainConfig, train
+    from companion.train.runner.config import TrainConfig
+    from companion.train.runner.loop import train
 
     cfg = TrainConfig(size="micro", mode="decoder", init_from=ZOO, top_k=None, seq_len=32, steps=2,
                       batch_size=2, warmup=0, eval_every=2, eval_blocks=4, device="cpu")
@@ -94,7 +95,7 @@ def test_a_run_from_the_checkpoint_starts_at_its_scores_and_trains(tmp_path):
 
 
 def test_a_checkpoint_run_refuses_a_compact_vocabulary_or_a_reinitialisation():
-    from companion.train.runner.loop import TrainConfig
+    from companion.train.runner.config import TrainConfig
 
     with pytest.raises(ValueError, match="full vocabulary"):
         TrainConfig(size="micro", init_from=ZOO, top_k=4096)

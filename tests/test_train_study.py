@@ -72,7 +72,7 @@ def test_tokens_and_throughput_of_a_run():
 
 
 def _study_run(root, variant, mode, sym, dirn, width=64, layers=2, steps=(0, 50, 100)):
-    from companion.train.runner.loop import write_run
+    from companion.train.runner.provenance import write_run
 
     h = pd.concat([_history(steps, [[v] * layers for v in sym]),
                    _history(steps, [[v] * layers for v in dirn], "directionality"),

@@ -11,7 +11,8 @@ import torch
 
 from companion.base.errors import CompanionError
 from companion.core.scores import directionality_score, symmetry_score
-from companion.train.runner.loop import TrainConfig, train
+from companion.train.runner.config import TrainConfig
+from companion.train.runner.loop import train
 from companion.train.models.bert import build_model, qk_weights
 from companion.train.runner.updates import OPTIMIZERS, UPDATE_QUANTITIES, UpdateRecorder, make_optimizer, start_split
 

@@ -178,7 +178,7 @@ def _check_run_files(out: Path, keep=()) -> None:
     block the run for ever) or a folder at one of those names is refused before any work,
     in one line, rather than at the step that writes it."""
     from ..base.outputs import check_output, check_writable
-    from .runner.loop import kept_weights_path
+    from .runner.checkpoints import kept_weights_path
 
     names = ["history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256",
              "checkpoint.pt.sha256.pending"]
@@ -255,7 +255,7 @@ def _config(args: argparse.Namespace):
     """The run's TrainConfig from the parsed options, or one clear error: checked before
     anything touches ``--out`` (so a bad option never costs a run folder)."""
     from ..base.errors import CompanionError
-    from .runner.loop import TrainConfig
+    from .runner.config import TrainConfig
     from .models.bert import size_for_run
 
     try:
@@ -362,7 +362,9 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
-    from .runner.loop import digest_path, provenance, train, write_run
+    from .runner.checkpoints import digest_path
+    from .runner.loop import train
+    from .runner.provenance import provenance, write_run
 
     cfg = args.config   # made by run_train before --out was touched
     from ..base.outputs import open_stream

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...base.errors import CompanionError
 from ...base.paths import DATA_DIR
-from .loop import read_run
+from .provenance import read_run
 
 __all__ = ["load_runs", "runs_root", "label_of", "run_catalogue", "read_provenance"]
 

@@ -1,0 +1,169 @@
+"""What defines a training run: :class:`TrainConfig`, checked when it is made, and the
+learning-rate schedule it names (warm-up, then linear decay).
+
+A checkpoint stores ``TrainConfig.to_dict()``; resuming compares it field by field
+(:mod:`companion.train.runner.checkpoints`), so a field added here needs a default.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from ..models.bert import get_size
+from ..models.init import PENALTIES
+
+__all__ = ["TrainConfig", "lr_factor", "OTHER_OBJECTIVE"]
+
+#: each objective's other one, for the held-out loss of the objective swap (``eval_other``)
+OTHER_OBJECTIVE = {"encoder": "decoder", "decoder": "encoder"}
+
+
+@dataclass
+class TrainConfig:
+    """Everything that defines a run.  Defaults follow the paper (Appendix S2) where it applies.
+
+    The paper: AdamW, lr 5e-5, 200 warmup steps, linear decay, weight decay 0.01, batch
+    32 x 8 accumulation, 200k steps.  Small CPU runs need a larger learning rate to move
+    within a few hundred steps; the book states the one each cached run used.
+    """
+
+    mode: str = "encoder"
+    init: str = "standard"
+    size: str = "tiny"
+    seed: int = 0
+    steps: int = 200
+    batch_size: int = 16
+    grad_accum: int = 1
+    lr: float = 1e-3
+    warmup: int = 20
+    decay_steps: int | None = None  # step at which the linear decay reaches 0; None: ``steps``
+    weight_decay: float = 0.01
+    optimizer: str = "adamw"        # companion.train.runner.updates.OPTIMIZERS
+    update_every: int | None = None  # log the structure of every N-th update (updates.py); None: off
+    max_grad_norm: float = 1.0
+    eval_every: int = 20
+    eval_blocks: int | None = 64
+    penalty: str = "none"
+    penalty_coef: float = 0.0
+    corpus: str = "wikipedia"
+    top_k: int | None = 4096
+    seq_len: int | None = None
+    layers: int | None = None     # overrides of the named size's shape (compute study)
+    width: int | None = None      # hidden size; the feed-forward width follows as 4 x width
+    heads: int | None = None
+    bf16: bool = True
+    cpu_bf16: bool = False   # bf16 autocast on the CPU too (about 1.7x faster where the CPU has AVX-512 BF16)
+    compile: bool = False
+    device: str | None = None
+    checkpoint_every: int = 0
+    smoothing: int = 1
+    init_from: str | None = None  # start from this checkpoint's weights (zoo name, folder, hub id)
+    eval_other: bool = False      # also log the held-out loss of the other objective (eval_loss_other)
+    guard: bool = False           # log the one-mode memorisation guard (guard_train_loss, guard_heldout_loss)
+    keep_weights: tuple = ()      # steps whose model weights are kept beside the run (weights-stepN.safetensors)
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        get_size(self.size)
+        if self.init_from is not None:
+            self._from_checkpoint()
+        if self.eval_other and (self.init_from is None or self.mode not in OTHER_OBJECTIVE):
+            raise ValueError("eval_other compares the two objectives of a checkpoint's swap: it needs init_from "
+                             f"and mode encoder or decoder (got init_from={self.init_from!r}, mode={self.mode!r}).")
+        if self.penalty not in PENALTIES:
+            raise ValueError(f"unknown penalty {self.penalty!r}; choose one of {PENALTIES}.")
+        for name in ("steps", "batch_size", "grad_accum", "eval_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")
+        if self.warmup < 0 or self.warmup > self.steps:
+            raise ValueError(f"warmup must lie in [0, steps={self.steps}]; got {self.warmup} (a horizon shorter "
+                             "than the warm-up never reaches the peak learning rate).")
+
+        from .updates import OPTIMIZERS
+
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}.")
+        if self.update_every is not None and (isinstance(self.update_every, bool) or
+                                              not isinstance(self.update_every, int) or self.update_every < 1):
+            raise ValueError(f"update_every must be a whole number of steps >= 1 (or None to log no updates); "
+                             f"got {self.update_every!r}.")
+        if self.decay_steps is not None and self.decay_steps < max(self.warmup, 1):
+            raise ValueError(f"decay_steps must be >= warmup ({self.warmup}) and >= 1; got {self.decay_steps} "
+                             "(it is the step at which the learning rate reaches 0).")
+        if self.eval_blocks is not None and self.eval_blocks < 1:
+            raise ValueError(f"eval_blocks must be >= 1, or None for the whole held-out split; "
+                             f"got {self.eval_blocks} (0 blocks would record a loss of 0).")
+        self.keep_weights = tuple(self.keep_weights or ())
+        bad = [k for k in self.keep_weights if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= self.steps]
+        if bad:
+            raise ValueError(f"keep_weights lists steps of this run (whole numbers in 1..{self.steps}); got {bad[0]!r}.")
+        for name in ("layers", "width", "heads", "seq_len"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"{name} must be >= 1 when given; got {v}.")
+        shape = self.model_size
+        if shape.hidden_size % shape.num_attention_heads:
+            raise ValueError(f"width {shape.hidden_size} is not divisible by {shape.num_attention_heads} heads.")
+        for name in ("lr", "weight_decay", "penalty_coef", "max_grad_norm"):
+            v = getattr(self, name)
+            if not math.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0; got {v!r}.")
+
+    def _from_checkpoint(self):
+        """Starting from a checkpoint: its own vocabulary and weights, its shape."""
+        from ..models.pretrained import checkpoint_shape
+
+        if self.top_k:
+            raise ValueError("training from a checkpoint uses its own full vocabulary; pass top_k=None "
+                             "(--top-k 0).")
+        if self.init != "standard":
+            raise ValueError(f"init={self.init!r} would replace the checkpoint's attention weights; keep "
+                             "'standard' when starting from a checkpoint.")
+        for name, value in zip(("layers", "width", "heads"), checkpoint_shape(self.init_from)):
+            mine = getattr(self, name)
+            if mine is None:
+                setattr(self, name, value)
+            elif mine != value:
+                raise ValueError(f"{name}={mine} disagrees with the checkpoint {self.init_from} ({value}).")
+
+    @property
+    def model_size(self):
+        """The named size with this run's overrides (sequence length, depth, width, heads)."""
+        from dataclasses import replace
+
+        s = get_size(self.size)
+        over = {}
+        if self.seq_len is not None:
+            over["seq_len"] = self.seq_len
+            over["max_position_embeddings"] = max(s.max_position_embeddings, self.seq_len)
+        if self.layers is not None:
+            over["num_hidden_layers"] = self.layers
+        if self.width is not None:
+            over["hidden_size"] = self.width
+            over["intermediate_size"] = 4 * self.width
+        if self.heads is not None:
+            over["num_attention_heads"] = self.heads
+        if over and (self.layers or self.width or self.heads):
+            over["name"] = f"{s.name}-custom"
+        return replace(s, **over) if over else s
+
+    @property
+    def schedule_total(self) -> int:
+        """The step at which the linear decay reaches 0: ``decay_steps``, else ``steps``.
+
+        A run shorter than its schedule (``decay_steps > steps``) is the first ``steps``
+        steps of a longer schedule, e.g. the paper's 200 warm-up steps and decay over
+        200,000 steps (Appendix S2) followed for a CPU-sized number of steps.
+        """
+        return self.steps if self.decay_steps is None else self.decay_steps
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def lr_factor(step: int, warmup: int, total: int) -> float:
+    """Linear warmup to 1 over ``warmup`` steps, then linear decay to 0 at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))

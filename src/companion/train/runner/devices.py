@@ -1,0 +1,60 @@
+"""Where a run computes: the device, the process group under ``torchrun``, and bf16 autocast
+where the card computes bf16 natively (see :mod:`companion.train.runner.loop`, "GPU and
+several GPUs")."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from .config import TrainConfig
+
+__all__ = ["native_bf16"]
+
+
+def native_bf16(device) -> bool:
+    """Whether ``device`` (a CUDA device) computes bf16 natively: compute capability 8.0 or
+    later.  Older cards (a T4 on a free Colab runtime, a V100) only emulate it."""
+    major, _ = torch.cuda.get_device_capability(device)
+    return major >= 8
+
+
+def _autocast(cfg, device):
+    enabled = ((bool(cfg.bf16) and device.type == "cuda" and native_bf16(device))
+               or (bool(cfg.cpu_bf16) and device.type == "cpu"))
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def _distributed():
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 1, 0, None
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        dist.init_process_group(backend=backend)
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local}") if torch.cuda.is_available() else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return world, dist.get_rank(), device
+
+
+def _set_up_device(cfg: TrainConfig) -> tuple[int, int, torch.device]:
+    """``(world, rank, device)``: join the process group under torchrun; CPU runs are
+    deterministic, CUDA runs allow TF32 matmuls."""
+    world, rank, ddp_device = _distributed()
+    if ddp_device is not None:
+        device = ddp_device
+    elif cfg.device:
+        device = torch.device(cfg.device)
+    else:
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu":
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    return world, rank, device
