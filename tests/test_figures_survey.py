@@ -18,7 +18,7 @@ from companion.book.figures.survey import (
     scores_vs_parameters,
 )
 from companion.core.null import null_scores
-from companion.survey.scoring import published_summary
+from companion.survey.summaries import published_summary
 
 
 def _n_points(ax):

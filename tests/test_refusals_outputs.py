@@ -13,6 +13,7 @@ import pytest
 import malformed as bad
 from one_line import one_line_error
 from companion.survey import scoring as survey
+from companion.survey import table_cache
 from companion.zoo.catalog import load_catalog
 from companion.cli import main
 from companion.base.errors import CompanionError
@@ -110,7 +111,7 @@ def test_a_cached_table_cut_short_is_recomputed_and_the_status_says_so(fake_cata
     good = pd.read_csv(path)
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-2]) + lines[-2][: len(lines[-2]) // 2])  # a row cut short
-    assert "sha256" in survey.cache_problem(path)
+    assert "sha256" in table_cache.cache_problem(path)
     status = survey.run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"],
                                 progress=False)
     row = status.set_index("key").loc["tiny-bert"]
@@ -119,13 +120,13 @@ def test_a_cached_table_cut_short_is_recomputed_and_the_status_says_so(fake_cata
     again = pd.read_csv(path)
     pd.testing.assert_frame_equal(again[["layer", "head", "symmetry", "directionality"]],
                                   good[["layer", "head", "symmetry", "directionality"]])
-    assert survey.cache_problem(path) is None
+    assert table_cache.cache_problem(path) is None
 
 
 def test_a_cached_table_without_its_checksum_file_is_not_trusted(fake_catalog, tmp_path):
     out = tmp_path / "survey"
     survey.run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"], progress=False)
-    survey.checksum_path(out / "models" / "tiny-bert.csv").unlink()
+    table_cache.checksum_path(out / "models" / "tiny-bert.csv").unlink()
     status = survey.run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"],
                                 progress=False)
     assert status.set_index("key").loc["tiny-bert", "status"] == "scored"
@@ -148,21 +149,21 @@ def test_a_corrupt_cache_that_cannot_be_recomputed_stays_out_of_the_union(fake_c
 def test_load_survey_refuses_a_table_that_does_not_match_its_checksum(fake_catalog, tmp_path):
     out = tmp_path / "survey"
     survey.run_survey_entries(load_catalog(fake_catalog), out, keys=["tiny-bert"], progress=False)
-    assert len(survey.load_survey(out)) > 0
+    assert len(table_cache.load_survey(out)) > 0
     scores = out / "scores.csv"
     scores.write_text(scores.read_text()[:-40])
     with pytest.raises(CompanionError, match="cannot be trusted"):
-        survey.load_survey(out)
+        table_cache.load_survey(out)
 
 
 def test_the_committed_survey_tables_match_their_checksums():
-    from companion.survey.scoring import SURVEY_DIR
+    from companion.survey.table_cache import SURVEY_DIR
 
     tables = [SURVEY_DIR / "scores.csv", *sorted((SURVEY_DIR / "models").glob("*.csv"))]
     assert len(tables) >= 3
     for t in tables:
-        assert survey.cache_problem(t) is None, t
-    meta = json.loads(survey.checksum_path(SURVEY_DIR / "scores.csv").read_text())
+        assert table_cache.cache_problem(t) is None, t
+    meta = json.loads(table_cache.checksum_path(SURVEY_DIR / "scores.csv").read_text())
     assert meta["rows"] == len(pd.read_csv(SURVEY_DIR / "scores.csv"))
 
 

@@ -13,17 +13,10 @@ import torch
 
 from companion.zoo.catalog import load_catalog
 from companion.core.scores import directionality_score, symmetry_score
-from companion.survey.scoring import (
-    SurveySource,
-    Unavailable,
-    _write_atomic,
-    main,
-    published_summary,
-    resolve_source,
-    run_survey_entries,
-    score_entry,
-    summarize_survey,
-)
+from companion.survey.scoring import main, run_survey_entries, score_entry
+from companion.survey.sources import SurveySource, Unavailable, resolve_source
+from companion.survey.summaries import published_summary, summarize_survey
+from companion.survey.table_cache import _write_atomic
 
 CATALOG_HEADER = load_catalog().columns.drop(["n_heads", "n_kv_heads"]).tolist()
 
@@ -256,7 +249,7 @@ def test_the_companion_command_line_has_a_survey_subcommand(fake_catalog, tmp_pa
 
 
 def test_comparison_puts_recomputed_values_beside_the_printed_ones():
-    from companion.survey.scoring import compare_with_published
+    from companion.survey.summaries import compare_with_published
 
     pub = published_summary()
     fake = pub[(pub["key"] == "llama-3-70b")].drop_duplicates("score").copy()
@@ -299,7 +292,7 @@ def _contrast(enc: dict, dec: dict) -> dict:
 
 
 def test_related_checkpoints_become_one_unit_with_the_median_of_their_medians():
-    from companion.survey.scoring import contrast_per_base_model
+    from companion.survey.summaries import contrast_per_base_model
 
     enc = {"a": (0.50, -0.10), "a-ft": (0.52, -0.30), "a-ft2": (0.90, 0.20), "b": (0.40, -0.20),
            "c1": (0.30, 0.00), "c2": (0.36, -0.40)}
@@ -321,7 +314,7 @@ def test_related_checkpoints_become_one_unit_with_the_median_of_their_medians():
 
 def test_the_rank_test_per_base_model_matches_an_enumerated_exact_p_value():
     from companion.judge.empirical import survey_test
-    from companion.survey.scoring import contrast_per_base_model
+    from companion.survey.summaries import contrast_per_base_model
 
     rng = np.random.default_rng(4)
     enc = {f"e{i}": (float(rng.normal(0.4, 0.1)), float(rng.normal(-0.1, 0.1))) for i in range(7)}
@@ -343,7 +336,7 @@ def test_the_rank_test_per_base_model_matches_an_enumerated_exact_p_value():
 
 
 def test_a_base_model_cannot_hold_both_an_encoder_and_a_decoder():
-    from companion.survey.scoring import contrast_per_base_model
+    from companion.survey.summaries import contrast_per_base_model
 
     with pytest.raises(ValueError, match="both encoder and decoder"):
         contrast_per_base_model(_contrast({"a": (0.5, 0.0), "b": (0.4, 0.0)}, {"x": (0.1, -0.2)}),
@@ -351,7 +344,7 @@ def test_a_base_model_cannot_hold_both_an_encoder_and_a_decoder():
 
 
 def test_every_relation_names_zoo_models_of_one_role_and_states_its_source():
-    from companion.survey.scoring import BASE_MODELS
+    from companion.survey.summaries import BASE_MODELS
     from companion.zoo.registry import ZOO
 
     for key, (base, source) in BASE_MODELS.items():

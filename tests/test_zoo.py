@@ -296,7 +296,8 @@ def test_makefile_env_installs_every_zoo_pin():
 def test_survey_scores_zoo_models_offline(cache, tmp_path, monkeypatch):
     _need("sre-embedding")
     from companion.zoo.catalog import load_catalog
-    from companion.survey.scoring import run_survey_entries, with_zoo_entries
+    from companion.survey.scoring import run_survey_entries
+    from companion.survey.zoo_walk import with_zoo_entries
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cat = with_zoo_entries(load_catalog())

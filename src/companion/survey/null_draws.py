@@ -15,7 +15,7 @@ def survey_null_widths(max_d: int) -> list[int]:
     """The widths whose null the survey draws: every catalogued and every zoo model's width
     up to ``max_d``."""
     from ..zoo.catalog import load_catalog
-    from .scoring import score_zoo
+    from .zoo_walk import score_zoo
 
     _, scores, _ = score_zoo(per_head=False)  # the zoo's widths, as the survey reads them
     widths = set(load_catalog()["d_model"].dropna()) | set(scores["d_model"].dropna())

@@ -1,0 +1,85 @@
+"""The survey's cached tables: each CSV written atomically with a checksum file beside it
+(``<file>.sha256.json``: sha256 of the bytes, row count, columns), checked before it is used
+(:func:`cache_problem`) and read back (:func:`load_survey`)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..base.errors import CompanionError
+from ..zoo.catalog import DATA_DIR
+
+__all__ = ["SURVEY_DIR", "checksum_path", "cache_problem", "load_survey"]
+
+
+#: where ``companion survey`` writes its tables unless ``--out`` says otherwise
+SURVEY_DIR = DATA_DIR / "survey"
+CACHE_FORMAT = "companion-survey-cache/1"
+REQUIRED_COLUMNS = ("key", "hub_id", "component", "role", "layer", "head", "level", "pairing",
+                    "symmetry", "directionality")
+
+
+def checksum_path(path: Path) -> Path:
+    """The checksum file that vouches for a cached table: ``<file>.sha256.json``."""
+    return path.with_name(path.name + ".sha256.json")
+
+
+def _write_atomic(df: pd.DataFrame, path: Path) -> None:
+    """Write ``df`` to ``path`` atomically, with its checksum file beside it.
+
+    The CSV goes through a temporary file in the same folder and a rename (a full disk or
+    a crash leaves the previous file intact); then ``<file>.sha256.json`` records the
+    sha256 of the bytes written, the row count and the columns.
+    """
+    from ..base.outputs import write_atomic
+
+    data = df.to_csv(index=False).encode()
+    write_atomic(path, lambda f: f.write(data), mode="wb")
+    meta = {"format": CACHE_FORMAT, "sha256": hashlib.sha256(data).hexdigest(),
+            "rows": int(len(df)), "columns": [str(c) for c in df.columns]}
+    write_atomic(checksum_path(path), lambda f: f.write(json.dumps(meta, indent=1) + "\n"))
+
+
+def cache_problem(path: Path, required=REQUIRED_COLUMNS) -> str | None:
+    """Why the cached table ``path`` cannot be trusted, or ``None`` when it checks out."""
+    side = checksum_path(path)
+    if not side.exists():
+        return f"{side.name} is missing"
+    try:
+        meta = json.loads(side.read_text())
+        data = path.read_bytes()
+    except (OSError, ValueError) as exc:
+        return f"cannot read it or {side.name} ({exc})"
+    if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT:
+        return f"{side.name} is not a {CACHE_FORMAT} checksum file"
+    if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
+        return "its sha256 differs from the one recorded when it was written (edited or cut short)"
+    try:
+        df = pd.read_csv(io.BytesIO(data))
+    except (ValueError, pd.errors.ParserError) as exc:
+        return f"it is not a readable CSV ({exc})"
+    if len(df) != meta.get("rows") or [str(c) for c in df.columns] != meta.get("columns"):
+        return "its rows or columns differ from those recorded"
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        return f"it lacks the columns {missing}"
+    return None
+
+
+def load_survey(path: str | Path | None = None) -> pd.DataFrame:
+    """The survey's tidy scores (``scores.csv``); an empty table when nothing was scored."""
+    path = Path(path) if path is not None else SURVEY_DIR / "scores.csv"
+    if path.is_dir():
+        path = path / "scores.csv"
+    if not path.exists():
+        raise ValueError(f"no survey table at {path}; run `companion survey` first.")
+    problem = cache_problem(path)
+    if problem:
+        raise CompanionError(f"the survey table {path} cannot be trusted: {problem}. "
+                             "Run `companion survey` again to rebuild it.")
+    return pd.read_csv(path, dtype={"revision": str, "fingerprint": str})

@@ -1,0 +1,85 @@
+"""The walk over the offline zoo: its models added to the catalog as survey entries
+(:func:`with_zoo_entries`), and every zoo model read and scored without network
+(:func:`score_zoo`, the survey chapter's live data)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..zoo.catalog import load_catalog
+
+__all__ = ["with_zoo_entries", "score_zoo"]
+
+
+def with_zoo_entries(catalog: pd.DataFrame) -> pd.DataFrame:
+    """The catalog plus one entry per zoo model it does not already hold (key = zoo name).
+
+    Zoo entries carry ``local = "zoo:NAME"``, the zoo's role and modality and no
+    published numbers; ``n_params`` is left empty (the survey then counts it from the
+    checkpoint's headers).
+    """
+    from ..zoo.registry import ZOO
+
+    known = set(catalog["key"])
+    rows = []
+    for m in ZOO.values():
+        if m.catalog_key in known or m.name in known:
+            continue
+        rows.append({"key": m.name, "printed_names": "", "hub_id": m.model, "revision": "",
+                     "family": m.reader, "modality": m.modality, "role": m.role,
+                     "local": f"zoo:{m.name}", "notes": f"offline zoo model ({m.licence})",
+                     "sources": "zoo", "known_problems": ""})
+    if not rows:
+        return catalog
+    return pd.concat([catalog, pd.DataFrame(rows)], ignore_index=True)
+
+
+def score_zoo(names: list[str] | None = None, per_head: bool = True,
+              catalog: pd.DataFrame | None = None):
+    """Read and score the offline zoo models (no network); the survey chapter's live data.
+
+    Returns ``(checkpoints, scores, status)``: the :class:`QKCheckpoint` of each model read
+    (by survey key: the catalog key where the catalog has the model, else the zoo name),
+    their tidy scores (as :func:`score_entry`: both head pairings for grouped-query
+    models, per-head rows with ``per_head``) and one status row per zoo model.
+
+    A model whose reader module is not part of this installation is listed as
+    ``"no reader"`` and skipped; every other failure (a missing package, a hash that does
+    not match, a reader error) is raised, never skipped.
+    """
+    import time
+
+    from ..adapters import read_qk
+    from .tables import layer_scores
+    from ..zoo.registry import ZOO, reader_available, zoo_path
+
+    cat = catalog if catalog is not None else load_catalog()
+    cat_params = cat.set_index("key")["n_params"] if "n_params" in cat.columns else pd.Series(dtype=float)
+    checkpoints, tables, status = {}, [], []
+    for name in names or list(ZOO):
+        m = ZOO[name]
+        key = m.catalog_key or m.name
+        row = {"name": name, "key": key, "model": m.model, "role": m.role,
+               "modality": m.modality, "format": m.reader, "licence": m.licence,
+               "sha256": m.sha256[:12], "status": "", "layers": 0, "seconds": float("nan")}
+        if not reader_available(m):
+            row["status"] = f"no reader ({m.reader_module} is not part of this build)"
+            status.append(row)
+            continue
+        t0 = time.perf_counter()
+        ckpt = read_qk(zoo_path(name), progress=False)
+        # the modulo pairing differs from the model's only with several key heads
+        gqa = any(1 < layer.n_kv_heads < layer.n_heads for layer in ckpt.layers)
+        for pairing in ("grouped", "modulo") if gqa else ("grouped",):
+            tables.append(layer_scores(ckpt, per_head=per_head, pairing=pairing)
+                          .assign(key=key, zoo=name))
+        n = cat_params.get(key)
+        tables[-1]["n_params"] = n if n is not None and not pd.isna(n) else ckpt.n_parameters
+        if gqa:
+            tables[-2]["n_params"] = tables[-1]["n_params"].iloc[0]
+        checkpoints[key] = ckpt
+        row.update(status="scored", layers=len(ckpt.self_attention_layers()),
+                   seconds=time.perf_counter() - t0)
+        status.append(row)
+    scores = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    return checkpoints, scores, pd.DataFrame(status)
