@@ -59,3 +59,49 @@ def test_the_statistics_old_names_under_the_rules_reader_warn_and_are_the_same_o
     assert old is statistics.paired_t
     with pytest.raises(AttributeError):
         verdicts.no_such_name
+
+
+# ------------------------------------------ modules split by concern (issue 75) keep their names
+
+SPLIT = {"companion.train.runner.loop": "companion.train.runner.",
+         "companion.survey.scoring": "companion.survey."}
+
+
+def _imported_names(module: str) -> set[str]:
+    """The names the book, the docs, the package and the tests import from ``module`` or name
+    as ``module.NAME``."""
+    import re
+    from pathlib import Path
+
+    root = Path(companion.__file__).resolve().parents[2]
+    pattern = re.compile(rf"from {re.escape(module)} import (\([^)]*\)|[^\n]*)")
+    relative = re.compile(rf"from \.+(?:\w+\.)*{re.escape(module.rsplit('.', 1)[1])} import (\([^)]*\)|[^\n]*)")
+    dotted = re.compile(rf"\b{re.escape(module)}\.(\w+)")
+    names = set()
+    texts = [*root.glob("book/**/*.md"), *root.glob("docs/**/*.md"), *root.glob("src/**/*.py"), *root.glob("tests/*.py"),
+             *root.glob("bench/*.py"), *(root / n for n in ("README.md", "CONTRIBUTING.md", "ARCHITECTURE.md"))]
+    for path in texts:
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        names |= set(dotted.findall(text))
+        for m in [*pattern.finditer(text), *(relative.finditer(text) if path.suffix == ".py" else [])]:
+            listed = re.sub(r"#[^\n]*", "", m.group(1)).strip("()")
+            names |= {n.split(" as ")[0].strip() for n in listed.split(",")}
+    return {n for n in names if n.isidentifier()}
+
+
+@pytest.mark.parametrize("module", sorted(SPLIT))
+def test_a_split_module_still_offers_every_name_imported_from_it(module):
+    """Every name the book, the package or the tests import from a split module is in its
+    ``__all__`` and is the object defined in the package where it lives now."""
+    mod = importlib.import_module(module)
+    imported = _imported_names(module)
+    assert imported, module   # the scan finds the book's imports
+    assert not imported - set(mod.__all__), f"{module} no longer documents {sorted(imported - set(mod.__all__))}"
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        home = getattr(obj, "__module__", None)
+        if home is not None and callable(obj):
+            assert home.startswith(SPLIT[module]), (name, home)
+            assert getattr(importlib.import_module(home), name) is obj
