@@ -61,6 +61,8 @@ class Execution:
     notebook: object | None = None
     glue: dict = field(default_factory=dict)
     origins: list = field(default_factory=list)
+    #: executions of other code than the chapter's (an edit since they ran), never used
+    stale: list = field(default_factory=list)
 
     @property
     def values(self) -> dict:
@@ -184,6 +186,7 @@ def find(chapters, folders) -> dict:
             if want is None:
                 want = _chapter_code(chapter)
             if code_sources(nb) != want:
+                ex.stale.append(str(folder))
                 continue                  # an execution of another version of the chapter
             for name, entry in {**glue_records(nb), **store}.items():
                 ex.glue.setdefault(name, entry)

@@ -735,9 +735,12 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
         found = find(chapters, folders)
         unexecuted = [d for d, ex in found.items() if ex.notebook is None and not ex.glue]
         if unexecuted:
+            stale = [d for d in unexecuted if found[d].stale]
             raise GlueMissing(
-                f"no execution of {', '.join(unexecuted)} in {', '.join(str(f) for f in folders if f.is_dir()) or 'any of ' + ', '.join(map(str, folders))}: "
-                "the notebooks carry the build's values, so build the book first (make book or make test), "
+                f"no execution of {', '.join(unexecuted)} in {', '.join(str(f) for f in folders if f.is_dir()) or 'any of ' + ', '.join(map(str, folders))}"
+                + (f" ({', '.join(stale)}: only executions of other code, so edited since the build executed "
+                   "it; build again)" if stale else "")
+                + ": the notebooks carry the build's values, so build the book first (make book or make test), "
                 "or write them without values (--without-values)")
     ref = pinned_ref(root, ref)
     source = str(Path(install_from).resolve()) if install_from is not None else (
