@@ -375,3 +375,22 @@ def test_a_re_run_shows_fresh_values_where_the_notebook_carries_the_builds(book)
     # the values are still glued for the book (myst-nb's records, not shown)
     assert {o["metadata"]["scrapbook"]["name"] for o in run.cells[1].outputs if "scrapbook" in o["metadata"]} == {
         "verdict", "ratio"}
+
+
+def test_the_book_build_reads_its_cache_its_copies_and_nbvals_executions(tmp_path):
+    """The Sphinx extension hands the notebook writer the folders of the build it runs in: the
+    main book's relative cache path, and the student edition's cache (the instructor's)."""
+    from types import SimpleNamespace as App
+
+    from companion.book.sphinxext import _execution_sources
+
+    book = App(outdir=str(tmp_path / "_build" / "html"), srcdir=str(tmp_path),
+               config=App(nb_execution_cache_path="_build/.jupyter_cache"))
+    build = (tmp_path / "_build").resolve()
+    assert _execution_sources(book) == [build / ".jupyter_cache", build / "jupyter_execute", build / "executed"]
+    student = App(outdir=str(tmp_path / "_build" / "student" / "work" / "_build" / "html"),
+                  srcdir=str(tmp_path / "_build" / "student" / "src"),
+                  config=App(nb_execution_cache_path=str(build / ".jupyter_cache")))
+    got = _execution_sources(student)
+    assert got[:3] == [build / ".jupyter_cache", build / "student" / "work" / "_build" / "jupyter_execute",
+                       build / "executed"]
