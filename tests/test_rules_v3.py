@@ -458,12 +458,12 @@ def test_every_confirmatory_run_started_after_the_rules_that_registered_it_were_
 
     for key, body in load_rules_v3()["bodies"].items():
         path = ROOT / body["registered"]["file"]
-        out = subprocess.run(["git", "log", "--follow", "--reverse", "--format=%cI", "--", path.name],
+        out = subprocess.run(["git", "log", "--follow", "--format=%cI", "--", path.name],   # newest first
                              cwd=path.parent, capture_output=True, text=True)
         lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
         if not lines:
             pytest.skip("no git history here")
-        first = _as_datetime(lines[0])
+        first = _as_datetime(lines[-1])
         for prov in runs_root().glob(body["pattern"] + "/provenance.json"):
             assert _as_datetime(json.loads(prov.read_text())["started"]) > first, prov.parent.name
             hist = pd.read_csv(prov.parent / "history.csv", usecols=["quantity"])
@@ -526,3 +526,28 @@ def test_a_bound_exactly_at_d_reads_holds_on_both_paths():
     d = est.low * (1 + 1e-13)   # d a hair above the low end: equal after rounding
     seq_est = sq.look_estimate(vals, 0.025)
     assert st.directional_outcome(est, d) == sq.outcome_v3(seq_est, d) == "holds"
+
+
+
+def test_every_edit_of_a_rules_file_after_a_run_started_is_listed_comments_included(tmp_path):
+    """text_edits_after reads the file's whole text commit by commit, following a rename: a
+    comment added after the first run is an edit, an edit before it is not, and a renamed
+    file keeps its history."""
+    from companion.rules.v3 import text_edits_after
+
+    p = _copy(tmp_path, lambda t: t)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "rules", date="2026-11-28T06:00:00+00:00")
+    p.write_text(p.read_text() + "\n# before the runs\n")
+    _git(tmp_path, "commit", "-qam", "early comment", date="2026-11-28T06:30:00+00:00")
+    p.write_text(p.read_text() + "\n# a rule spelled out after the runs began\n")
+    _git(tmp_path, "commit", "-qam", "late comment", date="2026-11-29T00:00:00+00:00")
+    moved = p.with_name("renamed_rules.yaml")
+    _git(tmp_path, "mv", str(p.relative_to(tmp_path)), str(moved.relative_to(tmp_path)))
+    _git(tmp_path, "commit", "-qm", "rename", date="2026-11-29T01:00:00+00:00")
+    moved.write_text(moved.read_text() + "\n# after the rename\n")
+    _git(tmp_path, "commit", "-qam", "after rename", date="2026-11-29T02:00:00+00:00")
+    edits = text_edits_after("2026-11-28T07:00:00+00:00", moved)
+    assert [e["subject"] for e in edits] == ["late comment", "after rename"]   # a pure rename changes no line
+    assert all(e["lines added"] >= 1 for e in edits)

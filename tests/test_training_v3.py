@@ -19,7 +19,8 @@ STEPS = 10000
 
 def _write_run(root, name, mode, init, seed, *, sym, loss=4.0, sym_half=None, seen=4.0, unseen=4.02,
                heldout=4.03, started="2099-01-01T00:00:00Z", device="cpu (1 threads)", lr=1e-3,
-               corpus="english-mix", digest="abc", guard=True, blocks=320, half=True, guard_at_horizon=True):
+               corpus="english-mix", digest="abc", guard=True, blocks=320, half=True, guard_at_horizon=True,
+               **config):
     d = root / name
     d.mkdir(parents=True)
     rows = []
@@ -37,7 +38,7 @@ def _write_run(root, name, mode, init, seed, *, sym, loss=4.0, sym_half=None, se
     prov = {"started": started, "hardware": {"device": device},
             "config": {"mode": mode, "init": init, "seed": seed, "size": "bert-mini", "penalty": "none",
                        "penalty_coef": 0.0, "corpus": corpus, "lr": lr, "steps": STEPS, "seq_len": None, "top_k": None,
-                       "init_from": None},
+                       "init_from": None, **config},
             "model_size": {"hidden_size": 256, "num_hidden_layers": 4, "seq_len": 128},
             "data": {"documents_sha256": digest}}
     (d / "provenance.json").write_text(json.dumps(prov))
@@ -484,3 +485,29 @@ def test_the_secondary_comparator_is_read_at_a_look_of_the_rules_never_at_other_
     _write_run(body, "mixv3-bert-mini-authors-decoder-standard-s35", "authors-decoder", "standard", 35, sym=0.03)
     sec = _read()["secondary"]["authors-decoder/standard"]
     assert sec["look"] == 2 and sec["seeds"] == 6
+
+
+
+@pytest.mark.parametrize("field, value", [("penalty", "symmetric"), ("size", "bert-small"), ("init_from", "all-minilm-l6-v2"),
+                                          ("optimizer", "sgd"), ("penalty_coef", 0.1), ("batch_size", 32)])
+def test_a_run_whose_learning_configuration_differs_from_its_body_is_refused_naming_it(body, field, value):
+    """A run of another size, with a penalty, from a pretrained start or with another optimiser
+    or batch is not a run of the body, whatever its name: refused with the run and the field."""
+    from companion.base.errors import CompanionError
+
+    _pairs(body, [0.5, 0.6, 0.7])
+    odd = body / "mixv3-bert-mini-encoder-standard-s31"
+    prov = json.loads((odd / "provenance.json").read_text())
+    prov["config"][field] = value
+    (odd / "provenance.json").write_text(json.dumps(prov))
+    with pytest.raises(CompanionError, match=f"run mixv3-bert-mini-encoder-standard-s31 was made with {field} = "):
+        _read()
+
+
+def test_runs_differing_only_in_arm_seed_and_device_form_one_body(body):
+    _pairs(body, [0.5, 0.6, 0.7])
+    for name in ("mixv3-bert-mini-encoder-standard-s30", "mixv3-bert-mini-decoder-standard-s30"):
+        prov = json.loads((body / name / "provenance.json").read_text())
+        prov["config"].update(device="cuda", bf16=True, checkpoint_every=0)
+        (body / name / "provenance.json").write_text(json.dumps(prov))
+    assert _read()["reading"].look == 1

@@ -511,8 +511,18 @@ def text_edits_after(when, path: str | Path | None = None) -> list[dict]:
         raise CompanionError(f"{path} is not in a git checkout; its history cannot be checked.")
     root = top.stdout.strip()
     rel = path.resolve().relative_to(Path(root).resolve())
-    log = subprocess.run(["git", "log", "--follow", "--reverse", "--numstat", "--format=@@%H %cI %s", "--", str(rel)],
+    # git ignores --reverse together with --follow: read newest first, then turn it round
+    log = subprocess.run(["git", "log", "--follow", "--numstat", "--format=@@%H %cI %s", "--", str(rel)],
                          cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
+    blocks, cur = [], []
+    for line in log:
+        if line.startswith("@@") and cur:
+            blocks.append(cur)
+            cur = []
+        cur.append(line)
+    if cur:
+        blocks.append(cur)
+    log = [line for block in reversed(blocks) for line in block]
     start = _as_datetime(when)
     out, first = [], True
     for line in log:

@@ -309,12 +309,14 @@ def rule_commit_time(fixed, path: str | Path | None = None) -> _dt.datetime | No
     path = Path(path) if path is not None else RULES_PATH
     stamp = fixed.isoformat() if isinstance(fixed, _dt.date) else str(fixed)
     try:
-        out = subprocess.run(["git", "log", "--follow", "--reverse", "--format=%cI", "-S", stamp, "--", path.name],
+        # --follow keeps the history through a rename; git ignores --reverse with --follow, so
+        # the oldest commit is the last line
+        out = subprocess.run(["git", "log", "--follow", "--format=%cI", "-S", stamp, "--", path.name],
                              cwd=path.parent, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = [ln for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
-    return _as_datetime(lines[0]) if lines else None
+    return _as_datetime(lines[-1]) if lines else None
 
 
 def started_before_rule(started, fixed, commit_time=None) -> bool:
