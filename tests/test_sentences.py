@@ -399,6 +399,10 @@ def test_the_v3_runs_sentence_counts_runs_machines_and_how_far_apart_a_pair_star
     assert said.startswith("3 runs landed (2 of mix and 1 of wiki), made on the CPU, starting 0.2 to 3.8 h")
     assert "recorded for 1 of them" in said            # one run's every step has its machine
     assert "up to 3.5 h apart" in said                  # the mix pair of seed 30; wiki's lone run is no pair
+    # a secondary arm enters no pair: leaving it out, no pair is left in this table
+    arms = table.assign(arm=["encoder/standard", "authors-decoder/standard", "encoder/standard"])
+    assert "apart" not in v3_runs_said(arms, {"mix": ["encoder/standard", "decoder/standard"], "wiki": []})
+    assert "up to 3.5 h apart" in v3_runs_said(arms, {"mix": ["encoder/standard", "authors-decoder/standard"]})
     assert v3_runs_said(table.iloc[:0]) == "No run of the confirmatory bodies has landed yet."
     assert "apart" not in v3_runs_said(table.iloc[2:])
     assert "compute" not in said                        # no CPU time recorded, no pace sentence

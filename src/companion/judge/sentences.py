@@ -578,12 +578,14 @@ def runs_before_next_look(waiting) -> str:
                      for missing, labels in shared.items())
 
 
-def v3_runs_said(table) -> str:
+def v3_runs_said(table, primary_arms: dict | None = None) -> str:
     """What the table of landed rules-v3 runs (``runs_table_v3``) says in two sentences: how
     many runs per body, on which devices, how long after the rules' first commit they
     started, for how many every step's machine is recorded, and how far apart in time the
     arms of one seed started (a pair started hours apart may have met two machines), and,
-    where the table has ``CPU s/step``, the compute a CPU step took against its wall clock."""
+    where the table has ``CPU s/step``, the compute a CPU step took against its wall clock.
+    ``primary_arms`` (``{body: [arm, ...]}``): the arms that form a pair in each body; a
+    secondary arm, which enters no pair, is left out of how far apart a pair started."""
     if len(table) == 0:
         return "No run of the confirmatory bodies has landed yet."
     per_body = joined(f"{n} of {body}" for body, n in table.groupby("body", sort=False).size().items())
@@ -591,10 +593,12 @@ def v3_runs_said(table) -> str:
     after = table["after rules (h)"]
     recorded = int((~table["machines"].str.contains("not recorded")).sum())
     starts = table.assign(t=pd.to_datetime(table["started"], utc=True, errors="coerce"))
+    if primary_arms is not None and "arm" in starts:
+        starts = starts[[a in (primary_arms.get(b) or ()) for b, a in zip(starts["body"], starts["arm"])]]
     spread = starts.groupby(["body", "seed"])["t"].agg(lambda t: (t.max() - t.min()).total_seconds() / 3600)
     pairs = starts.groupby(["body", "seed"]).size()
     spread = spread[pairs >= 2]
-    apart = (f" The arms of one seed started up to {spread.max():.1f} h apart, so a pair may have met "
+    apart = (f" The two runs of a pair started up to {spread.max():.1f} h apart, so a pair may have met "
              "two machines even where both read the same device." if len(spread) else "")
     pace = ""
     if "CPU s/step" in table and table["CPU s/step"].notna().any():
