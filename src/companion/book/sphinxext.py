@@ -301,7 +301,7 @@ def _version(app):
     if not hasattr(app, "_companion_version"):
         version = book_version(Path(app.srcdir))
         if version.commit is None:  # sources outside a checkout: the package's repository
-            version = Version(version.package, book_version(ROOT).commit, version.rules)
+            version = Version(version.package, book_version(ROOT).commit, version.rules, version.training_rules)
         app._companion_version = version
     return app._companion_version
 
