@@ -98,3 +98,26 @@ def test_the_packed_device_script_runs_the_authors_setting_body_on_its_own_corpu
     bad = subprocess.run(["bash", str(ROOT / "data/runs/device_v3.sh")], env={**env, "BODY": "nope"},
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "unknown body" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def _land(cwd, name, steps):
+    script = (f'PY="{sys.executable}"; LOG=log; eval "$(sed -n "/^finished()/,/^}}/p;/^land()/,/^}}/p" '
+              f'{ROOT}/data/runs/common.sh)"; land {name} w {steps} "weights-step*.safetensors.sha256"')
+    return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def test_the_run_scripts_land_only_a_finished_run_with_its_digests(tmp_path):
+    """common.sh's land, which every make_*_runs.sh script calls: a finished run is copied with its
+    weight digests; a short trial run is not copied at all."""
+    (tmp_path / "data" / "runs").mkdir(parents=True)
+    (tmp_path / "w").mkdir()
+    for name, last in (("done", 10000), ("trial", 20)):
+        d = _run(tmp_path / "w", 10000 if name == "done" else 20, last)
+        d.rename(tmp_path / "w" / name)
+        (tmp_path / "w" / name / "weights-step10.safetensors.sha256").write_text("x\n")
+    assert _land(tmp_path, "done", 10000).returncode == 0
+    assert sorted(p.name for p in (tmp_path / "data/runs/done").iterdir()) == [
+        "history.csv", "provenance.json", "weights-step10.safetensors.sha256"]
+    assert _land(tmp_path, "trial", 10000).returncode == 1
+    assert not (tmp_path / "data/runs/trial").exists()
+    assert "NOT COPIED trial" in (tmp_path / "log").read_text()

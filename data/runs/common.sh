@@ -33,3 +33,22 @@ if asked != steps or last < steps:
     sys.exit(1)
 PYEOF
 }
+
+# land NAME WORK STEPS [FILES...]: copy a finished run from WORK/NAME into data/runs/NAME
+# (provenance, the FILES globs such as weight digests, then history.csv last, which marks a
+# finished run); a run that is not a finished run of STEPS steps, or whose name has landed from
+# elsewhere (a device) meanwhile, is not copied, and the log says why
+land() {
+  local name=$1 work=$2 steps=$3; shift 3
+  if [ -f data/runs/$name/history.csv ]; then
+    echo "NOT COPIED $name: data/runs/$name already holds a finished run; this one stays in $work $(date -u)" >> $LOG
+    return 0
+  fi
+  finished "$work/$name" "$steps" || { echo "NOT COPIED $name: not a finished $steps-step run $(date -u)" >> $LOG; return 1; }
+  mkdir -p data/runs/$name
+  cp "$work/$name/provenance.json" data/runs/$name/
+  local f
+  for f in "$@"; do cp "$work/$name"/$f data/runs/$name/; done
+  cp "$work/$name/history.csv" data/runs/$name/   # last: history.csv marks a finished run
+  echo "landed $name $(date -u)" >> $LOG
+}

@@ -45,14 +45,7 @@ run() {  # MODE/INIT SEED
   mkdir -p "$WORK"
   [ -f "$WORK/$name/history.csv" ] || nice -n ${RUN_NICE:-0} $PY -m companion.train.cli $COMMON --mode $mode --init $init --seed $seed \
       $resume --out "$WORK/$name" > "$WORK/$name.out" 2>&1 || { echo "FAILED $name $(date -u)" >> $LOG; return 1; }
-  if [ -f data/runs/$name/history.csv ]; then   # landed from elsewhere (a device) while this one trained
-    echo "NOT COPIED $name: data/runs/$name already holds a finished run; this one stays in $WORK $(date -u)" >> $LOG
-    return 0
-  fi
-  finished "$WORK/$name" 10000 || { echo "NOT COPIED $name: not a finished 10,000-step run $(date -u)" >> $LOG; return 1; }
-  mkdir -p data/runs/$name
-  cp "$WORK/$name/provenance.json" data/runs/$name/
-  cp "$WORK/$name/history.csv" data/runs/$name/   # last: history.csv marks a finished run
+  land "$name" "$WORK" 10000
 }
 $PY -m companion.cli corpus fetch $CORPUS > /dev/null
 for job in "${jobs[@]}"; do

@@ -51,15 +51,7 @@ run() {  # MODE/INIT SEED
       --mode $mode --init $init --seed $seed $resume --out "$WORK/$name" > "$WORK/$name.out" 2>&1 \
       || { echo "FAILED $name $(date -u)" >> $LOG; return 1; }
   [ "$STEPS" = 10000 ] || { echo "trial $name: $STEPS steps, not landed $(date -u)" >> $LOG; return 0; }
-  finished "$WORK/$name" 10000 || { echo "NOT COPIED $name: not a finished 10,000-step run $(date -u)" >> $LOG; return 1; }
-  if [ -f data/runs/$name/history.csv ]; then   # landed from elsewhere (a device) while this one trained
-    echo "NOT COPIED $name: data/runs/$name already holds a finished run; this one stays in $WORK $(date -u)" >> $LOG
-    return 0
-  fi
-  mkdir -p data/runs/$name
-  cp "$WORK/$name/provenance.json" "$WORK/$name"/weights-step*.safetensors.sha256 data/runs/$name/
-  cp "$WORK/$name/history.csv" data/runs/$name/   # last: history.csv marks a finished run
-  echo "landed $name $(date -u)" >> $LOG
+  land "$name" "$WORK" 10000 'weights-step*.safetensors.sha256'
 }
 $PY -m companion.cli corpus fetch wikipedia-chars > /dev/null
 for job in "${jobs[@]}"; do

@@ -41,13 +41,7 @@ run() {  # BODY CORPUS MODE/INIT SEED
   [ -f "$WORK/$name/history.csv" ] || nice -n ${RUN_NICE:-0} $PY -m companion.train.cli $COMMON --corpus $2 \
       --mode $mode --init $init --seed $seed $resume --out "$WORK/$name" > "$WORK/$name.out" 2>&1 \
       || { echo "FAILED $name $(date -u)" >> $LOG; return 1; }
-  if [ -f data/runs/$name/history.csv ]; then   # landed from elsewhere (a device) while this one trained
-    echo "NOT COPIED $name: data/runs/$name already holds a finished run; this one stays in $WORK $(date -u)" >> $LOG
-    return 0
-  fi
-  mkdir -p data/runs/$name
-  cp "$WORK/$name/provenance.json" "$WORK/$name"/weights-step*.safetensors.sha256 data/runs/$name/
-  cp "$WORK/$name/history.csv" data/runs/$name/   # last: history.csv marks a finished run
+  land "$name" "$WORK" 10000 'weights-step*.safetensors.sha256'   # a trial run is never copied as finished
 }
 $PY -m companion.cli corpus fetch english-mix > /dev/null
 $PY -m companion.cli corpus fetch wikipedia > /dev/null

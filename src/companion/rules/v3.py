@@ -62,12 +62,17 @@ def _arm(text, path, where):
     return mode, init
 
 
-def design_table_path(rules: dict, path: str | Path | None = None) -> Path:
-    """The committed design table named by the rules (``framework.design_check.table``, relative
-    to the repository root that holds the rules file's ``data/`` folder)."""
-    table = Path(rules["framework"]["design_check"]["table"])
+def _table_path(rules: dict, section: str, path: str | Path | None) -> Path:
+    """A committed table named by ``framework.<section>.table``, relative to the repository root
+    that holds the rules file's ``data/`` folder."""
+    table = Path(rules["framework"][section]["table"])
     root = (Path(path) if path is not None else RULES_V3_PATH).resolve().parent.parent
     return table if table.is_absolute() else root / table
+
+
+def design_table_path(rules: dict, path: str | Path | None = None) -> Path:
+    """The committed design table named by the rules (``framework.design_check.table``)."""
+    return _table_path(rules, "design_check", path)
 
 
 def nominal(rules: dict) -> np.ndarray:
@@ -383,9 +388,7 @@ def family_of(key: str, rules: dict) -> str:
 
 def family_table_path(rules: dict, path: str | Path | None = None) -> Path:
     """The committed family table (``framework.family_check.table``)."""
-    table = Path(rules["framework"]["family_check"]["table"])
-    root = (Path(path) if path is not None else RULES_V3_PATH).resolve().parent.parent
-    return table if table.is_absolute() else root / table
+    return _table_path(rules, "family_check", path)
 
 
 def _check_family_table(rules: dict, path) -> None:
