@@ -6,7 +6,9 @@ command.  Every relative link of README.md, CONTRIBUTING.md and docs/*.md points
 exists (and at a heading that exists, where it names one).  In CONTRIBUTING.md every file path
 exists, every command of a code block is real (a make target of the Makefile, a `companion`
 command line its parser accepts, a module that runs with ``python -m`` and has the options
-used, a script, a test file or test), and every `companion...` name in the docs imports.
+used, a script, a test file or test), and every `companion...` name in the docs imports.  The
+rules-file fields the recipes name are fields of the one file in force (data/verdict_rules.yaml),
+and its claims read once are version 2's (data/rules_history/verdict_rules_v2.yaml), unchanged.
 The helpers are tested on examples too, so each check is seen to fail when it should.
 """
 
@@ -28,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
+RULES_FILE = ROOT / "data" / "verdict_rules.yaml"                        # the one in force (version 4)
+RULES_V2 = ROOT / "data" / "rules_history" / "verdict_rules_v2.yaml"      # kept unchanged
 MAX_README_WORDS = 700
 SETUP_COMMANDS = ["make book", "make test"]
 PATH_SUFFIXES = (".md", ".yml", ".yaml", ".csv", ".py", ".sh", ".toml", ".txt", ".cff", ".json", ".cfg")
@@ -212,11 +216,10 @@ def companion_problem(argv: list[str], strict: bool) -> str | None:
             return f"companion {' '.join(argv)}: the command line parser refuses it"
         if "--claim" in argv:
             key = argv[argv.index("--claim") + 1]
-            claims = set()
-            for f in ("verdict_rules.yaml", "verdict_rules_v4.yaml"):
-                claims |= set(yaml.safe_load((ROOT / "data" / f).read_text(encoding="utf-8"))["claims"])
+            rules = yaml.safe_load(RULES_FILE.read_text(encoding="utf-8"))
+            claims = set(rules["claims"]) | set((rules.get("evidence") or {}).get("claims") or {})
             if key not in claims:
-                return f"companion {' '.join(argv)}: no claim {key!r} in the rules files"
+                return f"companion {' '.join(argv)}: no claim {key!r} in the rules file in force"
         return None
     sub, options, rest = parser, set(), list(argv)
     while rest and not rest[0].startswith("-"):
@@ -355,7 +358,10 @@ def test_a_broken_link_a_missing_heading_and_a_missing_path_are_caught(tmp_path)
     assert broken_links(page) == ["page.md: missing.md (no such file)",
                                   "page.md: there.md#nowhere (no such heading in there.md)"]
     assert slug("What `make test` runs") == "what-make-test-runs"
-    assert path_problem("data/verdict_rules_v4.yaml") is None
+    assert path_problem("data/verdict_rules.yaml") is None
+    assert path_problem("data/rules_history/verdict_rules_v2.yaml") is None
+    assert path_problem("data/rules_history/verdict_rules_v<N>.yaml") is None
+    assert path_problem("data/verdict_rules_v4.yaml") is not None   # moved: the file in force has no version in its name
     assert path_problem("data/verdict_rules_v9.yaml") is not None
     assert path_problem("dta/runs/make_x_runs.sh") is not None
     assert path_problem("book/<name>.md") is None and path_problem("boook/<name>.md") is not None
@@ -374,8 +380,10 @@ def test_a_command_that_does_not_exist_is_caught():
     assert "refuses" in command_problem(".venv/bin/companion verdicts --no-such-flag", makefile)
     assert "refuses" in command_problem(".venv/bin/companion no-such-command", makefile)
     assert "no claim" in command_problem(".venv/bin/companion verdicts --claim no_such_claim", makefile)
+    assert command_problem(".venv/bin/companion verdicts --claim table_1", makefile) is None          # read at looks
+    assert command_problem(".venv/bin/companion verdicts --claim objective_swap", makefile) is None   # read once
     assert "no such module" in command_problem(".venv/bin/python -m companion.no_such_module", makefile)
-    assert "no option" in command_problem(".venv/bin/python -m companion.train.studies.design_v3 --wirte", makefile)
+    assert "no option" in command_problem(".venv/bin/python -m companion.train.studies.design_check --wirte", makefile)
     assert "no such test" in command_problem(".venv/bin/python -m pytest tests/test_zoo.py::test_nothing_like_it", makefile)
     assert "no such test file" in command_problem(".venv/bin/python -m pytest tests/test_no_such_file.py", makefile)
     assert "no script" in command_problem("bash data/runs/make_no_such_runs.sh", makefile)
@@ -498,7 +506,7 @@ def test_every_file_path_named_in_the_recipes_exists():
     assert len(named) >= 40, "the recipes name the files they touch"
     for required in ("_toc.yml", "data/checks.csv", "data/exercise_labels.yaml", "src/companion/book/exercises.py",
                      "src/companion/book/course_plan.py", "data/chapter_times/colab_budget.csv",
-                     "data/verdict_rules.yaml", "data/verdict_rules_v4.yaml", "book/rules_history.md",
+                     "data/verdict_rules.yaml", "data/rules_history/", "book/rules_history.md",
                      "src/companion/zoo/registry.py", "data/runs/scripts.csv", "data/runs/make_chars_runs.sh"):
         assert f"`{required}`" in _contributing(), f"the recipes do not name {required}"
     problems = [p for p in (path_problem(s, names) for s in spans) if p]
@@ -523,8 +531,8 @@ def test_the_tests_and_names_the_recipes_point_at_exist():
     defined = {"WRONG": "tests/test_exercises.py", "UNCHECKED": "tests/test_exercises.py",
                "NO_QUESTION": "tests/test_answer_boxes.py", "ZOO_PACKAGES": "Makefile",
                "ZOO": "src/companion/zoo/registry.py", "COURSE": "src/companion/book/course_plan.py",
-               "LIVE_RUNS": "src/companion/book/live_runs.py", "RULES_HISTORY": "src/companion/rules/v3.py",
-               "RULES_V3_PATH": "src/companion/rules/v3.py"}
+               "LIVE_RUNS": "src/companion/book/live_runs.py", "RULES_HISTORY": "src/companion/rules/rulebook.py",
+               "RULES_PATH": "src/companion/rules/rulebook.py"}
     for name, file in defined.items():
         assert re.search(rf"`(?:[\w.]+\.)?{name}`", text), f"the recipes no longer name {name}: update this test"
         assert re.search(rf"^{name}\s*(?::[^=\n]*)?(?::=|=)", (ROOT / file).read_text(encoding="utf-8"), re.M), (
@@ -532,14 +540,20 @@ def test_the_tests_and_names_the_recipes_point_at_exist():
 
 
 def test_the_rules_file_fields_the_recipes_name_are_the_files_fields():
+    from companion.rules.rulebook import RULES_HISTORY, RULES_PATH
+
     text = _contributing()
-    v4 = yaml.safe_load((ROOT / "data" / "verdict_rules_v4.yaml").read_text(encoding="utf-8"))
-    v2 = yaml.safe_load((ROOT / "data" / "verdict_rules.yaml").read_text(encoding="utf-8"))
+    assert RULES_PATH == RULES_FILE and RULES_HISTORY[2] == RULES_V2
+    v4 = yaml.safe_load(RULES_FILE.read_text(encoding="utf-8"))
+    v2 = yaml.safe_load(RULES_V2.read_text(encoding="utf-8"))
     body_fields = ["label", "pattern", "corpus", "seeds", "steps", "lr", "arms", "secondary_arms",
                    "guard_reference", "plan", "blind", "registered"]
     claim_fields = ["quantity", "test", "candidate", "comparator", "body", "sesoi", "pilot", "fixed", "seen_before"]
+    # the loader's checks of a claim read once, as the recipe names them
+    read_once_fields = ["claim", "test", "fixed", "seen_before", "sesoi", "amended", "amended_at"]
     bodies = set().union(*(b.keys() for b in v4["bodies"].values()))
     claims = set().union(*(c.keys() for c in v4["claims"].values()))
+    once = set().union(*(c.keys() for c in v4["evidence"]["claims"].values()))
     def named(field):  # `field` or `field: value`
         return re.search(rf"`{field}(?::[^`]*)?`", text) is not None
 
@@ -547,15 +561,30 @@ def test_the_rules_file_fields_the_recipes_name_are_the_files_fields():
         assert named(f) and f in bodies, f
     for f in claim_fields + ["below_target"]:
         assert named(f) and f in claims, f
+    for f in read_once_fields:
+        assert named(f) and f in once, f
     assert v4["version"] == 4 and "version 4" in text
-    assert v4["framework"]["design_check"]["table"] == "data/verdict_rules_v4_design.csv"
-    assert v4["framework"]["family_check"]["table"] == "data/verdict_rules_v4_family.csv"
+    assert v4["framework"]["design_check"]["table"] == "data/verdict_rules_design.csv"
+    assert v4["framework"]["family_check"]["table"] == "data/verdict_rules_family.csv"
     assert set(v4["framework"]["families"]) and "`framework.families`" in text
-    v2_text = (ROOT / "data" / "verdict_rules.yaml").read_text(encoding="utf-8")
-    assert v2["version"] == 2 and "revision" in v2 and "`revision:`" in text
-    assert re.search(r"^\s+amended:", v2_text, re.M) and re.search(r"^\s+amended_at:", v2_text, re.M)
+    assert "`evidence.claims`" in text and "`claims`" in text
+    fam = v4["framework"]["families"]["evidence"]
+    assert "`tests`" in text and "`alpha`" in text and {"tests", "alpha", "fwer"} <= set(fam)
+    assert sorted(fam["members"]) == sorted(v4["evidence"]["claims"])
+    # every body is registered by the file in force or by a file of the history the recipe names
+    kept = {str(p.relative_to(ROOT)) for p in RULES_HISTORY.values()}
+    for key, body in v4["bodies"].items():
+        file = body["registered"]["file"]
+        assert file == "data/verdict_rules.yaml" or file in kept, (key, file)
+        assert (ROOT / file).is_file(), (key, file)
+    # the claims read once are version 2's rules, copied unchanged (version 2 itself is never edited)
+    assert v2["version"] == 2 and "version 2" in text
+    for key, rule in v4["evidence"]["claims"].items():
+        assert v2["claims"][key] == rule, key
+    for name, stick in v4["evidence"]["yardsticks"].items():
+        assert v2["yardsticks"][name] == stick, name
     # the rule for later changes is quoted from the header of the file in force
-    header = " ".join(ln.lstrip("# ") for ln in (ROOT / "data" / "verdict_rules_v4.yaml").read_text(encoding="utf-8")
+    header = " ".join(ln.lstrip("# ") for ln in RULES_FILE.read_text(encoding="utf-8")
                       .split("\nversion:")[0].splitlines())
     quoted = "a change is allowed only if it makes every outcome at most as decided"
     assert quoted in " ".join(header.split()) and quoted in " ".join(text.split())
