@@ -18,11 +18,13 @@ weights are found from the computation itself (paper, Eq. 1–2: the logits are
 
 Two further patterns are followed: a scaling by a scalar *computed from tensor shapes*
 (``1/sqrt(sqrt(d_head))`` on each side, as some exporters write it; its value is not
-needed for the form, and the reference tests supply ``1/sqrt(d_head)``), and onnxruntime's
-dynamic int8 quantization of a projection, ``Add(bias, Mul(Cast(MatMulInteger(x_q, W_q8,
-x_zp, w_zp)), Mul(x_scale, w_scale)))``: the weight is dequantized per output column,
-``W = (W_q8 - w_zp) * w_scale`` (``[in, out]``), exactly what the integer product computes
-up to the rounding of the activations.  Several ``Softmax`` nodes that use the same query
+needed for the form, and the reference tests supply ``1/sqrt(d_head)``), and int8 weights
+(:mod:`.onnx_quant`): onnxruntime's dynamic quantization of a projection with or without a
+bias, ``[Add(bias,] Mul(Cast(MatMulInteger(x_q, W_q8, x_zp, w_zp)), Mul(x_scale, w_scale)))``,
+whose weight is dequantized as ``W = (W_q8 - w_zp) * w_scale`` (``[in, out]``), exactly what
+the integer product computes up to the rounding of the activations, and weight-only int8
+(``MatMul(x, Mul(Cast(W_q8), scale))`` or ``DequantizeLinear``).  An attention whose queries
+and keys are projected from different tensors is cross-attention (role ``cross``).  Several ``Softmax`` nodes that use the same query
 and key weights (a layer shared across depth, as in ALBERT) are one form: the layer is
 read once and its uses are listed in ``config["attention"][i]["uses"]``.
 
@@ -42,6 +44,7 @@ import torch
 
 from ..base.errors import CompanionError
 from .families import LayerPlan
+from .onnx_quant import Untraceable as _Untraceable, integer_projection, weight_only_projection
 from .tensor_source import TensorSource
 
 __all__ = ["ONNXSource", "trace_attention", "onnx_attention"]
@@ -150,10 +153,6 @@ class _Graph:
         return ops
 
 
-class _Untraceable(Exception):
-    pass
-
-
 def _integers(value, name: str) -> list[int]:
     """A constant shape (a Reshape target) as whole numbers.  ONNX's Reshape takes int64; a
     float constant is accepted only where every value is whole (it reaches the Reshape
@@ -250,11 +249,14 @@ def _projection(g: _Graph, name: str):
                 heads = (shape[-2], shape[-1])
             name = node.input[0]
             continue
-        if op in _PASS_THROUGH:
+        if op in _PASS_THROUGH or (op == "Concat" and len(node.input) == 1):   # a cache of no past keys
             name = _inputs(node, 1, at_least=True)[0]
             continue
         if op in ("Div", "Mul"):
             a, b = _inputs(node, 2)
+            quantized = integer_projection(g, name) if op == "Mul" else None
+            if quantized is not None:   # an int8 projection without a bias (T5)
+                return dict(quantized, bias=None, scale=scale, heads=heads, layout="in_out")
             ca, cb = _scalar(g.const(a)), _scalar(g.const(b))
             if cb is not None:
                 scale, name = (_divided(scale, cb, node) if op == "Div" else scale * cb), a
@@ -272,14 +274,12 @@ def _projection(g: _Graph, name: str):
                 a, b = b, a
             if b not in g.inits:
                 raise _Untraceable(f"Add {node.name!r} on a projection adds no bias initializer")
-            quantized = _integer_projection(g, a)
+            quantized = integer_projection(g, a)
             if quantized is not None:
                 return dict(quantized, bias=b, scale=scale, heads=heads, layout="in_out")
-            w, x, layout = _projection_matmul(g, a)
-            return dict(weight=w, bias=b, input=x, scale=scale, heads=heads, layout=layout)
+            return dict(_projection_matmul(g, a), bias=b, scale=scale, heads=heads)
         if op == "MatMul":
-            w, x, layout = _projection_matmul(g, name)
-            return dict(weight=w, bias=None, input=x, scale=scale, heads=heads, layout=layout)
+            return dict(_projection_matmul(g, name), bias=None, scale=scale, heads=heads)
         if op == "Gemm":  # alpha * A B' + beta * C, B' = B^T when transB
             attrs = {a.name: a for a in node.attribute}
             if "transA" in attrs and attrs["transA"].i:
@@ -296,53 +296,18 @@ def _projection(g: _Graph, name: str):
     raise _Untraceable("no projection within 32 nodes of the scores MatMul")
 
 
-def _integer_projection(g: _Graph, name: str) -> dict | None:
-    """``Mul(Cast(MatMulInteger(x_q, W, x_zp, w_zp)), Mul(x_scale, w_scale))``, else ``None``.
-
-    onnxruntime's dynamic quantization: ``x_q, x_scale, x_zp`` come from a
-    ``DynamicQuantizeLinear`` of the projection's input ``x``; ``W`` (int8 or uint8,
-    ``[in, out]``), ``w_zp`` and ``w_scale`` (per output column or one value) are
-    initializers.  Returns the names needed to dequantize ``W``.
-    """
-    node = g.producer.get(name)
-    if node is None or node.op_type != "Mul":
-        return None
-    for prod_in, scale_in in (node.input, node.input[::-1]):
-        p = g.producer.get(prod_in)
-        while p is not None and p.op_type == "Cast":
-            p = g.producer.get(p.input[0])
-        if p is None or p.op_type != "MatMulInteger":
-            continue
-        inputs = list(p.input) + [""] * (4 - len(p.input))
-        x_q, w, _, w_zp = inputs[:4]
-        if w not in g.inits or len(g.inits[w].dims) != 2:
-            raise _Untraceable(f"MatMulInteger {p.name!r} has no integer weight matrix initializer")
-        if w_zp and w_zp not in g.inits:
-            raise _Untraceable(f"MatMulInteger {p.name!r}: the weight zero point is computed, not stored")
-        s = g.producer.get(scale_in)
-        w_scale = None
-        if scale_in in g.inits:
-            w_scale = scale_in
-        elif s is not None and s.op_type == "Mul":
-            stored = [i for i in s.input if i in g.inits]
-            if len(stored) == 1:
-                w_scale = stored[0]
-        if w_scale is None:
-            raise _Untraceable(f"MatMulInteger {p.name!r}: no stored weight scale in {node.name!r}")
-        q = g.producer.get(x_q)
-        x = q.input[0] if q is not None and q.op_type == "DynamicQuantizeLinear" else x_q
-        return dict(weight=w, zero_point=w_zp or None, weight_scale=w_scale, input=x)
-    return None
-
-
-def _projection_matmul(g: _Graph, name: str):
-    """``MatMul(x, W)`` with ``W`` an initializer ``[in, out]`` or ``Transpose`` of one."""
+def _projection_matmul(g: _Graph, name: str) -> dict:
+    """``MatMul(x, W)`` with ``W`` an initializer ``[in, out]``, a ``Transpose`` of one, or
+    computed from a stored integer matrix (:func:`~.onnx_quant.weight_only_projection`)."""
     node = g.producer.get(name)
     if node is None or node.op_type != "MatMul":
         found = "a graph input" if node is None else f"{node.op_type} {node.name!r}"
         raise _Untraceable(f"expected MatMul(x, W) under the bias Add, found {found}")
     x, w = _inputs(node, 2)
     layout = "in_out"
+    quantized = weight_only_projection(g, w) if w not in g.inits else None
+    if quantized is not None:
+        return dict(quantized, input=x, layout=layout)
     t = g.producer.get(w)
     if w not in g.inits and t is not None and t.op_type == "Transpose" and t.input[0] in g.inits:
         perm = [list(a.ints) for a in t.attribute if a.name == "perm"]
@@ -353,7 +318,7 @@ def _projection_matmul(g: _Graph, name: str):
                            "projection)")
     if len(g.inits[w].dims) != 2:
         raise _Untraceable(f"weight {w!r} of MatMul {node.name!r} is not a matrix")
-    return w, x, layout
+    return dict(weight=w, input=x, layout=layout)
 
 
 def _in_out_shape(g: _Graph, projection: dict) -> list[int]:
@@ -428,15 +393,30 @@ def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
             # nan where the graph computes the scale from shapes (not needed for the form)
             scale=float(scale * q["scale"] * k["scale"]),
             q_quant=_quant(q), k_quant=_quant(k),
-            role="causal" if _is_causal(g, masks) else "encoder",
+            role=("cross" if _source(g, q["input"]) != _source(g, k["input"])
+                  else "causal" if _is_causal(g, masks) else "encoder"),
         ))
     return _merge_shared(layers)
+
+
+def _source(g: _Graph, name: str) -> str:
+    """The tensor whose values ``name`` holds (through ``Identity``, ``Cast`` and reshapes):
+    queries and keys projected from the same source are self-attention, from different ones
+    cross-attention."""
+    for _ in range(32):
+        node = g.producer.get(name)
+        if node is None or node.op_type not in ("Identity", "Cast", "Reshape", "Flatten", "Squeeze",
+                                                "Unsqueeze") or not node.input:
+            return name
+        name = node.input[0]
+    return name
 
 
 def _quant(projection: dict) -> dict | None:
     if "zero_point" not in projection:
         return None
-    return {"zero_point": projection["zero_point"], "scale": projection["weight_scale"]}
+    return {"zero_point": projection["zero_point"], "scale": projection["weight_scale"],
+            "scheme": projection["scheme"]}
 
 
 def _merge_shared(layers: list[dict]) -> list[dict]:
@@ -488,6 +468,7 @@ class ONNXSource(TensorSource):
             self.dtypes[init.name] = "F32" if floating else "I64"
         attention = trace_attention(graph, str(path))
         self._dequant: dict[str, tuple[str, str | None, str]] = {}
+        schemes = []
         for a in attention:
             for side in ("q", "k"):
                 quant = a[f"{side}_quant"]
@@ -496,12 +477,14 @@ class ONNXSource(TensorSource):
                 stored = a[f"{side}_weight"]
                 name = f"{stored}{DEQUANTIZED}"
                 self._dequant[name] = (stored, quant["zero_point"], quant["scale"])
+                schemes += [quant["scheme"]] if quant["scheme"] not in schemes else []
                 self.shapes[name], self.dtypes[name] = self.shapes[stored], "F32"
                 a[f"{side}_weight"] = name
         # the integer weights the traced projections use are dequantized by _load; any other
         # integer tensor of the graph is never read as a q/k weight
         self.quantization_handled = True
-        self.own_quantization = "onnx dynamic int8 (per-column scales)" if self._dequant else None
+        self.own_quantization = (f"onnx {' + '.join(schemes)} (dequantized with the graph's scales)"
+                                 if self._dequant else None)
         self.config = {"model_type": _FAMILY, "attention": attention,
                        "opset": [(o.domain, o.version) for o in model.opset_import]}
         self.families = {_FAMILY: onnx_attention}

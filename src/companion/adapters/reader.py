@@ -62,6 +62,11 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
             regular_file(ct2, "model file")   # unreadable: said so, not read as "no CTranslate2 model"
             if is_ctranslate2_file(ct2):
                 return CTranslate2Source(ct2)
+        if not any(path.glob("*.safetensors")) and not (path / "pytorch_model.bin").exists():
+            from .onnx_seq2seq import ONNXSeq2SeqSource, seq2seq_graphs
+
+            if seq2seq_graphs(path):   # encoder.onnx and decoder.onnx: one encoder/decoder model
+                return ONNXSeq2SeqSource(path)
         return open_local_folder(path, allow_pickle=allow_pickle)
     if path.exists() and not path.is_file():
         regular_file(path, "checkpoint")  # a FIFO, a device: refused by name, never opened
