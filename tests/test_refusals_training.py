@@ -198,7 +198,7 @@ def test_hardware_given_as_text_is_read_as_the_device(tmp_path):
     from companion.train.runner.runs import run_catalogue
 
     root = _catalogue(tmp_path, '{"config": {"steps": 100, "seed": 1}, "hardware": "NVIDIA H100 (80 GB)",'
-                                ' "started": 20261120}')
+                                ' "started": "2026-11-20T00:00:00Z"}')
     row = run_catalogue(root).iloc[0]
     assert row["n"] == 2 and row["seeds"] == "0-1" and row["devices"] == "NVIDIA H100, cpu"
 

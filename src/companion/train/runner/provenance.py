@@ -16,7 +16,7 @@ from ...base.errors import CompanionError
 from ..text.data import TokenData
 from .config import TrainConfig
 
-__all__ = ["provenance", "write_run", "read_run", "HISTORY_COLUMNS"]
+__all__ = ["provenance", "write_run", "read_run", "HISTORY_COLUMNS", "check_stamps", "stamp_problem"]
 
 
 def provenance(cfg: TrainConfig, command: str, seconds: float, data: TokenData | None = None) -> dict:
@@ -78,7 +78,103 @@ def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
     if not isinstance(provenance, dict) or not isinstance(provenance.get("config"), dict):
         raise CompanionError(f"run {run.name}: its provenance.json holds no config object, so it was not written "
                              f"by `companion train`; make the run again, or move {run} away.")
-    return _read_history(run), provenance
+    check_stamps(provenance, run.name, run)
+    return _check_history(_read_history(run), provenance, run), provenance
+
+
+def stamp_problem(value) -> str | None:
+    """What is wrong with ``value`` as a provenance time stamp (``started``, ``date``), or
+    None for a good one: an ISO 8601 date and time with its time zone, as
+    ``2026-12-06T15:53:15Z`` (how :mod:`companion.train.runner.state` writes it).  A number, a
+    bare date, a time without a zone (whose instant depends on where it is read) or an
+    impossible time or offset (``+25:00``) is a problem: the blind checks compare it with
+    the rules' commit to the second."""
+    import datetime as dt
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value!r} is a number, not a date and time written as text"
+    if not isinstance(value, str):
+        return f"{value!r} is not a date and time written as text"
+    text = value.strip()
+    if "T" not in text and " " not in text:
+        return f"{value!r} gives no time of day"
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return f"{value!r} is not a date and time that exists (an impossible date, hour or time-zone offset)"
+    if when.tzinfo is None or when.utcoffset() is None:
+        return f"{value!r} names no time zone, so the instant it means depends on where it is read"
+    return None
+
+
+def check_stamps(provenance: dict, name: str, where) -> None:
+    """Refuse (CompanionError naming run ``name``) a provenance whose ``started``, ``date`` or
+    sittings' ``started`` is present but not a time stamp :func:`stamp_problem` accepts."""
+    fields = [("started", provenance.get("started")), ("date", provenance.get("date"))]
+    sittings = provenance.get("sittings")
+    if isinstance(sittings, list):
+        fields += [(f"sittings[{i}].started", s.get("started")) for i, s in enumerate(sittings) if isinstance(s, dict)]
+    for field, value in fields:
+        if value is None:
+            continue
+        why = stamp_problem(value)
+        if why:
+            raise CompanionError(f"run {name}: its provenance.json's {field} {why}; a run's times are UTC stamps "
+                                 "such as 2026-12-06T15:53:15Z. Copy provenance.json again from the run's work "
+                                 f"folder, or move {where} away.")
+
+
+def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFrame:
+    """``hist``, refused in one line naming the run where a reader would take a wrong number
+    from it: a row logged twice (step, quantity, layer and head), which a mean over rows
+    would average; a row past the run's own horizon (its provenance's ``config.steps``),
+    which would read as the horizon's value; a quantity logged for fewer layers or heads at
+    some step than at the others (a cut-off or edited file), whose layer mean would be over
+    the rest."""
+    import numpy as np
+
+    fix = f"copy history.csv again from the run's work folder, or move {run} away"
+    for col in ("step", "layer", "head"):
+        whole = hist[col].to_numpy(dtype=float)
+        bad = ~np.isfinite(whole) | (whole != np.round(whole))
+        if bad.any():
+            raise CompanionError(f"run {run.name}: its history.csv has a {col} that is not a whole number (line "
+                                 f"{int(np.flatnonzero(bad)[0]) + 2}): {fix}.")
+    if hist["quantity"].isna().any():
+        raise CompanionError(f"run {run.name}: its history.csv has a row without a quantity (line "
+                             f"{int(np.flatnonzero(hist['quantity'].isna())[0]) + 2}): {fix}.")
+    key = ["step", "quantity", "layer", "head"]
+    twice = hist.duplicated(key, keep=False)
+    if twice.any():
+        r = hist[twice].iloc[0]
+        same = hist[twice & (hist["step"] == r["step"]) & (hist["quantity"] == r["quantity"])
+                    & (hist["layer"] == r["layer"]) & (hist["head"] == r["head"])]
+        where = f" of layer {int(r['layer'])}" if r["layer"] >= 0 else ""
+        where += f", head {int(r['head'])}," if r["head"] >= 0 else ""
+        raise CompanionError(
+            f"run {run.name}: its history.csv logs {r['quantity']}{where} at step {int(r['step'])} {len(same)} times "
+            f"(values {', '.join(f'{v:g}' for v in same['value'])}); a run logs each value once, and no copy is "
+            f"taken over the others or averaged with them: {fix}.")
+    steps = provenance["config"].get("steps")
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 and len(hist):
+        past = hist[hist["step"] > steps]
+        if len(past):
+            r = past.iloc[0]
+            raise CompanionError(
+                f"run {run.name}: its history.csv logs {r['quantity']} at step {int(r['step'])}, past the run's "
+                f"{steps} steps (its provenance's config.steps); a value logged past the horizon is not the "
+                f"horizon's: {fix}.")
+    counts = hist.groupby(["quantity", "step"], sort=False).size()
+    whole = hist.drop_duplicates(["quantity", "layer", "head"]).groupby("quantity", sort=False).size()
+    expected = whole.reindex(counts.index.get_level_values(0)).to_numpy()
+    short = counts[counts.to_numpy() < expected]
+    if len(short):
+        quantity, step = short.index[0]
+        raise CompanionError(
+            f"run {run.name}: its history.csv logs {quantity} for {int(short.iloc[0])} of its "
+            f"{int(whole[quantity])} layers and heads at step {int(step)}; the file is cut off or edited, and a "
+            f"mean over the rows left would not be the run's value: {fix}.")
+    return hist
 
 
 #: the columns of a run's history.csv, as :func:`write_run` writes them

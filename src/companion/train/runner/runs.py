@@ -88,8 +88,9 @@ def _read_scripts(path: Path) -> pd.DataFrame:
 
 def read_provenance(d: Path) -> dict:
     """A finished run's ``provenance.json`` as a dict, refused in one line naming the file
-    (CompanionError) when it is missing, unreadable, not a JSON object, or its ``sittings`` are
-    not a list of records."""
+    (CompanionError) when it is missing, unreadable, not a JSON object, its ``sittings`` are
+    not a list of records, or a time stamp is not a UTC-aware date and time
+    (:func:`companion.train.runner.provenance.check_stamps`)."""
     from ...base.errors import CompanionError
 
     path = Path(d) / "provenance.json"
@@ -107,6 +108,9 @@ def read_provenance(d: Path) -> dict:
     if sittings is not None and (not isinstance(sittings, list) or not all(isinstance(s, dict) for s in sittings)):
         raise CompanionError(f"{path} records 'sittings' that are not a list of records; restore the file or "
                              "move the run out of the cache.")
+    from .provenance import check_stamps
+
+    check_stamps(prov, Path(d).name, Path(d))
     return prov
 
 

@@ -12,7 +12,6 @@ passes over the data), for the chapters to disclose.
 
 from __future__ import annotations
 
-import json
 import math
 from functools import lru_cache
 
@@ -36,9 +35,11 @@ OBJECTIVE_OF_MODE = {"encoder": "encoder", "authors-decoder": "encoder", "decode
 
 
 def _provenance(run: str) -> dict:
-    from ..runner.runs import runs_root
+    """A cached run's provenance, read and checked by :func:`companion.train.runner.runs.read_provenance`
+    (refused in one line naming the run when it is not a readable record with good time stamps)."""
+    from ..runner.runs import read_provenance, runs_root
 
-    return json.loads((runs_root() / run / "provenance.json").read_text())
+    return read_provenance(runs_root() / run)
 
 
 def load_patterns(patterns) -> pd.DataFrame | None:
@@ -173,8 +174,18 @@ def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standa
         raise ValueError(f"unknown quantity {quantity!r}.")
     if step is None:
         rows = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
+        if quantity in ("symmetry", "directionality"):
+            _refuse_structure_off_the_end(arm, rows, quantity)
     else:
         rows = rows[rows["step"] == step]
+    twice = rows.duplicated(["run", "step", "layer", "head"], keep=False)
+    if twice.any():
+        r = rows[twice].iloc[0]
+        where = f"layer {int(r['layer'])}'s " if int(r["layer"]) >= 0 else ""
+        raise CompanionError(
+            f"run {r['run']}: {where}{quantity} at step {int(r['step'])} is logged {int(twice.sum())} times in "
+            f"{mode}/{init}; a run logs each value once, and averaging the copies would read a value it never "
+            "logged. Copy its history.csv again from the run's work folder, or move its folder out of data/runs.")
     bad = ~np.isfinite(rows["value"].to_numpy(dtype=float))
     if bad.any() and non_finite == "raise":
         r = rows[bad].iloc[0]
@@ -185,6 +196,21 @@ def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standa
             "Retrain the run or leave its seed out of the body's seeds.")
     values = rows.groupby("seed")["value"].mean()
     return values.where(~values.index.isin(rows.loc[bad, "seed"].unique()), np.nan)
+
+
+def _refuse_structure_off_the_end(arm: pd.DataFrame, rows: pd.DataFrame, quantity: str) -> None:
+    """Refuse (naming the run) a structure score whose last logged step is not the run's last
+    evaluation: a cut-off history (the last evaluation's scores lost) or a score logged after
+    it would be read as the run's final value."""
+    ends = arm[arm["quantity"] == "eval_loss"].groupby("run")["step"].max()
+    last = rows.groupby("run")["step"].max()
+    for run, at in last.items():
+        if run in ends.index and int(at) != int(ends[run]):
+            raise CompanionError(
+                f"run {run}: its last {quantity} is logged at step {int(at)} but its last evaluation at step "
+                f"{int(ends[run])}; a structure score is logged with every evaluation, so its history.csv is cut "
+                "off or edited and its final value would be read at another step. Copy history.csv again from "
+                "the run's work folder, or move its folder out of data/runs.")
 
 
 @lru_cache(maxsize=None)
@@ -364,11 +390,11 @@ def body_evidence(runs: pd.DataFrame, r: dict, pairs) -> dict:
         if a.empty or b.empty or len(a.index.intersection(b.index)) == 0:
             continue
         sub = runs[(runs["mode"] == cand[0]) | (runs["mode"] == comp[0])]
-        v1_band = 0.0 if r["key"] == "table_1" else (null_band(sub, q) if q in ("symmetry", "directionality")
+        first_band = 0.0 if r["key"] == "table_1" else (null_band(sub, q) if q in ("symmetry", "directionality")
                                                       else 0.0)
         out_pairs.append({"candidate": cand, "comparator": label, "arms": (cand, comp), "end": (a, b),
                           "half": (evidence_values(table, cand, "half"), evidence_values(table, comp, "half")),
-                          "seeds": sorted(int(s) for s in a.index.intersection(b.index)), "v1_band": v1_band,
+                          "seeds": sorted(int(s) for s in a.index.intersection(b.index)), "first_band": first_band,
                           **gate_inputs(table, [cand, comp])})
     return {"table": table, "sesoi": yardstick(r, runs, q), "starts": list(run_starts(runs).values()),
             "lr": float(runs["lr"].iloc[0]), "pairs": out_pairs}
@@ -420,7 +446,14 @@ def null_band(runs: pd.DataFrame, quantity: str) -> float:
 
 def run_dates(runs: pd.DataFrame) -> list[str]:
     """The finishing dates in the provenance of every run of ``runs``."""
-    return [_provenance(r)["date"] for r in sorted(runs["run"].unique())]
+    out = []
+    for r in sorted(runs["run"].unique()):
+        date = _provenance(r).get("date")   # checked where present
+        if date is None:
+            raise CompanionError(f"run {r}: its provenance.json records no finishing date; copy the provenance "
+                                 "again from the run's work folder, or move its folder out of data/runs.")
+        out.append(date)
+    return out
 
 
 def run_starts(runs: pd.DataFrame) -> dict:
@@ -433,12 +466,18 @@ def run_starts(runs: pd.DataFrame) -> dict:
 
     out = {}
     for r in sorted(runs["run"].unique()):
-        p = _provenance(r)
-        if p.get("started"):
+        p = _provenance(r)   # its stamps checked: aware ISO times where present
+        if p.get("started") is not None:
             out[r] = p["started"]
-        else:
-            end = dt.datetime.fromisoformat(p["date"].replace("Z", "+00:00"))
-            out[r] = (end - dt.timedelta(seconds=float(p.get("duration_s", 0)))).isoformat()
+            continue
+        duration = p.get("duration_s", 0)
+        if p.get("date") is None or isinstance(duration, bool) or not isinstance(duration, (int, float)) \
+                or not math.isfinite(duration) or duration < 0:
+            raise CompanionError(f"run {r}: its provenance.json records neither when it started nor a finishing "
+                                 "date and a duration in seconds, so when it was made cannot be told; copy the "
+                                 "provenance again from the run's work folder, or move its folder out of data/runs.")
+        end = dt.datetime.fromisoformat(p["date"].strip().replace("Z", "+00:00"))
+        out[r] = (end - dt.timedelta(seconds=float(duration))).isoformat()
     return out
 
 
@@ -493,7 +532,7 @@ def settings_text(runs: pd.DataFrame, gate_nats: float | None = None) -> str:
             f"{_one(st['passes'], '{:.1f}')} passes over the "
             f"{_one(st['train_tokens'] / 1e6, '{:.2f}')}-million-token training split")
     if gate_nats is None:
-        from ...rules.verdicts import load_rules
+        from ...rules.rulebook import earlier_rules as load_rules   # the bodies made before the rules in force
 
         gate_nats = load_rules()["framework"]["gate"]["context_floor_nats"]
     gate = loss_gate(runs, sorted({(m, "standard") for m in runs["mode"].unique()}), gate_nats)
