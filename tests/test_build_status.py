@@ -62,3 +62,45 @@ def test_the_status_directive_renders_the_gpu_size_budget_table(tmp_path):
         assert head in html
     assert "estimated, not measured" in html and "companion-gpu-budget" in html
     assert "symmetric_init" in html and "companion-run-sets" in html
+
+
+def test_an_unknown_device_is_never_counted_as_a_gpu(tmp_path):
+    from companion.book.build_status import device_kind
+
+    _run(tmp_path, "odd-bert-mini-encoder-standard-s0", "unknown", 60)
+    _run(tmp_path, "odd-bert-mini-decoder-standard-s0", "TPU v4", 60)
+    _run(tmp_path, "mixed-bert-mini-encoder-standard-s0", "cpu (1 threads)", 60)
+    _run(tmp_path, "mixed-bert-mini-decoder-standard-s0", "NVIDIA H100 80GB HBM3", 60)
+    _run(tmp_path, "half-bert-mini-encoder-standard-s0", "cpu (1 threads)", 60)
+    _run(tmp_path, "half-bert-mini-decoder-standard-s0", "", 60)
+    rows = {r["set"]: r for r in cached_run_sets(tmp_path)}
+    assert rows["odd-bert-mini"]["kind"] == "unrecorded"           # was 'GPU'
+    assert rows["mixed-bert-mini"]["kind"] == "CPU and GPU"
+    assert rows["half-bert-mini"]["kind"] == "CPU (and an unrecorded device)"
+    assert rows["half-bert-mini"]["devices"] == "cpu (1 threads), not recorded"
+    for name, kind in (("Tesla T4", "GPU"), ("AMD Instinct MI250X", "GPU"), ("NVIDIA A100-SXM4-40GB", "GPU"),
+                       ("cpu (2 threads)", "CPU"), ("?", "unrecorded"), (None, "unrecorded"), (3, "unrecorded"),
+                       ("Apple M2", "unrecorded")):
+        assert device_kind(name) == kind, name
+
+
+def test_a_run_without_steps_or_hardware_reads_not_recorded(tmp_path):
+    d = tmp_path / "bare-bert-mini-encoder-standard-s0"
+    d.mkdir()
+    (d / "provenance.json").write_text(json.dumps({"hardware": "cpu (1 threads)", "duration_s": None,
+                                                   "config": {"steps": None}}))
+    (d / "history.csv").write_text("step,quantity,layer,head,value\n")
+    _run(tmp_path, "bare-bert-mini-decoder-standard-s0", "cpu (1 threads)", 3600, steps=400)
+    row = cached_run_sets(tmp_path)[0]                                # was a TypeError on int(None)
+    assert row["steps"] == "400, not recorded" and row["kind"] == "CPU" and row["hours"] == 1.0
+
+
+def test_a_provenance_that_is_not_json_is_refused_naming_it(tmp_path):
+    import pytest
+
+    from companion.base.errors import CompanionError
+
+    _run(tmp_path, "bad-bert-mini-encoder-standard-s0", "cpu (1 threads)", 60)
+    (tmp_path / "bad-bert-mini-encoder-standard-s0" / "provenance.json").write_text("{")
+    with pytest.raises(CompanionError, match="bad-bert-mini-encoder-standard-s0/provenance.json is not a readable"):
+        cached_run_sets(tmp_path)

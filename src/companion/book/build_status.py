@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from ..base.paths import ROOT
 
-__all__ = ["build_facts", "cached_run_sets", "git_commit", "gpu_size_budget", "BUDGET_HEADS"]
+__all__ = ["build_facts", "cached_run_sets", "device_kind", "git_commit", "gpu_size_budget", "BUDGET_HEADS"]
 
 
 
@@ -61,34 +61,79 @@ def build_facts(root: Path | str = ROOT) -> dict[str, str]:
 
 _MODE = re.compile(r"-(encoder|decoder|authors-decoder)-.*$")
 
+#: what the name of a GPU (``torch.cuda.get_device_name``) holds: a vendor, a product line or
+#: a data-centre part number; a device named otherwise (``unknown``, ``?``, a TPU) is not
+#: taken for a GPU
+_GPU_NAME = re.compile(r"nvidia|tesla|geforce|quadro|titan|\brtx\b|\bamd\b|radeon|instinct|\bgpu\b|\bcuda\b|"
+                       r"\b(?:a|h|l|t|v|p|k|b|gh)\d{1,3}\b", re.IGNORECASE)
+
+
+def device_kind(device) -> str:
+    """``"CPU"``, ``"GPU"`` or ``"unrecorded"`` for the device a run's provenance names
+    (``hardware.device``, or ``hardware`` given as text): a missing, empty or unrecognised
+    device is never counted as a GPU."""
+    if not isinstance(device, str) or not device.strip():
+        return "unrecorded"
+    if device.strip().lower().startswith("cpu"):
+        return "CPU"
+    if re.search(r"\btpu\b|\bmps\b|unknown|not recorded", device, re.IGNORECASE):
+        return "unrecorded"
+    return "GPU" if _GPU_NAME.search(device) else "unrecorded"
+
+
+def _kinds(kinds: set) -> str:
+    known = [k for k in ("CPU", "GPU") if k in kinds]
+    text = " and ".join(known) if known else "unrecorded"
+    return text + (" (and an unrecorded device)" if known and "unrecorded" in kinds else "")
+
+
+def _whole(value):
+    """``value`` as a non-negative whole number, or None where it is not one (null, text, a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
+            or value in (float("inf"),) or int(value) != value:
+        return None
+    return int(value)
+
 
 def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
-    """One row per set of cached runs: name, finished runs, device(s), steps, total hours.
+    """One row per set of cached runs: name, finished runs, kind of device (``CPU``, ``GPU``,
+    ``CPU and GPU``; a device the provenance does not name or that is no known GPU reads
+    ``unrecorded``, never ``GPU``), device(s), steps (``not recorded`` where a run's
+    provenance gives none), total hours.
 
     A run counts when its folder holds ``history.csv`` (the mark of a finished run) and
-    ``provenance.json``.
+    ``provenance.json``, read by :func:`companion.train.runner.runs.read_provenance` (a file
+    that is not such a record is refused in one line naming it).
     """
+    from ..train.runner.runs import read_provenance
+
     runs = Path(runs) if runs is not None else ROOT / "data" / "runs"
     sets: dict[str, dict] = {}
     for prov in sorted(runs.glob("*/provenance.json")):
         if not (prov.parent / "history.csv").exists():
             continue
-        meta = json.loads(prov.read_text())
+        meta = read_provenance(prov.parent)
         name = _MODE.sub("", prov.parent.name) or prov.parent.name
-        row = sets.setdefault(name, {"set": name, "runs": 0, "devices": set(), "steps": set(),
+        row = sets.setdefault(name, {"set": name, "runs": 0, "devices": set(), "kinds": set(), "steps": set(),
                                      "hours": 0.0, "corpus": set()})
+        hardware = meta.get("hardware")
+        device = hardware.get("device") if isinstance(hardware, dict) else hardware
+        config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
         row["runs"] += 1
-        row["devices"].add(str(meta.get("hardware", {}).get("device", "unknown")))
-        row["steps"].add(int(meta.get("config", {}).get("steps", 0)))
-        row["corpus"].add(str(meta.get("config", {}).get("corpus", "?")))
-        row["hours"] += float(meta.get("duration_s", 0.0)) / 3600
+        row["devices"].add(device.strip() if isinstance(device, str) and device.strip() else "not recorded")
+        row["kinds"].add(device_kind(device))
+        steps = _whole(config.get("steps"))
+        row["steps"].add("not recorded" if steps is None else steps)
+        row["corpus"].add(str(config.get("corpus", "?")))
+        seconds = meta.get("duration_s")
+        row["hours"] += (float(seconds) / 3600 if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+                         and 0 <= seconds < float("inf") else 0.0)
     out = []
     for row in sets.values():
-        devices = ", ".join(sorted(row["devices"]))
-        kind = "GPU" if any("cpu" not in d.lower() for d in row["devices"]) else "CPU"
-        out.append({"set": row["set"], "runs": row["runs"], "kind": kind, "devices": devices,
+        out.append({"set": row["set"], "runs": row["runs"], "kind": _kinds(row["kinds"]),
+                    "devices": ", ".join(sorted(row["devices"])),
                     "corpus": ", ".join(sorted(row["corpus"])),
-                    "steps": ", ".join(str(s) for s in sorted(row["steps"])),
+                    "steps": ", ".join(str(s) for s in sorted(row["steps"], key=lambda s: (isinstance(s, str), str(s).zfill(12)))),
                     "hours": round(row["hours"], 2)})
     return out
 
