@@ -35,9 +35,11 @@ def interval(low: float, high: float, n: int | None = None, level: float = 0.95,
     ``+0.27 [+0.04, +0.50]`` (plus ``, 3 seeds`` when ``n`` is given); the level is then
     stated where the table or list says what its brackets hold.  ``brackets="()"`` writes the
     compact form as ``+0.27 (+0.04 to +0.50)``, for a sentence that already says what the
-    parentheses hold."""
+    parentheses hold.  An estimate that is not a number reads ``estimate missing``."""
     if n is not None and int(n) < 2 or not (math.isfinite(low) and math.isfinite(high)):
         return "one seed, no interval" if n is not None and int(n) < 2 else "no interval"
+    if estimate is not None and not math.isfinite(estimate):   # never '+nan [...]'
+        return "estimate missing" + (f", {seeds(n)}" if n is not None else "")
     if estimate is not None and brackets == "()":
         text = f"{estimate:{fmt}} ({low:{fmt}} to {high:{fmt}})"
     elif estimate is not None:

@@ -7,6 +7,7 @@ tested place instead of an f-string in a cell.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -15,7 +16,7 @@ from ..base.phrasing import interval, joined
 
 __all__ = ["count_of", "symmetry_peak", "EncoderDecoderBody", "encoder_decoder_body", "below_unigram", "paired_test",
            "interval_reading", "p_value", "outcomes_agree", "holds_or_not",
-           "check_notes", "COUNT_WORDS", "status_counts", "v3_summary", "paired_result", "algebra_holds", "swap_mirror",
+           "check_notes", "COUNT_WORDS", "status_counts", "training_summary", "paired_result", "algebra_holds", "swap_mirror",
            "thm_s1_14_clause", "training_bottom_line",
            "majority_reading", "percentile_edge", "same_outcome", "minutes_by_mode", "variants_held_back",
            "regime_setting", "sooner_or_later", "paper_rate_runs", "other_corpora",
@@ -26,7 +27,24 @@ __all__ = ["count_of", "symmetry_peak", "EncoderDecoderBody", "encoder_decoder_b
            "update_group", "peaks_at",
            "swap_test", "less_or_more_than", "negligible_swap", "swap_update_reading", "direction_and_size",
            "swap_update_order", "gate_floor", "horizon_flips", "design_targets", "v3_reading", "spread_uncertainty",
-           "runs_before_next_look", "v3_runs_said", "checkpoints_by_modality"]
+           "runs_before_next_look", "training_runs_said", "checkpoints_by_modality"]
+
+
+#: what a sentence says in place of a number that is missing (NaN, infinite, None): never "nan"
+MISSING = "missing"
+
+
+def _finite(*values) -> bool:
+    """Whether every value is a finite number (a NaN, an infinity, None or text is not)."""
+    try:
+        return all(v is not None and not isinstance(v, str) and math.isfinite(float(v)) for v in values)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _num(value, fmt: str) -> str:
+    """``value`` in ``fmt``, or :data:`MISSING` where it is not a finite number."""
+    return format(float(value), fmt) if _finite(value) else MISSING
 
 
 def count_of(n: int, noun: str, plural: str | None = None) -> str:
@@ -36,7 +54,12 @@ def count_of(n: int, noun: str, plural: str | None = None) -> str:
 
 def symmetry_peak(peak_step: int, peak: float, last_step: int, last: float) -> str:
     """Where the encoders' mean symmetry peaked over training, and whether the end state is
-    what is left of a structure training built and then largely undid (below half the peak)."""
+    what is left of a structure training built and then largely undid (below half the peak).
+    A value that is not a number is said to be missing, and no shape is read from it."""
+    if not _finite(peak, last):
+        return (f"The encoders' mean symmetry is missing at its peak or at its end (a value that is not a number), "
+                f"so whether training undid the structure it built is not read: peak {_num(peak, '.3f')} at step "
+                f"{peak_step}, end {_num(last, '.3f')} at step {last_step}.")
     if last < 0.5 * peak:
         return (f"The encoders' mean symmetry peaks early, at step {peak_step} ({peak:.3f}), and has fallen to "
                 f"{last:.3f} by step {last_step}: at this size the ordering at the end of a run is read off a "
@@ -89,7 +112,9 @@ def below_unigram(min_standard_errors: float) -> str:
     """Every finished run ends below its corpus's unigram reference, by at least this many
     standard errors of the evaluation sample."""
     return (f"Every finished Wikipedia run ends below the corpus's unigram reference, by at least "
-            f"{min_standard_errors:.0f} standard errors of the evaluation sample.")
+            f"{min_standard_errors:.0f} standard errors of the evaluation sample." if _finite(min_standard_errors) else
+            "How far the finished Wikipedia runs end below the corpus's unigram reference is missing (a run's "
+            "loss or standard error is not a number).")
 
 
 def paired_test(table, body_key: str, comparator: str = "decoder", bodies=None) -> str:
@@ -102,7 +127,7 @@ def paired_test(table, body_key: str, comparator: str = "decoder", bodies=None) 
     named body with no runs yet reads "not computed (runs missing)".
     """
     if bodies is None:
-        from ..rules.verdicts import load_rules
+        from ..rules.rulebook import earlier_rules as load_rules   # the bodies made before the rules in force
 
         bodies = load_rules()["bodies"]
     if body_key not in bodies:
@@ -121,8 +146,12 @@ def interval_reading(low: float, high: float, sesoi: float, unit: str = "", gain
     the smallest effect of interest ``sesoi``: e.g. 'its interval, -0.052 to +0.031 nats,
     excludes a gain of 0.037 nats or more; it leaves open no effect at all and a loss of
     0.037 nats or more'.  Each reading is decided by the interval alone, so the sentence
-    cannot say more than the interval does."""
+    cannot say more than the interval does; an interval or yardstick that is not a number is
+    said to be missing, and rules nothing out."""
     u = f" {unit}" if unit else ""
+    if not _finite(low, high, sesoi):
+        return (f"its interval is missing (a bound or the smallest effect of interest is not a number), "
+                "so it rules nothing out")
     size = f"{sesoi:.3f}{u} or more"
     readings = [(f"{gain} of {size}", high < sesoi), ("no effect at all", low > 0 or high < 0),
                 (f"{loss} of {size}", low > -sesoi)]
@@ -141,7 +170,9 @@ def p_value(p: float, smallest: float) -> str:
     """``p = 0.0012``, and ``, the smallest value it can reach`` when an exact test's p-value
     is its floor (equal to ``smallest`` up to rounding, as ``numpy.isclose(p, smallest,
     rtol=1e-9)`` reads it)."""
-    floor = abs(p - smallest) <= 1e-8 + 1e-9 * abs(smallest)
+    if not _finite(p):
+        return "p missing (not a number)"
+    floor = _finite(smallest) and abs(p - smallest) <= 1e-8 + 1e-9 * abs(smallest)
     return f"p = {p:.4f}" + (", the smallest value it can reach" if floor else "")
 
 
@@ -173,7 +204,6 @@ def check_notes(check: str, power: str = "", holm: str = "", rule_after: bool = 
 COUNT_WORDS = {"holds": "hold as printed", "holds with a correction": "hold once corrected",
                "holds, size open": "hold in direction with the size left open", "negligible": "are negligible",
                "premise fails": "rest on a premise that fails where measured", "inconclusive": "are inconclusive",
-               "inconclusive (after Holm)": "are inconclusive once corrected for the family of tests (Holm)",
                "refuted": "are refuted", "not testable here": "are not testable on the runs made here"}
 
 
@@ -198,7 +228,7 @@ def spread_uncertainty(bounds) -> str:
     seeds a look reads: ``bounds`` maps seeds to (low, high) multiples, e.g. ``{3: (0.52, 6.28),
     6: (0.62, 2.45)}`` gives ``3 seeds leave the true spread anywhere from 0.52 to 6.28 times
     the observed one, 6 seeds from 0.62 to 2.45 times``."""
-    parts = [f"{n} seeds {'leave the true spread anywhere ' if i == 0 else ''}from {lo:.2f} to {hi:.2f} times"
+    parts = [f"{n} seeds {'leave the true spread anywhere ' if i == 0 else ''}from {_num(lo, '.2f')} to {_num(hi, '.2f')} times"
              + (" the observed one" if i == 0 else "")
              for i, (n, (lo, hi)) in enumerate(sorted(dict(bounds).items()))]
     if not parts:
@@ -206,7 +236,7 @@ def spread_uncertainty(bounds) -> str:
     return ", ".join(parts)
 
 
-def v3_summary(rows) -> str:
+def training_summary(rows) -> str:
     """The training claims' readings at their looks in one line: ``Fig. 3a holds (4 seeds in,
     read at look 1); Table 1 not read yet (2 of 12 seeds in)``; ``rows``: (claim label, status,
     seeds in, look).  A status with words of its own in brackets (a fixed sequence's, under an
@@ -228,6 +258,8 @@ def v3_summary(rows) -> str:
 def paired_result(estimate: float, low: float, high: float, n: int, outcome: str) -> str:
     """One paired test as ``+0.034 [+0.009, +0.059]: holds``; ``+0.034 (1 seed): ...`` with
     one seed."""
+    if not _finite(estimate):
+        return f"estimate missing (not a number): {outcome}"
     shown = interval(low, high, estimate=estimate) if n > 1 else f"{estimate:+.3f} (1 seed)"
     return f"{shown}: {outcome}"
 
@@ -241,7 +273,13 @@ def algebra_holds(n_hold: int, n: int, corrected: bool) -> str:
 def swap_mirror(gap: float, sesoi: float, n: int, judged: bool, outcome: str) -> str:
     """The objective swap's mirror (a pretrained decoder fine-tuned without its mask against
     its causal control): ``gap`` is swap minus control in symmetry, which the claim predicts
-    positive; reported only unless ``judged``.  Starts with a space (it follows a sentence)."""
+    positive; reported only unless ``judged``.  Starts with a space (it follows a sentence).
+    A gap or yardstick that is not a number is said to be missing, with no direction read."""
+    if not _finite(gap, sesoi):
+        return (f" The mirror, a pretrained decoder (SmolLM2-135M) fine-tuned without its causal mask against "
+                f"its causal control, has no number for its gap in symmetry relative to the control or for its "
+                f"smallest effect of interest (a value is missing), with {n} seed(s) per arm: no direction is "
+                "read from it.")
     way = "with" if gap > 0 else "against"
     size = "larger" if abs(gap) > sesoi else "smaller"
     return (f" The mirror, a pretrained decoder (SmolLM2-135M) fine-tuned without its causal mask against "
@@ -274,6 +312,8 @@ def training_bottom_line(decided, n_untested: int) -> str:
 def majority_reading(low: float, high: float) -> str:
     """What an interval for the occurrence-weighted share of frequent types with a context
     ratio above one says about most occurrences (E11): below one, above one, or undecided."""
+    if not _finite(low, high):
+        return "the interval is missing (a bound is not a number), so on which side of one most occurrences fall is not read"
     if high < 0.5:
         return ("most occurrences of frequent types belong to types that are predicted more often than they "
                 "serve as context")
@@ -285,6 +325,8 @@ def majority_reading(low: float, high: float) -> str:
 def percentile_edge(estimate: float, low: float, high: float) -> str:
     """How a percentile interval sits around its estimate: at its lower edge (within a tenth of
     its width) or far from symmetric about it."""
+    if not _finite(estimate, low, high):
+        return "cannot be placed about the estimate (a value is missing)"
     if estimate - low < 0.1 * (high - low):
         return "has the estimate at its own lower edge"
     return "is far from symmetric about the estimate"
@@ -309,10 +351,16 @@ def variants_held_back(rows, max_pair_cpu_s: float) -> str:
     seconds of a pair); ``none`` when there are none."""
     out = []
     for v, dec_dir, enc_dir, cpu_s in rows:
-        reasons = [txt for bad, txt in (
-            (not dec_dir < 0, f"its decoder ends row-dominant ({dec_dir:+.2f})"),
-            (not dec_dir < enc_dir, "its decoder is not the more column-dominant"),
-            (cpu_s > max_pair_cpu_s, f"a pair costs {cpu_s:.0f} CPU-seconds")) if bad]
+        if not _finite(dec_dir, enc_dir):
+            reasons = ["its directionality is missing"]
+        else:
+            reasons = [txt for bad, txt in (
+                (not dec_dir < 0, f"its decoder ends row-dominant ({dec_dir:+.2f})"),
+                (not dec_dir < enc_dir, "its decoder is not the more column-dominant")) if bad]
+        if not _finite(cpu_s):
+            reasons.append("its cost is missing")
+        elif cpu_s > max_pair_cpu_s:
+            reasons.append(f"a pair costs {cpu_s:.0f} CPU-seconds")
         out.append(f"{v} ({'; '.join(reasons)})")
     return ", ".join(out) or "none"
 
@@ -328,6 +376,8 @@ def regime_setting(variant) -> str:
 
 def sooner_or_later(exponent: float) -> str:
     """Whether a projected exit comes sooner (a negative exponent of width) or later."""
+    if not _finite(exponent):
+        return "sooner or later, which cannot be told (the exponent is missing)"
     return "sooner" if exponent < 0 else "later"
 
 
@@ -335,10 +385,10 @@ def paper_rate_runs(loss_paper: float, below_unigram: float, loss_book: float, s
                     sym_book: float, n_seeds: int, settings: str) -> str:
     """The encoders trained at the paper's learning rate against the book's, paired by seed:
     held-out loss and mean symmetry at the end, and what the runs saw (``settings``)."""
-    return (f"At the paper's rate the encoders end at a held-out loss of {loss_paper:.2f} "
-            f"nats ({below_unigram:.2f} below the unigram reference) against "
-            f"{loss_book:.2f} at the book's, and at a mean symmetry of "
-            f"{sym_paper:.3f} against {sym_book:.3f} "
+    return (f"At the paper's rate the encoders end at a held-out loss of {_num(loss_paper, '.2f')} "
+            f"nats ({_num(below_unigram, '.2f')} below the unigram reference) against "
+            f"{_num(loss_book, '.2f')} at the book's, and at a mean symmetry of "
+            f"{_num(sym_paper, '.3f')} against {_num(sym_book, '.3f')} "
             f"({int(n_seeds)} paired seeds). What these runs saw: {settings}.")
 
 
@@ -353,7 +403,9 @@ def other_corpora(n_cached: int, n_runs: int, n_both: int, n_sym: int, n_dir: in
 
 def lower_or_higher(low: float, high: float) -> str:
     """Where an interval for a difference lies: ``lower`` (wholly below 0), ``higher`` (wholly
-    above) or ``not distinguishable``."""
+    above) or ``not distinguishable``; ``not read (a bound is missing)`` where a bound is not a number."""
+    if not _finite(low, high):
+        return "not read (a bound is missing)"
     if high < 0:
         return "lower"
     if low > 0:
@@ -371,11 +423,11 @@ def table1_preview(paired_seeds, published_speedup_percent: float, published_los
     text = ("No seed has both of its runs cached yet" if not paired_seeds else
             "Paired seeds so far: " + ", ".join(f"{mode} {n}" for mode, n in paired_seeds))
     text += (f". Table 1's 4-layer Wikipedia row, one seed after 200,000 steps: a "
-             f"{published_speedup_percent:.0f}% speed-up and a final loss "
-             f"{published_loss_difference:+.3f} nats from the symmetric start")
+             f"{_num(published_speedup_percent, '.0f')}% speed-up and a final loss "
+             f"{_num(published_loss_difference, '+.3f')} nats from the symmetric start")
     if encoder_speedup is not None:
         text += (f"; our BERT-Mini encoders after 2,000 steps: median speed-up {encoder_speedup}, "
-                 f"final loss {encoder_loss_difference:+.3f} nats")
+                 f"final loss {_num(encoder_loss_difference, '+.3f')} nats")
     if not paired_seeds or min(n for _, n in paired_seeds) < 3:
         text += (". With fewer than three paired seeds these rows are a preview, not a measurement of "
                  "Table 1: the regime runs above, with three seeds, are the firmer evidence")
@@ -386,6 +438,9 @@ def rank_one_updates(share_autoregressive: float, share_masked: float, near: flo
     """Which summed update is close to rank one (its top singular value holding more than
     ``near`` of the squared norm), with the two shares."""
     ar, mlm = share_autoregressive, share_masked
+    if not _finite(ar, mlm):
+        return (f"Whether the updates are close to rank one is not read: a share of the squared norm is missing "
+                f"(top singular values {_num(ar, '.2f')} and {_num(mlm, '.2f')})")
     close = [name for name, v in (("autoregressive", ar), ("masked", mlm)) if v > near]
     if len(close) == 2:
         return (f"Both updates are close to rank one (top singular value {ar:.2f} and {mlm:.3f} of the squared "
@@ -407,12 +462,18 @@ def update_symmetry_reading(autoregressive_more_symmetric: bool) -> str:
 
 
 def orthogonality(cosine: float, near: float = 0.3) -> str:
-    """``nearly orthogonal to`` (|cos| below ``near``) or ``far from orthogonal to``."""
+    """``nearly orthogonal to`` (|cos| below ``near``) or ``far from orthogonal to``; a cosine
+    that is not a number reads ``at an angle not measured (its cosine is missing) to``."""
+    if not _finite(cosine):
+        return "at an angle not measured (its cosine is missing) to"
     return "nearly orthogonal to" if abs(cosine) < near else "far from orthogonal to"
 
 
 def shared_direction(cosine: float, near: float = 0.3) -> str:
-    """``shares part of it`` (|cos| at least ``near``) or ``shares little of it``."""
+    """``shares part of it`` (|cos| at least ``near``) or ``shares little of it``; a cosine that
+    is not a number reads ``shares an unmeasured part of it (its cosine is missing)``."""
+    if not _finite(cosine):
+        return "shares an unmeasured part of it (its cosine is missing)"
     return "shares part of it" if abs(cosine) >= near else "shares little of it"
 
 
@@ -439,6 +500,8 @@ def thm_s1_14_meaning(status: str, phrases=None) -> str:
 
 def symmetry_gap_reading(low: float, high: float) -> str:
     """What an interval for masked minus causal final symmetry says against Thm. S1.14."""
+    if not _finite(low, high):
+        return "the interval for the gap is missing (a bound is not a number), so which objective ends the more symmetric is not read"
     if low > 0:
         return "the masked objective ends the more symmetric in every reading the seeds allow, as Thm. S1.14 predicts"
     if high < 0:
@@ -452,19 +515,20 @@ def follows_theorem(follows: bool, theorem: str = "Thm. S1.12") -> str:
 
 
 def estimate_in_words(estimate: float, low: float, high: float, n: int, note: str) -> str:
-    """``+0.034 (95% t-interval +0.009 to +0.059, 3 seeds; note)``."""
-    return f"{estimate:+.3f} ({interval(low, high, n=n)}; {note})"
+    """``+0.034 (95% t-interval +0.009 to +0.059, 3 seeds; note)``; an estimate that is not a
+    number reads ``missing``."""
+    return f"{_num(estimate, '+.3f')} ({interval(low, high, n=n)}; {note})"
 
 
 def primary_update_test(estimate: float, low: float, high: float, n: int, sesoi: float) -> str:
     """The update claim's primary test, with its smallest effect of interest."""
-    return estimate_in_words(estimate, low, high, n, f"smallest effect of interest {sesoi:.3f}")
+    return estimate_in_words(estimate, low, high, n, f"smallest effect of interest {_num(sesoi, '.3f')}")
 
 
 def secondary_update_test(estimate: float, low: float, high: float, n: int, n_tests: int, p_holm: float) -> str:
     """A secondary test, as one of many, with its Holm-adjusted p-value of a reversal."""
     return estimate_in_words(estimate, low, high, n, f"one of {n_tests} secondary tests, Holm-adjusted one-sided p of "
-                                                 f"a reversal {p_holm:.2g}")
+                                                 f"a reversal {_num(p_holm, '.2g')}")
 
 
 def update_test_reading(estimate: float, low: float, high: float, n: int, outcome: str) -> str:
@@ -487,17 +551,21 @@ def update_group(pattern: str) -> str:
 
 def peaks_at(values, steps) -> str:
     """``0.081 at step 500, 0.077 at step 750``."""
-    return ", ".join(f"{v:.3f} at step {int(s)}" for v, s in zip(values, steps))
+    return ", ".join(f"{_num(v, '.3f')} at step {int(s)}" for v, s in zip(values, steps))
 
 
 def swap_test(estimate: float, low: float, high: float, n: int, sesoi: float) -> str:
     """An objective-swap test, swap minus control: ``+0.0012 (95% t-interval ..., 3 seeds);
-    smallest effect of interest 0.0183``."""
-    return f"{estimate:+.4f} ({interval(low, high, n=n, fmt='+.4f')}); smallest effect of interest {sesoi:.4f}"
+    smallest effect of interest 0.0183``; a value that is not a number reads ``missing``."""
+    return (f"{_num(estimate, '+.4f')} ({interval(low, high, n=n, fmt='+.4f')}); smallest effect of interest "
+            f"{_num(sesoi, '.4f')}")
 
 
 def less_or_more_than(value: float, bound: float) -> str:
-    """``less than`` (value below bound) or ``more than``."""
+    """``less than`` (value below bound) or ``more than``; where either is not a number,
+    ``by a missing amount (not a number), so not compared with``."""
+    if not _finite(value, bound):
+        return "by a missing amount (not a number), so not compared with"
     return "less than" if value < bound else "more than"
 
 
@@ -515,7 +583,10 @@ def negligible_swap(negligible: bool) -> str:
 
 def swap_update_reading(low: float, high: float, n: int) -> str:
     """Which arm's updates are the more symmetric, from an interval for the next-token swap
-    minus the masked-LM control."""
+    minus the masked-LM control; an interval that is not a number is said to be missing, and
+    no order is read from it."""
+    if not _finite(low, high):
+        return "the interval is missing (a bound is not a number), so which updates are the more symmetric is not read"
     if n < 2 or low <= 0 <= high:
         return "the interval allows either order"
     if low > 0:
@@ -524,15 +595,20 @@ def swap_update_reading(low: float, high: float, n: int) -> str:
     return "the masked-LM updates are the more symmetric, as Thm. 2.4 leads one to expect"
 
 
-def direction_and_size(predicted: bool, larger: bool) -> str:
-    """A difference read against its prediction and its smallest effect of interest."""
+def direction_and_size(predicted: bool | None, larger: bool | None) -> str:
+    """A difference read against its prediction and its smallest effect of interest; None for
+    either (the difference or the yardstick is missing) says so, with no direction read."""
+    if predicted is None or larger is None:
+        return "not read against its prediction (the difference or its smallest effect of interest is missing)"
     return (("in the predicted direction" if predicted else "against the predicted direction")
             + (", and larger than" if larger else ", and smaller than") + " the smallest effect of interest")
 
 
-def swap_update_order(swap_more_symmetric: bool) -> str:
+def swap_update_order(swap_more_symmetric: bool | None) -> str:
     """Which arm's updates are the more symmetric when a causal decoder is swapped to a masked
-    objective."""
+    objective; None (an arm's update symmetry is missing) says so, with no order read."""
+    if swap_more_symmetric is None:
+        return "which arm's updates are the more symmetric is not read (an arm's update symmetry is missing)"
     if swap_more_symmetric:
         return "the masked swap's updates are the more symmetric, as Thm. 2.4 leads one to expect"
     return ("the causal control's updates are the more symmetric, the opposite of what Thm. 2.4 leads one "
@@ -542,8 +618,9 @@ def swap_update_order(swap_more_symmetric: bool) -> str:
 def gate_floor(floor: float) -> str:
     """The gate's context floor in nats: ``ln 2 = 0.693`` when it is ln 2 (to 5e-4), else the
     number."""
-    import math
 
+    if not _finite(floor):
+        return f"{MISSING} (the gate's floor is not a number)"
     return f"ln 2 = {floor:.3f}" if abs(floor - math.log(2)) < 5e-4 else f"{floor:.3f}"
 
 
@@ -553,9 +630,9 @@ def horizon_flips(rows, half_step: int) -> str:
     that both ends are smaller than d is said so."""
     flips = []
     for figure, comparator, at_half, at_end, sesoi in rows:
-        small = max(abs(at_half), abs(at_end)) < sesoi
-        flips.append(f"{figure} against the {comparator}, {at_half:+.3f} at step {half_step:,} and "
-                     f"{at_end:+.3f} at the end" + (f", both smaller than d = {sesoi:.3f}" if small else ""))
+        small = _finite(at_half, at_end, sesoi) and max(abs(at_half), abs(at_end)) < sesoi
+        flips.append(f"{figure} against the {comparator}, {_num(at_half, '+.3f')} at step {half_step:,} and "
+                     f"{_num(at_end, '+.3f')} at the end" + (f", both smaller than d = {sesoi:.3f}" if small else ""))
     return "; ".join(flips) if flips else "no test of this body fails it"
 
 
@@ -578,8 +655,8 @@ def runs_before_next_look(waiting) -> str:
                      for missing, labels in shared.items())
 
 
-def v3_runs_said(table, primary_arms: dict | None = None) -> str:
-    """What the table of landed rules-v3 runs (``runs_table_v3``) says in two sentences: how
+def training_runs_said(table, primary_arms: dict | None = None) -> str:
+    """What the table of landed rules-v3 runs (``runs_table``) says in two sentences: how
     many runs per body, on which devices, how long after the rules' first commit they
     started, for how many every step's machine is recorded, and how far apart in time the
     arms of one seed started (a pair started hours apart may have met two machines), and,
@@ -592,12 +669,12 @@ def v3_runs_said(table, primary_arms: dict | None = None) -> str:
     devices = joined("the CPU" if d == "CPU" else d for d in sorted(set(table["device"])))
     after = table["after rules (h)"]
     recorded = int((~table["machines"].str.contains("not recorded")).sum())
-    starts = table.assign(t=pd.to_datetime(table["started"], utc=True, errors="coerce"))
+    starts = table.assign(t=pd.to_datetime(table["started"], utc=True, errors="coerce", format="ISO8601"))
     if primary_arms is not None and "arm" in starts:
         starts = starts[[a in (primary_arms.get(b) or ()) for b, a in zip(starts["body"], starts["arm"])]]
     spread = starts.groupby(["body", "seed"])["t"].agg(lambda t: (t.max() - t.min()).total_seconds() / 3600)
     pairs = starts.groupby(["body", "seed"]).size()
-    spread = spread[pairs >= 2]
+    spread = spread[pairs >= 2].dropna()   # a pair with a start not recorded gives no spread
     apart = (f" The two runs of a pair started up to {spread.max():.1f} h apart, so a pair may have met "
              "two machines even where both read the same device." if len(spread) else "")
     pace = ""
@@ -607,8 +684,11 @@ def v3_runs_said(table, primary_arms: dict | None = None) -> str:
         pace = (f" On the CPU a step took {cpu.min():.2f} to {cpu.max():.2f} s of compute (one thread); "
                 f"the wall clock per step, {wall.min():.2f} to {wall.max():.2f} s, also counts the time "
                 "a run was paused or shared its core.")
-    return (f"{count_of(len(table), 'run')} landed ({per_body}), made on {devices}, starting "
-            f"{after.min():.1f} to {after.max():.1f} h after the rules' first commit. Every step's machine "
+    after = after[[_finite(a) for a in after]]
+    when = (f"starting {after.min():.1f} to {after.max():.1f} h after the rules' first commit" if len(after) else
+            "with no start recorded against the rules' first commit")
+    return (f"{count_of(len(table), 'run')} landed ({per_body}), made on {devices}, "
+            f"{when}. Every step's machine "
             f"is recorded for {recorded} of them (runs begun before machines were recorded say "
             f"'not recorded').{apart}{pace}")
 
