@@ -257,6 +257,50 @@ def _draw_intervals(delta: float, sd: float, n: int, level: float, draws: int, s
     return mean - half, mean + half
 
 
+def _power_settings(level, target, name: str = "power") -> None:
+    """Refuse (CompanionError, naming the value and what it may be) a confidence ``level``
+    outside (0, 1) or a ``target`` probability the power solvers cannot reach: at no effect
+    the test already reads 'above the yardstick' with probability ``(1 - level) / 2``, so a
+    target at or below that has no effect to solve for, and a target of 1 none either."""
+    from ..base.errors import CompanionError
+
+    def number(x):
+        return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool) and math.isfinite(x)
+
+    if not (number(level) and 0 < level < 1):
+        raise CompanionError(f"level {level!r} is not a confidence level: give a number strictly between 0 and 1, "
+                             "such as 0.95.")
+    floor = (1 - level) / 2
+    if not (number(target) and floor < target < 1):
+        raise CompanionError(f"a {name} target of {target!r} cannot be solved for at level {level:g}: the test reads "
+                             f"a difference with probability {floor:.3g} when there is none, and never with "
+                             f"certainty, so the target must lie strictly between {floor:.3g} and 1 (0.8 is usual).")
+
+
+def _solve_rising(f, lo: float, step: float, what: str) -> float:
+    """The root of an increasing ``f`` above ``lo`` (``f(lo) < 0``), its upper bracket doubled
+    until ``f`` turns positive; refused in one line when it never does in floating point
+    (a level so close to 1 that no effect reaches the target at these seeds)."""
+    import warnings
+
+    from scipy import optimize
+
+    from ..base.errors import CompanionError
+
+    hi = lo + step
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(48):
+            v = f(hi)
+            if not math.isfinite(v):
+                break
+            if v > 0:
+                return float(optimize.brentq(f, lo, hi))
+            lo, hi = hi, hi + 2 * (hi - lo)
+    raise CompanionError(f"{what} cannot be computed: at this level and number of seeds the test's critical value "
+                         "is beyond what the non-central t can be evaluated at. Use a level further from 1 or more seeds.")
+
+
 def directional_power(n: int, sd: float, sesoi: float, level: float = 0.95, target: float = 0.8,
                       draws: int = 200_000, seed: int = 20261126) -> dict:
     """The power of the directional test actually applied (rules v2), at ``n`` seeds and a
@@ -272,10 +316,14 @@ def directional_power(n: int, sd: float, sesoi: float, level: float = 0.95, targ
         the true effect at which the interval lies above 0 (holds in any form) with
         probability ``target`` (:func:`detectable_effect`, exact).
 
-    Monte Carlo over the exact law of (mean, sd) with a fixed seed; NaN below two seeds.
+    Monte Carlo over the exact law of (mean, sd) with a fixed seed; NaN below two seeds.  A
+    ``level`` outside (0, 1) or a ``target`` the solver cannot reach (at or below
+    ``(1 - level) / 2``, or 1) is refused (CompanionError) naming what it may be; a level close
+    to 1 is solved however far the effect lies.
     """
     from scipy import stats
 
+    _power_settings(level, target)
     if n < 2 or not np.isfinite(sd) or sd <= 0 or not sesoi > 0:
         return {"p_refuted_at_0": float("nan"), "p_holds_at_sesoi": float("nan"),
                 "detect_holds": float("nan"), "detect_direction": float("nan")}
@@ -287,10 +335,8 @@ def directional_power(n: int, sd: float, sesoi: float, level: float = 0.95, targ
     def p_holds(delta):
         return float(stats.nct.sf(crit, n - 1, (delta - sesoi) * math.sqrt(n) / sd))
 
-    from scipy import optimize
-
-    hi_bracket = sesoi + 400 * sd / math.sqrt(n)
-    detect = float(optimize.brentq(lambda d: p_holds(d) - target, sesoi, hi_bracket))
+    detect = _solve_rising(lambda d: p_holds(d) - target, sesoi, 400 * sd / math.sqrt(n),
+                           f"the effect that 'holds' reaches with probability {target:g} at level {level:g} and {n} seeds")
     return {"p_refuted_at_0": p_ref, "p_holds_at_sesoi": p_holds(sesoi), "detect_holds": detect,
             "detect_direction": detectable_effect(n, sd, level, target)}
 
@@ -326,10 +372,13 @@ def detectable_effect(n: int, sd: float, level: float = 0.95, power: float = 0.8
 
     The test rejects when ``mean / (sd/sqrt(n)) > t_{1-alpha/2, n-1}`` with
     ``alpha = 1 - level``; under a true difference ``delta`` the statistic is non-central t
-    with ``n - 1`` degrees of freedom and non-centrality ``delta sqrt(n) / sd``.
+    with ``n - 1`` degrees of freedom and non-centrality ``delta sqrt(n) / sd``.  A ``level``
+    outside (0, 1) or a ``power`` at or below ``(1 - level) / 2`` (what the test reads at no
+    effect), or of 1, is refused (CompanionError) naming what it may be.
     """
-    from scipy import optimize, stats
+    from scipy import stats
 
+    _power_settings(level, power)
     if n < 2 or not np.isfinite(sd) or sd <= 0:
         return float("nan")
     df = n - 1
@@ -338,7 +387,8 @@ def detectable_effect(n: int, sd: float, level: float = 0.95, power: float = 0.8
     def gap(ncp):
         return stats.nct.sf(crit, df, ncp) - power
 
-    ncp = optimize.brentq(gap, 0.0, 200.0)
+    ncp = _solve_rising(gap, 0.0, 200.0, f"the effect detected with probability {power:g} at level {level:g} and "
+                                         f"{n} seeds")
     return float(ncp * sd / math.sqrt(n))
 
 

@@ -57,6 +57,9 @@ def load_patterns(patterns) -> pd.DataFrame | None:
 
 UNRECORDED = "an unrecorded device"
 
+#: the quantities :func:`arm_values` reads per seed (besides the guard's ``guard_*`` losses)
+KNOWN_QUANTITIES = ("symmetry", "directionality", "eval_loss", "train_loss")
+
 
 def run_device(run: str) -> str:
     """Where a cached run trained, from its provenance: ``"CPU"``, the GPU's name, or
@@ -171,7 +174,8 @@ def arm_values(runs: pd.DataFrame, quantity: str, mode: str, init: str = "standa
     elif quantity in ("eval_loss", "train_loss") or quantity.startswith("guard_"):   # one value per step
         rows = arm[arm["quantity"] == quantity]
     else:
-        raise ValueError(f"unknown quantity {quantity!r}.")
+        raise CompanionError(f"unknown quantity {quantity!r}: a body's value is one of {', '.join(KNOWN_QUANTITIES)} "
+                             "or a guard_* loss; correct the quantity (in the rule that names it, or in the call).")
     if step is None:
         rows = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
         if quantity in ("symmetry", "directionality"):
@@ -270,6 +274,9 @@ def arm_reference(runs: pd.DataFrame, mode: str, init: str = "standard") -> floa
     sub = runs[(runs["mode"] == mode) & (runs["init"] == init)]
     if sub.empty:
         return float("nan")
+    if mode not in OBJECTIVE_OF_MODE:
+        raise CompanionError(f"unknown mode {mode!r}: an arm's mode is one of {', '.join(OBJECTIVE_OF_MODE)}; "
+                             "correct the arm (in the rule that names it, or in the call).")
     s = _shape(sub["run"].iloc[0])
     return _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode], s["init_from"])
 
@@ -368,10 +375,16 @@ def yardstick(r: dict, runs: pd.DataFrame | None, quantity: str) -> float:
     if v == "published-iqr-width":
         return published_iqr_width(quantity)
     if v == "table-1-speedup-nats":
-        return speedup_nats(runs, float(r["yardsticks"][v]["speedup"]), r["arms"]["mode"], r["arms"]["baseline"])
+        try:
+            speedup = float(r["yardsticks"][v]["speedup"])
+        except (KeyError, TypeError, ValueError):
+            raise CompanionError(f"rule {r.get('key')!r} uses the yardstick {v!r} but its rules file gives no "
+                                 f"yardsticks.{v}.speedup number; add it.") from None
+        return speedup_nats(runs, speedup, r["arms"]["mode"], r["arms"]["baseline"])
     if v == "null-band":
         return null_band(runs, quantity)
-    raise ValueError(f"unknown yardstick {v!r} in rule {r['key']!r}.")
+    raise CompanionError(f"unknown yardstick {v!r} in rule {r.get('key')!r}: a yardstick is a number or one of "
+                         "published-iqr-width, table-1-speedup-nats, null-band.")
 
 
 def body_evidence(runs: pd.DataFrame, r: dict, pairs) -> dict:
@@ -406,7 +419,8 @@ def published_iqr_width(score: str) -> float:
     checkpoint; a gap smaller than this cannot separate two of Fig. 3's median +- IQR bands."""
     base = score.replace("update_", "")
     if base not in ("symmetry", "directionality"):
-        raise ValueError(f"the published yardstick exists for symmetry and directionality, not {score!r}.")
+        raise CompanionError(f"the published yardstick exists for symmetry and directionality (and their update_ "
+                             f"forms), not {score!r}; correct the rule's quantity or give it a numeric yardstick.")
     df = _published()
     df = df[(df["score"] == base)]
     return float((df["iqr_below"] + df["iqr_above"]).median())
