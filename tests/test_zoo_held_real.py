@@ -22,22 +22,16 @@ import torch
 from companion.adapters import open_source, plan_layers, read_qk
 from companion.zoo import registry as zoo
 
-
-def _need(name: str):
-    missing = zoo._installed(zoo.zoo_model(name))
-    if missing:
-        pytest.skip(f"needs {' '.join(missing[:2])}{' ...' if len(missing) > 2 else ''} (not installed)")
+from adapters_data import zoo_checkpoint
 
 
 # ----------------------------------------------------------------------------- Qwen2.5-Coder-1.5B
 
 
 @pytest.fixture(scope="module")
-def qwen15(tmp_path_factory):
-    _need("qwen2.5-coder-1.5b")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("COMPANION_CACHE", str(tmp_path_factory.mktemp("cache")))
-        manifest = zoo.fetch("qwen2.5-coder-1.5b")   # every part hashed: about 1.1 GB, 2-3 s
+def qwen15():
+    # the parts are hashed (1.1 GB, 2-3 s) when the cache has no current manifest, else not
+    manifest = zoo_checkpoint("qwen2.5-coder-1.5b")
     return manifest, read_qk(manifest, progress=False)
 
 
@@ -150,8 +144,7 @@ def check_every_projection(path, stack: str, layers, plans, feeds: dict) -> int:
 
 @pytest.fixture(scope="module")
 def t5():
-    _need("t5-small-titler")
-    folder = zoo.zoo_path("t5-small-titler")
+    folder = zoo_checkpoint("t5-small-titler")
     return folder, read_qk(folder, progress=False)
 
 
@@ -216,8 +209,7 @@ def test_t5_decoder_self_attention_is_causal_as_read(t5):
 
 @pytest.fixture(scope="module")
 def minilm_int8():
-    _need("all-minilm-l6-v2-int8")
-    path = zoo.zoo_path("all-minilm-l6-v2-int8")
+    path = zoo_checkpoint("all-minilm-l6-v2-int8")
     return path, read_qk(path, progress=False)
 
 
@@ -234,9 +226,8 @@ def test_minilm_int8_q_and_k_are_what_onnxruntime_projects_with(minilm_int8):
 def test_minilm_int8_is_the_float_minilm_rounded_to_int8(minilm_int8):
     """Each weight is within half a quantization step (the row's largest |w| / 127) of the
     zoo's float all-MiniLM-L6-v2, and reaches that bound: the int8 copy of that model."""
-    _need("all-minilm-l6-v2")
     _, ckpt = minilm_int8
-    float_ckpt = read_qk(zoo.zoo_path("all-minilm-l6-v2"), progress=False)
+    float_ckpt = read_qk(zoo_checkpoint("all-minilm-l6-v2"), progress=False)
     for a, b in zip(ckpt.layers, float_ckpt.layers, strict=True):
         for wa, wb in ((a.Wq, b.Wq), (a.Wk, b.Wk)):
             step = wb.abs().amax(dim=1, keepdim=True) / 127
