@@ -385,9 +385,12 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         from .models.pretrained import pretrained_folder
 
         tokenizer = pretrained_folder(cfg.init_from)
-    data = token_data_for_corpus(cfg.corpus, cfg.model_size.seq_len, top_k=cfg.top_k,
-                                 tokenizer_name=tokenizer, max_tokens=args.max_tokens,
-                                 progress=progress)
+    from .text.corpora import fetching_allowed
+
+    with fetching_allowed():   # an explicit command: a missing pinned archive is fetched, and said
+        data = token_data_for_corpus(cfg.corpus, cfg.model_size.seq_len, top_k=cfg.top_k,
+                                     tokenizer_name=tokenizer, max_tokens=args.max_tokens,
+                                     progress=progress)
     if resume:
         progress("resuming from checkpoint.pt")
     history = train(cfg, data=data, out_dir=out, resume=resume, progress=progress)

@@ -54,6 +54,9 @@ Archives are fetched with ``pip download`` into ``<cache>/archives`` (see
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import hashlib
 import io
 import json
@@ -70,7 +73,7 @@ from ...base.cache import cache_dir, sha256_file
 from ...base.errors import CompanionError
 from ...base.progress import report
 
-__all__ = ["CorpusSpec", "CORPORA", "ONLINE_CORPORA", "corpus_names", "corpus_documents",
+__all__ = ["CorpusSpec", "CORPORA", "ONLINE_CORPORA", "corpus_names", "corpus_documents", "fetching_allowed", "may_fetch",
            "fetch_corpus", "archive_path", "documents_sha256", "DEFAULT_CORPUS"]
 
 DEFAULT_CORPUS = "wikipedia"
@@ -412,8 +415,35 @@ def _checked_archive(spec: CorpusSpec, fetch: bool, corpus: str | None = None) -
     return path
 
 
-def corpus_documents(name: str, fetch: bool = True) -> list[str]:
-    """The documents of an offline corpus, in a fixed order (fetching the archive if needed)."""
+#: whether reading a corpus may fetch its missing archive from the network: off unless an
+#: explicit command turns it on (:func:`fetching_allowed`), so that the verdicts, the book's
+#: build and the tests never download without being asked
+_FETCH_ALLOWED = contextvars.ContextVar("companion_corpus_fetch_allowed", default=False)
+
+
+@contextlib.contextmanager
+def fetching_allowed():
+    """Within this block, reading a corpus whose archive is missing fetches it (saying so, as
+    :func:`fetch_corpus` does); outside, it is refused naming ``companion corpus fetch``.
+    ``companion train`` reads its corpus in such a block; ``companion corpus fetch`` and
+    ``prepare`` fetch by name."""
+    token = _FETCH_ALLOWED.set(True)
+    try:
+        yield
+    finally:
+        _FETCH_ALLOWED.reset(token)
+
+
+def may_fetch(fetch: bool | None = None) -> bool:
+    """``fetch`` where given, else whether the caller is inside :func:`fetching_allowed`."""
+    return _FETCH_ALLOWED.get() if fetch is None else bool(fetch)
+
+
+def corpus_documents(name: str, fetch: bool | None = None) -> list[str]:
+    """The documents of an offline corpus, in a fixed order.  A missing archive is fetched
+    only where ``fetch`` is true or, by default, inside :func:`fetching_allowed` (an explicit
+    command); otherwise it is refused naming the command that fetches it."""
+    fetch = may_fetch(fetch)
     spec = _spec(name)
     if spec.assemble is not None:
         docs = list(spec.assemble(fetch))

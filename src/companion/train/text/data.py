@@ -89,8 +89,10 @@ def load_texts(name_or_path: str, split: str = "train", limit: int | None = None
                text_field: str | None = None) -> list[str]:
     """Documents of a corpus by name, or of a local ``.txt``/``.jsonl``/``.csv`` file.
 
-    ``"default"`` is the bundled ``python-docs`` corpus.  Offline corpora are fetched
-    (pinned, hash-checked) on first use; online corpora need network (``limit`` documents).
+    ``"default"`` is the bundled ``python-docs`` corpus.  Offline corpora are read from the
+    cache, fetched (pinned, hash-checked) when missing only inside an explicit command
+    (:func:`companion.train.text.corpora.fetching_allowed`: ``companion train``, or ``companion
+    corpus fetch NAME`` beforehand); online corpora need network (``limit`` documents).
     """
     if name_or_path == "default":
         name_or_path = "python-docs"

@@ -376,11 +376,14 @@ def assemble_from_archives(folder: Path, sources: Iterable[CorpusSpec] = SOURCES
 _ASSEMBLED: dict[tuple, Assembled] = {}
 
 
-def assembled(fetch: bool = True) -> Assembled:
-    """The assembled corpus from the cache's archives (fetched when missing and ``fetch``);
-    memoised per process by the archives' identity."""
+def assembled(fetch: bool | None = None) -> Assembled:
+    """The assembled corpus from the cache's archives (fetched when missing and ``fetch``, by
+    default only inside :func:`companion.train.text.corpora.fetching_allowed`, an explicit
+    command); memoised per process by the archives' identity."""
     from ...base.cache import cache_dir
-    from .corpora import _checked_archive
+    from .corpora import _checked_archive, may_fetch
+
+    fetch = may_fetch(fetch)
 
     paths = [_checked_archive(s, fetch, NAME) if fetch else cache_dir("archives") / s.archive for s in SOURCES]
     key = tuple((str(p), os.stat(p).st_mtime_ns, os.stat(p).st_size) if Path(p).exists() else str(p)
