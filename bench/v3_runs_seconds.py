@@ -1,7 +1,7 @@
 """Seconds per step of the rules-v3 confirmatory runs, as they were made (not a timing of
 our own): BERT-Mini, 10,000 steps, one CPU thread each with bf16 autocast, two runs side by
 side on the 2-core machine, the one-mode guard and kept weights included.  Read from the run
-catalogue the book shows (``companion.train.studies.v3_bodies.runs_table_v3``: its
+catalogue the book shows (``companion.train.studies.registered_bodies.runs_table``: its
 ``s/step`` and ``CPU s/step``), plus each run's thread count from its provenance.
 
 Wall seconds per step count the time a run was paused (runs are stopped while the machine
@@ -27,11 +27,11 @@ from pathlib import Path
 def rows(root: Path | None = None) -> list[dict]:
     """One dict per landed v3 run: the catalogue's timing columns and the thread count."""
     from companion.train.runner.runs import read_provenance, runs_root
-    from companion.train.studies.v3_bodies import runs_table_v3
+    from companion.train.studies.registered_bodies import runs_table
 
     root = Path(root) if root is not None else runs_root()
     out = []
-    for _, r in runs_table_v3(root=root).iterrows():
+    for _, r in runs_table(root=root).iterrows():
         hardware = read_provenance(root / r["run"]).get("hardware") or {}
         mode, init = r["arm"].split("/")
         cpu = float(r["CPU s/step"])

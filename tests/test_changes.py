@@ -29,21 +29,24 @@ def test_rules_changes_finds_changed_added_and_removed_claims():
     assert by["new"]["change"] == "added" and by["gone"]["change"] == "removed"
 
 
-def test_the_book_rules_history_v1_to_v2():
-    diff = changes.rules_changes(changes.load_rules(changes.RULES_V1), changes.load_rules(changes.RULES_CURRENT))
-    assert diff["versions"] == (1, 2)
+def test_the_book_rules_history_first_to_in_force():
+    diff = changes.rules_changes(changes.load_rules(changes.RULES_FIRST), changes.load_rules(changes.RULES_CURRENT))
+    assert diff["versions"] == (1, 4)
     by = {c["claim"]: c for c in diff["claims"]}
-    # the training claims moved their primary body to the blind matrix
-    assert "primary" in [f["field"] for f in by["table_1"]["fields"]]
-    assert "wikipedia-bert-mini-blind" in diff["bodies_added"]
+    # the training claims are read on bodies made after their rules: their body changed
+    assert "body" in [f["field"] for f in by["table_1"]["fields"]]
+    assert "english-mix-v3" in diff["bodies_added"] and "wikipedia-chars-v4" in diff["bodies_added"]
+    # the claims read once are compared too (under 'evidence' in the file in force), not shown as removed
+    assert not any(c["change"] == "removed" for c in diff["claims"]), diff["claims"]
+    assert by["chars_table_1"]["change"] == "added"
 
 
 def test_verdict_changes_keeps_only_claims_judged_differently():
     verdicts = [
-        {"key": "a", "claim": "A", "status": "inconclusive", "status_v1": "holds"},
-        {"key": "b", "claim": "B", "status": "holds", "status_v1": "holds"},
-        {"key": "c", "claim": "C", "status": "holds", "status_v1": ""},  # not judged by v1
-        {"key": "d", "claim": "D", "status": "refuted", "status_v1": "not testable here"},
+        {"key": "a", "claim": "A", "status": "inconclusive", "status_first": "holds"},
+        {"key": "b", "claim": "B", "status": "holds", "status_first": "holds"},
+        {"key": "c", "claim": "C", "status": "holds", "status_first": ""},  # not judged by v1
+        {"key": "d", "claim": "D", "status": "refuted", "status_first": "not testable here"},
     ]
     out = changes.verdict_changes(verdicts)
     assert [(c["key"], c["v1"], c["now"]) for c in out] == [
@@ -58,20 +61,19 @@ def test_current_verdicts_are_computed_once_per_state(tmp_path, monkeypatch):
 
     from companion.book import book_cache
 
-    from companion.judge import claims
     calls = []
 
     def fake():
         calls.append(1)
         return pd.DataFrame([{"key": "a", "claim": "A", "kind": "empirical", "status": "holds",
-                              "status_v1": "inconclusive", "measured": "x"}])
+                              "status_first": "inconclusive", "measured": "x"}])
 
-    monkeypatch.setattr(claims, "all_verdicts", fake)
+    monkeypatch.setattr(changes, "verdicts_with_first", fake)   # all_verdicts with the first rules' readings
     monkeypatch.setattr(book_cache, "package_key", lambda root=None: {"sha256": "s1"})
     first = changes.current_verdicts(tmp_path)
     again = changes.current_verdicts(tmp_path)
     assert first == again == [{"key": "a", "claim": "A", "kind": "empirical", "status": "holds",
-                               "status_v1": "inconclusive"}]
+                               "status_first": "inconclusive"}]
     assert len(calls) == 1
     monkeypatch.setattr(book_cache, "package_key", lambda root=None: {"sha256": "s2"})
     changes.current_verdicts(tmp_path)
@@ -79,22 +81,22 @@ def test_current_verdicts_are_computed_once_per_state(tmp_path, monkeypatch):
 
 
 
-def test_verdicts_stored_by_what_survives_are_read_without_computing(tmp_path, monkeypatch):
+def test_verdicts_stored_by_the_history_page_are_read_without_computing(tmp_path, monkeypatch):
     import pandas as pd
 
     from companion.book import book_cache
 
     from companion.judge import claims
     def fail():
-        raise AssertionError("all_verdicts must not run when What survives stored them")
+        raise AssertionError("all_verdicts must not run when the history page stored them")
 
     monkeypatch.setattr(claims, "all_verdicts", fail)
     monkeypatch.setattr(book_cache, "package_key", lambda root=None: {"sha256": "s3"})
     df = pd.DataFrame([{"key": "b", "claim": "B", "kind": "empirical", "status": "negligible",
-                        "status_v1": "holds", "measured": "y"}])
+                        "status_first": "holds", "measured": "y"}])
     changes.store_verdicts(df, tmp_path)
     assert changes.current_verdicts(tmp_path) == [{"key": "b", "claim": "B", "kind": "empirical",
-                                                    "status": "negligible", "status_v1": "holds"}]
+                                                    "status": "negligible", "status_first": "holds"}]
 
 def test_changelog_follows_keep_a_changelog():
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
@@ -133,4 +135,4 @@ def test_a_rules_version_that_is_no_rules_file_is_refused_in_one_line(tmp_path):
         with pytest.raises(CompanionError, match=name.replace(".", r"\.")):
             changes.load_rules(path)
     # the repository's two versions still load
-    assert "claims" in changes.load_rules(changes.RULES_V1)
+    assert "claims" in changes.load_rules(changes.RULES_FIRST)

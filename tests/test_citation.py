@@ -107,7 +107,7 @@ def test_the_paper_bibtex_is_the_entry_of_references_bib():
 def test_version_from_git_and_its_fallback_without_git(tmp_path, monkeypatch):
     v = citation.book_version(ROOT)
     assert v.package == __version__
-    rules = str(yaml.safe_load((ROOT / "data" / "verdict_rules.yaml").read_text())["revision"])
+    rules = str(yaml.safe_load((ROOT / "data" / "verdict_rules.yaml").read_text())["version"])   # the file in force states no revision
     assert v.rules == rules
     if (ROOT / ".git").exists():
         assert v.commit and re.fullmatch(r"[0-9a-f]{7,}", v.commit)
@@ -131,21 +131,20 @@ def test_a_label_names_release_state_and_the_rules_that_decided_the_verdicts():
     assert citation.Version("0.3.0rc1", None).label == "0.3.0rc1 (unreleased; unknown commit)"
     # two builds judged by different rules never share a label
     assert citation.Version("0.2.0", "a" * 7, "2.1").label != citation.Version("0.2.0", "a" * 7, "2.2").label
-    assert citation.Version("0.2.0", "a" * 7, "2.3", "4").label == \
-        "0.2.0 (verdict rules v2.3; training rules v4; commit aaaaaaa)"
-    assert citation.Version("0.2.0", "a" * 7, "2.3", "3").label != citation.Version("0.2.0", "a" * 7, "2.3", "4").label
+    assert citation.Version("0.2.0", "a" * 7, "4").label == "0.2.0 (verdict rules v4; commit aaaaaaa)"
 
 
-def test_the_book_names_the_training_rules_in_force():
-    """The footer's label names the version the training rules file in force states (read from
-    the file, not typed)."""
+def test_the_book_names_the_one_rules_file_in_force():
+    """The footer's label names the version the rules file in force states (read from the file,
+    not typed), and no other rules."""
     import yaml
 
-    from companion.rules.v3 import RULES_V3_PATH
+    from companion.rules.rulebook import RULES_PATH
 
-    want = str(yaml.safe_load(RULES_V3_PATH.read_text())["version"])
-    assert citation.book_version().training_rules == want
-    assert f"training rules v{want}" in citation.book_version().label
+    want = str(yaml.safe_load(RULES_PATH.read_text())["version"])
+    assert citation.book_version().rules == want
+    label = citation.book_version().label
+    assert f"verdict rules v{want};" in label and label.count("rules v") == 1
 
 
 def test_a_rules_revision_that_is_not_a_number_is_refused_naming_the_file(tmp_path):

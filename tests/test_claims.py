@@ -102,8 +102,8 @@ def _fake_body(gaps, quantity="symmetry", comparator="decoder", half_gaps=None, 
     ([0.2, 0.21, 0.205], {"half_gaps": [-0.1, -0.1, -0.1]}, "not testable here", "not stable between horizons"),
     ([0.2, 0.21], {}, "not testable here", ""),
 ])
-def test_the_primary_body_decides_fig_3a_by_rules_v2(monkeypatch, gaps, body_kw, expected, reason):
-    """The verdict of Fig. 3a follows the paired test of its primary body under rules v2:
+def test_the_earlier_rules_read_fig_3a_on_their_primary_body(monkeypatch, gaps, body_kw, expected, reason):
+    """Version 2 (data/rules_history/) read Fig. 3a by the paired test of its primary body:
     each outcome, and each part of the gate, is reached by some runs (unigram reference 5.0
     nats; the context floor is ln 2, so a held-out loss of 4.6 is not trained enough)."""
     from companion.judge import empirical
@@ -126,14 +126,10 @@ def test_the_primary_body_decides_fig_3a_by_rules_v2(monkeypatch, gaps, body_kw,
     assert t["estimate"].iloc[0] == pytest.approx(np.mean(gaps))
     assert t["sesoi"].iloc[0] == pytest.approx(0.055)      # the published interquartile width
     assert t["outcome"].iloc[0] == expected and t["gate_reason"].iloc[0] == reason
-    v = claims.training_symmetry()
-    assert v.status == expected, v.measured
-    assert v.kind == "empirical" and not v.rule_after      # the fake runs postdate the rule
-    assert (reason in v.measured) if reason else True
-    # where it was tested: the fake runs the test read, all on one CPU
-    seeds = sorted(int(x) for x in fake["seed"].unique())
-    assert v.size.startswith(f"Wikipedia, BERT-Mini, 10,000 steps (blind): seed{'s' if len(seeds) > 1 else ''} "
-                             f"{', '.join(map(str, seeds))} on a CPU;"), v.size
+    # the earlier rules' reading of the claim on this earlier body (the page "How the rules changed")
+    from companion.judge.history import second_training_status
+
+    assert second_training_status("training_symmetry")["status"] == expected
 
 
 def test_every_verdict_says_how_it_was_decided():
@@ -176,7 +172,7 @@ def test_the_update_rule_pairs_encoder_and_decoder_updates_by_seed(monkeypatch, 
     assert prim["n"] == 3 and prim["estimate"] == pytest.approx(gap + 2 * spread) and prim["outcome"] == expected
 
 
-def test_the_family_withdraws_a_decided_outcome_that_does_not_survive_holm():
+def test_holm_by_hand_still_gives_the_earlier_rules_family_for_the_history_page():
     from companion.judge.empirical import family
 
     rows = pd.DataFrame({"claim": ["a", "b", "c", "d"],
@@ -188,16 +184,22 @@ def test_the_family_withdraws_a_decided_outcome_that_does_not_survive_holm():
     assert fam.loc["a", "p_holm"] == pytest.approx(0.004) and fam.loc["d", "p_holm"] == pytest.approx(0.012)
     assert fam.loc["b", "p_holm"] == pytest.approx(0.04) and fam.loc["c", "p_holm"] == pytest.approx(0.2)
     assert list(fam["survives"]) == ["yes", "no", "", "yes"]
-    assert fam.loc["b", "status"] == "inconclusive (after Holm)" and fam.loc["a", "status"] == "holds"
     assert (fam["family_size"] == 4).all()
-    assert "b (holds, size open, adjusted p = 0.04) does not, and reads 'inconclusive (after Holm)'" in claims.holm_sentence(fam.reset_index())
     assert claims.blind_progress_text(4, 4, 0).startswith("None of the 4")
     assert claims.blind_progress_text(4, 1, 3) == ("1 of the 4 training claims have no pair of blind runs made yet and 3 have "
                                                    "fewer than the three seeds their verdict needs (the runs go on, in the "
                                                    "plan's order; data/runs/blind_plan.md).")
 
 
-def test_all_verdicts_carries_the_family_into_the_status(monkeypatch):
+def _family(keys, outcomes, p, share=0.0025):
+    fam = pd.DataFrame({"claim": keys, "key": keys, "outcome": outcomes, "p_decides": p, "family": "evidence",
+                        "level (one-sided)": share})
+    fam["stands"] = ["" if o in ("inconclusive", "not testable here") else ("yes" if q < share else "no")
+                     for o, q in zip(fam["outcome"], fam["p_decides"])]
+    return fam
+
+
+def test_all_verdicts_carries_the_familys_share_into_the_status(monkeypatch):
     def fake(key, status):
         def fn():
             return claims.Verdict(key, f"claim {key}", status, "measured", "size", "errata", "", kind="empirical")
@@ -206,13 +208,48 @@ def test_all_verdicts_carries_the_family_into_the_status(monkeypatch):
 
     monkeypatch.setattr(claims, "_CACHE", {})
     monkeypatch.setattr(claims, "VERDICTS", (fake("a", "holds"), fake("b", "negligible")))
-    monkeypatch.setattr(claims, "empirical_family", lambda: pd.DataFrame(
-        {"key": ["a", "b"], "p_holm": [0.3, 0.001], "survives": ["no", "yes"], "family_size": [2, 2]}))
+    # a's deciding p (0.003) is below 0.025 but above its share 0.0025: read alone it holds, in the family not
+    monkeypatch.setattr(claims, "family_table", lambda: _family(["a", "b"], ["holds", "negligible"], [0.003, 0.001]))
     v = claims.all_verdicts().set_index("key")
-    assert v.loc["a", "status"] == "inconclusive (after Holm)" and "not significant after Holm" in v.loc["a", "holm"]
-    assert "read 'holds' before" in v.loc["a", "measured"]
-    assert v.loc["b", "status"] == "negligible" and "survives Holm" in v.loc["b", "holm"]
+    assert v.loc["a", "status"] == "inconclusive" and v.loc["a", "withheld"] == "holds"
+    assert "not decided at that level (deciding p = 0.003)" in v.loc["a", "family"]
+    assert "read 'holds' alone" in v.loc["a", "measured"]
+    assert v.loc["b", "status"] == "negligible" and "stands (deciding p = 0.001)" in v.loc["b", "family"]
     assert claims.verdict.__doc__ and claims.verdict("b").status == "negligible"
+    said = claims.phrase("a", "inconclusive", "holds")
+    assert "allows both" not in said and "read alone at 95%: 'holds'" in said
+
+
+def test_the_familys_sentence_names_each_withdrawn_test_with_its_deciding_p():
+    fam = _family(["a", "b", "c"], ["holds", "refuted", "inconclusive"], [0.01, 0.0001, np.nan])
+    text = claims.family_sentence(fam)
+    assert text.startswith("Of the 3 tests in the family, 2 reached a decided outcome at 95%, and 1 of those stand")
+    assert "a (holds, deciding p = 0.01) does not, and reads 'inconclusive'" in text
+    none = claims.family_sentence(_family(["c"], ["inconclusive"], [np.nan]))
+    assert none.startswith("None of the 1 tests")
+
+
+def test_the_claims_read_once_share_the_level_version_2s_holm_gave_them():
+    """The family of the claims read once is split at 0.05 / 11 two-sided per test (version 2's
+    family size), so no outcome is more decided than Holm over those 11 tests allowed:
+    Bonferroni's rejections are a subset of Holm's."""
+    from companion.rules.rulebook import load_rules
+
+    f = load_rules()["framework"]["families"]["evidence"]
+    assert f["alpha"] == pytest.approx(0.05 / 11, rel=1e-3) and f["tests"] == 7 and f["read_once"]
+    assert f["tests"] * f["alpha"] / 2 <= f["fwer"]
+    rng = np.random.default_rng(7)
+    for _ in range(200):      # Bonferroni at alpha/2 never rejects what Holm over 11 at 0.025 does not
+        p = rng.uniform(0, 0.01, 11)
+        bonf = p < f["alpha"] / 2
+        order = np.argsort(p)
+        holm = np.zeros(11, bool)
+        for k, i in enumerate(order):
+            if p[i] < 0.025 / (11 - k):
+                holm[i] = True
+            else:
+                break
+        assert not (bonf & ~holm).any()
 
 
 def test_a_rank_tested_claim_is_worded_by_its_rank_test_and_never_by_an_interval():
@@ -223,78 +260,21 @@ def test_a_rank_tested_claim_is_worded_by_its_rank_test_and_never_by_an_interval
         claims.phrase("training_symmetry", "mostly")
 
 
-def _v3_table(look="look 1 of 4 (3 seeds)", status="inconclusive", reading="inconclusive"):
-    return pd.DataFrame([{"key": "training_symmetry", "claim": "Fig. 3a: ...", "body": "English mix (rules v3)",
-                          "look": look, "seeds in": "3 of 12", "effect": "+0.10 [-0.10, +0.30], 3 seeds",
-                          "d": 0.0072, "reading": reading, "status": status, "why": "",
-                          "power (planned)": "P = 0.89"}])
+def test_a_training_claim_takes_the_status_it_is_read_with_at_its_look_and_states_no_other():
+    """On the landed runs: each training claim's status is its family's reading at the last
+    complete look (a status of the book's vocabulary), with the look and the rules' version named."""
+    from companion.judge.training_claims import training_verdicts
+    from companion.rules.rulebook import load_rules
 
-
-V2_ROW = {"key": "training_symmetry", "claim": "Fig. 3a", "status": "not testable here", "measured": "v2 said so",
-          "size": "Wikipedia", "chapter": "fig3_decided", "label": "f3-gate", "kind": "empirical", "check": "v2 check",
-          "power": "v2 power", "rule_after": True, "status_v1": "refuted", "holm": "v2 family", "rules": "",
-          "status_v2": "", "measured_v2": ""}
-
-
-def test_a_training_claim_read_at_a_look_takes_the_training_rules_status_and_states_no_other():
-    from companion.rules.v3 import load_rules_v3
-
-    d = claims.v3_replaces(dict(V2_ROW), _v3_table())
-    assert d["status"] == "inconclusive" and d["status_v2"] == "not testable here" and d["status_v1"] == "refuted"
-    assert d["rules"] == f"training rules, version {load_rules_v3()['version']}, look 1 of 4 (3 seeds)"
-    assert not d["rule_after"]
-    assert d["measured"].startswith("+0.10 [-0.10, +0.30], 3 seeds at look 1 of 4 (3 seeds), 3 of 12 seeds in")
-    assert "not testable here" not in d["measured"]        # the earlier rules' word is kept apart, not stated
-    assert d["measured_v2"] == "v2 said so"
-    claims.Verdict(**d)                                    # a status of the book's vocabulary
-
-
-def test_before_v3s_first_look_and_for_a_claim_v3_does_not_judge_v2_stands():
-    assert claims.v3_replaces(dict(V2_ROW), _v3_table(look="none yet", status="not read yet")) == V2_ROW
-    other = {**V2_ROW, "key": "objective_swap"}
-    assert claims.v3_replaces(dict(other), _v3_table()) == other
-
-
-@pytest.mark.parametrize("v3_status, reading, status", [
-    ("inconclusive (fixed sequence stopped at table_1)", "holds", "inconclusive"),
-    ("holds (provisional: table_1 comes first in the fixed sequence and is still read)", "holds", "inconclusive"),
-    ("refuted", "refuted", "refuted"),
-])
-def test_the_fixed_sequences_words_go_into_what_was_measured_its_outcome_into_the_status(v3_status, reading, status):
-    d = claims.v3_replaces(dict(V2_ROW), _v3_table(status=v3_status, reading=reading))
-    assert d["status"] == status and claims.Verdict(**d).status == status
-    if v3_status != reading:
-        assert f"its own reading {reading}, the family's {v3_status}" in d["measured"]
-
-
-@pytest.mark.parametrize("v3_status, reading, withheld", [
-    ("holds (provisional: Table 1 comes first in the fixed sequence and is still read)", "holds", "holds"),
-    ("not testable here (provisional: Table 1 comes first in the fixed sequence and is still read)",
-     "not testable here", "not testable here"),
-    ("inconclusive", "inconclusive", ""),
-    ("holds", "holds", ""),
-])
-def test_a_reading_the_fixed_sequence_withholds_is_never_worded_as_an_interval_that_allows_both(
-        v3_status, reading, withheld):
-    """'inconclusive (the interval allows both readings)' would be false of an interval above d
-    that only the family holds back: the sentence names the claim's own reading instead."""
-    d = claims.v3_replaces(dict(V2_ROW), _v3_table(status=v3_status, reading=reading))
-    assert d["withheld_v3"] == withheld
-    said = claims.phrase(d["key"], d["status"], d["withheld_v3"])
-    if withheld:
-        assert "allows both" not in said and f"read alone: '{withheld}'" in said
-    else:
-        assert said == claims.PHRASES[d["status"]]
-
-
-def test_the_real_v3_readings_replace_exactly_the_claims_read_at_a_look():
-    """On the landed runs: each v3 claim's status is v3's once read at a look, v2's before."""
-    from companion.judge.training_v3 import verdicts_v3
-
-    v3 = verdicts_v3()
-    for _, r in v3.iterrows():
-        d = claims.v3_replaces({**V2_ROW, "key": r["key"]}, v3)
+    table = training_verdicts()
+    version = load_rules()["version"]
+    for key in ("training_symmetry", "training_directionality", "symmetric_init_structure", "table_1"):
+        r = table[table["key"] == key].iloc[0]
+        v = getattr(claims, key)()
         if r["look"] == "none yet":
-            assert d["status"] == V2_ROW["status"]
-        else:
-            assert d["status"] == claims.status_from_v3(r["status"]) and r["effect"] in d["measured"]
+            assert v.status == "not testable here" and "not read yet" in v.measured
+            continue
+        assert v.status == (r["status"] if r["status"] in claims.STATUSES else "inconclusive")
+        assert v.rules == f"verdict rules, version {version}, {r['look']}"
+        assert v.measured.startswith(f"{r['effect']} at {r['look']}")
+        assert v.withheld == ("" if v.status != "inconclusive" or r["reading"] == "inconclusive" else r["reading"])

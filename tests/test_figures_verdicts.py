@@ -73,12 +73,12 @@ def test_bad_input_is_refused_in_one_line(change, match):
 
 def test_the_status_after_the_correction_is_written_and_the_tests_own_outcome_labelled():
     p = _primary()
-    p = p.assign(status=["inconclusive (after Holm)"] + list(p["outcome"].iloc[1:]))
+    p = p.assign(status=["inconclusive"] + list(p["outcome"].iloc[1:]))
     ax = evidence_at_a_glance(p).axes[0]
     words = [t.get_text() for t in ax.texts]
     first = p.iloc[0]
     own = first["outcome"] + ("" if first["gate"] else " (gate not passed)")
-    assert f"inconclusive (after Holm)\n(test alone: {own})" in words
+    assert f"inconclusive\n(test alone: {own})" in words
     assert not any(w == own for w in words[:1])          # the test's outcome never stands alone for it
     for status, gate in zip(p["status"].iloc[1:], p["gate"].iloc[1:]):
         assert any(w.startswith(status) for w in words)
@@ -130,12 +130,12 @@ def test_the_overview_refuses_an_unknown_status_naming_it():
         status_overview(pd.DataFrame({"claim": ["a: b"]}))
 
 
-def test_a_status_a_later_rules_version_gave_is_written_with_it_and_the_drawn_test_named_as_v2s():
+def test_a_status_the_family_withholds_is_written_first_and_the_reading_alone_after_it():
     p = _primary()
-    p = p.assign(status=["inconclusive"] + list(p["outcome"].iloc[1:]),
-                 status_rules=["rules v3, look 1 of 4 (3 seeds)"] + [""] * (len(p) - 1))
-    words = [t.get_text() for t in evidence_at_a_glance(p).axes[0].texts]
+    p = p.assign(status=["inconclusive"] + list(p["outcome"].iloc[1:]))
+    fig = evidence_at_a_glance(p, title="at their looks")
+    words = [t.get_text() for t in fig.axes[0].texts]
     first = p.iloc[0]
     own = first["outcome"] + ("" if first["gate"] else " (gate not passed)")
-    assert words[0] == f"inconclusive (rules v3, look 1 of 4 (3 seeds))\n(this test, rules v2: {own})"
-    assert not any("test alone" in w for w in words[:1])     # v3's status is not this test's after a correction
+    assert words[0] == (f"inconclusive\n(test alone: {own})" if first["outcome"] != "inconclusive" else "inconclusive")
+    assert fig.axes[0].get_title() == "at their looks" and not any("rules v" in w for w in words)

@@ -320,11 +320,10 @@ def test_a_cut_off_or_edited_release_changes_cache_is_computed_again_naming_it(t
     import pandas as pd
 
     from companion.book import book_cache, changes
-    from companion.judge import claims
 
     calls = []
-    truth = [{"key": "a", "claim": "A", "kind": "empirical", "status": "holds", "status_v1": "inconclusive"}]
-    monkeypatch.setattr(claims, "all_verdicts", lambda: calls.append(1) or pd.DataFrame(truth))
+    truth = [{"key": "a", "claim": "A", "kind": "empirical", "status": "holds", "status_first": "inconclusive"}]
+    monkeypatch.setattr(changes, "verdicts_with_first", lambda: calls.append(1) or pd.DataFrame(truth))
     monkeypatch.setattr(book_cache, "package_key", lambda root=None: {"sha256": "damaged"})
     path = changes.store_verdicts(pd.DataFrame(truth), tmp_path)
     text = path.read_text()

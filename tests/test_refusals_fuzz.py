@@ -53,12 +53,12 @@ def _read_or_refuse(read, what):
         pytest.fail(f"{what}: {type(err).__name__}: {str(err)[:200]}")
 
 
-@pytest.mark.parametrize("name, seed", [("verdict_rules.yaml", 1), ("verdict_rules_v3.yaml", 2)])
+@pytest.mark.parametrize("name, seed", [("verdict_rules.yaml", 1), ("rules_history/verdict_rules_v3.yaml", 2),
+                                        ("rules_history/verdict_rules_v2.yaml", 3)])
 def test_a_mutated_rules_file_is_read_or_refused_in_one_line(tmp_path, name, seed):
-    from companion.rules.v3 import load_rules_v3
-    from companion.rules.verdicts import load_rules
+    from companion.rules.rulebook import load_rules
 
-    load = load_rules if name == "verdict_rules.yaml" else (lambda f: load_rules_v3(f, check_design=False))
+    load = load_rules if name == "verdict_rules.yaml" else (lambda f: load_rules(f, check_design=False))
     doc = yaml.safe_load((ROOT / "data" / name).read_text(encoding="utf-8"))
     rng = random.Random(seed)
     for i in range(100 if name == "verdict_rules.yaml" else 40):

@@ -40,12 +40,12 @@ def test_only_a_run_that_reached_its_horizon_counts_as_finished(tmp_path):
 def test_the_authors_setting_script_lists_the_registered_body_look_by_look():
     """DRY=1 lists every run of the body the rules register (seeds and arms from the rules file),
     whole looks first and the primary arms of a look before its secondary arm."""
-    from companion.rules.v3 import load_rules_v3
+    from companion.rules.rulebook import load_rules
 
     out = subprocess.run(["bash", str(ROOT / "data/runs/make_chars_runs.sh")], env={**os.environ, "DRY": "1"},
                          capture_output=True, text=True, timeout=60)
     names = out.stdout.split()
-    body = load_rules_v3()["bodies"]["wikipedia-chars-v4"]
+    body = load_rules()["bodies"]["wikipedia-chars-v4"]
     arms = body["arms"] + body["secondary_arms"]
     want = {f"charsv4-bert-mini-{a.replace('/', '-')}-s{s}" for a in arms for s in body["seeds"]}
     assert out.returncode == 0 and len(names) == len(want) and set(names) == want

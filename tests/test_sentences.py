@@ -87,11 +87,11 @@ def test_paired_test_says_missing_runs_only_for_a_body_the_rules_name():
 def test_the_training_chapter_names_only_bodies_of_the_rules_file():
     from pathlib import Path
 
-    from companion.rules.verdicts import load_rules
+    from companion.rules.rulebook import earlier_rules
 
     text = (Path(__file__).resolve().parents[1] / "book" / "training_dynamics.md").read_text(encoding="utf-8")
     keys = re.findall(r'rule_test\("[a-z_]+", "([^"]+)"', text)
-    assert keys and set(keys) <= set(load_rules()["bodies"]), keys
+    assert keys and set(keys) <= set(earlier_rules()["bodies"]), keys     # the page's bodies: version 2's
 
 
 def test_an_interval_reading_says_exactly_what_the_interval_excludes():
@@ -152,21 +152,21 @@ def test_status_counts_leave_out_zeros_and_keep_the_order_given():
 
 
 def test_the_v3_summary_names_each_claim_its_status_and_how_far_it_is():
-    from companion.judge.sentences import v3_summary
+    from companion.judge.sentences import training_summary
 
     rows = [("Fig. 3a", "holds", 4, "look 1"), ("Table 1", "pending", 0, "-")]
-    assert v3_summary(rows) == "Fig. 3a holds (4 seeds in, read at look 1); Table 1 pending (0 seeds in, read at -)"
+    assert training_summary(rows) == "Fig. 3a holds (4 seeds in, read at look 1); Table 1 pending (0 seeds in, read at -)"
     # before the first look the status already says it; the look is not named twice
-    assert (v3_summary([("Fig. 3b", "not read yet", "2 of 12", "none yet")])
+    assert (training_summary([("Fig. 3b", "not read yet", "2 of 12", "none yet")])
             == "Fig. 3b not read yet (2 of 12 seeds in)")
     # a fixed sequence's own words (an earlier rules file) follow the book's one status for the claim
-    assert (v3_summary([("Fig. 3b", "holds (provisional: Table 1 comes first)", "6 of 12", "look 2 of 4")])
+    assert (training_summary([("Fig. 3b", "holds (provisional: Table 1 comes first)", "6 of 12", "look 2 of 4")])
             == "Fig. 3b inconclusive (6 of 12 seeds in, read at look 2 of 4; provisional: Table 1 comes first)")
     # ... so the reader's status check, which compares every 'claim ...: status' with the book's
     # status, finds the one status the book gives such a claim
     from companion.book.status_check import stated_statuses
 
-    said = v3_summary([("Fig. 3b", "holds (provisional: Table 1 comes first)", "6 of 12", "look 2 of 4 (6 seeds)")])
+    said = training_summary([("Fig. 3b", "holds (provisional: Table 1 comes first)", "6 of 12", "look 2 of 4 (6 seeds)")])
     assert all(s.status == "inconclusive" for s in stated_statuses(said, {"Fig. 3b": "training_directionality"}))
     assert "holds" not in said.split("(", 1)[0]
 
@@ -228,7 +228,8 @@ def test_two_rule_versions_agree_or_name_both_outcomes():
     from companion.judge.sentences import same_outcome
 
     assert same_outcome("holds", "holds") == "the outcome is the same under both"
-    assert same_outcome("inconclusive", "refuted") == "the outcome differs: inconclusive under v2, refuted under v2.2"
+    assert same_outcome("inconclusive", "refuted") == ("the outcome differs: inconclusive under the percentile interval, "
+                                                        "refuted under the bagged interval")
 
 
 def test_training_costs_and_the_variants_held_back_are_worded_per_item():
@@ -360,7 +361,7 @@ def test_the_swap_sentences_follow_their_numbers():
 def test_the_fig3_sentences_name_floor_flips_targets_and_waiting_runs():
     import math
 
-    from companion.judge.sentences import design_targets, gate_floor, horizon_flips, runs_before_next_look, v3_reading
+    from companion.judge.sentences import design_targets, gate_floor, horizon_flips, look_reading, runs_before_next_look
 
     assert gate_floor(math.log(2)) == "ln 2 = 0.693" and gate_floor(0.7) == "0.700"
     assert horizon_flips([], 5000) == "no test of this body fails it"
@@ -369,8 +370,8 @@ def test_the_fig3_sentences_name_floor_flips_targets_and_waiting_runs():
                                    "smaller than d = 0.018; Table 1 against the baseline, +0.300 at step 5,000 and "
                                    "-0.100 at the end")
     assert design_targets({"holds_size_open": 0.8, "refuted": 0.05}) == "holds size open 0.8; refuted 0.05"
-    assert v3_reading(4, "look 1") == "4 seeds in, read at look 1"
-    assert v3_reading("2 of 12", "none yet") == "2 of 12 seeds in, no look read yet"
+    assert look_reading(4, "look 1") == "4 seeds in, read at look 1"
+    assert look_reading("2 of 12", "none yet") == "2 of 12 seeds in, no look read yet"
     assert runs_before_next_look([]) == "every run of the looks read so far has landed"
     assert runs_before_next_look([("Fig. 3a", ["r1", "r2", "r3"]), ("Table 1", ["r4"])]) == (
         "Fig. 3a: 3 run(s) before its next look (r1, r2, ...); Table 1: 1 run(s) before its next look (r4)")
@@ -388,27 +389,27 @@ def test_checkpoints_are_counted_by_modality_leaving_out_empty_ones():
 def test_the_v3_runs_sentence_counts_runs_machines_and_how_far_apart_a_pair_started():
     import pandas as pd
 
-    from companion.judge.sentences import v3_runs_said
+    from companion.judge.sentences import training_runs_said
 
     table = pd.DataFrame({
         "body": ["mix", "mix", "wiki"], "seed": [30, 30, 50], "device": ["CPU", "CPU", "CPU"],
         "machines": ["not recorded", "Xeon A (amx_bf16)", "not recorded; from step 4,000: Xeon A"],
         "started": ["2026-01-01T00:00:00Z", "2026-01-01T03:30:00Z", "2026-01-01T01:00:00Z"],
         "after rules (h)": [0.25, 3.75, 1.25]})
-    said = v3_runs_said(table)
+    said = training_runs_said(table)
     assert said.startswith("3 runs landed (2 of mix and 1 of wiki), made on the CPU, starting 0.2 to 3.8 h")
     assert "recorded for 1 of them" in said            # one run's every step has its machine
     assert "up to 3.5 h apart" in said                  # the mix pair of seed 30; wiki's lone run is no pair
     # a secondary arm enters no pair: leaving it out, no pair is left in this table
     arms = table.assign(arm=["encoder/standard", "authors-decoder/standard", "encoder/standard"])
-    assert "apart" not in v3_runs_said(arms, {"mix": ["encoder/standard", "decoder/standard"], "wiki": []})
-    assert "up to 3.5 h apart" in v3_runs_said(arms, {"mix": ["encoder/standard", "authors-decoder/standard"]})
-    assert v3_runs_said(table.iloc[:0]) == "No run of the confirmatory bodies has landed yet."
-    assert "apart" not in v3_runs_said(table.iloc[2:])
+    assert "apart" not in training_runs_said(arms, {"mix": ["encoder/standard", "decoder/standard"], "wiki": []})
+    assert "up to 3.5 h apart" in training_runs_said(arms, {"mix": ["encoder/standard", "authors-decoder/standard"]})
+    assert training_runs_said(table.iloc[:0]) == "No run of the confirmatory bodies has landed yet."
+    assert "apart" not in training_runs_said(table.iloc[2:])
     assert "compute" not in said                        # no CPU time recorded, no pace sentence
     paced = table.assign(**{"s/step": [0.45, 1.50, 0.60], "CPU s/step": [0.44, 0.43, float("nan")]})
     assert ("a step took 0.43 to 0.44 s of compute (one thread); the wall clock per step, 0.45 to 1.50 s"
-            in v3_runs_said(paced))                     # the row without CPU time is left out of both ranges
+            in training_runs_said(paced))                     # the row without CPU time is left out of both ranges
 
 
 def test_the_spread_sentence_names_each_number_of_seeds_in_order():

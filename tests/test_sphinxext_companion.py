@@ -77,8 +77,8 @@ def built(tmp_path_factory):
     original = changes.current_verdicts
     changes.current_verdicts = lambda cache=None: [
         {"key": "table_1", "claim": "Table 1: speed-up", "kind": "empirical", "status": "inconclusive",
-         "status_v1": "not testable here"},
-        {"key": "thm", "claim": "Thm.", "kind": "empirical", "status": "holds", "status_v1": "holds"}]
+         "status_first": "not testable here"},
+        {"key": "thm", "claim": "Thm.", "kind": "empirical", "status": "holds", "status_first": "holds"}]
     try:
         rc = build_main(["-b", "html", "-q", "-w", str(src / "warnings.txt"), str(src), str(out)])
     finally:

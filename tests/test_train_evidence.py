@@ -53,7 +53,7 @@ def test_settings_of_a_cached_run_follow_from_its_provenance():
 
 
 def test_a_body_with_a_horizon_refuses_a_run_that_ends_elsewhere(monkeypatch):
-    from companion.rules.verdicts import load_rules
+    from companion.rules.rulebook import RULES_HISTORY, load_rules
     from companion.train.studies import evidence
 
     rows = [dict(run=r, mode="encoder", init="standard", seed=s, quantity="eval_loss", step=st, layer=-1,
@@ -66,7 +66,7 @@ def test_a_body_with_a_horizon_refuses_a_run_that_ends_elsewhere(monkeypatch):
         evidence.body_runs(body)
     monkeypatch.undo()
     # the cached blind body states its horizon and every run reaches it
-    blind = load_rules()["bodies"]["wikipedia-bert-mini-blind"]
+    blind = load_rules(RULES_HISTORY[2])["bodies"]["wikipedia-bert-mini-blind"]
     runs = evidence.body_runs(blind)
     assert (runs[runs["quantity"] == "eval_loss"].groupby("run")["step"].max() == blind["steps"]).all()
 

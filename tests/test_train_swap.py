@@ -67,7 +67,7 @@ def test_an_effect_above_zero_but_below_the_smallest_of_interest_is_negligible(p
     patched({"minilm": _runs("minilm", effect=-0.005, noise=0.0002)}, band=0.01)
     row = swap.swap_tests().set_index("quantity").loc["symmetry"]
     assert 0 < row["low"] and row["high"] < row["sesoi"]
-    assert row["outcome"] == "negligible" and row["below_sesoi_too"] and row["outcome_v1"] == "holds"
+    assert row["outcome"] == "negligible" and row["below_sesoi_too"] and row["outcome_first"] == "holds"
     # with so little seed spread a true zero would be refuted almost always: the design could tell
     assert row["p_decides"] < 0.025 and row["p_refuted_at_0"] > 0.9
 
@@ -100,10 +100,10 @@ def test_a_seed_whose_layer_gave_no_number_makes_the_test_not_testable_rather_th
         & (runs["step"] == 100) & (runs["quantity"] == "symmetry")
     runs.loc[hit, "value"] = np.nan
     assert np.isnan(swap.end_values(runs, "symmetry").loc[3, "swap"])   # not the mean of the other two layers
-    from companion.rules.verdicts import load_rules
+    from companion.rules.rulebook import load_rules
 
     rules = load_rules()
-    rules["claims"]["objective_swap"]["seeds"] = [1, 2, 3, 4]          # a rule with a fourth seed
+    rules["evidence"]["claims"]["objective_swap"]["seeds"] = [1, 2, 3, 4]   # a rule with a fourth seed
     patched({"minilm": runs})
     row = swap.swap_tests(rules).set_index("quantity").loc["symmetry"]
     assert row["n"] == 3 and not row["judged"] and row["outcome"] == "not testable here"

@@ -104,12 +104,12 @@ def test_a_verdict_is_read_from_a_table_already_computed_without_checking_the_cl
     monkeypatch.setenv("COMPANION_VERDICT_CACHE", str(tmp_path))
     table = pd.DataFrame([{**claims.Verdict(key="math_claim", claim="a lemma", status="holds", measured="exact",
                                             size="n/a", chapter="errata", label="L1").as_dict()},
-                          {**claims.Verdict(key="data_claim", claim="a trend", status="inconclusive (after Holm)",
+                          {**claims.Verdict(key="data_claim", claim="a trend", status="inconclusive",
                                             measured="+0.3", size="3 seeds", chapter="survey", label="F1",
                                             kind="empirical").as_dict()}])
     path = claims._cache_path("all_verdicts")
     path.write_text(table.to_json(orient="table", index=False))   # as another kernel left it
-    assert claims.verdict("data_claim").status == "inconclusive (after Holm)"   # the table's, with Holm
+    assert claims.verdict("data_claim").status == "inconclusive"   # the table's, with its family carried in
     assert claims.verdict("math_claim").status == "holds"
     assert calls == []
 
@@ -128,8 +128,9 @@ def test_an_empirical_claim_is_read_from_the_table_and_never_checked_twice(monke
     calls = []
     _fake_claims(monkeypatch, calls)
     monkeypatch.delenv("COMPANION_VERDICT_CACHE", raising=False)
-    monkeypatch.setattr(claims, "empirical_family",
-                        lambda: pd.DataFrame(columns=["key", "p_holm", "survives", "family_size"]))
+    monkeypatch.setattr(claims, "family_table",
+                        lambda: pd.DataFrame(columns=["key", "claim", "outcome", "p_decides", "family",
+                                                      "level (one-sided)", "stands"]))
     assert claims.verdict("data_claim").measured == "+0.3"
     assert sorted(calls) == ["data", "math"]           # the table checked each claim once
     assert claims.verdict("math_claim").status == "holds" and sorted(calls) == ["data", "math"]

@@ -9,8 +9,10 @@ import pytest
 from scipy import stats
 
 from companion.base.errors import CompanionError
-from companion.rules.verdicts import load_rules, rule, rule_written_after
-from companion.rules.statistics import (OUTCOMES, deciding_p, detectable_effect, directional_outcome, directional_outcome_v1, directional_power, equivalence_outcome, equivalence_power, holm, median_interval, one_sample_t, outcome_conditions, p_above, paired_t, threshold_outcome, threshold_power)
+from companion.rules.rulebook import RULES_HISTORY
+from companion.rules.rulebook import load_rules, rule
+from companion.rules.verdicts import rule_written_after
+from companion.rules.statistics import (OUTCOMES, deciding_p, detectable_effect, directional_outcome, directional_outcome_first, directional_power, equivalence_outcome, equivalence_power, holm, median_interval, one_sample_t, outcome_conditions, p_above, paired_t, threshold_outcome, threshold_power)
 
 
 def test_the_paired_interval_is_the_textbook_t_interval_of_the_seed_differences():
@@ -58,7 +60,7 @@ def test_no_two_outcomes_of_a_directional_claim_can_hold_at_once():
     v1_overlap = [(lo, hi) for lo, hi in pairs if lo > 0 and hi < d]
     assert v1_overlap  # where v1 said 'holds' for an effect its own yardstick called too small
     est = one_sample_t([0.021, 0.02, 0.022])
-    assert directional_outcome_v1(est, d) == "holds" and directional_outcome(est, d) == "negligible"
+    assert directional_outcome_first(est, d) == "holds" and directional_outcome(est, d) == "negligible"
 
 
 def test_a_yardstick_of_zero_or_nan_is_refused():
@@ -171,7 +173,7 @@ def test_the_median_interval_states_its_exact_coverage():
 
 
 def test_the_rules_file_names_what_each_rule_judges_and_when_it_was_written():
-    rules = load_rules()
+    rules = load_rules(RULES_HISTORY[2])
     assert rules["version"] == 2
     for key in rules["claims"]:
         r = rule(key, rules)
@@ -186,9 +188,7 @@ def test_the_rules_file_names_what_each_rule_judges_and_when_it_was_written():
 
 
 def rules_v1_path():
-    from companion.rules.verdicts import RULES_PATH
-
-    return RULES_PATH.with_name("verdict_rules_v1.yaml")
+    return RULES_HISTORY[1]
 
 
 def _v2(tmp_path, claim_extra="", framework_extra=""):
@@ -228,9 +228,12 @@ def test_a_broken_rules_file_is_one_clear_error_naming_the_rule_and_field(tmp_pa
     with pytest.raises(CompanionError, match="horizon_fraction"):
         load_rules(_v2(tmp_path, framework_extra=", horizon_fraction: 2"))
     p.write_text("- just\n- a list\n")
+    with pytest.raises(CompanionError, match="must be a mapping"):
+        load_rules(p)
+    p.write_text("version: 2\n")
     with pytest.raises(CompanionError, match="no 'claims' mapping"):
         load_rules(p)
-    p.write_text("claims: {a: [1, 2]}\n")
+    p.write_text("version: 2\nclaims: {a: [1, 2]}\n")
     with pytest.raises(CompanionError, match="rule 'a'.*must be a mapping"):
         load_rules(p)
 
@@ -239,6 +242,7 @@ def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     for i in range(1, 9):
         lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i-1}"] * 10) + "]")
+    lines.append("version: 2")
     lines.append("claims: {b: {claim: *a8, test: t, fixed: 2026-11-26T10:00:00+00:00, seen_before: s}}")
     p = tmp_path / "bomb.yaml"
     p.write_text("\n".join(lines) + "\n")
@@ -248,13 +252,13 @@ def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
 
 def test_a_broken_rules_file_is_a_clear_error(tmp_path):
     p = tmp_path / "r.yaml"
-    p.write_text("claims: {a: {claim: x, test: paired-t, fixed: 2026-11-25}}\n")
+    p.write_text("version: 1\nclaims: {a: {claim: x, test: paired-t, fixed: 2026-11-25}}\n")
     with pytest.raises(CompanionError, match="seen_before"):
         load_rules(p)
     p.write_text("claims: [\n")
     with pytest.raises(CompanionError, match="not valid YAML"):
         load_rules(p)
-    with pytest.raises(CompanionError, match="no verdict rules"):
+    with pytest.raises(CompanionError, match="no rules file at"):
         load_rules(tmp_path / "missing.yaml")
 
 
@@ -282,7 +286,7 @@ def test_an_amendment_of_the_gate_says_what_changed_and_is_dated_after_it(tmp_pa
         load_rules(_v2(tmp_path, framework_extra=extra))
     gate = load_rules(_v2(tmp_path, framework_extra=", amended: z, amended_at: 2026-11-27T10:00:00+00:00"))["framework"]["gate"]
     assert gate["amended_at"] > gate["fixed"]
-    assert load_rules()["framework"]["gate"]["amended"].startswith("v2.3")
+    assert load_rules(RULES_HISTORY[2])["framework"]["gate"]["amended"].startswith("v2.3")
 
 
 def test_the_seeds_without_a_number_are_the_ones_the_paired_t_drops_among_those_both_arms_have():

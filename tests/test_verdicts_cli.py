@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from companion.cli import main
-from companion.judge import claims, training_v3
+from companion.judge import claims, training_claims
 
 
 def _fake(key, status, kind="empirical"):
@@ -18,6 +18,16 @@ def _fake(key, status, kind="empirical"):
     return fn
 
 
+def _read_at_looks_b():
+    """Claim b as a training claim is built: the reading at its look (``claims._read_at_looks``)."""
+    return claims.Verdict("b", "claim b", "inconclusive", "+0.1 [-0.2, +0.4], 3 seeds at look 1 of 4 (3 seeds)",
+                          "a body", "errata", "", kind="empirical", check="check of b",
+                          family="family word-piece: its level split equally over its members",
+                          rules="verdict rules, version 4, look 1 of 4 (3 seeds)")
+
+
+_read_at_looks_b.__name__ = "b"
+
 V3 = pd.DataFrame([{"key": "b", "position": 1, "claim": "Fig. B: b is larger", "body": "a body", "family": "word-piece", "look": "look 1 of 4 (3 seeds)",
                     "seeds in": "3 of 12", "effect": "+0.1 [-0.2, +0.4], 3 seeds", "d": 0.05, "reading": "inconclusive",
                     "status": "inconclusive", "why": "", "gate": "passes", "power (planned)": "P = 0.9",
@@ -27,25 +37,26 @@ V3 = pd.DataFrame([{"key": "b", "position": 1, "claim": "Fig. B: b is larger", "
 
 @pytest.fixture
 def book(monkeypatch):
-    """Two claims, one of whose 'holds' the family's correction turns into 'inconclusive (after Holm)'."""
+    """Two claims, one of whose 'holds' does not stand at its family's level and reads 'inconclusive'."""
     monkeypatch.setattr(claims, "_CACHE", {})
     monkeypatch.delenv("COMPANION_VERDICT_CACHE", raising=False)
-    monkeypatch.setattr(claims, "VERDICTS", (_fake("a", "holds"), _fake("b", "negligible")))
+    monkeypatch.setattr(claims, "VERDICTS", (_fake("a", "holds"), _read_at_looks_b))
     monkeypatch.setattr(claims, "MATH_CHECKS", {})
-    monkeypatch.setattr(claims, "empirical_family", lambda: pd.DataFrame(
-        {"key": ["a", "b"], "p_holm": [0.3, 0.001], "survives": ["no", "yes"], "family_size": [2, 2]}))
-    monkeypatch.setattr(training_v3, "verdicts_v3", lambda *a, **k: V3.copy())
-    import companion.rules.v3 as v3
-    monkeypatch.setattr(v3, "load_rules_v3", lambda *a, **k: {"version": 4, "claims": {"b": {}}})
+    monkeypatch.setattr(claims, "family_table", lambda: pd.DataFrame(
+        {"key": ["a"], "claim": ["a"], "outcome": ["holds"], "p_decides": [0.3],
+         "family": "evidence", "level (one-sided)": 0.0025, "stands": ["no"]}))
+    monkeypatch.setattr(training_claims, "training_verdicts", lambda *a, **k: V3.copy())
+    import companion.rules.rulebook as rulebook
+    monkeypatch.setattr(rulebook, "load_rules", lambda *a, **k: {"version": 4, "claims": {"b": {}}})
 
 
-def test_each_claim_is_printed_with_the_status_every_page_gives_holm_carried_in(book, capsys):
+def test_each_claim_is_printed_with_the_status_every_page_gives_its_family_carried_in(book, capsys):
     assert main(["verdicts"]) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines()[1:3]}
-    assert "inconclusive (after Holm)" in rows["a"] and "holds" not in rows["a"].replace("(after Holm)", "")
-    # b is read by the training rules at a look: their status, as every page gives it (not v2's 'negligible')
-    assert "inconclusive" in rows["b"] and "negligible" not in rows["b"] and "claim b" in rows["b"]
+    assert "inconclusive" in rows["a"] and "holds" not in rows["a"]      # its family's level withholds 'holds'
+    # b is read at a look: its status, as every page gives it
+    assert "inconclusive" in rows["b"] and "claim b" in rows["b"]
     assert "Fig. B inconclusive (3 of 12 seeds in" in out        # the confirmatory reading, as What survives says it
 
 
@@ -54,7 +65,7 @@ def test_the_csv_holds_the_table_printed(book, tmp_path, capsys):
     assert main(["verdicts", "--csv", str(out)]) == 0
     table = pd.read_csv(out)
     assert list(table.columns) == ["key", "status", "claim"]
-    assert dict(zip(table["key"], table["status"])) == {"a": "inconclusive (after Holm)", "b": "inconclusive"}
+    assert dict(zip(table["key"], table["status"])) == {"a": "inconclusive", "b": "inconclusive"}
     assert main(["verdicts", "--training", "--csv", str(out)]) == 0
     assert pd.read_csv(out).set_index("key").loc["b", "seeds in"] == "3 of 12"
 
@@ -62,8 +73,8 @@ def test_the_csv_holds_the_table_printed(book, tmp_path, capsys):
 def test_one_training_claim_shows_its_reading_at_its_look_the_missing_runs_and_their_command(book, capsys):
     assert main(["verdicts", "--claim", "b"]) == 0
     out = capsys.readouterr().out
-    assert "status:   inconclusive" in out and "the training rules' family word-piece" in out
-    assert "read by:  training rules, version 4, look 1 of 4 (3 seeds)" in out
+    assert "status:   inconclusive" in out and "family word-piece" in out
+    assert "read by:  verdict rules, version 4, look 1 of 4 (3 seeds)" in out
     assert "negligible" not in out                                      # one status: no earlier version's word
     assert "look 1 of 4 (3 seeds), 3 of 12 seeds in: inconclusive" in out
     assert "runs still missing for the next look (2): run-s33, run-s34" in out and "bash make_runs.sh" in out
@@ -101,11 +112,11 @@ def test_a_folder_as_the_csv_is_refused_before_anything_is_computed(book, tmp_pa
 
 
 def test_the_real_training_reading_printed_is_the_one_the_package_computes(capsys):
-    """On the landed runs: each training claim's printed status and look are verdicts_v3's (the
+    """On the landed runs: each training claim's printed status and look are training_verdicts's (the
     function whose values the pages glue)."""
     assert main(["verdicts", "--training"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    v3 = training_v3.verdicts_v3().set_index("key")
+    v3 = training_claims.training_verdicts().set_index("key")
     assert len(lines) == 1 + len(v3)
     for line in lines[1:]:
         key = line.split()[0]
@@ -118,7 +129,7 @@ def test_the_real_training_reading_printed_is_the_one_the_package_computes(capsy
 def test_the_missing_runs_are_listed_whatever_holds_them(book, capsys, monkeypatch, missing, shown):
     frame = V3.copy()
     frame.at[0, "missing"] = missing
-    monkeypatch.setattr(training_v3, "verdicts_v3", lambda *a, **k: frame)
+    monkeypatch.setattr(training_claims, "training_verdicts", lambda *a, **k: frame)
     assert main(["verdicts", "--claim", "b"]) == 0
     out = capsys.readouterr().out
     if shown:
@@ -128,7 +139,7 @@ def test_the_missing_runs_are_listed_whatever_holds_them(book, capsys, monkeypat
 
 
 def test_before_any_reading_the_commands_say_none_is_read(book, capsys, monkeypatch):
-    monkeypatch.setattr(training_v3, "verdicts_v3", lambda *a, **k: pd.DataFrame())
+    monkeypatch.setattr(training_claims, "training_verdicts", lambda *a, **k: pd.DataFrame())
     assert main(["verdicts", "--training"]) == 0
     assert capsys.readouterr().out.strip() == "no claim to show: no training claim has been read at a look yet."
     assert main(["verdicts"]) == 0
@@ -138,10 +149,10 @@ def test_before_any_reading_the_commands_say_none_is_read(book, capsys, monkeypa
 def test_the_training_claims_are_read_under_any_rules_file_given(capsys, tmp_path):
     """``--rules`` reads the claims under another file: version 3 as committed applies its fixed
     sequence, the file in force splits the level, so the same bodies can read differently."""
-    from companion.rules.v3 import RULES_HISTORY
+    from companion.rules.rulebook import RULES_HISTORY
 
     assert main(["verdicts", "--training", "--rules", str(RULES_HISTORY[3]), "--csv", str(tmp_path / "v3.csv")]) == 0
     earlier = pd.read_csv(tmp_path / "v3.csv").set_index("key")
     assert set(earlier.index) == {"table_1", "training_directionality", "training_symmetry", "symmetric_init_structure"}
-    now = training_v3.verdicts_v3().set_index("key")
+    now = training_claims.training_verdicts().set_index("key")
     assert earlier.loc["table_1", "status"] == "refuted" and now.loc["table_1", "status"] == "inconclusive"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The authors'-setting body (data/runs/chars_plan.md; registered as wikipedia-chars-v4 in
-# data/verdict_rules_v4.yaml, committed before its first run): BERT-Mini, 10,000 steps, on
+# data/verdict_rules.yaml, committed before its first run): BERT-Mini, 10,000 steps, on
 # Wikipedia joined character by character (--corpus wikipedia-chars, the uncased WordPiece
 # vocabulary of all-MiniLM-L6-v2 = bert-base-uncased's); arms encoder/standard,
 # authors-decoder/standard (the masked-LM collator under a causal mask), encoder/symmetric and,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The guard probes of rules v3 (data/verdict_rules_v3.yaml, its gate's derivation): BERT-Mini,
+# The guard probes of rules v3 (data/rules_history/verdict_rules_v3.yaml, its gate's derivation): BERT-Mini,
 # 200 steps, seed 99 (never a judged seed), the one-mode guard logged every 100 steps, on the
 # English mix (encoder, true decoder) and on Wikipedia (encoder).  Before any memorising is
 # possible, they measure how far each guard sample reads from the blocks a run has seen: the

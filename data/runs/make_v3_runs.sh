@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rules v3's confirmatory bodies (data/runs/v3_plan.md, judged by data/verdict_rules_v3.yaml,
+# Rules v3's confirmatory bodies (data/runs/v3_plan.md, judged by data/rules_history/verdict_rules_v3.yaml,
 # committed before them): BERT-Mini, 10,000 steps, the one-mode guard logged and the weights
 # at 5,000 and 10,000 steps kept; English mix (Figs. 3a/3b) and Wikipedia (Table 1, S5b).
 #

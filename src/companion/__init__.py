@@ -84,8 +84,8 @@ MOVED = {
     "train.compare": "train.studies.compare",
     "train.mechanism": "train.studies.mechanism",
     "train.swap": "train.studies.swap",
-    "train.design_v3": "train.studies.design_v3",
-    "train.v3_bodies": "train.studies.v3_bodies",
+    "train.design_v3": "train.studies.design_check",
+    "train.v3_bodies": "train.studies.registered_bodies",
 }
 
 

@@ -2,14 +2,15 @@
 
 Two sources, both in the repository:
 
-- the rules: version 1 is kept verbatim in ``data/verdict_rules_v1.yaml``, the current
+- the rules: version 1 is kept verbatim in ``data/rules_history/verdict_rules_v1.yaml``, the current
   version in ``data/verdict_rules.yaml``; :func:`rules_changes` lists, per claim, the fields
   that differ, and the framework's and the bodies' changes;
 - the verdicts: :func:`companion.judge.claims.all_verdicts` gives every empirical claim's outcome
-  under the current rules (``status``) and under version 1 (``status_v1``);
+  under the rules in force (``status``), :func:`companion.judge.history.earlier_readings` the
+  first rules' (``status_first``);
   :func:`verdict_changes` keeps the claims whose outcome differs.
 
-The Sphinx extension's ``release-changes`` directive (on the page "Execution status") renders
+The Sphinx extension's ``release-changes`` directive (on the page "How the rules changed") renders
 both; ``CHANGELOG.md`` records the same per release.  The verdicts are computed once per
 state of the package and its data (``companion.book.book_cache.package_key``) and kept in the
 cache, so rebuilding the site does not compute them again.
@@ -22,10 +23,10 @@ import json
 from pathlib import Path
 from ..base.paths import ROOT
 
-__all__ = ["RULES_V1", "RULES_CURRENT", "load_rules", "rules_changes", "verdict_changes",
-           "current_verdicts"]
+__all__ = ["RULES_FIRST", "RULES_CURRENT", "load_rules", "rules_changes", "verdict_changes",
+           "current_verdicts", "verdicts_with_first"]
 
-RULES_V1 = ROOT / "data" / "verdict_rules_v1.yaml"
+RULES_FIRST = ROOT / "data" / "rules_history" / "verdict_rules_v1.yaml"
 RULES_CURRENT = ROOT / "data" / "verdict_rules.yaml"
 
 
@@ -56,6 +57,9 @@ def load_rules(path: Path | str) -> dict:
         raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
     if not isinstance(data, dict) or "claims" not in data:
         raise CompanionError(f"{path} is not a verdict rules file (no 'claims')")
+    ev = data.get("evidence")
+    if isinstance(ev, dict) and isinstance(ev.get("claims"), dict):   # version 4: the claims read once too
+        data = {**data, "claims": {**(data["claims"] or {}), **ev["claims"]}}
     return data
 
 
@@ -107,13 +111,13 @@ def verdict_changes(verdicts) -> list[dict]:
     """The claims whose outcome under the current rules differs from version 1's.
 
     ``verdicts``: records (or a DataFrame) with ``key``, ``claim``, ``status`` and
-    ``status_v1``; a claim without a v1 outcome (``status_v1`` empty) was not judged by a
+    ``status_first``; a claim without a v1 outcome (``status_first`` empty) was not judged by a
     rule in version 1 and is left out.
     """
     rows = verdicts.to_dict("records") if hasattr(verdicts, "to_dict") else list(verdicts)
     out = []
     for r in rows:
-        v1 = (r.get("status_v1") or "").strip()
+        v1 = (r.get("status_first") or "").strip()
         now = (r.get("status") or "").strip()
         if v1 and v1 != now:
             out.append({"key": r["key"], "claim": r.get("claim", r["key"]), "v1": v1, "now": now})
@@ -129,7 +133,7 @@ def _verdicts_path(cache: Path | None = None) -> Path:
     return folder / f"verdicts-{key}.json"
 
 
-_VERDICT_FIELDS = ("key", "claim", "kind", "status", "status_v1")
+_VERDICT_FIELDS = ("key", "claim", "kind", "status", "status_first")
 
 
 def _rows_digest(rows) -> str:
@@ -137,7 +141,7 @@ def _rows_digest(rows) -> str:
 
 
 def store_verdicts(df, cache: Path | None = None, path: Path | None = None) -> Path:
-    """Keep ``key, claim, kind, status, status_v1`` of computed verdicts for this state of the
+    """Keep ``key, claim, kind, status, status_first`` of computed verdicts for this state of the
     package, so the build's release-changes section reads them instead of computing them
     again (What survives computes them anyway and calls this).  The file carries the digest
     of its rows, so that a cut-off or edited copy is noticed (:func:`current_verdicts`)."""
@@ -174,8 +178,19 @@ def _stored_verdicts(path: Path) -> list[dict] | None:
     return None
 
 
+def verdicts_with_first():
+    """:func:`companion.judge.claims.all_verdicts` with ``status_first``, the first rules' outcome
+    of each empirical claim (:func:`companion.judge.history.earlier_readings`)."""
+    from ..judge.claims import all_verdicts
+    from ..judge.history import earlier_readings
+
+    first = earlier_readings().set_index("key")["version 1"]
+    v = all_verdicts()
+    return v.assign(status_first=[first.get(k, "") for k in v["key"]])
+
+
 def current_verdicts(cache: Path | None = None) -> list[dict]:
-    """``key, claim, kind, status, status_v1`` of every verdict (:func:`claims.all_verdicts`),
+    """``key, claim, kind, status, status_first`` of every verdict (:func:`claims.all_verdicts`),
     computed once per state of the package, its data and the run size, then read back (a
     cut-off or edited copy is computed again, never trusted)."""
     path = _verdicts_path(cache)
@@ -183,9 +198,7 @@ def current_verdicts(cache: Path | None = None) -> list[dict]:
         rows = _stored_verdicts(path)
         if rows is not None:
             return rows
-    from ..judge.claims import all_verdicts
-
-    store_verdicts(all_verdicts(), path=path)     # under the key read above, not a later one
+    store_verdicts(verdicts_with_first(), path=path)     # under the key read above, not a later one
     rows = _stored_verdicts(path)
     if rows is None:   # pragma: no cover - written just now
         raise RuntimeError(f"{path} could not be read back after it was written.")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from ..base.paths import ROOT
 
-__all__ = ["ROOT", "PAPER_KEY", "Version", "book_version", "rules_revision", "training_rules_version", "git_commit", "load_citation",
+__all__ = ["ROOT", "PAPER_KEY", "Version", "book_version", "rules_revision", "git_commit", "load_citation",
            "book_bibtex", "paper_bibtex", "bib_entry"]
 
 PAPER_KEY = "saponati2025structures"
@@ -32,8 +32,7 @@ PAPER_KEY = "saponati2025structures"
 class Version:
     package: str
     commit: str | None  # short hash, None when unknown
-    rules: str | None = None  # the verdict rules' revision the verdicts were judged by ("2.2")
-    training_rules: str | None = None  # the version of the rules in force for the training claims ("4")
+    rules: str | None = None  # the version (or revision) of the one rules file in force ("4")
 
     @property
     def released(self) -> bool:
@@ -44,14 +43,12 @@ class Version:
 
     @property
     def label(self) -> str:
-        """``0.2.0.dev0 (unreleased; verdict rules v2.2; commit 1a2b3c4)``: the version, whether
-        it is a release, the rules that decided its verdicts (so two builds whose verdicts can
-        differ never share a label) and the commit (``unknown commit`` without one)."""
+        """``0.2.0.dev0 (unreleased; verdict rules v4; commit 1a2b3c4)``: the version, whether
+        it is a release, the rules file that decided its verdicts (so two builds whose verdicts
+        can differ never share a label) and the commit (``unknown commit`` without one)."""
         parts = [] if self.released else ["unreleased"]
         if self.rules:
             parts.append(f"verdict rules v{self.rules}")
-        if self.training_rules:
-            parts.append(f"training rules v{self.training_rules}")
         parts.append("commit " + self.commit if self.commit else "unknown commit")
         return f"{self.package} ({'; '.join(parts)})"
 
@@ -81,7 +78,8 @@ def package_version() -> str:
 
 
 def rules_revision(root: Path | str = ROOT) -> str | None:
-    """The revision of ``data/verdict_rules.yaml`` (its ``revision``, else its ``version``);
+    """The version of the one rules file in force, ``data/verdict_rules.yaml`` (its ``revision``
+    where it states one, else its ``version``);
     ``None`` where the file is absent (the student edition's copy of the pages)."""
     import yaml
 
@@ -101,24 +99,8 @@ def rules_revision(root: Path | str = ROOT) -> str | None:
 
 
 def book_version(root: Path | str = ROOT) -> Version:
-    """The package version, the commit of ``root``, the verdict rules' revision and the version of
-    the training rules in force."""
-    return Version(package_version(), git_commit(root), rules_revision(root) or rules_revision(ROOT),
-                   training_rules_version(root) or training_rules_version(ROOT))
-
-
-def training_rules_version(root: Path | str = ROOT) -> str | None:
-    """The version of the rules in force for the training claims (the file
-    :data:`companion.rules.v3.RULES_V3_PATH` names, under ``root``); None where it is absent."""
-    from ..base.bounded_yaml import load_bounded
-    from ..rules.v3 import RULES_V3_PATH
-
-    path = Path(root) / "data" / RULES_V3_PATH.name
-    if not path.is_file():
-        return None
-    data = load_bounded(path.read_text(encoding="utf-8"))
-    v = data.get("version") if isinstance(data, dict) else None
-    return str(v) if isinstance(v, int) and not isinstance(v, bool) else None
+    """The package version, the commit of ``root`` and the version of the rules file in force."""
+    return Version(package_version(), git_commit(root), rules_revision(root) or rules_revision(ROOT))
 
 
 def load_citation(root: Path | str = ROOT) -> dict:

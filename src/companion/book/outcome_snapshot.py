@@ -1,7 +1,7 @@
 """What the book concludes, written down so that a refactor can be shown to change none of it.
 
-A snapshot holds the verdict of every claim (status, measured, Holm note), the rules-v3
-readings, and every value the executed chapters glued (from myst-nb's ``*.glue.json``
+A snapshot holds the verdict of every claim (status, measured, family note), the training
+readings at looks, and every value the executed chapters glued (from myst-nb's ``*.glue.json``
 stores beside the executed notebooks).  Two snapshots are compared value by value::
 
     python -m companion.book.outcome_snapshot write before.json [--build _build]
@@ -24,18 +24,18 @@ __all__ = ["verdict_records", "glued_values", "snapshot", "differences", "main"]
 
 
 def verdict_records() -> dict:
-    """``{claim key: {status, measured, holm}}`` for every claim, and the v3 readings."""
+    """``{claim key: {status, measured, family}}`` for every claim, and the readings at looks."""
     from ..judge.claims import all_verdicts
-    from ..judge.training_v3 import verdicts_v3
+    from ..judge.training_claims import training_verdicts
 
     table = all_verdicts()
     out = {}
     for row in table.to_dict("records"):
         out[row["key"]] = {k: ("" if row.get(k) is None or row.get(k) != row.get(k) else str(row.get(k)))
-                           for k in ("status", "measured", "holm")}
-    v3 = verdicts_v3()
-    for row in v3.to_dict("records"):
-        out[f"v3:{row.get('key', row.get('claim'))}"] = {k: str(v) for k, v in row.items()}
+                           for k in ("status", "measured", "family")}
+    looks = training_verdicts()
+    for row in looks.to_dict("records"):
+        out[f"looks:{row.get('key', row.get('claim'))}"] = {k: str(v) for k, v in row.items()}
     return out
 
 

@@ -301,7 +301,7 @@ def _version(app):
     if not hasattr(app, "_companion_version"):
         version = book_version(Path(app.srcdir))
         if version.commit is None:  # sources outside a checkout: the package's repository
-            version = Version(version.package, book_version(ROOT).commit, version.rules, version.training_rules)
+            version = Version(version.package, book_version(ROOT).commit, version.rules)
         app._companion_version = version
     return app._companion_version
 
@@ -435,20 +435,18 @@ class ReleaseChanges(Directive):
 
         env = self.state.document.settings.env
         env.note_reread()
-        v1, now = changes.load_rules(changes.RULES_V1), changes.load_rules(changes.RULES_CURRENT)
-        for path in (changes.RULES_V1, changes.RULES_CURRENT):
+        first, now = changes.load_rules(changes.RULES_FIRST), changes.load_rules(changes.RULES_CURRENT)
+        for path in (changes.RULES_FIRST, changes.RULES_CURRENT):
             env.note_dependency(str(path))
-        diff = changes.rules_changes(v1, now)
+        diff = changes.rules_changes(first, now)
         release = _last_release(_repo_file(env.app, "CHANGELOG.md"))
         out = []
         intro = nodes.paragraph(classes=["companion-release-changes"])
         intro += nodes.Text(
             (f"The last release, {release}, " if release else "The first release ")
             + f"judged the empirical claims by version {diff['versions'][0]} of the verdict rules "
-            f"(data/verdict_rules_v1.yaml, kept verbatim); this build judges them by version "
-            f"{diff['versions'][1]} (data/verdict_rules.yaml), and the four training claims, once "
-            "read at a look, by the training rules in force (data/verdict_rules_v4.yaml; what "
-            "earlier versions read is on the page 'How the rules changed'); this page belongs to version "
+            f"(data/rules_history/verdict_rules_v1.yaml, kept verbatim); this build judges them by version "
+            f"{diff['versions'][1]}, the one rules file in force (data/verdict_rules.yaml); this page belongs to version "
             f"{_version(env.app).label}. This section is generated from the two files and from "
             "the verdicts computed under each; ")
         repo = _repo_url(env.app)
@@ -482,7 +480,7 @@ class ReleaseChanges(Directive):
         except Exception as err:  # a verdict that cannot be computed must not pass unnoticed
             raise self.error(f"release-changes: the verdicts could not be computed: {err}") from err
         changed = changes.verdict_changes(verdicts)
-        judged = sum(1 for v in verdicts if (v.get("status_v1") or "").strip())
+        judged = sum(1 for v in verdicts if (v.get("status_first") or "").strip())
         out.append(nodes.paragraph(text=f"Of the {judged} claims judged under both versions, "
                                         f"{len(changed)} read differently now."))
         if changed:

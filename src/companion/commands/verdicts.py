@@ -3,11 +3,11 @@
     companion verdicts                     # each claim of the paper and its status
     companion verdicts --claim table_1     # one claim: what was measured, the check, its power
     companion verdicts --training          # the training claims at their looks, under the rules in force
-    companion verdicts --training --rules data/verdict_rules_v3.yaml   # ... under another rules file
+    companion verdicts --training --rules data/rules_history/verdict_rules_v3.yaml   # ... under another rules file
     companion verdicts --csv FILE.csv      # ... the table printed, as CSV
 
 The statuses are the ones every page of the book gives (:func:`companion.judge.claims.all_verdicts`,
-Holm carried in; :func:`companion.judge.training_v3.verdicts_v3` for the confirmatory reading),
+Holm carried in; :func:`companion.judge.training_claims.training_verdicts` for the confirmatory reading),
 computed from the package's data on this machine: the first call takes a few minutes (every
 check and test is re-run at this run size); set ``COMPANION_VERDICT_CACHE`` to a folder to
 keep the table between calls, as the book's build does.
@@ -30,7 +30,7 @@ def register(subparsers) -> None:
     p.add_argument("--training", action="store_true", help="the training claims read at their looks: family, "
                                                            "look, seeds in, effect and interval, status")
     p.add_argument("--rules", metavar="FILE", help="with --training: judge under this sequential rules file "
-                                                   "(default: the one in force, data/verdict_rules_v4.yaml)")
+                                                   "(default: the one in force, data/verdict_rules.yaml)")
     p.add_argument("--csv", metavar="FILE.csv", help="write the table printed to this CSV file")
     p.set_defaults(func=run)
 
@@ -48,9 +48,9 @@ def run(args) -> int:
         raise CompanionError("--rules names the rules file the training claims are read under; add --training.")
     rules = None
     if args.rules is not None:
-        from ..rules.v3 import load_rules_v3
+        from ..rules.rulebook import load_rules
 
-        rules = load_rules_v3(args.rules)   # checked whole before anything is read
+        rules = load_rules(args.rules)   # checked whole before anything is read
     if args.csv:
         check_writable(args.csv, "--csv file")   # before minutes of computing
     if args.claim is not None:
@@ -83,18 +83,18 @@ def _status_table():
 
 
 def _training_table(rules=None):
-    from ..judge import training_v3
+    from ..judge import training_claims
 
-    return training_v3.verdicts_v3(rules).reindex(columns=list(TRAINING_COLUMNS))
+    return training_claims.training_verdicts(rules).reindex(columns=list(TRAINING_COLUMNS))
 
 
 def _training_line() -> str:
     """The confirmatory reading in one sentence, as What survives gives it."""
-    from ..judge import training_v3
-    from ..judge.sentences import v3_summary
+    from ..judge import training_claims
+    from ..judge.sentences import training_summary
 
-    t = training_v3.verdicts_v3()
-    said = v3_summary((r["claim"].split(":")[0], r["status"], r["seeds in"], r["look"]) for _, r in t.iterrows())
+    t = training_claims.training_verdicts()
+    said = training_summary((r["claim"].split(":")[0], r["status"], r["seeds in"], r["look"]) for _, r in t.iterrows())
     return ("Training claims at their looks (runs made after their rules; `companion verdicts --training`): "
             + (f"{said}." if said else "none read yet."))
 
@@ -109,7 +109,7 @@ def _as_text(table) -> str:
 
 def _one_claim(key: str) -> str:
     from ..base.errors import CompanionError
-    from ..judge import claims, training_v3
+    from ..judge import claims, training_claims
 
     keys = [f.__name__ for f in claims.VERDICTS]
     if key not in keys:
@@ -122,15 +122,15 @@ def _one_claim(key: str) -> str:
         _say_computing()
     v = claims.verdict(key)
     lines = [f"{v.claim}", f"  status:   {v.status}", f"  measured: {v.measured}"]
-    for label, value in (("size", v.size), ("check", v.check), ("power", v.power), ("family", v.holm)):
+    for label, value in (("size", v.size), ("check", v.check), ("power", v.power), ("family", v.family)):
         if isinstance(value, str) and value.strip():
             lines.append(f"  {label + ':':<9} {value}")
     if v.rules:
         lines.append(f"  read by:  {v.rules} (earlier versions' readings: the book's page rules_history.html)")
     lines.append(f"  chapter:  {v.chapter} (the book's page {v.chapter}.html)")
-    from ..rules.v3 import load_rules_v3
+    from ..rules.rulebook import load_rules
 
-    t = training_v3.verdicts_v3() if key in load_rules_v3()["claims"] else None   # 15 s: only for a training claim
+    t = training_claims.training_verdicts() if key in load_rules()["claims"] else None   # 15 s: only for a training claim
     if t is not None and key in set(t.get("key", ())):
         r = t.set_index("key").loc[key]
         lines += ["  at its looks, on runs made after its rules:",

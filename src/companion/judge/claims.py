@@ -47,7 +47,7 @@ __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict"
            "swap_tests_table",
            "conv_hull_check", "s50_transpose_check", "s1_8_same_law_profiles",
            "premise_config", "premise_runs", "premise_seed_runs", "premise_shares",
-           "training_tests_table", "empirical_family", "MATH_CHECKS", "PHRASES", "phrase", "RANK_PHRASES", "joined", "holm_sentence", "blind_progress_text",
+           "training_tests_table", "family_table", "MATH_CHECKS", "PHRASES", "phrase", "RANK_PHRASES", "joined", "family_sentence", "blind_progress_text",
            "paper_rate_text", "power_text"]
 
 class Plain(str):
@@ -58,7 +58,7 @@ class Plain(str):
 
 
 STATUSES = ("holds", "holds with a correction", "holds, size open", "negligible", "premise fails", "inconclusive",
-            "inconclusive (after Holm)", "refuted", "not testable here")
+            "refuted", "not testable here")
 
 #: each status as the predicate of a sentence ("Fig. 3a is ...")
 PHRASES = {"holds": "confirmed", "holds with a correction": "confirmed once corrected",
@@ -66,7 +66,6 @@ PHRASES = {"holds": "confirmed", "holds with a correction": "confirmed once corr
            "negligible": "present in direction but negligible (smaller than any effect of interest)",
            "premise fails": "resting on a premise that fails where we measure it",
            "inconclusive": "inconclusive (the interval allows both readings)",
-           "inconclusive (after Holm)": "inconclusive once corrected for the family of tests (Holm)",
            "refuted": "refuted",
            "not testable here": "not testable on the runs made here (too few, or not admitted by the gate)"}
 
@@ -103,13 +102,9 @@ class Verdict:
     check: str = ""              # how it is decided (MATH_CHECKS, or the empirical test)
     power: str = ""              # empirical: the effect found with probability 0.8 at its seeds
     rule_after: bool = False     # empirical: the rule was written after (some of) its evidence
-    status_v1: str = ""          # empirical: the outcome version 1 of its rule gave (shown beside)
-    holm: str = ""               # empirical: the family's adjusted p-value and whether it survives
-    rules: str = ""              # where a later rules version decides: e.g. 'rules v3, look 1 of 4 (3 seeds)'
-    status_v2: str = ""          # ... and the status rules v2 gave on the earlier bodies (shown beside)
-    measured_v2: str = ""        # ... and what v2 measured there
-    holm_v2: str = ""            # ... and v2's family correction (Holm) of that reading
-    withheld_v3: str = ""        # rules v3: the claim's own reading where the fixed sequence does not let it stand
+    family: str = ""             # empirical: its family and whether its decided outcome stands at the family's level
+    rules: str = ""              # a claim read at looks: e.g. 'verdict rules, version 4, look 2 of 4'
+    withheld: str = ""           # a claim's own decided reading where the family's level does not let it stand
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -505,13 +500,13 @@ def thm_s1_12() -> Verdict:
                    "Wikipedia, 64-token windows, bagged share, 95% infinitesimal-jackknife interval over windows",
                    "errata", "e11-premise", kind="empirical",
                    check="bagged proportion against a threshold, infinitesimal-jackknife interval (data/verdict_rules.yaml, v2.2)",
-                   rule_after=True, status_v1=status)
+                   rule_after=True)
 
 
 def premise_seed_runs(size: str | None = None) -> dict:
     """``{seed: bidirectional table}`` of :func:`companion.judge.premises.train_and_measure` for the
     seeds of the Cor. S1.13 / Thm. S1.14 rules (seed 0 is :func:`premise_runs`' run)."""
-    from ..rules.verdicts import rule
+    from ..rules.rulebook import rule
 
     def compute():
         from . import stdlib_corpus as prose
@@ -567,7 +562,7 @@ def cor_s1_13(size: str | None = None) -> Verdict:
                    f"2 layers, d = {cfg['d']}, {cfg['steps']} steps, {len(per_seed)} seeds",
                    "objectives_to_structure", "ots-cor-s113", kind="empirical",
                    check="equivalence test over seeds (data/verdict_rules.yaml)",
-                   power=power, rule_after=True, status_v1=t["outcome"])
+                   power=power, rule_after=True)
 
 
 def thm_s1_14(size: str | None = None) -> Verdict:
@@ -592,7 +587,7 @@ def thm_s1_14(size: str | None = None) -> Verdict:
                    f"2 layers, d = {cfg['d']}, {cfg['steps']} steps, {len(per_seed)} seeds",
                    "objectives_to_structure", "ots-premise-training", kind="empirical",
                    check="one-sample test against a threshold over seeds (data/verdict_rules.yaml)",
-                   power=power, rule_after=True, status_v1=status)
+                   power=power, rule_after=True)
 
 
 def remark_s1_15() -> Verdict:
@@ -671,7 +666,7 @@ def survey_encoder_decoder() -> Verdict:
     return Verdict("survey_encoder_decoder", "Sec. 3: encoders more symmetric, decoders more column-dominant",
                    status, measured, f"{len(c['encoders'])} encoders, {len(c['decoders'])} decoders of the "
                    "offline zoo", "survey", "", kind="empirical",
-                   check="exact rank test over models (data/verdict_rules.yaml)", rule_after=True, status_v1=status)
+                   check="exact rank test over models (data/verdict_rules.yaml)", rule_after=True)
 
 
 def _fmt_test(row, fmt="+.3f") -> str:
@@ -692,75 +687,43 @@ def power_text(row) -> str:
             f"effect of {row['detect_holds']:.3f}")
 
 
-def _training_verdict(key: str, chapter: str, label: str, size: str, what: str) -> Verdict:
-    """A training claim judged by its rule (data/verdict_rules.yaml, v2) on its primary body
-    of runs; the other bodies and comparators are listed beside it."""
-    from ..rules.verdicts import rule
-
-    tests = training_tests_table(key)
-    r = rule(key)
-    prim = tests[tests["primary"]] if len(tests) else tests
-    status_v1 = ""
-    if prim.empty:
-        status, power, after = "not testable here", "", False
-        measured = (f"the primary body's runs ({r['primary']['body']}) are not all made yet "
-                    "(data/runs/blind_plan.md)")
-    else:
-        p = prim.iloc[0]
-        status, status_v1 = p["outcome"], p["outcome_v1"]
-        gate = "passed" if p["gate"] else f"not passed: {p['gate_reason']}"
-        need = int(r.get("min_seeds", 3))
-        iv = interval(p["low"], p["high"], n=p["n"], level=p["level"])
-        if p["n"] < need:
-            what = f"{p['n']} of the {need} verdict seeds made so far; {what}"
-        measured = (f"{what}, paired by seed: {p['estimate']:+.3f} ({iv}, {p['body']}"
-                    + (f", vs the {p['comparator']}" if key.startswith("training_") else "")
-                    + f"); smallest effect of interest {p['sesoi']:.3f}"
-                    + ("; reversed" if p["reversed"] else "") + f"; gate {gate} ({p['gate_text']})")
-        if p.get("decided_by") == "confirmatory":
-            first = tests[tests["role"] == "primary"]
-            why = first.iloc[0]["gate_reason"] if len(first) else "its gate did not pass"
-            measured += (f"; decided on the confirmatory body (rules v2.1) because the primary body "
-                         f"({first.iloc[0]['body'] if len(first) else r['primary']['body']}) was {why}")
-        else:
-            conf = tests[tests["role"] == "confirmatory"]
-            if len(conf) and int(conf.iloc[0]["n"]) >= need and not bool(conf.iloc[0]["gate"]):
-                from ..train.studies.evidence import gate_why
-                c = conf.iloc[0]
-                measured += (f"; the confirmatory body ({c['body']}, rules v2.1) does not decide it: "
-                             f"its gate fails too ({gate_why(c.to_dict())})")
-        power = power_text(p)
-        after = bool(tests["rule_after_runs"].any())
-        size = _deciding_body_size(key, p, size)
-    if key == "symmetric_init_structure" and status == "holds":
-        from .empirical import scale_confound
-
-        conf = scale_confound()
-        measured += f"; default-scale start minus matched-scale start {conf['estimate'].text('+.2f')}"
-        if conf["outcome"] in ("holds", "holds, size open"):
-            status = "holds with a correction"
-    return Verdict(key, r["claim"], status, measured, size, chapter, label, kind="empirical",
-                   check="paired seed-level test (data/verdict_rules.yaml)", power=power,
-                   rule_after=after, status_v1=status_v1)
-
-
-def _deciding_body_size(key: str, p, tail: str) -> str:
-    """The size a training verdict was tested at: the deciding body's label and where its
-    pairs trained (computed from the runs' provenance), then ``tail``."""
-    from ..rules.verdicts import load_rules
-    from ..train.studies import blind
-    from .empirical import _body
+def _read_at_looks(key: str, chapter: str, label: str) -> Verdict:
+    """A training claim read at the planned looks of the rules in force
+    (:func:`companion.judge.training_claims.training_verdicts`): the family's status, the
+    effect and interval at the look, the body it was read on."""
+    from ..rules.rulebook import RULES_PATH, claim_rule, load_rules
+    from ..rules.sequential import NOT_READ, OUTCOMES
+    from .training_claims import training_verdicts
 
     rules = load_rules()
-    name = p.get("body_key", "")
-    # the body's runs as the test that decided read them (cached: not loaded again)
-    runs = _body(name, rules) if name in rules["bodies"] and key in blind.CLAIMS else None
-    where = f": {blind.pair_devices_text(runs, key)}" if runs is not None else ""
-    return f"{p['body']}{where}; {tail}"
+    r = claim_rule(key, rules)
+    table = _cached("training_verdicts", training_verdicts)
+    row = table[table["key"] == key]
+    if row.empty or str(row.iloc[0]["look"]) == "none yet":
+        seeds = int(row.iloc[0]["seeds in"]) if len(row) else 0
+        return Verdict(key, r["claim"], "not testable here", f"{NOT_READ}: {seeds} seeds in, the first look needs "
+                       f"{r['looks'][0]} ({r['body_rule']['label']})", r["body_rule"]["label"], chapter, label,
+                       kind="empirical", check="paired seed-level test read at planned looks",
+                       family=f"family {r['family']}", rules=f"verdict rules, version {rules['version']}, no look yet")
+    x = row.iloc[0]
+    why = f"; {x['why']}" if isinstance(x.get("why"), str) and x["why"] else ""
+    own = "" if x["status"] == x["reading"] else f"; its own reading {x['reading']}, the family's {x['status']}"
+    status = str(x["status"]) if str(x["status"]) in OUTCOMES else "inconclusive"
+    withheld = str(x["reading"]) if status == "inconclusive" and str(x["reading"]) != "inconclusive" else ""
+    return Verdict(key, r["claim"], status,
+                   f"{x['effect']} at {x['look']}, {x['seeds in']} seeds in ({x['body']}); smallest effect of "
+                   f"interest {float(x['d']):.4g}{why}{own}",
+                   str(x["body"]), chapter, label, kind="empirical",
+                   check=f"paired seed-level test read at planned looks, repeated intervals (data/{RULES_PATH.name})",
+                   power=str(x["power (planned)"]),
+                   family=f"family {x.get('family', r['family'])}: its level split equally over its members",
+                   rules=f"verdict rules, version {rules['version']}, {x['look']}", withheld=withheld)
 
 
 def training_tests_table(key: str):
-    """Every test of one training claim (all bodies and comparators), as computed for its verdict."""
+    """Every test of one training claim on the earlier bodies (all bodies and comparators), as
+    version 2 of the rules (data/rules_history/) reads them: shown beside the claims' readings,
+    never deciding them."""
     from .empirical import training_tests
 
     return _disk_cached(f"training_tests-{key}", lambda: training_tests(key))
@@ -770,34 +733,26 @@ def training_symmetry() -> Verdict:
     """Fig. 3a: the encoder's final layer-mean symmetry minus the true decoder's, paired by
     seed, on BERT-Mini on Wikipedia (the rule's primary test); see ``training_tests_table``
     for the authors' decoder and the other bodies."""
-    return _training_verdict("training_symmetry", "fig3_decided", "f3-gate",
-                             "earlier bodies beside",
-                             "encoder minus decoder symmetry")
+    return _read_at_looks("training_symmetry", "fig3_decided", "f3-gate")
 
 
 def training_directionality() -> Verdict:
     """Fig. 3b: the encoder's final layer-mean directionality minus the true decoder's
     (> 0: the decoder is the more column-dominant), paired by seed."""
-    return _training_verdict("training_directionality", "fig3_decided", "f3-gate",
-                             "earlier bodies beside",
-                             "encoder minus decoder directionality")
+    return _read_at_looks("training_directionality", "fig3_decided", "f3-gate")
 
 
 def symmetric_init_structure() -> Verdict:
     """Fig. S5b: an encoder's final symmetry from a symmetric start minus from the standard
     start, paired by seed; 'with a correction' when the released code's default scale keeps
     more symmetry than the matched scale (the confound)."""
-    return _training_verdict("symmetric_init_structure", "fig3_decided", "f3-horizons",
-                             "smaller bodies beside",
-                             "symmetric minus standard start, encoders")
+    return _read_at_looks("symmetric_init_structure", "fig3_decided", "f3-horizons")
 
 
 def table_1() -> Verdict:
     """Table 1: the baseline's final held-out loss minus the symmetric start's (> 0: the
     symmetric start is ahead), paired by seed."""
-    return _training_verdict("table_1", "fig3_decided", "f3-table-1",
-                             "about 10^3 times fewer tokens than the paper",
-                             "baseline minus symmetric-start final held-out loss")
+    return _read_at_looks("table_1", "fig3_decided", "f3-table-1")
 
 
 def update_structure() -> Verdict:
@@ -805,7 +760,7 @@ def update_structure() -> Verdict:
     the first 10% of training minus the true decoder's, paired by seed, under plain SGD (the
     rule ``update_structure``; runs of data/runs/mechanism_plan.md)."""
     from .empirical import update_tests
-    from ..rules.verdicts import rule
+    from ..rules.rulebook import rule
 
     t = _cached("update_tests", update_tests)
     r = rule("update_structure")
@@ -830,7 +785,7 @@ def update_structure() -> Verdict:
                    "CPU runs at the regime size, logged every 10 steps (BERT-Mini on a GPU beside)",
                    "mechanism", "td-updates",
                    kind="empirical", check="paired seed-level test (data/verdict_rules.yaml)", power=power,
-                   rule_after=_update_rule_after(r), status_v1=prim.iloc[0]["outcome_v1"] if len(prim) else "")
+                   rule_after=_update_rule_after(r))
 
 
 def swap_tests_table():
@@ -849,7 +804,8 @@ def objective_swap() -> Verdict:
     from ..train.studies import swap
     from ..train.studies.evidence import run_dates
     from ..train.runner.runs import load_runs
-    from ..rules.verdicts import rule, rule_written_after
+    from ..rules.rulebook import rule
+    from ..rules.verdicts import rule_written_after
 
     t = swap_tests_table()
     r = rule("objective_swap")
@@ -888,8 +844,7 @@ def objective_swap() -> Verdict:
         how += ", and of a real pretrained decoder (SmolLM2-135M), 500 steps, one seed"
     return Verdict("objective_swap", r["claim"], status, measured, how,
                    "objective_swap", "td-objective-swap", kind="empirical",
-                   check="paired seed-level test (data/verdict_rules.yaml)", power=power, rule_after=after,
-                   status_v1=prim.iloc[0]["outcome_v1"] if len(prim) else "")
+                   check="paired seed-level test (data/verdict_rules.yaml)", power=power, rule_after=after)
 
 
 def _update_rule_after(r) -> bool:
@@ -929,99 +884,59 @@ def verdict(key: str) -> Verdict:
 
 
 def all_verdicts():
-    """All verdicts as a ``pandas.DataFrame`` in the order of the paper, with Holm carried
-    into the statuses (rules v2): an empirical claim whose decided outcome does not survive
-    the family's correction reads ``inconclusive (after Holm)``, as the rules file words it,
-    and its ``holm`` field says why.  A training claim that rules v3 has read at a look takes
-    v3's status instead, with v2's beside it (:func:`v3_replaces`)."""
+    """All verdicts as a ``pandas.DataFrame`` in the order of the paper, under the one rules
+    file in force: a training claim as read at its looks (its family's level split over the
+    members), a claim read once with its family carried into its status: a decided outcome
+    whose deciding p-value does not clear its share of the family's level
+    (:func:`family_table`) reads ``inconclusive``, its own reading kept in ``withheld`` and
+    ``measured``."""
     import pandas as pd
 
     def compute():
         verdicts = [fn() for fn in VERDICTS]
-        fam = empirical_family()
+        fam = family_table()
         out = []
         for v in verdicts:
             d = v.as_dict()
             rows = fam[fam["key"] == v.key]
             if len(rows) and v.kind == "empirical":
-                worst = rows.loc[rows["p_holm"].idxmax()] if rows["p_holm"].notna().any() else rows.iloc[0]
-                n = int(worst["family_size"])
-                if (rows["survives"] == "no").any():
-                    d["holm"] = (f"not significant after Holm over the family of {n} (adjusted p = "
-                                 f"{worst['p_holm']:.3g})")
+                name, level = rows.iloc[0]["family"], float(rows.iloc[0]["level (one-sided)"])
+                where = f"family {name}, each test at {level:.3g} a side"
+                if (rows["stands"] == "no").any():
+                    worst = rows.loc[rows["p_decides"].idxmax()]
+                    d["family"] = f"{where}: not decided at that level (deciding p = {worst['p_decides']:.3g})"
                     if d["status"] not in ("not testable here", "inconclusive"):
-                        d["measured"] += f"; read {d['status']!r} before the family's correction"
-                        d["status"] = "inconclusive (after Holm)"
-                elif (rows["survives"] == "yes").all():
-                    d["holm"] = f"survives Holm over the family of {n} (adjusted p = {worst['p_holm']:.3g})"
+                        d["measured"] += f"; read {d['status']!r} alone, not at the family's level"
+                        d["withheld"], d["status"] = d["status"], "inconclusive"
+                elif (rows["stands"] == "yes").all():
+                    d["family"] = f"{where}: stands (deciding p = {rows['p_decides'].max():.3g})"
+                else:
+                    d["family"] = where
             out.append(d)
-        from .training_v3 import verdicts_v3
-
-        v3 = verdicts_v3()   # once: each claim's row is looked up in it
-        return pd.DataFrame([v3_replaces(d, v3) for d in out])
+        return pd.DataFrame(out)
 
     return _disk_cached("all_verdicts", compute)
 
 
-def status_from_v3(v3_status: str) -> str:
-    """The book's status for a rules-v3 status (:func:`companion.judge.training_v3.fixed_sequence`):
-    an outcome stands as it is; a member the fixed sequence stopped, or one whose decided
-    reading is provisional while an earlier member is still read, is 'inconclusive' (the
-    sequence's words go into what was measured)."""
-    from ..rules.sequential import OUTCOMES_V3
-
-    return v3_status if v3_status in OUTCOMES_V3 else "inconclusive"
-
-
-def v3_replaces(d: dict, v3) -> dict:
-    """A training claim's verdict once rules v3 has read it at a look: v3's status and reading
-    replace v2's, which stay beside it (``status_v2``, ``measured_v2``, ``holm_v2``), as the rules files and
-    What survives say.  Before v3's first look, and for every claim v3 does not judge (no row
-    of ``v3``, the table of :func:`companion.judge.training_v3.verdicts_v3`), ``d`` is returned
-    as it is."""
-    rows = v3[v3["key"] == d.get("key")] if "key" in v3.columns else v3.iloc[0:0]
-    if rows.empty or str(rows.iloc[0]["look"]) == "none yet":
-        return d
-    r = rows.iloc[0]
-    from ..rules.v3 import RULES_V3_PATH, load_rules_v3
-
-    version = load_rules_v3().get("version", 3)
-    why = f"; {r['why']}" if isinstance(r.get("why"), str) and r["why"] else ""
-    family = "" if r["status"] == r["reading"] else f"; its own reading {r['reading']}, the family's {r['status']}"
-    status = status_from_v3(str(r["status"]))
-    withheld = str(r["reading"]) if status == "inconclusive" and str(r["reading"]) != "inconclusive" else ""
-    return {**d, "status": status, "status_v2": d["status"], "measured_v2": d["measured"],
-            "holm_v2": d.get("holm", ""), "withheld_v3": withheld,
-            "rules": f"training rules, version {version}, {r['look']}",
-            "measured": (f"{r['effect']} at {r['look']}, {r['seeds in']} seeds in ({r['body']}); smallest effect "
-                         f"of interest {float(r['d']):.4g}{why}{family}"),
-            "size": str(r["body"]),
-            "check": f"paired seed-level test read at planned looks, repeated intervals (data/{RULES_V3_PATH.name})",
-            "power": str(r["power (planned)"]),
-            "holm": (f"the training rules' family {r.get('family', '')}: its level split over its members"
-                     if version >= 4 else "rules v3's fixed-sequence family of the four training claims (not v2's Holm family)"),
-            "rule_after": False}
+def family_table():
+    """The tests of the claims read once (the survey's two scores, the premises, the
+    mechanism, the swap), each with the one-sided p-value of the test that decided its
+    outcome and its share of the family's level (``framework.families`` of the rules in
+    force: a two-sided ``alpha`` per test, so ``alpha / 2`` a side): a decided outcome stands
+    when its deciding p is below that share.  ``key`` is the verdict's key."""
+    return _disk_cached("family_table", _family_table)
 
 
-def empirical_family():
-    """The primary test of every empirical verdict (premises included) with the one-sided
-    p-value of the test that decided its outcome, Holm-adjusted over the family
-    (:func:`companion.judge.empirical.family`); ``key`` is the verdict's key."""
-    return _disk_cached("empirical_family", _empirical_family)
-
-
-def _empirical_family():
+def _family_table():
     import pandas as pd
 
-    from .empirical import family, survey_test, update_tests
-    from ..rules.verdicts import load_rules
+    from .empirical import survey_test, update_tests
+    from ..rules.rulebook import family_of, load_rules
+    from ..rules.statistics import DECIDED
 
+    rules = load_rules()
     cols = ["claim", "outcome", "p_holds", "p_refuted", "p_decides"]
     rows = []
-    for key in ("training_symmetry", "training_directionality", "symmetric_init_structure", "table_1"):
-        t = training_tests_table(key)
-        if len(t) and t["primary"].any():
-            rows.append(t[t["primary"]].iloc[0][cols])
     ut = _cached("update_tests", update_tests)
     if len(ut):
         rows.append(ut[ut["primary"]].iloc[0][cols])
@@ -1033,12 +948,14 @@ def _empirical_family():
         rows.append(pd.Series({"claim": f"survey_encoder_decoder ({r.score})", "outcome": r.outcome,
                                "p_holds": r.p_holds, "p_refuted": r.p_refuted, "p_decides": r.p_decides}))
     rows.extend(_premise_family_rows())
-    fw = load_rules()["framework"]
-    if "family" not in fw:
-        raise CompanionError("the rules file's framework has no 'family' (e.g. {method: holm, fwer: 0.05}); the "
-                             "family-wise table needs its error rate. Add it to data/verdict_rules.yaml.")
-    fam = family(pd.DataFrame(rows).reset_index(drop=True), fw["family"]["fwer"])
+    fam = pd.DataFrame(rows).reset_index(drop=True)
     fam["key"] = fam["claim"].str.split(" (", regex=False).str[0]
+    fam["family"] = [family_of(k, rules) for k in fam["key"]]
+    fam["level (one-sided)"] = [rules["framework"]["families"][f]["alpha"] / 2 for f in fam["family"]]
+    decided = fam["outcome"].isin(DECIDED)
+    fam["stands"] = ""
+    fam.loc[decided, "stands"] = ["yes" if p < a else "no" for p, a in
+                                  zip(fam.loc[decided, "p_decides"], fam.loc[decided, "level (one-sided)"])]
     return fam
 
 
@@ -1057,20 +974,21 @@ def _premise_family_rows():
 # ------------------------------------------------------------------- sentences for the pages
 
 
-def holm_sentence(fam) -> str:
-    """What the family's correction did, in one sentence (:func:`empirical_family`)."""
-    decided = fam[fam["survives"] != ""]
+def family_sentence(fam) -> str:
+    """What the family's level did to the claims read once, in one sentence (:func:`family_table`)."""
+    decided = fam[fam["stands"] != ""]
     n = len(fam)
+    share = float(fam["level (one-sided)"].iloc[0]) if n else float("nan")
     if not len(decided):
-        return (f"None of the {n} tests in the family reached a decided outcome, so there is nothing for "
-                "the adjustment to withdraw; it would matter as soon as one did.")
-    kept = int((decided["survives"] == "yes").sum())
-    lost = decided[decided["survives"] == "no"]
-    text = (f"Of the {n} tests in the family, {len(decided)} reached a decided outcome, and {kept} of those "
-            f"survive the adjustment")
+        return (f"None of the {n} tests in the family reached a decided outcome, so the family's level has "
+                "nothing to withdraw; it would matter as soon as one did.")
+    kept = int((decided["stands"] == "yes").sum())
+    lost = decided[decided["stands"] == "no"]
+    text = (f"Of the {n} tests in the family, {len(decided)} reached a decided outcome at 95%, and {kept} of those "
+            f"stand at the family's share of {share:.3g} a side")
     if len(lost):
-        text += ("; " + joined([f"{r.claim} ({r.outcome}, adjusted p = {r.p_holm:.3g})" for r in lost.itertuples()])
-                 + (" does not, and reads" if len(lost) == 1 else " do not, and read") + " 'inconclusive (after Holm)'")
+        text += ("; " + joined([f"{r.claim} ({r.outcome}, deciding p = {r.p_decides:.3g})" for r in lost.itertuples()])
+                 + (" does not, and reads" if len(lost) == 1 else " do not, and read") + " 'inconclusive'")
     return text + "."
 
 
@@ -1151,8 +1069,6 @@ MEANING = {
     ("holds", "rank"): "the rank test's one-sided p-value is small in the claimed direction",
     ("inconclusive", "rank"): "the rank test's p-value is small on neither side",
     ("refuted", "rank"): "the rank test's p-value is small in the reverse direction",
-    ("inconclusive (after Holm)", "rank"): "the rank test alone decides, but not once corrected for the family "
-                                           "of tests (Holm)",
 }
 
 
@@ -1162,19 +1078,17 @@ RANK_TESTED = frozenset({"survey_encoder_decoder"})
 #: each status as a predicate in the words of a rank test (for :data:`RANK_TESTED` claims)
 RANK_PHRASES = {"holds": "confirmed (its rank test's one-sided p-value is small in the claimed direction)",
                 "inconclusive": "inconclusive (its rank test's p-value is small on neither side)",
-                "inconclusive (after Holm)": "inconclusive once corrected for the family of tests (Holm): its "
-                                             "rank test alone decides",
                 "refuted": "refuted (its rank test's p-value is small in the reverse direction)"}
 
 
 def phrase(key: str, status: str, withheld: str = "") -> str:
     """The status of claim ``key`` as the predicate of a sentence ("Fig. 3a is ..."), in the
     words of the test that decided it: a rank test's "inconclusive" names no interval, and a
-    training claim whose own rules-v3 reading the fixed sequence does not let stand
-    (``withheld``, :attr:`Verdict.withheld_v3`) says what it reads alone."""
+    claim whose own decided reading does not stand at its family's level (``withheld``,
+    :attr:`Verdict.withheld`) says what it reads alone."""
     if withheld and status == "inconclusive":
-        return (f"inconclusive within rules v3's family (read alone: '{withheld}', which the fixed sequence "
-                "does not let stand while an earlier claim of the sequence is undecided)")
+        return (f"inconclusive at its family's level (read alone at 95%: '{withheld}', which does not stand at the "
+                "share of the family's error each of its tests is given)")
     if key in RANK_TESTED and status in RANK_PHRASES:
         return RANK_PHRASES[status]
     if status not in PHRASES:
@@ -1184,15 +1098,15 @@ def phrase(key: str, status: str, withheld: str = "") -> str:
 
 def status_of_half(key: str, half: str) -> str:
     """The status of one half of a two-part claim (the survey's symmetry or directionality
-    contrast): its own test's outcome, with the family's correction carried in exactly as
+    contrast): its own test's outcome, with the family's level carried in exactly as
     :func:`all_verdicts` carries it into whole claims."""
-    fam = empirical_family()
+    fam = family_table()
     rows = fam[fam["claim"] == f"{key} ({half})"]
     if rows.empty:
         raise CompanionError(f"no family member {key} ({half}); halves exist for {sorted(fam['claim'])}.")
     r = rows.iloc[0]
-    if r["outcome"] not in ("not testable here", "inconclusive") and r["survives"] == "no":
-        return "inconclusive (after Holm)"
+    if r["outcome"] not in ("not testable here", "inconclusive") and r["stands"] == "no":
+        return "inconclusive"
     return str(r["outcome"])
 
 
@@ -1207,7 +1121,7 @@ def headline_claims():
         v = None if half else verdict(key)
         status = status_of_half(key, half) if half else v.status
         kind = "rank" if key == "survey_encoder_decoder" else "interval"
-        meaning = (phrase(key, status, v.withheld_v3) if v is not None and v.withheld_v3 else
+        meaning = (phrase(key, status, v.withheld) if v is not None and v.withheld else
                    MEANING.get((status, kind), PHRASES[status]))
         rows.append({"claim": label, "key": key, "half": half or "", "status": status, "meaning": meaning,
                      "chapter": chapter})

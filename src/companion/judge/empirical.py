@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..rules.verdicts import rule
-from ..rules.statistics import (deciding_p, detectable_effect, directional_outcome, directional_outcome_v1, directional_power, equivalence_outcome, p_above, p_below, paired_t, seeds_without_a_number, threshold_outcome)
+from ..rules.rulebook import rule
+from ..rules.rulebook import earlier_rules
+from ..rules.statistics import (deciding_p, detectable_effect, directional_outcome, directional_outcome_first, directional_power, equivalence_outcome, p_above, p_below, paired_t, seeds_without_a_number, threshold_outcome)
 
 __all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
            "beta_correlation_test", "family", "update_tests", "yardstick"]
@@ -47,7 +48,7 @@ def _training_row(r: dict, label: str, body: str, pair: dict, res: dict, lr: flo
                 gate_context=g["parts"]["context"],
                 gate_memorisation=g["parts"]["memorisation"], gate_horizon=g["parts"]["horizon"],
                 horizon_at_half=g["horizon"]["at_half"], horizon_at_end=g["horizon"]["at_end"], body_key=body,
-                outcome_v1=res["outcome_v1"], lr=lr, seeds=",".join(map(str, pair["seeds"])), role=res["role"])
+                outcome_first=res["outcome_first"], lr=lr, seeds=",".join(map(str, pair["seeds"])), role=res["role"])
 
 
 def yardstick(r: dict, runs: pd.DataFrame | None, quantity: str) -> float:
@@ -72,11 +73,11 @@ def training_tests(key: str, rules=None) -> pd.DataFrame:
     the deciding p-value (for Holm) and, beside it, the outcome version 1 gave.
     """
     from ..rules.training import bodies_of, pairs_of, apply_rule_to_pair
-    from ..rules.verdicts import load_rules
+    from ..rules.rulebook import load_rules
     from ..train.studies.evidence import body_evidence
 
     # 1. the rule: its bodies and its pairs
-    rules = rules if rules is not None else load_rules()
+    rules = rules if rules is not None else earlier_rules()
     r = rule(key, rules)
     pairs = pairs_of(key, r)
     bodies = bodies_of(r)
@@ -124,9 +125,9 @@ def scale_confound(rules=None) -> dict:
     """Fig. S5b's correction: PyTorch's default-scale symmetric start (the released code's)
     minus the matched-scale one, paired by seed (reference manual, cpu size, encoders)."""
     from ..train.studies.evidence import arm_values, body_runs
-    from ..rules.verdicts import load_rules
+    from ..rules.rulebook import load_rules
 
-    rules = rules if rules is not None else load_rules()
+    rules = rules if rules is not None else earlier_rules()
     runs = _cached(("body", "manual-cpu-all"), lambda: body_runs(
         dict(rules["bodies"]["manual-cpu"], patterns=["cpu-encoder-s*"])))
     a = arm_values(runs, "symmetry", "encoder", "symmetric-torch-default")
@@ -150,7 +151,7 @@ def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = Non
     """
     from scipy import stats
 
-    from ..rules.verdicts import load_rules
+    from ..rules.rulebook import load_rules
 
     r = rule("survey_encoder_decoder", rules if rules is not None else load_rules())
     alpha = (1 - r.get("level", 0.95)) / 2
@@ -186,7 +187,7 @@ def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = Non
 def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
     """Thm. S1.12's premise: ``shares`` maps a kind of window to ``(share, low, high)``
     (bootstrap over documents).  Met when the interval lies above the rule's threshold."""
-    from ..rules.verdicts import load_rules
+    from ..rules.rulebook import load_rules
 
     r = rule("thm_s1_12", rules if rules is not None else load_rules())
     t = r["threshold"]
@@ -204,7 +205,7 @@ def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
 def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFrame:
     """Cor. S1.13: per seed, the layer mean of log(Var rows / Var cols); the claim of
     equality holds when the interval lies inside (-band, band)."""
-    from ..rules.verdicts import load_rules
+    from ..rules.rulebook import load_rules
     from ..rules.statistics import one_sample_t
 
     r = rule("cor_s1_13", rules if rules is not None else load_rules())
@@ -224,7 +225,7 @@ def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFr
 def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
     """Thm. S1.14's premise: per seed, the mean over checkpoints of corr(beta_ij, beta_ji);
     met when the interval lies above the rule's threshold."""
-    from ..rules.verdicts import load_rules
+    from ..rules.rulebook import load_rules
     from ..rules.statistics import one_sample_t
 
     r = rule("thm_s1_14", rules if rules is not None else load_rules())
@@ -277,7 +278,7 @@ def update_tests(rules=None) -> pd.DataFrame:
     from ..train.studies import evidence
     from ..train.runner.runs import load_runs
     from ..train.runner.updates import window_means
-    from ..rules.verdicts import load_rules
+    from ..rules.rulebook import load_rules
 
     rules = rules if rules is not None else load_rules()
     r = rule("update_structure", rules)
@@ -300,15 +301,15 @@ def update_tests(rules=None) -> pd.DataFrame:
             if len(a.index.intersection(b.index)) == 0:
                 continue
             est = paired_t(a, b, level)
-            band_v1 = evidence.null_band(sub, q.split("_", 1)[1])
+            band_first = evidence.null_band(sub, q.split("_", 1)[1])
             band = yardstick(r, sub, q)
             no_number = seeds_without_a_number(a, b)    # rules v2.3: a seed without a number is never dropped
             outcome = directional_outcome(est, band, r.get("min_seeds", 3), gate=not no_number)
             pw = directional_power(est.n, est.sd, band, level)
             rows.append(dict(claim=r["key"], runs=pattern, quantity=q, n=est.n, estimate=est.mean, low=est.low,
                              high=est.high, sd=est.sd, sesoi=band, outcome=outcome,
-                             outcome_v1=directional_outcome_v1(est, band_v1, r.get("min_seeds", 3)),
-                             sesoi_v1=band_v1,
+                             outcome_first=directional_outcome_first(est, band_first, r.get("min_seeds", 3)),
+                             sesoi_first=band_first,
                              primary=pattern == r["primary"]["runs"] and q == "update_symmetry",
                              detectable=detectable_effect(est.n, est.sd, level), detect_holds=pw["detect_holds"],
                              p_refuted_at_0=pw["p_refuted_at_0"], p_holds=p_above(est),

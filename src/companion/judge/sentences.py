@@ -26,7 +26,7 @@ __all__ = ["count_of", "symmetry_peak", "EncoderDecoderBody", "encoder_decoder_b
            "estimate_in_words", "primary_update_test", "secondary_update_test", "update_test_reading", "labelled_intervals",
            "update_group", "peaks_at",
            "swap_test", "less_or_more_than", "negligible_swap", "swap_update_reading", "direction_and_size",
-           "swap_update_order", "gate_floor", "horizon_flips", "design_targets", "v3_reading", "spread_uncertainty",
+           "swap_update_order", "gate_floor", "horizon_flips", "design_targets", "look_reading", "spread_uncertainty",
            "runs_before_next_look", "training_runs_said", "checkpoints_by_modality"]
 
 
@@ -215,7 +215,7 @@ def status_counts(n_claims: int, counts) -> str:
         f"{n} {COUNT_WORDS[status]}" for status, n in counts.items() if n)
 
 
-def v3_reading(seeds_in: int, look) -> str:
+def look_reading(seeds_in: int, look) -> str:
     """``4 seeds in, read at look 1``: how far a rules-v3 verdict is; before the first look
     (``look`` 'none yet') ``2 of 12 seeds in, no look read yet``."""
     if str(look) == "none yet":
@@ -249,8 +249,8 @@ def training_summary(rows) -> str:
             return f"{label} {status} ({n} seeds in)"
         if "(" in status:
             words = status[status.index("(") + 1:].rstrip(")")
-            return f"{label} inconclusive ({v3_reading(n, look)}; {words})"
-        return f"{label} {status} ({v3_reading(n, look)})"
+            return f"{label} inconclusive ({look_reading(n, look)}; {words})"
+        return f"{label} {status} ({look_reading(n, look)})"
 
     return "; ".join(one(*r) for r in rows)
 
@@ -332,8 +332,9 @@ def percentile_edge(estimate: float, low: float, high: float) -> str:
     return "is far from symmetric about the estimate"
 
 
-def same_outcome(first: str, second: str, first_rules: str = "v2", second_rules: str = "v2.2") -> str:
-    """Whether two versions of a rule give the same outcome, and the two outcomes when not."""
+def same_outcome(first: str, second: str, first_rules: str = "the percentile interval",
+                 second_rules: str = "the bagged interval") -> str:
+    """Whether two intervals of one rule give the same outcome, and the two outcomes when not."""
     if first == second:
         return "the outcome is the same under both"
     return f"the outcome differs: {first} under {first_rules}, {second} under {second_rules}"

@@ -1,7 +1,7 @@
 """The four training claims judged by rules v3: each read at its looks
-(:func:`companion.train.studies.v3_bodies.read_claim`), then the fixed sequence of the family applied.
+(:func:`companion.train.studies.registered_bodies.read_claim`), then the fixed sequence of the family applied.
 
-:func:`verdicts_v3` gives one row per claim in the family's order with its status, the look it
+:func:`training_verdicts` gives one row per claim in the family's order with its status, the look it
 was read at, the paired effect and its interval, the gate, the power at the planning spread
 and the detectable effect with its interval, and, while seeds are missing, which runs and the
 command that makes them.  :func:`pilot_rows` shows the v2 bodies the design was planned from
@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..base.phrasing import interval
 import pandas as pd
 
-__all__ = ["fixed_sequence", "verdicts_v3", "pilot_rows", "status_of"]
+__all__ = ["fixed_sequence", "training_verdicts", "pilot_rows", "status_of"]
 
 
 def fixed_sequence(readings: dict, order, labels: dict | None = None) -> dict:
@@ -28,13 +28,13 @@ def fixed_sequence(readings: dict, order, labels: dict | None = None) -> dict:
     first), but every member after it reads ``inconclusive (fixed sequence stops at LABEL at
     the latest; PENDING is still read)``, since whichever way the pending member ends, it
     cannot stand.  ``labels`` names the members in these texts (their keys by default)."""
-    from ..rules.sequential import DECIDED_V3
+    from ..rules.sequential import DECIDED
 
     name = (lambda k: (labels or {}).get(k, k))
     out, stopped, pending, blocked = {}, None, None, None
     for key in order:
         r = readings[key]
-        decided = r.outcome in DECIDED_V3
+        decided = r.outcome in DECIDED
         if stopped is not None:
             out[key] = f"inconclusive (fixed sequence stopped at {name(stopped)})"
         elif blocked is not None:
@@ -63,20 +63,22 @@ def _interval(est, fmt="+.4f") -> str:
 
 
 def status_of(key: str, table: pd.DataFrame | None = None) -> str:
-    """The v3 status of one claim (the family applied)."""
-    table = table if table is not None else verdicts_v3()
+    """The status of one claim read at looks (its family applied)."""
+    table = table if table is not None else training_verdicts()
     return str(table.set_index("key").loc[key, "status"])
 
 
-def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.DataFrame:
-    """One row per v3 claim, in the fixed sequence's order (see the module docstring)."""
-    from ..rules.v3 import load_rules_v3
-    from ..train.studies.v3_bodies import MAKE_COMMAND, read_claim
+def training_verdicts(rules: dict | None = None, readings: dict | None = None) -> pd.DataFrame:
+    """One row per claim read at looks, in the rules' family order (see the module docstring):
+    under version 4 each member read at its share of its family's level, under version 3 (as
+    committed, for the history page) its fixed sequence applied."""
+    from ..rules.rulebook import load_rules
+    from ..train.studies.registered_bodies import MAKE_COMMAND, read_claim
 
-    rules = rules if rules is not None else load_rules_v3()
+    rules = rules if rules is not None else load_rules()
     order = rules["framework"]["family"]["order"]
     claims = readings if readings is not None else {k: read_claim(k, rules) for k in order}
-    if rules["framework"]["family"]["method"] == "split":   # rules v4: each member at its own share
+    if rules["framework"]["family"]["method"] == "split":   # version 4: each member at its own share
         statuses = {k: c["reading"].outcome for k, c in claims.items()}
     else:
         statuses = fixed_sequence({k: c["reading"] for k, c in claims.items()}, order,
@@ -95,6 +97,11 @@ def verdicts_v3(rules: dict | None = None, readings: dict | None = None) -> pd.D
             "seeds at look": rd.looks[rd.look - 1] if rd.look else 0,
             "family": rule.get("family", "all"),
             "effect": _interval(rd.estimate), "d": c.get("d", rule["d"]), "reading": rd.outcome,
+            # the same interval as numbers (none before the first look)
+            "estimate": rd.estimate.mean if rd.estimate is not None else float("nan"),
+            "low": rd.estimate.low if rd.estimate is not None else float("nan"),
+            "high": rd.estimate.high if rd.estimate is not None else float("nan"),
+            "n": rd.estimate.n if rd.estimate is not None else 0,
             "status": statuses[key], "why": rd.reason,
             "gate": ("not read yet" if not rd.look else
                      f"not read (no interval at the look: {rd.reason})" if c["gate"] is None else
@@ -118,14 +125,14 @@ def pilot_rows(rules: dict | None = None) -> pd.DataFrame:
     """The v2 pilot bodies under v3's yardsticks, read as v3 would read them at their first
     look, each marked 'not testable here (guard not measured in one mode)': their runs logged
     no guard, and v3's yardsticks and planning spreads were derived from them."""
-    from ..rules.sequential import look_estimate, outcome_v3
-    from ..rules.v3 import claim_v3, load_rules_v3
-    from ..train.studies.design_v3 import pilot_values
+    from ..rules.sequential import look_estimate, look_outcome
+    from ..rules.rulebook import claim_rule, load_rules
+    from ..train.studies.design_check import pilot_values
 
-    rules = rules if rules is not None else load_rules_v3()
+    rules = rules if rules is not None else load_rules()
     rows = []
     for key in rules["framework"]["family"]["order"]:
-        rule = claim_v3(key, rules)
+        rule = claim_rule(key, rules)
         p = rule["pilot"]
         values = pilot_values({"body": p["body"], "quantity": rule["quantity"],
                                "candidate": rule["candidate"].split("/"),
@@ -133,7 +140,7 @@ def pilot_rows(rules: dict | None = None) -> pd.DataFrame:
         est = look_estimate(values.to_numpy()[: rule["looks"][0]], rule["nominal"][0])
         rows.append({"key": key, "claim": rule["claim"], "pilot body": p["body"],
                      "effect at look 1": _interval(est), "d (v3)": rule["d"],
-                     "interval alone would read": outcome_v3(est, rule["d"]),
+                     "interval alone would read": look_outcome(est, rule["d"]),
                      "status under v3": "not testable here (guard not measured in one mode; v3's yardstick "
                                         "and planning spread come from this pilot)"})
     return pd.DataFrame(rows)

@@ -1,17 +1,20 @@
-"""The sequential rules for the training claims, loaded and checked whole before any verdict:
-the file in force (``data/verdict_rules_v4.yaml``, version 4) or an earlier one (version 3,
-``data/verdict_rules_v3.yaml``, kept as committed).  The one place that branches on the
-version is the schema check of the family (version 3: one fixed sequence; version 4: families
-whose level is split equally over their members, with a committed family table whose
-simulated worst case must stay within the stated level).
+"""The rules file, loaded and checked whole before any verdict: the one in force
+(``data/verdict_rules.yaml``, version 4) or an earlier one (versions 1 to 3, kept unchanged in
+``data/rules_history/`` and read by the page "How the rules changed").  :func:`load_rules` reads
+every version; the one place that branches on the version is the schema check (versions 1 and 2:
+:func:`companion.rules.verdicts.check_earlier`; version 3: one fixed sequence; version 4:
+families whose level is split equally over their members, with a committed family table whose
+worst case must stay within the stated level, and the claims read once under ``evidence``).
 
-:func:`load_rules_v3` refuses, in one line naming the rule and the reason, a file that cannot
-judge what it says it judges: a key written twice, a look without a nominal level (or a
-nominal level that is not what the spending function gives the looks), a family order that is
-not the claims, a yardstick derived from a body it judges, a body whose seeds overlap
-another's or are fewer than the last look, a design check whose committed table fails its
-own targets or was computed for other yardsticks or spreads, a timestamp without a zone or in
-the future.  The statistics live in :mod:`companion.rules.sequential`.
+:func:`load_rules` refuses, in one line naming the rule and the reason, a file that cannot
+judge what it says it judges: no version, a key written twice, a look without a nominal level
+(or a nominal level that is not what the spending function gives the looks), a claim named
+twice or in no family, a family over its level, a yardstick derived from a body it judges, a
+body whose seeds overlap another's or are fewer than the last look, a design check whose
+committed table fails its own targets or was computed for other yardsticks or spreads, a
+timestamp without a zone or in the future.  :func:`claim_rule` gives a training claim's rule
+(read at looks), :func:`rule` a claim read once.  The statistics live in
+:mod:`companion.rules.sequential` and :mod:`companion.rules.statistics`.
 """
 
 from __future__ import annotations
@@ -24,12 +27,13 @@ import numpy as np
 from ..base.errors import CompanionError
 from ..base.paths import DATA_DIR
 
-__all__ = ["RULES_V3_PATH", "RULES_HISTORY", "text_edits_after", "family_of", "family_table_path", "load_rules_v3", "nominal", "design_table_path", "claim_v3", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
+__all__ = ["RULES_PATH", "RULES_HISTORY", "text_edits_after", "family_of", "family_table_path", "load_rules", "earlier_rules", "rule",
+           "nominal", "design_table_path", "claim_rule", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
 
-#: the rules in force for the training claims (the loader's default)
-RULES_V3_PATH = DATA_DIR / "verdict_rules_v4.yaml"
-#: the earlier sequential rules, kept as committed (read by the page "How the rules changed")
-RULES_HISTORY = {3: DATA_DIR / "verdict_rules_v3.yaml"}
+#: the one rules file in force (the loader's default)
+RULES_PATH = DATA_DIR / "verdict_rules.yaml"
+#: the earlier rules files, kept unchanged (read by the page "How the rules changed")
+RULES_HISTORY = {v: DATA_DIR / "rules_history" / f"verdict_rules_v{v}.yaml" for v in (1, 2, 3)}
 ARM_MODES = ("encoder", "decoder", "authors-decoder")
 ARM_INITS = ("standard", "symmetric")
 _QUANTITIES = ("symmetry", "directionality", "eval_loss")
@@ -66,8 +70,12 @@ def _table_path(rules: dict, section: str, path: str | Path | None) -> Path:
     """A committed table named by ``framework.<section>.table``, relative to the repository root
     that holds the rules file's ``data/`` folder."""
     table = Path(rules["framework"][section]["table"])
-    root = (Path(path) if path is not None else RULES_V3_PATH).resolve().parent.parent
-    return table if table.is_absolute() else root / table
+    here = Path(path if path is not None else rules.get("__file__", RULES_PATH)).resolve()
+    if table.is_absolute():
+        return table
+    named = here.parent.parent / table
+    # an earlier file moved unchanged to data/rules_history/ names its table where it was then
+    return named if named.exists() or not (here.parent / table.name).exists() else here.parent / table.name
 
 
 def design_table_path(rules: dict, path: str | Path | None = None) -> Path:
@@ -121,13 +129,13 @@ def _check_design(rules, path):
     table = design_table_path(rules, path)
     if not table.exists():
         _fail(path, "framework.design_check", f"its table {dc['table']} is missing; run "
-                                              "`python -m companion.train.studies.design_v3 --write`.")
+                                              "`python -m companion.train.studies.design_check --write`.")
     df = pd.read_csv(table)
     for key, r in rules["claims"].items():
         rows = df[df["claim"] == key]
         if sorted(rows["effect"].astype(str)) != ["0", "d", "pilot"]:
             _fail(path, f"rule {key!r}", f"the design table {table.name} has no rows at effects 0, d and the pilot's; "
-                                         "recompute it (companion.train.studies.design_v3 --write).")
+                                         "recompute it (companion.train.studies.design_check --write).")
         d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
         sd = float(r["pilot"]["planning_sd_when_fixed"])
         if not (np.allclose(rows["sesoi"], d, rtol=1e-6) and np.allclose(rows["planning_sd"], sd, rtol=1e-6)):
@@ -148,25 +156,31 @@ def _check_design(rules, path):
                                              f"({target}); the design cannot decide this claim as written.")
 
 
-def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> dict:
-    """Rules v3, checked whole (see the module's docstring); ``check_design=False`` skips the
-    committed design table (used while computing it)."""
-    from .verdicts import _when
+def load_rules(path: str | Path | None = None, check_design: bool = True) -> dict:
+    """A rules file of any version, checked whole (see the module's docstring): the file in
+    force by default, or ``path`` (e.g. ``RULES_HISTORY[2]``).  ``check_design=False`` skips
+    the committed design and family tables (used while computing them)."""
+    from .verdicts import _when, check_earlier, load_unique
 
-    path = Path(path) if path is not None else RULES_V3_PATH
+    path = Path(path) if path is not None else RULES_PATH
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise CompanionError(f"no rules v3 at {path}; the book's data/verdict_rules_v3.yaml is needed.") from None
+        raise CompanionError(f"no rules file at {path}; the book's data/verdict_rules.yaml is needed (run from a "
+                             "checkout or an editable install), or give the path of a rules file.") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
         raise CompanionError(f"cannot read the rules at {path} ({type(err).__name__}); give a readable YAML file.") from None
-    from .verdicts import load_unique
-
     rules = load_unique(text, path)
     if not isinstance(rules, dict):
-        _fail(path, "the file", "must be a mapping (version, framework, bodies, pilots, yardsticks, claims).")
-    if rules.get("version") not in (3, 4) or isinstance(rules.get("version"), bool):
-        _fail(path, "the file", f"'version' must be 3 or 4 (the sequential rules); got {str(rules.get('version'))[:20]!r}.")
+        _fail(path, "the file", "must be a mapping (version, framework, bodies, yardsticks, claims).")
+    version = rules.get("version")
+    if version is None:
+        _fail(path, "the file", "has no 'version'; every rules file states its version (1 to 4).")
+    if isinstance(version, bool) or version not in (1, 2, 3, 4):
+        _fail(path, "the file", f"'version' must be 1, 2, 3 or 4; got {str(version)[:20]!r}.")
+    if version <= 2:
+        return check_earlier(rules, path)
+    rules["__file__"] = str(path)   # where its committed tables are looked for
     for section in ("framework", "bodies", "yardsticks", "claims"):
         if not isinstance(rules.get(section), dict) or not rules[section]:
             _fail(path, "the file", f"{section!r} must be a non-empty mapping.")
@@ -285,7 +299,8 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
                 _fail(path, where, f"needs {field!r}.")
         r["fixed"] = _when(r.get("fixed"), where, path)
         if r.get("test") != "paired-t":
-            _fail(path, where, f"test {r.get('test')!r}: rules v3 judge paired-t claims only.")
+            _fail(path, where, f"test {r.get('test')!r}: a claim read at looks is a paired-t claim (claims read "
+                               "once go under 'evidence').")
         if r.get("quantity") not in _QUANTITIES:
             _fail(path, where, f"quantity must be one of {_QUANTITIES}; got {str(r.get('quantity'))[:40]!r}.")
         if not isinstance(r.get("body"), str) or r["body"] not in rules["bodies"]:
@@ -317,11 +332,31 @@ def load_rules_v3(path: str | Path | None = None, check_design: bool = True) -> 
         for field in ("sd_when_fixed", "planning_sd_when_fixed"):
             _num(p.get(field), path, where, f"pilot.{field}", 0)
         _num(p.get("seeds"), path, where, "pilot.seeds", 1, whole=True)
+    if rules["version"] >= 4:
+        _check_evidence(rules, path)
     if check_design:
         _check_design(rules, path)
         if rules["version"] >= 4:
             _check_family_table(rules, path)
     return rules
+
+
+def _check_evidence(rules: dict, path) -> None:
+    """Version 4's claims read once (``evidence``): version 2's schema for each claim, no claim
+    also read at looks, and each in a family."""
+    from .verdicts import check_earlier
+
+    ev = rules.get("evidence")
+    if ev is None:
+        rules["evidence"] = {"framework": {"level": 0.95}, "yardsticks": {}, "claims": {}}
+        return
+    if not isinstance(ev, dict) or not isinstance(ev.get("claims"), dict) or not isinstance(ev.get("framework"), dict):
+        _fail(path, "evidence", "must be a mapping with 'framework' (level, power), 'yardsticks' and 'claims'.")
+    twice = sorted(set(ev["claims"]) & set(rules["claims"]))
+    if twice:
+        _fail(path, f"rule {twice[0]!r}", "is named twice: under 'claims' (read at looks) and under 'evidence'.")
+    check_earlier({"version": 2, "framework": ev["framework"], "yardsticks": ev.get("yardsticks") or {},
+                   "claims": ev["claims"]}, path, gate=False)
 
 
 def _check_families(rules: dict, path) -> None:
@@ -334,7 +369,10 @@ def _check_families(rules: dict, path) -> None:
     if not isinstance(fams, dict) or not fams:
         _fail(path, "framework.families", "must map each family's name to {method: split, members: [...], fwer: ...}.")
     seen: dict = {}
-    alpha = fw["sequential"]["alpha"]
+    read_once = set((rules.get("evidence") or {}).get("claims") or {}) if isinstance(rules.get("evidence"), dict) else set()
+    twice = sorted(read_once & set(rules["claims"]))
+    if twice:
+        _fail(path, f"rule {twice[0]!r}", "is named twice: under 'claims' (read at looks) and under 'evidence'.")
     for name, f in fams.items():
         where = f"framework.families.{name}"
         if not isinstance(f, dict) or f.get("method") != "split":
@@ -344,19 +382,25 @@ def _check_families(rules: dict, path) -> None:
         if not (isinstance(members, list) and members and all(isinstance(m, str) for m in members)):
             _fail(path, where, "'members' must list the family's claims.")
         for m in members:
-            if m not in rules["claims"]:
+            if m not in rules["claims"] and m not in read_once:
                 _fail(path, where, f"member {m!r} is not a claim of the file.")
             if m in seen:
                 _fail(path, where, f"claim {m!r} is also a member of family {seen[m]!r}; a claim is in one family.")
             seen[m] = name
         _num(f.get("fwer"), path, where, "fwer", 0, 0.5)
-        # at most one of a member's two one-sided nulls (effect <= 0, effect >= d) is true, so a
-        # member errs with at most alpha / 2; the family with at most members x alpha / 2
-        if alpha / 2 * len(members) > f["fwer"] + 1e-12:
-            _fail(path, where, f"{len(members)} members at {alpha / 2:g} a side each spend {alpha / 2 * len(members):g}, "
-                               f"more than the family's fwer {f['fwer']}; set framework.sequential.alpha (two-sided, "
-                               f"per claim) to at most 2 x fwer / members = {2 * f['fwer'] / len(members):g}.")
-    missing = sorted(set(rules["claims"]) - set(seen))
+        once = [m for m in members if m in read_once]
+        if once and len(once) != len(members):
+            _fail(path, where, "mixes claims read at looks with claims read once; give each kind its own family.")
+        alpha = _num(f.get("alpha", fw["sequential"]["alpha"]), path, where, "alpha", 0, 0.5)
+        tests = _num(f.get("tests", len(members)), path, where, "tests", len(members) - 1, whole=True)
+        # at most one of a test's two one-sided nulls (effect <= 0, effect >= d) is true, so a
+        # test errs with at most alpha / 2; the family with at most tests x alpha / 2
+        if alpha / 2 * tests > f["fwer"] + 1e-12:
+            _fail(path, where, f"{tests} tests at {alpha / 2:g} a side each spend {alpha / 2 * tests:g}, more than "
+                               f"the family's fwer {f['fwer']}; set the per-test two-sided alpha to at most "
+                               f"2 x fwer / tests = {2 * f['fwer'] / tests:g}.")
+        f["alpha"], f["tests"], f["read_once"] = alpha, tests, bool(once)
+    missing = sorted((set(rules["claims"]) | read_once) - set(seen))
     if missing:
         _fail(path, "framework.families", f"claim {missing[0]!r} is in no family.")
     fc = fw.get("family_check")
@@ -374,7 +418,7 @@ def _check_families(rules: dict, path) -> None:
             _num(x, path, "framework.family_check", field, -1e-12 if field == "effects_over_d" else 0)
     if not isinstance(fc.get("table"), str):
         _fail(path, "framework.family_check", "'table' must name the committed family table.")
-    fw["family"] = {"method": "split", "order": [m for f in fams.values() for m in f["members"]],
+    fw["family"] = {"method": "split", "order": [m for f in fams.values() if not f["read_once"] for m in f["members"]],
                     "fwer": max(f["fwer"] for f in fams.values())}
 
 
@@ -400,14 +444,24 @@ def _check_family_table(rules: dict, path) -> None:
     table = family_table_path(rules, path)
     if not table.exists():
         _fail(path, "framework.family_check", f"its table {fc['table']} is missing; run "
-                                              "`python -m companion.train.studies.design_v3 --write`.")
+                                              "`python -m companion.train.studies.design_check --write`.")
     df = pd.read_csv(table)
     for name, f in rules["framework"]["families"].items():
         rows = df[df["family"] == name]
+        if f.get("read_once"):
+            # claims read once, each at its own level: the union bound, whatever their dependence
+            bound = f["tests"] * f["alpha"] / 2
+            if len(rows) != 1 or not np.isclose(float(rows["family error"].iloc[0]), bound, rtol=1e-6):
+                _fail(path, f"framework.families.{name}", f"the family table {table.name} must state its bound, "
+                                                          f"{f['tests']} x {f['alpha']:g} / 2 = {bound:.4g}; recompute "
+                                                          "it (companion.train.studies.design_check --write).")
+            if bound > f["fwer"]:
+                _fail(path, f"framework.families.{name}", f"its bound {bound:.4g} exceeds the stated fwer {f['fwer']}.")
+            continue
         want = len(fc["effects_over_d"]) ** 1 * len(fc["spreads_over_d"])
         if len(rows) < want or not np.isclose(rows["correlation"], fc["correlation"]).all():
             _fail(path, f"framework.families.{name}", f"the family table {table.name} does not cover the file's grid "
-                                                      "and correlation; recompute it (design_v3 --write).")
+                                                      "and correlation; recompute it (companion.train.studies.design_check --write).")
         worst = float(rows["family error"].max())
         if worst > f["fwer"]:
             _fail(path, f"framework.families.{name}", f"simulated over the whole procedure, a wrong decided outcome "
@@ -415,11 +469,22 @@ def _check_family_table(rules: dict, path) -> None:
                                                       f"fwer {f['fwer']}; the family does not hold its level.")
 
 
-def claim_v3(key: str, rules: dict | None = None) -> dict:
-    """One claim's v3 rule with its body, yardstick value and the looks' nominal levels."""
-    rules = rules if rules is not None else load_rules_v3()
-    if key not in rules["claims"]:
-        raise CompanionError(f"no v3 rule for claim {key!r}; v3 judges {sorted(rules['claims'])}.")
+def earlier_rules(version: int = 2) -> dict:
+    """An earlier rules file as committed (``data/rules_history/``): version 2 names the bodies
+    of runs made before the rules in force (the pilots, the blind bodies, the manual's), which
+    the chapters show beside the claims' readings."""
+    if version not in RULES_HISTORY:
+        raise CompanionError(f"no earlier rules file of version {version!r}; the history holds {sorted(RULES_HISTORY)}.")
+    return load_rules(RULES_HISTORY[version])
+
+
+def claim_rule(key: str, rules: dict | None = None) -> dict:
+    """One claim read at looks: its rule with its body, yardstick value, family and the looks'
+    nominal levels."""
+    rules = rules if rules is not None else load_rules()
+    if key not in (rules.get("claims") or {}) or rules.get("version", 1) < 3:
+        raise CompanionError(f"claim {key!r} is not read at looks in these rules (version {rules.get('version')}); "
+                             f"those claims are {sorted(rules.get('claims') or {}) if rules.get('version', 1) >= 3 else []}.")
     r = dict(rules["claims"][key], key=key)
     r["body_rule"] = dict(rules["bodies"][r["body"]], key=r["body"])
     r["d"] = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])   # read_from: the planning value
@@ -430,113 +495,26 @@ def claim_v3(key: str, rules: dict | None = None) -> dict:
     return r
 
 
-# ------------------------------------------------------------------- frozen after a body's first run
+def rule(key: str, rules: dict | None = None) -> dict:
+    """One claim read once (the survey, the premises, the mechanism, the swap; in an earlier
+    file, any claim), with its framework's settings under ``"framework"`` (and, in the file in
+    force, its family under ``"framework"]["family"]``) and the yardsticks."""
+    rules = rules if rules is not None else load_rules()
+    if rules.get("version", 1) >= 3:
+        ev = rules.get("evidence") or {"claims": {}}
+        if key not in ev["claims"]:
+            where = "is read at looks (companion.rules.rulebook.claim_rule)" if key in rules["claims"] else "has no rule"
+            raise CompanionError(f"claim {key!r} {where} in these rules; the claims read once are {sorted(ev['claims'])}.")
+        fw = dict(ev["framework"])
+        name = family_of(key, rules)
+        fw["family"] = dict(rules["framework"]["families"][name], name=name)
+        return dict(ev["claims"][key], framework=fw, key=key, yardsticks=ev.get("yardsticks", {}))
+    if key not in rules["claims"]:
+        raise CompanionError(f"no rule for claim {key!r} in the rules file; rules exist for "
+                             f"{sorted(rules['claims'])}.")
+    return dict(rules["claims"][key], framework=rules.get("framework", {}), key=key,
+                yardsticks=rules.get("yardsticks", {}))
 
 
-def judging_parts(rules: dict, body: str) -> dict:
-    """Everything in a parsed rules v3 file that judges ``body``: the framework (looks,
-    spending, gate, family, design targets), the body, the claims judged on it and their
-    yardsticks.  Text that explains (derivations, what had been seen) is left out: it may be
-    reworded; what decides may not."""
-    def strip(d):
-        if isinstance(d, dict):
-            return {k: strip(v) for k, v in d.items() if k not in ("derivation", "seen_before", "label")}
-        if isinstance(d, list):
-            return [strip(v) for v in d]
-        return d.isoformat() if hasattr(d, "isoformat") else d
-
-    claims = {k: r for k, r in (rules.get("claims") or {}).items() if isinstance(r, dict) and r.get("body") == body}
-    sticks = {r.get("sesoi") for r in claims.values()}
-    return strip({"framework": rules.get("framework"), "body": (rules.get("bodies") or {}).get(body),
-                  "claims": claims, "yardsticks": {k: v for k, v in (rules.get("yardsticks") or {}).items()
-                                                   if k in sticks}})
-
-
-def changes_after_first_run(body: str, first_run_started, path: str | Path | None = None) -> list[str]:
-    """Every commit of the rules file after ``first_run_started`` (a body's earliest run) whose
-    judging parts for ``body`` differ from those of the last commit before it, each as
-    ``'<commit> <date>: <part> changed'``; empty when nothing that decides changed.  Walks every
-    commit of the file (``git log --follow``), not the first that holds a stamp.  Raises a
-    CompanionError outside a git checkout."""
-    import subprocess
-
-    import yaml
-
-    from .verdicts import _as_datetime
-
-    path = Path(path) if path is not None else RULES_V3_PATH
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True)
-    if top.returncode != 0:
-        raise CompanionError(f"{path} is not in a git checkout; its history cannot be checked.")
-    rel = path.resolve().relative_to(Path(top.stdout.strip()).resolve())
-    log = subprocess.run(["git", "log", "--reverse", "--format=%H %cI", "--", str(rel)], cwd=top.stdout.strip(),
-                         capture_output=True, text=True, check=True).stdout.split("\n")
-    commits = [(ln.split()[0], _as_datetime(ln.split()[1])) for ln in log if ln.strip()]
-    start = _as_datetime(first_run_started)
-
-    def parts(commit):
-        text = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=top.stdout.strip(), capture_output=True,
-                              text=True).stdout
-        try:
-            return judging_parts(yaml.safe_load(text) or {}, body)
-        except yaml.YAMLError:
-            return {"unreadable": commit}
-
-    before = [c for c, t in commits if t <= start]
-    if not before:
-        return [f"no commit of {rel} precedes the body's first run ({start.isoformat()})"]
-    ref = parts(before[-1])
-    out = []
-    for c, t in commits:
-        if t <= start:
-            continue
-        now = parts(c)
-        for part in sorted(set(ref) | set(now)):
-            if ref.get(part) != now.get(part):
-                out.append(f"{c[:10]} {t.isoformat()}: {part} changed after the body's first run")
-    return out
-
-
-def text_edits_after(when, path: str | Path | None = None) -> list[dict]:
-    """Every commit of a rules file after ``when`` (e.g. the first judged run's start) that
-    changed its text at all, comments included: ``{"commit", "date", "lines added", "lines
-    removed", "subject"}`` in history order (``git log --follow``, so a rename is followed).
-    What decides is compared by :func:`changes_after_first_run`; this lists every edit, so that
-    a rule spelled out in a comment after the runs began is shown too.  Raises a
-    CompanionError outside a git checkout."""
-    import subprocess
-
-    from .verdicts import _as_datetime
-
-    path = Path(path) if path is not None else RULES_V3_PATH
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True)
-    if top.returncode != 0:
-        raise CompanionError(f"{path} is not in a git checkout; its history cannot be checked.")
-    root = top.stdout.strip()
-    rel = path.resolve().relative_to(Path(root).resolve())
-    # git ignores --reverse together with --follow: read newest first, then turn it round
-    log = subprocess.run(["git", "log", "--follow", "--numstat", "--format=@@%H %cI %s", "--", str(rel)],
-                         cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
-    blocks, cur = [], []
-    for line in log:
-        if line.startswith("@@") and cur:
-            blocks.append(cur)
-            cur = []
-        cur.append(line)
-    if cur:
-        blocks.append(cur)
-    log = [line for block in reversed(blocks) for line in block]
-    start = _as_datetime(when)
-    out, first = [], True
-    for line in log:
-        if line.startswith("@@"):
-            commit, date, *subject = line[2:].split(" ", 2)
-            out.append({"commit": commit[:10], "date": _as_datetime(date), "lines added": 0, "lines removed": 0,
-                        "subject": subject[0] if subject else "", "first": first})
-            first = False
-        elif line.strip() and out:
-            added, removed, *_ = line.split("\t")
-            out[-1]["lines added"] += int(added) if added.isdigit() else 0
-            out[-1]["lines removed"] += int(removed) if removed.isdigit() else 0
-    return [dict((k, v) for k, v in e.items() if k != "first") for e in out
-            if e["date"] > start and not e["first"] and (e["lines added"] or e["lines removed"])]
+# what changed in a rules file after a body's first run: companion.rules.edits (re-exported here)
+from .edits import changes_after_first_run, judging_parts, text_edits_after  # noqa: E402,F401

@@ -2,7 +2,7 @@
 intervals, its outcomes with their edge cases, the simulated design check, and power with the
 uncertainty of the seed-to-seed spread.
 
-The design (``data/verdict_rules_v3.yaml``) fixes, before any run it judges, the looks (the
+The design (``data/rules_history/verdict_rules_v3.yaml``) fixes, before any run it judges, the looks (the
 numbers of complete seeds at which a claim may be read, e.g. 3, 6, 9, 12) and an
 alpha-spending function.  From them:
 
@@ -19,7 +19,7 @@ alpha-spending function.  From them:
     is the two-sided error the spending function spends in all (0.05 in rules v3: about
     0.95, each side about 0.025), so stopping at the first decided look is no optional
     stopping;
-:func:`outcome_v3`
+:func:`look_outcome`
     the outcome of one interval (rules v2's six, which partition every interval), with the
     edge cases defined apart from floating-point rounding: no spread, a bound exactly at the
     yardstick, non-finite values, too few seeds;
@@ -47,23 +47,15 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["SPENDING", "spending", "boundaries", "nominal_levels", "LookEstimate", "look_estimate",
-           "outcome_v3", "Reading", "read_sequential", "simulate_design", "detectable_effect_interval",
+           "look_outcome", "Reading", "read_sequential", "simulate_design", "detectable_effect_interval",
            "true_outcomes", "family_error", "family_error_split",
-           "SPREAD_FLOOR", "DIGITS", "DECIDED_V3", "OUTCOMES_V3", "NOT_READ_V3"]
+           "SPREAD_FLOOR", "DIGITS", "DECIDED", "OUTCOMES", "NOT_READ"]
 
-#: the outcomes (as rules v2; 'not testable here' carries its reason in the reading)
-OUTCOMES_V3 = ("holds", "holds, size open", "negligible", "refuted", "inconclusive", "not testable here")
+from .statistics import DECIDED, DIGITS, OUTCOMES, SPREAD_FLOOR, interval_outcome  # noqa: E402  (one set of outcomes, one partition, one rounding)
+
 #: a claim before its first look: no outcome yet (not one of the six, and not 'not testable
 #: here', which says the runs cannot test the claim; here they are only not all in)
-NOT_READ_V3 = "not read yet"
-#: the outcomes that stop the sequence of looks and count as decided in the fixed sequence
-DECIDED_V3 = ("holds", "holds, size open", "negligible", "refuted")
-#: a spread of the paired differences at most this share of max(1, |mean|) is no spread:
-#: identical seeds (duplicated runs, a seed not varied), never infinite certainty
-SPREAD_FLOOR = 1e-9
-#: interval ends and yardsticks are compared after rounding to this many significant digits
-#: (histories keep six), so that a bound equal to the yardstick is equal, whatever the last bit
-DIGITS = 10
+NOT_READ = "not read yet"
 
 SPENDING = ("obrien-fleming", "pocock")
 
@@ -187,21 +179,16 @@ def _r(x: float) -> float:
     return float(f"{x:.{DIGITS}g}")
 
 
-def outcome_v3(est: LookEstimate, sesoi: float) -> str:
+def look_outcome(est: LookEstimate, sesoi: float) -> str:
     """The outcome of one look's interval for a directional claim (true effect > 0) with
-    smallest effect of interest ``sesoi``: rules v2's partition of the intervals, compared
-    after rounding to :data:`DIGITS` significant digits (a low end equal to ``sesoi`` reads
-    ``holds``); ``not testable here`` when the estimate names a problem."""
+    smallest effect of interest ``sesoi``: :func:`companion.rules.statistics.interval_outcome`,
+    the one partition of the intervals every claim is read by; ``not testable here`` when the
+    estimate names a problem."""
     if not (isinstance(sesoi, (int, float)) and math.isfinite(sesoi) and sesoi > 0):
         raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}.")
     if est.problem:
         return "not testable here"
-    lo, hi, d = _r(est.low), _r(est.high), _r(sesoi)
-    if lo >= d:
-        return "holds"
-    if lo > 0:
-        return "holds, size open" if hi >= d else "negligible"
-    return "inconclusive" if hi >= d else "refuted"
+    return interval_outcome(est.low, est.high, sesoi)
 
 
 @dataclass(frozen=True)
@@ -222,7 +209,7 @@ class Reading:
         the runs that more seeds do not mend).  Before the first look nothing is final."""
         if self.look == 0:
             return False
-        return self.outcome in DECIDED_V3 or self.look == len(self.looks) or self.outcome == "not testable here"
+        return self.outcome in DECIDED or self.look == len(self.looks) or self.outcome == "not testable here"
 
 
 def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=None) -> Reading:
@@ -230,7 +217,7 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=Non
     the seeds whose runs are all in, in the plan's seed order (a seed missing its pair ends
     the list: a look needs all of its first ``n_k`` seeds).  The claim is read at the first
     look whose outcome is decided, else at the last look whose seeds are all in; before the
-    first look it is :data:`NOT_READ_V3` ('not read yet') with the count of seeds in.
+    first look it is :data:`NOT_READ` ('not read yet') with the count of seeds in.
 
     ``gate``: called with each complete look's number (1-based), in order, before that look's
     outcome is read; it returns ``""`` when the look's gate passes, else why it fails.  A look
@@ -244,7 +231,7 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=Non
     per_look = list(sesoi) if isinstance(sesoi, (list, tuple, np.ndarray)) else [sesoi] * len(looks)
     complete = [k for k, n in enumerate(looks) if len(v) >= n]
     if not complete:
-        return Reading(0, looks, None, NOT_READ_V3,
+        return Reading(0, looks, None, NOT_READ,
                        f"{len(v)} of the {looks[0]} seeds of the first look are in")
     for k in complete:
         est = look_estimate(v[: looks[k]], float(nominal[k]))
@@ -256,8 +243,8 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=Non
         if not (isinstance(per_look[k], (int, float)) and math.isfinite(per_look[k]) and per_look[k] > 0):
             return Reading(k + 1, looks, est, "not testable here",
                            f"no smallest effect of interest could be read at look {k + 1} ({per_look[k]!r})")
-        out = outcome_v3(est, per_look[k])
-        if out in DECIDED_V3:
+        out = look_outcome(est, per_look[k])
+        if out in DECIDED:
             break
     return Reading(k + 1, looks, est, out, "")
 
@@ -303,7 +290,7 @@ def simulate_design(delta: float, sd: float, looks, nominal, sesoi: float, draws
     rng = np.random.default_rng(seed)
     x = delta + sd * rng.standard_normal((draws, looks[-1]))
     outcome, used = _drawn_outcomes(x, looks, nominal, sesoi)
-    probs = {o: float(np.mean(outcome == o)) for o in DECIDED_V3 + ("inconclusive",)}
+    probs = {o: float(np.mean(outcome == o)) for o in DECIDED + ("inconclusive",)}
     probs["expected_seeds"] = float(used.mean())
     return probs
 
@@ -341,11 +328,11 @@ def family_error(members, looks, draws: int = 20_000, seed: int = 20261128) -> d
     for delta, sd, nominal, sesoi in members:
         x = delta + sd * rng.standard_normal((draws, looks[-1]))
         outcome, _ = _drawn_outcomes(x, looks, nominal, sesoi)
-        wrong = np.isin(outcome, DECIDED_V3) & ~np.isin(outcome, true_outcomes(delta, sesoi))
+        wrong = np.isin(outcome, DECIDED) & ~np.isin(outcome, true_outcomes(delta, sesoi))
         reach.append(float(reached.mean()))
         member_error.append(float((reached & wrong).mean()))
         any_wrong |= reached & wrong
-        reached &= np.isin(outcome, DECIDED_V3)
+        reached &= np.isin(outcome, DECIDED)
     return {"family_error": float(any_wrong.mean()), "member_error": member_error, "reached": reach}
 
 
@@ -370,7 +357,7 @@ def family_error_split(members, looks, correlation: float = 0.5, draws: int = 20
             common[group] = rng.standard_normal((draws, looks[-1]))
         z = math.sqrt(correlation) * common[group] + math.sqrt(1 - correlation) * rng.standard_normal((draws, looks[-1]))
         outcome, _ = _drawn_outcomes(delta + sd * z, looks, nominal, sesoi)
-        wrong = np.isin(outcome, DECIDED_V3) & ~np.isin(outcome, true_outcomes(delta, sesoi))
+        wrong = np.isin(outcome, DECIDED) & ~np.isin(outcome, true_outcomes(delta, sesoi))
         member_error.append(float(wrong.mean()))
         any_wrong |= wrong
     return {"family_error": float(any_wrong.mean()), "member_error": member_error}

@@ -27,7 +27,7 @@ functions here (the file itself is read by :mod:`companion.rules.verdicts`):
 :func:`median_interval`
     a distribution-free interval for a median over seeds with its exact coverage.
 
-Version 1's outcome rule is kept as :func:`directional_outcome_v1` (the page shows each
+Version 1's outcome rule is kept as :func:`directional_outcome_first` (the page shows each
 claim's v1 outcome beside v2's).  ``tests/test_verdicts.py`` drives every rule with
 synthetic seeds and shows each outcome occurs and that no two can hold at once.
 """
@@ -39,17 +39,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["OUTCOMES", "OUTCOMES_V1", "DECIDED", "Estimate", "paired_t", "one_sample_t", "directional_outcome",
-           "directional_outcome_v1", "outcome_conditions", "threshold_outcome", "equivalence_outcome", "deciding_p",
+__all__ = ["OUTCOMES", "OUTCOMES_FIRST", "DECIDED", "Estimate", "paired_t", "one_sample_t", "directional_outcome",
+           "directional_outcome_first", "outcome_conditions", "interval_outcome", "threshold_outcome", "equivalence_outcome", "deciding_p",
            "directional_power", "threshold_power", "equivalence_power", "detectable_effect", "p_above", "p_below",
            "holm", "median_interval", "seeds_without_a_number"]
 
 #: the outcomes of an empirical verdict under rules v2 (they partition every interval)
 OUTCOMES = ("holds", "holds, size open", "negligible", "refuted", "inconclusive", "not testable here")
 #: version 1's outcomes (``holds`` and ``refuted`` could both be true; v1 settled it by order)
-OUTCOMES_V1 = ("holds", "refuted", "inconclusive", "not testable here")
+OUTCOMES_FIRST = ("holds", "refuted", "inconclusive", "not testable here")
 #: outcomes that decide something, so that they enter the family's correction
 DECIDED = ("holds", "holds, size open", "negligible", "refuted")
+
+#: a spread of the paired differences at most this share of max(1, |mean|) is no spread:
+#: identical seeds (duplicated runs, a seed not varied), never infinite certainty
+SPREAD_FLOOR = 1e-9
+
+#: interval ends and yardsticks are compared after rounding to this many significant digits
+#: (histories keep six), so that a bound equal to the yardstick is equal, whatever the last bit
+DIGITS = 10
 
 
 @dataclass(frozen=True)
@@ -157,20 +165,26 @@ def directional_outcome(est: Estimate, sesoi: float, min_seeds: int = 3, gate: b
     # the edge cases as every path reads them (companion.rules.sequential): a non-finite interval
     # or no seed-to-seed spread is no evidence of a size, and interval ends and the yardstick
     # are compared after rounding to DIGITS significant digits (a low end equal to d holds)
-    from .sequential import DIGITS, SPREAD_FLOOR
-
     if not (math.isfinite(est.low) and math.isfinite(est.high) and math.isfinite(est.sd)):
         return "not testable here"
     if est.sd <= SPREAD_FLOOR * max(1.0, abs(est.mean)):
         return "not testable here"
+    return interval_outcome(est.low, est.high, sesoi)
+
+
+def interval_outcome(low: float, high: float, sesoi: float) -> str:
+    """The one outcome of :func:`outcome_conditions` that a finite interval ``[low, high]``
+    meets, its ends and the yardstick compared after rounding to
+    :data:`DIGITS` significant digits (a low end equal to ``sesoi``
+    holds).  Every directional claim is read by this function, at a look or once."""
     r = lambda x: float(f"{x:.{DIGITS}g}")  # noqa: E731
-    hits = [k for k, v in outcome_conditions(r(est.low), r(est.high), r(sesoi)).items() if v]
+    hits = [k for k, v in outcome_conditions(r(low), r(high), r(sesoi)).items() if v]
     if len(hits) != 1:  # unreachable for a finite interval: the conditions partition it
-        raise ValueError(f"the interval [{est.low}, {est.high}] meets {len(hits)} outcomes.")
+        raise ValueError(f"the interval [{low}, {high}] meets {len(hits)} outcomes.")
     return hits[0]
 
 
-def directional_outcome_v1(est: Estimate, sesoi: float = 0.0, min_seeds: int = 3, gate: bool = True) -> str:
+def directional_outcome_first(est: Estimate, sesoi: float = 0.0, min_seeds: int = 3, gate: bool = True) -> str:
     """Version 1's rule, kept to show each claim's v1 outcome beside v2's: ``holds`` when
     the lower end is above 0, else ``refuted`` when the upper end is below ``sesoi``, else
     ``inconclusive``.  Its first two outcomes overlap (``0 < low <= high < sesoi``) and

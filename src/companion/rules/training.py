@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..base.errors import CompanionError
 from .verdicts import rule_written_after
-from .statistics import (deciding_p, directional_outcome, directional_outcome_v1, directional_power, p_above, p_below, paired_t,
+from .statistics import (deciding_p, directional_outcome, directional_outcome_first, directional_power, p_above, p_below, paired_t,
                          seeds_without_a_number)
 
 __all__ = ["bodies_of", "pairs_of", "is_primary", "context_part", "gate", "gate_why", "apply_rule_to_pair"]
@@ -169,7 +169,7 @@ def apply_rule_to_pair(key: str, r: dict, body: str, pair: dict, evidence: dict)
     (:func:`gate`); the v2 outcome against the yardstick ``evidence["sesoi"]``; the power of
     the applied test; the one-sided p-values (the deciding one for Holm); whether the rule
     was written after the runs; and, beside it, the outcome version 1 gave (its gate: every
-    arm 1 nat below its reference; its band: ``pair["v1_band"]``)."""
+    arm 1 nat below its reference; its band: ``pair["first_band"]``)."""
     fw = r["framework"]
     level = fw.get("level", 0.95)
 
@@ -187,7 +187,7 @@ def apply_rule_to_pair(key: str, r: dict, body: str, pair: dict, evidence: dict)
     g = _refuse_non_finite_seeds(g, pair)
     outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), g["passes"])
     old_gate = all(c["below"] >= 1.0 for c in g["context"].values())   # v1's gate: 1 nat below
-    outcome_v1 = directional_outcome_v1(est, pair["v1_band"], 3, old_gate)
+    outcome_first = directional_outcome_first(est, pair["first_band"], 3, old_gate)
     comparator = pair["comparator"]
     if comparator in r.get("reported_beside", []):
         outcome = f"{outcome} (reported beside)"
@@ -199,7 +199,7 @@ def apply_rule_to_pair(key: str, r: dict, body: str, pair: dict, evidence: dict)
     pw = fw.get("power", {})
     power = directional_power(est.n, est.sd, sesoi, est.level, pw.get("target", 0.8), pw.get("draws", 200_000),
                               pw.get("seed", 20261126))
-    return {"estimate": est, "half": half, "gate": g, "outcome": outcome, "outcome_v1": outcome_v1,
+    return {"estimate": est, "half": half, "gate": g, "outcome": outcome, "outcome_first": outcome_first,
             "primary": primary, "role": role, "power": power, "p_holds": p_above(est, 0.0),
             "p_refuted": p_below(est, sesoi),
             "p_decides": deciding_p(est, outcome, sesoi) if est.n > 1 else float("nan"),

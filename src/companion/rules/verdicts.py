@@ -1,13 +1,12 @@
-"""The rules file that fixes every empirical verdict, read and checked before anything it judges.
+"""What every rules file shares, and the schema of the earlier ones.
 
-``data/verdict_rules.yaml`` (version 2) states, for each empirical claim of Saponati et al.
-(ICML 2025) that the book judges, the test, yardstick, gate, seeds and level, written before
-the evidence.  :func:`load_rules` reads it refusing what would be read wrongly (a key written
-twice, values out of range, stamps without a zone or in the future), :func:`rule` gives one
-claim's rule, and :func:`rule_written_after` / :func:`rule_commit_time` /
-:func:`started_before_rule` say whether runs came after their rule.  The statistics that
-apply a rule (paired t, outcomes, power, Holm) are :mod:`companion.rules.statistics`; their
-old names here still work for one release, with a DeprecationWarning.
+The one rules file in force is ``data/verdict_rules.yaml`` (version 4); versions 1 to 3 are kept
+unchanged in ``data/rules_history/``.  :func:`companion.rules.rulebook.load_rules` reads any of
+them; this module holds what they share: the YAML reader that refuses a key written twice or
+aliases expanding past a bound (:func:`load_unique`), time stamps with a zone
+(:func:`rule_written_after`, :func:`rule_commit_time`, :func:`started_before_rule`), and the
+schema check of versions 1 and 2 (:func:`check_earlier`).  The statistics that apply a rule are :mod:`companion.rules.statistics` and
+:mod:`companion.rules.sequential`.
 """
 
 from __future__ import annotations
@@ -19,9 +18,9 @@ from pathlib import Path
 from ..base.errors import CompanionError
 from ..base.paths import DATA_DIR
 
-__all__ = ["RULES_PATH", "load_rules", "rule", "rule_written_after", "rule_commit_time", "started_before_rule"]
+__all__ = ["RULES_PATH", "check_earlier", "rule_written_after", "rule_commit_time", "started_before_rule"]
 
-RULES_PATH = DATA_DIR / "verdict_rules.yaml"
+RULES_PATH = DATA_DIR / "verdict_rules.yaml"   # the file in force
 
 
 # ------------------------------------------------------------------- rules
@@ -153,15 +152,8 @@ def _check_framework_tests(fw: dict, path) -> None:
     _fraction(family["fwer"], "fwer", "framework family", path)
 
 
-def _check_v2(rules: dict, path) -> None:
-    fw = rules.get("framework")
-    if not isinstance(fw, dict):
-        raise CompanionError(f"{path}: 'framework' must be a mapping (level, power, family, gate).")
-    level = fw.get("level", 0.95)
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise CompanionError(f"framework in {path}: 'level' must lie in (0, 1); got {level!r}.")
-    _check_framework_tests(fw, path)
-    gate = fw.get("gate")
+def _check_gate(gate, path) -> None:
+    """Version 2's gate (framework.gate): its three parts, stamps and amendment."""
     if not isinstance(gate, dict):
         raise CompanionError(f"framework in {path}: 'gate' must be a mapping with context_floor_nats, "
                              "horizon_fraction, memorisation_nats, fixed, seen_before and derivation.")
@@ -179,6 +171,18 @@ def _check_v2(rules: dict, path) -> None:
         if gate["amended_at"] < gate["fixed"] or "amended" not in gate:
             raise CompanionError(f"the gate (framework) in {path}: an 'amended_at' needs an 'amended' saying "
                                  "what changed, and follows 'fixed'.")
+
+
+def _check_claims_read_once(rules: dict, path, with_gate: bool = True) -> None:
+    fw = rules.get("framework")
+    if not isinstance(fw, dict):
+        raise CompanionError(f"{path}: 'framework' must be a mapping (level, power, family, gate).")
+    level = fw.get("level", 0.95)
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise CompanionError(f"framework in {path}: 'level' must lie in (0, 1); got {level!r}.")
+    _check_framework_tests(fw, path)
+    if with_gate:
+        _check_gate(fw.get("gate"), path)
     for name, y in (rules.get("yardsticks") or {}).items():
         if not isinstance(y, dict) or "derivation" not in y:
             raise CompanionError(f"yardstick {name!r} in {path} needs a 'derivation'.")
@@ -209,26 +213,15 @@ def _check_v2(rules: dict, path) -> None:
             raise CompanionError(f"{where} in {path}: 'min_seeds' must be a whole number >= 2.")
 
 
-def load_rules(path: str | Path | None = None) -> dict:
-    """The rules file (``data/verdict_rules.yaml``), checked whole before any verdict reads it.
+def check_earlier(rules, path, gate: bool = True) -> dict:
+    """The schema check of a rules file of version 1 or 2 (kept in ``data/rules_history/``),
+    parsed already by :func:`companion.rules.rulebook.load_rules`, which reads every version.
 
     Every problem is one :class:`~companion.base.errors.CompanionError` naming the rule and the
     field: a file that is not a mapping, a rule missing a field, a ``fixed`` without a time
     zone or in the future (version 2), a threshold that is not a number, a ``sesoi`` that is
-    neither a positive number nor a named yardstick, aliases expanding past a small bound.
+    neither a positive number nor a named yardstick.
     """
-    import yaml
-
-    path = Path(path) if path is not None else RULES_PATH
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise CompanionError(f"no verdict rules at {path}; the book's data/verdict_rules.yaml is "
-                             "needed (run from a checkout or an editable install).") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
-        raise CompanionError(f"cannot read the verdict rules at {path} ({type(err).__name__}); "
-                             "give the path of a readable YAML file.") from None
-    rules = load_unique(text, path)
     if not isinstance(rules, dict) or not isinstance(rules.get("claims"), dict):
         raise CompanionError(f"{path} has no 'claims' mapping; see the file's header for its layout.")
     for key, r in rules["claims"].items():
@@ -266,18 +259,8 @@ def load_rules(path: str | Path | None = None) -> dict:
                                  "(or a list 'patterns').")
         _check_body(key, b, path)
     if version >= 2:
-        _check_v2(rules, path)
+        _check_claims_read_once(rules, path, gate)
     return rules
-
-
-def rule(key: str, rules: dict | None = None) -> dict:
-    """One claim's rule by key, with the framework's settings under ``"framework"``."""
-    rules = rules if rules is not None else load_rules()
-    if key not in rules["claims"]:
-        raise CompanionError(f"no rule for claim {key!r} in the rules file; rules exist for "
-                             f"{sorted(rules['claims'])}.")
-    return dict(rules["claims"][key], framework=rules.get("framework", {}), key=key,
-                yardsticks=rules.get("yardsticks", {}))
 
 
 def _as_datetime(d) -> _dt.datetime:
@@ -329,13 +312,13 @@ def started_before_rule(started, fixed, commit_time=None) -> bool:
 #: names that moved to :mod:`companion.rules.statistics` in 0.2.0
 _MOVED_TO_STATISTICS = frozenset([
     "OUTCOMES",
-    "OUTCOMES_V1",
+    "OUTCOMES_FIRST",
     "DECIDED",
     "Estimate",
     "paired_t",
     "one_sample_t",
     "directional_outcome",
-    "directional_outcome_v1",
+    "directional_outcome_first",
     "outcome_conditions",
     "threshold_outcome",
     "equivalence_outcome",

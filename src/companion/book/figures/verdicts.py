@@ -1,6 +1,6 @@
 """What survives at a glance: the training claims' primary tests in one picture.
 
-One row per primary test (``claims.training_tests_table(key)`` rows with ``primary``). The
+One row per training claim as read at its last look (``training_claims.training_verdicts()``: effect, interval, d). The
 horizontal axis is the effect in units of the claim's smallest effect of interest
 (``estimate / sesoi``), so claims measured in different units share one axis: 0 is no
 effect, 1 is the smallest effect the rules call large enough (the band between them is
@@ -12,9 +12,7 @@ right edge.  A test whose gate did not pass is drawn hollow with a dashed interv
 Where the rows carry a ``status`` (the claim's verdict after the family's correction, from
 ``claims.verdict``), the right edge states that status, the one every page gives, and the
 test's own outcome follows it labelled as such ("test alone: refuted") only where the two
-differ: a per-test outcome never stands where the status belongs.  Where a later version of
-the rules decides the claim (``status_rules``, e.g. "rules v3, look 1 of 4 (3 seeds)"), the
-status is written with it and the drawn test follows as rules v2's.  Text is set at 11 points
+differ: a per-test outcome never stands where the status belongs.  Text is set at 11 points
 on a figure 7 inches wide, at least 12 px where the page shows it at 100 dpi.
 """
 
@@ -30,7 +28,7 @@ from .palette import CYCLE
 
 __all__ = ["OUTCOME_STYLE", "STATUS_STYLE", "evidence_at_a_glance", "status_overview"]
 
-#: marker and colour of each outcome of rules v2 (the outcome is also written beside it)
+#: marker and colour of each outcome (the outcome is also written beside it)
 OUTCOME_STYLE = {
     "holds": ("o", CYCLE[2]),
     "holds, size open": (">", CYCLE[0]),
@@ -47,7 +45,8 @@ _NEEDED = ("claim", "estimate", "low", "high", "sesoi", "n", "gate", "outcome")
 FONT = 11
 
 
-def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure:
+def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
+                         title: str = "The training claims at their looks") -> Figure:
     """The figure described in the module's docstring, one row per row of ``primary``."""
     missing = [c for c in _NEEDED if c not in primary.columns]
     if missing:
@@ -89,10 +88,7 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure
                 markerfacecolor=colour if gate else "white", markeredgewidth=1.8, label=label)
         words = r.outcome + ("" if gate else " (gate not passed)")
         status = getattr(r, "status", None)
-        later = getattr(r, "status_rules", None)
-        if isinstance(status, str) and status and isinstance(later, str) and later:
-            words = f"{status} ({later})\n(this test, rules v2: {words})"
-        elif isinstance(status, str) and status:
+        if isinstance(status, str) and status:
             words = status if status == r.outcome else f"{status}\n(test alone: {words})"
         ax.annotate(words, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center",
                     fontsize=FONT - 1)
@@ -103,7 +99,7 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34) -> Figure
     ax.set_xlim(left, right)
     ax.set_xlabel("effect / smallest effect of interest\n(claimed direction to the right; "
                   "interval over seeds)", fontsize=FONT)
-    ax.set_title("The training claims' primary tests (rules v2)", fontsize=FONT + 1)
+    ax.set_title(title, fontsize=FONT + 1)
     ax.tick_params(axis="x", labelsize=FONT)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=FONT - 1, frameon=False)
     fig.subplots_adjust(left=0.26, right=0.62, bottom=0.36 if rows < 5 else 0.26)
@@ -119,7 +115,6 @@ STATUS_STYLE = {
     "negligible": OUTCOME_STYLE["negligible"],
     "premise fails": ("v", CYCLE[6]),
     "inconclusive": OUTCOME_STYLE["inconclusive"],
-    "inconclusive (after Holm)": ("h", CYCLE[4]),
     "refuted": OUTCOME_STYLE["refuted"],
     "not testable here": OUTCOME_STYLE["not testable here"],
 }

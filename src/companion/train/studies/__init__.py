@@ -8,6 +8,6 @@
 ``replicate``      the device effect: blind runs repeated on the other device
 ``mechanism``      why an encoder's symmetry peaks and falls (mechanism plan, questions 3-4)
 ``swap``           the objective swap: a trained model fine-tuned under the other objective
-``design_v3``      rules v3's design computed from the pilot bodies
-``v3_bodies``      rules v3's bodies checked and each training claim read under v3
+``design_check``      rules v3's design computed from the pilot bodies
+``registered_bodies``      rules v3's bodies checked and each training claim read under v3
 """

@@ -39,7 +39,7 @@ ARMS = [("encoder", "standard"), ("decoder", "standard"), ("authors-decoder", "s
 
 
 def body_rule(rules=None) -> dict:
-    from ...rules.verdicts import load_rules
+    from ...rules.rulebook import earlier_rules as load_rules   # the bodies made before the rules in force
 
     rules = rules if rules is not None else load_rules()
     return rules["bodies"][BODY]
@@ -145,7 +145,7 @@ def gate_parts(runs: pd.DataFrame, rules=None) -> pd.DataFrame:
     """Per arm: seeds, final held-out loss, its unigram reference and the margin below it
     (the rules' context floor), and the memorisation gap (held-out minus training loss, against
     the rules' memorisation guard) as mean, smallest and largest over seeds."""
-    from ...rules.verdicts import load_rules
+    from ...rules.rulebook import earlier_rules as load_rules   # the bodies made before the rules in force
 
     rules = rules if rules is not None else load_rules()
     g = rules["framework"]["gate"]
@@ -215,17 +215,16 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame, rules=None) -
     rules v3 has read the claim at a look, v3's reading with v2's test after it) for
     each claim, and ``why`` (which gate part failed, and by how much; empty when none), its
     thresholds read from the rules (``rules``, default ``data/verdict_rules.yaml``)."""
-    from ...rules.verdicts import load_rules
+    from ...rules.rulebook import earlier_rules as load_rules   # the bodies made before the rules in force
 
     g_rule = (rules if rules is not None else load_rules())["framework"]["gate"]
     floor, guard = float(g_rule["context_floor_nats"]), float(g_rule["memorisation_nats"])
     out = {}
     for key in CLAIMS:
-        r, v = tests[key], verdicts[key]
+        v = verdicts[key]
         out[f"st_{key}"] = v.status
-        v2 = f"{r['estimate']:+.3f} ({_seeds_interval(r)}; smallest effect of interest {r['sesoi']:.3f})"
-        # once rules v3 reads the claim at a look, its reading leads and v2's follows, named
-        out[f"me_{key}"] = (f"{v.measured} (v2: {v2})" if getattr(v, "status_v2", "") else v2)
+        # the claim's reading under the rules in force; the earlier bodies' tests are tabled beside
+        out[f"me_{key}"] = v.measured
     out["decided_on"] = decided_on(tests)
     failing = gates[(gates["context floor"] == "fails") | (gates["memorisation guard"] == "fails")]
     why = []
@@ -271,31 +270,34 @@ def _interval(r) -> str:
     return f"{r['estimate']:+.3f} ({_seeds_interval(r)})"
 
 
-def _v2(verdict, field: str) -> str:
-    """Rules v2's ``status`` or ``holm`` of a verdict: the ``*_v2`` copy where rules v3 has
-    replaced the verdict's own (:func:`companion.judge.claims.v3_replaces`), else its own."""
-    return getattr(verdict, f"{field}_v2", "") or getattr(verdict, field, "") or ""
+def _earlier(reading, field: str) -> str:
+    """How the earlier rules (version 2, data/rules_history/) read an earlier body's claim:
+    ``status`` (with version 2's family correction carried in) or ``family`` (that correction's
+    words), from the readings passed in (:func:`companion.judge.history.second_readings`)."""
+    value = reading.get(field, "") if isinstance(reading, dict) else getattr(reading, field, "")
+    return value if isinstance(value, str) else ""
 
 
 def _after_holm(verdict, r) -> str:
-    """' (its interval alone reads ...; not significant after Holm ...)' when rules v2's
+    """' (its interval alone reads ...; not significant after Holm ...)' when version 2's
     family correction changed the status the test row reads, else ''."""
-    outcome, holm = r.get("outcome"), _v2(verdict, "holm")
-    if not outcome or outcome == _v2(verdict, "status") or not holm:
+    outcome, holm = r.get("outcome"), _earlier(verdict, "family")
+    if not outcome or outcome == _earlier(verdict, "status") or not holm:
         return ""
     return f" (its interval alone reads {outcome}; {holm})"
 
 
 def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seeds: int = 3) -> str:
     """The opening of the chapter's "What this means for the paper" for Figs. 3a/3b, true in
-    each state of the second body.  ``tests``: claim key -> the row the verdict reads (the
+    each state of the second body.  ``verdicts``: claim key -> version 2's reading of it
+    (``status``, ``family``: :func:`companion.judge.history.second_readings`); ``tests``: claim key -> the row the verdict reads (the
     confirmatory row when the second body decided); ``second``: claim key -> the second
     body's test row against the true decoder, or None; ``signs``: ``{"3a": "3 of 3", ...}``,
     the first body's seeds in the paper's direction.  Three states: the second body decided
     (its statuses and effects come first, the first body's signs follow as context); the
     second body is complete but its gate failed (both reasons); the second body is not
-    complete yet (the first body's description, and what is pending).  The statuses are rules
-    v2's (``status_v2`` where rules v3 has replaced a verdict's status): the two bodies are v2's."""
+    complete yet (the first body's description, and what is pending).  The statuses are
+    version 2's: the two bodies are version 2's."""
     keys = ("training_symmetry", "training_directionality")
     first = (f"on Wikipedia, at the largest horizon that corpus allows, the encoder ends more symmetric than "
              f"the true decoder in {signs['3a']} seeds and less column-dominant in {signs['3b']}, the "
@@ -303,7 +305,7 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
              "training text, so the rules do not let that comparison decide")
     decided = [k for k in keys if tests[k].get("decided_by") == "confirmatory"]
     if decided:
-        parts = "; ".join(f"{FIGURES[k]} reads {_v2(verdicts[k], 'status')}, with encoder minus decoder "
+        parts = "; ".join(f"{FIGURES[k]} reads {_earlier(verdicts[k], 'status')}, with encoder minus decoder "
                           f"{_interval(tests[k])}{_after_holm(verdicts[k], tests[k])}" for k in decided)
         tail = ""
         for k in keys:
@@ -313,8 +315,8 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
             why = (f"the second body's gate fails for it ({gate_why(r)})"
                    if r is not None and int(r["n"]) >= min_seeds and not bool(r["gate"])
                    else "the second body does not decide it")
-            tail += f" {FIGURES[k]} stays {_v2(verdicts[k], 'status')}: {why}."
-        return (f"On the second corpus, which the decoder does not memorise, rules v2 decide: {parts}."
+            tail += f" {FIGURES[k]} stays {_earlier(verdicts[k], 'status')}: {why}."
+        return (f"On the second corpus, which the decoder does not memorise, the earlier rules (version 2) read: {parts}."
                 f"{tail} Beside it, {first}.")
     done = [k for k in keys if second.get(k) is not None and int(second[k]["n"]) >= min_seeds]
     if len(done) == len(keys):
@@ -374,7 +376,7 @@ def planned_runs(body_key: str = SECOND_BODY, rules=None) -> pd.DataFrame:
     decoder over the same seeds; then the encoder and the true decoder over the extra seeds.
     Columns: ``run`` (its folder name), ``mode``, ``init``, ``seed`` and ``role``
     (``decides``, ``comparator beside`` or ``extra seed``)."""
-    from ...rules.verdicts import load_rules
+    from ...rules.rulebook import earlier_rules as load_rules   # the bodies made before the rules in force
 
     rules = rules if rules is not None else load_rules()
     if body_key not in rules["bodies"]:

@@ -2,13 +2,13 @@
 estimates, and the design check (the simulated chance of each outcome).
 
 Everything here reads bodies that rules v3 does *not* judge (the v2 blind bodies on Wikipedia
-and on the English mix, and the paper's Tables S2/S3); :func:`companion.rules.v3.load_rules_v3`
+and on the English mix, and the paper's Tables S2/S3); :func:`companion.rules.rulebook.load_rules`
 refuses a yardstick derived from a body it judges.  The numbers are written into
-``data/verdict_rules_v3.yaml`` (``value_when_fixed``) and ``data/verdict_rules_v3_design.csv``
-when the rules are committed; ``tests/test_rules_v3.py`` recomputes both from the pilots.
+``data/rules_history/verdict_rules_v3.yaml`` (``value_when_fixed``) and ``data/rules_history/verdict_rules_v3_design.csv``
+when the rules are committed; ``tests/test_rules_at_looks.py`` recomputes both from the pilots.
 
-    python -m companion.train.studies.design_v3            # print the design check
-    python -m companion.train.studies.design_v3 --write    # write data/verdict_rules_v3_design.csv
+    python -m companion.train.studies.design_check            # print the design check
+    python -m companion.train.studies.design_check --write    # write data/rules_history/verdict_rules_v3_design.csv
 """
 
 from __future__ import annotations
@@ -23,16 +23,17 @@ __all__ = ["pilot_values", "pilot_estimate", "planning_sd", "scaled_yardstick", 
 
 from ...base.paths import DATA_DIR
 
-DESIGN_PATH = DATA_DIR / "verdict_rules_v3_design.csv"   # version 3's; a file names its own (design_check.table)
+DESIGN_PATH = DATA_DIR / "rules_history" / "verdict_rules_v3_design.csv"   # version 3's; a file names its own (design_check.table)
 
 from ...rules.sequential import true_outcomes  # noqa: E402  (the one definition; re-exported here)
 
 
-def _v2_body(key: str) -> pd.DataFrame:
-    from ...rules.verdicts import load_rules
+def _pilot_body(key: str) -> pd.DataFrame:
+    """A pilot body's runs: the bodies of version 2 (data/rules_history/), never judged at looks."""
+    from ...rules.rulebook import RULES_HISTORY, load_rules
     from .evidence import body_runs
 
-    rules = load_rules()
+    rules = load_rules(RULES_HISTORY[2])
     body = dict(rules["bodies"][key])
     body["seeds"] = list(body["seeds"]) + list(body.get("extra_seeds", []))
     return body_runs(body)
@@ -46,7 +47,7 @@ def pilot_values(pilot: dict) -> pd.Series:
     the seeds that happened to give a number would hide the one that did not."""
     from .evidence import arm_values
 
-    runs = _v2_body(pilot["body"])
+    runs = _pilot_body(pilot["body"])
     a = arm_values(runs, pilot["quantity"], *pilot["candidate"], non_finite="raise")
     b = arm_values(runs, pilot["quantity"], *pilot["comparator"], non_finite="raise")
     return (pilot.get("sign", 1) * (a - b)).dropna()   # the seeds both arms have
@@ -79,7 +80,7 @@ def scaled_yardstick(score: str, role: str, body: str, mode: str) -> dict:
     width = published_iqr_width(score)
     pub = _published()
     level_pub = float(pub[(pub["score"] == score) & (pub["role"] == role)]["median"].median())
-    level_pilot = float(arm_values(_v2_body(body), score, mode, non_finite="raise").mean())
+    level_pilot = float(arm_values(_pilot_body(body), score, mode, non_finite="raise").mean())
     return {"published_width": width, "published_level": level_pub, "pilot_level": level_pilot,
             "value": width * abs(level_pilot) / abs(level_pub)}
 
@@ -89,7 +90,7 @@ def speedup_yardstick(body: str, speedup: float) -> float:
     end, :func:`companion.train.studies.evidence.speedup_nats`) on a pilot body's standard encoders."""
     from .evidence import speedup_nats
 
-    return float(speedup_nats(_v2_body(body), speedup))
+    return float(speedup_nats(_pilot_body(body), speedup))
 
 
 def _simulation_settings(rules: dict, draws: int | None):
@@ -107,7 +108,7 @@ def design_check(rules: dict, draws: int | None = None) -> pd.DataFrame:
     simulated probability of each outcome of the whole sequential procedure at a true effect
     of 0, of the yardstick d, and of the pilot's estimate, with the expected seeds used, the
     three targets and whether each is met.  One row per (claim, effect)."""
-    from ...rules.sequential import DECIDED_V3, simulate_design
+    from ...rules.sequential import DECIDED, simulate_design
 
     looks, nominal, mc, draws = _simulation_settings(rules, draws)
     t = mc["targets"]
@@ -121,7 +122,7 @@ def design_check(rules: dict, draws: int | None = None) -> pd.DataFrame:
             probs = simulate_design(delta, sd_plan, looks, nominal, d, draws=draws, seed=int(mc["seed"]))
             true = true_outcomes(delta, d)
             row = {"claim": key, "effect": label, "delta": delta, "sesoi": d, "planning_sd": sd_plan,
-                   **{o: probs[o] for o in DECIDED_V3 + ("inconclusive",)},
+                   **{o: probs[o] for o in DECIDED + ("inconclusive",)},
                    "expected_seeds": probs["expected_seeds"],
                    "p_direction": probs["holds"] + probs["holds, size open"] + probs["negligible"],
                    "p_true_decided": sum(probs[o] for o in true)}
@@ -174,8 +175,8 @@ def reachable_outcomes(rules: dict, design: pd.DataFrame | None = None, floor: f
     which it is).  One row per claim."""
     from scipy import stats
 
-    from ...rules.sequential import DECIDED_V3
-    from ...rules.v3 import design_table_path
+    from ...rules.sequential import DECIDED
+    from ...rules.rulebook import design_table_path
 
     design = design if design is not None else pd.read_csv(design_table_path(rules))
     looks = rules["framework"]["sequential"]["looks"]
@@ -185,7 +186,7 @@ def reachable_outcomes(rules: dict, design: pd.DataFrame | None = None, floor: f
     for key in rules["framework"]["family"]["order"]:
         d = design[design["claim"] == key]
         d = d.set_index(d["effect"].astype(str))
-        reach = {o: [e for e in ("0", "d", "pilot") if e in d.index and d.loc[e, o] >= floor] for o in DECIDED_V3}
+        reach = {o: [e for e in ("0", "d", "pilot") if e in d.index and d.loc[e, o] >= floor] for o in DECIDED}
         rows.append({"claim": key, "look 1 half-width (spreads)": half,
                      "reachable": ", ".join(f"{o} (at {'/'.join(es)})" for o, es in reach.items() if es) or "none",
                      "out of reach": ", ".join(o for o, es in reach.items() if not es) or "none"})
@@ -193,7 +194,7 @@ def reachable_outcomes(rules: dict, design: pd.DataFrame | None = None, floor: f
 
 
 def family_check_table(rules: dict, draws: int | None = None) -> pd.DataFrame:
-    """Rules v4's family check: for each family (its level split over its members), the
+    """The family check (version 4): for each family (its level split over its members), the
     simulated chance that a wrong decided outcome stands anywhere in it
     (:func:`companion.rules.sequential.family_error_split`), over the file's grid: every
     member's true effect at each multiple of its d in ``effects_over_d`` (and one mixed row
@@ -209,6 +210,11 @@ def family_check_table(rules: dict, draws: int | None = None) -> pd.DataFrame:
     n = int(draws or fc["draws"])
     rows = []
     for name, fam in fw["families"].items():
+        if fam.get("read_once"):   # each test at its own level: the union bound, whatever the dependence
+            rows.append({"family": name, "true effects": "any (union bound)", "spread over d": float("nan"),
+                         "correlation": float(fc["correlation"]), "family error": fam["tests"] * fam["alpha"] / 2,
+                         "worst member error": fam["alpha"] / 2, "stated fwer": float(fam["fwer"])})
+            continue
         claims = [(k, rules["claims"][k]) for k in fam["members"]]
         d = [float(rules["yardsticks"][c["sesoi"]]["value_when_fixed"]) for _, c in claims]
         configs = [(f"all at {e:g} d", [e] * len(claims)) for e in fc["effects_over_d"]]
@@ -227,15 +233,15 @@ def family_check_table(rules: dict, draws: int | None = None) -> pd.DataFrame:
 def main(argv=None) -> int:
     import argparse
 
-    from ...rules.v3 import load_rules_v3
+    from ...rules.rulebook import load_rules
 
-    ap = argparse.ArgumentParser(prog="python -m companion.train.studies.design_v3", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m companion.train.studies.design_check", description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write the design (and, version 4, the family) table")
     ap.add_argument("--rules", default=None, help="the rules file (default: the one in force)")
     args = ap.parse_args(argv)
-    from ...rules.v3 import design_table_path, family_table_path
+    from ...rules.rulebook import design_table_path, family_table_path
 
-    rules = load_rules_v3(args.rules, check_design=False)
+    rules = load_rules(args.rules, check_design=False)
     table = design_check(rules)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(table.round(4).to_string(index=False))

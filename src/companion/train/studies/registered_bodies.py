@@ -24,8 +24,8 @@ import pandas as pd
 
 from ...base.errors import CompanionError
 
-__all__ = ["body_runs_v3", "complete_seeds", "paired_values", "gate_v3", "read_claim", "missing_runs",
-           "run_name", "runs_table_v3", "runs_summary_v3", "machines_of", "arm_levels", "pair_machines",
+__all__ = ["body_runs_at_looks", "complete_seeds", "paired_values", "gate_at_look", "read_claim", "missing_runs",
+           "run_name", "runs_table", "runs_summary", "machines_of", "arm_levels", "pair_machines",
            "GUARD_QUANTITIES", "MAKE_COMMAND"]
 
 GUARD_QUANTITIES = ("guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss")
@@ -53,15 +53,15 @@ def _rules_commit(body: dict | None = None):
 def _registration(body: dict | None):
     """``(stamp, path)`` under which ``body`` was registered (see :func:`_rules_commit`)."""
     from ...base.paths import ROOT
-    from ...rules.v3 import RULES_V3_PATH, load_rules_v3
+    from ...rules.rulebook import RULES_PATH, load_rules
 
     reg = (body or {}).get("registered")
     if isinstance(reg, dict):
         return reg["fixed"], ROOT / reg["file"]
-    return load_rules_v3()["framework"]["fixed"], RULES_V3_PATH
+    return load_rules()["framework"]["fixed"], RULES_PATH
 
 
-def body_runs_v3(body: dict, rules_fixed, commit_time=None, root=None) -> pd.DataFrame | None:
+def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> pd.DataFrame | None:
     """The finished runs of a v3 ``body`` (its seeds only) with ``device`` added, or None when
     none is in; refuses (CompanionError) a run that does not belong (module docstring).
     ``rules_fixed``: the rules' stamp; ``commit_time``: their first commit (None: the stamp)."""
@@ -214,7 +214,7 @@ def paired_values(runs: pd.DataFrame, rule: dict, seeds, step: int | None = None
     return diff.reindex(list(seeds))
 
 
-def gate_v3(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) -> dict:
+def gate_at_look(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: float) -> dict:
     """Rules v3's gate over ``seeds`` (the look's): context floor and one-mode guard for each
     arm, and the horizon part (no reversal shown between half horizon and horizon).  Returns
     ``{"passes", "parts": [...], "why"}``; ``why`` names every failed part with its numbers.
@@ -321,7 +321,7 @@ def machines_of(provenance: dict) -> str:
     return "; ".join(parts)
 
 
-def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
+def runs_table(rules: dict | None = None, root=None) -> pd.DataFrame:
     """Every landed run of rules v3's bodies with its settings and provenance, one row per run:
     ``body``, ``run``, ``arm`` (MODE/INIT), ``seed``, ``device``, ``machines``
     (:func:`machines_of`), ``started`` (UTC), ``after rules (h)`` (hours from the rules' first
@@ -332,15 +332,15 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
     shared its core) and ``CPU s/step`` (the process's CPU seconds per step, a run on the CPU
     only: with one thread this is the compute a step took, pauses left out; NaN on a GPU,
     whose work the host's CPU time does not measure).  Read from each run's ``provenance.json`` alone; the checks
-    that admit a run to a verdict are :func:`body_runs_v3`'s."""
+    that admit a run to a verdict are :func:`body_runs_at_looks`'s."""
     import datetime as _dt
 
-    from ...rules.v3 import load_rules_v3
+    from ...rules.rulebook import load_rules
     from ...rules.verdicts import _as_datetime
     from ..runner.runs import read_provenance, runs_root
     from .evidence import device_label
 
-    rules = rules if rules is not None else load_rules_v3()
+    rules = rules if rules is not None else load_rules()
     root = Path(root) if root is not None else runs_root()
     rows = []
     for key, body in rules["bodies"].items():
@@ -374,13 +374,13 @@ def runs_table_v3(rules: dict | None = None, root=None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def runs_summary_v3(table: pd.DataFrame) -> pd.DataFrame:
-    """The landed runs of :func:`runs_table_v3` folded to one row per body and arm, so that a
+def runs_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """The landed runs of :func:`runs_table` folded to one row per body and arm, so that a
     page showing it keeps its size as runs land: ``runs``, ``seeds`` (runs of consecutive
     seeds as ranges, ``30–34, 36``), ``devices``, ``first start after rules (h)`` (the smallest lead: a body judged
     blind has it > 0), ``corpus sha256`` (the hashes of its runs; one per body), ``passes``,
     and the medians of ``hours``, ``s/step`` and ``CPU s/step`` (NaN where no run has it).
-    The per-run rows stay in :func:`runs_table_v3`."""
+    The per-run rows stay in :func:`runs_table`."""
     columns = ["body", "arm", "runs", "seeds", "devices", "first start after rules (h)", "corpus sha256",
                "passes", "median hours", "median s/step", "median CPU s/step"]
     rows = []
@@ -423,10 +423,10 @@ def _cpu_seconds_per_step(prov: dict, steps: int) -> float:
 
 @lru_cache(maxsize=8)
 def _cached_runs(body_key: str, pattern: str, stamp: str):
-    from ...rules.v3 import load_rules_v3
+    from ...rules.rulebook import load_rules
 
-    body = dict(load_rules_v3()["bodies"][body_key])
-    return body_runs_v3(body, _registration(body)[0], _rules_commit(body))
+    body = dict(load_rules()["bodies"][body_key])
+    return body_runs_at_looks(body, _registration(body)[0], _rules_commit(body))
 
 
 def own_yardstick(runs: pd.DataFrame | None, rule: dict, seeds) -> float:
@@ -462,11 +462,11 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     """One training claim read under rules v3 (before the fixed sequence): the sequential
     reading (every complete look gated in order, :func:`read_sequential`), the gate at the look read, the secondary comparators (unadjusted), the power at
     the planning spread and the detectable effect with its interval, and what is missing."""
-    from ...rules.sequential import detectable_effect_interval, look_estimate, outcome_v3, read_sequential
-    from ...rules.v3 import claim_v3, load_rules_v3
+    from ...rules.sequential import detectable_effect_interval, look_estimate, look_outcome, read_sequential
+    from ...rules.rulebook import claim_rule, load_rules
 
-    rules = rules if rules is not None else load_rules_v3()
-    rule = claim_v3(key, rules)
+    rules = rules if rules is not None else load_rules()
+    rule = claim_rule(key, rules)
     body = rule["body_rule"]
     if runs is None:
         runs = _cached_runs(rule["body"], body["pattern"], rules["framework"]["fixed"].isoformat())
@@ -476,7 +476,7 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     gates = {}
 
     def gate_at(look: int) -> str:   # every complete look is gated, in order (rules v3, 'sequential')
-        gates[look] = gate_v3(runs, rule, rules, seeds[: rule["looks"][look - 1]], rule["nominal"][look - 1])
+        gates[look] = gate_at_look(runs, rule, rules, seeds[: rule["looks"][look - 1]], rule["nominal"][look - 1])
         return gates[look]["why"]
 
     if rule.get("yardstick", {}).get("read_from"):   # rules v4: d read at each look from the look's seeds
@@ -498,11 +498,11 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
             est = look_estimate(paired_values(runs, rule, s2[:n2], comparator=comp).to_numpy(), rule["nominal"][k2 - 1])
             d2 = sesoi[k2 - 1] if isinstance(sesoi, list) else rule["d"]
             secondary[comp] = {"seeds": n2, "look": k2, "estimate": est,
-                               "outcome": outcome_v3(est, d2) if np.isfinite(d2) else "not testable here"}
+                               "outcome": look_outcome(est, d2) if np.isfinite(d2) else "not testable here"}
     est = reading.estimate
     detect = (detectable_effect_interval(est.n, est.sd, est.nominal) if est is not None and not est.problem
               else (float("nan"),) * 3)
-    from ...rules.v3 import design_table_path
+    from ...rules.rulebook import design_table_path
 
     design = pd.read_csv(design_table_path(rules))
     return {"key": key, "rule": rule, "reading": reading, "gate": gate, "seeds_in": seeds, "d": d_read,
@@ -518,9 +518,9 @@ def arm_levels(rules: dict | None = None, quantities=("symmetry", "directionalit
     one row per (body, arm) with the seeds read.  Where a claim's effect comes from: Fig. 3a's
     encoder-minus-decoder gap is the encoders' symmetry minus the decoders', and this says which
     side moved."""
-    from ...rules.v3 import load_rules_v3
+    from ...rules.rulebook import load_rules
 
-    rules = rules if rules is not None else load_rules_v3()
+    rules = rules if rules is not None else load_rules()
     rows = []
     for key, body in rules["bodies"].items():
         runs = _cached_runs(key, body["pattern"], _registration(body)[0].isoformat())
@@ -543,12 +543,12 @@ def arm_levels(rules: dict | None = None, quantities=("symmetry", "directionalit
 
 def pair_machines(table: pd.DataFrame, rules: dict | None = None) -> pd.DataFrame:
     """Each claim's pairs (one seed, its candidate and comparator) with the machines every
-    sitting of each run was made on (:func:`runs_table_v3`'s ``machines``) and how far apart
+    sitting of each run was made on (:func:`runs_table`'s ``machines``) and how far apart
     the two runs started, in hours: one row per (claim, seed) whose two runs have landed."""
-    from ...rules.v3 import load_rules_v3
+    from ...rules.rulebook import load_rules
     from ...rules.verdicts import _as_datetime
 
-    rules = rules if rules is not None else load_rules_v3()
+    rules = rules if rules is not None else load_rules()
     by_run = table.set_index("run")
     rows = []
     for key, r in rules["claims"].items():

@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ...rules.verdicts import load_rules, rule
+from ...rules.rulebook import load_rules, rule
 from ...rules.statistics import detectable_effect, directional_outcome, p_above, p_below, paired_t, seeds_without_a_number
 from ..runner.runs import load_runs
 
@@ -79,9 +79,9 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
     null band of the model's width and depth; ``judged`` is False for a body with fewer
     seeds than ``min_seeds`` (reported, not judged); ``below_sesoi_too`` marks an interval that
     lies above 0 and also wholly below the smallest effect of interest (rules v2 read it
-    'negligible'); ``outcome_v1`` is what version 1's rule read, with its random-form band
-    ``sesoi_v1``."""
-    from ...rules.statistics import deciding_p, directional_outcome_v1, directional_power
+    'negligible'); ``outcome_first`` is what version 1's rule read, with its random-form band
+    ``sesoi_first``."""
+    from ...rules.statistics import deciding_p, directional_outcome_first, directional_power
     from .evidence import null_band, published_iqr_width
 
     rules = rules if rules is not None else load_rules()
@@ -100,7 +100,7 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
             sign = SIGNS[(body, q)]
             est = paired_t(sign * end["swap"], sign * end["control"], level)
             raw = paired_t(end["swap"], end["control"], level)
-            band_v1 = null_band(runs, q)
+            band_first = null_band(runs, q)
             band = published_iqr_width(q) if r["sesoi"] == "published-iqr-width" else float(r["sesoi"])
             no_number = seeds_without_a_number(end["swap"], end["control"])   # rules v2.3: never dropped
             judged = est.n >= r.get("min_seeds", 3) and not no_number
@@ -110,8 +110,8 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
                              low=est.low, high=est.high, sd=est.sd, swap_minus_control=raw.mean,
                              swap_minus_control_low=raw.low, swap_minus_control_high=raw.high,
                              sesoi=band, judged=judged, outcome=outcome,
-                             outcome_v1=directional_outcome_v1(est, band_v1, r.get("min_seeds", 3)),
-                             sesoi_v1=band_v1,
+                             outcome_first=directional_outcome_first(est, band_first, r.get("min_seeds", 3)),
+                             sesoi_first=band_first,
                              below_sesoi_too=bool(est.n > 1 and est.low > 0 and est.high < band),
                              detect_holds=pw["detect_holds"], p_refuted_at_0=pw["p_refuted_at_0"],
                              p_decides=deciding_p(est, outcome, band) if est.n > 1 else np.nan,

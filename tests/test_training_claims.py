@@ -12,7 +12,7 @@ import pytest
 
 from companion.base.errors import CompanionError
 from companion.rules.sequential import LookEstimate, Reading
-from companion.rules.v3 import load_rules_v3
+from companion.rules.rulebook import load_rules
 
 STEPS = 10000
 
@@ -62,11 +62,11 @@ def _pairs(root, effects, **kw):
 
 
 def _read(key="training_symmetry"):
-    from companion.train.studies.v3_bodies import read_claim, body_runs_v3, _registration, _rules_commit
+    from companion.train.studies.registered_bodies import read_claim, body_runs_at_looks, _registration, _rules_commit
 
-    rules = load_rules_v3()
+    rules = load_rules()
     body = rules["bodies"]["english-mix-v3"]
-    runs = body_runs_v3(body, _registration(body)[0], _rules_commit(body))
+    runs = body_runs_at_looks(body, _registration(body)[0], _rules_commit(body))
     return read_claim(key, rules, runs=runs)
 
 
@@ -238,7 +238,7 @@ def _r(outcome, look=4):
 
 
 def test_the_fixed_sequence_stops_at_its_first_final_undecided_member():
-    from companion.judge.training_v3 import fixed_sequence
+    from companion.judge.training_claims import fixed_sequence
 
     s = fixed_sequence({"a": _r("refuted"), "b": _r("inconclusive"), "c": _r("holds"), "d": _r("holds")},
                        ["a", "b", "c", "d"])
@@ -247,14 +247,14 @@ def test_the_fixed_sequence_stops_at_its_first_final_undecided_member():
 
 
 def test_a_later_decided_member_is_provisional_while_an_earlier_one_is_still_read():
-    from companion.judge.training_v3 import fixed_sequence
+    from companion.judge.training_claims import fixed_sequence
 
     s = fixed_sequence({"a": _r("inconclusive", look=2), "b": _r("holds, size open", look=3)}, ["a", "b"])
     assert s["a"] == "inconclusive" and s["b"].startswith("holds, size open (provisional: a comes first")
 
 
 def test_a_later_member_that_ends_undecided_stops_nothing_while_an_earlier_one_is_read():
-    from companion.judge.training_v3 import fixed_sequence
+    from companion.judge.training_claims import fixed_sequence
 
     s = fixed_sequence({"a": _r("inconclusive", look=1), "b": _r("inconclusive"), "c": _r("holds"),
                         "d": _r("refuted")}, list("abcd"))
@@ -268,7 +268,7 @@ def test_a_later_member_that_ends_undecided_stops_nothing_while_an_earlier_one_i
 
 
 def test_every_member_decided_keeps_every_reading():
-    from companion.judge.training_v3 import fixed_sequence
+    from companion.judge.training_claims import fixed_sequence
 
     outs = ["refuted", "holds", "negligible", "holds, size open"]
     s = fixed_sequence({k: _r(o) for k, o in zip("abcd", outs)}, list("abcd"))
@@ -279,15 +279,15 @@ def test_a_first_look_read_on_one_body_while_the_other_waits_gives_each_claim_on
     """Synthetic English-mix look 1 (a spread no 3-seed look can decide), no Wikipedia run: the
     two English-mix claims read 'inconclusive' at look 1 (not final, so they stop nothing),
     the Wikipedia claims 'not read yet' with their missing runs and the command."""
-    from companion.judge.training_v3 import verdicts_v3
-    from companion.train.studies import v3_bodies
+    from companion.judge.training_claims import training_verdicts
+    from companion.train.studies import registered_bodies
 
     _pairs(body, [0.30, 0.31, 0.29])
-    v3_bodies._cached_runs.cache_clear()
+    registered_bodies._cached_runs.cache_clear()
     try:
-        t = verdicts_v3().set_index("key")
+        t = training_verdicts().set_index("key")
     finally:
-        v3_bodies._cached_runs.cache_clear()
+        registered_bodies._cached_runs.cache_clear()
     for key in ("training_symmetry", "training_directionality"):
         assert t.loc[key, "status"] == "inconclusive" and t.loc[key, "look"] == "look 1 of 4 (3 seeds)"
         assert t.loc[key, "gate"] == "passes" and t.loc[key, "missing"][0].endswith("-s33")
@@ -297,10 +297,10 @@ def test_a_first_look_read_on_one_body_while_the_other_waits_gives_each_claim_on
 
 
 def test_the_real_v3_table_names_the_missing_runs_and_their_command_until_a_look_is_in():
-    from companion.judge.training_v3 import verdicts_v3
+    from companion.judge.training_claims import training_verdicts
 
-    t = verdicts_v3()
-    assert list(t["key"]) == load_rules_v3()["framework"]["family"]["order"]
+    t = training_verdicts()
+    assert list(t["key"]) == load_rules()["framework"]["family"]["order"]
     for _, row in t.iterrows():
         if row["look"] == "none yet":
             assert row["status"] == "not read yet" and row["missing"] and row["command"]
@@ -340,7 +340,7 @@ def test_the_device_script_takes_whole_seeds_the_cpu_has_not_begun_in_the_plans_
 
 
 def test_the_runs_table_gives_each_runs_settings_and_the_machines_of_its_sittings(body):
-    from companion.train.studies.v3_bodies import runs_table_v3
+    from companion.train.studies.registered_bodies import runs_table
 
     _pairs(body, [0.01])
     enc = body / "mixv3-bert-mini-encoder-standard-s30" / "provenance.json"
@@ -357,7 +357,7 @@ def test_the_runs_table_gives_each_runs_settings_and_the_machines_of_its_sitting
         {"from_step": 9000, "cpu_model": "EPYC B", "cpu_bf16_features": []},
     ]
     enc.write_text(json.dumps(prov))
-    table = runs_table_v3(root=body).set_index("run")
+    table = runs_table(root=body).set_index("run")
     row = table.loc["mixv3-bert-mini-encoder-standard-s30"]
     assert row["passes"] == pytest.approx(4.0)          # four times over a quarter-size corpus
     assert row["hours"] == pytest.approx(2.0)
@@ -372,7 +372,7 @@ def test_the_runs_table_gives_each_runs_settings_and_the_machines_of_its_sitting
 
 
 def test_cpu_seconds_per_step_is_given_for_cpu_runs_only(body):
-    from companion.train.studies.v3_bodies import runs_table_v3
+    from companion.train.studies.registered_bodies import runs_table
 
     _write_run(body, "mixv3-bert-mini-encoder-standard-s30", "encoder", "standard", 30, sym=0.1,
                device="NVIDIA H200")
@@ -382,7 +382,7 @@ def test_cpu_seconds_per_step_is_given_for_cpu_runs_only(body):
         prov = json.loads(f.read_text())
         prov["cpu_seconds"] = 500.0
         f.write_text(json.dumps(prov))
-    table = runs_table_v3(root=body).set_index("arm")
+    table = runs_table(root=body).set_index("arm")
     assert np.isnan(table.loc["encoder/standard", "CPU s/step"])        # host CPU time is not a GPU's work
     assert table.loc["decoder/standard", "CPU s/step"] == pytest.approx(500.0 / STEPS)
 
@@ -390,7 +390,7 @@ def test_cpu_seconds_per_step_is_given_for_cpu_runs_only(body):
 def test_the_runs_summary_has_one_row_per_arm_whatever_the_number_of_runs(body):
     """The chapter's table keeps its size as runs land; its medians and counts are the per-run
     table's, recomputed here from the provenance files by hand."""
-    from companion.train.studies.v3_bodies import runs_summary_v3, runs_table_v3
+    from companion.train.studies.registered_bodies import runs_summary, runs_table
 
     _pairs(body, [0.01, 0.02, 0.03])
     durations = {30: 3600.0, 31: 7200.0, 32: 36000.0}
@@ -400,7 +400,7 @@ def test_the_runs_summary_has_one_row_per_arm_whatever_the_number_of_runs(body):
         prov["duration_s"] = dur
         prov["cpu_seconds"] = dur / 2
         f.write_text(json.dumps(prov))
-    summary = runs_summary_v3(runs_table_v3(root=body)).set_index("arm")
+    summary = runs_summary(runs_table(root=body)).set_index("arm")
     assert list(summary.index) == ["encoder/standard", "decoder/standard"]
     enc = summary.loc["encoder/standard"]
     assert enc["runs"] == 3 and enc["seeds"] == "30–32"
@@ -409,27 +409,27 @@ def test_the_runs_summary_has_one_row_per_arm_whatever_the_number_of_runs(body):
     assert enc["first start after rules (h)"] > 0 and enc["corpus sha256"].count(",") == 0
     # a fourth seed adds to the counts, not to the rows
     _write_run(body, "mixv3-bert-mini-decoder-standard-s33", "decoder", "standard", 33, sym=0.0)
-    assert len(runs_summary_v3(runs_table_v3(root=body))) == 2
-    dec = runs_summary_v3(runs_table_v3(root=body)).set_index("arm").loc["decoder/standard"]
+    assert len(runs_summary(runs_table(root=body))) == 2
+    dec = runs_summary(runs_table(root=body)).set_index("arm").loc["decoder/standard"]
     assert dec["runs"] == 4 and dec["seeds"] == "30–33"
     _write_run(body, "mixv3-bert-mini-encoder-standard-s35", "encoder", "standard", 35, sym=0.0)
-    assert runs_summary_v3(runs_table_v3(root=body)).set_index("arm").loc["encoder/standard", "seeds"] == "30–32, 35"
-    assert runs_summary_v3(runs_table_v3(root=body).iloc[:0]).empty
+    assert runs_summary(runs_table(root=body)).set_index("arm").loc["encoder/standard", "seeds"] == "30–32, 35"
+    assert runs_summary(runs_table(root=body).iloc[:0]).empty
 
 
 def test_a_run_started_before_the_rules_shows_a_negative_lead_in_the_runs_table(body):
-    from companion.train.studies.v3_bodies import runs_table_v3
+    from companion.train.studies.registered_bodies import runs_table
 
     _pairs(body, [0.01], started="2020-01-01T00:00:00Z")
-    assert (runs_table_v3(root=body)["after rules (h)"] < 0).all()
+    assert (runs_table(root=body)["after rules (h)"] < 0).all()
 
 
 def test_the_landed_v3_runs_all_started_after_the_rules_on_one_corpus_per_body():
     """The real runs, read from their provenance files independently of the package."""
     from companion.train.runner.runs import runs_root
-    from companion.train.studies.v3_bodies import runs_table_v3
+    from companion.train.studies.registered_bodies import runs_table
 
-    table = runs_table_v3()
+    table = runs_table()
     if table.empty:
         pytest.skip("no v3 run has landed")
     assert (table["after rules (h)"] > 0).all()
@@ -442,18 +442,18 @@ def test_the_landed_v3_runs_all_started_after_the_rules_on_one_corpus_per_body()
 
 
 def test_a_provenance_that_is_not_a_record_is_refused_by_the_runs_table_naming_its_file(body):
-    from companion.train.studies.v3_bodies import runs_table_v3
+    from companion.train.studies.registered_bodies import runs_table
 
     _pairs(body, [0.01])
     (body / "mixv3-bert-mini-encoder-standard-s30" / "provenance.json").write_text("[1, 2")
     with pytest.raises(CompanionError, match="encoder-standard-s30/provenance.json is not a readable JSON"):
-        runs_table_v3(root=body)
+        runs_table(root=body)
 
 
 def test_a_final_not_testable_member_behind_one_still_read_is_provisional_and_named_by_its_label():
     """Should 'a' end undecided, the rules turn 'b' into 'inconclusive (fixed sequence stopped
     at a)'; while 'a' is read, b's 'not testable here' cannot be final either."""
-    from companion.judge.training_v3 import fixed_sequence
+    from companion.judge.training_claims import fixed_sequence
 
     s = fixed_sequence({"a": _r("inconclusive", look=1), "b": _r("not testable here", look=2), "c": _r("holds")},
                        list("abc"), labels={"a": "Table 1", "b": "Fig. 3b"})
@@ -476,8 +476,8 @@ def test_the_secondary_comparator_is_read_at_a_look_of_the_rules_never_at_other_
     sec = c["secondary"]["authors-decoder/standard"]
     assert sec["look"] == 1 and sec["seeds"] == 3
     diffs = np.array(effects[:3]) - np.array(authors[:3])
-    from companion.rules.v3 import claim_v3
-    a1 = claim_v3("training_symmetry", load_rules_v3())["nominal"][0]
+    from companion.rules.rulebook import claim_rule
+    a1 = claim_rule("training_symmetry", load_rules())["nominal"][0]
     half = stats.t.isf(a1, 2) * diffs.std(ddof=1) / np.sqrt(3)
     assert sec["estimate"].low == pytest.approx(diffs.mean() - half, rel=1e-6)
     assert sec["estimate"].high == pytest.approx(diffs.mean() + half, rel=1e-6)

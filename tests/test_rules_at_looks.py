@@ -17,7 +17,7 @@ from scipy import stats
 
 from companion.base.errors import CompanionError
 from companion.rules import sequential as sq
-from companion.rules.v3 import RULES_HISTORY, RULES_V3_PATH, changes_after_first_run, load_rules_v3
+from companion.rules.rulebook import RULES_HISTORY, RULES_PATH, changes_after_first_run, load_rules
 
 LOOKS = [3, 6, 9, 12]
 #: version 3 as committed (its fixed sequence, its design table)
@@ -89,20 +89,20 @@ def test_the_spread_of_one_seed_is_refused_with_its_reason():
 def test_no_spread_reads_not_testable_whatever_the_rounding(values):
     assert np.std(values) == 0 or np.std(values) < 1e-15   # (0.2, 0.2, 0.2) has a rounding sd
     est = sq.look_estimate(values, 0.02)
-    assert sq.outcome_v3(est, 0.01) == "not testable here"
+    assert sq.look_outcome(est, 0.01) == "not testable here"
     assert "no seed-to-seed spread" in est.problem
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_a_non_finite_value_reads_not_testable_and_names_the_seed(bad):
     est = sq.look_estimate([0.1, bad, 0.3], 0.02)
-    assert sq.outcome_v3(est, 0.01) == "not testable here"
+    assert sq.look_outcome(est, 0.01) == "not testable here"
     assert "seed number 2" in est.problem
 
 
 def test_one_seed_has_no_interval():
     est = sq.look_estimate([0.4], 0.02)
-    assert sq.outcome_v3(est, 0.01) == "not testable here" and "one seed" in est.problem
+    assert sq.look_outcome(est, 0.01) == "not testable here" and "one seed" in est.problem
 
 
 def test_a_low_end_exactly_at_d_holds_and_just_below_it_does_not():
@@ -110,9 +110,9 @@ def test_a_low_end_exactly_at_d_holds_and_just_below_it_does_not():
     half = stats.t.isf(a, 2) * sd / math.sqrt(3)
     for d in (0.0034, 0.135, 0.1, 1 / 3):
         v = [d + half - sd, d + half, d + half + sd]        # sd exactly 0.05, low end d in exact arithmetic
-        assert sq.outcome_v3(sq.look_estimate(v, a), d) == "holds"
+        assert sq.look_outcome(sq.look_estimate(v, a), d) == "holds"
         w = [x - 1e-7 for x in v]
-        assert sq.outcome_v3(sq.look_estimate(w, a), d) == "holds, size open"
+        assert sq.look_outcome(sq.look_estimate(w, a), d) == "holds, size open"
 
 
 def test_the_outcomes_partition_the_intervals():
@@ -125,7 +125,7 @@ def test_the_outcomes_partition_the_intervals():
         truth = {"holds": lo >= d, "holds, size open": 0 < lo < d <= hi, "negligible": 0 < lo and hi < d,
                  "refuted": lo <= 0 and hi < d, "inconclusive": lo <= 0 and d <= hi}
         assert sum(truth.values()) == 1
-        assert truth[sq.outcome_v3(est, d)]
+        assert truth[sq.look_outcome(est, d)]
 
 
 # ---------------------------------------------------------------- the sequence of looks
@@ -149,7 +149,7 @@ def test_before_the_first_look_a_claim_is_not_read_yet_and_says_how_many_seeds_a
     r = sq.read_sequential([0.1, 0.2], LOOKS, sq.nominal_levels(LOOKS), 0.1)
     assert r.outcome == "not read yet" and r.look == 0 and "2 of the 3 seeds" in r.reason
     # not one of the six outcomes, so no page can take it for a verdict; and nothing is final yet
-    assert r.outcome not in sq.OUTCOMES_V3 and not r.final
+    assert r.outcome not in sq.OUTCOMES and not r.final
 
 
 def test_the_simulated_design_agrees_with_the_reading_run_draw_by_draw():
@@ -160,7 +160,7 @@ def test_the_simulated_design_agrees_with_the_reading_run_draw_by_draw():
     probs = sq.simulate_design(delta, sd, LOOKS, nominal, d, draws=draws, seed=seed)
     x = delta + sd * np.random.default_rng(seed).standard_normal((draws, LOOKS[-1]))
     counts = pd.Series([sq.read_sequential(row, LOOKS, nominal, d).outcome for row in x]).value_counts()
-    for o in sq.DECIDED_V3 + ("inconclusive",):
+    for o in sq.DECIDED + ("inconclusive",):
         assert probs[o] == pytest.approx(counts.get(o, 0) / draws, abs=1e-12), o
 
 
@@ -181,7 +181,7 @@ def test_the_simulated_family_error_agrees_with_the_fixed_sequence_read_draw_by_
     """family_error (vectorised) against read_sequential for each member and the pages' own
     fixed_sequence, one draw at a time on the same normal draws: the same count of draws in
     which a wrong decided outcome stands."""
-    from companion.judge.training_v3 import fixed_sequence
+    from companion.judge.training_claims import fixed_sequence
 
     nominal = sq.nominal_levels(LOOKS)
     # the first member often ends inconclusive, so whether the later ones are reached matters
@@ -196,7 +196,7 @@ def test_the_simulated_family_error_agrees_with_the_fixed_sequence_read_draw_by_
     for i in range(draws):
         readings = {k: sq.read_sequential(xs[k][i], LOOKS, nominal, members[k][3]) for k in range(n)}
         status = fixed_sequence(readings, list(range(n)))
-        wrong = [status[k] in sq.DECIDED_V3 and not _says_truly(status[k], members[k][0], members[k][3])
+        wrong = [status[k] in sq.DECIDED and not _says_truly(status[k], members[k][0], members[k][3])
                  for k in range(n)]
         wrong_draws += any(wrong)
         member_wrong += wrong
@@ -213,9 +213,9 @@ def test_the_fixed_sequence_as_written_lets_more_than_its_stated_fwer_stand_near
     chance.  With every true effect 0 and each spread equal to its yardstick, the family errs
     well above the 0.05 the rules state (Monte Carlo SE about 0.002); at the pilots' effects
     it stays far below."""
-    from companion.train.studies.design_v3 import family_error_table
+    from companion.train.studies.design_check import family_error_table
 
-    t = family_error_table(load_rules_v3(V3_PATH)).set_index(["true effects", "seed spread"])
+    t = family_error_table(load_rules(V3_PATH)).set_index(["true effects", "seed spread"])
     assert t.loc[("all 0", "equal to d"), "family error"] > 0.05 + 5 * math.sqrt(0.05 * 0.95 / 20_000)
     assert t.loc[("the pilots' estimates", "planning spreads"), "family error"] < 0.01
     # four members each erring at most about one side of 0.05 bound the family near 4 x 0.025
@@ -226,17 +226,17 @@ def test_the_fixed_sequence_as_written_lets_more_than_its_stated_fwer_stand_near
 
 
 def test_the_committed_rules_load_and_their_nominal_levels_are_the_spending_functions():
-    rules = load_rules_v3()
+    rules = load_rules()
     s = rules["framework"]["sequential"]
     assert np.allclose(s["nominal_when_fixed"], sq.nominal_levels(s["looks"], s["alpha"], s["spending"]), rtol=1e-5)
 
 
 @pytest.mark.parametrize("version", [3, 4])
 def test_the_committed_design_check_is_what_the_design_gives_and_meets_its_targets_or_says_why(version):
-    from companion.rules.v3 import design_table_path
-    from companion.train.studies.design_v3 import design_check
+    from companion.rules.rulebook import design_table_path
+    from companion.train.studies.design_check import design_check
 
-    rules = load_rules_v3(V3_PATH if version == 3 else None)
+    rules = load_rules(V3_PATH if version == 3 else None)
     fresh = design_check(rules)
     committed = pd.read_csv(design_table_path(rules))
     num = [c for c in fresh.columns if fresh[c].dtype.kind == "f"]
@@ -252,10 +252,10 @@ def test_the_committed_design_check_is_what_the_design_gives_and_meets_its_targe
 def test_the_committed_family_check_is_what_the_simulation_gives_and_within_the_level():
     """Version 4's family table recomputed (every family, the file's grid, correlated members):
     the committed numbers, and every row at or below its family's stated level."""
-    from companion.rules.v3 import family_table_path
-    from companion.train.studies.design_v3 import family_check_table
+    from companion.rules.rulebook import family_table_path
+    from companion.train.studies.design_check import family_check_table
 
-    rules = load_rules_v3()
+    rules = load_rules()
     fresh = family_check_table(rules)
     committed = pd.read_csv(family_table_path(rules))
     assert np.allclose(fresh["family error"], committed["family error"], atol=1e-12)
@@ -279,7 +279,7 @@ def test_the_split_family_error_agrees_with_a_draw_by_draw_count():
         z = math.sqrt(rho) * common[group] + math.sqrt(1 - rho) * rng.standard_normal((draws, looks[-1]))
         for i in range(draws):
             out = sq.read_sequential(delta + sd * z[i], looks, nom, d).outcome
-            if out in sq.DECIDED_V3 and out not in sq.true_outcomes(delta, d):
+            if out in sq.DECIDED and out not in sq.true_outcomes(delta, d):
                 wrong[i] = True
     assert res["family_error"] == pytest.approx(wrong.mean(), abs=1e-12)
 
@@ -288,7 +288,7 @@ def test_version_4_reads_the_version_3_bodies_at_most_as_decided():
     """The rule for later changes, checked: on the bodies version 3 registered, version 4 keeps
     the looks, yardsticks, gate, arms and seeds, and every look's nominal level is at most
     version 3's (a wider interval), so no outcome can move toward a decision."""
-    now, before = load_rules_v3(), load_rules_v3(V3_PATH)
+    now, before = load_rules(), load_rules(V3_PATH)
     for key, body in before["bodies"].items():
         same = {k: v for k, v in now["bodies"][key].items() if k not in ("registered", "label")}
         assert same == {k: v for k, v in body.items() if k != "label"}, key
@@ -304,9 +304,9 @@ def test_version_4_reads_the_version_3_bodies_at_most_as_decided():
 
 
 def test_yardsticks_and_pilots_are_what_the_pilot_bodies_give():
-    from companion.train.studies import design_v3 as dv
+    from companion.train.studies import design_check as dv
 
-    rules = load_rules_v3()
+    rules = load_rules()
     for name, y in rules["yardsticks"].items():
         if y["rule"] == "scaled-iqr":
             got = dv.scaled_yardstick(**y["scale"])["value"]
@@ -324,8 +324,8 @@ def test_yardsticks_and_pilots_are_what_the_pilot_bodies_give():
 
 
 def test_the_fixed_sequence_is_ordered_by_the_design_checks_chance_of_a_decision():
-    rules = load_rules_v3(V3_PATH)
-    from companion.rules.v3 import design_table_path
+    rules = load_rules(V3_PATH)
+    from companion.rules.rulebook import design_table_path
 
     d = pd.read_csv(design_table_path(rules))
     at_pilot = d[d["effect"] == "pilot"].set_index("claim")["inconclusive"]
@@ -342,8 +342,11 @@ def _copy(tmp_path, edit, source=None):
     text = edit(source.read_text())
     p = tmp_path / "data" / source.name
     p.write_text(text)
-    for table in ("verdict_rules_v3_design.csv", "verdict_rules_v4_design.csv", "verdict_rules_v4_family.csv"):
-        shutil.copy(source.parent / table, tmp_path / "data")
+    for table in ("verdict_rules_v3_design.csv", "verdict_rules_design.csv", "verdict_rules_family.csv"):
+        for folder in (source.parent, RULES_PATH.parent, RULES_HISTORY[3].parent):   # each file's tables, wherever kept
+            if (folder / table).is_file():
+                shutil.copy(folder / table, tmp_path / "data")
+                break
     return p
 
 
@@ -364,7 +367,7 @@ def test_a_rules_file_that_cannot_judge_as_written_is_refused_in_one_line(tmp_pa
     p = _copy(tmp_path, edit)
     assert p.read_text() != V3_PATH.read_text()
     with pytest.raises(CompanionError, match=match) as err:
-        load_rules_v3(p)
+        load_rules(p)
     assert "\n" not in str(err.value)
 
 
@@ -376,32 +379,32 @@ def test_a_rules_file_that_cannot_judge_as_written_is_refused_in_one_line(tmp_pa
     (lambda t: t.replace("members: [chars_table_1, chars_directionality, chars_symmetry, chars_symmetric_init]",
                          "members: [chars_table_1, chars_directionality, chars_symmetry]"), "is in no family"),
     (lambda t: t.replace("method: split", "method: holm", 1), "method: split"),
-    (lambda t: t.replace("table: data/verdict_rules_v4_family.csv", "table: data/no-such-family.csv"), "is missing"),
+    (lambda t: t.replace("table: data/verdict_rules_family.csv", "table: data/no-such-family.csv"), "is missing"),
     (lambda t: t.replace("correlation: 0.5 ", "correlation: 0.2 "), "does not cover the file's grid"),
-    (lambda t: t.replace("    registered: {file: data/verdict_rules_v4.yaml, fixed: 2026-12-06T14:34:00+00:00}\n", ""),
+    (lambda t: t.replace("    registered: {file: data/verdict_rules.yaml, fixed: 2026-12-06T14:34:00+00:00}\n", ""),
      "'registered' must name"),
     (lambda t: t.replace("read_from: {arm: authors-decoder/standard", "read_from: {arm: decoder/standard"),
      "not a primary arm"),
-    (lambda t: t.replace("version: 4", "version: 5"), "'version' must be 3 or 4"),
+    (lambda t: t.replace("version: 4", "version: 5"), "'version' must be 1, 2, 3 or 4"),
 ])
 def test_a_version_4_file_that_cannot_judge_as_written_is_refused_in_one_line(tmp_path, edit, match):
-    p = _copy(tmp_path, edit, RULES_V3_PATH)
-    assert p.read_text() != RULES_V3_PATH.read_text()
+    p = _copy(tmp_path, edit, RULES_PATH)
+    assert p.read_text() != RULES_PATH.read_text()
     with pytest.raises(CompanionError, match=match) as err:
-        load_rules_v3(p)
+        load_rules(p)
     assert "\n" not in str(err.value)
 
 
 def test_a_family_table_over_its_level_is_refused(tmp_path):
     """A committed family table whose worst case exceeds the stated level (as version 3's
     sequence would give) is refused at load, naming the family and the rate."""
-    p = _copy(tmp_path, lambda t: t, RULES_V3_PATH)
-    table = tmp_path / "data" / "verdict_rules_v4_family.csv"
+    p = _copy(tmp_path, lambda t: t, RULES_PATH)
+    table = tmp_path / "data" / "verdict_rules_family.csv"
     df = pd.read_csv(table)
     df.loc[df.index[0], "family error"] = 0.0795
     df.to_csv(table, index=False)
     with pytest.raises(CompanionError, match=r"7\.95% of families at worst, above the stated fwer 0\.05"):
-        load_rules_v3(p)
+        load_rules(p)
 
 
 # ---------------------------------------------------------------- frozen after the first run
@@ -436,7 +439,7 @@ def test_no_rule_that_judges_a_body_changed_after_its_first_run_in_the_file_that
     from companion.base.paths import ROOT
     from companion.train.runner.runs import runs_root
 
-    rules = load_rules_v3()
+    rules = load_rules()
     checked = 0
     for key, body in rules["bodies"].items():
         starts = [json.loads(p.read_text())["started"] for p in runs_root().glob(body["pattern"] + "/provenance.json")]
@@ -456,7 +459,7 @@ def test_every_confirmatory_run_started_after_the_rules_that_registered_it_were_
     from companion.rules.verdicts import _as_datetime
     from companion.train.runner.runs import runs_root
 
-    for key, body in load_rules_v3()["bodies"].items():
+    for key, body in load_rules()["bodies"].items():
         path = ROOT / body["registered"]["file"]
         out = subprocess.run(["git", "log", "--follow", "--format=%cI", "--", path.name],   # newest first
                              cwd=path.parent, capture_output=True, text=True)
@@ -473,13 +476,13 @@ def test_every_confirmatory_run_started_after_the_rules_that_registered_it_were_
 def test_a_pilot_seed_without_a_finite_value_is_refused_naming_it_not_planned_around(monkeypatch):
     """The pilot's mean and spread skip NaN; the design must not be planned on the seeds that happened to give a number."""
     from companion.base.errors import CompanionError
-    from companion.train.studies import design_v3 as dv
+    from companion.train.studies import design_check as dv
 
-    rules = load_rules_v3()
+    rules = load_rules()
     key, r = next(iter(rules["claims"].items()))
     pilot = {"body": r["pilot"]["body"], "quantity": r["quantity"], "candidate": r["candidate"].split("/"),
              "comparator": r["comparator"].split("/"), "sign": r.get("sign", 1)}
-    runs = dv._v2_body(pilot["body"])
+    runs = dv._pilot_body(pilot["body"])
     assert dv.pilot_estimate(pilot)[2] == r["pilot"]["seeds"]
     mode, init = pilot["candidate"]
     arm = runs[(runs["mode"] == mode) & (runs["init"] == init)]
@@ -488,7 +491,7 @@ def test_a_pilot_seed_without_a_finite_value_is_refused_naming_it_not_planned_ar
     hit &= runs["head"] == -1                     # a layer mean's row, the one the pilot reads
     broken = runs.copy()
     broken.loc[broken.index[hit][:1], "value"] = float("nan")
-    monkeypatch.setattr(dv, "_v2_body", lambda body: broken)
+    monkeypatch.setattr(dv, "_pilot_body", lambda body: broken)
     with pytest.raises(CompanionError, match=f"run {last_run}.*is nan"):
         dv.pilot_estimate(pilot)
 
@@ -503,11 +506,11 @@ def test_a_pilot_seed_without_a_finite_value_is_refused_naming_it_not_planned_ar
 ])
 def test_zero_spread_and_nan_read_the_same_on_the_v2_path_and_the_sequential_path(values, d, want):
     """The rules-v2 path (statistics.directional_outcome over one_sample_t) and the sequential
-    path (look_estimate + outcome_v3) give one outcome for each edge case."""
+    path (look_estimate + look_outcome) give one outcome for each edge case."""
     from companion.rules import statistics as st
 
     v = np.asarray(values, dtype=float)
-    seq = sq.outcome_v3(sq.look_estimate(v, 0.025), d)
+    seq = sq.look_outcome(sq.look_estimate(v, 0.025), d)
     try:
         v2 = st.directional_outcome(st.one_sample_t(v[np.isfinite(v)] if np.isnan(v).any() else v), d)
         if np.isnan(v).any():   # v2 reads NaN seeds as not testable before any interval (rules v2.3)
@@ -525,7 +528,7 @@ def test_a_bound_exactly_at_d_reads_holds_on_both_paths():
     est = st.one_sample_t(vals)
     d = est.low * (1 + 1e-13)   # d a hair above the low end: equal after rounding
     seq_est = sq.look_estimate(vals, 0.025)
-    assert st.directional_outcome(est, d) == sq.outcome_v3(seq_est, d) == "holds"
+    assert st.directional_outcome(est, d) == sq.look_outcome(seq_est, d) == "holds"
 
 
 
@@ -533,7 +536,7 @@ def test_every_edit_of_a_rules_file_after_a_run_started_is_listed_comments_inclu
     """text_edits_after reads the file's whole text commit by commit, following a rename: a
     comment added after the first run is an edit, an edit before it is not, and a renamed
     file keeps its history."""
-    from companion.rules.v3 import text_edits_after
+    from companion.rules.rulebook import text_edits_after
 
     p = _copy(tmp_path, lambda t: t)
     _git(tmp_path, "init", "-q")

@@ -12,7 +12,9 @@ import pytest
 
 from companion.train.studies import evidence
 from companion.train.runner.runs import runs_root
-from companion.rules.verdicts import load_rules, rule_commit_time, started_before_rule
+from companion.rules.rulebook import RULES_HISTORY
+from companion.rules.rulebook import load_rules
+from companion.rules.verdicts import rule_commit_time, started_before_rule
 
 
 def _blind_bodies(rules):
@@ -20,7 +22,7 @@ def _blind_bodies(rules):
 
 
 def test_every_run_of_a_blind_body_started_after_its_rules_were_committed():
-    rules = load_rules()
+    rules = load_rules(RULES_HISTORY[2])
     blind = _blind_bodies(rules)
     assert blind, "rules v2 name at least one blind body"
     judging = {k: [c for c, r in rules["claims"].items()
@@ -69,7 +71,7 @@ def test_every_blind_body_plan_was_committed_before_the_first_run_of_its_body():
     from companion.rules.verdicts import RULES_PATH, _as_datetime
 
     checked = 0
-    for key, body in _blind_bodies(load_rules()).items():
+    for key, body in _blind_bodies(load_rules(RULES_HISTORY[2])).items():
         out = subprocess.run(["git", "log", "--reverse", "--format=%cI", "--", body["plan"]],
                              cwd=RULES_PATH.parents[1], capture_output=True, text=True)
         lines = [ln for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
@@ -83,7 +85,7 @@ def test_every_blind_body_plan_was_committed_before_the_first_run_of_its_body():
 
 
 def test_the_published_yardsticks_are_still_what_they_were_when_the_rules_were_fixed():
-    y = load_rules()["yardsticks"]["published-iqr-width"]["value_when_fixed"]
+    y = load_rules(RULES_HISTORY[2])["yardsticks"]["published-iqr-width"]["value_when_fixed"]
     for score, value in y.items():
         assert evidence.published_iqr_width(score) == pytest.approx(value)
     # independently: the median printed IQR width over the published text rows, read from the CSVs

@@ -1,0 +1,147 @@
+"""What changed in a rules file after the runs it judges began, read from its git history.
+
+:func:`judging_parts` keeps, of a parsed rules file, what decides a body's claims (not the
+words that explain them); :func:`changes_after_first_run` compares those parts commit by commit
+after a body's first run; :func:`text_edits_after` lists every edit of the file's whole text,
+comments included.  Both follow the file through a move (``git log --follow``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..base.errors import CompanionError
+
+__all__ = ["judging_parts", "changes_after_first_run", "text_edits_after"]
+
+
+def _default_path():
+    from ..base.paths import DATA_DIR
+
+    return DATA_DIR / "verdict_rules.yaml"   # the file in force (companion.rules.rulebook.RULES_PATH)
+
+
+def judging_parts(rules: dict, body: str) -> dict:
+    """Everything in a parsed rules file (version 3 or later) that judges ``body``: the framework (looks,
+    spending, gate, family, design targets), the body, the claims judged on it and their
+    yardsticks.  Text that explains (derivations, what had been seen) is left out: it may be
+    reworded; what decides may not."""
+    def strip(d):
+        if isinstance(d, dict):   # where a file lives (registered.file) is not what decides; its stamp is
+            return {k: strip(v) for k, v in d.items() if k not in ("derivation", "seen_before", "label", "file")}
+        if isinstance(d, list):
+            return [strip(v) for v in d]
+        return d.isoformat() if hasattr(d, "isoformat") else d
+
+    claims = {k: r for k, r in (rules.get("claims") or {}).items() if isinstance(r, dict) and r.get("body") == body}
+    sticks = {r.get("sesoi") for r in claims.values()}
+    framework = dict(rules.get("framework") or {})
+    fams = framework.get("families")
+    if isinstance(fams, dict):   # another family's members do not judge this body: only its own family counts
+        framework["families"] = {n: f for n, f in fams.items()
+                                 if isinstance(f, dict) and set(f.get("members") or []) & set(claims)}
+        framework.pop("family", None)   # version 4: derived by the loader from the families
+    return strip({"framework": framework, "body": (rules.get("bodies") or {}).get(body),
+                  "claims": claims, "yardsticks": {k: v for k, v in (rules.get("yardsticks") or {}).items()
+                                                   if k in sticks}})
+
+
+def changes_after_first_run(body: str, first_run_started, path: str | Path | None = None) -> list[str]:
+    """Every commit of the rules file after ``first_run_started`` (a body's earliest run) whose
+    judging parts for ``body`` differ from those of the last commit before it, each as
+    ``'<commit> <date>: <part> changed'``; empty when nothing that decides changed.  Walks every
+    commit of the file (``git log --follow``), not the first that holds a stamp.  Raises a
+    CompanionError outside a git checkout."""
+    import subprocess
+
+    import yaml
+
+    from .verdicts import _as_datetime
+
+    path = Path(path) if path is not None else _default_path()
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True)
+    if top.returncode != 0:
+        raise CompanionError(f"{path} is not in a git checkout; its history cannot be checked.")
+    rel = path.resolve().relative_to(Path(top.stdout.strip()).resolve())
+    # --follow keeps the history through a move (version 4 was committed as
+    # data/verdict_rules_v4.yaml); each commit is read at the path the file had then.  git ignores
+    # --reverse with --follow: read newest first, then turn it round
+    log = subprocess.run(["git", "log", "--follow", "--name-only", "--format=@@%H %cI", "--", str(rel)],
+                         cwd=top.stdout.strip(), capture_output=True, text=True, check=True).stdout.splitlines()
+    commits, where = [], {}
+    for ln in log:
+        if ln.startswith("@@"):
+            commit, date = ln[2:].split()
+            commits.append((commit, _as_datetime(date)))
+            where[commit] = str(rel)
+        elif ln.strip() and commits:
+            where[commits[-1][0]] = ln.strip()
+    commits.reverse()
+    start = _as_datetime(first_run_started)
+
+    def parts(commit):
+        text = subprocess.run(["git", "show", f"{commit}:{where[commit]}"], cwd=top.stdout.strip(),
+                              capture_output=True, text=True).stdout
+        try:
+            return judging_parts(yaml.safe_load(text) or {}, body)
+        except yaml.YAMLError:
+            return {"unreadable": commit}
+
+    before = [c for c, t in commits if t <= start]
+    if not before:
+        return [f"no commit of {rel} precedes the body's first run ({start.isoformat()})"]
+    ref = parts(before[-1])
+    out = []
+    for c, t in commits:
+        if t <= start:
+            continue
+        now = parts(c)
+        for part in sorted(set(ref) | set(now)):
+            if ref.get(part) != now.get(part):
+                out.append(f"{c[:10]} {t.isoformat()}: {part} changed after the body's first run")
+    return out
+
+
+def text_edits_after(when, path: str | Path | None = None) -> list[dict]:
+    """Every commit of a rules file after ``when`` (e.g. the first judged run's start) that
+    changed its text at all, comments included: ``{"commit", "date", "lines added", "lines
+    removed", "subject"}`` in history order (``git log --follow``, so a rename is followed).
+    What decides is compared by :func:`changes_after_first_run`; this lists every edit, so that
+    a rule spelled out in a comment after the runs began is shown too.  Raises a
+    CompanionError outside a git checkout."""
+    import subprocess
+
+    from .verdicts import _as_datetime
+
+    path = Path(path) if path is not None else _default_path()
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True)
+    if top.returncode != 0:
+        raise CompanionError(f"{path} is not in a git checkout; its history cannot be checked.")
+    root = top.stdout.strip()
+    rel = path.resolve().relative_to(Path(root).resolve())
+    # git ignores --reverse together with --follow: read newest first, then turn it round
+    log = subprocess.run(["git", "log", "--follow", "--numstat", "--format=@@%H %cI %s", "--", str(rel)],
+                         cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
+    blocks, cur = [], []
+    for line in log:
+        if line.startswith("@@") and cur:
+            blocks.append(cur)
+            cur = []
+        cur.append(line)
+    if cur:
+        blocks.append(cur)
+    log = [line for block in reversed(blocks) for line in block]
+    start = _as_datetime(when)
+    out, first = [], True
+    for line in log:
+        if line.startswith("@@"):
+            commit, date, *subject = line[2:].split(" ", 2)
+            out.append({"commit": commit[:10], "date": _as_datetime(date), "lines added": 0, "lines removed": 0,
+                        "subject": subject[0] if subject else "", "first": first})
+            first = False
+        elif line.strip() and out:
+            added, removed, *_ = line.split("\t")
+            out[-1]["lines added"] += int(added) if added.isdigit() else 0
+            out[-1]["lines removed"] += int(removed) if removed.isdigit() else 0
+    return [dict((k, v) for k, v in e.items() if k != "first") for e in out
+            if e["date"] > start and not e["first"] and (e["lines added"] or e["lines removed"])]
