@@ -132,7 +132,7 @@ def _in_force_copy(tmp_path, edit):
     from companion.rules.rulebook import RULES_PATH
 
     (tmp_path / "data").mkdir()
-    for table in ("verdict_rules_design.csv", "verdict_rules_family.csv"):
+    for table in ("verdict_rules_design.csv", "verdict_rules_family.csv", "survey_design.csv"):
         shutil.copy(RULES_PATH.parent / table, tmp_path / "data" / table)
     p = tmp_path / "data" / "verdict_rules.yaml"
     p.write_text(edit(RULES_PATH.read_text()))

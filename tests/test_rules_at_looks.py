@@ -342,7 +342,8 @@ def _copy(tmp_path, edit, source=None):
     text = edit(source.read_text())
     p = tmp_path / "data" / source.name
     p.write_text(text)
-    for table in ("verdict_rules_v3_design.csv", "verdict_rules_design.csv", "verdict_rules_family.csv"):
+    for table in ("verdict_rules_v3_design.csv", "verdict_rules_design.csv", "verdict_rules_family.csv",
+                  "survey_design.csv"):
         for folder in (source.parent, RULES_PATH.parent, RULES_HISTORY[3].parent):   # each file's tables, wherever kept
             if (folder / table).is_file():
                 shutil.copy(folder / table, tmp_path / "data")

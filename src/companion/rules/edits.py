@@ -27,8 +27,10 @@ def judging_parts(rules: dict, body: str) -> dict:
     yardsticks.  Text that explains (derivations, what had been seen) is left out: it may be
     reworded; what decides may not."""
     def strip(d):
-        if isinstance(d, dict):   # where a file lives (registered.file) is not what decides; its stamp is
-            return {k: strip(v) for k, v in d.items() if k not in ("derivation", "seen_before", "label", "file")}
+        # where a file lives (registered.file, a committed table's path) is not what decides: the
+        # stamp and the table's numbers are (the loader checks those against the rules)
+        if isinstance(d, dict):
+            return {k: strip(v) for k, v in d.items() if k not in ("derivation", "seen_before", "label", "file", "table")}
         if isinstance(d, list):
             return [strip(v) for v in d]
         return d.isoformat() if hasattr(d, "isoformat") else d

@@ -357,6 +357,31 @@ def _check_evidence(rules: dict, path) -> None:
         _fail(path, f"rule {twice[0]!r}", "is named twice: under 'claims' (read at looks) and under 'evidence'.")
     check_earlier({"version": 2, "framework": ev["framework"], "yardsticks": ev.get("yardsticks") or {},
                    "claims": ev["claims"]}, path, gate=False)
+    for key, r in ev["claims"].items():
+        if "design" in r:
+            _check_survey_design(r["design"], f"rule {key!r} (design)", path, rules)
+
+
+def _check_survey_design(design, where: str, path, rules: dict) -> None:
+    """A registered design of a claim read once over models: its unit rule, members, test,
+    family and committed check table, stamped with a zone and not in the future."""
+    from .verdicts import _when
+
+    if not isinstance(design, dict):
+        _fail(path, where, "must be a mapping (units, decoder_rule, encoder_rule, members, test, family, check, fixed).")
+    for field in ("units", "decoder_rule", "encoder_rule", "test", "check"):
+        if not isinstance(design.get(field), str) or not design[field].strip():
+            _fail(path, where, f"{field!r} must be text.")
+    members = design.get("members")
+    if not (isinstance(members, dict) and all(isinstance(members.get(s), dict) and members[s] for s in ("encoders", "decoders"))):
+        _fail(path, where, "'members' must name the encoder and decoder units, each with its checkpoints.")
+    if design.get("family") not in rules["framework"]["families"]:
+        _fail(path, where, f"family {str(design.get('family'))[:40]!r} is not a family of the file.")
+    design["fixed"] = _when(design.get("fixed"), where, path)
+    table = Path(design["check"].split()[0])
+    table = table if table.is_absolute() else Path(rules.get("__file__", RULES_PATH)).resolve().parent.parent / table
+    if not table.is_file():
+        _fail(path, where, f"its check table {design['check'].split()[0]} is missing; run `python -m companion.survey.design --write`.")
 
 
 def _check_families(rules: dict, path) -> None:
