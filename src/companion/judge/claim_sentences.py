@@ -1,0 +1,68 @@
+"""Two sentences of the pages about the training claims: what the body trained at the paper's
+learning rate shows (:func:`paper_rate_text`), and how far the blind matrix is
+(:func:`blind_progress_text`).  Re-exported by :mod:`companion.judge.claims`."""
+
+from __future__ import annotations
+
+from ..base.phrasing import interval, joined, sentence_case
+from .empirical_claims import training_tests_table
+
+__all__ = ["blind_progress_text", "paper_rate_text"]
+
+
+_PAPER_LR_BODY = "wikipedia-regime-paper-lr"
+
+
+def paper_rate_text() -> str:
+    """The body trained at the paper's learning rate, in words: which of Figs. 3a/3b come out
+    reversed there (interval wholly below 0), with their intervals and what rules v2 read.
+    It was the one earlier body whose rule (v1) preceded its runs, so its result is stated,
+    not left in a table cell."""
+    parts, outs = [], set()
+    what = {"training_symmetry": ("Fig. 3a", "the encoder ends less symmetric than the {c}"),
+            "training_directionality": ("Fig. 3b", "the {c} ends less column-dominant than the encoder")}
+    name = {"decoder": "true decoder", "authors-decoder": "authors' decoder"}
+    n = 0
+    tables = {}
+    for key in what:
+        t = training_tests_table(key)
+        if len(t) and "body_key" in t:
+            tables[key] = t[t["body_key"] == _PAPER_LR_BODY]
+    n_tests = sum(len(t) for t in tables.values())   # the tests of this body the sentence picks from
+    gate_failed = False
+    for key, (fig, reversed_how) in what.items():
+        if key not in tables:
+            continue
+        for r in tables[key].itertuples():
+            n = max(n, r.n)
+            if r.n > 1 and r.high < 0:
+                parts.append(f"{fig} against the {name.get(r.comparator, r.comparator)} is reversed "
+                             f"({reversed_how.format(c=name.get(r.comparator, r.comparator))}): "
+                             f"{r.estimate:+.3f} ({interval(r.low, r.high)}; one of "
+                             f"{n_tests}, unadjusted)")
+                outs.add(f"{r.outcome}" + (f", {r.gate_reason}" if r.gate_reason else ""))
+                gate_failed = gate_failed or not r.gate
+    if not parts:
+        return ("At the paper's learning rate no training contrast comes out reversed."
+                if n else "")
+    return ("At the paper's learning rate (the body whose rule came before its runs under version 1, "
+            f"{n} seeds), " + joined(parts) + ". Under rules v2 this reads " + joined(sorted(outs))
+            + ": it is reported, not counted as a test of the paper; on that body"
+            + (", whose gate did not pass," if gate_failed else "")
+            + " the direction is the opposite of the paper's Fig. 3.")
+
+
+def blind_progress_text(n_claims: int, n_unmade: int, n_short: int) -> str:
+    """How far the blind matrix is, for the training claims: how many have no paired runs on
+    it yet, and how many have fewer than three seeds (data/runs/blind_plan.md)."""
+    if n_unmade == n_claims:
+        return (f"None of the {n_claims} training claims has a pair of its blind runs made yet, so each reads "
+                "'not testable here' until its runs are made (in the plan's order, data/runs/blind_plan.md).")
+    parts = []
+    if n_unmade:
+        parts.append(f"{n_unmade} of the {n_claims} training claims have no pair of blind runs made yet")
+    if n_short:
+        parts.append(f"{n_short} have fewer than the three seeds their verdict needs")
+    if not parts:
+        return f"Every one of the {n_claims} training claims has its three seeds on it."
+    return sentence_case(joined(parts)) + " (the runs go on, in the plan's order; data/runs/blind_plan.md)."
