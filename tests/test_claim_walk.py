@@ -27,7 +27,7 @@ def test_a_zigzag_counts_each_climb_and_each_return():
 def test_the_walk_follows_the_judgement_into_the_evidence_and_the_rules():
     path = walk.walk("companion.judge.empirical", "training_tests", depth=1)
     assert path[0] == "companion.judge.empirical"
-    assert {"companion.train.studies.evidence", "companion.rules.verdicts"} <= set(path)
+    assert {"companion.train.studies.evidence", "companion.rules.rulebook"} <= set(path)
 
 
 def test_a_training_claim_is_judged_in_one_pass_with_at_most_two_climbs():
