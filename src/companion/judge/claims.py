@@ -69,7 +69,7 @@ __all__ = ["Plain", "STATUSES", "Verdict", "VERDICTS", "all_verdicts", "verdict"
            "swap_tests_table",
            "conv_hull_check", "s50_transpose_check", "s1_8_same_law_profiles",
            "premise_config", "premise_runs", "premise_seed_runs", "premise_shares",
-           "training_tests_table", "family_table", "MATH_CHECKS", "PHRASES", "phrase", "RANK_PHRASES", "joined", "family_sentence", "blind_progress_text",
+           "training_tests_table", "family_table", "read_once_rows", "MATH_CHECKS", "PHRASES", "phrase", "RANK_PHRASES", "joined", "family_sentence", "blind_progress_text",
            "paper_rate_text", "power_text"]
 
 # every claim module reads the cache as ``claims._CACHE`` is bound at the call (tests rebind it)
@@ -154,14 +154,15 @@ def family_table():
     return _disk_cached("family_table", _family_table)
 
 
-def _family_table():
+def read_once_rows() -> list:
+    """The primary test row of each claim read once (the mechanism, the swap, the survey's two
+    scores, the three premises) with ``claim, outcome, p_holds, p_refuted, p_decides``: the
+    members of the family in force (:func:`family_table`) and of version 2's
+    (:func:`companion.judge.history.second_family`)."""
     import pandas as pd
 
     from .empirical import survey_test, update_tests
-    from ..rules.rulebook import family_of, load_rules
-    from ..rules.statistics import DECIDED
 
-    rules = load_rules()
     cols = ["claim", "outcome", "p_holds", "p_refuted", "p_decides"]
     rows = []
     ut = _cached("update_tests", update_tests)
@@ -175,7 +176,17 @@ def _family_table():
         rows.append(pd.Series({"claim": f"survey_encoder_decoder ({r.score})", "outcome": r.outcome,
                                "p_holds": r.p_holds, "p_refuted": r.p_refuted, "p_decides": r.p_decides}))
     rows.extend(_premise_family_rows())
-    fam = pd.DataFrame(rows).reset_index(drop=True)
+    return rows
+
+
+def _family_table():
+    import pandas as pd
+
+    from ..rules.rulebook import family_of, load_rules
+    from ..rules.statistics import DECIDED
+
+    rules = load_rules()
+    fam = pd.DataFrame(read_once_rows()).reset_index(drop=True)
     fam["key"] = fam["claim"].str.split(" (", regex=False).str[0]
     fam["family"] = [family_of(k, rules) for k in fam["key"]]
     fam["level (one-sided)"] = [rules["framework"]["families"][f]["alpha"] / 2 for f in fam["family"]]

@@ -53,8 +53,8 @@ def second_family():
     version 2's ``fwer`` (:func:`companion.judge.empirical.family`)."""
     import pandas as pd
 
-    from .claims import _cached, _premise_family_rows, _zoo_contrast, swap_tests_table, training_tests_table
-    from .empirical import family, survey_test, update_tests
+    from .claims import read_once_rows, training_tests_table
+    from .empirical import family
 
     cols = ["claim", "outcome", "p_holds", "p_refuted", "p_decides"]
     rows = []
@@ -62,17 +62,7 @@ def second_family():
         t = training_tests_table(key)
         if len(t) and t["primary"].any():
             rows.append(t[t["primary"]].iloc[0][cols])
-    ut = _cached("update_tests", update_tests)
-    if len(ut):
-        rows.append(ut[ut["primary"]].iloc[0][cols])
-    st = swap_tests_table()
-    st = st[st["primary"] & (st["body"] == "minilm")] if len(st) else st
-    if len(st):
-        rows.append(st.iloc[0][cols])
-    for r in survey_test(_cached("zoo_contrast", _zoo_contrast)).itertuples():
-        rows.append(pd.Series({"claim": f"survey_encoder_decoder ({r.score})", "outcome": r.outcome,
-                               "p_holds": r.p_holds, "p_refuted": r.p_refuted, "p_decides": r.p_decides}))
-    rows.extend(_premise_family_rows())
+    rows.extend(read_once_rows())
     fam = family(pd.DataFrame(rows).reset_index(drop=True), _second_rules()["framework"]["family"]["fwer"])
     fam["key"] = fam["claim"].str.split(" (", regex=False).str[0]
     return fam

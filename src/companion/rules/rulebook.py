@@ -67,15 +67,27 @@ def _arm(text, path, where):
 
 
 def _table_path(rules: dict, section: str, path: str | Path | None) -> Path:
-    """A committed table named by ``framework.<section>.table``, relative to the repository root
-    that holds the rules file's ``data/`` folder."""
-    table = Path(rules["framework"][section]["table"])
+    """A committed table named by ``framework.<section>.table`` (:func:`_committed_path`)."""
+    return _committed_path(rules, rules["framework"][section]["table"], path)
+
+
+def _committed_path(rules: dict, name: str, path: str | Path | None) -> Path:
+    """A committed file the rules name (``data/...``), relative to the repository root that holds
+    the rules file's ``data/`` folder."""
+    table = Path(name)
     here = Path(path if path is not None else rules.get("__file__", RULES_PATH)).resolve()
     if table.is_absolute():
         return table
     named = here.parent.parent / table
     # an earlier file moved unchanged to data/rules_history/ names its table where it was then
     return named if named.exists() or not (here.parent / table.name).exists() else here.parent / table.name
+
+
+def _required_table(table: Path, path, where: str, named: str, command: str, what: str = "table") -> Path:
+    """``table`` where it exists; else the refusal naming it and the command that writes it."""
+    if not table.is_file():
+        _fail(path, where, f"its {what} {named} is missing; run `python -m {command} --write`.")
+    return table
 
 
 def design_table_path(rules: dict, path: str | Path | None = None) -> Path:
@@ -126,10 +138,8 @@ def _check_design(rules, path):
     import pandas as pd
 
     dc = rules["framework"]["design_check"]
-    table = design_table_path(rules, path)
-    if not table.exists():
-        _fail(path, "framework.design_check", f"its table {dc['table']} is missing; run "
-                                              "`python -m companion.train.studies.design_check --write`.")
+    table = _required_table(design_table_path(rules, path), path, "framework.design_check", dc["table"],
+                            "companion.train.studies.design_check")
     df = pd.read_csv(table)
     for key, r in rules["claims"].items():
         rows = df[df["claim"] == key]
@@ -378,10 +388,8 @@ def _check_survey_design(design, where: str, path, rules: dict) -> None:
     if design.get("family") not in rules["framework"]["families"]:
         _fail(path, where, f"family {str(design.get('family'))[:40]!r} is not a family of the file.")
     design["fixed"] = _when(design.get("fixed"), where, path)
-    table = Path(design["check"].split()[0])
-    table = table if table.is_absolute() else Path(rules.get("__file__", RULES_PATH)).resolve().parent.parent / table
-    if not table.is_file():
-        _fail(path, where, f"its check table {design['check'].split()[0]} is missing; run `python -m companion.survey.design --write`.")
+    named = design["check"].split()[0]
+    _required_table(_committed_path(rules, named, path), path, where, named, "companion.survey.design", "check table")
 
 
 def _check_families(rules: dict, path) -> None:
@@ -466,10 +474,8 @@ def _check_family_table(rules: dict, path) -> None:
     import pandas as pd
 
     fc = rules["framework"]["family_check"]
-    table = family_table_path(rules, path)
-    if not table.exists():
-        _fail(path, "framework.family_check", f"its table {fc['table']} is missing; run "
-                                              "`python -m companion.train.studies.design_check --write`.")
+    table = _required_table(family_table_path(rules, path), path, "framework.family_check", fc["table"],
+                            "companion.train.studies.design_check")
     df = pd.read_csv(table)
     for name, f in rules["framework"]["families"].items():
         rows = df[df["family"] == name]
