@@ -101,9 +101,6 @@ def test_the_answer_says_which_body_decided_each_claim():
 
 
 def test_what_the_training_claims_mean_follows_the_second_body_through_its_three_states():
-    from types import SimpleNamespace
-
-    verdicts = {k: SimpleNamespace(status="holds, size open") for k in blind.CLAIMS}
     signs = {"3a": "3 of 3", "3b": "2 of 3"}
     wiki = {"estimate": 0.03, "low": 0.01, "high": 0.06, "n": 3, "body": "Wiki", "decided_by": "primary",
             "gate": False, "gate_reason": "trained into memorisation"}
@@ -112,28 +109,45 @@ def test_what_the_training_claims_mean_follows_the_second_body_through_its_three
     tests = {k: wiki for k in blind.CLAIMS}
     two = ("training_symmetry", "training_directionality")
     # not complete: the first body's description and what is pending; no verdict claimed
-    pending = blind.meaning_3ab(verdicts, tests, {k: mix(1, True) for k in two}, signs)
+    pending = blind.meaning_3ab(tests, {k: mix(1, True) for k in two}, signs)
     assert pending.startswith("On Wikipedia") and "3 of 3 seeds" in pending and "2 of 3" in pending
-    assert "once both arms have finished at 3 deciding seeds" in pending and "rules v2 decide" not in pending
-    assert blind.meaning_3ab(verdicts, tests, {k: None for k in two}, signs) == pending
-    # complete with a failed gate: both reasons, and the claims stay not testable
-    failed = blind.meaning_3ab(verdicts, tests, {k: mix(3, False, "not stable between horizons") for k in two}, signs)
-    assert "its gate fails (not stable between horizons)" in failed and "stay not testable here" in failed
-    # decided on the second body: its statuses and intervals first, the first body as context
+    assert "once both arms have finished at 3 deciding seeds" in pending
+    assert blind.meaning_3ab(tests, {k: None for k in two}, signs) == pending
+    # complete with a failed gate: both reasons, and that body reads neither claim
+    failed = blind.meaning_3ab(tests, {k: mix(3, False, "not stable between horizons") for k in two}, signs)
+    assert "its gate fails (not stable between horizons)" in failed and "does not read Figs. 3a and 3b" in failed
+    # decided on the second body: its intervals first, the first body as context
     decided = dict(tests, **{k: dict(mix(3, True), decided_by="confirmatory") for k in two})
-    text = blind.meaning_3ab(verdicts, decided, {k: decided[k] for k in two}, signs)
-    assert text.startswith("On the second corpus") and text.count("reads holds, size open") == 2
-    assert "reads holds, size open, with encoder minus decoder +0.200 (95% t-interval +0.050 to +0.350, 3 seeds)" in text and "Beside it, on Wikipedia" in text
-    # only Fig. 3a decided: the second body's gate failed for Fig. 3b (its horizon part), so 3b
-    # keeps the first body's status, and the page says why with the second body's reason
+    text = blind.meaning_3ab(decided, {k: decided[k] for k in two}, signs)
+    assert text.startswith("On the second corpus") and text.count("encoder minus decoder +0.200") == 2
+    assert "for Fig. 3a, encoder minus decoder +0.200 (95% t-interval +0.050 to +0.350, 3 seeds)" in text
+    assert "Beside it, on Wikipedia" in text
+    # only Fig. 3a decided: the second body's gate failed for Fig. 3b, and the page says why
     one = dict(decided, training_directionality=wiki)
     second = {"training_symmetry": decided["training_symmetry"],
               "training_directionality": mix(3, False, "not stable between horizons")}
-    verdicts_one = dict(verdicts, training_directionality=SimpleNamespace(status="not testable here", measured="read at a look"))
-    text = blind.meaning_3ab(verdicts_one, one, second, signs)
-    assert text.count("reads holds, size open") == 1 and text.startswith("On the second corpus")
-    assert ("Fig. 3b stays not testable here: the second body's gate fails for it "
+    text = blind.meaning_3ab(one, second, signs)
+    assert text.count("encoder minus decoder +0.200") == 1 and text.startswith("On the second corpus")
+    assert ("Fig. 3b is not read there: the second body's gate fails for it "
             "(not stable between horizons).") in text
+
+
+def test_the_sentence_about_the_earlier_bodies_states_no_status_word():
+    """Each claim has one status, its readings at looks'; the earlier bodies' sentence gives
+    their effects and gates only, in every state of the second body."""
+    from companion.judge.claims import STATUSES
+
+    row = {"estimate": 0.27, "low": 0.04, "high": 0.5, "n": 3, "body": "Mix", "decided_by": "confirmatory",
+           "gate": True, "gate_reason": "", "outcome": "holds, size open"}
+    fail = dict(row, decided_by="", gate=False, gate_reason="trained into memorisation")
+    states = [({k: row for k in blind.CLAIMS}, {k: row for k in blind.CLAIMS}),
+              ({k: fail for k in blind.CLAIMS}, {k: fail for k in blind.CLAIMS}),
+              ({k: fail for k in blind.CLAIMS}, {k: None for k in blind.CLAIMS})]
+    for tests, second in states:
+        text = blind.meaning_3ab(tests, second, {"3a": "3 of 3", "3b": "3 of 3"})
+        said = [s for s in STATUSES + ("inconclusive (after Holm)",) if f"reads {s}" in text or f"stay {s}" in text
+                or f"stays {s}" in text]
+        assert said == [] and "Holm" not in text, text
 
 
 def test_the_answer_box_reads_the_second_bodys_gate_only_once_it_is_complete():
@@ -256,21 +270,6 @@ def test_a_failed_horizon_part_is_shown_with_what_was_measured():
     two = ("training_symmetry", "training_directionality")
     assert blind.second_gate_text({two[0]: dict(r, n=3, gate=False), two[1]: {"n": 3, "gate": True}}) == (
         "; its gate fails for Fig. 3a (" + blind.gate_why(r) + ")")
-
-
-def test_a_status_changed_by_the_earlier_rules_holm_says_so_beside_the_interval():
-    """The sentence about the earlier (version 2) bodies gives version 2's reading and its Holm
-    note, as passed in (companion.judge.history.second_readings), never a status in force."""
-    row = {"estimate": 0.27, "low": 0.04, "high": 0.5, "n": 3, "body": "Mix", "decided_by": "confirmatory",
-           "gate": True, "gate_reason": "", "outcome": "holds, size open"}
-    tests = {k: row for k in blind.CLAIMS}
-    holm = "not significant after Holm over version 2's family of 11 (adjusted p = 0.0805)"
-    earlier = {k: {"status": "inconclusive (after Holm)", "family": holm} for k in blind.CLAIMS}
-    text = blind.meaning_3ab(earlier, tests, tests, {"3a": "3 of 3", "3b": "3 of 3"})
-    assert f"(its interval alone reads holds, size open; {holm})" in text
-    assert text.count("reads inconclusive (after Holm)") == 2 and "the earlier rules (version 2) read" in text
-    kept = {k: {"status": "holds, size open", "family": ""} for k in blind.CLAIMS}
-    assert "interval alone" not in blind.meaning_3ab(kept, tests, tests, {"3a": "3 of 3", "3b": "3 of 3"})
 
 
 def test_the_answer_states_the_thresholds_the_rules_hold_not_fixed_ones():

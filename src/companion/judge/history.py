@@ -16,7 +16,7 @@ Nothing here decides a status that any page other than the history appendix show
 
 from __future__ import annotations
 
-__all__ = ["second_training_status", "second_family", "second_readings", "earlier_readings"]
+__all__ = ["second_training_status", "second_family", "earlier_readings"]
 
 TRAINING = ("training_symmetry", "training_directionality", "symmetric_init_structure", "table_1")
 
@@ -66,18 +66,6 @@ def second_family():
     fam = family(pd.DataFrame(rows).reset_index(drop=True), _second_rules()["framework"]["family"]["fwer"])
     fam["key"] = fam["claim"].str.split(" (", regex=False).str[0]
     return fam
-
-
-def second_readings() -> dict:
-    """``{claim key: {"status", "family"}}``: each claim of version 2's family as version 2 read
-    it (its Holm correction carried into the status) and, where Holm withdrew a decided outcome,
-    the correction in words (empty otherwise)."""
-    out = {}
-    for _, r in second_family().iterrows():
-        family = (f"not significant after Holm over version 2's family of {int(r['family_size'])} (adjusted p = "
-                  f"{r['p_holm']:.3g})" if r["survives"] == "no" else "")
-        out.setdefault(r["key"], {"status": str(r["status"]), "family": family})
-    return out
 
 
 def _first_of_read_once(key: str, own: str) -> str:

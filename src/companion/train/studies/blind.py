@@ -270,34 +270,18 @@ def _interval(r) -> str:
     return f"{r['estimate']:+.3f} ({_seeds_interval(r)})"
 
 
-def _earlier(reading, field: str) -> str:
-    """How the earlier rules (version 2, data/rules_history/) read an earlier body's claim:
-    ``status`` (with version 2's family correction carried in) or ``family`` (that correction's
-    words), from the readings passed in (:func:`companion.judge.history.second_readings`)."""
-    value = reading.get(field, "") if isinstance(reading, dict) else getattr(reading, field, "")
-    return value if isinstance(value, str) else ""
-
-
-def _after_holm(verdict, r) -> str:
-    """' (its interval alone reads ...; not significant after Holm ...)' when version 2's
-    family correction changed the status the test row reads, else ''."""
-    outcome, holm = r.get("outcome"), _earlier(verdict, "family")
-    if not outcome or outcome == _earlier(verdict, "status") or not holm:
-        return ""
-    return f" (its interval alone reads {outcome}; {holm})"
-
-
-def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seeds: int = 3) -> str:
+def meaning_3ab(tests: dict, second: dict, signs: dict, min_seeds: int = 3) -> str:
     """The opening of the chapter's "What this means for the paper" for Figs. 3a/3b, true in
-    each state of the second body.  ``verdicts``: claim key -> version 2's reading of it
-    (``status``, ``family``: :func:`companion.judge.history.second_readings`); ``tests``: claim key -> the row the verdict reads (the
+    each state of the second body.  ``tests``: claim key -> the row the verdict reads (the
     confirmatory row when the second body decided); ``second``: claim key -> the second
     body's test row against the true decoder, or None; ``signs``: ``{"3a": "3 of 3", ...}``,
     the first body's seeds in the paper's direction.  Three states: the second body decided
     (its statuses and effects come first, the first body's signs follow as context); the
     second body is complete but its gate failed (both reasons); the second body is not
-    complete yet (the first body's description, and what is pending).  The statuses are
-    version 2's: the two bodies are version 2's."""
+    complete yet (the first body's description, and what is pending).  The bodies are the
+    earlier rules' (version 2): the sentence gives their effects and gates, never a status word
+    (each claim's one status is the one its readings at looks give; version 2's readings are on
+    the page "How the rules changed")."""
     keys = ("training_symmetry", "training_directionality")
     first = (f"on Wikipedia, at the largest horizon that corpus allows, the encoder ends more symmetric than "
              f"the true decoder in {signs['3a']} seeds and less column-dominant in {signs['3b']}, the "
@@ -305,8 +289,7 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
              "training text, so the rules do not let that comparison decide")
     decided = [k for k in keys if tests[k].get("decided_by") == "confirmatory"]
     if decided:
-        parts = "; ".join(f"{FIGURES[k]} reads {_earlier(verdicts[k], 'status')}, with encoder minus decoder "
-                          f"{_interval(tests[k])}{_after_holm(verdicts[k], tests[k])}" for k in decided)
+        parts = "; ".join(f"for {FIGURES[k]}, encoder minus decoder {_interval(tests[k])}" for k in decided)
         tail = ""
         for k in keys:
             if k in decided:
@@ -315,15 +298,15 @@ def meaning_3ab(verdicts: dict, tests: dict, second: dict, signs: dict, min_seed
             why = (f"the second body's gate fails for it ({gate_why(r)})"
                    if r is not None and int(r["n"]) >= min_seeds and not bool(r["gate"])
                    else "the second body does not decide it")
-            tail += f" {FIGURES[k]} stays {_earlier(verdicts[k], 'status')}: {why}."
-        return (f"On the second corpus, which the decoder does not memorise, the earlier rules (version 2) read: {parts}."
+            tail += f" {FIGURES[k]} is not read there: {why}."
+        return (f"On the second corpus, which the decoder does not memorise, the earlier bodies give: {parts}."
                 f"{tail} Beside it, {first}.")
     done = [k for k in keys if second.get(k) is not None and int(second[k]["n"]) >= min_seeds]
     if len(done) == len(keys):
         reasons = sorted({str(second[k]["gate_reason"]) for k in keys if not bool(second[k]["gate"])})
         why = "; ".join(r for r in reasons if r) or "its gate failed"
         return (f"{first[0].upper()}{first[1:]}. The second corpus did not settle it either: with all "
-                f"{min_seeds} deciding seeds its gate fails ({why}), so Figs. 3a and 3b stay not testable here.")
+                f"{min_seeds} deciding seeds its gate fails ({why}), so that body does not read Figs. 3a and 3b.")
     return (f"{first[0].upper()}{first[1:]}. The second, larger corpus decides "
             f"Figs. 3a and 3b once both arms have finished at {min_seeds} deciding seeds and its gate passes.")
 
