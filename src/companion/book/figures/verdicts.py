@@ -26,7 +26,7 @@ from ...base.errors import CompanionError
 from ...rules.statistics import OUTCOMES
 from .palette import CYCLE
 
-__all__ = ["OUTCOME_STYLE", "STATUS_STYLE", "evidence_at_a_glance", "status_overview"]
+__all__ = ["OUTCOME_STYLE", "STATUS_STYLE", "claim_names", "evidence_at_a_glance", "status_overview"]
 
 #: marker and colour of each outcome (the outcome is also written beside it)
 OUTCOME_STYLE = {
@@ -120,9 +120,28 @@ STATUS_STYLE = {
 }
 
 
+def claim_names(verdicts: pd.DataFrame) -> list[str]:
+    """Each row's claim as the paper names it: its ``key``'s name
+    (:data:`companion.book.tables.CLAIM_NAMES`), else the text of ``claim`` before its colon
+    ("Prop. 2.1: softmax keeps ..." gives "Prop. 2.1").  Never ``label``, which is the page
+    anchor of the claim's evidence (``ro-beta``, ``f3-gate``), shared by two claims or empty.
+    Two rows with one name, or a row with none, are an error naming them."""
+    from ..tables import CLAIM_NAMES
+
+    heads = verdicts["claim"].astype(str).str.split(":").str[0].str.strip()
+    keys = verdicts["key"].astype(str) if "key" in verdicts.columns else pd.Series([""] * len(verdicts))
+    names = [CLAIM_NAMES.get(k, h) for k, h in zip(keys, heads)]
+    empty = [i for i, n in enumerate(names) if not n]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if empty or twice:
+        raise CompanionError(f"claims without a name (rows {empty}) or named twice ({twice}): give each a "
+                             "key of companion.book.tables.CLAIM_NAMES or a claim text 'Name: ...'.")
+    return names
+
+
 def status_overview(verdicts: pd.DataFrame) -> Figure:
-    """Every claim's status in one picture: one row per claim (``label``, else the paper's
-    name of the claim, the text of ``claim`` before its colon), one column per status, a
+    """Every claim's status in one picture: one row per claim (named as the paper names it,
+    :func:`claim_names`), one column per status, a
     marker where the claim's status is.  Rows keep the order of ``verdicts`` (the paper's);
     a rule separates the mathematical claims from the empirical ones where ``kind`` is given.
     Shape, colour and column all tell the status, so it reads in greyscale."""
@@ -134,8 +153,7 @@ def status_overview(verdicts: pd.DataFrame) -> Figure:
     unknown = sorted(set(verdicts["status"]) - set(STATUS_STYLE))
     if unknown:
         raise CompanionError(f"unknown statuses {unknown}; expected one of {list(STATUS_STYLE)}.")
-    labels = (verdicts["label"] if "label" in verdicts.columns
-              else verdicts["claim"].astype(str).str.split(":").str[0]).astype(str).tolist()
+    labels = claim_names(verdicts)
     columns = list(STATUS_STYLE)
     rows = len(verdicts)
     fig = Figure(figsize=(7.0, 0.3 * rows + 2.4))

@@ -1,0 +1,253 @@
+"""The one way a table reaches a reader: every ``pandas.DataFrame`` (and ``Styler``) a page,
+a Colab notebook or a student notebook shows goes through :func:`readable`.
+
+pandas' own HTML is made for code: it shows the index (``0, 1, 2, ...`` down the left, or a
+second header row for a named index), ``NaN`` where a value is missing, every float with six
+decimals or with whatever a chapter rounded it to (``.round(2)`` made What survives print a
+learning rate of 1e-3 as ``0.0``), and the package's keys (``training_symmetry``,
+``update_directionality``) where the paper has names (Fig. 3a, the update's directionality).
+:func:`readable` writes the table for a reader instead:
+
+- no index column: an unnamed default index (0, 1, 2, ...) is dropped, a meaningful one (named,
+  or set by ``set_index``/``pivot``) becomes the first column(s);
+- a missing value (``NaN``, ``None``, ``NaT``) is shown as an em dash, infinities as ``∞``;
+- a claim's key is shown by the paper's name of the claim (:data:`CLAIM_NAMES`), any other
+  ``snake_case`` key in a header or a cell as words;
+- numbers are rounded to what they mean: integers (and whole-number floats) with thousands
+  separators, a column a chapter rounded keeps the decimals it was given, an unrounded column
+  gets three significant digits of its largest value (each cell at least two of its own, so a
+  small p-value never reads 0), ``True``/``False`` read ``yes``/``no``.
+
+:func:`register` installs it as the HTML form of both types in an IPython kernel; the book's
+kernels (``book/_ipython``'s start-up file) and the Colab set-up cell do so through
+:func:`companion.book.kernel.use_book_defaults`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+import re
+
+__all__ = ["CLAIM_NAMES", "MISSING", "cell_text", "column_formats", "label", "readable", "register"]
+
+#: each claim's key (``judge.claims.VERDICTS``' function names) as the paper names the claim
+CLAIM_NAMES = {
+    "prop_2_1": "Prop. 2.1", "prop_2_2": "Prop. 2.2", "remark_s1_6": "Remark S1.6",
+    "prop_s1_7": "Prop. S1.7", "prop_s1_8": "Prop. S1.8", "cor_s1_9": "Cor. S1.9",
+    "prop_s1_10": "Prop. S1.10", "lemma_s1_11": "Lemma S1.11", "thm_s1_12": "Thm. 2.3 / S1.12",
+    "cor_s1_13": "Cor. S1.13", "thm_s1_14": "Thm. 2.4 / S1.14", "remark_s1_15": "Remark S1.15",
+    "prop_s1_17": "Prop. S1.17", "prop_s1_18": "Prop. S1.18",
+    "survey_encoder_decoder": "Sec. 3 (encoders vs decoders)",
+    "training_symmetry": "Fig. 3a", "training_directionality": "Fig. 3b",
+    "symmetric_init_structure": "Fig. S5b", "table_1": "Table 1",
+    "update_structure": "Thms. 2.3/2.4 in training (the updates)",
+    "objective_swap": "Sec. 4 read causally (objective swap)",
+}
+
+#: how a half of a two-part claim is named (as the front page names the survey's halves)
+HALVES = {"survey_encoder_decoder": "Fig. 2, {half}"}
+
+#: headers and keys whose words are not just the key's parts
+WORDS = {
+    "sesoi": "smallest effect of interest", "sd": "sd", "n": "n", "eval_loss": "held-out loss",
+    "p_decides": "deciding p", "n_tests": "tests", "lr": "lr",
+}
+
+#: what a missing value reads
+MISSING = "—"
+
+_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$")
+_KEY_WITH_PART = re.compile(r"^([a-z][a-z0-9]*(?:_[a-z0-9]+)+)( \(.*\))$")
+
+
+def label(text) -> str:
+    """A header or a cell's key as a reader reads it: a claim's key by its paper name
+    (``training_symmetry`` -> ``Fig. 3a``; ``survey_encoder_decoder (symmetry)`` keeps its
+    part), a name of :data:`WORDS` by its words, any other ``snake_case`` key with spaces;
+    other text unchanged."""
+    text = str(text)
+    if text in CLAIM_NAMES:
+        return CLAIM_NAMES[text]
+    if text in WORDS:
+        return WORDS[text]
+    part = _KEY_WITH_PART.match(text)
+    if part and part.group(1) in CLAIM_NAMES:   # one half of a claim: 'Fig. 2, symmetry'
+        key, half = part.group(1), part.group(2)[2:-1]
+        return HALVES[key].format(half=half) if key in HALVES else f"{CLAIM_NAMES[key]} ({half})"
+    if _KEY.match(text):
+        return text.replace("_", " ")
+    return text
+
+
+def _missing(value) -> bool:
+    if value is None:
+        return True
+    try:
+        import pandas as pd
+
+        out = pd.isna(value)
+    except (TypeError, ValueError):
+        return False
+    return bool(out) if isinstance(out, (bool,)) or getattr(out, "shape", None) == () else False
+
+
+def _decimals_given(value: float) -> int | None:
+    """The fewest decimals (at most 4) that write ``value`` exactly, else None (unrounded)."""
+    for d in range(5):
+        if abs(round(value, d) - value) <= 1e-9 * max(1.0, abs(value)):
+            return d
+    return None
+
+
+def column_formats(values) -> int | None:
+    """The decimals a float column is shown with: None when every finite value is a whole
+    number (shown as an integer), the most decimals any value was rounded to when the column
+    was rounded (every value exact at 4 decimals or fewer), else three significant digits of
+    the column's largest magnitude."""
+    finite = [float(v) for v in values
+              if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))]
+    if not finite or all(float(v).is_integer() and abs(v) < 1e15 for v in finite):
+        return None
+    given = [_decimals_given(v) for v in finite]
+    if all(g is not None for g in given):
+        return max(given)
+    top = max(abs(v) for v in finite)
+    return max(0, 2 - math.floor(math.log10(top))) if top > 0 else 3
+
+
+def _number(value: float, decimals: int | None) -> str:
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if decimals is None and float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    decimals = 3 if decimals is None else decimals
+    if value != 0 and abs(round(value, decimals) - value) > 1e-9 * max(1.0, abs(value)):
+        # a cell the column's decimals would cut keeps two significant digits of its own
+        # (a small p-value never reads 0)
+        decimals = max(decimals, min(8, 1 - math.floor(math.log10(abs(value)))))
+    if abs(value) < 1e-8 and value != 0:
+        return f"{value:.1e}"
+    text = f"{value:,.{decimals}f}"
+    return "0" if float(value) == 0 and decimals else text
+
+
+def cell_text(value, decimals: int | None = None) -> str:
+    """One cell as it reads (see the module's docstring); ``decimals`` from
+    :func:`column_formats` of its column."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(cell_text(v, column_formats([v])) for v in value)
+    if _missing(value):
+        return MISSING
+    import numpy as np
+
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        return _number(float(value), decimals)
+    if isinstance(value, str):
+        return label(value)
+    return str(value)
+
+
+def _flat(name) -> str:
+    if isinstance(name, tuple):
+        parts = [label(p) for p in name if p is not None and str(p) != ""]
+        return ", ".join(dict.fromkeys(parts)) if parts else ""
+    return "" if name is None else label(name)
+
+
+def _frame(obj):
+    """The DataFrame a table shows: a Styler's data (its index dropped where it was hidden), a
+    meaningful index made columns, a default one dropped."""
+    import pandas as pd
+
+    hide = False
+    if not isinstance(obj, pd.DataFrame):
+        if not hasattr(obj, "data") or not isinstance(obj.data, pd.DataFrame):
+            raise TypeError(f"readable() takes a pandas DataFrame or Styler, not {type(obj).__name__}; "
+                            "pass pd.DataFrame(rows).")
+        hide = bool(getattr(obj, "hide_index_", [False]) and all(obj.hide_index_))
+        obj = obj.data
+    df = obj
+    if hide:
+        return df.reset_index(drop=True)
+    index = df.index
+    default = (isinstance(index, pd.RangeIndex) and index.name is None) or (
+        index.nlevels == 1 and index.name is None and index.dtype.kind in "iu"
+        and list(index) == list(range(len(index))))
+    if default:
+        return df.reset_index(drop=True)
+    names = [n if n is not None else "" for n in index.names]
+    if any(str(n) == "" for n in names) and index.nlevels == 1:
+        names = [df.columns.name or ""]
+    taken = {_flat(c) for c in df.columns}
+    fresh = []
+    for k, n in enumerate(names):
+        n = n if str(n) != "" else ("" if k else " ")
+        while _flat(n) in taken or n in fresh:
+            n = f"{n} "
+        fresh.append(n)
+    df = df.copy()
+    df.index = df.index.set_names(fresh) if index.nlevels > 1 else df.index.rename(fresh[0])
+    if df.columns.nlevels > 1:
+        df.columns = [_flat(c) for c in df.columns]
+        df.index = df.index.set_names([str(n) for n in df.index.names])
+    return df.reset_index()
+
+
+def readable(obj, caption: str | None = None) -> str:
+    """``obj`` (a DataFrame or a Styler) as the HTML table a reader sees (module docstring).
+    Raises ``TypeError`` for anything else."""
+    import pandas as pd
+
+    df = _frame(obj)
+    heads = [_flat(c) for c in df.columns]
+    rows = []
+    kinds = []
+    for _, col in df.items():
+        values = list(col)
+        numeric = any(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values if not _missing(v))
+        kinds.append("num" if numeric and pd.api.types.is_numeric_dtype(col.dtype) else "")
+        rows.append([cell_text(v, column_formats(values) if numeric else None) for v in values])
+    out = ['<div class="companion-table-wrap"><table class="companion-table table">']
+    if caption:
+        out.append(f"<caption>{html.escape(caption)}</caption>")
+    num = ' class="num"'
+    out.append("<thead><tr>" + "".join(
+        f'<th scope="col"{num if k else ""}>{html.escape(h)}</th>' for h, k in zip(heads, kinds))
+        + "</tr></thead><tbody>")
+    for r in range(len(df)):
+        out.append("<tr>" + "".join(
+            f'<td{num if k else ""}>{html.escape(col[r])}</td>' for col, k in zip(rows, kinds)) + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def register(shell=None) -> bool:
+    """Make :func:`readable` the HTML form of every DataFrame and Styler in the IPython kernel
+    ``shell`` (the running one by default); False where there is none (plain Python)."""
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None:
+        return False
+    import pandas as pd
+    from pandas.io.formats.style import Styler
+
+    def shown(obj):
+        try:
+            return readable(obj)
+        except Exception:   # noqa: BLE001 - pandas' own table, which the reader checks count
+            return None
+
+    formatter = shell.display_formatter.formatters["text/html"]
+    formatter.for_type(pd.DataFrame, shown)
+    formatter.for_type(Styler, shown)
+    return True
