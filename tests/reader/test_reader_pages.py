@@ -1,0 +1,191 @@
+"""The built pages read as a reader reads them, not as code prints them: no table pandas drew
+(an index column, "NaN" cells, class ``dataframe``), no link whose text is raw TeX, answer
+boxes a reader takes in at a glance (at most :data:`MAX_ANSWER_WORDS` words), the glossary
+linked from every chapter, and, at a phone's width (390 px), no page that scrolls sideways and
+no word in a table cut in pieces.
+
+The counting functions are plain functions of a page's HTML, checked on small pages below,
+so that each check can fail.  Before the tables' formatter and the phone's CSS, the build of a
+fresh clone showed 95 pandas tables, 104 missing-value cells, 7 raw-TeX links, 5 answer boxes
+over the limit, 4 chapters without a glossary link and 5 pages wider than a phone.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from companion.book import notebooks as nbgen
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCNAMES = nbgen.toc_docnames(ROOT)
+CHAPTERS = [c.docname for c in nbgen.book_chapters(ROOT)]
+
+#: the most words an answer box may hold (its title not counted)
+MAX_ANSWER_WORDS = 150
+#: the width of a phone's screen in CSS px (and its height)
+PHONE = (390, 844)
+#: what a missing value reads as when pandas or Python draws it (case as they print it: a
+#: cell "none" is a word of a sentence)
+MISSING_WORDS = {"nan", "NaN", "None", "<NA>", "NaT"}
+#: TeX left in a link's text: a control word or a sub/superscript in braces
+RAW_TEX = re.compile(r"\\[A-Za-z]+|[_^]\{")
+
+
+def _article(html: str):
+    soup = BeautifulSoup(html, "html.parser")
+    return soup.find("article") or soup.find("main") or soup
+
+
+def raw_tables(html: str) -> dict:
+    """How many tables of the page pandas drew (class ``dataframe``), how many show an index
+    column (a body row opening with a header cell), and how many cells read as a missing value."""
+    tables = _article(html).find_all("table")
+    index = 0
+    for t in tables:
+        body = t.find("tbody")
+        first = body.find("tr") if body else None
+        if first is not None and first.find(["td", "th"]) is not None and first.find(["td", "th"]).name == "th":
+            index += 1
+    return {"dataframes": sum("dataframe" in (t.get("class") or []) for t in tables),
+            "index columns": index,
+            "missing cells": sum(c.get_text(strip=True) in MISSING_WORDS
+                                 for t in tables for c in t.find_all(["td", "th"]))}
+
+
+def tex_link_texts(html: str) -> list[str]:
+    """Texts of the page's links that show TeX as typed (a section title with math, linked
+    by ``{ref}`` without a text of its own)."""
+    return [a.get_text() for a in _article(html).find_all("a")
+            if RAW_TEX.search(a.get_text()) and not a.find(["mjx-container", "span"], class_="math")]
+
+
+def answer_box_words(html: str) -> list[int]:
+    """The number of words in each answer box of the page (an admonition titled "The answer")."""
+    out = []
+    for box in _article(html).select("div.admonition"):
+        title = box.select_one(".admonition-title")
+        if title is None or not re.match(r"\s*The answer", title.get_text()):
+            continue
+        out.append(sum(len(x.get_text(" ").split()) for x in box.children
+                       if x is not title and hasattr(x, "get_text")))
+    return out
+
+
+def links_to_glossary(html: str) -> int:
+    """How many links of the page lead to the glossary."""
+    return sum(1 for a in _article(html).find_all("a", href=True)
+               if re.search(r"(^|/)glossary\.html", a["href"]))
+
+
+def _html(site: Path, docname: str) -> str:
+    path = site / f"{docname}.html"
+    if not path.is_file():
+        pytest.fail(f"{docname}: no page {path} in the built site; rebuild the book (make book).")
+    return path.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------ the counters can fail
+
+
+def test_the_counters_find_what_pandas_and_sphinx_leave():
+    import pandas as pd
+
+    from companion.book.tables import readable
+
+    frame = pd.DataFrame({"claim": ["table_1", "training_symmetry"], "p": [0.1, float("nan")]})
+    page = f"<main>{frame.to_html()}</main>"
+    assert raw_tables(page) == {"dataframes": 1, "index columns": 1, "missing cells": 1}
+    assert raw_tables(f"<main>{readable(frame)}</main>") == {"dataframes": 0, "index columns": 0,
+                                                             "missing cells": 0}
+    assert tex_link_texts('<main><a href="#b">What \\beta_{ij} is</a><a href="#c">What β is</a></main>') == \
+        ["What \\beta_{ij} is"]
+    assert tex_link_texts('<main><a href="#e">E8. The update of W_{qk}</a></main>')
+    box = ('<main><div class="admonition"><p class="admonition-title">The answer</p><p>{}</p></div>'
+           '<div class="admonition"><p class="admonition-title">Note</p><p>{}</p></div></main>')
+    assert answer_box_words(box.format("one two three", "not counted at all")) == [3]
+    assert links_to_glossary('<main><a href="glossary.html#term-look">look</a><a href="x.html">x</a></main>') == 1
+
+
+# ------------------------------------------------------------------ the built pages
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_no_table_is_drawn_by_pandas(site, docname):
+    found = raw_tables(_html(site, docname))
+    assert not any(found.values()), (
+        f"{docname}: {found}: show every table through companion.book.tables (the book's kernels do "
+        "when companion.book.kernel.use_book_defaults() ran)")
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_no_link_shows_raw_tex(site, docname):
+    found = tex_link_texts(_html(site, docname))
+    assert not found, f"{docname}: links show TeX as typed: {found}; give the {{ref}} a text of its own"
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_answer_boxes_are_short(site, docname):
+    words = answer_box_words(_html(site, docname))
+    over = [w for w in words if w > MAX_ANSWER_WORDS]
+    assert not over, (f"{docname}: an answer box holds {over} words (at most {MAX_ANSWER_WORDS}): keep plain "
+                      "sentences in the box and move the details below it")
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_every_chapter_links_the_glossary(site, docname):
+    assert links_to_glossary(_html(site, docname)), (
+        f"{docname}: no link to the glossary; link the first use of a term ({{term}}`look`)")
+
+
+# ------------------------------------------------------------------ on a phone
+
+
+def _at_phone(browser, site_url, docname):
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
+    browser.get(f"{site_url}/{docname}.html")
+
+
+@pytest.fixture
+def phone(browser):
+    yield
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_no_page_scrolls_sideways_on_a_phone(browser, site_url, phone, docname):
+    _at_phone(browser, site_url, docname)
+    state = browser.execute_script("""
+        const W = document.documentElement.clientWidth, wide = [];
+        document.querySelectorAll('article *').forEach(e => { const b = e.getBoundingClientRect();
+            if (b.width > 0 && b.right > W + 1 && wide.length < 3 && !e.closest('[style*="overflow"], .companion-table-wrap,'
+                + ' .pst-scrollable-table-container, .highlight, pre, mjx-container, .cell_output'))
+                wide.push(e.tagName.toLowerCase() + ': ' + (e.innerText || '').slice(0, 60)); });
+        return {width: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth), W: W, wide: wide};""")
+    assert state["width"] <= state["W"] + 1, (
+        f"{docname}: the page is {state['width']} px wide on a {state['W']} px phone (it scrolls sideways); "
+        f"widest parts: {state['wide']}")
+
+
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_no_word_in_a_table_breaks_on_a_phone(browser, site_url, phone, docname):
+    """A status ("inconclusive") or any word of five letters or more in a table cell stays on one line."""
+    _at_phone(browser, site_url, docname)
+    broken = browser.execute_script("""
+        const out = [];
+        document.querySelectorAll('article td, article th').forEach(cell => {
+            const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT); let n;
+            while ((n = walker.nextNode())) {
+                if (n.parentElement.closest('code, pre, mjx-container')) continue;
+                const re = /[A-Za-z]{5,}/g; let m;
+                while ((m = re.exec(n.data))) {
+                    const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+                    const tops = new Set(Array.from(r.getClientRects()).filter(x => x.width > 0).map(x => Math.round(x.top)));
+                    if (tops.size > 1 && out.length < 8) out.push(m[0]);
+                } } });
+        return out;""")
+    assert not broken, f"{docname}: words in tables break mid-word at {PHONE[0]} px: {broken}"
