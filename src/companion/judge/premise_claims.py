@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.phrasing import interval
-from .cache import _cached
+from .cache import _cached, _disk_cached_value
 from .verdict_record import Verdict
 
 __all__ = ["cor_s1_13", "premise_config", "premise_runs", "premise_seed_runs", "premise_shares", "thm_s1_12",
@@ -25,8 +25,12 @@ def premise_config(size: str | None = None) -> dict:
 
 def premise_runs(size: str | None = None):
     """``(config, {objective: table})`` of :func:`companion.judge.premises.train_and_measure` at the
-    run size's width and length; computed once per process and shared by the chapters."""
-    return _cached(("premise_runs", size), lambda: _premise_runs(size))
+    run size's width and length; computed once per process, or once per package key where the
+    verdict cache is on (:func:`companion.judge.cache._disk_cached_value`), and shared by the chapters."""
+    from ..base.runtime import run_size
+
+    return _disk_cached_value(f"premise_runs-{run_size(size)}", lambda: _premise_runs(size),
+                              key=("premise_runs", size))
 
 
 def _premise_runs(size=None):
@@ -45,7 +49,7 @@ def _premise_runs(size=None):
 def premise_shares() -> dict:
     """Thm. S1.12's premise (Eq. S96) on the Wikipedia corpus, 64-token windows, document-
     aligned and packed: :func:`companion.judge.premises.context_ratio_share` of each, computed once
-    per process."""
+    per process, or once per package key where the verdict cache is on."""
     def compute():
         from .premises import context_ratio_share, wikipedia_windows
         from .stdlib_corpus import minilm_tokenizer
@@ -54,7 +58,7 @@ def premise_shares() -> dict:
         return {kind: context_ratio_share(wikipedia_windows(64, kind), V)
                 for kind in ("document-aligned", "packed")}
 
-    return _cached("premise_shares", compute)
+    return _disk_cached_value("premise_shares", compute)
 
 
 def _premise_share_table():
@@ -105,7 +109,9 @@ def premise_seed_runs(size: str | None = None) -> dict:
                 seqs, "bidirectional", steps, checkpoints, d=cfg["d"], seed=seed)
         return out
 
-    return _cached(("premise_seed_runs", size), compute)
+    from ..base.runtime import run_size
+
+    return _disk_cached_value(f"premise_seed_runs-{run_size(size)}", compute, key=("premise_seed_runs", size))
 
 
 def _equal_spreads_inputs(size: str | None = None):
