@@ -30,14 +30,19 @@ def run(args: argparse.Namespace) -> int:
         import pandas as pd
 
         columns = ["name", "role", "kind", "modality", "reader", "assembly", "licence", "state"]
+        from ..survey.design import survey_roles
+
         rows = pd.DataFrame([zoo.status(n) for n in zoo.zoo_names()])
-        print(rows[columns].to_string(index=False))
-        held = pd.DataFrame([zoo.status(n) for n in zoo.HELD])
-        print("\nheld back from the survey until its registered design takes them in "
-              "(`companion zoo fetch NAME` assembles one):")
-        print(held[columns].to_string(index=False))
+        rows["in the survey"] = rows["name"].map(survey_roles())
+        print(rows[columns + ["in the survey"]].to_string(index=False))
+        if zoo.HELD:
+            held = pd.DataFrame([zoo.status(n) for n in zoo.HELD])
+            print("\nheld out of the survey (`companion zoo fetch NAME` assembles one):")
+            print(held[columns].to_string(index=False))
         print("\nkind: what each self-attention stack counts as; a decoder is causal self-attention "
               "trained to predict the next token, with or without an encoder beside it")
+        print("in the survey: the unit each stack counts in under the survey's registered design (one "
+              "per base family; data/verdict_rules.yaml), or why it is left out")
         print(f"cache: {zoo.cache_dir() / 'zoo'}")
         return 0
     if args.zoo_command == "fetch":

@@ -34,7 +34,7 @@ from ..base.errors import CompanionError
 from ..base.paths import DATA_DIR
 
 __all__ = ["UnitRule", "REGISTERED", "EVERY_CHECKPOINT", "MEMBERS", "catalog_rows", "units", "unit_members",
-           "unit_values", "exact_p", "design_check", "published_contrast", "evidence_alpha", "design_table", "main"]
+           "unit_values", "member_medians", "registered_contrast", "survey_roles", "exact_p", "design_check", "published_contrast", "evidence_alpha", "design_table", "main"]
 
 DESIGN_CSV, SEED, DRAWS = DATA_DIR / "survey_design.csv", 20261206, 20000
 TODAY = (9, 3)   # the verdict of rules v4: every text encoder of the zoo against its 3 decoders
@@ -143,6 +143,67 @@ def unit_values(table: pd.DataFrame, medians: dict[str, float]) -> dict[str, dic
         raise CompanionError(f"no median for the counted members {missing}; score them first.")
     return {side: {u: float(np.median([medians[m] for m in ms])) for u, ms in groups.items()}
             for side, groups in unit_members(table).items()}
+
+
+def member_medians(summary: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Each zoo stack's per-model medians over layers (grouped head pairing) by design member:
+    ``member, name, component, symmetry, directionality`` (NaN where ``summary``, the survey's
+    :func:`companion.survey.summaries.summarize_survey`, has no row for it)."""
+    from ..zoo.registry import ZOO
+
+    rows = catalog_rows(held=False) if rows is None else rows
+    key_of = {m.name: m.catalog_key or m.name for m in ZOO.values()}
+    g = summary[summary["pairing"] == "grouped"]
+    med = g.groupby(["key", "component", "score"])["median"].first()
+    out = []
+    for r in rows.itertuples():
+        key = key_of.get(r.name, r.name)
+        out.append(dict(member=r.member, name=r.name, component=r.component,
+                        **{score: float(med.get((key, r.component, score), np.nan))
+                           for score in ("symmetry", "directionality")}))
+    return pd.DataFrame(out)
+
+
+def registered_contrast(summary: pd.DataFrame, rule: UnitRule = REGISTERED) -> dict:
+    """The survey's contrast under the registered design: the units of :func:`units` (one per base
+    family under :data:`REGISTERED`, one per checkpoint under :data:`EVERY_CHECKPOINT`), each
+    valued at the median of its members' per-model medians (:func:`unit_values`).  The result has
+    the shape of :func:`companion.survey.summaries.encoder_decoder_contrast` (``encoders``,
+    ``decoders``, ``sym_enc``, ``sym_dec``, ``dir_enc``, ``dir_dec``, the extremes and orderings)
+    plus ``groups`` (each unit's members), so :func:`companion.judge.empirical.survey_test` reads
+    it unchanged.  A counted member with no score is refused: the design's units would change."""
+    from .summaries import _with_orderings
+
+    rows = catalog_rows(held=False)
+    table = units(rows, rule)
+    meds = member_medians(summary, rows)
+    counted = set(table.loc[table["side"] != "", "member"])
+    missing = sorted(m for m, v in zip(meds["member"], meds["symmetry"]) if m in counted and not np.isfinite(v))
+    if missing:
+        raise CompanionError(f"the survey's registered design counts {', '.join(missing)}, which this build did not "
+                             "score (its reader or package is missing): the units would change; install the zoo "
+                             "(make env, or `companion zoo fetch all`) and score again.")
+    out: dict = {}
+    for score, short in (("symmetry", "sym"), ("directionality", "dir")):
+        values = unit_values(table, dict(zip(meds["member"], meds[score])))
+        for side, tag in (("encoder", "enc"), ("decoder", "dec")):
+            out[f"{short}_{tag}"] = list(values[side].values())
+            out["encoders" if side == "encoder" else "decoders"] = list(values[side])
+    out["groups"] = unit_members(table)   # {"encoder": {unit: members}, "decoder": {...}}
+    out.update(sym_enc_min=min(out["sym_enc"]), sym_dec_max=max(out["sym_dec"]),
+               dir_enc_min=min(out["dir_enc"]), dir_dec_max=max(out["dir_dec"]),
+               n_enc_dir_negative=int(sum(v < 0 for v in out["dir_enc"])))
+    return _with_orderings(out)
+
+
+def survey_roles(rule: UnitRule = REGISTERED) -> dict[str, str]:
+    """``{zoo name: what its stacks count as}`` under ``rule``, e.g. ``"encoder: MiniLM"``,
+    ``"encoder: T5; decoder: T5"`` or ``"left out (audio ...)"``; for ``companion zoo list``."""
+    table, out = units(catalog_rows(held=False), rule), {}
+    for name, g in table.groupby("name", sort=False):
+        parts = [f"{r.side}: {r.unit}" if r.side else f"{r.component} left out ({r.reason})" for r in g.itertuples()]
+        out[name] = "; ".join(parts)
+    return out
 
 
 def exact_p(n_enc: int, n_dec: int) -> tuple[np.ndarray, np.ndarray]:

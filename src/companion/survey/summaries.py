@@ -132,7 +132,11 @@ def encoder_decoder_contrast(computed: pd.DataFrame, modality: str = "text") -> 
     column-dominant (``dir_neg``), every decoder more column-dominant than every encoder
     (``dir_order``).
     """
-    g = computed[(computed["pairing"] == "grouped") & (computed["modality"] == modality)]
+    g = computed[(computed["pairing"] == "grouped") & (computed["modality"] == modality)].copy()
+    # one entry per self-attention stack: a model with an encoder and a decoder (T5) gives two,
+    # named "key:component"
+    stacks = g.groupby("key")["component"].transform("nunique")
+    g["key"] = np.where(stacks > 1, g["key"] + ":" + g["component"], g["key"])
     med = g.set_index(["key", "score"])["median"]
     kinds = g.drop_duplicates("key").set_index("key")["kind"]
     enc = sorted(kinds[kinds == "encoder"].index)
