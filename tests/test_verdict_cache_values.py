@@ -127,3 +127,37 @@ def test_prepare_says_so_when_the_package_changes_while_a_table_is_computed(tmp_
     monkeypatch.setattr(prepare, "_tables", lambda: [("t", lambda: cache._disk_cached("t", edited_meanwhile))])
     with pytest.raises(CompanionError, match="changed while t was computed"):
         prepare.prepare(tmp_path / "cache", out=open(tmp_path / "log", "w"))
+
+
+def test_a_kernel_waiting_for_a_table_another_computes_writes_nothing_to_its_output(tmp_path, monkeypatch):
+    """The wait on the cache's lock is silent: a line on a kernel's stderr would be saved with
+    the chapter's cell, and the book build fails on it."""
+    import fcntl
+    import os
+    import subprocess
+    import sys
+    import time
+
+    root = _tree(tmp_path / "root")
+    monkeypatch.setattr(paths, "ROOT", root)
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", str(tmp_path / "cache"))
+    path = cache._cache_path("v")
+    path.parent.mkdir(parents=True)
+    code = ("import sys, companion.base.paths as p; from pathlib import Path; p.ROOT = Path(sys.argv[1]); "
+            "from companion.judge import cache; Path(sys.argv[2]).touch(); "
+            "print(cache._disk_cached_value('v', lambda: {'x': 1.5}))")
+    asking = tmp_path / "asking"
+    with open(path.with_suffix(".lock"), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)                      # another kernel is computing the table
+        child = subprocess.Popen([sys.executable, "-c", code, str(root), str(asking)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env={**os.environ, "COMPANION_PROGRESS": "1"})
+        for _ in range(1200):                                 # until it asks for the table (imports done)
+            if asking.exists() or child.poll() is not None:
+                break
+            time.sleep(0.1)
+        time.sleep(1)
+        assert child.poll() is None, child.communicate()      # it waits for the lock ...
+        fcntl.flock(held, fcntl.LOCK_UN)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0 and out.strip() == "{'x': 1.5}", (out, err)
+    assert err == ""                                          # ... and says nothing while it does
