@@ -83,38 +83,47 @@ def _nearest(x: np.ndarray) -> np.ndarray:
 def _qkx2(x: np.ndarray, w: np.ndarray, nmax: int = 15, rmin: float = -1.0, rdelta: float = 0.1,
           nstep: int = 20) -> tuple[np.ndarray, np.ndarray]:
     """``make_qkx2_quants`` over many sub-blocks at once: ``x, w`` ``[n, 32]``; returns the
-    scale and the (positive) minimum of each sub-block, as llama.cpp picks them."""
-    f = np.float32
+    scale and the (positive) minimum of each sub-block, as llama.cpp picks them.  The weighted
+    squared error of each candidate comes from the weighted sums the fit needs anyway
+    (accumulated in float64), not from a second pass over the values."""
+    f, d64 = np.float32, np.float64
     lo = np.minimum(x.min(axis=1), 0).astype(f)
     hi = x.max(axis=1).astype(f)
-    sum_w = w.sum(axis=1)
-    sum_x = (w * x).sum(axis=1)
+    sum_w = w.sum(axis=1, dtype=d64)
+    sum_x = (w * x).sum(axis=1, dtype=d64)
+    sum_x2 = (w * x * x).sum(axis=1, dtype=d64)
     flat = hi == lo
     span = np.where(flat, 1, hi - lo).astype(f)
+    shifted = x - lo[:, None]
+
+    def sums(iscale):
+        L = np.clip(np.rint(iscale[:, None] * shifted), 0, nmax)
+        wl = w * L
+        return wl.sum(axis=1, dtype=d64), (wl * L).sum(axis=1, dtype=d64), (wl * x).sum(axis=1, dtype=d64)
+
+    def error(scale, m, sl, sl2, sxl):   # sum_i w_i (scale * l_i + m - x_i)^2
+        return (scale * scale * sl2 + 2 * scale * m * sl - 2 * scale * sxl + m * m * sum_w
+                - 2 * m * sum_x + sum_x2)
+
     iscale = f(nmax) / span
-    scale = (1 / iscale).astype(f)
-    L = np.clip(_nearest(iscale[:, None] * (x - lo[:, None])), 0, nmax).astype(f)
-    best = (w * (scale[:, None] * L + lo[:, None] - x) ** 2).sum(axis=1)
-    best_min = lo.copy()
+    scale = (1 / iscale).astype(d64)
+    best_min = lo.astype(d64)
+    best = error(scale, best_min, *sums(iscale))
     for step in range(nstep + 1):
-        isc = (f(rmin) + f(rdelta) * f(step) + f(nmax)) / span
-        La = np.clip(_nearest(isc[:, None] * (x - lo[:, None])), 0, nmax).astype(f)
-        sum_l = (w * La).sum(axis=1)
-        sum_l2 = (w * La * La).sum(axis=1)
-        sum_xl = (w * La * x).sum(axis=1)
-        D = sum_w * sum_l2 - sum_l * sum_l
+        sl, sl2, sxl = sums(((f(rmin) + f(rdelta) * f(step) + f(nmax)) / span).astype(f))
+        D = sum_w * sl2 - sl * sl
         ok = D > 0
         Ds = np.where(ok, D, 1)
-        this_scale = (sum_w * sum_xl - sum_x * sum_l) / Ds
-        this_min = (sum_l2 * sum_x - sum_l * sum_xl) / Ds
+        this_scale = (sum_w * sxl - sum_x * sl) / Ds
+        this_min = (sl2 * sum_x - sl * sxl) / Ds
         pos = this_min > 0
-        this_scale = np.where(pos, sum_xl / np.where(sum_l2 > 0, sum_l2, 1), this_scale)
+        this_scale = np.where(pos, sxl / np.where(sl2 > 0, sl2, 1), this_scale)
         this_min = np.where(pos, 0, this_min)
-        err = (w * (this_scale[:, None] * La + this_min[:, None] - x) ** 2).sum(axis=1)
+        err = error(this_scale, this_min, sl, sl2, sxl)
         better = ok & (err < best)
         best = np.where(better, err, best)
-        scale = np.where(better, this_scale, scale).astype(f)
-        best_min = np.where(better, this_min, best_min).astype(f)
+        scale = np.where(better, this_scale, scale)
+        best_min = np.where(better, this_min, best_min)
     scale = np.where(flat, 0, scale).astype(f)
     return scale, (-best_min).astype(f)
 
