@@ -215,3 +215,40 @@ def test_scheme_changes_on_a_real_checkpoint():
     assert by["Q8_0"] < by["Q4_0"] / 5        # 8 bits move the weights far less than 4
     with pytest.raises(CompanionError, match="no float checkpoint"):
         qz.scheme_changes({})
+
+
+def test_q4_k_requantises_llama_cpps_own_blocks_to_the_same_bytes():
+    # a llama.cpp Q4_K tensor read back lies on its grid: a quantiser that follows llama.cpp's
+    # reference finds the same scales, minimums and codes for (nearly) every block
+    _zoo_or_skip("qwen2.5-coder-1.5b")
+    from pathlib import Path
+
+    from companion.adapters.gguf_parts import GGUFPartsSource
+    from companion.zoo.registry import zoo_path
+
+    src = GGUFPartsSource(Path(zoo_path("qwen2.5-coder-1.5b")))
+    info = src._tensors["blk.10.attn_k.weight"]
+    assert info.tensor_type == GGMLQuantizationType.Q4_K
+    raw = np.asarray(src._read(info.data_offset, info.n_bytes), dtype=np.uint8).reshape(info.ne[1], -1)
+    V = dequantize(raw, GGMLQuantizationType.Q4_K).reshape(info.ne[1], -1)
+    blocks, values = qz.quantise_q4_k(V)
+    assert (blocks == raw).mean() > 0.99
+    assert np.linalg.norm(values - V) / np.linalg.norm(V) < 0.01
+
+
+def test_gguf_qk_types_agree_with_ggufs_reader():
+    _zoo_or_skip("smollm2-135m", "gemma-3-270m")
+    from gguf import GGUFReader
+
+    from companion.zoo.registry import zoo_path
+
+    t = qz.gguf_qk_types(["smollm2-135m", "gemma-3-270m", "all-minilm-l6-v2"])
+    assert set(t["model"]) == {"smollm2-135m", "gemma-3-270m"}     # not a GGUF model: no rows
+    for name, g in t.groupby("model"):
+        theirs = {}
+        for tensor in GGUFReader(zoo_path(name)).tensors:
+            parts = tensor.name.split(".")
+            if parts[-1] == "weight" and parts[-2] in ("attn_q", "attn_k"):
+                key = (parts[-2], tensor.tensor_type.name)
+                theirs[key] = theirs.get(key, 0) + 1
+        assert dict(zip(zip(g["tensor"], g["type"]), g["layers"])) == theirs

@@ -40,7 +40,7 @@ from ..base.errors import CompanionError
 
 __all__ = ["SCHEMES", "GGUF_SCHEMES", "SHIPPED", "round_trip", "encode_blocks", "decode_blocks",
            "quantise_q4_k", "int8_per_channel", "stored_bits", "float_checkpoints", "quantised_copy",
-           "compare_layers", "minilm_int8_change", "scheme_changes", "median_changes", "unit_gaps",
+           "compare_layers", "gguf_qk_types", "minilm_int8_change", "scheme_changes", "median_changes", "unit_gaps",
            "published_gaps", "against_gap", "directionality_sentence"]
 
 #: Schemes written in GGUF blocks, then the plain int8 of one scale per output channel.
@@ -331,6 +331,36 @@ def compare_layers(original, changed, model: str, scheme: str) -> pd.DataFrame:
         row["wk_error"] = _relative_error(wa[key].Wk, wb[key].Wk)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def gguf_qk_types(names=None) -> pd.DataFrame:
+    """The block type each GGUF model of the zoo stores its query and key weights in, read from
+    the file's tensor table: one row per (model, projection, type) with the number of layers.
+    A "Q4_K_M" file need not hold Q4_K projections (llama.cpp writes rows whose length is not a
+    multiple of 256 in another type)."""
+    import re
+    from pathlib import Path
+
+    from ..adapters.gguf_file import GGUFSource
+    from ..adapters.gguf_parts import GGUFPartsSource
+    from ..zoo.registry import reader_available, zoo_model, zoo_names, zoo_path
+
+    rows = []
+    for name in names if names is not None else zoo_names(held=True):
+        model = zoo_model(name)
+        if model.reader != "gguf" or not reader_available(model):
+            continue
+        path = Path(zoo_path(name))
+        source = GGUFPartsSource(path) if path.name.endswith(".parts.json") else GGUFSource(path)
+        counts: dict = {}
+        for tname, info in source._tensors.items():
+            m = re.fullmatch(r"blk\.\d+\.(attn_q|attn_k|attn_qkv)\.weight", tname)
+            if m:
+                key = (m.group(1), info.tensor_type.name)
+                counts[key] = counts.get(key, 0) + 1
+        rows += [{"model": name, "role": model.role, "tensor": t, "type": ty, "layers": n}
+                 for (t, ty), n in sorted(counts.items())]
+    return pd.DataFrame(rows, columns=["model", "role", "tensor", "type", "layers"])
 
 
 def minilm_int8_change(float_name: str = "all-minilm-l6-v2",
