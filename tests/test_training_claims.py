@@ -15,6 +15,48 @@ from companion.rules.sequential import LookEstimate, Reading
 from companion.rules.rulebook import load_rules
 
 STEPS = 10000
+#: the configuration a run of the English-mix v3 body records (as data/runs/mixv3-bert-mini-encoder-standard-s30's),
+#: besides its arm, seed, corpus and learning rate
+REGISTERED = {'size': 'bert-mini',
+              'steps': 10000,
+              'batch_size': 16,
+              'grad_accum': 1,
+              'warmup': 100,
+              'decay_steps': None,
+              'weight_decay': 0.01,
+              'optimizer': 'adamw',
+              'update_every': None,
+              'max_grad_norm': 1.0,
+              'eval_every': 250,
+              'eval_blocks': 320,
+              'penalty': 'none',
+              'penalty_coef': 0.0,
+              'top_k': None,
+              'seq_len': None,
+              'layers': None,
+              'width': None,
+              'heads': None,
+              'bf16': True,
+              'cpu_bf16': True,
+              'compile': False,
+              'device': None,
+              'checkpoint_every': 250,
+              'smoothing': 1,
+              'init_from': None,
+              'eval_other': False,
+              'guard': True,
+              'keep_weights': [5000, 10000],
+              'extra': {}}
+MODEL_SIZE = {'name': 'bert-mini',
+              'num_hidden_layers': 4,
+              'hidden_size': 256,
+              'num_attention_heads': 4,
+              'intermediate_size': 1024,
+              'seq_len': 128,
+              'max_position_embeddings': 512,
+              'hidden_dropout_prob': 0.1,
+              'attention_probs_dropout_prob': 0.1,
+              'layer_norm_eps': 1e-12}
 
 
 def _write_run(root, name, mode, init, seed, *, sym, loss=4.0, sym_half=None, seen=4.0, unseen=4.02,
@@ -36,10 +78,8 @@ def _write_run(root, name, mode, init, seed, *, sym, loss=4.0, sym_half=None, se
             rows += [(step, f"guard_{k}_blocks", -1, -1, 320 if k == "seen" else blocks) for k in ("seen", "unseen", "heldout")]
     pd.DataFrame(rows, columns=["step", "quantity", "layer", "head", "value"]).to_csv(d / "history.csv", index=False)
     prov = {"started": started, "hardware": {"device": device},
-            "config": {"mode": mode, "init": init, "seed": seed, "size": "bert-mini", "penalty": "none",
-                       "penalty_coef": 0.0, "corpus": corpus, "lr": lr, "steps": STEPS, "seq_len": None, "top_k": None,
-                       "init_from": None, **config},
-            "model_size": {"hidden_size": 256, "num_hidden_layers": 4, "seq_len": 128},
+            "config": {**REGISTERED, "mode": mode, "init": init, "seed": seed, "corpus": corpus, "lr": lr, **config},
+            "model_size": dict(MODEL_SIZE),
             "data": {"documents_sha256": digest}}
     (d / "provenance.json").write_text(json.dumps(prov))
 

@@ -130,7 +130,7 @@ def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFr
     would average; a row past the run's own horizon (its provenance's ``config.steps``),
     which would read as the horizon's value; a quantity logged for fewer layers or heads at
     some step than at the others (a cut-off or edited file), whose layer mean would be over
-    the rest."""
+    the rest; a per-layer quantity whose layers are not the model's (:func:`_check_layer_set`)."""
     import numpy as np
 
     fix = f"copy history.csv again from the run's work folder, or move {run} away"
@@ -174,7 +174,35 @@ def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFr
             f"run {run.name}: its history.csv logs {quantity} for {int(short.iloc[0])} of its "
             f"{int(whole[quantity])} layers and heads at step {int(step)}; the file is cut off or edited, and a "
             f"mean over the rows left would not be the run's value: {fix}.")
+    _check_layer_set(hist, provenance, run, fix)
     return hist
+
+
+def _check_layer_set(hist: pd.DataFrame, provenance: dict, run: Path, fix: str) -> None:
+    """Refuse a per-layer quantity whose layers are not exactly the model's (its provenance's
+    ``model_size.num_hidden_layers``): a layer missing at every step (a cut-off or edited file
+    the per-step count cannot see) would leave a layer mean over fewer layers than the run
+    has, and a layer the model does not have would be averaged in.  A provenance that names
+    no layer count is not checked here (the readers of a body ask for it)."""
+    size = provenance.get("model_size")
+    layers = size.get("num_hidden_layers") if isinstance(size, dict) else None
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+        return
+    rows = hist[hist["layer"] >= 0]
+    if rows.empty:
+        return
+    want = set(range(layers))
+    for quantity, got in rows.groupby("quantity", sort=False)["layer"]:
+        have = {int(v) for v in got.unique()}
+        if have != want:
+            missing, extra = sorted(want - have), sorted(have - want)
+            what = (f"no row for layer{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
+                    if missing else f"rows for layer{'s' if len(extra) > 1 else ''} {', '.join(map(str, extra))}, "
+                                    "which the model does not have")
+            raise CompanionError(
+                f"run {run.name}: its history.csv logs {quantity} with {what}, but its provenance gives "
+                f"{layers} layers (model_size.num_hidden_layers); a layer mean over another set of layers "
+                f"is not the run's value: {fix}.")
 
 
 #: the columns of a run's history.csv, as :func:`write_run` writes them

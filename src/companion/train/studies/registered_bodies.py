@@ -6,6 +6,11 @@ naming the run and the fix (nothing already landed is touched):
 
 - it started before the rules that judge it were committed;
 - its provenance records another corpus, corpus hash, learning rate or horizon than the body's;
+- its configuration differs from its body's registration (:func:`registered_config`: the
+  plan's command, read by ``companion train``'s own parser; :mod:`.registration`) in any field that changes what it
+  learns (size, batch, schedule, optimiser, penalty, start, evaluation, ...), it did not
+  train under bf16 autocast on its device, or its folder names another arm or seed than
+  its configuration;
 - it did not log the one-mode guard (``--guard``);
 - the two runs of a pair (one seed) were made on different devices.
 
@@ -23,19 +28,14 @@ import numpy as np
 import pandas as pd
 
 from ...base.errors import CompanionError
+from .registration import REGISTERED_OPTIONS, check_registered, registered_config, run_name
 
 __all__ = ["body_runs_at_looks", "complete_seeds", "paired_values", "gate_at_look", "read_claim", "missing_runs",
-           "run_name", "runs_table", "runs_summary", "machines_of", "arm_levels", "pair_machines",
+           "run_name", "registered_config", "REGISTERED_OPTIONS", "runs_table", "runs_summary", "machines_of", "arm_levels", "pair_machines",
            "GUARD_QUANTITIES", "MAKE_COMMAND"]
 
 GUARD_QUANTITIES = ("guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss")
 MAKE_COMMAND = "bash data/runs/make_v3_runs.sh"
-
-
-def run_name(body: dict, arm: str, seed: int) -> str:
-    """``mixv3-bert-mini-encoder-standard-s30`` from the body's pattern, an arm and a seed."""
-    mode, init = arm.split("/")
-    return f"{body['pattern'].rstrip('*')}{mode}-{init}-s{seed}"
 
 
 def _rules_commit(body: dict | None = None):
@@ -122,6 +122,8 @@ def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> 
     if len(short):
         raise CompanionError(f"run {short.index[0]} ends its evaluations at step {int(short.iloc[0])}, not at the "
                              f"body's horizon {body['steps']}; finish it (its script resumes it).")
+    for name in sorted(configs):
+        check_registered(name, read_provenance(root / name), body, devices[name])
     return runs.assign(device=runs["run"].map(devices))
 
 

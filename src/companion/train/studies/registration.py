@@ -1,0 +1,127 @@
+"""What a run of a rules-v3/v4 body must have been made with: its body's registration.
+
+A body is registered in the rules file by its corpus, learning rate and horizon, and in its
+plan (data/runs/v3_plan.md, data/runs/chars_plan.md) by the command its runs are made with.
+:func:`registered_config` is the configuration that command gives a run of one arm and seed,
+with ``companion train``'s defaults for the rest; :func:`check_registered` refuses, in one line naming
+the run, the field and the fix, a run whose provenance differs from it in any field that
+changes what the run learns (size, batch, schedule, optimiser, penalty, start, evaluation,
+precision, ...), or whose folder names another arm or seed.  Used by
+:func:`companion.train.studies.registered_bodies.body_runs_at_looks`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...base.errors import CompanionError
+
+__all__ = ["REGISTERED", "REGISTERED_OPTIONS", "FIELDS_ADDED", "registered_config", "check_registered", "run_name"]
+
+
+def run_name(body: dict, arm: str, seed: int) -> str:
+    """``mixv3-bert-mini-encoder-standard-s30`` from the body's pattern, an arm and a seed."""
+    mode, init = arm.split("/")
+    return f"{body['pattern'].rstrip('*')}{mode}-{init}-s{seed}"
+
+
+#: the training options every run of a rules-v3/v4 body was registered with (data/runs/v3_plan.md,
+#: data/runs/chars_plan.md; the COMMON line of make_v3_runs.sh, make_chars_runs.sh and
+#: device_v3.sh), besides the body's own corpus, learning rate and horizon, and each run's arm
+#: and seed; every other field is ``companion train``'s default.  How a device runs them
+#: (threads, --device, --cpu-bf16, checkpoints) is not here.
+REGISTERED = {"size": "bert-mini", "batch_size": 16, "warmup": 100, "eval_every": 250, "eval_blocks": 320,
+              "guard": True, "keep_weights": (5000, 10000)}
+#: :data:`REGISTERED` as the command's options
+REGISTERED_OPTIONS = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {','.join(map(str, v))}"
+                                                            if isinstance(v, tuple) else f" {v}")
+                              for k, v in REGISTERED.items())
+
+#: configuration fields ``companion train`` began recording after a body's first run, with the
+#: day it began: a run that started before that day and lacks the field is read as registered
+#: in it (it could not record it); any other run lacking a field is refused.  (Every landed
+#: v3/v4 run records every field, so none is listed.)
+FIELDS_ADDED: dict = {}
+
+#: fields a registration leaves to the device (checked apart: the pair's device, bf16 autocast)
+_DEVICE_FIELDS = frozenset({"device", "bf16", "cpu_bf16", "checkpoint_every", "compile", "keep_weights"})
+
+
+def registered_config(body: dict, arm: str, seed: int) -> dict:
+    """The configuration (``TrainConfig`` as a run's provenance records it, ``model_size``
+    included) that the body's registered command gives the run of ``arm`` (MODE/INIT) and
+    ``seed``: :data:`REGISTERED` with the body's corpus, learning rate and horizon, and
+    ``companion train``'s defaults for everything else (optimiser, weight decay, penalty,
+    start, ...; top-k as ``companion train`` chooses it for the corpus)."""
+    import dataclasses
+
+    from ..runner.config import TrainConfig
+    from ..text.corpora import CORPORA
+
+    mode, init = arm.split("/")
+    spec = CORPORA.get(body["corpus"])
+    tokenizer = body.get("tokenizer") not in (None, "all-minilm-l6-v2")   # the default tokenizer's vocabulary
+    top_k = None if spec is not None and spec.fitted_vocab and not tokenizer else 4096
+    try:
+        cfg = TrainConfig(**REGISTERED, mode=mode, init=init, seed=int(seed), steps=int(body["steps"]),
+                          lr=float(body["lr"]), corpus=str(body["corpus"]), top_k=top_k)
+    except (TypeError, ValueError) as err:   # a body the loader let through
+        raise CompanionError(f"body {body.get('label', body['pattern'])!r}: its registered configuration cannot be "
+                             f"made ({err}); correct the body in the rules file.") from None
+    out = dataclasses.asdict(cfg)
+    out["model_size"] = dataclasses.asdict(cfg.model_size)
+    return out
+
+
+def _same_value(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=0.0)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def check_registered(name: str, prov: dict, body: dict, device: str) -> None:
+    """Refuse (one line naming the run, the field, both values and the fix) a run of ``body``
+    whose configuration is not its registration's (:func:`registered_config`), whose folder
+    names another arm or seed than it trained, whose arm is not one of the body's, or which did
+    not train under bf16 autocast on its device."""
+    from ...rules.verdicts import started_before_rule
+
+    label = body.get("label", body["pattern"])
+    cfg = prov.get("config") or {}
+    arm, seed = f"{cfg.get('mode')}/{cfg.get('init')}", cfg.get("seed")
+    arms = list(body.get("arms") or []) + list(body.get("secondary_arms") or [])
+    if arms and arm not in arms:
+        raise CompanionError(f"run {name} trained the arm {arm}, which body {label!r} does not register "
+                             f"({', '.join(arms)}); move it out of data/runs.")
+    if run_name(body, arm, seed) != name:
+        raise CompanionError(f"run {name} trained {arm} seed {seed}, so its folder should be "
+                             f"{run_name(body, arm, seed)}; a run is read as the arm and seed its folder names: "
+                             "move it out of data/runs (or rename it, if the folder name is the mistake).")
+    want = registered_config(body, arm, seed)
+    got = dict(cfg, model_size=prov.get("model_size"))
+    for field in sorted(want):
+        if field in _DEVICE_FIELDS:
+            continue
+        if field not in got:
+            since = FIELDS_ADDED.get(field)
+            if since is not None and prov.get("started") and started_before_rule(prov["started"], since):
+                continue   # the run predates the field: it could not record it, and was made as registered
+            raise CompanionError(f"run {name}'s provenance records no {field}, which every run of body {label!r} "
+                                 f"records (registered: {want[field]!r}); copy provenance.json again from the run's "
+                                 "work folder, or move the run out of data/runs.")
+        if not _same_value(got[field], want[field]):
+            shown = (lambda v: str(v)[:60])
+            raise CompanionError(f"run {name} was made with {field} = {shown(got[field])}, not the {shown(want[field])} "
+                                 f"that body {label!r} registers (its plan: {body.get('plan', 'the rules file')}); it "
+                                 "is not a run of the body: move it out of data/runs.")
+    precision = cfg.get("cpu_bf16") if device == "CPU" else cfg.get("bf16")
+    if precision is not True:
+        flag = "--cpu-bf16" if device == "CPU" else "bf16 (no --no-bf16)"
+        raise CompanionError(f"run {name} did not train under bf16 autocast on its device ({device}), which body "
+                             f"{label!r} registers ({flag}); it is not a run of the body: move it out of data/runs.")
