@@ -8,6 +8,11 @@ with raw HTML allowed), so pasted raw, ``<img src=x onerror=...>`` became an ele
 deck, ``*a*`` emphasis, a backtick a code span, ``$x$`` a formula, ``a|b`` two table cells and
 ``##ing`` at the start of a line a heading.  :func:`pasted` makes it plain text again in
 either setting; both builders call it for every value they paste.
+
+A chapter's own text may hold raw HTML (a table, a link), which the deck renders as the book
+does; :func:`safe_html` lets through only such inert markup, so a tag that would run (a
+``<script>``, an ``onerror=`` attribute, a ``javascript:`` link) shows in the deck as the text
+it is.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["pasted"]
+__all__ = ["pasted", "safe_html"]
 
 #: characters that start inline Markdown (emphasis, code spans and MyST roles, links and images,
 #: math, table cells, strikes, escapes); each is escaped with a backslash, which CommonMark, MyST
@@ -53,3 +58,69 @@ def pasted(value, into: str = "markdown") -> str:
     elif _UNDERLINE.match(text) or text.startswith(_LEADING):
         text = "\\" + text
     return text
+
+
+#: tags a chapter's raw HTML may use in a deck (inert: no script, frame, form, style or object)
+_SAFE_TAGS = frozenset("a abbr b br caption code col colgroup dd del details div dl dt em figcaption figure h1 h2 h3 "
+                       "h4 h5 h6 hr i img kbd li ol p pre s small span strong sub summary sup table tbody td tfoot th "
+                       "thead tr u ul".split())
+#: their attributes that carry no behaviour (no event handler, no style)
+_SAFE_ATTRS = frozenset("alt class colspan rowspan align title id width height href src".split())
+#: what an address may be: a fragment, a relative path, http(s) or mailto; an image also a raster data URL
+_SAFE_URL = re.compile(r"^(?:#|/|\.|https?:|mailto:|(?![a-z][a-z0-9+.-]*:))", re.I)
+_IMAGE_DATA = re.compile(r"^data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*$", re.I)
+
+
+def safe_html(fragment: str) -> str:
+    """``fragment`` (raw HTML a chapter's Markdown holds) with only inert markup left as markup:
+    each tag of :data:`_SAFE_TAGS` with its attributes of :data:`_SAFE_ATTRS` (an ``href`` or
+    ``src`` only to a safe address), every other tag or attribute dropped or shown as text
+    (``<script>``, ``onerror=``, ``javascript:``), comments dropped, text escaped."""
+    from html.parser import HTMLParser
+
+    out: list[str] = []
+
+    def attrs_of(tag, attrs):
+        kept = []
+        for name, value in attrs:
+            name = name.lower()
+            if name not in _SAFE_ATTRS:
+                continue
+            value = "" if value is None else value
+            if name in ("href", "src"):
+                bare = re.sub(r"[\x00-\x20\x7f\ufffd]", "", value)   # what a browser drops in a scheme
+                if not (_SAFE_URL.match(bare) or (tag == "img" and name == "src" and _IMAGE_DATA.match(value))):
+                    continue
+            kept.append(f' {name}="{html.escape(value, quote=True)}"')
+        return "".join(kept)
+
+    class _Clean(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            out.append(f"<{tag}{attrs_of(tag, attrs)}>" if tag in _SAFE_TAGS
+                       else html.escape(self.get_starttag_text() or f"<{tag}>"))
+
+        def handle_startendtag(self, tag, attrs):
+            out.append(f"<{tag}{attrs_of(tag, attrs)}/>" if tag in _SAFE_TAGS
+                       else html.escape(self.get_starttag_text() or f"<{tag}/>"))
+
+        def handle_endtag(self, tag):
+            out.append(f"</{tag}>" if tag in _SAFE_TAGS else html.escape(f"</{tag}>"))
+
+        def handle_data(self, data):
+            out.append(html.escape(data, quote=False))
+
+        def handle_entityref(self, name):
+            out.append(f"&{name};")
+
+        def handle_charref(self, name):
+            out.append(f"&#{name};")
+
+        def unknown_decl(self, data):   # <![CDATA[...]]>: its text, escaped
+            out.append(html.escape(data, quote=False))
+
+    parser = _Clean(convert_charrefs=False)
+    parser.feed(fragment)
+    parser.close()
+    if parser.rawdata:   # an unfinished tag at the end (``<img src=x onerror=...``): text
+        out.append(html.escape(parser.rawdata))
+    return "".join(out)

@@ -510,6 +510,12 @@ def _markdown():
     md.add_render_rule("math_block", lambda self, t, i, o, e: f"<p>\\[{esc(t[i].content)}\\]</p>\n")
     md.add_render_rule("math_block_label", lambda self, t, i, o, e: f"<p>\\[{esc(t[i].content)}\\]</p>\n")
     md.add_render_rule("amsmath", lambda self, t, i, o, e: f"<p>{esc(t[i].content)}</p>\n")
+    # a chapter's raw HTML is rendered as the book does, but only its inert markup (no script,
+    # no event handler, no javascript: address: companion.book.markup.safe_html)
+    from .markup import safe_html
+
+    md.add_render_rule("html_block", lambda self, t, i, o, e: safe_html(t[i].content))
+    md.add_render_rule("html_inline", lambda self, t, i, o, e: safe_html(t[i].content))
     return md
 
 
