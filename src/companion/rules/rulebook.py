@@ -57,6 +57,48 @@ def _num(v, path, where, field, lo=None, hi=None, whole=False):
     return v
 
 
+#: every quantity a claim may name (a claim read once: a list of them, more under ``also``); the
+#: levels and power targets a file may state (beyond them no seed count reaches the tails asked for)
+CLAIM_QUANTITIES = ("symmetry", "directionality", "eval_loss", "update_symmetry", "update_directionality")
+LEVELS, POWER_TARGETS = (0.5, 0.999), (0.5, 0.99)
+
+
+def _check_levels_and_quantities(rules: dict, path) -> None:
+    """Refuse, in one line naming the rule and the field, a level or power target outside
+    :data:`LEVELS` / :data:`POWER_TARGETS` or a quantity not in :data:`CLAIM_QUANTITIES`
+    wherever the file states one (framework, claims read once and their framework, an earlier
+    version's claims), before anything is computed from them; a section that is not a mapping
+    is left to the schema checks, which name it."""
+    def level(v, where, field="level", bounds=LEVELS):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not bounds[0] <= v <= bounds[1]:
+            usual = "0.95 is the usual level" if field == "level" else "0.8 is the usual target"
+            _fail(path, where, f"{field!r} must be a number from {bounds[0]} to {bounds[1]} ({usual}); got {str(v)[:40]!r}.")
+
+    def framework(fw, where):
+        if isinstance(fw, dict) and "level" in fw:
+            level(fw["level"], where)
+        if isinstance(fw, dict) and isinstance(fw.get("power"), dict) and "target" in fw["power"]:
+            level(fw["power"]["target"], f"{where}.power", "target", POWER_TARGETS)
+
+    def claims(section, suffix):
+        for key, r in (section.items() if isinstance(section, dict) else ()):
+            if isinstance(r, dict) and "level" in r:
+                level(r["level"], f"rule {key!r}{suffix}")
+            for field in ("quantity", "also") if isinstance(r, dict) else ():
+                names = r.get(field) if isinstance(r.get(field), list) else [r.get(field)]
+                bad = [q for q in names if q not in CLAIM_QUANTITIES]
+                if field in r and r[field] is not None and (bad or not names):   # None: a claim without one
+                    _fail(path, f"rule {key!r}{suffix}", f"{field!r} names {str(bad[0] if bad else names)[:40]!r}, "
+                                                         f"which no reader computes; use one of {', '.join(CLAIM_QUANTITIES)}.")
+
+    framework(rules.get("framework"), "framework")
+    if rules.get("version") in (1, 2):
+        claims(rules.get("claims"), "")
+    if isinstance(rules.get("evidence"), dict):
+        framework(rules["evidence"].get("framework"), "evidence.framework")
+        claims(rules["evidence"].get("claims"), " (evidence)")
+
+
 def _arm(text, path, where):
     if not isinstance(text, str) or text.count("/") != 1:
         _fail(path, where, f"an arm is MODE/INIT (e.g. encoder/standard); got {str(text)[:40]!r}.")
@@ -188,6 +230,7 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
         _fail(path, "the file", "has no 'version'; every rules file states its version (1 to 4).")
     if isinstance(version, bool) or version not in (1, 2, 3, 4):
         _fail(path, "the file", f"'version' must be 1, 2, 3 or 4; got {str(version)[:20]!r}.")
+    _check_levels_and_quantities(rules, path)
     if version <= 2:
         return check_earlier(rules, path)
     rules["__file__"] = str(path)   # where its committed tables are looked for

