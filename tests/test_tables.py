@@ -50,6 +50,13 @@ def test_a_meaningful_index_becomes_columns():
     assert rows == [["0", "0.25", "0.5"], ["1", tables.MISSING, "1.0"]]
 
 
+def test_row_numbers_are_dropped_even_after_a_concat():
+    df = pd.concat([pd.DataFrame({"seed": [0, 1]}), pd.DataFrame({"seed": [0, 1]})])
+    assert list(df.index) == [0, 1, 0, 1]
+    heads, rows = _cells(tables.readable(df))
+    assert heads == ["seed"] and rows == [["0"], ["1"], ["0"], ["1"]]
+
+
 def test_a_hidden_index_stays_hidden_in_a_styler():
     df = pd.DataFrame({"a": [1, 2]}, index=pd.Index(["x", "y"], name="row"))
     assert _cells(tables.readable(df.style.hide(axis="index")))[0] == ["a"]
@@ -64,6 +71,10 @@ def test_numbers_are_rounded_to_what_they_mean():
     d = tables.column_formats(col)
     assert [tables.cell_text(v, d) for v in col] == ["0.0134", "0.00013", "0.0046"]
     assert abs(float(tables.cell_text(0.000126, d)) - 0.000126) / 0.000126 < 0.05
+    # values that differ are shown differing: two significant digits of the column's spread
+    col = [5.492337, 5.547209, 5.470001]
+    shown = [tables.cell_text(v, tables.column_formats(col)) for v in col]
+    assert shown == ["5.492", "5.547", "5.470"] and len(set(shown)) == 3
     # a rounded column keeps the decimals the chapter gave it
     col = [5.9755, 5.973]
     assert [tables.cell_text(v, tables.column_formats(col)) for v in col] == ["5.9755", "5.9730"]

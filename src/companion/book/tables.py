@@ -8,15 +8,15 @@ learning rate of 1e-3 as ``0.0``), and the package's keys (``training_symmetry``
 ``update_directionality``) where the paper has names (Fig. 3a, the update's directionality).
 :func:`readable` writes the table for a reader instead:
 
-- no index column: an unnamed default index (0, 1, 2, ...) is dropped, a meaningful one (named,
-  or set by ``set_index``/``pivot``) becomes the first column(s);
+- no index column: an unnamed integer index (row numbers 0, 1, 2, ...) is dropped, a
+  meaningful one (named, or labels set by ``set_index``/``pivot``) becomes the first column(s);
 - a missing value (``NaN``, ``None``, ``NaT``) is shown as an em dash, infinities as ``∞``;
 - a claim's key is shown by the paper's name of the claim (:data:`CLAIM_NAMES`), any other
   ``snake_case`` key in a header or a cell as words;
 - numbers are rounded to what they mean: integers (and whole-number floats) with thousands
   separators, a column a chapter rounded keeps the decimals it was given, an unrounded column
-  gets three significant digits of its largest value (each cell at least two of its own, so a
-  small p-value never reads 0), ``True``/``False`` read ``yes``/``no``.
+  gets three significant digits of its largest value and two of its spread (each cell at least
+  two of its own, so a small p-value never reads 0), ``True``/``False`` read ``yes``/``no``.
 
 :func:`register` installs it as the HTML form of both types in an IPython kernel; the book's
 kernels (``book/_ipython``'s start-up file) and the Colab set-up cell do so through
@@ -105,7 +105,8 @@ def column_formats(values) -> int | None:
     """The decimals a float column is shown with: None when every finite value is a whole
     number (shown as an integer), the most decimals any value was rounded to when the column
     was rounded (every value exact at 4 decimals or fewer), else three significant digits of
-    the column's largest magnitude."""
+    the column's largest magnitude and two of its spread (so that values that differ are
+    shown differing), at most 6."""
     finite = [float(v) for v in values
               if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))]
     if not finite or all(float(v).is_integer() and abs(v) < 1e15 for v in finite):
@@ -114,7 +115,11 @@ def column_formats(values) -> int | None:
     if all(g is not None for g in given):
         return max(given)
     top = max(abs(v) for v in finite)
-    return max(0, 2 - math.floor(math.log10(top))) if top > 0 else 3
+    decimals = max(0, 2 - math.floor(math.log10(top))) if top > 0 else 3
+    spread = max(finite) - min(finite)
+    if spread > 0:   # and two significant digits of the column's spread (losses 5.47 to 5.55)
+        decimals = max(decimals, 1 - math.floor(math.log10(spread)))
+    return min(decimals, 6)
 
 
 def _number(value: float, decimals: int | None) -> str:
@@ -176,9 +181,8 @@ def _frame(obj):
     if hide:
         return df.reset_index(drop=True)
     index = df.index
-    default = (isinstance(index, pd.RangeIndex) and index.name is None) or (
-        index.nlevels == 1 and index.name is None and index.dtype.kind in "iu"
-        and list(index) == list(range(len(index))))
+    # an unnamed integer index is a row number (0, 1, 2, or repeated after a concat)
+    default = index.nlevels == 1 and index.name is None and index.dtype.kind in "iu"
     if default:
         return df.reset_index(drop=True)
     names = [n if n is not None else "" for n in index.names]
