@@ -196,7 +196,7 @@ def _script_options(script: str) -> dict:
     import subprocess
 
     text = (ROOT / "data" / "runs" / script).read_text()
-    lines = [m.group(0) for m in re.finditer(r'^(STEPS|EVERY|WARMUP|KEEP)=.*$', text, re.M)]
+    lines = [m.group(0) for m in re.finditer(r'^(STEPS|EVERY|WARMUP|KEEP|HALF)=.*$', text, re.M)]
     lines.append(re.search(r'^COMMON="[^"]*"', text, re.M).group(0))
     common = subprocess.run(["bash", "-c", "\n".join(lines) + '\nprintf %s "$COMMON"'], capture_output=True,
                             text=True, check=True, env={"PATH": "/usr/bin:/bin", "LOG": "log", "DEVICE_ARGS": ""}).stdout
@@ -215,10 +215,10 @@ def _options(text: str) -> dict:
     return out
 
 
-@pytest.mark.parametrize("script", ["make_v3_runs.sh", "make_chars_runs.sh"])
+@pytest.mark.parametrize("script", ["make_v3_runs.sh", "make_chars_runs.sh", "device_v3.sh"])
 def test_the_registered_options_are_the_run_scripts_options(script, rules):
     got = _script_options(script)
-    body = rules["bodies"]["english-mix-v3" if script == "make_v3_runs.sh" else "wikipedia-chars-v4"]
+    body = rules["bodies"]["wikipedia-chars-v4" if script == "make_chars_runs.sh" else "english-mix-v3"]
     steps, lr = got.pop("--steps"), got.pop("--lr")
     assert int(steps) == body["steps"] and float(lr) == body["lr"]
     assert got == _options(reg.REGISTERED_OPTIONS)
@@ -309,3 +309,11 @@ def test_a_complete_history_reads_the_mean_of_all_its_layers(body, root):
     assert sorted(rows["layer"]) == [0, 1, 2, 3]
     got = arm_values(runs, "symmetry", "encoder", "standard", step=10000)
     assert got[30] == pytest.approx(rows["value"].mean(), rel=1e-12)
+
+
+def test_runs_made_by_the_gpu_script_join_their_body(body, root):
+    """device_v3.sh's runs: on a GPU, bf16 autocast by default, no --cpu-bf16, no checkpoints."""
+    _edit_all(root, lambda p: (p["config"].update(device="cuda", bf16=True, cpu_bf16=False, checkpoint_every=0),
+                               p["hardware"].update(device="NVIDIA H100 80GB HBM3")))
+    runs = _read(body, root)
+    assert sorted(runs["run"].unique()) == RUNS and set(runs["device"]) == {"NVIDIA H100 80GB HBM3"}

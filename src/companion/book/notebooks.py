@@ -720,6 +720,7 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
     ``executed_dir``: one more folder of executed notebooks, read first."""
     import nbformat
 
+    from ..base.outputs import write_text_atomic
     from .executions import GlueMissing, build_sources, find
 
     root = Path(root)
@@ -755,7 +756,8 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
         target.parent.mkdir(parents=True, exist_ok=True)
         nb = chapter_notebook(chapter, source, ref, student=student,
                               executed=found[chapter.docname] if found is not None else None, links=links)
-        nbformat.write(nb, target)
+        text = nbformat.writes(nb)   # as nbformat.write, through the safe write (no link followed, no FIFO opened)
+        write_text_atomic(text if text.endswith("\n") else text + "\n", target, what="notebook")
         written.append(target)
     return written
 

@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..base.outputs import write_text_atomic
 from .solutions import split_check_cells, strip_solutions
 
 __all__ = ["STUDENT_BRANCH", "INSTRUCTOR_PAGES", "strip_solutions", "split_check_cells", "prepare_sources",
@@ -63,7 +64,8 @@ def _check_ours(folder: Path, entries: frozenset | None = None) -> None:
     merely holds names a build also writes, such as a user's own ``work/``, is not ours.)"""
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise ValueError(f"{folder} is not a folder; give a new or empty folder for the student edition")
-    if folder.is_dir() and not (folder / _MARK).is_file() and any(folder.iterdir()):
+    mark = folder / _MARK   # the mark itself, never a link to a file elsewhere
+    if folder.is_dir() and not (mark.is_file() and not mark.is_symlink()) and any(folder.iterdir()):
         raise ValueError(f"{folder} is not empty and was not made by the student build, so "
                          "nothing in it is replaced; give a new or empty folder (default "
                          "<root>/_build/student)")
@@ -71,7 +73,8 @@ def _check_ours(folder: Path, entries: frozenset | None = None) -> None:
 
 def _mark(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / _MARK).write_text("made by python -m companion.book.student; replaced by its next build\n")
+    write_text_atomic("made by python -m companion.book.student; replaced by its next build\n", folder / _MARK,
+                      what="student edition's mark")
 
 
 #: pages for the instructor only (the course plan and the teaching notes): not in the student edition
@@ -106,8 +109,8 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
         shutil.rmtree(dest)
     _mark(dest)
     cache = root / "_build" / ".jupyter_cache"
-    (dest / "_config.yml").write_text(_student_config(root, cache))
-    (dest / "_toc.yml").write_text(_student_toc(root))
+    write_text_atomic(_student_config(root, cache), dest / "_config.yml", what="student configuration")
+    write_text_atomic(_student_toc(root), dest / "_toc.yml", what="student table of contents")
     pages = []
     for src in (root / "book").rglob("*"):
         if src.is_dir() or "__pycache__" in src.parts:
@@ -117,7 +120,7 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
         target = dest / src.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         if src.suffix == ".md":
-            target.write_text(strip_solutions(src.read_text(encoding="utf-8")), encoding="utf-8")
+            write_text_atomic(strip_solutions(src.read_text(encoding="utf-8")), target, what="student page")
             pages.append(target)
         else:
             shutil.copy2(src, target)
