@@ -70,6 +70,9 @@ def test_numbers_are_rounded_to_what_they_mean():
     col = [0.0134, 0.000126, 0.00461]
     d = tables.column_formats(col)
     assert [tables.cell_text(v, d) for v in col] == ["0.0134", "0.00013", "0.0046"]
+    # below 10, three decimals: 5.247 and 5.251 do not both read 5.25
+    col = [5.247138, 3.760214, 5.251377]
+    assert [tables.cell_text(v, tables.column_formats(col)) for v in col] == ["5.247", "3.760", "5.251"]
     assert abs(float(tables.cell_text(0.000126, d)) - 0.000126) / 0.000126 < 0.05
     # values that differ are shown differing: two significant digits of the column's spread
     col = [5.492337, 5.547209, 5.470001]

@@ -15,7 +15,7 @@ learning rate of 1e-3 as ``0.0``), and the package's keys (``training_symmetry``
   ``snake_case`` key in a header or a cell as words;
 - numbers are rounded to what they mean: integers (and whole-number floats) with thousands
   separators, a column a chapter rounded keeps the decimals it was given, an unrounded column
-  gets three significant digits of its largest value and two of its spread (each cell at least
+  gets three significant digits of its largest value (three decimals below 10) and two of its spread (each cell at least
   two of its own, so a small p-value never reads 0), ``True``/``False`` read ``yes``/``no``.
 
 :func:`register` installs it as the HTML form of both types in an IPython kernel; the book's
@@ -116,6 +116,8 @@ def column_formats(values) -> int | None:
         return max(given)
     top = max(abs(v) for v in finite)
     decimals = max(0, 2 - math.floor(math.log10(top))) if top > 0 else 3
+    if top < 10:   # a loss of 5.247 beside 5.251: three decimals below 10
+        decimals = max(decimals, 3)
     spread = max(finite) - min(finite)
     if spread > 0:   # and two significant digits of the column's spread (losses 5.47 to 5.55)
         decimals = max(decimals, 1 - math.floor(math.log10(spread)))
