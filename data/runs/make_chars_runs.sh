@@ -14,8 +14,13 @@
 # history.csv last; a run with data/runs/NAME/history.csv is skipped.
 # Usage: bash data/runs/make_chars_runs.sh   (RUN_JOBS=2 at a time; DRY=1 lists the runs;
 # STEPS=40 EVERY=20 WARMUP=10 WORK=/tmp/x LIMIT=4 tries the script's first 4 runs at a tiny size without
-# landing anything)
+# landing anything; RUNS_LOG=FILE logs there instead of data/runs/progress.log)
+#   --list       the runs, one a line, in order (as DRY=1)
+#   --one INDEX  only the run at INDEX (from 0) of that list, with the same command, in the
+#                foreground (with DRY=1, its name): what each task of the Slurm job array that
+#                data/runs/chars_slurm.sh writes runs
 source "$(dirname "$0")/common.sh"
+LOG=${RUNS_LOG:-$LOG}
 STEPS=${STEPS:-10000}
 EVERY=${EVERY:-250}
 WARMUP=${WARMUP:-100}
@@ -36,6 +41,19 @@ for look in "${LOOKS[@]}"; do
   prev=$look
 done
 [ -z "${LIMIT:-}" ] || jobs=("${jobs[@]:0:$LIMIT}")
+one=""
+case "${1:-}" in
+  "") ;;
+  --list) DRY=1 ;;
+  --one)
+    one=${2:-}
+    if ! [[ $one =~ ^[0-9]+$ ]] || (( 10#$one >= ${#jobs[@]} )); then
+      echo "make_chars_runs.sh --one '$one': not a run of the list; give an index from 0 to $((${#jobs[@]} - 1)) (bash data/runs/make_chars_runs.sh --list shows them in order)" >&2
+      exit 2
+    fi
+    jobs=("${jobs[10#$one]}") ;;
+  *) echo "make_chars_runs.sh: unknown option '$1'; use --list, --one INDEX or no option (every run)" >&2; exit 2 ;;
+esac
 if [ -n "${DRY:-}" ]; then
   for job in "${jobs[@]}"; do set -- $job; echo "charsv4-bert-mini-${1%/*}-${1#*/}-s$2"; done
   exit 0
@@ -54,6 +72,10 @@ run() {  # MODE/INIT SEED
   land "$name" "$WORK" 10000 'weights-step*.safetensors.sha256'
 }
 $PY -m companion.cli corpus fetch wikipedia-chars > /dev/null
+if [ -n "$one" ]; then   # the one run, in the foreground: the exit status is the run's
+  run ${jobs[0]}
+  exit 0
+fi
 for job in "${jobs[@]}"; do
   pool run $job
 done
