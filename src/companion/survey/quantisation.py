@@ -302,12 +302,15 @@ def _relative_error(a, b) -> float:
     return float(np.linalg.norm(np.asarray(b, dtype=np.float64) - a) / np.linalg.norm(a))
 
 
-def compare_layers(original, changed, model: str, scheme: str) -> pd.DataFrame:
+def compare_layers(original, changed, model: str, scheme: str,
+                   original_scores: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per self-attention layer of two copies of one model: both scores in each, their change
-    (``changed - original``) and the relative Frobenius change of ``Wq`` and ``Wk``."""
+    (``changed - original``) and the relative Frobenius change of ``Wq`` and ``Wk``.
+    ``original_scores``: ``layer_scores(original)``, when already computed."""
     from .tables import layer_scores
 
-    a, b = layer_scores(original), layer_scores(changed)
+    a = layer_scores(original) if original_scores is None else original_scores
+    b = layer_scores(changed)
     keys = ["component", "layer"]
     if len(a) != len(b) or not (a[keys].to_numpy() == b[keys].to_numpy()).all():
         raise CompanionError(f"the two copies of {model} have different self-attention layers "
@@ -381,8 +384,12 @@ def scheme_changes(checkpoints: dict, schemes=SCHEMES) -> pd.DataFrame:
     if not checkpoints:
         raise CompanionError("no float checkpoint to quantise: install the zoo's float models "
                              "(`companion zoo fetch all`) or pass checkpoints.")
-    tables = [compare_layers(ckpt, quantised_copy(ckpt, scheme), name, scheme)
-              for name, ckpt in checkpoints.items() for scheme in schemes]
+    from .tables import layer_scores
+
+    tables = []
+    for name, ckpt in checkpoints.items():
+        scores = layer_scores(ckpt)          # the original's, scored once for every scheme
+        tables += [compare_layers(ckpt, quantised_copy(ckpt, scheme), name, scheme, scores) for scheme in schemes]
     return pd.concat(tables, ignore_index=True)
 
 
