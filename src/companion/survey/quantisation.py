@@ -23,6 +23,9 @@ whose length is not a multiple of 256 cannot hold Q4_K blocks and is written as 
 ``dequantize``; :func:`decode_blocks` reads the same bytes independently, and
 :func:`round_trip` refuses a disagreement.
 
+:func:`gguf_qk_types` reads which block type each GGUF model of the zoo really stores its query
+and key weights in (a "Q4_K_M" file holds Q5_0 projections where their rows are 640 or 896 long).
+
 The comparison with the encoder-decoder gap (:func:`against_gap`) takes the gap as an argument
 and :func:`directionality_sentence` turns two numbers into a sentence: neither computes the
 survey's verdict.
