@@ -317,3 +317,91 @@ def test_runs_made_by_the_gpu_script_join_their_body(body, root):
                                p["hardware"].update(device="NVIDIA H100 80GB HBM3")))
     runs = _read(body, root)
     assert sorted(runs["run"].unique()) == RUNS and set(runs["device"]) == {"NVIDIA H100 80GB HBM3"}
+
+
+# ---------------------------------------------------------------- version 2's bodies (no registration)
+
+V2 = [f"mixblind-bert-mini-encoder-standard-s{s}" for s in (20, 21, 22)]
+V2_BODY = {"label": "v2 body", "pattern": "mixblind-bert-mini-*", "seeds": [20, 21, 22], "steps": 10000, "lr": 0.001}
+
+
+@pytest.fixture
+def v2_root(tmp_path, monkeypatch):
+    import companion.train.runner.runs as runs
+
+    for r in V2:
+        shutil.copytree(DATA / r, tmp_path / r, ignore=shutil.ignore_patterns("*.sha256"))
+    monkeypatch.setattr(runs, "runs_root", lambda: tmp_path)
+    return tmp_path
+
+
+def _v2_read():
+    from companion.train.studies.evidence import body_runs
+
+    return body_runs(V2_BODY)
+
+
+def test_fuzz_a_version_2_run_made_otherwise_than_its_body_s_others_is_refused(v2_root):
+    """40 random edits of one field of one run of a version-2 body (which has no registration):
+    each is refused in one line naming the run and the field."""
+    rng = random.Random(2)
+    originals = {r: (v2_root / r / "provenance.json").read_text() for r in V2}
+    fields = sorted(f for f in json.loads(originals[V2[0]])["config"] if f not in reg.MAY_DIFFER | {"lr", "corpus"})
+    for _ in range(40):
+        run, field = rng.choice(V2), rng.choice(fields)
+        old = json.loads(originals[run])["config"][field]
+        new = {bool: lambda v: not v, int: lambda v: v + rng.randint(1, 5), float: lambda v: v * 2 + 0.1,
+               str: lambda v: v + "-x", type(None): lambda v: rng.randint(1, 9)}.get(type(old), lambda v: None)(old)
+        for r in V2:
+            (v2_root / r / "provenance.json").write_text(originals[r])
+        _edit_all(v2_root, lambda p: p["config"].update({field: new}), runs=[run])
+        with pytest.raises(CompanionError) as err:
+            _v2_read()
+        msg = str(err.value)
+        assert "\n" not in msg and run in msg, (run, field, new, msg)
+
+
+def test_a_field_a_version_2_run_predates_is_read_as_its_default_and_only_then(v2_root):
+    early = "2026-11-20T00:00:00Z"   # before companion train recorded the optimiser (2026-11-25)
+    _edit_all(v2_root, lambda p: p.update(started=early), runs=V2)
+    _edit_all(v2_root, lambda p: p["config"].pop("optimizer"), runs=[V2[1]])
+    assert sorted(_v2_read()["run"].unique()) == V2
+    # the same run started after the field was recorded: it should have recorded it
+    _edit_all(v2_root, lambda p: p.update(started="2026-11-26T00:00:00Z"), runs=[V2[1]])
+    with pytest.raises(CompanionError, match=f"run {V2[1]} was made with optimizer = unset, where the other runs"):
+        _v2_read()
+    # a run predating the field but trained otherwise than its default (recorded): refused
+    _edit_all(v2_root, lambda p: (p.update(started=early), p["config"].update(optimizer="sgd")), runs=[V2[1]])
+    with pytest.raises(CompanionError, match=f"run {V2[1]} was made with optimizer = 'sgd'"):
+        _v2_read()
+
+
+def test_a_start_is_the_stamp_or_the_end_less_the_duration():
+    import datetime as dt
+
+    assert reg.run_started({"started": "2026-11-20T01:00:00Z"}) == dt.datetime(2026, 11, 20, 1, tzinfo=dt.timezone.utc)
+    assert reg.run_started({"date": "2026-11-20T01:00:00Z", "duration_s": 3600.0}) == dt.datetime(
+        2026, 11, 20, 0, tzinfo=dt.timezone.utc)
+    assert reg.run_started({"date": "2026-11-20T01:00:00Z"}) is None and reg.run_started({}) is None
+    assert reg.run_started({"date": "2026-11-20T01:00:00Z", "duration_s": float("nan")}) is None
+
+
+@pytest.mark.parametrize("key", ["wikipedia-bert-mini-blind", "english-mix-bert-mini-blind", "wikipedia-bert-mini",
+                                 "wikipedia-regime", "wikipedia-regime-paper-lr", "manual-bert-mini", "manual-cpu"])
+def test_every_version_2_body_still_reads_whole(key):
+    """The landed version-2 bodies (whose older runs predate fields such as the optimiser) read
+    every run their pattern and seeds name, counted here from the folders."""
+    from companion.rules.rulebook import RULES_HISTORY
+    from companion.train.studies.evidence import body_runs
+
+    body = load_rules(RULES_HISTORY[2], check_design=False)["bodies"][key]
+    body = dict(body, seeds=list(body["seeds"]) + list(body.get("extra_seeds", [])))
+    patterns = body.get("patterns") or [body["pattern"]]
+    want = set()
+    for pat in patterns:
+        for d in DATA.glob(pat):
+            if (d / "history.csv").exists():
+                cfg = json.loads((d / "provenance.json").read_text())["config"]
+                if cfg["seed"] in body["seeds"] and cfg.get("penalty", "none") == "none":
+                    want.add(d.name)
+    assert want and set(body_runs(body)["run"].unique()) == want

@@ -90,7 +90,9 @@ def body_runs(body: dict) -> pd.DataFrame | None:
     ``seeds``; ``None`` when none is cached.  Adds ``corpus``, ``lr``, ``width`` and
     ``layers`` from each run's provenance.  A body that states its horizon (``steps``)
     refuses a run whose last evaluation is not at that step: its "final" values would be
-    read at another horizon than the rule's."""
+    read at another horizon than the rule's.  A run made otherwise than the body's other runs
+    (another size, optimiser, schedule, start, evaluation, ...: every field but the arm, seed
+    and device) is refused, naming it and the field."""
 
     runs = load_patterns(body.get("patterns") or [body["pattern"]])
     if runs is None:
@@ -135,6 +137,11 @@ def body_runs(body: dict) -> pd.DataFrame | None:
                              f"{next(d for d, rs in texts.items() if odd in rs)[:12]}..., the body's other runs "
                              f"{common[:12]}...); a body compares runs on one text. Move its folder out of "
                              "data/runs, or make it again on the body's corpus.")
+    # the body's runs were made alike but for arm, seed and device (a field a run predates is
+    # read as its default: companion.train.studies.registration.recorded_config)
+    from .registration import same_learning_config
+
+    same_learning_config({r: _provenance(r) for r in meta}, label)
     extra = pd.DataFrame.from_dict(meta, orient="index")
     return runs.join(extra, on="run")
 

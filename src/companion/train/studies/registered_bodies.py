@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ...base.errors import CompanionError
-from .registration import REGISTERED_OPTIONS, check_registered, registered_config, run_name
+from .registration import REGISTERED_OPTIONS, check_registered, registered_config, run_name, same_learning_config
 
 __all__ = ["body_runs_at_looks", "complete_seeds", "paired_values", "gate_at_look", "read_claim", "missing_runs",
            "run_name", "registered_config", "REGISTERED_OPTIONS", "runs_table", "runs_summary", "machines_of", "arm_levels", "pair_machines",
@@ -77,11 +77,11 @@ def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> 
     runs = runs[runs["seed"].isin(body["seeds"])]
     if runs.empty:
         return None
-    devices, hashes, configs = {}, {}, {}
+    devices, hashes, provs = {}, {}, {}
     for name in sorted(runs["run"].unique()):
         prov = read_provenance(root / name)
         cfg = prov.get("config") or {}
-        configs[name] = cfg
+        provs[name] = prov
         started = prov.get("started")
         if not started:
             raise CompanionError(f"run {name} records no start time; a run judged by rules v3 must have started "
@@ -104,7 +104,7 @@ def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> 
                                      f"{body.get('label', body['pattern'])!r}: move it out of data/runs.")
         hashes[name] = (prov.get("data") or {}).get("documents_sha256")
         devices[name] = device_label(prov)
-    _same_learning_config(configs, body)
+    same_learning_config(provs, body.get("label", body["pattern"]))
     if len(set(hashes.values())) > 1:
         first = sorted(hashes)[0]
         other = next(n for n in sorted(hashes) if hashes[n] != hashes[first])
@@ -122,39 +122,9 @@ def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> 
     if len(short):
         raise CompanionError(f"run {short.index[0]} ends its evaluations at step {int(short.iloc[0])}, not at the "
                              f"body's horizon {body['steps']}; finish it (its script resumes it).")
-    for name in sorted(configs):
-        check_registered(name, read_provenance(root / name), body, devices[name])
+    for name in sorted(provs):
+        check_registered(name, provs[name], body, devices[name])
     return runs.assign(device=runs["run"].map(devices))
-
-
-#: configuration fields that may differ between the runs of one body: the arm and seed (what a
-#: claim compares), and how the device ran the arithmetic (a pair's device is checked apart)
-_MAY_DIFFER = frozenset({"mode", "init", "seed", "device", "bf16", "cpu_bf16", "checkpoint_every", "compile",
-                         "keep_weights"})
-
-
-def _same_learning_config(configs: dict, body: dict) -> None:
-    """Every run of a body has the same configuration in every field that changes what it
-    learns or how it is read (size, widths, batch, schedule, optimiser, penalty, start, corpus,
-    evaluation, guard, ...): only the arm, the seed and the device may differ.  A run that
-    differs from the body's other runs is refused, naming the run, the field and both values;
-    the reference is the configuration most of the body's runs share."""
-    if len(configs) < 2:
-        return
-    from collections import Counter
-
-    def learning(cfg):
-        return tuple(sorted((k, repr(v)) for k, v in cfg.items() if k not in _MAY_DIFFER))
-
-    ref_key, _ = Counter(learning(c) for c in configs.values()).most_common(1)[0]
-    ref = dict(ref_key)
-    for name, cfg in sorted(configs.items()):
-        mine = dict(learning(cfg))
-        for field in sorted(set(ref) | set(mine)):
-            if ref.get(field) != mine.get(field):
-                raise CompanionError(f"run {name} was made with {field} = {mine.get(field, 'unset')}, where the other "
-                                     f"runs of body {body.get('label', body['pattern'])!r} have {ref.get(field, 'unset')}; "
-                                     "a body's runs differ only in arm, seed and device: move it out of data/runs.")
 
 
 @lru_cache(maxsize=4)

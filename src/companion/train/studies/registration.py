@@ -16,7 +16,8 @@ import math
 
 from ...base.errors import CompanionError
 
-__all__ = ["REGISTERED", "REGISTERED_OPTIONS", "FIELDS_ADDED", "registered_config", "check_registered", "run_name"]
+__all__ = ["REGISTERED", "REGISTERED_OPTIONS", "FIELDS_ADDED", "MAY_DIFFER", "registered_config", "check_registered",
+           "recorded_config", "run_started", "same_learning_config", "run_name"]
 
 
 def run_name(body: dict, arm: str, seed: int) -> str:
@@ -37,11 +38,17 @@ REGISTERED_OPTIONS = " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else
                                                             if isinstance(v, tuple) else f" {v}")
                               for k, v in REGISTERED.items())
 
-#: configuration fields ``companion train`` began recording after a body's first run, with the
-#: day it began: a run that started before that day and lacks the field is read as registered
-#: in it (it could not record it); any other run lacking a field is refused.  (Every landed
-#: v3/v4 run records every field, so none is listed.)
-FIELDS_ADDED: dict = {}
+#: configuration fields ``companion train`` began recording after some landed runs were made,
+#: with the commit that added each: a run that started before it and lacks the field is read
+#: with the field's default (it could not record it, and ran with the default); any other run
+#: lacking a field is refused.  (Every landed v3/v4 run records every field; version 2's
+#: bodies hold runs from before each of these.)
+FIELDS_ADDED = {"layers": "2026-11-23T15:31:51+00:00", "width": "2026-11-23T15:31:51+00:00",
+                "heads": "2026-11-23T15:31:51+00:00", "decay_steps": "2026-11-25T04:00:00+00:00",
+                "optimizer": "2026-11-25T04:35:59+00:00", "update_every": "2026-11-25T04:35:59+00:00",
+                "init_from": "2026-11-25T10:37:44+00:00", "eval_other": "2026-11-25T19:25:55+00:00",
+                "cpu_bf16": "2026-11-26T21:54:41+00:00", "guard": "2026-11-28T06:04:30+00:00",
+                "keep_weights": "2026-11-28T06:04:30+00:00"}
 
 #: fields a registration leaves to the device (checked apart: the pair's device, bf16 autocast)
 _DEVICE_FIELDS = frozenset({"device", "bf16", "cpu_bf16", "checkpoint_every", "compile", "keep_weights"})
@@ -85,13 +92,78 @@ def _same_value(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+def run_started(prov: dict):
+    """When a run started (a UTC datetime): its ``started`` stamp, else (runs made before
+    runs recorded it) its ``date`` less its ``duration_s``; None where neither is there."""
+    import datetime as dt
+
+    from ...rules.verdicts import _as_datetime
+
+    try:
+        if prov.get("started"):
+            return _as_datetime(prov["started"])
+        if prov.get("date") and isinstance(prov.get("duration_s"), (int, float)) and math.isfinite(prov["duration_s"]):
+            return _as_datetime(prov["date"]) - dt.timedelta(seconds=float(prov["duration_s"]))
+    except (TypeError, ValueError, OverflowError, CompanionError):
+        return None
+    return None
+
+
+def recorded_config(prov: dict) -> dict:
+    """A run's configuration with each field of :data:`FIELDS_ADDED` it lacks filled with the
+    field's default where the run started before the field was recorded (it ran with the
+    default); a field it lacks otherwise stays missing."""
+    import dataclasses
+
+    from ...rules.verdicts import _as_datetime
+    from ..runner.config import TrainConfig
+
+    cfg = dict(prov.get("config") or {})
+    start = run_started(prov)
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    for field, since in FIELDS_ADDED.items():
+        if field not in cfg and start is not None and start < _as_datetime(since) and field in defaults:
+            cfg[field] = defaults[field]
+    return cfg
+
+
+#: configuration fields that may differ between the runs of one body: the arm and seed (what a
+#: claim compares), and how the device ran the arithmetic (a pair's device is checked apart)
+MAY_DIFFER = frozenset({"mode", "init", "seed", "device", "bf16", "cpu_bf16", "checkpoint_every", "compile",
+                        "keep_weights"})
+
+
+def same_learning_config(provenances: dict, label: str) -> None:
+    """Every run of a body (``{run: provenance}``) has the same configuration
+    (:func:`recorded_config`) in every field that changes what it learns or how it is read
+    (size, widths, batch, schedule, optimiser, penalty, start, corpus, evaluation, guard, ...):
+    only the arm, the seed and the device may differ.  A run that differs from the body's
+    other runs is refused, naming the run, the field and both values; the reference is the
+    configuration most of the body's runs share."""
+    if len(provenances) < 2:
+        return
+    from collections import Counter
+
+    def learning(cfg):
+        return tuple(sorted((k, repr(v)) for k, v in cfg.items() if k not in MAY_DIFFER))
+
+    configs = {name: recorded_config(p) for name, p in provenances.items()}
+    ref_key, _ = Counter(learning(c) for c in configs.values()).most_common(1)[0]
+    ref = dict(ref_key)
+    for name, cfg in sorted(configs.items()):
+        mine = dict(learning(cfg))
+        for field in sorted(set(ref) | set(mine)):
+            if ref.get(field) != mine.get(field):
+                raise CompanionError(f"run {name} was made with {field} = {mine.get(field, 'unset')}, where the other "
+                                     f"runs of body {label!r} have {ref.get(field, 'unset')}; a body's runs differ only "
+                                     "in arm, seed and device: move it out of data/runs.")
+
+
 def check_registered(name: str, prov: dict, body: dict, device: str) -> None:
     """Refuse (one line naming the run, the field, both values and the fix) a run of ``body``
     whose configuration is not its registration's (:func:`registered_config`), whose folder
     names another arm or seed than it trained, whose arm is not one of the body's, or which did
     not train under bf16 autocast on its device."""
-    from ...rules.verdicts import started_before_rule
-
     label = body.get("label", body["pattern"])
     cfg = prov.get("config") or {}
     arm, seed = f"{cfg.get('mode')}/{cfg.get('init')}", cfg.get("seed")
@@ -104,14 +176,11 @@ def check_registered(name: str, prov: dict, body: dict, device: str) -> None:
                              f"{run_name(body, arm, seed)}; a run is read as the arm and seed its folder names: "
                              "move it out of data/runs (or rename it, if the folder name is the mistake).")
     want = registered_config(body, arm, seed)
-    got = dict(cfg, model_size=prov.get("model_size"))
+    got = dict(recorded_config(prov), model_size=prov.get("model_size"))
     for field in sorted(want):
         if field in _DEVICE_FIELDS:
             continue
         if field not in got:
-            since = FIELDS_ADDED.get(field)
-            if since is not None and prov.get("started") and started_before_rule(prov["started"], since):
-                continue   # the run predates the field: it could not record it, and was made as registered
             raise CompanionError(f"run {name}'s provenance records no {field}, which every run of body {label!r} "
                                  f"records (registered: {want[field]!r}); copy provenance.json again from the run's "
                                  "work folder, or move the run out of data/runs.")
@@ -120,7 +189,7 @@ def check_registered(name: str, prov: dict, body: dict, device: str) -> None:
             raise CompanionError(f"run {name} was made with {field} = {shown(got[field])}, not the {shown(want[field])} "
                                  f"that body {label!r} registers (its plan: {body.get('plan', 'the rules file')}); it "
                                  "is not a run of the body: move it out of data/runs.")
-    precision = cfg.get("cpu_bf16") if device == "CPU" else cfg.get("bf16")
+    precision = got.get("cpu_bf16") if device == "CPU" else got.get("bf16")
     if precision is not True:
         flag = "--cpu-bf16" if device == "CPU" else "bf16 (no --no-bf16)"
         raise CompanionError(f"run {name} did not train under bf16 autocast on its device ({device}), which body "
