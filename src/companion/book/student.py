@@ -99,6 +99,15 @@ def _student_toc(root: Path) -> str:
     return yaml.safe_dump(toc, sort_keys=False)
 
 
+def _local_state(rel: Path) -> bool:
+    """Whether ``rel`` (a path under ``book/``) is a kernel's local state, not a source: IPython's
+    profile beside the chapters keeps the history of every cell the instructor's build ran
+    (solutions included), its logs and its kernels' connection secrets; only its ``startup/``
+    scripts are the book's."""
+    parts = rel.parts
+    return len(parts) > 1 and parts[0] == "_ipython" and not (len(parts) > 2 and parts[2] == "startup")
+
+
 def prepare_sources(root: Path, dest: Path) -> list[Path]:
     """Write the student sources of the book at ``root`` into ``dest``; return the pages.
 
@@ -113,7 +122,7 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
     write_text_atomic(_student_toc(root), dest / "_toc.yml", what="student table of contents")
     pages = []
     for src in (root / "book").rglob("*"):
-        if src.is_dir() or "__pycache__" in src.parts:
+        if src.is_dir() or "__pycache__" in src.parts or _local_state(src.relative_to(root / "book")):
             continue
         if src.suffix == ".md" and src.relative_to(root).with_suffix("").as_posix() in INSTRUCTOR_PAGES:
             continue
