@@ -391,6 +391,9 @@ setup({"zoo=True" if zoo else ""})  # dependencies, weights, run size (set COMPA
 _ROLE = re.compile(r"\{(?P<role>[a-zA-Z:_-]+)\}`(?P<body>[^`]*)`")
 _FENCE_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args>.*)$")
 _EQ_LABEL = re.compile(r"^(\s*\$\$)\s*\([^)]*\)\s*$")
+#: a MyST target line, ``(label)=`` before a heading or block: the book's anchor, shown as raw
+#: text by Jupyter and Colab
+_TARGET = re.compile(r"^\s*\([A-Za-z0-9_.:-]+\)=\s*$")
 
 
 #: the mime type under which myst-nb stores a value glued with ``display=False``
@@ -457,7 +460,7 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
     roles become their text, a glued value the build's value where ``values``
     (:func:`glued_values`) holds it, a cross-reference a link to the published book where
     ``links`` (:func:`book_links`) knows its target; equation labels after a closing ``$$``
-    are dropped.
+    and target lines ``(label)=`` are dropped.
     """
     out: list[str] = []
     stack: list[tuple[str, str]] = []  # (closing fence, kind)
@@ -492,6 +495,8 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
             continue
         if stack and re.match(r"^:[a-zA-Z_-]+:", stripped):
             continue  # a directive's option (:label:, :class:, ...)
+        if _TARGET.match(line):
+            continue  # a target (label)=: the heading or block after it shows as itself
         line = _ROLE.sub(lambda m: _role(m, values, links), _EQ_LABEL.sub(r"\1", line))
         depth = sum(1 for _, kind in stack if kind == "quote")
         out.append(("> " * depth + line).rstrip() if depth else line)
