@@ -452,6 +452,20 @@ def _role(match: re.Match, values: dict | None = None, links: dict | None = None
     return text
 
 
+def _cite_this() -> list[str]:
+    """The lines of the site's "Cite this book" box as a quoted block: the version, and the
+    BibTeX of the book (this version) and of the paper, as :class:`companion.book.sphinxext.CiteThis`
+    writes them."""
+    from .citation import book_bibtex, book_version, paper_bibtex
+
+    version = book_version()
+    lines = ["> **Cite this book**", ">",
+             f"> You are reading version {version.label}. To cite this book, and the paper it accompanies:"]
+    for bib in (book_bibtex(version), paper_bibtex()):
+        lines += [">", "> ```bibtex", *(f"> {line}".rstrip() for line in bib.splitlines()), "> ```"]
+    return lines
+
+
 def colab_markdown(text: str, values: dict | None = None, links: dict | None = None) -> str:
     """A MyST Markdown cell as plain Markdown that Colab and Jupyter render.
 
@@ -483,6 +497,9 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
             elif name == "math":
                 out.append("$$")
                 kind = "math"
+            elif name == "cite-this":   # the site's "Cite this book" box (companion.book.sphinxext.CiteThis)
+                out.extend(_cite_this())
+                kind = "quote"
             else:
                 title = name.split(":")[-1].replace("-", " ").capitalize()
                 if name == "admonition" and args:
