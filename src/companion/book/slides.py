@@ -712,7 +712,13 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
     for ch in chapters:
         ex = found[ch.docname]
         name = Path(ch.docname).name
-        title, slides = chapter_slides(ex.notebook, ex.glue, links, chapter=name)
+        try:
+            title, slides = chapter_slides(ex.notebook, ex.glue, links, chapter=name)
+        except (KeyError, ValueError) as err:   # a glued name missing, a solution not closed, ...
+            why = " ".join(str(err.args[0] if err.args else type(err).__name__).split())
+            if why.startswith(f"{name}:"):
+                raise
+            raise SlideError(f"{name} ({ch.source}): {why}") from None
         markdown = "\n\n".join(c.source for c in ex.notebook.cells if c.cell_type == "markdown")
         drawn = drawn_figures(ex.notebook, markdown)
         shown = sum(s.count("<img ") for s in slides)
