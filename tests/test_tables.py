@@ -66,6 +66,8 @@ def test_a_hidden_index_stays_hidden_in_a_styler():
 def test_numbers_are_rounded_to_what_they_mean():
     # the learning rate 1e-3 that `.round(2)` turned into 0.0 on What survives
     assert tables.cell_text(1e-3, tables.column_formats([1e-3])) == "0.001"
+    rates = [1e-3, 5e-5, 1e-3]   # set values, as written (0.00100 would claim three digits)
+    assert [tables.cell_text(v, tables.column_formats(rates)) for v in rates] == ["0.001", "0.00005", "0.001"]
     # an unrounded column: three significant digits of its largest value, two of each small one
     col = [0.0134, 0.000126, 0.00461]
     d = tables.column_formats(col)

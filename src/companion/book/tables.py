@@ -30,7 +30,7 @@ import math
 import numbers
 import re
 
-__all__ = ["CLAIM_NAMES", "MISSING", "cell_text", "column_formats", "label", "readable", "register"]
+__all__ = ["CLAIM_NAMES", "MISSING", "SHORTEST", "cell_text", "column_formats", "label", "readable", "register"]
 
 #: each claim's key (``judge.claims.VERDICTS``' function names) as the paper names the claim
 CLAIM_NAMES = {
@@ -57,6 +57,9 @@ WORDS = {
 
 #: what a missing value reads
 MISSING = "—"
+
+#: :func:`column_formats`' answer for a column of set values (each shown as written: 0.001, 0.00005)
+SHORTEST = -1
 
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$")
 _KEY_WITH_PART = re.compile(r"^([a-z][a-z0-9]*(?:_[a-z0-9]+)+)( \(.*\))$")
@@ -104,7 +107,8 @@ def _decimals_given(value: float) -> int | None:
 def column_formats(values) -> int | None:
     """The decimals a float column is shown with: None when every finite value is a whole
     number (shown as an integer), the most decimals any value was rounded to when the column
-    was rounded (every value exact at 4 decimals or fewer), else three significant digits of
+    was rounded (every value exact at 4 decimals or fewer), :data:`SHORTEST` when every value
+    is a set value of at most two significant digits (a learning rate: 0.001, 0.00005), else three significant digits of
     the column's largest magnitude and two of its spread (so that values that differ are
     shown differing), at most 6."""
     finite = [float(v) for v in values
@@ -114,6 +118,8 @@ def column_formats(values) -> int | None:
     given = [_decimals_given(v) for v in finite]
     if all(g is not None for g in given):
         return max(given)
+    if all(float(f"{v:.2g}") == v for v in finite):   # set values (learning rates 1e-3, 5e-5)
+        return SHORTEST
     top = max(abs(v) for v in finite)
     decimals = max(0, 2 - math.floor(math.log10(top))) if top > 0 else 3
     if top < 10:   # a loss of 5.247 beside 5.251: three decimals below 10
@@ -127,6 +133,10 @@ def column_formats(values) -> int | None:
 def _number(value: float, decimals: int | None) -> str:
     if math.isinf(value):
         return "∞" if value > 0 else "-∞"
+    if decimals == SHORTEST:
+        import numpy as np
+
+        return np.format_float_positional(value, trim="-")
     if decimals is None and float(value).is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
     decimals = 3 if decimals is None else decimals
