@@ -86,7 +86,7 @@ def test_prepare_fills_every_shared_table_and_refuses_one_it_cannot_store(tmp_pa
     tables = [("t1", lambda: cache._disk_cached("t1", lambda: frame)),
               ("v-{size}", lambda: cache._disk_cached_value(f"v-{run_size()}", lambda: {"x": [1.5]}))]
     monkeypatch.setattr(prepare, "_tables", lambda: tables)
-    monkeypatch.delenv("COMPANION_VERDICT_CACHE", raising=False)
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", "")   # prepare sets it: restored (unset) afterwards
     took = prepare.prepare(tmp_path / "cache", out=open(tmp_path / "log", "w"))
     assert sorted(p.split("-")[0] for p in took) == ["t1", "v"]
     assert sorted(p.name for p in (tmp_path / "cache").glob("*.json")) == sorted(took)
@@ -124,6 +124,7 @@ def test_prepare_says_so_when_the_package_changes_while_a_table_is_computed(tmp_
         (root / "data" / "t.csv").write_text("a\n3\n")        # an edit while the table is computed
         return pd.DataFrame({"a": [1]})
 
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", "")
     monkeypatch.setattr(prepare, "_tables", lambda: [("t", lambda: cache._disk_cached("t", edited_meanwhile))])
     with pytest.raises(CompanionError, match="changed while t was computed"):
         prepare.prepare(tmp_path / "cache", out=open(tmp_path / "log", "w"))

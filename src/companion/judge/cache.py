@@ -109,6 +109,26 @@ def _disk_cached_value(name, fn, key=None):
     return value
 
 
+def _shared_when_on(name, fn):
+    """``fn()`` kept on disk like :func:`_disk_cached_value` where ``COMPANION_VERDICT_CACHE``
+    is set (the book's kernels, ``make prepare``), else computed at each call as before (no
+    copy kept in the process that a test's stand-in could outlive).  A table is handed out as
+    a copy, so one caller's change never reaches the next."""
+    if _cache_path(name) is None:
+        return fn()
+    value = _disk_cached_value(name, fn)
+    return value.copy() if hasattr(value, "to_json") and hasattr(value, "copy") else value
+
+
+def content_key(value) -> str:
+    """A short key of ``value``'s content (a rules file as read: dicts, lists, numbers, strings,
+    dates), for naming a table computed from it."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 class _NotEncodable(TypeError):
     """A value :func:`_encode` has no exact JSON form for."""
 

@@ -1,8 +1,8 @@
 """Fill the book's verdict cache once, before any chapter or test worker starts.
 
-``python -m companion.judge.prepare`` computes every table the chapters share (the premise
-runs and shares, the training claims' tests, the swap's tests, the family table and every
-verdict) into ``COMPANION_VERDICT_CACHE`` (default: the book's folder,
+``python -m companion.judge.prepare`` computes every table the chapters share (the training
+claims read at looks, the premise runs and shares, the training claims' tests, the swap's
+tests, the family table and every verdict) into ``COMPANION_VERDICT_CACHE`` (default: the book's folder,
 :data:`companion.base.paths.VERDICT_CACHE`, which the book's kernels read), under the key of
 the run size and the package and its data (:func:`companion.judge.cache._cache_path`).  The
 chapters then only read them: none computes a shared table or waits on another kernel's
@@ -23,10 +23,17 @@ __all__ = ["prepare", "main"]
 
 def _tables():
     """``(name on disk, function that fills it)`` for every shared table, components first."""
+    from ..rules.rulebook import RULES_HISTORY, load_rules
     from . import claims
+    from .cache import content_key
     from .history import TRAINING
+    from .training_claims import training_verdicts
 
-    return ([("premise_shares", claims.premise_shares),
+    # the training claims read at looks under the rules in force and under version 3 as
+    # committed (the history page shows both)
+    read_at_looks = [(f"training_verdicts-{content_key(r)}", lambda r=r: training_verdicts(r))
+                     for r in (load_rules(), load_rules(RULES_HISTORY[3]))]
+    return (read_at_looks + [("premise_shares", claims.premise_shares),
              ("premise_runs-{size}", claims.premise_runs),
              ("premise_seed_runs-{size}", claims.premise_seed_runs)]
             + [(f"training_tests-{k}", lambda k=k: claims.training_tests_table(k)) for k in TRAINING]

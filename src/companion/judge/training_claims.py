@@ -71,11 +71,23 @@ def status_of(key: str, table: pd.DataFrame | None = None) -> str:
 def training_verdicts(rules: dict | None = None, readings: dict | None = None) -> pd.DataFrame:
     """One row per claim read at looks, in the rules' family order (see the module docstring):
     under version 4 each member read at its share of its family's level, under version 3 (as
-    committed, for the history page) its fixed sequence applied."""
+    committed, for the history page) its fixed sequence applied.  Where the book's verdict
+    cache is on (its kernels; ``make prepare`` fills it), the table of a rules file is read
+    from there (:func:`companion.judge.cache._shared_when_on`), not computed again."""
     from ..rules.rulebook import load_rules
-    from ..train.studies.registered_bodies import MAKE_COMMAND, read_claim
 
     rules = rules if rules is not None else load_rules()
+    if readings is None:
+        from .cache import _shared_when_on, content_key
+
+        return _shared_when_on(f"training_verdicts-{content_key(rules)}", lambda: _training_verdicts(rules))
+    return _training_verdicts(rules, readings)
+
+
+def _training_verdicts(rules: dict, readings: dict | None = None) -> pd.DataFrame:
+    """:func:`training_verdicts`, computed."""
+    from ..train.studies.registered_bodies import MAKE_COMMAND, read_claim
+
     order = rules["framework"]["family"]["order"]
     claims = readings if readings is not None else {k: read_claim(k, rules) for k in order}
     if rules["framework"]["family"]["method"] == "split":   # version 4: each member at its own share
