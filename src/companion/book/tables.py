@@ -255,7 +255,6 @@ def register(shell=None) -> bool:
     if shell is None:
         return False
     import pandas as pd
-    from pandas.io.formats.style import Styler
 
     def shown(obj):
         try:
@@ -265,5 +264,9 @@ def register(shell=None) -> bool:
 
     formatter = shell.display_formatter.formatters["text/html"]
     formatter.for_type(pd.DataFrame, shown)
+    try:
+        from pandas.io.formats.style import Styler   # needs jinja2
+    except ImportError:
+        return True
     formatter.for_type(Styler, shown)
     return True
