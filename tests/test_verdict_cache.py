@@ -155,13 +155,18 @@ def test_every_mathematical_verdict_survives_the_cache_file_unchanged():
 
 
 def test_a_table_that_json_would_change_is_kept_in_the_process_and_never_written(tmp_path, monkeypatch):
-    """A small integer type comes back from JSON as int64: such a table is never served from the disk."""
+    """A column of dates has no exact JSON form here: such a table is never served from the disk.
+    A small integer type and strings held as objects (the family table's key column, which
+    pandas' own JSON turned into its string dtype) are written and read back as they were."""
     root = _tree(tmp_path / "root")
     monkeypatch.setattr(paths, "ROOT", root)
     monkeypatch.setenv("COMPANION_VERDICT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(claims, "_CACHE", {})
-    odd = pd.DataFrame({"key": ["a"], "n": pd.Series([3], dtype="int8")})
+    odd = pd.DataFrame({"key": ["a"], "when": [pd.Timestamp("2025-01-01")]})
     assert claims._disk_cached("odd", lambda: odd) is odd
-    fine = pd.DataFrame({"key": ["a"], "p": [0.1], "n": [3], "ok": [True]})
+    fine = pd.DataFrame({"key": pd.Series(["a"], dtype=object), "p": [0.1], "n": pd.Series([3], dtype="int8"),
+                         "ok": [True]})
     claims._disk_cached("fine", lambda: fine)
     assert sorted(p.name.split("-")[0] for p in (tmp_path / "cache").glob("*.json")) == ["fine"]
+    monkeypatch.setattr(claims, "_CACHE", {})
+    pd.testing.assert_frame_equal(claims._disk_cached("fine", lambda: None), fine, check_exact=True)

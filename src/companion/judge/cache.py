@@ -47,28 +47,11 @@ def _disk_cached(name, fn):
     package and its data (:func:`companion.base.tree_digest.tree_digest`, as the book's cache),
     so a change to any of them is never served from an older table.  JSON, not pickle: a
     cache file is read, never executed, and written only when it reads back as the table
-    (values and types).  Kernels that ask at the same time wait for the one that computes (a
-    file lock beside the table), so the table is computed once per key."""
-    cache = store()
-    if name in cache:
-        return cache[name]
-    path = _cache_path(name)
-    if path is None:
-        return _cached(name, fn)
-    if _read_table(path, name):
-        return cache[name]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # one kernel computes, the others wait for its file (the chapters run two at a time)
-    with _file_lock(path.with_suffix(".lock")):
-        if _read_table(path, name):
-            return cache[name]
-        value = _cached(name, fn)
-        from ..base.outputs import write_text_atomic
-
-        text = value.to_json(orient="table", index=False, double_precision=15)
-        if _reads_back_as(text, value):   # else kept in this process only: never served changed
-            write_text_atomic(text, path)
-    return value
+    (values, dtypes and index exactly: :func:`_disk_cached_value`; pandas' own JSON turned a
+    column of strings held as objects into its string dtype, so the family table was never
+    written and every chapter computed it).  Kernels that ask at the same time wait for the
+    one that computes (a file lock beside the table), so the table is computed once per key."""
+    return _disk_cached_value(name, fn)
 
 
 def _disk_cached_value(name, fn, key=None):
@@ -210,12 +193,19 @@ def _same(a, b) -> bool:
 def _read_value(path, key) -> bool:
     """Read a value :func:`_disk_cached_value` wrote into the cache under ``key``; False when
     there is none or it is torn (then removed, to be computed again)."""
+    import io
     import json
+
+    import pandas as pd
 
     if not path.is_file():
         return False
     try:
-        store()[key] = _decode(json.loads(path.read_text()))
+        text = path.read_text()
+        data = json.loads(text)
+        # a table in pandas' own JSON (orient="table"), as this cache wrote them before
+        store()[key] = (pd.read_json(io.StringIO(text), orient="table")
+                        if isinstance(data, dict) and {"schema", "data"} <= set(data) else _decode(data))
         return True
     except (ValueError, KeyError, TypeError):
         path.unlink(missing_ok=True)
@@ -268,18 +258,7 @@ def _ready_table(name):
 
 def _read_table(path, name) -> bool:
     """Read a cached table into the cache (:func:`store`) under ``name``; False when there is none or it is torn."""
-    import io
-
-    import pandas as pd
-
-    if not path.is_file():
-        return False
-    try:
-        store()[name] = pd.read_json(io.StringIO(path.read_text()), orient="table")
-        return True
-    except ValueError:
-        path.unlink(missing_ok=True)   # a torn or foreign file: recompute
-        return False
+    return _read_value(path, name)
 
 
 @contextlib.contextmanager
