@@ -272,7 +272,17 @@ def update_tests(rules=None) -> pd.DataFrame:
     (``update-GROUP-*``: the optimiser and schedule of data/runs/mechanism_plan.md) and per
     score, the encoder minus the true decoder, paired by seed, of the mean over layers and
     over the logged steps of the first 10% of training (:func:`companion.train.runner.updates.window_means`).
-    The row of the rule's primary group (plain SGD) on ``update_symmetry`` decides."""
+    The row of the rule's primary group (plain SGD) on ``update_symmetry`` decides.  Under the
+    rules in force, read from the book's verdict cache where it is on (``make prepare`` fills it)."""
+    if rules is None:
+        from .cache import _shared_when_on
+
+        return _shared_when_on("update_tests", _update_tests)
+    return _update_tests(rules)
+
+
+def _update_tests(rules=None) -> pd.DataFrame:
+    """:func:`update_tests`, computed."""
     import fnmatch
 
     from ..train.studies import evidence

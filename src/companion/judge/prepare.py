@@ -2,7 +2,8 @@
 
 ``python -m companion.judge.prepare`` computes every table the chapters share (the training
 claims read at looks, the premise runs and shares, the training claims' tests, the swap's
-tests, the family table and every verdict) into ``COMPANION_VERDICT_CACHE`` (default: the book's folder,
+and the update-level tests, the family table and every verdict) into
+``COMPANION_VERDICT_CACHE`` (default: the book's folder,
 :data:`companion.base.paths.VERDICT_CACHE`, which the book's kernels read), under the key of
 the run size and the package and its data (:func:`companion.judge.cache._cache_path`).  The
 chapters then only read them: none computes a shared table or waits on another kernel's
@@ -27,6 +28,7 @@ def _tables():
     from . import claims
     from .cache import content_key
     from .history import TRAINING
+    from .empirical import update_tests
     from .training_claims import training_verdicts
 
     # the training claims read at looks under the rules in force and under version 3 as
@@ -37,7 +39,7 @@ def _tables():
              ("premise_runs-{size}", claims.premise_runs),
              ("premise_seed_runs-{size}", claims.premise_seed_runs)]
             + [(f"training_tests-{k}", lambda k=k: claims.training_tests_table(k)) for k in TRAINING]
-            + [("swap_tests", claims.swap_tests_table),
+            + [("swap_tests", claims.swap_tests_table), ("update_tests", update_tests),
                ("family_table", claims.family_table),
                ("all_verdicts", claims.all_verdicts)])
 
