@@ -108,9 +108,9 @@ def column_formats(values) -> int | None:
     """The decimals a float column is shown with: None when every finite value is a whole
     number (shown as an integer), the most decimals any value was rounded to when the column
     was rounded (every value exact at 4 decimals or fewer), :data:`SHORTEST` when every value
-    is a set value of at most two significant digits (a learning rate: 0.001, 0.00005), else three significant digits of
-    the column's largest magnitude and two of its spread (so that values that differ are
-    shown differing), at most 6."""
+    is a set value of at most two significant digits (a learning rate: 0.001, 0.00005), else
+    three significant digits of the column's largest magnitude (at least three decimals below
+    10) and two of its spread (so that values that differ are shown differing), at most 6."""
     finite = [float(v) for v in values
               if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))]
     if not finite or all(float(v).is_integer() and abs(v) < 1e15 for v in finite):
