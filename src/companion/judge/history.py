@@ -89,7 +89,14 @@ def _first_of_read_once(key: str, own: str) -> str:
 def earlier_readings():
     """One row per empirical claim: ``key``, ``claim``, ``version 1`` and ``version 2`` (each
     version's status as that version worded it; empty where a version did not judge the
-    claim)."""
+    claim).  Read from the book's verdict cache where it is on (``make prepare`` fills it)."""
+    from .cache import _shared_when_on
+
+    return _shared_when_on("earlier_readings", _earlier_readings)
+
+
+def _earlier_readings():
+    """:func:`earlier_readings`, computed."""
     import pandas as pd
 
     from .claims import VERDICTS

@@ -2,8 +2,8 @@
 
 ``python -m companion.judge.prepare`` computes every table the chapters share (the training
 claims read at looks, the premise runs and shares, the training claims' tests, the swap's
-and the update-level tests, the family table and every verdict) into
-``COMPANION_VERDICT_CACHE`` (default: the book's folder,
+and the update-level tests, the family table, every verdict and versions 1 and 2's
+readings) into ``COMPANION_VERDICT_CACHE`` (default: the book's folder,
 :data:`companion.base.paths.VERDICT_CACHE`, which the book's kernels read), under the key of
 the run size and the package and its data (:func:`companion.judge.cache._cache_path`).  The
 chapters then only read them: none computes a shared table or waits on another kernel's
@@ -27,7 +27,7 @@ def _tables():
     from ..rules.rulebook import RULES_HISTORY, load_rules
     from . import claims
     from .cache import content_key
-    from .history import TRAINING
+    from .history import TRAINING, earlier_readings
     from .empirical import update_tests
     from .training_claims import training_verdicts
 
@@ -41,7 +41,7 @@ def _tables():
             + [(f"training_tests-{k}", lambda k=k: claims.training_tests_table(k)) for k in TRAINING]
             + [("swap_tests", claims.swap_tests_table), ("update_tests", update_tests),
                ("family_table", claims.family_table),
-               ("all_verdicts", claims.all_verdicts)])
+               ("all_verdicts", claims.all_verdicts), ("earlier_readings", earlier_readings)])
 
 
 def prepare(folder=None, out=sys.stdout) -> dict:
