@@ -45,6 +45,10 @@ def __dir__():
     return sorted(set(globals()) | set(_PUBLIC))
 
 
+#: the release that removes every old name below (and :mod:`companion.rules.verdicts`' old
+#: statistics names): each warning names it
+REMOVED_IN = "0.4.0"
+
 #: modules that moved into the layered subpackages, old name -> new (CHANGELOG, "Changed");
 #: ``companion.survey`` and ``companion.zoo`` are packages now and keep their names
 MOVED = {
@@ -109,8 +113,8 @@ class _MovedFinder:
         import warnings
 
         new = f"{__name__}.{MOVED[spec.name.split('.', 1)[1]]}"
-        warnings.warn(f"{spec.name} moved to {new}; import it from there (the old name will go in a later "
-                      "release)", DeprecationWarning, stacklevel=3)
+        warnings.warn(f"{spec.name} moved to {new}; import it from there (the old name goes in release "
+                      f"{REMOVED_IN})", DeprecationWarning, stacklevel=3)
         module = import_module(new)
         sys.modules[spec.name] = module
         _MovedFinder._specs[spec.name] = module.__spec__

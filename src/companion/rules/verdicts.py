@@ -339,7 +339,9 @@ def __getattr__(name: str):
 
         from . import statistics
 
+        from .. import REMOVED_IN
+
         warnings.warn(f"companion.rules.verdicts.{name} moved to companion.rules.statistics.{name}; import it "
-                      "from there (the old name will go in a later release)", DeprecationWarning, stacklevel=2)
+                      f"from there (the old name goes in release {REMOVED_IN})", DeprecationWarning, stacklevel=2)
         return getattr(statistics, name)
     raise AttributeError(f"module 'companion.rules.verdicts' has no attribute {name!r}")
