@@ -147,8 +147,13 @@ def test_status_counts_leave_out_zeros_and_keep_the_order_given():
     from companion.judge.claims import STATUSES
     assert set(COUNT_WORDS) == set(STATUSES)
     text = status_counts(6, {"holds": 3, "negligible": 0, "refuted": 1, "not testable here": 2})
-    assert text == ("Of the 6 claims, 3 hold as printed, 1 are refuted and 2 are not testable on the runs made "
+    assert text == ("Of the 6 claims, 3 hold as printed, 1 is refuted and 2 are not testable on the runs made "
                     "here")
+    # the verb agrees with its count for every status: one claim takes the singular
+    for status in COUNT_WORDS:
+        one, many = status_counts(2, {status: 1}), status_counts(4, {status: 4})
+        assert one.split(", 1 ")[1].split()[0] in ("is", "holds", "rests"), one
+        assert many.split(", 4 ")[1].split()[0] in ("are", "hold", "rest"), many
 
 
 def test_the_v3_summary_names_each_claim_its_status_and_how_far_it_is():

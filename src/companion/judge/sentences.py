@@ -200,11 +200,18 @@ def check_notes(check: str, power: str = "", holm: str = "", rule_after: bool = 
             + ("; rule written after the evidence" if rule_after else ""))
 
 
-#: each status as the verb phrase of a count ("3 hold as printed")
-COUNT_WORDS = {"holds": "hold as printed", "holds with a correction": "hold once corrected",
-               "holds, size open": "hold in direction with the size left open", "negligible": "are negligible",
-               "premise fails": "rest on a premise that fails where measured", "inconclusive": "are inconclusive",
-               "refuted": "are refuted", "not testable here": "are not testable on the runs made here"}
+#: each status as the verb phrase of a count, for one claim and for several ("1 is refuted",
+#: "3 hold as printed")
+COUNT_WORDS = {"holds": ("holds as printed", "hold as printed"),
+               "holds with a correction": ("holds once corrected", "hold once corrected"),
+               "holds, size open": ("holds in direction with the size left open",
+                                    "hold in direction with the size left open"),
+               "negligible": ("is negligible", "are negligible"),
+               "premise fails": ("rests on a premise that fails where measured",
+                                 "rest on a premise that fails where measured"),
+               "inconclusive": ("is inconclusive", "are inconclusive"),
+               "refuted": ("is refuted", "are refuted"),
+               "not testable here": ("is not testable on the runs made here", "are not testable on the runs made here")}
 
 
 def status_counts(n_claims: int, counts) -> str:
@@ -212,7 +219,7 @@ def status_counts(n_claims: int, counts) -> str:
     to its number of claims, in the order to be read; zero counts are left out."""
     counts = dict(counts)
     return f"Of the {n_claims} claims, " + joined(
-        f"{n} {COUNT_WORDS[status]}" for status, n in counts.items() if n)
+        f"{n} {COUNT_WORDS[status][n != 1]}" for status, n in counts.items() if n)
 
 
 def look_reading(seeds_in: int, look) -> str:
