@@ -83,13 +83,14 @@ prepare-cache: env
 		$(PY) -m companion.book.slides --vendor-only > /dev/null && $(PY) -m companion.book.vendor > /dev/null \
 		|| exit $$?; echo "test: cache checked (zoo, corpora, tokens, vendor) took $$(( $$(date +%s) - t )) s"
 
-# ... and the tables several chapters state (every verdict, the family table, the training
-# and swap tests, the premise runs and shares), computed once into the book's verdict cache
+# ... and the tables several chapters state (every verdict, the family table, the readings at
+# looks, the training, swap and update-level tests, the premise runs and shares, versions 1
+# and 2's readings), computed once, two processes at a time, into the book's verdict cache
 # (_build/.verdict_cache, keyed on the run size and the package and its data) before the
 # chapters' kernels start, which then only read them: no kernel computes a shared table or
 # waits on another's lock (a few minutes after a change to the package, seconds otherwise)
 prepare: prepare-cache
-	@t=$$(date +%s); $(PY) -m companion.judge.prepare || exit $$?; \
+	@t=$$(date +%s); $(PY) -m companion.judge.prepare --jobs 2 || exit $$?; \
 		echo "test: verdict cache filled (the tables the chapters share) took $$(( $$(date +%s) - t )) s"
 
 # The set-up's cache steps timed from an empty cache of its own (a temporary folder, removed

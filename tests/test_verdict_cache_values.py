@@ -162,3 +162,48 @@ def test_a_kernel_waiting_for_a_table_another_computes_writes_nothing_to_its_out
     out, err = child.communicate(timeout=120)
     assert child.returncode == 0 and out.strip() == "{'x': 1.5}", (out, err)
     assert err == ""                                          # ... and says nothing while it does
+
+
+def test_with_two_jobs_a_second_process_fills_the_slow_tables_before_those_read_from_them(tmp_path, monkeypatch):
+    import sys
+
+    from companion.base.errors import CompanionError
+    from companion.judge import prepare
+
+    monkeypatch.setattr(paths, "ROOT", _tree(tmp_path / "root"))
+    monkeypatch.setattr(claims, "_CACHE", {})
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", "")
+    order = []
+
+    def table(name):
+        return name, lambda: (order.append(name), cache._disk_cached(name, lambda: pd.DataFrame({"t": [name]})))[1]
+
+    tables = [table("swap_tests"), table("premise_shares"), table("family_table")]
+    monkeypatch.setattr(prepare, "_tables", lambda: tables)
+    started = []
+
+    class Second:                      # the second process, run here when waited for
+        def __init__(self, argv):
+            started.append(argv)
+            self.returncode = None
+
+        def wait(self):
+            only = started[-1][started[-1].index("--only") + 1].split(",")
+            prepare._fill([t for t in tables if t[0] in only], tmp_path / "cache", open(tmp_path / "log", "w"))
+            self.returncode = 0
+            return 0
+
+        def poll(self):
+            return self.returncode
+
+    monkeypatch.setattr(prepare, "_start_second", Second)
+    took = prepare.prepare(tmp_path / "cache", out=open(tmp_path / "log", "w"), jobs=2)
+    assert started[0][:3] == [sys.executable, "-m", "companion.judge.prepare"]
+    assert started[0][-2:] == ["--only", "swap_tests"]
+    assert order == ["premise_shares", "swap_tests", "family_table"]   # the family table after both
+    assert sorted(p.split("-")[0] for p in took) == ["family_table", "premise_shares"]
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 3
+    with pytest.raises(CompanionError, match="no shared table 'swap'; choose among swap_tests, premise_shares"):
+        prepare.prepare(tmp_path / "cache", only=["swap"])
+    with pytest.raises(CompanionError, match="jobs must be a whole number"):
+        prepare.prepare(tmp_path / "cache", jobs=0)

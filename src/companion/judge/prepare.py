@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-__all__ = ["prepare", "main"]
+__all__ = ["BESIDE", "LAST", "prepare", "main"]
 
 
 def _tables():
@@ -44,21 +44,68 @@ def _tables():
                ("all_verdicts", claims.all_verdicts), ("earlier_readings", earlier_readings)])
 
 
-def prepare(folder=None, out=sys.stdout) -> dict:
-    """Compute (or read) every shared table into the verdict cache ``folder`` (default: the
-    variable, else the book's folder); ``{file: seconds}``.  A table that could not be stored
-    (it does not read back exactly) is refused in one line: the chapters would each compute it."""
+#: with ``jobs`` 2, a second process fills these (the slowest tables that need no other:
+#: the readings at looks and the swap's tests) while this one fills the other components
+BESIDE = ("training_verdicts-", "swap_tests")
+#: read from the components: filled last, once every other table is on disk
+LAST = ("family_table", "all_verdicts", "earlier_readings")
+
+
+def prepare(folder=None, out=sys.stdout, jobs: int = 1, only=None) -> dict:
+    """Compute (or read) every shared table (or those named in ``only``) into the verdict cache
+    ``folder`` (default: the variable, else the book's folder); ``{file: seconds}``.  With
+    ``jobs`` 2, the tables of :data:`BESIDE` are filled by a second process at the same time
+    (the machine's two cores), those of :data:`LAST` after both.  A table that could not be
+    stored (it does not read back exactly) is refused in one line: the chapters would each
+    compute it."""
     from ..base import paths
     from ..base.errors import CompanionError
     from ..base.runtime import run_size
-    from .cache import _cache_path
 
     folder = folder or os.environ.get("COMPANION_VERDICT_CACHE") or str(paths.VERDICT_CACHE)
     os.environ["COMPANION_VERDICT_CACHE"] = str(folder)
     size = run_size()
+    tables = [(name.format(size=size), fill) for name, fill in _tables()]
+    if only is not None:
+        unknown = sorted(set(only) - {n for n, _ in tables})
+        if unknown:
+            raise CompanionError(f"verdict cache: no shared table {unknown[0]!r}; choose among "
+                                 f"{', '.join(n for n, _ in tables)}.")
+        tables = [(n, f) for n, f in tables if n in only]
+    if int(jobs) != jobs or jobs < 1:
+        raise CompanionError(f"verdict cache: jobs must be a whole number of processes, 1 or more; got {jobs!r}.")
+    beside = [n for n, _ in tables if n.startswith(BESIDE)] if jobs > 1 else []
+    child = (_start_second([sys.executable, "-m", "companion.judge.prepare", "--cache", str(folder),
+                            "--only", ",".join(beside)]) if beside else None)
     took = {}
-    for name, fill in _tables():
-        name = name.format(size=size)
+    try:
+        took.update(_fill([t for t in tables if t[0] not in beside and t[0] not in LAST], folder, out))
+        if child is not None and child.wait() != 0:
+            raise CompanionError(f"verdict cache: the second process filling {', '.join(beside)} failed (exit status "
+                                 f"{child.returncode}; its error is above); run python -m companion.judge.prepare "
+                                 "alone to see it.")
+        took.update(_fill([t for t in tables if t[0] in LAST], folder, out))
+    finally:
+        if child is not None and child.poll() is None:
+            child.terminate()
+            child.wait()
+    return took
+
+
+def _start_second(argv):
+    """The second process of :func:`prepare` (its output goes where this one's goes)."""
+    import subprocess
+
+    return subprocess.Popen(argv)
+
+
+def _fill(tables, folder, out) -> dict:
+    """Fill each ``(name, function)`` of ``tables`` into the cache; ``{file: seconds}``."""
+    from ..base.errors import CompanionError
+    from .cache import _cache_path
+
+    took = {}
+    for name, fill in tables:
         t = time.perf_counter()
         before = _cache_path(name)
         fill()
@@ -82,10 +129,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m companion.judge.prepare", description=__doc__.split("\n\n")[0])
     ap.add_argument("--cache", default=None, help="the verdict cache folder (default: $COMPANION_VERDICT_CACHE, "
                                                   "else the book's _build/.verdict_cache)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="processes at a time (2: a second one fills the slowest independent tables)")
+    ap.add_argument("--only", default=None, metavar="NAME,...", help="fill only these tables")
     args = ap.parse_args(argv)
     try:
         t = time.perf_counter()
-        took = prepare(args.cache)
+        took = prepare(args.cache, jobs=args.jobs, only=args.only.split(",") if args.only else None)
     except CompanionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
