@@ -57,6 +57,13 @@ def test_row_numbers_are_dropped_even_after_a_concat():
     assert heads == ["seed"] and rows == [["0"], ["1"], ["0"], ["1"]]
 
 
+def test_a_row_number_level_of_a_grouped_index_is_dropped():
+    df = pd.concat({"cpu": pd.DataFrame({"n": [3, 3]})}, names=["size"])   # index (size, 0..1)
+    assert df.index.names == ["size", None]
+    heads, rows = _cells(tables.readable(df))
+    assert heads == ["size", "n"] and rows == [["cpu", "3"], ["cpu", "3"]]
+
+
 def test_a_hidden_index_stays_hidden_in_a_styler():
     df = pd.DataFrame({"a": [1, 2]}, index=pd.Index(["x", "y"], name="row"))
     assert _cells(tables.readable(df.style.hide(axis="index")))[0] == ["a"]

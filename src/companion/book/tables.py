@@ -193,6 +193,12 @@ def _frame(obj):
     if hide:
         return df.reset_index(drop=True)
     index = df.index
+    if index.nlevels > 1:   # an unnamed integer level of a grouped index is a row number too
+        numbers_ = [i for i, n in enumerate(index.names)
+                    if n is None and index.get_level_values(i).dtype.kind in "iu"]
+        if numbers_ and len(numbers_) < index.nlevels:
+            df = df.droplevel(numbers_)
+            index = df.index
     # an unnamed integer index is a row number (0, 1, 2, or repeated after a concat)
     default = index.nlevels == 1 and index.name is None and index.dtype.kind in "iu"
     if default:
