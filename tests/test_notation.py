@@ -43,6 +43,7 @@ def test_every_link_of_the_page_points_at_something_that_exists():
     for doc in re.findall(r"\{doc\}`([^`]+)`", text):
         assert doc in sources, doc
     for ref in re.findall(r"\{ref\}`([^`]+)`", text):
-        assert ref in labels, ref
+        target = re.fullmatch(r"(?s).*<([^<>]+)>\s*", ref)   # `text <label>` names its label last
+        assert (target.group(1) if target else ref) in labels, ref
     for ref in re.findall(r"\{prf:ref\}`([^`]+)`", text):
         assert ref in prf, ref

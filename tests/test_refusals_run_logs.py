@@ -160,9 +160,11 @@ def test_a_bad_start_stamp_is_refused_where_it_is_read(root, stamp, why):
 def test_a_good_start_stamp_with_an_offset_is_read(root):
     from companion.train.studies.evidence import body_runs, run_starts
 
-    _provenance(root, RUNS[1], lambda p: p.update(started="2026-12-06T10:00:00+05:30"))
+    # the run's own start (2026-11-27T14:05:20Z) written with an offset: the same instant, so
+    # the fields the run predates are still read as their defaults
+    _provenance(root, RUNS[1], lambda p: p.update(started="2026-11-27T19:35:20+05:30"))
     assert body_runs(BODY) is not None
-    assert run_starts(pd.DataFrame({"run": [RUNS[1]]}))[RUNS[1]] == "2026-12-06T10:00:00+05:30"
+    assert run_starts(pd.DataFrame({"run": [RUNS[1]]}))[RUNS[1]] == "2026-11-27T19:35:20+05:30"
 
 
 def test_a_bad_finishing_date_or_sitting_stamp_is_refused(root):

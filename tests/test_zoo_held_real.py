@@ -12,6 +12,7 @@ key projection on one input; MiniLM's int8 copy against the zoo's float all-Mini
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -70,15 +71,22 @@ def test_qwen15_tensors_are_gguf_s_own_dequantisation_of_their_bytes(qwen15):
 
 
 def test_qwen15_is_read_in_under_2_gb(qwen15):
+    """The peak is the reading process's own (VmHWM of /proc/self/status, which starts afresh at
+    exec): getrusage's ru_maxrss is kept across exec on Linux, so a child of a test worker
+    reports the worker's peak (2.9 GiB under xdist), not its own."""
     manifest, _ = qwen15
-    code = ("import resource, sys, torch; torch.set_num_threads(1)\n"
+    status = Path("/proc/self/status")
+    if not status.exists():
+        pytest.skip("no /proc/self/status here to read a process's own peak memory")
+    code = ("import re, sys, torch; torch.set_num_threads(1)\n"
             "from companion.adapters import read_qk\n"
-            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "hwm = lambda: int(re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1))\n"
+            "before = hwm()\n"
             "read_qk(sys.argv[1], progress=False)\n"
-            "print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            "print(before, hwm())")
     out = subprocess.run([sys.executable, "-c", code, str(manifest)], capture_output=True, text=True, check=True)
     before, peak = (int(v) * 1024 for v in out.stdout.split())
-    assert peak < 2 * 2 ** 30, f"peak resident memory {peak / 2 ** 30:.2f} GiB"
+    assert before < peak < 2 * 2 ** 30, f"peak resident memory {peak / 2 ** 30:.2f} GiB (after imports {before / 2 ** 30:.2f})"
 
 
 # ----------------------------------------------------------------------------- int8 ONNX against onnxruntime
