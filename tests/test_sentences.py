@@ -149,6 +149,10 @@ def test_status_counts_leave_out_zeros_and_keep_the_order_given():
     text = status_counts(6, {"holds": 3, "negligible": 0, "refuted": 1, "not testable here": 2})
     assert text == ("Of the 6 claims, 3 hold as printed, 1 is refuted and 2 are not testable on the runs made "
                     "here")
+    # counts as numpy integers (what pandas' value_counts gives) read the same
+    import numpy as np
+    assert status_counts(6, {k: np.int64(v) for k, v in {"holds": 3, "refuted": 1}.items()}) == (
+        "Of the 6 claims, 3 hold as printed and 1 is refuted")
     # the verb agrees with its count for every status: one claim takes the singular
     for status in COUNT_WORDS:
         one, many = status_counts(2, {status: 1}), status_counts(4, {status: 4})

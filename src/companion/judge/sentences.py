@@ -219,7 +219,7 @@ def status_counts(n_claims: int, counts) -> str:
     to its number of claims, in the order to be read; zero counts are left out."""
     counts = dict(counts)
     return f"Of the {n_claims} claims, " + joined(
-        f"{n} {COUNT_WORDS[status][n != 1]}" for status, n in counts.items() if n)
+        f"{n} {COUNT_WORDS[status][0 if n == 1 else 1]}" for status, n in counts.items() if n)
 
 
 def look_reading(seeds_in: int, look) -> str:
