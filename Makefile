@@ -191,7 +191,7 @@ student-check: env
 
 browser-check: env
 	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra \
-		tests/reader/test_rendered_site.py; \
+		tests/reader/test_rendered_site.py tests/reader/test_reader_pages.py; \
 		rc=$$?; echo "test: browser check took $$(( $$(date +%s) - t )) s"; exit $$rc
 	@echo "screenshots: $(CURDIR)/_build/screenshots/"
 

@@ -235,7 +235,8 @@ def readable(obj, caption: str | None = None) -> str:
         numeric = any(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values if not _missing(v))
         kinds.append("num" if numeric and pd.api.types.is_numeric_dtype(col.dtype) else "")
         rows.append([cell_text(v, column_formats(values) if numeric else None) for v in values])
-    out = ['<div class="companion-table-wrap"><table class="companion-table table">']
+    # focusable, so that a table wider than the page scrolls by keyboard too (axe: scrollable-region-focusable)
+    out = ['<div class="companion-table-wrap" tabindex="0" role="region" aria-label="table"><table class="companion-table table">']
     if caption:
         out.append(f"<caption>{html.escape(caption)}</caption>")
     num = ' class="num"'
