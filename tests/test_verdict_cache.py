@@ -6,15 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 import companion.base.paths as paths
+from package_tree import package_tree as _tree
 from companion.judge import claims
-
-
-def _tree(tmp_path):
-    (tmp_path / "src" / "companion").mkdir(parents=True)
-    (tmp_path / "data").mkdir()
-    (tmp_path / "src" / "companion" / "m.py").write_text("x = 1\n")
-    (tmp_path / "data" / "t.csv").write_text("a\n1\n")
-    return tmp_path
 
 
 def test_the_table_is_read_back_until_the_package_or_its_data_changes(tmp_path, monkeypatch):

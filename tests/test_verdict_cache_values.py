@@ -11,15 +11,8 @@ import pandas as pd
 import pytest
 
 import companion.base.paths as paths
+from package_tree import package_tree as _tree
 from companion.judge import cache, claims
-
-
-def _tree(tmp_path):
-    (tmp_path / "src" / "companion").mkdir(parents=True)
-    (tmp_path / "data").mkdir()
-    (tmp_path / "src" / "companion" / "m.py").write_text("x = 1\n")
-    (tmp_path / "data" / "t.csv").write_text("a\n1\n")
-    return tmp_path
 
 
 def _value():
