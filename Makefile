@@ -68,8 +68,8 @@ $(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 		echo "set-up: corpora fetched and prepared in $$(( $$(date +%s) - t )) s"
 	# reveal.js for the lecture slides and axe-core for the accessibility audit, from the
 	# npm registry (pinned, sha512-checked)
-	$(PY) -m companion.book.slides --vendor-only
-	$(PY) -m companion.book.vendor
+	$(PY) -m companion.book.editions.slides --vendor-only
+	$(PY) -m companion.book.site.vendor
 	touch $@
 
 # What the tests and chapters read from the cache (COMPANION_CACHE) and would otherwise make
@@ -80,7 +80,7 @@ $(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 prepare-cache: env
 	@t=$$(date +%s); $(VENV)/bin/companion zoo fetch all > /dev/null && \
 		$(VENV)/bin/companion corpus prepare all && \
-		$(PY) -m companion.book.slides --vendor-only > /dev/null && $(PY) -m companion.book.vendor > /dev/null \
+		$(PY) -m companion.book.editions.slides --vendor-only > /dev/null && $(PY) -m companion.book.site.vendor > /dev/null \
 		|| exit $$?; echo "test: cache checked (zoo, corpora, tokens, vendor) took $$(( $$(date +%s) - t )) s"
 
 # ... and the tables several chapters state (every verdict, the family table, the readings at
@@ -103,8 +103,8 @@ setup-check: env
 		step $(VENV)/bin/companion zoo fetch all; \
 		step $(VENV)/bin/companion corpus fetch all; \
 		step $(VENV)/bin/companion corpus prepare all; \
-		step $(PY) -m companion.book.slides --vendor-only; \
-		step $(PY) -m companion.book.vendor; \
+		step $(PY) -m companion.book.editions.slides --vendor-only; \
+		step $(PY) -m companion.book.site.vendor; \
 		before=$$(cd $$c && find . | LC_ALL=C sort | md5sum); \
 		step $(VENV)/bin/companion corpus prepare all; \
 		[ "$$before" = "$$(cd $$c && find . | LC_ALL=C sort | md5sum)" ] || \
@@ -125,7 +125,7 @@ KERNEL_ENV := IPYTHONDIR=$(CURDIR)/book/_ipython MPLBACKEND=Agg
 # The build executes each chapter through jupyter-cache (_config.yml); `book_cache prepare`
 # first empties that cache if the package, its data or the run size changed since.
 book: env
-	@$(PY) -m companion.book.book_cache prepare
+	@$(PY) -m companion.book.site.book_cache prepare
 	$(KERNEL_ENV) $(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
@@ -143,7 +143,7 @@ test: prepare
 		--nbval-cell-timeout=900 --nbval-save-executed $(EXECUTED) -p no:cacheprovider -ra \
 		$(PYTEST_ARGS) tests book; rc=$$?; \
 		echo "test: unit tests and chapters (nbval) took $$(( $$(date +%s) - t )) s"; exit $$rc
-	@$(PY) -m companion.book.book_cache seed $(EXECUTED)
+	@$(PY) -m companion.book.site.book_cache seed $(EXECUTED)
 	@t=$$(date +%s); $(MAKE) --no-print-directory book || exit $$?; \
 		echo "test: book built in $$(( $$(date +%s) - t )) s"
 	@$(MAKE) --no-print-directory student-edition
@@ -152,13 +152,13 @@ test: prepare
 	@$(MAKE) --no-print-directory gpu-size-check
 
 # The student edition: the site with no solution in any file, and notebooks whose exercises
-# have a check cell (companion.book.student); it reuses the executed chapters of `make book`.
+# have a check cell (companion.book.editions.student); it reuses the executed chapters of `make book`.
 student: book
 	@$(MAKE) --no-print-directory student-edition
 	@echo "student edition: $(CURDIR)/_build/student/html/index.html, notebooks in $(CURDIR)/_build/student/notebooks"
 
 student-edition: env
-	@t=$$(date +%s); $(KERNEL_ENV) $(PY) -m companion.book.student || exit $$?; \
+	@t=$$(date +%s); $(KERNEL_ENV) $(PY) -m companion.book.editions.student || exit $$?; \
 		echo "test: student edition built in $$(( $$(date +%s) - t )) s"
 
 # Lecture slides: one reveal.js deck per chapter (_build/slides/<chapter>.slides.html), made
@@ -167,13 +167,13 @@ slides: book
 	@$(MAKE) --no-print-directory slides-only
 
 slides-only: env
-	@t=$$(date +%s); $(PY) -m companion.book.slides > /dev/null || exit $$?; \
+	@t=$$(date +%s); $(PY) -m companion.book.editions.slides > /dev/null || exit $$?; \
 		if [ -d _build/html ]; then rm -rf _build/html/slides && cp -r _build/slides _build/html/slides; fi; \
 		echo "test: slides built in $$(( $$(date +%s) - t )) s: $(CURDIR)/_build/slides/ (and under the site's slides/)"
 
 # Colab-ready notebooks, one per chapter of _toc.yml, under notebooks/ (never committed)
 notebooks: env
-	$(PY) -m companion.book.notebooks --out notebooks
+	$(PY) -m companion.book.editions.notebooks --out notebooks
 
 # needs the built book (make book)
 reader-checks: browser-check notebook-check student-check slides-check answer-check
@@ -218,7 +218,7 @@ SIZE     ?= gpu
 CHAPTERS ?= all
 BUDGET   ?= 3600
 chapter-times: env
-	$(PY) -m companion.book.chapter_times --size $(SIZE) --budget $(BUDGET) $(CHAPTERS)
+	$(PY) -m companion.book.budgets.chapter_times --size $(SIZE) --budget $(BUDGET) $(CHAPTERS)
 
 # part of `make test`: the chapters whose recorded time at the gpu size on a CPU is within
 # GPU_SIZE_BUDGET seconds, executed again at that size, GPU_SIZE_JOBS at a time (a failing
@@ -230,7 +230,7 @@ chapter-times: env
 GPU_SIZE_BUDGET ?= 300
 GPU_SIZE_JOBS   ?= 2
 gpu-size-check: env
-	@t=$$(date +%s); $(PY) -m companion.book.chapter_times --size gpu --budget 900 --jobs $(GPU_SIZE_JOBS) \
+	@t=$$(date +%s); $(PY) -m companion.book.budgets.chapter_times --size gpu --budget 900 --jobs $(GPU_SIZE_JOBS) \
 		--recorded-under $(GPU_SIZE_BUDGET) --out _build/chapter_times/gpu-size-check.csv all; \
 		rc=$$?; echo "test: gpu-size check took $$(( $$(date +%s) - t )) s"; exit $$rc
 

@@ -8,7 +8,7 @@ inside the cells are what is checked.
 
 ``--nbval-save-executed DIR`` writes each chapter that nbval executed with every cell
 passing, outputs included, to ``DIR/<docname>.ipynb`` (with its execution time beside it);
-``python -m companion.book.book_cache seed DIR`` hands those executions to the book build, so a
+``python -m companion.book.site.book_cache seed DIR`` hands those executions to the book build, so a
 chapter is executed once per ``make test`` (see the Makefile).
 """
 

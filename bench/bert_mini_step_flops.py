@@ -1,7 +1,7 @@
 """FLOPs of one BERT-Mini training step (forward and backward, 16 x 128 tokens), counted.
 
 The status page's T4 estimate of the two chapters that train live
-(:mod:`companion.book.colab_budget`) multiplies the H100's measured seconds per step by the
+(:mod:`companion.book.budgets.colab_budget`) multiplies the H100's measured seconds per step by the
 T4/H100 ratio of 16-bit tensor peaks.  A T4 (Turing, compute capability 7.5) trains in
 float32 here (:func:`companion.train.runner.devices.native_bf16`), so that estimate holds only if the
 T4 sustains a certain share of its float32 peak; this script counts the step's FLOPs with

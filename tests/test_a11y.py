@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import a11y, vendor
+from companion.book.checks import a11y
+
+from companion.book.site import vendor
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "tests" / "data" / "axe_sample_result.json"
 
@@ -63,7 +65,7 @@ def test_the_vendored_axe_core_matches_its_version_if_fetched():
     path = Path(os.environ.get("COMPANION_CACHE", Path.home() / ".cache" / "companion")) / "vendor" / \
         f"axe-core-{vendor.AXE_VERSION}" / "axe.min.js"
     if not path.is_file():
-        pytest.skip("axe-core is not fetched here (python -m companion.book.vendor)")
+        pytest.skip("axe-core is not fetched here (python -m companion.book.site.vendor)")
     assert f"axe v{vendor.AXE_VERSION}" in path.read_text(encoding="utf-8")[:300]
 
 

@@ -71,16 +71,16 @@ def test_a_circle_inside_a_training_subpackage_breaks_the_contract(tmp_path):
 def test_an_import_from_a_higher_layer_breaks_the_contract(tmp_path):
     pkg = copy_package(tmp_path)
     scores = pkg / "core" / "scores.py"
-    scores.write_text(scores.read_text() + "\nfrom ..book import notebooks  # deliberately wrong: core -> book\n")
+    scores.write_text(scores.read_text() + "\nfrom ..book.editions import notebooks  # deliberately wrong: core -> book\n")
     out = lint(tmp_path / "src", tmp_path)
     assert out.returncode != 0
     assert "Each layer imports only the layers below it BROKEN" in out.stdout
-    assert "companion.core.scores -> companion.book.notebooks" in out.stdout
+    assert "companion.core.scores -> companion.book.editions.notebooks" in out.stdout
 
 
 def test_a_circle_between_two_modules_of_a_layer_breaks_the_contract(tmp_path):
     pkg = copy_package(tmp_path)
-    solutions = pkg / "book" / "solutions.py"  # student and notebooks both import it
+    solutions = pkg / "book" / "editions" / "solutions.py"  # student and notebooks both import it
     solutions.write_text(solutions.read_text() + "\nfrom . import notebooks  # deliberately wrong: a circle\n")
     out = lint(tmp_path / "src", tmp_path)
     assert out.returncode != 0

@@ -6,8 +6,8 @@ import jupytext
 import nbformat
 import pytest
 
-from companion.book import book_cache
-from companion.book.notebooks import JUPYTEXT_HEADER
+from companion.book.site import book_cache
+from companion.book.editions.notebooks import JUPYTEXT_HEADER
 
 CHAPTER = JUPYTEXT_HEADER + """
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from companion.book.notebooks import JUPYTEXT_HEADER as HEADER
+from companion.book.editions.notebooks import JUPYTEXT_HEADER as HEADER
 
 
 def build(tmp_path, page: str) -> subprocess.CompletedProcess:

@@ -2,7 +2,7 @@
 
 import json
 
-from companion.book.build_status import build_facts, cached_run_sets, git_commit
+from companion.book.site.build_status import build_facts, cached_run_sets, git_commit
 
 
 def _run(root, name, device, seconds, finished=True, steps=400, corpus="wikipedia"):
@@ -65,7 +65,7 @@ def test_the_status_directive_renders_the_gpu_size_budget_table(tmp_path):
 
 
 def test_an_unknown_device_is_never_counted_as_a_gpu(tmp_path):
-    from companion.book.build_status import device_kind
+    from companion.book.site.build_status import device_kind
 
     _run(tmp_path, "odd-bert-mini-encoder-standard-s0", "unknown", 60)
     _run(tmp_path, "odd-bert-mini-decoder-standard-s0", "TPU v4", 60)

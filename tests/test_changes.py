@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import changes
+from companion.book.site import changes
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -59,7 +59,7 @@ def test_verdict_changes_keeps_only_claims_judged_differently():
 def test_current_verdicts_are_computed_once_per_state(tmp_path, monkeypatch):
     import pandas as pd
 
-    from companion.book import book_cache
+    from companion.book.site import book_cache
 
     calls = []
 
@@ -84,7 +84,7 @@ def test_current_verdicts_are_computed_once_per_state(tmp_path, monkeypatch):
 def test_verdicts_stored_by_the_history_page_are_read_without_computing(tmp_path, monkeypatch):
     import pandas as pd
 
-    from companion.book import book_cache
+    from companion.book.site import book_cache
 
     from companion.judge import claims
     def fail():

@@ -47,7 +47,7 @@ PNG = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain
 
 
 def test_a_drawing_cell_without_an_image_is_named_and_a_shown_or_glued_one_passes(tmp_path):
-    from companion.book.figure_check import cells_without_image
+    from companion.book.checks.figure_check import cells_without_image
 
     nb = _nb(tmp_path, [
         _code("from companion.book.figures.verdicts import status_overview, STATUS_STYLE\n"),
@@ -66,7 +66,7 @@ def test_a_drawing_cell_without_an_image_is_named_and_a_shown_or_glued_one_passe
 def test_a_figure_glued_to_the_store_counts_as_shown(tmp_path):
     import json
 
-    from companion.book.figure_check import cells_without_image
+    from companion.book.checks.figure_check import cells_without_image
 
     nb = _nb(tmp_path, [_code("fig, ax = plt.subplots()\nglue(\"fig_forms\", fig, display=False)\n"),
                         _code("fig, ax = plt.subplots()\nglue(\"fig_missing\", fig, display=False)\n")])
@@ -76,7 +76,7 @@ def test_a_figure_glued_to_the_store_counts_as_shown(tmp_path):
 
 
 def test_without_a_glue_store_a_figure_the_page_pastes_counts_as_shown(tmp_path):
-    from companion.book.figure_check import cells_without_image
+    from companion.book.checks.figure_check import cells_without_image
 
     nb = _nb(tmp_path, [_code("fig, ax = plt.subplots()\nglue(\"fig_forms\", fig, display=False)\n"),
                         _code("fig, ax = plt.subplots()\nglue(\"fig_lost\", fig, display=False)\n")])
@@ -89,7 +89,7 @@ def test_a_figure_glued_through_the_books_helper_counts_as_shown(tmp_path):
     """Chapters glue figures with companion.book.paste.glue_figure, not glue(...) itself."""
     import json
 
-    from companion.book.figure_check import cells_without_image
+    from companion.book.checks.figure_check import cells_without_image
 
     nb = _nb(tmp_path, [_code("fig, ax = plt.subplots()\nglue_figure(\"fig_forms\", fig)\n"),
                         _code("fig, ax = plt.subplots()\nglue_figure(\"fig_missing\", fig)\n")])

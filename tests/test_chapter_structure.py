@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import notebooks as nbgen
+from companion.book.editions import notebooks as nbgen
+from companion.book.site.chapters import toc_yaml
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = nbgen.book_chapters(ROOT) if (ROOT / "_toc.yml").is_file() else []
 # the root of _toc.yml is the book's front page, not a lesson
 FRONT = nbgen.toc_docnames(ROOT)[0] if PAGES else None
 # the pages of the "For teaching" part are guides for instructors, and those of the
 # "Appendices" part reference pages (how runs were made, how files are read), not lessons
-GUIDES = {f for part in (nbgen._load_yaml(ROOT / "_toc.yml") or {}).get("parts", [])
+GUIDES = {f for part in (toc_yaml(ROOT / "_toc.yml") or {}).get("parts", [])
           if part.get("caption") in ("For teaching", "Appendices")
           for f in (c["file"] for c in part["chapters"])} if PAGES else set()
 CHAPTERS = [c for c in PAGES if c.docname != FRONT and c.docname not in GUIDES]

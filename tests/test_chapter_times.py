@@ -6,9 +6,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from companion.book.chapter_times import (COLUMNS, Timing, book_chapters, load_times, record, time_chapter,
+from companion.book.budgets.chapter_times import (COLUMNS, Timing, book_chapters, load_times, record, time_chapter,
                                      time_chapters, times_table)
-from companion.book.notebooks import JUPYTEXT_HEADER as HEADER
+from companion.book.editions.notebooks import JUPYTEXT_HEADER as HEADER
 
 
 def chapter(tmp_path, name, code):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import notebooks as nbgen
+from companion.book.editions import notebooks as nbgen
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "data" / "checks.csv"
 KINDS = {"autograd", "transformers", "monte-carlo", "closed-form", "finite-differences", "published",

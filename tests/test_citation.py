@@ -14,7 +14,7 @@ import yaml
 
 from companion import __version__
 
-from companion.book import citation
+from companion.book.site import citation
 ROOT = Path(__file__).resolve().parents[1]
 # The schema of CFF 1.2.0, vendored from the cffconvert 2.0.0 wheel on PyPI
 # (cffconvert/schemas/1.2.0/schema.json; $id https://citation-file-format.github.io/1.2.0/schema.json)

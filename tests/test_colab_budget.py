@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from companion.book import colab_budget as cb
-from companion.book.chapter_times import COLUMNS, TIMES, book_chapters
+from companion.book.budgets import colab_budget as cb
+from companion.book.budgets.chapter_times import COLUMNS, TIMES, book_chapters
 
 H100 = "NVIDIA H100 80GB HBM3"
 FLOPS = 989.4 / 65.0       # H100 SXM dense BF16 tensor / T4 FP16 tensor (NVIDIA data sheets)
@@ -248,7 +248,7 @@ def test_the_live_plans_and_the_budget_dates_agree():
     """A chapter that trains live is a flops chapter, its gpu size has a date, and the
     chapter reads its steps from the plan and checks it trained the plan's runs (so the
     estimate counts what the notebook does)."""
-    from companion.book.live_runs import LIVE_RUNS, live_plan
+    from companion.book.budgets.live_runs import LIVE_RUNS, live_plan
     from companion.base.runtime import RUN_SIZES
 
     costs, dates = cb.load_dominant_costs(), cb.load_size_dates()
@@ -300,7 +300,7 @@ def test_the_recorded_times_give_the_estimates_computed_by_hand():
     excess = max([0.0] + [h100[c][0] - cpu[c] for c in h100 if c in cpu and h100[c][1] == "finished"
                           and costs[c] == "host_bound"])
     assert list(t.index) == book_chapters()
-    from companion.book.live_runs import LIVE_RUNS
+    from companion.book.budgets.live_runs import LIVE_RUNS
     for ch in t.index:
         seconds, outcome = h100.get(ch, (None, "not run"))
         if outcome in ("finished", "over the budget"):
@@ -343,7 +343,7 @@ def test_every_chapter_fits_both_budgets_measured_or_estimated():
 
 # --------------------------------------------------------------------------- the status page
 def test_the_status_page_table_shows_all_three_times_per_chapter():
-    from companion.book.build_status import BUDGET_HEADS, gpu_size_budget
+    from companion.book.site.build_status import BUDGET_HEADS, gpu_size_budget
 
     rows, rule = gpu_size_budget()
     assert BUDGET_HEADS == ["chapter", "dominant cost", "H100 s", "T4 s (estimate)",
@@ -367,7 +367,7 @@ def test_a_chapter_without_a_dominant_cost_gets_no_estimate_on_the_page():
 
 
 def test_times_of_an_earlier_gpu_size_are_left_out_of_every_table(tmp_path):
-    from companion.book.chapter_times import load_times, times_table
+    from companion.book.budgets.chapter_times import load_times, times_table
 
     (tmp_path / "colab_budget.csv").write_text(
         "chapter,dominant_cost,reason,gpu_size_since\n"

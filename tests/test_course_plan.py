@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import course_plan as cp
-from companion.book import notebooks as nbgen
-from companion.book.exercise_labels import book_exercise_labels, load_exercise_labels
+from companion.book.teaching import course_plan as cp
+from companion.book.editions import notebooks as nbgen
+from companion.book.teaching.exercise_labels import book_exercise_labels, load_exercise_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = "---\njupytext:\n  x: 1\n---\n"

@@ -1,6 +1,6 @@
 """No markup that runs reaches a deck from a chapter's own text (issue 74, unescaped text in
 decks): the deck renders a chapter's raw HTML as the book does (its tables, its links), but
-through :func:`companion.book.markup.safe_html`, so a ``<script>``, an ``on...=`` attribute, a
+through :func:`companion.book.site.markup.safe_html`, so a ``<script>``, an ``on...=`` attribute, a
 ``javascript:`` address, a ``<style>``, ``<iframe>`` or ``<svg>`` shows as text or is dropped.
 
 Fuzz: chapter paragraphs built from random pieces of hostile and harmless HTML are planned and
@@ -17,8 +17,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from companion.book import slides as sl
-from companion.book.markup import _SAFE_TAGS, safe_html
+from companion.book.editions import slides as sl
+from companion.book.site.markup import _SAFE_TAGS, safe_html
 
 CASES = 300
 

@@ -504,8 +504,8 @@ def test_every_file_path_named_in_the_recipes_exists():
     spans = inline_code(_contributing())
     named = [s for s in spans if s.endswith(PATH_SUFFIXES) or "/" in s]
     assert len(named) >= 40, "the recipes name the files they touch"
-    for required in ("_toc.yml", "data/checks.csv", "data/exercise_labels.yaml", "src/companion/book/exercises.py",
-                     "src/companion/book/course_plan.py", "data/chapter_times/colab_budget.csv",
+    for required in ("_toc.yml", "data/checks.csv", "data/exercise_labels.yaml", "src/companion/book/teaching/exercises.py",
+                     "src/companion/book/teaching/course_plan.py", "data/chapter_times/colab_budget.csv",
                      "data/verdict_rules.yaml", "data/rules_history/", "book/rules_history.md",
                      "src/companion/zoo/registry.py", "data/runs/scripts.csv", "data/runs/make_chars_runs.sh"):
         assert f"`{required}`" in _contributing(), f"the recipes do not name {required}"
@@ -530,8 +530,8 @@ def test_the_tests_and_names_the_recipes_point_at_exist():
     assert [t for t in tests if not re.search(rf"^def {t}\(", sources, re.M)] == []
     defined = {"WRONG": "tests/test_exercises.py", "UNCHECKED": "tests/test_exercises.py",
                "NO_QUESTION": "tests/test_answer_boxes.py", "ZOO_PACKAGES": "Makefile",
-               "ZOO": "src/companion/zoo/registry.py", "COURSE": "src/companion/book/course_plan.py",
-               "LIVE_RUNS": "src/companion/book/live_runs.py", "RULES_HISTORY": "src/companion/rules/rulebook.py",
+               "ZOO": "src/companion/zoo/registry.py", "COURSE": "src/companion/book/teaching/course_plan.py",
+               "LIVE_RUNS": "src/companion/book/budgets/live_runs.py", "RULES_HISTORY": "src/companion/rules/rulebook.py",
                "RULES_PATH": "src/companion/rules/rulebook.py"}
     for name, file in defined.items():
         assert re.search(rf"`(?:[\w.]+\.)?{name}`", text), f"the recipes no longer name {name}: update this test"

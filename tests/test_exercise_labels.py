@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import exercise_labels as el
-from companion.book import notebooks as nbgen
+from companion.book.teaching import exercise_labels as el
+from companion.book.editions import notebooks as nbgen
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -13,8 +13,8 @@ import time
 import numpy as np
 import pytest
 
-from companion.book import exercises
-from companion.book.exercises import WrongAnswer, check
+from companion.book.teaching import exercises
+from companion.book.teaching.exercises import WrongAnswer, check
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the child process is forked")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import companion.book.exercises as exercises
-from companion.book.exercises import EXERCISES, WrongAnswer, check, checked_labels
+import companion.book.teaching.exercises as exercises
+from companion.book.teaching.exercises import EXERCISES, WrongAnswer, check, checked_labels
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
@@ -256,7 +256,7 @@ def test_every_exercise_is_checked_or_listed_as_answered_in_words():
     labels = set(EX_TEXT)
     assert len(labels) >= 20
     assert set(checked_labels()) | UNCHECKED == labels, (
-        "new exercise? give it a check in companion.book.exercises or list it in UNCHECKED: "
+        "new exercise? give it a check in companion.book.teaching.exercises or list it in UNCHECKED: "
         f"{sorted(labels - set(checked_labels()) - UNCHECKED)}; stale: {sorted((set(checked_labels()) | UNCHECKED) - labels)}")
     assert not set(checked_labels()) & UNCHECKED
     assert set(WRONG) == set(checked_labels())

@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from companion.book import executions as exs
-from companion.book import notebooks as nbgen
-from companion.book import slides as sl
+from companion.book.site import executions as exs
+from companion.book.editions import notebooks as nbgen
+from companion.book.editions import slides as sl
 
 REPO = "https://github.com/owner/companion"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"0" * 64).decode()
@@ -269,7 +269,9 @@ def test_the_glue_helpers_show_their_values_once_the_set_up_turns_it_on(monkeypa
 def test_the_set_up_in_a_checkout_installs_nothing_and_turns_the_display_on(monkeypatch, capsys):
     import subprocess
 
-    from companion.book import colab, paste
+    from companion.book.editions import colab
+
+    from companion.book import paste
 
     monkeypatch.setattr(paste, "_SHOW", False)
     monkeypatch.setenv("COMPANION_RUN_SIZE", "ci")

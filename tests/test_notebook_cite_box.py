@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from companion.book import notebooks as nbgen
+from companion.book.editions import notebooks as nbgen
 
 ROOT = Path(__file__).resolve().parents[1]
 

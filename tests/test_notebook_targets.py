@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import notebooks as nbgen
+from companion.book.editions import notebooks as nbgen
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = re.compile(r"^\s*\([A-Za-z0-9_.:-]+\)=\s*$", re.M)

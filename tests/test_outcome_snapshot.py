@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from companion.book import outcome_snapshot as snap
+from companion.book.checks import outcome_snapshot as snap
 
 
 def _store(folder, chapter, entries):

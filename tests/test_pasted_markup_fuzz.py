@@ -1,5 +1,5 @@
 """No markup from a glued value (issue 74, family 5): a value pasted into a deck's or a
-notebook's Markdown is plain text, through one function (:func:`companion.book.markup.pasted`).
+notebook's Markdown is plain text, through one function (:func:`companion.book.site.markup.pasted`).
 
 Fuzz: random strings of ``< > & " ' ` $ * _ [ ] { } | ~ # - + = % : \\``, line breaks and
 fragments such as ``<img src=x onerror=alert(1)>`` are glued into a chapter template (in prose,
@@ -17,9 +17,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from companion.book import slides as sl
-from companion.book.markup import pasted
-from companion.book.notebooks import colab_markdown
+from companion.book.editions import slides as sl
+from companion.book.site.markup import pasted
+from companion.book.editions.notebooks import colab_markdown
 
 CASES = 400
 
@@ -156,7 +156,7 @@ def test_the_issue_values_show_as_themselves(value):
 def test_pasted_is_the_one_function_both_builders_use():
     import inspect
 
-    from companion.book import notebooks
+    from companion.book.editions import notebooks
 
     assert "pasted(" in inspect.getsource(sl.resolve_glue)
     assert "pasted(" in inspect.getsource(notebooks._role)

@@ -27,7 +27,7 @@ def _fake_book(root):
 
 
 def test_student_out_at_the_repository_root_deletes_nothing(tmp_path, capsys):
-    from companion.book.student import main
+    from companion.book.editions.student import main
 
     root = _fake_book(tmp_path)
     assert main(["--root", str(root), "--out", str(root)]) == 2
@@ -36,7 +36,7 @@ def test_student_out_at_the_repository_root_deletes_nothing(tmp_path, capsys):
 
 
 def test_student_out_that_holds_other_files_is_refused_and_kept(tmp_path, capsys):
-    from companion.book.student import main
+    from companion.book.editions.student import main
 
     root = _fake_book(tmp_path / "repo")
     mine = tmp_path / "mine"
@@ -50,7 +50,7 @@ def test_student_out_that_holds_other_files_is_refused_and_kept(tmp_path, capsys
 
 
 def test_student_sources_replace_only_a_folder_they_made(tmp_path):
-    from companion.book.student import prepare_sources
+    from companion.book.editions.student import prepare_sources
 
     root = _fake_book(tmp_path / "repo")
     dest = tmp_path / "dest"
@@ -68,7 +68,7 @@ def test_student_sources_replace_only_a_folder_they_made(tmp_path):
 def test_student_out_holding_only_a_name_the_build_uses_is_not_deleted(tmp_path, capsys, name):
     """A folder whose only entry is a user's own ``work/`` (or ``html/``) used to pass as the
     build's and was deleted before jupyter-book started."""
-    from companion.book.student import main
+    from companion.book.editions.student import main
 
     root = _fake_book(tmp_path / "repo")
     mine = tmp_path / "mine"
@@ -81,7 +81,7 @@ def test_student_out_holding_only_a_name_the_build_uses_is_not_deleted(tmp_path,
 
 
 def test_a_users_folder_inside_the_builds_own_out_is_not_replaced(tmp_path, capsys):
-    from companion.book.student import _mark, main
+    from companion.book.editions.student import _mark, main
 
     root = _fake_book(tmp_path / "repo")
     out = tmp_path / "out"
@@ -98,7 +98,7 @@ def test_a_users_folder_inside_the_builds_own_out_is_not_replaced(tmp_path, caps
 
 
 def test_book_cache_prepare_refuses_a_folder_without_its_key_and_deletes_nothing(tmp_path, capsys):
-    from companion.book import book_cache
+    from companion.book.site import book_cache
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "report.md").write_text("mine")
@@ -111,7 +111,7 @@ def test_book_cache_prepare_refuses_a_folder_without_its_key_and_deletes_nothing
 
 
 def test_book_cache_prepare_still_empties_a_cache_jupyter_cache_made(tmp_path):
-    from companion.book import book_cache
+    from companion.book.site import book_cache
     (tmp_path / "src").mkdir()
     cache = tmp_path / "cache"
     (cache / "executed" / "abc").mkdir(parents=True)
@@ -123,7 +123,7 @@ def test_book_cache_prepare_still_empties_a_cache_jupyter_cache_made(tmp_path):
 
 @pytest.mark.parametrize("argv", [["prepare", "a", "b"], ["seed", "missing-folder", "cache"]])
 def test_book_cache_odd_arguments_are_refused_before_anything_is_made(tmp_path, monkeypatch, capsys, argv):
-    from companion.book import book_cache
+    from companion.book.site import book_cache
     monkeypatch.chdir(tmp_path)
     assert book_cache.main(argv) == 2
     err = capsys.readouterr().err
@@ -133,7 +133,7 @@ def test_book_cache_odd_arguments_are_refused_before_anything_is_made(tmp_path, 
 
 @pytest.mark.parametrize("argv", [["prepare", "--help"], ["prepare", "-h"], ["seed", "-x", "cache"]])
 def test_book_cache_options_are_not_taken_for_folders(tmp_path, monkeypatch, capsys, argv):
-    from companion.book import book_cache
+    from companion.book.site import book_cache
 
     monkeypatch.chdir(tmp_path)
     code = book_cache.main(argv)
@@ -143,7 +143,7 @@ def test_book_cache_options_are_not_taken_for_folders(tmp_path, monkeypatch, cap
 
 
 def test_book_cache_seed_with_a_malformed_chapter_record_is_one_line(tmp_path, monkeypatch, capsys):
-    from companion.book import book_cache
+    from companion.book.site import book_cache
 
     monkeypatch.setattr(book_cache, "prepare", lambda cache, root=None: True)
     executed = tmp_path / "executed"
@@ -160,7 +160,7 @@ def test_book_cache_seed_with_a_malformed_chapter_record_is_one_line(tmp_path, m
 
 
 def test_slides_into_an_out_that_is_a_file_is_one_line_and_keeps_the_file(tmp_path, capsys):
-    from companion.book import slides
+    from companion.book.editions import slides
 
     (tmp_path / "_build" / "jupyter_execute").mkdir(parents=True)
     out = tmp_path / "notes.txt"
@@ -172,7 +172,7 @@ def test_slides_into_an_out_that_is_a_file_is_one_line_and_keeps_the_file(tmp_pa
 
 
 def test_slides_of_a_root_that_is_not_a_book_is_one_line(tmp_path, capsys):
-    from companion.book import slides
+    from companion.book.editions import slides
 
     (tmp_path / "_build" / "jupyter_execute").mkdir(parents=True)
     assert slides.main(["--root", str(tmp_path), "--out", str(tmp_path / "deck")]) == 2
@@ -182,7 +182,7 @@ def test_slides_of_a_root_that_is_not_a_book_is_one_line(tmp_path, capsys):
 
 
 def test_slides_of_a_book_whose_toc_is_not_yaml_is_one_line(tmp_path, capsys):
-    from companion.book import slides
+    from companion.book.editions import slides
 
     (tmp_path / "_build" / "jupyter_execute").mkdir(parents=True)
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: [intro\n")
@@ -193,7 +193,7 @@ def test_slides_of_a_book_whose_toc_is_not_yaml_is_one_line(tmp_path, capsys):
 
 
 def test_slides_with_an_empty_out_writes_nothing_into_the_current_folder(tmp_path, monkeypatch, capsys):
-    from companion.book import slides
+    from companion.book.editions import slides
 
     (tmp_path / "_build" / "jupyter_execute").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
@@ -212,7 +212,7 @@ def test_slides_with_an_empty_out_writes_nothing_into_the_current_folder(tmp_pat
 ])
 def test_a_cut_off_glue_store_is_refused_naming_it(tmp_path, store, words):
     from companion.base.errors import CompanionError
-    from companion.book.slides import _read_glue
+    from companion.book.editions.slides import _read_glue
 
     path = tmp_path / "chapter.glue.json"
     path.write_bytes(store if isinstance(store, bytes) else store.encode())
@@ -240,7 +240,7 @@ def test_data_embedded_in_the_explorer_cannot_close_its_script(tmp_path):
 
 @pytest.mark.parametrize("budget", ["nan", "1e300", "inf"])
 def test_chapter_times_refuses_a_budget_that_is_not_a_sane_number_of_seconds(monkeypatch, capsys, budget):
-    from companion.book import chapter_times
+    from companion.book.budgets import chapter_times
     def never(*a, **k):
         raise AssertionError("a chapter was started")
 
@@ -252,7 +252,7 @@ def test_chapter_times_refuses_a_budget_that_is_not_a_sane_number_of_seconds(mon
 
 
 def _no_chapter_may_run(monkeypatch):
-    from companion.book import chapter_times
+    from companion.book.budgets import chapter_times
 
     def never(*a, **k):
         raise AssertionError("a chapter was started")
@@ -291,7 +291,7 @@ def test_chapter_times_out_that_cannot_be_recorded_into_is_refused_before_a_chap
 @pytest.mark.parametrize("budget", [float("nan"), float("inf"), -1.0, "soon"])
 def test_time_chapter_refuses_a_budget_that_is_not_a_number_of_seconds(tmp_path, budget):
     from companion.base.errors import CompanionError
-    from companion.book.chapter_times import time_chapter
+    from companion.book.budgets.chapter_times import time_chapter
 
     (tmp_path / "ch.md").write_text("# ch\n")
     with pytest.raises(CompanionError, match="budget"):
@@ -319,7 +319,7 @@ def test_a_cut_off_or_edited_release_changes_cache_is_computed_again_naming_it(t
 
     import pandas as pd
 
-    from companion.book import book_cache, changes
+    from companion.book.site import book_cache, changes
 
     calls = []
     truth = [{"key": "a", "claim": "A", "kind": "empirical", "status": "holds", "status_first": "inconclusive"}]

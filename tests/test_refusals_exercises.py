@@ -1,4 +1,4 @@
-"""The exercise checks (``companion.book.exercises.check``) against hostile answers: an answer
+"""The exercise checks (``companion.book.teaching.exercises.check``) against hostile answers: an answer
 that swallows the time limit, iterates without end, lies about its items, or only imitates
 a distribution (or moves the points it is asked about) does not pass, hang or crash, and a
 right answer still passes."""
@@ -33,7 +33,7 @@ def _in_a_fresh_python(code: str, timeout: float = 60) -> str:
 def test_an_answer_retrying_inside_a_bare_except_cannot_swallow_the_time_limit():
     out = _in_a_fresh_python("""
         import time
-        import companion.book.exercises as ex
+        import companion.book.teaching.exercises as ex
         ex.TIME_LIMIT_S = 0.5
 
         def expected_symmetry(n):
@@ -96,7 +96,7 @@ class _LyingItems(dict):
 def test_an_endless_list_subclass_is_not_a_hang():
     out = _in_a_fresh_python("""
         import itertools, time
-        import companion.book.exercises as ex
+        import companion.book.teaching.exercises as ex
 
         class Endless(list):
             def __iter__(self):
@@ -124,7 +124,7 @@ def test_an_endless_list_subclass_is_not_a_hang():
 
 
 def test_a_dict_whose_items_lie_does_not_pass():
-    from companion.book.exercises import WrongAnswer, check
+    from companion.book.teaching.exercises import WrongAnswer, check
 
     # directionality moves under a rotation, so True is wrong for it; items() hides that key
     with pytest.raises(WrongAnswer, match="^ex-measuring-1: not yet"):
@@ -132,7 +132,7 @@ def test_a_dict_whose_items_lie_does_not_pass():
 
 
 def test_a_list_whose_items_lie_is_read_as_what_it_holds():
-    from companion.book.exercises import WrongAnswer, check
+    from companion.book.teaching.exercises import WrongAnswer, check
 
     class Lying(list):
         def __iter__(self):                   # shows the right heads whatever it holds
@@ -153,7 +153,7 @@ def test_a_list_whose_items_lie_is_read_as_what_it_holds():
 def test_an_answer_whose_law_moves_the_points_it_is_asked_about_is_not_believed():
     from scipy import stats
 
-    from companion.book.exercises import WrongAnswer, check
+    from companion.book.teaching.exercises import WrongAnswer, check
 
     class Moving:
         """A normal law whose tail is asked for at z, and which then moves z tenfold out:
@@ -210,7 +210,7 @@ def _imitations():
 def test_objects_that_only_imitate_a_distribution_do_not_pass_the_two_laws(case):
     from scipy import stats
 
-    from companion.book.exercises import WrongAnswer, check
+    from companion.book.teaching.exercises import WrongAnswer, check
 
     with pytest.raises(WrongAnswer, match="^ex-errata-2: not yet") as err:
         check("ex-errata-2", _imitations()[case])

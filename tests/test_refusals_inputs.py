@@ -54,7 +54,7 @@ def test_a_dangling_link_is_named_as_such_not_as_a_missing_path_or_hub_id(tmp_pa
 
 
 def test_a_book_cache_key_or_record_that_is_not_utf8_is_handled_naming_the_file(tmp_path):
-    from companion.book import book_cache
+    from companion.book.site import book_cache
 
     cache = tmp_path / "cache"
     cache.mkdir()

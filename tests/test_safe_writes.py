@@ -195,8 +195,8 @@ def test_pack_refuses_a_fifo_log_before_starting_any_run(tmp_path):
 # The family, not the instance: the modules that write into a user's output folder hold no
 # plain write (Path.write_text / write_bytes, open(..., "w"/"a"), os.replace of a fixed name).
 WRITERS = ["train/runner/loop.py", "train/runner/checkpoints.py", "train/runner/provenance.py", "train/runner/pack.py", "train/cli.py", "core/null.py",
-           "book/outcome_snapshot.py", "train/text/english_mix_card.py", "book/changes.py", "base/cache.py",
-           "book/slides.py"]
+           "book/checks/outcome_snapshot.py", "train/text/english_mix_card.py", "book/site/changes.py", "base/cache.py",
+           "book/editions/slides.py"]
 
 
 def _plain_writes(path: Path) -> list[str]:

@@ -17,7 +17,7 @@ from test_safe_writes import _plain_writes
 SRC = Path(__file__).resolve().parents[1] / "src" / "companion"
 
 
-@pytest.mark.parametrize("module", ["book/student.py", "book/notebooks.py", "book/solutions.py"])
+@pytest.mark.parametrize("module", ["book/editions/student.py", "book/editions/notebooks.py", "book/editions/solutions.py"])
 def test_the_book_s_writers_use_only_the_safe_write(module):
     text = (SRC / module).read_text(encoding="utf-8")
     assert not _plain_writes(SRC / module) and "nbformat.write(" not in text
@@ -46,7 +46,7 @@ def _fifo_opened_within(path: Path, action, seconds: float = 10.0):
 
 @pytest.mark.parametrize("kind", ["link", "fifo"])
 def test_the_student_mark_is_never_written_through_a_link_or_into_a_fifo(tmp_path, kind):
-    from companion.book import student
+    from companion.book.editions import student
 
     folder, victim = tmp_path / "out", tmp_path / "elsewhere.txt"
     folder.mkdir()
@@ -63,7 +63,7 @@ def test_the_student_mark_is_never_written_through_a_link_or_into_a_fifo(tmp_pat
 
 
 def test_a_folder_whose_mark_is_a_link_is_not_taken_for_one_the_build_made(tmp_path):
-    from companion.book import student
+    from companion.book.editions import student
 
     folder = tmp_path / "out"
     folder.mkdir()
@@ -76,13 +76,13 @@ def test_a_folder_whose_mark_is_a_link_is_not_taken_for_one_the_build_made(tmp_p
 
 
 def test_the_mark_of_a_folder_the_build_made_is_replaced(tmp_path):
-    from companion.book import student
+    from companion.book.editions import student
 
     folder = tmp_path / "out"
     student._mark(folder)
     student._mark(folder)
     mark = folder / student._MARK
-    assert mark.is_file() and not mark.is_symlink() and "made by python -m companion.book.student" in mark.read_text()
+    assert mark.is_file() and not mark.is_symlink() and "made by python -m companion.book.editions.student" in mark.read_text()
     student._check_ours(folder)   # ours: no error
 
 
@@ -90,7 +90,7 @@ def test_the_mark_of_a_folder_the_build_made_is_replaced(tmp_path):
 def test_a_student_page_is_never_written_through_a_link_or_into_a_fifo(tmp_path, monkeypatch, kind):
     """prepare_sources writes each page with the safe write: made to meet a link or FIFO at a
     page's name (as a race with another process could), it refuses."""
-    from companion.book import student
+    from companion.book.editions import student
 
     victim = tmp_path / "elsewhere.md"
     victim.write_text("the user's page\n")

@@ -173,7 +173,7 @@ def test_the_v3_summary_names_each_claim_its_status_and_how_far_it_is():
             == "Fig. 3b inconclusive (6 of 12 seeds in, read at look 2 of 4; provisional: Table 1 comes first)")
     # ... so the reader's status check, which compares every 'claim ...: status' with the book's
     # status, finds the one status the book gives such a claim
-    from companion.book.status_check import stated_statuses
+    from companion.book.checks.status_check import stated_statuses
 
     said = training_summary([("Fig. 3b", "holds (provisional: Table 1 comes first)", "6 of 12", "look 2 of 4 (6 seeds)")])
     assert all(s.status == "inconclusive" for s in stated_statuses(said, {"Fig. 3b": "training_directionality"}))

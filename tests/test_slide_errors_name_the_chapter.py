@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from companion.book import slides as sl
+from companion.book.editions import slides as sl
 from test_notebook_answers import _make_test_build, book, deck_tools  # noqa: F401 (fixtures)
 
 
@@ -29,7 +29,7 @@ def test_an_error_inside_a_chapter_names_the_chapter_and_its_file(book, deck_too
 
 def test_the_command_prints_the_chapter_and_its_file_in_one_line(book, deck_tools, monkeypatch, capsys):  # noqa: F811
     """A real error from the solution stripper, raised where the deck is planned."""
-    from companion.book.solutions import strip_solutions
+    from companion.book.editions.solutions import strip_solutions
 
     _make_test_build(book, cache=True)
     monkeypatch.setattr(sl, "chapter_slides", lambda *a, **k: strip_solutions(":::{solution} ex-x\nnever closed\n"))

@@ -10,9 +10,9 @@ import tarfile
 
 import pytest
 
-from companion.book import slides as sl
-from companion.book.course_plan import prose_words
-from companion.book.slides import REVEAL_VERSION, deck_html, resolve_glue, vendor_reveal
+from companion.book.editions import slides as sl
+from companion.book.teaching.course_plan import prose_words
+from companion.book.editions.slides import REVEAL_VERSION, deck_html, resolve_glue, vendor_reveal
 
 GLUE = {
     "n": {"data": {"text/plain": "0.123456"}},

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from companion.book.solutions import cells_without_solutions, strip_solutions
+from companion.book.editions.solutions import cells_without_solutions, strip_solutions
 
 DOCS = 300
 

@@ -50,7 +50,7 @@ def _notebook(outputs) -> str:
 def built(tmp_path_factory):
     from sphinx.cmd.build import build_main
 
-    from companion.book import changes
+    from companion.book.site import changes
     src = tmp_path_factory.mktemp("sample")
     out = src / "_build"
     good, meta = _figure_output()
@@ -88,7 +88,7 @@ def built(tmp_path_factory):
 
 
 def test_every_page_shows_the_version_and_the_cite_box(built):
-    from companion.book.citation import book_version
+    from companion.book.site.citation import book_version
 
     label = book_version(ROOT).label
     for page in ("index.html", "chapter.html", "status.html"):
@@ -127,7 +127,7 @@ def test_release_changes_lists_rule_and_verdict_changes(built):
     assert "Of the 2 claims judged under both versions, 1 read differently now." in html
     # the changelog is a link, and the section names this build's version (rules revision included)
     assert 'href="https://github.com/example/sample/blob/main/CHANGELOG.md"' in html
-    from companion.book.citation import book_version
+    from companion.book.site.citation import book_version
     assert f"this page belongs to version {book_version(ROOT).label}" in html
     verdicts = html[html.index("companion-verdict-changes"):]
     assert "Table 1: speed-up" in verdicts and "not testable here" in verdicts and "inconclusive" in verdicts

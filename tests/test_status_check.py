@@ -4,7 +4,7 @@ met (an answer box, a table, a figure's caption) and leaves labelled per-test ou
 import pytest
 
 from companion.base.errors import CompanionError
-from companion.book import status_check as sc
+from companion.book.checks import status_check as sc
 
 CLAIMS = {"cor_s1_13": "Cor. S1.13: equal spreads", "thm_s1_12": "Thm. 2.3 / S1.12: high-norm columns",
           "table_1": "Table 1: a symmetric start speeds training up", "training_symmetry": "Fig. 3a: symmetry",

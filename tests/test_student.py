@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from companion.book.exercises import checked_labels
-from companion.book.notebooks import book_chapters, chapter_notebook
-from companion.book.solutions import _split_markdown, split_check_cells, strip_solutions
-from companion.book.student import prepare_sources
+from companion.book.teaching.exercises import checked_labels
+from companion.book.editions.notebooks import book_chapters, chapter_notebook
+from companion.book.editions.solutions import _split_markdown, split_check_cells, strip_solutions
+from companion.book.editions.student import prepare_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +22,7 @@ PAGE = """\
 Prove it.
 
 ```python
-from companion.book.exercises import check
+from companion.book.teaching.exercises import check
 
 x = ...
 check("ex-a-1", x)
@@ -126,8 +126,8 @@ def test_code_with_blank_lines_survives_stripping():
 def test_the_student_edition_leaves_out_the_instructors_pages_and_keeps_every_other(tmp_path):
     import yaml
 
-    from companion.book.notebooks import toc_docnames
-    from companion.book.student import INSTRUCTOR_PAGES
+    from companion.book.site.chapters import toc_docnames
+    from companion.book.editions.student import INSTRUCTOR_PAGES
 
     root = Path(__file__).resolve().parents[1]
     pages = prepare_sources(root, tmp_path / "src")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from companion.book import student
+from companion.book.editions import student
 
 
 def _book(tmp_path: Path) -> Path:

@@ -137,12 +137,12 @@ def serve():
 @pytest.fixture(scope="session")
 def axe() -> str:
     """axe-core's ``axe.min.js`` (npm registry, pinned, sha512-checked; fetched at set-up)."""
-    from companion.book import a11y
+    from companion.book.checks import a11y
     try:
         return a11y.axe_source()
     except RuntimeError as err:
         pytest.fail(f"axe-core is not available for the accessibility audit: {err} "
-                    "(python -m companion.book.vendor fetches it; make env does)")
+                    "(python -m companion.book.site.vendor fetches it; make env does)")
 
 
 @pytest.fixture(scope="session")
@@ -151,7 +151,7 @@ def audit(axe):
     serious or critical violation on the page open in ``driver``."""
     import time
 
-    from companion.book import a11y
+    from companion.book.checks import a11y
     times = []
 
     def check(driver, page: str, context: str | None = None) -> None:

@@ -4,10 +4,10 @@ A fresh virtual environment gets the versions a Colab runtime already has import
 installed (numpy 2.0.2, pandas 2.2.2, and PyTorch of the 2.x line: here the CPU build
 ``torch==2.13.0``, a real installation, Colab's CUDA build being out of reach of CI).  Then
 pip is asked for its plan exactly as the set-up cell's installer
-(:func:`companion.book.colab.install`) asks it: the requirement set is the installer's own (:func:`companion.book.notebooks.install_arguments`: the package with its
+(:func:`companion.book.editions.colab.install`) asks it: the requirement set is the installer's own (:func:`companion.book.editions.notebooks.install_arguments`: the package with its
 ``colab`` extra, nothing else), the versions present pinned with ``-c`` as the cell's first
-try (:func:`companion.book.notebooks.pin_sets`), through ``pip install --dry-run
---report``.  The cell's own planner (:func:`companion.book.notebooks.plan_install`) must
+try (:func:`companion.book.editions.notebooks.pin_sets`), through ``pip install --dry-run
+--report``.  The cell's own planner (:func:`companion.book.editions.notebooks.plan_install`) must
 find that the plan installs the companion, replaces none of numpy, torch and pandas, and
 needs no restart; the report's ``install`` list is also read directly.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import notebooks as nbgen
+from companion.book.editions import notebooks as nbgen
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / "_build" / "colab-check" / "colab-versions-venv"
@@ -107,10 +107,10 @@ def test_the_set_up_cells_plan_keeps_colabs_numpy_torch_and_pandas(colab_python,
     # the cell installs the repository alone (--no-deps); the packaged set-up asks pip for the plan
     import inspect
 
-    from companion.book import colab
+    from companion.book.editions import colab
 
     cell = nbgen.setup_cell_source(str(ROOT), "HEAD")
-    assert '"--no-deps"' in cell and "from companion.book.colab import setup" in cell
+    assert '"--no-deps"' in cell and "from companion.book.editions.colab import setup" in cell
     installer = inspect.getsource(colab.install) + inspect.getsource(colab._pip_plan)
     assert "wanted = install_arguments(str(root), INSTALL_EXTRA)" in installer
     assert '"--dry-run", "--report", str(out), *pins' in installer

@@ -15,8 +15,8 @@ without executing any chapter a third time:
 3. **Each notebook carries the build's answers.**  The notebooks of the site (and those
    this check writes) hold the build's value in place of every glued value, the outputs the
    build's execution gave each code cell, and a set-up cell of at most
-   :data:`companion.book.executions.MAX_SETUP_LINES` lines
-   (:func:`companion.book.executions.check_notebook`; the executions are read as the
+   :data:`companion.book.site.executions.MAX_SETUP_LINES` lines
+   (:func:`companion.book.site.executions.check_notebook`; the executions are read as the
    builders read them, and every chapter must have one with outputs).
 4. **Each notebook's body is what nbval executed.**  After the set-up cell, a notebook's
    code cells are, one for one, the code cells of the chapter that ``make test`` executed
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import notebooks as nbgen
+from companion.book.editions import notebooks as nbgen
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / "_build" / "colab-check"
 VENV = WORK / "venv"
@@ -242,7 +242,7 @@ def test_setup_cell_installs_everything_the_notebooks_import(fresh_kernel, gener
 
 def check_answers(folder: Path, label: str) -> None:
     """Every chapter's notebook under ``folder`` carries the build's answers; prints the counts."""
-    from companion.book.executions import check_notebooks
+    from companion.book.site.executions import check_notebooks
 
     problems, summary = check_notebooks(nbgen.book_chapters(ROOT), ROOT / "_build", folder)
     print(f"{label}: {summary}")

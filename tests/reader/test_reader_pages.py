@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from companion.book import notebooks as nbgen
+from companion.book.editions import notebooks as nbgen
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCNAMES = nbgen.toc_docnames(ROOT)

@@ -18,7 +18,8 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 
-from companion.book import notebooks as nbgen
+from companion.book.editions import notebooks as nbgen
+from companion.book.site.chapters import toc_yaml
 from companion.book.figures.source_data import COLUMNS as SOURCE_DATA_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -217,7 +218,7 @@ def test_every_figure_has_alt_text_and_a_link_to_its_source_data(browser, site_u
 
 
 def test_every_page_shows_the_book_version_and_how_to_cite_it(browser, site_url):
-    from companion.book.citation import book_version
+    from companion.book.site.citation import book_version
 
     label = book_version(ROOT).label
     for docname in DOCNAMES:
@@ -434,7 +435,7 @@ READER_WIDTH_PX = 1300
 MAX_WORDS = 6_000
 MAX_HEIGHT_PX = 30_000
 LONG_PAGES_ALLOWED = {"book/errata"} | {
-    nbgen._strip_suffix(c["file"]) for part in (nbgen._load_yaml(ROOT / "_toc.yml") or {}).get("parts", [])
+    nbgen._strip_suffix(c["file"]) for part in (toc_yaml(ROOT / "_toc.yml") or {}).get("parts", [])
     if part.get("caption") == "Appendices" for c in part.get("chapters", [])}
 
 _MEASURE = """

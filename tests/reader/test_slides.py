@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import notebooks as nbgen
-from companion.book import slides as sl
+from companion.book.editions import notebooks as nbgen
+from companion.book.editions import slides as sl
 
 ROOT = Path(__file__).resolve().parents[2]
 SLIDES = ROOT / "_build" / "slides"
@@ -71,7 +71,7 @@ def test_deck_loads_typesets_and_shows_its_images_offline(browser, slides_url, o
 def executions():
     """The build's executions, read as the slides read them (myst-nb's copies, the execution
     cache, nbval's: ``make test``'s build leaves its figures only in the last two)."""
-    from companion.book import executions as exs
+    from companion.book.site import executions as exs
 
     return exs.find(nbgen.book_chapters(ROOT), exs.build_sources(ROOT / "_build"))
 

@@ -1,8 +1,8 @@
 """One answer per claim on every surface of a built book: the site's pages, the student
 site, the slides and the generated notebooks state each claim's status as the verdict table
-gives it (companion.book.status_check finds the statements; the table is the one the
+gives it (companion.book.checks.status_check finds the statements; the table is the one the
 build's kernels computed, read from the build's verdict cache); and every cell that draws
-a figure shows it (companion.book.figure_check over the build's executed chapters)."""
+a figure shows it (companion.book.checks.figure_check over the build's executed chapters)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.book import status_check as sc
+from companion.book.checks import status_check as sc
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "_build" / "html"
@@ -85,7 +85,7 @@ def test_a_claim_is_mathematical_exactly_when_it_has_a_fixed_check(table):
 
 
 def test_every_drawing_cell_of_the_built_book_shows_its_figure():
-    from companion.book.figure_check import cells_without_image
+    from companion.book.checks.figure_check import cells_without_image
 
     # the chapters as executed: nbval's copies where make test wrote them (a build served from
     # the execution cache writes its jupyter_execute copies without outputs), else the build's

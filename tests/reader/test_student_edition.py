@@ -73,7 +73,7 @@ def test_no_file_of_the_student_edition_holds_a_solution(snippets):
 
 
 def test_the_student_notebooks_carry_a_check_cell_per_checked_exercise():
-    from companion.book.exercises import checked_labels
+    from companion.book.teaching.exercises import checked_labels
 
     cells = []
     for nb_path in (STUDENT / "notebooks").rglob("*.ipynb"):
@@ -87,9 +87,9 @@ def test_the_student_notebooks_carry_a_check_cell_per_checked_exercise():
 
 
 def test_the_student_notebooks_carry_the_builds_values_and_outputs_and_no_solution_output():
-    from companion.book.executions import check_notebooks
-    from companion.book.notebooks import book_chapters
-    from companion.book.student import INSTRUCTOR_PAGES
+    from companion.book.site.executions import check_notebooks
+    from companion.book.site.chapters import book_chapters
+    from companion.book.editions.student import INSTRUCTOR_PAGES
 
     for folder in (STUDENT / "notebooks", STUDENT / "html" / "notebooks"):
         if not folder.is_dir():

@@ -1,7 +1,7 @@
 """One content hash of a set of the repository's folders and files.
 
 Two caches key what they hold on the package and its data: the book's execution cache
-(:mod:`companion.book.book_cache`) and the verdict table the chapters share
+(:mod:`companion.book.site.book_cache`) and the verdict table the chapters share
 (:func:`companion.judge.claims._disk_cached`).  Both hash the same way, here: every file git
 tracks or would track under the given paths (ignored files, such as a training run's
 checkpoints and its progress log, are left out), each as its path and its bytes.  Outside a

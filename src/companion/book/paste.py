@@ -9,7 +9,7 @@
 
 In the book's build none shows anything in the cell; each is :func:`myst_nb.glue`
 underneath, so the build fails on a pasted name no cell glued.  In a chapter's notebook the
-set-up (:func:`companion.book.colab.setup`) turns on :func:`show_values`: each helper then
+set-up (:func:`companion.book.editions.colab.setup`) turns on :func:`show_values`: each helper then
 also shows its value under the cell that computes it, as ``name = value`` (a figure as
 itself), so a re-run shows the fresh value of every number the text carries from the build.
 """

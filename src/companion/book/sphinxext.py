@@ -5,26 +5,26 @@ Enabled in ``_config.yml`` (``sphinx: extra_extensions: [companion.book.sphinxex
 - puts an "Open in Colab" link and a notebook download link under the title of every
   executable chapter, and points the theme's own Colab launch button at the generated
   notebook (the theme's button would open the ``.md`` source, which Colab cannot read);
-- writes the Colab-ready notebooks (:mod:`companion.book.notebooks`) into the site under
+- writes the Colab-ready notebooks (:mod:`companion.book.editions.notebooks`) into the site under
   ``notebooks/`` when an HTML build finishes, so the download links resolve;
 - provides the ``build-status`` directive: where and how this build executed the
-  chapters, and which cached training runs it read (:mod:`companion.book.build_status`);
+  chapters, and which cached training runs it read (:mod:`companion.book.site.build_status`);
 - provides the ``paper-artifacts`` directive: a table of the paper's figures and tables,
   each linked to the chapters that regenerate it.  A chapter that is not part of this
   edition of the book (not in ``_toc.yml``) is named in plain text, so the page builds
   whatever chapters exist.
 
-- puts the book's version (package version and git commit, :mod:`companion.book.citation`) and
+- puts the book's version (package version and git commit, :mod:`companion.book.site.citation`) and
   a "Cite this book" box with BibTeX for the book and the paper in the footer of every
   page, and provides the ``cite-this`` directive (the same box in a page);
 - provides the ``release-changes`` directive: what changed since the last release of
   ``CHANGELOG.md``, from the rules' history and the verdicts' v1 and v2 outcomes
-  (:mod:`companion.book.changes`);
+  (:mod:`companion.book.site.changes`);
 - labels every exercise with its difficulty, importance and time budget from
   ``data/exercise_labels.yaml`` (an exercise without an entry is a build warning, which
   fails the book build);
 - links the first use of each glossary word on every page to its entry
-  (:mod:`companion.book.glossary_links`);
+  (:mod:`companion.book.site.glossary_links`);
 - gives every figure a chapter shows or glues its alt text and its source data: the book's
   kernels attach both to the image (:mod:`companion.book.figures.source_data`); the CSV is
   written next to the image in the site (``_images/<image>.csv``) and linked under it.  A
@@ -32,8 +32,8 @@ Enabled in ``_config.yml`` (``sphinx: extra_extensions: [companion.book.sphinxex
 
 Configuration values (``sphinx: config:`` in ``_config.yml``):
 ``companion_repository_url`` (default: the theme's ``repository_url``) and
-``companion_notebook_branch`` (default :data:`companion.book.notebooks.NOTEBOOK_BRANCH`) and
-``companion_student_edition`` (default False; :mod:`companion.book.student` sets it).
+``companion_notebook_branch`` (default :data:`companion.book.editions.notebooks.NOTEBOOK_BRANCH`) and
+``companion_student_edition`` (default False; :mod:`companion.book.editions.student` sets it).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from pathlib import Path
 from docutils import nodes
 from docutils.parsers.rst import Directive
 
-from . import notebooks as nbgen
+from .editions import notebooks as nbgen
 
 COLAB_CLASS = "companion-colab"
 
@@ -123,11 +123,11 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> Non
 
 
 def _execution_sources(app) -> list[Path]:
-    """Where this build's executions are (:func:`companion.book.executions.find`): the
+    """Where this build's executions are (:func:`companion.book.site.executions.find`): the
     execution cache the build read (``execute.cache``; the student edition reads the
     instructor's), myst-nb's copies beside the output, nbval's executions beside that cache,
     and the source tree's own ``_build``."""
-    from .executions import build_sources
+    from .site.executions import build_sources
 
     folders = []
     cache = getattr(app.config, "nb_execution_cache_path", "") or ""
@@ -234,12 +234,12 @@ class PaperArtifacts(Directive):
 
 
 class BuildStatus(Directive):
-    """The facts of this build and the cached run sets (:mod:`companion.book.build_status`)."""
+    """The facts of this build and the cached run sets (:mod:`companion.book.site.build_status`)."""
 
     has_content = False
 
     def run(self):
-        from .build_status import build_facts, cached_run_sets
+        from .site.build_status import build_facts, cached_run_sets
 
         facts = nodes.field_list()
         for name, value in build_facts().items():
@@ -252,7 +252,7 @@ class BuildStatus(Directive):
         heads = ["set", "runs", "kind", "devices", "corpus", "steps", "hours"]
         runs = _table(heads, [[str(r[h]) for h in heads] for r in cached_run_sets()],
                       "companion-run-sets")
-        from .build_status import BUDGET_HEADS, gpu_size_budget
+        from .site.build_status import BUDGET_HEADS, gpu_size_budget
 
         rows, rule = gpu_size_budget()
         intro = nodes.paragraph(text=(
@@ -289,14 +289,14 @@ def _table(heads, rows, css):
 def _repo_file(app, rel: str) -> Path:
     """``rel`` in the source folder, else in the repository the package comes from (the
     student edition builds from a copy that holds only the book's pages)."""
-    from .citation import ROOT
+    from .site.citation import ROOT
 
     here = Path(app.srcdir) / rel
     return here if here.exists() else ROOT / rel
 
 
 def _version(app):
-    from .citation import ROOT, Version, book_version
+    from .site.citation import ROOT, Version, book_version
 
     if not hasattr(app, "_companion_version"):
         version = book_version(Path(app.srcdir))
@@ -307,7 +307,7 @@ def _version(app):
 
 
 def _bibtex(app) -> tuple[str, str]:
-    from .citation import book_bibtex, paper_bibtex
+    from .site.citation import book_bibtex, paper_bibtex
 
     bibfiles = list(getattr(app.config, "bibtex_bibfiles", None) or [])
     bib = Path(app.srcdir) / bibfiles[0] if bibfiles else None
@@ -431,7 +431,7 @@ class ReleaseChanges(Directive):
     has_content = False
 
     def run(self):
-        from . import changes
+        from .site import changes
 
         env = self.state.document.settings.env
         env.note_reread()
@@ -491,7 +491,7 @@ class ReleaseChanges(Directive):
 
 
 # --------------------------------------------------------------------------- exercise labels
-from .exercise_labels import exercise_label_text, load_exercise_labels  # noqa: E402
+from .teaching.exercise_labels import exercise_label_text, load_exercise_labels  # noqa: E402
 
 
 def _labels(app) -> dict:
@@ -613,7 +613,7 @@ def write_figure_data(app, doctree, docname) -> None:
 def setup(app):
     app.add_config_value("companion_repository_url", None, "html")
     app.add_config_value("companion_notebook_branch", nbgen.NOTEBOOK_BRANCH, "html")
-    # the student edition (companion.book.student) publishes notebooks without solutions
+    # the student edition (companion.book.editions.student) publishes notebooks without solutions
     app.add_config_value("companion_student_edition", False, "html")
     app.connect("doctree-read", add_colab_links)
     app.connect("html-page-context", point_launch_button_at_notebook, priority=900)
@@ -631,7 +631,7 @@ def setup(app):
     app.connect("doctree-read", add_exercise_labels)
     _patch_image_renderer()
     app.connect("doctree-resolved", write_figure_data)
-    from . import glossary_links
+    from .site import glossary_links
 
     glossary_links.setup(app)            # the first use of each glossary word on a page links it
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -2,10 +2,10 @@
 
 ::
 
-    python -m companion.book.slides           # after `make book`: -> _build/slides/<chapter>.slides.html
+    python -m companion.book.editions.slides           # after `make book`: -> _build/slides/<chapter>.slides.html
 
 A deck is made from the chapter as the book executed it (its outputs and glued values, from
-whichever executions the build path left: :mod:`companion.book.executions`), for
+whichever executions the build path left: :mod:`companion.book.site.executions`), for
 projection rather than reading (:func:`plan_chapter`): the chapter's question, its learning
 goals and the points of its answer box; per section its opening sentences, its formal
 statements and its figures (code outputs and glued figures, with their captions); every
@@ -56,10 +56,10 @@ def vendor_reveal(cache: Path | None = None) -> Path:
     """The folder of reveal.js's ``dist`` files, fetched once from the npm registry.
 
     The package tarball is checked against :data:`REVEAL_INTEGRITY` before anything is
-    extracted; a mismatch is an error naming both digests (:func:`companion.book.vendor.npm_package`,
+    extracted; a mismatch is an error naming both digests (:func:`companion.book.site.vendor.npm_package`,
     which also fetches axe-core for the accessibility audit).
     """
-    from .vendor import npm_package
+    from ..site.vendor import npm_package
 
     return npm_package("reveal.js", REVEAL_VERSION, REVEAL_INTEGRITY, "dist", "reveal.js", cache)
 
@@ -95,7 +95,7 @@ def resolve_glue(text: str, glue: dict) -> str:
 
     A glued name that the store lacks is an error: a slide never shows a placeholder.
     """
-    from .markup import pasted
+    from ..site.markup import pasted
 
     def missing(name):
         raise KeyError(f"glued name {name!r} is not in the chapter's executed outputs (is the book built?)")
@@ -125,7 +125,7 @@ def resolve_glue(text: str, glue: dict) -> str:
 # ----------------------------------------------------------------------------- planning
 #: the most words of prose one slide may carry (its body and its figure's caption, not its
 #: title; a formula, a link or a glued value counts as one word, as in
-#: :func:`companion.book.course_plan.prose_words`); the rest of the text goes to speaker notes
+#: :func:`companion.book.teaching.course_plan.prose_words`); the rest of the text goes to speaker notes
 SLIDE_WORDS = 60
 #: the most rows of a table on one slide (a longer table is split, its header repeated)
 TABLE_ROWS = 8
@@ -151,7 +151,7 @@ class Slide:
     notes: str = ""
 
     def words(self) -> int:
-        from .course_plan import prose_words
+        from ..teaching.course_plan import prose_words
 
         return prose_words(self.body) + prose_words(self.caption)
 
@@ -161,7 +161,7 @@ class SlideError(ValueError):
 
 
 def _words(text: str) -> int:
-    from .course_plan import prose_words
+    from ..teaching.course_plan import prose_words
 
     return prose_words(text)
 
@@ -511,8 +511,8 @@ def _markdown():
     md.add_render_rule("math_block_label", lambda self, t, i, o, e: f"<p>\\[{esc(t[i].content)}\\]</p>\n")
     md.add_render_rule("amsmath", lambda self, t, i, o, e: f"<p>{esc(t[i].content)}</p>\n")
     # a chapter's raw HTML is rendered as the book does, but only its inert markup (no script,
-    # no event handler, no javascript: address: companion.book.markup.safe_html)
-    from .markup import safe_html
+    # no event handler, no javascript: address: companion.book.site.markup.safe_html)
+    from ..site.markup import safe_html
 
     md.add_render_rule("html_block", lambda self, t, i, o, e: safe_html(t[i].content))
     md.add_render_rule("html_inline", lambda self, t, i, o, e: safe_html(t[i].content))
@@ -561,7 +561,7 @@ def chapter_slides(executed, glue: dict, links: dict | None = None, chapter: str
                    ) -> tuple[str, list[str]]:
     """``(title, [slide HTML])`` of one executed chapter (a notebook's path, or the nbformat
     notebook with ``chapter`` its name); ``links`` (label or page -> address of the online
-    book, :func:`companion.book.notebooks.book_links`) turns references into links.  The
+    book, :func:`companion.book.editions.notebooks.book_links`) turns references into links.  The
     answer slides must state every verdict of the chapter's answer box
     (:func:`check_answer_slides`)."""
     import nbformat
@@ -600,7 +600,7 @@ def drawn_figures(nb, markdown: str = "") -> int:
 def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
     """The HTML of one slide: its title, body, figure and caption, and its notes in an
     ``<aside class="notes">`` (reveal.js's speaker notes, hidden on the slide)."""
-    from .markup import pasted
+    from ..site.markup import pasted
     from .notebooks import colab_markdown
 
     md = md or _markdown()
@@ -662,7 +662,7 @@ def _read_glue(path: Path) -> dict:
     """A chapter's glue store ``{name: {"data": {mime: value}, ...}}``, refused in one line
     naming it when it is cut off, not JSON or not such a store (a build stopped while
     writing it, or an edit)."""
-    from ..base.errors import CompanionError
+    from ...base.errors import CompanionError
 
     fix = "rebuild the book (make book) to write it again."
     try:
@@ -681,12 +681,12 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
     """One deck per executed chapter of the book at ``root`` into ``out`` (``_build/slides``).
 
     Each chapter's outputs and glued values come from the build's executions, whichever the
-    build path left (:func:`companion.book.executions.find`: myst-nb's copies, the execution
+    build path left (:func:`companion.book.site.executions.find`: myst-nb's copies, the execution
     cache, nbval's executions).  A chapter no execution holds outputs of, an answer slide
     without its verdict (:func:`check_answer_slides`) and the deck of a chapter that draws
     figures showing none are each a :class:`SlideError` naming the chapter."""
-    from .executions import build_sources, find
-    from .notebooks import book_chapters, book_links, repository_url, site_url
+    from ..site.executions import build_sources, find
+    from ..site.chapters import book_chapters, book_links, repository_url, site_url
 
     root = Path(root).resolve()
     out = Path(out) if out is not None else root / "_build" / "slides"
@@ -726,7 +726,7 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
             raise SlideError(f"{name}: the chapter shows {drawn} figure(s) and its deck ({name}.slides.html) none; "
                              "a figure slide is missing")
         target = out / f"{name}.slides.html"
-        from ..base.outputs import write_text_atomic   # never through a link out of --out, never into a FIFO
+        from ...base.outputs import write_text_atomic   # never through a link out of --out, never into a FIFO
 
         write_text_atomic(deck_html(title, slides), target, what="deck")
         decks.append(target)
@@ -734,7 +734,7 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m companion.book.slides",
+    ap = argparse.ArgumentParser(prog="python -m companion.book.editions.slides",
                                  description="Build one reveal.js deck per chapter (offline).")
     ap.add_argument("--root", default=".", help="repository root (holds _toc.yml)")
     ap.add_argument("--out", default=None, help="output folder (default <root>/_build/slides)")

@@ -13,7 +13,7 @@ T4 was measured, so its time is *estimated* (:data:`RULE`) from what was measure
   ``data/chapter_times/colab_ratios.csv`` (:func:`load_ratios`);
 - the chapter's time on two CPU cores (``gpu-size-cpu-2cores.csv``, and at the ``ci`` size
   ``ci-size-cpu-2cores.csv``);
-- for the chapters that train live (:mod:`companion.book.live_runs`), the H100's seconds
+- for the chapters that train live (:mod:`companion.book.budgets.live_runs`), the H100's seconds
   per BERT-Mini step (``data/chapter_times/colab_h100_step.csv``), and the two CPU cores'
   seconds per step (:func:`cpu_step_seconds`, from a chapter measured at its former size).
 
@@ -24,7 +24,7 @@ and has not been timed on two CPU cores at its current ``gpu`` size gets an esti
 time the same way (its ``ci``-size time plus its live steps x the CPU's seconds per step,
 :data:`CPU_RULE`).  :func:`colab_estimates`
 returns the table; the status page shows it
-(:func:`companion.book.build_status.gpu_size_budget`).
+(:func:`companion.book.site.build_status.gpu_size_budget`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..base.paths import ROOT
+from ...base.paths import ROOT
 from .chapter_times import TIMES, book_chapters, drop_stale, load_size_dates, load_times, size_dates
 from .live_runs import LIVE_RUNS
 
@@ -241,7 +241,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
     ``since``: ``{chapter: date}`` the chapter's gpu size last changed (default: the
     ``gpu_size_since`` column); earlier gpu-size times are ignored.  ``step_s``: the H100's
     seconds per BERT-Mini step; ``live``: the live training plans (default
-    :data:`companion.book.live_runs.LIVE_RUNS`); ``cpu_step_s``: two CPU cores' seconds per
+    :data:`companion.book.budgets.live_runs.LIVE_RUNS`); ``cpu_step_s``: two CPU cores' seconds per
     BERT-Mini step (default :func:`cpu_step_seconds`, read only when a chapter needs it).
     """
     times = load_times() if times is None else times

@@ -4,9 +4,9 @@ The intro's table of expected times per chapter is read from the files this modu
 (``data/chapter_times/*.csv``), so the times it states are measurements, each with the
 device and the date it was made on::
 
-    python -m companion.book.chapter_times --size gpu --budget 600 bilinear_form rank_one_updates
-    python -m companion.book.chapter_times --size gpu --budget 3600 all     # every chapter
-    python -m companion.book.chapter_times --size gpu --jobs 2 all          # two chapters at a time
+    python -m companion.book.budgets.chapter_times --size gpu --budget 600 bilinear_form rank_one_updates
+    python -m companion.book.budgets.chapter_times --size gpu --budget 3600 all     # every chapter
+    python -m companion.book.budgets.chapter_times --size gpu --jobs 2 all          # two chapters at a time
 
 Each chapter runs in a kernel of its own (nbclient, the book's kernel start-up file), in a
 process group that is stopped when the chapter's budget is spent; a chapter over budget is
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..base.errors import CompanionError
-from ..base.runtime import RUN_SIZES, describe_device
-from ..base.paths import ROOT
+from ...base.errors import CompanionError
+from ...base.runtime import RUN_SIZES, describe_device
+from ...base.paths import ROOT
 
 __all__ = ["ROOT", "BOOK", "TIMES", "COLUMNS", "book_chapters", "time_chapter", "time_chapters", "record",
            "load_times", "size_dates", "load_size_dates", "drop_stale", "times_table", "main"]
@@ -101,7 +101,7 @@ def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> T
 
 def _time_in(chapter: str, size: str, budget: float, path: Path, env: dict) -> Timing:
     """:func:`time_chapter`'s run of the chapter at ``path`` in a child process with ``env``."""
-    cmd = [sys.executable, "-c", "import sys; from pathlib import Path; from companion.book.chapter_times import _execute; "
+    cmd = [sys.executable, "-c", "import sys; from pathlib import Path; from companion.book.budgets.chapter_times import _execute; "
            "_execute(Path(sys.argv[1]), int(float(sys.argv[2])))", str(path), str(budget)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=path.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -224,13 +224,13 @@ def load_times(folder: Path = TIMES, current: bool = True) -> pd.DataFrame:
     changed (:func:`load_size_dates`), which measured another size."""
     frames = []
     for f in sorted(folder.glob("*.csv")):
-        if f.name.startswith("colab_"):  # the T4 estimate's tables (companion.book.colab_budget)
+        if f.name.startswith("colab_"):  # the T4 estimate's tables (companion.book.budgets.colab_budget)
             continue
         t = pd.read_csv(f, keep_default_na=False)
         missing = set(COLUMNS) - set(t.columns)
         if missing:
             raise CompanionError(f"{f} lacks the columns {sorted(missing)}; it was not written by "
-                             "companion.book.chapter_times (re-run it, or add the columns).")
+                             "companion.book.budgets.chapter_times (re-run it, or add the columns).")
         frames.append(t.assign(source=f.name))
     if not frames:
         return pd.DataFrame(columns=COLUMNS + ["source"])
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m companion.book.chapter_times",
+    ap = argparse.ArgumentParser(prog="python -m companion.book.budgets.chapter_times",
                                  description="Execute chapters at a run size and record their times.")
     ap.add_argument("chapters", nargs="+", help="chapter names (book/NAME.md), or 'all'")
     ap.add_argument("--size", default="gpu", choices=RUN_SIZES)

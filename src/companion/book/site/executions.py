@@ -5,7 +5,7 @@ The Colab notebooks, the student notebooks and the slides carry the build's valu
 outputs, and three places may hold them, depending on how the book was built:
 
 - ``_build/.jupyter_cache``: jupyter-cache's store, matched to the chapter by its code, as the
-  build matches it (:mod:`companion.book.book_cache`): the execution the build used, outputs
+  build matches it (:mod:`companion.book.site.book_cache`): the execution the build used, outputs
   and glued values both, on every build path.
 - ``_build/jupyter_execute/<docname>.ipynb`` and ``<docname>.glue.json``: myst-nb's copies.
   The glue store is written on every build; the notebook holds outputs only where the build
@@ -151,7 +151,7 @@ def _from_cache(cache, chapter_source: Path):
 
 def find(chapters, folders) -> dict:
     """``{docname: Execution}`` for each chapter (objects with ``docname`` and ``source``, as
-    :func:`companion.book.notebooks.book_chapters` gives them), read from ``folders`` in
+    :func:`companion.book.editions.notebooks.book_chapters` gives them), read from ``folders`` in
     order: each an nbval or myst-nb folder of ``<docname>.ipynb`` files, or a jupyter-cache
     folder.  A folder that does not exist is skipped; a chapter no execution answers gets an
     :class:`Execution` with no notebook and no values."""
@@ -317,7 +317,7 @@ def check_notebook(nb, execution: Execution | None = None, max_setup_lines: int 
 
 def check_notebooks(chapters, build: Path | str, folder: Path | str) -> tuple[list[str], str]:
     """Check the notebook of each of ``chapters`` (as
-    :func:`companion.book.notebooks.book_chapters` gives them) under ``folder`` against the
+    :func:`companion.book.editions.notebooks.book_chapters` gives them) under ``folder`` against the
     build's executions under ``build`` (``_build``; :func:`check_notebook`): returns the
     problems, one line each naming the chapter, and a summary line of the counts.  A chapter
     with no execution holding outputs is a problem too (the build executes them all)."""

@@ -4,11 +4,11 @@ Two chapters train BERT-Mini-sized models while they execute (their "A live run"
 the training chapter (an encoder and a decoder) and the symmetric-initialisation chapter
 (three seeds of a standard and a symmetric start).  The chapter reads its number of steps
 here (:func:`live_plan`) and checks that it trained :attr:`LivePlan.runs` runs; the T4
-estimate of the status page (:mod:`companion.book.colab_budget`) reads the same plan, so the
+estimate of the status page (:mod:`companion.book.budgets.colab_budget`) reads the same plan, so the
 budget and the notebook cannot drift apart.
 
 The ``gpu`` steps are chosen so that the chapter fits issue 45's budget (10 minutes on an
-H100, 30 on a free Colab T4) by the estimate of :mod:`companion.book.colab_budget`; the
+H100, 30 on a free Colab T4) by the estimate of :mod:`companion.book.budgets.colab_budget`; the
 chapter's evidence is its cached runs, and the live runs show the same measurement being
 made, at a size a reader can afford.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base.runtime import RUN_SIZES, run_size
+from ...base.runtime import RUN_SIZES, run_size
 
 __all__ = ["LivePlan", "LIVE_RUNS", "live_plan"]
 

@@ -1,8 +1,8 @@
 """Front-end files from the npm registry, pinned and checked against the registry's sha512.
 
 The book and its checks use two npm packages, fetched once at set-up and used offline:
-reveal.js (the lecture slides, :mod:`companion.book.slides`) and axe-core (the accessibility
-audit of the reader checks, :mod:`companion.book.a11y`).  :func:`npm_package` fetches one with
+reveal.js (the lecture slides, :mod:`companion.book.editions.slides`) and axe-core (the accessibility
+audit of the reader checks, :mod:`companion.book.checks.a11y`).  :func:`npm_package` fetches one with
 ``npm pack``, checks the tarball against the integrity string the registry publishes
 (``npm view <name>@<version> dist.integrity``) before anything is extracted, and keeps the
 files under the cache (``$COMPANION_CACHE/vendor``).  A mismatch is an error naming both
@@ -61,7 +61,7 @@ def npm_package(name: str, version: str, integrity: str, prefix: str, check_file
 
     ``check_file`` (relative to the returned folder) marks a complete earlier fetch.
     """
-    from ..base.cache import cache_dir, ensure_dir
+    from ...base.cache import cache_dir, ensure_dir
 
     cache = ensure_dir(cache) if cache is not None else cache_dir("vendor")
     dest = cache / f"{name}-{version}"
@@ -91,5 +91,5 @@ def vendor_axe(cache: Path | None = None) -> Path:
     return npm_package("axe-core", AXE_VERSION, AXE_INTEGRITY, "", "axe.min.js", cache) / "axe.min.js"
 
 
-if __name__ == "__main__":  # python -m companion.book.vendor: fetch axe-core (reveal.js: slides --vendor-only)
+if __name__ == "__main__":  # python -m companion.book.site.vendor: fetch axe-core (reveal.js: slides --vendor-only)
     print(vendor_axe())

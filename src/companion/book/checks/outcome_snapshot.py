@@ -4,10 +4,10 @@ A snapshot holds the verdict of every claim (status, measured, family note), the
 readings at looks, and every value the executed chapters glued (from myst-nb's ``*.glue.json``
 stores beside the executed notebooks).  Two snapshots are compared value by value::
 
-    python -m companion.book.outcome_snapshot write before.json [--build _build]
+    python -m companion.book.checks.outcome_snapshot write before.json [--build _build]
     ... move code ...
-    python -m companion.book.outcome_snapshot write after.json
-    python -m companion.book.outcome_snapshot compare before.json after.json
+    python -m companion.book.checks.outcome_snapshot write after.json
+    python -m companion.book.checks.outcome_snapshot compare before.json after.json
 
 ``compare`` exits 1 and names each difference; glued figures are compared by kind only
 (their bytes carry dates and renderer versions).
@@ -25,8 +25,8 @@ __all__ = ["verdict_records", "glued_values", "snapshot", "differences", "main"]
 
 def verdict_records() -> dict:
     """``{claim key: {status, measured, family}}`` for every claim, and the readings at looks."""
-    from ..judge.claims import all_verdicts
-    from ..judge.training_claims import training_verdicts
+    from ...judge.claims import all_verdicts
+    from ...judge.training_claims import training_verdicts
 
     table = all_verdicts()
     out = {}
@@ -89,7 +89,7 @@ def differences(before: dict, after: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m companion.book.outcome_snapshot", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m companion.book.checks.outcome_snapshot", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("write", help="write a snapshot of the verdicts and the glued values")
     w.add_argument("out")
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "write":
         snap = snapshot(None if args.no_glue else args.build)
-        from ..base.outputs import write_text_atomic
+        from ...base.outputs import write_text_atomic
 
         write_text_atomic(json.dumps(snap, indent=1, sort_keys=True), args.out, what="snapshot")
         print(f"{len(snap['verdicts'])} verdict rows and {len(snap['glued'])} glued values -> {args.out}")

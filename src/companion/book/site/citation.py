@@ -20,7 +20,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from ..base.paths import ROOT
+from ...base.paths import ROOT
 
 __all__ = ["ROOT", "PAPER_KEY", "Version", "book_version", "rules_revision", "git_commit", "load_citation",
            "book_bibtex", "paper_bibtex", "bib_entry"]
@@ -72,7 +72,7 @@ def git_commit(root: Path | str = ROOT) -> str | None:
 
 
 def package_version() -> str:
-    from .. import __version__
+    from ... import __version__
 
     return __version__
 
@@ -83,7 +83,7 @@ def rules_revision(root: Path | str = ROOT) -> str | None:
     ``None`` where the file is absent (the student edition's copy of the pages)."""
     import yaml
 
-    from ..base.bounded_yaml import load_bounded
+    from ...base.bounded_yaml import load_bounded
 
     path = Path(root) / "data" / "verdict_rules.yaml"
     if not path.is_file():

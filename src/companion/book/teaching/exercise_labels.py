@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from ..base.paths import ROOT
+from ...base.paths import ROOT
 
 __all__ = ["LABELS_FILE", "IMPORTANCE", "DIFFICULTY", "load_exercise_labels", "exercise_label_text",
            "book_exercise_labels", "minutes_per_chapter"]

@@ -2,8 +2,8 @@
 (:func:`strip_solutions`: ``{solution}`` directives of any fence, and gated
 ``{solution-start}``/``{solution-end}`` blocks; :func:`cells_without_solutions` for a
 notebook), and each exercise's starter code moved into a code cell of its own
-(:func:`split_check_cells`).  Used by the student site (:mod:`companion.book.student`)
-and the student notebooks (:mod:`companion.book.notebooks`), neither of which imports the other.
+(:func:`split_check_cells`).  Used by the student site (:mod:`companion.book.editions.student`)
+and the student notebooks (:mod:`companion.book.editions.notebooks`), neither of which imports the other.
 """
 
 from __future__ import annotations

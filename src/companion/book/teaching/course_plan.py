@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.paths import ROOT
+from ...base.paths import ROOT
 
 __all__ = ["WORDS_PER_MINUTE", "Lecture", "COURSE", "prose_words", "chapter_words", "lecture_sums",
            "plan_problems", "plan_table", "plan_markdown"]
@@ -99,9 +99,9 @@ def chapter_words(book: Path | str = ROOT / "book") -> dict[str, int]:
 def lecture_sums(lecture: Lecture, words: dict[str, int], labels: dict, exercises: dict[str, list[str]]) -> dict:
     """The computed sums of one lecture.
 
-    ``words``: :func:`chapter_words`; ``labels``: :func:`companion.book.exercise_labels.load_exercise_labels`;
+    ``words``: :func:`chapter_words`; ``labels``: :func:`companion.book.teaching.exercise_labels.load_exercise_labels`;
     ``exercises``: ``{chapter: [exercise label, ...]}``
-    (:func:`companion.book.exercise_labels.book_exercise_labels`).
+    (:func:`companion.book.teaching.exercise_labels.book_exercise_labels`).
     """
     missing = [c for c in lecture.chapters + lecture.optional if c not in words]
     if missing:
@@ -190,7 +190,7 @@ def plan_markdown(course=COURSE, book: Path | str = ROOT / "book", labels: dict 
     for i, lec in enumerate(course, 1):
         s = lecture_sums(lec, words, labels, exercises)
         docs = ", ".join(f"{{doc}}`{c}`" for c in lec.chapters)
-        from .notebooks import is_notebook_source
+        from ..site.chapters import is_notebook_source
 
         decks = ", ".join(f'<a href="{slides}/{c}.slides.html">{c}</a>' for c in lec.chapters + lec.optional
                           if is_notebook_source(Path(book) / f"{c}.md"))   # a page without code has no deck

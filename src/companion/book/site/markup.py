@@ -2,8 +2,8 @@
 
 A glued value (``{glue:text}`name```) is text a chapter's code computed: a number, a status,
 a sentence, a token such as ``##ing``.  On the book's pages myst-nb shows it as plain text,
-whatever it holds.  The decks (:mod:`companion.book.slides`) and the notebooks
-(:mod:`companion.book.notebooks`) paste it into Markdown that is rendered afterwards (the decks
+whatever it holds.  The decks (:mod:`companion.book.editions.slides`) and the notebooks
+(:mod:`companion.book.editions.notebooks`) paste it into Markdown that is rendered afterwards (the decks
 with raw HTML allowed), so pasted raw, ``<img src=x onerror=...>`` became an element of the
 deck, ``*a*`` emphasis, a backtick a code span, ``$x$`` a formula, ``a|b`` two table cells and
 ``##ing`` at the start of a line a heading.  :func:`pasted` makes it plain text again in

@@ -12,7 +12,7 @@ Two sources, both in the repository:
 
 The Sphinx extension's ``release-changes`` directive (on the page "How the rules changed") renders
 both; ``CHANGELOG.md`` records the same per release.  The verdicts are computed once per
-state of the package and its data (``companion.book.book_cache.package_key``) and kept in the
+state of the package and its data (``companion.book.site.book_cache.package_key``) and kept in the
 cache, so rebuilding the site does not compute them again.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from ..base.paths import ROOT
+from ...base.paths import ROOT
 
 __all__ = ["RULES_FIRST", "RULES_CURRENT", "load_rules", "rules_changes", "verdict_changes",
            "current_verdicts", "verdicts_with_first"]
@@ -38,8 +38,8 @@ def load_rules(path: Path | str) -> dict:
     :class:`~companion.base.errors.CompanionError` naming it."""
     import yaml
 
-    from ..base.bounded_yaml import TooDeep, load_bounded
-    from ..base.errors import CompanionError
+    from ...base.bounded_yaml import TooDeep, load_bounded
+    from ...base.errors import CompanionError
 
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -126,7 +126,7 @@ def verdict_changes(verdicts) -> list[dict]:
 
 def _verdicts_path(cache: Path | None = None) -> Path:
     from .book_cache import package_key
-    from ..base.cache import cache_dir, ensure_dir
+    from ...base.cache import cache_dir, ensure_dir
 
     key = hashlib.sha256(json.dumps(package_key(ROOT), sort_keys=True).encode()).hexdigest()[:16]
     folder = ensure_dir(cache) if cache is not None else cache_dir("release-changes")
@@ -148,7 +148,7 @@ def store_verdicts(df, cache: Path | None = None, path: Path | None = None) -> P
     cols = [c for c in _VERDICT_FIELDS if c in df.columns]
     rows = json.loads(df[cols].fillna("").to_json(orient="records"))
     path = _verdicts_path(cache) if path is None else path
-    from ..base.outputs import write_text_atomic
+    from ...base.outputs import write_text_atomic
 
     write_text_atomic(json.dumps({"sha256": _rows_digest(rows), "verdicts": rows}, indent=1), path,
                       what="kept verdicts")
@@ -181,8 +181,8 @@ def _stored_verdicts(path: Path) -> list[dict] | None:
 def verdicts_with_first():
     """:func:`companion.judge.claims.all_verdicts` with ``status_first``, the first rules' outcome
     of each empirical claim (:func:`companion.judge.history.earlier_readings`)."""
-    from ..judge.claims import all_verdicts
-    from ..judge.history import earlier_readings
+    from ...judge.claims import all_verdicts
+    from ...judge.history import earlier_readings
 
     first = earlier_readings().set_index("key")["version 1"]
     v = all_verdicts()

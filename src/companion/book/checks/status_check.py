@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from ..base.errors import CompanionError
+from ...base.errors import CompanionError
 
 __all__ = ["HISTORY_PAGES", "STATUS_WORDS", "aliases", "Stated", "stated_statuses", "table_statuses", "disagreements",
            "html_text"]

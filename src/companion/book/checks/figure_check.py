@@ -21,7 +21,7 @@ _MAKERS = re.compile(r"\bplt\.(subplots|subplot_mosaic|figure)\(|\bFigure\(")
 
 
 def figure_functions(sources) -> set[str]:
-    """Names a notebook imported from ``companion.book.figures`` (``from ... import a, b``)."""
+    """Names a notebook imported from ``companion.book.figures`` (``from .... import a, b``)."""
     names = set()
     for src in sources:
         for m in re.finditer(r"from\s+companion\.book\.figures(?:\.\w+)?\s+import\s+\(?([\w\s,]+)\)?", src):

@@ -2,7 +2,7 @@
 
 ::
 
-    python -m companion.book.student          # after `make book`: -> _build/student/{html,notebooks}
+    python -m companion.book.editions.student          # after `make book`: -> _build/student/{html,notebooks}
 
 Three things carry a chapter's solutions in the instructor's build, and the theme's options
 to hide solutions clean only the first: the HTML pages, the page sources offered for
@@ -15,7 +15,7 @@ nothing again.
 
 Its notebooks (``_build/student/notebooks/<chapter>.ipynb``, and the copies the site links
 to) have, after each exercise that asks for code, a code cell with the exercise's starter
-code and its ``check(...)`` call (:mod:`companion.book.exercises`), which passes a correct answer
+code and its ``check(...)`` call (:mod:`companion.book.teaching.exercises`), which passes a correct answer
 and fails a wrong one with a hint, offline.
 """
 
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..base.outputs import write_text_atomic
+from ...base.outputs import write_text_atomic
 from .solutions import split_check_cells, strip_solutions
 
 __all__ = ["STUDENT_BRANCH", "INSTRUCTOR_PAGES", "strip_solutions", "split_check_cells", "prepare_sources",
@@ -73,7 +73,7 @@ def _check_ours(folder: Path, entries: frozenset | None = None) -> None:
 
 def _mark(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    write_text_atomic("made by python -m companion.book.student; replaced by its next build\n", folder / _MARK,
+    write_text_atomic("made by python -m companion.book.editions.student; replaced by its next build\n", folder / _MARK,
                       what="student edition's mark")
 
 
@@ -170,14 +170,14 @@ def build_student(root: Path | str = ".", out: Path | str | None = None, jupyter
     _mark(html)
     shutil.rmtree(work)
     # the instructor build's executions (myst-nb's copies, the cache, nbval's): no solution cell is matched
-    from .executions import build_sources
+    from ..site.executions import build_sources
 
     nbgen.write_notebooks(src, out / "notebooks", student=True, executions=build_sources(root / "_build"))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m companion.book.student",
+    ap = argparse.ArgumentParser(prog="python -m companion.book.editions.student",
                                  description="Build the student edition (no solutions; checked exercises).")
     ap.add_argument("--root", default=".", help="repository root (holds _toc.yml)")
     ap.add_argument("--out", default=None, help="output folder (default <root>/_build/student)")

@@ -3,7 +3,7 @@
 In a chapter's exercise (and in the student notebooks) an exercise that asks for code ends
 with a call such as::
 
-    from companion.book.exercises import check
+    from companion.book.teaching.exercises import check
     check("ex-measuring-2", first_order_gap)
 
 :func:`check` runs the test registered for that label: it prints one line when the answer
@@ -45,7 +45,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
-from ..base.paths import ROOT
+from ...base.paths import ROOT
 
 __all__ = ["WrongAnswer", "Exercise", "EXERCISES", "TIME_LIMIT_S", "MAX_ITEMS",
            "check", "checked_labels", "book_exercises"]
@@ -94,7 +94,7 @@ def book_exercises(root=None):
 
     import pandas as pd
 
-    from .notebooks import book_chapters
+    from ..site.chapters import book_chapters
 
     root = Path(root) if root is not None else ROOT
     rows = []
@@ -794,7 +794,7 @@ def _(fn, label):
 def _tiny_decoder():
     import torch
 
-    from ..train.models.bert import build_model
+    from ...train.models.bert import build_model
 
     with torch.random.fork_rng():      # leave the student's random state as it was
         torch.manual_seed(0)
@@ -807,7 +807,7 @@ def _tiny_decoder():
 def _(fn, label):
     import torch
 
-    from ..train.models.objectives import lm_logits
+    from ...train.models.objectives import lm_logits
 
     model = _tiny_decoder()
     gen = torch.Generator().manual_seed(1)
@@ -928,7 +928,7 @@ def _(fn, label):
            "a set of catalog keys: the models printed more than once in Table S2 whose repeated rows "
            "print different numbers")
 def _(answer, label):
-    from ..zoo.catalog import published_scores
+    from ...zoo.catalog import published_scores
 
     _require(isinstance(answer, (set, frozenset, list, tuple)) and all(isinstance(k, str) for k in answer), label,
              "answer with a set of catalog keys (the 'key' column of published_scores()).")

@@ -12,8 +12,8 @@ chapter under nbval (``--nbval-save-executed``), then seeds the cache with those
 executions, so the book build that follows reuses them instead of executing each chapter a
 second time.  Only a chapter whose code cells still match is seeded.
 
-    python -m companion.book.book_cache prepare [CACHE]
-    python -m companion.book.book_cache seed EXECUTED_DIR [CACHE]
+    python -m companion.book.site.book_cache prepare [CACHE]
+    python -m companion.book.site.book_cache seed EXECUTED_DIR [CACHE]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from ..base.paths import ROOT
+from ...base.paths import ROOT
 
 __all__ = ["package_key", "prepare", "seed", "DEFAULT_CACHE"]
 
@@ -39,8 +39,8 @@ def package_key(root: Path | str = ROOT) -> dict:
     and the run size."""
     import torch
 
-    from ..base.runtime import run_size
-    from ..base.tree_digest import tree_digest
+    from ...base.runtime import run_size
+    from ...base.tree_digest import tree_digest
 
     n, digest = tree_digest(Path(root), _KEYED)
     return {"files": n, "sha256": digest, "run_size": run_size(),

@@ -21,7 +21,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from ..base.paths import ROOT
+from ...base.paths import ROOT
 
 __all__ = ["build_facts", "cached_run_sets", "device_kind", "git_commit", "gpu_size_budget", "BUDGET_HEADS"]
 
@@ -44,8 +44,8 @@ def build_facts(root: Path | str = ROOT) -> dict[str, str]:
     import torch
     import transformers
 
-    from .. import __version__
-    from ..base.runtime import describe_device, run_size
+    from ... import __version__
+    from ...base.runtime import describe_device, run_size
 
     return {
         "built (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
@@ -105,7 +105,7 @@ def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
     ``provenance.json``, read by :func:`companion.train.runner.runs.read_provenance` (a file
     that is not such a record is refused in one line naming it).
     """
-    from ..train.runner.runs import read_provenance
+    from ...train.runner.runs import read_provenance
 
     runs = Path(runs) if runs is not None else ROOT / "data" / "runs"
     sets: dict[str, dict] = {}
@@ -145,11 +145,11 @@ BUDGET_HEADS = ["chapter", "dominant cost", "H100 s", "T4 s (estimate)",
 def gpu_size_budget(times=None) -> tuple[list[dict], str]:
     """Rows of the status page's gpu-size table (:data:`BUDGET_HEADS`, display strings) and
     the sentence that says how the T4 column is estimated
-    (:func:`companion.book.colab_budget.colab_estimates`).
+    (:func:`companion.book.budgets.colab_budget.colab_estimates`).
 
     ``times``: the recorded timings (default: ``data/chapter_times/``).
     """
-    from .colab_budget import CPU_RULE, RULE, T4_FP32_TFLOPS, colab_estimates, t4_share_needed
+    from ..budgets.colab_budget import CPU_RULE, RULE, T4_FP32_TFLOPS, colab_estimates, t4_share_needed
 
     table = colab_estimates(times)
     rows = []

@@ -1,0 +1,170 @@
+"""The book's table of contents and where it is published: which pages are executable
+chapters (``_toc.yml`` and the jupytext header), the repository and site addresses from
+``_config.yml``, and the links every cross-reference resolves to on the published site."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Chapter", "JUPYTEXT_HEADER", "toc_yaml", "toc_docnames", "is_notebook_source", "book_chapters",
+           "repository_url", "site_url", "book_links", "github_parts"]
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One executable page of the book: its Sphinx docname and its source file."""
+
+    docname: str  # e.g. "book/measuring"
+    source: Path
+
+    @property
+    def notebook_path(self) -> str:
+        """Path of the generated notebook, relative to the notebooks folder."""
+        return f"{self.docname}.ipynb"
+
+
+# --------------------------------------------------------------------------- table of contents
+#: the front matter every chapter opens with (jupytext's MyST format)
+JUPYTEXT_HEADER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
+def toc_yaml(path: Path):
+    """The parsed YAML of ``_toc.yml`` or ``_config.yml`` (an empty mapping for an empty file)."""
+    return _load_yaml(path)
+
+
+def _load_yaml(path: Path):
+    try:
+        import yaml
+    except ImportError as err:  # pragma: no cover - yaml comes with jupyter-book
+        raise ImportError(
+            "reading _toc.yml needs PyYAML: pip install -e '.[book]'"
+        ) from err
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def toc_docnames(root: Path | str = ".") -> list[str]:
+    """Every ``file:`` entry of ``<root>/_toc.yml`` (root first), in reading order."""
+    root = Path(root)
+    toc_path = root / "_toc.yml"
+    if not toc_path.is_file():
+        raise FileNotFoundError(
+            f"no _toc.yml in {root.resolve()}; run this from the repository root "
+            "or pass --root."
+        )
+    toc = _load_yaml(toc_path)
+    names: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if isinstance(node.get(key), str):
+                    names.append(_strip_suffix(node[key]))
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(toc)
+    seen: set[str] = set()
+    return [n for n in names if not (n in seen or seen.add(n))]
+
+
+def _strip_suffix(name: str) -> str:
+    return re.sub(r"\.(md|ipynb)$", "", name.strip().strip("/"))
+
+
+def is_notebook_source(path: Path | str) -> bool:
+    """True for a MyST Markdown notebook: a ``.md`` file opening with a jupytext header."""
+    path = Path(path)
+    if path.suffix == ".ipynb":
+        return path.is_file()
+    if path.suffix != ".md" or not path.is_file():
+        return False
+    head = path.read_text(encoding="utf-8")[:800]
+    return head.startswith("---") and "jupytext:" in head and "kernelspec:" in head
+
+
+def book_chapters(root: Path | str = ".") -> list[Chapter]:
+    """The executable chapters listed in ``_toc.yml``, in reading order.
+
+    Pages without code (no jupytext header) are left out; a ``_toc.yml`` entry whose file
+    is missing is an error, as it is for the book build.
+    """
+    root = Path(root)
+    chapters = []
+    for docname in toc_docnames(root):
+        candidates = [root / f"{docname}{suffix}" for suffix in (".md", ".ipynb", ".rst")]
+        source = next((c for c in candidates if c.is_file()), None)
+        if source is None:
+            raise FileNotFoundError(
+                f"_toc.yml lists {docname!r} but no {docname}.md (or .ipynb, .rst) "
+                f"exists under {root.resolve()}."
+            )
+        if is_notebook_source(source):
+            chapters.append(Chapter(docname, source))
+    return chapters
+
+
+# --------------------------------------------------------------------------- where and which
+def _book_config(root: Path) -> dict:
+    path = root / "_config.yml"
+    return _load_yaml(path) if path.is_file() else {}
+
+
+def repository_url(root: Path | str = ".") -> str:
+    """The repository URL from ``_config.yml`` (``repository: url:``)."""
+    url = (_book_config(Path(root)).get("repository") or {}).get("url")
+    if not url:
+        raise ValueError(
+            "_config.yml has no repository.url; set it (e.g. https://github.com/owner/repo) "
+            "or pass --repo-url."
+        )
+    return str(url).rstrip("/").removesuffix(".git")
+
+
+def site_url(repo_url: str) -> str:
+    """The published book's address for a GitHub repository: its GitHub Pages site
+    (``https://owner.github.io/name/``, where the publishing workflow puts it)."""
+    owner, name = github_parts(repo_url)
+    return f"https://{owner}.github.io/{name}/"
+
+
+def book_links(root: Path | str, site: str) -> dict:
+    """``{target: url}`` for the book's cross-references: every chapter's docname (``{doc}``)
+    and every label ``(label)=`` of a chapter (``{ref}``), as addresses on the published site."""
+    links = {}
+    for chapter in book_chapters(root):
+        page = f"{site}{chapter.docname}.html"
+        links[chapter.docname.split("/")[-1]] = page
+        links[chapter.docname] = page
+        for label in re.findall(r"^\(([A-Za-z0-9_-]+)\)=\s*$", chapter.source.read_text(encoding="utf-8"), re.M):
+            links[label] = f"{page}#{label}"
+    return links
+
+
+def github_parts(repo_url: str) -> tuple[str, str]:
+    """``(owner, name)`` of a ``https://github.com/owner/name`` URL."""
+    m = re.match(r"^https?://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?$", repo_url)
+    if not m:
+        raise ValueError(
+            f"Colab opens notebooks from GitHub only; {repo_url!r} is not a "
+            "https://github.com/<owner>/<repo> URL."
+        )
+    return m.group(1), m.group(2)
