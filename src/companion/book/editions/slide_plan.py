@@ -1,0 +1,499 @@
+"""A chapter as slides: what of an executed chapter goes on which slide (the parsing half of
+:mod:`companion.book.editions.slides`).
+
+:func:`chapter_markdown` reads the executed notebook (solutions removed, glued values filled
+in, figures and tables standing as ``@@figure:<n>@@`` / ``@@table:<n>@@`` lines) and
+:func:`plan_chapter` turns that Markdown into :class:`Slide` objects within the word budget;
+:func:`check_answer_slides` refuses an answer slide that loses a verdict. Rendering the slides
+as HTML is :mod:`companion.book.editions.slide_render`'s.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+__all__ = ["SLIDE_WORDS", "TABLE_ROWS", "Slide", "SlideError", "resolve_glue", "trim", "pack_bullets",
+           "split_table", "plan_chapter", "without_asides", "pack_answer", "answer_verdicts",
+           "check_answer_slides", "drawn_figures", "chapter_markdown"]
+
+_GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md))?\}`(?P<name>[^`:]+)(?::(?P<fmt>[^`]*))?`")
+_GLUE_FIGURE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\s*\n(?P<body>.*?)^(?P=fence)\s*$",
+                          re.M | re.S)
+
+
+# ----------------------------------------------------------------------------- content
+def _glue_value(entry: dict):
+    data = entry.get("data", {})
+    text = data.get("text/plain", "")
+    numpy_scalar = re.fullmatch(r"np\.\w+\((.*)\)", text)  # e.g. np.float64(0.5)
+    try:
+        return ast.literal_eval(numpy_scalar.group(1) if numpy_scalar else text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _figure_alt(metadata, default: str) -> str:
+    """The alt text the book's kernels attach to a figure (companion.book.figures.source_data)."""
+    alt = ((metadata or {}).get("image/png") or {}).get("alt") if isinstance(metadata, dict) else None
+    return str(alt) if alt else default
+
+
+def resolve_glue(text: str, glue: dict) -> str:
+    """Fill every glued number and figure of a Markdown cell from the chapter's glue store.
+
+    A glued name that the store lacks is an error: a slide never shows a placeholder.
+    """
+    from ..site.markup import pasted
+
+    def missing(name):
+        raise KeyError(f"glued name {name!r} is not in the chapter's executed outputs (is the book built?)")
+
+    def figure(m):
+        name = m.group("name")
+        if name not in glue or "image/png" not in glue[name].get("data", {}):
+            missing(name)
+        caption = "\n".join(ln for ln in m.group("body").splitlines() if not ln.startswith(":")).strip()
+        png = "".join(str(glue[name]["data"]["image/png"]).split())
+        alt = _figure_alt(glue[name].get("metadata"), name)
+        return (f'<figure><img alt="{pasted(alt, "html")}" src="data:image/png;base64,{pasted(png, "html")}"/>'
+                f"<figcaption>\n\n{caption}\n\n</figcaption></figure>")
+
+    def role(m):
+        name, fmt = m.group("name"), m.group("fmt")
+        if name not in glue:
+            missing(name)
+        value = _glue_value(glue[name])
+        return pasted(format(value, fmt) if fmt else str(value))   # plain text, as on the book's page
+
+    # values first, figures after: what a substitution pastes is never read again (a glued value
+    # in a figure's alt text stays text, it is not a glue reference to fill in)
+    return _GLUE_FIGURE.sub(figure, _GLUE_ROLE.sub(role, text))
+
+
+# ----------------------------------------------------------------------------- planning
+#: the most words of prose one slide may carry (its body and its figure's caption, not its
+#: title; a formula, a link or a glued value counts as one word, as in
+#: :func:`companion.book.teaching.course_plan.prose_words`); the rest of the text goes to speaker notes
+SLIDE_WORDS = 60
+#: the most rows of a table on one slide (a longer table is split, its header repeated)
+TABLE_ROWS = 8
+#: sections that are not lecture material
+_SKIP_SECTIONS = ("exercises", "what to remember")
+
+_LABEL_LINE = re.compile(r"^\([A-Za-z0-9_:.-]+\)=\s*$")
+_OPTION_LINE = re.compile(r"^\s*:[A-Za-z_-]+:")
+_SLIDE_START = re.compile(r"^%\s*slide\b:?\s*(?P<title>.*)$")
+_SLIDE_END = re.compile(r"^%\s*end[ -]?slide\s*$")
+_FIGURE_MARK = re.compile(r"^@@figure:(\d+)@@$")
+_BLOCK_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args>.*)$")
+
+
+@dataclass
+class Slide:
+    """One slide: a title, a Markdown body, an optional figure ``(png, alt)`` with its caption,
+    and speaker notes (Markdown)."""
+    title: str
+    body: str = ""
+    figure: tuple | None = None
+    caption: str = ""
+    notes: str = ""
+
+    def words(self) -> int:
+        from ..teaching.course_plan import prose_words
+
+        return prose_words(self.body) + prose_words(self.caption)
+
+
+class SlideError(ValueError):
+    """A chapter's slide marks ask for something a slide cannot show (named in the message)."""
+
+
+def _words(text: str) -> int:
+    from ..teaching.course_plan import prose_words
+
+    return prose_words(text)
+
+
+def _tokens(text: str) -> list[str]:
+    """Words of ``text`` with every formula, link and HTML tag kept whole."""
+    return re.findall(r"\$\$.*?\$\$|\$[^$\n]*\$|\{[^}\s]+\}`[^`]*`\S*|\[[^\]]*\]\([^)]*\)|<[^>]+>|\S+", text, re.S)
+
+
+#: where a sentence ends: after . ! ? : ; and before a capital, a bracket, a formula or bold,
+#: but never after an abbreviation that names a figure, an equation or a section ("Fig. S5b")
+_SENTENCE_END = re.compile(r"(?<!\bFig\.)(?<!\bFigs\.)(?<!\bEq\.)(?<!\bEqs\.)(?<!\bSec\.)(?<!\bTab\.)(?<!\bThm\.)"
+                           r"(?<!\bProp\.)(?<!\bDef\.)(?<!\bApp\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\bcf\.)"
+                           r"(?<=[.!?:;])\s+(?=[A-Z(\[$*])")
+
+
+def trim(text: str, budget: int = SLIDE_WORDS) -> tuple[str, str]:
+    """``(kept, rest)``: the leading sentences of ``text`` within ``budget`` words; a first
+    sentence over the budget is cut at a word (formulas and links kept whole) and ends in '...'."""
+    if _words(text) <= budget:
+        return text.strip(), ""
+    text = " ".join(text.split())
+    sentences = re.split(_SENTENCE_END, text)
+    kept: list[str] = []
+    for i, sentence in enumerate(sentences):
+        if _words(" ".join(kept + [sentence])) > budget:
+            while kept and kept[-1].endswith(":"):   # a label ("Fig. 3a:") stays with what it labels
+                kept.pop()
+                i -= 1
+            if kept:
+                return " ".join(kept), " ".join(sentences[i:])
+            break
+        kept.append(sentence)
+    toks, cut = _tokens(text), []
+    for tok in toks:
+        if _words(" ".join(cut + [tok])) > budget - 1:
+            break
+        cut.append(tok)
+    return " ".join(cut) + " ...", " ".join(toks[len(cut):])
+
+
+def _bullets(lines: list[str]) -> list[str]:
+    """The items of a Markdown list (continuation lines joined), or the paragraphs."""
+    items: list[str] = []
+    for line in lines:
+        m = re.match(r"^\s*(?:[-*+]|\d+\.)\s+(.*)$", line)
+        if m:
+            items.append(m.group(1))
+        elif line.strip() and items:
+            items[-1] += " " + line.strip()
+        elif line.strip():
+            items.append(line.strip())
+    return items
+
+
+def pack_bullets(title: str, items: list[str], budget: int = SLIDE_WORDS) -> list[Slide]:
+    """Bullets on as few slides as the budget allows; a bullet over it is trimmed, its rest a note."""
+    slides: list[Slide] = []
+    current: list[str] = []
+    notes: list[str] = []
+    for item in items:
+        kept, rest = trim(item, budget)
+        if current and _words("\n".join(current + [kept])) > budget:
+            slides.append(Slide(title, "\n".join(f"- {c}" for c in current), notes="\n\n".join(notes)))
+            current, notes = [], []
+        current.append(kept)
+        if rest:
+            notes.append(f"{kept.removesuffix(' ...')} {rest}")
+    if current:
+        slides.append(Slide(title, "\n".join(f"- {c}" for c in current), notes="\n\n".join(notes)))
+    return slides
+
+
+def without_asides(text: str) -> str:
+    """``text`` without its parenthetical asides (formulas kept whole, and the brackets inside
+    them), spaces before punctuation tidied."""
+    out, depth = [], 0
+    for tok in re.split(r"(\$\$.*?\$\$|\$[^$\n]*\$|[()])", text, flags=re.S):
+        if not tok:
+            continue
+        if tok == "(":
+            depth += 1
+        elif tok == ")" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(tok)
+    short = re.sub(r"[ \t]+([,.;:])", r"\1", "".join(out))
+    return re.sub(r"[ \t]{2,}", " ", short).strip()
+
+
+def pack_answer(items: list[str], budget: int = SLIDE_WORDS) -> list[Slide]:
+    """The answer box's points as "The answer" slides: a point over the budget is shown
+    without its parenthetical asides where that fits (the whole point goes to the notes), so
+    that its verdict stays on the slide; otherwise it is trimmed as any bullet
+    (:func:`pack_bullets`)."""
+    shown, whole = [], {}
+    for item in items:
+        short = without_asides(item) if _words(item) > budget else item
+        if short != item and _words(short) <= budget:
+            whole[short] = item
+            shown.append(short)
+        else:
+            shown.append(item)
+    slides = pack_bullets("The answer", shown, budget)
+    for short, item in whole.items():
+        for slide in slides:
+            if f"- {short}" in slide.body.splitlines():
+                slide.notes = "\n\n".join(filter(None, [slide.notes, item]))
+                break
+    return slides
+
+
+_VERDICT = re.compile(r"\*\*\s*\{glue(?::text)?\}`[^`]+`\s*\*\*")
+
+
+def answer_verdicts(markdown: str) -> list[tuple[int, str]]:
+    """The verdicts a chapter's answer box states: its glued values set in bold
+    (``**{glue:text}`name`**``), each as ``(k, clause)``: the index of its point among the
+    box's points (the question excepted) and the clause that states it, from the last
+    ``;``, ``,`` or sentence end before it (``Fig. 3a: **{glue:text}`status`**``)."""
+    box = re.search(r"^(:{3,})\{admonition\}\s+The answer.*?$(.*?)^\1\s*$", markdown, re.M | re.S)
+    if not box:
+        return []
+    inner = [ln for ln in box.group(2).splitlines() if not _OPTION_LINE.match(ln)]
+    points = [b for b in _bullets(inner) if not b.startswith("**Question.**")]
+    found = []
+    for k, point in enumerate(points):
+        for m in _VERDICT.finditer(point):
+            start = max((b.end() for b in re.finditer(r"[;,]\s|[.!?]\s(?=[A-Z])", point[:m.start()])), default=0)
+            found.append((k, " ".join(point[start:m.end()].split())))
+    return found
+
+
+def check_answer_slides(chapter: str, slides: list[Slide], verdicts: list[tuple[int, str]], glue: dict) -> None:
+    """Refuse (:class:`SlideError`, naming the chapter and the slide) an answer slide with a
+    point that names something and says nothing after it ("Fig. 3a:"), and a verdict of the
+    answer box (:func:`answer_verdicts`) that its point's slide does not state."""
+    lines = []            # (slide number, the point as shown), in the order of the box's points
+    for n, slide in enumerate(slides, 1):
+        if slide.title == "The answer":
+            lines += [(n, ln[2:]) for ln in slide.body.splitlines() if ln.startswith("- ")]
+    for n, line in lines:
+        if re.search(r"(:|\*\*\s*\*\*)\s*$", line) or re.search(r"\*\*\s*\*\*", line):
+            raise SlideError(f"{chapter}: slide {n} ('The answer') states {line!r} with nothing after it; "
+                             "its value went to the notes or was never glued")
+    for k, clause in verdicts:
+        try:
+            stated = " ".join(resolve_glue(_links_text(clause), glue).split())
+        except KeyError:
+            raise SlideError(f"{chapter}: the slide 'The answer' states the verdict {clause!r}, which no execution "
+                             "of the chapter glued (is the book built?)") from None
+        n, line = lines[k] if k < len(lines) else (None, "")
+        line = " ".join(line.split())
+        if stated not in line and without_asides(stated) not in line:
+            where = f"slide {n} ('The answer')" if n else "no slide 'The answer'"
+            raise SlideError(f"{chapter}: {where} does not state the verdict {stated!r} of the answer box's point "
+                             f"{k + 1}; shorten that point so that its verdict fits a slide")
+
+
+def split_table(md: str, rows: int = TABLE_ROWS) -> list[str]:
+    """A Markdown table of more than ``rows`` body rows as several tables, header repeated."""
+    lines = [ln for ln in md.strip().splitlines() if ln.strip()]
+    if len(lines) < 3 or not re.match(r"^\|?\s*:?-{3,}", lines[1]):
+        return [md]
+    head, body = lines[:2], lines[2:]
+    return ["\n".join(head + body[i:i + rows]) for i in range(0, len(body), rows)] or [md]
+
+
+def _links_text(text: str) -> str:
+    """References without text of their own: shown as words, not as label names."""
+    text = re.sub(r"\{(ref|numref)\}`([^`<]+)`", r"{\1}`in the book <\2>`", text)
+    text = re.sub(r"\{prf:ref\}`[^`]*`", "the statement in the book", text)
+    text = re.sub(r"\{eq\}`[^`]*`", "the equation in the book", text)
+    return re.sub(r"\{term\}`([^`<]+?)(?:\s*<[^>]+>)?`", r"\1", text)
+
+
+def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
+                 exercises_url=None) -> tuple[str, list[Slide]]:
+    """``(title, slides)`` from a chapter's Markdown (glued values filled in, solutions removed)
+    in which ``@@figure:<n>@@`` lines stand for ``figures[n] = (png, alt, caption)``.
+
+    What goes on slides: the title and the question; the learning goals; the answer's points;
+    per section its first sentences (the rest are speaker notes), each formal statement, each
+    figure with its caption, and each block the chapter marks with a ``% slide`` comment line
+    (up to the next heading, mark or ``% end slide``), shown whole: a marked block over
+    :data:`SLIDE_WORDS` is a :class:`SlideError` naming the chapter and the block; then the
+    closing "What to remember", and links to the exercises. Tables are split at
+    :data:`TABLE_ROWS` rows.
+    """
+    title = chapter
+    goals: list[str] = []
+    answer: list[str] = []
+    summary: list[str] = []
+    exercises: list[str] = []
+    sections: list[dict] = []
+    section = {"title": "", "prose": [], "items": []}   # items: ("figure", n) | ("marked", title, md) | ("box", title, md)
+    lines = markdown.splitlines()
+    i = 0
+    marked: dict | None = None
+
+    def close_marked():
+        nonlocal marked
+        if marked is not None:
+            body = "\n".join(marked["lines"]).strip()
+            if body or marked["figures"]:
+                section["items"].append(("marked", marked["title"] or section["title"] or title, body,
+                                         marked["figures"]))
+            marked = None
+
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        i += 1
+        if _LABEL_LINE.match(stripped) or (stripped.startswith("%") and not _SLIDE_START.match(stripped)
+                                           and not _SLIDE_END.match(stripped)):
+            continue
+        fig = _FIGURE_MARK.match(stripped)
+        if fig:
+            if marked is not None:
+                marked["figures"].append(int(fig.group(1)))
+            else:
+                section["items"].append(("figure", int(fig.group(1))))
+            continue
+        heading = re.match(r"^(#{1,3}) (.*)$", line)
+        if heading:
+            close_marked()
+            if len(heading.group(1)) == 1:
+                title = heading.group(2).strip()
+                continue
+            sections.append(section)
+            section = {"title": heading.group(2).strip(), "prose": [], "items": []}
+            continue
+        start = _SLIDE_START.match(stripped)
+        if start:
+            close_marked()
+            marked = {"title": start.group("title").strip(), "lines": [], "figures": []}
+            continue
+        if _SLIDE_END.match(stripped):
+            close_marked()
+            continue
+        block = _BLOCK_OPEN.match(stripped)
+        if block:
+            fence, name, args = block.group("fence"), block.group("name"), block.group("args").strip()
+            raw = []
+            while i < len(lines) and lines[i].strip() != fence:
+                raw.append(lines[i])
+                i += 1
+            i += 1
+            inner = [ln for ln in raw if not _OPTION_LINE.match(ln) and not _LABEL_LINE.match(ln.strip())]
+            if marked is not None and name in ("math",):
+                marked["lines"] += ["$$", *inner, "$$"]
+            elif name == "admonition" and args.lower().startswith("learning goals"):
+                goals = _bullets(inner)
+            elif name == "admonition" and args.lower().startswith("the answer"):
+                answer = _bullets(inner)
+            elif name == "exercise":
+                found = re.search(r"^:label: (\S+)", "\n".join(raw), re.M)
+                exercises.append(found.group(1) if found else "")
+            elif name == "prf:proof":      # a proof is for the notes of its statement
+                section["items"].append(("proof", "\n".join(inner).strip()))
+            elif name.startswith("prf:"):
+                kind = name.split(":", 1)[1].capitalize()
+                section["items"].append(("box", f"{kind}: {args}" if args else kind, "\n".join(inner).strip(), []))
+            elif name == "math":
+                section["prose"] += ["$$", *inner, "$$"]
+            continue
+        if marked is not None:
+            marked["lines"].append(line)
+            continue
+        if section["title"].lower() in _SKIP_SECTIONS:
+            if section["title"].lower() == "what to remember":
+                summary.append(line)
+            continue
+        section["prose"].append(line)
+    close_marked()
+    sections.append(section)
+
+    slides: list[Slide] = []
+    answer_points = [b for b in answer if not b.startswith("**Question.**")]
+    question = next((b.removeprefix("**Question.**").strip() for b in answer if b.startswith("**Question.**")), "")
+    kept, rest = trim(question) if question else ("", "")
+    slides.append(Slide(title, kept, notes=rest))
+    if goals:
+        slides += pack_bullets("Learning goals", [g for g in goals if not g.startswith("After this chapter")])
+    if answer_points:
+        slides += pack_answer(answer_points)
+    for sec in sections:
+        if sec["title"].lower() in _SKIP_SECTIONS:
+            continue
+        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", "\n".join(sec["prose"])) if p.strip()]
+        lead = next((p for p in paragraphs if not p.startswith("|") and not p.startswith("$$")), "")
+        has_marks = any(item[0] == "marked" for item in sec["items"])
+        if sec["title"] and not has_marks:
+            kept, rest = trim(lead) if lead else ("", "")
+            others = [p for p in paragraphs if p != lead]
+            notes = "\n\n".join(([rest] if rest else []) + others)
+            slides.append(Slide(sec["title"], kept, notes=notes))
+        elif has_marks and paragraphs and slides:
+            slides[-1].notes = "\n\n".join(filter(None, [slides[-1].notes, *paragraphs]))
+        for item in sec["items"]:
+            if item[0] == "figure":
+                png, alt, caption = figures[item[1]]
+                kept, rest = trim(caption) if caption else ("", "")
+                slides.append(Slide(sec["title"] or title, figure=(png, alt), caption=kept, notes=rest))
+            elif item[0] == "box":
+                kept, rest = trim(item[2])
+                slides.append(Slide(item[1], kept, notes=rest))
+            elif item[0] == "proof":
+                slides[-1].notes = "\n\n".join(filter(None, [slides[-1].notes, "Proof. " + item[1]]))
+            else:   # a block the chapter marks for a slide: shown whole, within the budget
+                _, name, body, figs = item
+                tables = [blk for blk in re.split(r"\n\s*\n", body) if blk.lstrip().startswith("|")]
+                prose = "\n\n".join(blk for blk in re.split(r"\n\s*\n", body) if not blk.lstrip().startswith("|"))
+                if _words(prose) > SLIDE_WORDS:
+                    raise SlideError(f"{chapter}: the slide {name!r} marked '% slide' has {_words(prose)} words of "
+                                     f"prose, over the budget of {SLIDE_WORDS}; shorten it or mark less")
+                parts = [split_table(t) for t in tables] or [[""]]
+                pieces = [p for ps in parts for p in ps]
+                for k, piece in enumerate(pieces):
+                    fig = figures[figs[0]] if figs and k == 0 else None
+                    slides.append(Slide(name, "\n\n".join(filter(None, [prose if k == 0 else "", piece])),
+                                        figure=fig[:2] if fig else None, caption=trim(fig[2])[0] if fig else ""))
+                for n in figs[1:]:
+                    png, alt, caption = figures[n]
+                    slides.append(Slide(name, figure=(png, alt), caption=trim(caption)[0], notes=trim(caption)[1]))
+    items = _bullets(summary)
+    if items:
+        slides += pack_bullets("What to remember", items)
+    if exercises:
+        links = [f"[Exercise {k}]({exercises_url(label)})" if exercises_url else f"Exercise {k}"
+                 for k, label in enumerate(exercises, 1) if label]
+        slides.append(Slide("Exercises", "In the book, with hints and checks: " + ", ".join(links) + "."))
+    return title, [s for s in slides if s.body or s.figure or s.notes or s is slides[0]]
+
+
+def chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple]]:
+    """The chapter's Markdown (solutions removed, glued values filled in) with an
+    ``@@figure:<n>@@`` line where each figure stands, and the figures ``(png, alt, caption)``."""
+    from .solutions import cells_without_solutions
+
+    parts: list[str] = []
+    figures: list[tuple] = []
+
+    def glued_figure(m):
+        name = m.group("name")
+        if name not in glue or "image/png" not in glue[name].get("data", {}):
+            raise KeyError(f"glued name {name!r} is not in the chapter's executed outputs (is the book built?)")
+        caption = " ".join(ln for ln in m.group("body").splitlines() if not ln.startswith(":")).strip()
+        figures.append((glue[name]["data"]["image/png"], _figure_alt(glue[name].get("metadata"), name), caption))
+        return f"\n@@figure:{len(figures) - 1}@@\n"
+
+    for n, cell in cells_without_solutions(nb.cells):   # gated solutions' code cells left out too
+        tags = set((cell.get("metadata") or {}).get("tags", []))
+        if cell.cell_type == "markdown":
+            text = _GLUE_FIGURE.sub(glued_figure, cell.source)
+            parts.append(resolve_glue(_links_text(text), glue))
+        elif cell.cell_type == "code":
+            drawn = 0
+            if not tags & {"remove-output", "remove-cell"}:
+                for out in cell.get("outputs", []):
+                    if "scrapbook" in out.get("metadata", {}):
+                        continue  # a glued value, shown where the text uses it
+                    png = out.get("data", {}).get("image/png")
+                    if png:
+                        figures.append((png, _figure_alt(out.get("metadata"), "figure"), ""))
+                        parts.append(f"@@figure:{len(figures) - 1}@@")
+                        drawn += 1
+            if "slide" in tags and not drawn:
+                raise SlideError(f"{chapter}: code cell {n} is tagged 'slide' but draws no figure")
+    return "\n\n".join(parts), figures
+
+
+def drawn_figures(nb, markdown: str = "") -> int:
+    """How many figures an executed chapter shows: the images of its code cells' outputs
+    (a glued value and a cell whose output is removed excepted) and the figures its text
+    pastes (``{glue:figure}``)."""
+    drawn = 0
+    for cell in nb.cells:
+        tags = set((cell.get("metadata") or {}).get("tags", []))
+        if cell.cell_type != "code" or tags & {"remove-output", "remove-cell"}:
+            continue
+        drawn += sum(1 for o in cell.get("outputs", []) if "image/png" in (o.get("data") or {})
+                     and "scrapbook" not in (o.get("metadata") or {}))
+    return drawn + len(_GLUE_FIGURE.findall(markdown))
+
