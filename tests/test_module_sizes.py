@@ -17,7 +17,6 @@ KNOWN_OVER = {
     "book/teaching/exercises.py": "the exercises' checks, hints and time limits together; split under way",
     "book/editions/notebooks.py": "Colab notebooks: conversion, set-up cell and install plan together; split under way",
     "book/sphinxext.py": "the Sphinx extension's Colab links, notebooks and artifacts table; split under way",
-    "judge/sentences.py": "one function per computed phrasing, all in one module; split under way",
     "zoo/registry.py": "the zoo's model list beside its assembly and reader checks; not split yet",
 }
 

@@ -65,7 +65,8 @@ def test_the_statistics_old_names_under_the_rules_reader_warn_and_are_the_same_o
 # ------------------------------------------ modules split by concern (issue 75) keep their names
 
 SPLIT = {"companion.train.runner.loop": "companion.train.runner.",
-         "companion.survey.scoring": "companion.survey."}
+         "companion.survey.scoring": "companion.survey.",
+         "companion.judge.sentences": "companion.judge."}
 
 
 def _imported_names(module: str) -> set[str]:

@@ -1,0 +1,44 @@
+"""The survey's and the errata's sentences: the checkpoints read live, E11's majority reading."""
+
+from __future__ import annotations
+
+from ..base.phrasing import joined
+from .sentences_words import _finite
+
+__all__ = ["checkpoints_by_modality", "majority_reading", "percentile_edge", "same_outcome"]
+
+
+def checkpoints_by_modality(n: int, by_modality) -> str:
+    """``7 real checkpoints (5 text, 1 vision and 1 audio)``; modalities with none left out."""
+    return f"{n} real checkpoints (" + joined(f"{k} {mod}" for mod, k in dict(by_modality).items() if k) + ")"
+
+
+def majority_reading(low: float, high: float) -> str:
+    """What an interval for the occurrence-weighted share of frequent types with a context
+    ratio above one says about most occurrences (E11): below one, above one, or undecided."""
+    if not _finite(low, high):
+        return "the interval is missing (a bound is not a number), so on which side of one most occurrences fall is not read"
+    if high < 0.5:
+        return ("most occurrences of frequent types belong to types that are predicted more often than they "
+                "serve as context")
+    if low > 0.5:
+        return "most occurrences of frequent types have a ratio above one"
+    return "the interval does not say on which side of one most occurrences fall"
+
+
+def percentile_edge(estimate: float, low: float, high: float) -> str:
+    """How a percentile interval sits around its estimate: at its lower edge (within a tenth of
+    its width) or far from symmetric about it."""
+    if not _finite(estimate, low, high):
+        return "cannot be placed about the estimate (a value is missing)"
+    if estimate - low < 0.1 * (high - low):
+        return "has the estimate at its own lower edge"
+    return "is far from symmetric about the estimate"
+
+
+def same_outcome(first: str, second: str, first_rules: str = "the percentile interval",
+                 second_rules: str = "the bagged interval") -> str:
+    """Whether two intervals of one rule give the same outcome, and the two outcomes when not."""
+    if first == second:
+        return "the outcome is the same under both"
+    return f"the outcome differs: {first} under {first_rules}, {second} under {second_rules}"

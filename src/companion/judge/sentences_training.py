@@ -1,0 +1,328 @@
+"""The training claims' sentences: bodies of runs, paired tests at their looks, runs landed and awaited."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..base.phrasing import interval, joined
+from .sentences_words import MISSING, _finite, _num, count_of
+
+__all__ = ["symmetry_peak", "EncoderDecoderBody", "encoder_decoder_body", "below_unigram", "paired_test",
+           "look_reading", "spread_uncertainty", "training_summary", "paired_result", "swap_mirror",
+           "thm_s1_14_clause", "training_bottom_line", "gate_floor", "horizon_flips", "runs_before_next_look",
+           "training_runs_said", "minutes_by_mode", "variants_held_back", "regime_setting", "sooner_or_later",
+           "paper_rate_runs", "other_corpora"]
+
+
+def symmetry_peak(peak_step: int, peak: float, last_step: int, last: float) -> str:
+    """Where the encoders' mean symmetry peaked over training, and whether the end state is
+    what is left of a structure training built and then largely undid (below half the peak).
+    A value that is not a number is said to be missing, and no shape is read from it."""
+    if not _finite(peak, last):
+        return (f"The encoders' mean symmetry is missing at its peak or at its end (a value that is not a number), "
+                f"so whether training undid the structure it built is not read: peak {_num(peak, '.3f')} at step "
+                f"{peak_step}, end {_num(last, '.3f')} at step {last_step}.")
+    if last < 0.5 * peak:
+        return (f"The encoders' mean symmetry peaks early, at step {peak_step} ({peak:.3f}), and has fallen to "
+                f"{last:.3f} by step {last_step}: at this size the ordering at the end of a run is read off a "
+                f"structure that training built and then largely undid.")
+    return (f"The encoders' mean symmetry is highest at step {peak_step} ({peak:.3f}) and ends at {last:.3f} "
+            f"(step {last_step}).")
+
+
+@dataclass(frozen=True)
+class EncoderDecoderBody:
+    """What one body of encoder/decoder runs shows at its last step (standard initialisation)."""
+
+    n_encoders: int
+    n_decoders: int
+    enc_symmetry: float            # means over seeds of the layer-mean scores
+    dec_symmetry: float
+    enc_directionality: float
+    dec_directionality: float
+    n_pairs: int                   # seed pairs with both arms
+    n_enc_more_symmetric: int      # pairs where the encoder is the more symmetric
+    n_dec_more_directional: int    # pairs where the decoder is the more column-dominant
+    test_symmetry: str             # the rule's paired tests, as text (What survives)
+    test_symmetry_authors: str
+    test_directionality: str
+    n_reversed: int                # pairs where the decoder is the more symmetric beyond the band
+    n_gaps: int                    # pairs with both gaps computed
+    band_symmetry: float           # the smallest effect of interest of the symmetry gap
+    peak: str                      # symmetry_peak(...)
+    n_late_top: int                # encoder seeds whose most symmetric layer is in the later half
+    n_top: int
+
+
+def encoder_decoder_body(b: EncoderDecoderBody) -> str:
+    """The orderings a body shows (the paper draws them without an interval), the rule's tests
+    of the mean paired gaps, the reversals beyond the yardstick, and Fig. 3c's late layers."""
+    return (f"Standard initialisation, {b.n_encoders} encoder and {count_of(b.n_decoders, 'decoder seed')}: "
+            f"mean symmetry {b.enc_symmetry:.3f} against {b.dec_symmetry:.3f}, the encoder the more symmetric in "
+            f"{b.n_enc_more_symmetric} of {count_of(b.n_pairs, 'seed pair')}; mean directionality "
+            f"{b.enc_directionality:+.3f} against {b.dec_directionality:+.3f}, the decoder the more column-dominant "
+            f"in {b.n_dec_more_directional} of {b.n_pairs}. The paper draws both orderings without an interval; "
+            f"the rule of What survives tests the mean paired gap over seeds: symmetry {b.test_symmetry} (against "
+            f"the authors' decoder: {b.test_symmetry_authors}), directionality {b.test_directionality}. In "
+            f"{b.n_reversed} of {count_of(b.n_gaps, 'seed')} the decoder ends the more symmetric by more than the "
+            f"smallest effect of interest ({b.band_symmetry:.3f}). {b.peak} The most symmetric encoder layer is "
+            f"in the later half of the network in {b.n_late_top} of {count_of(b.n_top, 'seed')} "
+            f"(Fig. 3c's late layers).")
+
+
+def below_unigram(min_standard_errors: float) -> str:
+    """Every finished run ends below its corpus's unigram reference, by at least this many
+    standard errors of the evaluation sample."""
+    return (f"Every finished Wikipedia run ends below the corpus's unigram reference, by at least "
+            f"{min_standard_errors:.0f} standard errors of the evaluation sample." if _finite(min_standard_errors) else
+            "How far the finished Wikipedia runs end below the corpus's unigram reference is missing (a run's "
+            "loss or standard error is not a number).")
+
+
+def paired_test(table, body_key: str, comparator: str = "decoder", bodies=None) -> str:
+    """The rule's paired test of one claim on one body of runs, as What survives reports it:
+    ``+0.034 (95% t-interval +0.009 to +0.059, seeds 10,11,12), not testable here``.
+
+    ``table`` is :func:`companion.judge.claims.training_tests_table` of the claim; ``bodies``
+    the rules file's body keys (default: those of ``data/verdict_rules.yaml``).  A key the
+    rules file does not name is an error (a renamed body must not read as missing runs); a
+    named body with no runs yet reads "not computed (runs missing)".
+    """
+    if bodies is None:
+        from ..rules.rulebook import earlier_rules as load_rules   # the bodies made before the rules in force
+
+        bodies = load_rules()["bodies"]
+    if body_key not in bodies:
+        raise ValueError(f"no body {body_key!r} in the rules file; its bodies are {sorted(bodies)}")
+    r = table[(table["body_key"] == body_key) & (table["comparator"] == comparator)]
+    if r.empty:
+        return "not computed (runs missing)"
+    r = r.iloc[0]
+    iv = interval(r["low"], r["high"]) if r["n"] > 1 else "one seed, no interval"
+    return f"{r['estimate']:+.3f} ({iv}, seeds {r['seeds']}), {r['outcome']}"
+
+
+def look_reading(seeds_in: int, look) -> str:
+    """``4 seeds in, read at look 1``: how far a rules-v3 verdict is; before the first look
+    (``look`` 'none yet') ``2 of 12 seeds in, no look read yet``."""
+    if str(look) == "none yet":
+        return f"{seeds_in} seeds in, no look read yet"
+    return f"{seeds_in} seeds in, read at {look}"
+
+
+def spread_uncertainty(bounds) -> str:
+    """How far the true seed-to-seed spread may lie from the observed one, for each number of
+    seeds a look reads: ``bounds`` maps seeds to (low, high) multiples, e.g. ``{3: (0.52, 6.28),
+    6: (0.62, 2.45)}`` gives ``3 seeds leave the true spread anywhere from 0.52 to 6.28 times
+    the observed one, 6 seeds from 0.62 to 2.45 times``."""
+    parts = [f"{n} seeds {'leave the true spread anywhere ' if i == 0 else ''}from {_num(lo, '.2f')} to {_num(hi, '.2f')} times"
+             + (" the observed one" if i == 0 else "")
+             for i, (n, (lo, hi)) in enumerate(sorted(dict(bounds).items()))]
+    if not parts:
+        raise ValueError("no look to describe: give the spread's bounds for at least one number of seeds")
+    return ", ".join(parts)
+
+
+def training_summary(rows) -> str:
+    """The training claims' readings at their looks in one line: ``Fig. 3a holds (4 seeds in,
+    read at look 1); Table 1 not read yet (2 of 12 seeds in)``; ``rows``: (claim label, status,
+    seeds in, look).  A status with words of its own in brackets (a fixed sequence's, under an
+    earlier rules file) is stated as the book's status, 'inconclusive', with those words after
+    the look: ``Fig. 3b inconclusive (6 seeds in, read at look 2; provisional: ...)``, so one
+    claim is never given two statuses."""
+    def one(label, status, n, look):
+        status = str(status)
+        if str(look) == "none yet":
+            return f"{label} {status} ({n} seeds in)"
+        if "(" in status:
+            words = status[status.index("(") + 1:].rstrip(")")
+            return f"{label} inconclusive ({look_reading(n, look)}; {words})"
+        return f"{label} {status} ({look_reading(n, look)})"
+
+    return "; ".join(one(*r) for r in rows)
+
+
+def paired_result(estimate: float, low: float, high: float, n: int, outcome: str) -> str:
+    """One paired test as ``+0.034 [+0.009, +0.059]: holds``; ``+0.034 (1 seed): ...`` with
+    one seed."""
+    if not _finite(estimate):
+        return f"estimate missing (not a number): {outcome}"
+    shown = interval(low, high, estimate=estimate) if n > 1 else f"{estimate:+.3f} (1 seed)"
+    return f"{shown}: {outcome}"
+
+
+def swap_mirror(gap: float, sesoi: float, n: int, judged: bool, outcome: str) -> str:
+    """The objective swap's mirror (a pretrained decoder fine-tuned without its mask against
+    its causal control): ``gap`` is swap minus control in symmetry, which the claim predicts
+    positive; reported only unless ``judged``.  Starts with a space (it follows a sentence).
+    A gap or yardstick that is not a number is said to be missing, with no direction read."""
+    if not _finite(gap, sesoi):
+        return (f" The mirror, a pretrained decoder (SmolLM2-135M) fine-tuned without its causal mask against "
+                f"its causal control, has no number for its gap in symmetry relative to the control or for its "
+                f"smallest effect of interest (a value is missing), with {n} seed(s) per arm: no direction is "
+                "read from it.")
+    way = "with" if gap > 0 else "against"
+    size = "larger" if abs(gap) > sesoi else "smaller"
+    return (f" The mirror, a pretrained decoder (SmolLM2-135M) fine-tuned without its causal mask against "
+            f"its causal control, ended {gap:+.4f} in symmetry relative to the control "
+            f"({way} the prediction, {size} than its smallest effect of interest, "
+            f"{sesoi:.4f}), with {n} seed(s) per arm: "
+            + ("reported, not judged." if not judged else f"{outcome} by the same rule."))
+
+
+def thm_s1_14_clause(holds: bool) -> str:
+    """The clause after Thm. S1.14's status: what masked training does for symmetry."""
+    if holds:
+        return ": masked training builds its symmetry through the theorem's pairs"
+    return ", although masked training does build symmetry"
+
+
+def training_bottom_line(decided, n_untested: int) -> str:
+    """The bottom line on training: ``decided`` lists (claim, predicate) of the training claims
+    that have a decided status; ``n_untested`` more are not testable."""
+    decided = list(decided)
+    if not decided:
+        return ("Whether training builds the paper's structures through the paper's mechanism is a question these "
+                "runs are not far enough along to answer by the rules set for them, and the verdicts say so rather "
+                "than reading an answer into them.")
+    return ("In training, " + joined(f"{claim} is {predicate}" for claim, predicate in decided)
+            + (f"; {n_untested} more are not testable on the runs made here (each verdict names why)."
+               if n_untested else "."))
+
+
+def gate_floor(floor: float) -> str:
+    """The gate's context floor in nats: ``ln 2 = 0.693`` when it is ln 2 (to 5e-4), else the
+    number."""
+
+    if not _finite(floor):
+        return f"{MISSING} (the gate's floor is not a number)"
+    return f"ln 2 = {floor:.3f}" if abs(floor - math.log(2)) < 5e-4 else f"{floor:.3f}"
+
+
+def horizon_flips(rows, half_step: int) -> str:
+    """The tests whose effect changes between the half-way step and the end: ``rows`` are
+    (figure, comparator, effect at half, effect at end, smallest effect of interest); a flip
+    that both ends are smaller than d is said so."""
+    flips = []
+    for figure, comparator, at_half, at_end, sesoi in rows:
+        small = _finite(at_half, at_end, sesoi) and max(abs(at_half), abs(at_end)) < sesoi
+        flips.append(f"{figure} against the {comparator}, {_num(at_half, '+.3f')} at step {half_step:,} and "
+                     f"{_num(at_end, '+.3f')} at the end" + (f", both smaller than d = {sesoi:.3f}" if small else ""))
+    return "; ".join(flips) if flips else "no test of this body fails it"
+
+
+def runs_before_next_look(waiting) -> str:
+    """The rules-v3 claims still waiting for runs before their next look: ``waiting`` lists
+    (claim label, names of the missing runs); the first two runs are named."""
+    waiting = list(waiting)
+    if not waiting:
+        return "every run of the looks read so far has landed"
+    shared = {}   # claims of one body wait for the same runs: named once, with every claim that waits
+    for label, missing in waiting:
+        shared.setdefault(tuple(missing), []).append(label)
+    return "; ".join(f"{joined(labels)}: {len(missing)} run(s) before {'its' if len(labels) == 1 else 'their'} next look "
+                     f"({', '.join(missing[:2])}{', ...' if len(missing) > 2 else ''})"
+                     for missing, labels in shared.items())
+
+
+def training_runs_said(table, primary_arms: dict | None = None) -> str:
+    """What the table of landed rules-v3 runs (``runs_table``) says in two sentences: how
+    many runs per body, on which devices, how long after the rules' first commit they
+    started, for how many every step's machine is recorded, and how far apart in time the
+    arms of one seed started (a pair started hours apart may have met two machines), and,
+    where the table has ``CPU s/step``, the compute a CPU step took against its wall clock.
+    ``primary_arms`` (``{body: [arm, ...]}``): the arms that form a pair in each body; a
+    secondary arm, which enters no pair, is left out of how far apart a pair started."""
+    if len(table) == 0:
+        return "No run of the confirmatory bodies has landed yet."
+    per_body = joined(f"{n} of {body}" for body, n in table.groupby("body", sort=False).size().items())
+    devices = joined("the CPU" if d == "CPU" else d for d in sorted(set(table["device"])))
+    after = table["after rules (h)"]
+    recorded = int((~table["machines"].str.contains("not recorded")).sum())
+    starts = table.assign(t=pd.to_datetime(table["started"], utc=True, errors="coerce", format="ISO8601"))
+    if primary_arms is not None and "arm" in starts:
+        starts = starts[[a in (primary_arms.get(b) or ()) for b, a in zip(starts["body"], starts["arm"])]]
+    spread = starts.groupby(["body", "seed"])["t"].agg(lambda t: (t.max() - t.min()).total_seconds() / 3600)
+    pairs = starts.groupby(["body", "seed"]).size()
+    spread = spread[pairs >= 2].dropna()   # a pair with a start not recorded gives no spread
+    apart = (f" The two runs of a pair started up to {spread.max():.1f} h apart, so a pair may have met "
+             "two machines even where both read the same device." if len(spread) else "")
+    pace = ""
+    if "CPU s/step" in table and table["CPU s/step"].notna().any():
+        cpu = table["CPU s/step"].dropna()
+        wall = table.loc[cpu.index, "s/step"]
+        pace = (f" On the CPU a step took {cpu.min():.2f} to {cpu.max():.2f} s of compute (one thread); "
+                f"the wall clock per step, {wall.min():.2f} to {wall.max():.2f} s, also counts the time "
+                "a run was paused or shared its core.")
+    after = after[[_finite(a) for a in after]]
+    when = (f"starting {after.min():.1f} to {after.max():.1f} h after the rules' first commit" if len(after) else
+            "with no start recorded against the rules' first commit")
+    return (f"{count_of(len(table), 'run')} landed ({per_body}), made on {devices}, "
+            f"{when}. Every step's machine "
+            f"is recorded for {recorded} of them (runs begun before machines were recorded say "
+            f"'not recorded').{apart}{pace}")
+
+
+def minutes_by_mode(minutes) -> str:
+    """``12 minutes (decoder) and 15 minutes (encoder)``: the CPU time of a run, per mode
+    (``minutes`` maps each mode to its minutes, in the order to be read)."""
+    return joined(f"{v:.0f} minutes ({k})" for k, v in dict(minutes).items())
+
+
+def variants_held_back(rows, max_pair_cpu_s: float) -> str:
+    """The compute study's variants that left the band sooner than the regime, each with what
+    kept it out: ``rows`` are (variant, decoder directionality, encoder directionality, CPU
+    seconds of a pair); ``none`` when there are none."""
+    out = []
+    for v, dec_dir, enc_dir, cpu_s in rows:
+        if not _finite(dec_dir, enc_dir):
+            reasons = ["its directionality is missing"]
+        else:
+            reasons = [txt for bad, txt in (
+                (not dec_dir < 0, f"its decoder ends row-dominant ({dec_dir:+.2f})"),
+                (not dec_dir < enc_dir, "its decoder is not the more column-dominant")) if bad]
+        if not _finite(cpu_s):
+            reasons.append("its cost is missing")
+        elif cpu_s > max_pair_cpu_s:
+            reasons.append(f"a pair costs {cpu_s:.0f} CPU-seconds")
+        out.append(f"{v} ({'; '.join(reasons)})")
+    return ", ".join(out) or "none"
+
+
+def regime_setting(variant) -> str:
+    """What the compute study's regime changes: ``(setting, value)`` as ``lr = 0.003``; None
+    for the base configuration."""
+    if variant is None:
+        return "the base configuration"
+    name, value = variant
+    return f"{name} = {value:g}"
+
+
+def sooner_or_later(exponent: float) -> str:
+    """Whether a projected exit comes sooner (a negative exponent of width) or later."""
+    if not _finite(exponent):
+        return "sooner or later, which cannot be told (the exponent is missing)"
+    return "sooner" if exponent < 0 else "later"
+
+
+def paper_rate_runs(loss_paper: float, below_unigram: float, loss_book: float, sym_paper: float,
+                    sym_book: float, n_seeds: int, settings: str) -> str:
+    """The encoders trained at the paper's learning rate against the book's, paired by seed:
+    held-out loss and mean symmetry at the end, and what the runs saw (``settings``)."""
+    return (f"At the paper's rate the encoders end at a held-out loss of {_num(loss_paper, '.2f')} "
+            f"nats ({_num(below_unigram, '.2f')} below the unigram reference) against "
+            f"{_num(loss_book, '.2f')} at the book's, and at a mean symmetry of "
+            f"{_num(sym_paper, '.3f')} against {_num(sym_book, '.3f')} "
+            f"({int(n_seeds)} paired seeds). What these runs saw: {settings}.")
+
+
+def other_corpora(n_cached: int, n_runs: int, n_both: int, n_sym: int, n_dir: int) -> str:
+    """The BERT-Mini runs on the other corpora: how many are cached, and on how many of the
+    corpora with both arms the encoder is the more symmetric / the decoder the more
+    column-dominant."""
+    return (f"{n_cached} of {n_runs} runs cached; of the {n_both} {'corpus' if n_both == 1 else 'corpora'} with both "
+            f"an encoder and a decoder, the encoder ends the more symmetric on {n_sym} and the decoder the more "
+            f"column-dominant on {n_dir}.")

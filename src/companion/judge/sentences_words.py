@@ -1,0 +1,157 @@
+"""Numbers, counts, intervals and statuses in words, the pieces of every computed sentence."""
+
+from __future__ import annotations
+
+import math
+
+from ..base.phrasing import interval, joined
+
+__all__ = ["MISSING", "count_of", "COUNT_WORDS", "status_counts", "check_notes", "holds_or_not",
+           "outcomes_agree", "p_value", "interval_reading", "estimate_in_words", "labelled_intervals",
+           "lower_or_higher", "less_or_more_than", "design_targets", "algebra_holds"]
+
+
+#: what a sentence says in place of a number that is missing (NaN, infinite, None): never "nan"
+MISSING = "missing"
+
+
+def _finite(*values) -> bool:
+    """Whether every value is a finite number (a NaN, an infinity, None or text is not)."""
+    try:
+        return all(v is not None and not isinstance(v, str) and math.isfinite(float(v)) for v in values)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _num(value, fmt: str) -> str:
+    """``value`` in ``fmt``, or :data:`MISSING` where it is not a finite number."""
+    return format(float(value), fmt) if _finite(value) else MISSING
+
+
+def count_of(n: int, noun: str, plural: str | None = None) -> str:
+    """``"1 seed"``, ``"3 seeds"``, ``"0 seeds"``."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
+#: each status as the verb phrase of a count, for one claim and for several ("1 is refuted",
+#: "3 hold as printed")
+COUNT_WORDS = {"holds": ("holds as printed", "hold as printed"),
+               "holds with a correction": ("holds once corrected", "hold once corrected"),
+               "holds, size open": ("holds in direction with the size left open",
+                                    "hold in direction with the size left open"),
+               "negligible": ("is negligible", "are negligible"),
+               "premise fails": ("rests on a premise that fails where measured",
+                                 "rest on a premise that fails where measured"),
+               "inconclusive": ("is inconclusive", "are inconclusive"),
+               "refuted": ("is refuted", "are refuted"),
+               "not testable here": ("is not testable on the runs made here", "are not testable on the runs made here")}
+
+
+def status_counts(n_claims: int, counts) -> str:
+    """``Of the 24 claims, 10 hold as printed and 2 are refuted``: ``counts`` maps each status
+    to its number of claims, in the order to be read; zero counts are left out."""
+    counts = dict(counts)
+    return f"Of the {n_claims} claims, " + joined(
+        f"{n} {COUNT_WORDS[status][0 if n == 1 else 1]}" for status, n in counts.items() if n)
+
+
+def check_notes(check: str, power: str = "", holm: str = "", rule_after: bool = False) -> str:
+    """A verdict's check column: the check, then its power, its family's correction and
+    whether its rule was written after the evidence, each when there is one."""
+    return (check + (f"; power: {power}" if power else "") + (f"; {holm}" if holm else "")
+            + ("; rule written after the evidence" if rule_after else ""))
+
+
+def holds_or_not(holds: bool | None, missing: str = "cannot be checked in this build") -> str:
+    """A claim checked on one case: ``holds``, ``does not hold``, or ``missing`` (None: the
+    case could not be read)."""
+    if holds is None:
+        return missing
+    return "holds" if holds else "does not hold"
+
+
+def outcomes_agree(differing) -> str:
+    """Whether two ways of counting give the same outcome, as the predicate of "The two
+    counts ...": ``differing`` names the scores whose outcomes differ."""
+    differing = list(differing)
+    if not differing:
+        return "give the same outcome for both scores"
+    return "give different outcomes for " + joined(differing)
+
+
+def p_value(p: float, smallest: float) -> str:
+    """``p = 0.0012``, and ``, the smallest value it can reach`` when an exact test's p-value
+    is its floor (equal to ``smallest`` up to rounding, as ``numpy.isclose(p, smallest,
+    rtol=1e-9)`` reads it)."""
+    if not _finite(p):
+        return "p missing (not a number)"
+    floor = _finite(smallest) and abs(p - smallest) <= 1e-8 + 1e-9 * abs(smallest)
+    return f"p = {p:.4f}" + (", the smallest value it can reach" if floor else "")
+
+
+def interval_reading(low: float, high: float, sesoi: float, unit: str = "", gain: str = "a gain",
+                     loss: str = "a loss") -> str:
+    """What an interval for an effect (> 0: ``gain``) rules out and what it leaves open, at
+    the smallest effect of interest ``sesoi``: e.g. 'its interval, -0.052 to +0.031 nats,
+    excludes a gain of 0.037 nats or more; it leaves open no effect at all and a loss of
+    0.037 nats or more'.  Each reading is decided by the interval alone, so the sentence
+    cannot say more than the interval does; an interval or yardstick that is not a number is
+    said to be missing, and rules nothing out."""
+    u = f" {unit}" if unit else ""
+    if not _finite(low, high, sesoi):
+        return (f"its interval is missing (a bound or the smallest effect of interest is not a number), "
+                "so it rules nothing out")
+    size = f"{sesoi:.3f}{u} or more"
+    readings = [(f"{gain} of {size}", high < sesoi), ("no effect at all", low > 0 or high < 0),
+                (f"{loss} of {size}", low > -sesoi)]
+    out = [r for r, excluded in readings if excluded]
+    left = [r for r, excluded in readings if not excluded]
+    text = f"its interval, {low:+.3f} to {high:+.3f}{u},"
+    if out:
+        text += f" excludes {joined(out)}"
+    if left:
+        text += ("; it" if out else "") + f" leaves open {joined(left)}"
+    return text
+
+
+def estimate_in_words(estimate: float, low: float, high: float, n: int, note: str) -> str:
+    """``+0.034 (95% t-interval +0.009 to +0.059, 3 seeds; note)``; an estimate that is not a
+    number reads ``missing``."""
+    return f"{_num(estimate, '+.3f')} ({interval(low, high, n=n)}; {note})"
+
+
+def labelled_intervals(rows, empty: str = "none", fmt: str = "+.2f") -> str:
+    """``cpu sgd decoder -0.12 [-0.20, -0.04], ...``: ``rows`` are (label, estimate, low,
+    high); ``empty`` for none."""
+    return ", ".join(f"{label} {interval(low, high, estimate=est, fmt=fmt)}" for label, est, low, high in rows) or empty
+
+
+def lower_or_higher(low: float, high: float) -> str:
+    """Where an interval for a difference lies: ``lower`` (wholly below 0), ``higher`` (wholly
+    above) or ``not distinguishable``; ``not read (a bound is missing)`` where a bound is not a number."""
+    if not _finite(low, high):
+        return "not read (a bound is missing)"
+    if high < 0:
+        return "lower"
+    if low > 0:
+        return "higher"
+    return "not distinguishable"
+
+
+def less_or_more_than(value: float, bound: float) -> str:
+    """``less than`` (value below bound) or ``more than``; where either is not a number,
+    ``by a missing amount (not a number), so not compared with``."""
+    if not _finite(value, bound):
+        return "by a missing amount (not a number), so not compared with"
+    return "less than" if value < bound else "more than"
+
+
+def design_targets(targets) -> str:
+    """The design check's targets: ``holds 0.8; refuted 0.05`` (underscores read as spaces)."""
+    return "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in dict(targets).items())
+
+
+def algebra_holds(n_hold: int, n: int, corrected: bool) -> str:
+    """How many of the algebraic statements hold (``corrected``: some only once corrected)."""
+    return (f"{n_hold} of the {n} algebraic statements of Section 2 and S1.3 hold"
+            + (", some once corrected" if corrected else ""))
