@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 import companion.book.teaching.exercises as exercises
+from companion.book.teaching import exercise_checks, exercise_engine
+from companion.book.teaching import exercise_references as references
 from companion.book.teaching.exercises import EXERCISES, WrongAnswer, check, checked_labels
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
@@ -292,11 +294,11 @@ def test_the_unfilled_stub_is_not_an_answer(label):
 
 
 def test_no_check_prints_its_reference_answer():
-    # the checks live in one module that students can read: none of the answers' literal
-    # values appear in it
+    # the checks live in modules that students can read: none of the answers' literal
+    # values appear in them
     import inspect
 
-    src = inspect.getsource(exercises)
+    src = "\n".join(inspect.getsource(m) for m in (exercises, exercise_checks, exercise_engine, references))
     for literal in ("1 / n", "1 / d", "= 0.5", "0.5)", "inv(G).T", "np.linalg.inv", "(A - A.T) / 2",
                     "{0, 4, 8}", "range(t, seq_len)", "= 7"):
         assert literal not in src, literal
@@ -347,15 +349,15 @@ def test_the_score_definitions_the_checks_use_match_the_package():
 
     rng = np.random.default_rng(0)
     for n in (2, 5, 48):
-        for M in exercises._test_matrices(rng, n):
-            assert exercises._symmetry_def(M) == pytest.approx(symmetry_score(M), abs=1e-12)
-            assert exercises._directionality_def(M) == pytest.approx(directionality_score(M), abs=1e-12)
+        for M in references.test_matrices(rng, n):
+            assert references.symmetry_def(M) == pytest.approx(symmetry_score(M), abs=1e-12)
+            assert references.directionality_def(M) == pytest.approx(directionality_score(M), abs=1e-12)
             # the form ex-measuring-2 compares with: 1 - s = 2 ||M_n||^2 / ||M||^2
             near = np.eye(n) + 1e-2 * M
             skew = (near - near.T) / 2
             assert 2 * np.sum(skew**2) / np.sum(near**2) == pytest.approx(1 - symmetry_score(near), rel=1e-8)
     # the test matrices exercise both scores: some have outlying columns or rows, some none
-    d = [exercises._directionality_def(M) for M in exercises._test_matrices(rng, 48)]
+    d = [references.directionality_def(M) for M in references.test_matrices(rng, 48)]
     assert min(d) < -0.5 and max(d) > 0.5 and min(abs(x) for x in d) < 1e-9
 
 
@@ -377,16 +379,16 @@ def test_the_power_integral_of_what_survives_3_matches_the_noncentral_t_and_a_si
 
     for n, ncp in ((2, 1.0), (3, 3.5), (7, 2.9), (30, 2.0)):
         crit = stats.t.ppf(0.975, n - 1)
-        assert exercises._t_test_power(n, ncp) == pytest.approx(stats.nct.sf(crit, n - 1, ncp), abs=1e-7)
+        assert references.t_test_power(n, ncp) == pytest.approx(stats.nct.sf(crit, n - 1, ncp), abs=1e-7)
     # simulated t-tests at 7 seeds, true mean 0.6 standard deviations
     rng = np.random.default_rng(0)
     x = rng.normal(0.6, 1.0, (40_000, 7))
     t = x.mean(1) / (x.std(1, ddof=1) / np.sqrt(7))
     hit = np.mean(t > stats.t.ppf(0.975, 6))
-    assert abs(hit - exercises._t_test_power(7, 0.6 * np.sqrt(7))) < 4.5 * np.sqrt(hit * (1 - hit) / len(t))
+    assert abs(hit - references.t_test_power(7, 0.6 * np.sqrt(7))) < 4.5 * np.sqrt(hit * (1 - hit) / len(t))
     # and the package's detectable effect is the power-0.8 difference of the same test
     for n in (3, 7, 20):
-        assert exercises._t_test_power(n, detectable_effect(n, 1.0) * np.sqrt(n)) == pytest.approx(0.8, abs=1e-6)
+        assert references.t_test_power(n, detectable_effect(n, 1.0) * np.sqrt(n)) == pytest.approx(0.8, abs=1e-6)
 
 
 def test_the_pairings_of_survey_2_match_the_package():
@@ -402,7 +404,7 @@ def test_the_pairings_of_survey_2_match_the_package():
 
 def test_the_skew_dimension_is_n_choose_2():
     for n in range(0, 7):
-        assert exercises._skew_dimension(n) == n * (n - 1) // 2
+        assert references.skew_dimension(n) == n * (n - 1) // 2
 
 
 def test_a_closed_form_right_only_for_narrow_heads_is_caught():
