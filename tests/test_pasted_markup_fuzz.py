@@ -156,7 +156,7 @@ def test_the_issue_values_show_as_themselves(value):
 def test_pasted_is_the_one_function_both_builders_use():
     import inspect
 
-    from companion.book.editions import notebooks
+    from companion.book.editions import notebook_cells as notebooks
 
     assert "pasted(" in inspect.getsource(sl.resolve_glue)
     assert "pasted(" in inspect.getsource(notebooks._role)

