@@ -43,7 +43,7 @@ def test_survey_catalog_that_is_not_a_csv_names_the_file(tmp_path, capsys):
 
 
 def test_a_zoo_sidecar_that_is_a_fifo_is_not_read(tmp_path):
-    from companion.zoo import registry as zoo
+    from companion.zoo import assembly as zoo
     main = tmp_path / "model.bin"
     main.write_bytes(b"weights")
     side = tmp_path / "model.bin.sha256.json"
@@ -57,7 +57,7 @@ def test_a_zoo_sidecar_that_is_a_fifo_is_not_read(tmp_path):
 
 @pytest.mark.parametrize("raw", [b"\xff\xfe not text", b"[" * 100_000])
 def test_a_zoo_sidecar_that_is_not_json_text_is_hashed_again_not_a_traceback(tmp_path, raw):
-    from companion.zoo import registry as zoo
+    from companion.zoo import assembly as zoo
 
     main = tmp_path / "model.bin"
     main.write_bytes(b"weights")
@@ -82,6 +82,6 @@ def test_an_installed_zoo_model_is_read_from_a_read_only_cache(monkeypatch):
         raise CompanionError("the cache folder /ro cannot be used (not writable); set COMPANION_CACHE "
                              "to a writable folder.")
 
-    monkeypatch.setattr(zoo, "_markers_dir", read_only)
+    monkeypatch.setattr("companion.zoo.assembly._markers_dir", read_only)
     path = zoo.fetch(name, verify=False)
     assert path.exists()

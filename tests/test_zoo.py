@@ -228,8 +228,8 @@ def _split_model(parts: dict[int, Path], part_size: int, payload: bytes, shipped
 
 
 def _fake_packages(monkeypatch):
-    monkeypatch.setattr(zoo, "package_file", lambda part: Path(part.path))
-    monkeypatch.setattr(zoo, "_installed", lambda model: [])
+    monkeypatch.setattr("companion.zoo.packages.package_file", lambda part: Path(part.path))
+    monkeypatch.setattr("companion.zoo.packages.missing_pins", lambda model: [])
 
 
 def test_split_zip_extracts_a_member_from_the_later_parts(tmp_path, cache, monkeypatch):
@@ -390,7 +390,7 @@ def test_a_full_disk_during_assembly_is_one_line_and_leaves_nothing(cache, monke
         (tmp / "model.bin").write_bytes(b"partial")
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp / "model.bin"))
 
-    monkeypatch.setattr(zoo, "_build", full)
+    monkeypatch.setattr("companion.zoo.assembly._build", full)
     capsys.readouterr()
     assert main(["zoo", "fetch", "whisper-base"]) == 2
     err = capsys.readouterr().err

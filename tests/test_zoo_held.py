@@ -53,8 +53,8 @@ def _toy(tmp_path: Path, monkeypatch, **changes) -> tuple[zoo.ZooModel, Path]:
         reader="gguf", licence="-", assembly="parts", main="toy.gguf.parts.json", parts=parts,
         sha256=_sha(data), size=len(data))
     model = zoo.ZooModel(**{**model.__dict__, **changes})
-    monkeypatch.setattr(zoo, "package_file", lambda part: Path(part.path))
-    monkeypatch.setattr(zoo, "_installed", lambda model: [])
+    monkeypatch.setattr("companion.zoo.packages.package_file", lambda part: Path(part.path))
+    monkeypatch.setattr("companion.zoo.packages.missing_pins", lambda model: [])
     monkeypatch.setitem(zoo.HELD, model.name, model)
     return model, whole
 
@@ -133,8 +133,8 @@ def test_an_installed_model_with_a_second_file_checks_that_files_digest(tmp_path
         parts=(zoo.Part("toy", "1.0", str(dec), dec.stat().st_size),
                zoo.Part("toy", "1.0", str(enc), enc.stat().st_size, _sha(b"encoder graph"))),
         sha256=_sha(b"decoder graph"), size=dec.stat().st_size)
-    monkeypatch.setattr(zoo, "package_file", lambda part: Path(part.path))
-    monkeypatch.setattr(zoo, "_installed", lambda model: [])
+    monkeypatch.setattr("companion.zoo.packages.package_file", lambda part: Path(part.path))
+    monkeypatch.setattr("companion.zoo.packages.missing_pins", lambda model: [])
     monkeypatch.setitem(zoo.HELD, model.name, model)
     assert zoo.fetch(model.name) == tmp_path / "span"
     assert model.total_size == len(b"decoder graph") + len(b"encoder graph")

