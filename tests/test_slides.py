@@ -202,10 +202,134 @@ def test_a_cell_tagged_slide_that_draws_nothing_is_refused_with_its_name():
     with pytest.raises(sl.SlideError, match=r"mychapter: code cell 1 .*'slide'"):
         sl._chapter_markdown(nb, {}, "mychapter")
     nb.cells[1].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="})]
-    markdown, figures = sl._chapter_markdown(nb, {}, "mychapter")
-    assert len(figures) == 1 and "@@figure:0@@" in markdown
+    markdown, figures, tables = sl._chapter_markdown(nb, {}, "mychapter")
+    assert len(figures) == 1 and "@@figure:0@@" in markdown and tables == []
+    # a table is as good as a figure for a cell tagged 'slide'
+    nb.cells[1].outputs = [nbformat.v4.new_output("execute_result", data={"text/html": HTML_TABLE(3)})]
+    markdown, figures, tables = sl._chapter_markdown(nb, {}, "mychapter")
+    assert figures == [] and tables == [(HTML_TABLE(3), True)] and "@@table:0@@" in markdown
 
 
 def test_a_deck_is_made_for_a_1280_by_720_screen():
     page = deck_html("T", ["<h2>x</h2>"])
     assert "width: 1280, height: 720" in page
+
+
+def HTML_TABLE(rows: int, cell: str = "r") -> str:
+    """A table as companion.book.tables.readable writes it, with ``rows`` body rows."""
+    body = "".join(f"<tr><td>{cell}{k}</td><td class=\"num\">{k}.5</td></tr>" for k in range(rows))
+    return (f'<table class="companion-table table"><caption>Scores</caption><thead><tr><th scope="col">model</th>'
+            f'<th scope="col" class="num">score</th></tr></thead><tbody>{body}</tbody></table>')
+
+
+def test_a_long_html_table_is_split_with_its_caption_and_header_on_every_piece():
+    pieces = sl.split_html_table(HTML_TABLE(20), rows=8)
+    assert len(pieces) == 3
+    rows = [r for p in pieces for r in re.findall(r"<td>(r\d+)</td>", p)]
+    assert rows == [f"r{k}" for k in range(20)]
+    assert all(p.count("<caption>Scores</caption>") == 1 and p.count("<th ") == 2 for p in pieces)
+    assert sl.split_html_table(HTML_TABLE(8), rows=8) == [HTML_TABLE(8)]
+    assert sl.split_html_table("<table><tr><td>x</td></tr></table>") == ["<table><tr><td>x</td></tr></table>"]
+
+
+def _table_chapter(answer: bool = True, tagged: tuple = ()):
+    """A chapter with three tables: one before the answer box, two after it."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cells = [nbformat.v4.new_markdown_cell("# T"), nbformat.v4.new_code_cell("a")]
+    if answer:
+        cells.append(nbformat.v4.new_markdown_cell(":::{admonition} The answer\n:class: tip\n\n- It holds.\n:::"))
+    cells += [nbformat.v4.new_markdown_cell("## Results\n\nThe numbers."), nbformat.v4.new_code_cell("b"),
+              nbformat.v4.new_code_cell("c")]
+    code = [c for c in cells if c.cell_type == "code"]
+    for cell, name in zip(code, ("before", "first", "second")):
+        cell.outputs = [nbformat.v4.new_output("execute_result", data={"text/html": HTML_TABLE(2, name)})]
+        if name in tagged:
+            cell.metadata["tags"] = ["slide"]
+    nb.cells = cells
+    markdown, figures, tables = sl._chapter_markdown(nb, {}, "t")
+    return sl.plan_chapter(markdown, figures, "t", tables=tables)[1]
+
+
+def _tables_of(slides):
+    return [re.findall(r"<td>([a-z]+)\d</td>", s.table)[0] for s in slides if s.table]
+
+
+def test_the_key_table_is_the_first_after_the_answer_box_or_the_tagged_ones():
+    assert _tables_of(_table_chapter()) == ["first"]                       # not the one before the box
+    assert _tables_of(_table_chapter(answer=False)) == ["before"]          # no box: the first shown
+    assert _tables_of(_table_chapter(tagged=("second",))) == ["second"]    # a tag overrides the rule
+    assert _tables_of(_table_chapter(tagged=("before", "second"))) == ["before", "second"]
+    slide = [s for s in _table_chapter() if s.table][0]
+    assert slide.title == "Results"                                        # in the section that shows it
+
+
+def test_a_table_on_a_slide_keeps_only_inert_markup_and_links_to_the_online_book():
+    table = ('<table><tbody><tr><td><script>alert(1)</script><a href="survey.html#x" onclick="f()">s</a>'
+             '</td></tr></tbody></table>')
+    out = sl.render_slide(sl.Slide("T", table=table), links={"survey": "https://o.github.io/r/book/survey.html"})
+    assert "<script>" not in out and "&lt;script&gt;" in out and "onclick" not in out
+    assert 'href="https://o.github.io/r/book/survey.html#x"' in out
+    assert 'class="deck-table" tabindex="0" role="region"' in out
+
+
+def test_a_deck_without_the_table_its_chapter_shows_stops_the_build_naming_the_chapter(tmp_path, monkeypatch):
+    import nbformat
+    from types import SimpleNamespace
+
+    from companion.book.site import chapters as chapters_mod, executions
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# T\n\n## S\n\nProse."), nbformat.v4.new_code_cell("t")]
+    nb.cells[1].outputs = [nbformat.v4.new_output("execute_result", data={"text/html": HTML_TABLE(2)})]
+    assert sl.shown_tables(nb) == 1
+    nb.cells[1].metadata["tags"] = ["remove-output"]
+    assert sl.shown_tables(nb) == 0
+    nb.cells[1].metadata["tags"] = []
+    (tmp_path / "_build" / "executed").mkdir(parents=True)
+    chapter = SimpleNamespace(docname="book/tabled", source=tmp_path / "book" / "tabled.md")
+    monkeypatch.setattr(chapters_mod, "book_chapters", lambda root: [chapter])
+    monkeypatch.setattr(chapters_mod, "book_links", lambda root, site: {})
+    monkeypatch.setattr(chapters_mod, "repository_url", lambda root: "https://github.com/o/r")
+    monkeypatch.setattr(executions, "find", lambda chs, srcs: {"book/tabled": SimpleNamespace(notebook=nb, glue={})})
+    monkeypatch.setattr(sl, "vendor_reveal", lambda: tmp_path)
+    monkeypatch.setattr(sl, "_mathjax_dir", lambda: tmp_path)
+    (tmp_path / "out" / "vendor" / "reveal").mkdir(parents=True)
+    (tmp_path / "out" / "vendor" / "mathjax").mkdir(parents=True)
+    sl.build_slides(tmp_path, tmp_path / "out")                 # the key table is on a slide: built
+    assert "<table" in (tmp_path / "out" / "tabled.slides.html").read_text()
+    real = sl.chapter_slides
+    monkeypatch.setattr(sl, "chapter_slides", lambda *a, **k: (lambda t, s: (t, [x for x in s if "<table" not in x]))(
+        *real(*a, **k)))
+    with pytest.raises(sl.SlideError, match=r"^tabled: the chapter shows 1 table\(s\) and its deck \(tabled.slides.html\) none"):
+        sl.build_slides(tmp_path, tmp_path / "out")
+
+
+def test_a_section_s_lead_shows_the_picture_it_announces():
+    page = ("# T\n\n## At a glance\n\nEvery claim's status in one picture.\n\n@@figure:0@@\n\n"
+            "## Later\n\nA lead.\n\n:::{prf:definition} D\nx\n:::\n\n@@figure:1@@\n")
+    figures = [("iVBORw0KGgo=", "the overview", ""), ("iVBORw0KGgo=", "another", "Its caption.")]
+    slides = sl.plan_chapter(page, figures, "t")[1]
+    glance = [s for s in slides if s.title == "At a glance"]
+    assert len(glance) == 1 and glance[0].figure == figures[0][:2] and "one picture" in glance[0].body
+    assert '<figure class="with-text">' in sl.render_slide(glance[0])
+    # a figure after a statement keeps its own slide
+    later = [s for s in slides if s.title == "Later"]
+    assert [bool(s.figure) for s in later] == [False, True]
+    # a lead and a caption over the budget together keep two slides
+    long = "# T\n\n## S\n\n" + LONG + "\n\n@@figure:0@@\n"
+    two = sl.plan_chapter(long, [("iVBORw0KGgo=", "x", LONG)], "t")[1]
+    assert [bool(s.figure) for s in two if s.title == "S"] == [False, True]
+
+
+def test_nothing_on_a_slide_widens_it():
+    """The deck's style sheet lets a table, a code block and a display formula scroll inside
+    their own box and keeps MathJax's hidden copy of a formula to 1 px (it widened two slides)."""
+    page = deck_html("T", ["<h2>x</h2>"])
+    css = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
+    rule = lambda sel: re.search(re.escape(sel) + r"\s*\{([^}]*)\}", css).group(1)
+    assert "overflow: auto" in rule(".reveal .deck-table") and "max-width: 100%" in rule(".reveal .deck-table")
+    assert "overflow-x: auto" in rule(".reveal pre")
+    assert "overflow-x: auto" in rule('.reveal mjx-container[display="true"]')
+    assert "width: 1px !important" in rule(".reveal mjx-assistive-mml")

@@ -38,8 +38,14 @@ def test_deck_loads_typesets_and_shows_its_images_offline(browser, slides_url, o
             const imgs = Array.from(document.images);
             // every slide shown in turn at the deck's 1280 x 720: content taller than the slide overflows
             const secs = Array.from(document.querySelectorAll(".reveal .slides > section"));
-            const tall = [];
-            secs.forEach((s, i) => { Reveal.slide(i); if (s.scrollHeight > s.clientHeight + 1) tall.push(i); });
+            const tall = [], wide = [];
+            secs.forEach((s, i) => {
+              Reveal.slide(i);
+              if (s.scrollHeight > s.clientHeight + 1) tall.push(i);
+              // wider than the slide: the slide itself scrolls sideways (a table or a code line
+              // scrolls inside its own box instead, which keeps the slide's width)
+              if (s.scrollWidth > s.clientWidth + 1) wide.push(i);
+            });
             done({typeset: document.body.dataset.typeset || "",
                   sections: document.querySelectorAll(".reveal .slides section").length,
                   math: document.querySelectorAll("mjx-container").length,
@@ -48,7 +54,7 @@ def test_deck_loads_typesets_and_shows_its_images_offline(browser, slides_url, o
                   broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length,
                   rawMyst: (document.body.innerText.match(/[{](prf:|glue|code-cell|exercise|solution)/g) || []).length,
                   rawLabels: (document.body.innerText.match(/[(][A-Za-z0-9_-]+[)]=/g) || []).length,
-                  tall: tall});
+                  tall: tall, wide: wide});
           } else { setTimeout(wait, 200); }
         })();
     """)
@@ -63,6 +69,7 @@ def test_deck_loads_typesets_and_shows_its_images_offline(browser, slides_url, o
     assert state["rawMyst"] == 0, f"{deck}: MyST syntax shown as text ({state})"
     assert state["rawLabels"] == 0, f"{deck}: MyST labels such as (x)= shown as text ({state})"
     assert state["tall"] == [], f"{deck}: slides {state['tall']} are taller than the 1280 x 720 slide"
+    assert state["wide"] == [], f"{deck}: slides {state['wide']} (from 0) are wider than the 1280 x 720 slide"
     assert not outside_requests(browser)
     audit(browser, f"slides: {deck}.slides.html")  # no serious or critical violation
 
@@ -85,6 +92,44 @@ def test_a_deck_of_a_chapter_with_figures_shows_them(chapter, executions):
     drawn = sl.drawn_figures(ex.notebook, markdown)
     shown = (SLIDES / f"{deck}.slides.html").read_text().count("<img ")
     assert shown >= min(drawn, 1), f"{deck}: the chapter draws {drawn} figures, its deck shows {shown}"
+
+
+@pytest.mark.parametrize("chapter", nbgen.book_chapters(ROOT), ids=lambda c: Path(c.docname).name)
+def test_a_deck_of_a_chapter_with_tables_shows_its_key_table(chapter, executions):
+    """A chapter whose code shows a table has one in its deck: its key table, the first shown
+    after the answer box (or one its code cell tags 'slide'), with that table's header."""
+    import html as html_lib
+
+    ex = executions[chapter.docname]
+    deck = Path(chapter.docname).name
+    assert ex.notebook is not None, f"{deck}: no execution with outputs under {ROOT / '_build'}"
+    tabled = sl.shown_tables(ex.notebook)
+    page = (SLIDES / f"{deck}.slides.html").read_text()
+    slides_only = re.sub(r"<aside.*?</aside>", "", page, flags=re.S)   # a table in the notes is not shown
+    shown = re.findall(r"<table\b.*?</table>", slides_only, re.S)
+    assert len(shown) >= min(tabled, 1), f"{deck}: the chapter's code shows {tabled} tables, its deck's slides {len(shown)}"
+    if tabled:
+        # the first header cell of some table the chapter shows heads a table of the deck
+        heads = {html_lib.unescape(re.sub(r"<[^>]+>", "", h)).strip()
+                 for c in ex.notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                 for t in sl.output_tables(o) for h in re.findall(r"<th\b[^>]*>(.*?)</th>", t, re.S)[:1]}
+        firsts = {html_lib.unescape(re.sub(r"<[^>]+>", "", h)).strip()
+                  for t in shown for h in re.findall(r"<th\b[^>]*>(.*?)</th>", t, re.S)[:1]}
+        assert heads & firsts, f"{deck}: no table of the deck starts as a table of the chapter does ({sorted(firsts)})"
+
+
+#: words of a slide that promise a picture on it ("every claim's status in one picture")
+PROMISE = re.compile(r"\b(in one picture|in this picture|the picture here)\b", re.I)
+
+
+@pytest.mark.parametrize("deck", DECKS)
+def test_a_slide_that_promises_a_picture_shows_it(deck):
+    page = (SLIDES / f"{deck}.slides.html").read_text()
+    for n, sec in enumerate(re.findall(r"<section[^>]*>(.*?)</section>", page, re.S)):
+        shown = re.sub(r"<aside.*?</aside>", "", sec, flags=re.S)
+        text = re.sub(r"<[^>]+>", " ", re.sub(r"<figure.*?</figure>", "", shown, flags=re.S))
+        if PROMISE.search(text):
+            assert "<img " in shown, f"{deck}: slide {n} (from 0) promises a picture ({PROMISE.search(text).group(0)!r}) and shows none"
 
 
 @pytest.mark.parametrize("chapter", nbgen.book_chapters(ROOT), ids=lambda c: Path(c.docname).name)

@@ -6,6 +6,15 @@ in, figures and tables standing as ``@@figure:<n>@@`` / ``@@table:<n>@@`` lines)
 :func:`plan_chapter` turns that Markdown into :class:`Slide` objects within the word budget;
 :func:`check_answer_slides` refuses an answer slide that loses a verdict. Rendering the slides
 as HTML is :mod:`companion.book.editions.slide_render`'s.
+
+**Which table a deck shows.** A chapter shows many tables (fig3_decided: 23); a deck shows
+the tables of the code cells the chapter tags ``slide`` and, where it tags none, its *key
+table*: the first table the chapter shows after its answer box (the first it shows at all
+where it has no answer box, or none after it), in the section where the chapter shows it, split
+at :data:`TABLE_ROWS` rows with its header on each slide (:func:`split_html_table`).  A table
+is one that a code cell's output shows as HTML (made by :func:`companion.book.tables.readable`,
+or written by the chapter's code), not a Markdown table of the prose, which a ``% slide``
+mark puts on a slide.  :func:`shown_tables` counts what a deck must then show.
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ from dataclasses import dataclass
 
 __all__ = ["SLIDE_WORDS", "TABLE_ROWS", "Slide", "SlideError", "resolve_glue", "trim", "pack_bullets",
            "split_table", "plan_chapter", "without_asides", "pack_answer", "answer_verdicts",
-           "check_answer_slides", "drawn_figures", "chapter_markdown"]
+           "check_answer_slides", "drawn_figures", "chapter_markdown", "shown_tables", "split_html_table",
+           "output_tables", "key_tables"]
 
 _GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md))?\}`(?P<name>[^`:]+)(?::(?P<fmt>[^`]*))?`")
 _GLUE_FIGURE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\s*\n(?P<body>.*?)^(?P=fence)\s*$",
@@ -87,18 +97,21 @@ _OPTION_LINE = re.compile(r"^\s*:[A-Za-z_-]+:")
 _SLIDE_START = re.compile(r"^%\s*slide\b:?\s*(?P<title>.*)$")
 _SLIDE_END = re.compile(r"^%\s*end[ -]?slide\s*$")
 _FIGURE_MARK = re.compile(r"^@@figure:(\d+)@@$")
+_TABLE_MARK = re.compile(r"^@@table:(\d+)@@$")
+_HTML_TABLE = re.compile(r"<table\b.*?</table\s*>", re.S | re.I)
 _BLOCK_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args>.*)$")
 
 
 @dataclass
 class Slide:
     """One slide: a title, a Markdown body, an optional figure ``(png, alt)`` with its caption,
-    and speaker notes (Markdown)."""
+    an optional table (HTML) and speaker notes (Markdown)."""
     title: str
     body: str = ""
     figure: tuple | None = None
     caption: str = ""
     notes: str = ""
+    table: str = ""      # one table's HTML as the chapter's code made it (rendered through safe_html)
 
     def words(self) -> int:
         from ..teaching.course_plan import prose_words
@@ -280,6 +293,39 @@ def split_table(md: str, rows: int = TABLE_ROWS) -> list[str]:
     return ["\n".join(head + body[i:i + rows]) for i in range(0, len(body), rows)] or [md]
 
 
+def key_tables(order: list[tuple[int, bool]], tagged: list[bool]) -> set[int]:
+    """The tables a deck shows (module docstring): those of cells tagged ``slide`` or, where no
+    cell is, the first shown after the answer box, else the first; ``order``: ``(table, after
+    the answer box)`` in reading order; ``tagged[n]``: table ``n``'s cell is tagged ``slide``."""
+    chosen = {n for n, _ in order if n < len(tagged) and tagged[n]}
+    if chosen or not order:
+        return chosen
+    return {next((n for n, after in order if after), order[0][0])}
+
+
+def split_html_table(table: str, rows: int = TABLE_ROWS) -> list[str]:
+    """An HTML table of more than ``rows`` body rows as several tables, each with the table's
+    caption and header rows; a table whose rows cannot be told apart is kept whole."""
+    m = re.search(r"<tbody\b[^>]*>(.*?)</tbody\s*>", table, re.S | re.I)
+    if not m:
+        return [table]
+    body = re.findall(r"<tr\b.*?</tr\s*>", m.group(1), re.S | re.I)
+    if len(body) <= rows or re.sub(r"<tr\b.*?</tr\s*>", "", m.group(1), flags=re.S | re.I).strip():
+        return [table]
+    head, tail = table[:m.start(1)], table[m.end(1):]
+    return [head + "".join(body[i:i + rows]) + tail for i in range(0, len(body), rows)]
+
+
+def output_tables(output) -> list[str]:
+    """The tables one code-cell output shows: each ``<table>...</table>`` of its HTML."""
+    data = output.get("data") or {}
+    page = data.get("text/html")
+    if not page:
+        return []
+    page = "".join(page) if isinstance(page, list) else str(page)
+    return _HTML_TABLE.findall(page)
+
+
 def _links_text(text: str) -> str:
     """References without text of their own: shown as words, not as label names."""
     text = re.sub(r"\{(ref|numref)\}`([^`<]+)`", r"{\1}`in the book <\2>`", text)
@@ -289,7 +335,7 @@ def _links_text(text: str) -> str:
 
 
 def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
-                 exercises_url=None) -> tuple[str, list[Slide]]:
+                 exercises_url=None, tables: list[tuple] | None = None) -> tuple[str, list[Slide]]:
     """``(title, slides)`` from a chapter's Markdown (glued values filled in, solutions removed)
     in which ``@@figure:<n>@@`` lines stand for ``figures[n] = (png, alt, caption)``.
 
@@ -299,7 +345,13 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
     (up to the next heading, mark or ``% end slide``), shown whole: a marked block over
     :data:`SLIDE_WORDS` is a :class:`SlideError` naming the chapter and the block; then the
     closing "What to remember", and links to the exercises. Tables are split at
-    :data:`TABLE_ROWS` rows.
+    :data:`TABLE_ROWS` rows. ``@@table:<n>@@`` lines stand for ``tables[n] = (html, tagged)``
+    (a code cell's table; ``tagged``: the cell is tagged ``slide``); the deck shows those of
+    :func:`key_tables` where the chapter shows them.
+
+    A section whose first item is a figure (its lead announces it: "every claim's status in
+    one picture") shows the figure on the lead's slide, when the lead and the figure's caption
+    together fit :data:`SLIDE_WORDS`.
     """
     title = chapter
     goals: list[str] = []
@@ -311,6 +363,9 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
     lines = markdown.splitlines()
     i = 0
     marked: dict | None = None
+    answered = False
+    table_order: list[tuple[int, bool]] = []   # (table, shown after the answer box) in reading order
+    tables = tables or []
 
     def close_marked():
         nonlocal marked
@@ -327,6 +382,11 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
         i += 1
         if _LABEL_LINE.match(stripped) or (stripped.startswith("%") and not _SLIDE_START.match(stripped)
                                            and not _SLIDE_END.match(stripped)):
+            continue
+        tab = _TABLE_MARK.match(stripped)
+        if tab:
+            section["items"].append(("table", int(tab.group(1))))
+            table_order.append((int(tab.group(1)), answered))
             continue
         fig = _FIGURE_MARK.match(stripped)
         if fig:
@@ -367,6 +427,7 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
                 goals = _bullets(inner)
             elif name == "admonition" and args.lower().startswith("the answer"):
                 answer = _bullets(inner)
+                answered = True
             elif name == "exercise":
                 found = re.search(r"^:label: (\S+)", "\n".join(raw), re.M)
                 exercises.append(found.group(1) if found else "")
@@ -398,9 +459,11 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
         slides += pack_bullets("Learning goals", [g for g in goals if not g.startswith("After this chapter")])
     if answer_points:
         slides += pack_answer(answer_points)
+    shown_tables = key_tables(table_order, [bool(t[1]) for t in tables])
     for sec in sections:
         if sec["title"].lower() in _SKIP_SECTIONS:
             continue
+        items = list(sec["items"])
         paragraphs = [p.strip() for p in re.split(r"\n\s*\n", "\n".join(sec["prose"])) if p.strip()]
         lead = next((p for p in paragraphs if not p.startswith("|") and not p.startswith("$$")), "")
         has_marks = any(item[0] == "marked" for item in sec["items"])
@@ -409,10 +472,21 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
             others = [p for p in paragraphs if p != lead]
             notes = "\n\n".join(([rest] if rest else []) + others)
             slides.append(Slide(sec["title"], kept, notes=notes))
+            if items and items[0][0] == "figure":   # the picture the lead announces, on its slide
+                png, alt, caption = figures[items[0][1]]
+                cap, cap_rest = trim(caption) if caption else ("", "")
+                if _words(kept) + _words(cap) <= SLIDE_WORDS:
+                    slides[-1].figure, slides[-1].caption = (png, alt), cap
+                    slides[-1].notes = "\n\n".join(filter(None, [slides[-1].notes, cap_rest]))
+                    items.pop(0)
         elif has_marks and paragraphs and slides:
             slides[-1].notes = "\n\n".join(filter(None, [slides[-1].notes, *paragraphs]))
-        for item in sec["items"]:
-            if item[0] == "figure":
+        for item in items:
+            if item[0] == "table":
+                if item[1] in shown_tables:
+                    pieces = split_html_table(tables[item[1]][0])
+                    slides += [Slide(sec["title"] or title, table=piece) for piece in pieces]
+            elif item[0] == "figure":
                 png, alt, caption = figures[item[1]]
                 kept, rest = trim(caption) if caption else ("", "")
                 slides.append(Slide(sec["title"] or title, figure=(png, alt), caption=kept, notes=rest))
@@ -423,12 +497,12 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
                 slides[-1].notes = "\n\n".join(filter(None, [slides[-1].notes, "Proof. " + item[1]]))
             else:   # a block the chapter marks for a slide: shown whole, within the budget
                 _, name, body, figs = item
-                tables = [blk for blk in re.split(r"\n\s*\n", body) if blk.lstrip().startswith("|")]
+                md_tables = [blk for blk in re.split(r"\n\s*\n", body) if blk.lstrip().startswith("|")]
                 prose = "\n\n".join(blk for blk in re.split(r"\n\s*\n", body) if not blk.lstrip().startswith("|"))
                 if _words(prose) > SLIDE_WORDS:
                     raise SlideError(f"{chapter}: the slide {name!r} marked '% slide' has {_words(prose)} words of "
                                      f"prose, over the budget of {SLIDE_WORDS}; shorten it or mark less")
-                parts = [split_table(t) for t in tables] or [[""]]
+                parts = [split_table(t) for t in md_tables] or [[""]]
                 pieces = [p for ps in parts for p in ps]
                 for k, piece in enumerate(pieces):
                     fig = figures[figs[0]] if figs and k == 0 else None
@@ -444,16 +518,20 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
         links = [f"[Exercise {k}]({exercises_url(label)})" if exercises_url else f"Exercise {k}"
                  for k, label in enumerate(exercises, 1) if label]
         slides.append(Slide("Exercises", "In the book, with hints and checks: " + ", ".join(links) + "."))
-    return title, [s for s in slides if s.body or s.figure or s.notes or s is slides[0]]
+    return title, [s for s in slides if s.body or s.figure or s.notes or s.table or s is slides[0]]
 
 
-def chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple]]:
-    """The chapter's Markdown (solutions removed, glued values filled in) with an
-    ``@@figure:<n>@@`` line where each figure stands, and the figures ``(png, alt, caption)``."""
+def chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple], list[tuple]]:
+    """``(markdown, figures, tables)``: the chapter's Markdown (solutions removed, glued values
+    filled in) with an ``@@figure:<n>@@`` line where each figure stands and an ``@@table:<n>@@``
+    line where each table of a code cell's output stands, the figures ``(png, alt, caption)``
+    and the tables ``(html, tagged)`` (``tagged``: the cell is tagged ``slide``).  A cell tagged
+    ``slide`` that draws no figure and shows no table is a :class:`SlideError`."""
     from .solutions import cells_without_solutions
 
     parts: list[str] = []
     figures: list[tuple] = []
+    tables: list[tuple] = []
 
     def glued_figure(m):
         name = m.group("name")
@@ -479,9 +557,14 @@ def chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple]]:
                         figures.append((png, _figure_alt(out.get("metadata"), "figure"), ""))
                         parts.append(f"@@figure:{len(figures) - 1}@@")
                         drawn += 1
+                        continue
+                    for table in output_tables(out):
+                        tables.append((table, "slide" in tags))
+                        parts.append(f"@@table:{len(tables) - 1}@@")
+                        drawn += 1
             if "slide" in tags and not drawn:
-                raise SlideError(f"{chapter}: code cell {n} is tagged 'slide' but draws no figure")
-    return "\n\n".join(parts), figures
+                raise SlideError(f"{chapter}: code cell {n} is tagged 'slide' but draws no figure and shows no table")
+    return "\n\n".join(parts), figures, tables
 
 
 def drawn_figures(nb, markdown: str = "") -> int:
@@ -496,4 +579,18 @@ def drawn_figures(nb, markdown: str = "") -> int:
         drawn += sum(1 for o in cell.get("outputs", []) if "image/png" in (o.get("data") or {})
                      and "scrapbook" not in (o.get("metadata") or {}))
     return drawn + len(_GLUE_FIGURE.findall(markdown))
+
+
+def shown_tables(nb) -> int:
+    """How many tables an executed chapter's code shows: the HTML tables of its code cells'
+    outputs (a glued value and a cell whose output is removed excepted), as
+    :func:`chapter_markdown` finds them."""
+    shown = 0
+    for cell in nb.cells:
+        tags = set((cell.get("metadata") or {}).get("tags", []))
+        if cell.cell_type != "code" or tags & {"remove-output", "remove-cell"}:
+            continue
+        shown += sum(len(output_tables(o)) for o in cell.get("outputs", [])
+                     if "scrapbook" not in (o.get("metadata") or {}) and "image/png" not in (o.get("data") or {}))
+    return shown
 

@@ -6,10 +6,41 @@ inside the slide rather than widen it). The rendering half of :mod:`companion.bo
 from __future__ import annotations
 
 import html
+import re
 
 from .slide_plan import Slide
 
-__all__ = ["render_slide", "deck_html", "markdown_renderer"]
+__all__ = ["DECK_CSS", "render_slide", "deck_html", "markdown_renderer", "table_html"]
+
+#: the deck's style sheet: reveal.js's white theme for a 1280 x 720 slide, left-aligned and
+#: smaller text, and nothing wider than the slide: a table, a code block or a display formula
+#: wider than it scrolls sideways inside its own box (a table taller than the room left also
+#: scrolls down inside it), a long code word or address breaks, and MathJax's copy of each
+#: formula for screen readers (``mjx-assistive-mml``, clipped to nothing on screen) is kept
+#: to its 1 px box, so that a formula near the right edge does not widen the slide
+DECK_CSS = """
+.reveal .slides section { text-align: left; font-size: 0.72em; height: 100%; overflow-y: auto; }
+.reveal .slides section h1, .reveal .slides section h2, .reveal .slides section h3 { text-transform: none; }
+.reveal .slides section h2 { font-size: 1.6em; }
+.reveal figure { margin: 0; text-align: center; }
+.reveal img { max-height: 430px; max-width: 100%; }
+.reveal figure.with-text img { max-height: 330px; }
+.reveal table { font-size: 0.8em; }
+.reveal blockquote { width: 95%; background: #f4f6fa; box-shadow: none; font-style: normal; }
+.reveal figcaption { font-size: 0.7em; }
+.reveal .slides section > * { max-width: 100%; box-sizing: border-box; }
+.reveal pre { width: 100%; max-width: 100%; overflow-x: auto; box-shadow: none; }
+.reveal pre code { white-space: pre; max-height: 480px; }
+.reveal p code, .reveal li code, .reveal td code { overflow-wrap: anywhere; }
+.reveal p, .reveal li, .reveal td, .reveal th { overflow-wrap: break-word; }
+.reveal mjx-container[display="true"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
+.reveal mjx-assistive-mml { width: 1px !important; height: 1px !important; overflow: hidden !important; }
+.reveal .deck-table { max-width: 100%; max-height: 560px; overflow: auto; }
+.reveal .deck-table table { font-size: 0.62em; margin: 0; border-collapse: collapse; width: max-content; }
+.reveal .deck-table caption { font-size: 1.1em; text-align: left; padding-bottom: 0.3em; }
+.reveal .deck-table th, .reveal .deck-table td { padding: 0.2em 0.5em; vertical-align: top; max-width: 24em; }
+.reveal .deck-table td.num, .reveal .deck-table th.num { text-align: right; }
+"""
 
 
 def markdown_renderer():
@@ -38,22 +69,45 @@ def markdown_renderer():
 
 
 def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
-    """The HTML of one slide: its title, body, figure and caption, and its notes in an
-    ``<aside class="notes">`` (reveal.js's speaker notes, hidden on the slide)."""
+    """The HTML of one slide: its title, body, table (:func:`table_html`), figure and caption,
+    and its notes in an ``<aside class="notes">`` (reveal.js's speaker notes, hidden on the slide)."""
     from ..site.markup import pasted
     from .notebooks import colab_markdown
 
     md = md or markdown_renderer()
     render = lambda text: md.render(colab_markdown(text, None, links)) if text else ""
     parts = [f"<h2>{html.escape(slide.title)}</h2>", render(slide.body)]
+    if slide.table:
+        parts.append(table_html(slide.table, slide.title, links))
     if slide.figure:
         png, alt = slide.figure
         png = pasted("".join(str(png).split()), "html")
-        parts.append(f'<figure><img alt="{pasted(alt, "html")}" src="data:image/png;base64,{png}"/>'
+        size = ' class="with-text"' if slide.body else ""
+        parts.append(f'<figure{size}><img alt="{pasted(alt, "html")}" src="data:image/png;base64,{png}"/>'
                      f"<figcaption>{render(slide.caption)}</figcaption></figure>")
     if slide.notes:
         parts.append(f'<aside class="notes">{render(slide.notes)}</aside>')
     return "\n".join(p for p in parts if p)
+
+
+def table_html(table: str, title: str = "table", links: dict | None = None) -> str:
+    """A table a chapter's code made, as a slide shows it: its inert markup only
+    (:func:`companion.book.site.markup.safe_html`: a ``<script>`` or an ``onclick`` in a cell
+    shows as text), a link to another page of the book (``survey.html#x``) pointed at the
+    online book (``links``: page or label -> address), in a box that scrolls when the table is
+    wider or taller than the slide (focusable, so that it scrolls by keyboard too)."""
+    from ..site.markup import safe_html
+
+    links = links or {}
+
+    def online(m):
+        page, frag = m.group(2), m.group(3) or ""
+        address = links.get(page)
+        return f'{m.group(1)}"{address}{frag}"' if address else m.group(0)
+
+    clean = re.sub(r'(href=)"(?!https?:|mailto:|#)(?:\./)?([A-Za-z0-9_-]+)\.html(#[^"]*)?"', online, safe_html(table))
+    return (f'<div class="deck-table" tabindex="0" role="region" aria-label="{html.escape(title, quote=True)}: table">'
+            f"{clean}</div>")
 
 
 def deck_html(title: str, slides: list[str], vendor: str = "vendor") -> str:
@@ -67,16 +121,7 @@ def deck_html(title: str, slides: list[str], vendor: str = "vendor") -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1"/>
 <link rel="stylesheet" href="{vendor}/reveal/reveal.css"/>
 <link rel="stylesheet" href="{vendor}/reveal/theme/white.css"/>
-<style>
-.reveal .slides section {{ text-align: left; font-size: 0.72em; height: 100%; overflow-y: auto; }}
-.reveal .slides section h1, .reveal .slides section h2, .reveal .slides section h3 {{ text-transform: none; }}
-.reveal .slides section h2 {{ font-size: 1.6em; }}
-.reveal figure {{ margin: 0; text-align: center; }}
-.reveal img {{ max-height: 430px; max-width: 100%; }}
-.reveal table {{ font-size: 0.8em; }}
-.reveal blockquote {{ width: 95%; background: #f4f6fa; box-shadow: none; font-style: normal; }}
-.reveal figcaption {{ font-size: 0.7em; }}
-</style>
+<style>{DECK_CSS}</style>
 <script>
 window.MathJax = {{ tex: {{ inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]],
                            processEnvironments: true }},

@@ -8,16 +8,19 @@ A deck is made from the chapter as the book executed it (its outputs and glued v
 whichever executions the build path left: :mod:`companion.book.site.executions`), for
 projection rather than reading (:func:`plan_chapter`): the chapter's question, its learning
 goals and the points of its answer box; per section its opening sentences, its formal
-statements and its figures (code outputs and glued figures, with their captions); every
-block the chapter marks with a ``% slide`` comment line (invisible in the book), shown
-whole; and its closing "What to remember", with links to its exercises. A slide carries at
+statements and its figures (code outputs and glued figures, with their captions); its key
+table (the first table its code shows after the answer box, or the tables of cells tagged
+``slide``: :mod:`companion.book.editions.slide_plan`); every block the chapter marks with a
+``% slide`` comment line (invisible in the book), shown whole; and its closing "What to remember", with links to its exercises. A slide carries at
 most :data:`SLIDE_WORDS` words of prose; what does not fit, and the rest of each section,
 goes to the slide's speaker notes (``<aside class="notes">``). Glued numbers are filled in,
 references become links to the online book (its address from ``_config.yml``), MyST labels
 and directive options never show, tables are split at :data:`TABLE_ROWS` rows, solutions
 are left out (the decks can be handed to students). A code cell tagged ``slide`` must draw
-a figure, and a marked block must fit the budget: either mistake stops the build naming
-the chapter (:class:`SlideError`).
+a figure or show a table, a marked block must fit the budget, and a deck must show a figure
+and a table where its chapter does: each mistake stops the build naming the chapter
+(:class:`SlideError`). Parsing a chapter into slides is :mod:`.slide_plan`'s, rendering them
+:mod:`.slide_render`'s; this module fetches reveal.js, writes the decks and is the command.
 
 Nothing is fetched when a deck is opened: reveal.js comes from the npm registry at set-up
 (:func:`vendor_reveal`, pinned and checked against the registry's sha512), MathJax from the
@@ -36,7 +39,8 @@ from pathlib import Path
 # the parsing and the rendering halves, re-exported: ``slides.X`` is the public name of each
 from .slide_plan import (SLIDE_WORDS, TABLE_ROWS, Slide, SlideError, _links_text, answer_verdicts,  # noqa: F401
                          chapter_markdown, check_answer_slides, drawn_figures, pack_answer, pack_bullets,
-                         plan_chapter, resolve_glue, split_table, trim, without_asides)
+                         output_tables, plan_chapter, resolve_glue, shown_tables, split_html_table, split_table,
+                         trim, without_asides)
 from .slide_plan import chapter_markdown as _chapter_markdown  # noqa: F401 (the earlier name)
 from .slide_render import deck_html, markdown_renderer, render_slide
 from .slide_render import markdown_renderer as _markdown  # noqa: F401 (the earlier name)
@@ -44,7 +48,8 @@ from .slide_render import markdown_renderer as _markdown  # noqa: F401 (the earl
 __all__ = ["REVEAL_VERSION", "REVEAL_INTEGRITY", "SLIDE_WORDS", "TABLE_ROWS", "Slide", "SlideError",
            "vendor_reveal", "resolve_glue", "trim", "pack_bullets", "split_table", "plan_chapter",
            "chapter_slides", "render_slide", "deck_html", "build_slides", "main", "without_asides",
-           "pack_answer", "answer_verdicts", "check_answer_slides", "drawn_figures"]
+           "pack_answer", "answer_verdicts", "check_answer_slides", "drawn_figures", "shown_tables",
+           "split_html_table"]
 
 REVEAL_VERSION = "5.2.1"
 #: the npm registry's integrity string for reveal.js 5.2.1 (``npm view reveal.js@5.2.1 dist.integrity``)
@@ -87,11 +92,11 @@ def chapter_slides(executed, glue: dict, links: dict | None = None, chapter: str
     else:
         nb = executed
         chapter = chapter or "chapter"
-    markdown, figures = chapter_markdown(nb, glue, chapter)
+    markdown, figures, tables = chapter_markdown(nb, glue, chapter)
     links = links or {}
     page = links.get(chapter)
     url = (lambda label: f"{page}#{label}") if page else None
-    title, plan = plan_chapter(markdown, figures, chapter, url)
+    title, plan = plan_chapter(markdown, figures, chapter, url, tables)
     verdicts = answer_verdicts("\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
     check_answer_slides(chapter, plan, verdicts, glue)
     md = markdown_renderer()
@@ -124,8 +129,10 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
     Each chapter's outputs and glued values come from the build's executions, whichever the
     build path left (:func:`companion.book.site.executions.find`: myst-nb's copies, the execution
     cache, nbval's executions).  A chapter no execution holds outputs of, an answer slide
-    without its verdict (:func:`check_answer_slides`) and the deck of a chapter that draws
-    figures showing none are each a :class:`SlideError` naming the chapter."""
+    without its verdict (:func:`check_answer_slides`), the deck of a chapter that draws
+    figures showing none and the deck of a chapter that shows tables showing none
+    (:func:`companion.book.editions.slide_plan.shown_tables`) are each a :class:`SlideError`
+    naming the chapter."""
     from ..site.executions import build_sources, find
     from ..site.chapters import book_chapters, book_links, repository_url, site_url
 
@@ -166,6 +173,10 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
         if drawn and not shown:
             raise SlideError(f"{name}: the chapter shows {drawn} figure(s) and its deck ({name}.slides.html) none; "
                              "a figure slide is missing")
+        tabled = shown_tables(ex.notebook)
+        if tabled and not sum(s.count("<table") for s in slides):
+            raise SlideError(f"{name}: the chapter shows {tabled} table(s) and its deck ({name}.slides.html) none; "
+                             "its key table's slide is missing (tag the table's code cell 'slide')")
         target = out / f"{name}.slides.html"
         from ...base.outputs import write_text_atomic   # never through a link out of --out, never into a FIFO
 
