@@ -12,7 +12,7 @@ Enabled in ``_config.yml`` (``sphinx: extra_extensions: [companion.book.sphinxex
 - provides the ``paper-artifacts`` directive: a table of the paper's figures and tables,
   each linked to the chapters that regenerate it.  A chapter that is not part of this
   edition of the book (not in ``_toc.yml``) is named in plain text, so the page builds
-  whatever chapters exist.
+  whatever chapters exist.  (Both tables are written in :mod:`companion.book.site.page_tables`.)
 
 - puts the book's version (package version and git commit, :mod:`companion.book.site.citation`) and
   a "Cite this book" box with BibTeX for the book and the paper in the footer of every
@@ -46,6 +46,7 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 
 from .editions import notebooks as nbgen
+from .site.page_tables import BuildStatus, PaperArtifacts, table
 
 COLAB_CLASS = "companion-colab"
 
@@ -153,136 +154,6 @@ def publish_notebooks(app, exception) -> None:
     from sphinx.util import logging
 
     logging.getLogger(__name__).info(f"companion: {len(paths)} notebook(s) in {out}")
-
-
-# --------------------------------------------------------------------------- paper artifacts
-class PaperArtifacts(Directive):
-    """A table of the paper's figures and tables and the chapters that regenerate them.
-
-    One line per artifact, three fields separated by ``|``::
-
-        Fig. 2 | Median scores of pretrained models vs size | book/survey
-        Table 1 | Final loss and speed-up, symmetric init | book/symmetric_init, book/errata
-    """
-
-    has_content = True
-
-    def run(self):
-        env = self.state.document.settings.env
-        env.note_reread()  # the links depend on which chapters exist: rebuild every time
-        rows = []
-        for lineno, line in enumerate(self.content):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            fields = [f.strip() for f in line.split("|")]
-            if len(fields) != 3 or not fields[0]:
-                raise self.error(
-                    f"paper-artifacts line {lineno + 1}: expected 'label | description | "
-                    f"chapter[, chapter]', got {line!r}"
-                )
-            label, what, chapters = fields
-            docnames = [nbgen._strip_suffix(c) for c in chapters.split(",") if c.strip()]
-            rows.append((label, what, docnames))
-        return [self._table(env, rows)]
-
-    def _table(self, env, rows):
-        table = nodes.table(classes=["paper-artifacts"])
-        group = nodes.tgroup(cols=3)
-        table += group
-        for width in (12, 53, 35):
-            group += nodes.colspec(colwidth=width)
-        head = nodes.thead()
-        group += head
-        head += self._row([nodes.Text(t) for t in ("In the paper", "What it shows",
-                                                    "Regenerated in")])
-        body = nodes.tbody()
-        group += body
-        for label, what, docnames in rows:
-            links = []
-            for i, docname in enumerate(docnames):
-                if i:
-                    links.append(nodes.Text(", "))
-                links.append(self._chapter_ref(env, docname))
-            body += self._row([nodes.strong(text=label), nodes.Text(what), *[links]])
-        return table
-
-    @staticmethod
-    def _row(cells):
-        row = nodes.row()
-        for cell in cells:
-            entry = nodes.entry()
-            para = nodes.paragraph()
-            para.extend(cell if isinstance(cell, list) else [cell])
-            entry += para
-            row += entry
-        return row
-
-    @staticmethod
-    def _chapter_ref(env, docname):
-        from sphinx import addnodes
-
-        if docname in env.found_docs:
-            ref = addnodes.pending_xref(
-                "", refdomain="std", reftype="doc", reftarget="/" + docname,
-                refexplicit=False, refwarn=True, refdoc=env.docname,
-            )
-            ref += nodes.inline("", docname, classes=["xref", "std", "std-doc"])
-            return ref
-        title = Path(docname).name.replace("_", " ")
-        return nodes.emphasis(text=f"{title} (chapter in preparation)",
-                              classes=["chapter-in-preparation"])
-
-
-class BuildStatus(Directive):
-    """The facts of this build and the cached run sets (:mod:`companion.book.site.build_status`)."""
-
-    has_content = False
-
-    def run(self):
-        from .site.build_status import build_facts, cached_run_sets
-
-        facts = nodes.field_list()
-        for name, value in build_facts().items():
-            field = nodes.field()
-            field += nodes.field_name(text=name)
-            body = nodes.field_body()
-            body += nodes.paragraph(text=value)
-            field += body
-            facts += field
-        heads = ["set", "runs", "kind", "devices", "corpus", "steps", "hours"]
-        runs = _table(heads, [[str(r[h]) for h in heads] for r in cached_run_sets()],
-                      "companion-run-sets")
-        from .site.build_status import BUDGET_HEADS, gpu_size_budget
-
-        rows, rule = gpu_size_budget()
-        intro = nodes.paragraph(text=(
-            "Each chapter at the gpu size, in seconds: on an H100 (measured, where a device "
-            "was lent), on a T4-class card (a free Colab GPU; estimated, not measured) and on "
-            "two CPU cores (measured, or estimated where it says so). " + rule))
-        budget = _table(BUDGET_HEADS, [[r[h] for h in BUDGET_HEADS] for r in rows],
-                        "companion-gpu-budget")
-        return [facts, runs, intro, budget]
-
-
-def _table(heads, rows, css):
-    """A docutils table: ``heads`` then ``rows`` (lists of strings)."""
-    table = nodes.table(classes=[css])
-    group = nodes.tgroup(cols=len(heads))
-    table += group
-    for _ in heads:
-        group += nodes.colspec(colwidth=1)
-    thead = nodes.thead()
-    group += thead
-    tbody = nodes.tbody()
-    group += tbody
-    for cells, parent in [(heads, thead)] + [(r, tbody) for r in rows]:
-        row = nodes.row()
-        for c in cells:
-            entry = nodes.entry()
-            entry += nodes.paragraph(text=c)
-            row += entry
-        parent += row
-    return table
 
 
 # --------------------------------------------------------------------------- version, citation
@@ -406,25 +277,6 @@ def _last_release(changelog: Path) -> str | None:
     return m.group(1) if m else None
 
 
-def _simple_table(heads, rows, classes):
-    table = nodes.table(classes=classes)
-    group = nodes.tgroup(cols=len(heads))
-    table += group
-    for _ in heads:
-        group += nodes.colspec(colwidth=1)
-    thead, tbody = nodes.thead(), nodes.tbody()
-    group += thead
-    group += tbody
-    for cells, parent in [(heads, thead)] + [(r, tbody) for r in rows]:
-        row = nodes.row()
-        for c in cells:
-            entry = nodes.entry()
-            entry += nodes.paragraph(text=str(c))
-            row += entry
-        parent += row
-    return table
-
-
 class ReleaseChanges(Directive):
     """What changed since the last release: the rules' history and the verdicts' outcomes."""
 
@@ -469,11 +321,11 @@ class ReleaseChanges(Directive):
             facts += item
         out.append(facts)
         out.append(nodes.rubric(text="Rules: what changed per claim"))
-        out.append(_simple_table(
+        out.append(table(
             ["claim", "change", "fields that differ"],
             [(c["claim"], c["change"], ", ".join(f["field"] for f in c["fields"]) or "-")
              for c in diff["claims"]] or [("-", "no claim's rule changed", "-")],
-            ["companion-rules-changes"]))
+            "companion-rules-changes"))
         out.append(nodes.rubric(text="Verdicts: outcomes that changed"))
         try:
             verdicts = changes.current_verdicts()
@@ -484,9 +336,9 @@ class ReleaseChanges(Directive):
         out.append(nodes.paragraph(text=f"Of the {judged} claims judged under both versions, "
                                         f"{len(changed)} read differently now."))
         if changed:
-            out.append(_simple_table(["claim", "under rules v1", "now"],
-                                     [(c["claim"], c["v1"], c["now"]) for c in changed],
-                                     ["companion-verdict-changes"]))
+            out.append(table(["claim", "under rules v1", "now"],
+                             [(c["claim"], c["v1"], c["now"]) for c in changed],
+                             "companion-verdict-changes"))
         return out
 
 
