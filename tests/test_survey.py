@@ -298,7 +298,8 @@ def test_related_checkpoints_become_one_unit_with_the_median_of_their_medians():
            "c1": (0.30, 0.00), "c2": (0.36, -0.40)}
     dec = {"x": (0.10, -0.25), "y": (0.35, -0.05)}
     bases = {"a-ft": ("a", "test"), "a-ft2": ("a", "test"), "c2": ("c1", "test")}
-    out = contrast_per_base_model(_contrast(enc, dec), bases)
+    with pytest.warns(DeprecationWarning, match=r"contrast_per_base_model is deprecated: use companion\.survey\.design\.registered_contrast.*0\.4\.0"):   # deprecated: the registered design replaced it
+        out = contrast_per_base_model(_contrast(enc, dec), bases)
     assert out["encoders"] == ["a", "b", "c1"] and out["decoders"] == ["x", "y"]
     assert out["groups"]["a"] == ["a", "a-ft", "a-ft2"] and out["groups"]["c1"] == ["c1", "c2"]
     # medians worked out by hand: a (0.50, 0.52, 0.90) -> 0.52; c (0.30, 0.36) -> 0.33
@@ -308,7 +309,8 @@ def test_related_checkpoints_become_one_unit_with_the_median_of_their_medians():
     assert out["sym"] == "does not hold" and out["dir_neg"] == "holds"
     assert out["n_enc_dir_negative"] == 3
     # without relations nothing changes
-    same = contrast_per_base_model(_contrast(enc, dec), {})
+    with pytest.warns(DeprecationWarning, match=r"contrast_per_base_model is deprecated: use companion\.survey\.design\.registered_contrast.*0\.4\.0"):
+        same = contrast_per_base_model(_contrast(enc, dec), {})
     assert same["encoders"] == sorted(enc) and same["sym_enc"] == [enc[k][0] for k in sorted(enc)]
 
 
@@ -321,7 +323,8 @@ def test_the_rank_test_per_base_model_matches_an_enumerated_exact_p_value():
     dec = {f"d{i}": (float(rng.normal(0.2, 0.1)), float(rng.normal(-0.2, 0.1))) for i in range(3)}
     bases = {"e1": ("e0", "test"), "e2": ("e0", "test"), "e4": ("e3", "test")}
     every = survey_test(_contrast(enc, dec)).set_index("score")
-    per_base = survey_test(contrast_per_base_model(_contrast(enc, dec), bases)).set_index("score")
+    with pytest.warns(DeprecationWarning, match=r"contrast_per_base_model is deprecated: use companion\.survey\.design\.registered_contrast.*0\.4\.0"):
+        per_base = survey_test(contrast_per_base_model(_contrast(enc, dec), bases)).set_index("score")
     assert (every["n_encoders"] == 7).all() and (per_base["n_encoders"] == 4).all()
     for i, score in enumerate(("symmetry", "directionality")):
         units = {}
@@ -338,20 +341,38 @@ def test_the_rank_test_per_base_model_matches_an_enumerated_exact_p_value():
 def test_a_base_model_cannot_hold_both_an_encoder_and_a_decoder():
     from companion.survey.summaries import contrast_per_base_model
 
-    with pytest.raises(ValueError, match="both encoder and decoder"):
+    with pytest.raises(ValueError, match="both encoder and decoder"), pytest.warns(DeprecationWarning, match=r"contrast_per_base_model is deprecated: use companion\.survey\.design\.registered_contrast.*0\.4\.0"):
         contrast_per_base_model(_contrast({"a": (0.5, 0.0), "b": (0.4, 0.0)}, {"x": (0.1, -0.2)}),
                                 {"x": ("a", "test")})
 
 
-def test_every_relation_names_zoo_models_of_one_role_and_states_its_source():
-    from companion.survey.summaries import BASE_MODELS
+def test_every_old_relation_names_zoo_models_of_one_family_of_the_registered_design():
+    """BASE_MODELS is deprecated (its successor is the registered design's families, named in the
+    warning, from here and from companion.survey.scoring), and each relation it states is one base
+    family of companion.survey.design.MEMBERS, so nothing it counted once counts twice there."""
+    import importlib
+
+    import companion
+    from companion.survey import scoring, summaries
+    from companion.survey.design import MEMBERS
     from companion.zoo.registry import ZOO
 
-    for key, (base, source) in BASE_MODELS.items():
+    assert companion.DEPRECATED["survey.summaries"]["BASE_MODELS"] == "survey.design.MEMBERS"
+    for successor in companion.DEPRECATED["survey.summaries"].values():   # each successor exists
+        module, _, name = successor.rpartition(".")
+        assert hasattr(importlib.import_module(f"companion.{module}"), name), successor
+    match = r"BASE_MODELS is deprecated: use companion\.survey\.design\.MEMBERS.*release 0\.4\.0"
+    with pytest.warns(DeprecationWarning, match=match):
+        relations = summaries.BASE_MODELS
+    with pytest.warns(DeprecationWarning, match=match):
+        assert scoring.BASE_MODELS is relations
+    assert "BASE_MODELS" not in summaries.__all__ and "contrast_per_base_model" not in scoring.__all__
+    for key, (base, source) in relations.items():
         assert key in ZOO and base in ZOO and key != base
         assert ZOO[key].role == ZOO[base].role and ZOO[key].modality == ZOO[base].modality
         assert len(source) > 40
-        assert base not in BASE_MODELS  # one level: a base is not itself counted with another
+        assert base not in relations  # one level: a base is not itself counted with another
+        assert MEMBERS[key][0] == MEMBERS[base][0], (key, base)   # one family of the registered design
 
 
 def test_the_stated_weight_relations_hold_in_the_checkpoints():

@@ -93,6 +93,16 @@ MOVED = {
 }
 
 
+#: names deprecated where they are, ``module -> {old name: its successor}`` (under ``companion``);
+#: using one warns with a DeprecationWarning naming the successor and :data:`REMOVED_IN`.  The
+#: survey's relations between checkpoints and its contrast per base model gave way to the
+#: registered design (one unit per base family, :mod:`companion.survey.design`)
+DEPRECATED = {
+    "survey.summaries": {"contrast_per_base_model": "survey.design.registered_contrast",
+                         "BASE_MODELS": "survey.design.MEMBERS"},
+}
+
+
 class _MovedFinder:
     """``import companion.scores`` (a name from before the subpackages) gives the module at its
     new place, ``companion.core.scores`` (the same object), with a DeprecationWarning naming

@@ -43,8 +43,8 @@ import pandas as pd
 from ..base.errors import CompanionError
 from ..zoo.catalog import load_catalog
 from .sources import SurveySource, Unavailable, _fingerprint, _zoo_name_of, resolve_source
-from .summaries import (BASE_MODELS, base_model, compare_with_published, contrast_per_base_model,
-                        encoder_decoder_contrast, published_summary, summarize_survey)
+from .summaries import (base_model, compare_with_published, encoder_decoder_contrast, published_summary,
+                        summarize_survey)
 from .table_cache import SURVEY_DIR, _write_atomic, cache_problem, load_survey
 from .zoo_walk import score_zoo, with_zoo_entries
 
@@ -65,10 +65,20 @@ __all__ = [
     "run_survey",
     "main",
     "encoder_decoder_contrast",
-    "BASE_MODELS",
     "base_model",
-    "contrast_per_base_model",
 ]
+
+
+def __getattr__(name: str):
+    """The deprecated names of :mod:`.summaries` (``companion.DEPRECATED``), still reachable from
+    here with their warning."""
+    from .. import DEPRECATED
+
+    if name in DEPRECATED["survey.summaries"]:
+        from . import summaries
+
+        return getattr(summaries, name)
+    raise AttributeError(f"module 'companion.survey.scoring' has no attribute {name!r}")
 
 #: the provenance columns :func:`score_entry` adds to each checkpoint's table
 PROVENANCE = ["source", "source_kind", "revision", "fingerprint", "bytes_read",

@@ -1,6 +1,9 @@
 """The survey's summaries: median and quartiles across layers per model (Tables S2/S3), the
 published numbers in the same long form and beside the recomputed ones, and the encoder
-vs decoder contrast of Sec. 3 (with related checkpoints counted once)."""
+vs decoder contrast of Sec. 3.  The contrast with related checkpoints counted once is the
+registered design's (:func:`companion.survey.design.registered_contrast`);
+:func:`contrast_per_base_model` and ``BASE_MODELS``, which did it before, are deprecated
+(``companion.DEPRECATED``) and go in release 0.4.0."""
 
 from __future__ import annotations
 
@@ -10,8 +13,9 @@ import pandas as pd
 from ..base.phrasing import interval
 from ..zoo.catalog import load_catalog
 
+# contrast_per_base_model and BASE_MODELS are deprecated (see _deprecated) and left out of the names offered
 __all__ = ["summarize_survey", "published_summary", "compare_with_published", "encoder_decoder_contrast",
-           "BASE_MODELS", "base_model", "contrast_per_base_model"]
+           "base_model"]
 
 
 def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -173,12 +177,13 @@ def _with_orderings(out: dict) -> dict:
 
 # ------------------------------------------------------- related checkpoints, counted once
 
-#: Zoo checkpoints that are not independent of another zoo checkpoint: each maps to
+#: Deprecated (``BASE_MODELS``; the registered design's families, :data:`companion.survey.design.MEMBERS`,
+#: replaced it).  Zoo checkpoints that are not independent of another zoo checkpoint: each maps to
 #: ``(base, source)``, the checkpoint whose unit of the rank test it joins and where the
 #: relation is stated.  A checkpoint not listed is its own base model.  Weight correlations
 #: are those of the flattened query weights ``W_q`` of two layers, as read by the package
 #: (tests/test_survey.py measures them again).
-BASE_MODELS: dict[str, tuple[str, str]] = {
+_BASE_MODELS: dict[str, tuple[str, str]] = {
     "sre-embedding": (
         "all-minilm-l6-v2",
         "the package's own description (sre-embedding-model 1.0.0: all-MiniLM-L6-v2 fine-tuned "
@@ -194,13 +199,35 @@ BASE_MODELS: dict[str, tuple[str, str]] = {
 
 
 def base_model(key: str, bases: dict | None = None) -> str:
-    """The unit a checkpoint counts as in the rank test: its base model (:data:`BASE_MODELS`),
+    """The unit a checkpoint counts as in the rank test: its base model (``BASE_MODELS``),
     or itself."""
-    return (BASE_MODELS if bases is None else bases).get(key, (key, ""))[0]
+    return (_BASE_MODELS if bases is None else bases).get(key, (key, ""))[0]
+
+
+def _deprecated(name: str) -> None:
+    """Warn that ``name`` of this module is deprecated, naming its successor and the release that
+    removes it (both from ``companion.DEPRECATED`` and ``companion.REMOVED_IN``)."""
+    import warnings
+
+    from .. import DEPRECATED, REMOVED_IN
+
+    successor = DEPRECATED["survey.summaries"][name]
+    warnings.warn(f"companion.survey.summaries.{name} is deprecated: use companion.{successor}, the survey's "
+                  f"registered design (the old name goes in release {REMOVED_IN})", DeprecationWarning, stacklevel=3)
+
+
+def __getattr__(name: str):
+    if name == "BASE_MODELS":
+        _deprecated(name)
+        return _BASE_MODELS
+    raise AttributeError(f"module 'companion.survey.summaries' has no attribute {name!r}")
 
 
 def contrast_per_base_model(contrast: dict, bases: dict | None = None) -> dict:
-    """:func:`encoder_decoder_contrast`'s result with related checkpoints counted once.
+    """Deprecated: :func:`companion.survey.design.registered_contrast` counts related checkpoints
+    once under the registered design; this warns and goes in release 0.4.0.
+
+    :func:`encoder_decoder_contrast`'s result with related checkpoints counted once.
 
     Checkpoints with one base model (:func:`base_model`) become one unit whose median
     symmetry and directionality are the medians of its members' medians; the unit is named
@@ -208,6 +235,7 @@ def contrast_per_base_model(contrast: dict, bases: dict | None = None) -> dict:
     verdicts are those of the units, so :func:`companion.judge.empirical.survey_test` runs on the
     result unchanged.
     """
+    _deprecated("contrast_per_base_model")
     out = dict(contrast)
     groups: dict[str, list[str]] = {}
     for side, keys in (("enc", contrast["encoders"]), ("dec", contrast["decoders"])):
