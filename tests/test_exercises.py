@@ -26,6 +26,7 @@ UNCHECKED = {
     "ex-symmetric-init-1", "ex-symmetric-init-3",
     "ex-training-dynamics-3", "ex-what-survives-1", "ex-what-survives-2",
     "ex-mechanism-2", "ex-objective-swap-1",
+    "ex-errata-proofs-1", "ex-errata-experiments-1",
 }
 
 # plausible wrong answers per checked exercise (kept here, never shipped with the book); each

@@ -45,6 +45,7 @@ COURSE: tuple[Lecture, ...] = (
             about="The logit of one head as a bilinear form, and the two scores that describe its matrix."),
     Lecture("From one gradient step to structure", 90,
             ("rank_one_updates", "context_prediction", "objectives_to_structure"),
+            optional=("errata_proofs",),
             about="Gradients as sums of rank-one matrices; which tokens are context and which are "
                   "predicted; why that should make M column-dominant or symmetric."),
     Lecture("Pretrained models", 90, ("survey",), optional=("glossary",),
@@ -53,7 +54,7 @@ COURSE: tuple[Lecture, ...] = (
             about="Paired seeds, intervals and rules written before the data: what the training "
                   "runs can and cannot decide."),
     Lecture("Interventions, and what survives", 90, ("objective_swap", "symmetric_init", "what_survives"),
-            optional=("errata",),
+            optional=("errata", "errata_experiments"),
             about="Changing the initialisation or the objective, and the page that states which of "
                   "the paper's claims hold."),
 )
