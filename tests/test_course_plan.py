@@ -105,3 +105,62 @@ def test_the_guide_shows_the_computed_plan_and_names_only_existing_exercises():
     exercises = {k for ks in book_exercise_labels().values() for k in ks}
     named = set(re.findall(r"`(ex-[a-z0-9-]+)`", guide))
     assert named <= exercises, f"the guide names exercises no chapter has: {sorted(named - exercises)}"
+
+
+# --------------------------------------------------------------------------- recounted from a build
+from test_notebook_answers import CHAPTER, _executed, book  # noqa: E402,F401 (fixture)
+
+SENTENCE = "holds in each of the five bodies of runs"
+
+
+def _built(book, values):  # noqa: F811
+    import nbformat
+
+    folder = book / "_build" / "executed" / "book"
+    folder.mkdir(parents=True)
+    nbformat.write(_executed(values=values), folder / "chap.ipynb")
+    return book / "_build"
+
+
+def test_rendered_words_count_a_glued_sentence_by_its_words(book):  # noqa: F811
+    build = _built(book, {"verdict": {"text/plain": repr(SENTENCE)}, "ratio": {"text/plain": "0.123456"}})
+    # the page as a reader sees it, pasted by hand: the sentence and the two formatted numbers
+    by_hand = (CHAPTER.replace("{glue:text}`verdict`", SENTENCE).replace("{glue:text}`ratio:.2f`", "0.12")
+               .replace("{glue:text}`ratio:.3f`", "0.123"))
+    words = cp.rendered_words(build, book)
+    assert words == {"chap": cp.prose_words(by_hand)}
+    # the source counts each use as one word; the sentence is used twice ("0.12" reads as two words)
+    assert words["chap"] == cp.prose_words(CHAPTER) + 2 * (len(SENTENCE.split()) - 1) + 2
+
+
+def test_a_glued_value_no_execution_holds_is_named_with_its_chapter(book):  # noqa: F811
+    build = _built(book, {"ratio": {"text/plain": "0.123456"}})
+    with pytest.raises(KeyError, match=r"chap: no execution under .* holds the glued value 'verdict'"):
+        cp.rendered_words(build, book)
+
+
+def test_deck_slides_counts_each_deck_s_sections(tmp_path):
+    from companion.book.editions.slides import deck_html
+
+    (tmp_path / "a.slides.html").write_text(deck_html("A", ["<h2>1</h2>", "<h2>2</h2>", "<h2>3</h2>"]))
+    (tmp_path / "b.slides.html").write_text(deck_html("B", ["<h2>1</h2>"]))
+    (tmp_path / "notes.html").write_text("<section></section>")
+    assert cp.deck_slides(tmp_path) == {"a": 3, "b": 1}
+
+
+def test_a_lecture_with_more_slides_than_its_cap_is_named(tmp_path):
+    book, labels = _book(tmp_path, words_a=10, words_b=10)
+    course = (cp.Lecture("Slides", 30, ("a",), optional=("b",)),)
+    cap = int(30 * cp.SLIDES_PER_MINUTE)
+    assert cp.plan_problems(course, book, labels, slides={"a": cap, "b": 500}) == []   # optional decks not counted
+    problems = cp.plan_problems(course, book, labels, slides={"a": cap + 1})
+    assert problems == [f"lecture 'Slides': its decks hold {cap + 1} slides, over the cap of {cap} "
+                        f"({cp.SLIDES_PER_MINUTE} a minute of its stated 30 min)"]
+
+
+def test_rendered_words_replace_the_source_count_in_the_sums(tmp_path):
+    book, labels = _book(tmp_path, words_a=401)
+    course = (cp.Lecture("L", 30, ("a",), optional=("b",)),)
+    assert cp.plan_problems(course, book, labels) == []                       # 402 words: 3 + 20 min
+    over = cp.plan_problems(course, book, labels, words={"a": 2001})           # 11 + 20 min
+    assert len(over) == 1 and "takes 31 min (11 reading 2,001 words, 20 core exercises)" in over[0]

@@ -13,6 +13,12 @@ Their sum is the lecture's *core material*, which must fit the lecture's stated 
 (:func:`plan_problems`; ``tests/test_course_plan.py`` fails with the lecture's name when it
 does not). Optional chapters, and exercises marked recommended or optional, are listed as
 optional material and are not summed into the core.
+
+From a built book the plan is recounted as a reader and a lecturer meet it
+(:func:`built_problems`): the reading from the prose *as the page renders it*
+(:func:`rendered_words`: every glued value pasted as the build computed it, so that a glued
+sentence counts its words, not one), and the slides of each lecture's decks
+(:func:`deck_slides`), at most :data:`SLIDES_PER_MINUTE` a minute of its stated time.
 """
 
 from __future__ import annotations
@@ -24,11 +30,15 @@ from pathlib import Path
 
 from ...base.paths import ROOT
 
-__all__ = ["WORDS_PER_MINUTE", "Lecture", "COURSE", "prose_words", "chapter_words", "lecture_sums",
-           "plan_problems", "plan_table", "plan_markdown"]
+__all__ = ["WORDS_PER_MINUTE", "SLIDES_PER_MINUTE", "Lecture", "COURSE", "prose_words", "chapter_words",
+           "lecture_sums", "plan_problems", "plan_table", "plan_markdown", "rendered_words", "deck_slides",
+           "built_problems"]
 
 #: reading speed for technical prose with formulas (a common estimate is 200-250 words a minute)
 WORDS_PER_MINUTE = 200
+#: the most slides a lecture's decks may hold per minute of its stated time: a slide takes at
+#: least a minute to present (the decks of a 90-minute lecture: at most 90 slides)
+SLIDES_PER_MINUTE = 1
 
 
 @dataclass(frozen=True)
@@ -50,13 +60,18 @@ COURSE: tuple[Lecture, ...] = (
                   "predicted; why that should make M column-dominant or symmetric."),
     Lecture("Pretrained models", 90, ("survey",), optional=("glossary",),
             about="The scores of published checkpoints, measured live, against the paper's figures."),
-    Lecture("Training runs", 90, ("fig3_decided", "training_dynamics", "mechanism"),
+    # recounted from the rendered pages and the decks (built_problems): the training lecture read
+    # 97 min with the mechanism in it (52 min of rendered prose), so the mechanism opens the
+    # interventions lecture, and what survives, 25 min of rendered prose and 15 of exercises on
+    # its own, closes the unit in a shorter lecture of its own
+    Lecture("Training runs", 90, ("fig3_decided", "training_dynamics"),
             about="Paired seeds, intervals and rules written before the data: what the training "
                   "runs can and cannot decide."),
-    Lecture("Interventions, and what survives", 90, ("objective_swap", "symmetric_init", "what_survives"),
-            optional=("errata", "errata_experiments"),
-            about="Changing the initialisation or the objective, and the page that states which of "
-                  "the paper's claims hold."),
+    Lecture("The mechanism, and interventions", 90, ("mechanism", "objective_swap", "symmetric_init"),
+            about="The updates that make the structure, step by step; then changing a trained model's "
+                  "objective or its initialisation."),
+    Lecture("What survives", 60, ("what_survives",), optional=("errata", "errata_experiments"),
+            about="The page that states which of the paper's claims hold, and how each was decided."),
 )
 
 _FRONT = re.compile(r"\A---\n.*?\n---\n", re.S)
@@ -97,6 +112,62 @@ def chapter_words(book: Path | str = ROOT / "book") -> dict[str, int]:
     return {p.stem: prose_words(p.read_text(encoding="utf-8")) for p in sorted(Path(book).glob("*.md"))}
 
 
+def rendered_words(build: Path | str = ROOT / "_build", root: Path | str = ROOT) -> dict[str, int]:
+    """``{chapter: prose words}`` of every chapter of the book at ``root`` as its page renders
+    it: :func:`prose_words` of the source with each glued value (``{glue:text}`name:spec```)
+    pasted as the build's executions hold it (:func:`companion.book.site.executions.find`,
+    formatted as the page formats it), so that a glued sentence counts for its words.
+
+    A glued name that no execution of the build holds is a ``KeyError`` naming the chapter and
+    the name (a build of another version of the chapter, or none: build the book first)."""
+    from ..site.chapters import book_chapters
+    from ..site.executions import build_sources, find, text
+
+    chapters = book_chapters(root)
+    found = find(chapters, build_sources(build))
+    out = {}
+    for ch in chapters:
+        glue = found[ch.docname].glue
+        name = Path(ch.docname).name
+
+        def value(m, glue=glue, name=name):
+            data = glue.get(m.group("name"), {}).get("data", {})
+            raw = data.get("text/markdown", data.get("text/plain"))
+            if raw is None:
+                raise KeyError(f"{name}: no execution under {build} holds the glued value {m.group('name')!r}; "
+                               "build the book first (make book)")
+            raw = "".join(raw) if isinstance(raw, list) else str(raw)
+            return f" {text(raw, m.group('spec') or '')} "
+
+        page = ch.source.read_text(encoding="utf-8")
+        for block in ("code-cell", "exercise", "solution"):   # not read, so their values are not needed
+            page = _drop_blocks(page, block)
+        out[name] = prose_words(_GLUE_ROLE.sub(value, page))
+    return out
+
+
+def deck_slides(folder: Path | str = ROOT / "_build" / "slides") -> dict[str, int]:
+    """``{chapter: slides}`` of the decks in ``folder`` (``<chapter>.slides.html``, one
+    ``<section>`` a slide, as :mod:`companion.book.editions.slides` writes them)."""
+    return {p.name.removesuffix(".slides.html"): len(re.findall(r"<section\b", p.read_text(encoding="utf-8")))
+            for p in sorted(Path(folder).glob("*.slides.html"))}
+
+
+def built_problems(course=COURSE, build: Path | str = ROOT / "_build", root: Path | str = ROOT,
+                   slides: Path | str | None = None, toc: list[str] | None = None) -> list[str]:
+    """:func:`plan_problems` of the plan recounted from a built book: the reading from the
+    rendered prose (:func:`rendered_words`), the slides from the decks (:func:`deck_slides`,
+    ``slides`` by default ``<build>/slides``)."""
+    slides = Path(build) / "slides" if slides is None else Path(slides)
+    if not slides.is_dir():
+        raise FileNotFoundError(f"no decks at {slides}; build them first (make slides)")
+    return plan_problems(course, Path(root) / "book", toc=toc, words=rendered_words(build, root),
+                         slides=deck_slides(slides))
+
+
+_GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md))?\}`(?P<name>[^`:]+)(?::(?P<spec>[^`]*))?`")
+
+
 def lecture_sums(lecture: Lecture, words: dict[str, int], labels: dict, exercises: dict[str, list[str]]) -> dict:
     """The computed sums of one lecture.
 
@@ -120,24 +191,28 @@ def lecture_sums(lecture: Lecture, words: dict[str, int], labels: dict, exercise
             "optional words": sum(words[c] for c in lecture.optional)}
 
 
-def _inputs(book, labels, exercises):
+def _inputs(book, labels, exercises, words=None):
     from .exercise_labels import book_exercise_labels, load_exercise_labels
 
     book = Path(book)
     labels = load_exercise_labels() if labels is None else labels
     exercises = book_exercise_labels(book) if exercises is None else exercises
-    return chapter_words(book), labels, exercises
+    return {**chapter_words(book), **(words or {})}, labels, exercises
 
 
 def plan_problems(course=COURSE, book: Path | str = ROOT / "book", labels: dict | None = None,
-                  exercises: dict | None = None, toc: list[str] | None = None) -> list[str]:
+                  exercises: dict | None = None, toc: list[str] | None = None,
+                  words: dict[str, int] | None = None, slides: dict[str, int] | None = None) -> list[str]:
     """What is wrong with the plan, one line each, naming the lecture or chapter (empty: it adds up).
 
     A lecture whose core material (reading plus core exercises) exceeds its stated minutes; a
-    chapter taught twice; a chapter of the book's table of contents ``toc`` with exercises
-    that no lecture teaches; an exercise with no entry in the labels.
+    lecture whose decks hold more than :data:`SLIDES_PER_MINUTE` slides a minute of its stated
+    time (``slides``: ``{chapter: slides}``, :func:`deck_slides`, summed over its core chapters;
+    a chapter without a deck has none); a chapter taught twice; a chapter of the book's table of contents ``toc`` with
+    exercises that no lecture teaches; an exercise with no entry in the labels.  ``words``
+    (``{chapter: words}``, :func:`rendered_words`) replaces the words counted in the sources.
     """
-    words, labels, exercises = _inputs(book, labels, exercises)
+    words, labels, exercises = _inputs(book, labels, exercises, words)
     problems = []
     seen: dict[str, str] = {}
     for lec in course:
@@ -158,6 +233,12 @@ def plan_problems(course=COURSE, book: Path | str = ROOT / "book", labels: dict 
             problems.append(f"lecture {lec.title!r}: core material takes {s['core minutes']} min "
                             f"({s['reading minutes']} reading {s['words']:,} words, {s['core exercise minutes']} "
                             f"core exercises), over its stated {lec.minutes} min")
+        if slides is not None:
+            shown = sum(slides.get(c, 0) for c in lec.chapters)   # the optional decks are for reading
+            cap = int(lec.minutes * SLIDES_PER_MINUTE)
+            if shown > cap:
+                problems.append(f"lecture {lec.title!r}: its decks hold {shown} slides, over the cap of {cap} "
+                                f"({SLIDES_PER_MINUTE} a minute of its stated {lec.minutes} min)")
     for c in (toc or []):
         if exercises.get(c) and c not in seen:
             problems.append(f"chapter {c} has exercises but no lecture teaches it")
