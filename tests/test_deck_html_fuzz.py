@@ -116,3 +116,37 @@ def test_the_decks_renderer_is_the_one_that_sanitises():
     """Both raw-HTML token kinds of the decks' Markdown go through safe_html."""
     md = sl._markdown()
     assert "<script" not in md.render("<script>x</script>\n") and "onerror" not in md.render("a <img src=x onerror=y> b")
+
+
+def _table_deck(cell: str) -> str:
+    """A deck of a chapter whose code shows a table with ``cell`` in it (its key table)."""
+    import nbformat
+
+    table = (f"<table><caption>c {cell}</caption><thead><tr><th>{cell}</th></tr></thead>"
+             f"<tbody><tr><td>{cell}</td></tr></tbody></table>")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A chapter\n\n## A section\n\nBefore."), nbformat.v4.new_code_cell("t")]
+    nb.cells[1].outputs = [nbformat.v4.new_output("execute_result", data={"text/html": f"<div>{table}</div>"})]
+    markdown, figures, tables = sl._chapter_markdown(nb, {}, "chapter")
+    title, slides = sl.plan_chapter(markdown, figures, "chapter", tables=tables)
+    assert sum(bool(s.table) for s in slides) == 1, "the chapter's table is on a slide"
+    return sl.deck_html(title, [sl.render_slide(s) for s in slides])
+
+
+def test_fuzz_a_table_the_chapter_s_code_shows_reaches_the_deck_inert():
+    """A table comes from a code cell's output, which any value can reach (a model's name, a
+    token): its cells go through safe_html as the chapter's own HTML does."""
+    rng = random.Random(73)
+    for _ in range(CASES // 3):
+        cell = "".join(rng.choice(HOSTILE if rng.random() < 0.5 else HARMLESS[1:]) for _ in range(rng.randint(1, 4)))
+        page = _parse(_table_deck(cell))
+        assert not page.problems, (cell, page.problems)
+        foreign = set(page.tags) - _SAFE_TAGS - DECK_OWN
+        assert not foreign, (cell, foreign)
+
+
+@pytest.mark.parametrize("fragment", HOSTILE)
+def test_each_hostile_piece_in_a_table_cell_is_inert(fragment):
+    page = _parse(_table_deck(fragment))
+    assert not page.problems and not set(page.tags) - _SAFE_TAGS - DECK_OWN, (fragment, page.problems, page.tags)
+    assert page.tags["table"] == 1 and page.tags["td"] >= 1     # the control: the table itself is markup
