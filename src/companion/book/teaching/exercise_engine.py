@@ -29,7 +29,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -55,13 +55,33 @@ class Exercise:
     test: Callable[[Any, str], None]  # (answer, label); raises WrongAnswer
 
 
+@dataclass(frozen=True)
+class Case:
+    """One input of an answer that is a function returning a number, and what it must return:
+    the independent computation's value ``want``, within ``rtol * |want| + atol``; ``facts``
+    are the values the hint names (with ``got``, ``want``, ``rtol`` and ``atol``)."""
+
+    args: tuple
+    want: float
+    rtol: float = 0.0
+    atol: float = 0.0
+    facts: dict = field(default_factory=dict)
+
+
 def registrar(table: dict[str, Exercise]):
-    """A decorator ``@exercise(label, answer, asks)`` that enters its test into ``table``."""
-    def exercise(label: str, answer: str, asks: str):
+    """A decorator ``@exercise(label, answer, asks)`` that enters its test into ``table``.
+
+    ``@exercise(label, answer, asks, number=what, hint=template)`` enters an exercise whose
+    answer is a function returning one number: the decorated function takes a random
+    generator (:func:`seeded`) and yields the :class:`Case` s, and the engine compares
+    (:func:`compare_numbers`), failing with ``template`` filled in.
+    """
+    def exercise(label: str, answer: str, asks: str, number: str | None = None, hint: str = ""):
         def register(fn):
             if label in table:
                 raise ValueError(f"exercise {label!r} has two checks; give the second its own label")
-            table[label] = Exercise(label, answer, asks, fn)
+            test = fn if number is None else (lambda ans, lab: compare_numbers(ans, lab, fn(seeded(lab)), number, hint))
+            table[label] = Exercise(label, answer, asks, test)
             return fn
         return register
     return exercise
@@ -142,7 +162,7 @@ def _snapshot(obj, label: str):
 
     def take(x, depth: int):
         require(depth <= 32, label, f"your `{_name(label)}` nests containers more than 32 levels deep (or holds "
-                 "itself); return the few numbers the exercise asks for.")
+                "itself); return the few numbers the exercise asks for.")
         if isinstance(x, (np.ndarray, np.generic)):
             spend(x.size)
             return x
@@ -400,6 +420,16 @@ def call(fn, label: str, *args, convert: Callable[[Any], Any] | None = None):
     return _guarded(label, run)
 
 
+def compare_numbers(fn, label: str, cases, what: str, hint: str) -> None:
+    """Call the answer ``fn`` on each :class:`Case` (computed before the answer runs) and
+    require its number within the case's tolerance of the case's value; else fail with
+    ``hint`` filled in with the case's facts, ``got``, ``want``, ``rtol`` and ``atol``."""
+    for case in cases:
+        got = call(fn, label, *case.args, convert=lambda out: as_number(out, label, what))
+        within = abs(got - case.want) <= case.rtol * abs(case.want) + case.atol
+        require(within, label, hint.format(**case.facts, got=got, want=case.want, rtol=case.rtol, atol=case.atol))
+
+
 def as_array(x, label: str, what: str) -> np.ndarray:
     """``x`` as a finite float64 array (numpy, nested lists or a torch tensor)."""
     if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
@@ -416,7 +446,7 @@ def as_array(x, label: str, what: str) -> np.ndarray:
 def as_number(x, label: str, what: str = "your answer") -> float:
     """``x`` as one finite float (a Python or numpy number, or a one-element array)."""
     require(not isinstance(x, (bool, np.bool_, str, bytes)), label,
-             f"{what} should be a number; got {type(x).__name__}.")
+            f"{what} should be a number; got {type(x).__name__}.")
     a = as_array(x, label, what)
     require(a.size == 1, label, f"{what} should be one number; got an array of shape {a.shape}.")
     return float(a.reshape(-1)[0])
@@ -425,7 +455,7 @@ def as_number(x, label: str, what: str = "your answer") -> float:
 def as_whole(x, label: str, lo: int, hi: int, what: str) -> int:
     """``x`` as an int in ``[lo, hi]`` (bools and floats refused)."""
     require(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)), label,
-             f"answer with a whole number of {what} (an int); got {type(x).__name__}.")
+            f"answer with a whole number of {what} (an int); got {type(x).__name__}.")
     require(lo <= x <= hi, label, f"answer with a whole number of {what} between {lo:,} and {hi:,}.")
     return int(x)
 
@@ -433,12 +463,12 @@ def as_whole(x, label: str, lo: int, hi: int, what: str) -> int:
 def as_ints(x, label: str, what: str) -> list[int]:
     """The items of an iterable answer as ints (at most :data:`MAX_ITEMS` of them)."""
     require(not isinstance(x, (str, bytes, dict)) and hasattr(x, "__iter__"), label,
-             f"{what} should be a list or set of whole numbers; got {type(x).__name__}.")
+            f"{what} should be a list or set of whole numbers; got {type(x).__name__}.")
     items = list(itertools.islice(iter(x), _bounds.items + 1))
     require(len(items) <= _bounds.items, label,
-             f"{what} holds more than {_bounds.items:,} items; the exercise asks for a few numbers.")
+            f"{what} holds more than {_bounds.items:,} items; the exercise asks for a few numbers.")
     require(all(isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in items), label,
-             f"{what} should hold whole numbers (ints).")
+            f"{what} should hold whole numbers (ints).")
     return [int(i) for i in items]
 
 
@@ -462,8 +492,8 @@ def close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-9) -> bool:
 # companion.core.scores so that a check never compares the package with itself
 def as_pair(out, label: str, what: str) -> tuple[np.ndarray, np.ndarray]:
     require(isinstance(out, (tuple, list)) and len(out) == 2, label,
-             f"return a pair of {what}, e.g. `return A, B`; got {type(out).__name__}"
-             + (f" of length {len(out)}." if isinstance(out, (tuple, list)) else "."))
+            f"return a pair of {what}, e.g. `return A, B`; got {type(out).__name__}"
+            + (f" of length {len(out)}." if isinstance(out, (tuple, list)) else "."))
     return as_array(out[0], label, f"the first of your {what}"), as_array(out[1], label, f"the second of your {what}")
 
 
