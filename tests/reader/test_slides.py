@@ -1,6 +1,8 @@
 """The lecture slides (make slides), opened in headless Chromium with every outside request
-refused: every deck loads, its math is typeset, its images show, and it asks for nothing
-beyond this machine."""
+refused: every deck loads, its math is typeset, its images show, no slide is taller or wider
+than 1280 x 720, and it asks for nothing beyond this machine; a deck shows its chapter's
+figures, its key table and every verdict of the answer box, a slide that promises a picture
+shows it, and the course plan recounted on this build (rendered prose, decks) fits."""
 
 from __future__ import annotations
 
