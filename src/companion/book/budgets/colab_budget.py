@@ -17,9 +17,31 @@ T4 was measured, so its time is *estimated* (:data:`RULE`) from what was measure
   per BERT-Mini step (``data/chapter_times/colab_h100_step.csv``), and the two CPU cores'
   seconds per step (:func:`cpu_step_seconds`, from a chapter measured at its former size).
 
-A chapter without an H100 time gets an *estimated* one: host-bound and io chapters from
-their time on two CPU cores (a Colab runtime's host has two vCPUs, and the host is where
-their time goes), the chapters that train live from their steps.  A chapter that trains live
+**The model of the T4** (:data:`RULE`).  A chapter's time is a host part and a device part:
+
+- the *host part* is the work of the cells that do not train on the device (Python, NumPy,
+  pandas, SciPy, reading files, small tensors whose kernels take less than their launch):
+  a Colab runtime does it on its host's two vCPUs, so it is the chapter's time measured on
+  two CPU cores (for a chapter that trains live, its time at the ``ci`` size, where the live
+  runs are tiny), plus a CUDA start-up allowance (:func:`start_up_allowance`);
+- the *device part* is the live BERT-Mini training (:mod:`companion.book.budgets.live_runs`),
+  steps x the T4's seconds per step, :func:`t4_step_seconds`: a roofline with a fixed part.
+  The H100's measured step (``colab_h100_step.csv``) is a fixed part (kernel launches, the
+  optimiser's elementwise work, the host's data feed; the same on either card) plus the
+  step's counted FLOPs (``bench/results/bert_mini_step_flops.json``) at the H100's dense
+  BF16 peak; on a T4, which trains in float32 (Turing has no BF16 tensor cores), the fixed
+  part stays and the FLOPs run at :data:`T4_FP32_SHARE` of its FP32 peak
+  (:data:`T4_FP32_TFLOPS`).  So T4 step = H100 step - FLOPs / H100 peak + FLOPs /
+  (share x T4 FP32 peak) = 0.020 - 5.56e10 / 989.4e12 + 5.56e10 / (0.5 x 8.1e12) = 0.034 s.
+- a chapter with a measured H100 time and a device-bound cost (``flops``, ``memory``) and no
+  live plan: T4 = that time x the cost's T4/H100 ratio (the vendor figures of
+  ``colab_ratios.csv``); a host-bound chapter measured on the H100: its host part (its time
+  on two CPU cores; without one, the H100 time x the cores' ratio, 16 / 2).
+
+A GPU shortens only the device part: a host-bound chapter takes about as long on a T4 as on
+two CPU cores, which the status page says in its column "T4 vs CPU" (:func:`gpu_gain`).
+A chapter without an H100 time gets an *estimated* one the same way: host-bound and io
+chapters from their time on two CPU cores, the chapters that train live from their steps.  A chapter that trains live
 and has not been timed on two CPU cores at its current ``gpu`` size gets an estimated CPU
 time the same way (its ``ci``-size time plus its live steps x the CPU's seconds per step,
 :data:`CPU_RULE`).  :func:`colab_estimates`
@@ -36,12 +58,13 @@ from pathlib import Path
 import pandas as pd
 
 from ...base.paths import ROOT
-from .chapter_times import TIMES, book_chapters, drop_stale, load_size_dates, load_times, size_dates
+from .chapter_times import TIMES, book_chapters, drop_stale, load_size_dates, load_times, not_measured_reason, size_dates
 from .live_runs import LIVE_RUNS
 
 __all__ = ["COSTS", "H100_BUDGET_S", "T4_BUDGET_S", "BUDGET_CSV", "RATIOS_CSV", "STEP_CSV",
-           "CPU_STEP_CSV", "FLOPS_JSON", "T4_FP32_TFLOPS", "RULE", "CPU_RULE", "load_ratios",
-           "load_dominant_costs", "load_step_seconds", "cpu_step_seconds", "start_up_allowance", "t4_share_needed", "colab_estimates"]
+           "CPU_STEP_CSV", "FLOPS_JSON", "T4_FP32_TFLOPS", "T4_FP32_SHARE", "RULE", "CPU_RULE", "load_ratios",
+           "load_dominant_costs", "load_step_seconds", "cpu_step_seconds", "start_up_allowance", "t4_share_needed",
+           "step_flops", "h100_peak_tflops", "t4_step_seconds", "gpu_gain", "colab_estimates"]
 
 COSTS = ("flops", "host_bound", "memory", "io")
 """What dominates a chapter's time: matrix products on the device (``flops``), Python,
@@ -59,9 +82,25 @@ CPU_STEP_CSV = TIMES / "colab_cpu_step.csv"
 FLOPS_JSON = ROOT / "bench" / "results" / "bert_mini_step_flops.json"
 T4_FP32_TFLOPS = 8.1
 """The T4's float32 peak (NVIDIA T4 datasheet); the live runs train float32 on a T4."""
+T4_FP32_SHARE = 0.5
+"""The share of its FP32 peak the T4 is taken to sustain in a BERT-Mini step's matrix
+products (the model's one assumption; not measured, no T4 was lent): the step's products
+are 2,048 tokens x 256 to 4,101 wide, large enough for cuBLAS to keep most of the card
+busy.  At a tenth of the peak a step takes 0.089 s and the longest live chapter stays
+within the T4's 30 minutes (the status page gives that figure too)."""
 
 RULE = (
-    "T4 estimate = the chapter's H100 time x the T4/H100 ratio of its dominant cost: "
+    "The T4 is modelled, not measured: a chapter's time is a host part and a device part. The "
+    "host part (every cell but the live training: Python, NumPy, pandas, reading files) runs on "
+    "the runtime's two vCPUs whatever the card, so it is the chapter's time measured on two CPU "
+    "cores (for a chapter that trains live, its time at the ci size, where the live runs are "
+    "tiny), plus a CUDA start-up allowance where no H100 time was measured. The device part is the live BERT-Mini training: "
+    "steps x the T4's seconds per step, a roofline with a fixed part: the H100's measured step "
+    "less the step's counted FLOPs at the H100's dense BF16 peak (989.4 TFLOPS) is the fixed "
+    "part (launches, optimiser, data feed), which the T4 pays too, and the T4 does the FLOPs in "
+    "float32 at half its 8.1 TFLOPS peak (an assumption). A GPU shortens only the device part, "
+    "so a chapter without live training takes about as long on a T4 as on two CPU cores. "
+    "A chapter measured on the H100: T4 estimate = the chapter's H100 time x the T4/H100 ratio of its dominant cost: "
     "flops, the cards' dense 16-bit tensor-core peaks (989.4 / 65 TFLOPS); memory, their "
     "bandwidths (3,350 / 320 GB/s), NVIDIA's data sheets; host-bound, the host's CPU "
     "cores (16 on the H100 machine / 2 vCPUs on Colab), capped by the chapter's measured "
@@ -71,8 +110,7 @@ RULE = (
     "(the largest excess of an H100 time over a CPU time among the chapters measured on "
     "both) on either card; a chapter that trains live takes its time at the ci size (the "
     "same work but tiny live runs) plus the allowance plus its live steps x the H100's "
-    "seconds per BERT-Mini step (x the flops ratio on a T4, which holds while the T4, "
-    "training in float32, sustains the small share of its FP32 peak given with the table). "
+    "seconds per BERT-Mini step (on a T4, x the T4's seconds per step above). "
     "The H100 times come from one sitting of nine chapters sharing the GPU, so they are "
     "upper bounds. Estimates, not measurements.")
 
@@ -176,6 +214,58 @@ def t4_share_needed(step_s: float | None = None, ratio: float | None = None,
     return flops / (step_s * ratio * T4_FP32_TFLOPS * 1e12)
 
 
+def step_flops(flops_json: Path | str = FLOPS_JSON) -> float:
+    """FLOPs of one BERT-Mini training step, the larger of the counted modes
+    (``bench/results/bert_mini_step_flops.json``, ``torch.utils.flop_counter``)."""
+    return float(max(json.loads(Path(flops_json).read_text())["flops_per_step"].values()))
+
+
+def h100_peak_tflops(path: Path | str = RATIOS_CSV) -> float:
+    """The H100's dense BF16 tensor-core peak, TFLOPS: the ``h100`` figure of the ``flops``
+    row of ``colab_ratios.csv`` (NVIDIA's data sheet)."""
+    t = pd.read_csv(path, keep_default_na=False)
+    rows = t[t["dominant_cost"] == "flops"]
+    if len(rows) != 1:
+        raise ValueError(f"{path}: one flops row is needed for the H100's peak")
+    return float(rows.iloc[0]["h100"])
+
+
+def t4_step_seconds(step_s: float | None = None, flops: float | None = None,
+                    h100_tflops: float | None = None, t4_tflops: float = T4_FP32_TFLOPS,
+                    share: float = T4_FP32_SHARE) -> float:
+    """The T4's seconds per BERT-Mini training step, from a model of the card: a roofline
+    with a fixed part.
+
+    The H100's measured step ``step_s`` is a fixed part (kernel launches, the optimiser's
+    elementwise work, the host's data feed: work that does not get faster on a faster card)
+    plus the step's ``flops`` at the H100's dense BF16 peak ``h100_tflops``; on a T4 the fixed
+    part stays and the FLOPs run in float32 at ``share`` of its FP32 peak ``t4_tflops``::
+
+        t4 = step_s - flops / h100_peak + flops / (share x t4_peak)
+    """
+    step_s = load_step_seconds() if step_s is None else step_s
+    flops = step_flops() if flops is None else flops
+    h100_tflops = h100_peak_tflops() if h100_tflops is None else h100_tflops
+    if not (step_s > 0 and flops > 0 and h100_tflops > 0 and t4_tflops > 0 and 0 < share <= 1):
+        raise ValueError("t4_step_seconds needs positive step seconds, FLOPs and peaks, and a share "
+                         f"in (0, 1]; got {step_s}, {flops}, {h100_tflops}, {t4_tflops}, {share}")
+    fixed = step_s - flops / (h100_tflops * 1e12)
+    if fixed < 0:
+        raise ValueError(f"an H100 step of {step_s} s is shorter than its FLOPs at the peak; "
+                         "check colab_h100_step.csv")
+    return fixed + flops / (share * t4_tflops * 1e12)
+
+
+def gpu_gain(cpu_s: float, t4_s: float) -> str:
+    """What a T4 runtime saves over two CPU cores, in words: ``"7.0x faster"``, or ``"none
+    (host work)"`` when the T4 estimate is within a fifth of the CPU time (a chapter whose
+    time is host work, which the card does not run), ``"unknown"`` without both times."""
+    if not (_known(cpu_s) and _known(t4_s)) or t4_s <= 0:
+        return "unknown"
+    gain = cpu_s / t4_s
+    return f"{gain:.1f}x faster" if gain >= 1.2 else "none (host work)"
+
+
 def _row(times: pd.DataFrame, chapter: str, size: str, is_device) -> pd.Series | None:
     rows = times[(times["chapter"] == chapter) & (times["size"] == size)
                  & times["device"].map(is_device).astype(bool)]
@@ -223,7 +313,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
                     chapters: list[str] | None = None, since: dict[str, str] | None = None,
                     step_s: float | None = None,
                     live: dict[str, tuple[int, dict[str, int]]] | None = None,
-                    cpu_step_s: float | None = None) -> pd.DataFrame:
+                    cpu_step_s: float | None = None, t4_step_s: float | None = None) -> pd.DataFrame:
     """Per chapter at the ``gpu`` size: the H100 time (measured or estimated), the T4
     estimate, the time on two CPU cores, and the flags of issue 45's budget (:data:`RULE`).
 
@@ -235,14 +325,21 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
     ``t4_bound`` (``about``, ``at least`` or ``none``) and ``t4`` (text); ``cpu_s`` (NaN
     when neither measured at the current gpu size nor estimated), ``cpu_source``
     (``measured``, ``estimated`` by :data:`CPU_RULE`, or ``none``) and ``cpu`` (text); ``over_h100_budget`` and
-    ``over_t4_budget`` (``yes``, ``no`` or ``unknown``); ``flags`` (text, empty when both
-    are ``no`` and the H100 time was measured).
+    ``over_t4_budget`` (``yes``, ``no`` or ``unknown``); ``t4_vs_cpu`` (:func:`gpu_gain`);
+    ``flags`` (text, empty when both are ``no`` and the H100 time was measured).
+
+    The texts say "estimated" once: ``cpu`` is ``~N`` for an estimate (its source in
+    ``cpu_source``), ``t4`` a number of seconds (every T4 time is an estimate), and an H100
+    run that did not reach its end reads "not measured" with the reason
+    (:func:`companion.book.budgets.chapter_times.not_measured_reason`), never a stop.
 
     ``since``: ``{chapter: date}`` the chapter's gpu size last changed (default: the
     ``gpu_size_since`` column); earlier gpu-size times are ignored.  ``step_s``: the H100's
     seconds per BERT-Mini step; ``live``: the live training plans (default
     :data:`companion.book.budgets.live_runs.LIVE_RUNS`); ``cpu_step_s``: two CPU cores' seconds per
-    BERT-Mini step (default :func:`cpu_step_seconds`, read only when a chapter needs it).
+    BERT-Mini step (default :func:`cpu_step_seconds`, read only when a chapter needs it);
+    ``t4_step_s``: the T4's seconds per BERT-Mini step (default :func:`t4_step_seconds`, from
+    ``step_s``).
     """
     times = load_times() if times is None else times
     chapters = book_chapters() if chapters is None else chapters
@@ -270,7 +367,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
                 cpu_est = host + runs * steps["gpu"] * cpu_step_s
                 cpu_source = "estimated"
         cpu_text = (_seconds(cpu) if cpu_source == "measured"
-                    else f"~{_seconds(cpu_est)} (estimated)" if cpu_source == "estimated"
+                    else f"~{_seconds(cpu_est)}" if cpu_source == "estimated"
                     else "not measured")
         if outcome == "finished":
             h, h_source, h_text = float(h_row["seconds"]), "measured", _seconds(float(h_row["seconds"]))
@@ -279,19 +376,23 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             h_text = f"over {_seconds(h)}"
         else:  # never run there at this size, or stopped on an error before its end
             h, h_source = math.nan, "none"
-            error = str(h_row["note"]).split(":")[0].rsplit(".", 1)[-1] if outcome else ""
-            why = f"the H100 run stopped: {error}" if outcome == "stopped" else "not measured"
+            why = (f"not measured: {not_measured_reason(str(h_row['note']), 'the H100 machine')}"
+                   if outcome == "stopped" else "not measured")
             if _known(ratio) and ch in live:
                 runs, steps = live[ch]
-                s = (step_s if step_s is not None else load_step_seconds()) * runs * steps["gpu"]
+                if step_s is None:
+                    step_s = load_step_seconds()
                 if _known(host):
-                    h, h_source = host + allowance + s, "estimated"
-                    t4 = host + allowance + s * ratios["flops"]
+                    if t4_step_s is None:
+                        t4_step_s = t4_step_seconds(step_s)
+                    h, h_source = host + allowance + step_s * runs * steps["gpu"], "estimated"
+                    t4 = host + allowance + t4_step_s * runs * steps["gpu"]
             elif _known(ratio) and cost in ("host_bound", "io") and cpu_source == "measured":
                 h, h_source = cpu + allowance, "estimated"
                 t4 = h
             h_text = (f"~{_seconds(h)} (estimated; {why})" if h_source == "estimated"
-                      else f"not measured ({why})" if outcome == "stopped" else "not measured")
+                      else f"not measured ({why.removeprefix('not measured: ')})" if outcome == "stopped"
+                      else "not measured")
         if h_source == "none" or not _known(ratio):
             t4, t4_bound = math.nan, "none"
         elif h_source == "estimated":
@@ -307,7 +408,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
                    else "no" if t4_bound == "about" else "unknown")
         t4_text = ("not estimated (no dominant cost recorded)" if not _known(ratio)
                    else "not estimated (no H100 time, no CPU time)" if t4_bound == "none"
-                   else f"~{_seconds(t4)}" if t4_bound == "about" else f">= {_seconds(t4)}")
+                   else _seconds(t4) if t4_bound == "about" else f">= {_seconds(t4)}")
         flags = []
         if over_h100 == "yes":
             flags.append("H100 over 10 min")
@@ -321,22 +422,23 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             flags.append("H100 estimated")
         elif over_h100 == "unknown":
             flags.append(f"H100 time unknown (over {_seconds(h)} s)")
+        cpu_s = cpu_est if cpu_source == "estimated" else cpu
         rows.append({"chapter": ch, "dominant_cost": cost, "ratio": ratio, "h100_s": h,
                      "h100_source": h_source, "h100": h_text, "t4_s": t4, "t4_bound": t4_bound,
-                     "t4": t4_text, "cpu_s": cpu_est if cpu_source == "estimated" else cpu,
+                     "t4": t4_text, "cpu_s": cpu_s,
                      "cpu_source": cpu_source, "cpu": cpu_text, "over_h100_budget": over_h100,
-                     "over_t4_budget": over_t4, "flags": "; ".join(flags)})
+                     "over_t4_budget": over_t4, "t4_vs_cpu": gpu_gain(cpu_s, t4) if t4_bound == "about" else "unknown",
+                     "flags": "; ".join(flags)})
     return pd.DataFrame(rows)
 
 
 def main() -> int:  # pragma: no cover - a convenience: print the table
     t = colab_estimates()
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(t[["chapter", "dominant_cost", "h100", "t4", "cpu", "flags"]].to_string(index=False))
+        print(t[["chapter", "dominant_cost", "h100", "t4", "cpu", "t4_vs_cpu", "flags"]].to_string(index=False))
     print(RULE)
     print(CPU_RULE)
-    print(f"A BERT-Mini step on a T4 needs {t4_share_needed():.1%} of its FP32 peak for the "
-          "per-step estimate to hold.")
+    print(f"A BERT-Mini step on a T4 by the model: {t4_step_seconds():.3f} s.")
     return 0
 
 

@@ -6,8 +6,12 @@ versions of Python, PyTorch and transformers.  :func:`cached_run_sets` summarise
 cached training runs under ``data/runs`` by set (the run name up to its mode), with the
 device each set was trained on, from the runs' own provenance files.
 :func:`gpu_size_budget` gives each chapter's time at the ``gpu`` size: measured on an H100
-where a device was lent, estimated for a T4-class card, measured on two CPU cores (estimated
-for a chapter that trains live and was not timed at its current size).  The book's
+where a device was lent (an H100 run that did not reach its end is shown as not measured,
+with the reason, and estimated), estimated for a T4-class card by a model of the card (a
+host part measured on two CPU cores plus the live training's steps at the T4's modelled
+seconds per step, :func:`companion.book.budgets.colab_budget.t4_step_seconds`), measured on
+two CPU cores (estimated for a chapter that trains live and was not timed at its current
+size), and what the T4 saves over the two CPU cores.  The book's
 ``build-status`` directive (:mod:`companion.book.sphinxext`) renders both; myst-nb's
 ``nb-exec-table`` adds each chapter's execution time and status.
 """
@@ -68,16 +72,22 @@ _GPU_NAME = re.compile(r"nvidia|tesla|geforce|quadro|titan|\brtx\b|\bamd\b|radeo
                        r"\b(?:a|h|l|t|v|p|k|b|gh)\d{1,3}\b", re.IGNORECASE)
 
 
+#: what names a processor (``cpu (1 threads)``, ``AMD EPYC 7B13``, ``Intel(R) Xeon(R) CPU``): a
+#: CPU, though AMD and Intel make GPUs too
+_CPU_NAME = re.compile(r"\bcpu\b|\bepyc\b|\bxeon\b|\bryzen\b|\bthreadripper\b|\bopteron\b|core\(tm\)|"
+                       r"\bprocessor\b|\bneoverse\b|\bgraviton\b", re.IGNORECASE)
+
+
 def device_kind(device) -> str:
     """``"CPU"``, ``"GPU"`` or ``"unrecorded"`` for the device a run's provenance names
-    (``hardware.device``, or ``hardware`` given as text): a missing, empty or unrecognised
-    device is never counted as a GPU."""
+    (``hardware.device``, or ``hardware`` given as text): a missing, empty, unsure (``?``) or
+    unrecognised device is never counted as a GPU, nor a processor's name (``AMD EPYC``)."""
     if not isinstance(device, str) or not device.strip():
         return "unrecorded"
-    if device.strip().lower().startswith("cpu"):
-        return "CPU"
-    if re.search(r"\btpu\b|\bmps\b|unknown|not recorded", device, re.IGNORECASE):
+    if re.search(r"\btpu\b|\bmps\b|unknown|not recorded|\?", device, re.IGNORECASE):
         return "unrecorded"
+    if device.strip().lower().startswith("cpu") or _CPU_NAME.search(device):
+        return "CPU"
     return "GPU" if _GPU_NAME.search(device) else "unrecorded"
 
 
@@ -139,7 +149,7 @@ def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
 
 
 BUDGET_HEADS = ["chapter", "dominant cost", "H100 s", "T4 s (estimate)",
-                "CPU s (2 cores)", "flags"]
+                "CPU s (2 cores)", "T4 vs CPU", "flags"]
 
 
 def gpu_size_budget(times=None) -> tuple[list[dict], str]:
@@ -149,16 +159,31 @@ def gpu_size_budget(times=None) -> tuple[list[dict], str]:
 
     ``times``: the recorded timings (default: ``data/chapter_times/``).
     """
-    from ..budgets.colab_budget import CPU_RULE, RULE, T4_FP32_TFLOPS, colab_estimates, t4_share_needed
+    from ..budgets.colab_budget import (CPU_RULE, RULE, T4_FP32_SHARE, T4_FP32_TFLOPS, colab_estimates,
+                                        load_step_seconds, step_flops, t4_step_seconds)
+    from ..budgets.live_runs import LIVE_RUNS
 
     table = colab_estimates(times)
     rows = []
     for _, r in table.iterrows():
+        cpu = f"{r['cpu']} (estimated)" if r["cpu_source"] == "estimated" else r["cpu"]
         rows.append(dict(zip(BUDGET_HEADS, [r["chapter"], r["dominant_cost"].replace("_", "-"),
-                                            r["h100"], r["t4"], r["cpu"], r["flags"] or "none"])))
-    rule = (f"{RULE} A BERT-Mini step needs {t4_share_needed():.1%} of the T4's FP32 peak "
-            f"({T4_FP32_TFLOPS} TFLOPS) for its per-step estimate to hold (FLOPs counted in "
-            "bench/results/bert_mini_step_flops.json). Budget: 30 minutes per chapter on a T4, "
-            "10 on an H100; the flags name the chapters over either, and those whose H100 time "
-            f"is estimated rather than measured. {CPU_RULE}")
+                                            r["h100"], r["t4"], cpu, r["t4_vs_cpu"], r["flags"] or "none"])))
+    # how far the model's one assumption carries: the live chapters at a tenth of the T4's peak
+    slow_step = t4_step_seconds(share=0.1)
+    slow = colab_estimates(times, t4_step_s=slow_step).set_index("chapter")["t4_s"]
+    live = [c for c in LIVE_RUNS if c in slow.index and slow[c] == slow[c]]
+    worst = max(live, key=lambda c: slow[c]) if live else None
+    sensitivity = (f" At a tenth of that peak a step would take {slow_step:.3f} s and the longest "
+                   f"live chapter, {worst}, {slow[worst]:,.0f} s." if worst else "")
+    rule = (f"{RULE} By the model a BERT-Mini step ({step_flops():.3g} FLOPs, counted in "
+            f"bench/results/bert_mini_step_flops.json) takes {t4_step_seconds():.3f} s on a T4 "
+            f"against {load_step_seconds():.3f} s measured on the H100, the T4 sustaining "
+            f"{T4_FP32_SHARE:.0%} of the T4's FP32 peak ({T4_FP32_TFLOPS} TFLOPS).{sensitivity} "
+            "T4 vs CPU: how many times faster the notebook runs on a T4 than on two CPU cores; "
+            "'none (host work)' where the chapter trains nothing live, so a GPU runtime does not "
+            "shorten it. An H100 run that did not reach its end (a zoo wheel not carried to that "
+            "machine) is shown as not measured, with the reason, and its time estimated. "
+            "Budget: 30 minutes per chapter on a T4, 10 on an H100; the flags name the chapters "
+            f"over either, and those whose H100 time is estimated rather than measured. {CPU_RULE}")
     return rows, rule
