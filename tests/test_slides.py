@@ -263,6 +263,19 @@ def test_the_key_table_is_the_first_after_the_answer_box_or_the_tagged_ones():
     assert _tables_of(_table_chapter(tagged=("before", "second"))) == ["before", "second"]
     slide = [s for s in _table_chapter() if s.table][0]
     assert slide.title == "Results"                                        # in the section that shows it
+    assert slide.body == "The numbers."                                    # on the slide of the lead that introduces it
+    assert 'class="deck-table with-text"' in sl.render_slide(slide)        # a shorter box under the text
+
+
+def test_a_table_after_a_long_lead_gets_slides_of_its_own():
+    lead = " ".join(["word"] * 31) + "."
+    page = f"# T\n\n## Results\n\n{lead}\n\n@@table:0@@\n"
+    slides = sl.plan_chapter(page, [], "t", tables=[(HTML_TABLE(20), False)])[1]
+    assert [(s.body == lead, bool(s.table)) for s in slides if s.title == "Results"] == \
+        [(True, False)] + [(False, True)] * 3
+    short = sl.plan_chapter(page.replace(lead, "Short."), [], "t", tables=[(HTML_TABLE(20), False)])[1]
+    assert [(s.body == "Short.", bool(s.table)) for s in short if s.title == "Results"] == \
+        [(True, True)] + [(False, True)] * 2
 
 
 def test_a_table_on_a_slide_keeps_only_inert_markup_and_links_to_the_online_book():

@@ -91,6 +91,8 @@ SLIDE_WORDS = 60
 TABLE_ROWS = 8
 #: sections that are not lecture material
 _SKIP_SECTIONS = ("exercises", "what to remember")
+#: the most words of a section's lead that a table it introduces shares a slide with (two lines)
+_TABLE_LEAD_WORDS = 30
 
 _LABEL_LINE = re.compile(r"^\([A-Za-z0-9_:.-]+\)=\s*$")
 _OPTION_LINE = re.compile(r"^\s*:[A-Za-z_-]+:")
@@ -351,7 +353,8 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
 
     A section whose first item is a figure (its lead announces it: "every claim's status in
     one picture") shows the figure on the lead's slide, when the lead and the figure's caption
-    together fit :data:`SLIDE_WORDS`.
+    together fit :data:`SLIDE_WORDS`; one whose first item is a table it shows, the table's
+    first rows, when the lead is at most two lines (``_TABLE_LEAD_WORDS``).
     """
     title = chapter
     goals: list[str] = []
@@ -463,7 +466,7 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
     for sec in sections:
         if sec["title"].lower() in _SKIP_SECTIONS:
             continue
-        items = list(sec["items"])
+        items = [it for it in sec["items"] if it[0] != "table" or it[1] in shown_tables]
         paragraphs = [p.strip() for p in re.split(r"\n\s*\n", "\n".join(sec["prose"])) if p.strip()]
         lead = next((p for p in paragraphs if not p.startswith("|") and not p.startswith("$$")), "")
         has_marks = any(item[0] == "marked" for item in sec["items"])
@@ -479,13 +482,15 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
                     slides[-1].figure, slides[-1].caption = (png, alt), cap
                     slides[-1].notes = "\n\n".join(filter(None, [slides[-1].notes, cap_rest]))
                     items.pop(0)
+            elif items and items[0][0] == "table" and _words(kept) <= _TABLE_LEAD_WORDS:
+                first, *others = split_html_table(tables[items.pop(0)[1]][0])   # the table the lead introduces
+                slides[-1].table = first
+                slides += [Slide(sec["title"], table=piece) for piece in others]
         elif has_marks and paragraphs and slides:
             slides[-1].notes = "\n\n".join(filter(None, [slides[-1].notes, *paragraphs]))
         for item in items:
             if item[0] == "table":
-                if item[1] in shown_tables:
-                    pieces = split_html_table(tables[item[1]][0])
-                    slides += [Slide(sec["title"] or title, table=piece) for piece in pieces]
+                slides += [Slide(sec["title"] or title, table=piece) for piece in split_html_table(tables[item[1]][0])]
             elif item[0] == "figure":
                 png, alt, caption = figures[item[1]]
                 kept, rest = trim(caption) if caption else ("", "")
@@ -567,30 +572,22 @@ def chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple], li
     return "\n\n".join(parts), figures, tables
 
 
-def drawn_figures(nb, markdown: str = "") -> int:
-    """How many figures an executed chapter shows: the images of its code cells' outputs
-    (a glued value and a cell whose output is removed excepted) and the figures its text
-    pastes (``{glue:figure}``)."""
-    drawn = 0
+def _shown_outputs(nb):
+    """The outputs a reader sees of an executed chapter's code cells: a glued value (shown
+    where the text uses it) and a cell whose output is removed excepted."""
     for cell in nb.cells:
         tags = set((cell.get("metadata") or {}).get("tags", []))
-        if cell.cell_type != "code" or tags & {"remove-output", "remove-cell"}:
-            continue
-        drawn += sum(1 for o in cell.get("outputs", []) if "image/png" in (o.get("data") or {})
-                     and "scrapbook" not in (o.get("metadata") or {}))
-    return drawn + len(_GLUE_FIGURE.findall(markdown))
+        if cell.cell_type == "code" and not tags & {"remove-output", "remove-cell"}:
+            yield from (o for o in cell.get("outputs", []) if "scrapbook" not in (o.get("metadata") or {}))
+
+
+def drawn_figures(nb, markdown: str = "") -> int:
+    """How many figures an executed chapter shows: the images of its code cells' outputs
+    (:func:`_shown_outputs`) and the figures its text pastes (``{glue:figure}``)."""
+    return sum("image/png" in (o.get("data") or {}) for o in _shown_outputs(nb)) + len(_GLUE_FIGURE.findall(markdown))
 
 
 def shown_tables(nb) -> int:
     """How many tables an executed chapter's code shows: the HTML tables of its code cells'
-    outputs (a glued value and a cell whose output is removed excepted), as
-    :func:`chapter_markdown` finds them."""
-    shown = 0
-    for cell in nb.cells:
-        tags = set((cell.get("metadata") or {}).get("tags", []))
-        if cell.cell_type != "code" or tags & {"remove-output", "remove-cell"}:
-            continue
-        shown += sum(len(output_tables(o)) for o in cell.get("outputs", [])
-                     if "scrapbook" not in (o.get("metadata") or {}) and "image/png" not in (o.get("data") or {}))
-    return shown
-
+    outputs (:func:`_shown_outputs`) that are not figures, as :func:`chapter_markdown` finds them."""
+    return sum(len(output_tables(o)) for o in _shown_outputs(nb) if "image/png" not in (o.get("data") or {}))

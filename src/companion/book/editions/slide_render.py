@@ -36,6 +36,7 @@ DECK_CSS = """
 .reveal mjx-container[display="true"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
 .reveal mjx-assistive-mml { width: 1px !important; height: 1px !important; overflow: hidden !important; }
 .reveal .deck-table { max-width: 100%; max-height: 560px; overflow: auto; }
+.reveal .deck-table.with-text { max-height: 440px; }
 .reveal .deck-table table { font-size: 0.62em; margin: 0; border-collapse: collapse; width: max-content; }
 .reveal .deck-table caption { font-size: 1.1em; text-align: left; padding-bottom: 0.3em; }
 .reveal .deck-table th, .reveal .deck-table td { padding: 0.2em 0.5em; vertical-align: top; max-width: 24em; }
@@ -78,7 +79,7 @@ def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
     render = lambda text: md.render(colab_markdown(text, None, links)) if text else ""
     parts = [f"<h2>{html.escape(slide.title)}</h2>", render(slide.body)]
     if slide.table:
-        parts.append(table_html(slide.table, slide.title, links))
+        parts.append(table_html(slide.table, slide.title, links, below_text=bool(slide.body)))
     if slide.figure:
         png, alt = slide.figure
         png = pasted("".join(str(png).split()), "html")
@@ -90,12 +91,13 @@ def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def table_html(table: str, title: str = "table", links: dict | None = None) -> str:
+def table_html(table: str, title: str = "table", links: dict | None = None, below_text: bool = False) -> str:
     """A table a chapter's code made, as a slide shows it: its inert markup only
     (:func:`companion.book.site.markup.safe_html`: a ``<script>`` or an ``onclick`` in a cell
     shows as text), a link to another page of the book (``survey.html#x``) pointed at the
     online book (``links``: page or label -> address), in a box that scrolls when the table is
-    wider or taller than the slide (focusable, so that it scrolls by keyboard too)."""
+    wider or taller than the slide (focusable, so that it scrolls by keyboard too), a shorter
+    one ``below_text`` (under the slide's text)."""
     from ..site.markup import safe_html
 
     links = links or {}
@@ -106,7 +108,8 @@ def table_html(table: str, title: str = "table", links: dict | None = None) -> s
         return f'{m.group(1)}"{address}{frag}"' if address else m.group(0)
 
     clean = re.sub(r'(href=)"(?!https?:|mailto:|#)(?:\./)?([A-Za-z0-9_-]+)\.html(#[^"]*)?"', online, safe_html(table))
-    return (f'<div class="deck-table" tabindex="0" role="region" aria-label="{html.escape(title, quote=True)}: table">'
+    size = "deck-table with-text" if below_text else "deck-table"
+    return (f'<div class="{size}" tabindex="0" role="region" aria-label="{html.escape(title, quote=True)}: table">'
             f"{clean}</div>")
 
 
