@@ -40,15 +40,28 @@ PYEOF
 # elsewhere (a device) meanwhile, is not copied, and the log says why
 land() {
   local name=$1 work=$2 steps=$3; shift 3
-  if [ -f data/runs/$name/history.csv ]; then
+  # _land_put SRC DEST: copy SRC to DEST, replacing a link left at DEST (a link is never written
+  # through: it may point at a user's file outside data/runs); anything else there is refused
+  _land_put() {
+    if [ -L "$2" ]; then rm -f -- "$2"
+    elif [ -e "$2" ] && [ ! -f "$2" ]; then echo "NOT COPIED $name: $2 is not a file $(date -u)" >> $LOG; return 1
+    fi
+    cp -- "$1" "$2"
+  }
+  if [ -L data/runs/$name ] || { [ -e data/runs/$name ] && [ ! -d data/runs/$name ]; }; then
+    echo "NOT COPIED $name: data/runs/$name is a link or not a folder, which is never written into; remove it and run the script again $(date -u)" >> $LOG
+    echo "data/runs/$name is a link or not a folder; remove it and run the script again" >&2
+    return 1
+  fi
+  if [ -f data/runs/$name/history.csv ] && [ ! -L data/runs/$name/history.csv ]; then
     echo "NOT COPIED $name: data/runs/$name already holds a finished run; this one stays in $work $(date -u)" >> $LOG
     return 0
   fi
   finished "$work/$name" "$steps" || { echo "NOT COPIED $name: not a finished $steps-step run $(date -u)" >> $LOG; return 1; }
   mkdir -p data/runs/$name
-  cp "$work/$name/provenance.json" data/runs/$name/
-  local f
-  for f in "$@"; do cp "$work/$name"/$f data/runs/$name/; done
-  cp "$work/$name/history.csv" data/runs/$name/   # last: history.csv marks a finished run
+  _land_put "$work/$name/provenance.json" data/runs/$name/provenance.json || return 1
+  local f g
+  for f in "$@"; do for g in "$work/$name"/$f; do _land_put "$g" "data/runs/$name/${g##*/}" || return 1; done; done
+  _land_put "$work/$name/history.csv" data/runs/$name/history.csv || return 1   # last: history.csv marks a finished run
   echo "landed $name $(date -u)" >> $LOG
 }

@@ -13,9 +13,7 @@ run() {  # CORPUS SHORT MODE
   local name=guardprobe-$2-bert-mini-$3-standard-s99
   [ -f data/runs/$name/history.csv ] && return 0
   $PY -m companion.train.cli $COMMON --corpus $1 --mode $3 --out "$WORK/$name" --overwrite > "$WORK/$name.out" 2>&1
-  mkdir -p data/runs/$name
-  cp "$WORK/$name/provenance.json" data/runs/$name/
-  cp "$WORK/$name/history.csv" data/runs/$name/
+  land "$name" "$WORK" 200   # copied only as a finished 200-step run (common.sh)
 }
 mkdir -p "$WORK"
 pool run english-mix mix encoder
