@@ -189,6 +189,11 @@ def check_registered(name: str, prov: dict, body: dict, device: str) -> None:
             raise CompanionError(f"run {name} was made with {field} = {shown(got[field])}, not the {shown(want[field])} "
                                  f"that body {label!r} registers (its plan: {body.get('plan', 'the rules file')}); it "
                                  "is not a run of the body: move it out of data/runs.")
+    unknown = sorted(set(cfg) - set(want))
+    if unknown:   # a field this package's trainer does not have: made by another trainer, or edited
+        raise CompanionError(f"run {name}'s provenance records {unknown[0]} = {str(cfg[unknown[0]])[:60]}, a setting "
+                             f"`companion train` does not have, so body {label!r} cannot check it; it is not a "
+                             "run of the body as registered: move it out of data/runs.")
     precision = got.get("cpu_bf16") if device == "CPU" else got.get("bf16")
     if precision is not True:
         flag = "--cpu-bf16" if device == "CPU" else "bf16 (no --no-bf16)"
