@@ -141,16 +141,39 @@ def _tokenizer_sha256(name: str) -> str | None:
         return None
 
 
-def _arm_rows(runs, arm):
+def _arm_mask(runs, arm):
     mode, init = arm.split("/")
-    return runs[(runs["mode"] == mode) & (runs["init"] == init)]
+    return (runs["mode"] == mode) & (runs["init"] == init)
+
+
+def _arm_rows(runs, arm):
+    return runs[_arm_mask(runs, arm)]
+
+
+#: the text columns of a body's runs (:func:`companion.train.runner.runs.load_runs` and the device)
+_TEXT_COLUMNS = ("quantity", "run", "mode", "init", "size", "penalty", "label", "device")
+
+
+def _reading_frame(runs: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``runs`` with its text columns held as categories: the same rows, values and order.  A
+    body's runs are some 300,000 rows (the loss and learning rate of every step); each reading
+    selects an arm, a quantity and a step from them many times, and a selection copies every
+    column, which for text held as Arrow strings took most of a claim's reading (20 s of the
+    four claims' 30 s); as categories it copies integer codes."""
+    if runs is None:
+        return None
+    text = [c for c in _TEXT_COLUMNS if c in runs.columns and not isinstance(runs[c].dtype, pd.CategoricalDtype)]
+    return runs.astype({c: "category" for c in text}) if text else runs
 
 
 def complete_seeds(runs: pd.DataFrame | None, body: dict, arms) -> list[int]:
     """The body's seeds, in its order, up to the first one missing a run of any of ``arms``."""
+    if runs is None:
+        return []
+    have = [set(runs.loc[_arm_mask(runs, a), "seed"].unique().tolist()) for a in arms]
     out = []
     for seed in body["seeds"]:
-        if runs is None or any(not (_arm_rows(runs, a)["seed"] == seed).any() for a in arms):
+        if any(seed not in h for h in have):
             break
         out.append(seed)
     return out
@@ -171,11 +194,13 @@ def paired_values(runs: pd.DataFrame, rule: dict, seeds, step: int | None = None
     at ``step`` (default the horizon).  Refuses a pair made on two devices."""
     step = rule["body_rule"]["steps"] if step is None else step
     comp = comparator or rule["comparator"]
+    devices: dict = {}   # seed -> the devices of its two runs
+    for a in (rule["candidate"], comp):
+        pairs = runs.loc[_arm_mask(runs, a) & runs["seed"].isin(list(seeds)), ["seed", "device"]].drop_duplicates()
+        for s, d in zip(pairs["seed"].tolist(), pairs["device"].tolist()):
+            devices.setdefault(s, set()).add(d)
     for seed in seeds:
-        devs = set()
-        for a in (rule["candidate"], comp):
-            rows = _arm_rows(runs, a)
-            devs |= set(rows.loc[rows["seed"] == seed, "device"])
+        devs = devices.get(seed, set())
         if len(devs) > 1:
             raise CompanionError(f"seed {seed} of {rule['body']}: {rule['candidate']} and {comp} were made on "
                                  f"different devices ({', '.join(sorted(devs))}); a paired test compares runs made "
@@ -398,7 +423,7 @@ def _cached_runs(body_key: str, pattern: str, stamp: str):
     from ...rules.rulebook import load_rules
 
     body = dict(load_rules()["bodies"][body_key])
-    return body_runs_at_looks(body, _registration(body)[0], _rules_commit(body))
+    return _reading_frame(body_runs_at_looks(body, _registration(body)[0], _rules_commit(body)))
 
 
 def own_yardstick(runs: pd.DataFrame | None, rule: dict, seeds) -> float:
@@ -442,6 +467,8 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     body = rule["body_rule"]
     if runs is None:
         runs = _cached_runs(rule["body"], body["pattern"], rules["framework"]["fixed"].isoformat())
+    else:
+        runs = _reading_frame(runs)
     arms = (rule["candidate"], rule["comparator"])
     seeds = complete_seeds(runs, body, arms)
     values = paired_values(runs, rule, seeds) if seeds else pd.Series(dtype=float)

@@ -379,7 +379,9 @@ _ASSEMBLED: dict[tuple, Assembled] = {}
 def assembled(fetch: bool | None = None) -> Assembled:
     """The assembled corpus from the cache's archives (fetched when missing and ``fetch``, by
     default only inside :func:`companion.train.text.corpora.fetching_allowed`, an explicit
-    command); memoised per process by the archives' identity."""
+    command); memoised per process by the archives' identity, and on disk
+    (:func:`_stored_assembly`): assembling takes 5 to 20 s, and every process that reads the
+    corpus or its vocabulary (each claim read on this body, each test worker) needs it."""
     from ...base.cache import cache_dir
     from .corpora import _checked_archive, may_fetch
 
@@ -395,8 +397,57 @@ def assembled(fetch: bool | None = None) -> Assembled:
             if missing:
                 raise CompanionError(f"corpus {NAME!r} is not in the cache ({', '.join(missing)} missing); fetch "
                                      f"it with `companion corpus fetch {NAME}`.")
-        _ASSEMBLED[key] = assemble_from_archives(cache_dir("archives"))
+        _ASSEMBLED[key] = _stored_assembly(key, lambda: assemble_from_archives(cache_dir("archives")))
     return _ASSEMBLED[key]
+
+
+def _assembly_key(archives: tuple) -> str:
+    """The on-disk key of an assembly: the archives as found (path, modification time, size)
+    and their pinned sha256s, the assembly rules (this module's source, which holds every
+    reader and rule, and :data:`ASSEMBLY_VERSION`) and the Unicode tables and Python version
+    that normalise the text.  A change to any of them assembles again."""
+    import sys
+
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return hashlib.sha256(json.dumps({"archives": [list(a) if isinstance(a, tuple) else a for a in archives],
+                                      "pins": [s.sha256 for s in SOURCES], "assembly": ASSEMBLY_VERSION,
+                                      "code": code, "unicode": unicodedata.unidata_version,
+                                      "python": list(sys.version_info[:2])},
+                                     sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _stored_assembly(archives: tuple, assemble_now: Callable[[], Assembled]) -> Assembled:
+    """The assembly of ``archives`` (their identity: :func:`assembled`'s key) read from
+    ``<cache>/assembled/english-mix-<key>.json`` (:func:`_assembly_key`), else
+    ``assemble_now()`` (which checks every archive's sha256 and refuses a leak), written
+    there (replacing the assembly of other keys).  A stored file is used only when its
+    documents read back to the hash stored with them; a torn or edited file is assembled
+    again (and rewritten)."""
+    from ...base.cache import cache_root, ensure_dir
+    from ...base.outputs import write_text_atomic
+
+    path = cache_root() / "assembled" / f"{NAME}-{_assembly_key(archives)}.json"
+    try:
+        if path.is_file():   # never a FIFO or folder
+            data = json.loads(path.read_text(encoding="utf-8"))
+            corpus = Assembled(data["documents"], data["sources"], data["held_out"], data["stats"])
+            if (documents_sha256(corpus.documents) == data["documents_sha256"]
+                    and len(corpus.documents) == len(corpus.sources) == len(corpus.held_out)):
+                return corpus
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    corpus = assemble_now()
+    try:
+        ensure_dir(path.parent)
+        write_text_atomic(json.dumps({"documents": corpus.documents, "sources": corpus.sources,
+                                      "held_out": corpus.held_out, "stats": corpus.stats,
+                                      "documents_sha256": documents_sha256(corpus.documents)}), path)
+        for old in path.parent.glob(f"{NAME}-*.json"):   # earlier rules' or archives' assemblies (60 MB each)
+            if old != path:
+                old.unlink(missing_ok=True)
+    except (OSError, CompanionError):   # a read-only cache: assembled again next time, nothing else changes
+        pass
+    return corpus
 
 
 def documents(archive: Path | None = None) -> Iterator[str]:
