@@ -1,7 +1,8 @@
 """Fixtures for the reader checks: the built site served locally, headless Chromium.
 
 These tests run after the book is built (``make reader-checks``, part of ``make test``);
-pytest collects them only with ``--reader-checks``.
+pytest collects them only with ``--reader-checks``.  They read ``_build/html``, or the built
+site that ``COMPANION_READER_SITE`` names (an earlier build, to show what a check finds there).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "_build" / "html"
+SITE = Path(os.environ.get("COMPANION_READER_SITE") or ROOT / "_build" / "html")
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 
 CHROMIUM_FLAGS = (
@@ -45,7 +46,8 @@ def _which(*names: str) -> str | None:
 @pytest.fixture(scope="session")
 def site() -> Path:
     if not (SITE / "index.html").is_file():
-        pytest.fail(f"no built site at {SITE}: build the book first (make book).")
+        pytest.fail(f"no built site at {SITE}: build the book first (make book), or name a built "
+                    "site's html folder in COMPANION_READER_SITE.")
     return SITE
 
 
