@@ -19,13 +19,7 @@ from ..rules.statistics import (deciding_p, detectable_effect, directional_outco
 __all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
            "beta_correlation_test", "family", "update_tests", "yardstick"]
 
-_CACHE: dict = {}
-
-
-def _cached(key, fn):
-    if key not in _CACHE:
-        _CACHE[key] = fn()
-    return _CACHE[key]
+from .cache import _cached   # the one in-process cache of computed tables (companion.judge.cache)
 
 
 def _body(name, rules):
