@@ -42,6 +42,18 @@ GUARD_REFERENCES = ("unseen", "heldout")
 _YARDSTICK_RULES = ("scaled-iqr", "speedup-nats")
 #: the design check's Monte Carlo size is bounded (a typo of 10^9 draws would exhaust memory)
 MAX_DRAWS = 2_000_000
+#: ... and so is each simulated matrix, draws x the last look's seeds (8 bytes each; the family
+#: check holds one per body at once): 2,000,000 draws of 935 seeds asked numpy for 14.9 GB
+MAX_DRAW_CELLS = 25_000_000
+
+
+def _check_simulation_size(draws, looks, path, where) -> None:
+    """Refuse a Monte Carlo check whose draws x last-look matrix would not fit in memory."""
+    cells = int(draws) * int(looks[-1])
+    if cells > MAX_DRAW_CELLS:
+        _fail(path, where, f"{draws:,} draws of the last look's {looks[-1]} seeds ask for {cells * 8 / 1e9:.1f} GB "
+                           f"per simulated matrix; draws x the last look's seeds may be at most {MAX_DRAW_CELLS:,}: "
+                           f"lower 'draws' to {MAX_DRAW_CELLS // int(looks[-1]):,} or fewer.")
 
 
 def _fail(path, where: str, what: str):
@@ -166,7 +178,10 @@ def _check_sequential(s, path):
                            f"{len(nom) if isinstance(nom, list) else 'no'} levels in 'nominal_when_fixed'.")
     from .sequential import nominal_levels
 
-    now = nominal_levels(looks, s["alpha"], s["spending"])
+    try:
+        now = nominal_levels(looks, s["alpha"], s["spending"])
+    except ValueError as err:
+        _fail(path, where, str(err))
     for k, (a, b) in enumerate(zip(nom, now)):
         _num(a, path, where, f"nominal_when_fixed[{k}]", 0, 0.5)
         if abs(a - b) > 1e-3 * b + 1e-9:
@@ -174,9 +189,53 @@ def _check_sequential(s, path):
                                f"{s['alpha']} gives the looks {looks} ({b:.6g}); recompute it.")
 
 
+#: draws of the design check's settings test (:func:`_check_design_settings`): about 0.2 s
+SETTINGS_DRAWS = 2000
+#: how far (in Monte Carlo standard errors of SETTINGS_DRAWS draws) a committed design table's
+#: chance or expected seeds may lie from the rules' own before the table is refused: the table's
+#: own Monte Carlo error is 3-4% of this; another spending function or alpha moves them 15-70
+SETTINGS_Z = 6.0
+
+
+def _check_design_settings(rules, df, path) -> None:
+    """The committed design table was computed with this file's looks, alpha and spending
+    function: its first claim's row at the pilot's effect is simulated again at
+    :data:`SETTINGS_DRAWS` draws (the same seed, so the same first draws), and each outcome's
+    chance and the expected seeds must agree within :data:`SETTINGS_Z` standard errors.  (A
+    table made with another seed or number of draws of the same design agrees within its
+    Monte Carlo error, and is the same design.)"""
+    from .sequential import DECIDED, _drawn_outcomes
+
+    key, r = next(iter(rules["claims"].items()))
+    row = df[(df["claim"] == key) & (df["effect"].astype(str) == "pilot")].iloc[0]
+    d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
+    sd, est = float(r["pilot"]["planning_sd_when_fixed"]), float(r["pilot"]["estimate_when_fixed"])
+    looks, mc = rules["framework"]["sequential"]["looks"], rules["framework"]["design_check"]
+    n = SETTINGS_DRAWS
+    x = est + sd * np.random.default_rng(int(mc["seed"])).standard_normal((n, int(looks[-1])))
+    outcome, used = _drawn_outcomes(x, looks, nominal(rules), d)
+    far = []
+    for name in DECIDED + ("inconclusive",):
+        p = float(np.mean(outcome == name))
+        se = math.sqrt(max(p * (1 - p), 1 / n) / n)
+        if abs(float(row[name]) - p) > SETTINGS_Z * se:
+            far.append(f"P({name}) {float(row[name]):.3f} against {p:.3f}")
+    se = max(float(used.std()), 1.0) / math.sqrt(n)
+    if abs(float(row["expected_seeds"]) - float(used.mean())) > SETTINGS_Z * se:
+        far.append(f"expected seeds {float(row['expected_seeds']):.2f} against {float(used.mean()):.2f}")
+    if far:
+        s = rules["framework"]["sequential"]
+        _fail(path, f"rule {key!r}", f"the design table was not computed for this file's looks {s['looks']}, alpha "
+                                     f"{s['alpha']} and {s['spending']} spending (at the pilot's effect: "
+                                     f"{'; '.join(far)}); recompute it (companion.train.studies.design_check --write).")
+
+
 def _check_design(rules, path):
-    """The committed design table exists, was computed for this file's yardsticks and planning
-    spreads, covers every claim at 0, d and the pilot's effect, and meets every target."""
+    """The committed design table exists, was computed for this file's yardsticks, planning
+    spreads and pilot effects (each claim's row at the pilot's effect is at the rules'
+    ``pilot.estimate_when_fixed``) and for its looks, alpha and spending function
+    (:func:`_check_design_settings`), covers every claim at 0, d and the pilot's effect, and
+    meets every target."""
     import pandas as pd
 
     dc = rules["framework"]["design_check"]
@@ -193,6 +252,12 @@ def _check_design(rules, path):
         if not (np.allclose(rows["sesoi"], d, rtol=1e-6) and np.allclose(rows["planning_sd"], sd, rtol=1e-6)):
             _fail(path, f"rule {key!r}", f"the design table was computed for another yardstick or planning spread "
                                          f"than the rules' (d {d:g}, sd {sd:g}); recompute it.")
+        est = float(r["pilot"]["estimate_when_fixed"])
+        at = rows[rows["effect"].astype(str) == "pilot"]["delta"].astype(float)
+        if not np.allclose(at, est, rtol=1e-6, atol=1e-12):
+            _fail(path, f"rule {key!r}", f"the design table was computed at a pilot effect of {float(at.iloc[0]):g}, "
+                                         f"not the rules' pilot.estimate_when_fixed {est:g}; recompute it "
+                                         "(companion.train.studies.design_check --write).")
         t = dc["targets"]
         by = rows.set_index(rows["effect"].astype(str))
         checks = {"0": (by.loc["0", "p_direction"] <= t["direction_at_0"], f"P(direction shown | 0) <= {t['direction_at_0']}"),
@@ -206,6 +271,7 @@ def _check_design(rules, path):
             if not ok:
                 _fail(path, f"rule {key!r}", f"the design check fails its own target at effect {effect} "
                                              f"({target}); the design cannot decide this claim as written.")
+    _check_design_settings(rules, df, path)
 
 
 def load_rules(path: str | Path | None = None, check_design: bool = True) -> dict:
@@ -263,6 +329,7 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
     if not isinstance(dc, dict) or not isinstance(dc.get("targets"), dict):
         _fail(path, "framework.design_check", "must be a mapping with draws, seed, planning_confidence, targets, table.")
     _num(dc.get("draws"), path, "framework.design_check", "draws", 999, MAX_DRAWS + 1, whole=True)
+    _check_simulation_size(dc["draws"], fw["sequential"]["looks"], path, "framework.design_check")
     _num(dc.get("seed"), path, "framework.design_check", "seed", -1, whole=True)
     _num(dc.get("planning_confidence"), path, "framework.design_check", "planning_confidence", 0.5, 1)
     for t in ("direction_at_0", "refuted_at_d", "true_at_pilot"):
@@ -484,6 +551,7 @@ def _check_families(rules: dict, path) -> None:
         _fail(path, "framework.family_check", "must be a mapping (draws, seed, correlation, effects_over_d, "
                                               "spreads_over_d, table).")
     _num(fc.get("draws"), path, "framework.family_check", "draws", 999, MAX_DRAWS + 1, whole=True)
+    _check_simulation_size(fc["draws"], fw["sequential"]["looks"], path, "framework.family_check")
     _num(fc.get("seed"), path, "framework.family_check", "seed", -1, whole=True)
     _num(fc.get("correlation"), path, "framework.family_check", "correlation", -1e-12, 1)
     for field in ("effects_over_d", "spreads_over_d"):

@@ -94,6 +94,14 @@ def boundaries(looks, alpha: float = 0.05, kind: str = "obrien-fleming", grid: i
     spent = spending(t, alpha, kind)
     steps = np.diff(np.concatenate([[0.0], spent]))
     c = np.empty(n.size)
+
+    def too_little(k):
+        return ValueError(f"look {k + 1} ({int(n[k])} of {int(n[-1])} seeds) is given {steps[k]:.3g} of the error "
+                          f"under {kind} spending of {alpha}, too little for a boundary; put the first looks "
+                          "later (closer to the last) or use fewer looks.")
+
+    if not steps[0] > 1e-15:
+        raise too_little(0)
     c[0] = stats.norm.isf(steps[0] / 2)
     # density of B(t_1) on the continuation region
     x = np.linspace(-c[0] * math.sqrt(t[0]), c[0] * math.sqrt(t[0]), grid)
@@ -110,7 +118,10 @@ def boundaries(looks, alpha: float = 0.05, kind: str = "obrien-fleming", grid: i
             return float(np.sum(w * f * tail))
 
         target = steps[k]
-        c[k] = optimize.brentq(lambda ck: exit_prob(ck) - target, 1e-6, 40.0, xtol=1e-12)
+        try:
+            c[k] = optimize.brentq(lambda ck: exit_prob(ck) - target, 1e-6, 40.0, xtol=1e-12)
+        except ValueError:   # no boundary in (0, 40) spends so little (or so much)
+            raise too_little(k) from None
         y = np.linspace(-c[k] * math.sqrt(t[k]), c[k] * math.sqrt(t[k]), grid)
         kern = stats.norm.pdf((y[:, None] - x[None, :]) / sd) / sd
         f, x = kern @ (w * f), y
