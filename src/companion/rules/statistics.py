@@ -198,10 +198,21 @@ def directional_outcome_first(est: Estimate, sesoi: float = 0.0, min_seeds: int 
     return "inconclusive"
 
 
+def _no_evidence(est: Estimate) -> bool:
+    """A non-finite interval or no seed-to-seed spread (:data:`SPREAD_FLOOR`): no evidence of
+    where the mean lies, on any path."""
+    if not (math.isfinite(est.low) and math.isfinite(est.high) and math.isfinite(est.sd)):
+        return True
+    return est.sd <= SPREAD_FLOOR * max(1.0, abs(est.mean))
+
+
 def threshold_outcome(est: Estimate, threshold: float, min_seeds: int = 3) -> str:
     """The claim (a premise) says the true mean is above ``threshold``: ``holds`` when the
-    interval lies above it, ``refuted`` when it lies below, else ``inconclusive``."""
-    if est.n < max(min_seeds, 2):
+    interval lies above it, ``refuted`` when it lies below, else ``inconclusive``; ``not
+    testable here`` with fewer than ``min_seeds`` seeds, a non-finite interval or no
+    seed-to-seed spread (as every directional claim reads it, :func:`directional_outcome`: a
+    decided outcome on no spread has no p-value, and Holm withdrew it)."""
+    if est.n < max(min_seeds, 2) or _no_evidence(est):
         return "not testable here"
     if est.low > threshold:
         return "holds"
@@ -213,10 +224,10 @@ def threshold_outcome(est: Estimate, threshold: float, min_seeds: int = 3) -> st
 def equivalence_outcome(est: Estimate, band: float, min_seeds: int = 3) -> str:
     """The claim says the true mean is 0: ``holds`` when the interval lies inside
     ``(-band, band)``, ``refuted`` when it lies wholly outside ``[-band, band]``,
-    ``inconclusive`` otherwise."""
+    ``inconclusive`` otherwise; ``not testable here`` as :func:`threshold_outcome` says."""
     if band <= 0:
         raise ValueError(f"the equivalence band must be > 0; got {band}.")
-    if est.n < max(min_seeds, 2):
+    if est.n < max(min_seeds, 2) or _no_evidence(est):
         return "not testable here"
     if -band < est.low and est.high < band:
         return "holds"
