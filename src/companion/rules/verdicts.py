@@ -285,8 +285,11 @@ def rule_written_after(r: dict, dates) -> bool:
 
 
 def rule_commit_time(fixed, path: str | Path | None = None) -> _dt.datetime | None:
-    """When the rule stamped ``fixed`` entered the repository: the time of the oldest commit
-    whose rules file contains that stamp (``git log -S``), or None outside a git checkout."""
+    """When the rule stamped ``fixed`` entered the repository: the author time of the oldest
+    commit whose rules file contains that stamp (``git log -S``, following the file through a
+    move), or None outside a git checkout.  The author time is when the commit was first made:
+    an amend, a rebase or a cherry-pick keeps it, where the committer time moves to the
+    rewrite, and runs made between the two would read as made before the rules."""
     import subprocess
 
     path = Path(path) if path is not None else RULES_PATH
@@ -294,7 +297,7 @@ def rule_commit_time(fixed, path: str | Path | None = None) -> _dt.datetime | No
     try:
         # --follow keeps the history through a rename; git ignores --reverse with --follow, so
         # the oldest commit is the last line
-        out = subprocess.run(["git", "log", "--follow", "--format=%cI", "-S", stamp, "--", path.name],
+        out = subprocess.run(["git", "log", "--follow", "--format=%aI", "-S", stamp, "--", path.name],
                              cwd=path.parent, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -304,9 +307,12 @@ def rule_commit_time(fixed, path: str | Path | None = None) -> _dt.datetime | No
 
 def started_before_rule(started, fixed, commit_time=None) -> bool:
     """Whether a run that ``started`` (provenance) began before its rule was fixed: before
-    the rule's commit where the history is known, else before its ``fixed`` stamp."""
-    anchor = commit_time if commit_time is not None else fixed
-    return _as_datetime(started) < _as_datetime(anchor)
+    the rule's commit where the history is known (:func:`rule_commit_time`), and in any case
+    before its ``fixed`` stamp (a commit dated before the stamp it holds moves nothing earlier)."""
+    anchor = _as_datetime(fixed)
+    if commit_time is not None:
+        anchor = max(anchor, _as_datetime(commit_time))
+    return _as_datetime(started) < anchor
 
 
 #: names that moved to :mod:`companion.rules.statistics` in 0.2.0

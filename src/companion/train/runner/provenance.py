@@ -122,6 +122,23 @@ def check_stamps(provenance: dict, name: str, where) -> None:
             raise CompanionError(f"run {name}: its provenance.json's {field} {why}; a run's times are UTC stamps "
                                  "such as 2026-12-06T15:53:15Z. Copy provenance.json again from the run's work "
                                  f"folder, or move {where} away.")
+    import datetime as dt
+
+    def instant(v):
+        return dt.datetime.fromisoformat(v.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+
+    soon = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    for field, value in fields:
+        if value is not None and instant(value) > soon:   # a clock set wrong, or a stamp typed by hand
+            raise CompanionError(f"run {name}: its provenance.json's {field} {value} is in the future, so the run's "
+                                 "times cannot be compared with its rules'; copy provenance.json again from the "
+                                 f"run's work folder (and check the machine's clock), or move {where} away.")
+    started, finished = provenance.get("started"), provenance.get("date")
+    if started is not None and finished is not None:
+        if instant(finished) < instant(started):
+            raise CompanionError(f"run {name}: its provenance.json's date {finished} (when it finished) is before it "
+                                 f"started ({started}), so one of them is wrong; copy provenance.json again from the "
+                                 f"run's work folder, or move {where} away.")
 
 
 def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFrame:
