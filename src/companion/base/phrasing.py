@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["interval", "joined", "sentence_case", "seeds", "span", "listed", "numbers"]
+__all__ = ["interval", "joined", "sentence_case", "seeds", "span", "listed", "numbers", "as_set"]
 
 
 def seeds(n: int) -> str:
@@ -81,3 +81,26 @@ def listed(items, empty: str = "none") -> str:
 def numbers(values, fmt: str = ".3f", empty: str = "none") -> str:
     """``0.120, 0.340``: numbers in one format, separated by commas."""
     return listed((f"{v:{fmt}}" for v in values), empty)
+
+
+def as_set(value, decimals: int = 3, sign: bool = False) -> str:
+    """A number a rule sets (a threshold, a yardstick), worded with every digit it was set with:
+    at least ``decimals`` decimals, more where the value has them, so a sentence never quotes a
+    threshold the rules do not set (a floor of 0.6931 nats read '0.69', a guard of 0.125 '0.12').
+    ``sign``: a leading ``+`` on a value that is not negative.
+
+    >>> as_set(0.6931), as_set(0.1), as_set(0.125, 2, sign=True), as_set(0.0071884)
+    ('0.6931', '0.100', '+0.125', '0.0071884')
+    """
+    v = float(value)
+    if not math.isfinite(v):
+        return str(v)
+    text = repr(v)
+    if "e" in text or "E" in text:
+        import numpy as np
+
+        text = np.format_float_positional(v, trim="-")
+    whole, _, frac = text.partition(".")
+    frac = frac.rstrip("0").ljust(decimals, "0")
+    out = f"{whole}.{frac}" if frac else whole
+    return ("+" + out) if sign and v >= 0 and not out.startswith("-") else out

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..base.errors import CompanionError
+from ..base.phrasing import as_set
 from .verdicts import rule_written_after
 from .statistics import (deciding_p, directional_outcome, directional_outcome_first, directional_power, p_above, p_below, paired_t,
                          seeds_without_a_number)
@@ -101,8 +102,8 @@ def gate(losses: dict, references: dict, gaps: dict, half_step, e_end, e_half, s
               "trained into memorisation" if not parts["memorisation"] else "not stable between horizons")
     below = "; ".join(f"{m}/{i} {g['below']:+.2f} below unigram" for (m, i), g in ctx.items())
     held = "; ".join(f"{m}/{i} held-out minus training {g['gap']:+.3f}" for (m, i), g in mem.items())
-    text = (f"context: {below} (needs {cfg['context_floor_nats']:.3f}); memorisation: {held} (at most "
-            f"{cfg['memorisation_nats']:.2f}); horizon: effect {horizon['at_half']:+.3f} at step "
+    text = (f"context: {below} (needs {as_set(cfg['context_floor_nats'])}); memorisation: {held} (at most "
+            f"{as_set(cfg['memorisation_nats'], 2)}); horizon: effect {horizon['at_half']:+.3f} at step "
             f"{horizon['step']} and {horizon['at_end']:+.3f} at the end")
     why = gate_why({"gate_reason": reason, "horizon_at_half": horizon["at_half"], "horizon_at_end": horizon["at_end"],
                     "sesoi": sesoi}) if reason else ""
@@ -123,7 +124,7 @@ def gate_why(r) -> str:
     if reason != "not stable between horizons" or any(v is None or v != v for v in (half, end, d)):
         return reason
     how = ("the sign changed" if half * end <= 0 else
-           f"a change of {abs(end - half):.3f} where the rules allow less than d = {d:.3f}")
+           f"a change of {abs(end - half):.3f} where the rules allow less than d = {as_set(d)}")
     return f"{reason}: the effect was {half:+.3f} half-way and {end:+.3f} at the end, {how}"
 
 

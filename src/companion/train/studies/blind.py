@@ -215,6 +215,7 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame, rules=None) -
     rules v3 has read the claim at a look, v3's reading with v2's test after it) for
     each claim, and ``why`` (which gate part failed, and by how much; empty when none), its
     thresholds read from the rules (``rules``, default ``data/verdict_rules.yaml``)."""
+    from ...base.phrasing import as_set
     from ...rules.rulebook import earlier_rules as load_rules   # the bodies made before the rules in force
 
     g_rule = (rules if rules is not None else load_rules())["framework"]["gate"]
@@ -232,10 +233,10 @@ def answer_parts(verdicts: dict, tests: dict, gates: pd.DataFrame, rules=None) -
         if g["memorisation guard"] == "fails":
             why.append(f"the {g['arm']} runs memorise their training text: held-out minus training loss "
                        f"{g['memorisation gap (mean)']:+.2f} nats on average over {g['seeds']} seeds "
-                       f"(smallest {g['(smallest)']:+.2f}), where the rules allow at most {guard:+.2f}")
+                       f"(smallest {g['(smallest)']:+.2f}), where the rules allow at most {as_set(guard, 2, sign=True)}")
         if g["context floor"] == "fails":
             why.append(f"the {g['arm']} runs end only {g['below the reference']:.2f} nats below their unigram "
-                       f"reference, where the rules need {floor:.2f}")
+                       f"reference, where the rules need {as_set(floor, 2)}")
     out["why"] = "; ".join(why) or "every part passes"
     return out
 
