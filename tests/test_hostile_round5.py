@@ -481,6 +481,21 @@ def test_stamps_that_cannot_all_be_true_are_refused(prov, said):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("stamp, day", [("2026-12-06T23:30:00-05:00", "2026-12-07"),
+                                        ("2026-12-07T01:00:00+05:30", "2026-12-06"),
+                                        ("2026-12-06T10:00:00Z", "2026-12-06")])
+def test_the_run_catalogue_dates_a_run_by_its_utc_day(tmp_path, stamp, day):
+    from companion.train.runner.runs import run_catalogue
+
+    d = tmp_path / "x-run-s0"
+    d.mkdir()
+    (d / "provenance.json").write_text(json.dumps({"config": {"steps": 10, "seed": 0}, "started": stamp,
+                                                   "hardware": {"device": "cpu (1 threads)"}}))
+    (d / "history.csv").write_text("step,quantity,layer,head,value\n10,eval_loss,-1,-1,1\n")
+    (tmp_path / "scripts.csv").write_text("pattern,script,plan,what\nx-*,x.sh,p.md,test\n")
+    assert run_catalogue(tmp_path)["started"].iloc[0] == day
+
+
 def _git(repo, *args, date=None):
     env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a",
            "GIT_COMMITTER_EMAIL": "a@x"}

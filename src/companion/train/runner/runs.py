@@ -136,8 +136,19 @@ def _catalogue_row(d: Path) -> dict:
     device = hardware.get("device", "?") if isinstance(hardware, dict) else hardware  # text: the device itself
     started = prov.get("started") or prov.get("date") or ""
     machines = {str(s.get("cpu_model") or "not recorded") for s in prov.get("sittings") or [{}]}
-    return {**numbers, "device": str(device).split(" (")[0], "machines": machines,
-            "started": started[:10] if isinstance(started, str) else ""}
+    return {**numbers, "device": str(device).split(" (")[0], "machines": machines, "started": _utc_day(started)}
+
+
+def _utc_day(stamp) -> str:
+    """The UTC date of a provenance stamp (checked by :func:`read_provenance`): its first ten
+    characters were the local date of a stamp with an offset (23:30-05:00 is the next day in
+    UTC, the day every other run's stamp is read in)."""
+    import datetime as dt
+
+    if not isinstance(stamp, str) or not stamp.strip():
+        return ""
+    when = dt.datetime.fromisoformat(stamp.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    return when.astimezone(dt.timezone.utc).date().isoformat()
 
 
 def run_catalogue(root: str | Path | None = None) -> pd.DataFrame:
