@@ -314,6 +314,19 @@ def test_a_design_check_too_large_for_memory_is_refused_at_load(tmp_path, draws,
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("draws", [10_000_000_000, 2**40, 50_000_000])
+def test_a_version_2_power_check_too_large_for_memory_is_refused_at_load(tmp_path, draws):
+    from companion.rules.rulebook import RULES_HISTORY, load_rules
+
+    rules = yaml.safe_load(RULES_HISTORY[2].read_text())
+    rules["framework"]["power"]["draws"] = draws
+    path = tmp_path / "verdict_rules_v2.yaml"
+    path.write_text(yaml.safe_dump(rules, sort_keys=False))
+    with pytest.raises(CompanionError, match="draws") as err:
+        load_rules(path)
+    assert "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize("looks", [[3, 6, 935], [3, 6, 9, 12, 200], [2, 400]])
 def test_a_first_look_too_early_for_its_spending_is_refused_in_one_line(tmp_path, looks):
     """A look given almost none of the error (3 of 935 seeds under O'Brien-Fleming spending)

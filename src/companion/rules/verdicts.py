@@ -129,6 +129,11 @@ def _fraction(value, field: str, where: str, path) -> None:
         raise CompanionError(f"{where} in {path}: {field!r} must lie in (0, 1); got {str(value)[:40]!r}.")
 
 
+#: the power solver's Monte Carlo draws are bounded (each of its arrays holds one number a draw):
+#: 10^10 draws asked numpy for 80 GB
+MAX_POWER_DRAWS = 10_000_000
+
+
 def _check_framework_tests(fw: dict, path) -> None:
     """``power`` (target, draws, seed) and ``family`` (its ``fwer``), both optional, read by
     the verdicts' power and family-wise computations."""
@@ -143,6 +148,10 @@ def _check_framework_tests(fw: dict, path) -> None:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < (1 if field == "draws" else 0)):
             raise CompanionError(f"framework power in {path}: {field!r} must be a whole number"
                                  f"{' >= 1' if field == 'draws' else ' >= 0'}; got {str(v)[:40]!r}.")
+    if isinstance(power.get("draws"), int) and power["draws"] > MAX_POWER_DRAWS:
+        raise CompanionError(f"framework power in {path}: 'draws' {power['draws']:,} would ask for "
+                             f"{power['draws'] * 8 / 1e9:.1f} GB per simulated array; at most {MAX_POWER_DRAWS:,} "
+                             "(the files use 200,000): lower it.")
     if "family" not in fw:   # a file without family-wise tests (the verdicts' table then asks for one)
         return
     family = fw["family"]
