@@ -485,6 +485,11 @@ def test_a_good_stamp_is_read(stamp):
     ({"started": "2026-12-06T12:00:00-01:00", "date": "2026-12-06T12:30:00Z"}, "before it started"),
     ({"started": "2099-01-01T00:00:00Z"}, "in the future"),
     ({"started": "2026-12-06T12:00:00Z", "sittings": [{"started": "2099-01-01T00:00:00Z"}]}, "in the future"),
+    ({"started": "2026-12-06T12:00:00Z", "sittings": [{"from_step": 0, "started": "2026-12-01T12:00:00Z"}]},
+     "before the run started"),
+    ({"started": "2026-12-06T12:00:00Z", "date": "2026-12-06T13:00:00Z",
+      "sittings": [{"from_step": 0, "started": "2026-12-06T12:00:00Z"},
+                   {"from_step": 500, "started": "2026-12-06T14:00:00Z"}]}, "after the run finished"),
 ])
 def test_stamps_that_cannot_all_be_true_are_refused(prov, said):
     from companion.train.runner.provenance import check_stamps
@@ -538,10 +543,10 @@ def test_the_rules_are_dated_when_written_not_when_last_rewritten(tmp_path, late
                        env={**os.environ, "GIT_COMMITTER_DATE": env_date, "GIT_COMMITTER_NAME": "a",
                             "GIT_COMMITTER_EMAIL": "a@x"})
     elif later == "rebase":
+        branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
         _git(repo, "checkout", "-q", "-b", "side", "HEAD~1")
         _git(repo, "commit", "-q", "--allow-empty", "-m", "other", date="2026-12-06T09:30:00Z")
-        subprocess.run(["git", "rebase", "-q", "side", "master" if _git(repo, "branch", "--list", "master")
-                        else "main"], cwd=repo, check=True, capture_output=True,
+        subprocess.run(["git", "rebase", "-q", "side", branch], cwd=repo, check=True, capture_output=True,
                        env={**os.environ, "GIT_COMMITTER_DATE": "2026-12-06T12:00:00Z", "GIT_COMMITTER_NAME": "a",
                             "GIT_COMMITTER_EMAIL": "a@x"})
     else:

@@ -139,6 +139,18 @@ def check_stamps(provenance: dict, name: str, where) -> None:
             raise CompanionError(f"run {name}: its provenance.json's date {finished} (when it finished) is before it "
                                  f"started ({started}), so one of them is wrong; copy provenance.json again from the "
                                  f"run's work folder, or move {where} away.")
+    for field, value in fields[2:]:   # each sitting lies within the run: the blind checks read `started`
+        if value is None:
+            continue
+        if started is not None and instant(value) < instant(started):
+            why = f"is before the run started ({started})"
+        elif finished is not None and instant(value) > instant(finished):
+            why = f"is after the run finished ({finished})"
+        else:
+            continue
+        raise CompanionError(f"run {name}: its provenance.json's {field} {value} {why}, so the run's start is not "
+                             f"what it records; copy provenance.json again from the run's work folder, or move "
+                             f"{where} away.")
 
 
 def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFrame:
