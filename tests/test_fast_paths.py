@@ -119,3 +119,34 @@ def test_the_categorical_frame_reads_the_same_values_seeds_and_devices():
     for frame in (fast, runs):   # seed 32's decoder ran on the GPU, its encoder on the CPU
         with pytest.raises(CompanionError, match="seed 32 of b: .* different devices \\(CPU, GPU\\)"):
             rb.paired_values(frame, rule, [30, 31, 32])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_moment_of_the_bias_term_table_is_the_one_numpy_gives_a_query_at_a_time(causal):
+    """logit_moments centres each part once however many pairs hold it: all six moments
+    agree with numpy's, query by query over the keys it sees, on rotated grouped heads."""
+    import torch
+
+    from companion.survey.bias_term import logit_moments, logit_parts
+
+    g = torch.Generator().manual_seed(7)
+    n, d, h, kv, d_h = 9, 12, 4, 2, 4
+    Wq, Wk = torch.randn(h * d_h, d, generator=g), torch.randn(kv * d_h, d, generator=g)
+    bq, bk, X = torch.randn(h * d_h, generator=g), torch.randn(kv * d_h, generator=g), torch.randn(n, d, generator=g)
+    angle = torch.arange(n, dtype=torch.float64)[:, None] * torch.tensor([0.3, 0.7, 0.3, 0.7])[None]
+    rope = (torch.cos(angle), torch.sin(angle))
+    m = logit_moments(Wq, Wk, bq, bk, h, X, kv, rope, causal)
+    C, B, P = (t.numpy() for t in logit_parts(Wq, Wk, bq, bk, h, X, kv, rope))
+    seen = [slice(0, i + 1) if causal else slice(None) for i in range(n)]
+    queries = range(1 if causal else 0, n)
+
+    def moment(U, V):
+        return np.array([np.mean([np.cov(U[k, i, seen[i]], V[k, i, seen[i]], bias=True)[0, 1] for i in queries])
+                         for k in range(h)])
+
+    direct = {"content": moment(C, C), "bias": moment(B, B), "cov": moment(C, B), "logits": moment(C + B, C + B),
+              "positional": moment(P, P), "bias_tokens": moment(B - P, B - P)}
+    assert list(m) == list(direct)
+    for name, v in direct.items():
+        np.testing.assert_allclose(m[name], v, rtol=1e-10, err_msg=name)
+    assert direct["positional"].min() > 0 and np.abs(direct["cov"]).max() > 0

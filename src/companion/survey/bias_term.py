@@ -176,10 +176,13 @@ def _key_covariances(pairs, causal: bool) -> list[np.ndarray]:
             else torch.ones(n_q, n_k, dtype=torch.bool))
     counts = seen.sum(dim=1)
     keep = counts >= 2
+    done: dict[int, torch.Tensor] = {}   # each tensor centred once, however many pairs hold it
 
     def centred(L):
-        mean = torch.where(seen, L, 0.0).sum(dim=2) / counts
-        return torch.where(seen, L - mean[..., None], 0.0)
+        if id(L) not in done:
+            mean = torch.where(seen, L, 0.0).sum(dim=2) / counts
+            done[id(L)] = torch.where(seen, L - mean[..., None], 0.0)
+        return done[id(L)]
 
     return [((centred(U) * centred(V)).sum(dim=2) / counts)[:, keep].mean(dim=1).numpy() for U, V in pairs]
 
@@ -192,9 +195,9 @@ def logit_moments(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None
     (Var(B - P), the bias terms that involve a token).  The keys are all of them, or
     ``j <= i`` when ``causal``."""
     C, B, P = logit_parts(Wq, Wk, bq, bk, n_heads, X, n_kv_heads, rope)
-    L = C + B
+    L, T = C + B, B - P
     names = ("content", "bias", "cov", "logits", "positional", "bias_tokens")
-    pairs = [(C, C), (B, B), (C, B), (L, L), (P, P), (B - P, B - P)]
+    pairs = [(C, C), (B, B), (C, B), (L, L), (P, P), (T, T)]
     return dict(zip(names, _key_covariances(pairs, causal)))
 
 
