@@ -25,13 +25,14 @@ import yaml
 from bs4 import BeautifulSoup
 
 from companion.book.editions import notebooks as nbgen
+from companion.book.budgets.chapters_registry import limits as book_limits
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCNAMES = nbgen.toc_docnames(ROOT)
 CHAPTERS = [c.docname for c in nbgen.book_chapters(ROOT)]
 
-#: the most words an answer box may hold (its title not counted)
-MAX_ANSWER_WORDS = 150
+#: the most words an answer box may hold (its title not counted; data/limits.yaml)
+MAX_ANSWER_WORDS = book_limits()["answer_box_words"]
 #: the width of a phone's screen in CSS px (and its height)
 PHONE = (390, 844)
 #: what a missing value reads as when pandas or Python draws it (case as they print it: a

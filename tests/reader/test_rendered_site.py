@@ -19,8 +19,11 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 
 from companion.book.editions import notebooks as nbgen
+from companion.book.budgets.chapters_registry import limits as _book_limits
 from companion.book.site.chapters import toc_yaml
 from companion.book.figures.source_data import COLUMNS as SOURCE_DATA_COLUMNS
+
+_LIMITS = _book_limits()
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -432,8 +435,9 @@ def test_the_form_explorer_redraws_when_the_reader_picks_another_form(browser, s
 # article: collapsed code and closed solutions do not count, tables and outputs do), split
 # on white space.
 READER_WIDTH_PX = 1300
-MAX_WORDS = 6_000
-MAX_HEIGHT_PX = 30_000
+# The two budgets are in data/limits.yaml (page_words, page_height_px), read here.
+MAX_WORDS = _LIMITS["page_words"]
+MAX_HEIGHT_PX = _LIMITS["page_height_px"]
 LONG_PAGES_ALLOWED = {"book/errata"} | {
     nbgen._strip_suffix(c["file"]) for part in (toc_yaml(ROOT / "_toc.yml") or {}).get("parts", [])
     if part.get("caption") == "Appendices" for c in part.get("chapters", [])}

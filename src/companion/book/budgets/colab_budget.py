@@ -60,6 +60,7 @@ import pandas as pd
 from ...base.paths import ROOT
 from .chapter_times import TIMES, book_chapters, drop_stale, load_size_dates, load_times, not_measured_reason, size_dates
 from .live_runs import LIVE_RUNS
+from .chapters_registry import budgets as registry_budgets, limits as book_limits
 
 __all__ = ["COSTS", "H100_BUDGET_S", "T4_BUDGET_S", "BUDGET_CSV", "RATIOS_CSV", "STEP_CSV",
            "CPU_STEP_CSV", "FLOPS_JSON", "T4_FP32_TFLOPS", "T4_FP32_SHARE", "RULE", "CPU_RULE", "load_ratios",
@@ -71,8 +72,8 @@ COSTS = ("flops", "host_bound", "memory", "io")
 NumPy and kernel launches on the host (``host_bound``), device memory traffic
 (``memory``), reading files (``io``)."""
 
-H100_BUDGET_S = 600.0
-T4_BUDGET_S = 1800.0
+H100_BUDGET_S = float(book_limits()["h100_chapter_s"])   # data/limits.yaml
+T4_BUDGET_S = float(book_limits()["t4_chapter_s"])
 """A chapter's notebook at the ``gpu`` size: at most 10 minutes on one H100, 30 on a T4."""
 
 BUDGET_CSV = TIMES / "colab_budget.csv"
@@ -167,10 +168,17 @@ def load_dominant_costs(path: Path | str = BUDGET_CSV,
     if t["chapter"].duplicated().any():
         raise ValueError(f"{path}: {sorted(set(t.loc[t['chapter'].duplicated(), 'chapter']))} "
                          "listed twice")
-    missing = [c for c in chapters if c not in set(t["chapter"])]
+    # a chapter not yet in the table: its cost from its entry in data/chapters.yaml
+    extra = ({c: b["cost"] for c, b in registry_budgets().items()}
+             if Path(path) == BUDGET_CSV else {})
+    both = sorted(set(extra) & set(t["chapter"]))
+    if both:
+        raise ValueError(f"{path}: {both} listed twice (here and with a budget in data/chapters.yaml); "
+                         "keep the row here and drop the entry's budget")
+    missing = [c for c in chapters if c not in set(t["chapter"]) and c not in extra]
     if missing and strict:
         raise ValueError(f"{path} has no dominant cost for {missing}; add a row per chapter")
-    return dict(zip(t["chapter"], t["dominant_cost"]))
+    return {**dict(zip(t["chapter"], t["dominant_cost"])), **extra}
 
 
 def load_step_seconds(path: Path | str = STEP_CSV) -> float:
@@ -348,6 +356,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
     times = drop_stale(times, load_size_dates() if since is None else since)
     live = LIVE_RUNS if live is None else live
     allowance = start_up_allowance(times, costs)
+    expected = {c: float(b["cpu_s"]) for c, b in registry_budgets().items()}  # data/chapters.yaml
     rows = []
     for ch in chapters:
         cost = costs.get(ch, "not recorded")
@@ -357,6 +366,9 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
         outcome = None if h_row is None else h_row["outcome"]
         t4 = math.nan
         cpu_source = "measured" if _known(cpu) else "none"
+        if not _known(cpu) and ch in expected and ch not in live:  # its entry's cpu_s, until measured
+            cpu = cpu_est = expected[ch]
+            cpu_source = "estimated"
         # a live chapter's time at the ci size: everything but its BERT-Mini steps
         host = _finished(_row(times, ch, "ci", _is_cpu)) if ch in live else math.nan
         if not _known(cpu) and ch in live:
@@ -387,7 +399,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
                         t4_step_s = t4_step_seconds(step_s)
                     h, h_source = host + allowance + step_s * runs * steps["gpu"], "estimated"
                     t4 = host + allowance + t4_step_s * runs * steps["gpu"]
-            elif _known(ratio) and cost in ("host_bound", "io") and cpu_source == "measured":
+            elif _known(ratio) and cost in ("host_bound", "io") and cpu_source != "none":
                 h, h_source = cpu + allowance, "estimated"
                 t4 = h
             h_text = (f"~{_seconds(h)} (estimated; {why})" if h_source == "estimated"

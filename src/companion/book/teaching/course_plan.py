@@ -50,28 +50,37 @@ class Lecture:
     about: str = ""                   # one sentence for the guide
 
 
+def _from_registry(title: str, minutes: int, about: str) -> Lecture:
+    """A lecture whose core and optional reading are the pages ``data/chapters.yaml`` gives it."""
+    from ..budgets.chapters_registry import lecture_chapters, load_registry, toc_pages
+
+    registry, pages = load_registry(), toc_pages()
+    return Lecture(title, minutes, lecture_chapters(title, "core", registry, pages),
+                   optional=lecture_chapters(title, "optional", registry, pages), about=about)
+
+
+#: the unit; each lecture's reading is the pages that name it in ``data/chapters.yaml``
+#: (``lecture:``, with ``reading: optional`` for optional reading), in the order of ``_toc.yml``
 COURSE: tuple[Lecture, ...] = (
-    Lecture("The bilinear form and how to measure it", 90, ("intro", "measuring", "bilinear_form"),
-            about="The logit of one head as a bilinear form, and the two scores that describe its matrix."),
-    Lecture("From one gradient step to structure", 90,
-            ("rank_one_updates", "context_prediction", "objectives_to_structure"),
-            optional=("errata_proofs",),
-            about="Gradients as sums of rank-one matrices; which tokens are context and which are "
-                  "predicted; why that should make M column-dominant or symmetric."),
-    Lecture("Pretrained models", 90, ("survey",), optional=("glossary",),
-            about="The scores of published checkpoints, measured live, against the paper's figures."),
+    _from_registry("The bilinear form and how to measure it", 90,
+                   about="The logit of one head as a bilinear form, and the two scores that describe its matrix."),
+    _from_registry("From one gradient step to structure", 90,
+                   about="Gradients as sums of rank-one matrices; which tokens are context and which are "
+                         "predicted; why that should make M column-dominant or symmetric."),
+    _from_registry("Pretrained models", 90,
+                   about="The scores of published checkpoints, measured live, against the paper's figures."),
     # recounted from the rendered pages and the decks (built_problems): the training lecture read
     # 97 min with the mechanism in it (52 min of rendered prose), so the mechanism opens the
     # interventions lecture, and what survives, 25 min of rendered prose and 15 of exercises on
     # its own, closes the unit in a shorter lecture of its own
-    Lecture("Training runs", 90, ("fig3_decided", "training_dynamics"),
-            about="Paired seeds, intervals and rules written before the data: what the training "
-                  "runs can and cannot decide."),
-    Lecture("The mechanism, and interventions", 90, ("mechanism", "objective_swap", "symmetric_init"),
-            about="The updates that make the structure, step by step; then changing a trained model's "
-                  "objective or its initialisation."),
-    Lecture("What survives", 60, ("what_survives",), optional=("errata", "errata_experiments"),
-            about="The page that states which of the paper's claims hold, and how each was decided."),
+    _from_registry("Training runs", 90,
+                   about="Paired seeds, intervals and rules written before the data: what the training "
+                         "runs can and cannot decide."),
+    _from_registry("The mechanism, and interventions", 90,
+                   about="The updates that make the structure, step by step; then changing a trained model's "
+                         "objective or its initialisation."),
+    _from_registry("What survives", 60,
+                   about="The page that states which of the paper's claims hold, and how each was decided."),
 )
 
 _FRONT = re.compile(r"\A---\n.*?\n---\n", re.S)
