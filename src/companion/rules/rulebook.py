@@ -19,6 +19,7 @@ timestamp without a zone or in the future.  :func:`claim_rule` gives a training 
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -197,6 +198,19 @@ SETTINGS_DRAWS = 2000
 SETTINGS_Z = 6.0
 
 
+@functools.lru_cache(maxsize=16)
+def _settings_draws(est: float, sd: float, looks: tuple, nominal_levels: tuple, d: float, seed: int):
+    """The chance of each outcome (in ``DECIDED + ('inconclusive',)`` order) and the mean and
+    spread of the seeds used over :data:`SETTINGS_DRAWS` draws of the design at ``est``
+    (remembered: every load of the same rules asks the same)."""
+    from .sequential import DECIDED, _drawn_outcomes
+
+    x = est + sd * np.random.default_rng(seed).standard_normal((SETTINGS_DRAWS, looks[-1]))
+    outcome, used = _drawn_outcomes(x, list(looks), np.asarray(nominal_levels), d)
+    return (tuple(float(np.mean(outcome == o)) for o in DECIDED + ("inconclusive",)),
+            (float(used.mean()), float(used.std())))
+
+
 def _check_design_settings(rules, df, path) -> None:
     """The committed design table was computed with this file's looks, alpha and spending
     function: its first claim's row at the pilot's effect is simulated again at
@@ -204,7 +218,7 @@ def _check_design_settings(rules, df, path) -> None:
     chance and the expected seeds must agree within :data:`SETTINGS_Z` standard errors.  (A
     table made with another seed or number of draws of the same design agrees within its
     Monte Carlo error, and is the same design.)"""
-    from .sequential import DECIDED, _drawn_outcomes
+    from .sequential import DECIDED
 
     key, r = next(iter(rules["claims"].items()))
     row = df[(df["claim"] == key) & (df["effect"].astype(str) == "pilot")].iloc[0]
@@ -212,17 +226,16 @@ def _check_design_settings(rules, df, path) -> None:
     sd, est = float(r["pilot"]["planning_sd_when_fixed"]), float(r["pilot"]["estimate_when_fixed"])
     looks, mc = rules["framework"]["sequential"]["looks"], rules["framework"]["design_check"]
     n = SETTINGS_DRAWS
-    x = est + sd * np.random.default_rng(int(mc["seed"])).standard_normal((n, int(looks[-1])))
-    outcome, used = _drawn_outcomes(x, looks, nominal(rules), d)
+    chances, (seeds_mean, seeds_sd) = _settings_draws(est, sd, tuple(int(k) for k in looks),
+                                                      tuple(float(a) for a in nominal(rules)), d, int(mc["seed"]))
     far = []
-    for name in DECIDED + ("inconclusive",):
-        p = float(np.mean(outcome == name))
+    for name, p in zip(DECIDED + ("inconclusive",), chances):
         se = math.sqrt(max(p * (1 - p), 1 / n) / n)
         if abs(float(row[name]) - p) > SETTINGS_Z * se:
             far.append(f"P({name}) {float(row[name]):.3f} against {p:.3f}")
-    se = max(float(used.std()), 1.0) / math.sqrt(n)
-    if abs(float(row["expected_seeds"]) - float(used.mean())) > SETTINGS_Z * se:
-        far.append(f"expected seeds {float(row['expected_seeds']):.2f} against {float(used.mean()):.2f}")
+    se = max(seeds_sd, 1.0) / math.sqrt(n)
+    if abs(float(row["expected_seeds"]) - seeds_mean) > SETTINGS_Z * se:
+        far.append(f"expected seeds {float(row['expected_seeds']):.2f} against {seeds_mean:.2f}")
     if far:
         s = rules["framework"]["sequential"]
         _fail(path, f"rule {key!r}", f"the design table was not computed for this file's looks {s['looks']}, alpha "
