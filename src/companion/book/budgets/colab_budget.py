@@ -177,7 +177,8 @@ def load_dominant_costs(path: Path | str = BUDGET_CSV,
                          "keep the row here and drop the entry's budget")
     missing = [c for c in chapters if c not in set(t["chapter"]) and c not in extra]
     if missing and strict:
-        raise ValueError(f"{path} has no dominant cost for {missing}; add a row per chapter")
+        raise ValueError(f"{path} has no dominant cost for {missing}; add a row per chapter "
+                         "(or, for a chapter not timed yet, a budget to its entry in data/chapters.yaml)")
     return {**dict(zip(t["chapter"], t["dominant_cost"])), **extra}
 
 
