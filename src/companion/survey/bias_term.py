@@ -180,8 +180,11 @@ def _key_covariances(pairs, causal: bool) -> list[np.ndarray]:
 
     def centred(L):
         if id(L) not in done:
-            mean = torch.where(seen, L, 0.0).sum(dim=2) / counts
-            done[id(L)] = torch.where(seen, L - mean[..., None], 0.0)
+            if causal:
+                mean = torch.where(seen, L, 0.0).sum(dim=2) / counts
+                done[id(L)] = torch.where(seen, L - mean[..., None], 0.0)
+            else:   # every key seen: the same sums, without copying L through a mask of ones
+                done[id(L)] = L - (L.sum(dim=2) / counts)[..., None]
         return done[id(L)]
 
     return [((centred(U) * centred(V)).sum(dim=2) / counts)[:, keep].mean(dim=1).numpy() for U, V in pairs]
