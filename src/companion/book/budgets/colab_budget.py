@@ -121,7 +121,9 @@ CPU_RULE = (
     "its time at the ci size (a tiny live model) plus its live runs x steps x the seconds per "
     "BERT-Mini step of symmetric_init's former gpu-size run on two cores ((that time - its "
     "ci time) / (its runs x steps), data/chapter_times/colab_cpu_step.csv; evaluations "
-    "included, 15 per run at any length, so shorter runs are under-estimated by their share).")
+    "included, 15 per run at any length, so shorter runs are under-estimated by their share). "
+    "A new chapter not yet timed takes the expected time its entry in data/chapters.yaml gives "
+    "(cpu_s) until it is measured.")
 
 
 def load_ratios(path: Path | str = RATIOS_CSV) -> dict[str, float]:
