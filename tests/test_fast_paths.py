@@ -150,3 +150,30 @@ def test_every_moment_of_the_bias_term_table_is_the_one_numpy_gives_a_query_at_a
     for name, v in direct.items():
         np.testing.assert_allclose(m[name], v, rtol=1e-10, err_msg=name)
     assert direct["positional"].min() > 0 and np.abs(direct["cov"]).max() > 0
+
+
+def test_the_zoo_gaps_are_the_verdicts_contrast_read_once_and_kept_beside_them(tmp_path, monkeypatch):
+    """zoo_gaps is unit_gaps of the contrast the survey's verdict reads (taken from this
+    process when a verdict computed it), kept in the verdict cache: a second process reads
+    it there; make prepare fills it after every verdict."""
+    from companion.judge import cache, claims, empirical_claims, prepare
+
+    contrast = {"sym_enc": [0.5, 0.7, 0.6], "sym_dec": [0.1, 0.3], "dir_enc": [0.2, 0.4], "dir_dec": [0.05, 0.15, 0.1]}
+    calls = []
+
+    def fake():
+        calls.append(1)
+        return contrast
+
+    monkeypatch.setattr(empirical_claims, "_zoo_contrast", fake)
+    monkeypatch.setattr(claims, "_CACHE", {})
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", str(tmp_path))
+    cache._cached("zoo_contrast", fake)                      # as survey_encoder_decoder leaves it
+    gaps = prepare.zoo_gaps()
+    assert gaps == {"symmetry": pytest.approx(0.6 - 0.2), "directionality": pytest.approx(0.3 - 0.1)}
+    assert len(calls) == 1                                   # the verdict's contrast, not scored again
+    monkeypatch.setattr(claims, "_CACHE", {})                # another process: the disk copy
+    assert prepare.zoo_gaps() == gaps and len(calls) == 1
+    assert list(tmp_path.glob("zoo_gaps-*.json"))
+    order = [n for n, _ in prepare._tables()]
+    assert order.index("all_verdicts") < order.index("zoo_gaps") and "zoo_gaps" in prepare.LAST

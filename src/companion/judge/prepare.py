@@ -2,8 +2,8 @@
 
 ``python -m companion.judge.prepare`` computes every table the chapters share (the training
 claims read at looks, the premise runs and shares, the training claims' tests, the swap's
-and the update-level tests, the family table, every verdict and versions 1 and 2's
-readings) into ``COMPANION_VERDICT_CACHE`` (default: the book's folder,
+and the update-level tests, the family table, every verdict, the zoo's encoder-decoder gaps
+and versions 1 and 2's readings) into ``COMPANION_VERDICT_CACHE`` (default: the book's folder,
 :data:`companion.base.paths.VERDICT_CACHE`, which the book's kernels read), under the key of
 the run size and the package and its data (:func:`companion.judge.cache._cache_path`).  The
 chapters then only read them: none computes a shared table or waits on another kernel's
@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-__all__ = ["BESIDE", "LAST", "prepare", "main"]
+__all__ = ["BESIDE", "LAST", "prepare", "main", "zoo_gaps"]
 
 
 def _tables():
@@ -41,14 +41,29 @@ def _tables():
             + [(f"training_tests-{k}", lambda k=k: claims.training_tests_table(k)) for k in TRAINING]
             + [("swap_tests", claims.swap_tests_table), ("update_tests", update_tests),
                ("family_table", claims.family_table),
-               ("all_verdicts", claims.all_verdicts), ("earlier_readings", earlier_readings)])
+               ("all_verdicts", claims.all_verdicts), ("zoo_gaps", zoo_gaps), ("earlier_readings", earlier_readings)])
+
+
+def zoo_gaps() -> dict:
+    """The gap between the encoders' and the decoders' medians on the offline zoo, for each
+    score (:func:`companion.survey.quantisation.unit_gaps`), with the zoo scored live and
+    counted as the survey's registered design says: the contrast the survey's verdict reads
+    (:func:`companion.judge.empirical_claims._zoo_contrast`, once per process).  Kept in the
+    verdict cache where it is on: :func:`prepare` fills it after every verdict, which
+    scored the zoo already, so a chapter that sets storage against the gap (the zoo readers'
+    quantisation study) reads it instead of scoring the zoo a second time (30 to 60 s)."""
+    from ..survey.quantisation import unit_gaps
+    from .cache import _cached, _shared_when_on
+    from .empirical_claims import _zoo_contrast
+
+    return _shared_when_on("zoo_gaps", lambda: unit_gaps(_cached("zoo_contrast", _zoo_contrast)))
 
 
 #: with ``jobs`` 2, a second process fills these (the slowest tables that need no other:
 #: the readings at looks and the swap's tests) while this one fills the other components
 BESIDE = ("training_verdicts-", "swap_tests")
 #: read from the components: filled last, once every other table is on disk
-LAST = ("family_table", "all_verdicts", "earlier_readings")
+LAST = ("family_table", "all_verdicts", "zoo_gaps", "earlier_readings")
 
 
 def prepare(folder=None, out=sys.stdout, jobs: int = 1, only=None) -> dict:
