@@ -62,8 +62,9 @@ def test_the_authors_setting_script_trains_at_a_tiny_size_and_lands_nothing(tmp_
                            capture_output=True, text=True, timeout=60).stdout.split()
     # the script skips a run that has landed: the trial is the first one that has not
     first = next(i for i, n in enumerate(order) if not (ROOT / "data/runs" / n / "history.csv").exists())
+    # (the held-out sample and the guard's read 16 blocks, not 320: the device's own option, as the Slurm test's)
     env = {**os.environ, "PY": sys.executable, "STEPS": "20", "EVERY": "10", "WARMUP": "5", "LIMIT": str(first + 1),
-           "WORK": str(work)}
+           "WORK": str(work), "DEVICE_ARGS": "--threads 1 --cpu-bf16 --eval-blocks 16"}
     out = subprocess.run(["bash", str(ROOT / "data/runs/make_chars_runs.sh")], env=env, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
