@@ -13,278 +13,33 @@ twice or in no family, a family over its level, a yardstick derived from a body 
 body whose seeds overlap another's or are fewer than the last look, a design check whose
 committed table fails its own targets or was computed for other yardsticks or spreads, a
 timestamp without a zone or in the future.  :func:`claim_rule` gives a training claim's rule
-(read at looks), :func:`rule` a claim read once.  The statistics live in
+(read at looks), :func:`rule` a claim read once.  The fields' bounds are checked in
+:mod:`companion.rules.fields`, the committed design and family tables in
+:mod:`companion.rules.design_tables` (both re-exported here); the statistics live in
 :mod:`companion.rules.sequential` and :mod:`companion.rules.statistics`.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 from pathlib import Path
-
-import numpy as np
 
 from ..base.errors import CompanionError
 from ..base.paths import DATA_DIR
+from .design_tables import (SETTINGS_DRAWS, SETTINGS_Z, _check_design, _check_family_table, _committed_path,
+                            _required_table, design_table_path, family_table_path)
+from .fields import (ARM_INITS, ARM_MODES, CLAIM_QUANTITIES, GUARD_REFERENCES, LEVELS, MAX_DRAW_CELLS, MAX_DRAWS,
+                     POWER_TARGETS, _QUANTITIES, _YARDSTICK_RULES, _arm, _check_levels_and_quantities, _check_sequential,
+                     _check_simulation_size, _fail, _num, nominal)
 
-__all__ = ["RULES_PATH", "RULES_HISTORY", "text_edits_after", "family_of", "family_table_path", "load_rules", "earlier_rules", "rule",
-           "nominal", "design_table_path", "claim_rule", "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES"]
+__all__ = ["RULES_PATH", "RULES_HISTORY", "text_edits_after", "changes_after_first_run", "judging_parts", "family_of",
+           "family_table_path", "load_rules", "earlier_rules", "rule", "nominal", "design_table_path", "claim_rule",
+           "ARM_MODES", "ARM_INITS", "GUARD_REFERENCES", "CLAIM_QUANTITIES", "LEVELS", "POWER_TARGETS", "MAX_DRAWS",
+           "MAX_DRAW_CELLS", "SETTINGS_DRAWS", "SETTINGS_Z"]
 
 #: the one rules file in force (the loader's default)
 RULES_PATH = DATA_DIR / "verdict_rules.yaml"
 #: the earlier rules files, kept unchanged (read by the page "How the rules changed")
 RULES_HISTORY = {v: DATA_DIR / "rules_history" / f"verdict_rules_v{v}.yaml" for v in (1, 2, 3)}
-ARM_MODES = ("encoder", "decoder", "authors-decoder")
-ARM_INITS = ("standard", "symmetric")
-_QUANTITIES = ("symmetry", "directionality", "eval_loss")
-#: what the memorisation guard compares the seen training blocks with (companion.train.runner.loop.guard_samples)
-GUARD_REFERENCES = ("unseen", "heldout")
-_YARDSTICK_RULES = ("scaled-iqr", "speedup-nats")
-#: the design check's Monte Carlo size is bounded (a typo of 10^9 draws would exhaust memory)
-MAX_DRAWS = 2_000_000
-#: ... and so is each simulated matrix, draws x the last look's seeds (8 bytes each; the family
-#: check holds one per body at once): 2,000,000 draws of 935 seeds asked numpy for 14.9 GB
-MAX_DRAW_CELLS = 25_000_000
-
-
-def _check_simulation_size(draws, looks, path, where) -> None:
-    """Refuse a Monte Carlo check whose draws x last-look matrix would not fit in memory."""
-    cells = int(draws) * int(looks[-1])
-    if cells > MAX_DRAW_CELLS:
-        _fail(path, where, f"{draws:,} draws of the last look's {looks[-1]} seeds ask for {cells * 8 / 1e9:.1f} GB "
-                           f"per simulated matrix; draws x the last look's seeds may be at most {MAX_DRAW_CELLS:,}: "
-                           f"lower 'draws' to {MAX_DRAW_CELLS // int(looks[-1]):,} or fewer.")
-
-
-def _fail(path, where: str, what: str):
-    raise CompanionError(f"{where} in {path}: {what}")
-
-
-def _num(v, path, where, field, lo=None, hi=None, whole=False):
-    ok = (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-          and (not whole or isinstance(v, int)) and (lo is None or v > lo) and (hi is None or v < hi))
-    if not ok:
-        rng = f" in ({lo}, {hi})" if lo is not None and hi is not None else (f" > {lo}" if lo is not None else "")
-        _fail(path, where, f"{field!r} must be a {'whole ' if whole else ''}number{rng}; got {str(v)[:40]!r}.")
-    return v
-
-
-#: every quantity a claim may name (a claim read once: a list of them, more under ``also``); the
-#: levels and power targets a file may state (beyond them no seed count reaches the tails asked for)
-CLAIM_QUANTITIES = ("symmetry", "directionality", "eval_loss", "update_symmetry", "update_directionality")
-LEVELS, POWER_TARGETS = (0.5, 0.999), (0.5, 0.99)
-
-
-def _check_levels_and_quantities(rules: dict, path) -> None:
-    """Refuse, in one line naming the rule and the field, a level or power target outside
-    :data:`LEVELS` / :data:`POWER_TARGETS` or a quantity not in :data:`CLAIM_QUANTITIES`
-    wherever the file states one (framework, claims read once and their framework, an earlier
-    version's claims), before anything is computed from them; a section that is not a mapping
-    is left to the schema checks, which name it."""
-    def level(v, where, field="level", bounds=LEVELS):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not bounds[0] <= v <= bounds[1]:
-            usual = "0.95 is the usual level" if field == "level" else "0.8 is the usual target"
-            _fail(path, where, f"{field!r} must be a number from {bounds[0]} to {bounds[1]} ({usual}); got {str(v)[:40]!r}.")
-
-    def framework(fw, where):
-        if isinstance(fw, dict) and "level" in fw:
-            level(fw["level"], where)
-        if isinstance(fw, dict) and isinstance(fw.get("power"), dict) and "target" in fw["power"]:
-            level(fw["power"]["target"], f"{where}.power", "target", POWER_TARGETS)
-
-    def claims(section, suffix):
-        for key, r in (section.items() if isinstance(section, dict) else ()):
-            if isinstance(r, dict) and "level" in r:
-                level(r["level"], f"rule {key!r}{suffix}")
-            for field in ("quantity", "also") if isinstance(r, dict) else ():
-                names = r.get(field) if isinstance(r.get(field), list) else [r.get(field)]
-                bad = [q for q in names if q not in CLAIM_QUANTITIES]
-                if field in r and r[field] is not None and (bad or not names):   # None: a claim without one
-                    _fail(path, f"rule {key!r}{suffix}", f"{field!r} names {str(bad[0] if bad else names)[:40]!r}, "
-                                                         f"which no reader computes; use one of {', '.join(CLAIM_QUANTITIES)}.")
-
-    framework(rules.get("framework"), "framework")
-    if rules.get("version") in (1, 2):
-        claims(rules.get("claims"), "")
-    if isinstance(rules.get("evidence"), dict):
-        framework(rules["evidence"].get("framework"), "evidence.framework")
-        claims(rules["evidence"].get("claims"), " (evidence)")
-
-
-def _arm(text, path, where):
-    if not isinstance(text, str) or text.count("/") != 1:
-        _fail(path, where, f"an arm is MODE/INIT (e.g. encoder/standard); got {str(text)[:40]!r}.")
-    mode, init = text.split("/")
-    if mode not in ARM_MODES or init not in ARM_INITS:
-        _fail(path, where, f"arm {text!r}: mode one of {ARM_MODES}, init one of {ARM_INITS}.")
-    return mode, init
-
-
-def _table_path(rules: dict, section: str, path: str | Path | None) -> Path:
-    """A committed table named by ``framework.<section>.table`` (:func:`_committed_path`)."""
-    return _committed_path(rules, rules["framework"][section]["table"], path)
-
-
-def _committed_path(rules: dict, name: str, path: str | Path | None) -> Path:
-    """A committed file the rules name (``data/...``), relative to the repository root that holds
-    the rules file's ``data/`` folder."""
-    table = Path(name)
-    here = Path(path if path is not None else rules.get("__file__", RULES_PATH)).resolve()
-    if table.is_absolute():
-        return table
-    named = here.parent.parent / table
-    # an earlier file moved unchanged to data/rules_history/ names its table where it was then
-    return named if named.exists() or not (here.parent / table.name).exists() else here.parent / table.name
-
-
-def _required_table(table: Path, path, where: str, named: str, command: str, what: str = "table") -> Path:
-    """``table`` where it exists; else the refusal naming it and the command that writes it."""
-    if not table.is_file():
-        _fail(path, where, f"its {what} {named} is missing; run `python -m {command} --write`.")
-    return table
-
-
-def design_table_path(rules: dict, path: str | Path | None = None) -> Path:
-    """The committed design table named by the rules (``framework.design_check.table``)."""
-    return _table_path(rules, "design_check", path)
-
-
-def nominal(rules: dict) -> np.ndarray:
-    """The one-sided nominal level of each look, recomputed from the looks and the spending."""
-    from .sequential import nominal_levels
-
-    s = rules["framework"]["sequential"]
-    return nominal_levels(s["looks"], s["alpha"], s["spending"])
-
-
-def _check_sequential(s, path):
-    from .sequential import SPENDING
-
-    where = "framework.sequential"
-    if not isinstance(s, dict):
-        _fail(path, where, "must be a mapping (looks, spending, alpha, nominal_when_fixed).")
-    looks = s.get("looks")
-    if not (isinstance(looks, list) and looks and all(isinstance(n, int) and not isinstance(n, bool) for n in looks)
-            and looks[0] >= 2 and all(b > a for a, b in zip(looks, looks[1:]))):
-        _fail(path, where, f"'looks' must be rising whole seed counts >= 2 (e.g. [3, 6, 9, 12]); got {str(looks)[:60]!r}.")
-    if len(looks) > 20:
-        _fail(path, where, f"at most 20 looks; got {len(looks)}.")
-    if s.get("spending") not in SPENDING:
-        _fail(path, where, f"'spending' must be one of {SPENDING}; got {str(s.get('spending'))[:40]!r}.")
-    _num(s.get("alpha"), path, where, "alpha", 0, 0.5)
-    nom = s.get("nominal_when_fixed")
-    if not isinstance(nom, list) or len(nom) != len(looks):
-        _fail(path, where, f"every look needs its nominal level: {len(looks)} looks, "
-                           f"{len(nom) if isinstance(nom, list) else 'no'} levels in 'nominal_when_fixed'.")
-    from .sequential import nominal_levels
-
-    try:
-        now = nominal_levels(looks, s["alpha"], s["spending"])
-    except ValueError as err:
-        _fail(path, where, str(err))
-    for k, (a, b) in enumerate(zip(nom, now)):
-        _num(a, path, where, f"nominal_when_fixed[{k}]", 0, 0.5)
-        if abs(a - b) > 1e-3 * b + 1e-9:
-            _fail(path, where, f"look {k + 1}'s nominal level {a:.6g} is not what {s['spending']} spending of "
-                               f"{s['alpha']} gives the looks {looks} ({b:.6g}); recompute it.")
-
-
-#: draws of the design check's settings test (:func:`_check_design_settings`): about 0.2 s
-SETTINGS_DRAWS = 2000
-#: how far (in Monte Carlo standard errors of SETTINGS_DRAWS draws) a committed design table's
-#: chance or expected seeds may lie from the rules' own before the table is refused: the table's
-#: own Monte Carlo error is 3-4% of this; another spending function or alpha moves them 15-70
-SETTINGS_Z = 6.0
-
-
-@functools.lru_cache(maxsize=16)
-def _settings_draws(est: float, sd: float, looks: tuple, nominal_levels: tuple, d: float, seed: int):
-    """The chance of each outcome (in ``DECIDED + ('inconclusive',)`` order) and the mean and
-    spread of the seeds used over :data:`SETTINGS_DRAWS` draws of the design at ``est``
-    (remembered: every load of the same rules asks the same)."""
-    from .sequential import DECIDED, _drawn_outcomes
-
-    x = est + sd * np.random.default_rng(seed).standard_normal((SETTINGS_DRAWS, looks[-1]))
-    outcome, used = _drawn_outcomes(x, list(looks), np.asarray(nominal_levels), d)
-    return (tuple(float(np.mean(outcome == o)) for o in DECIDED + ("inconclusive",)),
-            (float(used.mean()), float(used.std())))
-
-
-def _check_design_settings(rules, df, path) -> None:
-    """The committed design table was computed with this file's looks, alpha and spending
-    function: its first claim's row at the pilot's effect is simulated again at
-    :data:`SETTINGS_DRAWS` draws (the same seed, so the same first draws), and each outcome's
-    chance and the expected seeds must agree within :data:`SETTINGS_Z` standard errors.  (A
-    table made with another seed or number of draws of the same design agrees within its
-    Monte Carlo error, and is the same design.)"""
-    from .sequential import DECIDED
-
-    key, r = next(iter(rules["claims"].items()))
-    row = df[(df["claim"] == key) & (df["effect"].astype(str) == "pilot")].iloc[0]
-    d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
-    sd, est = float(r["pilot"]["planning_sd_when_fixed"]), float(r["pilot"]["estimate_when_fixed"])
-    looks, mc = rules["framework"]["sequential"]["looks"], rules["framework"]["design_check"]
-    n = SETTINGS_DRAWS
-    chances, (seeds_mean, seeds_sd) = _settings_draws(est, sd, tuple(int(k) for k in looks),
-                                                      tuple(float(a) for a in nominal(rules)), d, int(mc["seed"]))
-    far = []
-    for name, p in zip(DECIDED + ("inconclusive",), chances):
-        se = math.sqrt(max(p * (1 - p), 1 / n) / n)
-        if abs(float(row[name]) - p) > SETTINGS_Z * se:
-            far.append(f"P({name}) {float(row[name]):.3f} against {p:.3f}")
-    se = max(seeds_sd, 1.0) / math.sqrt(n)
-    if abs(float(row["expected_seeds"]) - seeds_mean) > SETTINGS_Z * se:
-        far.append(f"expected seeds {float(row['expected_seeds']):.2f} against {seeds_mean:.2f}")
-    if far:
-        s = rules["framework"]["sequential"]
-        _fail(path, f"rule {key!r}", f"the design table was not computed for this file's looks {s['looks']}, alpha "
-                                     f"{s['alpha']} and {s['spending']} spending (at the pilot's effect: "
-                                     f"{'; '.join(far)}); recompute it (companion.train.studies.design_check --write).")
-
-
-def _check_design(rules, path):
-    """The committed design table exists, was computed for this file's yardsticks, planning
-    spreads and pilot effects (each claim's row at the pilot's effect is at the rules'
-    ``pilot.estimate_when_fixed``) and for its looks, alpha and spending function
-    (:func:`_check_design_settings`), covers every claim at 0, d and the pilot's effect, and
-    meets every target."""
-    import pandas as pd
-
-    dc = rules["framework"]["design_check"]
-    table = _required_table(design_table_path(rules, path), path, "framework.design_check", dc["table"],
-                            "companion.train.studies.design_check")
-    df = pd.read_csv(table)
-    for key, r in rules["claims"].items():
-        rows = df[df["claim"] == key]
-        if sorted(rows["effect"].astype(str)) != ["0", "d", "pilot"]:
-            _fail(path, f"rule {key!r}", f"the design table {table.name} has no rows at effects 0, d and the pilot's; "
-                                         "recompute it (companion.train.studies.design_check --write).")
-        d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
-        sd = float(r["pilot"]["planning_sd_when_fixed"])
-        if not (np.allclose(rows["sesoi"], d, rtol=1e-6) and np.allclose(rows["planning_sd"], sd, rtol=1e-6)):
-            _fail(path, f"rule {key!r}", f"the design table was computed for another yardstick or planning spread "
-                                         f"than the rules' (d {d:g}, sd {sd:g}); recompute it.")
-        est = float(r["pilot"]["estimate_when_fixed"])
-        at = rows[rows["effect"].astype(str) == "pilot"]["delta"].astype(float)
-        if not np.allclose(at, est, rtol=1e-6, atol=1e-12):
-            _fail(path, f"rule {key!r}", f"the design table was computed at a pilot effect of {float(at.iloc[0]):g}, "
-                                         f"not the rules' pilot.estimate_when_fixed {est:g}; recompute it "
-                                         "(companion.train.studies.design_check --write).")
-        t = dc["targets"]
-        by = rows.set_index(rows["effect"].astype(str))
-        checks = {"0": (by.loc["0", "p_direction"] <= t["direction_at_0"], f"P(direction shown | 0) <= {t['direction_at_0']}"),
-                  "d": (by.loc["d", "refuted"] <= t["refuted_at_d"], f"P(refuted | d) <= {t['refuted_at_d']}"),
-                  "pilot": (by.loc["pilot", "p_true_decided"] >= t["true_at_pilot"],
-                            f"P(a decided outcome true of the pilot's effect | pilot) >= {t['true_at_pilot']}")}
-        accepted = r.get("below_target") if rules.get("version", 3) >= 4 else None
-        for effect, (ok, target) in checks.items():   # the rules' targets, not the table's own verdict
-            if not ok and isinstance(accepted, dict) and effect in accepted and isinstance(accepted[effect], str):
-                continue   # missed, and the rules say so with the reason (version 4)
-            if not ok:
-                _fail(path, f"rule {key!r}", f"the design check fails its own target at effect {effect} "
-                                             f"({target}); the design cannot decide this claim as written.")
-    _check_design_settings(rules, df, path)
 
 
 def load_rules(path: str | Path | None = None, check_design: bool = True) -> dict:
@@ -585,43 +340,6 @@ def family_of(key: str, rules: dict) -> str:
         if key in f["members"]:
             return name
     raise CompanionError(f"claim {key!r} is in no family of the rules.")
-
-
-def family_table_path(rules: dict, path: str | Path | None = None) -> Path:
-    """The committed family table (``framework.family_check.table``)."""
-    return _table_path(rules, "family_check", path)
-
-
-def _check_family_table(rules: dict, path) -> None:
-    """The committed family table exists, covers every family over the file's grid, and its
-    worst case is within each family's stated ``fwer``."""
-    import pandas as pd
-
-    fc = rules["framework"]["family_check"]
-    table = _required_table(family_table_path(rules, path), path, "framework.family_check", fc["table"],
-                            "companion.train.studies.design_check")
-    df = pd.read_csv(table)
-    for name, f in rules["framework"]["families"].items():
-        rows = df[df["family"] == name]
-        if f.get("read_once"):
-            # claims read once, each at its own level: the union bound, whatever their dependence
-            bound = f["tests"] * f["alpha"] / 2
-            if len(rows) != 1 or not np.isclose(float(rows["family error"].iloc[0]), bound, rtol=1e-6):
-                _fail(path, f"framework.families.{name}", f"the family table {table.name} must state its bound, "
-                                                          f"{f['tests']} x {f['alpha']:g} / 2 = {bound:.4g}; recompute "
-                                                          "it (companion.train.studies.design_check --write).")
-            if bound > f["fwer"]:
-                _fail(path, f"framework.families.{name}", f"its bound {bound:.4g} exceeds the stated fwer {f['fwer']}.")
-            continue
-        want = len(fc["effects_over_d"]) ** 1 * len(fc["spreads_over_d"])
-        if len(rows) < want or not np.isclose(rows["correlation"], fc["correlation"]).all():
-            _fail(path, f"framework.families.{name}", f"the family table {table.name} does not cover the file's grid "
-                                                      "and correlation; recompute it (companion.train.studies.design_check --write).")
-        worst = float(rows["family error"].max())
-        if worst > f["fwer"]:
-            _fail(path, f"framework.families.{name}", f"simulated over the whole procedure, a wrong decided outcome "
-                                                      f"stands in {worst:.2%} of families at worst, above the stated "
-                                                      f"fwer {f['fwer']}; the family does not hold its level.")
 
 
 def earlier_rules(version: int = 2) -> dict:

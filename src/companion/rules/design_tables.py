@@ -1,0 +1,181 @@
+"""The committed design and family tables the rules name, checked at load time against the rules themselves."""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..base.paths import DATA_DIR
+from .fields import _fail, nominal
+
+__all__ = ["design_table_path", "family_table_path", "SETTINGS_DRAWS", "SETTINGS_Z"]
+
+#: where a table is looked for when the rules do not say which file they came from: beside the
+#: file in force (companion.rules.rulebook.RULES_PATH, which imports this module)
+_IN_FORCE = DATA_DIR / "verdict_rules.yaml"
+
+
+def _table_path(rules: dict, section: str, path: str | Path | None) -> Path:
+    """A committed table named by ``framework.<section>.table`` (:func:`_committed_path`)."""
+    return _committed_path(rules, rules["framework"][section]["table"], path)
+
+
+def _committed_path(rules: dict, name: str, path: str | Path | None) -> Path:
+    """A committed file the rules name (``data/...``), relative to the repository root that holds
+    the rules file's ``data/`` folder."""
+    table = Path(name)
+    here = Path(path if path is not None else rules.get("__file__", _IN_FORCE)).resolve()
+    if table.is_absolute():
+        return table
+    named = here.parent.parent / table
+    # an earlier file moved unchanged to data/rules_history/ names its table where it was then
+    return named if named.exists() or not (here.parent / table.name).exists() else here.parent / table.name
+
+
+def _required_table(table: Path, path, where: str, named: str, command: str, what: str = "table") -> Path:
+    """``table`` where it exists; else the refusal naming it and the command that writes it."""
+    if not table.is_file():
+        _fail(path, where, f"its {what} {named} is missing; run `python -m {command} --write`.")
+    return table
+
+
+def design_table_path(rules: dict, path: str | Path | None = None) -> Path:
+    """The committed design table named by the rules (``framework.design_check.table``)."""
+    return _table_path(rules, "design_check", path)
+
+
+def family_table_path(rules: dict, path: str | Path | None = None) -> Path:
+    """The committed family table (``framework.family_check.table``)."""
+    return _table_path(rules, "family_check", path)
+
+
+#: draws of the design check's settings test (:func:`_check_design_settings`): about 0.2 s
+SETTINGS_DRAWS = 2000
+#: how far (in Monte Carlo standard errors of SETTINGS_DRAWS draws) a committed design table's
+#: chance or expected seeds may lie from the rules' own before the table is refused: the table's
+#: own Monte Carlo error is 3-4% of this; another spending function or alpha moves them 15-70
+SETTINGS_Z = 6.0
+
+
+@functools.lru_cache(maxsize=16)
+def _settings_draws(est: float, sd: float, looks: tuple, nominal_levels: tuple, d: float, seed: int):
+    """The chance of each outcome (in ``DECIDED + ('inconclusive',)`` order) and the mean and
+    spread of the seeds used over :data:`SETTINGS_DRAWS` draws of the design at ``est``
+    (remembered: every load of the same rules asks the same)."""
+    from .sequential import DECIDED, _drawn_outcomes
+
+    x = est + sd * np.random.default_rng(seed).standard_normal((SETTINGS_DRAWS, looks[-1]))
+    outcome, used = _drawn_outcomes(x, list(looks), np.asarray(nominal_levels), d)
+    return (tuple(float(np.mean(outcome == o)) for o in DECIDED + ("inconclusive",)),
+            (float(used.mean()), float(used.std())))
+
+
+def _check_design_settings(rules, df, path) -> None:
+    """The committed design table was computed with this file's looks, alpha and spending
+    function: its first claim's row at the pilot's effect is simulated again at
+    :data:`SETTINGS_DRAWS` draws (the same seed, so the same first draws), and each outcome's
+    chance and the expected seeds must agree within :data:`SETTINGS_Z` standard errors.  (A
+    table made with another seed or number of draws of the same design agrees within its
+    Monte Carlo error, and is the same design.)"""
+    from .sequential import DECIDED
+
+    key, r = next(iter(rules["claims"].items()))
+    row = df[(df["claim"] == key) & (df["effect"].astype(str) == "pilot")].iloc[0]
+    d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
+    sd, est = float(r["pilot"]["planning_sd_when_fixed"]), float(r["pilot"]["estimate_when_fixed"])
+    looks, mc = rules["framework"]["sequential"]["looks"], rules["framework"]["design_check"]
+    n = SETTINGS_DRAWS
+    chances, (seeds_mean, seeds_sd) = _settings_draws(est, sd, tuple(int(k) for k in looks),
+                                                      tuple(float(a) for a in nominal(rules)), d, int(mc["seed"]))
+    far = []
+    for name, p in zip(DECIDED + ("inconclusive",), chances):
+        se = math.sqrt(max(p * (1 - p), 1 / n) / n)
+        if abs(float(row[name]) - p) > SETTINGS_Z * se:
+            far.append(f"P({name}) {float(row[name]):.3f} against {p:.3f}")
+    se = max(seeds_sd, 1.0) / math.sqrt(n)
+    if abs(float(row["expected_seeds"]) - seeds_mean) > SETTINGS_Z * se:
+        far.append(f"expected seeds {float(row['expected_seeds']):.2f} against {seeds_mean:.2f}")
+    if far:
+        s = rules["framework"]["sequential"]
+        _fail(path, f"rule {key!r}", f"the design table was not computed for this file's looks {s['looks']}, alpha "
+                                     f"{s['alpha']} and {s['spending']} spending (at the pilot's effect: "
+                                     f"{'; '.join(far)}); recompute it (companion.train.studies.design_check --write).")
+
+
+def _check_design(rules, path):
+    """The committed design table exists, was computed for this file's yardsticks, planning
+    spreads and pilot effects (each claim's row at the pilot's effect is at the rules'
+    ``pilot.estimate_when_fixed``) and for its looks, alpha and spending function
+    (:func:`_check_design_settings`), covers every claim at 0, d and the pilot's effect, and
+    meets every target."""
+    import pandas as pd
+
+    dc = rules["framework"]["design_check"]
+    table = _required_table(design_table_path(rules, path), path, "framework.design_check", dc["table"],
+                            "companion.train.studies.design_check")
+    df = pd.read_csv(table)
+    for key, r in rules["claims"].items():
+        rows = df[df["claim"] == key]
+        if sorted(rows["effect"].astype(str)) != ["0", "d", "pilot"]:
+            _fail(path, f"rule {key!r}", f"the design table {table.name} has no rows at effects 0, d and the pilot's; "
+                                         "recompute it (companion.train.studies.design_check --write).")
+        d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
+        sd = float(r["pilot"]["planning_sd_when_fixed"])
+        if not (np.allclose(rows["sesoi"], d, rtol=1e-6) and np.allclose(rows["planning_sd"], sd, rtol=1e-6)):
+            _fail(path, f"rule {key!r}", f"the design table was computed for another yardstick or planning spread "
+                                         f"than the rules' (d {d:g}, sd {sd:g}); recompute it.")
+        est = float(r["pilot"]["estimate_when_fixed"])
+        at = rows[rows["effect"].astype(str) == "pilot"]["delta"].astype(float)
+        if not np.allclose(at, est, rtol=1e-6, atol=1e-12):
+            _fail(path, f"rule {key!r}", f"the design table was computed at a pilot effect of {float(at.iloc[0]):g}, "
+                                         f"not the rules' pilot.estimate_when_fixed {est:g}; recompute it "
+                                         "(companion.train.studies.design_check --write).")
+        t = dc["targets"]
+        by = rows.set_index(rows["effect"].astype(str))
+        checks = {"0": (by.loc["0", "p_direction"] <= t["direction_at_0"], f"P(direction shown | 0) <= {t['direction_at_0']}"),
+                  "d": (by.loc["d", "refuted"] <= t["refuted_at_d"], f"P(refuted | d) <= {t['refuted_at_d']}"),
+                  "pilot": (by.loc["pilot", "p_true_decided"] >= t["true_at_pilot"],
+                            f"P(a decided outcome true of the pilot's effect | pilot) >= {t['true_at_pilot']}")}
+        accepted = r.get("below_target") if rules.get("version", 3) >= 4 else None
+        for effect, (ok, target) in checks.items():   # the rules' targets, not the table's own verdict
+            if not ok and isinstance(accepted, dict) and effect in accepted and isinstance(accepted[effect], str):
+                continue   # missed, and the rules say so with the reason (version 4)
+            if not ok:
+                _fail(path, f"rule {key!r}", f"the design check fails its own target at effect {effect} "
+                                             f"({target}); the design cannot decide this claim as written.")
+    _check_design_settings(rules, df, path)
+
+
+def _check_family_table(rules: dict, path) -> None:
+    """The committed family table exists, covers every family over the file's grid, and its
+    worst case is within each family's stated ``fwer``."""
+    import pandas as pd
+
+    fc = rules["framework"]["family_check"]
+    table = _required_table(family_table_path(rules, path), path, "framework.family_check", fc["table"],
+                            "companion.train.studies.design_check")
+    df = pd.read_csv(table)
+    for name, f in rules["framework"]["families"].items():
+        rows = df[df["family"] == name]
+        if f.get("read_once"):
+            # claims read once, each at its own level: the union bound, whatever their dependence
+            bound = f["tests"] * f["alpha"] / 2
+            if len(rows) != 1 or not np.isclose(float(rows["family error"].iloc[0]), bound, rtol=1e-6):
+                _fail(path, f"framework.families.{name}", f"the family table {table.name} must state its bound, "
+                                                          f"{f['tests']} x {f['alpha']:g} / 2 = {bound:.4g}; recompute "
+                                                          "it (companion.train.studies.design_check --write).")
+            if bound > f["fwer"]:
+                _fail(path, f"framework.families.{name}", f"its bound {bound:.4g} exceeds the stated fwer {f['fwer']}.")
+            continue
+        want = len(fc["effects_over_d"]) ** 1 * len(fc["spreads_over_d"])
+        if len(rows) < want or not np.isclose(rows["correlation"], fc["correlation"]).all():
+            _fail(path, f"framework.families.{name}", f"the family table {table.name} does not cover the file's grid "
+                                                      "and correlation; recompute it (companion.train.studies.design_check --write).")
+        worst = float(rows["family error"].max())
+        if worst > f["fwer"]:
+            _fail(path, f"framework.families.{name}", f"simulated over the whole procedure, a wrong decided outcome "
+                                                      f"stands in {worst:.2%} of families at worst, above the stated "
+                                                      f"fwer {f['fwer']}; the family does not hold its level.")
