@@ -67,7 +67,8 @@ def test_the_statistics_old_names_under_the_rules_reader_warn_and_are_the_same_o
 SPLIT = {"companion.train.runner.loop": "companion.train.runner.",
          "companion.survey.scoring": "companion.survey.",
          "companion.judge.sentences": "companion.judge.",
-         "companion.zoo.registry": "companion.zoo."}
+         "companion.zoo.registry": "companion.zoo.",
+         "companion.rules.rulebook": "companion.rules."}
 
 
 def _imported_names(module: str) -> set[str]:
