@@ -20,7 +20,7 @@ both arms of the claim at the horizon (:func:`complete_seeds`).
 
 from __future__ import annotations
 
-from ...base.phrasing import interval
+from ...base.phrasing import as_set, interval
 from functools import lru_cache
 from pathlib import Path
 
@@ -263,10 +263,10 @@ def gate_at_look(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: fl
                       "memorisation guard": "passes" if ok_mem else "fails"})
         if not ok_ctx:
             why.append(f"{arm} not trained enough: {below:.2f} nats below its unigram reference, the rules ask "
-                       f"{g['context_floor_nats']:.3f}")
+                       f"{as_set(g['context_floor_nats'])}")
         if gap > g["memorisation_nats"]:
             why.append(f"{arm} trained into memorisation: its {body['guard_reference']} sample reads {gap:+.3f} "
-                       f"nats above the blocks it has seen, the rules allow {g['memorisation_nats']:.2f}")
+                       f"nats above the blocks it has seen, the rules allow {as_set(g['memorisation_nats'])}")
     half_step = int(round(g["horizon_fraction"] * body["steps"]))
     half = look_estimate(paired_values(runs, rule, seeds, half_step).to_numpy(), nominal)
     end = look_estimate(paired_values(runs, rule, seeds).to_numpy(), nominal)
