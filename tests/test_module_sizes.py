@@ -58,3 +58,42 @@ def test_the_check_fails_naming_the_module(tmp_path, layout, known, expected, fi
     problems = size_problems(sizes(tmp_path), known)
     assert len(problems) == 1 and problems[0].startswith(expected), problems
     assert not size_problems(sizes(tmp_path), fixed)   # listed, or taken off the list: passes
+
+
+#: the most modules a folder of the book's machinery holds (issue 75: book/ by concern)
+BOOK_FOLDER_LIMIT = 10
+
+
+def book_folder_problems(book: Path, limit: int = BOOK_FOLDER_LIMIT) -> list[str]:
+    """Why ``book`` (src/companion/book) breaks its folder rule: a folder (the top included)
+    with more than ``limit`` modules besides its ``__init__``, or a package folder whose
+    ``__init__`` does not say its purpose in a docstring."""
+    import ast
+
+    out = []
+    for folder in [book, *sorted(p for p in book.iterdir() if p.is_dir() and (p / "__init__.py").is_file())]:
+        modules = [p.name for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > limit:
+            out.append(f"{folder.relative_to(book.parent)} holds {len(modules)} modules (at most {limit}): "
+                       "split it by concern")
+        init = folder / "__init__.py"
+        if not (ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or "").strip():
+            out.append(f"{init.relative_to(book.parent)} has no docstring saying the folder's purpose")
+    return out
+
+
+def test_the_books_machinery_is_in_folders_of_at_most_ten_modules_each_saying_its_purpose():
+    problems = book_folder_problems(SRC / "book")
+    assert not problems, "; ".join(problems)
+
+
+def test_the_folder_rule_fails_on_a_crowded_or_unexplained_folder(tmp_path):
+    book = tmp_path / "book"
+    (book / "crowded").mkdir(parents=True)
+    (book / "__init__.py").write_text('"""The book."""\n')
+    (book / "crowded" / "__init__.py").write_text("")
+    for i in range(11):
+        (book / "crowded" / f"m{i}.py").write_text("")
+    problems = book_folder_problems(book)
+    assert any("crowded holds 11 modules" in p for p in problems), problems
+    assert any("crowded/__init__.py has no docstring" in p for p in problems), problems
