@@ -111,7 +111,6 @@ def test_the_earlier_rules_read_fig_3a_on_their_primary_body(monkeypatch, gaps, 
 
     fake = _fake_body(gaps, **body_kw)
     monkeypatch.setattr(claims, "_CACHE", {})
-    monkeypatch.setattr(empirical, "_CACHE", {})
     monkeypatch.setattr(empirical, "_body",
                         lambda name, rules: fake if name == "wikipedia-bert-mini-blind" else None)
     monkeypatch.setattr(evidence, "null_band", lambda runs, q: 0.01)
