@@ -101,7 +101,12 @@ def test_a_verdict_is_read_from_a_table_already_computed_without_checking_the_cl
                                             measured="+0.3", size="3 seeds", chapter="survey", label="F1",
                                             kind="empirical").as_dict()}])
     path = claims._cache_path("all_verdicts")
-    path.write_text(table.to_json(orient="table", index=False))   # as another kernel left it
+    import json
+
+    from companion.judge import cache as jc
+
+    # as another kernel left it: the cache's own JSON, with the digest written with it
+    path.write_text(jc._sealed(json.dumps(jc._encode(table))))
     assert claims.verdict("data_claim").status == "inconclusive"   # the table's, with its family carried in
     assert claims.verdict("math_claim").status == "holds"
     assert calls == []

@@ -3,8 +3,11 @@
 Two caches key what they hold on the package and its data: the book's execution cache
 (:mod:`companion.book.site.book_cache`) and the verdict table the chapters share
 (:func:`companion.judge.claims._disk_cached`).  Both hash the same way, here: every file git
-tracks or would track under the given paths (ignored files, such as a training run's
-checkpoints and its progress log, are left out), each as its path and its bytes.  Outside a
+tracks or would track under the given paths (files the project's own ``.gitignore`` files
+ignore, such as a training run's checkpoints and its progress log, are left out), each as its
+path and its bytes.  Only the project's ``.gitignore`` files decide: a user's global
+gitignore (``core.excludesFile``) or ``.git/info/exclude`` may hide a data file that changes
+what is computed (a history file, a run's log), and such a file is still hashed.  Outside a
 checkout every file is hashed except a progress log.
 
 Reading the files is the cost (about 90 MB); within one process a digest is reused while no
@@ -32,7 +35,9 @@ def tree_files(root: Path | str, keyed: tuple[str, ...]) -> list[Path]:
     """The files under ``keyed`` (paths relative to ``root``) that the digest covers, sorted."""
     root = Path(root)
     try:
-        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+        # not --exclude-standard: that adds the user's global gitignore and info/exclude,
+        # which can hide a file the cached results are computed from
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-per-directory=.gitignore",
                               "-z", "--", *keyed], cwd=root, check=True, capture_output=True,
                              timeout=30).stdout.decode()
         paths = [root / n for n in sorted(set(n for n in out.split("\0") if n))]

@@ -88,8 +88,33 @@ def _disk_cached_value(name, fn, key=None):
         except (ValueError, TypeError, KeyError):
             exact = False
         if exact:   # else kept in this process only: never served changed
-            write_text_atomic(text, path)
+            write_text_atomic(_sealed(text), path)
     return value
+
+
+#: the first line of every cache entry: this tag and the sha256 of the rest of the file
+_SEAL = "companion-cache-sha256:"
+
+
+def _sealed(text: str) -> str:
+    """``text`` as a cache entry: a first line holding the sha256 of ``text``, then ``text``.
+    An entry is served only where its text still has that digest (:func:`_unsealed`)."""
+    import hashlib
+
+    return f"{_SEAL}{hashlib.sha256(text.encode()).hexdigest()}\n{text}"
+
+
+def _unsealed(entry: str) -> str | None:
+    """The text of a cache entry whose digest line matches it; None for an entry edited,
+    torn, swapped for another or written without a digest (an older form)."""
+    import hashlib
+    import hmac
+
+    head, sep, text = entry.partition("\n")
+    if not sep or not head.startswith(_SEAL):
+        return None
+    want = head[len(_SEAL):]
+    return text if hmac.compare_digest(want, hashlib.sha256(text.encode()).hexdigest()) else None
 
 
 def _shared_when_on(name, fn):
@@ -192,22 +217,19 @@ def _same(a, b) -> bool:
 
 def _read_value(path, key) -> bool:
     """Read a value :func:`_disk_cached_value` wrote into the cache under ``key``; False when
-    there is none or it is torn (then removed, to be computed again)."""
-    import io
+    there is none, or it is torn, edited or written without its digest (then removed, to be
+    computed again: an entry is served only where its text has the digest written with it)."""
     import json
-
-    import pandas as pd
 
     if not path.is_file():
         return False
     try:
-        text = path.read_text()
-        data = json.loads(text)
-        # a table in pandas' own JSON (orient="table"), as this cache wrote them before
-        store()[key] = (pd.read_json(io.StringIO(text), orient="table")
-                        if isinstance(data, dict) and {"schema", "data"} <= set(data) else _decode(data))
+        text = _unsealed(path.read_text())
+        if text is None:
+            raise ValueError(f"{path}: no digest, or not the one written with it")
+        store()[key] = _decode(json.loads(text))
         return True
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         path.unlink(missing_ok=True)
         return False
 
@@ -226,10 +248,16 @@ def _reads_back_as(text, value) -> bool:
         return False
 
 
+#: every file that changes what a cached table holds: the package, its data (history files
+#: included, whatever a user's own gitignore hides: :mod:`companion.base.tree_digest`), and the
+#: pinned versions of the libraries that compute it
+_KEYED = ("src/companion", "data", "constraints.txt", "pyproject.toml")
+
+
 def _cache_path(name):
     """Where ``COMPANION_VERDICT_CACHE`` keeps the table ``name`` for this package key (the
-    run size and :func:`companion.base.tree_digest.tree_digest` of the package and its data),
-    or None where the variable is unset."""
+    run size and :func:`companion.base.tree_digest.tree_digest` of the package, its data and
+    the pinned library versions, :data:`_KEYED`), or None where the variable is unset."""
     import hashlib
     import os
     from pathlib import Path
@@ -241,7 +269,7 @@ def _cache_path(name):
     folder = os.environ.get("COMPANION_VERDICT_CACHE")
     if not folder:
         return None
-    _, digest = tree_digest(paths.ROOT, ("src/companion", "data"))
+    _, digest = tree_digest(paths.ROOT, _KEYED)
     key = hashlib.sha256(f"{run_size()}\0{digest}".encode()).hexdigest()[:24]
     return Path(folder) / f"{name}-{key}.json"
 
