@@ -288,12 +288,17 @@ def _in_child(thunk, send) -> None:
     ``("value", result)`` or ``("error", exception)``, pickled."""
     import pickle
 
+    me = os.getpid()
+    _own_tree()
     if "torch" in sys.modules:   # the parent's OpenMP pool does not survive a fork: one thread here
         sys.modules["torch"].set_num_threads(1)
     try:
         out = ("value", thunk())
     except BaseException as err:  # noqa: BLE001 - sent back to the parent, which raises it
         out = ("error", err)
+    if os.getpid() != me:   # a process the answer forked, returning through here: it sends nothing
+        os._exit(0)
+    _kill_tree(me, include_root=False)   # nothing the answer started outlives its check
     try:
         payload = pickle.dumps(out)
         pickle.loads(payload)     # what cannot come back whole comes back as its name and message
@@ -304,6 +309,85 @@ def _in_child(thunk, send) -> None:
         payload = pickle.dumps(("error", _RaisedInChild(type(err).__name__, str(err))))
     send.send_bytes(payload)
     send.close()
+
+
+def _own_tree() -> None:
+    """In the child that runs an answer: its own process group, and (Linux) the reaper of
+    every process the answer starts, so that a daemon the answer detaches (``setsid``, a
+    double fork) stays in its tree and is killed with it (:func:`_kill_tree`)."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+        except (OSError, AttributeError):
+            pass
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, from /proc (empty where there is none)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def _kill_tree(root: int, include_root: bool = True) -> None:
+    """Kill ``root`` (unless ``include_root`` is false) and every process below it: each is
+    stopped first, until no new one appears, so none forks away while the tree is read;
+    then all are killed, and ``root``'s process group with them."""
+    import signal as _signal
+
+    seen: set[int] = set()
+    if include_root:
+        with _quiet_oserror():
+            os.kill(root, _signal.SIGSTOP)
+    for _ in range(20):
+        new = [p for p in _descendants(root) if p not in seen]
+        if not new:
+            break
+        for p in new:
+            with _quiet_oserror():
+                os.kill(p, _signal.SIGSTOP)
+        seen.update(new)
+    for p in seen:
+        with _quiet_oserror():
+            os.kill(p, _signal.SIGKILL)
+    if include_root:
+        with _quiet_oserror():
+            os.killpg(root, _signal.SIGKILL)   # where /proc is missing: the group it made
+        with _quiet_oserror():
+            os.kill(root, _signal.SIGKILL)
+    else:
+        for p in seen:   # reap the children this process adopted
+            with _quiet_oserror():
+                os.waitpid(p, os.WNOHANG)
+
+
+class _quiet_oserror:
+    """``with _quiet_oserror():`` ignores an OSError (a process already gone)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        return kind is not None and issubclass(kind, OSError)
 
 
 def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
@@ -335,7 +419,7 @@ def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
         if payload is not None:
             child.join(2.0)       # it is flushing what the answer printed, and exiting
         if child.is_alive():
-            child.kill()
+            _kill_tree(child.pid)  # the child and whatever the answer started, detached or not
         child.join()
     kind, value = pickle.loads(payload)
     if kind == "error":
