@@ -271,12 +271,13 @@ def test_directives_become_quoted_blocks_and_solutions_stay_collapsed():
 
 
 def test_roles_become_text_and_equation_labels_are_dropped():
+    # an equation or proof reference reads as words (its kind, its label's words), never the raw label
     md = ("See {eq}`eq-sym`, {prf:ref}`def-sym`, {cite}`saponati2025structures`, "
           "{doc}`the survey <survey>` and {glue:text}`median_sym:.3f`.\n"
           "$$\nx^2\n$$ (eq-sym)")
     out = nbgen.colab_markdown(md)
     assert out.splitlines()[0] == (
-        "See (eq-sym), def-sym, [saponati2025structures], the survey and "
+        "See Eq. (sym), Definition (sym), [saponati2025structures], the survey and "
         "`median_sym` (computed by this chapter's code).")
     assert out.splitlines()[-1] == "$$"
 

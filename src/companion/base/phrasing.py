@@ -16,7 +16,31 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["interval", "joined", "sentence_case", "seeds", "span", "listed", "numbers", "as_set"]
+__all__ = ["interval", "joined", "sentence_case", "seeds", "span", "listed", "numbers", "as_set", "finite",
+           "exceeds"]
+
+
+def finite(*values) -> bool:
+    """Whether every value is a number that is not NaN or infinite (None, text: not).  The one
+    guard of every sentence built from numbers: none is worded from a value that fails it."""
+    for v in values:
+        try:
+            if v is None or isinstance(v, (str, bytes)) or not math.isfinite(float(v)):
+                return False
+        except (TypeError, ValueError):
+            return False
+    return True
+
+
+def exceeds(a, b) -> bool | None:
+    """``a > b`` where both are numbers (:func:`finite`), else None: a comparison with a
+    missing value is no comparison (``NaN > b`` is False, which a sentence would read as a
+    direction).  The sentences that take such a flag say 'not read' for None.
+
+    >>> exceeds(0.4, 0.3), exceeds(float("nan"), 0.3)
+    (True, None)
+    """
+    return bool(float(a) > float(b)) if finite(a, b) else None
 
 
 def seeds(n: int) -> str:

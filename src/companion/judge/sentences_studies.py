@@ -31,9 +31,12 @@ def rank_one_updates(share_autoregressive: float, share_masked: float, near: flo
     return f"Neither update is close to rank one (top singular values {ar:.2f} and {mlm:.2f} of the squared norm)"
 
 
-def update_symmetry_reading(autoregressive_more_symmetric: bool) -> str:
+def update_symmetry_reading(autoregressive_more_symmetric: bool | None) -> str:
     """Whether the summed updates' symmetry goes the way Thm. S1.14's intuition suggests
-    (the masked update the more symmetric)."""
+    (the masked update the more symmetric); None (an update's symmetry is missing: compare
+    with :func:`companion.base.phrasing.exceeds`) says so, with no reading."""
+    if autoregressive_more_symmetric is None:
+        return "is not read (an update's symmetry is missing)"
     if autoregressive_more_symmetric:
         return "runs against the theorem's intuition"
     return "goes the way the theorem leads one to expect"

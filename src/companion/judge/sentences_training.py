@@ -234,22 +234,21 @@ def training_runs_said(table, primary_arms: dict | None = None) -> str:
     started, for how many every step's machine is recorded, and how far apart in time the
     arms of one seed started (a pair started hours apart may have met two machines), and,
     where the table has ``CPU s/step``, the compute a CPU step took against its wall clock.
-    ``primary_arms`` (``{body: [arm, ...]}``): the arms that form a pair in each body; a
-    secondary arm, which enters no pair, is left out of how far apart a pair started."""
+    ``primary_arms``: the pairs a claim compares in each body, ``{body: [(candidate,
+    comparator), ...]}`` (:func:`companion.train.studies.registered_bodies.claim_pairs`), or
+    ``{body: [arm, ...]}`` (every two of those arms a pair); only those pairs count in how far
+    apart a pair started (a secondary arm enters no pair).  Without it, a seed with exactly
+    two runs is a pair, and a seed with more gives no figure (which two are compared is not
+    known)."""
     if len(table) == 0:
         return "No run of the confirmatory bodies has landed yet."
     per_body = joined(f"{n} of {body}" for body, n in table.groupby("body", sort=False).size().items())
     devices = joined("the CPU" if d == "CPU" else d for d in sorted(set(table["device"])))
     after = table["after rules (h)"]
     recorded = int((~table["machines"].str.contains("not recorded")).sum())
-    starts = table.assign(t=pd.to_datetime(table["started"], utc=True, errors="coerce", format="ISO8601"))
-    if primary_arms is not None and "arm" in starts:
-        starts = starts[[a in (primary_arms.get(b) or ()) for b, a in zip(starts["body"], starts["arm"])]]
-    spread = starts.groupby(["body", "seed"])["t"].agg(lambda t: (t.max() - t.min()).total_seconds() / 3600)
-    pairs = starts.groupby(["body", "seed"]).size()
-    spread = spread[pairs >= 2].dropna()   # a pair with a start not recorded gives no spread
-    apart = (f" The two runs of a pair started up to {spread.max():.1f} h apart, so a pair may have met "
-             "two machines even where both read the same device." if len(spread) else "")
+    spread = _pair_spread(table, primary_arms)
+    apart = (f" The two runs of a pair started up to {max(spread):.1f} h apart, so a pair may have met "
+             "two machines even where both read the same device." if spread else "")
     pace = ""
     if "CPU s/step" in table and table["CPU s/step"].notna().any():
         cpu = table["CPU s/step"].dropna()
@@ -264,6 +263,32 @@ def training_runs_said(table, primary_arms: dict | None = None) -> str:
             f"{when}. Every step's machine "
             f"is recorded for {recorded} of them (runs begun before machines were recorded say "
             f"'not recorded').{apart}{pace}")
+
+
+def _pair_spread(table, primary_arms) -> list[float]:
+    """Hours between the starts of the two runs of each pair :func:`training_runs_said` counts
+    (a start not recorded gives none)."""
+    import itertools
+
+    t = pd.to_datetime(table["started"], utc=True, errors="coerce", format="ISO8601")
+    has_arm = "arm" in table
+    out = []
+    for (body, _), idx in table.groupby(["body", "seed"], sort=False).groups.items():
+        when = {}
+        for i in idx:
+            when.setdefault(table.at[i, "arm"] if has_arm else i, []).append(t[i])
+        if primary_arms is None:
+            pairs = [tuple(when)] if len(idx) == 2 and len(when) == 2 else []
+        else:
+            named = list(primary_arms.get(body) or ())
+            pairs = ([tuple(p) for p in named] if named and all(isinstance(p, (tuple, list)) for p in named)
+                     else list(itertools.combinations([a for a in named if isinstance(a, str)], 2)))
+        for a, b in pairs:
+            if len(when.get(a, ())) == 1 and len(when.get(b, ())) == 1:
+                h = abs((when[a][0] - when[b][0]).total_seconds()) / 3600
+                if _finite(h):
+                    out.append(h)
+    return out
 
 
 def minutes_by_mode(minutes) -> str:

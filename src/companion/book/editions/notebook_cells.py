@@ -64,17 +64,39 @@ def _role(match: re.Match, values: dict | None = None, links: dict | None = None
         from ..site.markup import pasted
 
         return pasted(value)   # plain text, as on the book's page: no markup, no HTML from a value
+    if role in ("eq", "prf:ref"):   # never the raw label: a name a reader can read, linked where known
+        target = (explicit.group("target") if explicit else body).strip()
+        shown = text if explicit else label_words(target, role)
+        url = (links or {}).get(target)
+        return f"[{shown}]({url})" if url else shown
     if role in ("ref", "doc", "numref") and links:
         target = (explicit.group("target") if explicit else body).strip()
         url = links.get(target) or links.get(target.split("/")[-1])
         if url:
             shown = text if explicit else (target.split("/")[-1].replace("_", " ") if role == "doc" else text)
             return f"[{shown}]({url})"
-    if role == "eq":
-        return f"({text})"
     if role == "cite" or role.startswith("cite:"):
         return f"[{text}]"
     return text
+
+
+#: the book's label prefixes and what they name (``prop-logits-bilinear``: a proposition)
+_LABEL_KINDS = {"eq": "Eq.", "prop": "Proposition", "thm": "Theorem", "lem": "Lemma", "def": "Definition",
+                "cor": "Corollary", "rem": "Remark", "ex": "Example", "alg": "Algorithm", "conj": "Conjecture",
+                "assump": "Assumption", "fig": "Figure", "tab": "Table"}
+
+
+def label_words(label: str, role: str = "prf:ref") -> str:
+    """A cross-reference's label as a reader reads it, where a notebook cannot number it as
+    the site does: ``prop-logits-bilinear`` -> ``Proposition (logits bilinear)``,
+    ``eq-bilinear-logit`` -> ``Eq. (bilinear logit)``; a label of no known kind is its words
+    (``Eq. (...)`` for an equation)."""
+    kind, _, rest = label.partition("-")
+    name = _LABEL_KINDS.get(kind.lower())
+    words = (rest if name and rest else label).replace("-", " ").replace("_", " ").strip()
+    if name is None:
+        name = "Eq." if role == "eq" else ""
+    return f"{name} ({words})" if name else words
 
 
 def _cite_this() -> list[str]:

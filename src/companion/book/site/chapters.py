@@ -147,16 +147,39 @@ def site_url(repo_url: str) -> str:
 
 
 def book_links(root: Path | str, site: str) -> dict:
-    """``{target: url}`` for the book's cross-references: every chapter's docname (``{doc}``)
-    and every label ``(label)=`` of a chapter (``{ref}``), as addresses on the published site."""
+    """``{target: url}`` for the book's cross-references: every chapter's docname (``{doc}``),
+    every label ``(label)=`` of a chapter (``{ref}``), every labelled directive's ``:label:``
+    (a theorem, proposition or definition, ``{prf:ref}``) and every equation's label
+    (``$$ (label)`` or a ``math`` directive's ``:label:``, ``{eq}``, whose anchor on the site
+    is ``equation-label``), as addresses on the published site."""
     links = {}
     for chapter in book_chapters(root):
         page = f"{site}{chapter.docname}.html"
         links[chapter.docname.split("/")[-1]] = page
         links[chapter.docname] = page
-        for label in re.findall(r"^\(([A-Za-z0-9_-]+)\)=\s*$", chapter.source.read_text(encoding="utf-8"), re.M):
-            links[label] = f"{page}#{label}"
+        directive = ""
+        for line in chapter.source.read_text(encoding="utf-8").splitlines():
+            opened = _DIRECTIVE_OPEN.match(line.strip())
+            if opened:
+                directive = opened.group(1)
+            target = _TARGET_LINE.match(line)
+            if target:
+                links[target.group(1)] = f"{page}#{target.group(1)}"
+                continue
+            equation = _EQUATION_LABEL.match(line)
+            option = _LABEL_OPTION.match(line.strip())
+            if equation or (option and directive == "math"):
+                label = (equation or option).group(1)
+                links[label] = f"{page}#equation-{label}"
+            elif option:
+                links[option.group(1)] = f"{page}#{option.group(1)}"
     return links
+
+
+_DIRECTIVE_OPEN = re.compile(r"^(?::{3,}|`{3,})\{([^}]+)\}")
+_TARGET_LINE = re.compile(r"^\(([A-Za-z0-9_-]+)\)=\s*$")
+_EQUATION_LABEL = re.compile(r"^\s*\$\$\s*\(([A-Za-z0-9_:.-]+)\)\s*$")
+_LABEL_OPTION = re.compile(r"^:label:\s*([A-Za-z0-9_:.-]+)\s*$")
 
 
 def github_parts(repo_url: str) -> tuple[str, str]:

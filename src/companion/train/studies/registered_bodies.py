@@ -31,7 +31,7 @@ from ...base.errors import CompanionError
 from .registration import REGISTERED_OPTIONS, check_registered, registered_config, run_name, same_learning_config
 
 __all__ = ["body_runs_at_looks", "complete_seeds", "paired_values", "gate_at_look", "read_claim", "missing_runs",
-           "run_name", "registered_config", "REGISTERED_OPTIONS", "runs_table", "runs_summary", "machines_of", "arm_levels", "pair_machines",
+           "run_name", "registered_config", "REGISTERED_OPTIONS", "runs_table", "runs_summary", "machines_of", "arm_levels", "pair_machines", "claim_pairs",
            "GUARD_QUANTITIES", "MAKE_COMMAND"]
 
 GUARD_QUANTITIES = ("guard_seen_loss", "guard_unseen_loss", "guard_heldout_loss")
@@ -538,6 +538,22 @@ def arm_levels(rules: dict | None = None, quantities=("symmetry", "directionalit
             row["guard reads"] = body["guard_reference"]
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def claim_pairs(rules: dict | None = None) -> dict:
+    """``{body: [(candidate, comparator), ...]}``: the pairs of arms the claims compare in each
+    body, in the rules' order (a secondary arm, which no claim's look reads, is in none).  What
+    a sentence on how far apart a pair's runs started counts
+    (:func:`companion.judge.sentences.training_runs_said`), as :func:`pair_machines` does."""
+    from ...rules.rulebook import load_rules
+
+    rules = rules if rules is not None else load_rules()
+    out: dict = {}
+    for r in rules["claims"].values():
+        pair = (r["candidate"], r["comparator"])
+        if pair not in out.setdefault(r["body"], []):
+            out[r["body"]].append(pair)
+    return out
 
 
 def pair_machines(table: pd.DataFrame, rules: dict | None = None) -> pd.DataFrame:
