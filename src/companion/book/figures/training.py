@@ -143,7 +143,7 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
     ax.set_xlabel("tokens seen")
     ax.set_ylabel("- layer-mean directionality" if quantity == "directionality"
                   else f"layer-mean {_YLABEL.get(quantity, quantity)}")
-    ax.legend(fontsize=6, ncol=2)
+    ax.legend(fontsize=8, ncol=2)
     if title:
         ax.set_title(title, fontsize=9)
     fig.tight_layout()
