@@ -77,7 +77,7 @@ def test_companion_train_reads_its_corpus_where_fetching_is_allowed():
 #: the modules that may reach the network, each behind an explicit command or a function named
 #: for it: the corpus fetchers (`companion corpus fetch`, `companion train`), the hub client
 #: (`companion score HUB_ID`), the zoo's fetch (`companion zoo fetch`), the notebooks' set-up cells
-ALLOWED = {"train/text/corpora.py", "adapters/hub.py", "book/editions/colab.py", "book/editions/notebooks.py"}
+ALLOWED = {"train/text/corpora.py", "adapters/hub.py", "book/editions/colab.py", "book/editions/setup_cell.py"}
 NETWORK = re.compile(r"urlopen\(|urllib\.request\.(?:Request|build_opener)|\"pip\", \"(?:install|download)\"|"
                      r"requests\.(?:get|post)\(|snapshot_download\(|hf_hub_download\(")
 
