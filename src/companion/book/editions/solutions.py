@@ -15,12 +15,13 @@ __all__ = ["strip_solutions", "split_check_cells", "cells_without_solutions"]
 
 #: a solution directive's name in a fence's info string: ``{solution}``, sphinx-exercise's gated
 #: ``{solution-start}`` / ``{solution-end}``, with or without a domain (``{exercise:solution}``)
-_SOLUTION_NAME = re.compile(r"^\{\s*(?:[\w.-]+:)?(solution|solution-start|solution-end)\s*\}")
+#: (in any case: docutils looks a directive's name up in lower case, so ``{Solution}`` is one too)
+_SOLUTION_NAME = re.compile(r"^\{\s*(?:[\w.-]+:)?(solution|solution-start|solution-end)\s*\}", re.I)
 _DIRECTIVE = re.compile(r"^\{\s*([\w.:-]+)\s*\}")
 #: directives whose body is not MyST Markdown (code, math, raw input): never parsed for solutions
 _RAW_DIRECTIVES = {"code-cell", "code", "code-block", "sourcecode", "literalinclude", "math", "raw",
                    "eval-rst", "eval-md", "mermaid", "graphviz", "csv-table", "bibliography", "glue:math"}
-_RST_SOLUTION = re.compile(r"^\s*\.\.\s+(?:[\w.-]+:)?solution(?:-start|-end)?::", re.M)
+_RST_SOLUTION = re.compile(r"^\s*\.\.\s+(?:[\w.-]+:)?solution(?:-start|-end)?::", re.M | re.I)
 
 
 @lru_cache(maxsize=1)
@@ -59,8 +60,9 @@ def _events(text: str, offset: int = 0, depth: int = 0) -> list[tuple]:
         first, last = tok.map
         sol = _SOLUTION_NAME.match(tok.info.strip())
         if sol:
+            name = sol.group(1).lower()
             closed, length = _fence_closed(lines, tok)
-            where = f"a {{{sol.group(1)}}} directive opened on line {offset + first + 1}"
+            where = f"a {{{name}}} directive opened on line {offset + first + 1}"
             if not closed:
                 raise ValueError(f"{where} is never closed with '{tok.markup}': close it, or the rest of "
                                  "the page would be taken for its body")
@@ -69,7 +71,7 @@ def _events(text: str, offset: int = 0, depth: int = 0) -> list[tuple]:
                                  f"'{tok.markup[0] * length}' (MyST ends a fence at the first line of at least "
                                  "as many marks); nest directives inside a solution with fewer marks than "
                                  f"its own, e.g. '{tok.markup[0] * 4}{{solution}}' around '{tok.markup[0] * 3}{{note}}'")
-            kind = {"solution": "solution", "solution-start": "start", "solution-end": "end"}[sol.group(1)]
+            kind = {"solution": "solution", "solution-start": "start", "solution-end": "end"}[name]
             found.append((kind, offset + first, offset + last, depth))
             continue
         d = _DIRECTIVE.match(tok.info.strip())
