@@ -423,6 +423,8 @@ def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
         child.join()
     kind, value = pickle.loads(payload)
     if kind == "error":
+        if not isinstance(value, Exception):   # the answer's own SystemExit or KeyboardInterrupt: its error,
+            value = _RaisedInChild(type(value).__name__, str(value) or "(no message)")   # not a stop of the check
         raise value
     return value
 
