@@ -103,8 +103,9 @@ def listed(items, empty: str = "none") -> str:
 
 
 def numbers(values, fmt: str = ".3f", empty: str = "none") -> str:
-    """``0.120, 0.340``: numbers in one format, separated by commas."""
-    return listed((f"{v:{fmt}}" for v in values), empty)
+    """``0.120, 0.340``: numbers in one format, separated by commas; a value that is not a
+    number (:func:`finite`) reads ``missing``, never ``nan``."""
+    return listed((f"{v:{fmt}}" if finite(v) else "missing" for v in values), empty)
 
 
 def as_set(value, decimals: int = 3, sign: bool = False) -> str:
@@ -116,9 +117,9 @@ def as_set(value, decimals: int = 3, sign: bool = False) -> str:
     >>> as_set(0.6931), as_set(0.1), as_set(0.125, 2, sign=True), as_set(0.0071884)
     ('0.6931', '0.100', '+0.125', '0.0071884')
     """
+    if not finite(value):   # never 'nan' or 'inf' quoted as a threshold
+        return "not set"
     v = float(value)
-    if not math.isfinite(v):
-        return str(v)
     text = repr(v)
     if "e" in text or "E" in text:
         import numpy as np
