@@ -106,7 +106,7 @@ def test_a_verdict_is_read_from_a_table_already_computed_without_checking_the_cl
     from companion.judge import cache as jc
 
     # as another kernel left it: the cache's own JSON, with the digest written with it
-    path.write_text(jc._sealed(json.dumps(jc._encode(table))))
+    path.write_text(jc._sealed(json.dumps(jc._encode(table)), path.name))
     assert claims.verdict("data_claim").status == "inconclusive"   # the table's, with its family carried in
     assert claims.verdict("math_claim").status == "holds"
     assert calls == []

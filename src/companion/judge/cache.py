@@ -88,7 +88,7 @@ def _disk_cached_value(name, fn, key=None):
         except (ValueError, TypeError, KeyError):
             exact = False
         if exact:   # else kept in this process only: never served changed
-            write_text_atomic(_sealed(text), path)
+            write_text_atomic(_sealed(text, path.name), path)
     return value
 
 
@@ -96,25 +96,31 @@ def _disk_cached_value(name, fn, key=None):
 _SEAL = "companion-cache-sha256:"
 
 
-def _sealed(text: str) -> str:
-    """``text`` as a cache entry: a first line holding the sha256 of ``text``, then ``text``.
-    An entry is served only where its text still has that digest (:func:`_unsealed`)."""
+def _digest(text: str, name: str) -> str:
     import hashlib
 
-    return f"{_SEAL}{hashlib.sha256(text.encode()).hexdigest()}\n{text}"
+    return hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()
 
 
-def _unsealed(entry: str) -> str | None:
-    """The text of a cache entry whose digest line matches it; None for an entry edited,
-    torn, swapped for another or written without a digest (an older form)."""
-    import hashlib
+def _sealed(text: str, name: str) -> str:
+    """``text`` as the cache entry of file ``name``: a first line holding the sha256 of the
+    name and ``text``, then ``text``.  An entry is served only where its text still has that
+    digest under that name (:func:`_unsealed`): a whole, valid entry of another table or
+    package key copied over it is not."""
+    return f"{_SEAL}{_digest(text, name)}\n{text}"
+
+
+def _unsealed(entry: str, name: str) -> str | None:
+    """The text of the cache entry of file ``name`` whose digest line matches it; None for an
+    entry edited, torn, swapped for another (another table's entry included) or written
+    without a digest (an older form)."""
     import hmac
 
     head, sep, text = entry.partition("\n")
     if not sep or not head.startswith(_SEAL):
         return None
     want = head[len(_SEAL):]
-    return text if hmac.compare_digest(want, hashlib.sha256(text.encode()).hexdigest()) else None
+    return text if hmac.compare_digest(want, _digest(text, name)) else None
 
 
 def _shared_when_on(name, fn):
@@ -224,7 +230,7 @@ def _read_value(path, key) -> bool:
     if not path.is_file():
         return False
     try:
-        text = _unsealed(path.read_text())
+        text = _unsealed(path.read_text(), path.name)
         if text is None:
             raise ValueError(f"{path}: no digest, or not the one written with it")
         store()[key] = _decode(json.loads(text))
