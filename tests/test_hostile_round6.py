@@ -495,3 +495,119 @@ def test_the_package_imports_and_its_help_run_without_the_network(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "COMPANION_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "0"})
     assert out.returncode == 0 and "NETWORK" not in out.stderr + out.stdout, out.stderr[-2000:]
+
+
+# ============================================================ second pass: the same families, deeper in
+
+@pytest.mark.parametrize("value", ["<img src=x onerror=alert(1)>", "</details><script>x</script>",
+                                   "[x](javascript:alert(1))", "{glue:text}`other`"])
+def test_a_glued_value_in_a_notebook_cell_is_text_only(value):
+    import html as _html
+
+    from markdown_it import MarkdownIt
+
+    from companion.book.editions.notebook_cells import colab_markdown
+
+    cell = colab_markdown("The value is {glue:text}`v`.", {"v": value, "other": "OTHER"}, {})
+    page = MarkdownIt("commonmark", {"html": True}).render(cell)
+    assert set(re.findall(r"<(\w+)", page)) <= {"p"}, page
+    assert _html.unescape(re.sub(r"<[^>]+>", "", page)).strip() == f"The value is {value}.", page
+
+
+def test_a_gate_named_in_capitals_keeps_its_code_cells_from_the_decks():
+    import nbformat
+
+    from companion.book.editions.solutions import cells_without_solutions
+
+    v4 = nbformat.v4
+    cells = [v4.new_markdown_cell("Before."), v4.new_markdown_cell("```{Solution-Start} ex-a\n```"),
+             v4.new_code_cell("GATED_SECRET = 1"), v4.new_markdown_cell("```{Solution-End}\n```"),
+             v4.new_markdown_cell("After.")]
+    kept = [c.source for _, c in cells_without_solutions(cells)]
+    assert not any("SECRET" in s for s in kept) and "Before." in kept and "After." in kept, kept
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link-outside"])
+def test_the_kept_weights_digest_is_never_written_through_a_link_or_fifo(tmp_path, kind):
+    import torch
+
+    from companion.train.runner.checkpoints import keep_weights, kept_weights_path
+
+    out = tmp_path / "run"
+    out.mkdir()
+    path = kept_weights_path(out, 5)
+    side = Path(f"{path}.sha256")
+    victim = tmp_path / "victim.txt"
+    victim.write_text(SECRET)
+    if kind == "fifo":
+        os.mkfifo(side)
+    else:
+        side.symlink_to(victim)
+    torch.manual_seed(0)
+    try:
+        with within(10, side):
+            keep_weights(torch.nn.Linear(3, 2), path)
+    except CompanionError as err:
+        _one_line(err)
+    assert victim.read_text() == SECRET
+
+
+def test_a_finished_run_is_never_written_through_links_in_its_folder(tmp_path):
+    from companion.train.runner.provenance import write_run
+
+    out = tmp_path / "run"
+    out.mkdir()
+    victims = {n: tmp_path / f"victim-{n}" for n in ("provenance.json", "history.csv")}
+    for n, v in victims.items():
+        v.write_text(SECRET)
+        (out / n).symlink_to(v)
+    try:
+        write_run(out, pd.DataFrame({"step": [1], "quantity": ["eval_loss"], "layer": [-1], "head": [-1],
+                                     "value": [1.0]}), {"config": {}})
+    except CompanionError as err:
+        _one_line(err)
+    assert all(v.read_text() == SECRET for v in victims.values())
+
+
+def test_a_valid_entry_of_another_table_copied_over_an_entry_is_not_served(verdict_cache):
+    import shutil
+
+    jc, claims = verdict_cache
+    other = pd.DataFrame({"key": ["fig_4"], "status": ["holds"], "effect": [0.5]})
+    jc._disk_cached("probe_a", lambda: TRUTH.copy())
+    jc._disk_cached("probe_b", lambda: other.copy())
+    shutil.copyfile(jc._cache_path("probe_b"), jc._cache_path("probe_a"))
+    claims._CACHE.clear()
+    got = jc._disk_cached("probe_a", lambda: TRUTH.copy())
+    pd.testing.assert_frame_equal(got, TRUTH)
+
+
+BODY_FIELDS = {
+    "lr of NaN": lambda b: b.update(lr=float("nan")),
+    "negative lr": lambda b: b.update(lr=-0.001),
+    "steps of 0": lambda b: b.update(steps=0),
+    "a seed of 1.5": lambda b: b.update(seeds=[1.5] + b["seeds"][1:]),
+    "seeds as text": lambda b: b.update(seeds="1,2,3"),
+    "no seeds": lambda b: b.update(seeds=[]),
+}
+
+
+@pytest.mark.parametrize("change", list(BODY_FIELDS), ids=list(BODY_FIELDS))
+def test_a_body_with_an_impossible_field_is_refused_at_load(tmp_path, change):
+    from companion.rules.rulebook import load_rules
+
+    path = _rules_copy(tmp_path, lambda r: BODY_FIELDS[change](next(iter(r["bodies"].values()))))
+    with within(60), pytest.raises(CompanionError) as err:
+        load_rules(path)
+    _one_line(err)
+
+
+def test_the_verdict_modules_import_without_the_network(tmp_path):
+    code = ("import socket\n"
+            "def no(*a, **k):\n    raise RuntimeError('NETWORK ' + repr(a))\n"
+            "socket.socket.connect = no\nsocket.create_connection = no\nsocket.getaddrinfo = no\n"
+            "import companion.judge.claims, companion.rules.rulebook, companion.book.editions.slides\n"
+            "import companion.book.editions.notebooks, companion.train.studies.evidence\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "COMPANION_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0 and "NETWORK" not in out.stderr, out.stderr[-2000:]
