@@ -611,3 +611,111 @@ def test_the_verdict_modules_import_without_the_network(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "COMPANION_CACHE": str(tmp_path / "cache")})
     assert out.returncode == 0 and "NETWORK" not in out.stderr, out.stderr[-2000:]
+
+
+# ============================================================ third pass
+
+RUNS = [f"mixblind-bert-mini-encoder-standard-s{s}" for s in (20, 21, 22)]
+BODY = {"label": "test body", "pattern": "mixblind-bert-mini-*", "seeds": [20, 21, 22], "steps": 10000, "lr": 0.001}
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    import shutil
+
+    import companion.train.runner.runs as runs
+
+    for r in RUNS:
+        shutil.copytree(DATA / r, tmp_path / r)
+    monkeypatch.setattr(runs, "runs_root", lambda: tmp_path)
+    return tmp_path
+
+
+def _by_hand(h: pd.DataFrame) -> float:
+    rows = h[(h.quantity == "symmetry") & (h["head"].astype(float) == -1) & (h.layer.astype(float).between(0, 3))]
+    last = rows[rows.step.astype(float) == 10000]
+    assert len(last) == 4
+    return float(last["value"].astype(float).mean())
+
+
+@pytest.mark.parametrize("how", ["shuffled-rows", "layer-as-float", "a-fifth-layer"])
+def test_the_body_reader_reads_the_horizon_s_layer_mean_as_computed_apart(root, how):
+    from companion.train.studies.evidence import arm_values, body_runs
+
+    path = root / RUNS[0] / "history.csv"
+    h = pd.read_csv(path)
+    want = _by_hand(h)
+    if how == "shuffled-rows":
+        h = h.sample(frac=1.0, random_state=3)
+    elif how == "layer-as-float":
+        h["layer"] = h["layer"].astype(float)
+    else:
+        row = h[(h.quantity == "symmetry") & (h["head"] == -1) & (h.step == 10000) & (h.layer == 3)]
+        h = pd.concat([h, row.assign(layer=4, value=row["value"] + 5.0)], ignore_index=True)
+    h.to_csv(path, index=False)
+    try:
+        got = arm_values(body_runs(BODY), "symmetry", "encoder").loc[20]
+    except CompanionError as err:
+        assert how == "a-fifth-layer" and RUNS[0] in _one_line(err)
+        return
+    assert got == pytest.approx(want, rel=1e-9), (how, got, want)
+
+
+@pytest.mark.parametrize("title", ["# <img src=x onerror=alert(1)>", "# A <script>alert(1)</script> chapter"])
+def test_a_chapter_title_with_markup_is_text_in_the_deck(title):
+    from companion.book.editions import slides as sl
+
+    chapter = f"{title}\n\n## A section\n\nBody.\n"
+    name, plan = sl.plan_chapter(chapter, [], "chapter")
+    page = sl.deck_html(name, [sl.render_slide(s) for s in plan])
+    own = sl.deck_html("plain", [sl.render_slide(s) for s in sl.plan_chapter("# plain\n\n## A\n\nB.\n", [], "c")[1]])
+    from html.parser import HTMLParser
+
+    def runs(html_page):
+        found = []
+
+        class P(HTMLParser):
+            def handle_starttag(self, tag, attrs):
+                found.extend([tag] if tag in ("script", "img", "iframe") else [])
+                found.extend(f"{tag} {k}" for k, _ in attrs if k.startswith("on"))
+        P().feed(html_page)
+        return sorted(found)
+
+    assert runs(page) == runs(own), (runs(page), runs(own))
+
+
+class _Endless:
+    def __iter__(self):
+        while True:
+            yield 1.0
+
+    def __len__(self):
+        return 10**12
+
+
+class _SlowFloat:
+    def __float__(self):
+        while True:
+            pass
+
+
+def _deep(n=0):
+    return _deep(n + 1)
+
+
+ODD_RESULTS = {"an endless iterable": lambda: _Endless(), "a float that never comes": lambda: _SlowFloat(),
+               "endless recursion": _deep}
+
+
+@pytest.mark.parametrize("name", list(ODD_RESULTS), ids=list(ODD_RESULTS))
+def test_an_odd_result_is_refused_in_one_line_within_the_limit(name):
+    from companion.book.teaching import exercise_engine as E
+
+    def test(answer, label):   # as the real checks read a number
+        E.call(answer, label, convert=lambda out: E.as_number(out, label))
+    ex = E.Exercise("hostile-six-number", "f", "a number", test)
+    t0 = time.monotonic()
+    with pytest.raises(E.WrongAnswer) as err:
+        E.run(ex, ODD_RESULTS[name], time_s=1.0)
+    assert time.monotonic() - t0 < 6.0
+    _one_line(err)
