@@ -275,7 +275,7 @@ def check_earlier(rules, path, gate: bool = True) -> dict:
 def _as_datetime(d) -> _dt.datetime:
     """A date, a datetime or an ISO string as an aware datetime (a bare date: its midnight UTC)."""
     if isinstance(d, str):
-        d = d.strip().replace("Z", "+00:00")
+        d = d.strip().replace("Z", "+00:00").replace("z", "+00:00")   # as stamp_problem reads a stamp
         d = _dt.datetime.fromisoformat(d) if "T" in d or " " in d else _dt.date.fromisoformat(d[:10])
     if not isinstance(d, _dt.datetime):
         d = _dt.datetime(d.year, d.month, d.day)
