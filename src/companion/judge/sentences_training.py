@@ -256,9 +256,12 @@ def training_runs_said(table, primary_arms: dict | None = None) -> str:
         pace = (f" On the CPU a step took {cpu.min():.2f} to {cpu.max():.2f} s of compute (one thread); "
                 f"the wall clock per step, {wall.min():.2f} to {wall.max():.2f} s, also counts the time "
                 "a run was paused or shared its core.")
+    unknown = len(after) - sum(_finite(a) for a in after)
     after = after[[_finite(a) for a in after]]
     when = (f"starting {after.min():.1f} to {after.max():.1f} h after the rules' first commit" if len(after) else
             "with no start recorded against the rules' first commit")
+    if len(after) and unknown:   # the span is of the runs with a start: say how many it leaves out
+        when += f" ({count_of(unknown, 'run')} with no start recorded)"
     return (f"{count_of(len(table), 'run')} landed ({per_body}), made on {devices}, "
             f"{when}. Every step's machine "
             f"is recorded for {recorded} of them (runs begun before machines were recorded say "
