@@ -719,3 +719,31 @@ def test_an_odd_result_is_refused_in_one_line_within_the_limit(name):
         E.run(ex, ODD_RESULTS[name], time_s=1.0)
     assert time.monotonic() - t0 < 6.0
     _one_line(err)
+
+
+# ============================================================ fourth pass: dates and runs read for sentences
+
+@pytest.mark.parametrize("started, before", [("2026-12-06T09:00:00z", True), ("2026-12-06T11:30:00+02:00", True),
+                                             ("2026-12-06T10:30:00+00:30", False), ("2026-12-06T05:30:00-04:00", True)])
+def test_a_start_the_stamp_check_accepts_is_compared_as_its_utc_instant(started, before):
+    import datetime as dt
+
+    from companion.rules.verdicts import started_before_rule
+    from companion.train.runner.provenance import stamp_problem
+
+    assert stamp_problem(started) is None
+    commit = dt.datetime(2026, 12, 6, 10, tzinfo=dt.timezone.utc)
+    utc = dt.datetime.fromisoformat(started.replace("z", "+00:00")).astimezone(dt.timezone.utc)
+    assert (utc < commit) is before                      # the expectation, computed apart
+    assert started_before_rule(started, "2026-12-06T09:59:00+00:00", commit) is before
+
+
+def test_a_run_with_no_start_is_not_folded_silently_into_the_span_of_starts():
+    from companion.judge.sentences import training_runs_said
+
+    rows = [dict(body="mix", seed=30, arm="encoder/standard", device="CPU", machines="not recorded",
+                 started="not a stamp", **{"after rules (h)": float("nan")}),
+            dict(body="mix", seed=30, arm="decoder/standard", device="CPU", machines="not recorded",
+                 started="2026-01-01T07:18:00Z", **{"after rules (h)": 1.0})]
+    said = training_runs_said(pd.DataFrame(rows), {"mix": [("encoder/standard", "decoder/standard")]})
+    assert "1 run with no start recorded" in said and "apart" not in said and "nan" not in said.lower(), said
