@@ -68,7 +68,7 @@ def load_unique(text: str, path):
         _load_bounded(text, path)   # the alias bound, before building anything
         return yaml.load(text, Loader=Unique)   # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as err:
-        raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
+        raise CompanionError(f"{path} is not valid YAML ({' '.join(str(err).split())[:300]}); fix the file.") from None
     except RecursionError:
         raise CompanionError(f"{path} nests its mappings or lists too deeply to be a rules file; write it "
                              "out plainly.") from None

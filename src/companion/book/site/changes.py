@@ -54,7 +54,7 @@ def load_rules(path: Path | str) -> dict:
         raise CompanionError(f"{path}: {err} once its aliases are expanded; write the rules "
                              "file out plainly.") from None
     except yaml.YAMLError as err:
-        raise CompanionError(f"{path} is not valid YAML ({str(err)[:300]}); fix the file.") from None
+        raise CompanionError(f"{path} is not valid YAML ({' '.join(str(err).split())[:300]}); fix the file.") from None
     if not isinstance(data, dict) or "claims" not in data:
         raise CompanionError(f"{path} is not a verdict rules file (no 'claims')")
     ev = data.get("evidence")
