@@ -747,3 +747,18 @@ def test_a_run_with_no_start_is_not_folded_silently_into_the_span_of_starts():
                  started="2026-01-01T07:18:00Z", **{"after rules (h)": 1.0})]
     said = training_runs_said(pd.DataFrame(rows), {"mix": [("encoder/standard", "decoder/standard")]})
     assert "1 run with no start recorded" in said and "apart" not in said and "nan" not in said.lower(), said
+
+
+@pytest.mark.parametrize("reader", ["companion.rules.rulebook", "companion.book.site.changes"])
+@pytest.mark.parametrize("tail", ["\nextra: !!python/object/apply:os.system ['echo hi']\n", "\nclaims:\n\t- x\n",
+                                  "\nbad: [1, 2\n"])
+def test_a_rules_file_that_is_not_safe_yaml_is_refused_in_one_line(tmp_path, reader, tail):
+    import importlib
+
+    load = importlib.import_module(reader).load_rules
+    path = tmp_path / "verdict_rules.yaml"
+    path.write_text((ROOT / "data" / "verdict_rules.yaml").read_text() + tail)
+    with within(60), pytest.raises(CompanionError) as err:
+        load(path)
+    assert "verdict_rules.yaml" in _one_line(err)
+    assert not (tmp_path / "hi").exists()
