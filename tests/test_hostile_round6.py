@@ -762,3 +762,18 @@ def test_a_rules_file_that_is_not_safe_yaml_is_refused_in_one_line(tmp_path, rea
         load(path)
     assert "verdict_rules.yaml" in _one_line(err)
     assert not (tmp_path / "hi").exists()
+
+
+@pytest.mark.parametrize("fragment", ["## A [link](javascript:alert(1))\n\nx", "## S\n\n[a](javascript:alert(1))",
+                                      "## S\n\n![i](javascript:alert(1))", "## S\n\n<javascript:alert(1)>",
+                                      "## S\n\n[a][r]\n\n[r]: javascript:alert(1)",
+                                      "## S\n\n[a](data:text/html,<script>x</script>)", "## S\n\n[a](vbscript:x)",
+                                      "## S\n\n[a](file:///etc/passwd)"])
+def test_a_markdown_link_to_a_script_address_is_no_link_in_the_deck(fragment):
+    from companion.book.editions import slides as sl
+
+    _, plan = sl.plan_chapter(f"# T\n\n{fragment}\n", [], "c")
+    page = "".join(sl.render_slide(s) for s in plan)
+    addresses = re.findall(r"""(?:href|src)\s*=\s*["']?([^"'\s>]*)""", page)
+    bad = [a for a in addresses if re.match(r"\s*[a-z][a-z0-9+.-]*:", a, re.I) and not re.match(r"(https?|mailto):", a, re.I)]
+    assert not bad, bad
