@@ -188,7 +188,13 @@ def _create_lock(lock: Path, text: str) -> bool:
 
     tmp = lock.with_name(f"{lock.name}.{os.getpid()}.new")
     try:
-        tmp.write_text(text)
+        # a leftover at this name (an earlier process of this pid; a link or FIFO put there) is
+        # removed, never opened: no write through a link, no wait on a FIFO
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
         try:
             os.link(tmp, lock)
             return True
