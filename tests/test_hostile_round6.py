@@ -777,3 +777,23 @@ def test_a_markdown_link_to_a_script_address_is_no_link_in_the_deck(fragment):
     addresses = re.findall(r"""(?:href|src)\s*=\s*["']?([^"'\s>]*)""", page)
     bad = [a for a in addresses if re.match(r"\s*[a-z][a-z0-9+.-]*:", a, re.I) and not re.match(r"(https?|mailto):", a, re.I)]
     assert not bad, bad
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_taking_a_lock_never_writes_through_a_link_or_fifo_at_its_temporary_name(tmp_path, kind):
+    from companion.base.cache import exclusive
+
+    lock = tmp_path / "fit.lock"
+    side = tmp_path / f"{lock.name}.{os.getpid()}.new"
+    victim = tmp_path / "victim.txt"
+    victim.write_text(SECRET)
+    if kind == "link":
+        side.symlink_to(victim)
+    else:
+        os.mkfifo(side)
+    try:
+        with within(10, side), exclusive(lock, "fitting", wait_s=0):
+            pass
+    except CompanionError as err:
+        _one_line(err)
+    assert victim.read_text() == SECRET
