@@ -185,8 +185,8 @@ def _verified(path: Path, sha256: str, side: Path, verify: bool) -> bool:
         return True
     if sha256_file(path) != sha256:
         return False
-    if side is None or (side.exists() and not side.is_file()):   # nowhere to record: hashed each time
-        return True
+    if side is None or side.is_symlink() or (side.exists() and not side.is_file()):   # nowhere to record
+        return True   # (a link, FIFO or folder there is never written through): hashed each time
     try:
         _record(path, sha256, side)
     except OSError:  # a read-only cache: verified now, re-hashed next time
