@@ -797,3 +797,25 @@ def test_taking_a_lock_never_writes_through_a_link_or_fifo_at_its_temporary_name
     except CompanionError as err:
         _one_line(err)
     assert victim.read_text() == SECRET
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_verified_model_file_never_records_its_marker_through_a_link_or_fifo(tmp_path, kind):
+    import hashlib
+
+    from companion.zoo.assembly import _verified
+
+    main = tmp_path / "model.onnx"
+    main.write_bytes(b"weights" * 100)
+    sha = hashlib.sha256(main.read_bytes()).hexdigest()
+    side = tmp_path / "model.onnx.sha256.json"
+    victim = tmp_path / "victim.txt"
+    victim.write_text(SECRET)
+    if kind == "link":
+        side.symlink_to(victim)
+    else:
+        os.mkfifo(side)
+    with within(10, side):
+        assert _verified(main, sha, side, verify=True) is True
+        assert _verified(main, "0" * 64, side, verify=True) is False
+    assert victim.read_text() == SECRET
