@@ -14,20 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from companion.book.site.chapters import JUPYTEXT_HEADER
+
 ROOT = Path(__file__).resolve().parents[1]
 
-TRIAL = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+TRIAL = JUPYTEXT_HEADER + """
 # Trial
 
 (trial-number)=
