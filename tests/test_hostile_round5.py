@@ -562,18 +562,12 @@ def test_the_rules_are_dated_when_written_not_when_last_rewritten(tmp_path, late
 
 # ------------------------------------------------------------------ 7-8. duplicated final steps, a layer missing
 
-RUNS = [f"mixblind-bert-mini-encoder-standard-s{s}" for s in (20, 21, 22)]
-BODY = {"label": "test body", "pattern": "mixblind-bert-mini-*", "seeds": [20, 21, 22], "steps": 10000, "lr": 0.001}
+from mix_blind_runs import BODY, RUNS, runs_in  # noqa: E402  (the three copied runs the body tests edit)
 
 
 @pytest.fixture
 def root(tmp_path, monkeypatch):
-    import companion.train.runner.runs as runs
-
-    for r in RUNS:
-        shutil.copytree(DATA / r, tmp_path / r)
-    monkeypatch.setattr(runs, "runs_root", lambda: tmp_path)
-    return tmp_path
+    return runs_in(tmp_path, monkeypatch)
 
 
 def _hist(root, run):

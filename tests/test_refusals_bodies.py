@@ -5,26 +5,17 @@ run and the fix, instead of vanishing the body or joining it."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
 from companion.base.errors import CompanionError
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "runs"
-RUNS = [f"mixblind-bert-mini-encoder-standard-s{s}" for s in (20, 21, 22)]
-BODY = {"label": "test body", "pattern": "mixblind-bert-mini-*", "seeds": [20, 21, 22], "steps": 10000, "lr": 0.001}
+from mix_blind_runs import BODY, RUNS, runs_in
 
 
 @pytest.fixture
 def root(tmp_path, monkeypatch):
-    import companion.train.runner.runs as runs
-
-    for r in RUNS:
-        shutil.copytree(DATA / r, tmp_path / r)
-    monkeypatch.setattr(runs, "runs_root", lambda: tmp_path)
-    return tmp_path
+    return runs_in(tmp_path, monkeypatch)
 
 
 def _edit(root, run, change):
