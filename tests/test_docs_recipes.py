@@ -591,3 +591,14 @@ def test_the_rules_file_fields_the_recipes_name_are_the_files_fields():
                       .split("\nversion:")[0].splitlines())
     quoted = "a change is allowed only if it makes every outcome at most as decided"
     assert quoted in " ".join(header.split()) and quoted in " ".join(text.split())
+
+
+def test_ci_starts_from_an_empty_cache_of_its_own_and_keeps_no_wheel_copies():
+    """What lands is what a newcomer's first `make test` gets; pip's wheel cache would double
+    the zoo's 3.6 GB on a CI disk that has run out before."""
+    code = "\n".join(ln for ln in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+                     if not ln.lstrip().startswith("#"))
+    fresh = code.find('COMPANION_CACHE=$(mktemp -d')
+    assert fresh >= 0, ".ci/run does not make an empty cache of its own"
+    assert code.find("make env") > fresh, ".ci/run sets its cache only after the set-up ran"
+    assert "export COMPANION_CACHE" in code and "export PIP_NO_CACHE_DIR=1" in code

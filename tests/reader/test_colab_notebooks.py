@@ -75,6 +75,7 @@ def _clean_env() -> dict[str, str]:
     env["VIRTUAL_ENV"] = str(VENV)
     env["HF_HUB_OFFLINE"] = "1"
     env["TRANSFORMERS_OFFLINE"] = "1"
+    env["PIP_NO_CACHE_DIR"] = "1"  # no second copy of every wheel in ~/.cache/pip
     env.pop("MPLBACKEND", None)  # the kernel's own default (inline figures), as on Colab
     return env
 
@@ -85,6 +86,10 @@ def fresh_kernel():
     if not SELECTED:
         pytest.skip("_toc.yml lists no executable chapter")
     WORK.mkdir(parents=True, exist_ok=True)
+    short = _disk_short(["ipykernel", TORCH_SPEC.partition("=")[0], "companion[colab]"],
+                        "the fresh environment (kernel, torch, the package's Colab extra)")
+    if short:
+        pytest.skip(short)
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
     py = str(VENV / "bin" / "python")
     pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
@@ -101,7 +106,8 @@ def fresh_kernel():
     subprocess.run([py, "-m", "ipykernel", "install", "--prefix", str(VENV), "--name",
                     KERNEL, "--display-name", "fresh"], check=True, env=_clean_env(),
                    capture_output=True)
-    return KERNEL
+    yield KERNEL
+    shutil.rmtree(VENV, ignore_errors=True)  # gigabytes the later checks may need
 
 
 @pytest.fixture(scope="session")
@@ -180,6 +186,63 @@ def _zoo_bytes() -> int:
                 continue
             total += sum(f.size or 0 for f in (dist.files or []))
     return total
+
+
+def _closure_bytes(requirements: list[str]) -> int:
+    """Installed bytes, in this environment, of some requirements and everything they pull in."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    seen: set[str] = set()
+    total = 0
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        key = req.name.lower().replace("_", "-")
+        extras = sorted(req.extras)
+        if (key, tuple(extras)) in seen:
+            continue
+        seen.add((key, tuple(extras)))
+        try:
+            dist = metadata.distribution(req.name)
+        except metadata.PackageNotFoundError:
+            continue
+        if key not in seen:
+            seen.add(key)
+            total += sum(f.size or 0 for f in (dist.files or []))
+        for spec in dist.requires or []:
+            sub = Requirement(spec)
+            envs = [{"extra": e} for e in extras] or [{"extra": ""}]
+            if sub.marker is None or any(sub.marker.evaluate(e) for e in envs):
+                todo.append(sub)
+    return total
+
+
+def _disk_short(requirements: list[str], what: str, free: int | None = None,
+                need: int | None = None) -> str:
+    """Why ``what`` cannot be installed here (too little disk), or "".
+
+    pip unpacks each wheel beside its download, so an install needs about 1.5 times its
+    installed size plus 0.5 GB of slack.  A full disk otherwise fails three layers down, as
+    ``OSError: [Errno 28] No space left on device`` from pip, which says nothing about the book.
+    """
+    need = int(1.5 * _closure_bytes(requirements) + 0.5e9) if need is None else need
+    free = shutil.disk_usage(WORK).free if free is None else free
+    if free >= need:
+        return ""
+    return (f"{what} was not installed: {free / 1e9:.1f} GB free under {WORK}, it needs about "
+            f"{need / 1e9:.1f} GB; free disk space and rerun `make notebook-check`")
+
+
+def test_a_short_disk_is_named_before_pip_fails():
+    assert _disk_short(["torch"], "x", free=5 * 10**9, need=4 * 10**9) == ""
+    msg = _disk_short(["torch"], "the kernel", free=int(0.3e9), need=int(1.6e9))
+    assert "the kernel was not installed: 0.3 GB free" in msg and "1.6 GB" in msg
+    # the estimate follows requirements: torch alone is smaller than torch and what needs it
+    alone = _closure_bytes(["torch"])
+    assert alone > 10**8, "torch should be installed in the test environment"
+    assert _closure_bytes(["companion[colab]", "torch"]) > alone
 
 
 def _disk_short_for_zoo(free: int | None = None, need: int | None = None) -> str:
