@@ -1,4 +1,5 @@
-"""Every exercise of the book has a difficulty, an importance and a time budget."""
+"""Every exercise of the book has a difficulty, an importance and a time budget, in its
+chapter's entry of data/chapters.yaml."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import yaml
+
+from companion.book.budgets import chapters_registry as reg
 from companion.book.teaching import exercise_labels as el
 from companion.book.editions import notebooks as nbgen
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,9 +21,33 @@ def test_every_exercise_in_the_book_has_a_label_entry_and_every_entry_an_exercis
     found = {k: ch for ch, ks in el.book_exercise_labels().items() if ch in in_toc for k in ks}
     assert found, "no exercise found in the book"
     missing = sorted(set(found) - set(labels))
-    assert not missing, f"exercises without an entry in data/exercise_labels.yaml: {missing}"
+    assert not missing, f"exercises without an entry in data/chapters.yaml: {missing}"
     stale = sorted(set(labels) - set(found))
-    assert not stale, f"entries of data/exercise_labels.yaml with no exercise in the book: {stale}"
+    assert not stale, f"exercise entries of data/chapters.yaml with no exercise in the book: {stale}"
+    # each under the entry of the chapter that holds it, in the chapter's order
+    raw = yaml.safe_load((ROOT / "data" / "chapters.yaml").read_text(encoding="utf-8"))
+    for ch, ks in el.book_exercise_labels().items():
+        assert list((raw[ch] or {}).get("exercises", {})) == ks, ch
+
+
+def test_no_exercise_was_lost_when_the_labels_moved_into_the_registry():
+    # counted from the chapters' own {exercise} blocks and from the YAML as it is written
+    raw = yaml.safe_load((ROOT / "data" / "chapters.yaml").read_text(encoding="utf-8"))
+    in_file = [k for e in raw.values() for k in (e or {}).get("exercises", {})]
+    in_book = [k for ks in el.book_exercise_labels().values() for k in ks]
+    assert len(in_file) == len(set(in_file)) == len(in_book) == len(el.load_exercise_labels()) >= 31
+
+
+def test_an_exercise_under_two_pages_or_a_malformed_one_is_refused_by_name(tmp_path):
+    p = tmp_path / "chapters.yaml"
+    entry = "{difficulty: 1, importance: core, minutes: 5}"
+    p.write_text(f"a: {{exercises: {{ex-a-1: {entry}}}}}\nb: {{exercises: {{ex-a-1: {entry}}}}}\n")
+    with pytest.raises(ValueError, match="ex-a-1 is listed under both a and b"):
+        el.load_exercise_labels(p)
+    p.write_text(f"a: {{exercises: {{ex-a-1: {{difficulty: 1, importance: core}}}}}}\n")
+    with pytest.raises(ValueError, match="a: exercise ex-a-1: expected exactly") as err:
+        reg.load_registry(p)
+    assert "\n" not in str(err.value)
 
 
 def test_minutes_are_summed_per_chapter(tmp_path):

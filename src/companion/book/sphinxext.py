@@ -21,7 +21,7 @@ Enabled in ``_config.yml`` (``sphinx: extra_extensions: [companion.book.sphinxex
   ``CHANGELOG.md``, from the rules' history and the verdicts' v1 and v2 outcomes
   (:mod:`companion.book.site.changes`);
 - labels every exercise with its difficulty, importance and time budget from
-  ``data/exercise_labels.yaml`` (an exercise without an entry is a build warning, which
+  ``data/chapters.yaml`` (an exercise without an entry is a build warning, which
   fails the book build);
 - links the first use of each glossary word on every page to its entry
   (:mod:`companion.book.site.glossary_links`);
@@ -446,9 +446,15 @@ def write_figure_data(app, doctree, docname) -> None:
             continue
         csv_name = Path(name).stem + ".csv"
         target = Path(app.outdir) / "_images" / csv_name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.is_file():
-            target.write_text(decode_csv(blob), encoding="utf-8")
+        if not (target.is_file() and not target.is_symlink()):   # a link (even dangling) or FIFO is refused
+            from ..base.errors import CompanionError
+            from ..base.outputs import write_text_atomic
+
+            try:
+                write_text_atomic(decode_csv(blob), target, what="figure's source data")
+            except CompanionError as err:
+                log.warning(f"companion: {err}", location=image)
+                continue
         href = posixpath.relpath(f"_images/{csv_name}", start=posixpath.dirname(docname) or ".")
         para = nodes.paragraph(classes=[SOURCE_DATA_CLASS])
         para += nodes.reference("", "Source data for this figure (CSV)", refuri=href,
@@ -474,7 +480,7 @@ def setup(app):
     app.add_directive("paper-artifacts", PaperArtifacts)
     app.add_directive("build-status", BuildStatus)
     # version, citation, release changes, exercise labels, figure alt text and source data
-    app.add_config_value("companion_exercise_labels", "data/exercise_labels.yaml", "env")
+    app.add_config_value("companion_exercise_labels", "data/chapters.yaml", "env")
     app.connect("config-inited", add_version_footer)
     app.connect("builder-inited", _add_static)
     app.connect("html-page-context", add_version_to_context)

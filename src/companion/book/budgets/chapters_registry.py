@@ -4,8 +4,10 @@ A chapter is added in three places: its file ``book/<name>.md``, its ``- file: b
 line in ``_toc.yml`` and its entry in ``data/chapters.yaml``.  The entry names the lecture
 that reads the page (:data:`companion.book.teaching.course_plan.COURSE` takes its chapters
 from here) and, for a chapter with code and no row in the measured Colab budget, its
-dominant cost and expected time (:func:`budgets`).  Everything else is derived: the
-exercises from the chapter's ``:label:`` lines, its checks from ``data/checks.csv``.
+dominant cost and expected time (:func:`budgets`), its exercises (each one's difficulty,
+importance and minutes, and for an exercise checked by code the data of its check:
+:func:`exercises`) and the claims its ``assert`` lines check (:func:`registered_checks`).
+Everything else is derived from these.
 
 :func:`limits` reads the limits every page keeps (rendered words, answer-box words, a
 chapter's time on an H100 and on a T4), which the tests and the reader checks read.
@@ -17,15 +19,24 @@ from pathlib import Path
 
 from ...base.paths import ROOT
 
-__all__ = ["REGISTRY_FILE", "LIMITS_FILE", "READINGS", "COSTS", "LIMIT_KEYS", "toc_pages",
-           "load_registry", "check_registry", "lecture_chapters", "budgets", "limits"]
+__all__ = ["REGISTRY_FILE", "LIMITS_FILE", "READINGS", "COSTS", "LIMIT_KEYS", "IMPORTANCE", "DIFFICULTY",
+           "REFERENCES", "toc_pages", "load_registry", "check_registry", "lecture_chapters", "budgets",
+           "exercises", "registered_checks", "limits"]
 
 REGISTRY_FILE = ROOT / "data" / "chapters.yaml"
 LIMITS_FILE = ROOT / "data" / "limits.yaml"
 READINGS = ("core", "optional")
 COSTS = ("flops", "host_bound", "memory", "io")   # as companion.book.budgets.colab_budget.COSTS
-_KEYS = {"lecture", "reading", "budget"}
+_KEYS = {"lecture", "reading", "budget", "exercises", "checks"}
 _BUDGET_KEYS = {"cost", "reason", "cpu_s"}
+IMPORTANCE = ("core", "recommended", "optional")
+DIFFICULTY = {1: "routine", 2: "moderate", 3: "challenging"}
+_LABEL_KEYS = {"difficulty", "importance", "minutes"}
+#: the kinds of independent reference a registered check compares with (``consistency``: the
+#: code against a rewriting of itself, which guards against regressions but is no evidence)
+REFERENCES = ("autograd", "transformers", "monte-carlo", "closed-form", "finite-differences", "published",
+              "measurement", "consistency")
+_CHECK_KEYS = {"reference", "claim", "check"}
 LIMIT_KEYS = ("page_words", "page_height_px", "answer_box_words", "h100_chapter_s", "t4_chapter_s")
 
 
@@ -75,8 +86,67 @@ def load_registry(path: Path | str = REGISTRY_FILE) -> dict[str, dict]:
             s = b["cpu_s"]
             if isinstance(s, bool) or not isinstance(s, (int, float)) or not s > 0:
                 raise ValueError(f"{path}: {page}: budget cpu_s must be a positive number of seconds")
+        if not isinstance(entry.get("exercises", {}), dict):
+            raise ValueError(f"{path}: {page}: exercises must map each exercise's :label: to its entry")
+        for label, ex in (entry.get("exercises") or {}).items():
+            _check_exercise(path, page, label, ex)
+        checks = entry.get("checks", [])
+        if not isinstance(checks, list):
+            raise ValueError(f"{path}: {page}: checks must be a list of {{reference, claim, check}} items")
+        for i, c in enumerate(checks, 1):
+            _check_check(path, page, i, c)
         out[str(page)] = entry
     return out
+
+
+def _check_exercise(path, page, label, ex) -> None:
+    """Refuse a malformed exercise entry, naming the page, the label and the fix."""
+    at = f"{path}: {page}: exercise {label}"
+    if not isinstance(ex, dict) or not _LABEL_KEYS <= set(ex) <= _LABEL_KEYS | {"check"}:
+        raise ValueError(f"{at}: expected exactly difficulty, importance, minutes (and a check where "
+                         f"code checks the answer); got {ex!r}")
+    if ex["difficulty"] not in DIFFICULTY:
+        raise ValueError(f"{at}: difficulty must be one of {sorted(DIFFICULTY)}")
+    if ex["importance"] not in IMPORTANCE:
+        raise ValueError(f"{at}: importance must be one of {IMPORTANCE}")
+    m = ex["minutes"]
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 600:
+        raise ValueError(f"{at}: minutes must be a whole number from 1 to 600")
+    if "check" in ex and not isinstance(ex["check"], dict):
+        raise ValueError(f"{at}: check must be a mapping (see companion.book.teaching.exercise_engine)")
+
+
+def _check_check(path, page, i, c) -> None:
+    """Refuse a malformed registered check, naming the page, its position and the fix."""
+    at = f"{path}: {page}: check {i}"
+    if not isinstance(c, dict) or set(c) != _CHECK_KEYS:
+        raise ValueError(f"{at}: expected exactly {{reference, claim, check}}; got {c!r}")
+    if c["reference"] not in REFERENCES:
+        raise ValueError(f"{at}: reference must be one of {', '.join(REFERENCES)} (got {c['reference']!r})")
+    for k in ("claim", "check"):
+        if not isinstance(c[k], str) or not c[k].strip():
+            raise ValueError(f"{at}: {k} must be a non-empty line of text")
+
+
+def exercises(registry: dict | None = None) -> dict[str, dict]:
+    """``{label: entry}`` of every exercise of the registry, each entry with its ``chapter``
+    added; a label under two pages is refused, naming both."""
+    registry = load_registry() if registry is None else registry
+    out: dict[str, dict] = {}
+    for page, e in registry.items():
+        for label, ex in (e.get("exercises") or {}).items():
+            if label in out:
+                raise ValueError(f"{REGISTRY_FILE.name}: exercise {label} is listed under both "
+                                 f"{out[label]['chapter']} and {page}; keep it under the page that holds it")
+            out[label] = {**ex, "chapter": page}
+    return out
+
+
+def registered_checks(registry: dict | None = None) -> list[dict]:
+    """``[{chapter, reference, claim, check}]``: every check of every page, in registry order
+    (``chapter`` as ``book/<page>``, the docname the notebooks use)."""
+    registry = load_registry() if registry is None else registry
+    return [{"chapter": f"book/{page}", **c} for page, e in registry.items() for c in e.get("checks", [])]
 
 
 def check_registry(pages: list[str] | None = None, registry: dict | None = None) -> None:

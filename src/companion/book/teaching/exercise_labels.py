@@ -1,7 +1,7 @@
-"""Difficulty, importance and time budget of every exercise (``data/exercise_labels.yaml``).
+"""Difficulty, importance and time budget of every exercise, from its chapter's entry in
+``data/chapters.yaml`` (``exercises:``, keyed by each exercise's ``:label:``).
 
-The labels live in one data file keyed by each exercise's ``:label:``, not in the chapters:
-the Sphinx extension prints them under each exercise's title, and the page "Teaching with
+The Sphinx extension prints them under each exercise's title, and the page "Teaching with
 this book" sums the minutes per lecture (:func:`minutes_per_chapter`).
 """
 
@@ -9,36 +9,39 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+
 from ...base.paths import ROOT
+from ..budgets import chapters_registry as _registry
+from ..budgets.chapters_registry import DIFFICULTY, IMPORTANCE
 
 __all__ = ["LABELS_FILE", "IMPORTANCE", "DIFFICULTY", "load_exercise_labels", "exercise_label_text",
            "book_exercise_labels", "minutes_per_chapter"]
 
-LABELS_FILE = ROOT / "data" / "exercise_labels.yaml"
-IMPORTANCE = ("core", "recommended", "optional")
-DIFFICULTY = {1: "routine", 2: "moderate", 3: "challenging"}
+#: the file the labels are read from: the one registry of the book's pages
+LABELS_FILE = _registry.REGISTRY_FILE
+_LABEL_KEYS = ("difficulty", "importance", "minutes")
 _EXERCISE = re.compile(r"^:{3,}\{exercise\}[^\n]*\n:label: (\S+)", re.M)
 
 
 def load_exercise_labels(path: Path | str = LABELS_FILE) -> dict:
-    """``{label: {difficulty, importance, minutes}}``, validated (an error names the entry)."""
+    """``{label: {difficulty, importance, minutes}}``, validated (an error names the page or
+    the label, and the fix).
+
+    ``path`` is the registry of pages (a file named ``chapters.yaml``: every page's
+    ``exercises``), or any other file that maps labels straight to their entries (a sample
+    book's)."""
     import yaml
 
     path = Path(path)
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of exercise labels")
-    for label, entry in data.items():
-        if not isinstance(entry, dict) or set(entry) != {"difficulty", "importance", "minutes"}:
-            raise ValueError(f"{path}: {label}: expected exactly difficulty, importance, minutes")
-        if entry["difficulty"] not in DIFFICULTY:
-            raise ValueError(f"{path}: {label}: difficulty must be one of {sorted(DIFFICULTY)}")
-        if entry["importance"] not in IMPORTANCE:
-            raise ValueError(f"{path}: {label}: importance must be one of {IMPORTANCE}")
-        minutes = entry["minutes"]
-        if isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= 600:
-            raise ValueError(f"{path}: {label}: minutes must be a whole number from 1 to 600")
-    return data
+        raise ValueError(f"{path}: expected a mapping of page names (or exercise labels) to entries")
+    if path.name != _registry.REGISTRY_FILE.name:
+        for label, entry in data.items():
+            _registry._check_exercise(path, "(labels)", label, entry)
+        return {k: {f: v[f] for f in _LABEL_KEYS} for k, v in data.items()}
+    found = _registry.exercises(_registry.load_registry(path))
+    return {k: {f: v[f] for f in _LABEL_KEYS} for k, v in found.items()}
 
 
 def exercise_label_text(entry: dict) -> str:
