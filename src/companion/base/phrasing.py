@@ -21,13 +21,18 @@ __all__ = ["interval", "joined", "sentence_case", "seeds", "span", "listed", "nu
 
 
 def finite(*values) -> bool:
-    """Whether every value is a number that is not NaN or infinite (None, text: not).  The one
-    guard of every sentence built from numbers: none is worded from a value that fails it."""
+    """Whether every value is a number that is not NaN or infinite (None, text, a bool or an
+    array: not; ``True`` is no 1.0).  The one guard of every sentence built from numbers:
+    none is worded from a value that fails it."""
     for v in values:
+        if v is None or isinstance(v, (str, bytes, bool)) or type(v).__name__ in ("bool_", "bool"):
+            return False
+        if getattr(v, "ndim", 0):   # an array of one value is no number
+            return False
         try:
-            if v is None or isinstance(v, (str, bytes)) or not math.isfinite(float(v)):
+            if not math.isfinite(float(v)):
                 return False
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return False
     return True
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from ..base.phrasing import interval, joined
 
 __all__ = ["MISSING", "count_of", "COUNT_WORDS", "status_counts", "check_notes", "holds_or_not",
@@ -16,11 +14,11 @@ MISSING = "missing"
 
 
 def _finite(*values) -> bool:
-    """Whether every value is a finite number (a NaN, an infinity, None or text is not)."""
-    try:
-        return all(v is not None and not isinstance(v, str) and math.isfinite(float(v)) for v in values)
-    except (TypeError, ValueError, OverflowError):
-        return False
+    """Whether every value is a finite number (a NaN, an infinity, None, text or a bool is not):
+    :func:`companion.base.phrasing.finite`, the one guard."""
+    from ..base.phrasing import finite
+
+    return finite(*values)
 
 
 def _num(value, fmt: str) -> str:

@@ -164,13 +164,19 @@ def _marker(st: os.stat_result) -> dict:
 
 
 def _record(main: Path, digest: str, side: Path | None = None) -> None:
-    (side or _sidecar(main)).write_text(json.dumps({"sha256": digest, **_marker(main.stat())}, indent=1))
+    from ..base.outputs import write_text_atomic
+
+    try:   # never through a link or into a FIFO at the marker's name (refused: hashed each time)
+        write_text_atomic(json.dumps({"sha256": digest, **_marker(main.stat())}, indent=1), side or _sidecar(main),
+                          what="model marker")
+    except CompanionError:
+        pass
 
 
 def _marker_matches(path: Path, sha256: str, side: Path) -> bool:
     """The sidecar ``side`` records ``sha256`` and ``path``'s current marker (no hashing)."""
-    if side is None or not side.is_file():   # a FIFO or device there would block or never end
-        return False
+    if side is None or side.is_symlink() or not side.is_file():   # a FIFO would block; a link is
+        return False                                             # another file's word: hash instead
     try:
         rec = json.loads(side.read_text())
         return rec.get("sha256") == sha256 and all(rec.get(k) == v for k, v in _marker(path.stat()).items())

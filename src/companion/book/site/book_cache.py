@@ -51,20 +51,22 @@ _JUPYTER_CACHE_ENTRIES = frozenset({"global.db", "__version__.txt", "executed", 
 
 
 def _check_is_a_cache(cache: Path) -> None:
-    """Refuse to empty ``cache`` unless it is an execution cache (its key file, or only what
-    jupyter-cache itself writes) or an empty folder: nothing else is ever deleted."""
+    """Refuse to empty ``cache`` unless it is a folder the cache itself made: only its key
+    file and what jupyter-cache writes (``global.db`` and its journals, ``__version__.txt``,
+    ``executed/``), none of them a link, or an empty folder.  A key file beside anything
+    else (a user's folder that happens to hold one) is refused: nothing else is ever deleted."""
     if not cache.exists() and not cache.is_symlink():
         return
     if cache.is_symlink() or not cache.is_dir():
         raise ValueError(f"{cache} is not a folder; give the book's execution cache folder "
                          f"(default {DEFAULT_CACHE}) or a new one.")
-    if (cache / _KEY_FILE).is_file():
+    entries = list(cache.iterdir())
+    other = sorted(p.name for p in entries if p.is_symlink() or not (
+        p.name in _JUPYTER_CACHE_ENTRIES or p.name.startswith("global.db-")))
+    if not other:
         return
-    names = {p.name for p in cache.iterdir()}
-    if names <= _JUPYTER_CACHE_ENTRIES:
-        return
-    raise ValueError(f"{cache} is not an execution cache (no {_KEY_FILE}, and it holds other "
-                     "files), so it is left as it is; give the book's cache folder (default "
+    raise ValueError(f"{cache} is not an execution cache (it holds {other[0]!r}, which the cache never "
+                     "writes), so it is left as it is; give the book's cache folder (default "
                      f"{DEFAULT_CACHE}) or a new folder.")
 
 

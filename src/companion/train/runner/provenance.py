@@ -112,8 +112,12 @@ def check_stamps(provenance: dict, name: str, where) -> None:
     sittings' ``started`` is present but not a time stamp :func:`stamp_problem` accepts."""
     fields = [("started", provenance.get("started")), ("date", provenance.get("date"))]
     sittings = provenance.get("sittings")
-    if isinstance(sittings, list):
-        fields += [(f"sittings[{i}].started", s.get("started")) for i, s in enumerate(sittings) if isinstance(s, dict)]
+    if sittings is not None and not (isinstance(sittings, list) and all(isinstance(s, dict) for s in sittings)):
+        raise CompanionError(f"run {name}: its provenance.json's sittings is {type(sittings).__name__} "
+                             f"{str(sittings)[:60]!r}, not a list of sittings (each {{from_step, started}}); copy "
+                             f"provenance.json again from the run's work folder, or move {where} away.")
+    if sittings:
+        fields += [(f"sittings[{i}].started", s.get("started")) for i, s in enumerate(sittings)]
     for field, value in fields:
         if value is None:
             continue
