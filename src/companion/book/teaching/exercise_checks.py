@@ -1,45 +1,38 @@
-"""The book's checked exercises, one entry each: what it asks, the independent computation its
-answer is compared with, on which inputs, within which tolerance, and the hints it gives.
+"""The book's checked exercises: every check is data in its chapter's entry of
+``data/chapters.yaml`` (``exercises: {<label>: {..., check: {...}}}``), read here into
+:data:`EXERCISES` by :func:`.exercise_engine.from_data`, with the independent computations it
+names (:mod:`.exercise_references`).
 
-An entry is a test registered with ``@exercise(label, answer, asks)``: ``answer`` is the name
-the exercise asks the student to define and ``asks`` what it is, in one line (both are shown
-when the answer is missing or raises).  The test receives the student's answer (a function, or
-a value already copied into plain containers) and calls it through :func:`.exercise_engine.call`,
-which bounds it in time and size; it refuses with :func:`.exercise_engine.require` and a hint.
-An exercise whose answer is a function returning one number declares only its cases and hint:
-``@exercise(label, answer, asks, number=what, hint=template)`` over a generator of
-:class:`.exercise_engine.Case` (the inputs, the independent value, the tolerance, the facts
-the hint names); the engine calls, compares and fills in the hint.
+Code is left only where data cannot say what is checked: the six :data:`JUDGES` below, for
+answers that are not compared with one value but are an example or a construction whose
+property is tested.  Their expected value would be the reference solution itself (the factor
+``G^{-T} Wk`` of ex-bilinear-form-1, the augmented matrix of ex-bilinear-form-2: each is
+tested through what it must do, never against the solution), or there is no single answer at
+all (an example matrix of ex-measuring-1 and ex-measuring-3, a pair of factors of
+ex-rank-one-updates-2 checked by an autograd step, two scipy laws of ex-errata-2 compared tail
+by tail).  A judge reads the answer through :func:`.exercise_engine.call` (bounded in time and
+size) and refuses it with :func:`.exercise_engine.require` and a one-line hint.
 
 A check never contains the exercise's reference solution, and never compares the answer
 with the package function that computes the answer. It tests the answer against an
 independent computation that the exercise does not ask for (a Monte Carlo average, an
 autograd step, the attention logits computed directly, a count made by enumeration, a
-closed form derived another way; the shared ones are in :mod:`.exercise_references`), on
-inputs that sample the exercise's domain including the corner cases of the formula asked for
-(one-dimensional and non-square shapes, zero terms, the smallest and largest sizes), with a
-tolerance no wider than the quantity allows.
+closed form derived another way), on inputs that sample the exercise's domain including the
+corner cases of the formula asked for (one-dimensional and non-square shapes, zero terms, the
+smallest and largest sizes), with a tolerance no wider than the quantity allows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .exercise_engine import (Case, Exercise, as_array, as_ints, as_number, as_pair, as_whole, call, close, listed,
-                              orthogonal, registrar, require, seeded)
-from .exercise_references import (directionality_def, score_changes, skew_dimension, symmetry_def,
-                                  t_test_power, test_matrices, tiny_decoder)
-
-#: every checked exercise, by label
-EXERCISES: dict[str, Exercise] = {}
-exercise = registrar(EXERCISES)
+from .exercise_engine import Exercise, as_array, as_pair, call, close, from_data, require, seeded
+from .exercise_references import (CASES, REFERENCES, directionality_def, orthogonal, score_changes,
+                                  symmetry_def, test_matrices)
 
 
 # ------------------------------------------------------------------------ the bilinear form
-@exercise("ex-bilinear-form-1", "reparametrize",
-          "a function (Wq, Wk, G) -> (Wq2, Wk2) of [d_h, d] factors and an invertible d_h x d_h G, "
-          "with Wq2 = G @ Wq and the same form Wq2.T @ Wk2 == Wq.T @ Wk")
-def _(fn, label):
+def reparametrize(fn, label):
     rng = seeded(label)
     # one-dimensional heads (G a number, either sign), heads narrower, wider and as wide as d
     for d_h, d in ((1, 1), (1, 5), (3, 7), (6, 6), (9, 4)):
@@ -59,10 +52,7 @@ def _(fn, label):
                 "left of Wk; which matrix applied to Wk cancels it for every invertible G?")
 
 
-@exercise("ex-bilinear-form-2", "augmented_form",
-          "a function (Wq, bq, Wk, bk) -> a (d+1) x (d+1) matrix B with "
-          "(x, 1) B (y, 1) = (Wq x + bq) . (Wk y + bk) for every x, y")
-def _(fn, label):
+def augmented_form(fn, label):
     rng = seeded(label)
     ones = lambda Z: np.hstack([Z, np.ones((len(Z), 1))])
     # [d_h, d] factors: one-dimensional, wide, narrow and square heads; each bias zero once
@@ -110,10 +100,7 @@ def verdicts(answer, label: str, same: object) -> dict:
     return out
 
 
-@exercise("ex-measuring-1", "invariant_under_rotation",
-          "a dict {'symmetry': ..., 'directionality': ...}: True where the score is unchanged by "
-          "M -> Q M Q^T for every orthogonal Q, otherwise an example (M, Q) where it changes")
-def _(answer, label):
+def invariant_under_rotation(answer, label):
     answer = verdicts(answer, label, True)
     rng = seeded(label)
     pairs = []
@@ -139,34 +126,7 @@ def _(answer, label):
                    else "the score looks at outlying row and column norms; start from a matrix that has one."))
 
 
-@exercise("ex-measuring-2", "first_order_gap",
-          "a function (A, eps) -> your prediction of 1 - s(I + eps A), exact to order eps^2",
-          number="your prediction",
-          hint="for a {kind} {n} x {n} A and eps = {eps:g} the measured 1 - s is {want:.6e}, your prediction "
-               "{got:.6e}; a prediction exact to order eps^2 is within {rtol:.1e} of it (relatively). Which "
-               "part of A (symmetric or skew) can make s smaller than 1, and how does ||I + eps A||^2 grow with n?")
-def _(rng):
-    cases = []
-    for n in (1, 2, 5, 25, 64):                           # 1 x 1: nothing to be skew
-        A = rng.standard_normal((n, n))
-        cases += [(A, 1e-3, "Gaussian"), (A, -1e-4, "Gaussian")]
-    B = rng.standard_normal((6, 6))
-    cases += [(B + B.T, 1e-3, "symmetric"), (B - B.T, 1e-3, "skew-symmetric"),
-              (B + 4 * np.eye(6), 1e-3, "with a large trace"), (rng.uniform(-1, 1, (9, 9)), 2e-3, "uniform")]
-    for A, eps, kind in cases:
-        n = A.shape[0]
-        M = np.eye(n) + eps * A
-        N = (M - M.T) / 2                                  # 1 - s = 2 ||M_n||^2 / ||M||^2, no cancellation
-        # within the next order: relative size of the terms in eps^3 and eps^4
-        rtol = 4 * (2 * abs(eps * np.trace(A)) + eps ** 2 * np.sum(A * A)) / n + 1e-6
-        yield Case((A, eps), 2 * np.sum(N * N) / np.sum(M * M), rtol=rtol, atol=1e-15,
-                   facts={"kind": kind, "n": n, "eps": eps})
-
-
-@exercise("ex-measuring-3", "changes_under_row_permutation",
-          "a dict {'symmetry': ..., 'directionality': ...}: False where permuting the rows of M "
-          "never changes the score, otherwise an example (M, perm) where it changes")
-def _(answer, label):
+def changes_under_row_permutation(answer, label):
     answer = verdicts(answer, label, False)
     rng = seeded(label)
     pairs = []
@@ -196,114 +156,8 @@ def _(answer, label):
                 "which entries does a row permutation move, and which norms does the score collect?")
 
 
-# ---------------------------------------------------------------------------------- errata
-@exercise("ex-errata-1", "expected_symmetry",
-          "a function n -> E[s] for an n x n matrix with i.i.d. zero-mean Gaussian entries, to leading order",
-          number="your E[s]",
-          hint="for Gaussian entries the leading-order formula is exact at every n: at n = {n:,} E[s] = {want:.6g}, "
-               "your formula gives {got:.6g}. Count which terms of tr(M M) have non-zero mean, and compare "
-               "with E ||M||_F^2.")
-def _(rng):
-    from scipy import stats
-
-    # For Gaussian entries ||M_s||^2 and ||M_n||^2 are independent chi-squares with n(n+1)/2
-    # and n(n-1)/2 degrees of freedom, so s = 2B - 1 with B ~ Beta(n(n+1)/4, n(n-1)/4): its mean
-    # is known exactly at every n (a 1 x 1 matrix is symmetric: s = 1).
-    for n in (1, 2, 3, 4, 7, 16, 64, 1000, 10**6):
-        exact = 1.0 if n == 1 else 2 * float(stats.beta(n * (n + 1) / 4, n * (n - 1) / 4).mean()) - 1
-        yield Case((n,), exact, rtol=1e-6, facts={"n": n})
-
-
-# ------------------------------------------------------------------ objectives to structure
-@exercise("ex-objectives-to-structure-2", "equal_masking_rate",
-          "a number p in (0, 1): the masking rate at which masked-masked pairs are as many as "
-          "masked-unmasked pairs, for long sequences")
-def _(p, label):
-    p = as_number(p, label, "the masking rate")
-    require(0 < p < 1, label, f"a masking rate lies strictly between 0 and 1; got {p:g}.")
-    for N in (10**7, 10**9):             # long sequences: the ratio's limit, to within 1e-5
-        m = round(p * N)                 # masked positions of a sequence of N tokens
-        both = m * (m - 1)               # ordered pairs of two masked positions, counted
-        cross = m * (N - m)              # masked query, unmasked key
-        require(cross > 0 and abs(both / cross - 1) < 1e-5, label,
-                f"at p = {p:g} a sequence of {N:,} tokens has {both:,} masked-masked and {cross:,} cross "
-                "pairs. Write both counts with Eq. S119 and set them equal.")
-
-
-# --------------------------------------------------------------------------- what survives
-@exercise("ex-what-survives-3", "seeds_needed",
-          "the smallest number of seeds n whose detectable effect falls below 0.02, when three seeds "
-          "detect 0.05 and the seed-to-seed spread stays the same (an int)")
-def _(n, label):
-    from scipy import optimize
-
-    n = as_whole(n, label, 2, 10**6, "seeds")
-    power = 0.8   # detectable effect: the true difference found with this probability
-    # three seeds detect 0.05: 0.05 is ncp3 standard errors, ncp3 the power-0.8 non-centrality
-    ncp3 = optimize.brentq(lambda c: t_test_power(3, c) - power, 0.0, 100.0, xtol=1e-12)
-    sd = 0.05 * np.sqrt(3) / ncp3
-    found = {k: t_test_power(k, 0.02 * np.sqrt(k) / sd) for k in (n - 1, n) if k >= 2}
-    enough, before = found[n] > power, found.get(n - 1, 0.0) > power
-    require(enough and not before, label,
-            f"with {n} seeds a true difference of 0.02 is found with probability {found[n]:.3f}"
-            + (f", and with {n - 1} already {found[n - 1]:.3f}" if before else "")
-            + f"; 'detectable' means {power:.0%}. Recover the spread from the three-seed figure "
-            "(the effect is proportional to it), then search n with detectable_effect.")
-
-
-# ------------------------------------------------------------------------ training dynamics
-@exercise("ex-training-dynamics-2", "untrained_symmetry",
-          "a function (d, r) -> the expected symmetry score, to leading order, of an untrained "
-          "layer's form Wq^T Wk with independent Gaussian [r, d] factors",
-          number="your expected score",
-          hint="{draws:,} untrained {d}-wide layers of rank {r} average s = {want:.4f} (standard error {se:.4f}); "
-               "your formula gives {got:.4f}. Compute E tr(M^2) and E ||M||_F^2 for M = Wq^T Wk: which "
-               "products of entries have non-zero mean?")
-def _(rng):
-    # width 1 (s = 1 exactly), narrow and wide heads (r < d, r = d, r > d), rank one
-    for d, r, draws in ((1, 4, 500), (2, 1, 20000), (2, 9, 20000), (3, 3, 20000), (5, 40, 4000),
-                        (12, 3, 4000), (40, 10, 1000)):
-        Wq, Wk = rng.standard_normal((draws, r, d)), rng.standard_normal((draws, r, d))
-        M = np.swapaxes(Wq, 1, 2) @ Wk                          # draws x [d, d] = Wq^T Wk
-        s = np.einsum("nij,nji->n", M, M) / np.einsum("nij,nij->n", M, M)
-        mean, se = float(s.mean()), float(s.std(ddof=1) / np.sqrt(draws))
-        # a Monte Carlo mean: within 4.5 standard errors, plus the leading order's own error
-        yield Case((d, r), mean, atol=4.5 * se + 0.02 / d**2, facts={"draws": draws, "d": d, "r": r, "se": se})
-
-
-@exercise("ex-training-dynamics-1", "changed_positions",
-          "a function (seq_len, t) -> the sorted list of positions whose logits change when the token "
-          "at position t is replaced, in a decoder (causal-mask) model")
-def _(fn, label):
-    import torch
-
-    from ...train.models.objectives import lm_logits
-
-    model = tiny_decoder()
-    gen = torch.Generator().manual_seed(1)
-    # a one-token sequence, the first and the last position, and positions in between
-    for seq_len, ts in ((1, (0,)), (2, (0, 1)), (7, (0, 3, 6)), (12, (0, 5, 11)), (20, (19, 8))):
-        ids = torch.randint(0, 50, (1, seq_len), generator=gen)
-        with torch.no_grad():
-            base = lm_logits(model, ids)
-        for t in ts:
-            other = ids.clone()
-            other[0, t] = (other[0, t] + 1) % 50
-            with torch.no_grad():
-                moved = (lm_logits(model, other) - base).abs().amax(dim=-1)[0]   # per position
-            truth = [int(p) for p in torch.nonzero(moved > 1e-6).flatten()]
-            got = call(fn, label, seq_len, t, convert=lambda out: sorted(as_ints(out, label, "your positions")))
-            require(got == truth, label,
-                    f"replacing token {t} of {seq_len} changed the logits at positions {listed(truth)} of an "
-                    f"actual decoder; you said {listed(got)}. Which positions can attend to position {t} "
-                    "under a causal mask?")
-
-
 # ------------------------------------------------------------------------- rank-one updates
-@exercise("ex-rank-one-updates-2", "proportional_factors",
-          "a function d -> (Wq, Wk), two [d_h, d] factors (d_h >= d) with a non-zero form Wq.T @ Wk, "
-          "for which one small gradient step changes the form in the direction of -G for every gradient G")
-def _(fn, label):
+def proportional_factors(fn, label):
     import torch
 
     g = torch.Generator().manual_seed(7)
@@ -380,10 +234,7 @@ def two_laws_tails(out, label: str):
     return np.asarray(heavy.logsf(z.copy()), dtype=float), np.asarray(light.logsf(z.copy()), dtype=float)
 
 
-@exercise("ex-errata-2", "two_laws",
-          "a function () -> (heavier, lighter): two scipy.stats distributions with equal means and "
-          "equal variances, the first with the larger upper tail at every point beyond some z")
-def _(fn, label):
+def two_laws(fn, label):
     import scipy.stats  # noqa: F401 - imported before the answer's clock starts
 
     heavy, light = call(fn, label, convert=lambda out: two_laws_tails(out, label))
@@ -393,132 +244,20 @@ def _(fn, label):
             "above the second's at every point; which laws of equal variance put more mass far out?")
 
 
-# ----------------------------------------------------------------------------------- survey
-@exercise("ex-survey-1", "differing_repeats",
-          "a set of catalog keys: the models printed more than once in Table S2 whose repeated rows "
-          "print different numbers")
-def _(answer, label):
-    from ...zoo.catalog import published_scores
-
-    require(isinstance(answer, (set, frozenset, list, tuple)) and all(isinstance(k, str) for k in answer), label,
-            "answer with a set of catalog keys (the 'key' column of published_scores()).")
-    s2 = published_scores()
-    s2 = s2[s2["table"] == "S2"]
-    # counted from the printed numbers themselves, not from the catalog's problem flags
-    distinct = s2.groupby("key").apply(lambda g: len({(r.median, r.q25, r.q75) for r in g.itertuples()}),
-                                       include_groups=False)
-    truth = set(distinct[distinct > 1].index)
-    got = set(answer)
-    require(got == truth, label,
-            f"{len(got & truth)} of your {len(got)} keys are right, {len(truth - got)} are missing. Group "
-            "Table S2's rows by key and compare the printed median and quartiles of the repeats.")
+#: the tests of the answers that data cannot check, by the name an exercise's data gives
+JUDGES = {f.__name__: f for f in (reparametrize, augmented_form, invariant_under_rotation,
+                                  changes_under_row_permutation, proportional_factors, two_laws)}
 
 
-@exercise("ex-survey-2", "agreeing_heads",
-          "the set of SmolLM2 query heads (0-8) whose score is the same under the grouped and the "
-          "modulo pairing")
-def _(answer, label):
-    import torch
-    from transformers.models.llama.modeling_llama import repeat_kv   # how the model pairs its heads
+def load_exercises(registry: dict | None = None) -> dict[str, Exercise]:
+    """``{label: Exercise}`` of every exercise whose entry in ``data/chapters.yaml`` (or in
+    ``registry``) has a ``check``; a malformed check is refused in one line naming its chapter,
+    its label and the fix."""
+    from ..budgets.chapters_registry import exercises
 
-    require(isinstance(answer, (set, frozenset, list, tuple, np.ndarray)), label,
-            "answer with a set of head numbers, e.g. {0, 1}.")
-    heads = as_ints(answer, label, "your set of heads")
-    require(all(0 <= h < 9 for h in heads), label,
-            f"SmolLM2 has query heads 0 to 8; got {listed(sorted(set(heads)))}.")
-    # SmolLM2's head counts (9 query heads sharing 3 key heads) on random weights: the scores
-    # of the forms each pairing builds, from the factors themselves
-    n_heads, n_kv, d_head, d = 9, 3, 8, 24
-    g = torch.Generator().manual_seed(3)
-    Wq = torch.randn(n_heads, d_head, d, generator=g, dtype=torch.float64)
-    Wk = torch.randn(n_kv, d_head, d, generator=g, dtype=torch.float64)
-    paired = {"grouped": repeat_kv(Wk[None], n_heads // n_kv)[0],   # the key head attention uses
-              "modulo": Wk.repeat(n_heads // n_kv, 1, 1)}           # key heads tiled: h mod n_kv
-    scores = {}
-    for pairing, K in paired.items():
-        M = Wq.transpose(1, 2) @ K                                   # [heads, d, d]
-        scores[pairing] = np.array([symmetry_def(m) for m in M.numpy()])
-    truth = {h for h in range(n_heads) if abs(scores["grouped"][h] - scores["modulo"][h]) < 1e-12}
-    require(set(heads) == truth, label,
-            "a head's score is the same under both pairings exactly when both give it the same key head; "
-            "write out which key head each pairing gives to each of the nine query heads.")
+    return {label: from_data(label, e["check"], e["chapter"], CASES, REFERENCES, JUDGES)
+            for label, e in exercises(registry).items() if "check" in e}
 
 
-# ------------------------------------------------------------------------- symmetric init
-@exercise("ex-symmetric-init-2", "smallest_skew_dim",
-          "the smallest number of dimensions per head for which a skew-symmetric matrix can be non-zero (an int)")
-def _(k, label):
-    k = as_whole(k, label, 1, 10**6, "dimensions")
-    require(skew_dimension(k) > 0, label,
-            f"every {k} x {k} skew-symmetric matrix is zero: write one out and look at its diagonal.")
-    require(skew_dimension(k - 1) == 0, label,
-            f"{k} is not the smallest: fewer dimensions already allow a non-zero skew-symmetric matrix "
-            "(an entry above the diagonal fixes the one below it; what is the smallest matrix with both?).")
-
-
-# -------------------------------------------------------------------------------- mechanism
-@exercise("ex-mechanism-1", "applied_update",
-          "a function (G, gq, gk, eta) -> the exact change of M = Wq^T Wk after one plain SGD step, "
-          "written with G = gq^T Wk + Wq^T gk and the raw gradients")
-def _(fn, label):
-    rng = seeded(label)
-    # the step is taken on the factors themselves; the answer sees only G, the gradients and eta
-    for d_h, d, eta in ((1, 1, 0.3), (3, 5, 0.05), (6, 4, 1.0), (8, 8, 1e-3), (2, 7, 2.5)):
-        Wq, Wk = rng.standard_normal((d_h, d)), rng.standard_normal((d_h, d))
-        gq, gk = rng.standard_normal((d_h, d)), rng.standard_normal((d_h, d))
-        stepped = (Wq - eta * gq).T @ (Wk - eta * gk) - Wq.T @ Wk
-        G = gq.T @ Wk + Wq.T @ gk
-        got = call(fn, label, G, gq, gk, eta, convert=lambda out: as_array(out, label, "your change of M"))
-        require(got.shape == stepped.shape, label, f"the change of M is {stepped.shape}; got {got.shape}.")
-        require(close(got, stepped), label,
-                f"for eta = {eta:g} and [{d_h}, {d}] factors the form moved by a different matrix than yours. "
-                "Multiply out (Wq - eta gq)^T (Wk - eta gk) and keep every term, the one in eta^2 included.")
-
-
-# ----------------------------------------------------------------------------- fig3 decided
-@exercise("ex-fig3-decided-1", "targets_per_token",
-          "a function (steps, batch, block, train_tokens, mask_rate) -> (next-token, masked): how many "
-          "times an average training token is a prediction target under each objective")
-def _(fn, label):
-    rng = seeded(label)
-    # a packed stream read block after block, wrapping around, counted token by token
-    for steps, batch, block, n_tokens, rate in ((30, 4, 16, 600, 0.15), (7, 3, 8, 50, 0.45),
-                                                (40, 2, 32, 1000, 0.25), (1, 1, 64, 64, 0.15)):
-        seen, masked = np.zeros(n_tokens), np.zeros(n_tokens)
-        draws = 200
-        for _ in range(draws):
-            pos = 0
-            for _ in range(steps * batch):
-                idx = (pos + np.arange(block)) % n_tokens
-                pos = (pos + block) % n_tokens
-                seen[idx] += 1
-                masked[idx] += rng.random(block) < rate
-        want = np.array([seen.mean() / draws, masked.mean() / draws])
-        got = call(fn, label, steps, batch, block, n_tokens, rate,
-                   convert=lambda out: as_pair(out, label, "counts"))
-        got = np.array([float(np.reshape(g, -1)[0]) if np.size(g) == 1 else np.nan for g in got])
-        require(bool(np.all(np.isfinite(got))), label, "return two numbers, e.g. `return a, b`.")
-        require(abs(got[0] - want[0]) <= 1e-9 * want[0] and abs(got[1] - want[1]) <= 0.05 * want[1], label,
-                f"reading {steps} steps of {batch} blocks of {block} tokens from {n_tokens:,} training tokens "
-                f"(masking {rate:.0%}) made each token a target {want[0]:.3g} times under next-token prediction "
-                f"and about {want[1]:.3g} under masking; you said {got[0]:.3g} and {got[1]:.3g}. How many "
-                "tokens do the steps read in all, and which of them does each objective predict?")
-
-
-# ----------------------------------------------------------------------- context prediction
-@exercise("ex-context-prediction-2", "expected_ratio",
-          "a function p -> E[mu_c] / E[mu_p] (Eq. S68) for a causal model on windows of N = len(p) "
-          "tokens, p[k-1] = Pr[t_k = t*] the chance that position k holds the token",
-          number="your ratio",
-          hint="for windows of {N} tokens and these positional chances the pairs count a ratio of {want:.6g}; "
-               "yours is {got:.6g}. A token at position k is context for how many later positions, and "
-               "predicted from how many earlier ones?")
-def _(rng):
-    cases = [np.full(5, 0.1), np.full(64, 0.02), np.linspace(0.01, 0.2, 12), np.linspace(0.2, 0.01, 12),
-             rng.uniform(0.0, 0.3, 9), np.array([0.0, 0.0, 0.5, 0.1])]
-    for p in cases:
-        N = len(p)
-        # every ordered pair of positions j < i: j is context for the target i (a causal mask)
-        context = sum(p[j] for i in range(N) for j in range(i))
-        predicted = sum(p[i] for i in range(N) for j in range(i))
-        yield Case((p,), context / predicted, rtol=1e-9, facts={"N": N})
+#: every checked exercise, by label
+EXERCISES: dict[str, Exercise] = load_exercises()

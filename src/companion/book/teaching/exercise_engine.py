@@ -1,23 +1,24 @@
-"""The engine of the exercise checks: how a student's answer is run, bounded, read and refused.
+"""The engine of the exercise checks: each exercise's check is data, run here with bounds.
 
-Every exercise is an entry of :mod:`.exercise_checks` (what it asks, its independent
-computation, its tolerance and its hints); this module is what all of them share:
-:func:`run` takes one entry and one answer, and turns whatever goes wrong into a
-:class:`WrongAnswer` with one line, and the entries read the answer with :func:`call`,
-:func:`as_array`, :func:`as_number`, :func:`as_whole`, :func:`as_ints`, :func:`as_pair` and
-refuse it with :func:`require`.
+An exercise's check is the ``check:`` of its entry in its chapter's ``exercises`` of
+``data/chapters.yaml`` (what the answer is called and asks, how it is read, the independent
+computation it is compared with, the comparison, the hint); :func:`from_data` reads it into an
+:class:`Exercise`, and :func:`run` checks one answer, turning whatever goes wrong into a
+:class:`WrongAnswer` of one line.  The independent computations are named, not written, in
+the data (:mod:`.exercise_references`); the few answers that are an example or a construction
+are tested by a named judge (:mod:`.exercise_checks`), which reads the answer with
+:func:`call`, :func:`as_array`, :func:`as_number`, :func:`as_whole`, :func:`as_ints`,
+:func:`as_pair` and refuses it with :func:`require`.
 
 The student's code is run with bounds: every call gets copies of its inputs (an answer that
 changes its arguments cannot change what it is compared with), stops with a
 :class:`WrongAnswer` after ``time_s`` seconds (``exercises.TIME_LIMIT_S``), and may return at
-most ``items`` numbers or items (``exercises.MAX_ITEMS``). Each call runs in a child process
-(forked, so the answer needs no pickling; its result comes back through a pipe), which is
-killed at the time limit: a long call into compiled code (a huge matrix product, a regular
-expression that backtracks for ever, a sleep with the alarm blocked) is stopped as surely as a
-Python loop, and nothing goes on running after the check has failed.  Where a process cannot
-be forked (Windows), or with ``COMPANION_CHECK_IN_PROCESS=1``, the bound is ``SIGALRM`` in the
-main thread, which interrupts Python code between two steps only, and a watchdog thread
-elsewhere.
+most ``items`` numbers or items (``exercises.MAX_ITEMS``). Each call runs in a forked child
+process (the answer needs no pickling; its result comes back through a pipe), killed at the
+time limit with every process it started (:mod:`.exercise_processes`): a long call into
+compiled code is stopped as surely as a Python loop.  Where a process cannot be forked
+(Windows), or with ``COMPANION_CHECK_IN_PROCESS=1``, the bound is ``SIGALRM`` in the main
+thread, which interrupts Python code between two steps only, and a watchdog thread elsewhere.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+
+from .exercise_processes import _kill_tree, _own_tree
 
 #: seconds one call of the student's code may take, unless :func:`run` is told otherwise
 TIME_LIMIT_S = 5.0
@@ -66,25 +69,6 @@ class Case:
     rtol: float = 0.0
     atol: float = 0.0
     facts: dict = field(default_factory=dict)
-
-
-def registrar(table: dict[str, Exercise]):
-    """A decorator ``@exercise(label, answer, asks)`` that enters its test into ``table``.
-
-    ``@exercise(label, answer, asks, number=what, hint=template)`` enters an exercise whose
-    answer is a function returning one number: the decorated function takes a random
-    generator (:func:`seeded`) and yields the :class:`Case` s, and the engine compares
-    (:func:`compare_numbers`), failing with ``template`` filled in.
-    """
-    def exercise(label: str, answer: str, asks: str, number: str | None = None, hint: str = ""):
-        def register(fn):
-            if label in table:
-                raise ValueError(f"exercise {label!r} has two checks; give the second its own label")
-            test = fn if number is None else (lambda ans, lab: compare_numbers(ans, lab, fn(seeded(lab)), number, hint))
-            table[label] = Exercise(label, answer, asks, test)
-            return fn
-        return register
-    return exercise
 
 
 class _Bounds:
@@ -311,85 +295,6 @@ def _in_child(thunk, send) -> None:
     send.close()
 
 
-def _own_tree() -> None:
-    """In the child that runs an answer: its own process group, and (Linux) the reaper of
-    every process the answer starts, so that a daemon the answer detaches (``setsid``, a
-    double fork) stays in its tree and is killed with it (:func:`_kill_tree`)."""
-    try:
-        os.setpgid(0, 0)
-    except OSError:
-        pass
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
-        except (OSError, AttributeError):
-            pass
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid``, from /proc (empty where there is none)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open(f"/proc/{p}/task/{t}/children") as fh:
-                    kids = [int(k) for k in fh.read().split()]
-            except (OSError, ValueError):
-                continue
-            out += kids
-            todo += kids
-    return out
-
-
-def _kill_tree(root: int, include_root: bool = True) -> None:
-    """Kill ``root`` (unless ``include_root`` is false) and every process below it: each is
-    stopped first, until no new one appears, so none forks away while the tree is read;
-    then all are killed, and ``root``'s process group with them."""
-    import signal as _signal
-
-    seen: set[int] = set()
-    if include_root:
-        with _quiet_oserror():
-            os.kill(root, _signal.SIGSTOP)
-    for _ in range(20):
-        new = [p for p in _descendants(root) if p not in seen]
-        if not new:
-            break
-        for p in new:
-            with _quiet_oserror():
-                os.kill(p, _signal.SIGSTOP)
-        seen.update(new)
-    for p in seen:
-        with _quiet_oserror():
-            os.kill(p, _signal.SIGKILL)
-    if include_root:
-        with _quiet_oserror():
-            os.killpg(root, _signal.SIGKILL)   # where /proc is missing: the group it made
-        with _quiet_oserror():
-            os.kill(root, _signal.SIGKILL)
-    else:
-        for p in seen:   # reap the children this process adopted
-            with _quiet_oserror():
-                os.waitpid(p, os.WNOHANG)
-
-
-class _quiet_oserror:
-    """``with _quiet_oserror():`` ignores an OSError (a process already gone)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        return kind is not None and issubclass(kind, OSError)
-
-
 def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
     """``thunk()`` in a forked child process, killed after ``limit`` seconds: a long call into
     compiled code, which no signal interrupts, is stopped all the same."""
@@ -506,16 +411,6 @@ def call(fn, label: str, *args, convert: Callable[[Any], Any] | None = None):
     return _guarded(label, run)
 
 
-def compare_numbers(fn, label: str, cases, what: str, hint: str) -> None:
-    """Call the answer ``fn`` on each :class:`Case` (computed before the answer runs) and
-    require its number within the case's tolerance of the case's value; else fail with
-    ``hint`` filled in with the case's facts, ``got``, ``want``, ``rtol`` and ``atol``."""
-    for case in cases:
-        got = call(fn, label, *case.args, convert=lambda out: as_number(out, label, what))
-        within = abs(got - case.want) <= case.rtol * abs(case.want) + case.atol
-        require(within, label, hint.format(**case.facts, got=got, want=case.want, rtol=case.rtol, atol=case.atol))
-
-
 def as_array(x, label: str, what: str) -> np.ndarray:
     """``x`` as a finite float64 array (numpy, nested lists or a torch tensor)."""
     if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
@@ -562,20 +457,12 @@ def seeded(label: str) -> np.random.Generator:
     return np.random.default_rng(sum(map(ord, label)))
 
 
-def orthogonal(rng: np.random.Generator, n: int) -> np.ndarray:
-    """A Haar-random orthogonal matrix (QR of a Gaussian matrix, signs fixed)."""
-    Q, R = np.linalg.qr(rng.standard_normal((n, n)))
-    return Q * np.sign(np.diag(R))
-
-
 def close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-9) -> bool:
     """Equal up to rounding: every entry within ``rtol`` of the largest entry of ``want``."""
     scale = max(float(np.abs(want).max(initial=0.0)), 1e-300)
     return got.shape == want.shape and bool(np.all(np.abs(got - want) <= rtol * scale))
 
 
-# the two scores from their definitions (Def. 3.1 and 3.2), written out independently of
-# companion.core.scores so that a check never compares the package with itself
 def as_pair(out, label: str, what: str) -> tuple[np.ndarray, np.ndarray]:
     require(isinstance(out, (tuple, list)) and len(out) == 2, label,
             f"return a pair of {what}, e.g. `return A, B`; got {type(out).__name__}"
@@ -586,3 +473,125 @@ def as_pair(out, label: str, what: str) -> tuple[np.ndarray, np.ndarray]:
 def listed(xs, limit: int = 12) -> str:
     xs = list(xs)
     return str(xs) if len(xs) <= limit else f"[{', '.join(map(str, xs[:limit]))}, ... ({len(xs):,} in all)]"
+
+
+# ------------------------------------------------------------------ an exercise's check as data
+#: the fields of an exercise's ``check:`` in its chapter's entry of ``data/chapters.yaml``
+DATA_FIELDS = ("answer", "asks", "given", "reads", "what", "range", "cases", "compare", "hint", "hint_low",
+               "hint_high", "judge")
+#: how an answer (or what an answer function returns) is read before it is compared
+READS = ("number", "array", "two_numbers", "positions", "whole", "ints", "keys")
+#: how the read answer is compared with a case's independent value ``want``
+COMPARES = ("within", "close", "equal")
+
+
+def _read(spec: dict, x, label: str):
+    """``x`` read as ``spec['reads']`` says (refused with a one-line hint when it cannot be)."""
+    kind, what = spec["reads"], spec.get("what", "your answer")
+    lo, hi = spec.get("range", (None, None))
+    if kind == "number":
+        return as_number(x, label, what)
+    if kind == "array":
+        return as_array(x, label, what)
+    if kind == "two_numbers":
+        pair = [np.reshape(a, -1) for a in as_pair(x, label, what)]
+        require(all(a.size == 1 for a in pair), label, "return two numbers, e.g. `return a, b`.")
+        return np.array([float(a[0]) for a in pair])
+    if kind == "positions":
+        return sorted(as_ints(x, label, what))
+    if kind == "whole":
+        return as_whole(x, label, lo, hi, what)
+    require(isinstance(x, (set, frozenset, list, tuple, np.ndarray)), label,
+            f"answer with a set of {what}" + (", e.g. {0, 1}." if kind == "ints" else "."))
+    if kind == "ints":
+        got = set(as_ints(x, label, f"your set of {what}"))
+        require(all(lo <= i <= hi for i in got), label, f"your {what} should be numbers from {lo} to {hi}; "
+                f"got {listed(sorted(got))}.")
+        return got
+    require(all(isinstance(k, str) for k in x), label, f"answer with a set of {what} (strings).")
+    return set(x)
+
+
+def _agrees(spec: dict, got, case: Case, label: str) -> bool:
+    how = spec["compare"]
+    if how == "equal":
+        return got == case.want
+    g, w = np.asarray(got, dtype=float), np.asarray(case.want, dtype=float)
+    require(g.shape == w.shape, label, f"{spec.get('what', 'your answer')} should have shape {w.shape}; got {g.shape}.")
+    if how == "close":
+        return close(g, w, rtol=case.rtol or 1e-9)
+    return bool(np.all(np.abs(g - w) <= np.asarray(case.rtol) * np.abs(w) + case.atol))
+
+
+def _hint(spec: dict, got, case: Case) -> str:
+    """The spec's hint for this case, filled in with the case's facts, ``got``, ``want``,
+    ``rtol`` and ``atol`` (and, for sets, ``right`` and ``missing``); ``hint_low`` and
+    ``hint_high`` stand for a whole number below or above the value."""
+    fields = {**case.facts, "want": case.want, "rtol": case.rtol, "atol": case.atol, "got": got}
+    if isinstance(got, (set, list)):
+        fields.update(got=listed(sorted(got)), right=len(set(got) & set(case.want)),
+                      missing=len(set(case.want) - set(got)), n_got=len(got))
+    template = spec.get("hint")
+    if "hint_low" in spec and isinstance(got, int):
+        template = spec["hint_low"] if got < case.want else spec["hint_high"]
+    return template.format(**fields)
+
+
+def _data_error(where: str, label: str, problem: str) -> ValueError:
+    return ValueError(f"data/chapters.yaml: {where}: exercise {label}: check: {problem} "
+                      "(the fields are described in companion.book.teaching.exercise_engine)")
+
+
+def from_data(label: str, spec: dict, where: str, cases: dict, references: dict, judges: dict) -> Exercise:
+    """The :class:`Exercise` that the data ``spec`` describes (``where``: its chapter).
+
+    ``answer`` (the name the student defines) and ``asks`` (what it is, in one line) always;
+    then either ``judge``, the name of a test in ``judges`` (an answer that is an example or a
+    construction, tested for a property rather than compared with a value), or the comparison:
+
+    * ``given``: ``function`` (the default: called on copies of each case's inputs, bounded)
+      or ``value`` (the answer itself); ``reads`` (:data:`READS`): how it or its result is
+      read, with ``what`` (its name in a refusal) and ``range: [lo, hi]`` (``whole``, ``ints``);
+    * ``cases``: a generator's name in ``cases`` (given :func:`seeded`, it yields :class:`Case`
+      s) or a list of ``{args: [...], want: <a name in references>, of: [...]}``;
+    * ``compare`` (:data:`COMPARES`): ``within`` ``rtol * |want| + atol`` entry by entry,
+      ``close`` (equal up to rounding, shapes too) or ``equal``;
+    * ``hint``: a format string of the case's facts, ``got``, ``want``, ``rtol``, ``atol``, or
+      ``hint_low`` and ``hint_high`` for a whole number below or above; never the value.
+    """
+    if not isinstance(spec, dict) or not set(spec) <= set(DATA_FIELDS):
+        raise _data_error(where, label, f"the fields are {', '.join(DATA_FIELDS)}; got {spec!r}")
+    for key in ("answer", "asks"):
+        if not isinstance(spec.get(key), str) or not spec[key].strip():
+            raise _data_error(where, label, f"{key} must be a line of text")
+    if "judge" in spec:
+        if set(spec) != {"answer", "asks", "judge"} or spec["judge"] not in judges:
+            raise _data_error(where, label, f"a judge is one of {', '.join(sorted(judges))}, "
+                              "with answer and asks and no other field")
+        return Exercise(label, spec["answer"], spec["asks"], judges[spec["judge"]])
+    spec = {"given": "function", **spec}
+    if spec["given"] not in ("function", "value") or spec.get("reads") not in READS \
+            or spec.get("compare") not in COMPARES:
+        raise _data_error(where, label, f"given is function or value, reads one of {', '.join(READS)}, "
+                          f"compare one of {', '.join(COMPARES)}")
+    if spec["reads"] in ("whole", "ints") and not (isinstance(spec.get("range"), list) and len(spec["range"]) == 2):
+        raise _data_error(where, label, f"reads: {spec['reads']} needs range: [lowest, highest]")
+    if not (isinstance(spec.get("hint"), str) or {"hint_low", "hint_high"} <= set(spec)):
+        raise _data_error(where, label, "give a hint (or hint_low and hint_high)")
+    source = spec.get("cases")
+    if isinstance(source, str) and source in cases:
+        make = lambda: cases[source](seeded(label))
+    elif isinstance(source, list) and source and all(
+            isinstance(c, dict) and set(c) == {"args", "want", "of"} and c["want"] in references for c in source):
+        make = lambda: (Case(tuple(c["args"]), references[c["want"]](*c["of"])) for c in source)
+    else:
+        raise _data_error(where, label, f"cases is one of {', '.join(sorted(cases))}, or a list of "
+                          f"{{args, want, of}} with want one of {', '.join(sorted(references))}")
+
+    def test(answer, lab):
+        read = lambda out: _read(spec, out, lab)
+        for case in make():
+            got = read(answer) if spec["given"] == "value" else call(answer, lab, *case.args, convert=read)
+            require(_agrees(spec, got, case, lab), lab, _hint(spec, got, case))
+
+    return Exercise(label, spec["answer"], spec["asks"], test)

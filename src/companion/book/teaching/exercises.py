@@ -11,12 +11,15 @@ passes and raises :class:`WrongAnswer` (an ``AssertionError`` with a one-line hi
 does not. Checks run offline on a CPU in about a second each (plus the first import of scipy,
 torch or transformers where a check needs them).
 
-The exercises are data for one engine: each is an entry of :mod:`.exercise_checks` (what it
-asks, the independent computation its answer is compared with, the tolerance and the hints;
-shared computations in :mod:`.exercise_references`), and :mod:`.exercise_engine` runs the
-student's code for all of them: on copies of its inputs, in a child process killed after
-:data:`TIME_LIMIT_S` seconds, refusing answers of more than :data:`MAX_ITEMS` numbers or
-items, and turning every failure into one line.  Set :data:`TIME_LIMIT_S` or
+The exercises are data for one engine: each checked exercise's entry in its chapter's
+``exercises`` of ``data/chapters.yaml`` holds a ``check`` (what it asks, how the answer is
+read, the independent computation it is compared with, the comparison and the hints), which
+:mod:`.exercise_engine` interprets (:func:`.exercise_engine.from_data`); the computations it
+names are in :mod:`.exercise_references`, and the six answers that are an example or a
+construction rather than a value are tested by the judges of :mod:`.exercise_checks`.  The
+engine runs the student's code for all of them: on copies of its inputs, in a child process
+killed after :data:`TIME_LIMIT_S` seconds, refusing answers of more than :data:`MAX_ITEMS`
+numbers or items, and turning every failure into one line.  Set :data:`TIME_LIMIT_S` or
 :data:`MAX_ITEMS` here to change the bounds of the next checks.
 """
 
