@@ -1,24 +1,22 @@
 """The engine of the exercise checks: each exercise's check is data, run here with bounds.
 
 An exercise's check is the ``check:`` of its entry in its chapter's ``exercises`` of
-``data/chapters.yaml`` (what the answer is called and asks, how it is read, the independent
-computation it is compared with, the comparison, the hint); :func:`from_data` reads it into an
-:class:`Exercise`, and :func:`run` checks one answer, turning whatever goes wrong into a
-:class:`WrongAnswer` of one line.  The independent computations are named, not written, in
-the data (:mod:`.exercise_references`); the few answers that are an example or a construction
-are tested by a named judge (:mod:`.exercise_checks`), which reads the answer with
-:func:`call`, :func:`as_array`, :func:`as_number`, :func:`as_whole`, :func:`as_ints`,
-:func:`as_pair` and refuses it with :func:`require`.
+``data/chapters.yaml``; :func:`from_data` reads it into an :class:`Exercise` (the fields are
+in its docstring), and :func:`run` checks one answer, turning whatever goes wrong into a
+:class:`WrongAnswer` of one line.  The data names its independent computations
+(:mod:`.exercise_references`); the few answers that are an example or a construction are
+tested by a named judge (:mod:`.exercise_checks`), which reads the answer with :func:`call`,
+:func:`as_array`, :func:`as_number`, :func:`as_whole`, :func:`as_ints`, :func:`as_pair`.
 
 The student's code is run with bounds: every call gets copies of its inputs (an answer that
 changes its arguments cannot change what it is compared with), stops with a
 :class:`WrongAnswer` after ``time_s`` seconds (``exercises.TIME_LIMIT_S``), and may return at
 most ``items`` numbers or items (``exercises.MAX_ITEMS``). Each call runs in a forked child
-process (the answer needs no pickling; its result comes back through a pipe), killed at the
-time limit with every process it started (:mod:`.exercise_processes`): a long call into
-compiled code is stopped as surely as a Python loop.  Where a process cannot be forked
-(Windows), or with ``COMPANION_CHECK_IN_PROCESS=1``, the bound is ``SIGALRM`` in the main
-thread, which interrupts Python code between two steps only, and a watchdog thread elsewhere.
+(its result comes back through a pipe), killed at the time limit with every process it
+started (:mod:`.exercise_processes`): a long call into compiled code is stopped as surely as
+a Python loop.  Where a process cannot be forked (Windows), or with
+``COMPANION_CHECK_IN_PROCESS=1``, the bound is ``SIGALRM`` in the main thread, which
+interrupts Python code between two steps only, and a watchdog thread elsewhere.
 """
 
 from __future__ import annotations
@@ -42,8 +40,7 @@ TIME_LIMIT_S = 5.0
 #: the most numbers or items an answer may hold (the largest correct answer holds a few hundred)
 MAX_ITEMS = 100_000
 
-#: the modules whose frames are the checks' own, not the answer's (never interrupted by the time limit)
-_OURS = __name__.rpartition(".")[0] + ".exercise"
+_OURS = __name__.rpartition(".")[0] + ".exercise"   # the checks' own frames, never interrupted
 
 
 class WrongAnswer(AssertionError):
@@ -478,7 +475,7 @@ def listed(xs, limit: int = 12) -> str:
 # ------------------------------------------------------------------ an exercise's check as data
 #: the fields of an exercise's ``check:`` in its chapter's entry of ``data/chapters.yaml``
 DATA_FIELDS = ("answer", "asks", "given", "reads", "what", "range", "cases", "compare", "hint", "hint_low",
-               "hint_high", "judge")
+               "hint_high", "judge", "wrong")
 #: how an answer (or what an answer function returns) is read before it is compared
 READS = ("number", "array", "two_numbers", "positions", "whole", "ints", "keys")
 #: how the read answer is compared with a case's independent value ``want``
@@ -538,8 +535,7 @@ def _hint(spec: dict, got, case: Case) -> str:
 
 
 def _data_error(where: str, label: str, problem: str) -> ValueError:
-    return ValueError(f"data/chapters.yaml: {where}: exercise {label}: check: {problem} "
-                      "(the fields are described in companion.book.teaching.exercise_engine)")
+    return ValueError(f"data/chapters.yaml: {where}: exercise {label}: check: {problem} (see exercise_engine.from_data)")
 
 
 def from_data(label: str, spec: dict, where: str, cases: dict, references: dict, judges: dict) -> Exercise:
@@ -557,17 +553,23 @@ def from_data(label: str, spec: dict, where: str, cases: dict, references: dict,
     * ``compare`` (:data:`COMPARES`): ``within`` ``rtol * |want| + atol`` entry by entry,
       ``close`` (equal up to rounding, shapes too) or ``equal``;
     * ``hint``: a format string of the case's facts, ``got``, ``want``, ``rtol``, ``atol``, or
-      ``hint_low`` and ``hint_high`` for a whole number below or above; never the value.
+      ``hint_low`` and ``hint_high`` for a whole number below or above; never the value;
+    * ``wrong`` (for every check): two or more plausible wrong answers, ``{why, code}``, which
+      ``tests/test_exercises.py`` runs and which must fail; the engine does not read them.
     """
     if not isinstance(spec, dict) or not set(spec) <= set(DATA_FIELDS):
         raise _data_error(where, label, f"the fields are {', '.join(DATA_FIELDS)}; got {spec!r}")
     for key in ("answer", "asks"):
         if not isinstance(spec.get(key), str) or not spec[key].strip():
             raise _data_error(where, label, f"{key} must be a line of text")
+    wrong = spec.get("wrong")
+    if not (isinstance(wrong, list) and len(wrong) >= 2 and all(
+            isinstance(w, dict) and set(w) <= {"why", "code"} and isinstance(w.get("code"), str) for w in wrong)):
+        raise _data_error(where, label, "wrong must list two or more plausible wrong answers as {why, code}")
     if "judge" in spec:
-        if set(spec) != {"answer", "asks", "judge"} or spec["judge"] not in judges:
+        if set(spec) != {"answer", "asks", "judge", "wrong"} or spec["judge"] not in judges:
             raise _data_error(where, label, f"a judge is one of {', '.join(sorted(judges))}, "
-                              "with answer and asks and no other field")
+                              "with answer, asks and wrong and no other field")
         return Exercise(label, spec["answer"], spec["asks"], judges[spec["judge"]])
     spec = {"given": "function", **spec}
     if spec["given"] not in ("function", "value") or spec.get("reads") not in READS \
