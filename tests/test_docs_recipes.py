@@ -504,7 +504,8 @@ def test_every_file_path_named_in_the_recipes_exists():
     spans = inline_code(_contributing())
     named = [s for s in spans if s.endswith(PATH_SUFFIXES) or "/" in s]
     assert len(named) >= 40, "the recipes name the files they touch"
-    for required in ("_toc.yml", "data/checks.csv", "data/exercise_labels.yaml", "src/companion/book/teaching/exercises.py",
+    for required in ("_toc.yml", "data/chapters.yaml", "src/companion/book/teaching/exercise_references.py",
+                     "src/companion/book/teaching/exercise_checks.py",
                      "src/companion/book/teaching/course_plan.py", "data/chapter_times/colab_budget.csv",
                      "data/verdict_rules.yaml", "data/rules_history/", "book/rules_history.md",
                      "src/companion/zoo/registry.py", "data/runs/scripts.csv", "data/runs/make_chars_runs.sh"):
@@ -528,8 +529,7 @@ def test_the_tests_and_names_the_recipes_point_at_exist():
     assert tests, "the recipes name the tests that enforce them"
     sources = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").glob("test_*.py"))
     assert [t for t in tests if not re.search(rf"^def {t}\(", sources, re.M)] == []
-    defined = {"WRONG": "tests/test_exercises.py", "UNCHECKED": "tests/test_exercises.py",
-               "NO_QUESTION": "tests/test_answer_boxes.py", "ZOO_PACKAGES": "Makefile",
+    defined = {"NO_QUESTION": "tests/test_answer_boxes.py", "ZOO_PACKAGES": "Makefile",
                "ZOO": "src/companion/zoo/registry.py", "COURSE": "src/companion/book/teaching/course_plan.py",
                "LIVE_RUNS": "src/companion/book/budgets/live_runs.py", "RULES_HISTORY": "src/companion/rules/rulebook.py",
                "RULES_PATH": "src/companion/rules/rulebook.py"}

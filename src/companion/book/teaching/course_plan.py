@@ -7,7 +7,7 @@ with two sums per lecture computed from the book itself:
   code cells, solutions, exercises, labels and directive options left out; a glued value, a
   cross-reference or a formula counted as one word), at :data:`WORDS_PER_MINUTE`;
 * **core exercises**: the time budgets of the core chapters' exercises marked *core* in
-  ``data/exercise_labels.yaml``.
+  its chapter's entry of ``data/chapters.yaml``.
 
 Their sum is the lecture's *core material*, which must fit the lecture's stated time
 (:func:`plan_problems`; ``tests/test_course_plan.py`` fails with the lecture's name when it
