@@ -290,3 +290,36 @@ def test_minilm_table_matches_the_models_own_biased_projections():
     assert row.positional_fraction == pytest.approx(0, abs=1e-9)
     # on this layer the two measures differ: the covariance is not small
     assert abs(row.explained - row.bias_var_ratio) > 0.05
+
+
+def test_a_gguf_file_is_parsed_once_for_its_config_tokenizer_and_weights(monkeypatch):
+    """transformers reads a GGUF header for the config, the tokenizer and the weights: inside
+    ``_gguf_parsed_once`` one reader serves them all (here the config and the tokenizer, each
+    of which would parse the file), each caller gets its own copy of the metadata, and both
+    patched names are put back on leaving."""
+    import gguf
+    from transformers import AutoConfig, AutoTokenizer
+    from transformers import modeling_gguf_pytorch_utils as hf_gguf
+
+    from adapters_data import smollm2_gguf
+    from companion.survey.bias_term import _gguf_parsed_once
+
+    path = smollm2_gguf()
+    made = []
+
+    class Counting(gguf.GGUFReader):
+        def __init__(self, *args, **kwargs):
+            made.append(args[0])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(gguf, "GGUFReader", Counting)
+    load = hf_gguf.load_gguf_checkpoint
+    with _gguf_parsed_once():
+        config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
+        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        mine = hf_gguf.load_gguf_checkpoint(str(path))
+        mine["config"]["num_hidden_layers"] = -1
+        assert hf_gguf.load_gguf_checkpoint(str(path))["config"]["num_hidden_layers"] == config.num_hidden_layers
+    assert len(made) == 1, f"the file was parsed {len(made)} times"
+    assert gguf.GGUFReader is Counting and hf_gguf.load_gguf_checkpoint is load
+    assert config.num_hidden_layers == 30 and len(tok("The North Wind")["input_ids"]) > 2

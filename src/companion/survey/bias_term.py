@@ -62,6 +62,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -253,6 +254,48 @@ def _quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
+@contextmanager
+def _gguf_parsed_once():
+    """Inside: a GGUF file's header is parsed once, however many readers open it.
+
+    transformers parses the whole header (for Qwen2, 150k vocabulary strings and as many
+    merges) for the config, again for the tokenizer's config and again for the weights:
+    three ``gguf.GGUFReader``s of one file, and the same metadata decoded twice.  Here the
+    reader of a path is made once and the metadata-only result of ``load_gguf_checkpoint``
+    kept (each caller gets its own copy, as from a fresh parse); the weights are still
+    read and dequantized by transformers.  Both are put back on leaving."""
+    import copy
+
+    import gguf
+    from transformers import modeling_gguf_pytorch_utils as hf_gguf
+
+    make_reader, load = gguf.GGUFReader, hf_gguf.load_gguf_checkpoint
+    readers: dict = {}
+    metadata: dict = {}
+
+    def reader(path, *args, **kwargs):
+        key = (str(Path(path).resolve()), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = make_reader(path, *args, **kwargs)
+        return readers[key]
+
+    def load_once(path, return_tensors=False, *args, **kwargs):
+        if return_tensors or args or kwargs:
+            return load(path, return_tensors, *args, **kwargs)
+        key = str(Path(path).resolve())
+        if key not in metadata:
+            metadata[key] = load(path, False)
+        return copy.deepcopy(metadata[key])
+
+    gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = reader, load_once
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = make_reader, load
+        readers.clear()
+        metadata.clear()
+
+
 def _wikipedia_texts(n: int = 8) -> list[str]:
     from ..train.text.corpora import corpus_documents
 
@@ -261,12 +304,10 @@ def _wikipedia_texts(n: int = 8) -> list[str]:
     return [docs[i * step] for i in range(n)]
 
 
-def _bert_inputs(name: str, max_tokens: int) -> list[LayerInputs]:
+def _bert_inputs(path: Path, max_tokens: int) -> list[LayerInputs]:
     from transformers import AutoModel, AutoTokenizer
 
-    from ..zoo.registry import zoo_path
-
-    folder = str(zoo_path(name))
+    folder = str(path)
     with _quiet_transformers():
         tok = AutoTokenizer.from_pretrained(folder)
         model = AutoModel.from_pretrained(folder).eval().double()
@@ -295,16 +336,15 @@ def photograph() -> np.ndarray:
     return x.transpose(2, 0, 1)[None].astype(np.float32)
 
 
-def _onnx_inputs(name: str, kind: str, max_tokens: int) -> list[LayerInputs]:
+def _onnx_inputs(path: Path, kind: str, max_tokens: int) -> list[LayerInputs]:
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
     from ..adapters import read_qk
     from ..adapters.onnx_graph import trace_attention
-    from ..zoo.registry import zoo_path
 
-    path = str(zoo_path(name))
+    path = str(path)
     ckpt = read_qk(path, progress=False)
     model = onnx.load(path)
     g = model.graph
@@ -344,13 +384,10 @@ def _onnx_inputs(name: str, kind: str, max_tokens: int) -> list[LayerInputs]:
     return out
 
 
-def _gguf_decoder_inputs(name: str, max_tokens: int) -> list[LayerInputs]:
+def _gguf_decoder_inputs(path: Path, max_tokens: int) -> list[LayerInputs]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..zoo.registry import zoo_path
-
-    path = zoo_path(name)
-    with _quiet_transformers():
+    with _quiet_transformers(), _gguf_parsed_once():
         tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                      dtype=torch.float32).eval()
@@ -382,14 +419,12 @@ def _gguf_decoder_inputs(name: str, max_tokens: int) -> list[LayerInputs]:
     return out
 
 
-def _marian_inputs(name: str, max_tokens: int) -> list[LayerInputs]:
+def _marian_inputs(path: Path, max_tokens: int) -> list[LayerInputs]:
     from tokenizers import Tokenizer
 
     from ..adapters.marian_bin import MarianSource
     from ..adapters.marian_forward import MarianModel
-    from ..zoo.registry import zoo_path
 
-    path = zoo_path(name)
     model = MarianModel(MarianSource(path))
     tok = Tokenizer.from_file(str(path.parent / "tokenizer.json"))
     seqs = []
@@ -412,13 +447,16 @@ def layer_inputs(name: str, max_tokens: int = 128) -> list[LayerInputs]:
             f"the key-bias term is measured for {', '.join(MEASURED)}; {name!r} is not one of "
             "them (no query bias, or no forward pass the package can run to capture its "
             "layer inputs).")
+    from ..zoo.registry import zoo_path
+
+    path = zoo_path(name)   # resolved (and verified) once, handed to the reader of its format
     if kind == "bert":
-        return _bert_inputs(name, max_tokens)
+        return _bert_inputs(path, max_tokens)
     if kind == "gguf-decoder":
-        return _gguf_decoder_inputs(name, max_tokens)
+        return _gguf_decoder_inputs(path, max_tokens)
     if kind == "marian":
-        return _marian_inputs(name, max_tokens)
-    return _onnx_inputs(name, kind, max_tokens)
+        return _marian_inputs(path, max_tokens)
+    return _onnx_inputs(path, kind, max_tokens)
 
 
 def variance_measures(m: dict) -> dict[str, float]:
