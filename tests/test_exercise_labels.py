@@ -28,6 +28,17 @@ def test_every_exercise_in_the_book_has_a_label_entry_and_every_entry_an_exercis
     raw = yaml.safe_load((ROOT / "data" / "chapters.yaml").read_text(encoding="utf-8"))
     for ch, ks in el.book_exercise_labels().items():
         assert list((raw[ch] or {}).get("exercises", {})) == ks, ch
+    reg.check_exercises()   # the package's own check agrees
+
+
+def test_a_chapter_whose_exercises_have_no_entry_is_refused_in_one_line_with_the_fix(tmp_path):
+    (tmp_path / "a.md").write_text(":::{exercise}\n:label: ex-a-1\nx\n:::\n\n:::{exercise}\n:label: ex-a-2\ny\n:::\n")
+    entry = {"difficulty": 1, "importance": "core", "minutes": 5}
+    with pytest.raises(ValueError, match=r"a: .*add \['ex-a-2'\] under its exercises") as err:
+        reg.check_exercises(tmp_path, {"a": {"exercises": {"ex-a-1": entry}}})
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match=r"a: .*remove \['ex-a-3'\]"):
+        reg.check_exercises(tmp_path, {"a": {"exercises": {"ex-a-1": entry, "ex-a-2": entry, "ex-a-3": entry}}})
 
 
 def test_no_exercise_was_lost_when_the_labels_moved_into_the_registry():

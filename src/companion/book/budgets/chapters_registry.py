@@ -21,7 +21,7 @@ from ...base.paths import ROOT
 
 __all__ = ["REGISTRY_FILE", "LIMITS_FILE", "READINGS", "COSTS", "LIMIT_KEYS", "IMPORTANCE", "DIFFICULTY",
            "REFERENCES", "toc_pages", "load_registry", "check_registry", "lecture_chapters", "budgets",
-           "exercises", "registered_checks", "limits"]
+           "exercises", "check_exercises", "registered_checks", "limits"]
 
 REGISTRY_FILE = ROOT / "data" / "chapters.yaml"
 LIMITS_FILE = ROOT / "data" / "limits.yaml"
@@ -140,6 +140,26 @@ def exercises(registry: dict | None = None) -> dict[str, dict]:
                                  f"{out[label]['chapter']} and {page}; keep it under the page that holds it")
             out[label] = {**ex, "chapter": page}
     return out
+
+
+def check_exercises(book: Path | str = ROOT / "book", registry: dict | None = None) -> None:
+    """Refuse a page whose ``{exercise}`` labels differ from its entry's ``exercises`` (one
+    line naming the page, the labels and the fix)."""
+    import re
+
+    registry = load_registry() if registry is None else registry
+    for page, entry in registry.items():
+        source = Path(book) / f"{page}.md"
+        text = source.read_text(encoding="utf-8") if source.is_file() else ""
+        found = re.findall(r"^:{3,}\{exercise\}[^\n]*\n:label: (\S+)", text, re.M)
+        listed = list((entry.get("exercises") or {}))
+        if found != listed:
+            missing, stale = [k for k in found if k not in listed], [k for k in listed if k not in found]
+            raise ValueError(
+                f"{REGISTRY_FILE.name}: {page}: the exercises of book/{page}.md are {found}, its entry lists "
+                f"{listed}; " + (f"add {missing} under its exercises: with difficulty, importance, minutes; "
+                                 if missing else "") + (f"remove {stale}; " if stale else "")
+                + "keep them in the chapter's order")
 
 
 def registered_checks(registry: dict | None = None) -> list[dict]:
