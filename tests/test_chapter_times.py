@@ -39,6 +39,23 @@ def test_each_chapter_computes_its_verdicts_in_an_empty_cache_of_its_own(tmp_pat
     assert not seen.exists(), "the chapter's private cache is left behind"
 
 
+def test_the_child_that_runs_a_chapter_imports_neither_the_package_nor_torch_nor_pandas(tmp_path):
+    """Each chapter's child process starts only its kernel: importing this module there would
+    import torch and pandas first, which the kernel then imports again."""
+    import subprocess
+    import sys
+
+    from companion.book.budgets.chapter_times import CHILD
+
+    name = chapter(tmp_path, "lean", f"from pathlib import Path\nPath({str(tmp_path / 'ran')!r}).write_text('yes')")
+    probe = CHILD + "print(sorted({'companion', 'torch', 'pandas'} & set(sys.modules)))\n"
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / f"{name}.md"), "120"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "ran").read_text() == "yes"   # the chapter's cell ran in its kernel
+
+
 def test_a_failing_assert_stops_the_chapter_and_is_named(tmp_path):
     name = chapter(tmp_path, "bad", "assert 1 + 1 == 3, 'arithmetic'")
     t = time_chapter(name, "ci", budget=120, book=tmp_path)

@@ -75,13 +75,23 @@ class Timing:
 
 
 def _execute(path: Path, cell_timeout: int) -> None:
-    """Run every cell of one chapter in a fresh kernel (called in a child process)."""
+    """Run every cell of one chapter in a fresh kernel (what :data:`CHILD` does in a child process)."""
     import jupytext
     from nbclient import NotebookClient
 
     nb = jupytext.read(path)
     NotebookClient(nb, timeout=cell_timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+
+
+#: the child process that runs a chapter (``python -c CHILD <chapter.md> <seconds>``): the
+#: body of :func:`_execute`, importing jupytext and nbclient only.  Importing this module there
+#: would import torch and pandas first (2 s of CPU before each chapter's kernel starts, which
+#: the kernel imports again itself)
+CHILD = ("import sys\nfrom pathlib import Path\nimport jupytext\nfrom nbclient import NotebookClient\n"
+         "path = Path(sys.argv[1])\nnb = jupytext.read(path)\n"
+         "NotebookClient(nb, timeout=int(float(sys.argv[2])), kernel_name='python3',\n"
+         "               resources={'metadata': {'path': str(path.parent)}}).execute()\n")
 
 
 def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> Timing:
@@ -102,8 +112,7 @@ def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> T
 
 def _time_in(chapter: str, size: str, budget: float, path: Path, env: dict) -> Timing:
     """:func:`time_chapter`'s run of the chapter at ``path`` in a child process with ``env``."""
-    cmd = [sys.executable, "-c", "import sys; from pathlib import Path; from companion.book.budgets.chapter_times import _execute; "
-           "_execute(Path(sys.argv[1]), int(float(sys.argv[2])))", str(path), str(budget)]
+    cmd = [sys.executable, "-c", CHILD, str(path), str(budget)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=path.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
