@@ -152,3 +152,404 @@ def test_a_bool_is_never_worded_as_a_number(value):
     from companion.judge.sentences_words import MISSING, _num
 
     assert _num(value, ".3f") == MISSING
+
+
+# ============================================================ 1. inputs that are not files: no hang, one line
+
+def _run_copy(tmp_path) -> Path:
+    import shutil
+
+    src = DATA / "charsv4-bert-mini-encoder-standard-s70"
+    run = tmp_path / src.name
+    run.mkdir()
+    for name in ("history.csv", "provenance.json"):
+        shutil.copyfile(src / name, run / name)
+    return run
+
+
+def _fifo_in_place_of(path: Path) -> Path:
+    if path.exists():
+        path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def _read_run_prov(tmp_path):
+    from companion.train.runner.provenance import read_run
+
+    run = _run_copy(tmp_path)
+    return _fifo_in_place_of(run / "provenance.json"), lambda: read_run(run)
+
+
+def _read_run_hist(tmp_path):
+    from companion.train.runner.provenance import read_run
+
+    run = _run_copy(tmp_path)
+    return _fifo_in_place_of(run / "history.csv"), lambda: read_run(run)
+
+
+def _catalogue_prov(tmp_path):
+    from companion.train.runner.runs import read_provenance
+
+    run = _run_copy(tmp_path)
+    return _fifo_in_place_of(run / "provenance.json"), lambda: read_provenance(run)
+
+
+def _rules(tmp_path):
+    from companion.rules.rulebook import load_rules
+
+    path = _fifo_in_place_of(tmp_path / "verdict_rules.yaml")
+    return path, lambda: load_rules(path)
+
+
+def _rules_for_changes(tmp_path):
+    from companion.book.site.changes import load_rules
+
+    path = _fifo_in_place_of(tmp_path / "verdict_rules.yaml")
+    return path, lambda: load_rules(path)
+
+
+def _catalog(tmp_path):
+    from companion.zoo.catalog import load_catalog
+
+    path = _fifo_in_place_of(tmp_path / "catalog.csv")
+    return path, lambda: load_catalog(path)
+
+
+def _glue(tmp_path):
+    from companion.book.editions.slides import _read_glue
+
+    path = _fifo_in_place_of(tmp_path / "ch.glue.json")
+    return path, lambda: _read_glue(path)
+
+
+FIFO_READERS = {"a run's provenance": _read_run_prov, "a run's history": _read_run_hist,
+                "the run catalogue's provenance": _catalogue_prov, "the rules file": _rules,
+                "the rules file of the changes page": _rules_for_changes, "the zoo catalog": _catalog,
+                "a deck's glue store": _glue}
+
+
+@pytest.mark.parametrize("reader", list(FIFO_READERS), ids=list(FIFO_READERS))
+def test_a_fifo_in_place_of_an_input_is_refused_at_once_in_one_line(tmp_path, reader):
+    import time
+
+    fifo, read = FIFO_READERS[reader](tmp_path)
+    t0 = time.monotonic()
+    with within(10, fifo), pytest.raises((CompanionError, ValueError)) as err:
+        read()
+    assert time.monotonic() - t0 < 5, "blocked on the FIFO until it was released"
+    assert "FIFO" in _one_line(err), err.value
+
+
+def test_a_glue_store_of_a_build_that_is_a_fifo_is_skipped_at_once(tmp_path):
+    import time
+
+    from companion.book.site.executions import _read_store
+
+    fifo = _fifo_in_place_of(tmp_path / "ch.glue.json")
+    t0 = time.monotonic()
+    with within(10, fifo):
+        assert _read_store(fifo) == {}
+    assert time.monotonic() - t0 < 5
+
+
+# ============================================================ 2. pages of the table of contents outside the book
+
+def _book(tmp_path, entries: list[str]) -> Path:
+    from companion.book.site.chapters import JUPYTEXT_HEADER
+
+    root = tmp_path / "root"
+    (root / "book").mkdir(parents=True)
+    (root / "_config.yml").write_text("repository:\n  url: https://github.com/o/r\n")
+    page = JUPYTEXT_HEADER + "\n# A page\n\n```{code-cell} ipython3\n1\n```\n"
+    (root / "book" / "intro.md").write_text(page)
+    for e in entries:
+        src = (root / f"{e}.md")
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text(page)
+    toc = "format: jb-book\nroot: book/intro\nchapters:\n" + "".join(f"- file: {e}\n" for e in entries)
+    (root / "_toc.yml").write_text(toc)
+    return root
+
+
+@pytest.mark.parametrize("entry", ["../outside/evil", "book/../../outside/evil", "book/../../../x"])
+def test_a_notebook_is_never_written_outside_its_folder_for_a_page_outside_the_book(tmp_path, entry):
+    from companion.book.editions.notebooks import write_notebooks
+
+    (tmp_path / "outside").mkdir()
+    root = _book(tmp_path, [entry])
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    with pytest.raises(ValueError) as err:
+        write_notebooks(root, root / "nb", executions=None, ref="main")
+    assert entry in _one_line(err)
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_an_empty_page_entry_is_named():
+    from companion.book.site.chapters import toc_docnames
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n- file: ''\n")
+        with pytest.raises(ValueError, match="empty") as err:
+            toc_docnames(d)
+        _one_line(err)
+
+
+def test_two_chapters_of_one_file_name_never_write_one_deck_over_the_other(tmp_path):
+    from companion.book.editions.slides import SlideError, build_slides
+
+    root = _book(tmp_path, ["book/part1/results", "book/part2/results"])
+    (root / "_build" / "jupyter_execute").mkdir(parents=True)
+    with pytest.raises(SlideError) as err:
+        build_slides(root, tmp_path / "decks")
+    text = _one_line(err)
+    assert "book/part1/results" in text and "book/part2/results" in text
+    assert not (tmp_path / "decks").exists()
+
+
+# ============================================================ 3. scores no run can have, read as the run's
+
+@pytest.mark.parametrize("quantity, value", [("symmetry", 7.0), ("symmetry", float("inf")), ("symmetry", float("nan")),
+                                             ("directionality", -1.5), ("directionality", float("-inf"))])
+def test_a_score_outside_minus_one_to_one_is_refused_naming_the_run(tmp_path, quantity, value):
+    from companion.train.runner.provenance import read_run
+
+    run = _run_copy(tmp_path)
+    h = pd.read_csv(run / "history.csv")
+    rows = h.index[(h.quantity == quantity) & (h.step == h.step.max())]
+    h.loc[rows[0], "value"] = value
+    h.to_csv(run / "history.csv", index=False)
+    with pytest.raises(CompanionError) as err:
+        read_run(run)
+    text = _one_line(err)
+    assert run.name in text and quantity in text, text
+
+
+def test_the_real_runs_have_their_scores_between_minus_one_and_one():
+    from companion.train.runner.provenance import read_run
+
+    run = DATA / "charsv4-bert-mini-encoder-standard-s70"
+    h, _ = read_run(run)
+    raw = pd.read_csv(run / "history.csv")
+    scores = raw[raw.quantity.isin(["symmetry", "directionality"])]["value"]
+    assert len(h) == len(raw) and scores.abs().max() <= 1
+
+
+# ============================================================ 4. the statistics of the verdict engine
+
+@pytest.mark.parametrize("values", [[True, False, True], ["0.1", "0.2", "0.3"], [[0.1, 0.2], [0.3, 0.4]]],
+                         ids=["bools", "text", "a table"])
+def test_values_that_are_not_one_number_per_seed_are_refused(values):
+    from companion.rules.statistics import one_sample_t
+
+    with pytest.raises(ValueError) as err:
+        one_sample_t(values)
+    _one_line(err)
+
+
+def test_the_t_interval_is_scipy_s():
+    from scipy import stats
+
+    from companion.rules.statistics import one_sample_t
+
+    v = [0.12, 0.31, 0.25, 0.08]
+    est = one_sample_t(np.array(v), level=0.9)
+    low, high = stats.t.interval(0.9, len(v) - 1, loc=np.mean(v), scale=stats.sem(v))
+    assert (est.low, est.high) == pytest.approx((low, high), rel=1e-12)
+
+
+def test_a_paired_t_pairs_by_seed_not_by_position():
+    from companion.rules.statistics import paired_t
+
+    a = pd.Series([1.0, 2.0, 3.0], index=[10, 11, 12])
+    b = pd.Series([0.5, 0.0, 0.0], index=[12, 11, 10])
+    assert paired_t(a, b).values == pytest.approx((1.0, 2.0, 2.5))
+
+
+@pytest.mark.parametrize("p", [[0.01, 1.5], [-0.01, 0.5], ["0.01", "0.5"], [True, 0.2]],
+                         ids=["above one", "negative", "text", "a bool"])
+def test_holm_refuses_what_is_not_a_p_value(p):
+    from companion.rules.statistics import holm
+
+    with pytest.raises(ValueError) as err:
+        holm(p)
+    _one_line(err)
+
+
+def test_holm_is_the_step_down_adjustment_worked_by_hand():
+    from companion.rules.statistics import holm
+
+    # p sorted 0.01 < 0.02 < 0.04: 3 x 0.01, max(0.03, 2 x 0.02), max(0.04, 1 x 0.04)
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+
+
+@pytest.mark.parametrize("t", [1.5, -0.2, float("nan")])
+def test_a_spending_function_is_never_read_outside_its_information_fractions(t):
+    from companion.rules.sequential import spending
+
+    with pytest.raises(ValueError) as err:
+        spending(t, 0.05)
+    _one_line(err)
+
+
+@pytest.mark.parametrize("kind", ["obrien-fleming", "pocock"])
+def test_a_spending_function_spends_alpha_at_the_end_and_less_before(kind):
+    from companion.rules.sequential import spending
+
+    spent = spending([0.25, 0.5, 1.0], 0.05, kind)
+    assert spent[-1] == pytest.approx(0.05) and np.all(np.diff(spent) > 0)
+
+
+@pytest.mark.parametrize("low, high, sesoi", [(0.5, 0.1, 0.05), (0.1, 0.5, -0.05), (0.1, 0.5, 0.0),
+                                              (float("nan"), 0.5, 0.05), (0.1, 0.5, True)],
+                         ids=["ends reversed", "negative yardstick", "zero yardstick", "nan end", "yardstick a bool"])
+def test_an_outcome_is_never_read_from_an_interval_or_yardstick_that_is_not_one(low, high, sesoi):
+    from companion.rules.statistics import interval_outcome
+
+    with pytest.raises(ValueError) as err:
+        interval_outcome(low, high, sesoi)
+    _one_line(err)
+
+
+# ============================================================ 5. the command line: an empty name is no folder
+
+def _cli(argv, capsys):
+    from companion import cli
+
+    try:
+        rc = cli.main(argv)
+    except SystemExit as exc:
+        rc = exc.code
+    err = capsys.readouterr().err.strip().splitlines()
+    return rc, (err[-1] if err else "")
+
+
+@pytest.mark.parametrize("out", ["", "   "])
+@pytest.mark.parametrize("extra", [[], ["--overwrite"]])
+def test_train_into_an_empty_out_is_refused_and_the_current_folder_untouched(tmp_path, monkeypatch, capsys, out, extra):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / ".cache"))
+    for name in ("history.csv", "provenance.json", "checkpoint.pt"):
+        (tmp_path / name).write_text(SECRET)
+    with within(60):   # (--lr nan, refused later, keeps a build that took the name from training here)
+        rc, last = _cli(["train", "--steps", "1", "--out", out, *extra, "--lr", "nan"], capsys)
+    assert rc == 2 and "--out" in last and "empty" in last, last
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".cache") == ["checkpoint.pt", "history.csv",
+                                                                               "provenance.json"]
+    assert all((tmp_path / n).read_text() == SECRET for n in ("history.csv", "provenance.json", "checkpoint.pt"))
+
+
+@pytest.mark.parametrize("flag", ["--out", "--catalog", "--local-dir"])
+def test_survey_with_an_empty_path_is_refused_naming_the_option(tmp_path, monkeypatch, capsys, flag):
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
+    paths = {"--out": str(tmp_path / "s"), "--local-dir": str(tmp_path), "--catalog": str(ROOT / "data" / "catalog.csv")}
+    paths[flag] = ""   # the others name real places; --only an unknown key, so nothing is ever scored
+    argv = ["survey", "--offline", "--only", "no-such-key", *[x for f, v in paths.items() for x in (f, v)]]
+    rc, last = _cli(argv, capsys)
+    assert rc == 2 and flag in last and "empty" in last, last
+    assert list(work.iterdir()) == [] and not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_survey_names_a_catalog_that_is_not_a_file_for_what_it_is(tmp_path, monkeypatch, capsys, kind):
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
+    cat = tmp_path / "catalog.csv"
+    os.mkfifo(cat) if kind == "fifo" else cat.mkdir()
+    with within(20, cat):
+        rc, last = _cli(["survey", "--offline", "--catalog", str(cat), "--out", str(tmp_path / "s")], capsys)
+    assert rc == 2 and "no such file" not in last and ("FIFO" in last or "folder" in last), last
+
+
+# ============================================================ 6. the run packer of the run scripts
+
+@pytest.mark.parametrize("line, says", [("..  --steps 5", "'..'"), (".  --steps 5", "'.'"),
+                                        ("a --corpus 'kjv --steps 5", "quot"),
+                                        ("run.log --steps 5", "run.log"), ("pack_summary.json --steps 5", "pack_summary")],
+                         ids=["parent", "itself", "open quote", "a log's name", "the summary's name"])
+def test_a_jobs_line_whose_run_would_leave_its_folder_or_collide_is_refused_by_line(line, says):
+    from companion.train.runner.pack import parse_jobs
+
+    with pytest.raises(CompanionError) as err:
+        parse_jobs(f"ok --steps 5\n{line}\n")
+    text = _one_line(err)
+    assert "line 2" in text and says in text, text
+
+
+def test_a_jobs_file_of_plain_names_is_read_as_written():
+    from companion.train.runner.pack import parse_jobs
+
+    jobs = parse_jobs("# a comment\n\nenc-s1 --mode encoder --seed 1\ndec.s1 --mode decoder --log 'a b.txt'\n")
+    assert [(j.name, j.args) for j in jobs] == [("enc-s1", ["--mode", "encoder", "--seed", "1"]),
+                                                ("dec.s1", ["--mode", "decoder", "--log", "a b.txt"])]
+
+
+@pytest.mark.parametrize("deadline", [float("nan"), float("inf"), 0.0, -5.0])
+def test_a_deadline_that_could_never_stop_a_run_is_refused_before_any_starts(tmp_path, deadline):
+    from companion.train.runner.pack import parse_jobs, run_packed
+
+    with pytest.raises(CompanionError) as err:
+        run_packed(parse_jobs("a --steps 1\n"), tmp_path / "out", 1, deadline, python="/bin/false")
+    assert "--deadline" in _one_line(err)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("gib", ["nan", "-1", "0"])
+def test_a_memory_per_run_that_is_no_size_is_refused_in_one_line(tmp_path, monkeypatch, capsys, gib):
+    from companion.train.runner.pack import main
+
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
+
+    jobs = tmp_path / "jobs.txt"
+    jobs.write_text("a --steps 1\n")
+    with pytest.raises(SystemExit) as exit_:
+        main([str(jobs), "--out", str(tmp_path / "out"), "--gib-per-run", gib])
+    assert exit_.value.code == 2
+    assert "--gib-per-run" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "out").exists()
+
+
+# ============================================================ 7. caches: another entry's table under this name
+
+def _survey_table(key: str) -> pd.DataFrame:
+    return pd.DataFrame({"key": [key] * 2, "hub_id": [f"o/{key}"] * 2, "component": ["self"] * 2, "role": ["encoder"] * 2,
+                         "layer": [0, 1], "head": [-1, -1], "level": ["layer"] * 2, "pairing": ["grouped"] * 2,
+                         "symmetry": [0.1, 0.2], "directionality": [0.0, -0.1]})
+
+
+def test_another_model_s_cached_table_copied_to_a_model_s_name_is_not_trusted(tmp_path):
+    import shutil
+
+    from companion.survey.table_cache import _write_atomic, cache_problem, checksum_path
+
+    a, b = tmp_path / "alpha.csv", tmp_path / "beta.csv"
+    _write_atomic(_survey_table("alpha"), a)
+    shutil.copyfile(a, b)
+    shutil.copyfile(checksum_path(a), checksum_path(b))
+    assert cache_problem(a, key="alpha") is None
+    problem = cache_problem(b, key="beta")
+    assert problem is not None and "alpha" in problem
+
+
+def test_the_survey_union_never_counts_one_model_twice(tmp_path):
+    import shutil
+
+    from companion.survey.scoring import run_survey_entries
+    from companion.survey.table_cache import _write_atomic, checksum_path
+    from companion.zoo.catalog import load_catalog
+
+    cat = load_catalog().head(2)
+    k1, k2 = cat["key"].tolist()
+    models = tmp_path / "models"
+    _write_atomic(_survey_table(k1), models / f"{k1}.csv")
+    shutil.copyfile(models / f"{k1}.csv", models / f"{k2}.csv")
+    shutil.copyfile(checksum_path(models / f"{k1}.csv"), checksum_path(models / f"{k2}.csv"))
+    status = run_survey_entries(cat, out_dir=tmp_path, keys=[k1], online=False, progress=False)
+    assert status["status"].tolist() == ["cached"]
+    union = pd.read_csv(tmp_path / "scores.csv")
+    assert union["key"].tolist() == [k1, k1], union["key"].tolist()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from pathlib import Path
 
 import numpy as np
@@ -132,30 +131,7 @@ def read_range(path: Path, start: int, nbytes: int) -> np.ndarray:
 MAX_JSON_BYTES = 64 << 20
 
 
-def _kind(mode: int) -> str:
-    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
-            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "not a regular file")
-
-
-def regular_file(path: str | os.PathLike, what: str = "file") -> os.stat_result:
-    """``os.stat`` of ``path`` (links followed) when it is a regular file; else one clear
-    refusal.  Only regular files are read: a FIFO would block forever and a device such as
-    ``/dev/zero`` would never end."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise CompanionError(f"cannot read {what} {path}: {exc.strerror or exc}.") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise CompanionError(f"{what} {path} is {_kind(st.st_mode)}, not a regular file; only files on "
-                             "disk are read (a FIFO would block, a device would never end).")
-    try:   # unreadable is not invalid: a file the user may not read is named as such here,
-        # before a parser reports the failed read as a malformed file
-        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
-    except OSError as exc:
-        raise CompanionError(f"cannot read {what} {path}: {exc.strerror or exc}; check that the file is "
-                             "readable (its permissions, its owner, the disk).") from None
-    return st
+from ..base.paths import _kind, regular_file  # noqa: E402,F401  (the one check, kept importable here)
 
 
 def _read_json(path: Path, what: str, limit: int = MAX_JSON_BYTES) -> tuple[dict, int]:

@@ -49,6 +49,10 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
     from .verdicts import _when, check_earlier, load_unique
 
     path = Path(path) if path is not None else RULES_PATH
+    if path.exists() and not path.is_dir():   # a FIFO would block, a device never end
+        from ..base.paths import regular_file
+
+        regular_file(path, "the rules file")
     try:
         text = path.read_text()
     except FileNotFoundError:

@@ -71,6 +71,11 @@ def spending(t, alpha: float, kind: str = "obrien-fleming"):
     from scipy import stats
 
     t = np.asarray(t, dtype=float)
+    if not (np.isfinite(t).all() and ((t >= 0) & (t <= 1)).all()):
+        raise ValueError(f"an information fraction lies between 0 and 1; got {t.tolist()} (past 1 a spending "
+                         "function would spend more than alpha).")
+    if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
+        raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}.")
     if kind == "obrien-fleming":
         return 2 - 2 * stats.norm.cdf(stats.norm.ppf(1 - alpha / 2) / np.sqrt(t))
     if kind == "pocock":

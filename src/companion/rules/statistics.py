@@ -96,6 +96,12 @@ def one_sample_t(values, level: float = 0.95) -> Estimate:
 
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1); got {level}.")
+    raw = np.asarray(values, dtype=object if isinstance(values, (list, tuple)) else None)
+    if raw.ndim > 1:   # a table is not one value per seed: flattening it would count its cells as seeds
+        raise ValueError(f"need one value per seed (a flat list); got a table of shape {raw.shape}.")
+    if raw.dtype == bool or any(isinstance(x, (bool, np.bool_, str, bytes)) for x in raw.tolist()):
+        raise ValueError(f"need one number per seed; got {str(list(raw.tolist()))[:80]} (a bool or text is no "
+                         "seed's value).")
     v = np.asarray(values, dtype=float).ravel()
     if v.size == 0 or not np.isfinite(v).all():
         raise ValueError(f"need at least one finite value per seed; got {values!r}.")
@@ -177,6 +183,10 @@ def interval_outcome(low: float, high: float, sesoi: float) -> str:
     meets, its ends and the yardstick compared after rounding to
     :data:`DIGITS` significant digits (a low end equal to ``sesoi``
     holds).  Every directional claim is read by this function, at a look or once."""
+    if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+        raise ValueError(f"[{low}, {high}] is not an interval (finite ends, low <= high); read the estimate again.")
+    if not (isinstance(sesoi, (int, float)) and not isinstance(sesoi, bool) and math.isfinite(sesoi) and sesoi > 0):
+        raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}.")
     r = lambda x: float(f"{x:.{DIGITS}g}")  # noqa: E731
     hits = [k for k, v in outcome_conditions(r(low), r(high), r(sesoi)).items() if v]
     if len(hits) != 1:  # unreachable for a finite interval: the conditions partition it
@@ -438,7 +448,10 @@ def p_below(est: Estimate, value: float = 0.0) -> float:
 def holm(pvalues) -> np.ndarray:
     """Holm's step-down adjusted p-values (family-wise error rate); NaN entries stay NaN
     and do not count towards the family's size."""
-    p = np.asarray(pvalues, dtype=float)
+    p = np.asarray(pvalues, dtype=float) if not any(isinstance(x, (str, bytes, bool)) for x in
+                                                    np.asarray(pvalues, dtype=object).ravel().tolist()) else None
+    if p is None or p.ndim != 1 or ((p < 0) | (p > 1)).any():
+        raise ValueError(f"Holm's adjustment needs a list of p-values between 0 and 1; got {str(pvalues)[:80]}.")
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(np.isfinite(p))
     m = ok.size

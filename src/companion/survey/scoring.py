@@ -169,7 +169,7 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
         row = {"key": entry["key"], "hub_id": entry["hub_id"], "status": "", "reason": "",
                "source": "", "seconds": 0.0}
         t0 = time.perf_counter()
-        problem = cache_problem(path) if path.exists() and not force else None
+        problem = cache_problem(path, key=str(entry["key"])) if path.exists() and not force else None
         if path.exists() and not force and problem is None:
             row.update(status="cached", reason=f"already in {path.name} (use --force to redo)")
         else:
@@ -197,7 +197,7 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
     _write_atomic(status, out_dir / "status.csv")
     files = sorted((out_dir / "models").glob("*.csv")) if (out_dir / "models").exists() else []
     # only tables that match their checksum go into the union
-    files = [f for f in files if cache_problem(f) is None]
+    files = [f for f in files if cache_problem(f, key=f.stem) is None]
     if files:
         _write_atomic(pd.concat([pd.read_csv(f) for f in files], ignore_index=True),
                       out_dir / "scores.csv")
@@ -237,9 +237,16 @@ def _check_survey_options(args: argparse.Namespace) -> None:
     """Refuse bad options before any model is read: one line naming the option and the fix."""
     from ..base.outputs import check_writable
 
-    if args.catalog is not None and not Path(args.catalog).is_file():
+    for flag, value in (("--out", args.out), ("--local-dir", args.local_dir), ("--catalog", args.catalog)):
+        if value is not None and not str(value).strip():
+            raise CompanionError(f"{flag} is empty (an unset variable?); give a path, or leave {flag} out.")
+    if args.catalog is not None and not Path(args.catalog).exists():
         raise CompanionError(f"--catalog {args.catalog}: no such file; pass a catalog CSV "
                              "(default: data/catalog.csv).")
+    if args.catalog is not None:   # a folder, FIFO or device is named as such
+        from ..base.paths import regular_file
+
+        regular_file(args.catalog, "--catalog")
     if args.local_dir is not None and not Path(args.local_dir).is_dir():
         raise CompanionError(f"--local-dir {args.local_dir}: no such folder; pass the folder "
                              "that holds <key>/ or <owner>--<name>/ checkpoints.")

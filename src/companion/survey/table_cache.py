@@ -45,8 +45,10 @@ def _write_atomic(df: pd.DataFrame, path: Path) -> None:
     write_atomic(checksum_path(path), lambda f: f.write(json.dumps(meta, indent=1) + "\n"))
 
 
-def cache_problem(path: Path, required=REQUIRED_COLUMNS) -> str | None:
-    """Why the cached table ``path`` cannot be trusted, or ``None`` when it checks out."""
+def cache_problem(path: Path, required=REQUIRED_COLUMNS, key: str | None = None) -> str | None:
+    """Why the cached table ``path`` cannot be trusted, or ``None`` when it checks out; with
+    ``key``, a table of one model must hold that model's rows only (another model's table and
+    checksum copied to its name would pass every other check, and count that model twice)."""
     side = checksum_path(path)
     if not side.exists():
         return f"{side.name} is missing"
@@ -68,6 +70,10 @@ def cache_problem(path: Path, required=REQUIRED_COLUMNS) -> str | None:
     missing = [c for c in required if c not in df.columns]
     if missing:
         return f"it lacks the columns {missing}"
+    if key is not None and "key" in df.columns:
+        other = sorted({str(k) for k in df["key"]} - {key})
+        if other:
+            return f"it holds rows of {other[0]!r}, not of {key!r} (another model's table under this name)"
     return None
 
 

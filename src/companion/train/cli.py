@@ -98,9 +98,21 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="replace a finished or interrupted run in OUT (otherwise refused)")
     p.add_argument("--keep-checkpoint", action="store_true",
                    help="keep OUT/checkpoint.pt after the run finishes (deleted by default)")
-    p.add_argument("--out", required=True, help="run directory for history.csv and provenance.json")
+    p.add_argument("--out", required=True, type=_folder_named("--out"),
+                   help="run directory for history.csv and provenance.json")
     p.add_argument("--log", default=None, help="append progress lines to this file")
     return p
+
+
+def _folder_named(flag: str):
+    """An argparse type refusing an empty or blank folder name: ``--out "$RUN"`` with ``RUN`` unset
+    would train into (and, with --overwrite, delete the run files of) the current folder."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{flag} is empty (an unset variable?); give the run's own folder, "
+                                             "such as runs/my-run")
+        return text
+    return parse
 
 
 def _positive(flag: str, what: str, hint: str = ""):

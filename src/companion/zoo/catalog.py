@@ -158,6 +158,9 @@ def load_catalog(path: str | Path | None = None) -> pd.DataFrame:
     path = Path(path) if path is not None else DATA_DIR / "catalog.csv"
     if not path.exists():
         raise ValueError(f"no catalog at {path}; pass the path of a catalog CSV.")
+    from ..base.paths import regular_file
+
+    regular_file(path, "the catalog")   # a FIFO would block, a device never end
     try:
         cat = pd.read_csv(path, dtype={"revision": str, "local": str, "notes": str,
                                        "known_problems": str, "printed_names": str})

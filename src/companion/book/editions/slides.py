@@ -111,6 +111,9 @@ def _read_glue(path: Path) -> dict:
     from ...base.errors import CompanionError
 
     fix = "rebuild the book (make book) to write it again."
+    from ...base.paths import regular_file
+
+    regular_file(path, "the glue store")   # a FIFO would block, a device never end
     try:
         glue = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
@@ -145,6 +148,12 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder; give a folder for the decks (it is kept as it is).")
     chapters = book_chapters(root)   # checked before anything is written
+    by_name: dict[str, str] = {}
+    for ch in chapters:   # decks are named by the chapter's file name: two of one name would overwrite
+        other = by_name.setdefault(Path(ch.docname).name, ch.docname)
+        if other != ch.docname:
+            raise SlideError(f"{other} and {ch.docname} would both be the deck {Path(ch.docname).name}.slides.html, "
+                             "the second overwriting the first; rename one of the two chapters.")
     found = find(chapters, sources)
     for ch in chapters:
         if found[ch.docname].notebook is None:

@@ -41,7 +41,10 @@ def load_rules(path: Path | str) -> dict:
     from ...base.bounded_yaml import TooDeep, load_bounded
     from ...base.errors import CompanionError
 
+    from ...base.paths import regular_file
+
     try:
+        regular_file(path, "the rules file")   # a FIFO would block, a device never end
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise CompanionError(f"{path}: cannot read the rules file ({type(err).__name__}: "

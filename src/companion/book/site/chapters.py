@@ -82,6 +82,12 @@ def toc_docnames(root: Path | str = ".") -> list[str]:
                 walk(child)
 
     walk(toc)
+    for n in names:   # every page lies in the book: its notebook, deck and student copy are written under --out
+        if not n:
+            raise ValueError(f"{toc_path}: a file entry is empty; give each page's path, such as book/intro.")
+        if ".." in n.split("/") or "\\" in n or n.startswith("~") or Path(n).is_absolute():
+            raise ValueError(f"{toc_path}: the entry {n!r} leaves the book's folder; list pages by their path "
+                             "under the repository root, such as book/intro.")
     seen: set[str] = set()
     return [n for n in names if not (n in seen or seen.add(n))]
 

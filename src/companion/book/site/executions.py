@@ -117,7 +117,10 @@ def _has_outputs(nb) -> bool:
 def _read_store(path: Path) -> dict:
     """A ``.glue.json`` store, or {} where it cannot be read as one (the other executions
     may still answer; a name answered by none is an error later, naming it)."""
+    from ...base.paths import regular_file
+
     try:
+        regular_file(path, "the glue store")   # a FIFO would block, a device never end
         store = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -84,11 +85,17 @@ def parse_jobs(text: str) -> list[Job]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        parts = shlex.split(line)
+        try:
+            parts = shlex.split(line)
+        except ValueError as err:   # an unclosed quote
+            raise CompanionError(f"jobs line {i}: {err} ({line[:60]!r}); close the quote or remove it.") from None
         name, args = parts[0], parts[1:]
-        if not NAME.match(name):
+        if not NAME.match(name) or set(name) <= {"."}:   # '..' would be OUT's parent, '.' OUT itself
             raise CompanionError(f"jobs line {i}: run name {name!r} must be a plain folder name "
-                                 "(letters, digits, '.', '_', '-').")
+                                 "(letters, digits, '.', '_', '-'; not '.' or '..').")
+        if name.endswith(".log") or name == "pack_summary.json":
+            raise CompanionError(f"jobs line {i}: run name {name!r} is the name of a file the packer writes "
+                                 "(each run's NAME.log, pack_summary.json); choose another name.")
         if name in seen:
             raise CompanionError(f"jobs line {i}: run name {name!r} appears twice; each run needs its own folder.")
         if not args:
@@ -149,8 +156,9 @@ def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, pyt
     """Run ``jobs`` (in order of priority) as processes under ``out``; see the module's docstring."""
     if parallel < 1:
         raise CompanionError(f"--parallel must be >= 1; got {parallel}.")
-    if deadline_s <= 0:
-        raise CompanionError(f"--deadline must be a positive number of seconds; got {deadline_s}.")
+    if not (isinstance(deadline_s, (int, float)) and math.isfinite(deadline_s) and deadline_s > 0):
+        raise CompanionError(f"--deadline must be a positive number of seconds; got {deadline_s}"
+                             " (a NaN or infinite deadline would never stop a run).")
     taken = [j.name for j in jobs if (out / j.name / "history.csv").exists()]
     if taken:
         raise CompanionError(f"{out} already holds finished runs {', '.join(taken)}; "
@@ -236,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gib-per-run", type=float, default=2.0,
                    help="device memory one run needs (GiB; BERT-Mini with a CUDA context is well under 2)")
     a = p.parse_args(argv)
+    if not (math.isfinite(a.gib_per_run) and a.gib_per_run > 0):
+        p.error(f"--gib-per-run must be a positive number of GiB; got {a.gib_per_run}.")
     try:
         path = Path(a.jobs)
         if not path.is_file():

@@ -66,6 +66,14 @@ def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
     run = Path(run_dir)
     if not (run / "history.csv").exists():
         raise FileNotFoundError(f"{run} holds no history.csv; is it a run directory?")
+    from ...base.paths import regular_file
+
+    for name in ("history.csv", "provenance.json"):   # a FIFO would block, a device never end
+        if (run / name).exists():
+            try:
+                regular_file(run / name, f"run {run.name}'s")
+            except CompanionError as err:
+                raise CompanionError(f"{err} Copy {name} again from the run's work folder, or move {run} away.") from None
     try:
         provenance = json.loads((run / "provenance.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -170,6 +178,16 @@ def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFr
     if hist["quantity"].isna().any():
         raise CompanionError(f"run {run.name}: its history.csv has a row without a quantity (line "
                              f"{int(np.flatnonzero(hist['quantity'].isna())[0]) + 2}): {fix}.")
+    # the symmetry score (Eq. 16) and the directionality score (Eq. 17) lie in [-1, 1]: a value
+    # outside it, infinite or missing is an edit or a broken run, never the run's score
+    names = hist["quantity"].astype(str)
+    score = (names.str.endswith("symmetry") | names.str.endswith("directionality")).to_numpy()
+    values = hist["value"].to_numpy(dtype=float)
+    off = score & ~(np.abs(values) <= 1 + 1e-6)
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise CompanionError(f"run {run.name}: its history.csv gives {names.iloc[i]} the value {values[i]:g} (line "
+                             f"{i + 2}), which no score between -1 and 1 can have: {fix}.")
     key = ["step", "quantity", "layer", "head"]
     twice = hist.duplicated(key, keep=False)
     if twice.any():

@@ -94,6 +94,10 @@ def read_provenance(d: Path) -> dict:
     from ...base.errors import CompanionError
 
     path = Path(d) / "provenance.json"
+    if path.exists():   # a FIFO would block, a device never end
+        from ...base.paths import regular_file
+
+        regular_file(path, "the run's provenance")
     try:
         prov = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
