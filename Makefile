@@ -190,8 +190,10 @@ slides-check: env
 student-check: env
 	@$(PY) -m pytest --reader-checks -p no:cacheprovider -ra tests/reader/test_student_edition.py
 
+# both files in one process, one browser: each page is loaded once per size that its
+# checks read it at (tests/reader/conftest.py); the ten slowest checks are named
 browser-check: env
-	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra \
+	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra --durations=10 \
 		tests/reader/test_rendered_site.py tests/reader/test_reader_pages.py; \
 		rc=$$?; echo "test: browser check took $$(( $$(date +%s) - t )) s"; exit $$rc
 	@echo "screenshots: $(CURDIR)/_build/screenshots/"

@@ -168,17 +168,97 @@ def audit(axe):
         print(f"\naccessibility audit: {len(times)} page(s) in {sum(times):.1f} s")
 
 
+#: the sizes the checks read pages at: ``window`` is the browser's own window (1280 x 1600, no
+#: emulation), ``reader`` a reader's desktop column (1300 x 1000), ``phone`` a phone (390 x 844)
+VIEWPORTS = {"window": None, "reader": (1300, 1000, False), "phone": (390, 844, True)}
+
+#: waits until MathJax has typeset the page and every image has finished loading
+_SETTLED = """
+    const done = arguments[arguments.length - 1];
+    const images = Array.from(document.images).map(img => img.complete ? null :
+        new Promise(r => { img.onload = img.onerror = r; })).filter(Boolean);
+    const math = (window.MathJax && MathJax.startup && MathJax.startup.promise)
+        ? MathJax.startup.promise : Promise.resolve();
+    Promise.all([math, ...images]).then(() => done(true), () => done(false));
+"""
+
+
+class Pages:
+    """Pages of the served site, loaded in the browser at a viewport (:data:`VIEWPORTS`).
+
+    ``open(docname, viewport, reuse)`` loads the page and waits for its math and images; it
+    returns what the load asked of the network and wrote to the console: ``outside`` (the
+    URLs asked for that are not on this machine) and ``console`` (the browser's log entries),
+    both from the load alone.  With ``reuse``, a check that only reads the page takes it as
+    the previous such check left it, if that is the page open now at that viewport: a load
+    by any other check (a fresh load, another size, a click) leaves no mark, and a window
+    whose width changed since is loaded again, so the next reader loads the page afresh."""
+
+    viewports = VIEWPORTS
+
+    def __init__(self, browser, site_url: str):
+        self.browser, self.site_url = browser, site_url
+        self._loads: dict[str, dict] = {}
+
+    def url(self, docname: str) -> str:
+        return f"{self.site_url}/{docname}.html"
+
+    def emulate(self, viewport: str) -> None:
+        size = VIEWPORTS[viewport]
+        if size is None:
+            self.browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        else:
+            self.browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+                "width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": size[2]})
+
+    def open(self, docname: str, viewport: str = "window", reuse: bool = False) -> dict:
+        if viewport not in VIEWPORTS:
+            raise ValueError(f"unknown viewport {viewport!r}; choose one of {sorted(VIEWPORTS)}")
+        url = self.url(docname)
+        mark = f"{viewport} {url}"
+        if reuse and mark in self._loads:
+            shown, width = self.browser.execute_script(
+                "return [window.__companionPristine || null, window.innerWidth];")
+            if shown == mark and width == self._loads[mark]["width"]:
+                return self._loads[mark]
+        self.emulate(viewport)
+        _outside_requests(self.browser)   # forget what earlier pages asked for and logged
+        self.browser.get_log("browser")
+        self.browser.get(url)
+        self.browser.execute_async_script(_SETTLED)
+        load = {"outside": _outside_requests(self.browser), "console": self.browser.get_log("browser"),
+                "width": self.browser.execute_script("return window.innerWidth;")}
+        if reuse:
+            self.browser.execute_script("window.__companionPristine = arguments[0];", mark)
+            self._loads[mark] = load
+        return load
+
+
+@pytest.fixture(scope="session")
+def pages(browser, site_url):
+    """:class:`Pages` of the built site in the session's browser."""
+    return Pages(browser, site_url)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Run the page-reading checks of a module page by page (all checks of one page, then the
-    next page), in the slots they had, so that they share one load of each page: a module
-    names them in ``PAGE_READERS`` and opens its pages with ``_open(..., reuse=True)``.  The
-    order changes only the time: each check is right in any order, since a page that another
-    check loaded or changed is loaded again."""
+    """Run the page-reading checks page by page and, within a page, viewport by viewport (all
+    checks of one page at one size, then the next), in the slots they had, so that they share
+    one load of each page at each size: a module names them in ``PAGE_READERS`` (the name of
+    each check and the viewport it reads at) and opens its pages with
+    ``pages.open(..., reuse=True)``.  The slots of both modules of the browser check are one
+    pool when they run in one process.  The order changes only the time: each check is right
+    in any order, since a page that another check loaded or changed is loaded again."""
+    def viewport(item):
+        readers = getattr(item.module, "PAGE_READERS", {})
+        return readers.get(item.originalname) if isinstance(readers, dict) else None
+
     slots = [i for i, item in enumerate(items)
-             if item.originalname in getattr(item.module, "PAGE_READERS", ())
+             if viewport(item) is not None
              and "docname" in getattr(getattr(item, "callspec", None), "params", {})]
     pages = {}
+    sizes = list(VIEWPORTS)
     ordered = sorted((items[i] for i in slots),
-                     key=lambda it: pages.setdefault(it.callspec.params["docname"], len(pages)))
+                     key=lambda it: (pages.setdefault(it.callspec.params["docname"], len(pages)),
+                                     sizes.index(viewport(it))))
     for i, item in zip(slots, ordered):
         items[i] = item

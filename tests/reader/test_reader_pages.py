@@ -213,22 +213,22 @@ def test_every_chapter_links_the_glossary(site, docname):
 
 # ------------------------------------------------------------------ on a phone
 
+#: the checks that only read a page at a phone's size (conftest.VIEWPORTS["phone"], PHONE):
+#: they share one load of each page there with the other modules' phone readers
+PAGE_READERS = {name: "phone" for name in (
+    "test_no_page_scrolls_sideways_on_a_phone", "test_no_word_in_a_table_breaks_on_a_phone",
+    "test_figures_keep_readable_labels_on_a_phone")}
 
-def _at_phone(browser, site_url, docname):
-    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
-    browser.get(f"{site_url}/{docname}.html")
 
-
-@pytest.fixture
-def phone(browser):
-    yield
-    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+def _at_phone(browser, pages, docname):
+    """The page loaded at a phone's size (its math typeset and its images loaded), or as the
+    previous phone reader left it."""
+    pages.open(docname, "phone", reuse=True)
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_no_page_scrolls_sideways_on_a_phone(browser, site_url, phone, docname):
-    _at_phone(browser, site_url, docname)
+def test_no_page_scrolls_sideways_on_a_phone(browser, pages, docname):
+    _at_phone(browser, pages, docname)
     state = browser.execute_script("""
         const W = document.documentElement.clientWidth, wide = [];
         document.querySelectorAll('article *').forEach(e => { const b = e.getBoundingClientRect();
@@ -242,9 +242,9 @@ def test_no_page_scrolls_sideways_on_a_phone(browser, site_url, phone, docname):
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_no_word_in_a_table_breaks_on_a_phone(browser, site_url, phone, docname):
+def test_no_word_in_a_table_breaks_on_a_phone(browser, pages, docname):
     """A status ("inconclusive") or any word of five letters or more in a table cell stays on one line."""
-    _at_phone(browser, site_url, docname)
+    _at_phone(browser, pages, docname)
     broken = browser.execute_script("""
         const out = [];
         document.querySelectorAll('article td, article th').forEach(cell => {
@@ -262,11 +262,11 @@ def test_no_word_in_a_table_breaks_on_a_phone(browser, site_url, phone, docname)
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_figures_keep_readable_labels_on_a_phone(browser, site_url, phone, docname):
+def test_figures_keep_readable_labels_on_a_phone(browser, pages, docname):
     """At 390 x 844 every figure image renders at least :func:`min_figure_width` wide (its
     labels at 9 px or more), and no page scrolls sideways for it: a wide figure scrolls inside
     its own box."""
-    _at_phone(browser, site_url, docname)
+    _at_phone(browser, pages, docname)
     text_px = figure_text_px()
     state = browser.execute_script("""
         const imgs = [...document.querySelectorAll('article figure img, article .cell_output img')]

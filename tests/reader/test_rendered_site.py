@@ -56,38 +56,18 @@ def _page(docname: str) -> str:
     return f"{docname}.html"
 
 
-#: the checks that only read the page open at the browser's own window size: they may share
-#: one load of each page (``_open(..., reuse=True)``), and conftest.py runs them page by page
-PAGE_READERS = {
+#: the checks that only read the page open at one size, and that size (conftest.VIEWPORTS):
+#: they share one load of each page at each size (``pages.open(..., reuse=True)``), and
+#: conftest.py runs them page by page, size by size
+PAGE_READERS = {name: "window" for name in (
     "test_page_renders_without_error_text", "test_every_image_is_loaded",
     "test_page_passes_the_accessibility_audit", "test_every_figure_has_alt_text_and_a_link_to_its_source_data",
     "test_chapter_that_regenerates_a_paper_figure_shows_figures", "test_math_is_typeset_by_mathjax",
     "test_internal_links_and_cross_references_resolve", "test_chapter_links_to_its_notebook_on_colab",
-}
-
-
-def _open(browser, site_url: str, docname: str, reuse: bool = False) -> None:
-    """Load the page and wait for its math and images.  ``reuse``: a check that only reads
-    the page takes it as the previous such check left it, if that is the page open now; a
-    load by any other check (a fresh load, another window size, a click) leaves no mark, so
-    the next reader loads the page again."""
-    url = f"{site_url}/{_page(docname)}"
-    if reuse and browser.execute_script("return window.__companionPristine || null;") == url:
-        return
-    browser.get(url)
-    # wait until MathJax has typeset the page and every image has finished loading
-    browser.execute_async_script(
-        """
-        const done = arguments[arguments.length - 1];
-        const images = Array.from(document.images).map(img => img.complete ? null :
-            new Promise(r => { img.onload = img.onerror = r; })).filter(Boolean);
-        const math = (window.MathJax && MathJax.startup && MathJax.startup.promise)
-            ? MathJax.startup.promise : Promise.resolve();
-        Promise.all([math, ...images]).then(() => done(true), () => done(false));
-        """
-    )
-    if reuse:
-        browser.execute_script("window.__companionPristine = arguments[0];", url)
+    "test_every_page_shows_the_book_version_and_how_to_cite_it",
+    "test_no_page_asks_for_anything_outside_this_machine", "test_browser_console_has_no_errors_from_the_site")}
+PAGE_READERS.update({"test_page_keeps_the_length_budget": "reader",
+                     "test_the_answer_box_starts_on_a_phones_first_screen": "phone"})
 
 
 @lru_cache(maxsize=None)
@@ -105,11 +85,17 @@ def _anchors(html: str) -> set[str]:
     return set(re.findall(r'\bid="([^"]+)"', html)) | set(re.findall(r'\bname="([^"]+)"', html))
 
 
+@lru_cache(maxsize=None)
+def _anchors_at(url: str) -> frozenset[str]:
+    """The anchors of the page at ``url`` (found once per page, however many links point there)."""
+    return frozenset(_anchors(_fetch(url)[1]))
+
+
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_page_renders_without_error_text(browser, site_url, docname):
+def test_page_renders_without_error_text(browser, site_url, pages, docname):
     status, _ = _fetch(f"{site_url}/{_page(docname)}")
     assert status == 200, f"{_page(docname)} answered HTTP {status}"
-    _open(browser, site_url, docname, reuse=True)
+    pages.open(docname, reuse=True)
     text = browser.execute_script(
         "const m = document.querySelector('main, article, div.bd-article'); return m ? m.innerText : null;")
     assert text is not None, f"{docname}: the page has no main column"
@@ -176,8 +162,8 @@ def test_no_table_cell_is_cut_short(site_url, docname):
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_every_image_is_loaded(browser, site_url, docname):
-    _open(browser, site_url, docname, reuse=True)
+def test_every_image_is_loaded(browser, site_url, pages, docname):
+    pages.open(docname, reuse=True)
     images = browser.execute_script(
         "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete,"
         " i.naturalWidth]);"
@@ -187,15 +173,15 @@ def test_every_image_is_loaded(browser, site_url, docname):
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_page_passes_the_accessibility_audit(browser, site_url, audit, docname):
+def test_page_passes_the_accessibility_audit(browser, site_url, pages, audit, docname):
     """axe-core (WCAG 2.0/2.1 A and AA): no serious or critical violation on any page."""
-    _open(browser, site_url, docname, reuse=True)
+    pages.open(docname, reuse=True)
     audit(browser, _page(docname))
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_every_figure_has_alt_text_and_a_link_to_its_source_data(browser, site_url, docname):
-    _open(browser, site_url, docname, reuse=True)
+def test_every_figure_has_alt_text_and_a_link_to_its_source_data(browser, site_url, pages, docname):
+    pages.open(docname, reuse=True)
     figures = browser.execute_script(
         """
         return Array.from(document.querySelectorAll('main .cell_output img, main figure img'))
@@ -220,23 +206,23 @@ def test_every_figure_has_alt_text_and_a_link_to_its_source_data(browser, site_u
         assert header.split(",") == SOURCE_DATA_COLUMNS, f"{docname}: {fig['csv']} header {header!r}"
 
 
-def test_every_page_shows_the_book_version_and_how_to_cite_it(browser, site_url):
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_every_page_shows_the_book_version_and_how_to_cite_it(browser, pages, docname):
     from companion.book.site.citation import book_version
 
     label = book_version(ROOT).label
-    for docname in DOCNAMES:
-        _open(browser, site_url, docname)
-        version = browser.find_elements("css selector", ".companion-version")
-        assert version and label in version[0].get_attribute("textContent"), (
-            f"{docname}: the footer does not say version {label}")
-        bibtex = browser.find_elements("css selector", ".companion-cite .companion-bibtex-paper")
-        assert bibtex and "saponati2025structures" in bibtex[0].get_attribute("textContent"), (
-            f"{docname}: no 'Cite this book' box with the paper's BibTeX in the footer")
+    pages.open(docname, reuse=True)
+    version = browser.find_elements("css selector", ".companion-version")
+    assert version and label in version[0].get_attribute("textContent"), (
+        f"{docname}: the footer does not say version {label}")
+    bibtex = browser.find_elements("css selector", ".companion-cite .companion-bibtex-paper")
+    assert bibtex and "saponati2025structures" in bibtex[0].get_attribute("textContent"), (
+        f"{docname}: no 'Cite this book' box with the paper's BibTeX in the footer")
 
 
 @pytest.mark.parametrize("docname", FIGURE_CHAPTERS)
-def test_chapter_that_regenerates_a_paper_figure_shows_figures(browser, site_url, docname):
-    _open(browser, site_url, docname, reuse=True)
+def test_chapter_that_regenerates_a_paper_figure_shows_figures(browser, site_url, pages, docname):
+    pages.open(docname, reuse=True)
     drawn = browser.execute_script(
         "return Array.from(document.querySelectorAll('main .cell_output img, main figure img'))"
         ".filter(i => i.complete && i.naturalWidth > 0).length;"
@@ -249,8 +235,8 @@ def test_chapter_that_regenerates_a_paper_figure_shows_figures(browser, site_url
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_math_is_typeset_by_mathjax(browser, site_url, docname):
-    _open(browser, site_url, docname, reuse=True)
+def test_math_is_typeset_by_mathjax(browser, site_url, pages, docname):
+    pages.open(docname, reuse=True)
     state = browser.execute_script(
         """
         const math = Array.from(document.querySelectorAll('.math'));
@@ -273,8 +259,8 @@ def test_math_is_typeset_by_mathjax(browser, site_url, docname):
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_internal_links_and_cross_references_resolve(browser, site_url, docname):
-    _open(browser, site_url, docname, reuse=True)
+def test_internal_links_and_cross_references_resolve(browser, site_url, pages, docname):
+    pages.open(docname, reuse=True)
     page_url = browser.current_url
     hrefs = browser.execute_script(
         "return Array.from(document.querySelectorAll('a[href]')).map(a => a.href);"
@@ -284,20 +270,20 @@ def test_internal_links_and_cross_references_resolve(browser, site_url, docname)
     missing_pages, missing_anchors = [], []
     for href in sorted(set(local)):
         target, fragment = urldefrag(urljoin(page_url, href))
-        status, html = _fetch(target)
+        status, _ = _fetch(target)
         if status != 200:
             missing_pages.append(f"{href} (HTTP {status})")
-        elif fragment and target.endswith(".html") and fragment not in _anchors(html):
+        elif fragment and target.endswith(".html") and fragment not in _anchors_at(target):
             missing_anchors.append(href)
     assert not missing_pages, f"{docname}: links to missing files: {missing_pages}"
     assert not missing_anchors, f"{docname}: links to missing anchors: {missing_anchors}"
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_no_page_asks_for_anything_outside_this_machine(browser, site_url, outside_requests, docname):
-    outside_requests(browser)  # forget earlier pages' requests
-    _open(browser, site_url, docname)
-    assert not outside_requests(browser), f"{docname} asked for outside resources"
+def test_no_page_asks_for_anything_outside_this_machine(browser, pages, outside_requests, docname):
+    asked = pages.open(docname, reuse=True)["outside"]   # while the page loaded and settled
+    asked = asked + outside_requests(browser)             # and since, as other checks read it
+    assert not asked, f"{docname} asked for outside resources: {asked[:5]}"
 
 
 def test_the_outside_request_check_can_fail(browser, site_url, outside_requests):
@@ -309,8 +295,8 @@ def test_the_outside_request_check_can_fail(browser, site_url, outside_requests)
 
 
 @pytest.mark.parametrize("docname", CHAPTERS)
-def test_chapter_links_to_its_notebook_on_colab(browser, site_url, docname):
-    _open(browser, site_url, docname, reuse=True)
+def test_chapter_links_to_its_notebook_on_colab(browser, site_url, pages, docname):
+    pages.open(docname, reuse=True)
     expected = nbgen.colab_url(docname, REPO_URL)
     links = browser.find_elements("css selector", "a.colab-link")
     assert [a.get_attribute("href") for a in links] == [expected]
@@ -331,9 +317,9 @@ WHAT_SURVIVES = "book/what_survives"
 
 
 @pytest.mark.skipif(WHAT_SURVIVES not in DOCNAMES, reason="the book has no 'What survives' chapter")
-def test_what_survives_shows_a_computed_status_and_evidence_for_every_claim(browser, site_url):
+def test_what_survives_shows_a_computed_status_and_evidence_for_every_claim(browser, pages):
     from companion.judge import claims
-    _open(browser, site_url, WHAT_SURVIVES)
+    pages.open(WHAT_SURVIVES)
     table = browser.find_elements("css selector", "main table, article table")[0]
     rows = table.find_elements("css selector", "tbody tr")
     assert len(rows) == len(claims.VERDICTS), f"{len(rows)} rows for {len(claims.VERDICTS)} claims"
@@ -347,11 +333,11 @@ def test_what_survives_shows_a_computed_status_and_evidence_for_every_claim(brow
         assert links and links[0].get_attribute("href"), f"no evidence link in row: {row.text[:120]}"
 
 
-def test_screenshots_of_two_chapters(browser, site_url):
+def test_screenshots_of_two_chapters(browser, pages):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     shots = []
     for docname in (CHAPTERS or DOCNAMES)[:2]:
-        _open(browser, site_url, docname)
+        pages.open(docname)
         height = browser.execute_script("return document.documentElement.scrollHeight;")
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
             "width": 1280, "height": min(height, 5000), "deviceScaleFactor": 1,
@@ -374,19 +360,23 @@ def _is_site_failure(message: str) -> bool:
     return "Uncaught" in message or "Failed to load resource" in message
 
 
-def test_browser_console_has_no_errors_from_the_site(browser, site_url):
-    errors = []
-    for docname in DOCNAMES:
-        browser.get_log("browser")  # drop what earlier pages logged
-        _open(browser, site_url, docname)
-        errors += [f"{docname}: {e['message']}" for e in browser.get_log("browser")
-                   if e["level"] == "SEVERE" and _is_site_failure(e["message"])]
+@pytest.mark.parametrize("docname", DOCNAMES)
+def test_browser_console_has_no_errors_from_the_site(pages, docname):
+    logged = pages.open(docname, reuse=True)["console"]   # what the page's load logged
+    errors = [f"{docname}: {e['message']}" for e in logged
+              if e["level"] == "SEVERE" and _is_site_failure(e["message"])]
     assert not errors, "\n".join(errors)
 
 
-def test_the_form_explorer_redraws_when_the_reader_picks_another_form(browser, site_url, outside_requests):
-    outside_requests(browser)
-    _open(browser, site_url, "book/survey")
+def test_the_console_check_finds_a_script_of_the_site_that_throws():
+    assert _is_site_failure("http://127.0.0.1:4000/_static/x.js 3:1 Uncaught TypeError: x is undefined")
+    assert _is_site_failure("http://127.0.0.1:4000/a.png - Failed to load resource: 404 (Not Found)")
+    assert not _is_site_failure("http://127.0.0.1:4000/favicon.ico - Failed to load resource: 404")
+    assert not _is_site_failure("https://example.org/x.js Uncaught Error")
+
+
+def test_the_form_explorer_redraws_when_the_reader_picks_another_form(browser, pages, outside_requests):
+    asked = pages.open("book/survey")["outside"]
     state = browser.execute_script("""
         const root = document.getElementById("qk-explorer");
         if (!root) return null;
@@ -410,7 +400,7 @@ def test_the_form_explorer_redraws_when_the_reader_picks_another_form(browser, s
         assert step["pic"][0] != prev["pic"][0], f"the heatmap did not change for {step['shown']}"
         prev = step
     assert state["first"]["scores"].startswith("symmetry")
-    assert not outside_requests(browser)
+    assert not asked + outside_requests(browser)
 
 
 # ---------------------------------------------------------------------------- length budget
@@ -461,17 +451,8 @@ _MEASURE = """
 """
 
 
-def _at_reader_width(browser, site_url, docname) -> None:
-    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": READER_WIDTH_PX, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
-    _open(browser, site_url, docname)
-
-
-@pytest.fixture
-def reader_width(browser):
-    """The browser laid out at READER_WIDTH_PX for the test, then put back."""
-    yield
-    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+def test_the_pages_are_read_at_the_reader_width_and_at_a_phones_size(pages):
+    assert pages.viewports["reader"][:2] == (READER_WIDTH_PX, 1000) and pages.viewports["phone"] == (*PHONE, True)
 
 
 def _length_problems(docname: str, m: dict) -> list[str]:
@@ -499,10 +480,10 @@ def _length_problems(docname: str, m: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("docname", DOCNAMES)
-def test_page_keeps_the_length_budget(browser, site_url, reader_width, docname):
+def test_page_keeps_the_length_budget(browser, site_url, pages, docname):
     status, _ = _fetch(f"{site_url}/{_page(docname)}")
     assert status == 200, f"{_page(docname)} answered HTTP {status} (not built?)"
-    _at_reader_width(browser, site_url, docname)
+    pages.open(docname, "reader", reuse=True)
     m = browser.execute_script(_MEASURE)
     assert m["width"] == READER_WIDTH_PX, m["width"]
     over = _length_problems(docname, m)
@@ -525,9 +506,9 @@ def test_the_length_budget_can_fail():
 
 
 @pytest.mark.skipif(WHAT_SURVIVES not in DOCNAMES, reason="the book has no 'What survives' chapter")
-def test_what_survives_opens_with_its_figure_and_its_table_fits_the_column(browser, site_url, reader_width):
+def test_what_survives_opens_with_its_figure_and_its_table_fits_the_column(browser, pages):
     from companion.judge import claims
-    _at_reader_width(browser, site_url, WHAT_SURVIVES)
+    pages.open(WHAT_SURVIVES, "reader")
     state = browser.execute_script("""
         const n = arguments[0];
         const article = document.querySelector('article.bd-article') || document.querySelector('main');
@@ -553,8 +534,8 @@ def test_what_survives_opens_with_its_figure_and_its_table_fits_the_column(brows
 
 
 @pytest.mark.skipif(WHAT_SURVIVES not in DOCNAMES, reason="the book has no 'What survives' chapter")
-def test_every_table_of_what_survives_fits_the_content_column(browser, site_url, reader_width):
-    _at_reader_width(browser, site_url, WHAT_SURVIVES)
+def test_every_table_of_what_survives_fits_the_content_column(browser, pages):
+    pages.open(WHAT_SURVIVES, "reader")
     wide = browser.execute_script("""
         const article = document.querySelector('article.bd-article') || document.querySelector('main');
         const out = [];
@@ -575,20 +556,15 @@ PHONE = (390, 844)
 
 
 @pytest.mark.parametrize("docname", CHAPTERS)
-def test_the_answer_box_starts_on_a_phones_first_screen(browser, site_url, docname):
+def test_the_answer_box_starts_on_a_phones_first_screen(browser, pages, docname):
     """A reader on a phone (390 x 844) sees the chapter's answer without scrolling: the
     learning goals above it are folded (a dropdown), so only the title, the Colab link and
     the goals' heading come first."""
-    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
-    try:
-        _open(browser, site_url, docname)
-        top = browser.execute_script("""
-            const box = Array.from(document.querySelectorAll('article .admonition'))
-                .find(a => /^\\s*The answer/i.test((a.querySelector('.admonition-title') || a).innerText));
-            return box ? box.getBoundingClientRect().top + window.scrollY : null;""")
-    finally:
-        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    pages.open(docname, "phone", reuse=True)
+    top = browser.execute_script("""
+        const box = Array.from(document.querySelectorAll('article .admonition'))
+            .find(a => /^\\s*The answer/i.test((a.querySelector('.admonition-title') || a).innerText));
+        return box ? box.getBoundingClientRect().top + window.scrollY : null;""")
     if top is None:
         pytest.skip(f"{docname} has no answer box (a reference page)")
     assert top < PHONE[1], f"{docname}: the answer box starts {top:.0f} px down, below a phone's first screen"
