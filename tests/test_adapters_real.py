@@ -7,6 +7,7 @@ import torch
 
 from adapters_data import minilm_folder, smollm2_gguf, zoo_checkpoint
 from companion.adapters import read_qk
+from companion.adapters.gguf_file import transformers_parse_once
 from companion.core.bilinear import bilinear_form
 from qk_logits import encoder_logit_errors
 
@@ -74,7 +75,8 @@ def test_smollm2_gguf_matches_transformers_own_gguf_loader(smollm2):
     from transformers import AutoModelForCausalLM
 
     path = smollm2_gguf()
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
+    with transformers_parse_once():   # the header once, for the config and the weights
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
     cfg = model.config
     assert (cfg.num_attention_heads, cfg.num_key_value_heads) == (9, 3)
     for layer, block in zip(smollm2.layers, model.model.layers, strict=True):
@@ -96,7 +98,8 @@ def test_qwen2_gguf_matches_transformers_gguf_loader():
 
     path = zoo_checkpoint("qwen2.5-coder-0.5b")
     ours = read_qk(path, progress=False)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
+    with transformers_parse_once():   # the header once, for the config and the weights
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
     cfg = model.config
     assert (cfg.model_type, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.hidden_size) == ("qwen2", 14, 2, 896)
     assert len(ours.layers) == cfg.num_hidden_layers == 24

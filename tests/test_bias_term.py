@@ -294,15 +294,16 @@ def test_minilm_table_matches_the_models_own_biased_projections():
 
 def test_a_gguf_file_is_parsed_once_for_its_config_tokenizer_and_weights(monkeypatch):
     """transformers reads a GGUF header for the config, the tokenizer and the weights: inside
-    ``_gguf_parsed_once`` one reader serves them all (here the config and the tokenizer, each
-    of which would parse the file), each caller gets its own copy of the metadata, and both
-    patched names are put back on leaving."""
+    ``transformers_parse_once`` (the survey's key-bias measure loads Qwen2 in it) one reader
+    serves them all (here the config and the tokenizer, each of which would parse the file),
+    each caller gets its own copy of the metadata, and both patched names are put back on
+    leaving."""
     import gguf
     from transformers import AutoConfig, AutoTokenizer
     from transformers import modeling_gguf_pytorch_utils as hf_gguf
 
     from adapters_data import smollm2_gguf
-    from companion.survey.bias_term import _gguf_parsed_once
+    from companion.adapters.gguf_file import transformers_parse_once
 
     path = smollm2_gguf()
     made = []
@@ -314,7 +315,7 @@ def test_a_gguf_file_is_parsed_once_for_its_config_tokenizer_and_weights(monkeyp
 
     monkeypatch.setattr(gguf, "GGUFReader", Counting)
     load = hf_gguf.load_gguf_checkpoint
-    with _gguf_parsed_once():
+    with transformers_parse_once():
         config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
         tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         mine = hf_gguf.load_gguf_checkpoint(str(path))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -313,4 +314,46 @@ class GGUFSource(TensorSource):
 
 # ----------------------------------------------------------------------------- hub
 
+# ------------------------------------------------ transformers' own GGUF loader, parsing once
 
+
+@contextmanager
+def transformers_parse_once():
+    """Inside: transformers parses a GGUF file's header once, however many of its readers open it.
+
+    transformers parses the whole header (for Qwen2, 150k vocabulary strings and as many
+    merges) for the config, again for the tokenizer's config and again for the weights:
+    three ``gguf.GGUFReader``s of one file, and the same metadata decoded twice.  Here the
+    reader of a path is made once and the metadata-only result of ``load_gguf_checkpoint``
+    kept (each caller gets its own copy, as from a fresh parse); the weights are still
+    read and dequantized by transformers.  Both are put back on leaving."""
+    import copy
+
+    import gguf
+    from transformers import modeling_gguf_pytorch_utils as hf_gguf
+
+    make_reader, load = gguf.GGUFReader, hf_gguf.load_gguf_checkpoint
+    readers: dict = {}
+    metadata: dict = {}
+
+    def reader(path, *args, **kwargs):
+        key = (str(Path(path).resolve()), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = make_reader(path, *args, **kwargs)
+        return readers[key]
+
+    def load_once(path, return_tensors=False, *args, **kwargs):
+        if return_tensors or args or kwargs:
+            return load(path, return_tensors, *args, **kwargs)
+        key = str(Path(path).resolve())
+        if key not in metadata:
+            metadata[key] = load(path, False)
+        return copy.deepcopy(metadata[key])
+
+    gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = reader, load_once
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = make_reader, load
+        readers.clear()
+        metadata.clear()

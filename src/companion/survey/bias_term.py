@@ -254,48 +254,6 @@ def _quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
-@contextmanager
-def _gguf_parsed_once():
-    """Inside: a GGUF file's header is parsed once, however many readers open it.
-
-    transformers parses the whole header (for Qwen2, 150k vocabulary strings and as many
-    merges) for the config, again for the tokenizer's config and again for the weights:
-    three ``gguf.GGUFReader``s of one file, and the same metadata decoded twice.  Here the
-    reader of a path is made once and the metadata-only result of ``load_gguf_checkpoint``
-    kept (each caller gets its own copy, as from a fresh parse); the weights are still
-    read and dequantized by transformers.  Both are put back on leaving."""
-    import copy
-
-    import gguf
-    from transformers import modeling_gguf_pytorch_utils as hf_gguf
-
-    make_reader, load = gguf.GGUFReader, hf_gguf.load_gguf_checkpoint
-    readers: dict = {}
-    metadata: dict = {}
-
-    def reader(path, *args, **kwargs):
-        key = (str(Path(path).resolve()), args, tuple(sorted(kwargs.items())))
-        if key not in readers:
-            readers[key] = make_reader(path, *args, **kwargs)
-        return readers[key]
-
-    def load_once(path, return_tensors=False, *args, **kwargs):
-        if return_tensors or args or kwargs:
-            return load(path, return_tensors, *args, **kwargs)
-        key = str(Path(path).resolve())
-        if key not in metadata:
-            metadata[key] = load(path, False)
-        return copy.deepcopy(metadata[key])
-
-    gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = reader, load_once
-    try:
-        yield
-    finally:
-        gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = make_reader, load
-        readers.clear()
-        metadata.clear()
-
-
 def _wikipedia_texts(n: int = 8) -> list[str]:
     from ..train.text.corpora import corpus_documents
 
@@ -387,7 +345,9 @@ def _onnx_inputs(path: Path, kind: str, max_tokens: int) -> list[LayerInputs]:
 def _gguf_decoder_inputs(path: Path, max_tokens: int) -> list[LayerInputs]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    with _quiet_transformers(), _gguf_parsed_once():
+    from ..adapters.gguf_file import transformers_parse_once
+
+    with _quiet_transformers(), transformers_parse_once():
         tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                      dtype=torch.float32).eval()
