@@ -553,3 +553,53 @@ def test_the_survey_union_never_counts_one_model_twice(tmp_path):
     assert status["status"].tolist() == ["cached"]
     union = pd.read_csv(tmp_path / "scores.csv")
     assert union["key"].tolist() == [k1, k1], union["key"].tolist()
+
+
+# ============================================================ 8. markup through the repository's address or the pinned ref
+
+@pytest.mark.parametrize("url", ['https://github.com/o"><img src=x onerror=alert(1)>/r',
+                                 "https://github.com/o/r)[x](javascript:alert(1)", "https://github.com/o/r<b>x</b>",
+                                 "https://github.com/o/..", "https://github.com/o/r'onmouseover='x"])
+def test_a_repository_address_with_markup_makes_no_link_address(url):
+    from companion.book.site.chapters import github_parts, site_url
+
+    with pytest.raises(ValueError) as err:
+        site_url(url)
+    _one_line(err)
+    with pytest.raises(ValueError):
+        github_parts(url)
+
+
+@pytest.mark.parametrize("url, parts", [("https://github.com/o/r", ("o", "r")), ("https://github.com/my-org/my.repo_x.git", ("my-org", "my.repo_x")),
+                                        ("http://github.com/A1/b-2/", ("A1", "b-2"))])
+def test_a_github_address_gives_its_owner_and_name(url, parts):
+    from companion.book.site.chapters import github_parts
+
+    assert github_parts(url) == parts
+
+
+@pytest.mark.parametrize("ref", ["v1`<img src=x onerror=alert(1)>`", "main#egg=other", "x y", "a@b", "../up", ""])
+def test_a_pinned_ref_that_would_change_the_text_or_the_install_address_is_refused(tmp_path, ref):
+    from companion.book.editions.notebooks import write_notebooks
+
+    root = _book(tmp_path, [])
+    if not ref:   # no ref given: the checkout's commit or the release tag, never an empty pin
+        from companion.book.editions.setup_cell import pinned_ref
+
+        assert re.fullmatch(r"[0-9a-f]{40}|v[0-9][0-9A-Za-z.+-]*", pinned_ref(root, ref or None))
+        return
+    with pytest.raises(ValueError) as err:
+        write_notebooks(root, tmp_path / "nb", executions=None, ref=ref)
+    assert "--ref" in _one_line(err)
+    assert not (tmp_path / "nb").exists()
+
+
+def test_a_plain_ref_is_pinned_in_the_notebook_as_given(tmp_path):
+    import nbformat
+
+    from companion.book.editions.notebooks import write_notebooks
+
+    root = _book(tmp_path, [])
+    [path] = write_notebooks(root, tmp_path / "nb", executions=None, ref="v1.2.3")
+    nb = nbformat.read(str(path), as_version=4)
+    assert "'v1.2.3'" in "".join(c.source for c in nb.cells if c.cell_type == "code")

@@ -41,6 +41,11 @@ def pinned_ref(root: Path | str = ".", ref: str | None = None) -> str:
     the version ``CITATION.cff`` describes.
     """
     if ref:
+        # a branch, tag or commit as git names them, in the characters a pip URL and a page keep as
+        # they are: a quote, '<', '`', '#', '@' or a space would change the address or the text it is pasted in
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/+-]*", ref) or ".." in ref:
+            raise ValueError(f"--ref {ref[:60]!r} is not a branch, tag or commit name this tool pins (letters, "
+                             "digits and . _ / + -); give the tag or commit the notebooks install.")
         return ref
     try:
         out = subprocess.run(

@@ -190,7 +190,12 @@ _LABEL_OPTION = re.compile(r"^:label:\s*([A-Za-z0-9_:.-]+)\s*$")
 
 def github_parts(repo_url: str) -> tuple[str, str]:
     """``(owner, name)`` of a ``https://github.com/owner/name`` URL."""
-    m = re.match(r"^https?://github\.com/([^/]+)/([^/]+?)(?:\.git)?/?$", repo_url)
+    # GitHub's own names: an owner of letters, digits and '-'; a repository of those, '.' and '_'.
+    # Nothing else reaches the addresses pasted into pages, notebooks and decks (no quote, '<', ')').
+    m = re.match(r"^https?://github\.com/([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/([A-Za-z0-9._-]+?)(?:\.git)?/?$",
+                 str(repo_url))
+    if m and set(m.group(2)) <= {"."}:
+        m = None
     if not m:
         raise ValueError(
             f"Colab opens notebooks from GitHub only; {repo_url!r} is not a "
