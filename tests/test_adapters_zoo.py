@@ -59,8 +59,11 @@ def test_gemma3_form_reproduces_transformers_logits_per_head(gemma):
     pytest.importorskip("accelerate")
     from transformers import AutoModelForCausalLM
 
+    from companion.adapters.gguf_file import transformers_parse_once
+
     path = zoo_checkpoint("gemma-3-270m")
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name).eval()
+    with transformers_parse_once():   # the header (262k vocabulary strings) once, not twice
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name).eval()
     raw = read_qk(path, progress=False,
                   families={"gemma3": lambda c, k: gguf_gemma3(c, k, fold_norm_gains=False)})
     layers = named_layers(model, [("decoder", "model.layers.{i}.self_attn.q_proj",
