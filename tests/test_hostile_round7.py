@@ -312,7 +312,7 @@ def test_two_chapters_of_one_file_name_never_write_one_deck_over_the_other(tmp_p
 
 # ============================================================ 3. scores no run can have, read as the run's
 
-@pytest.mark.parametrize("quantity, value", [("symmetry", 7.0), ("symmetry", float("inf")), ("symmetry", float("nan")),
+@pytest.mark.parametrize("quantity, value", [("symmetry", 7.0), ("symmetry", float("inf")), ("symmetry", 1.01),
                                              ("directionality", -1.5), ("directionality", float("-inf"))])
 def test_a_score_outside_minus_one_to_one_is_refused_naming_the_run(tmp_path, quantity, value):
     from companion.train.runner.provenance import read_run
@@ -326,6 +326,18 @@ def test_a_score_outside_minus_one_to_one_is_refused_naming_the_run(tmp_path, qu
         read_run(run)
     text = _one_line(err)
     assert run.name in text and quantity in text, text
+
+
+def test_a_broken_layer_s_nan_score_is_read_as_nan_for_the_engine_to_name(tmp_path):
+    from companion.train.runner.provenance import read_run
+
+    run = _run_copy(tmp_path)
+    h = pd.read_csv(run / "history.csv")
+    row = h.index[(h.quantity == "symmetry") & (h.step == h.step.max())][0]
+    h.loc[row, "value"] = float("nan")
+    h.to_csv(run / "history.csv", index=False)
+    got, _ = read_run(run)
+    assert np.isnan(got.loc[row, "value"]) and int(got["value"].isna().sum()) == 1
 
 
 def test_the_real_runs_have_their_scores_between_minus_one_and_one():
@@ -603,3 +615,32 @@ def test_a_plain_ref_is_pinned_in_the_notebook_as_given(tmp_path):
     [path] = write_notebooks(root, tmp_path / "nb", executions=None, ref="v1.2.3")
     nb = nbformat.read(str(path), as_version=4)
     assert "'v1.2.3'" in "".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("where", ["vendor", "vendor/reveal", "vendor/mathjax-dangling"])
+def test_the_decks_offline_scripts_are_never_copied_through_a_link_out_of_out(tmp_path, where):
+    from companion.book.editions.slides import copy_vendor
+
+    src = tmp_path / "src"
+    (src / "js").mkdir(parents=True)
+    (src / "js" / "reveal.js").write_text("x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = tmp_path / "decks"
+    (out / "vendor").mkdir(parents=True) if where != "vendor" else out.mkdir()
+    link = out / where.replace("-dangling", "")
+    link.symlink_to(outside if "dangling" not in where else tmp_path / "nowhere")
+    with pytest.raises(ValueError) as err:
+        copy_vendor(out, (("reveal", src), ("mathjax", src)))
+    assert "symbolic link" in _one_line(err)
+    assert list(outside.iterdir()) == [] and not (tmp_path / "nowhere").exists()
+
+
+def test_the_decks_offline_scripts_are_copied_into_a_new_folder(tmp_path):
+    from companion.book.editions.slides import copy_vendor
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "reveal.js").write_text("x")
+    copy_vendor(tmp_path / "decks", (("reveal", src),))
+    assert (tmp_path / "decks" / "vendor" / "reveal" / "reveal.js").read_text() == "x"

@@ -126,6 +126,20 @@ def _read_glue(path: Path) -> dict:
     return glue
 
 
+def copy_vendor(out: Path, sources) -> None:
+    """Copy each ``(name, folder)`` of ``sources`` to ``out/vendor/name`` unless a folder is there
+    already; a link (even a dangling one) or a file at ``vendor`` or at a name is refused in one
+    line: the copy is never made through a link out of ``--out``."""
+    vendor = out / "vendor"
+    for path in (vendor, *(vendor / name for name, _ in sources)):
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            raise ValueError(f"{path} is a {'symbolic link' if path.is_symlink() else 'file'}, where the decks' "
+                             "offline copy of reveal.js and MathJax goes; remove it, or give another --out.")
+    for name, src in sources:
+        if not (vendor / name).is_dir():
+            shutil.copytree(src, vendor / name)
+
+
 def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[Path]:
     """One deck per executed chapter of the book at ``root`` into ``out`` (``_build/slides``).
 
@@ -160,10 +174,7 @@ def build_slides(root: Path | str = ".", out: Path | str | None = None) -> list[
             raise FileNotFoundError(f"{ch.docname}: no execution of it with outputs under {root / '_build'} "
                                     "(jupyter_execute, .jupyter_cache, executed); build the book first (make book)")
     out.mkdir(parents=True, exist_ok=True)
-    vendor = out / "vendor"
-    for name, src in (("reveal", vendor_reveal()), ("mathjax", _mathjax_dir())):
-        if not (vendor / name).is_dir():
-            shutil.copytree(src, vendor / name)
+    copy_vendor(out, (("reveal", vendor_reveal()), ("mathjax", _mathjax_dir())))
     links = book_links(root, site_url(repository_url(root)))   # references -> the online book
     decks = []
     for ch in chapters:

@@ -179,11 +179,12 @@ def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFr
         raise CompanionError(f"run {run.name}: its history.csv has a row without a quantity (line "
                              f"{int(np.flatnonzero(hist['quantity'].isna())[0]) + 2}): {fix}.")
     # the symmetry score (Eq. 16) and the directionality score (Eq. 17) lie in [-1, 1]: a value
-    # outside it, infinite or missing is an edit or a broken run, never the run's score
+    # outside it or infinite is an edit, never the run's score (a NaN is a broken layer the
+    # verdict engine names as a non-finite value of its seed, so it is read as it is)
     names = hist["quantity"].astype(str)
     score = (names.str.endswith("symmetry") | names.str.endswith("directionality")).to_numpy()
     values = hist["value"].to_numpy(dtype=float)
-    off = score & ~(np.abs(values) <= 1 + 1e-6)
+    off = score & (np.abs(values) > 1 + 1e-6)
     if off.any():
         i = int(np.flatnonzero(off)[0])
         raise CompanionError(f"run {run.name}: its history.csv gives {names.iloc[i]} the value {values[i]:g} (line "
