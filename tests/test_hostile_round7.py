@@ -644,3 +644,21 @@ def test_the_decks_offline_scripts_are_copied_into_a_new_folder(tmp_path):
     (src / "reveal.js").write_text("x")
     copy_vendor(tmp_path / "decks", (("reveal", src),))
     assert (tmp_path / "decks" / "vendor" / "reveal" / "reveal.js").read_text() == "x"
+
+
+# ============================================================ 9. directive titles in the Colab notebooks
+
+@pytest.mark.parametrize("directive", ["dropdown", "admonition", "note"])
+@pytest.mark.parametrize("value", ["<img src=x onerror=alert(1)>", "</summary><script>x</script>"])
+def test_a_glued_value_in_a_directive_title_is_its_text_and_makes_no_element(directive, value):
+    import html as _html
+
+    from markdown_it import MarkdownIt
+
+    from companion.book.editions.notebook_cells import colab_markdown
+
+    cell = colab_markdown(f"```{{{directive}}} Seen {{glue:text}}`v` here\nBody.\n```\n", {"v": value}, {})
+    page = MarkdownIt("commonmark", {"html": True}).render(cell)
+    tags = set(re.findall(r"<(\w+)", page))
+    assert tags <= {"p", "details", "summary", "blockquote", "strong"}, page
+    assert "{glue" not in cell and value in _html.unescape(re.sub(r"<[^>]+>", "", page)), page

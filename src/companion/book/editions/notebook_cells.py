@@ -135,8 +135,16 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
         if opened:
             name, args = opened.group("name"), opened.group("args").strip()
             fence = opened.group("fence")
-            if name == "dropdown":
-                out.append(f"<details><summary>{args or 'Details'}</summary>\n")
+            if name == "dropdown":   # the title as text inside HTML: its roles read, then escaped
+                import html
+
+                def plain(m):
+                    body = m.group("body")
+                    if m.group("role").startswith("glue"):
+                        value = glue_text(body.partition(":")[0], body.partition(":")[2], values or {})
+                        return value if value is not None else body.partition(":")[0]
+                    return _role(m, None, None)
+                out.append(f"<details><summary>{html.escape(_ROLE.sub(plain, args)) or 'Details'}</summary>\n")
                 kind = "details"
             elif name == "solution":  # an exercise's solution: collapsed, as on the site
                 out.append("<details><summary>Solution</summary>\n")
@@ -149,6 +157,8 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
                 kind = "quote"
             else:
                 title = name.split(":")[-1].replace("-", " ").capitalize()
+                if args:   # a title's roles read as a line's are (a glued value pasted as text)
+                    args = _ROLE.sub(lambda m: _role(m, values, links), args)
                 if name == "admonition" and args:
                     title = args
                 elif args:
