@@ -126,6 +126,7 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
             continue
         if src.suffix == ".md" and src.relative_to(root).with_suffix("").as_posix() in INSTRUCTOR_PAGES:
             continue
+        _check_source(src, root)
         target = dest / src.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         if src.suffix == ".md":
@@ -134,6 +135,24 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
         else:
             shutil.copy2(src, target)
     return pages
+
+
+def _check_source(src: Path, root: Path) -> None:
+    """Refuse (``ValueError``, one line) a file under ``book/`` that is not a plain file of the
+    book: a FIFO, socket or device (copying it would block or fail mid-build), or a link to a
+    file outside the repository (its contents would be published on the student site)."""
+    import stat
+
+    if src.is_symlink() and not src.resolve().is_relative_to(root):
+        raise ValueError(f"{src} is a link to {src.resolve()}, outside the book's repository, whose contents the "
+                         "student site would publish; copy the file into the book, or remove the link.")
+    try:
+        mode = src.stat().st_mode
+    except OSError as err:
+        raise ValueError(f"{src} cannot be read ({err.strerror or err}); fix or remove it.") from None
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{src} is not a regular file (a FIFO, socket or device), which the student edition "
+                         "cannot copy; remove it from book/.")
 
 
 def build_student(root: Path | str = ".", out: Path | str | None = None, jupyter_book: str | None = None) -> Path:
