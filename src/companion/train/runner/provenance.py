@@ -178,17 +178,6 @@ def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFr
     if hist["quantity"].isna().any():
         raise CompanionError(f"run {run.name}: its history.csv has a row without a quantity (line "
                              f"{int(np.flatnonzero(hist['quantity'].isna())[0]) + 2}): {fix}.")
-    # the symmetry score (Eq. 16) and the directionality score (Eq. 17) lie in [-1, 1]: a value
-    # outside it or infinite is an edit, never the run's score (a NaN is a broken layer the
-    # verdict engine names as a non-finite value of its seed, so it is read as it is)
-    names = hist["quantity"].astype(str)
-    score = (names.str.endswith("symmetry") | names.str.endswith("directionality")).to_numpy()
-    values = hist["value"].to_numpy(dtype=float)
-    off = score & (np.abs(values) > 1 + 1e-6)
-    if off.any():
-        i = int(np.flatnonzero(off)[0])
-        raise CompanionError(f"run {run.name}: its history.csv gives {names.iloc[i]} the value {values[i]:g} (line "
-                             f"{i + 2}), which no score between -1 and 1 can have: {fix}.")
     key = ["step", "quantity", "layer", "head"]
     twice = hist.duplicated(key, keep=False)
     if twice.any():
@@ -201,6 +190,17 @@ def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFr
             f"run {run.name}: its history.csv logs {r['quantity']}{where} at step {int(r['step'])} {len(same)} times "
             f"(values {', '.join(f'{v:g}' for v in same['value'])}); a run logs each value once, and no copy is "
             f"taken over the others or averaged with them: {fix}.")
+    # the symmetry score (Eq. 16) and the directionality score (Eq. 17) lie in [-1, 1]: a value
+    # outside it or infinite is an edit, never the run's score (a NaN is a broken layer the
+    # verdict engine names as a non-finite value of its seed, so it is read as it is)
+    names = hist["quantity"].astype(str)
+    score = (names.str.endswith("symmetry") | names.str.endswith("directionality")).to_numpy()
+    values = hist["value"].to_numpy(dtype=float)
+    off = score & (np.abs(values) > 1 + 1e-6)
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise CompanionError(f"run {run.name}: its history.csv gives {names.iloc[i]} the value {values[i]:g} (line "
+                             f"{i + 2}), which no score between -1 and 1 can have: {fix}.")
     steps = provenance["config"].get("steps")
     if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 and len(hist):
         past = hist[hist["step"] > steps]
