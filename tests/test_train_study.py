@@ -14,7 +14,7 @@ def _history(steps, layer_values, quantity="symmetry"):
     for step, values in zip(steps, layer_values):
         for layer, v in enumerate(values):
             rows.append(dict(step=step, quantity=quantity, layer=layer, head=-1, value=v))
-            rows.append(dict(step=step, quantity=quantity, layer=layer, head=0, value=99.0))  # a head row
+            rows.append(dict(step=step, quantity=quantity, layer=layer, head=0, value=-0.99))  # a head row (a score)
     return pd.DataFrame(rows)
 
 
