@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import re
 import textwrap
 import time
 from pathlib import Path
@@ -295,4 +296,10 @@ def test_the_set_up_prepares_before_any_test_and_ci_prints_the_slowest_tests():
         assert f"\n{target}: prepare" in make, target   # prepare, or prepare-cache (no verdicts) for unit
     ci = (ROOT / ".ci" / "run").read_text()
     assert "--durations=20" in ci and "make setup-check" in ci
-    assert "rm -rf" not in ci and "COMPANION_CACHE=" not in ci       # the user's cache is never emptied
+    # the user's cache is never emptied: .ci/run sets COMPANION_CACHE only to a new folder of
+    # its own, and removes only that one
+    code = "\n".join(ln for ln in ci.splitlines() if not ln.lstrip().startswith("#"))
+    sets = re.findall(r"COMPANION_CACHE=(\S*)", code)
+    assert sets and all(v == "$(mktemp" for v in sets) and "COMPANION_CACHE=$(mktemp -d" in code, sets
+    removes = re.findall(r"rm -rf (\S+)", code)
+    assert all(r.strip("'\"") == "$COMPANION_CACHE" for r in removes), removes
