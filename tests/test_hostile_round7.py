@@ -698,3 +698,18 @@ def test_a_link_inside_the_book_is_copied_as_its_file(tmp_path):
     (root / "book" / "same.csv").symlink_to(root / "book" / "table.csv")
     prepare_sources(root, tmp_path / "dest")
     assert (tmp_path / "dest" / "book" / "same.csv").read_text() == "a\n1\n"
+
+
+def test_a_relative_cache_path_is_refused_by_name_not_moved_with_the_working_folder(monkeypatch, tmp_path):
+    from companion.base.cache import cache_root
+    from companion.base.errors import CompanionError
+
+    monkeypatch.setenv("COMPANION_CACHE", "cache")
+    with pytest.raises(CompanionError, match="relative path.*absolute path"):
+        cache_root()
+    monkeypatch.setenv("COMPANION_CACHE", "  ")   # blank: the default, as if unset
+    monkeypatch.setenv("XDG_CACHE_HOME", "rel")   # relative: ignored, as the XDG spec says
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cache_root() == tmp_path / ".cache" / "companion"
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "c"))
+    assert cache_root() == tmp_path / "c"

@@ -22,11 +22,20 @@ ENV_VAR = "COMPANION_CACHE"
 
 def cache_root() -> Path:
     """The cache folder (not created)."""
-    env = os.environ.get(ENV_VAR)
+    env = os.environ.get(ENV_VAR, "").strip()
     if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "companion"
+        path = Path(env).expanduser()
+        if not path.is_absolute():   # else each working folder (a chapter's, the CLI's) has its own
+            from .errors import CompanionError
+
+            raise CompanionError(f"{ENV_VAR}={env!r} is a relative path, so the cache would move with "
+                                 f"the working folder; set it to an absolute path (e.g. {ENV_VAR}=$PWD/{env})")
+        return path
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    xdg_path = Path(xdg).expanduser() if xdg else None
+    if xdg_path is None or not xdg_path.is_absolute():   # the XDG spec ignores a relative one
+        xdg_path = Path.home() / ".cache"
+    return xdg_path / "companion"
 
 
 def cache_dir(*parts: str) -> Path:
