@@ -256,16 +256,19 @@ def plan_problems(course=COURSE, book: Path | str = ROOT / "book", labels: dict 
 
 def plan_table(course=COURSE, book: Path | str = ROOT / "book", labels: dict | None = None,
                exercises: dict | None = None):
-    """One row a lecture: stated minutes, reading, core exercises, their sum, optional material."""
+    """One row a lecture: stated minutes, reading, core exercises, their sum, optional material.
+
+    Words are counted in the sources (a glued value is one word): the chapters' executions are
+    not all there while this page executes.  :func:`built_problems` recounts from a built book."""
     import pandas as pd
 
     words, labels, exercises = _inputs(book, labels, exercises)
     rows = []
     for i, lec in enumerate(course, 1):
         s = lecture_sums(lec, words, labels, exercises)
-        rows.append({"lecture": f"{i}. {lec.title}", "stated (min)": lec.minutes, "core words": s["words"],
+        rows.append({"lecture": f"{i}. {lec.title}", "stated (min)": lec.minutes, "core words (source)": s["words"],
                      "reading (min)": s["reading minutes"], "core exercises (min)": s["core exercise minutes"],
-                     "core total (min)": s["core minutes"], "optional words": s["optional words"],
+                     "core total (min)": s["core minutes"], "optional words (source)": s["optional words"],
                      "optional exercises (min)": s["other exercise minutes"]})
     return pd.DataFrame(rows)
 
