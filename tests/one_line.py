@@ -22,3 +22,12 @@ def one_line_error(argv, capsys, *words, within_s: float | None = None) -> str:
     for w in words:
         assert w in lines[0], lines[0]
     return lines[0]
+
+
+def one_line(err) -> str:
+    """The message of a refusal (an exception, or pytest's ``ExceptionInfo`` of one), asserted
+    to be one line."""
+    text = str(err.value if hasattr(err, "value") else err)
+    assert "\n" not in text.strip(), text
+    return text
+

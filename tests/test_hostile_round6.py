@@ -21,16 +21,11 @@ import yaml
 
 from companion.base.errors import CompanionError
 from deadline import within
+from one_line import one_line as _one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "runs"
 SECRET = "the user's own file\n"
-
-
-def _one_line(err) -> str:
-    text = str(err.value if hasattr(err, "value") else err)
-    assert "\n" not in text.strip(), text
-    return text
 
 
 # ============================================================ 1. writes outside the output folder, data loss

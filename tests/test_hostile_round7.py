@@ -22,16 +22,11 @@ import pytest
 
 from companion.base.errors import CompanionError
 from deadline import within
+from one_line import one_line as _one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "runs"
 SECRET = "the user's own file\n"
-
-
-def _one_line(err) -> str:
-    text = str(err.value if hasattr(err, "value") else err)
-    assert "\n" not in text.strip(), text
-    return text
 
 
 # ============================================================ 0. the leftovers of round 6
