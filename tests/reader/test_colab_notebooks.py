@@ -231,14 +231,14 @@ def _disk_short(requirements: list[str], what: str, free: int | None = None,
     free = shutil.disk_usage(WORK).free if free is None else free
     if free >= need:
         return ""
-    return (f"{what} was not installed: {free / 1e9:.1f} GB free under {WORK}, it needs about "
+    return (f"{what} was skipped: {free / 1e9:.1f} GB free under {WORK}, it needs about "
             f"{need / 1e9:.1f} GB; free disk space and rerun `make notebook-check`")
 
 
 def test_a_short_disk_is_named_before_pip_fails():
     assert _disk_short(["torch"], "x", free=5 * 10**9, need=4 * 10**9) == ""
     msg = _disk_short(["torch"], "the kernel", free=int(0.3e9), need=int(1.6e9))
-    assert "the kernel was not installed: 0.3 GB free" in msg and "1.6 GB" in msg
+    assert "the kernel was skipped: 0.3 GB free" in msg and "1.6 GB" in msg
     # the estimate follows requirements: torch alone is smaller than torch and what needs it
     alone = _closure_bytes(["torch"])
     assert alone > 10**8, "torch should be installed in the test environment"
@@ -246,19 +246,11 @@ def test_a_short_disk_is_named_before_pip_fails():
 
 
 def _disk_short_for_zoo(free: int | None = None, need: int | None = None) -> str:
-    """Why the zoo set-up cell cannot run here (too little disk for its packages), or "".
-
-    pip unpacks each package beside its download, so the zoo needs about 1.5 times its
-    installed size plus 1 GB of slack.  A full disk otherwise fails three layers down, as
-    ``OSError: [Errno 28] No space left on device`` from pip, which says nothing about the book.
-    """
+    """Why the zoo set-up cell cannot run here (too little disk for its packages), or "":
+    :func:`_disk_short` with the zoo's own size (its pins, not a requirement closure) and 1 GB
+    of slack instead of 0.5."""
     need = int(1.5 * _zoo_bytes() + 1e9) if need is None else need
-    free = shutil.disk_usage(WORK).free if free is None else free
-    if free >= need:
-        return ""
-    return (f"the zoo chapters' set-up cell was not run: {free / 1e9:.1f} GB free under {WORK}, "
-            f"its packages need about {need / 1e9:.1f} GB; free disk space and rerun "
-            "`make notebook-check`")
+    return _disk_short([], "the zoo chapters' set-up cell", free=free, need=need)
 
 
 def test_disk_guard_names_the_shortfall_and_the_fix():
