@@ -27,7 +27,13 @@ What is computed
       threshold.  This is what produced the published tables.
     * ``"eq18"``: ``R`` sums the outlier norms themselves, as Eqs. 18-19 are printed.
 
-    Both return 0 when no row and no column exceeds its threshold.
+    Both return 0 when no row and no column of a non-zero matrix exceeds its threshold.
+
+The zero matrix has no score: Def. 3.1 divides by ``||M||_F^2 = 0`` and Eq. 17 by
+``R + C = 0`` with no norm to compare, so both scores are NaN there (never 0.0, which
+would be averaged in as a matrix with no symmetry or no direction); a caller's median or
+mean then reads NaN, and :func:`companion.survey.summaries.encoder_decoder_contrast`
+names the layer that could not be scored.
 
 Every matrix (and each factor) is first divided by its largest absolute entry, so the
 scores are invariant to the scale of their input over the whole float64 range (their
@@ -266,8 +272,10 @@ def _to_output(t: torch.Tensor):
 
 
 def _symmetry_from_traces(tr_mm: torch.Tensor, fro2: torch.Tensor) -> torch.Tensor:
+    # ||M||_F^2 = 0 only for the zero matrix (unit-scaled, a non-zero one has an entry of 1):
+    # Def. 3.1 is 0/0 there, so NaN
     safe = torch.where(fro2 > 0, fro2, torch.ones_like(fro2))
-    s = torch.where(fro2 > 0, tr_mm / safe, torch.zeros_like(fro2))
+    s = torch.where(fro2 > 0, tr_mm / safe, torch.full_like(fro2, float("nan")))
     # round-off can push |s| a hair above 1 for exactly (skew-)symmetric matrices
     return s.clamp(-1.0, 1.0)
 
@@ -277,7 +285,8 @@ def symmetry_score(M: ArrayLike):
 
     Equal to ``(||M_s||_F^2 - ||M_n||_F^2) / ||M||_F^2`` with ``M_s, M_n`` the symmetric and
     skew-symmetric parts (Eq. 16).  ``+1``: symmetric, ``-1``: skew-symmetric, ``~1/n`` for an
-    ``n x n`` matrix with i.i.d. zero-mean entries.  Zero matrix: ``0.0``.
+    ``n x n`` matrix with i.i.d. zero-mean entries.  Zero matrix: NaN (``0/0``, Def. 3.1 is
+    undefined there; see the module docstring).
 
     Parameters
     ----------
@@ -356,7 +365,10 @@ def _directionality_from_norms(
     C = _outlier_mass(col_norms, gamma, variant)
     total = R + C
     safe = torch.where(total > 0, total, torch.ones_like(total))
-    return torch.where(total > 0, (R - C) / safe, torch.zeros_like(total))
+    d = torch.where(total > 0, (R - C) / safe, torch.zeros_like(total))
+    # the zero matrix (every row and column norm 0) has no direction: NaN, not 0
+    zero = (row_norms.amax(dim=-1) == 0) & (col_norms.amax(dim=-1) == 0)
+    return torch.where(zero, torch.full_like(d, float("nan")), d)
 
 
 def _check_directionality_args(gamma: float, variant: str, d: int) -> None:
@@ -380,7 +392,8 @@ def directionality_score(M: ArrayLike, gamma: float = 2.0, variant: Variant = "e
     ``mean + gamma * std`` of the row (column) norms, with the unbiased (N - 1) standard
     deviation.  Negative ``d``: a few columns carry outlying norms (column dominance, what
     autoregressive training produces, Thm. S1.12); positive: row dominance; ``0`` when no
-    norm is an outlier.
+    norm of a non-zero matrix is an outlier; NaN for the zero matrix (``0/0`` in Eq. 17 with
+    no norm to compare).
 
     Parameters
     ----------

@@ -254,7 +254,7 @@ def family(primary_rows: pd.DataFrame, fwer: float = 0.05) -> pd.DataFrame:
     t["p_holm"] = holm(t["p"].to_numpy())
     t["survives"] = [("yes" if p < fwer / 2 else "no") if d else "" for p, d in zip(t["p_holm"], decided)]
     t["status"] = [("inconclusive (after Holm)" if s == "no" else o) for o, s in zip(t["outcome"], t["survives"])]
-    t["family_size"] = int(np.isfinite(t["p"]).sum())
+    t["family_size"] = len(t)   # every registered member, a test not made too (Holm counts it)
     return t
 
 

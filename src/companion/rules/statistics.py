@@ -446,36 +446,53 @@ def p_below(est: Estimate, value: float = 0.0) -> float:
 
 
 def holm(pvalues) -> np.ndarray:
-    """Holm's step-down adjusted p-values (family-wise error rate); NaN entries stay NaN
-    and do not count towards the family's size."""
+    """Holm's step-down adjusted p-values (family-wise error rate) over the family of the
+    registered tests: every entry is a member, so the family's size ``m`` is the number of
+    entries.  A NaN entry (a member with no p-value: not testable here) still counts in
+    ``m`` and ranks last, as a p-value of 1 would (a conservative Holm: a test registered
+    and not made cannot shrink the family), and its own adjusted value stays NaN.  Version
+    2 of the rules (``data/rules_history/verdict_rules_v2.yaml``, ``family``) makes the
+    primary test of every empirical claim one member."""
     p = np.asarray(pvalues, dtype=float) if not any(isinstance(x, (str, bytes, bool)) for x in
                                                     np.asarray(pvalues, dtype=object).ravel().tolist()) else None
     if p is None or p.ndim != 1 or ((p < 0) | (p > 1)).any():
         raise ValueError(f"Holm's adjustment needs a list of p-values between 0 and 1; got {str(pvalues)[:80]}.")
     out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    m = ok.size
-    order = ok[np.argsort(p[ok])]
+    m = p.size
+    order = np.argsort(np.where(np.isfinite(p), p, 1.0), kind="stable")
     running = 0.0
     for rank, i in enumerate(order):
+        if not math.isfinite(p[i]):
+            continue            # ranked as 1 (last): counted in m, adjusted value NaN
         running = max(running, min(1.0, (m - rank) * p[i]))
         out[i] = running
     return out
 
 
-def median_interval(values, level: float = 0.95) -> dict:
+def median_interval(values, level: float = 0.95, nan_as: str | None = None) -> dict:
     """A distribution-free interval for the median of the seeds' distribution.
 
     The interval between the k-th smallest and the k-th largest of ``n`` values covers
     the median with probability ``1 - 2 P(Binomial(n, 1/2) < k)``, whatever the
     distribution.  The largest ``k`` whose coverage is at least ``level`` is used; when
     even ``k = 1`` (min to max) falls short, that is used and its coverage stated (with 3
-    seeds: 0.75).  NaN values are censored below every observed one (as ``-inf``).
-    Returns ``median``, ``low``, ``high``, ``coverage``, ``n``.
+    seeds: 0.75).  A NaN value (a seed with no number: a diverged run, a target never
+    reached) is refused unless the caller says where it ranks, for only the caller knows
+    the quantity's direction: ``nan_as="low"`` censors it below every observed value (as
+    ``-inf``: a speed-up never reached), ``nan_as="high"`` above (as ``+inf``: a loss that
+    diverged).  Returns ``median``, ``low``, ``high``, ``coverage``, ``n``.
     """
     from scipy import stats
 
-    v = np.sort(np.where(np.isnan(np.asarray(values, dtype=float)), -np.inf, values))
+    if nan_as not in (None, "low", "high"):
+        raise ValueError(f"nan_as must be 'low' or 'high' (where a seed with no number ranks); got {nan_as!r}.")
+    raw = np.asarray(values, dtype=float).ravel()
+    n_nan = int(np.isnan(raw).sum())
+    if n_nan and nan_as is None:
+        raise ValueError(f"{n_nan} of {raw.size} values are NaN (a seed with no number); say where they rank with "
+                         "nan_as='low' (worse than every value, e.g. a speed-up never reached) or nan_as='high', "
+                         "or drop them first.")
+    v = np.sort(np.where(np.isnan(raw), -np.inf if nan_as == "low" else np.inf, raw))
     n = v.size
     if n == 0:
         raise ValueError("no values given.")

@@ -181,7 +181,7 @@ def censored_median_speedup(speedups, level: float = 0.95) -> dict:
         raise ValueError("no seeds given.")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1); got {level}.")
-    mi = median_interval(v, level)
+    mi = median_interval(v, level, nan_as="low")   # a seed that never reached ranks below every speed-up
 
     def fmt(x):
         return "below 0" if x == -np.inf else f"{x:.2f}"
