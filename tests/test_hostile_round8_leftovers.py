@@ -129,3 +129,79 @@ def test_a_zero_layer_in_a_checkpoint_is_not_averaged_in_as_zero():
     df = pd.DataFrame({"model": "m", "component": "c", "head": -1, "symmetry": vals, "directionality": 0.0})
     out = summarize_layers(df).iloc[0]
     assert np.isnan(out["symmetry_median"])
+
+
+# ---------------------------------------------------------------- 4. the student edition's mark
+
+
+def _user_folder(tmp_path, name="mine"):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("the user's own work\n")
+    return folder
+
+
+def _tiny_book(tmp_path):
+    root = tmp_path / "root"
+    (root / "book").mkdir(parents=True)
+    (root / "_config.yml").write_text("title: T\n")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
+    (root / "book" / "intro.md").write_text("# Intro\n")
+    return root
+
+
+def test_a_stray_copied_or_hand_made_mark_does_not_make_a_users_folder_the_builds(tmp_path, monkeypatch):
+    from companion.book.editions import student
+
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
+    root = _tiny_book(tmp_path)
+    made = tmp_path / "made"
+    student.prepare_sources(root, made)                     # a folder the build made
+    student.prepare_sources(root, made)                     # ...is replaced by its next build
+    assert (made / "book" / "intro.md").is_file()
+
+    stray = _user_folder(tmp_path, "stray")                 # a mark as earlier builds wrote it, by hand
+    (stray / student._MARK).write_text("made by python -m companion.book.editions.student; replaced by its next build\n")
+    copied = _user_folder(tmp_path, "copied")               # the build's own mark, copied from its folder
+    (copied / student._MARK).write_bytes((made / student._MARK).read_bytes())
+    forged = _user_folder(tmp_path, "forged")               # the right path, a token the build never recorded
+    (forged / student._MARK).write_text(f"{student._MARK_HEAD}\nfolder: {forged.resolve()}\ntoken: {'ab' * 32}\n")
+    for folder in (stray, copied, forged):
+        with pytest.raises(ValueError) as err:
+            student.prepare_sources(root, folder)
+        assert str(folder) in one_line(err) and "nothing in it is replaced" in one_line(err)
+        assert sorted(p.name for p in folder.iterdir()) == sorted([student._MARK, "thesis.tex"])
+        assert (folder / "thesis.tex").read_text() == "the user's own work\n"
+
+
+def test_the_command_refuses_a_copied_mark_in_one_line_and_deletes_nothing(tmp_path, monkeypatch, capsys):
+    from companion.book.editions import student
+
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
+    root = _tiny_book(tmp_path)
+    (root / "_build" / ".jupyter_cache").mkdir(parents=True)
+    made = tmp_path / "made"
+    student._mark(made)
+    out = _user_folder(tmp_path, "out")
+    (out / "src").mkdir()
+    (out / "src" / "notes.md").write_text("keep\n")
+    (out / student._MARK).write_bytes((made / student._MARK).read_bytes())
+    assert student.main(["--root", str(root), "--out", str(out)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "did not write for this folder" in err[0]
+    assert (out / "thesis.tex").is_file() and (out / "src" / "notes.md").read_text() == "keep\n"
+
+
+def test_a_mark_whose_record_was_deleted_is_refused_not_trusted(tmp_path, monkeypatch):
+    from companion.book.editions import student
+
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "out"
+    student._mark(folder)
+    (folder / "page.html").write_text("x")
+    student._check_ours(folder)                             # ours
+    for rec in (tmp_path / "cache" / "student-marks").iterdir():
+        rec.unlink()
+    with pytest.raises(ValueError, match="did not write for this folder"):
+        student._check_ours(folder)
+    assert (folder / "page.html").is_file()
