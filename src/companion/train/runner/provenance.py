@@ -16,7 +16,8 @@ from ...base.errors import CompanionError
 from ..text.data import TokenData
 from .config import TrainConfig
 
-__all__ = ["provenance", "write_run", "read_run", "HISTORY_COLUMNS", "check_stamps", "stamp_problem"]
+__all__ = ["provenance", "write_run", "read_run", "HISTORY_COLUMNS", "check_stamps", "stamp_problem", "strict_json",
+           "whole_count"]
 
 
 def provenance(cfg: TrainConfig, command: str, seconds: float, data: TokenData | None = None) -> dict:
@@ -75,7 +76,7 @@ def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
             except CompanionError as err:
                 raise CompanionError(f"{err} Copy {name} again from the run's work folder, or move {run} away.") from None
     try:
-        provenance = json.loads((run / "provenance.json").read_text(encoding="utf-8"))
+        provenance = strict_json((run / "provenance.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CompanionError(f"run {run.name} has a history but no provenance.json, so its settings (corpus, "
                              "learning rate, device) cannot be checked; copy the provenance from its work "
@@ -87,7 +88,39 @@ def read_run(run_dir: str | Path) -> tuple[pd.DataFrame, dict]:
         raise CompanionError(f"run {run.name}: its provenance.json holds no config object, so it was not written "
                              f"by `companion train`; make the run again, or move {run} away.")
     check_stamps(provenance, run.name, run)
+    for section, field in (("config", "steps"), ("model_size", "num_hidden_layers")):
+        part = provenance.get(section)
+        value = part.get(field) if isinstance(part, dict) else None
+        if value is not None and whole_count(value) is None:
+            raise CompanionError(f"run {run.name}: its provenance.json's {section}.{field} is {str(value)[:30]!r}, not a "
+                                 f"whole number, so its history cannot be checked against it; copy provenance.json "
+                                 f"again from the run's work folder, or move {run} away.")
     return _check_history(_read_history(run), provenance, run), provenance
+
+
+def strict_json(text: str):
+    """``json.loads(text)``, refusing (``ValueError``) a key written twice in one object, which
+    Python reads as its last copy, silently (a hand edit's ``"lr"`` beside the run's own)."""
+    def pairs(items):
+        keys = [k for k, _ in items]
+        twice = next((k for k in keys if keys.count(k) > 1), None)
+        if twice is not None:
+            raise ValueError(f"the key {twice!r} is written twice in one object")
+        return dict(items)
+
+    return json.loads(text, object_pairs_hook=pairs)
+
+
+def whole_count(value) -> int | None:
+    """``value`` as a whole number >= 0 (``10000`` or ``10000.0``), or None when it is none (a
+    bool, text, a fraction, a negative or non-finite number)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if value >= 0 else None
 
 
 def stamp_problem(value) -> str | None:
@@ -171,13 +204,19 @@ def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFr
     fix = f"copy history.csv again from the run's work folder, or move {run} away"
     for col in ("step", "layer", "head"):
         whole = hist[col].to_numpy(dtype=float)
-        bad = ~np.isfinite(whole) | (whole != np.round(whole))
+        bad = ~np.isfinite(whole) | (whole != np.round(whole)) | ((whole < 0) if col == "step" else False)
         if bad.any():
-            raise CompanionError(f"run {run.name}: its history.csv has a {col} that is not a whole number (line "
-                                 f"{int(np.flatnonzero(bad)[0]) + 2}): {fix}.")
+            raise CompanionError(f"run {run.name}: its history.csv has a {col} that is not a whole number"
+                                 f"{' >= 0' if col == 'step' else ''} (line {int(np.flatnonzero(bad)[0]) + 2}): {fix}.")
     if hist["quantity"].isna().any():
         raise CompanionError(f"run {run.name}: its history.csv has a row without a quantity (line "
                              f"{int(np.flatnonzero(hist['quantity'].isna())[0]) + 2}): {fix}.")
+    odd = ~hist["quantity"].astype(str).str.fullmatch(r"[a-z][a-z0-9_]*")
+    if odd.any():   # " eval_loss" or "Eval_loss" is no quantity a reader asks for: its row would go unread
+        i = int(np.flatnonzero(odd)[0])
+        raise CompanionError(f"run {run.name}: its history.csv names a quantity {str(hist['quantity'].iloc[i])[:40]!r} "
+                             f"(line {i + 2}), which the trainer never writes (lower-case letters, digits and _): {fix}.")
+    _check_ranges(hist, run, fix)
     key = ["step", "quantity", "layer", "head"]
     twice = hist.duplicated(key, keep=False)
     if twice.any():
@@ -201,8 +240,8 @@ def _check_history(hist: pd.DataFrame, provenance: dict, run: Path) -> pd.DataFr
         i = int(np.flatnonzero(off)[0])
         raise CompanionError(f"run {run.name}: its history.csv gives {names.iloc[i]} the value {values[i]:g} (line "
                              f"{i + 2}), which no score between -1 and 1 can have: {fix}.")
-    steps = provenance["config"].get("steps")
-    if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 and len(hist):
+    steps = whole_count(provenance["config"].get("steps"))
+    if steps is not None and len(hist):
         past = hist[hist["step"] > steps]
         if len(past):
             r = past.iloc[0]
@@ -231,8 +270,8 @@ def _check_layer_set(hist: pd.DataFrame, provenance: dict, run: Path, fix: str) 
     has, and a layer the model does not have would be averaged in.  A provenance that names
     no layer count is not checked here (the readers of a body ask for it)."""
     size = provenance.get("model_size")
-    layers = size.get("num_hidden_layers") if isinstance(size, dict) else None
-    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+    layers = whole_count(size.get("num_hidden_layers")) if isinstance(size, dict) else None
+    if layers is None or layers < 1:
         return
     rows = hist[hist["layer"] >= 0]
     if rows.empty:
@@ -249,6 +288,33 @@ def _check_layer_set(hist: pd.DataFrame, provenance: dict, run: Path, fix: str) 
                 f"run {run.name}: its history.csv logs {quantity} with {what}, but its provenance gives "
                 f"{layers} layers (model_size.num_hidden_layers); a layer mean over another set of layers "
                 f"is not the run's value: {fix}.")
+
+
+#: what a logged value can be, by the end of its quantity's name: a loss (cross-entropy, Eq. 1's
+#: objective) and a standard error are >= 0, a share is in [0, 1], a count of blocks is whole
+#: and >= 0, a learning rate >= 0 (a NaN is a broken run's, read as it is)
+_RANGES = (("loss", "a loss", 0.0, None, False), ("_se", "a standard error", 0.0, None, False),
+           ("_share", "a share", 0.0, 1.0, False), ("_blocks", "a count of blocks", 0.0, None, True),
+           ("lr", "a learning rate", 0.0, None, False))
+
+
+def _check_ranges(hist: pd.DataFrame, run: Path, fix: str) -> None:
+    """Refuse a value its quantity cannot have (:data:`_RANGES`), naming the run, quantity and line."""
+    import numpy as np
+
+    names = hist["quantity"].astype(str)
+    values = hist["value"].to_numpy(dtype=float)
+    for end, what, low, high, whole in _RANGES:
+        mine = names.str.endswith(end).to_numpy() & ~np.isnan(values)
+        with np.errstate(invalid="ignore"):
+            off = mine & ((values < low) | ((values > high) if high is not None else False)
+                          | ((values != np.round(values)) if whole else False))
+        if off.any():
+            i = int(np.flatnonzero(off)[0])
+            kind = (f"in [{low:g}, {high:g}]" if high is not None else f"a {'whole number' if whole else 'number'} "
+                    f">= {low:g}")
+            raise CompanionError(f"run {run.name}: its history.csv gives {names.iloc[i]} the value {values[i]:g} "
+                                 f"(line {i + 2}), but {what} is {kind}: {fix}.")
 
 
 #: the columns of a run's history.csv, as :func:`write_run` writes them

@@ -99,7 +99,9 @@ def read_provenance(d: Path) -> dict:
 
         regular_file(path, "the run's provenance")
     try:
-        prov = json.loads(path.read_text(encoding="utf-8"))
+        from .provenance import strict_json
+
+        prov = strict_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CompanionError(f"{path} is missing though the run has a history.csv: a finished run "
                              "records its provenance; restore the file or move the run out of the cache.") from None
