@@ -178,7 +178,8 @@ def registered_contrast(summary: pd.DataFrame, rule: UnitRule = REGISTERED) -> d
     table = units(rows, rule)
     meds = member_medians(summary, rows)
     counted = set(table.loc[table["side"] != "", "member"])
-    missing = sorted(m for m, v in zip(meds["member"], meds["symmetry"]) if m in counted and not np.isfinite(v))
+    missing = sorted(m for m, s, d in zip(meds["member"], meds["symmetry"], meds["directionality"])
+                     if m in counted and not (np.isfinite(s) and np.isfinite(d)))   # either score: min() skips a NaN
     if missing:
         raise CompanionError(f"the survey's registered design counts {', '.join(missing)}, which this build did not "
                              "score (its reader or package is missing): the units would change; install the zoo "

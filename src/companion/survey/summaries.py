@@ -147,6 +147,13 @@ def encoder_decoder_contrast(computed: pd.DataFrame, modality: str = "text") -> 
     dec = sorted(kinds[kinds == "decoder"].index)
     if not enc or not dec:
         raise ValueError(f"need {modality} encoders and decoders; got {len(enc)} and {len(dec)}.")
+    # Python's min() and max() skip a NaN placed after a number (and return it placed first), so
+    # an unscored model would silently leave the extremes and the orderings read from them
+    unscored = sorted({k for k in enc + dec for s in ("symmetry", "directionality")
+                       if not np.all(np.isfinite(np.asarray(med.get((k, s), np.nan), dtype=float)))})
+    if unscored:
+        raise ValueError(f"{', '.join(unscored)} has no finite median score (a layer that could not be scored); "
+                         "score it again, or leave it out of the summary before the contrast.")
     out = {
         "encoders": enc, "decoders": dec,
         "sym_enc_min": min(med[(k, "symmetry")] for k in enc),
