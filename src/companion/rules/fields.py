@@ -37,12 +37,24 @@ def _fail(path, where: str, what: str):
     raise CompanionError(f"{where} in {path}: {what}")
 
 
+def yaml_hint(v) -> str:
+    """Why text that reads as a number was read as text: YAML 1.1 (PyYAML) takes ``1e-3``, with
+    no decimal point before its exponent, for a string."""
+    if isinstance(v, str):
+        try:
+            float(v)
+        except ValueError:
+            return ""
+        return " (YAML reads a number with no decimal point before its exponent, such as 1e-3, as text: write 1.0e-3)"
+    return ""
+
+
 def _num(v, path, where, field, lo=None, hi=None, whole=False):
     ok = (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
           and (not whole or isinstance(v, int)) and (lo is None or v > lo) and (hi is None or v < hi))
     if not ok:
         rng = f" in ({lo}, {hi})" if lo is not None and hi is not None else (f" > {lo}" if lo is not None else "")
-        _fail(path, where, f"{field!r} must be a {'whole ' if whole else ''}number{rng}; got {str(v)[:40]!r}.")
+        _fail(path, where, f"{field!r} must be a {'whole ' if whole else ''}number{rng}; got {str(v)[:40]!r}{yaml_hint(v)}.")
     return v
 
 

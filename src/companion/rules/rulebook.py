@@ -66,7 +66,7 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
     version = rules.get("version")
     if version is None:
         _fail(path, "the file", "has no 'version'; every rules file states its version (1 to 4).")
-    if isinstance(version, bool) or version not in (1, 2, 3, 4):
+    if isinstance(version, bool) or not isinstance(version, int) or version not in (1, 2, 3, 4):
         _fail(path, "the file", f"'version' must be 1, 2, 3 or 4; got {str(version)[:20]!r}.")
     _check_levels_and_quantities(rules, path)
     if version <= 2:
@@ -207,8 +207,8 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
         for a in r.get("secondary_comparators") or []:
             if a not in (body.get("secondary_arms") or []):
                 _fail(path, where, f"secondary comparator {a!r} is not a secondary arm of body {r['body']!r}.")
-        if r.get("sign", 1) not in (1, -1):
-            _fail(path, where, "'sign' must be 1 or -1.")
+        if isinstance(r.get("sign", 1), bool) or r.get("sign", 1) not in (1, -1):   # yes/true is no sign
+            _fail(path, where, f"'sign' must be 1 or -1; got {str(r.get('sign'))[:20]!r}.")
         if not isinstance(r.get("sesoi"), str) or r["sesoi"] not in rules["yardsticks"]:
             _fail(path, where, f"sesoi {str(r.get('sesoi'))[:40]!r} is not a yardstick of the file.")
         if r["body"] in rules["yardsticks"][r["sesoi"]]["derived_from"]:

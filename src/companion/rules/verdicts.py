@@ -99,7 +99,9 @@ def _number(r: dict, field: str, where: str, path, positive: bool = False):
     v = r[field]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (positive and v <= 0):
         kind = "a positive number" if positive else "a finite number"
-        raise CompanionError(f"{where} in {path}: {field!r} must be {kind}; got {v!r}.")
+        from .fields import yaml_hint
+
+        raise CompanionError(f"{where} in {path}: {field!r} must be {kind}; got {v!r}{yaml_hint(v)}.")
     return v
 
 
