@@ -234,11 +234,12 @@ def _prepare_out(out: Path, resume: bool, overwrite: bool, keep=()) -> bool:
     except OSError as err:
         raise CompanionError(f"cannot write to --out {out} ({err.strerror or err}); choose a "
                              "writable folder.") from err
-    if overwrite:
-        for name in ("history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256"):
-            (out / name).unlink(missing_ok=True)
-    _check_run_files(out, keep)
+    _check_run_files(out, keep)   # --overwrite: the old run's files go once the new run's data is read
     return False if overwrite else ckpt
+
+
+#: the files of a run that --overwrite removes before the new run trains
+RUN_FILES = ("history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256")
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
@@ -399,10 +400,22 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         tokenizer = pretrained_folder(cfg.init_from)
     from .text.corpora import fetching_allowed
 
-    with fetching_allowed():   # an explicit command: a missing pinned archive is fetched, and said
-        data = token_data_for_corpus(cfg.corpus, cfg.model_size.seq_len, top_k=cfg.top_k,
-                                     tokenizer_name=tokenizer, max_tokens=args.max_tokens,
-                                     progress=progress)
+    try:
+        with fetching_allowed():   # an explicit command: a missing pinned archive is fetched, and said
+            data = token_data_for_corpus(cfg.corpus, cfg.model_size.seq_len, top_k=cfg.top_k,
+                                         tokenizer_name=tokenizer, max_tokens=args.max_tokens,
+                                         progress=progress)
+    except OSError as err:   # transformers' "couldn't connect ... cached files" (no errno): not a disk error
+        if err.errno is not None or tokenizer is None:
+            raise
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"the tokenizer {tokenizer} cannot be loaded ({str(err).splitlines()[0][:120]}); give a "
+                             "tokenizer folder, or a hub id already in the Hugging Face cache. Nothing in --out "
+                             "was changed.") from None
+    if args.overwrite and rank0:   # only now: a refusal above leaves the previous run as it was
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
     if resume:
         progress("resuming from checkpoint.pt")
     history = train(cfg, data=data, out_dir=out, resume=resume, progress=progress)
