@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 
 from .errors import CompanionError
 
-__all__ = ["check_output", "check_writable", "write_atomic", "write_csv_atomic", "write_text_atomic",
+__all__ = ["check_output", "check_writable", "check_table_output", "write_atomic", "write_csv_atomic", "write_text_atomic",
            "write_bytes_atomic", "atomic_output", "temp_beside", "open_stream"]
 
 
@@ -94,6 +94,25 @@ def check_writable(path: str | os.PathLike, what: str = "output") -> Path:
     except OSError as exc:
         raise CompanionError(f"cannot write the {what} {path}: {_reason(exc)}.") from None
     return path
+
+
+def check_table_output(path: str | os.PathLike, what: str = "output") -> Path:
+    """:func:`check_writable` for a CSV table a command writes at a name its user gives: an
+    existing file that is not a ``.csv`` (a rules file, a chapter, notes) is refused rather
+    than replaced by the table, and so is a name in the package's ``data/`` folder (the rules,
+    the catalog, the recorded runs and tables the book reads)."""
+    from .paths import DATA_DIR
+
+    path = Path(path)
+    _existing_mode(path, what)
+    if path.exists() and path.suffix.lower() != ".csv":
+        raise CompanionError(f"the {what} {path} exists and is not a .csv table, so it is never replaced by one; "
+                             "give a new name ending in .csv.")
+    here, data = path.resolve(), DATA_DIR.resolve()
+    if here == data or data in here.parents:
+        raise CompanionError(f"the {what} {path} lies in the package's data folder {data}, whose files the book "
+                             "reads; write the table somewhere else, e.g. a new name in the current folder.")
+    return check_writable(path, what)
 
 
 def _temp_beside(path: Path, what: str, suffix: str = ".tmp") -> tuple[int, str]:

@@ -40,7 +40,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..adapters import read_qk
-    from ..base.outputs import check_writable, write_csv_atomic
+    from ..base.outputs import check_table_output, write_csv_atomic
     from ..survey.tables import layer_scores, summarize_layers
     from ..zoo.registry import is_zoo_name, zoo_path
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         raise CompanionError(f"--gamma {args.gamma} is not a finite number >= 0; the outlier "
                              "threshold is in standard deviations (the paper uses 2).")
     if args.out:
-        check_writable(args.out, "--out file")
+        check_table_output(args.out, "--out file")
     zoo_name = args.source if is_zoo_name(args.source) else None
     if args.bias_term:
         from ..survey.bias_term import MEASURED

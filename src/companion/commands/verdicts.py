@@ -37,7 +37,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..base.errors import CompanionError
-    from ..base.outputs import check_writable, write_csv_atomic
+    from ..base.outputs import check_table_output, write_csv_atomic
 
     if args.csv is not None and args.csv.strip() == "":
         raise CompanionError("--csv is empty; give a file name such as verdicts.csv, or leave --csv out.")
@@ -52,7 +52,7 @@ def run(args) -> int:
 
         rules = load_rules(args.rules)   # checked whole before anything is read
     if args.csv:
-        check_writable(args.csv, "--csv file")   # before minutes of computing
+        check_table_output(args.csv, "--csv file")   # before minutes of computing
     if args.claim is not None:
         print(_one_claim(args.claim))
         return 0
