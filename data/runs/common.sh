@@ -18,6 +18,10 @@ pool() {
 # asks for STEPS and its history reaches it); a short trial run left in the work folder is
 # named on stderr and not copied as a finished run
 finished() {
+  local f
+  for f in "$1/provenance.json" "$1/history.csv"; do   # a FIFO would block the reader, a link leads elsewhere
+    if [ -L "$f" ] || [ ! -f "$f" ]; then echo "$f: not a regular file of a finished run; it is not copied" >&2; return 1; fi
+  done
   $PY - "$1" "$2" <<'PYEOF'
 import csv, json, sys
 d, steps = sys.argv[1], int(sys.argv[2])
@@ -43,6 +47,9 @@ land() {
   # _land_put SRC DEST: copy SRC to DEST, replacing a link left at DEST (a link is never written
   # through: it may point at a user's file outside data/runs); anything else there is refused
   _land_put() {
+    if [ -L "$1" ] || [ ! -f "$1" ]; then   # a FIFO would block cp for ever; a link would copy a file from elsewhere
+      echo "NOT COPIED $name: $1 is not a regular file $(date -u)" >> $LOG; return 1
+    fi
     if [ -L "$2" ]; then rm -f -- "$2"
     elif [ -e "$2" ] && [ ! -f "$2" ]; then echo "NOT COPIED $name: $2 is not a file $(date -u)" >> $LOG; return 1
     fi
