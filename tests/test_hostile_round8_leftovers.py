@@ -205,3 +205,42 @@ def test_a_mark_whose_record_was_deleted_is_refused_not_trusted(tmp_path, monkey
     with pytest.raises(ValueError, match="did not write for this folder"):
         student._check_ours(folder)
     assert (folder / "page.html").is_file()
+
+
+# ---------------------------------------------------------------- 5. huge numbers on the page
+
+
+@pytest.mark.parametrize("value", [1e300, -1.234567e20, 5e17, 10 ** 300, -1234 * 10 ** 20, 10 ** 400, 2 ** 63 - 1])
+def test_a_table_writes_a_huge_number_in_scientific_notation(value):
+    from companion.book.tables import cell_text, column_formats
+
+    text = cell_text(value, column_formats([value]) if isinstance(value, float) else None)
+    assert len(text) <= 10 and "e+" in text, text
+    mantissa, exponent = text.split("e+")
+    # three significant digits of the value, by its own digits (independent of float formatting)
+    digits = str(abs(int(value)))
+    assert int(exponent) == len(digits) - 1
+    assert abs(abs(float(mantissa)) - int(digits[:4]) / 1000) <= 0.006
+    assert mantissa.startswith("-") == (value < 0)
+
+
+def test_a_table_of_huge_and_ordinary_numbers_reads_without_a_run_of_digits():
+    import re
+
+    from companion.book.tables import MISSING, cell_text, readable
+
+    frame = pd.DataFrame({"quantity": ["a", "b", "c", "d"], "value": [1e300, 0.25, np.nan, np.inf]})
+    html = readable(frame)
+    assert not re.search(r"\d{16}", html.replace(",", "")), html[:300]
+    cells = re.findall(r'<td class="num">([^<]*)</td>', html)
+    assert cells == ["1e+300", "0.25", MISSING, "∞"], cells
+    # just below the limit a whole number is still written out exactly
+    assert cell_text(999_999_999_999_999.0) == "999,999,999,999,999" and cell_text(10 ** 14) == "100,000,000,000,000"
+
+
+def test_a_set_value_beyond_a_sane_magnitude_is_quoted_in_scientific_notation():
+    from companion.base.phrasing import as_set
+
+    assert as_set(1e300) == "1e+300" and as_set(1.2345e20, sign=True) == "+1.2345e+20"
+    assert float(as_set(-3.25e16)) == -3.25e16 and as_set(0.6931) == "0.6931"
+    assert as_set(float("nan")) == "not set" and as_set(float("inf")) == "not set"

@@ -117,7 +117,8 @@ def as_set(value, decimals: int = 3, sign: bool = False) -> str:
     """A number a rule sets (a threshold, a yardstick), worded with every digit it was set with:
     at least ``decimals`` decimals, more where the value has them, so a sentence never quotes a
     threshold the rules do not set (a floor of 0.6931 nats read '0.69', a guard of 0.125 '0.12').
-    ``sign``: a leading ``+`` on a value that is not negative.
+    ``sign``: a leading ``+`` on a value that is not negative.  A value of magnitude 1e15 or
+    more is written in scientific notation with its shortest exact digits (``1e+300``).
 
     >>> as_set(0.6931), as_set(0.1), as_set(0.125, 2, sign=True), as_set(0.0071884)
     ('0.6931', '0.100', '+0.125', '0.0071884')
@@ -125,6 +126,11 @@ def as_set(value, decimals: int = 3, sign: bool = False) -> str:
     if not finite(value):   # never 'nan' or 'inf' quoted as a threshold
         return "not set"
     v = float(value)
+    if abs(v) >= 1e15:   # every digit it was set with, in scientific notation (1e+300, not 301 digits)
+        import numpy as np
+
+        out = np.format_float_scientific(v, trim="-")
+        return ("+" + out) if sign and v >= 0 else out
     text = repr(v)
     if "e" in text or "E" in text:
         import numpy as np

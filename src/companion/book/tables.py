@@ -10,7 +10,9 @@ learning rate of 1e-3 as ``0.0``), and the package's keys (``training_symmetry``
 
 - no index column: an unnamed integer index (row numbers 0, 1, 2, ...) is dropped, a
   meaningful one (named, or labels set by ``set_index``/``pivot``) becomes the first column(s);
-- a missing value (``NaN``, ``None``, ``NaT``) is shown as an em dash, infinities as ``∞``;
+- a missing value (``NaN``, ``None``, ``NaT``) is shown as an em dash, infinities as ``∞``, a
+  number of magnitude :data:`HUGE` (``1e15``) or more in scientific notation (``1e+300``, not
+  its 301 digits);
 - a claim's key is shown by the paper's name of the claim (:data:`CLAIM_NAMES`), any other
   ``snake_case`` key in a header or a cell as words;
 - numbers are rounded to what they mean: integers (and whole-number floats) with thousands
@@ -30,7 +32,7 @@ import math
 import numbers
 import re
 
-__all__ = ["CLAIM_NAMES", "MISSING", "SHORTEST", "cell_text", "column_formats", "label", "readable", "register"]
+__all__ = ["CLAIM_NAMES", "HUGE", "MISSING", "SHORTEST", "cell_text", "column_formats", "label", "readable", "register"]
 
 #: each claim's key (``judge.claims.VERDICTS``' function names) as the paper names the claim
 CLAIM_NAMES = {
@@ -57,6 +59,11 @@ WORDS = {
 
 #: what a missing value reads
 MISSING = "—"
+
+#: a number at least this large in magnitude is written in scientific notation with three
+#: significant digits (``1e+300``, ``-1.23e+20``), never as every digit it has; below it a
+#: float that is a whole number is still exact (float64 holds every integer below 2^53)
+HUGE = 1e15
 
 #: :func:`column_formats`' answer for a column of set values (each shown as written: 0.001, 0.00005)
 SHORTEST = -1
@@ -133,6 +140,8 @@ def column_formats(values) -> int | None:
 def _number(value: float, decimals: int | None) -> str:
     if math.isinf(value):
         return "∞" if value > 0 else "-∞"
+    if abs(value) >= HUGE:   # three significant digits, never every digit of 1e300
+        return f"{value:.3g}"
     if decimals == SHORTEST:
         import numpy as np
 
@@ -150,6 +159,18 @@ def _number(value: float, decimals: int | None) -> str:
     return "0" if float(value) == 0 and decimals else text
 
 
+def _huge_integer(value: int) -> str:
+    """A whole number of magnitude :data:`HUGE` or more as :func:`_number` writes a float
+    (three significant digits, scientific), one beyond float64's range too."""
+    try:
+        return f"{float(value):.3g}"
+    except OverflowError:
+        from decimal import Decimal
+
+        mantissa, exponent = format(Decimal(value), ".2e").split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{exponent}"
+
+
 def cell_text(value, decimals: int | None = None) -> str:
     """One cell as it reads (see the module's docstring); ``decimals`` from
     :func:`column_formats` of its column."""
@@ -162,7 +183,7 @@ def cell_text(value, decimals: int | None = None) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, numbers.Integral):
-        return f"{int(value):,}"
+        return f"{int(value):,}" if abs(int(value)) < HUGE else _huge_integer(int(value))
     if isinstance(value, numbers.Real):
         return _number(float(value), decimals)
     if isinstance(value, str):
