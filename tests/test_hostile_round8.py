@@ -341,11 +341,15 @@ def test_verdicts_never_writes_over_the_rules_it_reads(tmp_path, capsys):
     assert rules.read_bytes() == before
 
 
-def test_verdicts_never_writes_into_the_package_s_data_folder(capsys):
-    from companion.base.paths import DATA_DIR
+def test_verdicts_never_writes_into_the_package_s_data_folder(tmp_path, monkeypatch, capsys):
+    from companion.base import paths
 
-    target = DATA_DIR / "catalog.csv"
+    data = tmp_path / "data"   # a stand-in: a regression overwrites this copy, never the checkout's catalog
+    data.mkdir()
+    target = data / "catalog.csv"
+    shutil.copyfile(paths.DATA_DIR / "catalog.csv", target)
     before = target.read_bytes()
+    monkeypatch.setattr(paths, "DATA_DIR", data)
     one_line_error(["verdicts", "--csv", str(target)], capsys, "data folder", within_s=30)
     assert target.read_bytes() == before
 
@@ -420,3 +424,50 @@ def test_landing_a_finished_run_of_plain_files_still_copies_it(tmp_path):
     assert _land(tmp_path, "done", 10).returncode == 0
     assert sorted(p.name for p in (tmp_path / "data/runs/done").iterdir()) == [
         "history.csv", "provenance.json", "weights-step10.safetensors.sha256"]
+
+
+# ============================================================ 7. computed text in a deck or a notebook stays text
+
+HOSTILE = "<script>alert(1)</script> [a](javascript:alert(1)) ![i](x) <img src=x onerror=alert(1)>"
+
+
+def test_a_glued_value_and_a_figure_s_alt_text_make_no_element_of_a_slide():
+    import html as _html
+    import re
+
+    from companion.book.editions.slide_plan import Slide, resolve_glue
+    from companion.book.editions.slide_render import render_slide
+
+    glue = {"fig": {"data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"},
+                    "metadata": {"image/png": {"alt": '" onerror="alert(1)' + HOSTILE}}},
+            "v": {"data": {"text/plain": repr(HOSTILE)}}}
+    text = "Value {glue:md}`v` and {glue:text}`v:>5`\n\n```{glue:figure} fig\n:name: f\nA caption {glue}`v`\n```\n"
+    page = render_slide(Slide(title="T <b>x</b>", body=resolve_glue(text, glue)))
+    assert set(re.findall(r"<(\w+)", page)) <= {"h2", "p", "figure", "img", "figcaption"}, page
+    assert re.findall(r"<img\b[^>]*>", page) == [re.search(r"<img\b[^>]*>", page).group(0)]   # the figure's only
+    from html.parser import HTMLParser
+
+    attrs = []
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, a: attrs.extend(a)
+    parser.feed(page)
+    assert [n for n, _ in attrs] == ["alt", "src"], attrs   # the figure's image, nothing else
+    assert not any((v or "").lower().lstrip().startswith("javascript:") for _, v in attrs)
+    assert HOSTILE in _html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+@pytest.mark.parametrize("where", ["{glue:md}`v`", "{glue:text}`v`", "[click]({glue:text}`v`)", "**{glue}`v`**"],
+                         ids=["md role", "text role", "a link's address", "inside emphasis"])
+def test_a_glued_value_in_a_notebook_cell_is_its_text_and_makes_no_element(where):
+    import html as _html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    from companion.book.editions.notebook_cells import colab_markdown
+
+    cell = colab_markdown(f"Seen {where} here.\n", {"v": HOSTILE}, {})
+    page = MarkdownIt("commonmark", {"html": True}).render(cell)
+    assert set(re.findall(r"<(\w+)", page)) <= {"p", "strong"}, page
+    assert "<img" not in page and "<script" not in page and "<a " not in page, page
+    assert HOSTILE in _html.unescape(re.sub(r"<[^>]+>", "", page)).replace("\\", ""), page

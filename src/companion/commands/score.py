@@ -40,7 +40,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..adapters import read_qk
-    from ..base.outputs import check_table_output, write_csv_atomic
+    from ..base.outputs import check_table_output, check_writable, write_csv_atomic
     from ..survey.tables import layer_scores, summarize_layers
     from ..zoo.registry import is_zoo_name, zoo_path
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         raise CompanionError(f"--gamma {args.gamma} is not a finite number >= 0; the outlier "
                              "threshold is in standard deviations (the paper uses 2).")
     if args.out:
-        check_table_output(args.out, "--out file")
+        check_writable(args.out, "--out file")
     zoo_name = args.source if is_zoo_name(args.source) else None
     if args.bias_term:
         from ..survey.bias_term import MEASURED
@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
                                  "(`companion zoo list` shows them)")
     if args.out:
         _refuse_writing_into_the_input(Path(args.out), Path(args.source))
+        check_table_output(args.out, "--out file")   # nor a file that is not a table, or one of data/
     ckpt = read_qk(args.source, revision=args.revision, allow_pickle=args.allow_pickle,
                    progress=not args.quiet)
     df = layer_scores(ckpt, per_head=args.per_head, pairing=args.pairing, gamma=args.gamma,
