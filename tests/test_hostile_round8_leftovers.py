@@ -165,8 +165,11 @@ def test_a_stray_copied_or_hand_made_mark_does_not_make_a_users_folder_the_build
     (stray / student._MARK).write_text("made by python -m companion.book.editions.student; replaced by its next build\n")
     copied = _user_folder(tmp_path, "copied")               # the build's own mark, copied from its folder
     (copied / student._MARK).write_bytes((made / student._MARK).read_bytes())
-    forged = _user_folder(tmp_path, "forged")               # the right path, a token the build never recorded
-    (forged / student._MARK).write_text(f"{student._MARK_HEAD}\nfolder: {forged.resolve()}\ntoken: {'ab' * 32}\n")
+    forged = _user_folder(tmp_path, "forged")               # the right path, another folder's identity
+    other = tmp_path / "other"
+    other.mkdir()
+    (forged / student._MARK).write_text(f"{student._MARK_HEAD}\nfolder: {forged.resolve()}\n"
+                                        f"identity: {student._identity(other)}\n")
     for folder in (stray, copied, forged):
         with pytest.raises(ValueError) as err:
             student.prepare_sources(root, folder)
@@ -193,7 +196,7 @@ def test_the_command_refuses_a_copied_mark_in_one_line_and_deletes_nothing(tmp_p
     assert (out / "thesis.tex").is_file() and (out / "src" / "notes.md").read_text() == "keep\n"
 
 
-def test_a_mark_whose_record_was_deleted_is_refused_not_trusted(tmp_path, monkeypatch):
+def test_the_build_keeps_its_own_folder_across_an_emptied_cache_but_not_a_recreated_one(tmp_path, monkeypatch):
     from companion.book.editions import student
 
     monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
@@ -201,11 +204,17 @@ def test_a_mark_whose_record_was_deleted_is_refused_not_trusted(tmp_path, monkey
     student._mark(folder)
     (folder / "page.html").write_text("x")
     student._check_ours(folder)                             # ours
-    for rec in (tmp_path / "cache" / "student-marks").iterdir():
-        rec.unlink()
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "another-cache"))
+    student._check_ours(folder)                             # still ours: nothing is recorded in a cache
+    mark = (folder / student._MARK).read_bytes()
+    keep = tmp_path / "kept"
+    folder.rename(keep)                                     # the build's folder moved away...
+    folder.mkdir()                                          # ...and a new one made at its path
+    (folder / "notes.md").write_text("the user's\n")
+    (folder / student._MARK).write_bytes(mark)              # with the old mark copied in
     with pytest.raises(ValueError, match="did not write for this folder"):
         student._check_ours(folder)
-    assert (folder / "page.html").is_file()
+    assert (folder / "notes.md").read_text() == "the user's\n"
 
 
 # ---------------------------------------------------------------- 5. huge numbers on the page

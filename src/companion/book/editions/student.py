@@ -56,37 +56,22 @@ def _student_config(root: Path, cache: Path) -> str:
 
 _MARK = ".companion-student"
 """A file in every folder this module makes; only such a folder is ever emptied by it.  It
-names the folder's resolved path and a random token that the build also records in the
-package's cache (``student-marks/``, one file per folder): a mark copied from another
-folder names another path, and a hand-made one cannot know the token, so neither makes a
-user's folder look like the build's."""
+names the folder's resolved path and its identity on the disk (device and inode, which a
+folder keeps while it exists and a new folder never shares with a live one): a mark copied
+from another folder names another path or identity, and a hand-made one would have to read
+the folder's inode to look like the build's.  Nothing is recorded elsewhere, so emptying the
+package's cache does not make the build disown its own folder."""
 
 _MARK_HEAD = "made by python -m companion.book.editions.student; replaced by its next build"
 
 
-def _record(folder: Path) -> Path:
-    """Where the build records the token of the folder at resolved path ``folder``."""
-    import hashlib
-
-    from ...base.cache import cache_root
-
-    return cache_root() / "student-marks" / hashlib.sha256(str(folder).encode()).hexdigest()[:32]
-
-
-def _recorded_token(folder: Path) -> str | None:
-    """The token recorded for ``folder`` (resolved), or None when there is none."""
-    rec = _record(folder)
-    try:
-        if rec.is_symlink() or not rec.is_file() or rec.stat().st_size > 256:
-            return None
-        token = rec.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return token if len(token) == 64 and all(c in "0123456789abcdef" for c in token) else None
+def _identity(folder: Path) -> str:
+    st = folder.stat()
+    return f"{st.st_dev}:{st.st_ino}"
 
 
 def _read_mark(mark: Path) -> dict:
-    """The ``folder`` and ``token`` lines of a mark (empty when it is not a small plain file)."""
+    """The ``folder`` and ``identity`` lines of a mark (empty when it is not a small plain file)."""
     try:
         if mark.is_symlink() or not mark.is_file() or mark.stat().st_size > 4096:
             return {}
@@ -99,9 +84,9 @@ def _read_mark(mark: Path) -> dict:
 def _check_ours(folder: Path, entries: frozenset | None = None) -> None:
     """Refuse (``ValueError``, one line) a ``folder`` this module did not make: only a new
     folder, an empty one, or one holding this module's mark for this very folder (its
-    resolved path, and the token the build recorded for it) is ever emptied or replaced.
-    (A folder that merely holds names a build also writes, such as a user's own ``work/``, or
-    a mark copied from elsewhere or written by hand, is not ours.)"""
+    resolved path and its identity on the disk) is ever emptied or replaced.  (A folder that
+    merely holds names a build also writes, such as a user's own ``work/``, or a mark copied
+    from elsewhere or written by hand, is not ours.)"""
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise ValueError(f"{folder} is not a folder; give a new or empty folder for the student edition")
     if not folder.is_dir() or not any(folder.iterdir()):
@@ -111,38 +96,23 @@ def _check_ours(folder: Path, entries: frozenset | None = None) -> None:
         raise ValueError(f"{folder} is not empty and was not made by the student build, so "
                          "nothing in it is replaced; give a new or empty folder (default "
                          "<root>/_build/student)")
-    said, here = _read_mark(mark), str(folder.resolve())
-    recorded = _recorded_token(folder.resolve())
-    if said.get("folder") != here or recorded is None or said.get("token") != recorded:
+    said = _read_mark(mark)
+    if said.get("folder") != str(folder.resolve()) or said.get("identity") != _identity(folder):
         if not said:
-            raise ValueError(f"{folder} holds a {_MARK} file that names no folder and no token (a hand-made mark, "
-                             "or one an earlier build wrote before marks carried them), so nothing in it is "
+            raise ValueError(f"{folder} holds a {_MARK} file that names no folder (a hand-made mark, "
+                             "or one an earlier build wrote before marks carried it), so nothing in it is "
                              f"replaced; if it is an earlier student build, remove it yourself (rm -r {folder}), "
                              "else give a new or empty folder")
         raise ValueError(f"{folder} holds a {_MARK} file that the student build did not write for this folder "
-                         "(copied from elsewhere or made by hand, or its record in the cache's student-marks/ "
-                         "was deleted), so nothing in it is replaced; give a new or empty folder, or empty "
-                         "this one yourself")
+                         "(copied from elsewhere or made by hand), so nothing in it is replaced; give a new or "
+                         "empty folder, or empty this one yourself")
 
 
 def _mark(folder: Path) -> None:
-    """Make ``folder`` and write its mark: the folder's resolved path and its token, the one
-    already recorded for that path or a new random one, recorded first (an interrupted
-    write leaves the folder's next build able to recognise it)."""
-    import secrets
-
+    """Make ``folder`` and write its mark: the folder's resolved path and its identity."""
     folder.mkdir(parents=True, exist_ok=True)
-    here = folder.resolve()
-    token = _recorded_token(here)
-    if token is None:
-        from ...base.cache import ensure_dir
-
-        token = secrets.token_hex(32)
-        rec = _record(here)
-        ensure_dir(rec.parent)
-        write_text_atomic(token + "\n", rec, what="student edition's record of its mark")
-    write_text_atomic(f"{_MARK_HEAD}\nfolder: {here}\ntoken: {token}\n", folder / _MARK,
-                      what="student edition's mark")
+    write_text_atomic(f"{_MARK_HEAD}\nfolder: {folder.resolve()}\nidentity: {_identity(folder)}\n",
+                      folder / _MARK, what="student edition's mark")
 
 
 #: pages for the instructor only (the course plan and the teaching notes): not in the student edition
