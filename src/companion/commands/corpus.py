@@ -21,6 +21,8 @@ def register(subparsers) -> None:
     r = sub.add_parser("prepare", help="fetch a corpus and make, once, what the book and the tests make from it "
                                        "on first use (english-mix's fitted vocabulary, the token caches)")
     r.add_argument("name", help="a corpus name, or 'all'")
+    r.add_argument("--jobs", type=int, default=1, help="processes at once (english-mix's fit, a minute of one "
+                                                       "core, beside the other corpora); default 1")
     p.set_defaults(func=run)
 
 
@@ -53,7 +55,7 @@ def run(args) -> int:
         from ..train.text.prepare import prepare
 
         t0 = time.monotonic()
-        done = prepare(names, say=lambda line: print(line, flush=True))
+        done = prepare(names, say=lambda line: print(line, flush=True), jobs=args.jobs)
         print(f"prepared {len(names)} corpora ({len(done)} artefacts) in {time.monotonic() - t0:.0f} s; "
               f"cache: {cache_root()}")
         return 0

@@ -409,6 +409,8 @@ def learn_wordpiece(train_docs: Iterable[str], vocab_size: int = VOCAB_SIZE,
         touched = set()
         for i in sorted(where.pop((a, b), ())):
             seq, n = seqs[i], freqs[i]
+            if not any(x == a and y == b for x, y in zip(seq, seq[1:])):
+                continue   # an earlier merge took the pair from this word: nothing changes
             for p in zip(seq, seq[1:]):
                 pairs[p] -= n
                 touched.add(p)

@@ -24,7 +24,7 @@ from typing import Callable, Iterable
 from ...base.errors import CompanionError
 from .corpora import CORPORA, fetch_corpus
 
-__all__ = ["PLAN", "DEFAULT_VOCABULARY", "Prepared", "plan", "prepare"]
+__all__ = ["PLAN", "DEFAULT_VOCABULARY", "Prepared", "plan", "groups", "prepare"]
 
 #: corpus -> the tokenizers its token cache is made with besides its own (zoo names of
 #: checkpoints that recorded runs started from and that bring another vocabulary)
@@ -59,13 +59,59 @@ def plan(names: Iterable[str]) -> list[tuple[str, str | None]]:
     return out
 
 
-def prepare(names: Iterable[str], say: Callable[[str], None] | None = None) -> list[Prepared]:
+def groups(names: Iterable[str], jobs: int) -> list[list[str]]:
+    """The corpora of ``names`` in at most ``jobs`` groups that share nothing but the
+    archives, which :func:`prepare` fetches first: each corpus with a fitted vocabulary (a
+    minute of one core) heads a group, and the other corpora (seconds each) together make
+    one more group where ``jobs`` allows, else join the last; each corpus is whole in one group."""
+    names = list(dict.fromkeys(names))
+    k = max(1, jobs)
+    heavy = [n for n in names if CORPORA[n].fitted_vocab]
+    light = [n for n in names if not CORPORA[n].fitted_vocab]
+    out = [[n] for n in heavy[:k]]
+    if heavy[k:]:
+        out[-1].extend(heavy[k:])
+    if light:
+        if len(out) < k:
+            out.append(light)
+        else:
+            out[-1].extend(light)
+    return out
+
+
+def _prepare_group(names: list[str]) -> list[Prepared]:   # a child of prepare(jobs > 1)
+    return [p for p in prepare(names) if p.what != "archive"]
+
+
+def prepare(names: Iterable[str], say: Callable[[str], None] | None = None, jobs: int = 1) -> list[Prepared]:
     """Fetch each corpus, fit ``english-mix``'s vocabulary, and build the token caches of
     :func:`plan` (anything already in the cache is checked and kept).  ``say`` gets one line
-    per thing made.  Returns what was made, in order."""
+    per thing made.  Returns what was made, in order.
+
+    ``jobs > 1``: every archive is fetched here first, then the :func:`groups` are prepared
+    in that many processes at once (no two of them make the same thing)."""
     from .data import corpus_token_streams
 
     steps = plan(names)   # every name checked before any work
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise CompanionError(f"jobs must be a whole number of at least 1, not {jobs!r}")
+    parts = groups([c for c, _ in steps], jobs) if jobs > 1 else []
+    if len(parts) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        done: list[Prepared] = []
+        for corpus in dict.fromkeys(c for c, _ in steps):
+            if CORPORA[corpus].needs_fetch:
+                t0 = time.monotonic()
+                done.append(Prepared(corpus, "archive", str(fetch_corpus(corpus)), round(time.monotonic() - t0, 1)))
+        with ProcessPoolExecutor(len(parts), mp_context=multiprocessing.get_context("spawn")) as pool:
+            for made in pool.map(_prepare_group, parts):   # in the groups' order, each when it ends
+                done.extend(made)
+        if say is not None:
+            for p in done:
+                say(f"{p.corpus}: {p.what} ({p.seconds:.1f} s): {p.path}")
+        return done
     done: list[Prepared] = []
 
     def record(corpus, what, path, t0):
