@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
 import pytest
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@functools.lru_cache(maxsize=None)
+def _gguf_reader(path: str):
+    from gguf import GGUFReader
+
+    return GGUFReader(path)
+
+
+def gguf_reader(path):
+    """The ``gguf`` package's own reader of ``path``, made once per test process: it parses
+    the whole header in Python (seconds for a 262k-token vocabulary), and several tests
+    compare against it."""
+    return _gguf_reader(str(Path(path).resolve()))
 
 
 def minilm_folder() -> Path:

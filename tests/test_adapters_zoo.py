@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from adapters_data import zoo_checkpoint
+from adapters_data import gguf_reader, zoo_checkpoint
 from companion.adapters import read_qk
 from companion.adapters.families import gguf_gemma3
 from qk_logits import LogitRecorder, _CAPTURED, encoder_logit_errors, named_layers
@@ -99,9 +99,7 @@ def test_nomic_bert_has_12_bidirectional_layers_with_fused_qkv(nomic):
 
 def test_nomic_bert_splits_the_fused_rows_as_q_then_k(nomic):
     """No library here runs nomic-bert, so: the rows against the raw f16 tensor."""
-    from gguf import GGUFReader
-
-    reader = GGUFReader(str(zoo_checkpoint("nomic-embed-text-v1.5")))
+    reader = gguf_reader(zoo_checkpoint("nomic-embed-text-v1.5"))
     t = {t.name: t for t in reader.tensors}["blk.3.attn_qkv.weight"]
     raw = np.asarray(t.data, dtype=np.float32).reshape(2304, 768)
     layer = nomic.layers[3]

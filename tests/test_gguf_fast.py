@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from adapters_data import smollm2_gguf, zoo_checkpoint
+from adapters_data import gguf_reader, smollm2_gguf, zoo_checkpoint
 from companion.adapters.gguf_file import GGUFSource, parse_gguf_header
 from companion.base.errors import CompanionError
 from companion.core.scores import (directionality_score, directionality_score_factored,
@@ -32,13 +32,12 @@ def _path(which):
 
 @pytest.mark.parametrize("which", _gguf_files())
 def test_header_and_qk_tensors_equal_the_gguf_packages_reader(which):
-    from gguf import GGUFReader
     from gguf.quants import dequantize
 
     path = _path(which)
     src = GGUFSource(path)
-    reader = GGUFReader(str(path))
-    cfg, infos, data_offset = GGUFSource._header_with_gguf_reader(path)
+    reader = gguf_reader(path)
+    cfg, infos, data_offset = GGUFSource._header_with_gguf_reader(path, reader)
     assert src.config == cfg and src.bytes_read == reader.data_offset == data_offset
     assert not any(k.startswith("tokenizer.") for k in src.config)
     checked = 0

@@ -238,7 +238,7 @@ def test_q4_k_requantises_llama_cpps_own_blocks_to_the_same_bytes():
 
 def test_gguf_qk_types_agree_with_ggufs_reader():
     _zoo_or_skip("smollm2-135m", "gemma-3-270m")
-    from gguf import GGUFReader
+    from adapters_data import gguf_reader
 
     from companion.zoo.registry import zoo_path
 
@@ -246,7 +246,7 @@ def test_gguf_qk_types_agree_with_ggufs_reader():
     assert set(t["model"]) == {"smollm2-135m", "gemma-3-270m"}     # not a GGUF model: no rows
     for name, g in t.groupby("model"):
         theirs = {}
-        for tensor in GGUFReader(zoo_path(name)).tensors:
+        for tensor in gguf_reader(zoo_path(name)).tensors:
             parts = tensor.name.split(".")
             if parts[-1] == "weight" and parts[-2] in ("attn_q", "attn_k"):
                 key = (parts[-2], tensor.tensor_type.name)

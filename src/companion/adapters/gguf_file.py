@@ -278,11 +278,12 @@ class GGUFSource(TensorSource):
         return read_range(Path(self.location), start, nbytes)
 
     @staticmethod
-    def _header_with_gguf_reader(path: Path):
+    def _header_with_gguf_reader(path: Path, reader=None):
+        """The header as the ``gguf`` package reads it (``reader``: one already made of ``path``)."""
         from gguf import GGUFReader
 
         try:
-            reader = GGUFReader(str(path), "r")
+            reader = reader if reader is not None else GGUFReader(str(path), "r")
         except Exception as exc:
             raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
         config = {k: _gguf_value(f) for k, f in reader.fields.items()
