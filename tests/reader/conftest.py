@@ -56,6 +56,18 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A browser that leaves a page while a file is still being sent resets the
+        connection: not an error of the site, so no traceback in the check's output (any
+        other error is printed as before)."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
 @pytest.fixture(scope="session")
 def site_url(site, serve):
     """The built site served over HTTP on 127.0.0.1 (as a reader's browser sees it)."""
@@ -125,7 +137,7 @@ def serve():
 
     def start(folder: Path) -> str:
         handler = functools.partial(_QuietHandler, directory=str(folder))
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server = _QuietServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}"
