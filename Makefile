@@ -159,7 +159,7 @@ test: prepare
 		echo "test: book built in $$(( $$(date +%s) - t )) s"
 	@$(MAKE) --no-print-directory student-edition
 	@$(MAKE) --no-print-directory slides-only
-	@$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS_AFTER_BUILD)
+	@$(MAKE) --no-print-directory -j3 --output-sync=target $(CHECKS_AFTER_BUILD)
 
 # The student edition: the site with no solution in any file, and notebooks whose exercises
 # have a check cell (companion.book.editions.student); it reuses the executed chapters of `make book`.
@@ -188,10 +188,10 @@ notebooks: env
 # needs the built book (make book)
 reader-checks: browser-check notebook-check student-check slides-check answer-check
 
-# what `make test` checks once the book, the student edition and the slides are built, two at
-# a time (each target's output printed whole when it ends): the notebook check first, as it
-# is mostly download and unpacking in a fresh environment (minutes), so that the other checks,
-# which compute, run beside it; they read the build and write only their own folders
+# what `make test` checks once the book, the student edition and the slides are built, three
+# at a time on two cores (each target's output printed whole when it ends): the notebook check
+# first, as it is mostly download and unpacking in a fresh environment (minutes), so that two
+# checks that compute run beside it; they read the build and write only their own folders
 CHECKS_AFTER_BUILD := notebook-check browser-check student-check gpu-size-check slides-check answer-check
 
 # one status per claim on the site, the student site, the slides and the notebooks; every
