@@ -282,6 +282,12 @@ def test_roles_become_text_and_equation_labels_are_dropped():
     assert out.splitlines()[-1] == "$$"
 
 
+def test_an_inline_math_role_stays_math_and_a_term_keeps_its_words():
+    out = nbgen.colab_markdown("The form {math}`W_q W_k^\\top` is a {term}`bilinear form <bilinear-form>` "
+                               "and a {term}`gate`.")
+    assert out == "The form $W_q W_k^\\top$ is a bilinear form and a gate."
+
+
 def test_plain_markdown_passes_through_unchanged():
     md = "# Title\n\nSome *text* with $x$ and\n\n```python\nprint(1)\n```"
     assert nbgen.colab_markdown(md) == md

@@ -77,6 +77,8 @@ def _role(match: re.Match, values: dict | None = None, links: dict | None = None
             return f"[{shown}]({url})"
     if role == "cite" or role.startswith("cite:"):
         return f"[{text}]"
+    if role == "math":   # inline math stays math ($...$), which Colab and Jupyter typeset
+        return f"${body}$"
     return text
 
 
@@ -255,6 +257,11 @@ def paste_glued_figures(text: str, execution) -> tuple[str, int]:
             return m.group(0)
         png, alt = got
         from ..site.markup import pasted as plain_text   # (``pasted`` here counts the bytes pasted)
+
+        png = "".join(png.split())
+        if not re.fullmatch(r"[A-Za-z0-9+/]*={0,2}", png):   # pasted into a link's address: ")" would end it
+            raise ValueError(f"the glued figure {m.group('name')!r} has image/png data that is not base64 text, "
+                             "so it is not pasted into the notebook; glue a figure (a matplotlib Figure) under it.")
 
         alt = plain_text(alt.replace("[", "(").replace("]", ")"))
         caption = "\n".join(ln for ln in m.group("body").splitlines() if not re.match(r"^\s*:[\w-]+:", ln)).strip()
