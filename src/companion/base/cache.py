@@ -248,8 +248,12 @@ def atomic_path(final: str | os.PathLike):
         yield tmp
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22) -> str:
-    """Hex sha256 of a file, read in 4 MiB chunks."""
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22, what: str = "file") -> str:
+    """Hex sha256 of a regular file, read in 4 MiB chunks (a FIFO, folder or device is refused
+    in one line naming it: hashing a FIFO blocked for ever, a device never ended)."""
+    from .paths import regular_file
+
+    regular_file(path, what)
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):

@@ -398,6 +398,7 @@ def _checked_archive(spec: CorpusSpec, fetch: bool, corpus: str | None = None) -
             fetch_corpus(corpus)
             return path
         return fetch_corpus(spec.name)
+    _regular_archive(path)   # a FIFO would block the hash, a folder is no archive
     digest = sha256_file(path)
     if digest != spec.sha256:
         if fetch:

@@ -54,6 +54,9 @@ def default_corpus() -> list[str]:
 
 
 def _local_file(path: Path, text_field: str | None, limit: int | None) -> list[str]:
+    from ...base.paths import regular_file
+
+    regular_file(path, "corpus file")   # a FIFO would block for ever, a folder is no corpus
     if path.suffix == ".txt":
         try:
             text = path.read_text(encoding="utf-8")
@@ -162,6 +165,12 @@ def load_tokenizer(name: str | None = None):
         )
     if name is not None:
         name = str(Path(name).expanduser()) if name.startswith("~") else name
+        if Path(name).is_dir():   # a FIFO or device among a folder's files would block the load for ever
+            from ...base.paths import regular_file
+
+            for p in Path(name).iterdir():
+                if p.exists() and not p.is_dir() and not p.is_file():
+                    regular_file(p, "tokenizer file")
         if is_gguf(name):  # a GGUF checkpoint carries its tokenizer
             return AutoTokenizer.from_pretrained(str(Path(name).parent), gguf_file=Path(name).name)
     if name is None:

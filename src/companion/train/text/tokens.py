@@ -182,9 +182,12 @@ def _key(source: dict) -> str:
 
 
 def _load(folder: Path, expect: dict) -> TokenStreams:
+    from ...base.paths import regular_file
+
     try:
+        regular_file(folder / "meta.json", "token cache file")   # a FIFO would block for ever
         meta = json.loads((folder / "meta.json").read_text())
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, json.JSONDecodeError, CompanionError) as err:
         raise CompanionError(f"token cache {folder} has no readable meta.json ({err}); delete "
                              "the folder and it is rebuilt on the next run.") from err
     def bad_shape(why):
@@ -214,7 +217,7 @@ def _load(folder: Path, expect: dict) -> TokenStreams:
             raise CompanionError(
                 f"token cache {path} holds {size} bytes, its meta.json says {want} (truncated "
                 "or replaced); delete the folder and it is rebuilt on the next run.")
-        if want < _VERIFY_BELOW and sha256_file(path) != meta[f"{split}_sha256"]:
+        if want < _VERIFY_BELOW and sha256_file(path, what="token cache file") != meta[f"{split}_sha256"]:
             raise CompanionError(
                 f"token cache {path} does not match its recorded sha256 (corrupt); delete the "
                 "folder and it is rebuilt on the next run.")
