@@ -22,6 +22,14 @@ _DIRECTIVE = re.compile(r"^\{\s*([\w.:-]+)\s*\}")
 _RAW_DIRECTIVES = {"code-cell", "code", "code-block", "sourcecode", "literalinclude", "math", "raw",
                    "eval-rst", "eval-md", "mermaid", "graphviz", "csv-table", "bibliography", "glue:math"}
 _RST_SOLUTION = re.compile(r"^\s*\.\.\s+(?:[\w.-]+:)?solution(?:-start|-end)?::", re.M | re.I)
+#: a line as Markdown counts lines (``\n``, ``\r\n`` or ``\r`` ends it); ``str.splitlines`` also
+#: breaks at form feeds, U+2028 and other characters, and lines counted one way were cut the other
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines with their ends, numbered as the parser's token maps number them."""
+    return _LINE.findall(text)
 
 
 @lru_cache(maxsize=1)
@@ -52,7 +60,7 @@ def _events(text: str, offset: int = 0, depth: int = 0) -> list[tuple]:
     counted from ``offset``: kind ``solution`` (the whole directive), ``start`` / ``end`` (the
     gated directives).  Directive bodies are searched too (a solution in an exercise, a
     dropdown, a list or a quote), code and math are not."""
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     found = []
     for tok in _parser().parse(text):
         if tok.type not in ("fence", "colon_fence") or tok.map is None:
@@ -92,7 +100,7 @@ def _strip(text: str, gate_open: bool = False, open_end: bool = False) -> tuple[
     """``text`` without its solutions; ``gate_open``: the text begins inside a gated solution
     (a notebook's cell after a ``solution-start`` cell); ``open_end``: a gate may stay open
     at the end (returned as the second value) instead of being an error."""
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     spans, gate = [], (0, 0) if gate_open else None   # gate: (first line, depth) of an open solution-start
     for kind, first, last, depth in _events(text):
         if kind == "solution":

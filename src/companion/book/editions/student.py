@@ -22,6 +22,7 @@ and fails a wrong one with a hint, offline.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -171,8 +172,24 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
             write_text_atomic(strip_solutions(src.read_text(encoding="utf-8")), target, what="student page")
             pages.append(target)
         else:
+            _no_solution_inside(src)
             shutil.copy2(src, target)
     return pages
+
+
+#: a solution directive, MyST (``{solution}``, ``{solution-start}``, with a domain) or RST (``.. solution::``)
+_SOLUTION_MARK = re.compile(rb"\{\s*(?:[\w.-]+:)?solution(?:-start|-end)?\s*\}|^\s*\.\.\s+(?:[\w.-]+:)?"
+                            rb"solution(?:-start|-end)?::", re.I | re.M)
+
+
+def _no_solution_inside(src: Path) -> None:
+    """Refuse (``ValueError``, one line) a file other than a ``.md`` page that holds a solution
+    directive: only the pages are stripped of solutions, and a notebook page, an included text
+    or an RST page would reach the student sources whole, solution and all."""
+    if _SOLUTION_MARK.search(src.read_bytes()):
+        raise ValueError(f"{src} holds a solution directive, but only the book's .md pages are stripped of "
+                         "solutions for the student edition; write it as a MyST .md page, or move the "
+                         "solution into one.")
 
 
 def _check_source(src: Path, root: Path) -> None:
