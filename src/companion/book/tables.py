@@ -151,8 +151,12 @@ def _number(value: float, decimals: int | None) -> str:
     decimals = 3 if decimals is None else decimals
     if value != 0 and abs(round(value, decimals) - value) > 1e-9 * max(1.0, abs(value)):
         # a cell the column's decimals would cut keeps two significant digits of its own
-        # (a small p-value never reads 0)
-        decimals = max(decimals, min(8, 1 - math.floor(math.log10(abs(value)))))
+        # (a small p-value never reads 0); past 8 decimals in scientific notation (1.4e-08,
+        # never 0.00000001, a third less than the value)
+        need = 1 - math.floor(math.log10(abs(value)))
+        if need > 8:
+            return f"{value:.1e}"
+        decimals = max(decimals, need)
     if abs(value) < 1e-8 and value != 0:
         return f"{value:.1e}"
     text = f"{value:,.{decimals}f}"

@@ -84,7 +84,9 @@ def p_value(p: float, smallest: float) -> str:
     if not _finite(p):
         return "p missing (not a number)"
     floor = _finite(smallest) and abs(p - smallest) <= 1e-8 + 1e-9 * abs(smallest)
-    return f"p = {p:.4f}" + (", the smallest value it can reach" if floor else "")
+    # below 0.001 four decimals keep one digit or none (3e-6 read "p = 0.0000"): two significant digits
+    shown = f"{p:.4f}" if p >= 0.001 or p == 0 else f"{p:.1e}"
+    return f"p = {shown}" + (", the smallest value it can reach" if floor else "")
 
 
 def interval_reading(low: float, high: float, sesoi: float, unit: str = "", gain: str = "a gain",
