@@ -105,6 +105,20 @@ def test_a_tokenizer_folder_holding_a_fifo_is_refused_at_once(tmp_path, fifo):
     assert fifo in _one_line(err)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_jobs_file_that_is_no_file_is_named_for_what_it_is(tmp_path, capsys, kind):
+    """It read 'does not exist' for a FIFO or a folder that is there."""
+    from companion.train.runner.pack import main
+
+    jobs = tmp_path / "jobs.txt"
+    os.mkfifo(jobs) if kind == "fifo" else jobs.mkdir()
+    with within(10, jobs):
+        rc = main([str(jobs), "--out", str(tmp_path / "out")])
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and str(jobs) in lines[0] and "does not exist" not in lines[0], lines
+    assert ("a FIFO" if kind == "fifo" else "a folder") in lines[0] and not (tmp_path / "out").exists()
+
+
 def _token_folder(tmp_path: Path, fifo: str) -> Path:
     folder = tmp_path / "tokens" / "k"
     folder.mkdir(parents=True)

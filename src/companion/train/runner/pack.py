@@ -248,8 +248,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--gib-per-run must be a positive number of GiB; got {a.gib_per_run}.")
     try:
         path = Path(a.jobs)
-        if not path.is_file():
+        if not path.exists():
             raise CompanionError(f"jobs file {a.jobs!r} does not exist; write one 'NAME OPTIONS...' line per run.")
+        from ...base.paths import regular_file
+
+        regular_file(path, "jobs file")   # a folder or FIFO is named as what it is (it read 'does not exist')
         jobs = parse_jobs(path.read_text())
         mem = _device_memory(a.device)
         if mem is not None:
