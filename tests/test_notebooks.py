@@ -195,6 +195,25 @@ def test_written_notebooks_start_with_the_setup_cell_then_the_chapter(book, tmp_
     assert nb.metadata["kernelspec"]["name"] == "python3"
 
 
+def test_notebooks_are_never_written_through_a_link_into_a_users_folder(book, tmp_path):
+    elsewhere = tmp_path / "thesis"
+    elsewhere.mkdir()
+    (elsewhere / "first.ipynb").write_text("the user's own notebook\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "book").symlink_to(elsewhere)                   # out/book is a link to the user's folder
+    with pytest.raises(ValueError, match="is a link: notebooks are written only into folders of"):
+        nbgen.write_notebooks(book, out, ref="v1", executions=None)
+    assert (elsewhere / "first.ipynb").read_text() == "the user's own notebook\n"
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["first.ipynb"]
+    (out / "book").unlink()
+    (out / "book").write_text("a file where the folder goes\n")
+    with pytest.raises(ValueError, match="is not a folder"):
+        nbgen.write_notebooks(book, out, ref="v1", executions=None)
+    (out / "book").unlink()
+    assert len(nbgen.write_notebooks(book, out, ref="v1", executions=None)) == 2   # its own folders: written
+
+
 def test_command_line_reports_a_missing_toc_without_a_traceback(tmp_path):
     run = subprocess.run([sys.executable, "-m", "companion.book.editions.notebooks", "--root", str(tmp_path)],
                          capture_output=True, text=True)
