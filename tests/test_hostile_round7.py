@@ -23,6 +23,7 @@ import pytest
 from companion.base.errors import CompanionError
 from deadline import within
 from one_line import one_line as _one_line
+from tiny_book import tiny_book
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "runs"
@@ -661,20 +662,13 @@ def test_a_glued_value_in_a_directive_title_is_its_text_and_makes_no_element(dir
 
 # ============================================================ 10. the student edition's sources
 
-def _student_root(tmp_path) -> Path:
-    root = tmp_path / "root"
-    (root / "book").mkdir(parents=True)
-    (root / "_config.yml").write_text("title: t\nrepository:\n  url: https://github.com/o/r\n")
-    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
-    (root / "book" / "intro.md").write_text("# Intro\n")
-    return root
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link-outside"])
 def test_a_file_under_book_that_is_no_plain_file_of_the_book_is_refused_by_name(tmp_path, kind):
     from companion.book.editions.student import prepare_sources
 
-    root = _student_root(tmp_path)
+    root = tiny_book(tmp_path)
     odd = root / "book" / "data.bin"
     secret = tmp_path / "private.txt"
     secret.write_text(SECRET)
@@ -688,7 +682,7 @@ def test_a_file_under_book_that_is_no_plain_file_of_the_book_is_refused_by_name(
 def test_a_link_inside_the_book_is_copied_as_its_file(tmp_path):
     from companion.book.editions.student import prepare_sources
 
-    root = _student_root(tmp_path)
+    root = tiny_book(tmp_path)
     (root / "book" / "table.csv").write_text("a\n1\n")
     (root / "book" / "same.csv").symlink_to(root / "book" / "table.csv")
     prepare_sources(root, tmp_path / "dest")

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from one_line import one_line
+from tiny_book import tiny_book
 
 
 # ---------------------------------------------------------------- 1. Holm counts every registered member
@@ -142,20 +143,13 @@ def _user_folder(tmp_path, name="mine"):
     return folder
 
 
-def _tiny_book(tmp_path):
-    root = tmp_path / "root"
-    (root / "book").mkdir(parents=True)
-    (root / "_config.yml").write_text("title: T\n")
-    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
-    (root / "book" / "intro.md").write_text("# Intro\n")
-    return root
 
 
 def test_a_stray_copied_or_hand_made_mark_does_not_make_a_users_folder_the_builds(tmp_path, monkeypatch):
     from companion.book.editions import student
 
     monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
-    root = _tiny_book(tmp_path)
+    root = tiny_book(tmp_path)
     made = tmp_path / "made"
     student.prepare_sources(root, made)                     # a folder the build made
     student.prepare_sources(root, made)                     # ...is replaced by its next build
@@ -182,7 +176,7 @@ def test_the_command_refuses_a_copied_mark_in_one_line_and_deletes_nothing(tmp_p
     from companion.book.editions import student
 
     monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
-    root = _tiny_book(tmp_path)
+    root = tiny_book(tmp_path)
     (root / "_build" / ".jupyter_cache").mkdir(parents=True)
     made = tmp_path / "made"
     student._mark(made)

@@ -29,6 +29,7 @@ from companion.base.errors import CompanionError
 from deadline import within
 from one_line import one_line as _one_line
 from one_line import one_line_error
+from tiny_book import tiny_book
 
 SECRET = "the user's own file\n"
 
@@ -569,13 +570,6 @@ def test_a_solution_after_a_code_block_and_three_form_feeds_never_reaches_the_st
     assert "SECRET" not in out and out == before + "\nAfter.\n", repr(out)   # the code block and its blank line kept
 
 
-def _student_root(tmp_path) -> Path:
-    root = tmp_path / "root"
-    (root / "book").mkdir(parents=True)
-    (root / "_config.yml").write_text("title: t\nrepository:\n  url: https://github.com/o/r\n")
-    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
-    (root / "book" / "intro.md").write_text("# Intro\n")
-    return root
 
 
 _NOTEBOOK = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# A page\n"]},
@@ -592,7 +586,7 @@ _NOTEBOOK = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# A
 def test_a_solution_in_a_file_the_stripper_does_not_read_never_reaches_the_student_sources(tmp_path, name, body):
     from companion.book.editions.student import prepare_sources
 
-    root = _student_root(tmp_path)
+    root = tiny_book(tmp_path)
     (root / "book" / "intro.md").write_text(f"# Intro\n\n```{{include}} {name}\n```\n")
     (root / "book" / name).write_text(body)
     dest = tmp_path / "dest"
@@ -607,7 +601,7 @@ def test_a_solution_in_a_file_the_stripper_does_not_read_never_reaches_the_stude
 def test_a_plain_data_file_beside_the_pages_is_still_copied(tmp_path):
     from companion.book.editions.student import prepare_sources
 
-    root = _student_root(tmp_path)
+    root = tiny_book(tmp_path)
     (root / "book" / "table.csv").write_text("solution,value\nx,1\n")   # the word alone is no directive
     prepare_sources(root, tmp_path / "dest")
     assert (tmp_path / "dest" / "book" / "table.csv").read_text() == "solution,value\nx,1\n"

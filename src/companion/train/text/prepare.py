@@ -46,6 +46,10 @@ class Prepared:
     path: str
     seconds: float
 
+    def line(self) -> str:
+        """The one line ``companion corpus prepare`` prints for it."""
+        return f"{self.corpus}: {self.what} ({self.seconds:.1f} s): {self.path}"
+
 
 def plan(names: Iterable[str]) -> list[tuple[str, str | None]]:
     """``(corpus, tokenizer)`` pairs, ``None`` for the corpus's own; refuses an unknown name."""
@@ -110,7 +114,7 @@ def prepare(names: Iterable[str], say: Callable[[str], None] | None = None, jobs
                 done.extend(made)
         if say is not None:
             for p in done:
-                say(f"{p.corpus}: {p.what} ({p.seconds:.1f} s): {p.path}")
+                say(p.line())
         return done
     done: list[Prepared] = []
 
@@ -118,7 +122,7 @@ def prepare(names: Iterable[str], say: Callable[[str], None] | None = None, jobs
         p = Prepared(corpus, what, str(path), round(time.monotonic() - t0, 1))
         done.append(p)
         if say is not None:
-            say(f"{p.corpus}: {p.what} ({p.seconds:.1f} s): {p.path}")
+            say(p.line())
 
     fetched: set[str] = set()
     for corpus, tokenizer in steps:
