@@ -257,3 +257,32 @@ def test_score_out_keeps_the_mode_of_the_file_it_replaces_and_new_files_follow_t
 def test_score_out_empty_is_refused_not_ignored(tmp_path, capsys):
     bad.tiny_llama(tmp_path, layers=1)
     one_line_error(["score", str(tmp_path), "--out", "", "--quiet"], capsys, "--out is empty")
+
+
+def test_files_go_only_into_the_output_folders_own_folders_never_through_a_link(tmp_path):
+    """One check (base.outputs.check_own_folder) for every tool that writes into folders below
+    an output folder: a link or a file at any level below it is refused, naming that level;
+    the output folder itself may be a link the user chose; nothing is created."""
+    from companion.base.outputs import check_own_folder
+
+    out, mine = tmp_path / "out", tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("the user's file")
+    (out / "a").mkdir(parents=True)
+    assert check_own_folder(out, out / "a" / "b" / "c", "notebooks") == out / "a" / "b" / "c"
+    assert not (out / "a" / "b").exists()                            # checked, not made
+    (out / "a" / "b").symlink_to(mine, target_is_directory=True)
+    with pytest.raises(CompanionError, match=r"/out/a/b is a link: notebooks are written only into folders of"):
+        check_own_folder(out, out / "a" / "b" / "c", "notebooks")
+    with pytest.raises(CompanionError, match=r"/out/a/b is a link"):
+        check_own_folder(out, out / "a" / "b", "notebooks")          # the folder itself, too
+    (out / "a" / "b").unlink()
+    (out / "a" / "b").write_text("a file where a folder goes")
+    with pytest.raises(CompanionError, match=r"/out/a/b is not a folder"):
+        check_own_folder(out, out / "a" / "b" / "c", "notebooks")
+    with pytest.raises(CompanionError, match="is not inside"):
+        check_own_folder(out, tmp_path / "elsewhere", "notebooks")
+    chosen = tmp_path / "chosen"
+    chosen.symlink_to(out, target_is_directory=True)                 # --out itself is a link
+    assert check_own_folder(chosen, chosen / "a", "notebooks") == chosen / "a"
+    assert (mine / "keep.txt").read_text() == "the user's file"

@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 
 from .errors import CompanionError
 
-__all__ = ["check_output", "check_writable", "check_table_output", "write_atomic", "write_csv_atomic", "write_text_atomic",
+__all__ = ["check_output", "check_own_folder", "check_writable", "check_table_output", "write_atomic", "write_csv_atomic", "write_text_atomic",
            "write_bytes_atomic", "atomic_output", "temp_beside", "open_stream"]
 
 
@@ -79,6 +79,27 @@ def check_output(path: str | os.PathLike, what: str = "output") -> Path:
     path = Path(path)
     _existing_mode(path, what)
     return path
+
+
+def check_own_folder(top: str | os.PathLike, folder: str | os.PathLike, what: str) -> Path:
+    """Refuse (:class:`CompanionError`, one line) a name below ``top`` down to ``folder``
+    (included) that is a symbolic link, or something other than a folder: files are written only
+    into ``top``'s own folders, never through a link into a user's folder elsewhere, where they
+    would replace files of the same name.  ``what`` says what is written there ("notebooks",
+    "the survey's per-model tables").  Nothing is created."""
+    top, folder = Path(top), Path(folder)
+    try:
+        parts = folder.relative_to(top).parts
+    except ValueError:
+        raise CompanionError(f"{folder} is not inside {top}, where {what} are written.") from None
+    here = top   # the output folder the user named is theirs to choose, a link included
+    for name in parts:
+        here = here / name
+        if here.is_symlink() or (here.exists() and not here.is_dir()):
+            kind = "a link" if here.is_symlink() else "not a folder"
+            raise CompanionError(f"{here} is {kind}: {what} are written only into folders of {top} itself, "
+                                 "so nothing is written through it; remove it, or give another --out.")
+    return folder
 
 
 def check_writable(path: str | os.PathLike, what: str = "output") -> Path:

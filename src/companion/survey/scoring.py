@@ -152,13 +152,10 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
     from tqdm.auto import tqdm
 
     from ..adapters.hub import HubUnreachable
+    from ..base.outputs import check_own_folder
 
     out_dir = Path(out_dir) if out_dir is not None else SURVEY_DIR
-    models = out_dir / "models"   # one table per model: never written through a link out of out_dir
-    if models.is_symlink() or (models.exists() and not models.is_dir()):
-        raise CompanionError(f"{models} is a {'symbolic link' if models.is_symlink() else 'file'}, where the survey "
-                             "keeps one table per model, so nothing is written through it; remove it, or give "
-                             "another --out.")
+    models = check_own_folder(out_dir, out_dir / "models", "the survey's per-model tables")
     hub_down = None  # after one failed contact, the hub is not tried again in this run
     todo = catalog
     if keys:

@@ -198,18 +198,6 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
                                     "figures_pasted_bytes": pasted}
     return nb
 
-def _own_folders(out: Path, folder: Path) -> None:
-    """Refuse (``ValueError``, one line) a folder between ``out`` and ``folder`` that is a link
-    or not a folder: a notebook is written only into ``out``'s own folders, never through a
-    link into a user's folder elsewhere, where it would replace files of the same name."""
-    here = out
-    for part in folder.relative_to(out).parts:
-        here = here / part
-        if here.is_symlink() or (here.exists() and not here.is_dir()):
-            raise ValueError(f"{here} is {'a link' if here.is_symlink() else 'not a folder'}: notebooks are "
-                             f"written only into folders of {out} itself; remove it, or give another --out")
-
-
 def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
                     ref: str | None = None, repo_url: str | None = None,
                     install_from: Path | str | None = None, student: bool = False,
@@ -226,7 +214,7 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
     ``executed_dir``: one more folder of executed notebooks, read first."""
     import nbformat
 
-    from ...base.outputs import write_text_atomic
+    from ...base.outputs import check_own_folder, write_text_atomic
     from ..site.executions import GlueMissing, build_sources, find
 
     root = Path(root)
@@ -259,7 +247,7 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
     written = []
     for chapter in chapters:
         target = out / chapter.notebook_path
-        _own_folders(out, target.parent)
+        check_own_folder(out, target.parent, "notebooks")
         target.parent.mkdir(parents=True, exist_ok=True)
         nb = chapter_notebook(chapter, source, ref, student=student,
                               executed=found[chapter.docname] if found is not None else None, links=links)
