@@ -568,3 +568,27 @@ def test_the_answer_box_starts_on_a_phones_first_screen(browser, pages, docname)
     if top is None:
         pytest.skip(f"{docname} has no answer box (a reference page)")
     assert top < PHONE[1], f"{docname}: the answer box starts {top:.0f} px down, below a phone's first screen"
+
+
+def test_math_on_the_site_cannot_carry_a_javascript_link(browser, pages):
+    r"""The site loads MathJax's ``ui/safe`` extension (``_config.yml``): a ``\href`` to an
+    ``https:`` address stays a link, one to a ``javascript:`` address is typeset without it."""
+    pages.open("book/measuring")
+    state = browser.execute_async_script(r"""
+        const done = arguments[arguments.length - 1];
+        const links = tex => MathJax.tex2chtmlPromise(tex, {display: false}).then(node =>
+            Array.from(node.querySelectorAll("[href]")).map(a => a.getAttribute("href")));
+        const t0 = Date.now();
+        const loaded = () => new Promise((ok, no) => (function wait() {   // MathJax loads deferred
+            if (window.MathJax && MathJax.startup) ok(MathJax.startup.promise);
+            else if (Date.now() - t0 > 45000) no("MathJax did not load in 45 s");
+            else setTimeout(wait, 100);
+        })());
+        loaded()
+          .then(() => Promise.all([links("\\href{https://example.org/}{\\text{safe}}"),
+                                   links("\\href{javascript:document.title='pwned'}{\\text{hostile}}")]))
+          .then(([safe, hostile]) => done({safe: safe, hostile: hostile}), err => done({error: String(err)}));
+    """)
+    assert "error" not in state, state
+    assert "https://example.org/" in state["safe"], f"an https link in math is not a link: {state}"
+    assert state["hostile"] == [], f"a javascript: link in the site's math is live: {state}"

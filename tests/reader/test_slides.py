@@ -162,3 +162,37 @@ def test_the_course_plan_fits_the_built_book():
     toc = [Path(d).name for d in nbgen.toc_docnames(ROOT)]
     problems = cp.built_problems(build=ROOT / "_build", root=ROOT, slides=SLIDES, toc=toc)
     assert problems == [], problems
+
+
+#: a link written in a slide's math whose address would run script when followed
+HOSTILE_MATH = r"<p>\(\href{javascript:document.title='pwned'}{\text{follow me}}\)</p>"
+
+
+def test_a_javascript_address_in_a_decks_math_is_not_a_live_link(browser, serve, tmp_path):
+    r"""MathJax's ``\href`` makes a link of its address; the decks load MathJax's ``ui/safe``
+    extension, which drops an address that is not ``http(s)`` or ``file``, so a deck's math
+    cannot carry a ``javascript:`` link (the math is typeset, the words stay, the link goes)."""
+    vendor = SLIDES / "vendor"
+    if not vendor.is_dir():
+        pytest.fail(f"no slides vendor folder at {vendor}: make slides first")
+    (tmp_path / "vendor").symlink_to(vendor, target_is_directory=True)
+    (tmp_path / "hostile.slides.html").write_text(sl.deck_html("hostile", [HOSTILE_MATH, "<p>end</p>"]))
+    browser.get(f"{serve(tmp_path)}/hostile.slides.html")
+    state = browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const t0 = Date.now();
+        (function wait() {
+          if (document.body.dataset.typeset === "done" || Date.now() - t0 > 45000) {
+            const links = Array.from(document.querySelectorAll("[href]")).map(a => a.getAttribute("href"));
+            done({typeset: document.body.dataset.typeset || "",
+                  math: document.querySelectorAll("mjx-container").length,
+                  text: document.querySelector("mjx-container") ? document.querySelector("mjx-container").textContent : "",
+                  hostile: links.filter(h => /^\\s*javascript:/i.test(h)),
+                  title: document.title});
+          } else { setTimeout(wait, 200); }
+        })();
+    """)
+    assert state["typeset"] == "done", state
+    assert state["math"] >= 1, f"the deck's math was not typeset: {state}"
+    assert state["hostile"] == [], f"a javascript: link in the deck's math is live: {state}"
+    assert state["title"] == "hostile: slides", state

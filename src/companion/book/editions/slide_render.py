@@ -126,7 +126,8 @@ def deck_html(title: str, slides: list[str], vendor: str = "vendor") -> str:
 <link rel="stylesheet" href="{vendor}/reveal/theme/white.css"/>
 <style>{DECK_CSS}</style>
 <script>
-window.MathJax = {{ tex: {{ inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]],
+window.MathJax = {{ loader: {{ load: ["ui/safe"] }},
+                   tex: {{ inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]],
                            processEnvironments: true }},
                    startup: {{ typeset: false }} }};
 </script>
