@@ -292,10 +292,16 @@ def _check_layer_set(hist: pd.DataFrame, provenance: dict, run: Path, fix: str) 
 
 #: what a logged value can be, by the end of its quantity's name: a loss (cross-entropy, Eq. 1's
 #: objective) and a standard error are >= 0, a share is in [0, 1], a count of blocks is whole
-#: and >= 0, a learning rate >= 0 (a NaN is a broken run's, read as it is)
+#: and >= 0, a learning rate >= 0; a symmetry score (Def. 3.1), a directionality score (Def. 3.2)
+#: and a cosine are in [-1, 1] (with 1e-6 for rounding: the trainer logs six decimals).  A NaN,
+#: and a loss of +inf (an overflowed cross-entropy), are a diverged run's, read as they are.
+_SCORE = 1.0 + 1e-6
 _RANGES = (("loss", "a loss", 0.0, None, False), ("_se", "a standard error", 0.0, None, False),
            ("_share", "a share", 0.0, 1.0, False), ("_blocks", "a count of blocks", 0.0, None, True),
-           ("lr", "a learning rate", 0.0, None, False))
+           ("lr", "a learning rate", 0.0, None, False),
+           ("symmetry", "a symmetry score (Def. 3.1)", -_SCORE, _SCORE, False),
+           ("directionality", "a directionality score (Def. 3.2)", -_SCORE, _SCORE, False),
+           ("_cos_grad", "a cosine", -_SCORE, _SCORE, False))
 
 
 def _check_ranges(hist: pd.DataFrame, run: Path, fix: str) -> None:
