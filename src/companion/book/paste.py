@@ -16,6 +16,9 @@ itself), so a re-run shows the fresh value of every number the text carries from
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 
 __all__ = ["glue_text", "glue_number", "glue_figure", "show_values", "shown", "SHOWN_KEY"]
@@ -55,21 +58,44 @@ def _show(name: str, value) -> None:
     display(data, raw=True, metadata=metadata)
 
 
+#: a NaN or an infinity written as a word of its own ("nan", "-inf", "Infinity")
+_NON_FINITE_WORD = re.compile(r"(?<![\w.])[-+]?(?:nan|inf(?:inity)?)(?!\w)", re.IGNORECASE)
+
+
+def _refuse_non_finite(name: str, helper: str, shown: str) -> None:
+    raise ValueError(f"{helper}({name!r}): the value is {shown}, and no sentence of the book may carry a "
+                     "non-finite number; glue a word that says why the number is missing (glue_text), or "
+                     "glue nothing and write the sentence without it.")
+
+
 def glue_text(name: str, value) -> None:
-    """Glue ``value`` as text: ``{glue:text}`name``` shows it without quotes."""
+    """Glue ``value`` as text: ``{glue:text}`name``` shows it without quotes.  A text holding a
+    NaN or an infinity as a word of its own (``nan``, ``inf``) is refused, naming ``name``."""
     from myst_nb import glue
 
     from ..judge.claims import Plain
 
-    glue(name, Plain(str(value)), display=False)
+    text = str(value)
+    found = _NON_FINITE_WORD.search(text)
+    if found:
+        _refuse_non_finite(name, "glue_text", f"{text[:60]!r}, which holds {found.group(0)!r}")
+    glue(name, Plain(text), display=False)
     _show(name, str(value))
 
 
 def glue_number(name: str, value) -> None:
-    """Glue a number (a NumPy scalar as its Python value, so ``:.2f`` formats apply)."""
+    """Glue a number (a NumPy scalar as its Python value, so ``:.2f`` formats apply).  A NaN or
+    an infinity is refused, naming ``name`` (it would be pasted as ``nan`` in a sentence)."""
     from myst_nb import glue
 
     value = value.item() if isinstance(value, np.generic) else value
+    try:
+        finite = math.isfinite(float(value))
+    except (TypeError, ValueError):
+        raise TypeError(f"glue_number({name!r}): {type(value).__name__} {str(value)[:60]!r} is not a number; "
+                        "glue a number, or text with glue_text.") from None
+    if not finite:
+        _refuse_non_finite(name, "glue_number", repr(value))
     glue(name, value, display=False)
     _show(name, value)
 
