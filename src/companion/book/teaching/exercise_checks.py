@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .exercise_engine import Exercise, as_array, as_pair, call, close, from_data, require, seeded
-from .exercise_references import (CASES, REFERENCES, directionality_def, orthogonal, score_changes,
+from .exercise_engine import Exercise, _guarded, as_array, as_pair, call, close, from_data, require, seeded
+from .exercise_references import (CASES, REFERENCES, cut_margin, directionality_def, orthogonal, score_changes,
                                   symmetry_def, test_matrices)
 
 
@@ -79,7 +79,11 @@ def augmented_form(fn, label):
 # -------------------------------------------------------------------------------- measuring
 def verdicts(answer, label: str, same: object) -> dict:
     """``{'symmetry': v, 'directionality': v}`` where each ``v`` is ``same`` (a bool: the
-    score never moves) or an example: a pair ``(M, X)`` of square arrays showing that it does."""
+    score never moves) or an example: a pair ``(M, X)`` of square arrays showing that it does.
+
+    ``M`` is read at unit scale (its largest entry 1): both scores are unchanged by a positive
+    factor (Def. 3.1, 3.2), and at that scale no square overflows or underflows, so that a
+    change of a score is never read from the rounding of subnormal or infinite sums."""
     require(isinstance(answer, dict) and set(answer) == {"symmetry", "directionality"}, label,
             "answer with a dict {'symmetry': ..., 'directionality': ...}.")
     out = {}
@@ -96,12 +100,25 @@ def verdicts(answer, label: str, same: object) -> dict:
             require(M.ndim == 2 and M.shape[0] == M.shape[1] and M.shape[0] >= 2, label,
                     f"the {score} example's M should be a square matrix, at least 2 x 2; got shape {M.shape}.")
             require(float(np.abs(M).max()) > 0, label, f"the {score} example's M is zero.")
-            out[score] = (M, X)
+            out[score] = (M / float(np.abs(M).max()), X)
     return out
 
 
+def _scores(score: str, M: np.ndarray, moved: np.ndarray, label: str) -> tuple[float, float]:
+    """The ``score`` of ``M`` and of ``moved``; a directionality is refused where a row or
+    column norm lies on its cut to within rounding, before or after (:func:`cut_margin`):
+    there d = (R - C) / (R + C) is 0/0, and the order of a sum moves it between -1, 0 and 1."""
+    if score == "symmetry":
+        return symmetry_def(M), symmetry_def(moved)
+    require(min(cut_margin(M), cut_margin(moved)) >= 1e-6, label,
+            f"in your {score} example a row or column norm lies on its cut (mean + 2 std of the norms) to within "
+            "rounding, before or after: there the score is 0/0, read from rounding. Choose an M whose outlying "
+            "norm lies clearly beyond the cut.")
+    return directionality_def(M), directionality_def(moved)
+
+
 def invariant_under_rotation(answer, label):
-    answer = verdicts(answer, label, True)
+    answer = _guarded(label, lambda: verdicts(answer, label, True))   # (an answer's methods may never return)
     rng = seeded(label)
     pairs = []
     for n in (6, 48):
@@ -116,10 +133,10 @@ def invariant_under_rotation(answer, label):
                     f"(np.linalg.qr of a Gaussian matrix gives Q); look again at the {score} score.")
             continue
         M, Q = example
-        require(Q.shape == M.shape and np.allclose(Q.T @ Q, np.eye(len(Q)), atol=1e-8), label,
+        require(Q.shape == M.shape and float(np.abs(Q.T @ Q - np.eye(len(Q))).max()) <= 1e-6, label,
                 f"the {score} example's Q should be an orthogonal matrix of M's shape (Q^T Q = I).")
-        score_of = symmetry_def if score == "symmetry" else directionality_def
-        before, after = score_of(M), score_of(Q @ M @ Q.T)
+        U, _, Vt = np.linalg.svd(Q)   # the orthogonal matrix nearest Q: a stretch within the tolerance moves nothing
+        before, after = _scores(score, M, (U @ Vt) @ M @ (U @ Vt).T, label)
         require(abs(after - before) > 1e-6, label,
                 f"your example leaves the {score} score where it was ({before:.6f} before and after): "
                 + ("is there any rotation that moves it? Write s with traces." if score == "symmetry"
@@ -127,7 +144,7 @@ def invariant_under_rotation(answer, label):
 
 
 def changes_under_row_permutation(answer, label):
-    answer = verdicts(answer, label, False)
+    answer = _guarded(label, lambda: verdicts(answer, label, False))
     rng = seeded(label)
     pairs = []
     for n in (5, 40):
@@ -149,8 +166,7 @@ def changes_under_row_permutation(answer, label):
         require(perm.shape == (n,) and sorted(perm.astype(int).tolist()) == list(range(n))
                 and np.array_equal(perm, perm.astype(int)), label,
                 f"the {score} example's perm should list the rows 0 to {n - 1} of M in a new order.")
-        score_of = symmetry_def if score == "symmetry" else directionality_def
-        before, after = score_of(M), score_of(M[perm.astype(int)])
+        before, after = _scores(score, M, M[perm.astype(int)], label)
         require(abs(after - before) > 1e-6, label,
                 f"your example leaves the {score} score where it was ({before:.6f} before and after); "
                 "which entries does a row permutation move, and which norms does the score collect?")
@@ -176,7 +192,8 @@ def proportional_factors(fn, label):
             Gs += [Gs[0] + Gs[0].T, Gs[1] - Gs[1].T]     # symmetric and skew-symmetric gradients
         for G in Gs:
             q, k = Wq.clone().requires_grad_(), Wk.clone().requires_grad_()
-            (G * (q.T @ k)).sum().backward()                 # a loss whose gradient in M is G
+            with torch.enable_grad():      # (also in a notebook that switched gradients off)
+                (G * (q.T @ k)).sum().backward()             # a loss whose gradient in M is G
             with torch.no_grad():
                 change = (q - eta * q.grad).T @ (k - eta * k.grad) - M0
             cos = float((change * -G).sum() / (change.norm() * G.norm()))
@@ -205,10 +222,21 @@ def scipy_law(x, label: str):
     return dist, tuple(x.args), dict(x.kwds)
 
 
-def two_laws_tails(out, label: str):
+def two_laws_pair(out, label: str):
     require(isinstance(out, (tuple, list)) and len(out) == 2, label,
             "return a pair of frozen scipy.stats distributions, e.g. (stats.norm(0, 1), ...).")
-    laws = [scipy_law(x, label) for x in out]
+    return out
+
+
+def genuine_laws(out, label: str) -> tuple:
+    """``out`` when it is a pair of scipy.stats' own frozen laws (:func:`scipy_law`)."""
+    for x in two_laws_pair(out, label):
+        scipy_law(x, label)
+    return tuple(out)
+
+
+def two_laws_tails(out, label: str):
+    laws = [scipy_law(x, label) for x in two_laws_pair(out, label)]
 
     class _Law:   # each law's tails and moments through scipy's class, never the instance's methods
         def __init__(self, law):
@@ -237,7 +265,10 @@ def two_laws_tails(out, label: str):
 def two_laws(fn, label):
     import scipy.stats  # noqa: F401 - imported before the answer's clock starts
 
-    heavy, light = call(fn, label, convert=lambda out: two_laws_tails(out, label))
+    laws = call(fn, label, convert=lambda out: genuine_laws(out, label))
+    # the tails are read in a process of their own, not in the one the answer ran in (where it
+    # may have rewritten scipy or this module): the laws alone come back from there, as data
+    heavy, light = _guarded(label, lambda: two_laws_tails(laws, label))
     # compared on the log scale, so that tails far below 1e-308 are still told apart
     require(bool(np.all(heavy > light)), label,
             "from four to sixty standard deviations above the mean the first law's upper tail must lie "

@@ -12,7 +12,8 @@ The student's code is run with bounds: every call gets copies of its inputs (an 
 changes its arguments cannot change what it is compared with), stops with a
 :class:`WrongAnswer` after ``time_s`` seconds (``exercises.TIME_LIMIT_S``), and may return at
 most ``items`` numbers or items (``exercises.MAX_ITEMS``). Each call runs in a forked child
-(its result comes back through a pipe), killed at the time limit with every process it
+(its result comes back through a pipe, read as data only: numbers, arrays, containers, scipy's
+laws, never code), killed at the time limit with every process it
 started (:mod:`.exercise_processes`): a long call into compiled code is stopped as surely as
 a Python loop.  Where a process cannot be forked (Windows), or with
 ``COMPANION_CHECK_IN_PROCESS=1``, the bound is ``SIGALRM`` in the main thread, which
@@ -33,7 +34,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .exercise_processes import _kill_tree, _own_tree
+from .exercise_processes import RaisedInChild as _RaisedInChild
+from .exercise_processes import _kill_tree, in_child, load_data, text_of
 
 #: seconds one call of the student's code may take, unless :func:`run` is told otherwise
 TIME_LIMIT_S = 5.0
@@ -113,7 +115,7 @@ def run(ex: Exercise, answer: Any, time_s: float = TIME_LIMIT_S, items: int = MA
 # ------------------------------------------------------------------ running the student's code
 def _one_line(err: BaseException, limit: int = 300) -> str:
     """``str(err)`` on one line, cut to ``limit`` characters."""
-    text = " ".join(str(err).split())
+    text = " ".join(text_of(err).split())
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
@@ -252,56 +254,15 @@ def _can_fork() -> bool:
             and os.environ.get("COMPANION_CHECK_IN_PROCESS", "") in ("", "0"))
 
 
-class _RaisedInChild(Exception):
-    """What the answer raised in the child process, when that exception cannot be sent back
-    as it is (it does not pickle): its type's name and its message."""
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(kind, message)
-        self.kind, self.message = kind, message
-
-    def __str__(self) -> str:
-        return self.message
-
-
-def _in_child(thunk, send) -> None:
-    """The child's side of :func:`_guarded_by_process`: run ``thunk``, send back
-    ``("value", result)`` or ``("error", exception)``, pickled."""
-    import pickle
-
-    me = os.getpid()
-    _own_tree()
-    if "torch" in sys.modules:   # the parent's OpenMP pool does not survive a fork: one thread here
-        sys.modules["torch"].set_num_threads(1)
-    try:
-        out = ("value", thunk())
-    except BaseException as err:  # noqa: BLE001 - sent back to the parent, which raises it
-        out = ("error", err)
-    if os.getpid() != me:   # a process the answer forked, returning through here: it sends nothing
-        os._exit(0)
-    _kill_tree(me, include_root=False)   # nothing the answer started outlives its check
-    try:
-        payload = pickle.dumps(out)
-        pickle.loads(payload)     # what cannot come back whole comes back as its name and message
-    except Exception:  # noqa: BLE001
-        err = out[1]
-        if out[0] == "value":
-            err = TypeError(f"its result ({type(err).__name__}) cannot be handed back from the process that ran it")
-        payload = pickle.dumps(("error", _RaisedInChild(type(err).__name__, str(err))))
-    send.send_bytes(payload)
-    send.close()
-
-
 def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
     """``thunk()`` in a forked child process, killed after ``limit`` seconds: a long call into
     compiled code, which no signal interrupts, is stopped all the same."""
     import multiprocessing
-    import pickle
     import warnings
 
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_in_child, args=(thunk, send), name="exercise-check", daemon=True)
+    child = ctx.Process(target=in_child, args=(thunk, send), name="exercise-check", daemon=True)
     with warnings.catch_warnings():   # (Python 3.12 warns of fork in a threaded process: the child runs no thread)
         warnings.simplefilter("ignore", DeprecationWarning)
         child.start()
@@ -323,10 +284,14 @@ def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
         if child.is_alive():
             _kill_tree(child.pid)  # the child and whatever the answer started, detached or not
         child.join()
-    kind, value = pickle.loads(payload)
+    try:
+        kind, value = load_data(payload)   # data only: what the child sends can run no code here
+    except Exception:  # noqa: BLE001
+        raise WrongAnswer(f"{label}: not yet. your `{_name(label)}` sent back something that is not data; "
+                          "return the numbers the exercise asks for.") from None
     if kind == "error":
         if not isinstance(value, Exception):   # the answer's own SystemExit or KeyboardInterrupt: its error,
-            value = _RaisedInChild(type(value).__name__, str(value) or "(no message)")   # not a stop of the check
+            value = _RaisedInChild(type(value).__name__, text_of(value) or "(no message)")   # not a stop of the check
         raise value
     return value
 
@@ -409,12 +374,16 @@ def call(fn, label: str, *args, convert: Callable[[Any], Any] | None = None):
 
 
 def as_array(x, label: str, what: str) -> np.ndarray:
-    """``x`` as a finite float64 array (numpy, nested lists or a torch tensor)."""
+    """``x`` as a finite float64 array (numpy, nested lists or a torch tensor) of real
+    numbers: a complex one is refused, never read as its real part."""
     if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
-        x = x.detach().cpu().numpy()
+        x = x.detach().cpu().resolve_conj().numpy()
     try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as err:
+        a = np.asarray(x)
+        require(not np.iscomplexobj(a), label, f"{what} should be real numbers; got complex ones (an "
+                "imaginary part, even a zero one: take .real where you know it is zero).")
+        a = np.asarray(a, dtype=float)
+    except (TypeError, ValueError, OverflowError) as err:
         raise WrongAnswer(f"{label}: not yet. {what} should be an array of numbers; "
                           f"got {type(x).__name__} ({_one_line(err, 120)}).") from None
     require(bool(np.all(np.isfinite(a))), label, f"{what} holds NaN or infinite entries.")
@@ -593,7 +562,10 @@ def from_data(label: str, spec: dict, where: str, cases: dict, references: dict,
     def test(answer, lab):
         read = lambda out: _read(spec, out, lab)
         for case in make():
-            got = read(answer) if spec["given"] == "value" else call(answer, lab, *case.args, convert=read)
+            if spec["given"] == "value":   # read in a child too: a value's own methods may never return
+                got = _guarded(lab, lambda: read(answer))
+            else:
+                got = call(answer, lab, *case.args, convert=read)
             require(_agrees(spec, got, case, lab), lab, _hint(spec, got, case))
 
     return Exercise(label, spec["answer"], spec["asks"], test)

@@ -44,6 +44,16 @@ def directionality_def(M: np.ndarray, gamma: float = 2.0) -> float:
     return 0.0 if R + C == 0 else (R - C) / (R + C)
 
 
+def cut_margin(M: np.ndarray, gamma: float = 2.0) -> float:
+    """How far the row or column norm nearest its cut (mean + gamma std of the norms, Def. 3.2)
+    lies from it, over the largest norm.  Within about 1e-6 of it the excesses R and C are
+    read from rounding (a norm on its cut counts in one order of summation and not in the
+    other), and with them d = (R - C) / (R + C), which jumps between -1, 0 and 1 there."""
+    gaps = [np.abs(v - v.mean() - gamma * v.std(ddof=1)).min()       # (norms all equal: no excess, exactly)
+            for v in (np.linalg.norm(M, axis=1), np.linalg.norm(M, axis=0)) if np.ptp(v) > 0]
+    return float(min(gaps, default=np.inf) / max(np.linalg.norm(M, axis=1).max(), np.linalg.norm(M, axis=0).max()))
+
+
 def test_matrices(rng: np.random.Generator, n: int) -> list[np.ndarray]:
     """Matrices with a dominant column, a dominant row, none, a symmetric and a skew one."""
     G = rng.standard_normal((n, n))
