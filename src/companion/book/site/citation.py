@@ -119,12 +119,13 @@ def load_citation(root: Path | str = ROOT) -> dict:
 
 def _person(author: dict) -> str:
     if "name" in author:
-        return "{" + author["name"] + "}"
-    return f"{author.get('family-names', '')}, {author.get('given-names', '')}".strip(", ")
+        return "{" + _braced(author["name"]) + "}"
+    return _braced(f"{author.get('family-names', '')}, {author.get('given-names', '')}".strip(", "))
 
 
-def _braced(text: str) -> str:
-    return text.replace("{", "").replace("}", "")
+def _braced(text) -> str:
+    """``text`` without braces: a brace in a field would close it and open fields of its own."""
+    return str(text).replace("{", "").replace("}", "")
 
 
 def book_bibtex(version: Version | None = None, root: Path | str = ROOT) -> str:
@@ -138,10 +139,10 @@ def book_bibtex(version: Version | None = None, root: Path | str = ROOT) -> str:
         ("year", year),
         ("version", version.package),
         ("note", f"Version {version.label}"),
-        ("url", cff.get("url") or cff.get("repository-code", "")),
+        ("url", _braced(cff.get("url") or cff.get("repository-code", ""))),
     ]
     if cff.get("doi"):
-        fields.append(("doi", cff["doi"]))
+        fields.append(("doi", _braced(cff["doi"])))
     body = ",\n".join(f"  {k:<7} = {{{v}}}" for k, v in fields if v)
     return f"@software{{companion{year},\n{body}\n}}"
 
