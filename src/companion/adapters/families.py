@@ -56,11 +56,17 @@ class LayerPlan:
     n_kv_heads: int
     extract: Callable[[Sequence[torch.Tensor]], tuple[torch.Tensor, torch.Tensor]] = _separate
     name: str = ""
+    # the head size the configuration states, and the field stating it (``head_dim``, ``d_kv``,
+    # ``<arch>.attention.key_length``): ``read_qk`` then checks ``Wq`` has n_heads * d_head rows
+    d_head: int | None = None
+    d_head_field: str = "head_dim"
 
     def __post_init__(self):
         # a plan from any family (a user's too) carries head counts that split the weights
         self.n_heads = positive_int(self.n_heads, f"head count of layer {self.index}")
         self.n_kv_heads = positive_int(self.n_kv_heads, f"key/value head count of layer {self.index}")
+        if self.d_head is not None:
+            self.d_head = positive_int(self.d_head, self.d_head_field)
         if self.n_heads % self.n_kv_heads:
             raise CompanionError(f"layer {self.index} has {self.n_heads} query heads and {self.n_kv_heads} "
                                  "key/value heads; grouped-query attention needs the second to divide the first.")
@@ -104,18 +110,32 @@ def _cfg(cfg: dict, *names, default=None) -> int:
     raise CompanionError(f"the configuration has none of the fields {names}; is it complete?")
 
 
+def _head_size(cfg: dict, field: str) -> dict:
+    """``{d_head, d_head_field}`` for a plan when the configuration states the head size in
+    ``field`` (checked as a count), else nothing: the rows then decide it."""
+    if cfg.get(field) is None:
+        return {}
+    return {"d_head": positive_int(cfg[field], field), "d_head_field": field}
+
+
 def _find(keys, pattern: str) -> dict[int, str]:
     """Layer index -> tensor name for names ending in ``pattern`` (``{i}`` = layer index).
 
     Any prefix before the pattern is allowed (``bert.``, ``model.``, ``transformer.``);
     when several prefixes match, the shortest one wins.
     """
-    regex = re.compile(r"(?P<prefix>(?:.+\.)?)" + re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)") + r"$")
+    # ASCII digits only: Python's \d would read "\u0663" (an Arabic-Indic three) as layer 3
+    regex = re.compile(r"(?P<prefix>(?:.+\.)?)" + re.escape(pattern).replace(r"\{i\}", r"(?P<i>[0-9]+)") + r"$")
     by_prefix: dict[str, dict[int, str]] = {}
     for k in keys:
         m = regex.match(k)
         if m:
-            by_prefix.setdefault(m.group("prefix"), {})[int(m.group("i"))] = k
+            found = by_prefix.setdefault(m.group("prefix"), {})
+            i = int(m.group("i"))
+            if i in found:   # "layers.3" and "layers.03": which one the model uses is not ours to guess
+                raise CompanionError(f"the tensors {found[i]!r} and {k!r} both name layer {i}; the "
+                                     "checkpoint is malformed. Remove the stray one.")
+            found[i] = k
     if not by_prefix:
         return {}
     # several copies (e.g. a teacher inside a distillation checkpoint): keep the backbone,
@@ -126,7 +146,7 @@ def _find(keys, pattern: str) -> dict[int, str]:
 
 def _pairs(keys, q_pattern: str, k_pattern: str, *, role: str, component: str,
            n_heads: int, n_kv_heads: int | None = None, extract=_separate,
-           required: bool = True) -> list[LayerPlan]:
+           required: bool = True, head_size: dict | None = None) -> list[LayerPlan]:
     """Plans for layers with separate query and key tensors."""
     qs = _find(keys, q_pattern)
     ks = _find(keys, k_pattern)
@@ -140,20 +160,20 @@ def _pairs(keys, q_pattern: str, k_pattern: str, *, role: str, component: str,
         )
     return [
         LayerPlan(i, role, component, (qs[i], ks[i]), n_heads, n_kv_heads or n_heads, extract,
-                  name=qs[i].rsplit(".", 2)[0])
+                  name=qs[i].rsplit(".", 2)[0], **(head_size or {}))
         for i in qs
     ]
 
 
 def _single(keys, pattern: str, *, role: str, component: str, n_heads: int,
-            n_kv_heads: int | None = None, extract) -> list[LayerPlan]:
+            n_kv_heads: int | None = None, extract, head_size: dict | None = None) -> list[LayerPlan]:
     """Plans for layers whose query and key live in one fused tensor."""
     found = _find(keys, pattern)
     if not found:
         raise CompanionError(f"no tensors named like '*{pattern}' in this checkpoint.")
     return [
         LayerPlan(i, role, component, (k,), n_heads, n_kv_heads or n_heads, extract,
-                  name=k.rsplit(".", 1)[0])
+                  name=k.rsplit(".", 1)[0], **(head_size or {}))
         for i, k in found.items()
     ]
 
@@ -285,7 +305,7 @@ def llama(cfg, keys):
     h = _cfg(cfg, "num_attention_heads")
     return _pairs(keys, "layers.{i}.self_attn.q_proj.weight", "layers.{i}.self_attn.k_proj.weight",
                   role="causal", component="decoder", n_heads=h,
-                  n_kv_heads=_cfg(cfg, "num_key_value_heads", default=h))
+                  n_kv_heads=_cfg(cfg, "num_key_value_heads", default=h), head_size=_head_size(cfg, "head_dim"))
 
 
 def phi3(cfg, keys):
@@ -300,16 +320,16 @@ def phi3(cfg, keys):
 
 def t5(cfg, keys):
     """T5/mT5: encoder and decoder self-attention, decoder cross-attention (``EncDecAttention``)."""
-    h = _cfg(cfg, "num_heads")
+    h, size = _cfg(cfg, "num_heads"), _head_size(cfg, "d_kv")   # d_kv * heads need not be d_model (mT5)
     plans = _pairs(keys, "encoder.block.{i}.layer.0.SelfAttention.q.weight",
                    "encoder.block.{i}.layer.0.SelfAttention.k.weight", role="encoder",
-                   component="encoder", n_heads=h)
+                   component="encoder", n_heads=h, head_size=size)
     plans += _pairs(keys, "decoder.block.{i}.layer.0.SelfAttention.q.weight",
                     "decoder.block.{i}.layer.0.SelfAttention.k.weight", role="causal",
-                    component="decoder", n_heads=h, required=False)
+                    component="decoder", n_heads=h, required=False, head_size=size)
     plans += _pairs(keys, "decoder.block.{i}.layer.1.EncDecAttention.q.weight",
                     "decoder.block.{i}.layer.1.EncDecAttention.k.weight", role="cross",
-                    component="decoder", n_heads=h, required=False)
+                    component="decoder", n_heads=h, required=False, head_size=size)
     return plans
 
 
@@ -418,7 +438,8 @@ def gguf_llama(cfg, keys):
         return unpermute_llama_cpp(ts[0], h), unpermute_llama_cpp(ts[1], kv)
 
     return _pairs(keys, "blk.{i}.attn_q.weight", "blk.{i}.attn_k.weight", role="causal",
-                  component="decoder", n_heads=h, n_kv_heads=kv, extract=extract)
+                  component="decoder", n_heads=h, n_kv_heads=kv, extract=extract,
+                  head_size=_head_size(cfg, f"{arch}.attention.key_length"))
 
 
 def gguf_gemma3(cfg, keys, fold_norm_gains: bool = True):
@@ -457,16 +478,21 @@ def gguf_gemma3(cfg, keys, fold_norm_gains: bool = True):
         wq, wk = ts[0], ts[1]
         if not fold_norm_gains:
             return wq, wk
-        gq, gk = ts[2], ts[3]  # one gain per head dimension, shared by all heads
-        dh = gq.shape[0]
-        wq = (wq.reshape(-1, dh, wq.shape[1]) * gq[None, :, None]).reshape(wq.shape)
-        wk = (wk.reshape(-1, dh, wk.shape[1]) * gk[None, :, None]).reshape(wk.shape)
-        return wq, wk
+        # one gain per head dimension, shared by all heads: exactly rows / heads of them
+        out = []
+        for w, g, n, what in ((wq, ts[2], h, "attn_q_norm"), (wk, ts[3], kv, "attn_k_norm")):
+            if w.ndim != 2 or g.ndim != 1 or w.shape[0] != n * g.shape[0]:
+                raise ValueError(f"the {what} gains have shape {tuple(g.shape)}, but {w.shape[0]} rows in "
+                                 f"{n} heads need one gain per head dimension; folding them would "
+                                 "scale the heads by the wrong gains")
+            out.append((w.reshape(n, g.shape[0], w.shape[1]) * g[None, :, None]).reshape(w.shape))
+        return out[0], out[1]
 
+    size = _head_size(cfg, f"{arch}.attention.key_length")
     plans = []
     for i in qs:
         names = (qs[i], ks[i]) + ((qn[i], kn[i]) if fold_norm_gains else ())
-        plans.append(LayerPlan(i, "causal", "decoder", names, h, kv, fold, name=f"blk.{i}"))
+        plans.append(LayerPlan(i, "causal", "decoder", names, h, kv, fold, name=f"blk.{i}", **size))
     return plans
 
 
@@ -498,7 +524,8 @@ def gguf_qwen2(cfg, keys):
     h = _cfg(cfg, f"{arch}.attention.head_count")
     kv = _cfg(cfg, f"{arch}.attention.head_count_kv", default=h)
     return _pairs(keys, "blk.{i}.attn_q.weight", "blk.{i}.attn_k.weight", role="causal",
-                  component="decoder", n_heads=h, n_kv_heads=kv)
+                  component="decoder", n_heads=h, n_kv_heads=kv,
+                  head_size=_head_size(cfg, f"{arch}.attention.key_length"))
 
 
 GGUF_FAMILIES: dict[str, Callable] = {"llama": gguf_llama, "gemma3": gguf_gemma3,

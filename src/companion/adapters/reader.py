@@ -132,6 +132,15 @@ def _check_head_split(layer: QKLayer) -> None:
                          f"{q.shape[0] // layer.n_heads} dims")
 
 
+def _check_head_size(layer: QKLayer, plan: LayerPlan) -> None:
+    """A head size the configuration states (``head_dim``, ``d_kv``, GGUF ``key_length``) must be
+    the one the rows give: 32 rows read as 4 heads of 8 when the configuration says heads of 16
+    would be the per-head forms of another model (2 heads of 16, or a wrong head count)."""
+    if plan.d_head is not None and layer.Wq.shape[0] != layer.n_heads * plan.d_head:
+        raise ValueError(f"the configuration's {plan.d_head_field} is {plan.d_head}, so {layer.n_heads} heads take "
+                         f"{layer.n_heads * plan.d_head} query rows, but the weight has {layer.Wq.shape[0]}")
+
+
 def model_width(config: dict, family: str, gguf: bool = False) -> int | None:
     """The width the configuration gives the attention inputs, checked as a count; ``None``
     when it names none (then the tensors' own shapes are all there is)."""
@@ -253,6 +262,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
                             n_heads=int(p.n_heads), n_kv_heads=int(p.n_kv_heads),
                             component=p.component, name=p.name)
             _check_head_split(layer)
+            _check_head_size(layer, p)
             _check_width(layer, width)
         except (RuntimeError, ValueError, IndexError, TypeError) as exc:
             raise CompanionError(
