@@ -252,22 +252,41 @@ class GGUFSource(TensorSource):
         self._index(config, infos, data_offset, path.stat().st_size, str(path))
 
     def _index(self, config: dict, infos, data_offset: int, size: int, where: str) -> None:
-        """Keep the metadata and each tensor's place, checked against the file's ``size``."""
+        """Keep the metadata and each tensor's place, checked against the file's ``size``.
+
+        As llama.cpp's loader requires (``gguf.cpp``: "tensor has offset ..., expected ..."),
+        the tensors tile the data section in the order of their infos, each starting where
+        the one before it ends, padded to ``general.alignment``; and the data ends with the
+        last tensor (within its padding).  A tensor info that lies about its type, shape or
+        offset breaks this tiling and is refused, instead of being read from bytes that are
+        not its own (two same-sized tensors' offsets swapped, F32 bytes declared F16).
+        """
         self.config = config
         self._tensors: dict[str, _GGUFTensorInfo] = {}
+        align = config.get("general.alignment", 32)
+        if isinstance(align, bool) or not isinstance(align, int) or align <= 0:
+            align = 32   # the reference reader's default; parse_gguf_stream refused a bad one
         try:
+            expected = end = 0
             for name, ne, ggml_type, offset in infos:
                 if name in self._tensors:
                     raise ValueError(f"duplicated tensor {name!r}")
                 info = _GGUFTensorInfo(name, ne, ggml_type, data_offset + offset)
                 if info.data_offset + info.n_bytes > size:
                     raise ValueError(f"tensor {name!r} lies outside the file (truncated download?)")
+                if offset != expected:  # llama.cpp refuses this too
+                    how = "overlapping their data" if offset < expected else "leaving a gap"
+                    raise ValueError(f"tensor {name!r} starts at byte {offset:,} of the data, but the tensors "
+                                     f"before it end at {expected:,} ({how}): its offset, or the type or shape "
+                                     "of a tensor before it, is not what the header says")
+                end = offset + info.n_bytes
+                expected = end + (-end) % align
                 self._tensors[name] = info
                 self.shapes[name] = tuple(reversed(ne))
-            spans = sorted((t.data_offset, t.data_offset + t.n_bytes, t.name) for t in self._tensors.values())
-            for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
-                if start < end:  # two tensors sharing bytes: one of them is not what it says
-                    raise ValueError(f"the data of tensors {a!r} and {b!r} overlap")
+            if self._tensors and not end <= size - data_offset <= expected:
+                raise ValueError(f"the tensors end at byte {end:,} of the data, but the file holds "
+                                 f"{size - data_offset:,}: the last tensor's type or shape is not what "
+                                 "the header says")
         except ValueError as exc:
             raise CompanionError(f"{where} is not a readable GGUF file ({exc}).") from None
         # metadata and tensor infos are parsed in full: everything before the tensor data
