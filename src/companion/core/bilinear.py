@@ -20,6 +20,7 @@ Conventions
 
 from __future__ import annotations
 
+import numbers
 from typing import Literal
 
 import numpy as np
@@ -31,11 +32,19 @@ __all__ = ["kv_head_index", "head_factors", "layer_factors", "bilinear_form",
            "per_head_bilinear_forms"]
 
 
+def _head_count(value, name: str) -> int:
+    """``value`` as a head count: a whole number at least 1 (``4.0`` reads as 4); ``True``,
+    ``2.5``, ``"2"`` or ``0`` are refused naming ``name`` (0 divided by zero, ``True`` was one head)."""
+    whole = isinstance(value, numbers.Integral) or (isinstance(value, numbers.Real) and float(value).is_integer())
+    if isinstance(value, (bool, np.bool_)) or not whole or value < 1:
+        raise ValueError(f"{name} must be a whole number of heads, at least 1; got {value!r}.")
+    return int(value)
+
+
 def kv_head_index(n_heads: int, n_kv_heads: int | None = None, pairing: Pairing = "grouped"):
     """Key/value head used by each query head: a list of length ``n_heads``."""
-    n_kv = n_heads if n_kv_heads is None else n_kv_heads
-    if n_heads < 1 or n_kv < 1:
-        raise ValueError(f"head counts must be positive, got n_heads={n_heads}, n_kv_heads={n_kv}.")
+    n_heads = _head_count(n_heads, "n_heads")
+    n_kv = n_heads if n_kv_heads is None else _head_count(n_kv_heads, "n_kv_heads")
     if n_heads % n_kv:
         raise ValueError(
             f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv}) for grouped-query attention."
@@ -75,7 +84,8 @@ def _split_heads(Wq, Wk, n_heads: int, n_kv_heads: int | None):
     q, k = _tensor(Wq, "Wq"), _tensor(Wk, "Wk")
     if q.ndim != 2 or k.ndim != 2:
         raise ValueError(f"Wq and Wk must be 2-D [out, in]; got {tuple(q.shape)} and {tuple(k.shape)}.")
-    n_kv = n_heads if n_kv_heads is None else n_kv_heads
+    n_heads = _head_count(n_heads, "n_heads")
+    n_kv = n_heads if n_kv_heads is None else _head_count(n_kv_heads, "n_kv_heads")
     if q.shape[1] != k.shape[1]:
         raise ValueError(f"Wq and Wk read different input widths: {q.shape[1]} vs {k.shape[1]}.")
     if q.shape[0] % n_heads:
@@ -112,6 +122,7 @@ def layer_factors(
     (summing in float32 would round each entry) and ``B`` keeps ``Wk``'s dtype.
     """
     Q, K, n_kv = _split_heads(Wq, Wk, n_heads, n_kv_heads)
+    n_heads = Q.shape[0]   # the checked count (4.0 given reads as 4)
     kv_head_index(n_heads, n_kv, pairing)  # checks the pairing's name
     d_head, d = Q.shape[1], Q.shape[2]
     if n_kv == n_heads:  # both pairings are the identity: nothing to sum
