@@ -431,3 +431,88 @@ def test_a_citation_author_with_braces_stays_one_field_of_one_entry(tmp_path):
             fields.append(field.split(",")[-1].strip())
         field = field + ch if depth == 1 else ""
     assert depth == 0 and fields == ["title", "author", "year", "version", "note", "url"], (fields, entry)
+
+
+# ---------------------------------------------------------------- the bounds a reader may set
+BAD_BOUNDS = {"TIME_LIMIT_S": [float("nan"), -1.0, float("inf"), "soon", True],
+              "MAX_ITEMS": [float("inf"), -5, 2.5, "many"]}
+
+
+@pytest.mark.parametrize("name, value", [(n, v) for n, vs in BAD_BOUNDS.items() for v in vs],
+                         ids=[f"{n}={v!r}" for n, vs in BAD_BOUNDS.items() for v in vs])
+def test_a_bound_set_to_what_is_no_bound_is_refused_naming_it(monkeypatch, name, value):
+    import companion.book.teaching.exercises as ex
+
+    monkeypatch.setattr(ex, name, value)
+    with pytest.raises(ValueError) as err:
+        ex.check("ex-errata-1", lambda n: 0.5)
+    text = str(err.value)
+    assert name in text and "\n" not in text and not isinstance(err.value, ex.WrongAnswer), text
+
+
+def test_a_bound_set_to_a_plain_number_still_bounds(monkeypatch):
+    import companion.book.teaching.exercises as ex
+
+    monkeypatch.setattr(ex, "TIME_LIMIT_S", 30)
+    monkeypatch.setattr(ex, "MAX_ITEMS", 10)
+    assert ex.check("ex-errata-1", lambda n: 1.0 if n == 1 else 2 * (n * (n + 1) / 4) / (n * n / 2) - 1)
+    text = _refused("ex-mechanism-1", lambda G, gq, gk, eta: _mechanism_right(G, gq, gk, eta))  # 25 numbers > 10
+    assert "more than 10 items" in text, text
+
+
+# ---------------------------------------------------------------- right answers in other containers
+def _decoder_positions(seq_len, t):
+    """A causal decoder: replacing token t moves the logits at t and after."""
+    import torch
+
+    return torch.arange(t, seq_len)
+
+
+def test_positions_given_as_a_torch_tensor_of_ints_are_read_as_those_ints():
+    assert _check("ex-training-dynamics-1", _decoder_positions)
+    _refused("ex-training-dynamics-1", lambda seq_len, t: __import__("torch").arange(0, seq_len))
+
+
+def test_keys_given_as_a_numpy_array_of_strings_are_read_as_those_strings():
+    from companion.book.teaching.exercise_references import CASES
+
+    keys = next(CASES["differing_repeats"](None)).want     # (what the catalog's printed numbers say)
+    assert _check("ex-survey-1", np.array(sorted(keys)))
+    _refused("ex-survey-1", np.array(sorted(keys))[1:])
+
+
+# ---------------------------------------------------------------- the course plan: names stay text
+def _plan_book(tmp_path, chapter: str, label: str):
+    book = tmp_path / "book"
+    book.mkdir()
+    header = "---\njupytext:\n  text_representation:\n    format_name: myst\nkernelspec:\n  name: python3\n---\n"
+    (book / f"{chapter}.md").write_text(header + "# A chapter\n\nSome words to read.\n", encoding="utf-8")
+    labels = {label: {"difficulty": 1, "importance": "core", "minutes": 5}}
+    return book, labels, {chapter: [label]}
+
+
+@pytest.mark.parametrize("chapter, label", [
+    ('a"><img src=x onerror=alert(1)>', "ex-a"),
+    ("a", "ex-a`<script>alert(1)</script>"),
+    ("a", "ex-a <javascript:alert(1)>"),
+], ids=["chapter name with markup", "exercise label with a backtick", "exercise label with a target"])
+def test_a_course_plan_name_holding_markup_is_refused_naming_it(tmp_path, chapter, label):
+    from companion.book.teaching.course_plan import Lecture, plan_markdown
+
+    book, labels, exercises = _plan_book(tmp_path, chapter, label)
+    with pytest.raises(ValueError) as err:
+        plan_markdown((Lecture("L", 90, (chapter,)),), book, labels, exercises)
+    assert (chapter if chapter != "a" else label) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_course_plan_title_holding_markup_is_shown_as_text(tmp_path):
+    import html
+
+    from companion.book.teaching.course_plan import Lecture, plan_markdown
+
+    book, labels, exercises = _plan_book(tmp_path, "a", "ex-a")
+    title, about = "T <script>alert(1)</script>", 'About <img src=x onerror="alert(1)">'
+    text = plan_markdown((Lecture(title, 90, ("a",), about=about),), book, labels, exercises)
+    assert "<script" not in text and "<img" not in text
+    assert html.escape(title) in text and html.escape(about) in text
+    assert "{ref}`ex-a`" in text and '<a href="../slides/a.slides.html">a</a>' in text   # the plan itself is kept

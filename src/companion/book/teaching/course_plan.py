@@ -273,16 +273,31 @@ def plan_table(course=COURSE, book: Path | str = ROOT / "book", labels: dict | N
     return pd.DataFrame(rows)
 
 
+def _name(name: str, what: str) -> str:
+    """``name`` when a ``{doc}`` or ``{ref}`` role and a link can carry it as it is (letters,
+    digits, ``-``, ``_``, ``.``, ``/``); else a one-line error naming it: a backtick would
+    end the role, ``<...>`` name another target, a quote or ``<`` open markup of its own."""
+    if not re.fullmatch(r"[\w./-]+", str(name)):
+        raise ValueError(f"the course plan's {what} {name!r} holds characters a link or a role cannot carry; "
+                         "rename it with letters, digits, '-', '_' or '.'.")
+    return name
+
+
 def plan_markdown(course=COURSE, book: Path | str = ROOT / "book", labels: dict | None = None,
                   exercises: dict | None = None, slides: str = "../slides") -> str:
     """The plan as MyST: per lecture its chapters ({doc} links), slides, exercises ({ref} links)
     and computed sums. Rendered with the cell's ``markdown_format: myst``, so that a dangling
     exercise label fails the build under ``--warningiserror``."""
+    import html
+
     words, labels, exercises = _inputs(book, labels, exercises)
-    refs = lambda ks: ", ".join(f"{{ref}}`{k}`" for k in ks) or "none"
+    refs = lambda ks: ", ".join(f"{{ref}}`{_name(k, 'exercise label')}`" for k in ks) or "none"
     out = []
     for i, lec in enumerate(course, 1):
         s = lecture_sums(lec, words, labels, exercises)
+        for c in lec.chapters + lec.optional:
+            _name(c, "chapter name")
+        lec = Lecture(html.escape(lec.title), lec.minutes, lec.chapters, lec.optional, html.escape(lec.about))
         docs = ", ".join(f"{{doc}}`{c}`" for c in lec.chapters)
         from ..site.chapters import is_notebook_source
 

@@ -408,7 +408,9 @@ def as_whole(x, label: str, lo: int, hi: int, what: str) -> int:
 
 
 def as_ints(x, label: str, what: str) -> list[int]:
-    """The items of an iterable answer as ints (at most :data:`MAX_ITEMS` of them)."""
+    """The items of an iterable answer (a torch tensor too) as ints (at most :data:`MAX_ITEMS` of them)."""
+    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
     require(not isinstance(x, (str, bytes, dict)) and hasattr(x, "__iter__"), label,
             f"{what} should be a list or set of whole numbers; got {type(x).__name__}.")
     items = list(itertools.islice(iter(x), _bounds.items + 1))

@@ -80,4 +80,17 @@ def check(label: str, answer: Any) -> bool:
     """
     if label not in EXERCISES:
         raise KeyError(f"no check for exercise {label!r}; exercises with checks: {', '.join(checked_labels())}")
-    return _engine.run(EXERCISES[label], answer, time_s=TIME_LIMIT_S, items=MAX_ITEMS)
+    return _engine.run(EXERCISES[label], answer, time_s=_bound("TIME_LIMIT_S", TIME_LIMIT_S, "seconds, e.g. 30"),
+                       items=int(_bound("MAX_ITEMS", MAX_ITEMS, "whole number of items, e.g. 100000")))
+
+
+def _bound(name: str, value, what: str) -> float:
+    """``value`` of the setting ``name`` when it is a positive, finite number (whole for items)."""
+    import math
+    import numbers
+
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+          and ("whole" not in what or float(value).is_integer()))
+    if not ok:
+        raise ValueError(f"exercises.{name} is {value!r}, which bounds nothing; set it to a positive {what}.")
+    return float(value)
