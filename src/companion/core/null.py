@@ -68,6 +68,19 @@ def _shipped(d: int, n_samples: int, seed: int) -> pd.DataFrame | None:
     return rows.drop(columns="seed").sort_values("sample").reset_index(drop=True)
 
 
+def _whole(value, name: str, least: int, what: str) -> int:
+    """``value`` as an int when it is a whole number ``>= least`` (an integral float such as
+    ``4.0`` is read as ``4``), else a one-line ValueError naming ``name`` and what it counts."""
+    import math
+    import numbers
+
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+          and math.isfinite(value) and float(value).is_integer() and value >= least)
+    if not ok:
+        raise ValueError(f"{name} must be a whole number >= {least} ({what}); got {value!r}.")
+    return int(value)
+
+
 def _generator(device: torch.device, seed: int) -> torch.Generator:
     """A generator on ``device``: the samples are drawn where they are scored.
 
@@ -80,8 +93,8 @@ def _generator(device: torch.device, seed: int) -> torch.Generator:
 def random_bilinear_forms(d: int, n: int, rank: int | None = None, seed: int = 0,
                           device=None) -> torch.Tensor:
     """``n`` random ``d x d`` matrices (float64), i.i.d. entries or products of rank ``rank``."""
-    if d < 2 or n < 1:
-        raise ValueError(f"need d >= 2 and n >= 1, got d={d}, n={n}.")
+    d, n = _whole(d, "d", 2, "the width of each matrix"), _whole(n, "n", 1, "the number of matrices")
+    rank = None if rank is None else _whole(rank, "rank", 1, "the rows of each factor, or None for i.i.d. entries")
     device = torch.device(device) if device is not None else default_device()
     g = _generator(device, seed)
     if rank is None:
@@ -101,8 +114,9 @@ def null_scores(d: int, n_samples: int = 200, rank: int | None = None, seed: int
     that ``data/null/`` ships are read instead of drawn again (module doc); ``shipped=False``
     always draws.
     """
-    if d < 2:
-        raise ValueError(f"need d >= 2, got {d}.")
+    d = _whole(d, "d", 2, "the width of each matrix")
+    n_samples = _whole(n_samples, "n_samples", 1, "the number of random matrices to score")
+    rank = None if rank is None else _whole(rank, "rank", 1, "the rows of each factor, or None for i.i.d. entries")
     device = torch.device(device) if device is not None else default_device()
     if (shipped and device.type == "cpu" and rank is None and gamma == 2.0 and variant == "excess"
             and max_batch_bytes == _MAX_BATCH_BYTES):
@@ -166,9 +180,10 @@ def symmetry_null_law(d: int):
     """
     from scipy import stats
 
-    if int(d) != d or d < 2:
-        raise ValueError(f"need an integer width d >= 2, got {d!r}.")
-    d = int(d)
+    try:
+        d = _whole(d, "d", 2, "")
+    except ValueError:
+        raise ValueError(f"need an integer width d >= 2 (the width of the i.i.d. Gaussian matrix), got {d!r}.") from None
     return stats.beta(d * (d + 1) / 4, d * (d - 1) / 4, loc=-1.0, scale=2.0)
 
 

@@ -13,6 +13,9 @@ angles ``delta * theta_k``, ``theta_k = base^(-2k / d_head)``; in the Hugging Fa
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 
 __all__ = ["rotary_matrix", "rotated_key_factors"]
@@ -20,9 +23,22 @@ __all__ = ["rotary_matrix", "rotated_key_factors"]
 
 def rotary_matrix(delta: float, d_head: int, base: float = 10000.0,
                   dtype=torch.float64) -> torch.Tensor:
-    """``R(delta)`` (``d_head x d_head``) in the Hugging Face ``rotate_half`` layout."""
-    if d_head < 2 or d_head % 2:
-        raise ValueError(f"d_head must be even and >= 2 for rotary embeddings, got {d_head}.")
+    """``R(delta)`` (``d_head x d_head``) in the Hugging Face ``rotate_half`` layout.
+
+    ``d_head`` an even whole number, ``base`` a finite number > 0 and ``delta`` a finite offset:
+    otherwise the angles ``delta * base^(-2k / d_head)`` are NaN (a negative or zero base, an
+    infinite offset) and the "rotation" holds NaN, so each is refused in one line."""
+    if isinstance(d_head, bool) or not isinstance(d_head, numbers.Integral) or d_head < 2 or d_head % 2:
+        raise ValueError(f"d_head must be an even whole number >= 2 for rotary embeddings, got {d_head!r}.")
+    d_head = int(d_head)
+    for name, v, positive in (("base", base, True), ("delta", delta, False)):
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            x = float("nan")
+        if isinstance(v, bool) or not math.isfinite(x) or (positive and x <= 0):
+            raise ValueError(f"rotary {name} must be a finite number{' > 0' if positive else ''} "
+                             f"(the angles are delta * base^(-2k / d_head)), got {v!r}.")
     half = d_head // 2
     theta = base ** (-torch.arange(half, dtype=dtype) * 2 / d_head)
     c, s = torch.cos(delta * theta), torch.sin(delta * theta)

@@ -212,11 +212,28 @@ def norm_ratio_closed_form(Sigma, case: str) -> np.ndarray:
 # ----------------------------------------------------------------- S1.4.3 (Prop. S1.10)
 
 
+def _token_ids(seqs, vocab_size) -> np.ndarray:
+    """``seqs`` as a 2-D integer array whose ids all lie in ``[0, vocab_size)``, or a one-line
+    ValueError naming the first id outside it (an id past the vocabulary made the per-token
+    counts silently longer than ``vocab_size``, a negative one a raw numpy error)."""
+    seqs = np.asarray(seqs)
+    if isinstance(vocab_size, (bool, np.bool_)) or not isinstance(vocab_size, (int, np.integer)) or vocab_size < 1:
+        raise ValueError(f"vocab_size must be a whole number >= 1; got {vocab_size!r}.")
+    if seqs.ndim != 2 or not np.issubdtype(seqs.dtype, np.integer):
+        raise ValueError(f"seqs must be a 2-D array of token ids [n_sequences, N]; got shape {seqs.shape} of "
+                         f"{seqs.dtype}.")
+    outside = (seqs < 0) | (seqs >= vocab_size)
+    if outside.any():
+        raise ValueError(f"token id {int(seqs[outside].flat[0])} lies outside the vocabulary of vocab_size="
+                         f"{vocab_size} ids (0 to {vocab_size - 1}); pass the tokenizer's full vocabulary size.")
+    return seqs
+
+
 def autoregressive_counts(seqs, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
     """Eqs. S72-S73 averaged over the sequences: for every token id, the mean number of
     tokens it is context for (``mu_c``: ``N - k`` per occurrence at position ``k``) and the
     mean number of tokens that predict it (``mu_p``: ``k - 1``).  Positions are 1-based."""
-    seqs = np.asarray(seqs)
+    seqs = _token_ids(seqs, vocab_size)
     n_seq, N = seqs.shape
     k = np.arange(1, N + 1)
     mu_c = np.bincount(seqs.ravel(), weights=np.tile(N - k, n_seq), minlength=vocab_size)
@@ -226,7 +243,7 @@ def autoregressive_counts(seqs, vocab_size: int) -> tuple[np.ndarray, np.ndarray
 
 def positional_frequencies(seqs, vocab_size: int) -> np.ndarray:
     """Empirical ``Pr[t_k = t]`` as a ``[N, vocab_size]`` array."""
-    seqs = np.asarray(seqs)
+    seqs = _token_ids(seqs, vocab_size)
     n_seq, N = seqs.shape
     P = np.zeros((N, vocab_size))
     for pos in range(N):
@@ -252,13 +269,21 @@ def s68_expectations(seqs, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
     return positional_expectations(seqs, vocab_size)
 
 
+def _masking_rate(rho) -> None:
+    """A masking rate lies in (0, 1): the share of tokens masked (Eqs. S77-S79); outside it the
+    expectation ``rho (1 - rho)`` turns negative, and NaN would pass every comparison."""
+    import numbers
+
+    if isinstance(rho, (bool, np.bool_)) or not isinstance(rho, numbers.Real) or not 0 < rho < 1:
+        raise ValueError(f"masking rate rho must lie in (0, 1), got {rho!r}.")
+
+
 def masked_counts(seqs, vocab_size: int, rho: float, n_draws: int, seed: int = 0):
     """Eqs. S77-S78 averaged over sequences and ``n_draws`` random masks of rate ``rho``:
     an unmasked occurrence is context for every masked token, a masked occurrence is
     predicted by every unmasked token."""
-    if not 0 < rho < 1:
-        raise ValueError(f"masking rate rho must lie in (0, 1), got {rho}.")
-    seqs = np.asarray(seqs)
+    _masking_rate(rho)
+    seqs = _token_ids(seqs, vocab_size)
     rng = np.random.default_rng(seed)
     mu_c = np.zeros(vocab_size)
     mu_p = np.zeros(vocab_size)
@@ -276,7 +301,9 @@ def s79_expectation(seqs, vocab_size: int, rho: float, as_printed: bool = False)
     """Expected ``mu_c = mu_p`` under masking: ``(N-1) rho (1-rho) sum_k Pr[t_k=t]``.
 
     ``as_printed=True`` gives Eq. S79 as printed, which carries an extra factor ``N``.
+    ``rho`` outside (0, 1) is refused, as :func:`masked_counts` refuses it.
     """
+    _masking_rate(rho)
     P = positional_frequencies(seqs, vocab_size)
     N = P.shape[0]
     value = (N - 1) * rho * (1 - rho) * P.sum(0)
@@ -329,9 +356,12 @@ def symmetric_update_share(p: float, N: int) -> dict:
     ``share_of_all``: the masked-masked terms as a share of all off-diagonal terms,
     ``(pN-1)/(N-1)`` which tends to ``p``.
     """
-    if not 0 < p < 1 or N < 2:
-        raise ValueError(f"need 0 < p < 1 and N >= 2, got p={p}, N={N}.")
+    if not (0 < p < 1 and math.isfinite(N) and N >= 2):
+        raise ValueError(f"need 0 < p < 1 and a finite N >= 2, got p={p}, N={N}.")
     m = p * N
+    if m < 1:   # pN (pN - 1) would count a negative number of masked pairs
+        raise ValueError(f"p * N = {m:g} masked tokens (p={p}, N={N}): Eq. S119 needs at least one; use a "
+                         "larger p or N.")
     return {"ratio_exact": m * (m - 1) / (m * (N - m)), "ratio_limit": p / (1 - p),
             "share_of_all": (m - 1) / (N - 1)}
 
@@ -371,6 +401,12 @@ def lemma_s111_counterexample(eps: float = 0.01, K: float = 5.0, A: float = 1.5)
     With the defaults ``Var a > Var b`` but ``Pr[b > z] = eps/2 > 0 = Pr[a > z]`` for every
     ``z`` in ``[A, K)``, beyond the lemma's threshold ``sqrt(sigma_a sigma_b) - mu``.
     """
+    if not (0 < eps <= 1):   # also refuses NaN
+        raise ValueError(f"eps={eps!r} is no probability: b takes +-K with probability eps/2 each, so eps must "
+                         "lie in (0, 1].")
+    for name, v in (("A", A), ("K", K)):
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{name}={v!r} must be a finite number > 0 (a is uniform on [-A, A], b takes +-K).")
     var_a, var_b = A ** 2 / 3, eps * K ** 2
     z = 0.5 * (A + K)
     return {"var_a": var_a, "var_b": var_b,

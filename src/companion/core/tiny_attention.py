@@ -86,6 +86,8 @@ class TinyAttentionModel(nn.Module):
         super().__init__()
         if vocab_size < 2 or d < 1 or n_layers < 1:
             raise ValueError("vocab_size >= 2, d >= 1 and n_layers >= 1 are required.")
+        if n_heads < 1:
+            raise ValueError(f"n_heads must be a whole number >= 1 dividing d ({d}); got {n_heads!r}.")
         g = torch.random.fork_rng()
         with g:
             torch.manual_seed(seed)
