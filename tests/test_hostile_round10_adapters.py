@@ -255,6 +255,19 @@ def test_layer_3_missing_of_6_is_refused_naming_it(tmp_path):
     _refused(folder, "[3]", "missing")
 
 
+@pytest.mark.parametrize("announced, words", [(4, ("announces 4", "[4, 5]")),
+                                               (10 ** 12, ("announces 1000000000000", "missing"))],
+                         ids=["fewer than stored", "a trillion"])
+def test_a_layer_count_that_disagrees_with_the_stored_layers_is_refused_at_once(tmp_path, announced, words):
+    folder, _ = _llama(tmp_path / "m", layers=6)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["num_hidden_layers"] = announced
+    (folder / "config.json").write_text(json.dumps(cfg))
+    t0 = time.monotonic()
+    _refused(folder, *words)
+    assert time.monotonic() - t0 < 10
+
+
 def test_tied_layers_are_read_each_as_stored(tmp_path):
     """Two layers holding the same arrays (shared weights) are legal and read twice."""
     folder, weights = _llama(tmp_path / "m", layers=3)
@@ -457,7 +470,7 @@ def _last_type_lie(infos):
 
 @pytest.mark.parametrize("lie, word", [(_type_lie, "not what the header says"),
                                        (_offset_swap, "not what the header says"),
-                                       (_dims_lie, "not what the header says"),
+                                       (_dims_lie, "blk.0"),   # also caught by the head split
                                        (_huge_dims, "outside the file"),
                                        (_last_type_lie, "not what the header says")],
                          ids=["type F32 -> F16", "two q offsets swapped", "rows halved", "2^60 elements",
@@ -544,3 +557,19 @@ def test_a_head_count_that_is_not_a_positive_integer_is_refused_by_the_split(n_h
     line = _one_line(err)
     bad = n_heads if n_kv is None else n_kv
     assert "heads" in line and repr(bad) in line, line
+
+
+# ============================================================ 7. the same refusals through the command line
+
+def test_the_score_command_refuses_a_gguf_with_swapped_offsets_in_one_line(tmp_path, capsys):
+    from one_line import one_line_error
+
+    path, _ = _qwen2_gguf(tmp_path / "m.gguf", lie=_offset_swap)
+    one_line_error(["score", str(path), "--quiet"], capsys, str(path), "not what the header says", within_s=60)
+
+
+def test_the_score_command_refuses_a_lying_head_dim_in_one_line(tmp_path, capsys):
+    from one_line import one_line_error
+
+    folder, _ = _llama(tmp_path / "m", d=32, heads=4, kv=2, head_dim=16)
+    one_line_error(["score", str(folder), "--quiet"], capsys, "head_dim is 16", "layer 0", within_s=60)
