@@ -516,3 +516,28 @@ def test_a_course_plan_title_holding_markup_is_shown_as_text(tmp_path):
     assert "<script" not in text and "<img" not in text
     assert html.escape(title) in text and html.escape(about) in text
     assert "{ref}`ex-a`" in text and '<a href="../slides/a.slides.html">a</a>' in text   # the plan itself is kept
+
+
+def _norm_cut_at_3():
+    from scipy import stats
+
+    return stats.norm(0, 1), type(stats.norm)(b=3, name="norm")(0, 1)   # scipy's class, support cut at 3
+
+
+def _norm_with_b_moved():
+    from scipy import stats
+
+    stats.norm.b = 3.0                    # scipy's own instance, its support cut (in the answer's process)
+    return stats.t(5, scale=np.sqrt(3 / 5)), stats.norm(0, 1)
+
+
+def test_a_scipy_law_with_its_support_cut_is_no_law_of_that_variance():
+    from scipy import integrate, stats
+
+    # the cut law says mean 0 and variance 1, but its density holds less than all the mass
+    cut = _norm_cut_at_3()[1]
+    mass = integrate.quad(cut.pdf, -np.inf, 3)[0]
+    assert cut.stats("mv") == (0.0, 1.0) and mass < 1 - 1e-3 and cut.logsf(4.0) == -np.inf
+    for answer in (_norm_cut_at_3, _norm_with_b_moved):
+        _refused("ex-errata-2", answer)
+    assert stats.norm.b == np.inf

@@ -206,19 +206,27 @@ def proportional_factors(fn, label):
 # ----------------------------------------------------------------------------------- errata
 def scipy_law(x, label: str):
     """``x`` as ``(dist, args, kwds)`` when it is a frozen law of scipy.stats itself (not an
-    object that imitates one, a subclass, or a law with a method replaced on the instance),
+    object that imitates one, a subclass, a law with a method replaced on the instance, or
+    one of scipy's classes built or set with another support than ``scipy.stats.<name>``'s),
     so that its tails and moments are computed by scipy's own code."""
     from scipy.stats import rv_continuous, rv_discrete
     from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
 
+    import scipy.stats
+
     dist = getattr(x, "dist", None) if type(x) in (rv_continuous_frozen, rv_discrete_frozen) else None
+    settings = lambda d: {k: repr(v) for k, v in vars(d).items() if not callable(v) and k not in ("_random_state", "_ctor_param")}
+    ref = getattr(scipy.stats, str(getattr(dist, "name", "")), None)
     genuine = (isinstance(dist, (rv_continuous, rv_discrete))
                and type(dist).__module__.startswith("scipy.stats.")
                and not any(callable(v) and callable(getattr(type(obj), k, None))
-                           for obj in (x, dist) for k, v in vars(obj).items()))
+                           for obj in (x, dist) for k, v in vars(obj).items())
+               # scipy.stats.<name> itself: not its class built or set with another support
+               # (its moments would still be the full law's, its tails those of the cut one)
+               and type(ref) is type(dist) and settings(ref) == settings(dist))
     require(genuine, label,
             "return a pair of frozen scipy.stats distributions, e.g. (stats.norm(0, 1), ...), made by scipy.stats "
-            f"itself; got {type(x).__name__}" + (" with a method replaced" if dist is not None else "") + ".")
+            f"itself; got {type(x).__name__}" + (" with a method or setting changed" if dist is not None else "") + ".")
     return dist, tuple(x.args), dict(x.kwds)
 
 
