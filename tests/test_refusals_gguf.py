@@ -86,7 +86,7 @@ def test_tensors_whose_data_overlap_are_refused(tmp_path):
     data[pos:pos + 8] = struct.pack("<Q", rel0)
     path = tmp_path / "overlap.gguf"
     path.write_bytes(bytes(data))
-    _refused_fast(path, "overlap")
+    _refused_fast(path, "overlapping their data")   # not "overlap": the file is named so
 
 
 # ---------------------------------------------------------------- a metadata key stored twice
