@@ -541,3 +541,81 @@ def test_a_scipy_law_with_its_support_cut_is_no_law_of_that_variance():
     for answer in (_norm_cut_at_3, _norm_with_b_moved):
         _refused("ex-errata-2", answer)
     assert stats.norm.b == np.inf
+
+
+def _raising(*names):
+    def boom(self, *a, **k):
+        raise RuntimeError("boom")
+    return type("Raising", (), {n: boom for n in names})()
+
+
+RAISING_VALUES = {
+    "a number whose __float__ raises": ("ex-objectives-to-structure-2", _raising("__float__", "__repr__")),
+    "a number whose __index__ and __int__ raise": ("ex-symmetric-init-2", _raising("__index__", "__int__")),
+    "a set whose items raise in __hash__": ("ex-survey-2", [_raising("__hash__", "__eq__", "__repr__")]),
+    "a verdict whose __bool__ raises": ("ex-measuring-1", {"symmetry": _raising("__bool__"),
+                                                           "directionality": _raising("__len__", "__iter__")}),
+    "a function returning a number whose __float__ raises": ("ex-errata-1", lambda n: _raising("__float__", "__repr__")),
+    "a function returning pairs whose __len__ raises": ("ex-fig3-decided-1", lambda *a: _raising("__len__", "__iter__")),
+}
+
+
+@pytest.mark.parametrize("name", list(RAISING_VALUES), ids=list(RAISING_VALUES))
+def test_an_answer_whose_methods_raise_gets_one_line(name):
+    label, answer = RAISING_VALUES[name]
+    _refused(label, answer)
+
+
+def test_right_answers_pass_in_a_notebook_that_turned_warnings_and_float_errors_into_errors():
+    out = _fresh_python("""
+        import warnings
+        import numpy as np
+        from scipy import stats
+        from companion.book.teaching.exercises import check
+
+        warnings.simplefilter("error")     # a notebook debugging its own warnings
+        np.seterr(all="raise")
+        rng = np.random.default_rng(0)
+        C = rng.standard_normal((6, 6)); C[:, 0] *= 8
+        Q, R = np.linalg.qr(rng.standard_normal((6, 6)))
+        M = np.arange(16.0).reshape(4, 4) ** 1.5
+        answers = {
+            "ex-measuring-2": lambda A, eps: 2 * eps ** 2 * np.sum(((A - A.T) / 2) ** 2) / len(A),
+            "ex-measuring-1": {"symmetry": True, "directionality": (C, Q)},
+            "ex-measuring-3": {"symmetry": (M, np.array([1, 0, 2, 3])), "directionality": False},
+            "ex-errata-1": lambda n: 1.0 if n == 1 else 2 * (n * (n + 1) / 4) / (n * n / 2) - 1,
+            "ex-errata-2": lambda: (stats.t(5, scale=np.sqrt(3 / 5)), stats.norm(0, 1)),
+            "ex-symmetric-init-2": 2,
+            "ex-survey-2": [0, 4, 8],
+            "ex-objectives-to-structure-2": 0.5,
+        }
+        for label, answer in answers.items():
+            try:
+                check(label, answer)
+            except BaseException as err:
+                print("FAILED", label, type(err).__name__, str(err)[:300])
+    """, timeout=240)
+    assert "FAILED" not in out and out.count(": correct") == 8, out
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)//github.com/o/r", "data:text/html,<script>alert(1)</script>",
+                                 'https://github.com/o/r" onmouseover="alert(1)', "  JavaScript:alert(1)"])
+def test_a_repository_address_that_is_no_web_address_is_refused_naming_the_setting(url):
+    from types import SimpleNamespace
+
+    from companion.book.sphinxext import _repo_url
+
+    app = SimpleNamespace(config=SimpleNamespace(companion_repository_url=url, html_theme_options={}))
+    with pytest.raises(Exception) as err:
+        _repo_url(app)
+    assert "companion_repository_url" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_repository_web_address_is_kept():
+    from types import SimpleNamespace
+
+    from companion.book.sphinxext import _repo_url
+
+    app = SimpleNamespace(config=SimpleNamespace(companion_repository_url=None,
+                                                 html_theme_options={"repository_url": "https://github.com/o/r/"}))
+    assert _repo_url(app) == "https://github.com/o/r"

@@ -52,9 +52,19 @@ COLAB_CLASS = "companion-colab"
 
 
 def _repo_url(app) -> str | None:
+    """The repository's web address (``companion_repository_url``, else the theme's
+    ``repository_url``); one that is no plain http(s) address is a configuration error, since
+    it becomes the href of every page's links (a ``javascript:`` one would run on a click)."""
+    import re
+
     url = app.config.companion_repository_url or (
         app.config.html_theme_options or {}
     ).get("repository_url")
+    if url and not re.fullmatch(r"https?://[^\s\"'<>`\\]+", str(url)):
+        from sphinx.errors import ConfigError
+
+        raise ConfigError(f"companion_repository_url (or the theme's repository_url) is {str(url)[:120]!r}, not an "
+                          "http(s) address; set it to the repository's address, e.g. https://github.com/owner/name.")
     return str(url).rstrip("/") if url else None
 
 
