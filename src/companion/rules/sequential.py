@@ -51,7 +51,49 @@ __all__ = ["SPENDING", "spending", "boundaries", "nominal_levels", "LookEstimate
            "true_outcomes", "family_error", "family_error_split",
            "SPREAD_FLOOR", "DIGITS", "DECIDED", "OUTCOMES", "NOT_READ"]
 
-from .statistics import DECIDED, DIGITS, OUTCOMES, SPREAD_FLOOR, interval_outcome  # noqa: E402  (one set of outcomes, one partition, one rounding)
+from .statistics import (DECIDED, DIGITS, OUTCOMES, SPREAD_FLOOR, interval_outcome,  # noqa: E402  (one set of outcomes, one partition, one rounding)
+                         is_number, is_positive_number)
+
+
+def _check_looks(looks) -> tuple:
+    """The looks as rising whole seed counts >= 2, or a one-line ValueError: looks out of
+    order read fewer seeds at the 'last' look than were in at an earlier one, and a look at
+    half a seed has no meaning (``6.0`` is read as ``6``)."""
+    try:
+        items = list(looks)
+    except TypeError:
+        items = None
+    ok = bool(items) and all(is_number(n) and float(n).is_integer() for n in items)
+    n = [int(x) for x in items] if ok else []
+    if not (ok and n[0] >= 2 and all(b > a for a, b in zip(n, n[1:]))):
+        raise ValueError(f"looks must be rising whole seed counts >= 2 (e.g. [3, 6, 9, 12]); got {looks!r}.")
+    return tuple(n)
+
+
+def _check_plan(looks, nominal, sesoi) -> tuple:
+    """Looks, one one-sided nominal level in (0, 0.5) per look, and one positive yardstick or one
+    per look, checked together; returns the looks as a tuple of ints."""
+    looks = _check_looks(looks)
+    nom = list(np.asarray(nominal, dtype=float).ravel()) if not isinstance(nominal, (str, bytes)) else []
+    if len(nom) != len(looks) or not all(0 < a < 0.5 for a in nom):
+        raise ValueError(f"every look needs its one-sided nominal level in (0, 0.5): {len(looks)} looks {list(looks)}, "
+                         f"levels {nominal!r}.")
+    if isinstance(sesoi, (list, tuple, np.ndarray)) and len(sesoi) != len(looks):
+        raise ValueError(f"one yardstick, or one per look: {len(looks)} looks {list(looks)}, {len(sesoi)} yardsticks "
+                         f"{list(sesoi)!r}.")
+    return looks
+
+
+def _check_truth(delta, sd) -> None:
+    """A simulated design's true effect (finite) and per-seed spread (finite, above the spread
+    that reads as none, :data:`SPREAD_FLOOR`): a NaN effect read 'refuted' in every draw, and
+    per-seed values without spread 'holds' where :func:`read_sequential` reads them 'not
+    testable here'."""
+    if not is_number(delta):
+        raise ValueError(f"the true effect delta of a simulated design must be a finite number; got {delta!r}.")
+    if not (is_number(sd) and sd > SPREAD_FLOOR * max(1.0, abs(delta))):
+        raise ValueError(f"the planning spread sd of a simulated design must be a finite number > 0 (values "
+                         f"without spread are not testable here); got {sd!r}.")
 
 #: a claim before its first look: no outcome yet (not one of the six, and not 'not testable
 #: here', which says the runs cannot test the claim; here they are only not all in)
@@ -92,9 +134,7 @@ def boundaries(looks, alpha: float = 0.05, kind: str = "obrien-fleming", grid: i
     on the continuation region is carried from look to look on a grid (trapezoid rule)."""
     from scipy import optimize, stats
 
-    n = np.asarray(looks, dtype=float)
-    if n.ndim != 1 or n.size == 0 or not np.all(np.diff(n) > 0) or n[0] < 2:
-        raise ValueError(f"looks must be rising seed counts >= 2; got {list(looks)!r}.")
+    n = np.asarray(_check_looks(looks), dtype=float)
     t = n / n[-1]
     spent = spending(t, alpha, kind)
     steps = np.diff(np.concatenate([[0.0], spent]))
@@ -171,7 +211,9 @@ def look_estimate(values, nominal: float) -> LookEstimate:
 
     if not 0 < nominal < 0.5:
         raise ValueError(f"a look's one-sided nominal level must lie in (0, 0.5); got {nominal!r}.")
-    v = np.asarray(values, dtype=float).ravel()
+    v = np.asarray(values, dtype=float)
+    if v.ndim > 1:   # a table is not one value per seed: flattening it would count its cells as seeds
+        raise ValueError(f"need one paired value per seed (a flat list); got a table of shape {v.shape}.")
     nan = float("nan")
     if v.size == 0:
         return LookEstimate((), nan, nan, nan, nan, nominal, "no seeds")
@@ -200,7 +242,7 @@ def look_outcome(est: LookEstimate, sesoi: float) -> str:
     smallest effect of interest ``sesoi``: :func:`companion.rules.statistics.interval_outcome`,
     the one partition of the intervals every claim is read by; ``not testable here`` when the
     estimate names a problem."""
-    if not (isinstance(sesoi, (int, float)) and math.isfinite(sesoi) and sesoi > 0):
+    if not is_positive_number(sesoi):
         raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}.")
     if est.problem:
         return "not testable here"
@@ -243,7 +285,7 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=Non
     yardstick, or one per look (rules v4's yardsticks read from the look's own seeds; a look
     whose yardstick is not a positive number reads 'not testable here')."""
     v = list(values_in_plan_order)
-    looks = tuple(int(n) for n in looks)
+    looks = _check_plan(looks, nominal, sesoi)
     per_look = list(sesoi) if isinstance(sesoi, (list, tuple, np.ndarray)) else [sesoi] * len(looks)
     complete = [k for k, n in enumerate(looks) if len(v) >= n]
     if not complete:
@@ -254,9 +296,12 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=Non
         if est.problem:
             return Reading(k + 1, looks, est, "not testable here", est.problem)
         why = gate(k + 1) if gate is not None else ""
+        if not isinstance(why, str):   # a bool would read the other way round (False: passes)
+            raise ValueError(f"the gate at look {k + 1} returned {why!r}; it returns '' when the look's gate "
+                             "passes, else the reason it fails (text).")
         if why:
             return Reading(k + 1, looks, est, "not testable here", why)
-        if not (isinstance(per_look[k], (int, float)) and math.isfinite(per_look[k]) and per_look[k] > 0):
+        if not is_positive_number(per_look[k]):
             return Reading(k + 1, looks, est, "not testable here",
                            f"no smallest effect of interest could be read at look {k + 1} ({per_look[k]!r})")
         out = look_outcome(est, per_look[k])
@@ -278,7 +323,11 @@ def _drawn_outcomes(x: np.ndarray, looks, nominal, sesoi: float) -> tuple[np.nda
     look, else read the last."""
     from scipy import stats
 
-    looks = [int(n) for n in looks]
+    looks = list(_check_plan(looks, nominal, sesoi))
+    if not is_positive_number(sesoi):
+        raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}.")
+    if not np.isfinite(x).all():   # a NaN row compared false everywhere and read 'refuted'
+        raise ValueError("the simulated per-seed values hold NaN or Inf; check the effect and spread drawn.")
     outcome = np.full(x.shape[0], "", dtype=object)
     used = np.full(x.shape[0], looks[-1])
     d = _r(sesoi)
@@ -302,7 +351,8 @@ def simulate_design(delta: float, sd: float, looks, nominal, sesoi: float, draws
     its end: stop at the first decided look, else read the last) when the per-seed paired
     differences are normal with mean ``delta`` and standard deviation ``sd``, and the
     expected number of seeds used.  Monte Carlo with a fixed seed; the gate is taken to pass."""
-    looks = [int(n) for n in looks]
+    _check_truth(delta, sd)
+    looks = list(_check_plan(looks, nominal, sesoi))
     rng = np.random.default_rng(seed)
     x = delta + sd * rng.standard_normal((draws, looks[-1]))
     outcome, used = _drawn_outcomes(x, looks, nominal, sesoi)
@@ -336,8 +386,10 @@ def family_error(members, looks, draws: int = 20_000, seed: int = 20261128) -> d
     wrong (decided, and not among :func:`true_outcomes`).  Returns ``{"family_error", "member_error": [...],
     "reached": [...]}``, the last two per member: the chance that it stands wrong, and the
     chance that the sequence reaches it."""
+    for delta, sd, *_ in members:
+        _check_truth(delta, sd)
     rng = np.random.default_rng(seed)
-    looks = [int(n) for n in looks]
+    looks = list(_check_looks(looks))
     reached = np.ones(draws, dtype=bool)
     any_wrong = np.zeros(draws, dtype=bool)
     member_error, reach = [], []
@@ -363,8 +415,10 @@ def family_error_split(members, looks, correlation: float = 0.5, draws: int = 20
     "member_error": [...]}``."""
     if not 0 <= correlation <= 1:
         raise ValueError(f"correlation must lie in [0, 1]; got {correlation!r}.")
+    for delta, sd, *_ in members:
+        _check_truth(delta, sd)
     rng = np.random.default_rng(seed)
-    looks = [int(n) for n in looks]
+    looks = list(_check_looks(looks))
     common: dict = {}
     any_wrong = np.zeros(draws, dtype=bool)
     member_error = []
@@ -388,6 +442,11 @@ def detectable_effect_interval(n: int, sd: float, nominal: float, power: float =
     one, and so does the detectable effect."""
     from scipy import optimize, stats
 
+    if not (is_number(nominal) and 0 < nominal < 0.5):
+        raise ValueError(f"a look's one-sided nominal level must lie in (0, 0.5); got {nominal!r}.")
+    if not (is_number(power) and nominal < power < 1):   # at no effect the test already reads with p = nominal
+        raise ValueError(f"power must lie between the look's one-sided level {nominal:g} and 1 (0.8 is usual); "
+                         f"got {power!r}.")
     if n < 2 or not np.isfinite(sd) or sd <= 0:
         return (float("nan"),) * 3
     df = n - 1

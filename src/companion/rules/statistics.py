@@ -35,6 +35,7 @@ synthetic seeds and shows each outcome occurs and that no two can hold at once.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,7 @@ import numpy as np
 __all__ = ["OUTCOMES", "OUTCOMES_FIRST", "DECIDED", "Estimate", "paired_t", "one_sample_t", "directional_outcome",
            "directional_outcome_first", "outcome_conditions", "interval_outcome", "threshold_outcome", "equivalence_outcome", "deciding_p",
            "directional_power", "threshold_power", "equivalence_power", "detectable_effect", "p_above", "p_below",
-           "holm", "median_interval", "seeds_without_a_number"]
+           "holm", "median_interval", "seeds_without_a_number", "is_number", "is_positive_number"]
 
 #: the outcomes of an empirical verdict under rules v2 (they partition every interval)
 OUTCOMES = ("holds", "holds, size open", "negligible", "refuted", "inconclusive", "not testable here")
@@ -87,6 +88,43 @@ class Estimate:
 
 
 
+# ------------------------------------------------------------------- input checks
+
+
+def is_number(x) -> bool:
+    """A finite real number (a numpy scalar included: ``np.float32(0.05)`` is a yardstick), never
+    a bool (``True`` is no yardstick, threshold or level) nor text."""
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) and math.isfinite(x)
+
+
+def is_positive_number(x) -> bool:
+    return is_number(x) and x > 0
+
+
+def _check_level(level) -> None:
+    if not (is_number(level) and 0 < level < 1):
+        raise ValueError(f"level must lie in (0, 1); got {level!r}.")
+
+
+def _check_flat(raw: np.ndarray) -> None:
+    if raw.ndim > 1:   # a table is not one value per seed: flattening it would count its cells as seeds
+        raise ValueError(f"need one value per seed (a flat list); got a table of shape {raw.shape}.")
+
+
+def _by_seed(values, which: str):
+    """``values`` as a float Series; a seed label written twice is refused, naming it (pandas
+    would pair every copy in one arm with every copy in the other: more rows than seeds, and a
+    narrower interval from no new run)."""
+    import pandas as pd
+
+    x = pd.Series(values, dtype=float)
+    twice = x.index[x.index.duplicated()]
+    if len(twice):
+        raise ValueError(f"seed {twice[0]!r} is written twice in the {which} values; each seed is one run and "
+                         "pairs once: drop the copy, or give the run its own seed.")
+    return x
+
+
 # ------------------------------------------------------------------- estimates
 
 
@@ -94,11 +132,9 @@ def one_sample_t(values, level: float = 0.95) -> Estimate:
     """Mean of ``values`` (one per seed) with its two-sided Student-t interval."""
     from scipy import stats
 
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1); got {level}.")
+    _check_level(level)
     raw = np.asarray(values, dtype=object if isinstance(values, (list, tuple)) else None)
-    if raw.ndim > 1:   # a table is not one value per seed: flattening it would count its cells as seeds
-        raise ValueError(f"need one value per seed (a flat list); got a table of shape {raw.shape}.")
+    _check_flat(raw)
     if raw.dtype == bool or any(isinstance(x, (bool, np.bool_, str, bytes)) for x in raw.tolist()):
         raise ValueError(f"need one number per seed; got {str(list(raw.tolist()))[:80]} (a bool or text is no "
                          "seed's value).")
@@ -117,13 +153,22 @@ def paired_t(candidate, comparator, level: float = 0.95) -> Estimate:
     """Mean of the per-seed differences ``candidate - comparator`` and its t-interval.
 
     Both are pandas Series indexed by seed (or equal-length sequences in seed order); only
-    seeds present in both count.
+    seeds present in both count.  A seed written twice in either is refused.
     """
     import pandas as pd
 
-    a, b = pd.Series(candidate, dtype=float), pd.Series(comparator, dtype=float)
+    a, b = _by_seed(candidate, "candidate"), _by_seed(comparator, "comparator")
     if not (isinstance(candidate, pd.Series) and isinstance(comparator, pd.Series)) and len(a) != len(b):
         raise ValueError(f"paired values need one of each per seed; got {len(a)} and {len(b)}.")
+    # a Series by seed beside a plain sequence (whose labels are its positions 0, 1, ...) would pair
+    # seed 1 with the second value, whichever seed that was: only a Series labelled 0..n-1 may
+    for x, raw, which in ((a, candidate, "candidate"), (b, comparator, "comparator")):
+        other = comparator if raw is candidate else candidate
+        if (isinstance(raw, pd.Series) and not isinstance(other, pd.Series)
+                and not x.index.equals(pd.RangeIndex(len(x)))):
+            raise ValueError(f"the {which} values are a Series indexed by seed ({list(x.index)[:6]}) and the "
+                             "other arm a plain sequence, which has no seeds to pair by: give both as Series "
+                             "indexed by seed, or both as sequences in seed order.")
     diff = (a - b).dropna()
     return one_sample_t(diff.to_numpy(), level)
 
@@ -132,9 +177,7 @@ def seeds_without_a_number(candidate, comparator) -> list:
     """The seeds :func:`paired_t` would pair (present in both Series) whose value is not a finite
     number in either: the paired t drops them, so a rule that reads one must not decide on the
     seeds left (rules v2.3)."""
-    import pandas as pd
-
-    a, b = pd.Series(candidate, dtype=float), pd.Series(comparator, dtype=float)
+    a, b = _by_seed(candidate, "candidate"), _by_seed(comparator, "comparator")
     both = a.index.intersection(b.index)
     return sorted(s for s in both if not (math.isfinite(a[s]) and math.isfinite(b[s])))
 
@@ -163,9 +206,11 @@ def directional_outcome(est: Estimate, sesoi: float, min_seeds: int = 3, gate: b
     (``0 < low``, ``high < sesoi``), ``refuted`` (``low <= 0``, ``high < sesoi``; reversed
     when ``high < 0``) or ``inconclusive`` (``low <= 0 <``, ``sesoi <= high``).
     """
-    if not (isinstance(sesoi, (int, float)) and math.isfinite(sesoi) and sesoi > 0):
+    if not is_positive_number(sesoi):
         raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}. "
                          "A yardstick of 0 lets no precise null refute a claim (rules v2).")
+    if not isinstance(gate, (bool, np.bool_)):   # read_sequential's gate is text ('' passes): not this one
+        raise ValueError(f"gate must be True (the gate passes) or False; got {gate!r}.")
     if est.n < max(min_seeds, 2) or not gate:
         return "not testable here"
     # the edge cases as every path reads them (companion.rules.sequential): a non-finite interval
@@ -185,7 +230,7 @@ def interval_outcome(low: float, high: float, sesoi: float) -> str:
     holds).  Every directional claim is read by this function, at a look or once."""
     if not (math.isfinite(low) and math.isfinite(high) and low <= high):
         raise ValueError(f"[{low}, {high}] is not an interval (finite ends, low <= high); read the estimate again.")
-    if not (isinstance(sesoi, (int, float)) and not isinstance(sesoi, bool) and math.isfinite(sesoi) and sesoi > 0):
+    if not is_positive_number(sesoi):
         raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}.")
     r = lambda x: float(f"{x:.{DIGITS}g}")  # noqa: E731
     hits = [k for k, v in outcome_conditions(r(low), r(high), r(sesoi)).items() if v]
@@ -221,7 +266,10 @@ def threshold_outcome(est: Estimate, threshold: float, min_seeds: int = 3) -> st
     interval lies above it, ``refuted`` when it lies below, else ``inconclusive``; ``not
     testable here`` with fewer than ``min_seeds`` seeds, a non-finite interval or no
     seed-to-seed spread (as every directional claim reads it, :func:`directional_outcome`: a
-    decided outcome on no spread has no p-value, and Holm withdrew it)."""
+    decided outcome on no spread has no p-value, and Holm withdrew it).  A threshold that is
+    not a finite number is refused (NaN read 'inconclusive', an infinity 'refuted')."""
+    if not is_number(threshold):
+        raise ValueError(f"the threshold of a level claim must be a finite number; got {threshold!r}.")
     if est.n < max(min_seeds, 2) or _no_evidence(est):
         return "not testable here"
     if est.low > threshold:
@@ -235,8 +283,8 @@ def equivalence_outcome(est: Estimate, band: float, min_seeds: int = 3) -> str:
     """The claim says the true mean is 0: ``holds`` when the interval lies inside
     ``(-band, band)``, ``refuted`` when it lies wholly outside ``[-band, band]``,
     ``inconclusive`` otherwise; ``not testable here`` as :func:`threshold_outcome` says."""
-    if band <= 0:
-        raise ValueError(f"the equivalence band must be > 0; got {band}.")
+    if not is_positive_number(band):   # an infinite band 'holds' for every interval, NaN never decides
+        raise ValueError(f"the equivalence band must be a finite number > 0; got {band!r}.")
     if est.n < max(min_seeds, 2) or _no_evidence(est):
         return "not testable here"
     if -band < est.low and est.high < band:
@@ -394,6 +442,7 @@ def equivalence_power(n: int, sd: float, band: float, level: float = 0.95, draws
     """An equality claim (interval inside ``(-band, band)``): the probability of ``holds``
     when the true mean is exactly 0, and of ``refuted`` when it is 0 (the test's error of
     calling a true equality unequal).  Monte Carlo with a fixed seed."""
+    _check_level(level)   # level 1 gave infinite intervals, so 'holds' with probability 0, silently
     if n < 2 or not np.isfinite(sd) or sd <= 0 or not band > 0:
         return {"p_holds_at_0": float("nan"), "p_refuted_at_0": float("nan")}
     lo, hi = _draw_intervals(0.0, sd, n, level, draws, seed)
@@ -486,7 +535,10 @@ def median_interval(values, level: float = 0.95, nan_as: str | None = None) -> d
 
     if nan_as not in (None, "low", "high"):
         raise ValueError(f"nan_as must be 'low' or 'high' (where a seed with no number ranks); got {nan_as!r}.")
-    raw = np.asarray(values, dtype=float).ravel()
+    _check_level(level)
+    raw = np.asarray(values, dtype=float)
+    _check_flat(raw)
+    raw = raw.ravel()
     n_nan = int(np.isnan(raw).sum())
     if n_nan and nan_as is None:
         raise ValueError(f"{n_nan} of {raw.size} values are NaN (a seed with no number); say where they rank with "
