@@ -634,3 +634,11 @@ def test_a_repository_web_address_is_kept():
     app = SimpleNamespace(config=SimpleNamespace(companion_repository_url=None,
                                                  html_theme_options={"repository_url": "https://github.com/o/r/"}))
     assert _repo_url(app) == "https://github.com/o/r"
+
+
+def test_heads_given_as_a_torch_tensor_are_read_as_those_heads():
+    import torch
+
+    assert _check("ex-survey-2", [0, 4, 8])          # the heads the check computes apart (repeat_kv vs h mod 3)
+    assert _check("ex-survey-2", torch.tensor([0, 4, 8]))
+    _refused("ex-survey-2", torch.tensor([0, 1]))

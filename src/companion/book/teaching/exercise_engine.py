@@ -373,11 +373,17 @@ def call(fn, label: str, *args, convert: Callable[[Any], Any] | None = None):
     return _guarded(label, run)
 
 
+def _untorch(x):
+    """A torch tensor as its numpy array (anything else as it is)."""
+    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
+        return x.detach().cpu().resolve_conj().numpy()
+    return x
+
+
 def as_array(x, label: str, what: str) -> np.ndarray:
     """``x`` as a finite float64 array (numpy, nested lists or a torch tensor) of real
     numbers: a complex one is refused, never read as its real part."""
-    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
-        x = x.detach().cpu().resolve_conj().numpy()
+    x = _untorch(x)
     try:
         a = np.asarray(x)
         require(not np.iscomplexobj(a), label, f"{what} should be real numbers; got complex ones (an "
@@ -409,8 +415,7 @@ def as_whole(x, label: str, lo: int, hi: int, what: str) -> int:
 
 def as_ints(x, label: str, what: str) -> list[int]:
     """The items of an iterable answer (a torch tensor too) as ints (at most :data:`MAX_ITEMS` of them)."""
-    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
-        x = x.detach().cpu().numpy()
+    x = _untorch(x)
     require(not isinstance(x, (str, bytes, dict)) and hasattr(x, "__iter__"), label,
             f"{what} should be a list or set of whole numbers; got {type(x).__name__}.")
     items = list(itertools.islice(iter(x), _bounds.items + 1))
@@ -455,7 +460,7 @@ COMPARES = ("within", "close", "equal")
 
 def _read(spec: dict, x, label: str):
     """``x`` read as ``spec['reads']`` says (refused with a one-line hint when it cannot be)."""
-    kind, what = spec["reads"], spec.get("what", "your answer")
+    kind, what, x = spec["reads"], spec.get("what", "your answer"), _untorch(x)
     lo, hi = spec.get("range", (None, None))
     if kind == "number":
         return as_number(x, label, what)
