@@ -705,3 +705,39 @@ def test_the_power_of_an_equality_claim_at_no_confidence_level_is_refused(level)
     with pytest.raises(REFUSED) as err:
         equivalence_power(4, 0.05, 0.1, level=level, draws=100)
     assert "level" in _one_line(err)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), -float("inf"), float("nan")])
+def test_a_seed_whose_value_is_infinite_is_read_as_a_nan_is_not_testable_naming_the_seed(bad):
+    """An infinite end value (a diverged run) raised 'need at least one finite value per seed'
+    from the whole rule, where a NaN read 'not testable here' naming the seed: the paired t
+    drops exactly the seeds seeds_without_a_number names."""
+    from companion.rules.rulebook import RULES_HISTORY, load_rules, rule
+    from companion.rules.statistics import paired_t, seeds_without_a_number
+    from companion.rules.training import apply_rule_to_pair
+
+    seeds = [20, 21, 22, 23]
+    s = lambda v: pd.Series(v, index=seeds, dtype=float)  # noqa: E731
+    enc, dec = [0.31, 0.35, bad, 0.40], [0.05, 0.02, 0.08, 0.04]
+    assert seeds_without_a_number(s(enc), s(dec)) == [22]
+    kept = np.array([0.31 - 0.05, 0.35 - 0.02, 0.40 - 0.04])
+    assert paired_t(s(enc), s(dec)).values == pytest.approx(tuple(kept))
+    r = rule("training_symmetry", load_rules(RULES_HISTORY[2]))
+    arms = (("encoder", "standard"), ("decoder", "standard"))
+    pair = {"candidate": arms[0], "comparator": "decoder", "arms": arms, "end": (s(enc), s(dec)),
+            "half": (s(enc), s(dec)), "seeds": seeds, "first_band": 0.0,
+            "losses": {a: s([4.0] * 4) for a in arms}, "references": {a: 6.0 for a in arms},
+            "gaps": {a: s([0.01] * 4) for a in arms}, "half_step": 5000}
+    res = apply_rule_to_pair("training_symmetry", r, r["primary"]["body"], pair, {"sesoi": 0.05, "starts": []})
+    assert res["outcome"] == "not testable here" and "seed(s) 22" in res["gate"]["why"]
+
+
+def test_a_mask_given_to_the_beta_pair_statistics_is_refused_not_ignored():
+    from companion.core.theory import beta_pair_statistics
+
+    B = np.random.default_rng(14).normal(size=(6, 6))
+    with pytest.raises(REFUSED) as err:
+        beta_pair_statistics(B, allowed=np.tril(np.ones((6, 6), dtype=bool)))
+    assert "allowed" in _one_line(err)
+    iu = np.triu_indices(6, 1)
+    assert beta_pair_statistics(B)["correlation"] == pytest.approx(np.corrcoef(B[iu], B.T[iu])[0, 1])

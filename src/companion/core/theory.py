@@ -334,8 +334,13 @@ def beta_pair_statistics(beta, allowed=None) -> dict:
 
     ``beta``: ``[..., N, N]``.  Returns the Pearson correlation, the share of pairs with equal
     sign (among pairs where both are non-zero) and the share of pairs where one of the two
-    is exactly zero (e.g. forbidden by a causal mask).
+    is exactly zero (e.g. forbidden by a causal mask).  ``allowed`` is not used (kept for the
+    signature): a mask given there was silently ignored, so one is refused; zero the forbidden
+    entries of ``beta`` instead (they then count in ``one_zero``).
     """
+    if allowed is not None:
+        raise ValueError("beta_pair_statistics does not apply a mask: pass allowed=None and set the "
+                         "forbidden entries of beta to 0 (a causal mask's pairs then count in one_zero).")
     B = np.asarray(beta, dtype=np.float64)
     N = B.shape[-1]
     iu = np.triu_indices(N, k=1)

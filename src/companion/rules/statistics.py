@@ -153,7 +153,8 @@ def paired_t(candidate, comparator, level: float = 0.95) -> Estimate:
     """Mean of the per-seed differences ``candidate - comparator`` and its t-interval.
 
     Both are pandas Series indexed by seed (or equal-length sequences in seed order); only
-    seeds present in both count.  A seed written twice in either is refused.
+    seeds present in both with a finite value in both count (:func:`seeds_without_a_number`
+    names the others).  A seed written twice in either is refused.
     """
     import pandas as pd
 
@@ -169,8 +170,12 @@ def paired_t(candidate, comparator, level: float = 0.95) -> Estimate:
             raise ValueError(f"the {which} values are a Series indexed by seed ({list(x.index)[:6]}) and the "
                              "other arm a plain sequence, which has no seeds to pair by: give both as Series "
                              "indexed by seed, or both as sequences in seed order.")
-    diff = (a - b).dropna()
-    return one_sample_t(diff.to_numpy(), level)
+    diff = a - b   # on the seeds of either arm; a seed in one arm only is NaN here
+    # a seed without a finite number in either arm is dropped, NaN and +-inf alike: exactly the
+    # seeds seeds_without_a_number names (an infinity, a diverged run, raised 'need at least one
+    # finite value' where a NaN read 'not testable here', naming the seed, in the rule's gate)
+    keep = np.isfinite(a.reindex(diff.index)) & np.isfinite(b.reindex(diff.index))
+    return one_sample_t(diff[keep].to_numpy(), level)
 
 
 def seeds_without_a_number(candidate, comparator) -> list:
