@@ -209,13 +209,13 @@ def scipy_law(x, label: str):
     object that imitates one, a subclass, a law with a method replaced on the instance, or
     one of scipy's classes built or set with another support than ``scipy.stats.<name>``'s),
     so that its tails and moments are computed by scipy's own code."""
+    import scipy.stats
     from scipy.stats import rv_continuous, rv_discrete
     from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
 
-    import scipy.stats
-
     dist = getattr(x, "dist", None) if type(x) in (rv_continuous_frozen, rv_discrete_frozen) else None
-    settings = lambda d: {k: repr(v) for k, v in vars(d).items() if not callable(v) and k not in ("_random_state", "_ctor_param")}
+    settings = lambda d: {k: repr(v) for k, v in vars(d).items()
+                          if not callable(v) and k not in ("_random_state", "_ctor_param")}
     ref = getattr(scipy.stats, str(getattr(dist, "name", "")), None)
     genuine = (isinstance(dist, (rv_continuous, rv_discrete))
                and type(dist).__module__.startswith("scipy.stats.")
