@@ -161,11 +161,79 @@ def _save_checkpoint(state: dict, tmp: Path, final: Path) -> None:
 
 def _data_identity(data: TokenData) -> dict:
     """What a checkpoint records of its data, so that resuming on changed text is refused:
-    the corpus's and the tokenizer's content hashes and the block counts."""
+    the corpus's and the tokenizer's content hashes and the block counts; blocks without a
+    corpus hash (made in memory) are identified by a hash of their tokens themselves."""
     src = getattr(data, "source", None) or {}
-    return {"documents_sha256": src.get("documents_sha256"), "tokenizer_sha256": src.get("tokenizer_sha256"),
-            "train_blocks": int(data.train.shape[0]), "eval_blocks": int(data.eval.shape[0]),
-            "vocab_size": int(data.vocab_size)}
+    out = {"documents_sha256": src.get("documents_sha256"), "tokenizer_sha256": src.get("tokenizer_sha256"),
+           "train_blocks": int(data.train.shape[0]), "eval_blocks": int(data.eval.shape[0]),
+           "vocab_size": int(data.vocab_size)}
+    if out["documents_sha256"] is None:
+        out["tokens_sha256"] = _tokens_sha256(data)
+    return out
+
+
+def _tokens_sha256(data: TokenData) -> str:
+    """SHA-256 of the training and held-out blocks' ids (int64, in block order), in chunks."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for blocks in (data.train, data.eval):
+        h.update(f"{tuple(blocks.shape)}".encode())
+        for i in range(0, blocks.shape[0], 4096):
+            part = blocks[i: i + 4096]
+            part = part if isinstance(part, torch.Tensor) else part.tensor()
+            h.update(part.to(torch.int64).cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _same_data(saved: dict, now: dict) -> bool:
+    """Whether a checkpoint's data identity is this run's (a checkpoint from before the
+    tokens' own hash was recorded is compared on the rest)."""
+    if "tokens_sha256" not in saved:
+        now = {k: v for k, v in now.items() if k != "tokens_sha256"}
+    return saved == now
+
+
+def _check_contents(ck: dict, run: _Run, out: Path) -> None:
+    """Refuse a checkpoint whose contents cannot be this run's state: a part missing, a step
+    outside the run or other than its history's last, generator states of another shape.
+    (A checkpoint edited with its digest written again passes the digest check.)"""
+    cfg = run.cfg
+
+    def bad(why):
+        return CompanionError(f"the checkpoint in {out} is not a state of this run ({why}); start the run again "
+                              "with --overwrite.")
+
+    need = ["scheduler", "rng", "history"] + (["update_initial"] if run.recorder is not None else []) \
+        + (["seen"] if cfg.guard else [])
+    missing = [k for k in need if ck.get(k) is None]
+    if missing:
+        raise bad(f"it holds no {', '.join(missing)}")
+    step = ck["step"]
+    if isinstance(step, bool) or not isinstance(step, int) or not 1 <= step <= cfg.steps:
+        raise bad(f"its step {step!r} is not one of this run's steps 1..{cfg.steps}")
+    hist = ck["history"]
+    if not isinstance(hist, list) or not all(isinstance(r, dict) and "step" in r for r in hist):
+        raise bad("its history is not a list of rows with a step")
+    last = max((r["step"] for r in hist), default=None)
+    if last != step:
+        raise bad(f"its step {step} is not its history's last step {last}")
+    if not isinstance(ck["rng"], list) or not all(isinstance(r, dict) and set(run.gens) <= set(r)
+                                                   and "torch" in r for r in ck["rng"]):
+        raise bad(f"its rng states are not one set of generators ({', '.join(run.gens)}, torch) per process")
+    if cfg.guard and tuple(ck["seen"].shape) != tuple(run.seen.shape):
+        raise bad(f"its seen blocks are {tuple(ck['seen'].shape)}, this run has {tuple(run.seen.shape)}")
+
+
+def _load_state(part: str, load, state, out: Path) -> None:
+    """``load(state)`` (a module's, optimiser's or schedule's ``load_state_dict``), its
+    refusal in one line naming the checkpoint and the part."""
+    try:
+        load(state)
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as err:
+        why = " ".join(str(err).split())[:240]
+        raise CompanionError(f"the checkpoint in {out} holds a {part} that does not fit this run's ({why}); "
+                             "start the run again with --overwrite.") from None
 
 
 def _config_diff(saved: dict, now: dict) -> str:
@@ -185,7 +253,7 @@ def _resume(run: _Run, ckpt_path: Path | None) -> dict:
     out = ckpt_path.parent
     ck = load_checkpoint(ckpt_path, run.device)
     saved_data = ck.get("data")
-    if saved_data is not None and saved_data != _data_identity(data):
+    if saved_data is not None and not _same_data(saved_data, _data_identity(data)):
         diff = "; ".join(f"{k}: {str(saved_data.get(k))[:16]} -> {str(v)[:16]}"
                          for k, v in _data_identity(data).items() if saved_data.get(k) != v)
         raise CompanionError(
@@ -197,15 +265,16 @@ def _resume(run: _Run, ckpt_path: Path | None) -> dict:
             f"the checkpoint in {out} was written by a different configuration "
             f"({_config_diff(_with_defaults(ck['config']), cfg.to_dict())}); resume with the same settings "
             "or start a new run directory.")
+    _check_contents(ck, run, out)
     states = ck["rng"]
     if len(states) != world:
         raise CompanionError(
             f"the checkpoint in {out} was written by {len(states)} process(es), this run "
             f"has {world}; resume with the same number of processes.")
-    run.model.load_state_dict(ck["model"])
-    run.opt.load_state_dict(ck["optimizer"])
-    run.sched.load_state_dict(ck["scheduler"])
-    _set_rng_state(run.gens, states[run.rank])
+    _load_state("model", run.model.load_state_dict, ck["model"], out)
+    _load_state("optimizer state", run.opt.load_state_dict, ck["optimizer"], out)
+    _load_state("schedule", run.sched.load_state_dict, ck["scheduler"], out)
+    _load_state("generator state", lambda st: _set_rng_state(run.gens, st), states[run.rank], out)
     run.rows = ck["history"]
     run.start = ck["step"]
     if run.recorder is not None:  # the accumulated change keeps counting from the true start
