@@ -64,11 +64,28 @@ def _local_file(path: Path, text_field: str | None, limit: int | None) -> list[s
             raise CompanionError(f"the corpus {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
                                  f"offset {exc.start:,}); give a UTF-8 .txt file of paragraphs.") from None
         texts = [p for p in text.split("\n\n") if p.strip()]
+        if not texts:
+            raise CompanionError(f"the corpus {path} holds no documents (it is empty or only whitespace); give a "
+                                 "UTF-8 .txt file of paragraphs separated by blank lines.")
         return texts[:limit] if limit else texts
     if path.suffix not in (".jsonl", ".json", ".csv"):
         raise CompanionError(f"{path}: expected a .txt, .jsonl/.json or .csv file.")
     builder = "csv" if path.suffix == ".csv" else "json"
-    return _datasets_column(builder, None, str(path), "train", text_field or "text", limit)
+    try:
+        texts = _datasets_column(builder, None, str(path), "train", text_field or "text", limit)
+    except CompanionError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise CompanionError(f"the corpus {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x}); give a "
+                             f"UTF-8 {path.suffix} file.") from None
+    except (StopIteration, ValueError, OSError, TypeError, KeyError) as exc:   # the datasets loaders' many kinds
+        why = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise CompanionError(f"the corpus {path} cannot be read as {builder} records ({why}); give a "
+                             f"{path.suffix} file with a {text_field or 'text'!r} field.") from None
+    if not texts:
+        raise CompanionError(f"the corpus {path} holds no documents; give a {path.suffix} file with a "
+                             f"{text_field or 'text'!r} field.")
+    return texts
 
 
 def _online_documents(name: str, text_field: str | None = None):
