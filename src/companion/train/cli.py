@@ -286,6 +286,9 @@ def _config(args: argparse.Namespace):
     )
     except ValueError as err:
         raise CompanionError(f"bad training option: {err}") from err
+    from .runner.config import check_fits_memory
+
+    check_fits_memory(cfg, 0, args.device)   # the vocabulary is not read yet: the bound without it
     if args.eval_every > args.steps:
         raise CompanionError(f"bad training option: --eval-every {args.eval_every} is longer than the run "
                              f"(--steps {args.steps}); the run would be evaluated only at its start and end. "
@@ -302,31 +305,61 @@ def _config(args: argparse.Namespace):
     if args.corpus not in known and not Path(args.corpus).is_file():   # a FIFO would block, a device never end
         raise CompanionError(f"bad training option: --corpus {args.corpus} is not a regular file (a folder, FIFO "
                              "or device); give a .txt, .jsonl or .csv file.")
-    if args.corpus not in known and Path(args.corpus).suffix == ".txt":
+    if args.corpus not in known and Path(args.corpus).suffix in (".txt", ".jsonl", ".json", ".csv"):
         _check_utf8(Path(args.corpus))
     return cfg
 
 
 def _check_utf8(path: Path) -> None:
-    """A .txt corpus is UTF-8 text: checked in blocks before --out is made (the run reads it later)."""
+    """A local corpus file is UTF-8 text: checked in blocks before --out is made (the run reads
+    it later); a bad byte is named at its offset in the file."""
     import codecs
 
     from ..base.errors import CompanionError
 
-    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    decoder, offset, pending = codecs.getincrementaldecoder("utf-8")(), 0, 0
     try:
         with open(path, "rb") as f:
             while block := f.read(1 << 20):
+                pending = len(decoder.getstate()[0])   # bytes of a character the last block began
                 decoder.decode(block)
                 offset += len(block)
+            pending = len(decoder.getstate()[0])
             decoder.decode(b"", final=True)
-    except UnicodeDecodeError as exc:
-        where = offset + exc.start if exc.start < len(exc.object) else offset
+    except UnicodeDecodeError as exc:   # exc.object: the pending bytes, then the block
+        base = offset - pending
+        where = base + exc.start if exc.start < len(exc.object) else offset
         bad = exc.object[exc.start] if exc.start < len(exc.object) else None
+        kind = "paragraphs" if path.suffix == ".txt" else "records"
         raise CompanionError(f"the corpus {path} is not UTF-8 text ({f'byte {bad:#04x} ' if bad is not None else ''}"
-                             f"at offset {where:,}); give a UTF-8 .txt file of paragraphs.") from None
+                             f"at offset {where:,}); give a UTF-8 {path.suffix} file of {kind}.") from None
     except OSError as exc:
         raise CompanionError(f"cannot read the corpus {path}: {exc.strerror or exc}.") from None
+
+
+def _check_not_registry(out: Path) -> None:
+    """``--out`` is a run's own folder: never the repository (or a folder holding it), its
+    ``data/`` of registries (chapters.yaml, limits.yaml, ...) or ``data/runs/``, the catalogue
+    of run folders, where history.csv and provenance.json would land among what is not a run
+    (and ``--overwrite`` would remove them there); ``data/runs/NAME`` is a run's folder."""
+    from ..base import paths
+    from ..base.errors import CompanionError
+
+    here = out.resolve()
+    root, data = Path(paths.ROOT).resolve(), Path(paths.DATA_DIR).resolve()
+    what = None
+    if here == root or root.is_relative_to(here):
+        what = "the repository itself (or a folder holding it)"
+    elif here.is_relative_to(data):
+        parts = here.relative_to(data).parts
+        if not parts:
+            what = "the repository's data/ folder of registries"
+        elif parts[0] != "runs" or len(parts) < 2:
+            what = "the repository's data/runs/ catalogue" if parts == ("runs",) else \
+                f"a registry folder of the repository's data/ ({'/'.join(parts)})"
+    if what is not None:
+        raise CompanionError(f"--out {out} is {what}, not a run's own folder; give one such as data/runs/NAME "
+                             "or a folder outside the repository.")
 
 
 def _check_log(log: str | None) -> None:
@@ -356,6 +389,7 @@ def run_train(args: argparse.Namespace) -> int:
     _check_device(args.device)
     _check_log(args.log)
     args.config = _config(args)   # every option checked before --out is created, locked or cleared
+    _check_not_registry(Path(args.out))
     if args.threads:
         torch.set_num_threads(args.threads)
     out = Path(args.out)

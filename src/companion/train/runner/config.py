@@ -8,12 +8,18 @@ A checkpoint stores ``TrainConfig.to_dict()``; resuming compares it field by fie
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, field
 
 from ..models.bert import get_size
 from ..models.init import PENALTIES
 
-__all__ = ["TrainConfig", "lr_factor", "OTHER_OBJECTIVE"]
+__all__ = ["TrainConfig", "lr_factor", "OTHER_OBJECTIVE", "MAX_SEED", "memory_floor_bytes", "check_fits_memory"]
+
+#: the largest seed: the run's generators are seeded with ``seed``, ``seed + 1``, ``seed + 2``
+#: and ``seed + 2 + 7919 * rank``, which torch takes as 64-bit integers (a negative seed it
+#: wraps round: -1 would be 2**64 - 1, which it refuses); 0..2**32 - 1 keeps all of them apart
+MAX_SEED = 2 ** 32 - 1
 
 #: each objective's other one, for the held-out loss of the objective swap (``eval_other``)
 OTHER_OBJECTIVE = {"encoder": "decoder", "decoder": "encoder"}
@@ -66,6 +72,11 @@ class TrainConfig:
 
     def __post_init__(self):
         get_size(self.size)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed (--seed) must be a whole number in [0, {MAX_SEED}]; got {self.seed!r} (torch "
+                             "wraps a negative seed round to a huge one and overflows past 2**63).")
+        self.seed = int(self.seed)
+        self._check_device()
         if self.init_from is not None:
             self._from_checkpoint()
         if self.eval_other and (self.init_from is None or self.mode not in OTHER_OBJECTIVE):
@@ -109,6 +120,19 @@ class TrainConfig:
             v = getattr(self, name)
             if not math.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0; got {v!r}.")
+
+    def _check_device(self):
+        """``device`` names a device torch can parse, of a type training runs on (cpu, cuda)."""
+        if self.device is None:
+            return
+        import torch
+
+        try:
+            dev = torch.device(self.device)
+        except (RuntimeError, ValueError, TypeError):
+            raise ValueError(f"device {self.device!r} is not a device; use cpu, cuda or cuda:N.") from None
+        if dev.type not in ("cpu", "cuda"):
+            raise ValueError(f"device {self.device!r}: training runs on cpu or cuda, not {dev.type}.")
 
     def _from_checkpoint(self):
         """Starting from a checkpoint: its own vocabulary and weights, its shape."""
@@ -167,3 +191,46 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
     if step < warmup:
         return (step + 1) / warmup
     return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def memory_floor_bytes(cfg: TrainConfig, vocab_size: int) -> int:
+    """A lower bound on the memory one training step takes: float32 weights and gradients of
+    ``L (12 w^2 + 13 w) + (V + P) w`` parameters (BERT's layers, token and position
+    embeddings), and four float32 values per token, layer and width unit of the micro-batch
+    (hidden states, queries, keys, values).  The optimiser's state and everything else come
+    on top, so a run above it cannot fit."""
+    s = cfg.model_size
+    w, layers, positions = s.hidden_size, s.num_hidden_layers, s.max_position_embeddings
+    params = layers * (12 * w * w + 13 * w) + (int(vocab_size) + positions) * w
+    activations = cfg.batch_size * s.seq_len * layers * w * 4
+    return 8 * params + 4 * activations
+
+
+def _machine_memory(device) -> tuple[int, str]:
+    """Total memory of ``device`` (a CUDA card's, else this machine's RAM) and its name."""
+    import os
+
+    import torch
+
+    dev = torch.device(device) if device is not None else torch.device(
+        "cuda" if torch.cuda.is_available() else "cpu")
+    if dev.type == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.get_device_properties(dev.index or 0).total_memory), "this GPU's"
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")), "this machine's"
+
+
+def check_fits_memory(cfg: TrainConfig, vocab_size: int, device=None) -> None:
+    """Refuse, before anything is allocated, a run whose :func:`memory_floor_bytes` is more
+    than the device's whole memory (a million layers would otherwise fill the machine's
+    memory until the kernel kills the process, a width of 2**20 ask for terabytes)."""
+    from ...base.errors import CompanionError
+
+    need = memory_floor_bytes(cfg, vocab_size)
+    have, whose = _machine_memory(device if device is not None else cfg.device)
+    if need > have:
+        s = cfg.model_size
+        raise CompanionError(
+            f"this model needs at least {need / 2**30:,.0f} GiB of memory to train (--layers "
+            f"{s.num_hidden_layers}, --width {s.hidden_size}, --seq-len {s.seq_len}, --batch-size {cfg.batch_size}, "
+            f"{vocab_size} vocabulary ids), more than {whose} {have / 2**30:,.0f} GiB; choose a smaller --size, "
+            "--layers, --width, --seq-len or --batch-size.")

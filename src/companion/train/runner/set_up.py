@@ -10,7 +10,7 @@ from ..models.bert import build_model
 from ..models.init import initialize
 from ..models.objectives import SelectiveLM
 from ..text.data import TokenData, token_data_for_corpus
-from .config import TrainConfig, lr_factor
+from .config import TrainConfig, check_fits_memory, lr_factor
 from .evaluation import _mask_switch
 from .state import _Run
 from .updates import UpdateRecorder, make_optimizer
@@ -22,13 +22,34 @@ def _set_up_data(cfg: TrainConfig, data: TokenData | None, world: int) -> TokenD
     size = cfg.model_size
     if data is None:
         data = token_data_for_corpus(cfg.corpus, size.seq_len, top_k=cfg.top_k)
-    if data.train.shape[1] != size.seq_len:
-        raise ValueError(f"data blocks have length {data.train.shape[1]}, the model expects {size.seq_len}.")
+    for split, blocks in (("training", data.train), ("held-out", data.eval)):
+        if blocks.shape[1] != size.seq_len:
+            raise CompanionError(f"the {split} blocks have length {blocks.shape[1]}, the model expects {size.seq_len} "
+                                 "(its --seq-len); block both splits by it.")
+    if data.eval.shape[0] < 1:
+        raise CompanionError(f"the held-out split has 0 blocks of {size.seq_len} tokens, so the held-out loss would "
+                             "average over nothing; use a larger corpus or a shorter --seq-len.")
     if data.train.shape[0] < cfg.batch_size * world:
         raise CompanionError(
             f"the corpus gives {data.train.shape[0]} training blocks of {size.seq_len} tokens, fewer than one "
             f"batch of {cfg.batch_size * world}; use a smaller --batch-size or --seq-len, or a larger corpus.")
+    for split, blocks in (("training", data.train), ("held-out", data.eval)):
+        _check_ids(split, blocks, data.vocab_size)
     return data
+
+
+def _check_ids(split: str, blocks, vocab_size: int) -> None:
+    """In-memory blocks (tensors) hold ids of the vocabulary only: an id outside it would be an
+    index error deep in the embedding, or on a GPU a device assertion.  Blocks of a token
+    stream (:class:`~companion.train.text.tokens.TokenBlocks`) come from the tokenizer or its
+    compact lookup, whose ids are the vocabulary's by construction, and are not scanned."""
+    if not isinstance(blocks, torch.Tensor) or blocks.numel() == 0:
+        return
+    lo, hi = int(blocks.min()), int(blocks.max())
+    if lo < 0 or hi >= vocab_size:
+        bad = lo if lo < 0 else hi
+        raise CompanionError(f"the {split} blocks hold token id {bad}, outside the vocabulary of {vocab_size} ids "
+                             f"(0..{vocab_size - 1}); map the tokens into the vocabulary, or give its true size.")
 
 
 def _build_model(cfg: TrainConfig, data: TokenData, device):
@@ -61,6 +82,7 @@ def _set_up(cfg: TrainConfig, data: TokenData, device, world: int = 1, rank: int
     """Model, optimiser (decay on matrices only), warm-up + linear-decay schedule, update
     recorder and the run's own generators: the training blocks' order (``seed + 1``) and
     the masking (``seed + 2``, each rank its own)."""
+    check_fits_memory(cfg, data.vocab_size, device)   # before anything of the model is allocated
     model = _build_model(cfg, data, device)
     net = SelectiveLM(model)
     if world > 1:

@@ -1,0 +1,370 @@
+"""Hardening round 10 (issue 74): inside training.  Earlier rounds reached `companion train`
+only at its output (history.csv, provenance, --overwrite, landing runs); this one goes into
+its options, its resume, its held-out evaluation and its corpus tokenisation.
+
+Each case states the right behaviour: a one-line refusal that names the input (before any
+run folder is made or many GB are allocated), or the right value computed apart from the
+code under test.  Every run is a few steps of the ``micro`` model on a tiny stream or on the
+bundled python-docs corpus; files go to ``tmp_path``, token caches of local corpora to a
+``COMPANION_CACHE`` there."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+
+from companion.base.cache import sha256_file
+from companion.base.errors import CompanionError
+from companion.train.models.objectives import MaskingSpec
+from companion.train.runner.config import TrainConfig
+from companion.train.runner.loop import train
+from companion.train.text.data import TokenData
+from one_line import one_line, one_line_error
+
+torch.set_num_threads(1)
+
+VOCAB = 40
+MICRO = ["train", "--size", "micro", "--steps", "2", "--eval-every", "1", "--warmup", "1",
+         "--top-k", "64"]
+
+
+def _stream(seed=0, n=4600):
+    g = torch.Generator().manual_seed(seed)
+    phrase = torch.randint(5, VOCAB, (23,), generator=g)
+    stream = phrase.repeat(n // 23 + 1)[:n]
+    noise = torch.rand(stream.shape, generator=g) < 0.05
+    stream[noise] = torch.randint(5, VOCAB, (int(noise.sum()),), generator=g)
+    return stream
+
+
+def _data(seed=0, eval_blocks=20, seq=16):
+    blocks = _stream(seed)[: (4600 // 16) * 16].view(-1, 16)
+    ev = blocks[-eval_blocks:] if eval_blocks else blocks[:0]
+    return TokenData(train=blocks[:-20], eval=ev.reshape(-1, seq) if eval_blocks else ev,
+                     vocab_size=VOCAB, masking=MaskingSpec(mask_id=4, vocab_size=VOCAB, first_regular_id=5))
+
+
+def _cfg(**kw):
+    base = dict(size="micro", steps=4, batch_size=8, lr=3e-3, warmup=1, eval_every=2, eval_blocks=16,
+                device="cpu")
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """Local corpora's token caches in tmp_path, never in the user's cache."""
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+# ============================================================ 1. options: refused in one line, before --out is made
+
+@pytest.mark.parametrize("extra, words", [
+    (["--steps", "0"], ["steps must be >= 1", "0"]),
+    (["--steps", "-3"], ["steps must be >= 1", "-3"]),
+    (["--lr", "nan"], ["lr must be a finite number", "nan"]),
+    (["--lr", "inf"], ["lr must be a finite number", "inf"]),
+    (["--lr=-0.001"], ["lr must be a finite number", "-0.001"]),
+    (["--batch-size", "0"], ["batch_size must be >= 1", "0"]),
+    (["--seq-len", "0"], ["seq_len must be >= 1", "0"]),
+    (["--eval-every", "5"], ["--eval-every 5 is longer than the run"]),
+    (["--device", "banana"], ["--device 'banana' is not a device"]),
+    (["--device", "meta"], ["--device meta", "cpu or cuda"]),
+    # torch would wrap -1 to 2**64 - 1 (which it refuses as an 'Overflow when unpacking long long')
+    (["--seed", "-1"], ["--seed", "-1", "0", "4294967295"]),
+    (["--seed", str(2 ** 64)], ["--seed", str(2 ** 64), "4294967295"]),
+    (["--seed", str(2 ** 63 - 1)], ["--seed", "4294967295"]),   # seed + 1 overflowed torch's int64
+])
+def test_a_bad_option_is_refused_in_one_line_before_the_run_folder_is_made(tmp_path, capsys, extra, words):
+    out = tmp_path / "run"
+    one_line_error([*MICRO, "--corpus", "python-docs", *extra, "--out", str(out)], capsys, *words, within_s=60)
+    assert not out.exists()
+
+
+def test_a_batch_larger_than_the_corpus_is_refused_naming_the_batch(tmp_path, capsys):
+    out = tmp_path / "run"
+    one_line_error([*MICRO, "--corpus", "python-docs", "--batch-size", str(10 ** 9), "--out", str(out)],
+                   capsys, "1000000000", "--batch-size", within_s=60)
+    assert not (out / "history.csv").exists()
+
+
+_LIMITED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))   # a hang or a kill becomes a MemoryError
+import torch
+torch.set_num_threads(1)
+from companion.cli import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--width", str(2 ** 20)], "--width"),            # 12 * width**2 per layer: about 50 TB of parameters
+    (["--layers", str(10 ** 6)], "--layers"),          # a million layers: about 100 GB
+    (["--heads", "2", "--width", "65536"], "--width"),
+])
+def test_a_model_too_large_for_the_machine_is_refused_before_it_is_allocated(tmp_path, extra, flag):
+    """(12 w^2 + 13 w) L + (V + P) w parameters, 8 bytes each at least (weights and gradients):
+    far beyond this machine's memory, so refused at once, in one line, before --out is made."""
+    out = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-c", _LIMITED, *MICRO, "--corpus", "python-docs", *extra,
+                        "--out", str(out)], capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("[")]
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert len(lines) == 1 and "memory" in lines[0] and flag in lines[0], r.stderr[-2000:]
+    assert not out.exists()
+
+
+def test_a_device_string_torch_cannot_parse_is_refused_by_the_config():
+    with pytest.raises(ValueError) as err:
+        _cfg(device="banana")
+    assert "banana" in one_line(err)
+    with pytest.raises(ValueError, match="cpu or cuda"):
+        _cfg(device="meta")
+
+
+# ============================================================ 2. --out: a file, a link, the repository's data/
+
+def test_out_naming_a_file_is_refused_and_the_file_kept(tmp_path, capsys):
+    f = tmp_path / "notes.txt"
+    f.write_text("the user's own notes\n")
+    one_line_error([*MICRO, "--corpus", "python-docs", "--out", str(f)], capsys, str(f), within_s=60)
+    assert f.read_text() == "the user's own notes\n"
+
+
+def test_out_through_a_link_to_a_finished_run_never_replaces_it(tmp_path, capsys):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "history.csv").write_text("step,quantity,layer,head,value\n0,eval_loss,-1,-1,1\n")
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    one_line_error([*MICRO, "--corpus", "python-docs", "--out", str(tmp_path / "link")], capsys,
+                   "already holds a finished run", within_s=60)
+    assert (real / "history.csv").read_text() == "step,quantity,layer,head,value\n0,eval_loss,-1,-1,1\n"
+
+
+@pytest.mark.parametrize("where", ["data", "data/runs", "."])
+def test_out_in_the_repositorys_registry_folders_is_refused(tmp_path, capsys, monkeypatch, where):
+    """The repository's data/ (registries: chapters.yaml, limits.yaml, ...) and data/runs/ (the
+    catalogue of run folders) are not a run's own folder; data/runs/NAME is."""
+    import companion.base.paths as paths
+
+    root = tmp_path / "repo"
+    (root / "data" / "runs").mkdir(parents=True)
+    (root / "data" / "chapters.yaml").write_text("chapters: []\n")
+    monkeypatch.setattr(paths, "ROOT", root)
+    monkeypatch.setattr(paths, "DATA_DIR", root / "data")
+    target = root / where
+    one_line_error([*MICRO, "--corpus", "python-docs", "--out", str(target)], capsys, "--out", "data", within_s=60)
+    assert sorted(p.name for p in target.iterdir()) == sorted(
+        {"data": ["chapters.yaml", "runs"], "data/runs": [], ".": ["data"]}[where])
+
+
+# ============================================================ 3. resume: only the same run continues
+
+def _stopped(tmp_path, **kw):
+    out = tmp_path / "run"
+    train(_cfg(**kw), data=_data(), out_dir=out, stop_at=2)
+    return out
+
+
+@pytest.mark.parametrize("change, word", [({"seed": 1}, "seed"), ({"corpus": "kjv"}, "corpus"),
+                                          ({"lr": 1e-2}, "lr")])
+def test_resume_under_another_seed_corpus_or_setting_is_refused(tmp_path, change, word):
+    out = _stopped(tmp_path)
+    with pytest.raises(CompanionError) as err:
+        train(_cfg(**change), data=_data(), out_dir=out, resume=True)
+    assert "different configuration" in one_line(err) and word in str(err.value)
+
+
+def test_resume_on_other_tokens_of_the_same_shape_is_refused(tmp_path):
+    """In-memory blocks carry no corpus hash: the checkpoint must record their own content."""
+    out = _stopped(tmp_path)
+    other = _data(seed=5)
+    assert other.train.shape == _data().train.shape and not torch.equal(other.train, _data().train)
+    with pytest.raises(CompanionError) as err:
+        train(_cfg(), data=other, out_dir=out, resume=True)
+    assert "other data" in one_line(err)
+
+
+def test_a_truncated_checkpoint_is_refused(tmp_path):
+    out = _stopped(tmp_path)
+    ck = out / "checkpoint.pt"
+    ck.write_bytes(ck.read_bytes()[: ck.stat().st_size // 2])
+    with pytest.raises(CompanionError) as err:
+        train(_cfg(), data=_data(), out_dir=out, resume=True)
+    assert "SHA-256" in one_line(err)
+
+
+def _tampered(tmp_path, edit):
+    """A checkpoint edited and its digest written again: consistent on disk, wrong inside."""
+    out = _stopped(tmp_path)
+    ck = torch.load(out / "checkpoint.pt", weights_only=True)
+    edit(ck)
+    torch.save(ck, out / "checkpoint.pt")
+    (out / "checkpoint.pt.sha256").write_text(sha256_file(out / "checkpoint.pt") + "\n")
+    return out
+
+
+@pytest.mark.parametrize("name, edit, word", [
+    ("a step past the run's end", lambda ck: ck.update(step=9), "step"),
+    ("a negative step", lambda ck: ck.update(step=-3), "step"),
+    ("a step its history does not reach", lambda ck: ck.update(step=1), "step"),
+    ("no generator states", lambda ck: ck.pop("rng"), "rng"),
+    ("no history", lambda ck: ck.pop("history"), "history"),
+    ("weights of another shape", lambda ck: ck["model"].update(
+        {"bert.embeddings.word_embeddings.weight": torch.zeros(7, 32)}), "word_embeddings"),
+    ("a weight missing", lambda ck: ck["model"].pop("bert.embeddings.word_embeddings.weight"), "word_embeddings"),
+])
+def test_a_checkpoint_whose_contents_are_not_this_runs_is_refused_in_one_line(tmp_path, name, edit, word):
+    out = _tampered(tmp_path, edit)
+    with pytest.raises(CompanionError) as err:
+        train(_cfg(), data=_data(), out_dir=out, resume=True)
+    assert word in one_line(err) and "checkpoint" in str(err.value)
+    assert not (out / "history.csv").exists()
+
+
+def test_cli_resume_after_the_corpus_file_changed_is_refused(tmp_path, capsys, cache):
+    para = "the cat sat on the mat and then it went to sleep near the warm fire for a while"
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n\n".join(f"{para} number {i} " * 3 for i in range(60)))
+    out = tmp_path / "run"
+    args = [*MICRO, "--steps", "4", "--eval-every", "2", "--checkpoint-every", "2", "--keep-checkpoint",
+            "--corpus", str(corpus), "--out", str(out)]
+    assert __import__("companion.cli", fromlist=["main"]).main(args) == 0
+    (out / "history.csv").unlink()     # the run as if interrupted after its checkpoint
+    corpus.write_text(corpus.read_text().replace("cat", "dog"))
+    one_line_error([*args, "--resume"], capsys, "other data", within_s=60)
+
+
+# ============================================================ 4. the held-out set
+
+def test_no_held_out_block_is_refused_before_training(tmp_path):
+    with pytest.raises(CompanionError) as err:
+        train(_cfg(), data=_data(eval_blocks=0))
+    assert "held-out" in one_line(err) and "0" in str(err.value)
+
+
+def test_one_held_out_block_gives_its_own_loss_and_no_standard_error():
+    """Decoder: the held-out loss of one block is the mean next-token cross-entropy over its
+    15 targets, computed here from the model's logits; its standard error needs 2 blocks."""
+    data = _data(eval_blocks=1)
+    hist, model = train(_cfg(mode="decoder", eval_blocks=None), data=data, return_model=True)
+    model.eval()
+    ids = data.eval[:1]
+    with torch.no_grad():
+        logits = model(input_ids=ids[:, :-1]).logits
+    want = float(F.cross_entropy(logits[0].double(), ids[0, 1:]))
+    last = hist[(hist["step"] == 4) & (hist["layer"] == -1)].set_index("quantity")["value"]
+    assert last["eval_loss"] == pytest.approx(want, rel=1e-5)
+    assert pd.isna(last["eval_loss_se"])
+
+
+def test_held_out_blocks_of_another_length_than_the_models_are_refused():
+    data = _data(eval_blocks=20, seq=32)     # the same tokens, blocked by 32: the model reads 16
+    assert data.eval.shape[1] == 32
+    with pytest.raises(CompanionError) as err:
+        train(_cfg(), data=data)
+    assert "32" in one_line(err) and "16" in str(err.value)
+
+
+def test_token_ids_outside_the_vocabulary_are_refused_before_training():
+    data = _data()
+    data.eval[0, 3] = VOCAB + 7
+    with pytest.raises(CompanionError) as err:
+        train(_cfg(), data=data)
+    assert str(VOCAB + 7) in one_line(err) and str(VOCAB) in str(err.value)
+
+
+def test_asking_for_more_held_out_blocks_than_there_are_reads_them_all_and_no_further():
+    """The eval slice stops at the split's end: 10**6 blocks asked is the whole split."""
+    from companion.train.runner.evaluation import eval_loss
+    from companion.train.text.tokens import TokenBlocks
+
+    stream = _stream(0, n=16 * 5 + 7).numpy()     # 5 whole blocks and 7 tokens that are none
+    blocks = TokenBlocks(stream, 16)
+    assert blocks[: 10 ** 6].shape == (5, 16)
+    with pytest.raises(IndexError):
+        blocks[5]
+    data = _data()
+    data = TokenData(train=data.train, eval=blocks, vocab_size=VOCAB, masking=data.masking)
+    _, model = train(_cfg(mode="decoder", steps=1, eval_every=1), data=data, return_model=True)
+    from companion.train.models.objectives import SelectiveLM
+
+    net = SelectiveLM(model)
+    a = eval_loss(net, data, _cfg(mode="decoder", steps=1, eval_every=1, eval_blocks=10 ** 6), torch.device("cpu"))
+    b = eval_loss(net, data, _cfg(mode="decoder", steps=1, eval_every=1, eval_blocks=None), torch.device("cpu"))
+    assert a == b and a[2] == 5   # next-token prediction: every block holds targets
+
+
+# ============================================================ 5. corpus files: text that is odd, empty or no text
+
+PARA = "the cat sat on the mat and then it went to sleep near the warm fire for a while"
+GOOD = "\n\n".join(f"{PARA} number {i} " * 2 for i in range(40))
+
+
+@pytest.mark.parametrize("name, content", [("blank.txt", b"   \n\n \t \n\n\n  "), ("empty.txt", b""),
+                                           ("empty.jsonl", b"")])
+def test_a_corpus_of_no_documents_is_refused_naming_the_file(tmp_path, capsys, cache, name, content):
+    f = tmp_path / name
+    f.write_bytes(content)
+    one_line_error([*MICRO, "--corpus", str(f), "--out", str(tmp_path / "run")], capsys, str(f), within_s=60)
+
+
+def test_invalid_utf8_is_named_at_its_true_offset_across_the_read_blocks(tmp_path, capsys, cache):
+    head = b"a" * ((1 << 20) - 1) + "\u00e9".encode() + b"bb"     # the e-acute straddles the 1 MiB read
+    f = tmp_path / "c.txt"
+    f.write_bytes(head + b"\xffcc")
+    line = one_line_error([*MICRO, "--corpus", str(f), "--out", str(tmp_path / "run")], capsys,
+                          "0xff", within_s=60)
+    assert f"offset {len(head):,})" in line, line
+
+
+def test_invalid_utf8_in_a_jsonl_corpus_is_refused_naming_the_file(tmp_path, capsys, cache):
+    f = tmp_path / "c.jsonl"
+    f.write_bytes(b'{"text": "a \xff b"}\n' * 20)
+    one_line_error([*MICRO, "--corpus", str(f), "--out", str(tmp_path / "run")], capsys, str(f), "UTF-8",
+                   within_s=60)
+
+
+def _documents(path):
+    from companion.train.text.data import load_texts
+
+    return load_texts(str(path))
+
+
+@pytest.mark.parametrize("name, raw", [
+    ("bom", b"\xef\xbb\xbf" + GOOD.encode()),
+    ("crlf", GOOD.replace("\n", "\r\n").encode()),
+])
+def test_a_bom_or_windows_line_ends_give_the_same_documents_and_tokens(tmp_path, cache, name, raw):
+    from companion.train.text.data import load_tokenizer
+    from companion.train.text.tokens import in_memory_streams
+
+    plain, odd = tmp_path / "plain.txt", tmp_path / f"{name}.txt"
+    plain.write_bytes(GOOD.encode())
+    odd.write_bytes(raw)
+    want = [p for p in GOOD.split("\n\n")]
+    assert _documents(plain) == want
+    tok = load_tokenizer()
+    a, b = in_memory_streams(_documents(plain), tok), in_memory_streams(_documents(odd), tok)
+    assert len(_documents(odd)) == 40
+    assert a.train.tolist() == b.train.tolist() and a.eval.tolist() == b.eval.tolist()
+
+
+def test_a_line_separator_inside_a_paragraph_does_not_split_the_document(tmp_path, cache):
+    """Documents are separated by blank lines only; U+2028 (which str.splitlines would split
+    on) stays inside its paragraph."""
+    text = "\n\n".join(f"{PARA}\u2028line two of {i}" for i in range(12))
+    f = tmp_path / "c.txt"
+    f.write_text(text, encoding="utf-8")
+    docs = _documents(f)
+    assert len(docs) == 12 and all("\u2028" in d for d in docs)
