@@ -160,12 +160,27 @@ def test_out_in_the_repositorys_registry_folders_is_refused(tmp_path, capsys, mo
     root = tmp_path / "repo"
     (root / "data" / "runs").mkdir(parents=True)
     (root / "data" / "chapters.yaml").write_text("chapters: []\n")
+    (root / "pyproject.toml").write_text("[project]\nname = 'companion'\n")
     monkeypatch.setattr(paths, "ROOT", root)
     monkeypatch.setattr(paths, "DATA_DIR", root / "data")
     target = root / where
     one_line_error([*MICRO, "--corpus", "python-docs", "--out", str(target)], capsys, "--out", "data", within_s=60)
     assert sorted(p.name for p in target.iterdir()) == sorted(
-        {"data": ["chapters.yaml", "runs"], "data/runs": [], ".": ["data"]}[where])
+        {"data": ["chapters.yaml", "runs"], "data/runs": [], ".": ["data", "pyproject.toml"]}[where])
+
+
+def test_out_as_a_run_folder_under_data_runs_is_still_a_run_folder(tmp_path, monkeypatch):
+    import companion.base.paths as paths
+    from companion.cli import main
+
+    root = tmp_path / "repo"
+    (root / "data" / "runs").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'companion'\n")
+    monkeypatch.setattr(paths, "ROOT", root)
+    monkeypatch.setattr(paths, "DATA_DIR", root / "data")
+    out = root / "data" / "runs" / "micro-s0"
+    assert main([*MICRO, "--corpus", "python-docs", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["history.csv", "provenance.json"]
 
 
 # ============================================================ 3. resume: only the same run continues

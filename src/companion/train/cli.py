@@ -338,18 +338,21 @@ def _check_utf8(path: Path) -> None:
 
 
 def _check_not_registry(out: Path) -> None:
-    """``--out`` is a run's own folder: never the repository (or a folder holding it), its
-    ``data/`` of registries (chapters.yaml, limits.yaml, ...) or ``data/runs/``, the catalogue
-    of run folders, where history.csv and provenance.json would land among what is not a run
-    (and ``--overwrite`` would remove them there); ``data/runs/NAME`` is a run's folder."""
+    """``--out`` is a run's own folder: never the repository's root, its ``data/`` of
+    registries (chapters.yaml, limits.yaml, ...) or ``data/runs/``, the catalogue of run
+    folders, where history.csv and provenance.json would land among what is not a run (and
+    ``--overwrite`` would remove them there); ``data/runs/NAME`` is a run's folder.  Only
+    where the package runs from its repository (a pyproject.toml at its root)."""
     from ..base import paths
     from ..base.errors import CompanionError
 
     here = out.resolve()
     root, data = Path(paths.ROOT).resolve(), Path(paths.DATA_DIR).resolve()
+    if not (root / "pyproject.toml").is_file():   # an installed package: no repository to keep
+        return
     what = None
-    if here == root or root.is_relative_to(here):
-        what = "the repository itself (or a folder holding it)"
+    if here == root:
+        what = "the repository's root"
     elif here.is_relative_to(data):
         parts = here.relative_to(data).parts
         if not parts:
