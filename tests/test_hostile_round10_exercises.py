@@ -642,3 +642,28 @@ def test_heads_given_as_a_torch_tensor_are_read_as_those_heads():
     assert _check("ex-survey-2", [0, 4, 8])          # the heads the check computes apart (repeat_kv vs h mod 3)
     assert _check("ex-survey-2", torch.tensor([0, 4, 8]))
     _refused("ex-survey-2", torch.tensor([0, 1]))
+
+
+def test_an_answer_that_starts_a_reply_it_never_finishes_is_stopped_at_the_limit():
+    out = _fresh_python("""
+        import gc, os, struct, time
+        import multiprocessing.connection as mc
+        import companion.book.teaching.exercises as ex
+
+        def expected_symmetry(n):
+            for conn in [o for o in gc.get_objects() if isinstance(o, mc.Connection) and o.writable]:
+                conn._send(struct.pack("!i", 1000))     # the length of a reply, and then nothing
+            for _ in range(500):                         # (25 s: a stop that never comes ends here)
+                time.sleep(0.05)
+            os._exit(0)
+
+        ex.TIME_LIMIT_S = 1.0
+        t0 = time.monotonic()
+        try:
+            ex.check("ex-errata-1", expected_symmetry)
+            print("PASSED")
+        except ex.WrongAnswer as err:
+            print(round(time.monotonic() - t0, 1), str(err))
+    """, timeout=40)
+    took, message = out.strip().split(" ", 1)
+    assert float(took) < 10 and message.startswith("ex-errata-1: not yet."), out

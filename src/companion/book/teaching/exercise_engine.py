@@ -267,16 +267,27 @@ def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
         warnings.simplefilter("ignore", DeprecationWarning)
         child.start()
     send.close()
-    payload = None
+    payload, start = None, time.monotonic()
     try:
         if not recv.poll(limit):
             raise WrongAnswer(f"{late} (It was stopped at the limit.)")
+        # a reply begun but never finished would block here: at the limit the child is killed,
+        # which ends the reply (and a reply may hold at most 64 MiB)
+        fired: list = []
+        stop = threading.Timer(max(start + limit - time.monotonic(), 0.0) + 1.0,
+                               lambda: (fired.append(True), _kill_tree(child.pid)))
+        stop.daemon = True
+        stop.start()
         try:
-            payload = recv.recv_bytes()
+            payload = recv.recv_bytes(1 << 26)
         except (EOFError, OSError):
             child.join(1.0)
+            if fired:
+                raise WrongAnswer(f"{late} (It was stopped at the limit.)") from None
             raise WrongAnswer(f"{label}: not yet. your `{_name(label)}` ended the process that ran it (exit code "
                               f"{child.exitcode}) before it returned; return the result instead.") from None
+        finally:
+            stop.cancel()
     finally:
         recv.close()
         if payload is not None:
