@@ -154,8 +154,14 @@ def _datasets_column(path, config, data_files, split, field_, limit, streaming=F
     if names is not None and field_ not in names:
         raise CompanionError(f"no column {field_!r} in {data_files or path}; columns are {names}.")
     texts = []
-    for row in ds:
-        texts.append(str(row[field_]))
+    for i, row in enumerate(ds):
+        value = row[field_]
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue   # an empty cell or a null is no document (str() made it the word 'None')
+        if not isinstance(value, (str, int, float)):
+            raise CompanionError(f"record {i + 1} of {data_files or path}: its {field_!r} is a "
+                                 f"{type(value).__name__}, not text; give one text per record.")
+        texts.append(str(value))
         if limit and len(texts) >= limit:
             break
     return texts
