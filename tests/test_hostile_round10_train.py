@@ -83,6 +83,7 @@ def cache(tmp_path, monkeypatch):
     (["--seed", "-1"], ["--seed", "-1", "0", "4294967295"]),
     (["--seed", str(2 ** 64)], ["--seed", str(2 ** 64), "4294967295"]),
     (["--seed", str(2 ** 63 - 1)], ["--seed", "4294967295"]),   # seed + 1 overflowed torch's int64
+    (["--checkpoint-every", "-2"], ["checkpoint_every must be >= 0", "-2"]),   # was: a checkpoint every 2 steps
 ])
 def test_a_bad_option_is_refused_in_one_line_before_the_run_folder_is_made(tmp_path, capsys, extra, words):
     out = tmp_path / "run"
@@ -122,6 +123,13 @@ def test_a_model_too_large_for_the_machine_is_refused_before_it_is_allocated(tmp
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert len(lines) == 1 and "memory" in lines[0] and flag in lines[0], r.stderr[-2000:]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("field, value", [("steps", 2.5), ("batch_size", True), ("eval_every", "2")])
+def test_a_count_that_is_no_whole_number_is_refused_by_the_config(field, value):
+    with pytest.raises(ValueError) as err:
+        _cfg(**{field: value})
+    assert field in one_line(err) and repr(value) in str(err.value)
 
 
 def test_a_device_string_torch_cannot_parse_is_refused_by_the_config():
@@ -238,6 +246,7 @@ def _tampered(tmp_path, edit):
     ("weights of another shape", lambda ck: ck["model"].update(
         {"bert.embeddings.word_embeddings.weight": torch.zeros(7, 32)}), "word_embeddings"),
     ("a weight missing", lambda ck: ck["model"].pop("bert.embeddings.word_embeddings.weight"), "word_embeddings"),
+    ("a configuration that is no table", lambda ck: ck.update(config=[1, 2]), "config"),
 ])
 def test_a_checkpoint_whose_contents_are_not_this_runs_is_refused_in_one_line(tmp_path, name, edit, word):
     out = _tampered(tmp_path, edit)
@@ -383,3 +392,22 @@ def test_a_line_separator_inside_a_paragraph_does_not_split_the_document(tmp_pat
     f.write_text(text, encoding="utf-8")
     docs = _documents(f)
     assert len(docs) == 12 and all("\u2028" in d for d in docs)
+
+
+def test_empty_cells_and_nulls_are_no_documents_not_the_word_none(tmp_path, cache):
+    """datasets reads an empty CSV cell and a JSON null as None; str(None) made each a
+    document 'None'."""
+    csv = tmp_path / "c.csv"
+    csv.write_text('text,label\n"a cat sat",1\n,2\n"",3\n"  ",4\n"the end",5\n')
+    assert _documents(csv) == ["a cat sat", "the end"]
+    js = tmp_path / "c.jsonl"
+    js.write_text("\n".join(json.dumps({"text": t}) for t in ["a b", None, "c d", ""]) + "\n")
+    assert _documents(js) == ["a b", "c d"]
+
+
+def test_a_record_whose_text_is_a_list_is_refused_naming_it(tmp_path, cache):
+    js = tmp_path / "c.jsonl"
+    js.write_text("\n".join(json.dumps({"text": t}) for t in [["a"], ["x", "y"]]) + "\n")
+    with pytest.raises(CompanionError) as err:
+        _documents(js)
+    assert "record 1" in one_line(err) and str(js) in str(err.value) and "list" in str(err.value)

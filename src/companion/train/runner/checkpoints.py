@@ -252,6 +252,9 @@ def _resume(run: _Run, ckpt_path: Path | None) -> dict:
         raise FileNotFoundError(f"no checkpoint to resume from at {ckpt_path}; run without resume first.")
     out = ckpt_path.parent
     ck = load_checkpoint(ckpt_path, run.device)
+    if not isinstance(ck["config"], dict) or not isinstance(ck.get("data") or {}, dict):
+        raise CompanionError(f"the checkpoint in {out} records no configuration or data of a run (its config is a "
+                             f"{type(ck['config']).__name__}); start the run again with --overwrite.")
     saved_data = ck.get("data")
     if saved_data is not None and not _same_data(saved_data, _data_identity(data)):
         diff = "; ".join(f"{k}: {str(saved_data.get(k))[:16]} -> {str(v)[:16]}"

@@ -84,9 +84,17 @@ class TrainConfig:
                              f"and mode encoder or decoder (got init_from={self.init_from!r}, mode={self.mode!r}).")
         if self.penalty not in PENALTIES:
             raise ValueError(f"unknown penalty {self.penalty!r}; choose one of {PENALTIES}.")
+        for name in ("steps", "batch_size", "grad_accum", "eval_every", "warmup", "checkpoint_every"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise ValueError(f"{name} must be a whole number; got {v!r}.")
+            setattr(self, name, int(v))
         for name in ("steps", "batch_size", "grad_accum", "eval_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")
+        if self.checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be >= 0 (0: no checkpoints but the last); got "
+                             f"{self.checkpoint_every} (a negative one checkpointed every |n| steps).")
         if self.warmup < 0 or self.warmup > self.steps:
             raise ValueError(f"warmup must lie in [0, steps={self.steps}]; got {self.warmup} (a horizon shorter "
                              "than the warm-up never reaches the peak learning rate).")
