@@ -667,3 +667,14 @@ def test_an_answer_that_starts_a_reply_it_never_finishes_is_stopped_at_the_limit
     """, timeout=40)
     took, message = out.strip().split(" ", 1)
     assert float(took) < 10 and message.startswith("ex-errata-1: not yet."), out
+
+
+def test_the_skew_dimension_reference_counts_every_size_it_answers():
+    import itertools
+
+    from companion.book.teaching.exercise_references import skew_dimension
+
+    for n in range(0, 13):   # one free entry per pair i < j: the entries above the diagonal
+        assert skew_dimension(n) == len(list(itertools.combinations(range(n), 2))), n
+    with pytest.raises(ValueError, match="13"):
+        skew_dimension(13)
