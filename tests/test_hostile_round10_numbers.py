@@ -771,3 +771,48 @@ def test_a_detectable_effect_has_the_power_it_states_or_is_refused(n, level):
             assert "cannot be computed" in _one_line(err) and "level" in _one_line(err), name
             continue
         assert _mc_power(effect, n, one_sided) == pytest.approx(0.8, abs=0.006), name
+
+
+@pytest.mark.parametrize("call, word", [
+    (lambda T: T.norm_ratio_closed_form(np.ones((2, 3)), "context"), "Sigma"),            # gave a 2 x 2 answer
+    (lambda T: T.norm_ratio_closed_form(np.array([[1.0, 0.5], [0.0, 1.0]]), "context"), "Sigma"),
+    (lambda T: T.norm_ratio_monte_carlo(np.array([[1.0, 0.9], [0.0, 1.0]]), [1.0], "context", 10), "Sigma"),
+    (lambda T: T.norm_ratio_monte_carlo(np.array([[1.0, 2.0], [2.0, 1.0]]), [1.0], "context", 10), "Sigma"),
+    (lambda T: T.norm_ratio_monte_carlo(np.eye(2), [1.0], "context", 0), "n_samples"),   # gave NaN means
+    (lambda T: T.masked_counts(np.array([[0, 1]]), 2, 0.5, 0), "n_draws"),                 # gave NaN counts
+])
+def test_a_covariance_that_is_none_or_no_samples_are_refused_by_the_norm_ratio_helpers(call, word):
+    from companion.core import theory
+
+    with pytest.raises(REFUSED) as err:
+        call(theory)
+    assert word in _one_line(err)
+
+
+def test_the_norm_ratio_closed_form_is_eqs_s62_and_s67_by_hand():
+    from companion.core.theory import norm_ratio_closed_form
+
+    S = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.1], [0.0, 0.1, 0.5]])
+    tr = 3.5
+    assert norm_ratio_closed_form(S, "context") == pytest.approx(
+        np.array([[tr / (3 * S[m, m]) for m in range(3)] for _ in range(3)]))
+    assert norm_ratio_closed_form(S, "prediction") == pytest.approx(
+        np.array([[3 * S[k, k] / tr] * 3 for k in range(3)]))
+
+
+def test_each_look_spends_what_the_spending_function_gives_it_by_drawing_brownian_paths():
+    """The boundaries (Lan & DeMets): under no effect, the chance that |Z| first crosses at look
+    k equals the spending function's increment there; 400,000 drawn paths of 12 seeds."""
+    from companion.rules.sequential import boundaries
+
+    looks, alpha = [3, 6, 9, 12], 0.05
+    c = boundaries(looks, alpha)
+    S = np.cumsum(np.random.default_rng(16).standard_normal((400_000, 12)), axis=1)
+    Z = np.stack([S[:, n - 1] / math.sqrt(n) for n in looks], axis=1)
+    crossed = np.abs(Z) >= c
+    first = np.where(crossed.any(1), crossed.argmax(1), -1)
+    t = np.array(looks) / 12
+    spent = 2 - 2 * stats.norm.cdf(stats.norm.ppf(1 - alpha / 2) / np.sqrt(t))   # O'Brien-Fleming type
+    steps = np.diff(np.concatenate([[0.0], spent]))
+    for k in range(4):
+        assert np.mean(first == k) == pytest.approx(steps[k], abs=4 * math.sqrt(steps[k] / 400_000) + 1e-5)

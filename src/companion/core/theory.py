@@ -168,6 +168,26 @@ def context_prediction_parts(X, beta, j_star: int) -> dict:
             "context_vector": beta[:, j_star] @ X, "predicted_vector": beta[j_star, :] @ X}
 
 
+def _covariance(Sigma) -> np.ndarray:
+    """``Sigma`` as a float64 covariance matrix: square, finite, symmetric, no negative variance
+    (a non-square one gave a ratio from its first rows silently, and a non-symmetric one a
+    Monte Carlo of its lower triangle only), or a one-line ValueError."""
+    S = np.asarray(Sigma, dtype=np.float64)
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 1:
+        raise ValueError(f"Sigma must be a square covariance matrix [d, d]; got shape {S.shape}.")
+    if not np.isfinite(S).all() or not np.allclose(S, S.T, rtol=1e-10, atol=1e-12 * np.abs(S).max()) \
+            or (np.diag(S) < 0).any():
+        raise ValueError("Sigma must be a covariance matrix: finite, symmetric, with no negative variance on its "
+                         "diagonal.")
+    return S
+
+
+def _count(n, name: str) -> int:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{name} must be a whole number >= 1; got {n!r}.")
+    return int(n)
+
+
 def norm_ratio_monte_carlo(Sigma, beta, case: str, n_samples: int, sigma_y: float = 1.0,
                            seed: int = 0) -> dict:
     """Monte Carlo of Prop. S1.8 (``case='context'``) and Cor. S1.9 (``'prediction'``).
@@ -177,13 +197,18 @@ def norm_ratio_monte_carlo(Sigma, beta, case: str, n_samples: int, sigma_y: floa
     the update ``(sum_i beta_i x_i) y^T`` (context) or ``y (sum_i beta_i x_i)^T``
     (prediction), with their standard errors.
     """
-    Sigma = np.asarray(Sigma, dtype=np.float64)
+    Sigma = _covariance(Sigma)
     beta = np.asarray(beta, dtype=np.float64)
     if case not in ("context", "prediction"):
         raise ValueError(f"case must be 'context' or 'prediction', got {case!r}.")
+    n_samples = _count(n_samples, "n_samples")
     d = Sigma.shape[0]
     rng = np.random.default_rng(seed)
-    L = np.linalg.cholesky(Sigma)
+    try:
+        L = np.linalg.cholesky(Sigma)
+    except np.linalg.LinAlgError:
+        raise ValueError("Sigma is not positive definite, so no Gaussian embedding can be drawn from it; add a "
+                         "small multiple of the identity or drop its null directions.") from None
     z = rng.standard_normal((n_samples, len(beta), d)) @ L.T   # x_i
     v = np.einsum("i,sid->sd", beta, z)                         # sum_i beta_i x_i
     y = sigma_y * rng.standard_normal((n_samples, d))
@@ -200,7 +225,7 @@ def norm_ratio_closed_form(Sigma, case: str) -> np.ndarray:
 
     context: ``Tr(Sigma) / (d Sigma_mm)``; prediction: ``d Sigma_kk / Tr(Sigma)``.
     """
-    Sigma = np.asarray(Sigma, dtype=np.float64)
+    Sigma = _covariance(Sigma)
     d, tr, diag = Sigma.shape[0], np.trace(Sigma), np.diag(Sigma)
     if case == "context":
         return np.broadcast_to(tr / (d * diag)[None, :], (d, d)).copy()
@@ -283,6 +308,7 @@ def masked_counts(seqs, vocab_size: int, rho: float, n_draws: int, seed: int = 0
     an unmasked occurrence is context for every masked token, a masked occurrence is
     predicted by every unmasked token."""
     _masking_rate(rho)
+    n_draws = _count(n_draws, "n_draws")
     seqs = _token_ids(seqs, vocab_size)
     rng = np.random.default_rng(seed)
     mu_c = np.zeros(vocab_size)
