@@ -95,9 +95,12 @@ def _backend_settings_kept(tok):
         yield
         return
     truncation, padding = backend.truncation, backend.padding
+    split = getattr(backend, "encode_special_tokens", None)   # set by split_special_tokens=True
     try:
         yield
     finally:
+        if split is not None:
+            backend.encode_special_tokens = split
         if truncation is None:
             backend.no_truncation()
         else:
@@ -113,6 +116,8 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
                        progress: Callable[[int, int], None] | None = None,
                        held_out: Callable[[int, str], bool] | None = None) -> dict:
     """Tokenize ``docs`` in batches and append the ids to two binary sinks (file objects).
+    The text of a special token in a document is tokenized as text (``split_special_tokens``;
+    none of the bundled corpora holds one, so their token caches are as before).
 
     ``held_out(index, text)``, when given, decides which documents are held out (e.g. by a
     hash of the text) instead of every ``eval_every``-th one.
@@ -133,7 +138,9 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
 
     def flush():
         nonlocal index
-        enc = tok(batch, add_special_tokens=False)["input_ids"]
+        # the text of a special token ('[SEP]', '[MASK]' written in a document) is text: tokenized
+        # as such, it neither cuts the document nor puts a mask the masking never chose
+        enc = tok(batch, add_special_tokens=False, split_special_tokens=True)["input_ids"]
         for doc, ids in zip(batch, enc):
             if held_out is not None:
                 split = "eval" if held_out(index, doc) else "train"
