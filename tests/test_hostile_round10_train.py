@@ -442,3 +442,18 @@ def test_the_text_of_a_special_token_in_a_corpus_is_never_the_special_token(cach
     pieces = tok.convert_tokens_to_ids(["[", "sep", "]", "and", "[", "mask", "]"])
     first = list(s.train[: s.train.tolist().index(tok.sep_token_id)])
     assert any(first[i: i + len(pieces)] == pieces for i in range(len(first)))   # the text, as text
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_a_corpus_name_is_the_named_corpus_whatever_the_working_folder_holds(tmp_path, monkeypatch, cache, kind):
+    """--corpus python-docs with a folder or a file 'python-docs' where the command runs: the
+    bundled corpus, not 'corpus file python-docs is a folder' / 'expected a .txt file'."""
+    from companion.train.text.corpora import corpus_documents
+
+    want = corpus_documents("python-docs", fetch=False)
+    monkeypatch.chdir(tmp_path)
+    if kind == "folder":
+        (tmp_path / "python-docs").mkdir()
+    else:
+        (tmp_path / "python-docs").write_text("x y z\n\n" * 30)
+    assert _documents("python-docs") == want

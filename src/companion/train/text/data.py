@@ -118,11 +118,11 @@ def load_texts(name_or_path: str, split: str = "train", limit: int | None = None
     if name_or_path == "default":
         name_or_path = "python-docs"
     path = Path(name_or_path)
-    if path.exists():
-        return _local_file(path, text_field, limit)
-    if name_or_path in CORPORA:
+    if name_or_path in CORPORA:   # a name first: a folder or file 'wikipedia' in the working folder is not it
         texts = corpus_documents(name_or_path)
         return texts[:limit] if limit else texts
+    if path.exists() and name_or_path not in ONLINE_CORPORA:
+        return _local_file(path, text_field, limit)
     if name_or_path in ONLINE_CORPORA:
         if not limit:
             raise CompanionError(f"{name_or_path!r} is far too large to hold in memory; pass "
