@@ -816,3 +816,28 @@ def test_each_look_spends_what_the_spending_function_gives_it_by_drawing_brownia
     steps = np.diff(np.concatenate([[0.0], spent]))
     for k in range(4):
         assert np.mean(first == k) == pytest.approx(steps[k], abs=4 * math.sqrt(steps[k] / 400_000) + 1e-5)
+
+
+_FORM_WEIGHTS = {
+    "int8": (torch.tensor([[100, 120, -7], [90, -110, 5]], dtype=torch.int8),
+             torch.tensor([[120, 100, 3], [-100, 90, 8]], dtype=torch.int8)),
+    "float16 near 300": (torch.tensor([[300.0, 250.0], [200.0, -280.0]], dtype=torch.float16),
+                         torch.tensor([[200.0, -280.0], [300.0, 250.0]], dtype=torch.float16)),
+    "bfloat16 near 1e30": (torch.tensor([[1e30, -2e30], [3e30, 1e29]], dtype=torch.bfloat16),
+                           torch.tensor([[2e30, 1e30], [-1e30, 3e30]], dtype=torch.bfloat16)),
+    "bool": (torch.tensor([[True, False], [True, True]]), torch.tensor([[False, True], [True, True]])),
+}
+
+
+@pytest.mark.parametrize("name", list(_FORM_WEIGHTS))
+def test_the_bilinear_form_of_integer_or_half_precision_weights_is_their_exact_product(name):
+    """int8 weights gave a form that wrapped around (100 * 120 + 90 * -100 read -72), float16
+    ones near 300 a form of inf, which the scores then refused as a broken checkpoint."""
+    from companion.core.bilinear import bilinear_form, per_head_bilinear_forms
+    from companion.core.scores import symmetry_score
+
+    q, k = _FORM_WEIGHTS[name]
+    exact = _f64(q).T @ _f64(k)
+    assert _f64(bilinear_form(q, k)) == pytest.approx(exact, rel=1e-12)
+    assert _f64(per_head_bilinear_forms(q, k, 2).sum(0)) == pytest.approx(exact, rel=1e-12)
+    assert symmetry_score(bilinear_form(q, k)) == pytest.approx(_sym_by_hand(exact), rel=1e-12)

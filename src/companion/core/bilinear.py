@@ -136,16 +136,30 @@ def layer_factors(
     return A.reshape(-1, d), K.reshape(-1, d)
 
 
+def _product_dtype(Q: torch.Tensor, K: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The factors in a dtype their product cannot wrap around or overflow in: integer and bool
+    weights (an int8 product wrapped around: 100 * 120 read -72) and half-precision ones (a
+    float16 form of weights near 300 overflowed to inf, and every entry was rounded to 11 bits)
+    are multiplied in float64; float32 and float64 keep their dtype."""
+    if Q.dtype == K.dtype and Q.dtype in (torch.float32, torch.float64):
+        return Q, K
+    if Q.is_complex() or K.is_complex():
+        raise ValueError("Wq and Wk are complex; the bilinear form is defined for real weights.")
+    return Q.to(torch.float64), K.to(torch.float64)
+
+
 def per_head_bilinear_forms(Wq, Wk, n_heads: int, n_kv_heads: int | None = None,
                             pairing: Pairing = "grouped") -> torch.Tensor:
-    """Stack ``[n_heads, d, d]`` of the per-head forms ``M_h = Wq_h^T Wk_g(h)``."""
-    Q, K = head_factors(Wq, Wk, n_heads, n_kv_heads, pairing)
+    """Stack ``[n_heads, d, d]`` of the per-head forms ``M_h = Wq_h^T Wk_g(h)`` (integer, bool
+    and half-precision weights multiplied in float64, :func:`_product_dtype`)."""
+    Q, K = _product_dtype(*head_factors(Wq, Wk, n_heads, n_kv_heads, pairing))
     return Q.transpose(-1, -2) @ K
 
 
 def bilinear_form(Wq, Wk, n_heads: int = 1, n_kv_heads: int | None = None,
                   pairing: Pairing = "grouped") -> torch.Tensor:
-    """The layer's form ``M = sum_h Wq_h^T Wk_g(h)`` (``d x d``, Eq. S20)."""
-    Q, K = head_factors(Wq, Wk, n_heads, n_kv_heads, pairing)
+    """The layer's form ``M = sum_h Wq_h^T Wk_g(h)`` (``d x d``, Eq. S20); integer, bool and
+    half-precision weights are multiplied in float64 (:func:`_product_dtype`)."""
+    Q, K = _product_dtype(*head_factors(Wq, Wk, n_heads, n_kv_heads, pairing))
     # sum_h Q_h^T K_h == Q_flat^T K_flat with the heads stacked along the rows
     return Q.reshape(-1, Q.shape[-1]).transpose(0, 1) @ K.reshape(-1, K.shape[-1])
