@@ -84,6 +84,8 @@ def cache(tmp_path, monkeypatch):
     (["--seed", str(2 ** 64)], ["--seed", str(2 ** 64), "4294967295"]),
     (["--seed", str(2 ** 63 - 1)], ["--seed", "4294967295"]),   # seed + 1 overflowed torch's int64
     (["--checkpoint-every", "-2"], ["checkpoint_every must be >= 0", "-2"]),   # was: a checkpoint every 2 steps
+    # the learning rate reaches 0 at step 1 of 2: the last step would train nothing, yet be logged
+    (["--decay-steps", "1"], ["decay_steps 1 is shorter than the run", "steps 2"]),
 ])
 def test_a_bad_option_is_refused_in_one_line_before_the_run_folder_is_made(tmp_path, capsys, extra, words):
     out = tmp_path / "run"

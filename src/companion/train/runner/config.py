@@ -110,6 +110,10 @@ class TrainConfig:
         if self.decay_steps is not None and self.decay_steps < max(self.warmup, 1):
             raise ValueError(f"decay_steps must be >= warmup ({self.warmup}) and >= 1; got {self.decay_steps} "
                              "(it is the step at which the learning rate reaches 0).")
+        if self.decay_steps is not None and self.decay_steps < self.steps:
+            raise ValueError(f"decay_steps {self.decay_steps} is shorter than the run (steps {self.steps}): its last "
+                             f"{self.steps - self.decay_steps} steps would run at learning rate 0 and change nothing; "
+                             "pass --decay-steps >= --steps, or fewer --steps.")
         if self.eval_blocks is not None and self.eval_blocks < 1:
             raise ValueError(f"eval_blocks must be >= 1, or None for the whole held-out split; "
                              f"got {self.eval_blocks} (0 blocks would record a loss of 0).")
