@@ -841,3 +841,20 @@ def test_the_bilinear_form_of_integer_or_half_precision_weights_is_their_exact_p
     assert _f64(bilinear_form(q, k)) == pytest.approx(exact, rel=1e-12)
     assert _f64(per_head_bilinear_forms(q, k, 2).sum(0)) == pytest.approx(exact, rel=1e-12)
     assert symmetry_score(bilinear_form(q, k)) == pytest.approx(_sym_by_hand(exact), rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"sequences": np.zeros((4, 1), dtype=int)}, "N >= 2"),          # 0 predictions: a loss of 0/0, NaN weights
+    ({"sequences": np.array([[0, -1, 2]])}, "negative"),
+    ({"eval_every": 0}, "eval_every"),                                 # a ZeroDivisionError
+    ({"steps": -1}, "steps"),                                          # an empty table, silently
+    ({"objective": "bidirectional", "mask_rate": float("nan")}, "mask_rate"),
+])
+def test_a_tiny_training_that_cannot_predict_or_record_is_refused_before_it_starts(kwargs, word):
+    from companion.core.tiny_attention import train_objective
+
+    args = {"sequences": np.array([[0, 1, 2, 1], [2, 1, 0, 0]]), "objective": "autoregressive", "steps": 2,
+            "d": 4, "n_layers": 1, "n_heads": 1, "batch_size": 2, **kwargs}
+    with pytest.raises(REFUSED) as err:
+        train_objective(**args)
+    assert word in _one_line(err)

@@ -175,9 +175,18 @@ def train_objective(sequences: np.ndarray, objective: Literal["autoregressive", 
 
     if objective not in ("autoregressive", "bidirectional"):
         raise ValueError(f"objective must be 'autoregressive' or 'bidirectional', got {objective!r}.")
-    seqs = torch.as_tensor(np.asarray(sequences), dtype=torch.long)
-    if seqs.ndim != 2:
-        raise ValueError(f"sequences must be 2-D [n_sequences, N], got shape {tuple(seqs.shape)}.")
+    raw = np.asarray(sequences)
+    if raw.ndim != 2 or raw.shape[1] < 2 or raw.shape[0] < 1 or not np.issubdtype(raw.dtype, np.integer):
+        raise ValueError(f"sequences must be token ids [n_sequences, N] with N >= 2 (a sequence of 1 token has no "
+                         f"next token: 0 predictions, a loss of 0/0); got shape {raw.shape} of {raw.dtype}.")
+    if raw.min() < 0:
+        raise ValueError(f"sequences hold a negative token id ({int(raw.min())}); ids run from 0 to V-1.")
+    for name, v, least in (("steps", steps, 0), ("eval_every", eval_every, 1), ("batch_size", batch_size, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+            raise ValueError(f"{name} must be a whole number >= {least}; got {v!r}.")
+    if objective == "bidirectional" and not 0 < mask_rate < 1:
+        raise ValueError(f"mask_rate must lie in (0, 1) (the share of positions masked); got {mask_rate!r}.")
+    seqs = torch.as_tensor(raw, dtype=torch.long)
     V = int(seqs.max()) + 2
     mask_id = V - 1
     model = TinyAttentionModel(V, d=d, n_layers=n_layers, n_heads=n_heads,
