@@ -459,3 +459,17 @@ def test_a_corpus_name_is_the_named_corpus_whatever_the_working_folder_holds(tmp
     else:
         (tmp_path / "python-docs").write_text("x y z\n\n" * 30)
     assert _documents("python-docs") == want
+
+
+def test_a_mask_selects_the_same_blocks_from_a_token_stream_as_from_a_tensor():
+    """TokenData's splits are tensors or TokenBlocks and are indexed alike: a boolean mask
+    selected blocks 1 and 0 of a stream (its True and False read as indices)."""
+    import numpy as np
+
+    from companion.train.text.tokens import TokenBlocks
+
+    blocks = TokenBlocks(np.arange(80, dtype=np.uint16), 16)
+    mask = torch.tensor([True, False, True, False, False])
+    assert torch.equal(blocks[mask], torch.arange(80).view(5, 16)[mask])
+    with pytest.raises(IndexError, match="whole numbers"):
+        blocks[torch.tensor([1.7])]

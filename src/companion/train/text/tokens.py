@@ -355,6 +355,13 @@ class TokenBlocks:
                                self.start + max(a, b))
         if isinstance(idx, torch.Tensor):
             idx = idx.cpu().numpy()
+        raw = np.asarray(idx)
+        if raw.dtype == np.bool_:   # a mask selects as it does on a tensor (it was read as indices 0 and 1)
+            if raw.shape != (len(self),):
+                raise IndexError(f"a block mask must have one entry per block ({len(self)}); got shape {raw.shape}.")
+            idx = np.flatnonzero(raw)
+        elif raw.size and not np.issubdtype(raw.dtype, np.integer):
+            raise IndexError(f"blocks are indexed by whole numbers, not {raw.dtype} (1.7 was read as block 1).")
         rows = np.atleast_1d(np.asarray(idx, dtype=np.int64))
         if rows.size and (rows.min() < 0 or rows.max() >= len(self)):
             raise IndexError(f"block index out of range [0, {len(self)}).")
