@@ -858,3 +858,24 @@ def test_a_tiny_training_that_cannot_predict_or_record_is_refused_before_it_star
     with pytest.raises(REFUSED) as err:
         train_objective(**args)
     assert word in _one_line(err)
+
+
+@pytest.mark.parametrize("n_heads, wk_rows", [(0, 6), (4, 6), (2, 4), (True, 6)])
+def test_qk_logits_with_heads_that_do_not_split_the_rows_are_refused_naming_them(n_heads, wk_rows):
+    from companion.core.theory import qk_logits
+
+    rng = np.random.default_rng(17)
+    with pytest.raises(REFUSED) as err:
+        qk_logits(rng.normal(size=(5, 3)), rng.normal(size=(6, 3)), rng.normal(size=(wk_rows, 3)), n_heads)
+    assert "n_heads" in _one_line(err) or "heads" in _one_line(err)
+
+
+def test_qk_logits_are_the_per_head_products_by_hand():
+    from companion.core.theory import qk_logits
+
+    rng = np.random.default_rng(18)
+    X, Wq, Wk = rng.normal(size=(5, 4)), rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    got = qk_logits(X, Wq, Wk, 3).numpy()
+    for h in range(3):
+        rows = slice(2 * h, 2 * h + 2)
+        assert got[h] == pytest.approx((X @ Wq[rows].T) @ (X @ Wk[rows].T).T)

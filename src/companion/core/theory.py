@@ -40,7 +40,13 @@ def qk_logits(X, Wq, Wk, n_heads: int) -> torch.Tensor:
     ``X``: ``[N, d]`` token embeddings; ``Wq, Wk``: ``[n_heads*d_head, d]``.  Returns
     ``[n_heads, N, N]`` without the ``1/sqrt(d_head)`` factor.
     """
+    from .bilinear import _head_count
+
     X, Wq, Wk = _t(X), _t(Wq), _t(Wk)
+    n_heads = _head_count(n_heads, "n_heads")
+    if Wq.ndim != 2 or Wq.shape != Wk.shape or Wq.shape[0] % n_heads:
+        raise ValueError(f"Wq and Wk must be [n_heads * d_head, d] of one shape with rows divisible into {n_heads} "
+                         f"heads; got {tuple(Wq.shape)} and {tuple(Wk.shape)}.")
     if X.ndim != 2 or X.shape[1] != Wq.shape[1]:
         raise ValueError(f"X must be [N, d] with d = {Wq.shape[1]}; got {tuple(X.shape)}.")
     N, dh = X.shape[0], Wq.shape[0] // n_heads
