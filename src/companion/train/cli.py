@@ -33,7 +33,7 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--init", choices=INITS, default="standard")
     p.add_argument("--size", choices=sorted(MODEL_SIZES), default=None,
                    help="model size; default from the run size (ci: tiny, gpu: bert-mini, paper: bert)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="a whole number in [0, 2**32 - 1]")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--grad-accum", type=int, default=1)
