@@ -879,3 +879,21 @@ def test_qk_logits_are_the_per_head_products_by_hand():
     for h in range(3):
         rows = slice(2 * h, 2 * h + 2)
         assert got[h] == pytest.approx((X @ Wq[rows].T) @ (X @ Wk[rows].T).T)
+
+
+@pytest.mark.parametrize("stamp", [None, float("nan"), "", "yesterday", 20261205])
+def test_a_run_date_that_is_no_timestamp_is_refused_naming_it(stamp):
+    """None or NaN (a table's empty cell) raised AttributeError: 'float' object has no attribute 'year'."""
+    import datetime as dt
+
+    from companion.base.errors import CompanionError
+    from companion.rules.verdicts import rule_written_after, started_before_rule
+
+    r = {"fixed": dt.datetime(2026, 12, 6, tzinfo=dt.timezone.utc)}
+    for call in (lambda: rule_written_after(r, ["2026-12-07T00:00:00Z", stamp]),
+                 lambda: started_before_rule(stamp, r["fixed"])):
+        with pytest.raises(CompanionError) as err:
+            call()
+        assert repr(stamp) in _one_line(err)
+    # a stamp that is one: the 5th at 10:00 (+05:00) is before the rule, the 7th after it
+    assert rule_written_after(r, ["2026-12-05T10:00:00+05:00"]) and not rule_written_after(r, ["2026-12-07T00:00:00Z"])

@@ -275,10 +275,19 @@ def check_earlier(rules, path, gate: bool = True) -> dict:
 
 
 def _as_datetime(d) -> _dt.datetime:
-    """A date, a datetime or an ISO string as an aware datetime (a bare date: its midnight UTC)."""
+    """A date, a datetime or an ISO string as an aware datetime (a bare date: its midnight UTC);
+    anything else (None, NaN from a table's empty cell, text that is no timestamp) is refused in
+    one line naming it, for no moment can be compared with a rule's."""
+    given = d
     if isinstance(d, str):
         d = d.strip().replace("Z", "+00:00").replace("z", "+00:00")   # as stamp_problem reads a stamp
-        d = _dt.datetime.fromisoformat(d) if "T" in d or " " in d else _dt.date.fromisoformat(d[:10])
+        try:
+            d = _dt.datetime.fromisoformat(d) if "T" in d or " " in d else _dt.date.fromisoformat(d[:10])
+        except ValueError:
+            d = None
+    if not isinstance(d, _dt.date):
+        raise CompanionError(f"{given!r} is not a timestamp (ISO 8601 with its zone, e.g. 2026-12-06T14:34:00+00:00); "
+                             "a run's start and a rule's stamp must each name a moment to be compared.")
     if not isinstance(d, _dt.datetime):
         d = _dt.datetime(d.year, d.month, d.day)
     return d if d.tzinfo is not None else d.replace(tzinfo=_dt.timezone.utc)
