@@ -354,6 +354,16 @@ def test_invalid_utf8_is_named_at_its_true_offset_across_the_read_blocks(tmp_pat
     assert f"offset {len(head):,})" in line, line
 
 
+def test_a_lone_surrogate_in_a_jsonl_corpus_is_refused_naming_the_file(tmp_path, capsys, cache):
+    """'\\ud800' is valid JSON but no text (UTF-8 cannot hold it): the datasets loader failed
+    with a DatasetGenerationError traceback."""
+    f = tmp_path / "c.jsonl"
+    f.write_text("".join('{"text": "the cat \\ud800 sat %d"}\n' % i for i in range(30)))
+    assert "\\ud800" in f.read_text()
+    one_line_error([*MICRO, "--corpus", str(f), "--out", str(tmp_path / "run")], capsys, str(f), within_s=60)
+    assert not (tmp_path / "run" / "history.csv").exists()
+
+
 def test_invalid_utf8_in_a_jsonl_corpus_is_refused_naming_the_file(tmp_path, capsys, cache):
     f = tmp_path / "c.jsonl"
     f.write_bytes(b'{"text": "a \xff b"}\n' * 20)

@@ -27,6 +27,7 @@ character by character with spaces first, which we do not repeat.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,8 +79,9 @@ def _local_file(path: Path, text_field: str | None, limit: int | None) -> list[s
     except UnicodeDecodeError as exc:
         raise CompanionError(f"the corpus {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x}); give a "
                              f"UTF-8 {path.suffix} file.") from None
-    except (StopIteration, ValueError, OSError, TypeError, KeyError) as exc:   # the datasets loaders' many kinds
-        why = " ".join(str(exc).split())[:160] or type(exc).__name__
+    except Exception as exc:   # noqa: BLE001 - the datasets loaders' many kinds (StopIteration, DatasetGenerationError)
+        cause = exc.__cause__ or exc   # DatasetGenerationError says only 'An error occurred'; its cause says what
+        why = " ".join(str(cause).split())[:160] or type(cause).__name__
         raise CompanionError(f"the corpus {path} cannot be read as {builder} records ({why}); give a "
                              f"{path.suffix} file with a {text_field or 'text'!r} field.") from None
     if not texts:
@@ -143,13 +145,30 @@ def load_texts(name_or_path: str, split: str = "train", limit: int | None = None
         ".txt/.jsonl/.csv file.")
 
 
+@contextlib.contextmanager
+def _datasets_quiet():
+    """The datasets library without its progress bars and log lines, restored afterwards."""
+    from datasets.utils import logging as dlog
+
+    level, bars = dlog.get_verbosity(), dlog.is_progress_bar_enabled()
+    dlog.set_verbosity(dlog.CRITICAL + 1)
+    dlog.disable_progress_bar()
+    try:
+        yield
+    finally:
+        dlog.set_verbosity(level)
+        if bars:
+            dlog.enable_progress_bar()
+
+
 def _datasets_column(path, config, data_files, split, field_, limit, streaming=False):
     try:
         import datasets
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError("reading datasets needs the 'datasets' package: pip install datasets") from err
     kw = {"data_files": data_files} if data_files else {}
-    ds = datasets.load_dataset(path, config, split=split, streaming=streaming, **kw)
+    with _datasets_quiet():   # its progress bars and its logged error would surround the refusal on stderr
+        ds = datasets.load_dataset(path, config, split=split, streaming=streaming, **kw)
     names = ds.column_names if not streaming else None
     if names is not None and field_ not in names:
         raise CompanionError(f"no column {field_!r} in {data_files or path}; columns are {names}.")
