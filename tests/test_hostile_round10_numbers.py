@@ -897,3 +897,47 @@ def test_a_run_date_that_is_no_timestamp_is_refused_naming_it(stamp):
         assert repr(stamp) in _one_line(err)
     # a stamp that is one: the 5th at 10:00 (+05:00) is before the rule, the 7th after it
     assert rule_written_after(r, ["2026-12-05T10:00:00+05:00"]) and not rule_written_after(r, ["2026-12-07T00:00:00Z"])
+
+
+@pytest.mark.parametrize("raw, probs", [
+    (np.array([[1.0, np.nan], [0.0, 2.0]]), np.array([[0.2, 0.8], [0.1, 0.9]])),   # read as 'order kept'
+    (np.full((2, 2), np.nan), np.full((2, 2), 0.5)),
+    (np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]), np.array([0.1, 0.3, 0.6])),      # broadcast row by row
+])
+def test_order_preserved_refuses_logits_it_cannot_compare(raw, probs):
+    from companion.core.theory import order_preserved
+
+    with pytest.raises(REFUSED) as err:
+        order_preserved(raw, probs)
+    assert "logits" in _one_line(err)
+
+
+def test_order_preserved_is_eq_5_checked_pair_by_pair():
+    from companion.core.theory import order_preserved
+
+    raw = np.random.default_rng(19).normal(size=(3, 6))
+    probs = np.exp(raw) / np.exp(raw).sum(-1, keepdims=True)
+    assert order_preserved(raw, probs)
+    swapped = probs.copy()
+    i, j = np.argmin(raw[1]), np.argmax(raw[1])
+    swapped[1, [i, j]] = swapped[1, [j, i]]
+    assert not order_preserved(raw, swapped)
+
+
+def test_structure_scores_refuse_a_matrix_given_with_one_factor():
+    """structure_scores(M, Wq=...) scored M and ignored Wq."""
+    from companion.core.scores import structure_scores
+
+    with pytest.raises(REFUSED) as err:
+        structure_scores(np.eye(3), Wq=np.ones((2, 3)))
+    assert "either M" in _one_line(err)
+
+
+@pytest.mark.parametrize("draws", [0, -5, 2.5, True])
+def test_a_design_simulated_over_no_draws_is_refused(draws):
+    """0 draws gave NaN for every outcome's probability."""
+    from companion.rules.sequential import simulate_design
+
+    with pytest.raises(REFUSED) as err:
+        simulate_design(0.01, 0.05, [3, 6], [0.001, 0.01], 0.05, draws=draws)
+    assert "draws" in _one_line(err)

@@ -480,7 +480,8 @@ def structure_scores(
     (factored when ``3 r < d``, see :func:`_factored_is_cheaper`; ``factored=True`` forces
     it, ``factored=False`` forms ``M``); the two agree to rounding.  Returns ``{"symmetry": ..., "directionality": ...}``.
     """
-    if (M is None) == (Wq is None or Wk is None):
+    if (M is None) == (Wq is None or Wk is None) or (M is not None and (Wq is not None or Wk is not None)):
+        # (M with only Wq passed the first test and scored M, ignoring Wq)
         raise ValueError("pass either M, or both Wq and Wk (and not both forms).")
     if M is not None:
         return {

@@ -67,6 +67,13 @@ def order_preserved(raw, probs, min_gap: float = 0.0) -> bool:
     ``min_gap`` skips pairs of logits closer than that (ties at the precision the
     probabilities were stored in, e.g. float32 from a real model)."""
     raw, probs = _t(raw).numpy(), _t(probs).numpy()
+    if raw.shape != probs.shape or raw.ndim < 1:
+        raise ValueError(f"raw logits and probabilities must have one shape [..., N]; got {raw.shape} and "
+                         f"{probs.shape} (broadcasting would compare each row with another's probabilities).")
+    if not (np.isfinite(raw).all() and np.isfinite(probs).all()):
+        # a NaN compares false with every gap, so its pairs were skipped and the order read as kept
+        raise ValueError("raw logits or probabilities hold NaN or Inf: no order can be compared there; mask "
+                         "those entries out first.")
     gap = raw[..., :, None] - raw[..., None, :]
     dr = np.sign(gap)
     dp = np.sign(probs[..., :, None] - probs[..., None, :])

@@ -84,6 +84,12 @@ def _check_plan(looks, nominal, sesoi) -> tuple:
     return looks
 
 
+def _check_draws(draws) -> int:
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise ValueError(f"draws must be a whole number >= 1 (0 draws gave NaN probabilities); got {draws!r}.")
+    return int(draws)
+
+
 def _check_truth(delta, sd) -> None:
     """A simulated design's true effect (finite) and per-seed spread (finite, above the spread
     that reads as none, :data:`SPREAD_FLOOR`): a NaN effect read 'refuted' in every draw, and
@@ -352,6 +358,7 @@ def simulate_design(delta: float, sd: float, looks, nominal, sesoi: float, draws
     differences are normal with mean ``delta`` and standard deviation ``sd``, and the
     expected number of seeds used.  Monte Carlo with a fixed seed; the gate is taken to pass."""
     _check_truth(delta, sd)
+    draws = _check_draws(draws)
     looks = list(_check_plan(looks, nominal, sesoi))
     rng = np.random.default_rng(seed)
     x = delta + sd * rng.standard_normal((draws, looks[-1]))
@@ -388,6 +395,7 @@ def family_error(members, looks, draws: int = 20_000, seed: int = 20261128) -> d
     chance that the sequence reaches it."""
     for delta, sd, *_ in members:
         _check_truth(delta, sd)
+    draws = _check_draws(draws)
     rng = np.random.default_rng(seed)
     looks = list(_check_looks(looks))
     reached = np.ones(draws, dtype=bool)
@@ -417,6 +425,7 @@ def family_error_split(members, looks, correlation: float = 0.5, draws: int = 20
         raise ValueError(f"correlation must lie in [0, 1]; got {correlation!r}.")
     for delta, sd, *_ in members:
         _check_truth(delta, sd)
+    draws = _check_draws(draws)
     rng = np.random.default_rng(seed)
     looks = list(_check_looks(looks))
     common: dict = {}
