@@ -941,3 +941,35 @@ def test_a_design_simulated_over_no_draws_is_refused(draws):
     with pytest.raises(REFUSED) as err:
         simulate_design(0.01, 0.05, [3, 6], [0.001, 0.01], 0.05, draws=draws)
     assert "draws" in _one_line(err)
+
+
+@pytest.mark.parametrize("j_star", [-1, 5, 2.0, True])
+def test_the_context_and_prediction_parts_refuse_a_token_position_outside_the_sequence(j_star):
+    """j_star = -1 split the update at the last token, silently."""
+    from companion.core.theory import context_prediction_parts
+
+    rng = np.random.default_rng(20)
+    with pytest.raises(REFUSED) as err:
+        context_prediction_parts(rng.normal(size=(5, 3)), rng.normal(size=(5, 5)), j_star)
+    assert "j_star" in _one_line(err)
+
+
+def test_the_context_and_prediction_parts_are_eqs_s47_and_s50_by_hand():
+    from companion.core.theory import context_prediction_parts
+
+    rng = np.random.default_rng(21)
+    X, B = rng.normal(size=(5, 3)), rng.normal(size=(5, 5))
+    got = context_prediction_parts(X, B, 2)
+    ctx = sum(B[i, 2] * np.outer(X[i], X[2]) for i in range(5))
+    pred = sum(B[2, j] * np.outer(X[2], X[j]) for j in range(5))
+    assert got["as_context"] == pytest.approx(ctx) and got["as_predicted"] == pytest.approx(pred)
+
+
+def test_eq_15_as_printed_is_twice_def_3_1_and_refuses_a_non_square_matrix():
+    from companion.core.theory import eq15_score
+
+    M = np.random.default_rng(22).normal(size=(4, 4))
+    assert eq15_score(M) == pytest.approx(2 * _sym_by_hand(M))
+    with pytest.raises(REFUSED) as err:
+        eq15_score(np.ones((2, 3)))
+    assert "(2, 3)" in _one_line(err)

@@ -174,6 +174,12 @@ def context_prediction_parts(X, beta, j_star: int) -> dict:
     (terms with ``j = j_star``) and where it is predicted (terms with ``i = j_star``)."""
     X = np.asarray(X, dtype=np.float64)
     beta = np.asarray(beta, dtype=np.float64)
+    N = X.shape[0] if X.ndim == 2 else -1
+    if X.ndim != 2 or beta.shape != (N, N):
+        raise ValueError(f"X must be [N, d] and beta [N, N]; got {X.shape} and {beta.shape}.")
+    if isinstance(j_star, (bool, np.bool_)) or not isinstance(j_star, (int, np.integer)) or not 0 <= j_star < N:
+        # a negative index read another token (-1: the last) silently
+        raise ValueError(f"j_star must be a token position 0..{N - 1}; got {j_star!r}.")
     y = X[j_star]
     as_context = np.outer(beta[:, j_star] @ X, y)     # (sum_i beta_i* x_i) y^T   (S47)
     as_predicted = np.outer(y, beta[j_star, :] @ X)   # y (sum_j beta_*j x_j)^T   (S50)
@@ -433,6 +439,8 @@ def random_symmetry_scores(n: int, n_samples: int, seed: int = 0) -> np.ndarray:
 def eq15_score(M) -> float:
     """Eq. 15 exactly as printed: ``2 (||M_s||^2 - ||M_n||^2) / ||M||^2`` (range ``[-2, 2]``)."""
     M = np.asarray(M, dtype=np.float64)
+    if M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise ValueError(f"Eq. 15 scores a square matrix; got shape {M.shape}.")
     Ms, Mn = (M + M.T) / 2, (M - M.T) / 2
     return float(2 * ((Ms ** 2).sum() - (Mn ** 2).sum()) / (M ** 2).sum())
 
