@@ -587,7 +587,7 @@ def test_a_value_logged_twice_is_never_averaged(root, how):
     h = _hist(root, RUNS[0])
     if how == "head-row":
         row = h[(h.quantity == "directionality") & (h["head"] >= 0) & (h.step == 10000)].head(1)
-        extra = row.assign(value=row["value"] + 1)
+        extra = row.assign(value=(row["value"] + 1) / 2)   # another value, still a score in [-1, 1]
     elif how == "final-loss-text":
         row = h[(h.quantity == "eval_loss") & (h.step == 10000)]
         extra = row.assign(value=row["value"] - 1)
