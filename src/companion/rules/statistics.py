@@ -425,7 +425,7 @@ def directional_power(n: int, sd: float, sesoi: float, level: float = 0.95, targ
 
     what = f"the effect that 'holds' reaches with probability {target:g} at level {level:g} and {n} seeds"
     detect = _solve_rising(lambda d: p_holds(d) - target, sesoi, 400 * sd / math.sqrt(n), what)
-    from .sequential import check_t_power   # scipy's nct is wrong at 1 degree of freedom and a level near 1
+    from .t_power import check_t_power   # scipy's nct is wrong at 1 degree of freedom and a level near 1
 
     check_t_power(crit, n - 1, (detect - sesoi) * math.sqrt(n) / sd, target, what)
     return {"p_refuted_at_0": p_ref, "p_holds_at_sesoi": p_holds(sesoi), "detect_holds": detect,
@@ -480,7 +480,7 @@ def detectable_effect(n: int, sd: float, level: float = 0.95, power: float = 0.8
         return stats.nct.sf(crit, df, ncp) - power
 
     what = f"the effect detected with probability {power:g} at level {level:g} and {n} seeds"
-    from .sequential import check_t_power   # scipy's nct is wrong at 1 degree of freedom and a level near 1
+    from .t_power import check_t_power   # scipy's nct is wrong at 1 degree of freedom and a level near 1
 
     ncp = check_t_power(crit, df, _solve_rising(gap, 0.0, 200.0, what), power, what)
     return float(ncp * sd / math.sqrt(n))
