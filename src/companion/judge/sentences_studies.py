@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..base.phrasing import interval
-from .sentences_words import _finite, _num, estimate_in_words
+from .sentences_words import _finite, _num, _ordered, estimate_in_words
 
 __all__ = ["rank_one_updates", "update_symmetry_reading", "orthogonality", "shared_direction",
            "THM_S1_14_MEANING", "thm_s1_14_meaning", "symmetry_gap_reading", "follows_theorem",
@@ -19,6 +19,12 @@ def rank_one_updates(share_autoregressive: float, share_masked: float, near: flo
     if not _finite(ar, mlm):
         return (f"Whether the updates are close to rank one is not read: a share of the squared norm is missing "
                 f"(top singular values {_num(ar, '.2f')} and {_num(mlm, '.2f')})")
+    bad = [f"{name} {v!r}" for name, v in (("autoregressive", ar), ("masked", mlm)) if not 0 <= v <= 1 + 1e-9]
+    if bad:   # a share of the squared norm: 1.3 would read 'close to rank one', more than all of it
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"a top singular value's share of the squared norm lies in [0, 1]; got {', '.join(bad)}: "
+                             "pass sigma_1^2 / sum(sigma_i^2), not sigma_1 or a percentage.")
     close = [name for name, v in (("autoregressive", ar), ("masked", mlm)) if v > near]
     if len(close) == 2:
         return (f"Both updates are close to rank one (top singular value {ar:.2f} and {mlm:.3f} of the squared "
@@ -83,6 +89,7 @@ def symmetry_gap_reading(low: float, high: float) -> str:
     """What an interval for masked minus causal final symmetry says against Thm. S1.14."""
     if not _finite(low, high):
         return "the interval for the gap is missing (a bound is not a number), so which objective ends the more symmetric is not read"
+    _ordered(low, high)
     if low > 0:
         return "the masked objective ends the more symmetric in every reading the seeds allow, as Thm. S1.14 predicts"
     if high < 0:
@@ -148,6 +155,7 @@ def swap_update_reading(low: float, high: float, n: int) -> str:
     no order is read from it."""
     if not _finite(low, high):
         return "the interval is missing (a bound is not a number), so which updates are the more symmetric is not read"
+    _ordered(low, high)
     if n < 2 or low <= 0 <= high:
         return "the interval allows either order"
     if low > 0:

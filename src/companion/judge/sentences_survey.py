@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..base.phrasing import joined
-from .sentences_words import _finite
+from .sentences_words import _finite, _ordered
 
 __all__ = ["checkpoints_by_modality", "majority_reading", "percentile_edge", "same_outcome"]
 
@@ -18,6 +18,7 @@ def majority_reading(low: float, high: float) -> str:
     ratio above one says about most occurrences (E11): below one, above one, or undecided."""
     if not _finite(low, high):
         return "the interval is missing (a bound is not a number), so on which side of one most occurrences fall is not read"
+    _ordered(low, high)
     if high < 0.5:
         return ("most occurrences of frequent types belong to types that are predicted more often than they "
                 "serve as context")
@@ -31,6 +32,9 @@ def percentile_edge(estimate: float, low: float, high: float) -> str:
     its width) or far from symmetric about it."""
     if not _finite(estimate, low, high):
         return "cannot be placed about the estimate (a value is missing)"
+    _ordered(low, high)
+    if low == high:   # no width: no edge to sit at, and nothing to be asymmetric about
+        return "has no width (its two ends are equal)"
     if estimate - low < 0.1 * (high - low):
         return "has the estimate at its own lower edge"
     return "is far from symmetric about the estimate"

@@ -22,8 +22,28 @@ def _finite(*values) -> bool:
 
 
 def _num(value, fmt: str) -> str:
-    """``value`` in ``fmt``, or :data:`MISSING` where it is not a finite number."""
-    return format(float(value), fmt) if _finite(value) else MISSING
+    """``value`` in ``fmt``, or :data:`MISSING` where it is not a finite number.  A zero (-0.0
+    included) prints as ``+0.000``, never ``-0.000``; a number that is not zero but would round
+    to zero in ``fmt`` prints in two significant digits (``-3.7e-04``), so its sign, which a
+    sentence may read a direction from, is never printed away."""
+    if not _finite(value):
+        return MISSING
+    v = float(value) or 0.0          # -0.0 -> +0.0
+    text = format(v, fmt)
+    if v and fmt.endswith("f") and float(text) == 0:
+        text = format(v, ("+" if "+" in fmt else "") + ".1e")
+    return text
+
+
+def _ordered(low, high) -> None:
+    """Refuse an interval whose lower end is above its upper end (the two passed the wrong way
+    round): every reading of it (a direction, what it excludes) would be one the numbers never
+    showed.  Bounds that are not numbers are left to the caller's missing reading."""
+    if _finite(low, high) and float(low) > float(high):
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"an interval's lower end {float(low)!r} is above its upper end {float(high)!r}; "
+                             "pass (low, high) in that order.")
 
 
 def count_of(n: int, noun: str, plural: str | None = None) -> str:
@@ -83,6 +103,11 @@ def p_value(p: float, smallest: float) -> str:
     rtol=1e-9)`` reads it)."""
     if not _finite(p):
         return "p missing (not a number)"
+    if not -1e-12 <= p <= 1 + 1e-12:   # a probability: 1.5 or -0.001 would state an impossible result
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"a p-value must lie in [0, 1]; got p = {p!r}: check the test that computed it.")
+    p = min(max(float(p), 0.0), 1.0)
     floor = _finite(smallest) and abs(p - smallest) <= 1e-8 + 1e-9 * abs(smallest)
     # below 0.001 four decimals keep one digit or none (3e-6 read "p = 0.0000"): two significant digits
     shown = f"{p:.4f}" if p >= 0.001 or p == 0 else f"{p:.1e}"
@@ -101,12 +126,13 @@ def interval_reading(low: float, high: float, sesoi: float, unit: str = "", gain
     if not _finite(low, high, sesoi):
         return (f"its interval is missing (a bound or the smallest effect of interest is not a number), "
                 "so it rules nothing out")
+    _ordered(low, high)
     size = f"{sesoi:.3f}{u} or more"
     readings = [(f"{gain} of {size}", high < sesoi), ("no effect at all", low > 0 or high < 0),
                 (f"{loss} of {size}", low > -sesoi)]
     out = [r for r, excluded in readings if excluded]
     left = [r for r, excluded in readings if not excluded]
-    text = f"its interval, {low:+.3f} to {high:+.3f}{u},"
+    text = f"its interval, {_num(low, '+.3f')} to {_num(high, '+.3f')}{u},"
     if out:
         text += f" excludes {joined(out)}"
     if left:
@@ -131,6 +157,7 @@ def lower_or_higher(low: float, high: float) -> str:
     above) or ``not distinguishable``; ``not read (a bound is missing)`` where a bound is not a number."""
     if not _finite(low, high):
         return "not read (a bound is missing)"
+    _ordered(low, high)
     if high < 0:
         return "lower"
     if low > 0:
