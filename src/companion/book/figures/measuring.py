@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .palette import COLORMAPS, CYCLE, KIND_COLORS
+from .palette import COLORMAPS, CYCLE, KIND_COLORS, plain, positive
 
 ENCODER_COLOR = KIND_COLORS["encoder"]
 DECODER_COLOR = KIND_COLORS["decoder"]
@@ -19,6 +19,8 @@ def symmetry_random_limit(summary: pd.DataFrame, claimed_constant: float = 8.0) 
     """
     s = summary[summary["score"] == "symmetry"].sort_values("d")
     n = s["d"].to_numpy(float)
+    positive(n, "symmetry_random_limit (log axes)", "d")
+    positive(s["mean"], "symmetry_random_limit (log axes)", "mean")
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     sem = s["std"].to_numpy() / np.sqrt(s["n"].to_numpy())
     ax.errorbar(n, s["mean"], yerr=2 * sem, fmt="o", color=ENCODER_COLOR,
@@ -70,7 +72,7 @@ def matrix_heatmap(M, title: str = "", ax=None) -> plt.Figure:
         fig = ax.figure
     v = np.quantile(np.abs(M), 0.99) or 1.0
     im = ax.imshow(M, cmap=COLORMAPS["diverging"], vmin=-v, vmax=v)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(plain(title), fontsize=9)
     ax.set_xlabel("key side (columns)")
     ax.set_ylabel("query side (rows)")
     fig.colorbar(im, ax=ax, fraction=0.046)

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CYCLE", "KIND_COLORS", "KIND_STYLES", "COLORMAPS", "use_book_cycle"]
+__all__ = ["CYCLE", "KIND_COLORS", "KIND_STYLES", "COLORMAPS", "use_book_cycle", "plain", "as_written", "positive"]
 
 #: Okabe & Ito (2008): blue, vermillion, bluish green, orange, reddish purple, sky blue,
 #: yellow, black
@@ -35,3 +35,33 @@ def use_book_cycle() -> None:
     from cycler import cycler
 
     mpl.rcParams["axes.prop_cycle"] = cycler(color=CYCLE)
+
+
+def positive(values, what: str, name: str) -> None:
+    """Refuse a value a log axis cannot draw (zero, negative; matplotlib drops such a point
+    without a word, so the figure would show fewer points than its data): one line naming
+    the column ``name`` of figure ``what``, the values and the fix.  NaN (a gap) passes."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    bad = v[~np.isnan(v) & ~(v > 0)]
+    if bad.size:
+        raise ValueError(f"{what}: {name} holds {bad.size} value(s) a log axis cannot show "
+                         f"({', '.join(f'{b:g}' for b in bad[:3])}); keep only positive {name} values.")
+
+
+def plain(text) -> str:
+    """``text`` from data (a run's label, a model's or a claim's name) as a figure must draw it:
+    as written.  matplotlib reads a string with two ``$`` as mathtext (``cost $5 and $10``
+    drawn with "5 and " in italics; ``$\\frac$`` fails when the figure is saved) and leaves a
+    legend label starting with ``_`` out of the legend; so each ``$`` is escaped (drawn as
+    ``$``) and a leading ``_`` gets a space before it.  :func:`as_written` undoes it."""
+    text = str(text).replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
+def as_written(text) -> str:
+    """The text :func:`plain` was given (for the source data and the text alternative)."""
+    text = str(text)
+    text = text[1:] if text.startswith(" _") else text
+    return text.replace(r"\$", "$")

@@ -30,11 +30,15 @@ import math
 
 import numpy as np
 
+from .palette import as_written
+
 __all__ = ["COLUMNS", "figure_data", "alt_text", "encode_csv", "decode_csv", "figure_bundle",
            "register"]
 
 COLUMNS = ["panel", "panel_title", "element", "series", "point", "x", "y", "value", "category"]
-_FLOAT = "%.9g"
+#: 15 significant digits, every digit a float64 holds for certain (9 wrote 1e9 + 1 and 1e9 + 2
+#: both as 1e+09); the 16th and 17th are transform round-off (an axvspan's 2.000000000000001)
+_FLOAT = "%.15g"
 
 
 def _panels(fig):
@@ -48,13 +52,14 @@ def _panels(fig):
 
 
 def _name(artist, element: str, counts: dict, owners: dict | None = None) -> str:
+    # a label matplotlib hides starts with "_"; one drawn by palette.plain (" _x") is shown
     label = artist.get_label() or ""
     if (not label or label.startswith("_")) and owners and id(artist) in owners:
-        label = owners[id(artist)]
+        label = owners[id(artist)] or ""
         if label and not label.startswith("_"):
-            return label + (" (error bars)" if element == "segments" else "")
+            return as_written(label) + (" (error bars)" if element == "segments" else "")
     if label and not label.startswith("_"):
-        return label
+        return as_written(label)
     counts[element] = counts.get(element, 0) + 1
     return f"{element} {counts[element]}"
 
@@ -180,7 +185,7 @@ def figure_data(fig):
 
     records = []
     for p, ax in enumerate(_panels(fig), start=1):
-        title = ax.get_title() or ax.get_title("left") or ""
+        title = as_written(ax.get_title() or ax.get_title("left") or "")
         on_x, on_y = _categories(ax.xaxis), _categories(ax.yaxis)
         for element, series, point, x, y, value in _artist_rows(ax):
             category = on_x.get(x, on_y.get(y, "")) if element != "image" else ""
@@ -213,7 +218,7 @@ def alt_text(fig, data=None, max_series: int = 8) -> str:
     """A text alternative that says what the figure shows, built from its data and labels."""
     data = figure_data(fig) if data is None else data
     panels = _panels(fig)
-    suptitle = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    suptitle = as_written(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) is not None else ""
     parts = []
     head = f"Figure with {len(panels)} panel{'s' if len(panels) != 1 else ''}"
     parts.append(head + (f", titled '{suptitle}'" if suptitle else "") + ".")
@@ -221,10 +226,11 @@ def alt_text(fig, data=None, max_series: int = 8) -> str:
         d = data[data["panel"] == p]
         if d.empty:
             continue
-        title = ax.get_title() or ""
+        title = as_written(ax.get_title() or "")
         desc = f"Panel {p}" + (f" '{title}'" if title else "") + ":"
         axes_desc = []
-        for name, label, scale in (("x", ax.get_xlabel(), ax.get_xscale()), ("y", ax.get_ylabel(), ax.get_yscale())):
+        for name, label, scale in (("x", as_written(ax.get_xlabel()), ax.get_xscale()),
+                                   ("y", as_written(ax.get_ylabel()), ax.get_yscale())):
             if label:
                 axes_desc.append(f"{name} axis '{label}'" + (f" ({scale} scale)" if scale != "linear" else ""))
         if axes_desc:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .palette import COLORMAPS, KIND_COLORS, KIND_STYLES
+from .palette import COLORMAPS, KIND_COLORS, KIND_STYLES, plain, positive
 
 __all__ = [
     "KIND_COLORS",
@@ -68,6 +68,7 @@ def null_band_table(null: pd.DataFrame, lo: float = 0.025, hi: float = 0.975) ->
 
 def _draw_scatter(ax, df: pd.DataFrame, score: str, bands: pd.DataFrame | None) -> None:
     sub = df[df["score"] == score].dropna(subset=["n_params", "median"])
+    positive(sub["n_params"], "the survey scatter (log x axis)", "n_params")
     if bands is not None and "d_model" in sub.columns:
         b = bands[bands["score"] == score].set_index("d")
         for x, d in zip(sub["n_params"], sub["d_model"]):
@@ -131,7 +132,7 @@ def scores_vs_parameters(summary: pd.DataFrame, score: str = "symmetry",
     _draw_scatter(ax, summary, score, null_bands)
     _legend(ax, null_bands is not None)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(plain(title), fontsize=10)
     return fig
 
 
@@ -146,7 +147,7 @@ def figure_2_scatter(summary: pd.DataFrame, null_bands: pd.DataFrame | None = No
         ax.set_title(f"{tag}) {SCORE_LABELS[score]}", fontsize=10, loc="left")
     _legend(axes[1], null_bands is not None)
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(plain(title), fontsize=11)
     return fig
 
 
@@ -179,6 +180,10 @@ def qk_heatmaps(forms: pd.DataFrame, max_dim: int | None = 128) -> Figure:
     for c in ("panel", "row", "col", "value"):
         if c not in forms.columns:
             raise ValueError(f"qk_heatmaps: the table lacks column {c!r} (panel, row, col, value).")
+    twice = forms[forms.duplicated(["panel", "row", "col"], keep=False)]
+    if not twice.empty:
+        raise ValueError(f"qk_heatmaps: panel {twice['panel'].iloc[0]!r} has two values at row "
+                         f"{twice['row'].iloc[0]}, col {twice['col'].iloc[0]}; give each matrix a panel name of its own.")
     panels = list(dict.fromkeys(forms["panel"]))
     fig = Figure(figsize=(4.2 * len(panels), 4), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(panels)))
@@ -189,7 +194,7 @@ def qk_heatmaps(forms: pd.DataFrame, max_dim: int | None = 128) -> Figure:
             M = M[:max_dim, :max_dim]
         v = float(np.nanmax(np.abs(M))) or 1.0
         im = ax.imshow(M, cmap=COLORMAPS["diverging"], vmin=-v, vmax=v, interpolation="nearest")
-        ax.set_title(str(name), fontsize=9)
+        ax.set_title(plain(name), fontsize=9)
         ax.set_xlabel("key-side dimension")
         ax.set_ylabel("query-side dimension")
         fig.colorbar(im, ax=ax, shrink=0.8)
@@ -221,7 +226,7 @@ def per_head_scores(scores: pd.DataFrame, score: str = "symmetry") -> Figure:
         ax.plot(whole["layer"], whole[score], color="k", lw=1.5, marker="o", ms=3,
                 label="whole layer")
         ax.axhline(0, color="0.8", lw=0.8, zorder=0)
-        ax.set_title(key, fontsize=9)
+        ax.set_title(plain(key), fontsize=9)
         ax.set_xlabel("layer")
         ax.set_ylabel(SCORE_LABELS[score])
         ax.legend(fontsize=7)
@@ -268,9 +273,9 @@ def bias_term_figure(layers: pd.DataFrame, decoders=()) -> Figure:
         g = g.sort_values("layer")
         depth = g["layer"] / max(1, g["layer"].max()) if len(g) > 1 else pd.Series([0.5])
         ax.plot(depth, 100 * g["share"], marker="o", ms=4, lw=1.2, ls="--" if model in decoders else "-",
-                label=f"{model} ({len(g)} layers{', decoder' if model in decoders else ''})")
+                label=plain(f"{model} ({len(g)} layers{', decoder' if model in decoders else ''})"))
     ax.set_xlabel("relative depth of the layer (first = 0, last = 1)")
     ax.set_ylabel("bias terms' share of the logit\nvariance over keys (%)")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(bottom=min(0.0, float(np.nanmin(100 * layers["share"].to_numpy(float)))) if len(layers) else 0)
     ax.legend(fontsize=7)
     return fig

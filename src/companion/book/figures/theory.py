@@ -6,6 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .palette import plain, positive
+
 __all__ = ["objective_score_trajectories", "logits_versus_weights", "first_order_error_scaling",
            "context_ratio_per_type"]
 
@@ -26,7 +28,7 @@ def objective_score_trajectories(history: pd.DataFrame):
         for objective, grp in history.groupby("objective"):
             g = grp.groupby("step")[score]
             med, lo, hi = g.median(), g.min(), g.max()
-            line, = ax.plot(med.index, med.values, label=objective)
+            line, = ax.plot(med.index, med.values, label=plain(objective))
             ax.fill_between(med.index, lo.values, hi.values, color=line.get_color(), alpha=0.2)
         ax.set_xlabel("training step")
         ax.set_ylabel(f"{score} score")
@@ -62,6 +64,8 @@ def first_order_error_scaling(updates: pd.DataFrame):
     """
     eta = updates["eta"].to_numpy(float)
     err = updates["error"].to_numpy(float)
+    positive(eta, "first_order_error_scaling (log axes)", "eta")
+    positive(err, "first_order_error_scaling (log axes)", "error")
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     ax.loglog(eta, err, "o", label="measured error")
     ax.loglog(eta, err[0] * (eta / eta[0]) ** 2, "--", color="k", lw=1, label=r"slope 2 ($\eta^2$)")
@@ -84,6 +88,8 @@ def context_ratio_per_type(results: dict):
                              constrained_layout=True, squeeze=False)
     for ax, (kind, res) in zip(axes[0], results.items()):
         t = res["per_type"]
+        for col in ("count", "ratio", "low", "high"):
+            positive(t[col], f"context_ratio_per_type, {kind} windows (log axes)", col)
         excl = (t["low"] > 1) | (t["high"] < 1)
         ax.errorbar(t["count"], t["ratio"], yerr=[t["ratio"] - t["low"], t["high"] - t["ratio"]],
                     fmt="o", ms=2, lw=0.5, color="0.6", alpha=0.6, label="interval contains 1")
@@ -91,8 +97,8 @@ def context_ratio_per_type(results: dict):
         ax.axhline(1.0, ls=":", color="k")
         ax.set_xscale("log"); ax.set_yscale("log")
         ax.set_xlabel("occurrences of the type")
-        ax.set_title(f"{kind} windows: share above 1 = {res['bagged']:.2f} bagged "
-                     f"({res['share']:.2f} plain)", fontsize=9)
+        ax.set_title(plain(f"{kind} windows: share above 1 = {res['bagged']:.2f} bagged "
+                     f"({res['share']:.2f} plain)"), fontsize=9)
     axes[0][0].set_ylabel(r"context / prediction count, $\mu_c/\mu_p$")
     axes[0][0].legend(fontsize=7, loc="upper right")
     return fig

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 
-from .palette import COLORMAPS, CYCLE
+from .palette import COLORMAPS, CYCLE, plain
 
 __all__ = ["scores_over_training", "layers_over_training", "loss_curves", "loss_difference",
            "scores_against_tokens", "objective_swap_curves", "objective_swap_layers"]
@@ -31,14 +31,14 @@ def scores_over_training(df: pd.DataFrame, quantity: str = "symmetry", ax=None, 
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
     for label, g in sub.groupby("label", sort=False):
         q = g.groupby("step")["value"].quantile([0.25, 0.5, 0.75]).unstack()
-        line, = ax.plot(q.index, q[0.5], label=label)
+        line, = ax.plot(q.index, q[0.5], label=plain(label))
         ax.fill_between(q.index, q[0.25], q[0.75], color=line.get_color(), alpha=0.2, lw=0)
     ax.set_xlabel("training step")
     ax.set_ylabel(_YLABEL.get(quantity, quantity))
     ax.axhline(0, color="0.6", lw=0.6)
     ax.legend(fontsize=7)
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(plain(title), fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -55,13 +55,13 @@ def layers_over_training(df: pd.DataFrame, quantity: str = "symmetry", title=Non
         for layer, gl in g.groupby("layer"):
             m = gl.groupby("step")["value"].median()
             ax.plot(m.index, m.values, color=colors[int(layer)], label=f"layer {int(layer) + 1}")
-        ax.set_title(label, fontsize=9)
+        ax.set_title(plain(label), fontsize=9)
         ax.set_xlabel("training step")
         ax.axhline(0, color="0.6", lw=0.6)
     axes[0][0].set_ylabel(_YLABEL.get(quantity, quantity))
     axes[0][-1].legend(fontsize=7)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(plain(title), fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -74,7 +74,7 @@ def loss_curves(df: pd.DataFrame, quantity: str = "eval_loss", ax=None, logy=Fal
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
     for label, g in sub.groupby("label", sort=False):
         mean = g.groupby("step")["value"].mean()
-        line, = ax.plot(mean.index, mean.values, lw=2, label=label)
+        line, = ax.plot(mean.index, mean.values, lw=2, label=plain(label))
         for _, gs in g.groupby("seed"):
             gs = gs.sort_values("step")
             ax.plot(gs["step"], gs["value"], lw=0.6, alpha=0.5, color=line.get_color())
@@ -98,13 +98,13 @@ def loss_difference(table: pd.DataFrame, ax=None, title=None,
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
     for seed, g in table.groupby("seed"):
         g = g.sort_values("step")
-        ax.plot(g["step"], g["difference"], marker=".", lw=1, label=f"seed {seed}")
+        ax.plot(g["step"], g["difference"], marker=".", lw=1, label=plain(f"seed {seed}"))
     ax.axhline(0, color="0.3", lw=0.8)
     ax.set_xlabel("training step")
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(plain(ylabel))
     ax.legend(fontsize=7)
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(plain(title), fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -135,7 +135,7 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
             c = pair[mode]
             c = c[c.index > 0]
             y = -c if quantity == "directionality" else c
-            ax.plot(c.index, y.where(y > 0), style, color=color, label=f"{label} {mode}")
+            ax.plot(c.index, y.where(y > 0), style, color=color, label=plain(f"{label} {mode}"))
         if bands and label in bands:
             ax.axhline(bands[label], color=color, ls=":", lw=0.8)
     ax.set_xscale("log")
@@ -145,7 +145,7 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
                   else f"layer-mean {_YLABEL.get(quantity, quantity)}")
     ax.legend(fontsize=8, ncol=2)
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(plain(title), fontsize=9)
     fig.tight_layout()
     return fig
 

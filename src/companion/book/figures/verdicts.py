@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 
 from ...base.errors import CompanionError
 from ...rules.statistics import OUTCOMES
-from .palette import CYCLE
+from .palette import CYCLE, plain
 
 __all__ = ["OUTCOME_STYLE", "STATUS_STYLE", "claim_names", "evidence_at_a_glance", "status_overview"]
 
@@ -90,16 +90,16 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
         status = getattr(r, "status", None)
         if isinstance(status, str) and status:
             words = status if status == r.outcome else f"{status}\n(test alone: {words})"
-        ax.annotate(words, xy=(1.01, y), xycoords=("axes fraction", "data"), va="center",
+        ax.annotate(plain(words), xy=(1.01, y), xycoords=("axes fraction", "data"), va="center",
                     fontsize=FONT - 1)
-    names = [str(c) if len(str(c)) <= label_width else str(c)[:label_width - 1] + "…"
+    names = [plain(c) if len(str(c)) <= label_width else plain(str(c)[:label_width - 1] + "…")
              for c in primary["claim"]]
     ax.set_yticks(range(rows - 1, -1, -1), names, fontsize=FONT)
     ax.set_ylim(-0.7, rows - 0.3)
     ax.set_xlim(left, right)
     ax.set_xlabel("effect / smallest effect of interest\n(claimed direction to the right; "
                   "interval over seeds)", fontsize=FONT)
-    ax.set_title(title, fontsize=FONT + 1)
+    ax.set_title(plain(title), fontsize=FONT + 1)
     ax.tick_params(axis="x", labelsize=FONT)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=FONT - 1, frameon=False)
     fig.subplots_adjust(left=0.26, right=0.62, bottom=0.36 if rows < 5 else 0.26)
@@ -171,7 +171,7 @@ def status_overview(verdicts: pd.DataFrame) -> Figure:
         for k in range(1, rows):
             if kinds[k] != kinds[k - 1]:
                 ax.axhline(rows - k - 0.5, color="black", lw=0.8)
-    ax.set_yticks(range(rows - 1, -1, -1), labels, fontsize=FONT)
+    ax.set_yticks(range(rows - 1, -1, -1), [plain(n) for n in labels], fontsize=FONT)
     ax.set_xticks(range(len(columns)), columns, rotation=35, ha="left", fontsize=FONT)
     ax.xaxis.tick_top()
     ax.set_xlim(-0.5, len(columns) - 0.5)
