@@ -17,7 +17,8 @@ learning rate of 1e-3 as ``0.0``), and the package's keys (``training_symmetry``
   ``snake_case`` key in a header or a cell as words;
 - numbers are rounded to what they mean: integers (and whole-number floats) with thousands
   separators, a column a chapter rounded keeps the decimals it was given, an unrounded column
-  gets three significant digits of its largest value (three decimals below 10) and two of its spread (each cell at least
+  gets three significant digits of its largest value (three decimals below 10) and two of its spread and of
+  its smallest gap, so two distinct values never read as one (each cell at least
   two of its own, so a small p-value never reads 0), ``True``/``False`` read ``yes``/``no``.
 
 :func:`register` installs it as the HTML form of both types in an IPython kernel; the book's
@@ -117,7 +118,8 @@ def column_formats(values) -> int | None:
     was rounded (every value exact at 4 decimals or fewer), :data:`SHORTEST` when every value
     is a set value of at most two significant digits (a learning rate: 0.001, 0.00005), else
     three significant digits of the column's largest magnitude (at least three decimals below
-    10) and two of its spread (so that values that differ are shown differing), at most 6."""
+    10) and two of its spread and of its smallest gap between two values (so that values that
+    differ are shown differing), at most 10."""
     finite = [float(v) for v in values
               if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))]
     if not finite or all(float(v).is_integer() and abs(v) < 1e15 for v in finite):
@@ -134,7 +136,14 @@ def column_formats(values) -> int | None:
     spread = max(finite) - min(finite)
     if spread > 0:   # and two significant digits of the column's spread (losses 5.47 to 5.55)
         decimals = max(decimals, 1 - math.floor(math.log10(spread)))
-    return min(decimals, 6)
+    # and of the smallest gap between two of its values, so that no two distinct values read
+    # as one (0.50001 beside 0.50004 in a column from 0 to 1); a gap below a ten-billionth of
+    # the largest value is float round-off, not a difference
+    distinct = sorted(set(finite))
+    gaps = [b - a for a, b in zip(distinct, distinct[1:]) if b - a > 1e-10 * max(1.0, top)]
+    while decimals < 10 and len({round(v, decimals) for v in distinct}) < len(gaps) + 1:
+        decimals += 1
+    return min(decimals, 10)
 
 
 def _number(value: float, decimals: int | None) -> str:
