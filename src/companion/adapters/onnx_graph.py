@@ -191,8 +191,10 @@ def _divided(scale: float, by: float, node) -> float:
 
 
 def _scores_matmul(g: _Graph, name: str):
-    """From a Softmax input back to the MatMul of queries and keys; the constant scale on the way."""
-    scale, masks = 1.0, []
+    """From a Softmax input back to the MatMul of queries and keys; the constant scale on the
+    way, and whether a ``Transpose`` on the way swapped the logits' last two axes (then the
+    MatMul's *second* operand gives the rows the Softmax sees: ``Transpose(k q^T) = q k^T``)."""
+    scale, masks, swapped = 1.0, [], False
     for _ in range(32):
         node = g.producer.get(name)
         if node is None:
@@ -203,7 +205,7 @@ def _scores_matmul(g: _Graph, name: str):
             if any(g.const(i) is not None for i in node.input):
                 raise _Untraceable(f"MatMul {node.name!r} before the Softmax multiplies by a "
                                    "constant, not queries by keys")
-            return node, scale, masks
+            return node, scale, masks, swapped
         if op in ("Div", "Mul"):
             a, b = _inputs(node, 2)
             ca, cb = _scalar(g.const(a)), _scalar(g.const(b))
@@ -224,6 +226,13 @@ def _scores_matmul(g: _Graph, name: str):
             masks.extend(i for i in node.input if i != paths[0])
             name = paths[0]
             continue
+        if op == "Transpose":
+            perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), [])
+            r = len(perm)
+            if r < 2 or perm[-2:] not in ([r - 2, r - 1], [r - 1, r - 2]):
+                raise _Untraceable(f"Transpose {node.name!r} (perm {perm or 'reversing every axis'}) between "
+                                   "the Softmax and the scores MatMul moves the logits' query and key axes")
+            swapped ^= perm[-2:] == [r - 1, r - 2]
         if op in _PASS_THROUGH:
             name = _inputs(node, 1, at_least=True)[0]
             continue
@@ -246,7 +255,7 @@ def _projection(g: _Graph, name: str):
                 if shape[-1] < -1 or shape[-2] < -1:
                     raise _Untraceable(f"Reshape {node.name!r} asks for {shape[-2]} heads of {shape[-1]} "
                                        "dimensions; ONNX allows no size below -1")
-                heads = (shape[-2], shape[-1])
+                heads = (shape[-2], shape[-1], len(shape))
             name = node.input[0]
             continue
         if op in _PASS_THROUGH or (op == "Concat" and len(node.input) == 1):   # a cache of no past keys
@@ -340,8 +349,28 @@ def _is_causal(g: _Graph, masks: list[str]) -> bool:
     return False
 
 
-def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
-    """One entry per ``Softmax``: query/key weight and bias names, heads, scale, inputs."""
+def _softmax_over_queries(sm, rank: int, opset: int | None) -> bool:
+    """Whether the ``Softmax`` normalises each *column* of the logits (``axis`` -2: the columns
+    are then the queries, and the scores MatMul's second operand the query side).  The last
+    axis (the default) is the keys'; any other axis is no attention and is refused."""
+    axis = next((int(a.i) for a in sm.attribute if a.name == "axis"), None)
+    if axis is None:
+        return False
+    norm = axis - rank if axis >= 0 else axis
+    if norm == -1:
+        return False
+    if norm == -2 and (opset is None or opset >= 13):   # before opset 13 the axes from it on are flattened
+        return True
+    raise _Untraceable(f"the Softmax normalises over axis {axis} of {rank}-axis logits (opset {opset}), "
+                       "neither the keys' axis (the last) nor the queries'")
+
+
+def trace_attention(graph, location: str = "the ONNX graph", opset: int | None = None) -> list[dict]:
+    """One entry per ``Softmax``: query/key weight and bias names, heads, scale, inputs.
+
+    The query side is the operand of the scores ``MatMul`` whose rows the ``Softmax``
+    normalises over the keys (paper, Eq. 1-2): the first, unless a ``Transpose`` of the
+    logits or a ``Softmax`` over axis -2 makes it the second (``opset``: the graph's)."""
     g = _Graph(graph)
     layers = []
     softmaxes = [n for n in graph.node if n.op_type == "Softmax"]
@@ -352,9 +381,12 @@ def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
         )
     for index, sm in enumerate(softmaxes):
         try:
-            mm, scale, masks = _scores_matmul(g, _inputs(sm, 1)[0])
+            mm, scale, masks, swapped = _scores_matmul(g, _inputs(sm, 1)[0])
             q = _projection(g, mm.input[0])
             k = _projection(g, mm.input[1])
+            rank = (q["heads"] or k["heads"] or (0, 0, 4))[2]
+            if swapped ^ _softmax_over_queries(sm, rank, opset):
+                q, k = k, q
         except _Untraceable as exc:
             raise CompanionError(
                 f"{location}: cannot trace attention {index} (Softmax {sm.name!r}) back to its "
@@ -375,7 +407,7 @@ def trace_attention(graph, location: str = "the ONNX graph") -> list[dict]:
                 f"{location}: attention {index} (Softmax {sm.name!r}) has no Reshape with a "
                 "constant [..., n_heads, d_head] target, so its heads cannot be split."
             )
-        n_heads, d_head = heads
+        n_heads, d_head, _ = heads
         # a Reshape target may leave one of the two to be inferred (-1), as ONNX allows
         if n_heads == -1 and d_head > 0 and wq[1] % d_head == 0:
             n_heads = wq[1] // d_head
@@ -466,7 +498,8 @@ class ONNXSource(TensorSource):
             floating = init.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                                           onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
             self.dtypes[init.name] = "F32" if floating else "I64"
-        attention = trace_attention(graph, str(path))
+        attention = trace_attention(graph, str(path), next(
+            (int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), None))
         self._dequant: dict[str, tuple[str, str | None, str]] = {}
         schemes = []
         for a in attention:

