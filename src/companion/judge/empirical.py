@@ -160,6 +160,13 @@ def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = Non
             sets.append((score, t[t["role"] == "encoder"]["median"].tolist(),
                          t[t["role"] == "decoder"]["median"].tolist(), f"published Table {table}", False))
     for score, enc, dec, evidence, primary in sets:
+        bad = [v for v in list(enc) + list(dec) if not np.isfinite(float(v))]
+        if bad:   # scipy's p is then NaN, and 'NaN < alpha' read as inconclusive
+            from ..base.errors import CompanionError
+
+            short = {"symmetry": "sym", "directionality": "dir"}[score]
+            raise CompanionError(f"the {score} medians ({evidence}: {short}_enc, {short}_dec) hold {bad[0]}, a model "
+                                 "that was not scored; score it again, or leave it out before the test.")
         p_claim = stats.mannwhitneyu(enc, dec, alternative="greater", method="exact").pvalue
         p_rev = stats.mannwhitneyu(enc, dec, alternative="less", method="exact").pvalue
         u = stats.mannwhitneyu(enc, dec, alternative="greater", method="exact").statistic

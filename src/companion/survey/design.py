@@ -154,6 +154,11 @@ def member_medians(summary: pd.DataFrame, rows: pd.DataFrame | None = None) -> p
     rows = catalog_rows(held=False) if rows is None else rows
     key_of = {m.name: m.catalog_key or m.name for m in ZOO.values()}
     g = summary[summary["pairing"] == "grouped"]
+    twice = g[g.duplicated(["key", "component", "score"])]
+    if len(twice):   # groupby().first() took the first of them, silently
+        r = twice.iloc[0]
+        raise CompanionError(f"the survey's summary holds {r['score']} of {r['key']!r} ({r['component']}) more than "
+                             "once; keep one row per model, stack and score (summarize_survey of one scores table).")
     med = g.groupby(["key", "component", "score"])["median"].first()
     out = []
     for r in rows.itertuples():

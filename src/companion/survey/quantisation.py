@@ -456,6 +456,10 @@ def against_gap(medians: pd.DataFrame, gaps: dict) -> pd.DataFrame:
                 raise CompanionError(f"the {score} gap must be a finite non-zero number, got {gap}; pass the "
                                      "difference between the encoders' and decoders' medians.")
             change = g[f"d_{score}_median"].abs()
+            if change.isna().any():   # max() and idxmax() skip NaN: that model would drop out of 'the largest'
+                lost = sorted(set(g.loc[change.isna(), "model"].astype(str)))
+                raise CompanionError(f"the change of the {score} median of {', '.join(lost)} under {scheme} is not a "
+                                     "number (a layer could not be scored); score it again, or leave it out.")
             at = change.idxmax()
             rows.append({"scheme": scheme, "score": score, "largest_change": float(change.max()),
                          "model": g.at[at, "model"], "component": g.at[at, "component"],
@@ -473,11 +477,15 @@ def directionality_sentence(largest_change: float, gap: float, scheme: str = "4-
     if gap == 0:
         raise CompanionError("the gap is zero: there is no difference for quantisation to explain.")
     ratio = change / gap
+    # the printed share keeps enough decimals to stay on its side of 50% and 100%, the words' thresholds
+    # (0.4996 as '50%' beside 'could not explain it' would contradict itself)
+    digits = next((k for k in range(12) if all((round(ratio * 100, k) / 100 < t) == (ratio < t) for t in (0.5, 1))),
+                  11)
     if ratio < 0.5:
         verdict = "could not explain it: it moves a model's median directionality by"
     elif ratio < 1:
         verdict = "could explain part of it: it moves a model's median directionality by"
     else:
         verdict = "could explain it: it moves a model's median directionality by"
-    return (f"{scheme} quantisation {verdict} at most {change:.3f}, {ratio:.0%} of the "
+    return (f"{scheme} quantisation {verdict} at most {change:.3f}, {ratio:.{digits}%} of the "
             f"{gap:.3f} gap between the encoders' and the decoders' medians.")

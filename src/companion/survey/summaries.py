@@ -141,6 +141,10 @@ def encoder_decoder_contrast(computed: pd.DataFrame, modality: str = "text") -> 
     # named "key:component"
     stacks = g.groupby("key")["component"].transform("nunique")
     g["key"] = np.where(stacks > 1, g["key"] + ":" + g["component"], g["key"])
+    twice = sorted(set(g.loc[g.duplicated(["key", "score"]), "key"]))
+    if twice:   # which of two medians of one model counts is undefined (min() of Series raised a riddle)
+        raise ValueError(f"{', '.join(twice)} appears more than once in the summary (two summaries joined, or a "
+                         "model scored twice); keep one row per model, score and pairing before the contrast.")
     med = g.set_index(["key", "score"])["median"]
     kinds = g.drop_duplicates("key").set_index("key")["kind"]
     enc = sorted(kinds[kinds == "encoder"].index)

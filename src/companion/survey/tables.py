@@ -70,9 +70,18 @@ def summarize_layers(df: pd.DataFrame) -> pd.DataFrame:
 
     Quartiles with ``numpy.percentile`` (linear interpolation), as the published tables
     were made; columns ``<score>_median``, ``<score>_q25``, ``<score>_q75`` and
-    ``n_layers``.
+    ``n_layers``.  A layer with more than one whole-layer row is refused (it would count twice).
     """
     whole = df[df["head"] == -1] if "head" in df.columns else df
+    if "layer" in whole.columns:   # a layer counted twice moves the quartiles and n_layers, silently
+        twice = whole[whole.duplicated(["model", "component", "layer"])]
+        if len(twice):
+            r = twice.iloc[0]
+            from ..base.errors import CompanionError
+
+            raise CompanionError(f"layer {r['layer']} of {r['component']} of {r['model']!r} appears more than once in "
+                                 "the scores (a table appended to itself, or two pairings or variants mixed); keep one "
+                                 "row per layer before summarising.")
     out = []
     for (model, component), g in whole.groupby(["model", "component"], sort=False):
         row = {"model": model, "component": component, "n_layers": len(g)}
