@@ -561,3 +561,43 @@ def test_a_manifest_half_written_by_a_killed_process_is_not_current(tmp_path):
     text = dest.read_text()
     dest.write_text(text[: len(text) // 2])   # killed half-way through the write
     assert not manifest_current(dest, sha, size, len(paths))
+
+
+# ============================================================ (b) Marian: float32 and intgemm items, by hand
+
+def _marian(path: Path, items: dict, heads: int, d: int) -> Path:
+    """A version-1 Marian ``.bin``: ``items`` maps a name to ``(type, header shape, data bytes)``."""
+    import struct
+
+    yml = f"type: transformer\nenc-depth: 1\ndec-depth: 1\ntransformer-heads: {heads}\ndim-emb: {d}\n".encode()
+    items = {**items, "special:model.yml": (0x101, (len(yml) + 1,), yml + b"\0")}
+    names = [n.encode() + b"\0" for n in items]
+    heads_ = b"".join(struct.pack("<QQQQ", len(nm), kind, len(shape), len(data))
+                      for nm, (kind, shape, data) in zip(names, items.values()))
+    shapes = b"".join(struct.pack(f"<{len(shape)}i", *shape) for kind, shape, data in items.values())
+    path.write_bytes(struct.pack("<QQ", 1, len(items)) + heads_ + b"".join(names) + shapes
+                     + struct.pack("<Q", 0) + b"".join(data for _, _, data in items.values()))
+    return path
+
+
+@pytest.mark.parametrize("stored", ["float32", "intgemm8"])
+def test_marian_query_key_items_give_the_forms_of_x_at_w_whatever_their_storage(tmp_path, stored):
+    """Marian computes ``x @ W`` with ``W`` of header shape ``[in, out]`` (so ``nn.Linear``'s
+    weight is ``W^T``): float32 items are stored in that shape, intgemm ones transposed with
+    their multiplier after the bytes."""
+    d, heads = 8, 2
+    items, lin = {}, {}
+    for side in "qk":
+        name = f"encoder_l1_self_W{side}"
+        if stored == "float32":
+            w = RNG.standard_normal((d, d)).astype(np.float32)          # [in, out]
+            items[name] = (0x404, (d, d), w.tobytes())
+        else:
+            q8 = RNG.integers(-127, 128, (d, d)).astype(np.int8)         # stored [out, in]
+            mult = np.float32(127 / 3.0)
+            items[name] = (0x4101, (d, d), q8.tobytes() + mult.tobytes())
+            w = (q8.astype(np.float64) / float(mult)).T                  # [in, out]
+        lin[side] = np.asarray(w, np.float64).T                          # nn.Linear [out, in]
+    layer = _read(_marian(tmp_path / "model.bin", items, heads, d)).layers[0]
+    np.testing.assert_allclose(layer.Wq.double().numpy(), lin["q"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(_forms(layer), _by_hand(lin["q"], lin["k"], heads), rtol=1e-5, atol=1e-5)

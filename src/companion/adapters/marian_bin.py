@@ -14,7 +14,9 @@ shapes (``int32`` each), a ``u64`` count of padding bytes and the padding, then 
 **Orientation.**  Marian computes ``x W`` with ``W`` of header shape ``[in, out]``, but its
 integer packer stores each matrix transposed, ``[out, in]`` row-major: the ``nn.Linear``
 layout this package uses, so a projection's stored bytes are read as ``[cols, rows]`` of
-its header shape.  The embedding ``Wemb`` (``[vocab, dim]``, tied to the output layer,
+its header shape (float32 items are stored in their header shape ``[in, out]``, so
+``get`` returns their transpose: every projection weight comes back ``[out, in]``, however it
+is stored).  The embedding ``Wemb`` (``[vocab, dim]``, tied to the output layer,
 whose product uses its transpose) is stored in its own shape.  This was established from
 the data: of the four ways to read projections and embedding, only this one makes the
 forward pass of :mod:`companion.adapters.marian_forward` reproduce the translations of the
@@ -56,6 +58,12 @@ def _transposed(name: str, kind: int, shape: tuple) -> bool:
     """Whether the stored bytes hold the transpose of the header shape: every intgemm matrix
     but the embedding (see the module doc)."""
     return kind == INTGEMM8 and len(shape) == 2 and name not in _EMBEDDINGS
+
+
+def _projection(name: str, shape: tuple) -> bool:
+    """A projection weight ``W*`` (``encoder_l1_self_Wq``, ``..._ffn_W1``): Marian's ``[in, out]``
+    of ``x @ W``; not the embedding, a bias ``b*`` or a layer norm's scale."""
+    return len(shape) == 2 and name not in _EMBEDDINGS and name.rsplit("_", 1)[-1].startswith("W")
 
 
 def is_marian_file(path: Path) -> bool:
@@ -147,7 +155,9 @@ class MarianSource(TensorSource):
                 continue  # an item type this reader has no use for (never a q/k weight)
             if kind == BYTES:
                 continue
-            self.shapes[name] = shape[::-1] if _transposed(name, kind, shape) else shape  # as stored
+            # nn.Linear's [out, in] for every projection weight, as get() returns it
+            linear = _transposed(name, kind, shape) or (kind == FLOAT32 and _projection(name, shape))
+            self.shapes[name] = shape[::-1] if linear else shape
             self.dtypes[name] = "F32"
         if "special:model.yml" not in self._items:
             raise _bad(self.path, "it has no special:model.yml item (the model's configuration)")
@@ -186,7 +196,8 @@ class MarianSource(TensorSource):
         return self._items[name][3]
 
     def stored(self, name: str) -> np.ndarray:
-        """The item as float64 in its stored order (``[out, in]`` for a projection)."""
+        """The item as float64 in its stored order (``[out, in]`` for an intgemm projection,
+        the header shape ``[in, out]`` for a float32 one)."""
         kind, shape, _, _ = self._items[name]
         raw = self._raw(name)
         count = int(np.prod(shape))
@@ -208,8 +219,12 @@ class MarianSource(TensorSource):
         return m.T if _transposed(name, kind, shape) else m
 
     def _load(self, name: str) -> torch.Tensor:
+        kind, shape, _, _ = self._items[name]
+        m = self.stored(name)
+        if kind == FLOAT32 and _projection(name, shape):   # stored [in, out]: nn.Linear is its transpose
+            m = m.T
         # np.asarray: an item of rank 0 comes back from NumPy as a scalar, not an array
-        return torch.from_numpy(np.asarray(self.stored(name), dtype=np.float32))
+        return torch.from_numpy(np.ascontiguousarray(m, dtype=np.float32))
 
 
 _MAX_YAML_NODES = 20_000
