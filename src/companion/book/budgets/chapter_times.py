@@ -24,6 +24,7 @@ never depends on which chapter ran before it and filled the shared cache.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import os
 import signal
@@ -43,7 +44,7 @@ from ...base.runtime import RUN_SIZES, describe_device
 from ...base.paths import ROOT
 
 __all__ = ["ROOT", "BOOK", "TIMES", "COLUMNS", "book_chapters", "time_chapter", "time_chapters", "record",
-           "load_times", "size_dates", "load_size_dates", "drop_stale", "times_table", "main"]
+           "load_times", "check_times", "size_dates", "load_size_dates", "drop_stale", "times_table", "main"]
 
 BOOK = ROOT / "book"
 TIMES = ROOT / "data" / "chapter_times"
@@ -166,6 +167,8 @@ def _recorded(csv: Path) -> pd.DataFrame | None:
     line naming it when it is a folder or a file this tool did not write, so that a sweep
     is never started only to fail, or to overwrite someone's file, when its first chapter ends."""
     csv = Path(csv)
+    if csv.is_symlink():
+        raise CompanionError(f"--out {csv} is a symbolic link; record into a file of its own, never through a link.")
     if csv.is_dir() or (csv.exists() and not csv.is_file()):
         raise CompanionError(f"--out {csv} is a folder or not a regular file; give the path of a CSV file to record into.")
     if any(p.exists() and not p.is_dir() for p in csv.parents):
@@ -195,8 +198,29 @@ def record(timings: list[Timing], csv: Path, device: str, cpu_cores: int) -> pd.
         old = old[~old.set_index(key).index.isin(new.set_index(key).index)]
         new = pd.concat([old, new], ignore_index=True)
     csv.parent.mkdir(parents=True, exist_ok=True)
-    new.to_csv(csv, index=False)
+    from ...base.outputs import write_csv_atomic
+
+    write_csv_atomic(new, csv)   # a complete file renamed into place, never written through a link
     return new
+
+
+def check_times(times: pd.DataFrame, where) -> pd.DataFrame:
+    """Refuse, in one line naming ``where`` and the chapter, a row this tool never writes: an
+    outcome not among :data:`OUTCOMES` (``Finished``), or seconds that are not a finite number of
+    at least 0 (a file edited by hand: ``nan``, ``-5``, ``abc``, empty), which would read as a
+    time ("nan s", "-5 s") or as within a budget."""
+    for _, r in times.iterrows():
+        if r["outcome"] not in OUTCOMES:
+            raise CompanionError(f"{where}: {r['chapter']} has the outcome {r['outcome']!r}, not one of "
+                                 f"{', '.join(OUTCOMES)}; correct the row or record the chapter again.")
+        try:
+            seconds = float(r["seconds"])
+        except (TypeError, ValueError):
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise CompanionError(f"{where}: {r['chapter']} has seconds {r['seconds']!r}, not a number of "
+                                 "seconds of at least 0; correct the row or record the chapter again.")
+    return times
 
 
 def size_dates(table: pd.DataFrame, path) -> dict[str, str]:
@@ -241,7 +265,7 @@ def load_times(folder: Path = TIMES, current: bool = True) -> pd.DataFrame:
         if missing:
             raise CompanionError(f"{f} lacks the columns {sorted(missing)}; it was not written by "
                              "companion.book.budgets.chapter_times (re-run it, or add the columns).")
-        frames.append(t.assign(source=f.name))
+        frames.append(check_times(t, f).assign(source=f.name))
     if not frames:
         return pd.DataFrame(columns=COLUMNS + ["source"])
     t = pd.concat(frames, ignore_index=True).sort_values(["date", "source"])
@@ -278,7 +302,7 @@ def _cell(row) -> str:
 
 def times_table(times: pd.DataFrame | None = None) -> pd.DataFrame:
     """Chapters by (size, device): the measured time of each, as text for the intro's table."""
-    times = load_times() if times is None else times
+    times = load_times() if times is None else check_times(times, "the times table")
     if times.empty:
         return pd.DataFrame()
     where = [f"CPU, {c} cores" if d == "cpu" else d for d, c in zip(times["device"], times["cpu_cores"])]

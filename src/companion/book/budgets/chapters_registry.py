@@ -84,8 +84,8 @@ def load_registry(path: Path | str = REGISTRY_FILE) -> dict[str, dict]:
             if not isinstance(b["reason"], str) or len(b["reason"].strip()) <= 20:
                 raise ValueError(f"{path}: {page}: budget reason must say why in more than 20 characters")
             s = b["cpu_s"]
-            if isinstance(s, bool) or not isinstance(s, (int, float)) or not s > 0:
-                raise ValueError(f"{path}: {page}: budget cpu_s must be a positive number of seconds")
+            if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 < s < float("inf"):
+                raise ValueError(f"{path}: {page}: budget cpu_s must be a positive number of seconds, and finite")
         if not isinstance(entry.get("exercises", {}), dict):
             raise ValueError(f"{path}: {page}: exercises must map each exercise's :label: to its entry")
         for label, ex in (entry.get("exercises") or {}).items():

@@ -58,7 +58,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...base.paths import ROOT
-from .chapter_times import TIMES, book_chapters, drop_stale, load_size_dates, load_times, not_measured_reason, size_dates
+from .chapter_times import TIMES, book_chapters, check_times, drop_stale, load_size_dates, load_times, not_measured_reason, size_dates
 from .live_runs import LIVE_RUNS
 from .chapters_registry import budgets as registry_budgets, limits as book_limits
 
@@ -352,7 +352,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
     ``t4_step_s``: the T4's seconds per BERT-Mini step (default :func:`t4_step_seconds`, from
     ``step_s``).
     """
-    times = load_times() if times is None else times
+    times = load_times() if times is None else check_times(times, "the times table")
     chapters = book_chapters() if chapters is None else chapters
     costs = load_dominant_costs(chapters=chapters, strict=False) if costs is None else costs
     ratios = load_ratios() if ratios is None else ratios
