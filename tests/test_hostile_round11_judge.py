@@ -395,3 +395,29 @@ def test_directionality_sentence_prints_a_percentage_on_the_side_of_its_words():
             assert 0.5 <= pct < 1, (r, text)
         else:
             assert pct >= 1, (r, text)
+
+
+def test_a_per_model_table_edited_by_hand_is_reported_not_dropped_from_the_union_silently(tmp_path):
+    """models/c.csv edited by hand (its checksum no longer matches) while the survey runs for
+    another key: the union scores.csv left c out with nothing saying so.  It must be reported
+    (a warning naming the file, its problem and the fix); the trusted table (a) stays in the union."""
+    from companion.survey.scoring import run_survey_entries
+    from companion.survey.table_cache import _write_atomic
+
+    out = tmp_path / "survey"
+    (out / "models").mkdir(parents=True)
+    for k in "ac":
+        _write_atomic(pd.DataFrame([dict(key=k, hub_id=f"x/{k}", component="encoder", role="encoder", layer=0,
+                                         head=-1, level="layer", pairing="grouped", symmetry=0.5,
+                                         directionality=0.0)]), out / "models" / f"{k}.csv")
+    edited = out / "models" / "c.csv"
+    edited.write_text(edited.read_text().replace("0.5", "0.9"))
+    cat = pd.DataFrame([dict(key=k, hub_id=f"nobody/{k}", revision="", family="bert", modality="text",
+                             role="encoder", local="", printed_names=k, notes="", sources="", known_problems="")
+                        for k in "abc"])
+    with pytest.warns(UserWarning) as caught:
+        status = run_survey_entries(cat, out_dir=out, keys=["b"], online=False, progress=False)
+    said = [str(w.message) for w in caught if "c.csv" in str(w.message)]
+    assert len(said) == 1 and "--only c --force" in said[0] and "sha256" in said[0], said
+    assert status.attrs["left_out"] == said
+    assert pd.read_csv(out / "scores.csv")["key"].tolist() == ["a"]

@@ -145,7 +145,9 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
 
     Status columns: ``key, hub_id, status`` (``scored``, ``cached``, ``unavailable``,
     ``failed``), ``reason``, ``source``, ``seconds``.  Per-checkpoint tables go to
-    ``<out_dir>/models/<key>.csv``, their union to ``<out_dir>/scores.csv``.
+    ``<out_dir>/models/<key>.csv``, their union to ``<out_dir>/scores.csv``; a cached table of
+    another key that fails its check (edited by hand) is left out of the union with a warning
+    naming it (also in ``status.attrs["left_out"]``).
     """
     import time
 
@@ -195,11 +197,23 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
                 row.update(status=kind, reason=f"{redo}{type(exc).__name__}: {exc}")
         row["seconds"] = round(time.perf_counter() - t0, 3)
         status.append(row)
-    status = pd.DataFrame(status)
-    _write_atomic(status, out_dir / "status.csv")
     files = sorted((out_dir / "models").glob("*.csv")) if (out_dir / "models").exists() else []
-    # only tables that match their checksum go into the union
-    files = [f for f in files if cache_problem(f, key=f.stem) is None]
+    # only tables that match their checksum go into the union; one that fails it and was not
+    # surveyed in this run (edited by hand) is reported, never dropped from the union silently
+    problems = {f: cache_problem(f, key=f.stem) for f in files}
+    seen = {str(r["key"]) for r in status}
+    status = pd.DataFrame(status)
+    left_out = [f"cached {f.name} failed its check ({p}); left out of scores.csv: run "
+                f"`companion survey --only {f.stem} --force` to recompute it"
+                for f, p in problems.items() if p and f.stem not in seen]
+    if left_out:
+        import warnings
+
+        status.attrs["left_out"] = left_out
+        for text in left_out:
+            warnings.warn(text, UserWarning, stacklevel=2)
+    _write_atomic(status, out_dir / "status.csv")
+    files = [f for f in files if problems[f] is None]
     if files:
         _write_atomic(pd.concat([pd.read_csv(f) for f in files], ignore_index=True),
                       out_dir / "scores.csv")
