@@ -71,6 +71,9 @@ def cells_without_image(notebook: Path | str, page: str | None = None) -> list[s
     come from myst-nb's glue store beside the notebook; where there is none (an nbval copy,
     which keeps no glued output), from the chapter's text ``page``: a name it pastes with
     ``{glue:figure}``."""
+    if not Path(notebook).is_file():   # a FIFO would block the read for ever, a folder fail on it
+        raise ValueError(f"{notebook} is not a notebook file (missing, a folder, a FIFO or a device); "
+                         "pass an executed .ipynb of the build.")
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     code = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
     sources = ["".join(c.get("source", "")) for c in code]
