@@ -601,3 +601,65 @@ def test_marian_query_key_items_give_the_forms_of_x_at_w_whatever_their_storage(
     layer = _read(_marian(tmp_path / "model.bin", items, heads, d)).layers[0]
     np.testing.assert_allclose(layer.Wq.double().numpy(), lin["q"], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(_forms(layer), _by_hand(lin["q"], lin["k"], heads), rtol=1e-5, atol=1e-5)
+
+
+# ============================================================ (b) CTranslate2 model.bin: variables, scales, aliases
+
+def _ct2(path: Path, variables: dict, aliases: dict | None = None, heads: int = 2) -> Path:
+    """A binary-version-6 ``WhisperSpec`` model.bin; ``variables``: name -> array."""
+    import struct
+
+    def string(s: str) -> bytes:
+        b = s.encode() + b"\0"
+        return struct.pack("<H", len(b)) + b
+
+    dtype_id = {np.dtype(np.float32): 0, np.dtype(np.int8): 1, np.dtype(np.float16): 4, np.dtype(np.int32): 3}
+    variables = {**variables, "encoder/num_heads": np.int32(heads), "decoder/num_heads": np.int32(heads)}
+    out = struct.pack("<I", 6) + string("WhisperSpec") + struct.pack("<II", 3, len(variables))
+    for name, a in variables.items():
+        a = np.asarray(a)
+        out += string(name) + struct.pack("<B", a.ndim) + struct.pack(f"<{a.ndim}I", *a.shape)
+        out += struct.pack("<BI", dtype_id[a.dtype], a.nbytes) + a.tobytes()
+    aliases = aliases or {}
+    out += struct.pack("<I", len(aliases)) + b"".join(string(k) + string(v) for k, v in aliases.items())
+    path.write_bytes(out)
+    return path
+
+
+def _qkv(d: int):
+    return RNG.standard_normal((3 * d, d)).astype(np.float32)
+
+
+def test_ct2_int8_fused_qkv_with_negative_row_scales_dequantizes_as_q_over_scale(tmp_path):
+    d, heads = 8, 2
+    q8 = RNG.integers(-127, 128, (3 * d, d)).astype(np.int8)
+    scale = RNG.choice([-40.0, 20.0, 127.0], 3 * d).astype(np.float32)
+    path = _ct2(tmp_path / "model.bin", {"encoder/layer_0/self_attention/linear_0/weight": q8,
+                                         "encoder/layer_0/self_attention/linear_0/weight_scale": scale})
+    w = q8.astype(np.float64) / scale[:, None].astype(np.float64)   # CTranslate2: w = q / scale per row
+    layer = _read(path).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(w[:d], w[d:2 * d], heads), rtol=1e-5, atol=1e-6)
+
+
+def test_ct2_layer_whose_weight_is_an_alias_of_another_is_read_not_dropped(tmp_path):
+    """CTranslate2's converter writes one copy of identical variables and an alias for the
+    others (``ModelSpec._alias_variables``): layer 1, tied to layer 0, is still a layer."""
+    d, heads = 8, 2
+    w0, w2 = _qkv(d), _qkv(d)
+    path = _ct2(tmp_path / "model.bin", {"encoder/layer_0/self_attention/linear_0/weight": w0,
+                                         "encoder/layer_2/self_attention/linear_0/weight": w2},
+                aliases={"encoder/layer_1/self_attention/linear_0/weight": "encoder/layer_0/self_attention/linear_0/weight"})
+    layers = [lay for lay in _read(path).layers if lay.component == "encoder"]
+    assert [lay.index for lay in layers] == [0, 1, 2]
+    for lay, w in zip(layers, (w0, w0, w2)):
+        np.testing.assert_allclose(_forms(lay), _by_hand(w[:d], w[d:2 * d], heads), rtol=1e-5, atol=1e-5)
+
+
+def test_ct2_encoder_with_a_layer_missing_in_the_middle_is_refused(tmp_path):
+    d = 8
+    path = _ct2(tmp_path / "model.bin", {"encoder/layer_0/self_attention/linear_0/weight": _qkv(d),
+                                         "encoder/layer_2/self_attention/linear_0/weight": _qkv(d)})
+    with pytest.raises(CompanionError) as err:
+        _read(path)
+    line = _one_line(err)
+    assert "layers [1] are missing" in line and str(path) in line

@@ -193,6 +193,12 @@ class CTranslate2Source(TensorSource):
                     )
             self.bytes_read = f.tell() - sum(n for _, n, _ in self._where.values()) \
                 - sum(n for _, n, _ in scalars.values())
+        # an alias is the variable it names (the converter writes one copy of identical
+        # variables, ModelSpec._alias_variables): a layer tied to another is still a layer
+        for alias, target in self.aliases.items():
+            if target in self._where:
+                self._where[alias], self.shapes[alias] = self._where[target], self.shapes[target]
+                self.dtypes[alias] = self.dtypes[target]
         heads = {}
         for part in ("encoder", "decoder"):
             key = f"{part}/num_heads"
@@ -218,9 +224,9 @@ class CTranslate2Source(TensorSource):
 
     @property
     def n_parameters(self) -> int:
-        """Values of all float variables (scales of int8 weights left out)."""
+        """Values of all float variables (scales of int8 weights and aliases left out)."""
         return int(sum(np.prod(s) for n, s in self.shapes.items()
-                       if not n.endswith(("_scale", "_zero"))))
+                       if not n.endswith(("_scale", "_zero")) and n not in self.aliases))
 
     def stored_nbytes(self, name: str) -> int:
         return self._where[name][1]
