@@ -663,3 +663,96 @@ def test_ct2_encoder_with_a_layer_missing_in_the_middle_is_refused(tmp_path):
         _read(path)
     line = _one_line(err)
     assert "layers [1] are missing" in line and str(path) in line
+
+
+# ============================================================ (c) assembling a zoo model from installed parts
+
+def _concat_model(tmp_path: Path, monkeypatch, payload: bytes, name: str = "toy-cat"):
+    from companion.zoo.entries import Part, ZooModel
+
+    half = len(payload) // 2
+    parts = []
+    for i, chunk in enumerate((payload[:half], payload[half:]), start=1):
+        p = tmp_path / "site" / f"toy.bin.{i}"
+        p.parent.mkdir(exist_ok=True)
+        p.write_bytes(chunk)
+        parts.append(Part(f"toy-part-{i}", "1.0", str(p)))
+    monkeypatch.setattr("companion.zoo.packages.package_file", lambda part: Path(part.path))
+    monkeypatch.setattr("companion.zoo.packages.missing_pins", lambda model: [])
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
+    return ZooModel(name=name, model="toy", role="encoder", modality="text", reader="gguf", licence="-",
+                    assembly="concat", parts=tuple(parts), sha256=hashlib.sha256(payload).hexdigest(),
+                    size=len(payload), main="model.bin")
+
+
+def test_a_cached_model_edited_in_place_with_its_time_put_back_is_assembled_again(tmp_path, monkeypatch):
+    from companion.zoo.assembly import fetch_model
+
+    payload = os.urandom(5000)
+    model = _concat_model(tmp_path, monkeypatch, payload)
+    main = fetch_model(model, verify=False)
+    st = main.stat()
+    data = bytearray(main.read_bytes())
+    data[100] ^= 0xFF
+    main.write_bytes(bytes(data))
+    os.utime(main, ns=(st.st_atime_ns, st.st_mtime_ns))   # size and mtime as before; ctime is not
+    assert fetch_model(model, verify=False).read_bytes() == payload
+
+
+def test_a_partial_folder_of_a_killed_assembly_is_removed_and_one_of_a_live_process_kept(tmp_path, monkeypatch):
+    from companion.zoo.assembly import fetch_model
+
+    payload = os.urandom(3000)
+    model = _concat_model(tmp_path, monkeypatch, payload)
+    zoo_dir = tmp_path / "cache" / "zoo"
+    zoo_dir.mkdir(parents=True)
+    dead = zoo_dir / f".{model.name}.999999999.abc.partial"    # no such pid
+    live = zoo_dir / f".{model.name}.{os.getpid()}.def.partial"
+    for d in (dead, live):
+        d.mkdir()
+        (d / "model.bin").write_bytes(payload[:100])              # killed half-way
+    assert fetch_model(model).read_bytes() == payload
+    assert not dead.exists() and live.exists()
+
+
+def test_a_cache_entry_that_is_a_link_to_a_user_folder_never_loses_the_users_files(tmp_path, monkeypatch):
+    from companion.zoo.assembly import fetch_model
+
+    payload = os.urandom(3000)
+    model = _concat_model(tmp_path, monkeypatch, payload)
+    mine = tmp_path / "my-work"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    (tmp_path / "cache" / "zoo").mkdir(parents=True)
+    (tmp_path / "cache" / "zoo" / model.name).symlink_to(mine, target_is_directory=True)
+    try:
+        got = fetch_model(model).read_bytes()
+    except CompanionError as err:
+        assert model.name in _one_line(err)
+    else:
+        assert got == payload
+    assert (mine / "notes.txt").read_text() == "keep me" and sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+
+def test_two_assemblies_of_the_same_model_at_once_both_get_its_bytes(tmp_path, monkeypatch):
+    import threading
+
+    from companion.zoo.assembly import fetch_model
+
+    payload = os.urandom(200_000)
+    model = _concat_model(tmp_path, monkeypatch, payload)
+    got, errors = [], []
+
+    def run():
+        try:
+            got.append(fetch_model(model).read_bytes())
+        except BaseException as exc:   # noqa: BLE001 - recorded and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads) and errors == [] and got == [payload, payload]
+    assert [p.name for p in (tmp_path / "cache" / "zoo").iterdir() if p.name.endswith(".partial")] == []

