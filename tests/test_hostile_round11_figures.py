@@ -471,3 +471,56 @@ def test_figure_check_does_not_block_on_a_fifo_notebook(tmp_path):
         t.join(5)
         pytest.fail("cells_without_image blocked on a FIFO")
     assert "e" in out and "chapter.ipynb" in _one_line(out["e"])
+
+
+# ============================================================ more hand-edited inputs
+
+@pytest.mark.parametrize("h100,t4", [("inf", "65"), ("989.4", "inf")])
+def test_a_ratio_file_with_an_infinite_figure_is_refused(tmp_path, h100, t4):
+    """An infinite vendor figure made the T4/H100 ratio inf or 0: a T4 estimate of 0 s reads
+    'within budget'."""
+    from companion.book.budgets.colab_budget import COSTS, load_ratios
+
+    f = tmp_path / "colab_ratios.csv"
+    rows = ["dominant_cost,h100,t4,source"] + [
+        f"{c},{h100 if c == 'flops' else 2},{t4 if c == 'flops' else 1},a data sheet" for c in COSTS]
+    f.write_text("\n".join(rows) + "\n")
+    with pytest.raises(REFUSED) as err:
+        load_ratios(f)
+    assert "flops" in _one_line(err)
+
+
+def test_a_times_row_with_a_date_not_written_yyyy_mm_dd_is_refused(tmp_path):
+    """'2026-9-30' sorts after '2026-10-01' as text: the older row would win as the newest."""
+    from companion.book.budgets.chapter_times import load_times
+
+    folder = tmp_path / "times"
+    folder.mkdir()
+    (folder / "a.csv").write_text("chapter,size,device,cpu_cores,seconds,outcome,note,date\n"
+                                  "intro,gpu,cpu,2,10,finished,,2026-9-30\n"
+                                  "intro,gpu,cpu,2,20,finished,,2026-10-01\n")
+    try:
+        t = load_times(folder, current=False)
+    except REFUSED as err:
+        assert "2026-9-30" in _one_line(err)
+        return
+    assert float(t.loc[0, "seconds"]) == 20.0   # the newest measurement wins
+
+
+def test_a_glance_row_without_a_seed_count_is_refused_in_one_line():
+    from companion.book.figures.verdicts import evidence_at_a_glance
+
+    primary = pd.DataFrame({"claim": ["a"], "estimate": [0.5], "low": [0.1], "high": [0.9], "sesoi": [0.2],
+                            "n": [np.nan], "gate": [True], "outcome": ["holds"]})
+    with pytest.raises(REFUSED) as err:
+        evidence_at_a_glance(primary)
+    assert "n" in _one_line(err)
+
+
+def test_per_head_scores_without_a_role_column_is_refused_in_one_line():
+    from companion.book.figures.survey import per_head_scores
+
+    scores = pd.DataFrame({"key": "m", "layer": [0, 0], "head": [-1, 0], "symmetry": [0.1, 0.2]})
+    with pytest.raises(REFUSED) as err:
+        per_head_scores(scores)
+    assert "role" in _one_line(err)

@@ -217,6 +217,10 @@ def check_times(times: pd.DataFrame, where) -> pd.DataFrame:
             seconds = float(r["seconds"])
         except (TypeError, ValueError):
             seconds = math.nan
+        if pd.isna(pd.to_datetime(str(r["date"]), format="%Y-%m-%d", errors="coerce")) or len(str(r["date"])) != 10:
+            # dates are compared as text ('2026-9-30' would sort after '2026-10-01')
+            raise CompanionError(f"{where}: {r['chapter']} has the date {r['date']!r}, not a date written like "
+                                 "2026-11-27; correct the row or record the chapter again.")
         if not (math.isfinite(seconds) and seconds >= 0):
             raise CompanionError(f"{where}: {r['chapter']} has seconds {r['seconds']!r}, not a number of "
                                  "seconds of at least 0; correct the row or record the chapter again.")

@@ -142,8 +142,8 @@ def load_ratios(path: Path | str = RATIOS_CSV) -> dict[str, float]:
     out = {}
     for _, r in t.iterrows():
         h, g = float(r["h100"]), float(r["t4"])
-        if not (h > 0 and g > 0) or not str(r["source"]).strip():
-            raise ValueError(f"{path}: the {r['dominant_cost']} row needs two positive "
+        if not (0 < h < math.inf and 0 < g < math.inf) or not str(r["source"]).strip():
+            raise ValueError(f"{path}: the {r['dominant_cost']} row needs two positive, finite "
                              "figures and its source")
         out[r["dominant_cost"]] = h / g
     return out
@@ -188,7 +188,7 @@ def load_step_seconds(path: Path | str = STEP_CSV) -> float:
     """The H100's seconds per BERT-Mini training step (one run alone), with its source."""
     t = pd.read_csv(path, keep_default_na=False)
     rows = t[t["model_size"] == "bert-mini"]
-    if len(rows) != 1 or not float(rows.iloc[0]["seconds_per_step"]) > 0 \
+    if len(rows) != 1 or not 0 < float(rows.iloc[0]["seconds_per_step"]) < math.inf \
             or not str(rows.iloc[0]["source"]).strip():
         raise ValueError(f"{path}: one bert-mini row with positive seconds_per_step and a "
                          "source is needed")
@@ -210,7 +210,7 @@ def cpu_step_seconds(path: Path | str = CPU_STEP_CSV) -> float:
         runs, steps, secs, ci = int(r["runs"]), int(r["steps_per_run"]), float(r["seconds"]), float(r["ci_seconds"])
     except ValueError:
         raise ValueError(f"{path}: runs and steps_per_run must be whole numbers, seconds and ci_seconds numbers") from None
-    if not (runs > 0 and steps > 0 and secs > ci >= 0):
+    if not (runs > 0 and steps > 0 and math.inf > secs > ci >= 0):
         raise ValueError(f"{path}: runs and steps must be positive and seconds larger than ci_seconds")
     return (secs - ci) / (runs * steps)
 

@@ -207,7 +207,7 @@ def per_head_scores(scores: pd.DataFrame, score: str = "symmetry") -> Figure:
     ``scores``: the survey's tidy table (``key, layer, head, pairing, <score>``), head
     ``-1`` for the layer; only ``pairing == "grouped"`` rows are drawn.
     """
-    for c in ("key", "layer", "head", score):
+    for c in ("key", "layer", "head", "role", score):
         if c not in scores.columns:
             raise ValueError(f"per_head_scores: the table lacks column {c!r}.")
     df = scores[scores["pairing"] == "grouped"] if "pairing" in scores.columns else scores

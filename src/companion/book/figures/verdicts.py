@@ -63,7 +63,14 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
     est = primary["estimate"].to_numpy(float) / sesoi
     lo = primary["low"].to_numpy(float) / sesoi
     hi = primary["high"].to_numpy(float) / sesoi
-    n = primary["n"].to_numpy(int)
+    n = pd.to_numeric(primary["n"], errors="coerce").to_numpy(float)
+    testable = (primary["outcome"] != "not testable here").to_numpy()
+    bad = testable & ~(np.isfinite(n) & (n >= 0) & (n == np.round(n)))
+    if bad.any():   # NaN read as an int was -2**63: the interval dropped without a word
+        raise CompanionError(f"the primary test of {primary['claim'].iloc[int(np.argmax(bad))]!r} has n = "
+                             f"{primary['n'].iloc[int(np.argmax(bad))]!r}, not a whole number of seeds; "
+                             "pass the rows of claims.training_tests_table(key).")
+    n = np.nan_to_num(n, nan=0.0).astype(int)
     rows = len(primary)
     fig = Figure(figsize=(7.0, 0.75 * rows + 2.0))
     ax = fig.add_subplot(1, 1, 1)
