@@ -524,3 +524,26 @@ def test_per_head_scores_without_a_role_column_is_refused_in_one_line():
     with pytest.raises(REFUSED) as err:
         per_head_scores(scores)
     assert "role" in _one_line(err)
+
+
+@pytest.mark.parametrize("where", [(0, 0), (1, 2)])
+def test_a_heatmap_with_one_nan_entry_keeps_its_colour_scale(where):
+    """One NaN made the 99% quantile NaN and the colour scale fell back to +-0.1: every cell
+    of a matrix with entries up to 4 drawn saturated."""
+    from companion.book.figures.measuring import matrix_heatmap
+
+    M = np.arange(9.0).reshape(3, 3) - 4
+    M[where] = np.nan
+    finite = np.abs(M[np.isfinite(M)])
+    v = float(np.quantile(finite, 0.99))
+    lo, hi = matrix_heatmap(M).axes[0].images[0].get_clim()
+    assert (lo, hi) == pytest.approx((-v, v))
+
+
+def test_an_all_nan_qk_panel_gets_a_finite_colour_scale():
+    from companion.book.figures.survey import qk_heatmaps
+
+    forms = pd.DataFrame([{"panel": "p", "row": r, "col": c, "value": np.nan} for r in range(2) for c in range(2)])
+    fig = qk_heatmaps(forms)
+    lo, hi = fig.axes[0].images[0].get_clim()
+    assert math.isfinite(lo) and math.isfinite(hi) and lo < hi

@@ -70,7 +70,9 @@ def matrix_heatmap(M, title: str = "", ax=None) -> plt.Figure:
         fig, ax = plt.subplots(figsize=(3.4, 3.0))
     else:
         fig = ax.figure
-    v = np.quantile(np.abs(M), 0.99) or 1.0
+    finite = np.abs(M[np.isfinite(M)])   # a NaN entry made the quantile NaN, the scale +-0.1
+    v = float(np.quantile(finite, 0.99)) if finite.size else 0.0
+    v = v if v > 0 else 1.0
     im = ax.imshow(M, cmap=COLORMAPS["diverging"], vmin=-v, vmax=v)
     ax.set_title(plain(title), fontsize=9)
     ax.set_xlabel("key side (columns)")

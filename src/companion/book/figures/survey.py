@@ -192,7 +192,8 @@ def qk_heatmaps(forms: pd.DataFrame, max_dim: int | None = 128) -> Figure:
         M = g.pivot(index="row", columns="col", values="value").to_numpy()
         if max_dim is not None:
             M = M[:max_dim, :max_dim]
-        v = float(np.nanmax(np.abs(M))) or 1.0
+        finite = np.abs(M[np.isfinite(M)])
+        v = float(finite.max()) if finite.size and finite.max() > 0 else 1.0   # all NaN: no NaN scale
         im = ax.imshow(M, cmap=COLORMAPS["diverging"], vmin=-v, vmax=v, interpolation="nearest")
         ax.set_title(plain(name), fontsize=9)
         ax.set_xlabel("key-side dimension")
