@@ -421,3 +421,79 @@ def test_a_per_model_table_edited_by_hand_is_reported_not_dropped_from_the_union
     assert len(said) == 1 and "--only c --force" in said[0] and "sha256" in said[0], said
     assert status.attrs["left_out"] == said
     assert pd.read_csv(out / "scores.csv")["key"].tolist() == ["a"]
+
+
+def _rank_p_by_hand(enc, dec):
+    """P(U >= u) and P(U <= u) over every split of the pooled values (ties count one half)."""
+    pooled, k = list(enc) + list(dec), len(enc)
+
+    def u(idx):
+        rest = [j for j in range(len(pooled)) if j not in idx]
+        return sum((pooled[i] > pooled[j]) + 0.5 * (pooled[i] == pooled[j]) for i in idx for j in rest)
+
+    obs = u(tuple(range(k)))
+    us = np.array([u(c) for c in itertools.combinations(range(len(pooled)), k)])
+    return float(np.mean(us >= obs - 1e-9)), float(np.mean(us <= obs + 1e-9))
+
+
+@pytest.mark.parametrize("enc,dec", [
+    ([0.5, 0.5, 0.9], [0.5, 0.1, 0.2, 0.3]),            # a tie across the two sides and within one
+    ([0.31, 0.42, 0.42, 0.7], [0.42, 0.2, 0.2]),
+    ([0.2, 0.2, 0.2], [0.2, 0.2, 0.2]),                 # every value tied: no evidence either way
+])
+def test_survey_test_with_tied_medians_uses_the_exact_law_given_the_ties(enc, dec):
+    """scipy's exact Mann-Whitney ignores ties: for ([0.5, 0.5, 0.9], [0.5, 0.1, 0.2, 0.3]) it
+    gave p = 0.057 where the exact permutation law gives 0.086 (too small, toward 'holds').  The
+    printed tables round medians to two decimals, so ties occur (Table S3 holds six)."""
+    from companion.judge.empirical import survey_test
+
+    want = _rank_p_by_hand(enc, dec)
+    c = dict(sym_enc=enc, sym_dec=dec, dir_enc=[0.0, 0.1, 0.2], dir_dec=[0.3, 0.4, 0.5])
+    row = survey_test(c).iloc[0]
+    assert (row["p_holds"], row["p_refuted"]) == pytest.approx(want, abs=1e-12)
+    pub = pd.DataFrame([dict(table="S2", role=r, median=v) for r, vals in (("encoder", enc), ("decoder", dec))
+                        for v in vals] + [dict(table="S3", role="encoder", median=0.0),
+                                          dict(table="S3", role="decoder", median=1.0)])
+    row = survey_test(c, published=pub).query("not primary and score == 'symmetry'").iloc[0]
+    assert (row["p_holds"], row["p_refuted"]) == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize("share,low,high,want", [
+    (0.6, np.nan, 0.7, "not testable here"),     # NaN read 'inconclusive'
+    (0.6, 0.55, np.inf, "not testable here"),
+])
+def test_premise_share_test_with_a_bound_that_is_not_a_number_is_not_testable(share, low, high, want):
+    """threshold_outcome reads a non-finite interval 'not testable here'; the premise share test
+    read it 'inconclusive' (a NaN compared False both ways) and entered it in Holm's family."""
+    from companion.judge.empirical import premise_share_test
+
+    assert premise_share_test({"document-aligned": (share, low, high)})["outcome"].iloc[0] == want
+
+
+@pytest.mark.parametrize("v", [(0.6, 0.7, 0.55), (1.3, 1.2, 1.4), (-0.1, -0.2, 0.1)])
+def test_premise_share_test_refuses_a_reversed_interval_or_a_share_outside_zero_one(v):
+    """(0.6, 0.7, 0.55) read 'holds' (low above 0.5) from an interval whose ends are swapped; a
+    share of occurrences lies in [0, 1]."""
+    from companion.judge.empirical import premise_share_test
+
+    with pytest.raises(REFUSED) as err:
+        premise_share_test({"document-aligned": v})
+    assert "document-aligned" in _one_line(err)
+
+
+def test_family_holm_statuses_match_holm_by_hand():
+    """Holm at fwer 0.05 (one-sided 0.025) over three decided members and one inconclusive."""
+    from companion.judge.empirical import family
+
+    t = pd.DataFrame(dict(claim=list("abcd"), outcome=["holds", "refuted", "holds", "inconclusive"],
+                          p_holds=[0.004, 0.9, 0.02, 0.3], p_refuted=[0.99, 0.006, 0.97, 0.6],
+                          p_decides=[0.004, 0.006, 0.02, np.nan]))
+    p = np.array([0.004, 0.006, 0.02, 0.3])
+    order = np.argsort(p)
+    adj = np.maximum.accumulate([(len(p) - i) * p[j] for i, j in enumerate(order)])
+    holm = np.empty(4)
+    holm[order] = np.minimum(adj, 1)
+    got = family(t, 0.05)
+    assert got["p_holm"].to_numpy() == pytest.approx(holm)
+    assert got["status"].tolist() == [o if h < 0.025 or o == "inconclusive" else "inconclusive (after Holm)"
+                                      for o, h in zip(t["outcome"], holm)]

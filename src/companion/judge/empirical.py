@@ -133,9 +133,28 @@ def scale_confound(rules=None) -> dict:
 # ------------------------------------------------------------------- Sec. 3 on the zoo
 
 
+def _exact_rank_p(enc, dec) -> tuple[float, float]:
+    """The exact one-sided Mann-Whitney p-values ``(P(U >= u), P(U <= u))`` given the ties: the
+    permutation law of the encoders' sum of mid-ranks over every split of the pooled values,
+    counted by dynamic programming over the (doubled, so whole) mid-ranks.  scipy's exact method
+    uses the law without ties, which with tied values (the printed tables' two decimals) gives a
+    p-value too small."""
+    from scipy.stats import rankdata
+
+    pooled = np.concatenate([np.asarray(enc, float), np.asarray(dec, float)])
+    k, ranks = len(enc), np.rint(2 * rankdata(pooled)).astype(int)
+    counts = np.zeros((k + 1, int(ranks.sum()) + 1))
+    counts[0, 0] = 1.0
+    for r in ranks:   # subsets of size j summing to s, one value more at a time (numpy reads before it writes)
+        counts[1:, r:] += counts[:-1, :-r]
+    law, observed = counts[k], int(ranks[:k].sum())
+    return float(law[observed:].sum() / law.sum()), float(law[:observed + 1].sum() / law.sum())
+
+
 def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = None) -> pd.DataFrame:
     """Sec. 3: exact one-sided Mann-Whitney tests over the zoo's text models, encoders'
     median symmetry above decoders', decoders' median directionality below encoders'.
+    With tied values the exact law is the one given the ties (:func:`_exact_rank_p`).
 
     Each row also gives ``min_p``, the smallest p-value the test can reach with these
     numbers of models (every encoder above every decoder): when it is above the test's
@@ -169,6 +188,8 @@ def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = Non
                                  "that was not scored; score it again, or leave it out before the test.")
         p_claim = stats.mannwhitneyu(enc, dec, alternative="greater", method="exact").pvalue
         p_rev = stats.mannwhitneyu(enc, dec, alternative="less", method="exact").pvalue
+        if len(set(map(float, list(enc) + list(dec)))) < len(enc) + len(dec):
+            p_claim, p_rev = _exact_rank_p(enc, dec)   # tied values: the exact law given the ties
         u = stats.mannwhitneyu(enc, dec, alternative="greater", method="exact").statistic
         outcome = "holds" if p_claim < alpha else "refuted" if p_rev < alpha else "inconclusive"
         if min(len(enc), len(dec)) < 2:
@@ -196,7 +217,15 @@ def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
     for windows, v in shares.items():
         share, lo, hi = v[:3]
         p_hi, p_lo = (v[3], v[4]) if len(v) > 4 else (np.nan, np.nan)
-        outcome = "holds" if lo > t else "refuted" if hi < t else "inconclusive"
+        given = [float(x) for x in (share, lo, hi) if np.isfinite(float(x))]
+        if any(not 0 <= x <= 1 for x in given) or (np.isfinite(float(lo)) and np.isfinite(float(hi)) and lo > hi):
+            from ..base.errors import CompanionError
+
+            raise CompanionError(f"the {windows} windows' share {share!r} and its interval [{lo!r}, {hi!r}] must be "
+                                 "proportions in [0, 1] with the lower end first; pass (share, low, high).")
+        # a bound that is not a number decides nothing: 'not testable here', as threshold_outcome reads it
+        outcome = ("not testable here" if not (np.isfinite(float(lo)) and np.isfinite(float(hi))) else
+                   "holds" if lo > t else "refuted" if hi < t else "inconclusive")
         rows.append(dict(claim=r["key"], windows=windows, estimate=share, low=lo, high=hi, threshold=t,
                          outcome=outcome, primary=windows == r["primary"]["windows"], p_holds=p_hi,
                          p_refuted=p_lo, p_decides={"holds": p_hi, "refuted": p_lo}.get(outcome, np.nan)))
