@@ -547,3 +547,11 @@ def test_an_all_nan_qk_panel_gets_a_finite_colour_scale():
     fig = qk_heatmaps(forms)
     lo, hi = fig.axes[0].images[0].get_clim()
     assert math.isfinite(lo) and math.isfinite(hi) and lo < hi
+
+
+@pytest.mark.parametrize("values", [[10**15, 10**15 + 1], [1.2345e15, 1.2346e15, 3e20]])
+def test_huge_distinct_values_never_read_as_one(values):
+    shown = [r[0] for r in _cells(pd.DataFrame({"x": values}))]
+    assert len(set(shown)) == len(values), shown
+    for s, v in zip(shown, values):
+        assert float(s) == pytest.approx(float(v), rel=1e-3), (s, v)

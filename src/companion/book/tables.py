@@ -184,6 +184,24 @@ def _huge_integer(value: int) -> str:
         return f"{mantissa.rstrip('0').rstrip('.')}e{exponent}"
 
 
+def _huge_kept_apart(values, texts) -> list[str]:
+    """``texts`` with every number of magnitude :data:`HUGE` or more written with as many
+    significant digits as it takes (from 3) for two distinct ones never to read as one
+    (``1.2345e15`` and ``1.2346e15`` both read ``1.23e+15`` at three)."""
+    huge = [i for i, v in enumerate(values) if isinstance(v, numbers.Real) and not isinstance(v, bool)
+            and not _missing(v) and math.isfinite(float(v)) and abs(v) >= HUGE]
+    if len({values[i] for i in huge}) == len({texts[i] for i in huge}):
+        return texts
+    out = list(texts)
+    for digits in range(4, 18):
+        shown = {i: f"{float(values[i]):.{digits}g}" for i in huge}
+        if len(set(shown.values())) == len({values[i] for i in huge}):
+            break
+    for i in huge:
+        out[i] = shown[i]
+    return out
+
+
 def cell_text(value, decimals: int | None = None) -> str:
     """One cell as it reads (see the module's docstring); ``decimals`` from
     :func:`column_formats` of its column."""
@@ -268,7 +286,8 @@ def readable(obj, caption: str | None = None) -> str:
         values = list(col)
         numeric = any(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values if not _missing(v))
         kinds.append("num" if numeric and pd.api.types.is_numeric_dtype(col.dtype) else "")
-        rows.append([cell_text(v, column_formats(values) if numeric else None) for v in values])
+        texts = [cell_text(v, column_formats(values) if numeric else None) for v in values]
+        rows.append(_huge_kept_apart(values, texts) if numeric else texts)
     # focusable, so that a table wider than the page scrolls by keyboard too (axe: scrollable-region-focusable)
     out = ['<div class="companion-table-wrap" tabindex="0" role="region" aria-label="table"><table class="companion-table table">']
     if caption:
