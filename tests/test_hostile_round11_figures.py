@@ -555,3 +555,48 @@ def test_huge_distinct_values_never_read_as_one(values):
     assert len(set(shown)) == len(values), shown
     for s, v in zip(shown, values):
         assert float(s) == pytest.approx(float(v), rel=1e-3), (s, v)
+
+
+def _within(seconds, fn):
+    """``fn()``'s result, or the exception it raised, failing the test if it blocks."""
+    out = {}
+
+    def go():
+        try:
+            out["r"] = fn()
+        except BaseException as err:  # noqa: BLE001 - SystemExit included
+            out["e"] = err
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(seconds)
+    return t, out
+
+
+def test_snapshot_compare_does_not_block_on_a_fifo(tmp_path, capsys):
+    from companion.book.checks.outcome_snapshot import main
+
+    fifo = tmp_path / "before.json"
+    os.mkfifo(fifo)
+    after = tmp_path / "after.json"
+    after.write_text('{"verdicts": {}, "glued": {}}')
+    t, out = _within(5, lambda: main(["compare", str(fifo), str(after)]))
+    if t.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(5)
+        pytest.fail("outcome_snapshot compare blocked on a FIFO")
+    assert out.get("r") == 2 and "before.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '"a string"', '{"verdicts": [1]}'])
+def test_snapshot_compare_refuses_a_json_that_is_no_snapshot_in_one_line(tmp_path, capsys, text):
+    from companion.book.checks.outcome_snapshot import main
+
+    before = tmp_path / "before.json"
+    before.write_text(text)
+    after = tmp_path / "after.json"
+    after.write_text('{"verdicts": {}, "glued": {}}')
+    capsys.readouterr()
+    rc = main(["compare", str(before), str(after)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "before.json" in err, err

@@ -109,10 +109,15 @@ def main(argv=None) -> int:
     snaps = []
     for f in (args.before, args.after):
         try:
-            snaps.append(json.loads(Path(f).read_text(encoding="utf-8")))
+            if not Path(f).is_file():   # a FIFO would block the read for ever
+                raise ValueError("not a file (missing, a folder, a FIFO or a device)")
+            snap = json.loads(Path(f).read_text(encoding="utf-8"))
+            if not isinstance(snap, dict) or not all(isinstance(snap.get(p, {}), dict) for p in ("verdicts", "glued")):
+                raise ValueError("not a snapshot (a mapping of 'verdicts' and 'glued' mappings)")
         except (OSError, ValueError) as err:
-            print(f"cannot read the snapshot {f}: {err}; write it with 'write'.", file=sys.stderr)
+            print(f"cannot read the snapshot {f}: {' '.join(str(err).split())}; write it with 'write'.", file=sys.stderr)
             return 2
+        snaps.append(snap)
     diff = differences(*snaps)
     for line in diff:
         print(line)
