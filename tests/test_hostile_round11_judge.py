@@ -497,3 +497,47 @@ def test_family_holm_statuses_match_holm_by_hand():
     assert got["p_holm"].to_numpy() == pytest.approx(holm)
     assert got["status"].tolist() == [o if h < 0.025 or o == "inconclusive" else "inconclusive (after Holm)"
                                       for o, h in zip(t["outcome"], holm)]
+
+
+@pytest.mark.parametrize("edit", ["number", "reseal"])
+def test_a_verdict_cache_entry_edited_by_hand_is_recomputed_not_served(tmp_path, monkeypatch, edit):
+    """A shared table in COMPANION_VERDICT_CACHE with one number edited (and, in 'reseal', its
+    digest line recomputed by a hand that knows the format but not the file's name salt: the
+    sha256 of the text alone) must be recomputed, never served."""
+    import hashlib
+
+    import companion.judge.cache as cache
+
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", str(tmp_path))
+    monkeypatch.setattr(cache, "_store", None)
+    monkeypatch.setattr(cache, "_CACHE", {})
+    table = pd.DataFrame({"claim": ["a", "b"], "p": [0.0123, 0.5]})
+    assert cache._disk_cached("r11_table", lambda: table.copy()).equals(table)
+    path = next(tmp_path.glob("r11_table-*.json"))
+    head, text = path.read_text().split("\n", 1)
+    assert "0.0123" in text
+    text = text.replace("0.0123", "0.0001")
+    if edit == "reseal":
+        head = cache._SEAL + hashlib.sha256(text.encode()).hexdigest()
+    path.write_text(head + "\n" + text)
+    monkeypatch.setattr(cache, "_CACHE", {})   # a new kernel
+    calls = []
+    got = cache._disk_cached("r11_table", lambda: calls.append(1) or table.copy())
+    assert calls == [1] and got["p"].tolist() == [0.0123, 0.5]
+
+
+def test_compare_with_published_refuses_a_computed_summary_holding_a_model_twice():
+    """Two computed rows of one model, score and pairing with different medians: the first was
+    put beside the printed row silently."""
+    from companion.survey.summaries import compare_with_published, summarize_survey
+
+    layers = {"e1": [(0.6, 0.2), (0.4, 0.1)]}
+    s = summarize_survey(_scores(layers), _catalog(layers))
+    pub = pd.DataFrame([dict(table="S2", row=1, label="E1", key="e1", score="symmetry", median=0.5, q25=0.45,
+                             q75=0.55, problems="")])
+    ok = compare_with_published(pub, s)
+    want = f"{0.5:+.2f} [{np.percentile([0.6, 0.4], 25):+.2f}, {np.percentile([0.6, 0.4], 75):+.2f}]"
+    assert ok["recomputed"].tolist() == [want]
+    with pytest.raises(REFUSED) as err:
+        compare_with_published(pub, pd.concat([s.assign(median=0.9), s], ignore_index=True))
+    assert "e1" in _one_line(err)

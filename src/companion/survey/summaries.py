@@ -109,6 +109,11 @@ def compare_with_published(published: pd.DataFrame, computed: pd.DataFrame) -> p
     def fmt(m, lo, hi):
         return interval(lo, hi, estimate=m, fmt="+.2f")
 
+    twice = computed[computed.duplicated(["key", "score", "pairing"])]
+    if len(twice):   # .loc[[k]].iloc[0] took the first of them, silently
+        r = twice.iloc[0]
+        raise ValueError(f"the computed summary holds {r['score']} of {r['key']!r} ({r['pairing']} pairing) more than "
+                         "once; keep one row per model, score and pairing (summarize_survey of one scores table).")
     comp = computed.set_index(["key", "score", "pairing"])
     rows = []
     for _, r in published.iterrows():
