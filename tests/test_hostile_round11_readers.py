@@ -269,18 +269,20 @@ def test_bitsandbytes_int8_rows_with_zero_and_negative_absmax_dequantize_by_hand
 # ============================================================ (a, b) ONNX graphs
 
 def _onnx(path: Path, wq_in_out, wk_in_out, heads: int, *, q_node=None, k_node=None, extra_inits=(),
-          swapped=False, softmax_axis=None, transpose_q=False):
+          swapped=False, softmax_axis=None, transpose_q=False, interleaved=False):
     """``Softmax(MatMul(q, k^T) / sqrt(dh))`` with ``q = x Wq`` and ``k = x Wk`` (``[in, out]``).
 
     ``q_node``/``k_node``: replace the projection of one side by (nodes, output name);
     ``swapped``: compute ``MatMul(k, q^T)`` and transpose it back to query rows;
-    ``transpose_q``: store ``Wq`` as ``[out, in]`` behind a ``Transpose`` node."""
+    ``transpose_q``: store ``Wq`` as ``[out, in]`` behind a ``Transpose`` node;
+    ``interleaved``: split ``[..., d_head, heads]`` (head ``h`` owns columns ``h, h + heads, ...``)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     d = wq_in_out.shape[0]
     dh = wq_in_out.shape[1] // heads
-    inits = [numpy_helper.from_array(np.array([0, 0, heads, dh], np.int64), "split"),
+    split = [0, 0, dh, heads] if interleaved else [0, 0, heads, dh]
+    inits = [numpy_helper.from_array(np.array(split, np.int64), "split"),
              numpy_helper.from_array(np.array(np.sqrt(dh), np.float32), "sqrt_dh"), *extra_inits]
     nodes = []
     for side, w, given in (("q", wq_in_out, q_node), ("k", wk_in_out, k_node)):
@@ -297,10 +299,11 @@ def _onnx(path: Path, wq_in_out, wk_in_out, heads: int, *, q_node=None, k_node=N
             nodes.append(helper.make_node("MatMul", ["x", f"W{side}"], [f"{side}_lin"]))
             out = f"{side}_lin"
         nodes.append(helper.make_node("Reshape", [out, "split"], [f"{side}_4"]))
-    nodes += [helper.make_node("Transpose", ["q_4"], ["qh"], perm=[0, 2, 1, 3]),
-              helper.make_node("Transpose", ["k_4"], ["kh"], perm=[0, 2, 1, 3]),
-              helper.make_node("Transpose", ["q_4"], ["qT"], perm=[0, 2, 3, 1]),
-              helper.make_node("Transpose", ["k_4"], ["kT"], perm=[0, 2, 3, 1])]
+    rows, cols = ([0, 3, 1, 2], [0, 3, 2, 1]) if interleaved else ([0, 2, 1, 3], [0, 2, 3, 1])
+    nodes += [helper.make_node("Transpose", ["q_4"], ["qh"], perm=rows),
+              helper.make_node("Transpose", ["k_4"], ["kh"], perm=rows),
+              helper.make_node("Transpose", ["q_4"], ["qT"], perm=cols),
+              helper.make_node("Transpose", ["k_4"], ["kT"], perm=cols)]
     if swapped:
         nodes += [helper.make_node("MatMul", ["kh", "qT"], ["kq"]),
                   helper.make_node("Transpose", ["kq"], ["qk"], perm=[0, 1, 3, 2])]
@@ -368,6 +371,26 @@ def test_onnx_softmax_over_the_query_axis_is_not_read_as_query_rows(tmp_path):
         assert "axis" in " ".join(str(err).split())
         return
     np.testing.assert_allclose(_forms(layer), _by_hand(wk.T, wq.T, H), rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_heads_split_as_d_head_by_heads_are_not_read_as_blocks_of_rows(tmp_path):
+    """Reshape to ``[B, T, d_head, heads]`` then Transpose ``[0, 3, 1, 2]``: head ``h`` owns the
+    columns ``h, h + heads, ...`` (checked by running the graph); read so, or refused."""
+    heads = 2
+    wq, wk = RNG.standard_normal((D, 2 * D)).astype(np.float32), RNG.standard_normal((D, 2 * D)).astype(np.float32)
+    path = _onnx(tmp_path / "il.onnx", wq, wk, heads, interleaved=True)
+    x = RNG.standard_normal((1, 5, D)).astype(np.float32)
+    own = [np.asarray(list(range(h, 2 * D, heads))) for h in range(heads)]
+    logits = np.stack([(x[0] @ wq[:, c]) @ (x[0] @ wk[:, c]).T for c in own]) / np.sqrt(2 * D // heads)
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    np.testing.assert_allclose(_onnx_run(path, x)[0], e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-5)
+    try:
+        layer = _read(path).layers[0]
+    except CompanionError as err:
+        assert "head" in " ".join(str(err).split())
+        return
+    want = np.stack([wq[:, c].astype(np.float64) @ wk[:, c].astype(np.float64).T for c in own])
+    np.testing.assert_allclose(_forms(layer), want, rtol=1e-5, atol=1e-5)
 
 
 def test_onnx_shared_query_and_key_initializer_gives_the_symmetric_form(tmp_path):

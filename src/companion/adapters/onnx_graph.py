@@ -241,8 +241,13 @@ def _scores_matmul(g: _Graph, name: str):
     raise _Untraceable("no MatMul of queries and keys within 32 nodes of the Softmax")
 
 
-def _projection(g: _Graph, name: str):
-    """From one operand of the scores MatMul back to its projection ``x W + b``."""
+def _projection(g: _Graph, name: str, axis: int | None = None):
+    """From one operand of the scores MatMul back to its projection ``x W + b``.
+
+    ``axis``: the operand's axis the scores MatMul contracts (-1 for queries, -2 for keys),
+    followed back through ``Transpose`` nodes: at the head split ``[..., n_heads, d_head]``
+    it must be the last (``d_head``); a split whose heads are interleaved columns
+    (``[..., d_head, n_heads]``) is refused, not read as blocks of rows."""
     scale, heads = 1.0, None
     for _ in range(32):
         node = g.producer.get(name)
@@ -255,9 +260,16 @@ def _projection(g: _Graph, name: str):
                 if shape[-1] < -1 or shape[-2] < -1:
                     raise _Untraceable(f"Reshape {node.name!r} asks for {shape[-2]} heads of {shape[-1]} "
                                        "dimensions; ONNX allows no size below -1")
+                if axis is not None and axis != -1:
+                    raise _Untraceable(f"Reshape {node.name!r} splits [..., {shape[-2]}, {shape[-1]}] but the "
+                                       f"scores MatMul contracts its axis {axis}, not the last: the heads are not "
+                                       "blocks of rows of the projection")
                 heads = (shape[-2], shape[-1], len(shape))
             name = node.input[0]
             continue
+        if op == "Transpose" and heads is None and axis is not None:
+            perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), [])
+            axis = perm[axis % len(perm)] - len(perm) if perm and -len(perm) <= axis else None
         if op in _PASS_THROUGH or (op == "Concat" and len(node.input) == 1):   # a cache of no past keys
             name = _inputs(node, 1, at_least=True)[0]
             continue
@@ -382,8 +394,8 @@ def trace_attention(graph, location: str = "the ONNX graph", opset: int | None =
     for index, sm in enumerate(softmaxes):
         try:
             mm, scale, masks, swapped = _scores_matmul(g, _inputs(sm, 1)[0])
-            q = _projection(g, mm.input[0])
-            k = _projection(g, mm.input[1])
+            q = _projection(g, mm.input[0], -1)
+            k = _projection(g, mm.input[1], -2)
             rank = (q["heads"] or k["heads"] or (0, 0, 4))[2]
             if swapped ^ _softmax_over_queries(sm, rank, opset):
                 q, k = k, q
