@@ -600,3 +600,26 @@ def test_snapshot_compare_refuses_a_json_that_is_no_snapshot_in_one_line(tmp_pat
     rc = main(["compare", str(before), str(after)])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "before.json" in err, err
+
+
+@pytest.mark.parametrize("source,expected", [
+    ('label = "#1"; fig, ax = plt.subplots()', True),            # '#' in a string is no comment
+    ("x = 1  # plt.subplots() only in a comment", False),
+    ("fig = Figure()", True),
+    ("%matplotlib inline\nfig = plt.figure()  # a magic line too", True),
+])
+def test_the_figure_check_reads_comments_as_python_does(source, expected):
+    """A cell cut at its first '#' lost the figure maker after a '#' in a string: the check
+    passed a cell whose figure never reaches the page."""
+    from companion.book.checks.figure_check import draws
+
+    assert draws(source, set()) is expected
+
+
+@pytest.mark.parametrize("jobs", [float("nan"), 0, 2.5, "2", None])
+def test_time_chapters_refuses_a_jobs_that_is_no_whole_number_in_one_line(jobs):
+    from companion.book.budgets.chapter_times import time_chapters
+
+    with pytest.raises(REFUSED) as err:
+        time_chapters([], "gpu", 10.0, jobs=jobs)
+    assert "jobs" in _one_line(err)

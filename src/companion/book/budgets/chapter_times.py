@@ -138,7 +138,11 @@ def time_chapters(chapters: list[str], size: str, budget: float, jobs: int = 1, 
     ``on_done(timing)`` is called as each chapter ends (from one thread at a time), so a
     caller can record every result before the slowest chapter is over.
     """
-    if int(jobs) != jobs or jobs < 1:
+    try:
+        whole = not isinstance(jobs, (bool, str)) and int(jobs) == jobs
+    except (TypeError, ValueError, OverflowError):   # None, NaN, inf
+        whole = False
+    if not whole or jobs < 1:
         raise ValueError(f"jobs must be a whole number of at least 1, got {jobs!r}.")
     lock = threading.Lock()
 

@@ -29,9 +29,28 @@ def figure_functions(sources) -> set[str]:
     return {n for n in names if n and not n[0].isupper()}      # functions, not constants
 
 
+def _without_comments(source: str) -> str:
+    """The cell's code with its comments left out, as Python reads them (a '#' inside a string
+    is no comment); IPython's magic lines (``%``, ``!``) are blanked first."""
+    import io
+    import tokenize
+
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    code = "\n".join(lines) + "\n"
+    try:
+        comments = [t for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, IndentationError):   # not Python: cut at each '#'
+        return "\n".join(line.split("#", 1)[0] for line in lines)
+    out = code.splitlines()
+    for t in reversed(comments):
+        row, col = t.start
+        out[row - 1] = out[row - 1][:col]
+    return "\n".join(out)
+
+
 def draws(source: str, functions) -> bool:
     """Whether a cell's code makes a figure (comments left out)."""
-    code = "\n".join(line.split("#", 1)[0] for line in source.splitlines())
+    code = _without_comments(source)
     if _MAKERS.search(code):
         return True
     return any(re.search(rf"(?<![\w.]){re.escape(f)}\(", code) for f in functions)
