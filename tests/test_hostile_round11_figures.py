@@ -623,3 +623,16 @@ def test_time_chapters_refuses_a_jobs_that_is_no_whole_number_in_one_line(jobs):
     with pytest.raises(REFUSED) as err:
         time_chapters([], "gpu", 10.0, jobs=jobs)
     assert "jobs" in _one_line(err)
+
+
+def test_scores_against_tokens_says_how_many_values_its_log_axis_cannot_show():
+    """A negative layer-mean symmetry at 20 tokens vanished from the log-log figure without a word."""
+    from companion.book.figures.training import scores_against_tokens
+
+    enc = pd.Series([0.1, -0.05, 0.2, 0.0], index=[10, 20, 30, 40])
+    fig = scores_against_tokens({"small": {"encoder": enc}}, "symmetry")
+    ax = fig.axes[0]
+    drawn = sum(int(np.isfinite(np.asarray(line.get_ydata(), float)).sum()) for line in ax.lines)
+    hidden = int((enc <= 0).sum())
+    notes = [t.get_text() for t in ax.texts]
+    assert drawn + hidden == len(enc) and any(f"{hidden} values" in n and "not drawn" in n for n in notes), notes

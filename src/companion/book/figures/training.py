@@ -128,6 +128,7 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
                          f"with curve_by_tokens(..., {quantity!r})?")
     fig, ax = plt.subplots(figsize=(5.6, 3.6))
     colors = [CYCLE[i % len(CYCLE)] for i in range(len(curves))]
+    hidden = 0   # values a log axis cannot show: counted and said on the figure, never dropped silently
     for color, (label, pair) in zip(colors, curves.items()):
         for mode, style in (("encoder", "-"), ("decoder", "--")):
             if mode not in pair:
@@ -135,11 +136,15 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
             c = pair[mode]
             c = c[c.index > 0]
             y = -c if quantity == "directionality" else c
+            hidden += int((y.notna() & ~(y > 0)).sum())
             ax.plot(c.index, y.where(y > 0), style, color=color, label=plain(f"{label} {mode}"))
         if bands and label in bands:
             ax.axhline(bands[label], color=color, ls=":", lw=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    if hidden:
+        ax.text(0.01, 0.01, f"{hidden} value{'s' if hidden > 1 else ''} at or below 0 not drawn (log axis)",
+                transform=ax.transAxes, fontsize=7, va="bottom")
     ax.set_xlabel("tokens seen")
     ax.set_ylabel("- layer-mean directionality" if quantity == "directionality"
                   else f"layer-mean {_YLABEL.get(quantity, quantity)}")
