@@ -541,3 +541,40 @@ def test_compare_with_published_refuses_a_computed_summary_holding_a_model_twice
     with pytest.raises(REFUSED) as err:
         compare_with_published(pub, pd.concat([s.assign(median=0.9), s], ignore_index=True))
     assert "e1" in _one_line(err)
+
+
+def test_the_survey_verdict_never_prints_100_percent_of_pairs_when_one_pair_is_not_ordered(monkeypatch):
+    """25 encoder units against 10 decoder units with one pair reversed: 249/250 = 99.6% of the
+    pairs.  ':.0%' printed '100%', which reads 'every encoder above every decoder', the claim
+    itself, beside a status computed from 99.6%."""
+    import companion.judge.claims as claims
+    from companion.judge.empirical_claims import survey_encoder_decoder
+
+    enc = [1.0 + i for i in range(25)]
+    dec = [-1.0 - i for i in range(9)] + [1.5]        # 1.5 sits above the encoder at 1.0: one pair reversed
+    c = dict(encoders=[f"e{i}" for i in range(25)], decoders=[f"d{i}" for i in range(10)],
+             sym_enc=enc, sym_dec=dec, dir_enc=[-x for x in dec[:10]] + enc[10:], dir_dec=[-x for x in enc[:10]])
+    share = sum(e > d for e in enc for d in dec) / 250
+    assert share == pytest.approx(0.996)
+    monkeypatch.setattr(claims, "_CACHE", {"zoo_contrast": c})
+    text = survey_encoder_decoder().measured
+    sym = text.split(";")[0]
+    assert "100%" not in sym and f"{share:.1%}" in sym, sym
+
+
+@pytest.mark.parametrize("gap,sesoi,way,size", [
+    (0.0, 0.01, "neither with nor against the prediction", "smaller than"),
+    (-0.0, 0.01, "neither with nor against the prediction", "smaller than"),
+    (0.01, 0.01, "with the prediction", "as large as"),
+    (-0.02, 0.01, "against the prediction", "larger than"),
+    (0.00003, 0.01, "with the prediction", "smaller than"),
+])
+def test_swap_mirror_reads_a_zero_gap_as_no_direction_and_an_equal_one_as_equal(gap, sesoi, way, size):
+    """A gap of 0 read 'against the prediction' and one equal to the yardstick 'smaller than'
+    it; a gap of +0.00003 printed '+0.0000' beside 'with the prediction'."""
+    from companion.judge.sentences import swap_mirror
+
+    text = swap_mirror(gap, sesoi, 3, False, "")
+    assert f"({way}, {size} its smallest effect of interest" in text, text
+    printed = float(re.search(rf"ended ({_NUM}) in symmetry", text).group(1))
+    assert np.sign(printed) == np.sign(gap) and not text.count("-0.0000 ")

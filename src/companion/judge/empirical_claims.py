@@ -44,14 +44,16 @@ def survey_encoder_decoder() -> Verdict:
     outs = set(t["outcome"])
     status = ("refuted" if "refuted" in outs else "holds" if outs == {"holds"} else
               "not testable here" if "not testable here" in outs else "inconclusive")
-    measured = "; ".join(f"{r.score}: encoder above decoder in {r.share_ordered:.0%} of family pairs, "
+    from .sentences_words import percent
+
+    measured = "; ".join(f"{r.score}: encoder above decoder in {percent(r.share_ordered)} of family pairs, "
                          f"one-sided p = {r.p_holds:.3g}" for r in t.itertuples())
     if not t["holds_reachable"].all():
         measured += (f" (with {t['n_decoders'].iloc[0]} decoders and {t['n_encoders'].iloc[0]} encoders the "
                      f"smallest reachable p is {t['min_p'].iloc[0]:.2g}: 'holds' is out of reach)")
     beside = full[~full["primary"]]
     measured += "; beside it, the published tables: " + ", ".join(
-        f"{r.score} {r.share_ordered:.0%} of {r.n_encoders} x {r.n_decoders} pairs, p = {r.p_holds:.1g}"
+        f"{r.score} {percent(r.share_ordered)} of {r.n_encoders} x {r.n_decoders} pairs, p = {r.p_holds:.1g}"
         for r in beside.itertuples())
     return Verdict("survey_encoder_decoder", "Sec. 3: encoders more symmetric, decoders more column-dominant",
                    status, measured, f"{len(c['encoders'])} encoder families against {len(c['decoders'])} decoder "

@@ -164,12 +164,14 @@ def swap_mirror(gap: float, sesoi: float, n: int, judged: bool, outcome: str) ->
                 f"its causal control, has no number for its gap in symmetry relative to the control or for its "
                 f"smallest effect of interest (a value is missing), with {n} seed(s) per arm: no direction is "
                 "read from it.")
-    way = "with" if gap > 0 else "against"
-    size = "larger" if abs(gap) > sesoi else "smaller"
+    # a gap of exactly 0 is neither with nor against the prediction, and one of the yardstick's size
+    # neither larger nor smaller than it
+    way = "with" if gap > 0 else "against" if gap < 0 else "neither with nor against"
+    size = ("larger than" if abs(gap) > sesoi else "smaller than" if abs(gap) < sesoi else "as large as")
     return (f" The mirror, a pretrained decoder (SmolLM2-135M) fine-tuned without its causal mask against "
-            f"its causal control, ended {gap:+.4f} in symmetry relative to the control "
-            f"({way} the prediction, {size} than its smallest effect of interest, "
-            f"{sesoi:.4f}), with {n} seed(s) per arm: "
+            f"its causal control, ended {_num(gap, '+.4f')} in symmetry relative to the control "
+            f"({way} the prediction, {size} its smallest effect of interest, "
+            f"{_num(sesoi, '.4f')}), with {n} seed(s) per arm: "
             + ("reported, not judged." if not judged else f"{outcome} by the same rule."))
 
 

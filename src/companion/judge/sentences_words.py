@@ -6,7 +6,7 @@ from ..base.phrasing import interval, joined
 
 __all__ = ["MISSING", "count_of", "COUNT_WORDS", "status_counts", "check_notes", "holds_or_not",
            "outcomes_agree", "p_value", "interval_reading", "estimate_in_words", "labelled_intervals",
-           "lower_or_higher", "less_or_more_than", "design_targets", "algebra_holds"]
+           "lower_or_higher", "less_or_more_than", "design_targets", "algebra_holds", "percent"]
 
 
 #: what a sentence says in place of a number that is missing (NaN, infinite, None): never "nan"
@@ -44,6 +44,20 @@ def _ordered(low, high) -> None:
 
         raise CompanionError(f"an interval's lower end {float(low)!r} is above its upper end {float(high)!r}; "
                              "pass (low, high) in that order.")
+
+
+def percent(share: float, marks=(0.0, 1.0)) -> str:
+    """``share`` as a percentage with the fewest decimals (none at first) that keep it on its own
+    side of each of ``marks``: 0.996 reads ``99.6%``, never ``100%`` (which says every pair),
+    and 0.004 reads ``0.4%``, never ``0%``; :data:`MISSING` where it is not a number."""
+    if not _finite(share):
+        return MISSING
+    share = float(share) or 0.0
+    for digits in range(12):
+        shown = round(share * 100, digits) / 100
+        if all((shown < m) == (share < m) and (shown > m) == (share > m) for m in marks):
+            break
+    return f"{share:.{digits}%}"
 
 
 def count_of(n: int, noun: str, plural: str | None = None) -> str:
