@@ -636,3 +636,29 @@ def test_scores_against_tokens_says_how_many_values_its_log_axis_cannot_show():
     hidden = int((enc <= 0).sum())
     notes = [t.get_text() for t in ax.texts]
     assert drawn + hidden == len(enc) and any(f"{hidden} values" in n and "not drawn" in n for n in notes), notes
+
+
+def _glance_rows(claims, gate=True):
+    return pd.DataFrame({"claim": claims, "estimate": [0.5] * len(claims), "low": [0.1] * len(claims),
+                         "high": [0.9] * len(claims), "sesoi": [0.2] * len(claims), "n": [3] * len(claims),
+                         "gate": [gate] * len(claims), "outcome": ["holds"] * len(claims)})
+
+
+def test_glance_rows_whose_names_share_a_long_start_stay_told_apart():
+    """Cut at 34 characters, two claims differing only at the end read as one row name."""
+    from companion.book.figures.verdicts import evidence_at_a_glance
+
+    claims = ["Layer-mean symmetry after training, encoder", "Layer-mean symmetry after training, decoder"]
+    fig = evidence_at_a_glance(_glance_rows(claims))
+    names = [_drawn_as(t) for t in fig.axes[0].get_yticklabels()]
+    assert len(set(names)) == 2, names
+
+
+@pytest.mark.parametrize("gate", ["False", "no", "0"])
+def test_a_gate_written_as_text_is_refused_not_read_as_passed(gate):
+    """bool('False') is True: a gate read from text would be drawn as passed."""
+    from companion.book.figures.verdicts import evidence_at_a_glance
+
+    with pytest.raises(REFUSED) as err:
+        evidence_at_a_glance(_glance_rows(["a claim"], gate=gate))
+    assert "gate" in _one_line(err)

@@ -57,6 +57,10 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
     unknown = sorted(set(primary["outcome"]) - set(OUTCOME_STYLE))
     if unknown:
         raise CompanionError(f"unknown outcomes {unknown}; expected one of {list(OUTCOME_STYLE)}.")
+    odd = [g for g in primary["gate"] if not isinstance(g, (bool, np.bool_)) and g not in (0, 1)]
+    if odd:   # bool("False") is True: a gate read from text would be drawn as passed
+        raise CompanionError(f"the primary tests' gate holds {odd[0]!r}, not True or False; pass the rows of "
+                             "claims.training_tests_table(key), or turn the column into booleans.")
     sesoi = pd.to_numeric(primary["sesoi"], errors="coerce").to_numpy(float)
     if not np.all(np.isfinite(sesoi) & (sesoi > 0)):
         raise CompanionError("every primary test needs a positive, finite smallest effect of interest.")
@@ -99,8 +103,11 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
             words = status if status == r.outcome else f"{status}\n(test alone: {words})"
         ax.annotate(plain(words), xy=(1.01, y), xycoords=("axes fraction", "data"), va="center",
                     fontsize=FONT - 1)
-    names = [plain(c) if len(str(c)) <= label_width else plain(str(c)[:label_width - 1] + "…")
-             for c in primary["claim"]]
+    full = [str(c) for c in primary["claim"]]
+    cut = [c if len(c) <= label_width else c[:label_width - 1] + "…" for c in full]
+    # a name the cut makes equal to another's keeps its end instead ("…ining, encoder")
+    cut = [c if cut.count(c) == 1 else "…" + f[-(label_width - 1):] for c, f in zip(cut, full)]
+    names = [plain(c) for c in cut]
     ax.set_yticks(range(rows - 1, -1, -1), names, fontsize=FONT)
     ax.set_ylim(-0.7, rows - 0.3)
     ax.set_xlim(left, right)
