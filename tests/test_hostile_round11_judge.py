@@ -578,3 +578,17 @@ def test_swap_mirror_reads_a_zero_gap_as_no_direction_and_an_equal_one_as_equal(
     assert f"({way}, {size} its smallest effect of interest" in text, text
     printed = float(re.search(rf"ended ({_NUM}) in symmetry", text).group(1))
     assert np.sign(printed) == np.sign(gap) and not text.count("-0.0000 ")
+
+
+@pytest.mark.parametrize("call,want", [
+    (lambda s: s.look_reading(1, "look 1"), "1 seed in, read at look 1"),
+    (lambda s: s.look_reading(1, "none yet"), "1 seed in, no look read yet"),
+    (lambda s: s.training_summary([("Fig. 3a", "not testable here", 1, "none yet")]),
+     "Fig. 3a not testable here (1 seed in)"),
+    (lambda s: s.other_corpora(1, 1, 1, 1, 0).split(";")[0], "1 of 1 run cached"),
+    (lambda s: s.look_reading(2, "look 1"), "2 seeds in, read at look 1"),
+])
+def test_a_count_of_one_takes_the_singular(call, want):
+    import companion.judge.sentences as s
+
+    assert call(s) == want

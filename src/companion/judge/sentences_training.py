@@ -109,8 +109,8 @@ def look_reading(seeds_in: int, look) -> str:
     """``4 seeds in, read at look 1``: how far a rules-v3 verdict is; before the first look
     (``look`` 'none yet') ``2 of 12 seeds in, no look read yet``."""
     if str(look) == "none yet":
-        return f"{seeds_in} seeds in, no look read yet"
-    return f"{seeds_in} seeds in, read at {look}"
+        return f"{count_of(seeds_in, 'seed')} in, no look read yet"
+    return f"{count_of(seeds_in, 'seed')} in, read at {look}"
 
 
 def spread_uncertainty(bounds) -> str:
@@ -136,7 +136,7 @@ def training_summary(rows) -> str:
     def one(label, status, n, look):
         status = str(status)
         if str(look) == "none yet":
-            return f"{label} {status} ({n} seeds in)"
+            return f"{label} {status} ({count_of(n, 'seed')} in)"
         if "(" in status:
             words = status[status.index("(") + 1:].rstrip(")")
             return f"{label} inconclusive ({look_reading(n, look)}; {words})"
@@ -353,6 +353,6 @@ def other_corpora(n_cached: int, n_runs: int, n_both: int, n_sym: int, n_dir: in
     """The BERT-Mini runs on the other corpora: how many are cached, and on how many of the
     corpora with both arms the encoder is the more symmetric / the decoder the more
     column-dominant."""
-    return (f"{n_cached} of {n_runs} runs cached; of the {n_both} {'corpus' if n_both == 1 else 'corpora'} with both "
+    return (f"{n_cached} of {count_of(n_runs, 'run')} cached; of the {n_both} {'corpus' if n_both == 1 else 'corpora'} with both "
             f"an encoder and a decoder, the encoder ends the more symmetric on {n_sym} and the decoder the more "
             f"column-dominant on {n_dir}.")
