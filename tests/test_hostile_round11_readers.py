@@ -869,3 +869,32 @@ def test_onnx_dynamic_int8_projection_with_per_column_zero_points_dequantizes_by
     want = {s: (w8[s].astype(np.float64) - zp[s].astype(np.float64)) * ws[s] for s in "qk"}
     layer = _read(path).layers[0]
     np.testing.assert_allclose(_forms(layer), _by_hand(want["q"].T, want["k"].T, H), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", [0, 2, 3])
+def test_bitsandbytes_int8_in_a_tiled_weight_format_is_not_read_as_rows(tmp_path, fmt):
+    """bitsandbytes records each int8 weight's layout in ``weight_format`` (``row`` 0,
+    ``col32`` 1, ``col_turing`` 2, ``col_ampere`` 3); only rows are ``W = q * SCB / 127``."""
+    from safetensors.torch import save_file
+
+    folder = tmp_path / "b"
+    folder.mkdir()
+    cfg = {"model_type": "llama", "hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2,
+           "num_hidden_layers": 1, "quantization_config": {"quant_method": "bitsandbytes", "load_in_8bit": True}}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    tensors, want = {}, {}
+    for side in "qk":
+        w = torch.randint(-127, 128, (32, 32), dtype=torch.int8)
+        scb = torch.rand(32, dtype=torch.float32) + 0.5
+        p = f"model.layers.0.self_attn.{side}_proj."
+        tensors[p + "weight"], tensors[p + "SCB"] = w, scb
+        tensors[p + "weight_format"] = torch.tensor(fmt, dtype=torch.uint8)
+        want[side] = w.double().numpy() * scb.double().numpy()[:, None] / 127
+    save_file(tensors, str(folder / "model.safetensors"))
+    if fmt == 0:
+        layer = _read(folder).layers[0]
+        np.testing.assert_allclose(_forms(layer), _by_hand(want["q"], want["k"], 2), rtol=1e-5, atol=1e-6)
+        return
+    with pytest.raises(CompanionError) as err:
+        _read(folder)
+    assert "weight_format" in _one_line(err)

@@ -11,7 +11,8 @@ Dequantized here, exactly as the quantizers define them:
   ``float8_e4m3fn`` with ``weight_scale_inv`` holding one scale per
   ``weight_block_size`` block (default 128 x 128): ``W = weight * scale_inv[block]``;
 * ``bitsandbytes`` 8-bit (``LLM.int8``): ``weight`` stored as int8 with ``SCB`` holding
-  each row's absolute maximum: ``W = weight * SCB[row] / 127``.
+  each row's absolute maximum: ``W = weight * SCB[row] / 127`` (only in the ``row`` layout;
+  a ``weight_format`` naming a GPU tile layout is refused).
 
 Refused by name: bitsandbytes 4-bit (NF4/FP4 with nested quantization states), GPTQ, AWQ,
 AQLM, HQQ, EETQ, Quanto, torchao, compressed-tensors, FBGEMM fp8 and any other method;
@@ -90,6 +91,7 @@ def _bnb_int8(src: TensorSource):
             raise CompanionError(f"{src.location}: {name!r} is stored as int8 but has no "
                                  f"{scb_name!r} row scales; the checkpoint is incomplete.")
         _matrix(src, name, w, "its row scales")
+        _row_layout(src, name[: -len("weight")] + "weight_format")
         scb = src.get(scb_name)
         if scb.shape != (w.shape[0],):
             raise CompanionError(f"{src.location}: {scb_name!r} has shape {tuple(scb.shape)}, "
@@ -97,6 +99,23 @@ def _bnb_int8(src: TensorSource):
         return w.to(torch.float32) * (scb[:, None] / 127.0)
 
     return dequantize
+
+
+# bitsandbytes' LINEAR_8BIT_WEIGHTS_FORMAT_MAPPING: only "row" is a row-major [out, in] matrix
+_BNB_FORMATS = {0: "row", 1: "col32", 2: "col_turing", 3: "col_ampere"}
+
+
+def _row_layout(src: TensorSource, fmt_name: str) -> None:
+    """An int8 weight saved with ``weight_format`` other than 0 (``row``) holds bitsandbytes'
+    GPU tile layout, not rows: read as rows it would be a permuted, wrong matrix."""
+    if fmt_name not in src.shapes:
+        return   # older saves have no weight_format: row-major
+    values = src._load(fmt_name).reshape(-1).tolist()
+    if values != [0]:
+        what = _BNB_FORMATS.get(int(values[0]), f"format {values[0]}") if len(values) == 1 else f"{len(values)} values"
+        raise CompanionError(f"{src.location}: {fmt_name!r} says the int8 weight is stored in bitsandbytes' "
+                             f"{what} layout, not rows; load it with bitsandbytes and save it again "
+                             "(it writes rows), or use the unquantized checkpoint.")
 
 
 def _matrix(src: TensorSource, name: str, w: torch.Tensor, scales: str) -> None:
