@@ -662,3 +662,32 @@ def test_a_gate_written_as_text_is_refused_not_read_as_passed(gate):
     with pytest.raises(REFUSED) as err:
         evidence_at_a_glance(_glance_rows(["a claim"], gate=gate))
     assert "gate" in _one_line(err)
+
+
+def _null_summary(score="directionality"):
+    return pd.DataFrame({"score": score, "d": [4, 8], "rank": -1, "q0.025": [-0.5, -0.3], "q0.5": [0.0, 0.0],
+                         "q0.975": [0.5, 0.3], "mean": [0.2, 0.1], "std": [0.1, 0.1], "n": [10, 10]})
+
+
+def _survey_other_modality():
+    df = _survey_rows([1e6, 2e6])
+    return df.assign(modality="text")
+
+
+@pytest.mark.parametrize("draw,words", [
+    (lambda: __import__("companion.book.figures.measuring", fromlist=["x"]).null_bands(_null_summary(), "symetry"),
+     "symetry"),
+    (lambda: __import__("companion.book.figures.measuring", fromlist=["x"]).symmetry_random_limit(_null_summary()),
+     "symmetry"),
+    (lambda: __import__("companion.book.figures.survey", fromlist=["x"]).scores_vs_parameters(
+        _survey_rows([1e6]), "directionality"), "directionality"),
+    (lambda: __import__("companion.book.figures.survey", fromlist=["x"]).figure_s1(_survey_other_modality()),
+     "vision"),
+    (lambda: __import__("companion.book.figures.survey", fromlist=["x"]).bias_term_figure(
+        pd.DataFrame(columns=["model", "layer", "share"])), "no row"),
+])
+def test_a_figure_with_nothing_to_draw_is_refused_not_drawn_empty(draw, words):
+    """An empty panel under a title ('Symetry of random matrices') reads as 'no effect'."""
+    with pytest.raises(REFUSED) as err:
+        draw()
+    assert words in _one_line(err)

@@ -12,12 +12,20 @@ ENCODER_COLOR = KIND_COLORS["encoder"]
 DECODER_COLOR = KIND_COLORS["decoder"]
 
 
+def _some(rows: pd.DataFrame, summary: pd.DataFrame, what: str, score: str) -> None:
+    """Refuse to draw an empty panel under a title (it would read as a result)."""
+    if rows.empty:
+        raise ValueError(f"{what}: the summary has no row of score {score!r} (it has "
+                         f"{sorted(map(str, set(summary['score'])))}); pass companion.core.null.null_summary rows.")
+
+
 def symmetry_random_limit(summary: pd.DataFrame, claimed_constant: float = 8.0) -> plt.Figure:
     """Mean symmetry score of i.i.d. random n x n matrices against n, with c/n reference lines.
 
     ``summary``: rows of :func:`companion.core.null.null_summary` for ``score == "symmetry"``.
     """
     s = summary[summary["score"] == "symmetry"].sort_values("d")
+    _some(s, summary, "symmetry_random_limit", "symmetry")
     n = s["d"].to_numpy(float)
     positive(n, "symmetry_random_limit (log axes)", "d")
     positive(s["mean"], "symmetry_random_limit (log axes)", "mean")
@@ -45,6 +53,7 @@ def null_bands(summary: pd.DataFrame, score: str = "directionality") -> plt.Figu
     One line per ``rank`` in the summary (``-1`` = i.i.d. entries).
     """
     s = summary[summary["score"] == score]
+    _some(s, summary, "null_bands", score)
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     colors = CYCLE[:4]
     for color, (rank, grp) in zip(colors, s.groupby("rank", sort=True)):

@@ -52,6 +52,13 @@ def _check_summary(df: pd.DataFrame, what: str) -> None:
         )
 
 
+def _drawable(rows: pd.DataFrame, what: str) -> None:
+    """Refuse to draw empty panels under their titles (they would read as a result)."""
+    if rows.dropna(subset=["n_params", "median"]).empty:
+        raise ValueError(f"{what}: no row with a parameter count and a median to draw; check the table's "
+                         "score, modality and kind columns.")
+
+
 def null_band_table(null: pd.DataFrame, lo: float = 0.025, hi: float = 0.975) -> pd.DataFrame:
     """From :func:`companion.core.null.null_scores` output: per (d, score) the ``lo``/``hi`` quantiles."""
     for c in ("d", "symmetry", "directionality"):
@@ -127,6 +134,7 @@ def scores_vs_parameters(summary: pd.DataFrame, score: str = "symmetry",
     _check_summary(summary, "scores_vs_parameters")
     if score not in SCORE_LABELS:
         raise ValueError(f"score must be one of {tuple(SCORE_LABELS)}, got {score!r}.")
+    _drawable(summary[summary["score"] == score], f"scores_vs_parameters ({score})")
     fig = Figure(figsize=(6, 4), layout="constrained")
     ax = fig.add_subplot()
     _draw_scatter(ax, summary, score, null_bands)
@@ -140,6 +148,7 @@ def figure_2_scatter(summary: pd.DataFrame, null_bands: pd.DataFrame | None = No
                      title: str = "") -> Figure:
     """Fig. 2a and 2b side by side: symmetry and directionality vs total parameters."""
     _check_summary(summary, "figure_2_scatter")
+    _drawable(summary, title or "figure_2_scatter")
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     axes = fig.subplots(1, 2)
     for ax, score, tag in zip(axes, ("symmetry", "directionality"), ("a", "b")):
@@ -268,6 +277,8 @@ def bias_term_figure(layers: pd.DataFrame, decoders=()) -> Figure:
     for c in ("model", "layer", "share"):
         if c not in layers.columns:
             raise ValueError(f"bias_term_figure: the table lacks column {c!r}.")
+    if layers.dropna(subset=["share"]).empty:
+        raise ValueError("bias_term_figure: no row with a share to draw; pass bias_term_table rows of whole layers.")
     fig = Figure(figsize=(7, 3.8), layout="constrained")
     ax = fig.subplots()
     for model, g in layers.groupby("model", sort=False):
