@@ -592,3 +592,57 @@ def test_a_count_of_one_takes_the_singular(call, want):
     import companion.judge.sentences as s
 
     assert call(s) == want
+
+
+def test_registered_contrast_unit_values_are_pandas_medians_of_member_medians():
+    """Each family unit's value is the median of its members' medians (pandas groupby by hand);
+    the int8 copy of all-MiniLM-L6-v2 counts in no unit; the orderings follow the extremes."""
+    from companion.survey.design import catalog_rows, registered_contrast, units
+    from companion.zoo.registry import ZOO
+
+    rows = catalog_rows(held=False)
+    rng = np.random.default_rng(11)
+    key_of = {m.name: m.catalog_key or m.name for m in ZOO.values()}
+    meds = rows.assign(key=rows["name"].map(key_of), symmetry=rng.normal(size=len(rows)).round(2),
+                       directionality=rng.normal(size=len(rows)).round(2))
+    summary = meds.melt(id_vars=["key", "component"], value_vars=["symmetry", "directionality"],
+                        var_name="score", value_name="median").assign(pairing="grouped")
+    got = registered_contrast(summary)
+    table = units(rows).merge(meds[["member", "symmetry", "directionality"]], on="member")
+    counted = table[table["side"] != ""]
+    assert not counted["member"].str.contains("int8").any()
+    for side, tag in (("encoder", "enc"), ("decoder", "dec")):
+        want = counted[counted["side"] == side].groupby("unit")[["symmetry", "directionality"]].median()
+        names = got["encoders" if side == "encoder" else "decoders"]
+        assert sorted(names) == sorted(want.index)
+        assert got[f"sym_{tag}"] == pytest.approx(want.loc[names, "symmetry"].tolist())
+        assert got[f"dir_{tag}"] == pytest.approx(want.loc[names, "directionality"].tolist())
+    assert got["sym"] == ("holds" if min(got["sym_enc"]) > max(got["sym_dec"]) else "does not hold")
+
+
+@pytest.mark.parametrize("what", ["file", "fifo"])
+def test_prepare_with_a_cache_that_is_not_a_folder_is_refused_in_one_line(tmp_path, monkeypatch, capsys, what):
+    """--cache naming a file (or a FIFO) made the first table's write end in a raw
+    NotADirectoryError/FileExistsError traceback after the table was computed; it must be
+    refused first, in one line naming the path, and the file left as it was."""
+    import os
+
+    import companion.judge.cache as cache
+    import companion.judge.prepare as prep
+
+    target = tmp_path / "notes.txt"
+    if what == "file":
+        target.write_text("mine\n")
+    else:
+        os.mkfifo(target)
+    monkeypatch.setenv("COMPANION_VERDICT_CACHE", str(tmp_path / "unused"))
+    monkeypatch.setattr(cache, "_store", None)
+    monkeypatch.setattr(cache, "_CACHE", {})
+    monkeypatch.setattr(prep, "_tables", lambda: [("r11_t", lambda: cache._disk_cached(
+        "r11_t", lambda: pd.DataFrame({"a": [1.0]})))])
+    rc = prep.main(["--cache", str(target)])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 1 and len(lines) == 1 and str(target) in lines[0] and "Traceback" not in err, err
+    if what == "file":
+        assert target.read_text() == "mine\n"

@@ -70,7 +70,13 @@ def _disk_cached_value(name, fn, key=None):
         return _cached(key, fn)
     if _read_value(path, key):
         return cache[key]
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"COMPANION_VERDICT_CACHE names {path.parent}, which is not a folder; point it at a "
+                             "folder, or unset it.") from None
     with _file_lock(path.with_suffix(".lock")):
         if _read_value(path, key):
             return cache[key]

@@ -78,6 +78,11 @@ def prepare(folder=None, out=sys.stdout, jobs: int = 1, only=None) -> dict:
     from ..base.runtime import run_size
 
     folder = folder or os.environ.get("COMPANION_VERDICT_CACHE") or str(paths.VERDICT_CACHE)
+    from pathlib import Path
+
+    if Path(folder).exists() and not Path(folder).is_dir():   # checked before any table is computed
+        raise CompanionError(f"verdict cache: {folder} is not a folder; pass --cache a folder (new or one this "
+                             "command filled before).")
     os.environ["COMPANION_VERDICT_CACHE"] = str(folder)
     size = run_size()
     tables = [(name.format(size=size), fill) for name, fill in _tables()]
