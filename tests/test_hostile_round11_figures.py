@@ -691,3 +691,13 @@ def test_a_figure_with_nothing_to_draw_is_refused_not_drawn_empty(draw, words):
     with pytest.raises(REFUSED) as err:
         draw()
     assert words in _one_line(err)
+
+
+def test_objective_swap_curves_name_an_unknown_role_in_one_line():
+    from companion.book.figures.training import objective_swap_curves
+
+    runs = pd.DataFrame({"role": "treatment", "run": "r0", "step": [0, 1], "quantity": "eval_loss",
+                         "head": -1, "value": [3.0, 2.0]})
+    with pytest.raises(REFUSED) as err:
+        objective_swap_curves(runs)
+    assert "treatment" in _one_line(err)

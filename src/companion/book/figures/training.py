@@ -165,6 +165,9 @@ def objective_swap_curves(runs: pd.DataFrame):
     column ``swap`` or ``control``)."""
     if "role" not in runs.columns:
         raise ValueError("objective_swap_curves: the table lacks the column 'role' (use swap_runs).")
+    unknown = sorted(set(map(str, runs["role"])) - set(_ROLE_COLORS))
+    if unknown:
+        raise ValueError(f"objective_swap_curves: roles {unknown} are neither 'control' nor 'swap' (use swap_runs).")
     panels = ["symmetry", "directionality", "eval_loss"]
     if (runs["quantity"] == "eval_loss_other").any():  # runs that also scored the objective they left
         panels.append("eval_loss_other")
