@@ -898,3 +898,66 @@ def test_bitsandbytes_int8_in_a_tiled_weight_format_is_not_read_as_rows(tmp_path
     with pytest.raises(CompanionError) as err:
         _read(folder)
     assert "weight_format" in _one_line(err)
+
+
+# ============================================================ (b) more ONNX structure: Gemm, a weight that is no initializer, external data
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_onnx_gemm_projection_reads_its_weight_in_the_layout_trans_b_says(tmp_path, trans_b):
+    from onnx import helper, numpy_helper
+
+    wq, wk = _w_in_out(), _w_in_out()
+    stored = np.ascontiguousarray(wq.T if trans_b else wq)
+    nodes = ([helper.make_node("Reshape", ["x", "flat"], ["x2"]),
+              helper.make_node("Gemm", ["x2", "Wg", "bg"], ["q2"], transB=trans_b, alpha=0.5, beta=3.0),
+              helper.make_node("Reshape", ["q2", "seq"], ["q_lin"])], "q_lin")
+    inits = [numpy_helper.from_array(stored, "Wg"), numpy_helper.from_array(np.ones(D, np.float32), "bg"),
+             numpy_helper.from_array(np.array([-1, D], np.int64), "flat"),
+             numpy_helper.from_array(np.array([1, -1, D], np.int64), "seq")]
+    path = _onnx(tmp_path / "gemm.onnx", wq, wk, H, q_node=nodes, extra_inits=inits)
+    layer = _read(path).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(wq.T, wk.T, H), rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_query_weight_that_is_a_graph_input_not_an_initializer_is_refused(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    wq, wk = _w_in_out(), _w_in_out()
+    path = _onnx(tmp_path / "in.onnx", wq, wk, H)
+    model = onnx.load(str(path))
+    (init,) = [i for i in model.graph.initializer if i.name == "Wq"]
+    model.graph.initializer.remove(init)
+    model.graph.input.append(helper.make_tensor_value_info("Wq", TensorProto.FLOAT, [D, D]))
+    onnx.save(model, str(path))
+    with pytest.raises(CompanionError) as err:
+        _read(path)
+    assert "no weight initializer" in _one_line(err)
+
+
+def test_onnx_external_data_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    import subprocess
+    import sys
+
+    script = f"""
+import os, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+from onnx.external_data_helper import convert_model_to_external_data
+d = {str(tmp_path)!r}
+w = numpy_helper.from_array(np.ones((8, 8), np.float32), "W")
+g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"]), helper.make_node("Softmax", ["y"], ["p"])], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+    [helper.make_tensor_value_info("p", TensorProto.FLOAT, None)], [w])
+m = helper.make_model(g, ir_version=8)
+convert_model_to_external_data(m, all_tensors_to_one_file=True, location="w.bin", size_threshold=0)
+onnx.save(m, os.path.join(d, "m.onnx"))
+os.remove(os.path.join(d, "w.bin")); os.mkfifo(os.path.join(d, "w.bin"))
+from companion.adapters import read_qk
+from companion.base.errors import CompanionError
+try:
+    read_qk(os.path.join(d, "m.onnx"), progress=False)
+except CompanionError as e:
+    print("REFUSED", " ".join(str(e).split()))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.startswith("REFUSED") and "m.onnx" in out.stdout, out.stdout + out.stderr
