@@ -646,3 +646,32 @@ def test_prepare_with_a_cache_that_is_not_a_folder_is_refused_in_one_line(tmp_pa
     assert rc == 1 and len(lines) == 1 and str(target) in lines[0] and "Traceback" not in err, err
     if what == "file":
         assert target.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("sesoi", [-0.05, 0.0])
+def test_interval_reading_refuses_a_smallest_effect_that_is_not_positive(sesoi):
+    """sesoi -0.05 read 'leaves open a gain of -0.050 or more ... and a loss of -0.050 or more'."""
+    from companion.judge.sentences import interval_reading
+
+    with pytest.raises(REFUSED) as err:
+        interval_reading(-0.1, 0.1, sesoi)
+    assert "smallest effect" in _one_line(err)
+
+
+def test_status_counts_refuses_a_status_it_has_no_words_for():
+    from companion.judge.sentences import status_counts
+
+    with pytest.raises(REFUSED) as err:
+        status_counts(2, {"holds": 1, "weird": 1})
+    assert "'weird'" in _one_line(err)
+
+
+def test_the_contrast_of_an_empty_survey_is_refused_in_one_line():
+    """No model scored: summarize_survey gives a table with no columns and the contrast raised
+    KeyError('pairing')."""
+    from companion.survey.summaries import encoder_decoder_contrast, summarize_survey
+
+    empty = _scores({"a": [(0.1, 0.2)]}).iloc[0:0]
+    with pytest.raises(REFUSED) as err:
+        encoder_decoder_contrast(summarize_survey(empty, _catalog([])))
+    assert "summar" in _one_line(err)

@@ -83,6 +83,10 @@ def status_counts(n_claims: int, counts) -> str:
     """``Of the 24 claims, 10 hold as printed and 2 are refuted``: ``counts`` maps each status
     to its number of claims, in the order to be read; zero counts are left out."""
     counts = dict(counts)
+    if unknown := sorted(str(st) for st in counts if st not in COUNT_WORDS):
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"no words for the status {unknown[0]!r}; statuses are {', '.join(COUNT_WORDS)}.")
     return f"Of the {n_claims} claims, " + joined(
         f"{n} {COUNT_WORDS[status][0 if n == 1 else 1]}" for status, n in counts.items() if n)
 
@@ -141,6 +145,11 @@ def interval_reading(low: float, high: float, sesoi: float, unit: str = "", gain
         return (f"its interval is missing (a bound or the smallest effect of interest is not a number), "
                 "so it rules nothing out")
     _ordered(low, high)
+    if sesoi <= 0:   # 'a gain of -0.050 or more' is no yardstick: each reading below would be decided wrongly
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"the smallest effect of interest must be a number > 0; got {sesoi!r}: pass its size, "
+                             "not a signed effect.")
     size = f"{sesoi:.3f}{u} or more"
     readings = [(f"{gain} of {size}", high < sesoi), ("no effect at all", low > 0 or high < 0),
                 (f"{loss} of {size}", low > -sesoi)]

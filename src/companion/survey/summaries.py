@@ -141,6 +141,10 @@ def encoder_decoder_contrast(computed: pd.DataFrame, modality: str = "text") -> 
     column-dominant (``dir_neg``), every decoder more column-dominant than every encoder
     (``dir_order``).
     """
+    if missing := [c for c in ("key", "pairing", "modality", "component", "kind", "score", "median")
+                   if c not in computed.columns]:
+        raise ValueError(f"the summary lacks the columns {missing} (an empty survey, or not summarize_survey's "
+                         "table); score some models and pass summarize_survey's result.")
     g = computed[(computed["pairing"] == "grouped") & (computed["modality"] == modality)].copy()
     # one entry per self-attention stack: a model with an encoder and a decoder (T5) gives two,
     # named "key:component"
