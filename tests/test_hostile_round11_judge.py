@@ -675,3 +675,20 @@ def test_the_contrast_of_an_empty_survey_is_refused_in_one_line():
     with pytest.raises(REFUSED) as err:
         encoder_decoder_contrast(summarize_survey(empty, _catalog([])))
     assert "summar" in _one_line(err)
+
+
+def test_median_changes_of_an_empty_table_is_refused_and_of_a_real_one_is_numpy():
+    """An empty per-layer table raised KeyError('model'); on a real one each median is numpy's."""
+    from companion.survey.quantisation import median_changes
+
+    with pytest.raises(REFUSED) as err:
+        median_changes(pd.DataFrame())
+    assert "columns" in _one_line(err)
+    rng = np.random.default_rng(2)
+    s, q = rng.normal(size=4), rng.normal(size=4)
+    t = pd.DataFrame(dict(model="m", component="encoder", scheme="Q8_0", role="encoder", stored_as="Q8_0",
+                          layer=range(4), wq_error=0.01, wk_error=0.02, symmetry=s, symmetry_quantised=q,
+                          d_symmetry=q - s, directionality=s, directionality_quantised=s, d_directionality=0.0))
+    row = median_changes(t).iloc[0]
+    assert row["d_symmetry_median"] == pytest.approx(np.median(q) - np.median(s))
+    assert row["max_abs_d_symmetry_layer"] == pytest.approx(np.abs(q - s).max())

@@ -399,6 +399,11 @@ def scheme_changes(checkpoints: dict, schemes=SCHEMES) -> pd.DataFrame:
 def median_changes(per_layer: pd.DataFrame) -> pd.DataFrame:
     """Per (model, component, scheme): the median over layers of each score in the original and
     the quantised copy, and the change of that median (the model's value in the survey)."""
+    need = ["model", "component", "scheme", "role", "stored_as", "wq_error", "wk_error"] + [
+        f"{p}{s}{q}" for s in ("symmetry", "directionality") for p, q in (("", ""), ("", "_quantised"), ("d_", ""))]
+    if missing := [c for c in need if c not in per_layer.columns]:
+        raise CompanionError(f"the per-layer table lacks the columns {missing} (empty, or not compare_layers' or "
+                             "scheme_changes' table); pass scheme_changes' result.")
     rows = []
     for (model, component, scheme), g in per_layer.groupby(["model", "component", "scheme"], sort=False):
         row = {"model": model, "component": component, "scheme": scheme, "role": g["role"].iloc[0],
