@@ -692,3 +692,42 @@ def test_median_changes_of_an_empty_table_is_refused_and_of_a_real_one_is_numpy(
     row = median_changes(t).iloc[0]
     assert row["d_symmetry_median"] == pytest.approx(np.median(q) - np.median(s))
     assert row["max_abs_d_symmetry_layer"] == pytest.approx(np.abs(q - s).max())
+
+
+def test_a_model_with_two_pairings_keeps_one_summary_per_pairing():
+    """A grouped-query model is scored under both head pairings: the same layers twice, once per
+    pairing, which is no duplicate; each pairing's median is numpy's over its own rows."""
+    from companion.survey.summaries import summarize_survey
+
+    g = _scores({"q": [(0.1, 0.0), (0.3, 0.0), (0.2, 0.0)]}, pairing="grouped")
+    m = _scores({"q": [(0.5, 0.0), (0.9, 0.0), (0.7, 0.0)]}, pairing="modulo")
+    s = summarize_survey(pd.concat([g, m], ignore_index=True), _catalog(["q"]))
+    got = s[s["score"] == "symmetry"].set_index("pairing")["median"]
+    assert got.to_dict() == {"grouped": np.median([0.1, 0.3, 0.2]), "modulo": np.median([0.5, 0.9, 0.7])}
+
+
+def test_published_contrast_share_counts_ties_as_one_half_by_hand():
+    from scipy import stats
+
+    from companion.survey.design import published_contrast
+
+    pub = pd.DataFrame([dict(table=t, score=sc, role=r, median=v) for t, sc in (("S2", "symmetry"),
+                                                                                  ("S3", "directionality"))
+                        for r, vals in (("encoder", [0.5, 0.3, 0.3]), ("decoder", [0.3, 0.1]))
+                        for v in vals])
+    share = (sum(1.0 for e in [0.5, 0.3, 0.3] for d in [0.3, 0.1] if e > d)
+             + 0.5 * sum(1 for e in [0.5, 0.3, 0.3] for d in [0.3, 0.1] if e == d)) / 6
+    got = published_contrast(pub)["symmetry"]
+    assert got["share"] == pytest.approx(share)
+    assert got["delta"] == pytest.approx(math.sqrt(2) * stats.norm.ppf(share))
+
+
+@pytest.mark.parametrize("fn", ["orthogonality", "shared_direction"])
+@pytest.mark.parametrize("cos", [1.5, -2.0])
+def test_a_cosine_outside_minus_one_one_is_refused(fn, cos):
+    """A cosine of 1.5 read 'far from orthogonal' / 'shares part of it': no angle has it."""
+    import companion.judge.sentences as s
+
+    with pytest.raises(REFUSED) as err:
+        getattr(s, fn)(cos)
+    assert "cosine" in _one_line(err)

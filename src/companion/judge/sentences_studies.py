@@ -48,11 +48,21 @@ def update_symmetry_reading(autoregressive_more_symmetric: bool | None) -> str:
     return "goes the way the theorem leads one to expect"
 
 
+def _cosine(cosine) -> None:
+    """Refuse a cosine outside [-1, 1] (up to rounding): no angle has it, so 'nearly orthogonal' or
+    'shares part of it' would be read from a number that measured something else."""
+    if abs(float(cosine)) > 1 + 1e-9:
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"a cosine lies in [-1, 1]; got {float(cosine)!r}: pass u.v / (|u| |v|).")
+
+
 def orthogonality(cosine: float, near: float = 0.3) -> str:
     """``nearly orthogonal to`` (|cos| below ``near``) or ``far from orthogonal to``; a cosine
     that is not a number reads ``at an angle not measured (its cosine is missing) to``."""
     if not _finite(cosine):
         return "at an angle not measured (its cosine is missing) to"
+    _cosine(cosine)
     return "nearly orthogonal to" if abs(cosine) < near else "far from orthogonal to"
 
 
@@ -61,6 +71,7 @@ def shared_direction(cosine: float, near: float = 0.3) -> str:
     is not a number reads ``shares an unmeasured part of it (its cosine is missing)``."""
     if not _finite(cosine):
         return "shares an unmeasured part of it (its cosine is missing)"
+    _cosine(cosine)
     return "shares part of it" if abs(cosine) >= near else "shares little of it"
 
 
