@@ -24,14 +24,20 @@ def _finite(*values) -> bool:
 def _num(value, fmt: str) -> str:
     """``value`` in ``fmt``, or :data:`MISSING` where it is not a finite number.  A zero (-0.0
     included) prints as ``+0.000``, never ``-0.000``; a number that is not zero but would round
-    to zero in ``fmt`` prints in two significant digits (``-3.7e-04``), so its sign, which a
+    to zero in ``fmt`` prints with up to three more decimals (``-0.0004``), else in two significant
+    digits (``-3.7e-08``), so its sign, which a
     sentence may read a direction from, is never printed away."""
     if not _finite(value):
         return MISSING
+    import re
+
     v = float(value) or 0.0          # -0.0 -> +0.0
     text = format(v, fmt)
-    if v and fmt.endswith("f") and float(text) == 0:
-        text = format(v, ("+" if "+" in fmt else "") + ".1e")
+    fixed = re.fullmatch(r"(\+?)\.(\d+)f", fmt)
+    if v and fixed and float(text) == 0:   # up to three more decimals (0.0004), then two digits (3.7e-08)
+        sign, places = fixed.group(1), int(fixed.group(2))
+        text = next((t for t in (format(v, f"{sign}.{places + k}f") for k in (1, 2, 3)) if float(t) != 0),
+                    format(v, f"{sign}.1e"))
     return text
 
 
