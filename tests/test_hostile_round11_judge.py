@@ -731,3 +731,15 @@ def test_a_cosine_outside_minus_one_one_is_refused(fn, cos):
     with pytest.raises(REFUSED) as err:
         getattr(s, fn)(cos)
     assert "cosine" in _one_line(err)
+
+
+def test_a_catalog_row_with_an_empty_printed_name_labels_the_model_by_its_key(tmp_path):
+    """A catalog read from CSV has NaN for an empty printed_names cell: summarize_survey raised
+    AttributeError ('float' has no 'split'); the label must fall back to the key."""
+    from companion.survey.summaries import summarize_survey
+
+    path = tmp_path / "catalog.csv"
+    path.write_text("key,printed_names,modality\na,,text\nb,B-base|B,text\n")
+    cat = pd.read_csv(path)
+    s = summarize_survey(_scores({"a": [(0.1, 0.2)], "b": [(0.3, 0.4)]}), cat)
+    assert s.drop_duplicates("key").set_index("key")["label"].to_dict() == {"a": "a", "b": "B-base"}

@@ -40,8 +40,9 @@ def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) 
             for score in ("symmetry", "directionality"):
                 rows.append({
                     "key": key,
-                    "label": meta.at[key, "printed_names"].split("|")[0] or key
-                    if key in meta.index else key,
+                    # an empty cell read by pandas is NaN, no text: the key names the model then
+                    "label": (meta.at[key, "printed_names"] if isinstance(meta.at[key, "printed_names"], str)
+                              else "").split("|")[0] or key if key in meta.index else key,
                     "component": s["component"],
                     "role": first["role"],
                     "kind": "decoder" if first["role"] == "causal" else "encoder",
