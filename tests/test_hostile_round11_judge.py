@@ -743,3 +743,21 @@ def test_a_catalog_row_with_an_empty_printed_name_labels_the_model_by_its_key(tm
     cat = pd.read_csv(path)
     s = summarize_survey(_scores({"a": [(0.1, 0.2)], "b": [(0.3, 0.4)]}), cat)
     assert s.drop_duplicates("key").set_index("key")["label"].to_dict() == {"a": "a", "b": "B-base"}
+
+
+def test_compare_with_published_puts_each_printed_stack_beside_its_own_stack():
+    """A model with two stacks (Whisper, T5) has an encoder and a decoder row per score and
+    pairing: both are kept, and a printed decoder row is set beside the computed decoder's
+    median, never the encoder's (the first row of the model, before stacks were matched)."""
+    from companion.survey.summaries import compare_with_published, summarize_survey
+
+    enc = _scores({"w": [(0.6, 0.2), (0.4, 0.1)]})
+    dec = _scores({"w": [(-0.3, -0.5), (-0.1, -0.4), (-0.2, -0.6)]}, role={"w": "causal"})
+    s = summarize_survey(pd.concat([enc, dec], ignore_index=True), _catalog(["w"]))
+    assert sorted(s[s["score"] == "symmetry"]["component"]) == ["decoder", "encoder"]
+    pub = pd.DataFrame([dict(table="S2", row=1, label="W", key="w", component=c, score="symmetry", median=0.0,
+                             q25=0.0, q75=0.0, problems="") for c in ("decoder", "encoder")])
+    got = compare_with_published(pub, s).set_index(pub["component"])["recomputed"]
+    for stack, vals in (("decoder", [-0.3, -0.1, -0.2]), ("encoder", [0.6, 0.4])):
+        q25, med, q75 = np.percentile(vals, [25, 50, 75])
+        assert got[stack] == f"{med:+.2f} [{q25:+.2f}, {q75:+.2f}]", (stack, got[stack])

@@ -110,12 +110,18 @@ def compare_with_published(published: pd.DataFrame, computed: pd.DataFrame) -> p
     def fmt(m, lo, hi):
         return interval(lo, hi, estimate=m, fmt="+.2f")
 
-    twice = computed[computed.duplicated(["key", "score", "pairing"])]
+    # a printed row is a model's stack (its component: a two-stack model such as Whisper has an
+    # encoder row and a decoder row); a table without components is matched by model alone
+    by_stack = "component" in computed.columns and "component" in published.columns
+    index = ["key", "component", "score", "pairing"] if by_stack else ["key", "score", "pairing"]
+    twice = computed[computed.duplicated(index)]
     if len(twice):   # .loc[[k]].iloc[0] took the first of them, silently
         r = twice.iloc[0]
-        raise ValueError(f"the computed summary holds {r['score']} of {r['key']!r} ({r['pairing']} pairing) more than "
-                         "once; keep one row per model, score and pairing (summarize_survey of one scores table).")
-    comp = computed.set_index(["key", "score", "pairing"])
+        stack = f" {r['component']}" if by_stack else ""
+        raise ValueError(f"the computed summary holds {r['score']} of {r['key']!r}{stack} ({r['pairing']} pairing) more "
+                         "than once; keep one row per model, stack, score and pairing (summarize_survey of one scores "
+                         "table).")
+    comp = computed.set_index(index)
     rows = []
     for _, r in published.iterrows():
         out = {"table": r.get("table", ""), "row": r.get("row", ""),
@@ -123,7 +129,7 @@ def compare_with_published(published: pd.DataFrame, computed: pd.DataFrame) -> p
                "published": fmt(r["median"], r["q25"], r["q75"]),
                "problems": r["problems"], "recomputed": "", "recomputed_modulo": ""}
         for pairing, col in (("grouped", "recomputed"), ("modulo", "recomputed_modulo")):
-            k = (r["key"], r["score"], pairing)
+            k = (r["key"], r["component"], r["score"], pairing) if by_stack else (r["key"], r["score"], pairing)
             if k in comp.index:
                 c = comp.loc[[k]].iloc[0]
                 out[col] = fmt(c["median"], c["q25"], c["q75"])
