@@ -19,7 +19,6 @@ mark puts on a slide.  :func:`shown_tables` counts what a deck must then show.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 
@@ -34,14 +33,19 @@ _GLUE_FIGURE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S
 
 
 # ----------------------------------------------------------------------------- content
-def _glue_value(entry: dict):
-    data = entry.get("data", {})
-    text = data.get("text/plain", "")
-    numpy_scalar = re.fullmatch(r"np\.\w+\((.*)\)", text)  # e.g. np.float64(0.5)
+def _glue_shown(name: str, entry: dict, fmt: str) -> str:
+    """A glued value as ``{glue:text}`name:fmt``` shows it on the page (myst-nb's rule,
+    :func:`companion.book.site.executions.text`: a string '0.25' with ``.1%`` is 25.0%)."""
+    from ..site.executions import text
+
+    raw = entry.get("data", {}).get("text/plain", "")
+    raw = raw if isinstance(raw, str) else "".join(raw)
+    numpy_scalar = re.fullmatch(r"np\.\w+\((.*)\)", raw)  # e.g. np.float64(0.5)
     try:
-        return ast.literal_eval(numpy_scalar.group(1) if numpy_scalar else text)
-    except (ValueError, SyntaxError):
-        return text
+        return text(numpy_scalar.group(1) if numpy_scalar else raw, fmt)
+    except (ValueError, TypeError, OverflowError):
+        raise SlideError(f"the glued value {name!r} ({raw[:40]!r}) cannot be shown with the format {fmt!r}: "
+                         "glue a number, or change the format in the chapter") from None
 
 
 def _figure_alt(metadata, default: str) -> str:
@@ -74,8 +78,7 @@ def resolve_glue(text: str, glue: dict) -> str:
         name, fmt = m.group("name"), m.group("fmt")
         if name not in glue:
             missing(name)
-        value = _glue_value(glue[name])
-        return pasted(format(value, fmt) if fmt else str(value))   # plain text, as on the book's page
+        return pasted(_glue_shown(name, glue[name], fmt or ""))   # plain text, as on the book's page
 
     # values first, figures after: what a substitution pastes is never read again (a glued value
     # in a figure's alt text stays text, it is not a glue reference to fill in)

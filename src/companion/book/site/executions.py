@@ -88,7 +88,8 @@ def _joined(value) -> str:
 # --------------------------------------------------------------------------- reading
 def glue_records(nb) -> dict:
     """``{name: {"data": ..., "metadata": ...}}`` of the values an executed notebook glued
-    (outputs whose metadata names them; the mime prefix stripped).  ``nb`` is not changed."""
+    (outputs whose metadata names them; the mime prefix stripped; a name glued twice has its last
+    value, as on the page).  ``nb`` is not changed."""
     out = {}
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -100,7 +101,8 @@ def glue_records(nb) -> dict:
                 continue
             cut = len(scrap.get("mime_prefix", ""))
             data = {k[cut:] if k.startswith(GLUE_PREFIX) else k: v for k, v in (o.get("data") or {}).items()}
-            out.setdefault(name, {"data": data, "metadata": dict(o.get("metadata") or {})})
+            # a name glued twice: the last value, the one myst-nb's page shows (extract_glue_data)
+            out[name] = {"data": data, "metadata": dict(o.get("metadata") or {})}
     return out
 
 
