@@ -362,3 +362,64 @@ def test_nbformat3_notebook_glue_is_read(tmp_path):
     path.write_text(json.dumps(v3), encoding="utf-8")
     nb = nbformat.read(str(path), as_version=4)
     assert glue_records(nb)["x"]["data"]["text/plain"] == "0.5"
+
+
+def test_carried_glued_value_with_markup_name_is_plain_text():
+    """A value glued without display, its name and value holding markup: the notebook carries
+    it as the text/plain line ``name = value`` (what a re-run shows), no HTML bundle."""
+    from companion.book.editions.notebook_cells import carry_outputs
+
+    name, value = "<img src=x onerror=alert(1)>", "'<script>alert(1)</script>'"
+    executed = nbformat.v4.new_notebook()
+    executed.cells = [nbformat.v4.new_code_cell("glue(n, v)", outputs=[_glued(name, value)])]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("glue(n, v)")]
+    carry_outputs(nb, executed)
+    (out,) = nb.cells[0].outputs
+    assert out["data"] == {"text/plain": f"{name} = {value}"}
+
+
+def test_glued_figure_alt_with_markup_in_the_notebook_is_text():
+    from markdown_it import MarkdownIt
+
+    from companion.book.editions.notebook_cells import paste_glued_figures
+    from companion.book.site.executions import Execution
+
+    alt = 'x](javascript:alert(1)) <img src=x onerror=alert(1)> "'
+    ex = Execution("c", glue={"f": {"data": {"image/png": "iVBORw0K"}, "metadata": {"image/png": {"alt": alt}}}})
+    text, _ = paste_glued_figures("```{glue:figure} f\nCap\n```\n", ex)
+    out = MarkdownIt("commonmark", {"html": True}).render(text)
+    b = _Browser()
+    b.feed(out)
+    b.close()
+    assert [t for t, _ in b.elements] == ["p", "img", "p", "em"], out
+    img = dict(b.elements[1][1])
+    assert img["src"] == "data:image/png;base64,iVBORw0K"
+    # the alt as written into the Markdown, read back (markdown-it-py drops entities from an alt,
+    # so the source is read: entities decoded, backslash escapes removed)
+    written = re.match(r"!\[(.*)\]\(data:", text).group(1)
+    assert re.sub(r"\\(.)", r"\1", html.unescape(written)) == alt.replace("[", "(").replace("]", ")")
+
+
+def test_book_links_of_a_page_named_with_markup_stay_one_address(tmp_path):
+    """A page whose file name holds ``) <img onerror=...>``: its address, pasted into a
+    notebook's Markdown link, is one address (percent-encoded), never a second element."""
+    from urllib.parse import unquote
+
+    from markdown_it import MarkdownIt
+
+    from companion.book.site.chapters import book_links
+
+    doc = "book/a) <img src=x onerror=alert(1)> \"q\""
+    (tmp_path / "book").mkdir()
+    (tmp_path / f"{doc}.md").write_text("---\njupytext:\n  x: 1\nkernelspec:\n  name: python3\n---\n# A\n",
+                                        encoding="utf-8")
+    (tmp_path / "_toc.yml").write_text(f"root: '{doc}'\n", encoding="utf-8")
+    site = "https://o.github.io/r/"
+    url = book_links(tmp_path, site)[doc]
+    out = MarkdownIt("commonmark", {"html": True}).render(f"See [the page]({url}).")
+    b = _Browser()
+    b.feed(out)
+    b.close()
+    assert [t for t, _ in b.elements] == ["p", "a"], out
+    assert unquote(dict(b.elements[1][1])["href"]) == f"{site}{doc}.html"

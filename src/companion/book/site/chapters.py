@@ -158,9 +158,12 @@ def book_links(root: Path | str, site: str) -> dict:
     (a theorem, proposition or definition, ``{prf:ref}``) and every equation's label
     (``$$ (label)`` or a ``math`` directive's ``:label:``, ``{eq}``, whose anchor on the site
     is ``equation-label``), as addresses on the published site."""
+    from urllib.parse import quote
+
     links = {}
     for chapter in book_chapters(root):
-        page = f"{site}{chapter.docname}.html"
+        # percent-encoded: a file name with ")", "<", '"' or a space stays one address in a link
+        page = f"{site}{quote(chapter.docname, safe='/-_.~')}.html"
         links[chapter.docname.split("/")[-1]] = page
         links[chapter.docname] = page
         directive = ""
