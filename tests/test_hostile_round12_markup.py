@@ -423,3 +423,41 @@ def test_book_links_of_a_page_named_with_markup_stay_one_address(tmp_path):
     b.close()
     assert [t for t, _ in b.elements] == ["p", "a"], out
     assert unquote(dict(b.elements[1][1])["href"]) == f"{site}{doc}.html"
+
+
+# ============================================================ build status: run sets as recorded
+
+@pytest.mark.parametrize("device, kind", [
+    ("Tesla T4", "GPU"), ("NVIDIA H100 80GB HBM3", "GPU"), ("AMD Instinct MI300X", "GPU"), ("cuda:0", "GPU"),
+    ("cpu (2 threads)", "CPU"), ("AMD EPYC 7B13", "CPU"), ("Intel(R) Xeon(R) CPU @ 2.20GHz", "CPU"),
+    ("?", "unrecorded"), ("TPU v4", "unrecorded"), ("mps", "unrecorded"), ("", "unrecorded"), (None, "unrecorded"),
+    ("<script>gpu</script>", "GPU"), (3, "unrecorded"),
+])
+def test_device_kind_reads_what_a_run_recorded(device, kind):
+    from companion.book.site.build_status import device_kind
+
+    assert device_kind(device) == kind
+
+
+def test_cached_run_sets_sum_what_the_runs_recorded(tmp_path):
+    """Hours and steps per set, summed by hand from the provenance written here; a run without
+    history.csv (unfinished) and a duration that is no number count nothing."""
+    import json
+
+    from companion.book.site.build_status import cached_run_sets
+
+    runs = [("s-encoder-a", 3600, 100, "Tesla T4", True), ("s-decoder-b", 1800, 100, "cpu", True),
+            ("s-encoder-c", 7200, 50, "Tesla T4", False), ("s-encoder-d", "9000", 100, "Tesla T4", True),
+            ("s-encoder-e", True, 100, "Tesla T4", True)]
+    for name, secs, steps, device, finished in runs:
+        d = tmp_path / name
+        d.mkdir()
+        (d / "provenance.json").write_text(json.dumps({"duration_s": secs, "config": {"steps": steps, "corpus": "c"},
+                                                       "hardware": {"device": device}}), encoding="utf-8")
+        if finished:
+            (d / "history.csv").write_text("step,loss\n", encoding="utf-8")
+    (row,) = cached_run_sets(tmp_path)
+    counted = [r for r in runs if r[4]]
+    hours = sum(r[1] for r in counted if type(r[1]) in (int, float)) / 3600
+    assert (row["set"], row["runs"], row["hours"], row["steps"], row["kind"]) == \
+        ("s", len(counted), round(hours, 2), "100", "CPU and GPU")
