@@ -48,9 +48,29 @@ def exceeds(a, b) -> bool | None:
     return bool(float(a) > float(b)) if finite(a, b) else None
 
 
+def count(n, what: str = "seed count") -> int:
+    """``n`` as a whole number >= 0, else ``ValueError`` in one line: ``int()`` would read 1.7
+    seeds as '1 seed', ``True`` as 1, and NaN raises with no word of what it was."""
+    whole = (not isinstance(n, (bool, str, bytes)) and type(n).__name__ not in ("bool_", "bool")
+             and finite(n) and float(n) == int(float(n)) and float(n) >= 0)
+    if not whole:
+        raise ValueError(f"a {what} must be a whole number >= 0; got {str(n)[:20]!r}.")
+    return int(float(n))
+
+
+def _worded(v, fmt: str) -> str:
+    """``v`` in ``fmt``; a negative value that rounds to zero is worded as zero (``+0.000``,
+    never ``-0.000``: a bound of -1e-9 is no negative bound at three decimals)."""
+    v = float(v)
+    if math.copysign(1.0, v) < 0 and f"{-v:{fmt}}" == f"{0.0:{fmt}}":
+        return f"{0.0:{fmt}}"
+    return f"{v:{fmt}}"
+
+
 def seeds(n: int) -> str:
-    """``1 seed``, ``3 seeds``."""
-    return f"{int(n)} seed" + ("" if int(n) == 1 else "s")
+    """``1 seed``, ``3 seeds`` (a count that is not a whole number >= 0: ``ValueError``)."""
+    n = count(n)
+    return f"{n} seed" + ("" if n == 1 else "s")
 
 
 def interval(low: float, high: float, n: int | None = None, level: float = 0.95, fmt: str = "+.3f",
@@ -65,16 +85,17 @@ def interval(low: float, high: float, n: int | None = None, level: float = 0.95,
     stated where the table or list says what its brackets hold.  ``brackets="()"`` writes the
     compact form as ``+0.27 (+0.04 to +0.50)``, for a sentence that already says what the
     parentheses hold.  An estimate that is not a number reads ``estimate missing``."""
-    if n is not None and int(n) < 2 or not (math.isfinite(low) and math.isfinite(high)):
-        return "one seed, no interval" if n is not None and int(n) < 2 else "no interval"
+    n = count(n) if n is not None else None
+    if n is not None and n < 2 or not (math.isfinite(low) and math.isfinite(high)):
+        return "one seed, no interval" if n is not None and n < 2 else "no interval"
     if estimate is not None and not math.isfinite(estimate):   # never '+nan [...]'
         return "estimate missing" + (f", {seeds(n)}" if n is not None else "")
     if estimate is not None and brackets == "()":
-        text = f"{estimate:{fmt}} ({low:{fmt}} to {high:{fmt}})"
+        text = f"{_worded(estimate, fmt)} ({_worded(low, fmt)} to {_worded(high, fmt)})"
     elif estimate is not None:
-        text = f"{estimate:{fmt}} [{low:{fmt}}, {high:{fmt}}]"
+        text = f"{_worded(estimate, fmt)} [{_worded(low, fmt)}, {_worded(high, fmt)}]"
     else:
-        text = f"{level:.0%} {kind} {low:{fmt}} to {high:{fmt}}"
+        text = f"{level:.0%} {kind} {_worded(low, fmt)} to {_worded(high, fmt)}"
     return text + (f", {seeds(n)}" if n is not None else "")
 
 
@@ -93,12 +114,12 @@ def sentence_case(text: str) -> str:
 
 def span(values, fmt: str = ".2f", empty: str = "none") -> str:
     """The range of some values, lowest first: ``0.12 to 0.34`` (not an interval: no level,
-    no estimate); values that are not numbers (NaN) are left out, as pandas' min and max
-    leave them; ``empty`` when there are none."""
-    values = [float(v) for v in values if not math.isnan(float(v))]
+    no estimate); values that are not finite numbers (NaN, infinite: :func:`finite`) are left
+    out, as pandas' min and max leave NaN; ``empty`` when there are none."""
+    values = [float(v) for v in values if finite(v)]
     if not values:
         return empty
-    return f"{min(values):{fmt}} to {max(values):{fmt}}"
+    return f"{_worded(min(values), fmt)} to {_worded(max(values), fmt)}"
 
 
 def listed(items, empty: str = "none") -> str:
@@ -110,7 +131,7 @@ def listed(items, empty: str = "none") -> str:
 def numbers(values, fmt: str = ".3f", empty: str = "none") -> str:
     """``0.120, 0.340``: numbers in one format, separated by commas; a value that is not a
     number (:func:`finite`) reads ``missing``, never ``nan``."""
-    return listed((f"{v:{fmt}}" if finite(v) else "missing" for v in values), empty)
+    return listed((_worded(v, fmt) if finite(v) else "missing" for v in values), empty)
 
 
 def as_set(value, decimals: int = 3, sign: bool = False) -> str:
@@ -125,7 +146,7 @@ def as_set(value, decimals: int = 3, sign: bool = False) -> str:
     """
     if not finite(value):   # never 'nan' or 'inf' quoted as a threshold
         return "not set"
-    v = float(value)
+    v = float(value) + 0.0   # -0.0 + 0.0 is 0.0: never '-0.000'
     if abs(v) >= 1e15:   # every digit it was set with, in scientific notation (1e+300, not 301 digits)
         import numpy as np
 
