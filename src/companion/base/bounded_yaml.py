@@ -16,7 +16,8 @@ class TooDeep(OverflowError):
 def load_bounded(text: str, max_nodes: int = MAX_NODES):
     """``yaml.safe_load(text)``, refused with ``OverflowError`` before anything is built when
     aliases nested in aliases would expand it past ``max_nodes`` nodes (a few hundred bytes
-    can name billions) or when it is nested deeper than Python's recursion allows; a value
+    can name billions) or when it is nested deeper than Python's recursion allows; a key
+    written twice in one mapping (``safe_load`` keeps the second silently) and a value
     whose form promises a type it cannot be (a date of month 13) is a ``yaml.YAMLError``."""
     import yaml
 
@@ -35,8 +36,16 @@ def load_bounded(text: str, max_nodes: int = MAX_NODES):
             if isinstance(n, yaml.SequenceNode):
                 stack.extend(n.value)
             elif isinstance(n, yaml.MappingNode):
+                seen = set()
                 for k, v in n.value:
                     stack.extend((k, v))
+                    if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                        if (k.tag, k.value) in seen:   # safe_load keeps the second copy, silently
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"the key {k.value!r} is written twice in one mapping (line "
+                                f"{k.start_mark.line + 1}); keep one, or the second copy would silently "
+                                "replace the first", None)
+                        seen.add((k.tag, k.value))
         try:
             return loader.construct_document(node) if node is not None else None
         except RecursionError:
