@@ -461,3 +461,36 @@ def test_cached_run_sets_sum_what_the_runs_recorded(tmp_path):
     hours = sum(r[1] for r in counted if type(r[1]) in (int, float)) / 3600
     assert (row["set"], row["runs"], row["hours"], row["steps"], row["kind"]) == \
         ("s", len(counted), round(hours, 2), "100", "CPU and GPU")
+
+
+# ============================================================ the execution cache, seeded from records that lie
+
+_CHAPTER = ("---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+            "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n\n# C\n\n"
+            "```{code-cell} ipython3\nx = 1\nx\n```\n")
+
+
+@pytest.mark.parametrize("record", [{"docname": "book/c"}, {"docname": "book/c", "execution_seconds": "soon"}])
+def test_seed_refuses_a_record_without_its_time_in_one_line(tmp_path, record):
+    """A record of an executed chapter that lacks ``execution_seconds`` (or gives no number): a
+    one-line refusal naming the record, not a KeyError, and nothing seeded in its name."""
+    import json
+
+    from companion.base.errors import CompanionError
+    from companion.book.site.book_cache import seed
+
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "c.md").write_text(_CHAPTER, encoding="utf-8")
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# C"), nbformat.v4.new_code_cell("x = 1\nx", execution_count=1,
+                outputs=[nbformat.v4.new_output("execute_result", data={"text/plain": "1"}, execution_count=1)])]
+    nb.metadata = {"jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
+                   "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
+    nbformat.write(nb, str(executed / "c.ipynb"))
+    (executed / "c.json").write_text(json.dumps(record), encoding="utf-8")
+    with pytest.raises((ValueError, CompanionError)) as err:
+        seed(executed, tmp_path / "cache", root=tmp_path)
+    msg = str(err.value)
+    assert "\n" not in msg and "c.json" in msg and "execution_seconds" in msg, msg

@@ -119,6 +119,10 @@ def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
         if not isinstance(meta, dict) or not isinstance(meta.get("docname"), str):
             raise ValueError(f"{record} is not the record of an executed chapter (a JSON object with its "
                              "'docname'); run the chapters again (make test writes them).")
+        took = meta.get("execution_seconds")
+        if isinstance(took, bool) or not isinstance(took, (int, float)) or not 0 <= took < float("inf"):
+            raise ValueError(f"{record} gives no 'execution_seconds' (a number of seconds, got {took!r}); run the "
+                             "chapters again (make test writes them).")
         source = root / f"{meta['docname']}.md"
         if not source.is_file():
             continue
@@ -127,7 +131,7 @@ def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
         if jc.create_hashed_notebook(nb)[1] != jc.create_hashed_notebook(chapter)[1]:
             continue
         jc.cache_notebook_bundle(
-            CacheBundleIn(nb, str(source), data={"execution_seconds": meta["execution_seconds"]}),
+            CacheBundleIn(nb, str(source), data={"execution_seconds": took}),
             check_validity=False, overwrite=True)
         seeded.append(meta["docname"])
     return seeded
