@@ -41,6 +41,22 @@ RULES_PATH = DATA_DIR / "verdict_rules.yaml"
 #: the earlier rules files, kept unchanged (read by the page "How the rules changed")
 RULES_HISTORY = {v: DATA_DIR / "rules_history" / f"verdict_rules_v{v}.yaml" for v in (1, 2, 3)}
 
+#: the keys a body and a claim read at looks may hold (versions 3 and 4): any other is refused,
+#: since a misspelt key reads as absent and its default silently stands in ('sing: -1' left a
+#: loss claim's sign at +1, reversing its effect)
+BODY_KEYS = frozenset({"label", "pattern", "patterns", "corpus", "tokenizer", "seeds", "extra_seeds", "steps", "lr",
+                       "arms", "secondary_arms", "guard_reference", "plan", "blind", "devices", "registered"})
+CLAIM_KEYS = frozenset({"claim", "quantity", "test", "candidate", "comparator", "secondary_comparators", "sign",
+                        "body", "sesoi", "pilot", "fixed", "seen_before", "below_target"})
+
+
+def _known_keys(d: dict, allowed: frozenset, path, where: str) -> None:
+    """Refuse, naming it, a key ``allowed`` does not hold."""
+    unknown = sorted(str(k) for k in d if k not in allowed)
+    if unknown:
+        _fail(path, where, f"unknown key {unknown[0][:40]!r} (a misspelt key reads as absent and its default "
+                           f"would silently stand in); the keys are {', '.join(sorted(allowed))}.")
+
 
 def load_rules(path: str | Path | None = None, check_design: bool = True) -> dict:
     """A rules file of any version, checked whole (see the module's docstring): the file in
@@ -117,6 +133,7 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
         where = f"body {key!r}"
         if not isinstance(b, dict):
             _fail(path, where, "must be a mapping.")
+        _known_keys(b, BODY_KEYS, path, where)
         for field in ("label", "pattern", "corpus", "plan"):
             if not isinstance(b.get(field), str) or not b[field]:
                 _fail(path, where, f"{field!r} must be text.")
@@ -186,6 +203,7 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
         where = f"rule {key!r}"
         if not isinstance(r, dict):
             _fail(path, where, "must be a mapping.")
+        _known_keys(r, CLAIM_KEYS, path, where)
         for field in ("claim", "test", "seen_before"):
             if not isinstance(r.get(field), str):
                 _fail(path, where, f"needs {field!r}.")
