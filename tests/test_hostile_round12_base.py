@@ -198,6 +198,8 @@ TWO = [  # (first, second, a word the refusal must name)
     (("claims.table_1.sing", -1), ("claims.table_1.sign", KeyError), "sing"),
     (("claims.training_symmetry.secondary_comparator", ["authors-decoder/standard"]),
      ("claims.training_symmetry.secondary_comparators", KeyError), "secondary_comparator"),
+    (("yardsticks.symmetry-chars.read_form", {"arm": "encoder/standard", "score": "symmetry"}),
+     ("yardsticks.symmetry-chars.read_from", KeyError), "read_form"),
     (("bodies.wikipedia-v3.secondary_armz", ["decoder/standard"]), ("bodies.wikipedia-v3.blind", True), "secondary_armz"),
 ]
 

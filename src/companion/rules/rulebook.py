@@ -48,6 +48,9 @@ BODY_KEYS = frozenset({"label", "pattern", "patterns", "corpus", "tokenizer", "s
                        "arms", "secondary_arms", "guard_reference", "plan", "blind", "devices", "registered"})
 CLAIM_KEYS = frozenset({"claim", "quantity", "test", "candidate", "comparator", "secondary_comparators", "sign",
                         "body", "sesoi", "pilot", "fixed", "seen_before", "below_target"})
+#: a yardstick's keys ('read_form' for read_from left a yardstick fixed that is read at each look)
+YARDSTICK_KEYS = frozenset({"applies_to", "derived_from", "rule", "scale", "speedup", "body", "value_when_fixed",
+                            "read_from", "derivation"})
 
 
 def _known_keys(d: dict, allowed: frozenset, path, where: str) -> None:
@@ -177,6 +180,7 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
         where = f"yardstick {name!r}"
         if not isinstance(y, dict):
             _fail(path, where, "must be a mapping.")
+        _known_keys(y, YARDSTICK_KEYS, path, where)
         _num(y.get("value_when_fixed"), path, where, "value_when_fixed", 0)
         if y.get("rule") not in _YARDSTICK_RULES:
             _fail(path, where, f"'rule' must be one of {_YARDSTICK_RULES}.")
