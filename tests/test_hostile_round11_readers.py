@@ -103,11 +103,18 @@ _GGUF = {
 }
 
 
-def _gguf_with(path: Path, tensors: dict) -> Path:
-    """A GGUF file holding raw tensors ``{name: (bytes [rows, row_bytes], type name)}``."""
+def _gguf_with(path: Path, tensors: dict, heads: int | None = None, d: int | None = None) -> Path:
+    """A GGUF file holding raw tensors ``{name: (bytes [rows, row_bytes], type name)}``; with
+    ``heads`` and ``d``, the header of a one-layer llama of ``heads`` heads (as many kv heads)
+    and width ``d``, so that the readers take it for a model."""
     import gguf
 
     w = gguf.GGUFWriter(str(path), "llama")
+    if heads is not None:
+        w.add_block_count(1)
+        w.add_head_count(heads)
+        w.add_head_count_kv(heads)
+        w.add_embedding_length(d)
     for name, (raw, tname) in tensors.items():
         w.add_tensor(name, raw, raw_dtype=getattr(gguf.GGMLQuantizationType, tname))
     w.write_header_to_file()
@@ -156,23 +163,12 @@ def test_gguf_k_quants_decode_as_the_gguf_reference_does(tmp_path, tname):
 
 
 def test_gguf_nan_block_scale_in_a_query_weight_is_refused_not_scored(tmp_path):
-    import gguf
-
     d, heads = 64, 2
-    w = gguf.GGUFWriter(str(tmp_path / "n.gguf"), "llama")
-    w.add_block_count(1)
-    w.add_head_count(heads)
-    w.add_head_count_kv(heads)
-    w.add_embedding_length(d)
     q = _blocks("Q8_0", d, d)
     q[5, 0:2] = _f16([np.nan])[0]
-    w.add_tensor("blk.0.attn_q.weight", q.reshape(d, -1), raw_dtype=gguf.GGMLQuantizationType.Q8_0)
-    w.add_tensor("blk.0.attn_k.weight", _blocks("Q8_0", d, d).reshape(d, -1),
-                 raw_dtype=gguf.GGMLQuantizationType.Q8_0)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    _gguf_with(tmp_path / "n.gguf", {"blk.0.attn_q.weight": (q.reshape(d, -1), "Q8_0"),
+                                     "blk.0.attn_k.weight": (_blocks("Q8_0", d, d).reshape(d, -1), "Q8_0")},
+               heads=heads, d=d)
     with pytest.raises(CompanionError) as err:
         _read(tmp_path / "n.gguf")
     assert "NaN or infinite" in _one_line(err)
@@ -497,23 +493,11 @@ def test_marian_header_whose_shape_needs_more_bytes_than_its_data_is_refused(tmp
 # ============================================================ (c) parts read where they lie
 
 def _parts_gguf(tmp_path):
-    import gguf
-
     from companion.adapters.gguf_parts import MANIFEST_FORMAT, marker_of
 
     d, heads = 64, 2
-    w = gguf.GGUFWriter(str(tmp_path / "whole.gguf"), "llama")
-    w.add_block_count(1)
-    w.add_head_count(heads)
-    w.add_head_count_kv(heads)
-    w.add_embedding_length(d)
-    for side in "qk":
-        w.add_tensor(f"blk.0.attn_{side}.weight", _blocks("Q8_0", d, d).reshape(d, -1),
-                     raw_dtype=gguf.GGMLQuantizationType.Q8_0)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    _gguf_with(tmp_path / "whole.gguf", {f"blk.0.attn_{side}.weight": (_blocks("Q8_0", d, d).reshape(d, -1), "Q8_0")
+                                         for side in "qk"}, heads=heads, d=d)
     data = (tmp_path / "whole.gguf").read_bytes()
     cuts = [0, 200, len(data) // 2, len(data)]
     paths = []
