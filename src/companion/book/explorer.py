@@ -24,7 +24,7 @@ import torch
 from ..core.scores import directionality_score, symmetry_score
 
 __all__ = ["block_means", "block_rms", "form_summaries", "head_summaries", "explorer_data", "explorer_html",
-           "embed_json"]
+           "embed_json", "is_explorer_html"]
 
 
 def _blocks(d: int, cells: int) -> torch.Tensor:
@@ -214,3 +214,20 @@ def explorer_html(data: dict) -> str:
     if not data:
         raise ValueError("the explorer needs at least one checkpoint's forms (explorer_data returned nothing)")
     return _TEMPLATE.replace("__DATA__", embed_json(data))
+
+
+def is_explorer_html(fragment: str) -> bool:
+    """Whether ``fragment`` is exactly what :func:`explorer_html` writes for the data it embeds:
+    the template's own page and script around JSON that re-embeds to the same bytes (so every
+    ``<``, ``>`` and ``&`` of the data is an escape and nothing but data sits in the script).
+    The notebooks carry such an output as it is (its script is this module's); any other HTML
+    that runs code is not carried (:func:`companion.book.editions.notebook_cells.carry_outputs`)."""
+    head, tail = _TEMPLATE.split("__DATA__")
+    if not (isinstance(fragment, str) and fragment.startswith(head) and fragment.endswith(tail)
+            and len(fragment) > len(head) + len(tail)):
+        return False
+    try:
+        data = json.loads(fragment[len(head):len(fragment) - len(tail)])
+    except ValueError:
+        return False
+    return isinstance(data, dict) and bool(data) and explorer_html(data) == fragment

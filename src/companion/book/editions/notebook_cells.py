@@ -184,6 +184,66 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
 OUTPUT_BUDGET = 5_000_000
 
 
+#: what a carried output may hold as it is: text and raster images (Jupyter and Colab show them
+#: as data); HTML and Markdown only when inert (:func:`_inert_bundle`); any other type is dropped
+_PLAIN_TYPES = ("text/plain", "image/png", "image/jpeg", "image/gif")
+#: the text/plain of an object that has only a rich form (``<IPython.core.display.HTML object>``,
+#: ``<pandas.io.formats.style.Styler at 0x...>``): nothing to show once the rich form is left out
+_BARE_REPR = re.compile(r"^<[\w.]+ (?:object|at 0x[0-9a-fA-F]+)>$")
+#: a Markdown link's or reference's address, and a formula's link (MathJax's \href, \url)
+_MD_ADDRESS = re.compile(r"\]\(\s*<?([^\s)>]*)|^\s{0,3}\[[^\]]+\]:\s*<?(\S*?)>?(?:\s|$)", re.M)
+_MATH_LINK = re.compile(r"\\(?:href|url)\b")
+
+
+def _inert_markdown(text: str) -> bool:
+    from ..site.markup import _SAFE_URL, inert_html
+
+    if _MATH_LINK.search(text) or not inert_html(text):
+        return False
+    return all(_SAFE_URL.match(re.sub(r"[\x00-\x20\x7f]", "", a or b)) for a, b in _MD_ADDRESS.findall(text))
+
+
+def _inert_bundle(o):
+    """``o`` (an execution's output) with only what shows as data: text, raster images, and HTML
+    or Markdown that holds no script, handler or active address
+    (:func:`companion.book.site.markup.inert_html`), the survey's explorer excepted, whose
+    script is the package's own (:func:`companion.book.explorer.is_explorer_html`).  An output
+    whose only other form is an object's bare repr says in its place that the cell shows more
+    when run.  Jupyter itself runs no script of an untrusted notebook's output; Colab does."""
+    import nbformat
+
+    if o.get("output_type") not in ("display_data", "execute_result"):
+        return o
+    from ..site.markup import inert_html
+
+    data, kept, left = o.get("data", {}), {}, False
+    for mime, value in data.items():
+        text = value if isinstance(value, str) else "".join(value) if isinstance(value, list) else None
+        if mime in _PLAIN_TYPES:
+            kept[mime] = value
+        elif mime == "text/html" and text is not None and (inert_html(text) or _is_explorer(text)):
+            kept[mime] = value
+        elif mime == "text/markdown" and text is not None and _inert_markdown(text):
+            kept[mime] = value
+        else:
+            left = True
+    if not left:
+        return o
+    plain = kept.get("text/plain", "")
+    plain = plain if isinstance(plain, str) else "".join(plain)
+    if len(kept) == (1 if "text/plain" in kept else 0) and (not plain or _BARE_REPR.match(plain.strip())):
+        kept["text/plain"] = ("(this output of the build runs code in the page, so the notebook does "
+                              "not carry it: run the cell to see it)")
+    new = dict(o, data=kept)
+    return nbformat.from_dict(new)
+
+
+def _is_explorer(text: str) -> bool:
+    from ..explorer import is_explorer_html
+
+    return is_explorer_html(text)
+
+
 def _output_bytes(o) -> int:
     import json
 
@@ -221,6 +281,7 @@ def carry_outputs(nb, executed, budget: int = OUTPUT_BUDGET) -> dict:
                 text = data["text/plain"] if isinstance(data["text/plain"], str) else "".join(data["text/plain"])
                 shown_data, shown_meta = shown(scrap.get("name", "?"), text)
                 o = nbformat.v4.new_output("display_data", data=shown_data, metadata=shown_meta)
+            o = _inert_bundle(o)
             size = _output_bytes(o)
             if used + size > budget:
                 left_out += 1

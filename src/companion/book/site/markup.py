@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["pasted", "safe_html"]
+__all__ = ["pasted", "safe_html", "inert_html"]
 
 #: characters that start inline Markdown (emphasis, code spans and MyST roles, links and images,
 #: math, table cells, strikes, escapes); each is escaped with a backslash, which CommonMark, MyST
@@ -124,3 +124,80 @@ def safe_html(fragment: str) -> str:
     if parser.rawdata:   # an unfinished tag at the end (``<img src=x onerror=...``): text
         out.append(html.escape(parser.rawdata))
     return "".join(out)
+
+
+#: what a computed table adds to the inert tags of :data:`_SAFE_TAGS`: a ``<style>`` block (pandas'
+#: ``Styler`` and ``DataFrame`` write one), and attributes that carry no behaviour either
+_INERT_TAGS = _SAFE_TAGS | {"style"}
+_INERT_ATTRS = _SAFE_ATTRS | frozenset("border cellspacing cellpadding valign scope headers role tabindex "
+                                       "scoped type style".split())
+#: what in a style sheet or a style attribute fetches or runs something (an address, an old IE
+#: expression, a binding, an import)
+_RAW_TAG = re.compile(r"<[/!?]?(?:script|iframe|frame|object|embed|applet|svg|math|form|base|link|meta|template|"
+                      r"noscript|xmp|plaintext|textarea)", re.I)
+_RAW_SCHEME = re.compile(r"(?:java|vb|live)script:|data:text", re.I)
+_CSS_ACTIVE = re.compile(r"url\s*\(|expression\s*\(|@import|behaviou?r\s*:|-moz-binding|javascript:|\\", re.I)
+
+
+def inert_html(fragment: str) -> bool:
+    """Whether ``fragment`` (an HTML output a chapter's code made: a table, a styled table) holds
+    only inert markup, so it may be carried as it is into a notebook: every tag is one of
+    :data:`_SAFE_TAGS` or a ``<style>`` block, every attribute one of :data:`_INERT_ATTRS` or an
+    ``aria-`` label, every ``href``/``src`` a safe address, and no style fetches or runs anything.
+    A ``<script>``, an ``on*=`` handler, an ``<svg>``, a ``javascript:`` address hidden by an
+    entity or a tab, a comment or a declaration makes it not inert."""
+    from html.parser import HTMLParser
+
+    # a belt for where Python's parser and a browser's might read a broken tag differently: the
+    # raw text (blanks and controls dropped) opens no script-like element and names no handler,
+    # and decoded as an attribute value is, names no script address, whatever the parse makes of it
+    def flat(text):
+        return re.sub(r"[\x00-\x20\x7f]", "", text)
+
+    if (_RAW_TAG.search(flat(fragment)) or _RAW_SCHEME.search(flat(html.unescape(fragment)))
+            or re.search(r"[\s/\"'`]on[a-z]+\s*=", fragment, re.I)):
+        return False
+    verdict = {"inert": True}
+
+    def no(*_):
+        verdict["inert"] = False
+
+    def check(tag, attrs):
+        if tag not in _INERT_TAGS:
+            return no()
+        for name, value in attrs:
+            name, value = name.lower(), "" if value is None else value
+            if not (name in _INERT_ATTRS or re.fullmatch(r"aria-[a-z]+", name)):
+                return no()
+            if name in ("href", "src"):
+                bare = re.sub(r"[\x00-\x20\x7f\ufffd]", "", html.unescape(value))
+                if not (_SAFE_URL.match(bare) or (tag == "img" and name == "src" and _IMAGE_DATA.match(value))):
+                    return no()
+            if name == "style" and _CSS_ACTIVE.search(html.unescape(value)):
+                return no()
+
+    class _Read(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            check(tag, attrs)
+            self.in_style = tag == "style"
+
+        def handle_startendtag(self, tag, attrs):
+            check(tag, attrs)
+
+        def handle_endtag(self, tag):
+            self.in_style = False
+            if tag not in _INERT_TAGS:
+                no()
+
+        def handle_data(self, data):
+            if getattr(self, "in_style", False) and _CSS_ACTIVE.search(data):
+                no()
+
+        handle_comment = handle_decl = handle_pi = unknown_decl = no
+
+    parser = _Read(convert_charrefs=True)
+    parser.feed(fragment)
+    parser.close()
+    if parser.rawdata.strip():   # an unfinished tag at the end
+        no()
+    return verdict["inert"]
