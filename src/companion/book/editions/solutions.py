@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["strip_solutions", "split_check_cells", "cells_without_solutions"]
+__all__ = ["strip_solutions", "split_check_cells", "cells_without_solutions", "directives", "without_directives",
+           "directive_options"]
 
 #: a solution directive's name in a fence's info string: ``{solution}``, sphinx-exercise's gated
 #: ``{solution-start}`` / ``{solution-end}``, with or without a domain (``{exercise:solution}``)
@@ -21,7 +22,10 @@ _DIRECTIVE = re.compile(r"^\{\s*([\w.:-]+)\s*\}")
 #: directives whose body is not MyST Markdown (code, math, raw input): never parsed for solutions
 _RAW_DIRECTIVES = {"code-cell", "code", "code-block", "sourcecode", "literalinclude", "math", "raw",
                    "eval-rst", "eval-md", "mermaid", "graphviz", "csv-table", "bibliography", "glue:math"}
-_RST_SOLUTION = re.compile(r"^\s*\.\.\s+(?:[\w.-]+:)?solution(?:-start|-end)?::", re.M | re.I)
+#: an RST solution directive (docutils allows spaces between the name and its ``::``)
+_RST_SOLUTION = re.compile(r"^\s*\.\.\s+(?:[\w.-]+:)?solution(?:-start|-end)?[ \t]*::", re.M | re.I)
+#: a MyST solution directive's name anywhere in a text (a front matter's substitution)
+SOLUTION_ANYWHERE = re.compile(r"\{\s*(?:[\w.-]+:)?solution(?:-start|-end)?\s*\}", re.I)
 #: a line as Markdown counts lines (``\n``, ``\r\n`` or ``\r`` ends it); ``str.splitlines`` also
 #: breaks at form feeds, U+2028 and other characters, and lines counted one way were cut the other
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -63,6 +67,11 @@ def _events(text: str, offset: int = 0, depth: int = 0) -> list[tuple]:
     lines = _lines(text)
     found = []
     for tok in _parser().parse(text):
+        if tok.type == "front_matter" and (SOLUTION_ANYWHERE.search(tok.content) or _RST_SOLUTION.search(tok.content)):
+            # a substitution (myst: substitutions:) pastes its Markdown, directives included,
+            # wherever {{ name }} stands: its solution would reach the student page whole
+            raise ValueError(f"the front matter on line {offset + 1} holds a solution directive (in a substitution), "
+                             "which cannot be removed for the student edition; write the solution in the page")
         if tok.type not in ("fence", "colon_fence") or tok.map is None:
             continue
         first, last = tok.map
@@ -178,6 +187,75 @@ def cells_without_solutions(cells) -> list[tuple[int, object]]:
         raise ValueError("a {solution-start} directive is never closed with {solution-end} in the notebook; "
                          "add it where the solution ends")
     return kept
+
+
+def directives(text: str, names, offset: int = 0, depth: int = 0) -> list[dict]:
+    """Every directive of ``text`` named in ``names`` (lower case, without a domain:
+    ``{exercise}``, ``{Solution}``, ``{exercise:solution}``), as the book's parser reads it, in
+    document order: ``{"name", "kind", "first", "last", "depth", "content"}``, ``kind`` being
+    ``whole``, or ``start`` / ``end`` for a gated ``{name-start}`` / ``{name-end}``; ``first`` and
+    ``last`` count lines from 0 (``last`` excluded).  Directive bodies are searched too (an
+    exercise in a dropdown), code and math are not; nothing is refused (see :func:`strip_solutions`
+    for a page's solutions)."""
+    found = []
+    for tok in _parser().parse(text):
+        if tok.type not in ("fence", "colon_fence") or tok.map is None:
+            continue
+        d = _DIRECTIVE.match(tok.info.strip())
+        if d is None:
+            continue
+        first, last = tok.map
+        full = d.group(1).lower()
+        name = full.rsplit(":", 1)[-1] if full not in _RAW_DIRECTIVES else full
+        base, kind = name, "whole"
+        for end in ("start", "end"):
+            if name.endswith("-" + end) and name[:-len(end) - 1] in names:
+                base, kind = name[:-len(end) - 1], end
+        if base in names:
+            found.append({"name": base, "kind": kind, "first": offset + first, "last": offset + last,
+                          "depth": depth, "content": tok.content})
+        elif full not in _RAW_DIRECTIVES:
+            found.extend(directives(tok.content, names, offset + first + 1, depth + 1))
+    return found
+
+
+def without_directives(text: str, names) -> str:
+    """``text`` without the lines of its directives named in ``names`` (:func:`directives`),
+    a gated one from its start to its end (to the end of the text where it has none)."""
+    lines, drop, gate = _lines(text), set(), None
+    for d in directives(text, names):
+        if d["kind"] == "whole" and gate is None:
+            drop.update(range(d["first"], d["last"]))
+        elif d["kind"] == "start" and gate is None:
+            gate = d["first"]
+        elif d["kind"] == "end" and gate is not None:
+            drop.update(range(gate, d["last"]))
+            gate = None
+    if gate is not None:
+        drop.update(range(gate, len(lines)))
+    return "".join(line for n, line in enumerate(lines) if n not in drop)
+
+
+def directive_options(content: str) -> dict:
+    """The options a directive's body opens with: ``:key: value`` lines, or a YAML block
+    between ``---`` lines (MyST's two forms)."""
+    lines = content.splitlines()
+    if lines and lines[0].strip() == "---":
+        import yaml
+
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+        try:
+            data = yaml.safe_load("\n".join(lines[1:end])) if end else None
+        except yaml.YAMLError:
+            data = None
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    out = {}
+    for line in lines:
+        m = re.match(r"^\s*:([\w-]+):(?:\s+(.*))?$", line)
+        if not m:
+            break
+        out[m.group(1)] = (m.group(2) or "").strip()
+    return out
 
 
 def _split_markdown(text: str) -> list[tuple[str, str]]:

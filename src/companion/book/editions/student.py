@@ -52,7 +52,11 @@ def _student_config(root: Path, cache: Path) -> str:
     html["use_repository_button"] = False     # the repository holds the instructor's sources
     html["use_edit_page_button"] = False
     html["use_issues_button"] = False
-    return yaml.safe_dump(cfg, sort_keys=False)
+    text = yaml.safe_dump(cfg, sort_keys=False)
+    if _SOLUTION_MARK.search(text.encode("utf-8")):   # a substitution (myst_substitutions) pastes it into pages
+        raise ValueError(f"{root / '_config.yml'} holds a solution directive (in a substitution), which the student "
+                         "edition cannot remove; write the solution in the page it belongs to")
+    return text
 
 
 _MARK = ".companion-student"
@@ -179,17 +183,39 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
 
 #: a solution directive, MyST (``{solution}``, ``{solution-start}``, with a domain) or RST (``.. solution::``)
 _SOLUTION_MARK = re.compile(rb"\{\s*(?:[\w.-]+:)?solution(?:-start|-end)?\s*\}|^\s*\.\.\s+(?:[\w.-]+:)?"
-                            rb"solution(?:-start|-end)?::", re.I | re.M)
+                            rb"solution(?:-start|-end)?[ \t]*::", re.I | re.M)
 
 
 def _no_solution_inside(src: Path) -> None:
     """Refuse (``ValueError``, one line) a file other than a ``.md`` page that holds a solution
     directive: only the pages are stripped of solutions, and a notebook page, an included text
     or an RST page would reach the student sources whole, solution and all."""
-    if _SOLUTION_MARK.search(src.read_bytes()):
+    data = src.read_bytes()
+    if _SOLUTION_MARK.search(data) or _SOLUTION_MARK.search(_json_text(data)):
         raise ValueError(f"{src} holds a solution directive, but only the book's .md pages are stripped of "
                          "solutions for the student edition; write it as a MyST .md page, or move the "
                          "solution into one.")
+
+
+def _json_text(data: bytes) -> bytes:
+    """Every string of ``data`` read as JSON (a notebook's cells), decoded: a JSON file may
+    write ``{solution}`` as ``\\u007bsolution\\u007d``, which its raw bytes do not show."""
+    import json
+
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return b""
+    out, todo = [], [doc]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            todo += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            todo += item
+    return "\n".join(out).encode("utf-8", "surrogatepass")
 
 
 def _check_source(src: Path, root: Path) -> None:
