@@ -84,13 +84,17 @@ COURSE: tuple[Lecture, ...] = (
 )
 
 _FRONT = re.compile(r"\A---\n.*?\n---\n", re.S)
-_FENCED = r"^(?P<f>{fence}){{{name}}}.*?^(?P=f)[ \t]*$"
+#: the directives a reader does not read as the lecture's reading
+_NOT_READ = frozenset({"code-cell", "exercise", "solution"})
 
 
-def _drop_blocks(text: str, name: str) -> str:
-    for fence in (r"`{3,}", r":{3,}"):
-        text = re.sub(_FENCED.format(fence=fence, name=name), "", text, flags=re.S | re.M)
-    return text
+def _drop_blocks(text: str) -> str:
+    """``text`` without its code cells, exercises and solutions, as the book's parser finds
+    them (:func:`companion.book.editions.solutions.without_directives`: any fence, a name in
+    capitals or with a domain, a gated ``{solution-start}`` ... ``{solution-end}``)."""
+    from ..editions.solutions import without_directives
+
+    return without_directives(text, _NOT_READ)
 
 
 def prose_words(text: str) -> int:
@@ -100,9 +104,7 @@ def prose_words(text: str) -> int:
     labels ``(x)=``, comments, directive names and option lines. A role (``{glue:text}``,
     ``{ref}``, ``{cite}`` ...) and a formula (``$...$`` or a display block) count as one word.
     """
-    text = _FRONT.sub("", text)
-    for name in ("code-cell", "exercise", "solution"):
-        text = _drop_blocks(text, name)
+    text = _drop_blocks(_FRONT.sub("", text))
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
     text = re.sub(r"^\([A-Za-z0-9_-]+\)=[ \t]*$", "", text, flags=re.M)       # labels
     text = re.sub(r"^%.*$", "", text, flags=re.M)                             # comments
@@ -149,8 +151,7 @@ def rendered_words(build: Path | str = ROOT / "_build", root: Path | str = ROOT)
             return f" {text(raw, m.group('spec') or '')} "
 
         page = ch.source.read_text(encoding="utf-8")
-        for block in ("code-cell", "exercise", "solution"):   # not read, so their values are not needed
-            page = _drop_blocks(page, block)
+        page = _drop_blocks(page)   # not read, so their values are not needed
         out[name] = prose_words(_GLUE_ROLE.sub(value, page))
     return out
 
@@ -184,7 +185,12 @@ def lecture_sums(lecture: Lecture, words: dict[str, int], labels: dict, exercise
     ``exercises``: ``{chapter: [exercise label, ...]}``
     (:func:`companion.book.teaching.exercise_labels.book_exercise_labels`).
     """
-    missing = [c for c in lecture.chapters + lecture.optional if c not in words]
+    listed = lecture.chapters + lecture.optional
+    twice = sorted({c for c in listed if listed.count(c) > 1})
+    if twice:   # its words and exercises would be summed twice
+        raise ValueError(f"lecture {lecture.title!r} lists chapter {twice[0]!r} twice; list each chapter once "
+                         "(as core or as optional reading)")
+    missing = [c for c in listed if c not in words]
     if missing:
         raise KeyError(f"lecture {lecture.title!r} names chapters the book does not have: {missing}")
     core_words = sum(words[c] for c in lecture.chapters)
@@ -225,9 +231,12 @@ def plan_problems(course=COURSE, book: Path | str = ROOT / "book", labels: dict 
     problems = []
     seen: dict[str, str] = {}
     for lec in course:
-        for c in lec.chapters + lec.optional:
+        for c in dict.fromkeys(lec.chapters + lec.optional):   # twice in one lecture: lecture_sums says so
             if c in seen:
                 problems.append(f"chapter {c} is in two lectures: {seen[c]!r} and {lec.title!r}")
+            elif toc is not None and c not in toc:
+                problems.append(f"lecture {lec.title!r} teaches chapter {c}, which is not in the table of contents "
+                                "(_toc.yml); add it there or take it out of the lecture")
             seen[c] = lec.title
         unlabelled = [k for c in lec.chapters + lec.optional for k in exercises.get(c, []) if k not in labels]
         if unlabelled:
@@ -235,7 +244,7 @@ def plan_problems(course=COURSE, book: Path | str = ROOT / "book", labels: dict 
             continue
         try:
             s = lecture_sums(lec, words, labels, exercises)
-        except KeyError as err:
+        except (KeyError, ValueError) as err:
             problems.append(str(err.args[0]))
             continue
         if s["core minutes"] > lec.minutes:
@@ -251,6 +260,14 @@ def plan_problems(course=COURSE, book: Path | str = ROOT / "book", labels: dict 
     for c in (toc or []):
         if exercises.get(c) and c not in seen:
             problems.append(f"chapter {c} has exercises but no lecture teaches it")
+    pages: dict[str, list[str]] = {}
+    for c, labels_of_c in exercises.items():
+        for k in labels_of_c:
+            pages.setdefault(k, []).append(c)
+    for k, where in pages.items():   # its minutes would be summed once per page
+        if len(where) > 1:
+            problems.append(f"exercise label {k} is on {len(where)} exercises ({', '.join(where)}); give each "
+                            "exercise a label of its own")
     return problems
 
 

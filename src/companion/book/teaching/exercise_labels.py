@@ -7,7 +7,6 @@ this book" sums the minutes per lecture (:func:`minutes_per_chapter`).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ...base.paths import ROOT
@@ -15,12 +14,11 @@ from ..budgets import chapters_registry as _registry
 from ..budgets.chapters_registry import DIFFICULTY, IMPORTANCE
 
 __all__ = ["LABELS_FILE", "IMPORTANCE", "DIFFICULTY", "load_exercise_labels", "exercise_label_text",
-           "book_exercise_labels", "minutes_per_chapter"]
+           "book_exercise_labels", "page_exercise_labels", "minutes_per_chapter"]
 
 #: the file the labels are read from: the one registry of the book's pages
 LABELS_FILE = _registry.REGISTRY_FILE
 _LABEL_KEYS = ("difficulty", "importance", "minutes")
-_EXERCISE = re.compile(r"^:{3,}\{exercise\}[^\n]*\n:label: (\S+)", re.M)
 
 
 def load_exercise_labels(path: Path | str = LABELS_FILE) -> dict:
@@ -50,11 +48,24 @@ def exercise_label_text(entry: dict) -> str:
             f"time: about {entry['minutes']} min")
 
 
+def page_exercise_labels(text: str) -> list[str]:
+    """The labels of the exercises a MyST page renders, in order, read by the book's own parser
+    (:func:`companion.book.editions.solutions.directives`): colon or backtick fences of any
+    length, with a title or without, the ``:label:`` among the options in any place (or in a
+    YAML block), nested in another directive, gated (``{exercise-start}``); an exercise shown
+    inside a code block is none."""
+    from ..editions.solutions import directive_options, directives
+
+    return [label for d in directives(text, {"exercise"}) if d["kind"] != "end"
+            for label in [directive_options(d["content"]).get("label", "")] if label]
+
+
 def book_exercise_labels(book: Path | str = ROOT / "book") -> dict[str, list[str]]:
-    """``{chapter: [exercise label, ...]}`` for every page of the book with exercises."""
+    """``{chapter: [exercise label, ...]}`` for every page of the book with exercises
+    (:func:`page_exercise_labels`)."""
     out = {}
     for page in sorted(Path(book).glob("*.md")):
-        found = _EXERCISE.findall(page.read_text(encoding="utf-8"))
+        found = page_exercise_labels(page.read_text(encoding="utf-8"))
         if found:
             out[page.stem] = found
     return out

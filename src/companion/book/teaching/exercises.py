@@ -52,17 +52,17 @@ def book_exercises(root=None):
     ``number`` is the exercise's position in its chapter; ``checked`` says whether
     :func:`check` has a test for it (the rest are answered in words: a proof, a design).
     """
-    import re
     from pathlib import Path
 
     import pandas as pd
 
     from ..site.chapters import book_chapters
+    from .exercise_labels import page_exercise_labels
 
     root = Path(root) if root is not None else ROOT
     rows = []
     for ch in book_chapters(root):
-        labels = re.findall(r"^:{3,}\{exercise\}\s*\n:label: (\S+)", ch.source.read_text(encoding="utf-8"), re.M)
+        labels = page_exercise_labels(ch.source.read_text(encoding="utf-8"))
         for i, label in enumerate(labels, 1):
             ex = EXERCISES.get(label)
             rows.append({"label": label, "chapter": ch.docname.split("/")[-1], "number": i,
