@@ -101,7 +101,8 @@ def bias_term_variances(Wq, Wk, bq, n_heads: int, X) -> tuple[np.ndarray, np.nda
     queries and keys are the same tokens (self-attention).  The common factor
     ``1/sqrt(d_h)`` cancels in every ratio of the table and is left out.
     """
-    Wq, Wk, bq, X = (torch.as_tensor(t, dtype=torch.float64) for t in (Wq, Wk, bq, X))
+    Wq, Wk, bq, X = _checked(Wq=Wq, Wk=Wk, b_q=bq, X=X)
+    n_heads = _heads(n_heads, "n_heads")
     d_h = Wq.shape[0] // n_heads
     if Wq.shape != Wk.shape or Wq.shape[0] != n_heads * d_h or bq.shape != (Wq.shape[0],):
         raise CompanionError(f"bias term: Wq {tuple(Wq.shape)}, Wk {tuple(Wk.shape)} and b_q "
@@ -126,24 +127,28 @@ def logit_parts(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
     half-split convention of LLaMA and Qwen2), applied after the biases as those models do.
     Key heads are shared by ``n_heads / n_kv_heads`` query heads, in consecutive groups.
     """
-    def f64(t):
-        return (t.detach() if isinstance(t, torch.Tensor) else torch.as_tensor(t)).to(torch.float64)
-
-    Wq, Wk, bq, X = (f64(t) for t in (Wq, Wk, bq, X))
-    n_kv_heads = n_kv_heads or n_heads
+    Wq, Wk, bq, X = _checked(Wq=Wq, Wk=Wk, b_q=bq, X=X)
+    n_heads = _heads(n_heads, "n_heads")
+    n_kv_heads = n_heads if n_kv_heads is None else _heads(n_kv_heads, "n_kv_heads")
     d_h = Wq.shape[0] // n_heads
-    bk = torch.zeros(Wk.shape[0], dtype=torch.float64) if bk is None else f64(bk)
+    bk = torch.zeros(Wk.shape[0], dtype=torch.float64) if bk is None else _checked(b_k=bk)[0]
     if (Wq.shape[0] != n_heads * d_h or Wk.shape[0] != n_kv_heads * d_h or bq.shape != (Wq.shape[0],)
             or bk.shape != (Wk.shape[0],) or n_heads % n_kv_heads):
         raise CompanionError(f"bias term: Wq {tuple(Wq.shape)}, Wk {tuple(Wk.shape)}, b_q {tuple(bq.shape)} and "
                              f"b_k {tuple(bk.shape)} do not split into {n_heads} query and {n_kv_heads} key heads "
                              f"of one width.")
     n = len(X)
+    if rope is not None:
+        rope = _checked(rope_cos=rope[0], rope_sin=rope[1])
+        if d_h % 2 or any(r.shape != (n, d_h) for r in rope):
+            raise CompanionError(f"bias term: the rope tables (cos, sin) must be [n_tokens, d_h] = [{n}, {d_h}] with "
+                                 f"d_h even (half-split rotation pairs coordinate i with i + d_h/2); got "
+                                 f"{[tuple(r.shape) for r in rope]}: pass the model's own tables for this sequence.")
 
     def heads(t, h):  # [n, h*d_h] -> [h, n, d_h], rotated by position if asked
         t = t.expand(n, h * d_h).reshape(n, h, d_h).transpose(0, 1)
         if rope is not None:
-            cos, sin = (f64(r) for r in rope)
+            cos, sin = rope
             half = d_h // 2
             t = t * cos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * sin
         return t
@@ -157,6 +162,37 @@ def logit_parts(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
     B = logits(X @ Wq.T + bq, X @ Wk.T + bk) - C
     P = logits(bq[None], bk[None])  # the biases alone, at every position
     return C, B, P
+
+
+def _heads(value, name: str) -> int:
+    """A head count as an int (``2.0`` reads as 2); ``0``, ``True``, ``2.5`` refused in one line."""
+    from ..core.bilinear import _head_count
+
+    try:
+        return _head_count(value, name)
+    except ValueError as exc:
+        raise CompanionError(f"bias term: {exc}") from None
+
+
+def _checked(**arrays) -> list[torch.Tensor]:
+    """Each array as a float64 tensor, refused in one line when it holds NaN or Inf (its logits, and
+    every share of the table, would be NaN) or, for ``X``, when it is not ``[n_tokens, d]`` with at
+    least two tokens (one token has no variance over keys) and ``d`` the weights' input width."""
+    out = []
+    for name, t in arrays.items():
+        t = (t.detach() if isinstance(t, torch.Tensor) else torch.as_tensor(np.asarray(t))).to(torch.float64)
+        if not bool(torch.isfinite(t).all()):
+            raise CompanionError(f"bias term: {name} holds NaN or Inf; check the checkpoint or the captured inputs.")
+        out.append(t)
+    if "X" in arrays:
+        X, (Wq, Wk), width = out[-1], out[:2], out[0].shape[-1]
+        if Wq.ndim != 2 or Wk.ndim != 2 or Wk.shape[1] != width:
+            raise CompanionError(f"bias term: Wq and Wk must be [out, d] of one input width d; got {tuple(Wq.shape)} "
+                                 f"and {tuple(Wk.shape)}.")
+        if X.ndim != 2 or X.shape[1] != width or X.shape[0] < 2:
+            raise CompanionError(f"bias term: X must be the layer's inputs [n_tokens, d] with d = {width} and at least "
+                                 f"two tokens (a variance over keys needs two); got shape {tuple(X.shape)}.")
+    return out
 
 
 def split_logits(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
@@ -424,9 +460,12 @@ def variance_measures(m: dict) -> dict[str, float]:
     ``explained = 1 - Var C / Var L`` (the covariance counted: it can be negative),
     ``bias_var_ratio = Var B / (Var C + Var B)`` (the covariance left out) and
     ``positional_fraction = Var P / Var B`` (0 where the biases add nothing)."""
-    return {"explained": float(1 - m["content"] / m["logits"]),
-            "bias_var_ratio": float(m["bias"] / (m["content"] + m["bias"])),
-            "positional_fraction": float(m["positional"] / m["bias"]) if m["bias"] > 0 else 0.0}
+    def ratio(a, b):   # 0/0 (logits that do not vary over keys) is undefined: NaN, not a ZeroDivisionError
+        return float(a) / float(b) if float(b) != 0 else float("nan")
+
+    return {"explained": 1 - ratio(m["content"], m["logits"]),
+            "bias_var_ratio": ratio(m["bias"], m["content"] + m["bias"]),
+            "positional_fraction": ratio(m["positional"], m["bias"]) if m["bias"] > 0 else 0.0}
 
 
 COLUMNS = ["model", "layer", "head", "content_var", "bias_var", "cov", "logit_var", "positional_var",
