@@ -104,28 +104,51 @@ def book_version(root: Path | str = ROOT) -> Version:
 
 
 def load_citation(root: Path | str = ROOT) -> dict:
-    """``CITATION.cff`` as a dict (a file that does not parse is an error naming it)."""
+    """``CITATION.cff`` as a dict: a file that is not a regular file (a FIFO would block), that
+    does not parse, or whose ``authors`` is no list of people or ``date-released`` no
+    ``YYYY-MM-DD`` date, is one error naming it."""
+    import datetime
+
     import yaml
+
+    from ...base.bounded_yaml import load_bounded
+    from ...base.paths import regular_file
 
     path = Path(root) / "CITATION.cff"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise ValueError(f"{path} cannot be read as YAML: {err}") from err
+        regular_file(path, "the citation file")
+        data = load_bounded(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, OverflowError, yaml.YAMLError) as err:
+        raise ValueError(f"{path} cannot be read as YAML: {' '.join(str(err).split())[:300]}") from None
     if not isinstance(data, dict) or "title" not in data:
         raise ValueError(f"{path} is not a citation file (no title)")
+    authors = data.get("authors", [])
+    people = isinstance(authors, list) and all(
+        isinstance(a, dict) and any(isinstance(a.get(k), str) and a[k].strip()
+                                    for k in ("name", "family-names", "given-names")) for a in authors)
+    if not people:
+        raise ValueError(f"{path}: authors must be a list of people, each with a name or family-names "
+                         f"(got {' '.join(str(authors).split())[:80]!r}); see the Citation File Format")
+    date = data.get("date-released")
+    if date is not None and not isinstance(date, datetime.date) and not (
+            isinstance(date, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", date.strip())):
+        raise ValueError(f"{path}: date-released {str(date)[:40]!r} is not a date written YYYY-MM-DD; write it so, "
+                         "e.g. date-released: \"2026-11-25\"")
     return data
 
 
 def _person(author: dict) -> str:
     if "name" in author:
         return "{" + _braced(author["name"]) + "}"
-    return _braced(f"{author.get('family-names', '')}, {author.get('given-names', '')}".strip(", "))
+    # each part braced: an "and" inside a family name (Smith and Jones) would split the author in two
+    parts = [_braced(author.get(k, "")) for k in ("family-names", "given-names")]
+    return ", ".join("{" + p + "}" for p in parts if p)
 
 
 def _braced(text) -> str:
-    """``text`` without braces: a brace in a field would close it and open fields of its own."""
-    return str(text).replace("{", "").replace("}", "")
+    """``text`` on one line and without braces: a brace in a field would close it and open fields
+    of its own, a line break end the Markdown block it is quoted in (the Colab cite box)."""
+    return " ".join(str(text).replace("{", "").replace("}", "").split())
 
 
 def book_bibtex(version: Version | None = None, root: Path | str = ROOT) -> str:
@@ -138,7 +161,7 @@ def book_bibtex(version: Version | None = None, root: Path | str = ROOT) -> str:
         ("author", " and ".join(_person(a) for a in cff.get("authors", []))),
         ("year", year),
         ("version", version.package),
-        ("note", f"Version {version.label}"),
+        ("note", _braced(f"Version {version.label}")),
         ("url", _braced(cff.get("url") or cff.get("repository-code", ""))),
     ]
     if cff.get("doi"):
@@ -149,8 +172,14 @@ def book_bibtex(version: Version | None = None, root: Path | str = ROOT) -> str:
 
 def bib_entry(key: str, bib: Path | str | None = None) -> str:
     """The entry ``key`` of a BibTeX file, verbatim (a missing key is an error naming it)."""
+    from ...base.paths import regular_file
+
     bib = Path(bib) if bib is not None else ROOT / "book" / "references.bib"
-    text = bib.read_text(encoding="utf-8")
+    try:
+        regular_file(bib, "the bibliography")   # a FIFO would block the build
+        text = bib.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{bib} cannot be read ({type(err).__name__}); give the book's references.bib") from None
     m = re.search(r"^@\w+\{" + re.escape(key) + r",", text, re.M)
     if not m:
         raise KeyError(f"{bib} has no entry {key!r}")
