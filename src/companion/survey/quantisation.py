@@ -239,9 +239,16 @@ def round_trip(W, scheme: str) -> tuple[np.ndarray, str]:
         return int8_per_channel(W)[2], scheme
     stored = "Q5_0" if scheme == "Q4_K" and W.shape[1] % _QK_K else scheme
     from gguf.quants import dequantize
-    blocks = encode_blocks(W, stored)
-    values = dequantize(blocks, _qtype(stored)).reshape(W.shape).astype(np.float32)
-    own = decode_blocks(blocks, stored, W.shape[1])
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflowing float16 scale is refused below
+        blocks = encode_blocks(W, stored)
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = dequantize(blocks, _qtype(stored)).reshape(W.shape).astype(np.float32)
+        own = decode_blocks(blocks, stored, W.shape[1])
+    if not (np.isfinite(values).all() and np.isfinite(own).all()):
+        # a block's scale (and Q4_1's minimum) is a float16: past 65504 it is stored as inf
+        raise CompanionError(f"weights as large as {float(np.abs(W).max()):.3g} do not fit {stored} blocks: their "
+                             "float16 scale overflows (largest 65504) and they read back as Inf or NaN; use "
+                             "int8/channel, or scale the weights down first.")
     tol = 4 * np.finfo(np.float32).eps * max(float(np.abs(own).max()), np.finfo(np.float32).tiny)
     if not np.allclose(values, own, rtol=0, atol=tol):
         raise CompanionError(f"gguf's dequantisation of {stored} blocks disagrees with their layout (largest "
