@@ -310,7 +310,30 @@ def _file_lock(path):
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(path, "a") as handle:
+    import os
+    import stat
+
+    from ..base.errors import CompanionError
+
+    def refuse(why):
+        return CompanionError(f"the verdict cache's lock {path} is {why}; remove it (COMPANION_VERDICT_CACHE "
+                              "holds only files the package made).")
+
+    # opened without following a link (its target, outside the cache, was created) and without
+    # waiting on a FIFO (opening one for writing blocked the kernel for ever)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK
+                     | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            mode = 0
+        raise refuse("a link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                     "a folder" if stat.S_ISDIR(mode) else f"not a file that can be opened ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "a") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise refuse("not a regular file (a FIFO, device or folder)")
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
