@@ -279,12 +279,27 @@ def _add_static(app) -> None:
 
 # --------------------------------------------------------------------------- release changes
 def _last_release(changelog: Path) -> str | None:
+    """The version of the first release heading of ``changelog`` (``## [0.2.0] - date``, or
+    ``## 0.2.0``), read as Markdown (a heading in a code block is none, a heading is one line);
+    ``None`` where there is none.  A file that is not UTF-8 text is a ``ValueError`` naming it."""
     import re
+
+    from markdown_it import MarkdownIt
 
     if not changelog.is_file():
         return None
-    m = re.search(r"^## \[(\d+\.\d+\.\d+[^\]]*)\]", changelog.read_text(encoding="utf-8"), re.M)
-    return m.group(1) if m else None
+    try:
+        text = changelog.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{changelog} cannot be read as UTF-8 text ({type(err).__name__}); fix the file.") from None
+    tokens = MarkdownIt("commonmark").parse(text)
+    for tok, inline in zip(tokens, tokens[1:]):
+        if tok.type == "heading_open" and tok.tag == "h2":
+            m = re.match(r"(?:\[v?(\d+\.\d+\.\d+[^\]\s]*)\]|v?(\d+\.\d+\.\d+[^\s\[\]()]*))(?=\s|\(|$)",
+                         inline.content.strip())
+            if m:
+                return m.group(1) or m.group(2)
+    return None
 
 
 class ReleaseChanges(Directive):

@@ -63,6 +63,15 @@ def load_rules(path: Path | str) -> dict:
     ev = data.get("evidence")
     if isinstance(ev, dict) and isinstance(ev.get("claims"), dict):   # version 4: the claims read once too
         data = {**data, "claims": {**(data["claims"] or {}), **ev["claims"]}}
+    claims = data["claims"] or {}
+    if not isinstance(claims, dict) or not all(isinstance(c, dict) or c is None for c in claims.values()):
+        bad = claims if not isinstance(claims, dict) else next(k for k, c in claims.items()
+                                                              if not (isinstance(c, dict) or c is None))
+        raise CompanionError(f"{path}: 'claims' must map each claim's key to its fields ({_short(bad, 60)!r} is "
+                             "not such an entry); fix the file.")
+    for part in ("framework", "bodies"):
+        if not isinstance(data.get(part) or {}, dict):
+            raise CompanionError(f"{path}: '{part}' must be a mapping of names to fields; fix the file.")
     return data
 
 
