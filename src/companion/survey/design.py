@@ -228,9 +228,25 @@ def design_check(n_enc: int, n_dec: int, alpha_one_sided: float, shifts, draws: 
     label -> delta, or deltas): the chances that the claimed direction's exact p is < alpha (holds), that the
     reverse one's is (refuted), else inconclusive; ``min_p`` = 1 / C(n_enc + n_dec, n_dec); ``size``, the
     exact chance of 'holds' at delta 0 (the largest reachable p below alpha)."""
-    if min(n_enc, n_dec, draws) < 1:
-        raise CompanionError(f"the design check needs units on both sides and draws; got {n_enc}, {n_dec}, {draws}.")
-    shifts = dict(shifts) if isinstance(shifts, dict) else {f"{d:+.4g}": d for d in shifts}
+    import numbers
+
+    for name, v in (("n_enc", n_enc), ("n_dec", n_dec), ("draws", draws), ("seed", seed)):
+        whole = isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+        if not whole or v < (0 if name == "seed" else 1):
+            raise CompanionError(f"the design check needs {name} as a whole number >= {0 if name == 'seed' else 1} "
+                                 f"(units on both sides, draws, a seed); got {v!r}.")
+    n_enc, n_dec, draws, seed = int(n_enc), int(n_dec), int(draws), int(seed)
+    if not (isinstance(alpha_one_sided, numbers.Real) and 0 < alpha_one_sided < 1):   # NaN fails too
+        raise CompanionError(f"alpha_one_sided must be a level in (0, 1); got {alpha_one_sided!r} (NaN read every draw "
+                             "as inconclusive, 2 as holding).")
+    pairs = list(shifts.items()) if isinstance(shifts, dict) else [(f"{d:+.4g}", d) for d in shifts]
+    labels = [label for label, _ in pairs]
+    if len(set(labels)) != len(labels):   # a dict of them kept one row for two shifts
+        raise CompanionError(f"the shifts {labels} name one shift twice; give each shift once.")
+    if not all(isinstance(d, numbers.Real) and not math.isnan(d) for _, d in pairs):
+        # NaN: every comparison false, U = 0 in every draw, read as 'inconclusive'
+        raise CompanionError(f"every shift must be a number of standard deviations, not NaN; got {[d for _, d in pairs]}.")
+    shifts = dict(pairs)
     p_greater, p_less = exact_p(n_enc, n_dec)
     rng, rows = np.random.default_rng(seed), []
     z_enc, z_dec = rng.standard_normal((draws, n_enc)), rng.standard_normal((draws, n_dec))
