@@ -63,11 +63,41 @@ def _check_is_a_cache(cache: Path) -> None:
     entries = list(cache.iterdir())
     other = sorted(p.name for p in entries if p.is_symlink() or not (
         p.name in _JUPYTER_CACHE_ENTRIES or p.name.startswith("global.db-")))
+    if not other and entries and not (cache / _KEY_FILE).is_file() and not _is_jupyter_cache_db(cache / "global.db"):
+        # without the key, only jupyter-cache's own database says the folder is a cache: a user's
+        # file that merely has one of its names (global.db, __version__.txt) is never deleted
+        raise ValueError(f"{cache} holds {sorted(p.name for p in entries)[0]!r} but no execution cache's database "
+                         f"(global.db of jupyter-cache), so it is left as it is; give the book's cache folder "
+                         f"(default {DEFAULT_CACHE}) or a new folder.")
     if not other:
         return
     raise ValueError(f"{cache} is not an execution cache (it holds {other[0]!r}, which the cache never "
                      "writes), so it is left as it is; give the book's cache folder (default "
                      f"{DEFAULT_CACHE}) or a new folder.")
+
+
+def _is_jupyter_cache_db(path: Path) -> bool:
+    """Whether ``path`` is a plain file holding jupyter-cache's database (SQLite, its table
+    ``nbcache``; or still empty, as SQLite first makes it), read without writing anything."""
+    import sqlite3
+    from urllib.parse import quote
+
+    try:
+        if path.is_symlink() or not path.is_file():
+            return False
+        if path.stat().st_size == 0:
+            return True
+        with path.open("rb") as fh:
+            if fh.read(16) != b"SQLite format 3\x00":
+                return False
+        con = sqlite3.connect(f"file:{quote(str(path))}?mode=ro&immutable=1", uri=True)
+        try:
+            names = {r[0] for r in con.execute("select name from sqlite_master where type = 'table'")}
+        finally:
+            con.close()
+    except (OSError, sqlite3.Error):
+        return False
+    return "nbcache" in names
 
 
 def prepare(cache: Path | str = DEFAULT_CACHE, root: Path | str = ROOT) -> bool:
@@ -126,9 +156,15 @@ def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
         source = root / f"{meta['docname']}.md"
         if not source.is_file():
             continue
-        nb = nbformat.read(str(nb_path), as_version=4)
+        try:
+            nb = nbformat.read(str(nb_path), as_version=4)
+            hashed = jc.create_hashed_notebook(nb)[1]
+        except (ValueError, KeyError, TypeError, AttributeError, OSError, nbformat.ValidationError) as err:
+            raise ValueError(f"{nb_path} is not a readable executed notebook ({type(err).__name__}: "
+                             f"{' '.join(str(err).split())[:120]}); run the chapters again (make test writes "
+                             "them).") from None
         chapter = read_myst_markdown_notebook(source.read_text(encoding="utf-8"), path=str(source))
-        if jc.create_hashed_notebook(nb)[1] != jc.create_hashed_notebook(chapter)[1]:
+        if hashed != jc.create_hashed_notebook(chapter)[1]:
             continue
         jc.cache_notebook_bundle(
             CacheBundleIn(nb, str(source), data={"execution_seconds": took}),
