@@ -244,3 +244,63 @@ def test_cli_odd_arguments_refused_in_one_line(argv, named, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and named in err and "Traceback" not in err
+
+
+def _mappings_of_the_file(rules: dict):
+    """(dotted place, mapping) of every section whose keys the loader knows: the file, the
+    framework and its parts, each family, the evidence, its framework, yardsticks and claims."""
+    fw, ev = rules["framework"], rules["evidence"]
+    yield "", rules
+    yield "framework", fw
+    for name in ("sequential", "gate", "design_check", "family_check"):
+        yield f"framework.{name}", fw[name]
+    yield "framework.design_check.targets", fw["design_check"]["targets"]
+    for name in fw["families"]:
+        yield f"framework.families.{name}", fw["families"][name]
+    yield "evidence", ev
+    yield "evidence.framework", ev["framework"]
+    yield "evidence.framework.power", ev["framework"]["power"]
+    for name in ev["yardsticks"]:
+        yield f"evidence.yardsticks.{name}", ev["yardsticks"][name]
+    for key, claim in ev["claims"].items():
+        yield f"evidence.claims.{key}", claim
+        if "design" in claim:
+            yield f"evidence.claims.{key}.design", claim["design"]
+
+
+def test_every_key_of_the_files_own_sections_misspelt_is_refused_naming_it(tmp_path):
+    """Each key of the committed file's own sections (not only bodies, claims read at looks and
+    yardsticks), misspelt by one added letter, is refused in one line naming it (or the key it lacks):
+    read as absent, a misspelt 'evidence' dropped every claim read once and its default stood in."""
+    from companion.rules.rulebook import load_rules
+
+    committed = yaml.safe_load(RULES.read_text())
+    # each key once per kind of section (a key every claim read once holds is tried in one)
+    kinds: dict = {}
+    for where, d in _mappings_of_the_file(committed):
+        kind = ".".join(p for p in where.split(".") if p not in committed["evidence"]["claims"]
+                        and p not in committed["framework"]["families"] and p not in committed["evidence"]["yardsticks"])
+        for key in d:
+            kinds.setdefault((kind, key), (where, key))
+    places = list(kinds.values())
+    assert len(places) > 70
+    dump = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    data = tmp_path / "data"
+    data.mkdir()
+    for t in TABLES:
+        shutil.copy(RULES.parent / t, data / t)
+    silent = []
+    for where, key in places:
+        rules = copy.deepcopy(committed)
+        d = dict(_mappings_of_the_file(rules))[where]
+        d[key + "q"] = d.pop(key)
+        out = data / "verdict_rules.yaml"
+        out.write_text(yaml.dump(rules, Dumper=dump, sort_keys=False))
+        try:
+            load_rules(out)
+        except CompanionError as err:
+            # named as misspelt, or (for 'version', read before the sections) as missing
+            assert "\n" not in str(err) and (repr(key + "q") in str(err) or repr(key) in str(err)), (where, key, str(err))
+        else:
+            silent.append(f"{where}.{key}")
+    assert not silent, f"{len(silent)} misspelt keys loaded as if absent, e.g. {silent[:5]}"

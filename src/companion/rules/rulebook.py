@@ -52,6 +52,62 @@ CLAIM_KEYS = frozenset({"claim", "quantity", "test", "candidate", "comparator", 
 YARDSTICK_KEYS = frozenset({"applies_to", "derived_from", "rule", "scale", "speedup", "body", "value_when_fixed",
                             "read_from", "derivation"})
 
+#: the keys of the file's own sections (versions 3 and 4), refused the same way when unknown: a
+#: misspelt 'evidense' dropped every claim read once, 'familes' left version 4 without families
+SECTION_KEYS = {
+    "the file": frozenset({"version", "framework", "bodies", "pilots", "yardsticks", "claims", "evidence"}),
+    "framework": frozenset({"fixed", "level", "sequential", "family", "families", "family_check", "gate",
+                            "design_check"}),
+    "framework.sequential": frozenset({"alpha", "looks", "nominal_when_fixed", "spending"}),
+    "framework.gate": frozenset({"context_floor_nats", "derivation", "guard_blocks", "horizon_fraction",
+                                 "memorisation_nats", "seen_before"}),
+    "framework.design_check": frozenset({"draws", "planning_confidence", "seed", "table", "targets"}),
+    "framework.design_check.targets": frozenset({"direction_at_0", "refuted_at_d", "true_at_pilot"}),
+    "framework.family": frozenset({"fwer", "method", "order"}),
+    "framework.family_check": frozenset({"correlation", "draws", "effects_over_d", "seed", "spreads_over_d", "table"}),
+    "evidence": frozenset({"framework", "yardsticks", "claims"}),
+    "evidence.framework": frozenset({"level", "power"}),
+    "evidence.framework.power": frozenset({"target", "draws", "seed"}),
+}
+#: a family's keys, and a claim's read once (version 2's fields, which the file's claims read once keep)
+FAMILY_KEYS = frozenset({"method", "members", "fwer", "alpha", "tests"})
+EVIDENCE_CLAIM_KEYS = frozenset({
+    "also", "amended", "amended_at", "arms", "band_derivation", "bodies", "claim", "comparators", "confirmatory",
+    "correction", "descriptive", "design", "evidence", "fixed", "gate", "interval", "interval_v2", "level",
+    "min_seeds", "outcomes", "p_value", "p_value_v2", "plan", "primary", "quantity", "reported_beside", "secondary",
+    "secondary_bodies", "seeds", "seen_before", "sesoi", "test", "threshold", "threshold_derivation", "window",
+    "windows"})
+DESIGN_KEYS = frozenset({"units", "decoder_rule", "encoder_rule", "tokens", "quantised_copies", "unit_value",
+                         "members", "layers", "heads", "test", "family", "check", "planned", "fixed"})
+
+
+def _check_section_keys(rules: dict, path) -> None:
+    """Refuse an unknown key in the file's own sections, a family, a claim read once or its
+    design (versions 3 and 4; the earlier files are kept as they were written)."""
+    fw = rules.get("framework") if isinstance(rules.get("framework"), dict) else {}
+    ev = rules.get("evidence") if isinstance(rules.get("evidence"), dict) else {}
+    parts = {"the file": rules, "framework": fw, "evidence": ev, "evidence.framework": ev.get("framework")}
+    for name in ("sequential", "gate", "design_check", "family", "family_check"):
+        parts[f"framework.{name}"] = fw.get(name)
+    parts["framework.design_check.targets"] = (fw.get("design_check") or {}).get("targets") \
+        if isinstance(fw.get("design_check"), dict) else None
+    parts["evidence.framework.power"] = (ev.get("framework") or {}).get("power") \
+        if isinstance(ev.get("framework"), dict) else None
+    for where, d in parts.items():
+        if isinstance(d, dict):
+            _known_keys(d, SECTION_KEYS[where], path, where)
+    for name, f in (fw.get("families") or {}).items() if isinstance(fw.get("families"), dict) else ():
+        if isinstance(f, dict):
+            _known_keys(f, FAMILY_KEYS, path, f"framework.families.{name}")
+    for name, y in (ev.get("yardsticks") or {}).items() if isinstance(ev.get("yardsticks"), dict) else ():
+        if isinstance(y, dict):
+            _known_keys(y, YARDSTICK_KEYS, path, f"evidence yardstick {name!r}")
+    for key, r in (ev.get("claims") or {}).items() if isinstance(ev.get("claims"), dict) else ():
+        if isinstance(r, dict):
+            _known_keys(r, EVIDENCE_CLAIM_KEYS, path, f"rule {key!r}")
+            if isinstance(r.get("design"), dict):
+                _known_keys(r["design"], DESIGN_KEYS, path, f"rule {key!r} (design)")
+
 
 def _known_keys(d: dict, allowed: frozenset, path, where: str) -> None:
     """Refuse, naming it, a key ``allowed`` does not hold."""
@@ -90,6 +146,7 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
     _check_levels_and_quantities(rules, path)
     if version <= 2:
         return check_earlier(rules, path)
+    _check_section_keys(rules, path)
     rules["__file__"] = str(path)   # where its committed tables are looked for
     for section in ("framework", "bodies", "yardsticks", "claims"):
         if not isinstance(rules.get(section), dict) or not rules[section]:

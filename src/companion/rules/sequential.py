@@ -133,6 +133,27 @@ def spending(t, alpha: float, kind: str = "obrien-fleming"):
 
 
 def boundaries(looks, alpha: float = 0.05, kind: str = "obrien-fleming", grid: int = 2001) -> np.ndarray:
+    """Two-sided z-boundaries of the looks (``looks``: complete seeds at each look, rising);
+    see :func:`_boundaries`.  Each design is computed once per process (a rules file is read
+    many times and the integration takes a second); the caller gets its own copy."""
+    try:   # each value with its type: 3 and 3.0, or 1 and True, are not one design to the checks
+        key = (tuple((type(n), n) for n in looks), (type(alpha), alpha), kind, grid)
+        hash(key)
+    except TypeError:
+        return _boundaries(looks, alpha, kind, grid)   # refused there, in its words
+    return _boundaries_once(key, looks, alpha, kind, grid).copy()
+
+
+_DESIGNS: dict = {}
+
+
+def _boundaries_once(key, looks, alpha, kind, grid) -> np.ndarray:
+    if key not in _DESIGNS:
+        _DESIGNS[key] = _boundaries(looks, alpha, kind, grid)
+    return _DESIGNS[key]
+
+
+def _boundaries(looks, alpha: float = 0.05, kind: str = "obrien-fleming", grid: int = 2001) -> np.ndarray:
     """Two-sided z-boundaries of the looks (``looks``: complete seeds at each look, rising).
 
     Information fraction ``t_k = n_k / n_K``.  Under no effect, ``B(t) = Z sqrt(t)`` is a
