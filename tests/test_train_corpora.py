@@ -254,7 +254,7 @@ def test_the_token_build_records_the_same_document_hash_as_the_corpus():
     from companion.train.text.data import load_tokenizer
     from companion.train.text.tokens import tokenize_documents
 
-    docs = ["Alpha beta.", "", "Gamma délta epsilon.", "zeta"] * 5
+    docs = ["Alpha beta.", "", "Gamma délta epsilon.", "zeta"] * 5 + [f"doc {i}" for i in range(10)]   # (repeats go where their first copy went: distinct ones are held out)
     # the documented format, computed here with hashlib directly
     h = hashlib.sha256()
     for d in docs:

@@ -3,7 +3,9 @@
 A corpus becomes two flat token streams, ``train.bin`` and ``eval.bin`` (``uint16`` when
 the vocabulary fits, else ``uint32``), each document followed by ``[SEP]``.  Every
 ``eval_every``-th document goes to the held-out stream, so the split is by document and
-fixed by the corpus's order.  The folder is named by a hash of what determines its
+fixed by the corpus's order; a repeat of an earlier document goes where that one went, so
+no text is held out that training also holds (:func:`position_split`), and a document with
+no text (empty, whitespace) is no document.  The folder is named by a hash of what determines its
 content (the corpus's document hash, the tokenizer's full serialisation, the split rule);
 ``meta.json`` records those and each file's size and sha256.
 
@@ -38,6 +40,7 @@ from ...base.errors import CompanionError
 from .corpora import DocumentHasher
 
 __all__ = ["TokenBlocks", "TokenStreams", "document_separator", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
+           "position_split", "position_split_moves",
            "cached_token_streams", "compact_vocabulary", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
@@ -62,10 +65,32 @@ def tokenizer_sha256(tok) -> str:
     backend = getattr(tok, "backend_tokenizer", None)
     if backend is not None:
         blob = backend.to_str()
-    else:  # slow tokenizers: the vocabulary and the lower-casing flag
+    else:  # slow tokenizers: the vocabulary, the lower-casing flag and every other setting
         blob = json.dumps([sorted(tok.get_vocab().items()),
                            bool(getattr(tok, "do_lower_case", False))])
+        settings = _slow_settings(tok)
+        if settings:   # (none: the key as before) strip_accents, never_split, ... split text too
+            blob += json.dumps(settings, sort_keys=True, default=_plain)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _plain(value):
+    """A JSON stand-in for a setting (a set in sorted order, the same in every process)."""
+    return sorted(map(repr, value)) if isinstance(value, (set, frozenset)) else repr(value)
+
+
+def _slow_settings(tok) -> dict:
+    """The settings of a Python (slow) tokenizer that decide how it splits text, beyond its
+    vocabulary and lower-casing: its constructor's arguments (file paths and its name left
+    out) and the state of its word splitters (``basic_tokenizer``, ``wordpiece_tokenizer``,
+    changed after construction too)."""
+    out = {k: v for k, v in sorted(getattr(tok, "init_kwargs", {}).items())
+           if not k.endswith("_file") and k not in ("name_or_path", "do_lower_case", "model_max_length")}
+    for part in ("basic_tokenizer", "wordpiece_tokenizer"):
+        obj = getattr(tok, part, None)
+        if obj is not None:
+            out[part] = {k: v for k, v in sorted(vars(obj).items()) if k != "vocab"}
+    return out
 
 
 @dataclass
@@ -120,7 +145,9 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
     none of the bundled corpora holds one, so their token caches are as before).
 
     ``held_out(index, text)``, when given, decides which documents are held out (e.g. by a
-    hash of the text) instead of every ``eval_every``-th one.
+    hash of the text) instead of every ``eval_every``-th one (:func:`position_split`: a
+    repeat goes where its first copy went).  A document that tokenizes to nothing (empty,
+    whitespace) is skipped: no lone ``[SEP]``, not counted, no index.
 
     Returns counts: documents and tokens per split, and the content hash of the documents
     consumed.  ``max_tokens`` stops after the batch that reaches that many tokens in all.
@@ -136,16 +163,17 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
     index = 0
     batch: list[str] = []
 
+    side = held_out if held_out is not None else position_split(eval_every)
+
     def flush():
         nonlocal index
         # the text of a special token ('[SEP]', '[MASK]' written in a document) is text: tokenized
         # as such, it neither cuts the document nor puts a mask the masking never chose
         enc = tok(batch, add_special_tokens=False, split_special_tokens=True)["input_ids"]
         for doc, ids in zip(batch, enc):
-            if held_out is not None:
-                split = "eval" if held_out(index, doc) else "train"
-            else:
-                split = "eval" if index % eval_every == eval_every - 1 else "train"
+            if not ids:   # no text (empty, whitespace): no document, not a lone separator
+                continue
+            split = "eval" if side(index, doc) else "train"
             arr = np.asarray(ids + [sep], dtype=dtype)
             (sink_eval if split == "eval" else sink_train).write(arr.tobytes())
             counts[f"{split}_docs"] += 1
@@ -166,11 +194,39 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
         if batch:
             flush()
     if counts["eval_docs"] == 0:
-        raise CompanionError(f"need at least {eval_every} documents for a held-out split; "
-                             f"got {counts['train_docs']}.")
+        raise CompanionError(f"need at least {eval_every} distinct documents with text for a held-out split "
+                             f"(a repeat goes where its first copy went); got {counts['train_docs']} documents.")
     counts["documents_sha256"] = h.hexdigest()
     counts["dtype"] = np.dtype(dtype).name
     return counts
+
+
+def position_split(eval_every: int) -> Callable[[int, str], bool]:
+    """The held-out rule by position: document ``index`` (counting documents with text) is
+    held out when ``index % eval_every == eval_every - 1``, except that a repeat of an earlier
+    document goes where that one went, so no text is on both sides (python-docs repeats 304
+    of its 1,605 paragraphs; by position alone 54 of its 160 held-out ones were training text)."""
+    first: dict[bytes, bool] = {}
+
+    def held(index: int, doc: str) -> bool:
+        key = hashlib.sha256(doc.encode("utf-8", "surrogatepass")).digest()
+        return first.setdefault(key, index % eval_every == eval_every - 1)
+
+    return held
+
+
+def position_split_moves(docs: Iterable[str], eval_every: int) -> bool:
+    """Whether :func:`position_split` places ``docs`` otherwise than every ``eval_every``-th
+    document by position did (a repeat across the split, or a document of no text: whitespace
+    alone), i.e. whether a token cache made before that rule holds other streams."""
+    held, index = position_split(eval_every), 0
+    for doc in docs:
+        if not doc.strip():
+            return True
+        if held(index, doc) != (index % eval_every == eval_every - 1):
+            return True
+        index += 1
+    return False
 
 
 def in_memory_streams(docs: list[str], tok, eval_every: int = 10) -> TokenStreams:
@@ -214,6 +270,10 @@ def _load(folder: Path, expect: dict) -> TokenStreams:
             raise CompanionError(
                 f"token cache {folder} was built with another {k} ({meta.get('source', {}).get(k)!r:.40} "
                 f"instead of {v!r:.40}); delete the folder and it is rebuilt on the next run.")
+    extra = sorted(set(meta.get("source", {})) - set(expect))
+    if extra:
+        raise CompanionError(f"token cache {folder} was built with {extra[0]} = {meta['source'][extra[0]]!r:.40}, "
+                             "which this corpus does not have; delete the folder and it is rebuilt on the next run.")
     dtype = np.dtype(meta["dtype"])
     arrays = {}
     for split in ("train", "eval"):
@@ -250,7 +310,9 @@ def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], t
                   max_tokens=max_tokens, format=FORMAT_VERSION)
     root = cache_dir("tokens")
     folder = root / _key(source)
-    expect = {"tokenizer_sha256": source["tokenizer_sha256"]}
+    # all of the key, not the tokenizer alone: a whole cache of another corpus under this
+    # folder's name (copied, renamed, swapped) was served as this corpus's tokens
+    expect = json.loads(json.dumps(source))
     if (folder / "meta.json").exists():
         return _load(folder, expect)
     if rank != 0:  # another process builds it: wait, then map it
