@@ -304,3 +304,30 @@ def test_every_key_of_the_files_own_sections_misspelt_is_refused_naming_it(tmp_p
         else:
             silent.append(f"{where}.{key}")
     assert not silent, f"{len(silent)} misspelt keys loaded as if absent, e.g. {silent[:5]}"
+
+
+@pytest.mark.parametrize("device, h100", [
+    ("NVIDIA H100 80GB HBM3", True), ("H100-SXM5", True), ("NVIDIA H100 NVL", True),
+    ("NVIDIA GH1000", False), ("NVIDIA H1000", False), ("cpu (beside an H100)", False), ("cpu", False),
+    ("Tesla T4", False), ("NVIDIA H200", False),
+])
+def test_only_an_h100_device_counts_as_one_in_the_colab_budget(device, h100):
+    """The Colab budget reads a chapter's H100 time from the row of an H100, named as the
+    driver names it; a device whose name only holds the letters is not one."""
+    from companion.book.budgets.colab_budget import _is_h100
+
+    assert _is_h100(device) is h100
+
+
+@pytest.mark.parametrize("chapter", ["../README", "book/measuring", "/etc/passwd", "..", "measuring.md/..", ""])
+def test_timing_a_chapter_named_by_a_path_is_refused_before_anything_runs(tmp_path, chapter):
+    """time_chapter takes a chapter's name, never a path: '../README' would execute a file
+    beside the book (it exists there) as if it were a chapter."""
+    from companion.book.budgets.chapter_times import time_chapter
+
+    book = tmp_path / "book"
+    book.mkdir()
+    (tmp_path / "README.md").write_text("```{code-cell} ipython3\nopen('ran', 'w')\n```\n")
+    with pytest.raises(ValueError, match="not a path"):
+        time_chapter(chapter, "ci", 30, book=book)
+    assert not (tmp_path / "ran").exists() and not (book / "ran").exists()

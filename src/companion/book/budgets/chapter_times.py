@@ -100,6 +100,9 @@ def time_chapter(chapter: str, size: str, budget: float, book: Path = BOOK) -> T
     if size not in RUN_SIZES:
         raise ValueError(f"unknown run size {size!r}; choose one of {RUN_SIZES}.")
     _check_budget(budget)
+    if not isinstance(chapter, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]*", chapter):
+        raise ValueError(f"a chapter is named by its file's stem in the book folder (e.g. 'measuring'), "
+                         f"not a path; got {str(chapter)[:60]!r}.")
     path = book / f"{chapter}.md"
     if not path.is_file():
         raise FileNotFoundError(f"no chapter {chapter!r} (expected {path}); chapters: {', '.join(book_chapters())}")

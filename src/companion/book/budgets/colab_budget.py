@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -288,7 +289,10 @@ def _finished(row) -> float:
 
 
 def _is_h100(d) -> bool:
-    return "H100" in str(d)
+    """An H100 by its device name ('NVIDIA H100 80GB HBM3', 'H100-SXM'), not a name that only
+    holds the letters ('GH1000', 'cpu (beside an H100)')."""
+    name = str(d)
+    return not name.startswith("cpu") and re.search(r"(?<![A-Za-z0-9])H100(?![0-9])", name) is not None
 
 
 def _is_cpu(d) -> bool:
