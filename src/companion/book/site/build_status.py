@@ -75,7 +75,9 @@ _GPU_NAME = re.compile(r"nvidia|tesla|geforce|quadro|titan|\brtx\b|\bamd\b|radeo
 #: what names a processor (``cpu (1 threads)``, ``AMD EPYC 7B13``, ``Intel(R) Xeon(R) CPU``): a
 #: CPU, though AMD and Intel make GPUs too
 _CPU_NAME = re.compile(r"\bcpu\b|\bepyc\b|\bxeon\b|\bryzen\b|\bthreadripper\b|\bopteron\b|core\(tm\)|"
-                       r"\bprocessor\b|\bneoverse\b|\bgraviton\b", re.IGNORECASE)
+                       r"\bprocessor\b|\bneoverse\b|\bgraviton\b|"
+                       # Arm's cores are named with a letter and digits, as GPUs are (Cortex-A72, A76)
+                       r"\bcortex\b|\baarch64\b|\barmv\d|\bx86(?:[_-]64)?\b", re.IGNORECASE)
 
 
 def device_kind(device) -> str:

