@@ -383,6 +383,10 @@ class TokenBlocks:
 
     def __init__(self, stream: np.ndarray, seq_len: int, lookup: np.ndarray | None = None,
                  start: int = 0, stop: int | None = None):
+        if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)) or seq_len < 1:
+            raise CompanionError(f"the block length (seq_len) must be a whole number of at least 1 token, "
+                                 f"not {seq_len!r}; give e.g. --seq-len 128.")
+        seq_len = int(seq_len)
         n = stream.shape[0] // seq_len
         if n == 0 and stop is None:
             raise CompanionError(f"only {stream.shape[0]} tokens: fewer than one block of "
