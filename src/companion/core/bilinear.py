@@ -88,6 +88,8 @@ def _split_heads(Wq, Wk, n_heads: int, n_kv_heads: int | None):
     n_kv = n_heads if n_kv_heads is None else _head_count(n_kv_heads, "n_kv_heads")
     if q.shape[1] != k.shape[1]:
         raise ValueError(f"Wq and Wk read different input widths: {q.shape[1]} vs {k.shape[1]}.")
+    if 0 in q.shape or 0 in k.shape:   # no width or no rows: a raw reshape error further on
+        raise ValueError(f"Wq and Wk must have rows and an input width; got {tuple(q.shape)} and {tuple(k.shape)}.")
     if q.shape[0] % n_heads:
         raise ValueError(f"Wq has {q.shape[0]} rows, not divisible into {n_heads} heads.")
     d_head = q.shape[0] // n_heads

@@ -81,6 +81,17 @@ def _whole(value, name: str, least: int, what: str) -> int:
     return int(value)
 
 
+def _seed(seed) -> int:
+    """``seed`` as an int: a whole number (``2.0`` draws what ``2`` draws); ``1.5``, ``"1"``, ``True`` or NaN
+    are refused in one line (torch's manual_seed raised a raw 'expected a long')."""
+    import numbers
+
+    if (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Real) or not np.isfinite(seed)
+            or not float(seed).is_integer()):
+        raise ValueError(f"seed must be a whole number; got {seed!r}.")
+    return int(seed)
+
+
 def _generator(device: torch.device, seed: int) -> torch.Generator:
     """A generator on ``device``: the samples are drawn where they are scored.
 
@@ -95,6 +106,7 @@ def random_bilinear_forms(d: int, n: int, rank: int | None = None, seed: int = 0
     """``n`` random ``d x d`` matrices (float64), i.i.d. entries or products of rank ``rank``."""
     d, n = _whole(d, "d", 2, "the width of each matrix"), _whole(n, "n", 1, "the number of matrices")
     rank = None if rank is None else _whole(rank, "rank", 1, "the rows of each factor, or None for i.i.d. entries")
+    seed = _seed(seed)
     device = torch.device(device) if device is not None else default_device()
     g = _generator(device, seed)
     if rank is None:
@@ -117,6 +129,7 @@ def null_scores(d: int, n_samples: int = 200, rank: int | None = None, seed: int
     d = _whole(d, "d", 2, "the width of each matrix")
     n_samples = _whole(n_samples, "n_samples", 1, "the number of random matrices to score")
     rank = None if rank is None else _whole(rank, "rank", 1, "the rows of each factor, or None for i.i.d. entries")
+    seed = _seed(seed)
     device = torch.device(device) if device is not None else default_device()
     if (shipped and device.type == "cpu" and rank is None and gamma == 2.0 and variant == "excess"
             and max_batch_bytes == _MAX_BATCH_BYTES):
