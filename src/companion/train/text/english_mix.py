@@ -305,8 +305,9 @@ def _stored_assembly(archives: tuple, assemble_now: Callable[[], Assembled]) -> 
     ``<cache>/assembled/english-mix-<key>.json`` (:func:`_assembly_key`), else
     ``assemble_now()`` (which checks every archive's sha256 and refuses a leak), written
     there (replacing the assembly of other keys).  A stored file is used only when its
-    documents read back to the hash stored with them; a torn or edited file is assembled
-    again (and rewritten)."""
+    documents read back to the hash stored with them, its split is the rule's
+    (:func:`is_held_out`) and its sources and counts match the digest stored with them; a
+    torn or edited file is assembled again (and rewritten)."""
     from ...base.cache import cache_root, ensure_dir
     from ...base.outputs import write_text_atomic
 
@@ -315,23 +316,36 @@ def _stored_assembly(archives: tuple, assemble_now: Callable[[], Assembled]) -> 
         if path.is_file():   # never a FIFO or folder
             data = json.loads(path.read_text(encoding="utf-8"))
             corpus = Assembled(data["documents"], data["sources"], data["held_out"], data["stats"])
-            if (documents_sha256(corpus.documents) == data["documents_sha256"]
-                    and len(corpus.documents) == len(corpus.sources) == len(corpus.held_out)):
+            docs_sha = documents_sha256(corpus.documents)
+            # the split is recomputed by its rule, the rest checked against the digest written
+            # with it: a split flipped in the file (held-out text served as training text) or
+            # sources or counts edited are assembled again, never served
+            if (docs_sha == data["documents_sha256"] and data.get("sha256") == _assembly_digest(corpus, docs_sha)
+                    and len(corpus.documents) == len(corpus.sources) == len(corpus.held_out)
+                    and corpus.held_out == [is_held_out(d) for d in corpus.documents]):
                 return corpus
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     corpus = assemble_now()
     try:
         ensure_dir(path.parent)
+        docs_sha = documents_sha256(corpus.documents)
         write_text_atomic(json.dumps({"documents": corpus.documents, "sources": corpus.sources,
                                       "held_out": corpus.held_out, "stats": corpus.stats,
-                                      "documents_sha256": documents_sha256(corpus.documents)}), path)
+                                      "documents_sha256": docs_sha,
+                                      "sha256": _assembly_digest(corpus, docs_sha)}), path)
         for old in path.parent.glob(f"{NAME}-*.json"):   # earlier rules' or archives' assemblies (60 MB each)
             if old != path:
                 old.unlink(missing_ok=True)
     except (OSError, CompanionError):   # a read-only cache: assembled again next time, nothing else changes
         pass
     return corpus
+
+
+def _assembly_digest(corpus: Assembled, documents_sha: str) -> str:
+    """The sha256 stored with an assembly: of its documents' hash, sources, split and counts."""
+    return hashlib.sha256(json.dumps([documents_sha, corpus.sources, corpus.held_out, corpus.stats],
+                                     sort_keys=True).encode()).hexdigest()
 
 
 def documents(archive: Path | None = None) -> Iterator[str]:
