@@ -147,6 +147,9 @@ def _bert_layer_check(model, out, layer: int) -> dict:
 def update_from_beta(X, beta) -> torch.Tensor:
     """Eq. 8 / S37: ``sum_i sum_j beta_ij x_i x_j^T = X^T B X`` (summed over a batch)."""
     X, B = _t(X), _t(beta)
+    if X.ndim < 2 or B.ndim < 2 or B.shape[-1] != B.shape[-2] or B.shape[-1] != X.shape[-2]:
+        raise ValueError(f"X must be [..., N, d] and beta [..., N, N] over the same N tokens; got {tuple(X.shape)} "
+                         f"and {tuple(B.shape)}.")
     return torch.einsum("...ia,...ij,...jb->ab", X, B, X)
 
 
@@ -201,6 +204,13 @@ def _covariance(Sigma) -> np.ndarray:
     return S
 
 
+def _seed(seed) -> int:
+    """A seed for numpy's generator: a whole number >= 0 (a raw SeedSequence TypeError before)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a whole number >= 0; got {seed!r}.")
+    return int(seed)
+
+
 def _count(n, name: str) -> int:
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"{name} must be a whole number >= 1; got {n!r}.")
@@ -218,11 +228,14 @@ def norm_ratio_monte_carlo(Sigma, beta, case: str, n_samples: int, sigma_y: floa
     """
     Sigma = _covariance(Sigma)
     beta = np.asarray(beta, dtype=np.float64)
+    if beta.ndim != 1 or beta.size < 1 or not np.isfinite(beta).all():
+        raise ValueError(f"beta must be a finite vector of coefficients, one per token; got shape {beta.shape}"
+                         f"{'' if np.isfinite(beta).all() else ' holding NaN or Inf'}.")
     if case not in ("context", "prediction"):
         raise ValueError(f"case must be 'context' or 'prediction', got {case!r}.")
     n_samples = _count(n_samples, "n_samples")
     d = Sigma.shape[0]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_seed(seed))
     try:
         L = np.linalg.cholesky(Sigma)
     except np.linalg.LinAlgError:
@@ -329,7 +342,7 @@ def masked_counts(seqs, vocab_size: int, rho: float, n_draws: int, seed: int = 0
     _masking_rate(rho)
     n_draws = _count(n_draws, "n_draws")
     seqs = _token_ids(seqs, vocab_size)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_seed(seed))
     mu_c = np.zeros(vocab_size)
     mu_p = np.zeros(vocab_size)
     for _ in range(n_draws):
@@ -364,6 +377,8 @@ def pair_decomposition(X, beta) -> dict:
     ``(beta_ij - beta_ji) N_ij`` with ``K_ij = x_i x_j^T = S_ij + N_ij``."""
     X = np.asarray(X, dtype=np.float64)
     B = np.asarray(beta, dtype=np.float64)
+    if X.ndim != 2 or B.shape != (X.shape[0], X.shape[0]):
+        raise ValueError(f"X must be [N, d] and beta [N, N] over the same N tokens; got {X.shape} and {B.shape}.")
     diag = np.einsum("i,ia,ib->ab", np.diag(B), X, X)
     iu = np.triu(np.ones_like(B, dtype=bool), k=1)
     plus = np.where(iu, B + B.T, 0.0)
@@ -420,10 +435,19 @@ def norm_spread(M) -> dict:
     """Variance across rows and across columns of the row and column L2 norms of ``M``
     (the quantities compared in Eqs. S100-S101 and S103)."""
     M = np.asarray(M, dtype=np.float64)
-    rows, cols = np.linalg.norm(M, axis=1), np.linalg.norm(M, axis=0)
-    return {"row_var": float(rows.var(ddof=1)), "col_var": float(cols.var(ddof=1)),
-            "row_max_z": float((rows.max() - rows.mean()) / rows.std(ddof=1)),
-            "col_max_z": float((cols.max() - cols.mean()) / cols.std(ddof=1))}
+    if M.ndim != 2 or min(M.shape) < 2 or not np.isfinite(M).all():
+        raise ValueError(f"norm_spread needs a finite matrix of at least 2 rows and 2 columns (a spread over one row "
+                         f"is 0/0); got shape {M.shape}.")
+    out = {}
+    for name, norms in (("row", np.linalg.norm(M, axis=1)), ("col", np.linalg.norm(M, axis=0))):
+        if norms.max() - norms.min() <= 16 * np.finfo(float).eps * norms.max():
+            # norms equal up to rounding: no spread and no outlier (dividing the rounding noise of the
+            # mean by that of the deviation gave a z of -0.82 for three equal rows)
+            out[f"{name}_var"], out[f"{name}_max_z"] = 0.0, 0.0
+        else:
+            out[f"{name}_var"] = float(norms.var(ddof=1))
+            out[f"{name}_max_z"] = float((norms.max() - norms.mean()) / norms.std(ddof=1))
+    return {k: out[k] for k in ("row_var", "col_var", "row_max_z", "col_max_z")}
 
 
 # ----------------------------------------------------------------- errata helpers
@@ -441,6 +465,8 @@ def eq15_score(M) -> float:
     M = np.asarray(M, dtype=np.float64)
     if M.ndim != 2 or M.shape[0] != M.shape[1]:
         raise ValueError(f"Eq. 15 scores a square matrix; got shape {M.shape}.")
+    if not np.isfinite(M).all() or not (M ** 2).sum() > 0:
+        raise ValueError("Eq. 15 divides by ||M||^2: a zero matrix (or one holding NaN or Inf) has no score.")
     Ms, Mn = (M + M.T) / 2, (M - M.T) / 2
     return float(2 * ((Ms ** 2).sum() - (Mn ** 2).sum()) / (M ** 2).sum())
 
