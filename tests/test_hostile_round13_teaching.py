@@ -478,3 +478,64 @@ def test_npm_writing_no_tarball_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError) as err:
         vendor.npm_package("axe-core", "4.10.3", "sha512-x", "", "axe.min.js", cache=tmp_path)
     _one_line_error(err.value, "axe-core")
+
+
+# ============================================================ (g) a FIFO where a page or record is read
+def _fifo_in(folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(folder / name)
+    return folder / name
+
+
+def _student_config_fifo(tmp_path):
+    from companion.book.editions.student import prepare_sources
+
+    root = tmp_path / "root"
+    (root / "book").mkdir(parents=True)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
+    (root / "book" / "intro.md").write_text("# Intro\n")
+    return _fifo_in(root, "_config.yml"), prepare_sources, (root, tmp_path / "student")
+
+
+def _seed_record_fifo(tmp_path):
+    import jupyter_cache  # noqa: F401 - imported before the clock starts
+    import myst_nb.core.read  # noqa: F401
+
+    from companion.book.site import book_cache
+
+    executed = tmp_path / "executed" / "book"
+    executed.mkdir(parents=True)
+    (executed / "c.ipynb").write_text("{}")
+    return _fifo_in(executed, "c.json"), book_cache.seed, (executed.parent, tmp_path / "cache", tmp_path)
+
+
+def _chapter_words_fifo(tmp_path):
+    from companion.book.teaching.course_plan import chapter_words
+
+    return _fifo_in(tmp_path / "book", "x.md"), chapter_words, (tmp_path / "book",)
+
+
+def _exercise_labels_fifo(tmp_path):
+    from companion.book.teaching.exercise_labels import book_exercise_labels
+
+    return _fifo_in(tmp_path / "book", "x.md"), book_exercise_labels, (tmp_path / "book",)
+
+
+def _deck_slides_fifo(tmp_path):
+    from companion.book.teaching.course_plan import deck_slides
+
+    return _fifo_in(tmp_path / "slides", "x.slides.html"), deck_slides, (tmp_path / "slides",)
+
+
+FIFOS = {"the student edition's _config.yml": _student_config_fifo, "an executed chapter's record": _seed_record_fifo,
+         "a page the plan counts": _chapter_words_fifo, "a page whose exercises are listed": _exercise_labels_fifo,
+         "a deck the plan counts": _deck_slides_fifo}
+
+
+@pytest.mark.parametrize("name", list(FIFOS), ids=list(FIFOS))
+def test_a_fifo_where_a_page_or_a_record_is_read_is_refused_without_blocking(tmp_path, keyed, name):
+    fifo, fn, args = FIFOS[name](tmp_path)
+    finished, value = _blocks_reading(fn, *args, timeout=1.5, fifo=fifo)
+    assert finished, f"reading the FIFO {fifo.name} blocked"
+    assert isinstance(value, ValueError), value
+    _one_line_error(value, fifo.name)

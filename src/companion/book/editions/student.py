@@ -38,11 +38,20 @@ __all__ = ["STUDENT_BRANCH", "INSTRUCTOR_PAGES", "strip_solutions", "split_check
 STUDENT_BRANCH = "student-notebooks"
 """Branch that holds the student notebooks (the student site's Colab links open them there)."""
 
+def _read_config(path: Path) -> str:
+    """The text of the book's ``_config.yml`` or ``_toc.yml``; one that is no regular file (a
+    FIFO would block the build) is refused in one line naming it."""
+    from ...base.paths import regular_file
+
+    regular_file(path, "the book's configuration")
+    return path.read_text(encoding="utf-8")
+
+
 def _student_config(root: Path, cache: Path) -> str:
     """The book's ``_config.yml`` for the student edition (same book, another edition)."""
     import yaml
 
-    cfg = yaml.safe_load((root / "_config.yml").read_text())
+    cfg = yaml.safe_load(_read_config(root / "_config.yml"))
     cfg["title"] = cfg.get("title", "") + " (student edition)"
     cfg.setdefault("execute", {})["cache"] = str(cache)
     sphinx_cfg = cfg.setdefault("sphinx", {}).setdefault("config", {})
@@ -128,7 +137,7 @@ def _student_toc(root: Path) -> str:
     """The book's ``_toc.yml`` without :data:`INSTRUCTOR_PAGES` (a part left empty is dropped)."""
     import yaml
 
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    toc = yaml.safe_load(_read_config(root / "_toc.yml"))
 
     def keep(entries):
         return [e for e in entries if not (isinstance(e, dict) and e.get("file") in INSTRUCTOR_PAGES)]

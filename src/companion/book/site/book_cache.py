@@ -135,6 +135,8 @@ def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
     from jupyter_cache.base import CacheBundleIn
     from myst_nb.core.read import read_myst_markdown_notebook
 
+    from ...base.paths import regular_file
+
     prepare(cache, root)
     jc = get_cache(str(cache))
     root = Path(root)
@@ -142,6 +144,8 @@ def seed(executed: Path | str, cache: Path | str = DEFAULT_CACHE,
     for nb_path in sorted(Path(executed).glob("**/*.ipynb")):
         record = nb_path.with_suffix(".json")
         try:
+            for path in (record, nb_path):   # a FIFO would block the seeding for ever
+                regular_file(path, "an executed chapter's file")
             meta = json.loads(record.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
             raise ValueError(f"{record} cannot be read as the JSON record of an executed chapter ({err}); run "

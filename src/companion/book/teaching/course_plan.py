@@ -118,9 +118,18 @@ def prose_words(text: str) -> int:
     return len(re.findall(r"[A-Za-z0-9]+(?:['\u2019-][A-Za-z0-9]+)*", text))
 
 
+def read_page(path: Path) -> str:
+    """The text of a page or a deck the plan counts; one that is no regular file (a FIFO would
+    block for ever) is refused in one line naming it."""
+    from ...base.paths import regular_file
+
+    regular_file(path, "a page of the book")
+    return Path(path).read_text(encoding="utf-8")
+
+
 def chapter_words(book: Path | str = ROOT / "book") -> dict[str, int]:
     """``{chapter: prose words}`` for every ``.md`` page of ``book``."""
-    return {p.stem: prose_words(p.read_text(encoding="utf-8")) for p in sorted(Path(book).glob("*.md"))}
+    return {p.stem: prose_words(read_page(p)) for p in sorted(Path(book).glob("*.md"))}
 
 
 def rendered_words(build: Path | str = ROOT / "_build", root: Path | str = ROOT) -> dict[str, int]:
@@ -150,7 +159,7 @@ def rendered_words(build: Path | str = ROOT / "_build", root: Path | str = ROOT)
             raw = "".join(raw) if isinstance(raw, list) else str(raw)
             return f" {text(raw, m.group('spec') or '')} "
 
-        page = ch.source.read_text(encoding="utf-8")
+        page = read_page(ch.source)
         page = _drop_blocks(page)   # not read, so their values are not needed
         out[name] = prose_words(_GLUE_ROLE.sub(value, page))
     return out
@@ -159,7 +168,7 @@ def rendered_words(build: Path | str = ROOT / "_build", root: Path | str = ROOT)
 def deck_slides(folder: Path | str = ROOT / "_build" / "slides") -> dict[str, int]:
     """``{chapter: slides}`` of the decks in ``folder`` (``<chapter>.slides.html``, one
     ``<section>`` a slide, as :mod:`companion.book.editions.slides` writes them)."""
-    return {p.name.removesuffix(".slides.html"): len(re.findall(r"<section\b", p.read_text(encoding="utf-8")))
+    return {p.name.removesuffix(".slides.html"): len(re.findall(r"<section\b", read_page(p)))
             for p in sorted(Path(folder).glob("*.slides.html"))}
 
 

@@ -63,9 +63,11 @@ def page_exercise_labels(text: str) -> list[str]:
 def book_exercise_labels(book: Path | str = ROOT / "book") -> dict[str, list[str]]:
     """``{chapter: [exercise label, ...]}`` for every page of the book with exercises
     (:func:`page_exercise_labels`)."""
+    from .course_plan import read_page
+
     out = {}
     for page in sorted(Path(book).glob("*.md")):
-        found = page_exercise_labels(page.read_text(encoding="utf-8"))
+        found = page_exercise_labels(read_page(page))
         if found:
             out[page.stem] = found
     return out
