@@ -22,9 +22,10 @@ seeds each.  Three small helpers keep those comparisons the same everywhere:
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["final_scores", "ordered_pairs", "seed_mean_curve", "seed_pairs", "top_layers"]
+__all__ = ["final_scores", "ordered_pairs", "seed_mean_curve", "seed_pairs", "top_layers", "value_at_step"]
 
 _SCORES = ("symmetry", "directionality")
 
@@ -84,6 +85,10 @@ def ordered_pairs(higher, lower) -> tuple[int, int]:
     """
     a = pd.Series(higher, dtype=float).to_numpy()
     b = pd.Series(lower, dtype=float).to_numpy()
+    for side, v in (("higher", a), ("lower", b)):
+        if np.isnan(v).any():   # NaN > x is False: its pairs would count as 'not above', not as unknown
+            raise ValueError(f"the {side} values hold nan at position {int(np.flatnonzero(np.isnan(v))[0])} (a seed "
+                             "without a number); leave that seed out of both groups, or name it as broken.")
     return int((a[:, None] > b[None, :]).sum()), int(a.size * b.size)
 
 
@@ -102,3 +107,27 @@ def seed_pairs(runs: pd.DataFrame, mode: str, baseline: str = "standard",
                              "select one group of runs first.")
         out[int(seed)] = (b, c)
     return out
+
+
+def value_at_step(rows: pd.DataFrame, step: float) -> pd.Series:
+    """Per seed of ``rows`` (one quantity of one arm, one run per seed, a value per logged step):
+    its value at ``step``, linear between the two logged steps around it where ``step`` is not
+    logged itself (as the rules' Table 1 yardstick reads a loss at 74% of the horizon, between
+    two evaluations).  NaN where the run logged no step on one side of it, or either value
+    around it is not a number: never the nearest value nor a mean over the other seeds."""
+    out = {}
+    for seed, g in rows.groupby("seed"):
+        g = g.sort_values("step")
+        steps, vals = g["step"].to_numpy(dtype=float), g["value"].to_numpy(dtype=float)
+        if len(np.unique(steps)) < len(steps):
+            raise ValueError(f"seed {seed} logs {rows['quantity'].iloc[0] if 'quantity' in rows else 'a value'} "
+                             "twice at one step (two runs, or a history logged twice); pass one run per seed.")
+        hi = int(np.searchsorted(steps, step))
+        if hi < len(steps) and steps[hi] == step:
+            out[seed] = float(vals[hi])
+        elif 0 < hi < len(steps):
+            w = (step - steps[hi - 1]) / (steps[hi] - steps[hi - 1])
+            out[seed] = float(vals[hi - 1] + w * (vals[hi] - vals[hi - 1]))   # NaN on either side stays NaN
+        else:
+            out[seed] = float("nan")
+    return pd.Series(out, dtype=float)

@@ -444,15 +444,18 @@ def _published():
 def speedup_nats(runs: pd.DataFrame, speedup: float, mode: str = "encoder", init: str = "standard") -> float:
     """Rules v2's Table 1 yardstick: what a speed-up of ``speedup`` (a share of the steps) is
     worth in held-out loss at the end, on the baseline's own seed-mean curve: its loss at
-    ``1 - speedup`` of the horizon (linear between logged steps) minus its final loss."""
+    ``1 - speedup`` of the horizon (each seed's linear between its logged steps,
+    :func:`.compare.value_at_step`) minus its loss at the horizon, averaged over seeds.  A seed
+    without a number at either makes it NaN (never a mean over the other seeds), and seeds
+    logging different steps are each read on their own (a mean per step mixed them)."""
+    from .compare import value_at_step
+
     arm = runs[(runs["mode"] == mode) & (runs["init"] == init) & (runs["quantity"] == "eval_loss")]
     if arm.empty:
         return float("nan")
-    curve = arm.groupby("step")["value"].mean().sort_index()
     horizon = float(arm.groupby("run")["step"].max().min())
-    curve = curve[curve.index <= horizon]
-    at = float(np.interp((1 - speedup) * horizon, curve.index.to_numpy(float), curve.to_numpy()))
-    return at - float(curve.iloc[-1])
+    gap = value_at_step(arm, (1 - speedup) * horizon) - value_at_step(arm, horizon)
+    return float(gap.mean(skipna=False))
 
 
 def null_band(runs: pd.DataFrame, quantity: str) -> float:

@@ -43,10 +43,20 @@ def _rules_commit(body: dict | None = None):
     file named in the body's ``registered`` holding its stamp
     (:func:`companion.rules.verdicts.rule_commit_time`); without a body (or a version-3 file
     whose bodies name no registration), the rules in force's own stamp.  None outside a git
-    checkout."""
+    checkout.  A registration whose file is not there (renamed) or does not hold its stamp
+    (amended) is refused: it has no commit either, and read as 'outside a git checkout' the
+    blind check would fall back to the stamp alone."""
+    import datetime as dt
+
     from ...rules.verdicts import rule_commit_time
 
     stamp, path = _registration(body)
+    text = stamp.isoformat() if isinstance(stamp, dt.date) else str(stamp)
+    if not path.is_file() or text not in path.read_text(encoding="utf-8", errors="replace"):
+        where = "is not there" if not path.is_file() else f"does not hold its stamp {text}"
+        raise CompanionError(f"body {(body or {}).get('label', (body or {}).get('pattern', 'of the rules'))!r} is "
+                             f"registered in {path.name}, which {where}; correct the body's registered file and "
+                             "stamp in the rules file (the file as committed, the stamp it holds).")
     return rule_commit_time(stamp, path)
 
 
@@ -431,8 +441,11 @@ def own_yardstick(runs: pd.DataFrame | None, rule: dict, seeds) -> float:
     look's): version 3's rule applied to the arm it names.  ``scaled-iqr``: the paper's
     interquartile width times the arm's seed-mean layer-mean score at the horizon over the
     paper's median level of that score (Tables S2/S3); ``speedup-nats``: the arm's seed-mean
-    held-out loss at ``1 - speedup`` of the horizon minus at the horizon.  NaN when it cannot
-    be read (no runs, a non-finite value): the look then reads 'not testable here'."""
+    held-out loss at ``1 - speedup`` of the horizon (linear between the two evaluations around
+    it, as v2's rule reads it: :func:`.compare.value_at_step`) minus at the horizon.  NaN when
+    it cannot be read (no runs, a seed of the look without a finite value): the look then
+    reads 'not testable here' (a mean over the other seeds would be another look's)."""
+    from .compare import value_at_step
     from .evidence import _published, published_iqr_width
 
     y = rule["yardstick"]
@@ -442,15 +455,15 @@ def own_yardstick(runs: pd.DataFrame | None, rule: dict, seeds) -> float:
     sub = runs[runs["seed"].isin(list(seeds))]
     steps = rule["body_rule"]["steps"]
     if y["rule"] == "speedup-nats":
-        early = int(round((1 - float(y["speedup"])) * steps))
         at = _values(sub, rf["arm"], "eval_loss", steps).reindex(list(seeds))
-        before = _values(sub, rf["arm"], "eval_loss", early).reindex(list(seeds))
-        v = float((before - at).mean())
+        loss = _arm_rows(sub, rf["arm"])
+        before = value_at_step(loss[loss["quantity"] == "eval_loss"], (1 - float(y["speedup"])) * steps)
+        v = float((before.reindex(list(seeds)) - at).mean(skipna=False))
     else:
         s = y["scale"]
         pub = _published()
         level = float(pub[(pub["score"] == s["score"]) & (pub["role"] == s["role"])]["median"].median())
-        own = float(_values(sub, rf["arm"], rf["score"], steps).reindex(list(seeds)).mean())
+        own = float(_values(sub, rf["arm"], rf["score"], steps).reindex(list(seeds)).mean(skipna=False))
         v = published_iqr_width(s["score"]) * abs(own) / abs(level)
     return v if np.isfinite(v) and v > 0 else float("nan")
 
