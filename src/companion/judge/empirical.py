@@ -214,15 +214,21 @@ def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
     r = rule("thm_s1_12", rules if rules is not None else load_rules())
     t = r["threshold"]
     rows = []
+    from ..base.errors import CompanionError
+
     for windows, v in shares.items():
+        if len(v) not in (3, 5):   # one p-value alone was dropped, and the member entered Holm without it
+            raise CompanionError(f"the {windows} windows' share is given as {len(v)} numbers; pass (share, low, high) "
+                                 "or (share, low, high, p_above, p_below).")
         share, lo, hi = v[:3]
         p_hi, p_lo = (v[3], v[4]) if len(v) > 4 else (np.nan, np.nan)
         given = [float(x) for x in (share, lo, hi) if np.isfinite(float(x))]
         if any(not 0 <= x <= 1 for x in given) or (np.isfinite(float(lo)) and np.isfinite(float(hi)) and lo > hi):
-            from ..base.errors import CompanionError
-
             raise CompanionError(f"the {windows} windows' share {share!r} and its interval [{lo!r}, {hi!r}] must be "
                                  "proportions in [0, 1] with the lower end first; pass (share, low, high).")
+        if any(not np.isnan(float(p)) and not 0 <= float(p) <= 1 for p in (p_hi, p_lo)):
+            raise CompanionError(f"the {windows} windows' one-sided p-values {p_hi!r} and {p_lo!r} must be "
+                                 "probabilities in [0, 1] (or NaN where none was computed).")
         # a bound that is not a number decides nothing: 'not testable here', as threshold_outcome reads it
         outcome = ("not testable here" if not (np.isfinite(float(lo)) and np.isfinite(float(hi))) else
                    "holds" if lo > t else "refuted" if hi < t else "inconclusive")

@@ -273,12 +273,15 @@ def context_ratio_share(seqs, vocab_size: int, min_count: int = 100, n_boot: int
     rlo, rhi = np.quantile(boot_ratio, [a, 1 - a], axis=0)
     per_type = pd.DataFrame({"type": types, "count": occ[types], "ratio": ratio, "low": rlo, "high": rhi,
                              "p_above": (boot_ratio > 1).mean(0)})
+    # with no spread the share is what it is: 'above' and 'below' one half are each certain or
+    # impossible, and a share at exactly one half is neither (1 - p_above read it surely below)
     p_above = float(norm.sf((bagged - 0.5) / se)) if se > 0 else float(bagged <= 0.5)
+    p_below = 1.0 - p_above if se > 0 else float(bagged >= 0.5)
     return {"share": float(share), "bagged": bagged, "se": se,
             "low": float(max(0.0, bagged - z * se)), "high": float(min(1.0, bagged + z * se)),
             "low_percentile": float(plo), "high_percentile": float(phi), "n_windows": int(n_win),
             "n_bag": int(n_bag), "mc_correction": float(n_win / n_bag ** 2 * ((t - bagged) ** 2).sum()),
             # one-sided p-values of the bagged share against the rule's 0.5 (normal, infinitesimal jackknife)
-            "p_above_half": p_above, "p_below_half": 1.0 - p_above,
+            "p_above_half": p_above, "p_below_half": p_below,
             "n_types": int(types.size), "per_type": per_type.sort_values("count", ascending=False,
                                                                         ignore_index=True)}
