@@ -107,7 +107,23 @@ def verdict(key: str) -> Verdict:
             return fn()
     else:
         table = all_verdicts()
-    return Verdict(key=key, **table.set_index("key").loc[key].to_dict())
+    return _record(table, key)
+
+
+def _record(table, key: str) -> Verdict:
+    """Claim ``key``'s row of a verdict table as a :class:`Verdict`; refused in one line where
+    the table (read back, or edited) holds the key twice or not at all, or lacks or adds a field."""
+    import dataclasses
+
+    rows = table[table["key"] == key] if "key" in table.columns else table.iloc[:0]
+    fields = {f.name for f in dataclasses.fields(Verdict)}
+    odd = sorted(fields - set(table.columns)) or sorted(set(table.columns) - fields)
+    if len(rows) != 1 or odd:
+        why = (f"holds claim {key!r} more than once ({len(rows)} rows)" if len(rows) > 1 else f"has no row for claim {key!r}"
+               if not len(rows) else f"{'lacks' if set(odd) <= fields else 'adds'} the field {odd[0]!r}")
+        raise CompanionError(f"the verdict table {why}; compute it again (companion.judge.claims.all_verdicts), "
+                             "or clear the book's verdict cache.")
+    return Verdict(**rows.iloc[0].to_dict())
 
 
 def all_verdicts():

@@ -64,6 +64,17 @@ class Verdict:
     withheld: str = ""           # a claim's own decided reading where the family's level does not let it stand
 
     def __post_init__(self):
+        # a record read back from a table may carry a NaN for an empty text, or a flag as text
+        # ('False' is a true string: a page would say the rule was written after its evidence)
+        for name, value in self.__dict__.items():
+            if name == "rule_after":
+                if type(value).__name__ not in ("bool", "bool_"):
+                    raise CompanionError(f"rule_after must be True or False, got {value!r}; read the verdict "
+                                         "table back with its flags as booleans.")
+                object.__setattr__(self, name, bool(value))
+            elif not isinstance(value, str):
+                raise CompanionError(f"{name} must be text, got {value!r}; an empty field is '' (read the "
+                                     "verdict table back with its text columns as text).")
         if self.status not in STATUSES:
             raise CompanionError(f"status must be one of {STATUSES}, got {self.status!r}.")
         if self.kind not in ("mathematical", "empirical"):
