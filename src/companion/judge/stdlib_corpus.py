@@ -163,6 +163,11 @@ def restrict_vocabulary(seqs: np.ndarray, k: int) -> np.ndarray:
     if k < 1:
         raise ValueError(f"k must be positive, got {k}.")
     seqs = np.asarray(seqs)
+    if seqs.size == 0 or not np.issubdtype(seqs.dtype, np.integer) or seqs.min() < 0:
+        # a negative id indexed the remap table from its end: -1 read silently as another token
+        what = ("empty" if seqs.size == 0 else f"of {seqs.dtype} (float ids)" if not np.issubdtype(seqs.dtype, np.integer)
+                else f"holding the negative id {int(seqs.min())}")
+        raise ValueError(f"seqs is {what}; pass token ids, whole numbers >= 0, in an integer array.")
     ids, counts = np.unique(seqs, return_counts=True)
     order = np.lexsort((ids, -counts))[:k]  # by frequency, ties by id
     remap = np.full(int(seqs.max()) + 1, min(k, len(order)), dtype=np.int64)
