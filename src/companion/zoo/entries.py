@@ -9,6 +9,16 @@ from ..base.errors import CompanionError
 __all__ = ["Part", "ZooModel", "KINDS"]
 
 
+def _digest(value, what: str) -> str:
+    """A pinned sha256 as hashlib writes it: 64 hexadecimal digits in lower case (a pin in capitals
+    never equals a hexdigest, and one of another length names no file), or a one-line refusal."""
+    import re
+
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", value):
+        raise CompanionError(f"the zoo's sha256 of {what} must be 64 hexadecimal digits; got {value!r}.")
+    return value.lower()
+
+
 @dataclass(frozen=True)
 class Part:
     """One file shipped inside an installed distribution (``dist==version``)."""
@@ -18,6 +28,10 @@ class Part:
     path: str  # relative to the distribution's install root (as in its RECORD)
     size: int | None = None
     sha256: str | None = None  # pinned where the part is checked on its own ("parts", a second file)
+
+    def __post_init__(self):
+        if self.sha256 is not None:
+            object.__setattr__(self, "sha256", _digest(self.sha256, f"part {self.path!r} of {self.dist}"))
 
     @property
     def pin(self) -> str:
@@ -56,6 +70,9 @@ class ZooModel:
     notes: str = ""
     # (component, kind) for each stack read_qk yields, the kind one of KINDS (see above)
     kinds: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "sha256", _digest(self.sha256, self.name))
 
     def kind_of(self, component: str) -> str:
         """What the stack ``component`` counts as; refused when the rule was not applied to it."""

