@@ -539,3 +539,14 @@ def test_a_fifo_where_a_page_or_a_record_is_read_is_refused_without_blocking(tmp
     assert finished, f"reading the FIFO {fifo.name} blocked"
     assert isinstance(value, ValueError), value
     _one_line_error(value, fifo.name)
+
+
+def test_the_student_sources_are_never_written_among_the_pages_they_copy(tmp_path):
+    from companion.book.editions.student import prepare_sources
+
+    root = _book(tmp_path)
+    before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+    with pytest.raises(ValueError) as err:
+        prepare_sources(root, root / "book" / "student")
+    _one_line_error(err.value, "book")
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == before

@@ -165,6 +165,11 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
 
     ``dest`` must be new, empty, or a folder an earlier call made (it is then emptied)."""
     root, dest = Path(root).resolve(), Path(dest)
+    where = dest.resolve()
+    if where == root or where.is_relative_to(root / "book") or root.is_relative_to(where):
+        # the copy would land among the pages it copies, and be copied again, folder in folder
+        raise ValueError(f"{dest} lies in the book's pages or holds the book itself; give a folder outside "
+                         f"{root / 'book'}, such as {root / '_build' / 'student'}")
     _check_ours(dest)
     if dest.exists():
         shutil.rmtree(dest)
@@ -259,7 +264,7 @@ def build_student(root: Path | str = ".", out: Path | str | None = None, jupyter
         raise FileNotFoundError(f"no execution cache under {root / '_build'}; build the book first (make book), "
                                 "so that the student edition reuses its executed chapters")
     resolved = out.resolve()
-    if resolved == root or resolved in root.parents:
+    if resolved == root or resolved in root.parents or resolved.is_relative_to(root / "book"):
         raise ValueError(f"--out {out} holds the book itself; give a folder of its own, such as "
                          f"{root / '_build' / 'student'}")
     src, work, html = out / "src", out / "work", out / "html"
