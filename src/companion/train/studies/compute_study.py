@@ -78,7 +78,12 @@ def tokens_per_step(config: dict, model_size: dict | None = None, world: int = 1
     seq = config.get("seq_len") or (model_size or {}).get("seq_len")
     if not seq:
         raise ValueError("the run's block length is unknown (no seq_len in config or model size).")
-    return int(config["batch_size"]) * int(config.get("grad_accum", 1)) * int(seq) * world
+    counts = {"batch_size": config["batch_size"], "grad_accum": config.get("grad_accum", 1), "seq_len": seq,
+              "world": world}
+    for name, v in counts.items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"the run's {name} must be a whole number >= 1; got {v!r}.")
+    return int(np.prod([int(v) for v in counts.values()]))
 
 
 def layer_mean_curve(history: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
@@ -116,8 +121,9 @@ def gap_null_band(width: int, layers: int, q: float = 0.975, n_samples: int = 20
     ``layers`` of them are averaged per model and the two models' means subtracted.
     ``quantity`` is ``"symmetry"`` or ``"directionality"``.
     """
-    if layers < 1:
-        raise ValueError(f"layers must be >= 1; got {layers}.")
+    for name, v in (("layers", layers), ("width", width), ("n_samples", n_samples), ("seed", seed)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (0 if name == "seed" else 1):
+            raise ValueError(f"{name} must be a whole number >= {0 if name == 'seed' else 1}; got {v!r}.")
     if quantity not in ("symmetry", "directionality"):
         raise ValueError(f"quantity must be 'symmetry' or 'directionality'; got {quantity!r}.")
     pool = _null_pool(int(width), max(200, 4 * layers), seed)[quantity]
@@ -141,6 +147,10 @@ def gap_exit(encoder: pd.DataFrame, decoder: pd.DataFrame, band: float,
     if not e.index.equals(d.index):
         raise ValueError("the encoder and decoder runs were not logged at the same steps.")
     gap = e - d
+    if not (math.isfinite(band) and np.isfinite(gap.to_numpy(dtype=float)).all()):
+        # NaN compares false: a NaN band read every gap as inside it, a NaN step as below it
+        raise ValueError(f"the band ({band}) and the {quantity} gap at every logged step must be finite numbers; "
+                         f"the gap is not at steps {list(gap.index[~np.isfinite(gap.to_numpy(dtype=float))])}.")
     above = (gap > band).to_numpy()
     if not above[-1]:
         step = math.nan
@@ -163,7 +173,10 @@ def run_summary(history: pd.DataFrame, meta: dict) -> dict:
         duration, threads = float(meta["cpu_seconds"]), 1
     else:
         duration = float(meta.get("duration_s", float("nan")))
-        threads = int(meta.get("hardware", {}).get("torch_threads", 1) or 1)
+        threads = meta.get("hardware", {}).get("torch_threads", 1) or 1
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+            # a negative count gave negative tokens per CPU-second
+            raise ValueError(f"the run's hardware.torch_threads must be a whole number >= 1; got {threads!r}.")
     return {
         "mode": cfg["mode"], "layers": size.get("num_hidden_layers"), "width": size.get("hidden_size"),
         "heads": size.get("num_attention_heads"), "seq_len": size.get("seq_len"),
@@ -271,13 +284,16 @@ def project_exit_tokens(table: pd.DataFrame, widths=(256, 768), quantity: str = 
     """Extrapolate the tokens until a gap leaves its band to other widths, by a power law.
 
     Fits ``log(tokens) = a + b log(width)`` through the width variants (``width64``,
-    ``base``, ``width256``) whose gap left the band, and returns the fitted exponent, the
-    number of points it rests on and the projected tokens at each of ``widths``.  Fewer
-    than two finite points give ``NaN``.
+    ``base``, ``width256``) whose gap left the band after a positive number of tokens (one
+    above its band from the first logged step, 0 tokens, has no logarithm and is left out), and
+    returns the fitted exponent, the number of points it rests on and the projected tokens at
+    each of ``widths``.  Fewer than two such points give ``NaN``.
     """
     col = f"{quantity}_exit_tokens"
     pts = table.loc[[v for v in ("width64", "base", "width256") if v in table.index], ["width", col]]
+    # a gap above its band from the first logged step left it after 0 tokens: log(0) has no place on the line
     pts = pts.dropna()
+    pts = pts[(pts[col].astype(float) > 0) & (pts["width"].astype(float) > 0)]
     if len(pts) < 2:
         b = a = math.nan
     else:

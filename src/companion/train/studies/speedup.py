@@ -55,6 +55,17 @@ def speedup(steps_base, loss_base, steps_cand, loss_cand, window: int = 3) -> fl
         raise ValueError("both runs need at least one logged loss.")
     if len(sb) != len(lb) or len(sc) != len(lc):
         raise ValueError("steps and losses must have the same length.")
+    for what, v in (("baseline steps", sb), ("candidate steps", sc), ("baseline losses", lb),
+                    ("candidate losses", lc)):
+        # a NaN final loss made the target NaN (read as 'never reached'), one inside the window was
+        # skipped by the rolling mean, an infinite one was averaged into NaN
+        if v.ndim != 1 or not np.isfinite(v).all():
+            raise ValueError(f"the {what} must be a list of finite numbers; got {v.tolist()[:8]}: drop the "
+                             "evaluations that failed, or rerun them.")
+    if sb.min() < 0 or sc.min() < 0 or sb.max() <= 0:
+        # t* / T with T = 0 is 0/0, and a negative step gave a speed-up of -1
+        raise ValueError(f"the logged steps must be >= 0 and the runs longer than 0 steps (positive); got "
+                         f"{sb.min():g} to {sb.max():g} and {sc.min():g} to {sc.max():g}.")
     if not math.isclose(sb.max(), sc.max()):
         raise ValueError(f"runs of different length ({sb.max():g} vs {sc.max():g} steps) cannot be compared.")
     ob, oc = np.argsort(sb), np.argsort(sc)
