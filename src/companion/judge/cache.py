@@ -281,6 +281,11 @@ def _cache_path(name):
     folder = os.environ.get("COMPANION_VERDICT_CACHE")
     if not folder:
         return None
+    if not name or Path(name).name != name or name.startswith(".") or "\\" in name:
+        from ..base.errors import CompanionError   # the name went into the path: '../x' wrote beside the folder
+
+        raise CompanionError(f"the cached table's name {name!r} is not a plain file name (no folders, no "
+                             "leading dot); name it by letters, digits and dashes.")
     _, digest = tree_digest(paths.ROOT, _KEYED)
     key = hashlib.sha256(f"{run_size()}\0{digest}".encode()).hexdigest()[:24]
     return Path(folder) / f"{name}-{key}.json"
