@@ -184,6 +184,38 @@ def test_two_threads_asking_at_once_compute_the_value_once(verdict_cache):
     assert len(calls) == 1
 
 
+def test_a_fifo_at_a_verdict_entry_is_never_read(verdict_cache):
+    from companion.judge import cache
+
+    entry = cache._cache_path("t")
+    os.mkfifo(entry)
+    try:
+        got = _deadline(lambda: cache._disk_cached_value("t", lambda: {"a": 1}))
+    finally:
+        _release(entry)
+    assert got == {"a": 1} or (isinstance(got, CompanionError) and str(entry) in str(got)
+                               and "\n" not in str(got)), got
+
+
+@pytest.mark.parametrize("name", ["../escape", "sub/../../escape", "ABSOLUTE"])
+def test_a_table_name_with_a_path_in_it_never_writes_outside_the_cache(verdict_cache, tmp_path, name):
+    """The name went into the file's path as given: '../x' wrote beside the cache folder."""
+    from companion.judge import cache
+
+    if name == "ABSOLUTE":
+        (tmp_path / "abs").mkdir()
+        name = str(tmp_path / "abs" / "escape")
+    before = {p for p in tmp_path.rglob("*")}
+    try:
+        got = cache._disk_cached_value(name, lambda: {"a": 1})
+    except CompanionError as err:
+        assert "\n" not in str(err) and name in str(err)
+    else:
+        assert got == {"a": 1}
+    made = {p for p in tmp_path.rglob("*")} - before
+    assert all(verdict_cache in p.parents for p in made), made
+
+
 # ============================================================ the package's cache folder (base/cache.py)
 
 def test_a_cache_folder_that_is_a_link_to_a_folder_is_used_through_it(tmp_path, monkeypatch):
@@ -195,6 +227,15 @@ def test_a_cache_folder_that_is_a_link_to_a_folder_is_used_through_it(tmp_path, 
     monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "link"))
     d = cache_dir("tokens")
     assert d.is_dir() and (real / "tokens").is_dir()
+
+
+def test_a_cache_folder_that_is_a_fifo_is_refused_in_one_line_naming_it(tmp_path, monkeypatch):
+    from companion.base.cache import cache_dir
+
+    os.mkfifo(tmp_path / "fifo")
+    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "fifo"))
+    got = _deadline(lambda: cache_dir("tokens"))
+    assert isinstance(got, CompanionError) and "fifo" in str(got) and "COMPANION_CACHE" in str(got), got
 
 
 def test_an_abandoned_build_name_that_is_a_link_never_empties_its_target(tmp_path):
@@ -275,7 +316,7 @@ def test_a_tokenizer_setting_that_changes_the_tokens_changes_the_cache_key(tmp_p
 
 # ============================================================ documents -> streams (tokens.py, data.py)
 
-@pytest.mark.parametrize("blank", ["", "   ", "\n\n\t", "\u00a0\u2003"])
+@pytest.mark.parametrize("blank", ["", "   ", "\n\n\t", "\u00a0\u2003", "\x00\x01", " ".join("\u0301\u0301")])
 def test_a_document_of_no_text_is_no_document(tok, blank):
     """An empty or whitespace-only document wrote a lone [SEP] and counted as a document
     (a held-out 'document' of one separator)."""
@@ -325,6 +366,83 @@ def test_the_bundled_corpus_holds_out_no_document_that_training_also_holds(tok):
         return out
 
     assert not documents(data.train.stream) & documents(data.eval.stream)
+
+
+def test_two_threads_building_one_token_cache_at_once_both_get_its_streams(cache, tok):
+    """Both builds used the same temporary folder (named by the process id alone): one
+    removed the other's files while it wrote them."""
+    from companion.train.text.corpora import documents_sha256
+    from companion.train.text.tokens import cached_token_streams
+
+    docs = _docs(600)
+    want = _expected_streams(tok, docs)
+    src = {"corpus": "t", "documents_sha256": documents_sha256(docs)}
+    barrier = threading.Barrier(2)
+
+    def build():
+        barrier.wait()
+        got = cached_token_streams(src, lambda: docs, tok)
+        return np.asarray(got.train).copy(), np.asarray(got.eval).copy()
+
+    results = [None, None]
+
+    def run(i):
+        try:
+            results[i] = build()
+        except Exception as exc:   # noqa: BLE001 - checked below
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for r in results:
+        assert not isinstance(r, BaseException), r
+        np.testing.assert_array_equal(r[0], want[0])
+        np.testing.assert_array_equal(r[1], want[1])
+
+
+def test_one_string_given_as_the_documents_is_refused_not_read_as_one_document_a_character(tok):
+    """``build_token_data(text, ...)`` read a string as its characters: every character a
+    document, followed by [SEP]."""
+    from companion.train.text.data import build_token_data
+
+    text = "\n\n".join(_docs(30))
+    with pytest.raises(CompanionError, match="list") as err:
+        build_token_data(text, 8, tokenizer=tok)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("every", [2.5, True, "10"])
+def test_a_held_out_rule_that_is_no_whole_number_is_refused(tok, every):
+    """eval_every=2.5 held out documents 4, 9, 14, ... (index % 2.5 == 1.5): one in five."""
+    from companion.train.text.data import build_token_data
+
+    with pytest.raises(CompanionError, match="eval_every") as err:
+        build_token_data(_docs(30), 8, tokenizer=tok, eval_every=every)
+    assert "\n" not in str(err.value)
+
+
+def test_the_unigram_reference_with_no_held_out_target_is_refused_not_nan():
+    """Held-out blocks of special ids alone (every word unknown to the compact vocabulary):
+    0 / 0 was returned as the reference line, nan."""
+    from companion.train.text.data import TokenData, unigram_cross_entropy
+    from companion.train.text.masking import MaskingSpec
+    from companion.train.text.tokens import TokenBlocks
+
+    train = TokenBlocks(np.array([5, 6, 7, 3] * 8, dtype=np.uint16), 8)
+    held = TokenBlocks(np.array([1, 1, 1, 3] * 4, dtype=np.uint16), 8)
+    data = TokenData(train=train, eval=held, vocab_size=10,
+                     masking=MaskingSpec(mask_id=4, vocab_size=10, first_regular_id=5))
+    with pytest.raises(CompanionError, match="held-out") as err:
+        unigram_cross_entropy(data, "encoder")
+    assert "\n" not in str(err.value)
+    # where there are targets: the add-one smoothed training frequencies, by hand
+    got = unigram_cross_entropy(data, "decoder")
+    counts = np.bincount(np.array([5, 6, 7, 3] * 8), minlength=10)
+    p = (counts + 1) / (counts.sum() + 10)
+    assert got == pytest.approx(-np.log(p[1]) * 12 / 16 - np.log(p[3]) * 4 / 16, rel=1e-12)
 
 
 def test_the_text_of_a_separator_inside_a_document_never_cuts_it(tok):

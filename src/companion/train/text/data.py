@@ -38,7 +38,7 @@ from ...base.errors import CompanionError
 from .corpora import CORPORA, DEFAULT_CORPUS, ONLINE_CORPORA, corpus_documents, documents_sha256
 from .masking import MaskingSpec
 from .tokens import (TokenBlocks, TokenStreams, cached_token_streams, compact_vocabulary,
-                     in_memory_streams, position_split_moves)
+                     check_eval_every, in_memory_streams, position_split_moves)
 
 __all__ = ["default_corpus", "load_texts", "load_tokenizer", "TokenData", "build_token_data",
            "token_data_for_corpus", "corpus_token_streams", "unigram_cross_entropy", "DEFAULT_CORPUS"]
@@ -346,10 +346,12 @@ def build_token_data(texts: list[str], seq_len: int, tokenizer=None, top_k: int 
     frequent ids of the *training* documents; without it the full WordPiece vocabulary is
     kept.  For named corpora use :func:`token_data_for_corpus`, which caches the tokens.
     """
+    if isinstance(texts, (str, bytes)):   # read as its characters: every character a document
+        raise CompanionError(f"the documents are one {type(texts).__name__} of {len(texts):,} characters; give a "
+                             "list of documents (e.g. text.split('\\n\\n') for paragraphs).")
     if not texts:
         raise CompanionError("no documents to train on.")
-    if eval_every < 2:
-        raise CompanionError("eval_every must be >= 2 (one document in eval_every is held out).")
+    check_eval_every(eval_every)
     tok = tokenizer if tokenizer is not None else load_tokenizer(tokenizer_name)
     streams = in_memory_streams(list(texts), tok, eval_every=eval_every)
     source = {"corpus": description or "in-memory documents",
@@ -446,5 +448,8 @@ def unigram_cross_entropy(data: TokenData, mode: str = "encoder", chunk: int = 1
 
     first = 0 if mode == "decoder" else data.masking.first_regular_id
     train, held = counts(data.train)[first:], counts(data.eval)[first:]
+    if held.sum() == 0:   # 0 / 0 was returned as the reference line
+        raise CompanionError(f"the held-out blocks hold no {mode} target (only special ids below "
+                             f"{first}); use a corpus whose held-out text the vocabulary covers.")
     p = (train + 1) / (train.sum() + train.size)
     return float(-(held * np.log(p)).sum() / held.sum())

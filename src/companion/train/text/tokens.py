@@ -40,7 +40,7 @@ from ...base.errors import CompanionError
 from .corpora import DocumentHasher
 
 __all__ = ["TokenBlocks", "TokenStreams", "document_separator", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
-           "position_split", "position_split_moves",
+           "position_split", "position_split_moves", "check_eval_every",
            "cached_token_streams", "compact_vocabulary", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
@@ -152,9 +152,7 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
     Returns counts: documents and tokens per split, and the content hash of the documents
     consumed.  ``max_tokens`` stops after the batch that reaches that many tokens in all.
     """
-    if eval_every < 2:
-        raise CompanionError(f"eval_every must be >= 2 (one document in eval_every is held "
-                             f"out); got {eval_every}.")
+    check_eval_every(eval_every)
     sep = document_separator(tok)
     dtype = _dtype_for(len(tok))
     tok.model_max_length = 10**9  # documents are blocked later, never fed whole
@@ -199,6 +197,15 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
     counts["documents_sha256"] = h.hexdigest()
     counts["dtype"] = np.dtype(dtype).name
     return counts
+
+
+def check_eval_every(eval_every) -> int:
+    """``eval_every``, a whole number >= 2, else one line naming it (2.5 held out one document
+    in five: index % 2.5 == 1.5)."""
+    if isinstance(eval_every, bool) or not isinstance(eval_every, (int, np.integer)) or eval_every < 2:
+        raise CompanionError(f"eval_every must be a whole number >= 2 (one document in eval_every is held "
+                             f"out); got {eval_every!r}.")
+    return int(eval_every)
 
 
 def position_split(eval_every: int) -> Callable[[int, str], bool]:
@@ -326,7 +333,9 @@ def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], t
     from ...base.cache import pid_after_last_dash, remove_abandoned
 
     remove_abandoned(root, ".*.tmp-*", pid_after_last_dash)  # builds of killed processes
-    tmp = root / f".{folder.name}.tmp-{os.getpid()}"
+    import threading   # two threads of one process build in folders of their own (the pid stays last)
+
+    tmp = root / f".{folder.name}.tmp-{threading.get_ident()}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     t0 = time.time()
