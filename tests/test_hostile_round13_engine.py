@@ -362,3 +362,32 @@ def test_restricting_the_vocabulary_of_ids_it_cannot_remap_is_refused(seqs, word
     with pytest.raises((CompanionError, ValueError)) as err:
         restrict_vocabulary(seqs, 2)
     assert word in _one_line(err).lower()
+
+
+@pytest.mark.parametrize("seqs,word", [([[0.5, 1.7, 2.0]], "float"), ([[3, -1, 2]], "-1")],
+                         ids=["float-ids", "negative-id"])
+def test_premise_runs_refuse_token_ids_they_would_read_as_others(seqs, word):
+    """Float ids were cast to whole ones (0.5 read as token 0, 1.7 as token 1), silently; a
+    negative id reached the embedding's lookup."""
+    from companion.judge.premises import train_and_measure, update_anatomy
+
+    for call in (lambda: update_anatomy(seqs, "bidirectional", d=4, n_batches=1, batch_size=2),
+                 lambda: train_and_measure(seqs, "bidirectional", 0, [0], d=4, n_layers=1, batch_size=2)):
+        with pytest.raises((CompanionError, ValueError)) as err:
+            call()
+        assert word in _one_line(err).lower()
+
+
+@pytest.mark.parametrize("n,confidence", [(1, 0.8), (3, 1.5), (3, 0.0)])
+def test_a_planning_spread_from_one_seed_or_an_impossible_confidence_is_refused(n, confidence):
+    """sqrt((n - 1) / chi2) of one seed or at a confidence outside (0, 1) is NaN: the design
+    check then planned on a spread that is not a number."""
+    from scipy import stats
+
+    from companion.train.studies.design_check import planning_sd
+
+    want = 0.02 * np.sqrt(2 / stats.chi2.ppf(0.2, 2))   # n = 3 at 80%, by the closed form
+    assert planning_sd(0.02, 3, 0.8) == pytest.approx(want, rel=1e-12) and want > 0.02
+    with pytest.raises((CompanionError, ValueError)) as err:
+        planning_sd(0.02, n, confidence)
+    assert ("seed" in _one_line(err)) or ("confidence" in _one_line(err))

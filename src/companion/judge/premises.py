@@ -34,7 +34,11 @@ _OBJECTIVES = ("autoregressive", "bidirectional")
 def _check(objective: str, seqs) -> torch.Tensor:
     if objective not in _OBJECTIVES:
         raise CompanionError(f"objective must be one of {_OBJECTIVES}, got {objective!r}.")
-    seqs = torch.as_tensor(np.asarray(seqs), dtype=torch.long)
+    raw = np.asarray(seqs)
+    if raw.size and (not np.issubdtype(raw.dtype, np.integer) or raw.min() < 0):   # a cast read 1.7 as token 1
+        what = f"{raw.dtype} (float ids)" if not np.issubdtype(raw.dtype, np.integer) else f"the id {int(raw.min())}"
+        raise CompanionError(f"sequences hold {what}; pass token ids, whole numbers >= 0, in an integer array.")
+    seqs = torch.as_tensor(raw, dtype=torch.long)
     if seqs.ndim != 2:
         raise CompanionError(f"sequences must be 2-D [n_sequences, N], got shape {tuple(seqs.shape)}.")
     return seqs

@@ -21,6 +21,7 @@ import pandas as pd
 __all__ = ["pilot_values", "pilot_estimate", "planning_sd", "scaled_yardstick", "speedup_yardstick",
            "true_outcomes", "design_check", "family_error_table", "family_check_table", "reachable_outcomes", "DESIGN_PATH", "main"]
 
+from ...base.errors import CompanionError
 from ...base.paths import DATA_DIR
 
 DESIGN_PATH = DATA_DIR / "rules_history" / "verdict_rules_v3_design.csv"   # version 3's; a file names its own (design_check.table)
@@ -65,6 +66,9 @@ def planning_sd(sd: float, n: int, confidence: float) -> float:
     whose few seeds happened to agree."""
     from scipy import stats
 
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2 or not 0 < confidence < 1:
+        raise CompanionError(f"a planning spread needs a spread from 2 or more seeds at a confidence in (0, 1); got "
+                             f"{n!r} seeds at confidence {confidence!r}.")
     return float(sd * math.sqrt((n - 1) / stats.chi2.ppf(1 - confidence, n - 1)))
 
 
