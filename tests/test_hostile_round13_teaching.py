@@ -550,3 +550,52 @@ def test_the_student_sources_are_never_written_among_the_pages_they_copy(tmp_pat
         prepare_sources(root, root / "book" / "student")
     _one_line_error(err.value, "book")
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == before
+
+
+def _labels_fifo(tmp_path):
+    from companion.book.teaching.exercise_labels import load_exercise_labels
+
+    return _fifo_in(tmp_path, "labels.yaml"), load_exercise_labels, (tmp_path / "labels.yaml",)
+
+
+FIFOS["the exercise labels"] = _labels_fifo
+
+
+# ============================================================ (h) the references the checks compare with
+@pytest.fixture
+def bounded_power(monkeypatch):
+    """``t_test_power`` that stops the test after 200 calls (a search that would never end)."""
+    from companion.book.teaching import exercise_references as refs
+
+    calls, real = [0], refs.t_test_power
+
+    def counted(n, ncp, level=0.95):
+        calls[0] += 1
+        if calls[0] > 200:
+            raise RuntimeError("seeds_needed searched more than 200 sizes")
+        return real(n, ncp, level)
+
+    monkeypatch.setattr(refs, "t_test_power", counted)
+    return refs
+
+
+@pytest.mark.parametrize("args", [(3, 0.05, 0.0), (3, 0.05, -0.02), (3, 0.05, float("nan")), (1, 0.05, 0.02),
+                                  (3, 0.0, 0.02)])
+def test_seeds_needed_for_an_effect_that_is_no_effect_is_refused_at_once(bounded_power, args):
+    with pytest.raises(ValueError) as err:
+        bounded_power.seeds_needed(*args)
+    _one_line_error(err.value, "seeds_needed")
+
+
+def test_seeds_needed_is_the_smallest_count_by_the_noncentral_t(bounded_power):
+    from scipy import optimize, stats
+
+    def power(n, ncp):   # the one-sided reading of a two-sided test of level 0.95, as the exercise states it
+        df = n - 1
+        return 1 - stats.nct.cdf(stats.t.ppf(0.975, df), df, ncp)
+
+    for seeds, detected, wanted in ((3, 0.05, 0.02), (10, 0.2, 0.3)):
+        ncp = optimize.brentq(lambda c: power(seeds, c) - 0.8, 0.0, 20.0, xtol=1e-12)
+        sd = detected * seeds ** 0.5 / ncp
+        want = next(n for n in range(2, 10**4) if power(n, wanted * n ** 0.5 / sd) > 0.8)
+        assert bounded_power.seeds_needed(seeds, detected, wanted) == want

@@ -30,16 +30,23 @@ def load_exercise_labels(path: Path | str = LABELS_FILE) -> dict:
     book's)."""
     import yaml
 
+    from ...base.bounded_yaml import load_bounded
+    from ...base.paths import regular_file
+
     path = Path(path)
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    regular_file(path, "the exercise labels")   # a FIFO would block the build
+    if path.name == _registry.REGISTRY_FILE.name:
+        found = _registry.exercises(_registry.load_registry(path))
+        return {k: {f: v[f] for f in _LABEL_KEYS} for k, v in found.items()}
+    try:
+        data = load_bounded(path.read_text(encoding="utf-8")) or {}
+    except (UnicodeDecodeError, OverflowError, yaml.YAMLError) as err:
+        raise ValueError(f"{path} cannot be read as YAML ({' '.join(str(err).split())[:200]}); fix the file.") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of page names (or exercise labels) to entries")
-    if path.name != _registry.REGISTRY_FILE.name:
-        for label, entry in data.items():
-            _registry._check_exercise(path, "(labels)", label, entry)
-        return {k: {f: v[f] for f in _LABEL_KEYS} for k, v in data.items()}
-    found = _registry.exercises(_registry.load_registry(path))
-    return {k: {f: v[f] for f in _LABEL_KEYS} for k, v in found.items()}
+    for label, entry in data.items():
+        _registry._check_exercise(path, "(labels)", label, entry)
+    return {k: {f: v[f] for f in _LABEL_KEYS} for k, v in data.items()}
 
 
 def exercise_label_text(entry: dict) -> str:

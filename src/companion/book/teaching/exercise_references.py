@@ -124,12 +124,35 @@ def smallest_skew_dimension() -> int:
 def seeds_needed(seeds: int, detected: float, wanted: float, power: float = 0.8) -> int:
     """The fewest seeds whose t test finds a true difference ``wanted`` with probability
     ``power``, when ``seeds`` seeds find ``detected`` (the seed-to-seed spread recovered from
-    it), searched seed by seed with :func:`t_test_power`."""
+    it), searched with :func:`t_test_power`, which grows with the number of seeds: doubling,
+    then halving the interval, up to a million seeds.
+
+    ``seeds`` must be a whole number of at least 2, ``detected`` and ``wanted`` positive finite
+    effects and ``power`` in (0.05, 1) (a test of level 0.95 finds no effect with 0.05): else a
+    one-line ``ValueError`` (an effect of 0 once searched a million sizes, an integral each)."""
+    import math
+
     from scipy import optimize
 
+    ok = (isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool) and seeds >= 2
+          and all(isinstance(x, (int, float, np.number)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+                  for x in (detected, wanted)) and isinstance(power, (int, float)) and 0.05 < power < 1)
+    if not ok:
+        raise ValueError(f"seeds_needed({seeds!r}, {detected!r}, {wanted!r}, power={power!r}): give a whole number of "
+                         "seeds of at least 2, two positive effects and a power between 0.05 and 1")
     ncp = optimize.brentq(lambda c: t_test_power(seeds, c) - power, 0.0, 100.0, xtol=1e-12)
     sd = detected * np.sqrt(seeds) / ncp
-    return next(n for n in range(2, 10**6) if t_test_power(n, wanted * np.sqrt(n) / sd) > power)
+    enough = lambda n: t_test_power(n, wanted * np.sqrt(n) / sd) > power
+    lo, hi = 1, 2                      # enough(hi) once found; never enough(lo)
+    while not enough(hi):
+        lo, hi = hi, hi * 2
+        if hi > 2 * 10**6:
+            raise ValueError(f"seeds_needed: more than a million seeds would be needed to find {wanted!r} "
+                             f"when {seeds} seeds find {detected!r}")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
 
 
 #: the values an exercise's data may name as ``want: <name>`` (with ``of: [its arguments]``)
