@@ -611,3 +611,60 @@ def test_a_long_document_is_cut_without_losing_or_repeating_text():
     assert "".join("".join(p.split()) for p in pieces) == "".join(doc.split())
     assert all(len(p) >= PIECE_CHARS for p in pieces[:-1])
     assert len(pieces[-1]) >= MIN_TAIL_CHARS
+
+
+def test_a_fitted_vocabulary_folder_swapped_with_another_fits_is_never_used(cache):
+    """The fitted vocabulary was found by its folder's name alone: another corpus's fit
+    under that name (copied, swapped) was used as this one's, so every token id differed."""
+    from companion.train.text.english_mix import assemble, fitted_tokenizer_folder
+
+    a = assemble([("s", _assembly_docs())])
+    b = assemble([("s", [d.replace("river", "ocean").replace("stone", "forest") for d in _assembly_docs()])])
+    fa, fb = fitted_tokenizer_folder(a), fitted_tokenizer_folder(b)
+    want = {"a": (fa / "tokenizer.json").read_bytes(), "b": (fb / "tokenizer.json").read_bytes()}
+    assert want["a"] != want["b"]
+    fa.rename(fa.with_name("x"))
+    fb.rename(fa)
+    fa.with_name("x").rename(fb)
+    for k, corpus in (("a", a), ("b", b)):
+        try:
+            got = fitted_tokenizer_folder(corpus)
+        except CompanionError as err:   # a refusal naming the folder is right too
+            assert "\n" not in str(err) and "english-mix" in str(err)
+            continue
+        assert (got / "tokenizer.json").read_bytes() == want[k]
+
+
+def test_cutting_into_pieces_of_no_length_is_refused_not_looped_for_ever():
+    from companion.train.text.english_mix import split_long
+
+    got = _deadline(lambda: split_long("word " * 50, max_chars=10, piece=0), 3.0)
+    assert isinstance(got, (CompanionError, ValueError)) and "piece" in str(got), got
+
+
+@pytest.mark.parametrize("limit", [-1, 0, 2.5, True])
+def test_a_document_limit_that_is_no_positive_whole_number_is_refused(tmp_path, limit):
+    """limit=-1 dropped the last document (texts[:-1]); 0 read them all."""
+    from companion.train.text.data import load_texts
+
+    f = tmp_path / "c.txt"
+    f.write_text("\n\n".join(_docs(5)), encoding="utf-8")
+    with pytest.raises(CompanionError, match="limit") as err:
+        load_texts(str(f), limit=limit)
+    assert "\n" not in str(err.value)
+    assert load_texts(str(f), limit=2) == _docs(5)[:2]
+
+
+@pytest.mark.parametrize("mode", ["Decoder", "encodr", ""])
+def test_the_unigram_reference_refuses_an_unknown_mode(mode):
+    """A misspelt mode was read as the masked objective's targets."""
+    from companion.train.text.data import TokenData, unigram_cross_entropy
+    from companion.train.text.masking import MaskingSpec
+    from companion.train.text.tokens import TokenBlocks
+
+    blocks = TokenBlocks(np.array([5, 6, 7, 3] * 8, dtype=np.uint16), 8)
+    data = TokenData(train=blocks, eval=blocks, vocab_size=10,
+                     masking=MaskingSpec(mask_id=4, vocab_size=10, first_regular_id=5))
+    with pytest.raises(CompanionError, match="mode") as err:
+        unigram_cross_entropy(data, mode)
+    assert "\n" not in str(err.value)

@@ -117,6 +117,9 @@ def load_texts(name_or_path: str, split: str = "train", limit: int | None = None
     (:func:`companion.train.text.corpora.fetching_allowed`: ``companion train``, or ``companion
     corpus fetch NAME`` beforehand); online corpora need network (``limit`` documents).
     """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1):
+        raise CompanionError(f"limit must be a whole number of documents >= 1, or None for all of them; got "
+                             f"{limit!r} (-1 dropped the last document, 0 read them all).")
     if name_or_path == "default":
         name_or_path = "python-docs"
     path = Path(name_or_path)
@@ -437,6 +440,10 @@ def unigram_cross_entropy(data: TokenData, mode: str = "encoder", chunk: int = 1
     prediction predicts every id.
     """
     import numpy as np
+
+    if mode not in ("encoder", "decoder", "authors-decoder"):   # the objectives' modes
+        raise CompanionError(f"unknown mode {mode!r} for the unigram reference; give 'encoder', 'decoder' or "
+                             "'authors-decoder' (a misspelt one was read as the masked objective's targets).")
 
     def counts(blocks):
         c = np.zeros(data.vocab_size, dtype=np.int64)

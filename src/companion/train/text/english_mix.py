@@ -146,6 +146,9 @@ def split_long(doc: str, max_chars: int = MAX_DOC_CHARS, piece: int = PIECE_CHAR
                min_tail: int = MIN_TAIL_CHARS) -> list[str]:
     """A normalised document cut at paragraph boundaries into pieces of >= ``piece``
     characters when it is longer than ``max_chars`` (see the module's rule 3)."""
+    if not (isinstance(piece, int) and piece >= 1 and isinstance(max_chars, int) and isinstance(min_tail, int)):
+        raise CompanionError(f"split_long cuts into pieces of a whole number >= 1 of characters; got piece={piece!r}, "
+                             f"max_chars={max_chars!r}, min_tail={min_tail!r} (a piece of 0 never ended).")
     if len(doc) <= max_chars:
         return [doc]
     paras = [q for p in doc.split("\n") for q in _cut_paragraph(p, piece)]
@@ -488,20 +491,23 @@ def fitted_tokenizer_folder(corpus: Assembled | None = None, progress=None) -> P
                                     sort_keys=True).encode()).hexdigest()[:20]
     root = cache_dir("tokenizers")
     folder = root / f"{NAME}-{key}"
+    fit = {"train_documents_sha256": documents_sha256(train), **settings}
     if (folder / "tokenizer.json").exists():
-        return folder
+        return _checked_fit(folder, fit)
     with exclusive(root / f".{NAME}.lock", f"fitting the {NAME} tokenizer"):
         if (folder / "tokenizer.json").exists():
-            return folder
+            return _checked_fit(folder, fit)
         if progress is not None:
             progress(f"fitting a {VOCAB_SIZE}-id WordPiece vocabulary on {len(train)} training documents")
         tmp = root / f".{folder.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             fit_tokenizer(train, tmp, VOCAB_SIZE)
+            from ...base.cache import sha256_file
+
             (tmp / "fit.json").write_text(json.dumps(
-                {"corpus": NAME, "train_documents": len(train),
-                 "train_documents_sha256": documents_sha256(train), **settings}, indent=2) + "\n")
+                {"corpus": NAME, "train_documents": len(train), **fit,
+                 "tokenizer_json_sha256": sha256_file(tmp / "tokenizer.json")}, indent=2) + "\n")
             try:
                 os.replace(tmp, folder)
             except OSError:   # another process put a complete one there first: use it
@@ -509,6 +515,27 @@ def fitted_tokenizer_folder(corpus: Assembled | None = None, progress=None) -> P
                     raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def _checked_fit(folder: Path, fit: dict) -> Path:
+    """``folder`` where its ``fit.json`` records this fit (the training documents' hash and
+    the settings) and its ``tokenizer.json`` the sha256 written with it (where recorded);
+    else one line naming it: another corpus's fit under this name (copied, swapped) was used."""
+    from ...base.cache import sha256_file
+    from ...base.paths import regular_file
+
+    try:
+        regular_file(folder / "fit.json", "fitted vocabulary record")
+        made = json.loads((folder / "fit.json").read_text())
+        same = isinstance(made, dict) and all(made.get(k) == json.loads(json.dumps(v)) for k, v in fit.items())
+        if same and "tokenizer_json_sha256" in made:
+            same = sha256_file(folder / "tokenizer.json", what="fitted vocabulary") == made["tokenizer_json_sha256"]
+    except (OSError, ValueError, CompanionError):
+        same = False
+    if not same:
+        raise CompanionError(f"the fitted {NAME} vocabulary {folder} is not the fit of this corpus and settings "
+                             "(its fit.json records another, or is missing); delete the folder and it is fitted again.")
     return folder
 
 
