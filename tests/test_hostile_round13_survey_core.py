@@ -488,3 +488,151 @@ def test_compute_study_refuses_counts_that_are_not_positive_whole_numbers(call):
     with pytest.raises(REFUSED) as err:
         calls[call]()
     _one_line(err)
+
+
+# ============================================================ (g) cached tables, sources, the catalog, the zoo walk
+
+def _within(call, tmp_fifos, seconds=3.0):
+    """Run ``call`` in a thread; if it is still blocked after ``seconds``, open each FIFO for writing
+    (which lets a blocked reader see the end) and fail."""
+    import os
+    import threading
+
+    out = {}
+
+    def run():
+        try:
+            out["value"] = call()
+        except Exception as exc:   # noqa: BLE001 - handed back to the test
+            out["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        for f in tmp_fifos:
+            try:
+                os.close(os.open(f, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+        t.join(2)
+        pytest.fail("the read blocked on a FIFO")
+    return out
+
+
+@pytest.mark.parametrize("which", ["table", "checksum"])
+def test_a_cached_survey_table_that_is_a_fifo_is_refused_without_blocking(tmp_path, which):
+    import json
+    import os
+
+    from companion.survey import table_cache as tc
+
+    table, side = tmp_path / "scores.csv", tmp_path / "scores.csv.sha256.json"
+    fifo = table if which == "table" else side
+    os.mkfifo(fifo)
+    if which == "table":
+        side.write_text(json.dumps({"format": tc.CACHE_FORMAT, "sha256": "0" * 64, "rows": 0, "columns": []}))
+    else:
+        table.write_text("key\n")
+    out = _within(lambda: tc.cache_problem(table), [fifo])
+    assert "FIFO" in out.get("value", ""), out
+    out = _within(lambda: tc.load_survey(table), [fifo])
+    assert isinstance(out.get("error"), REFUSED) and "FIFO" in _one_line(out["error"])
+
+
+def test_fingerprint_of_a_fifo_is_none_not_a_crash(tmp_path):
+    import os
+
+    from companion.survey.sources import _fingerprint
+
+    os.mkfifo(tmp_path / "w.bin")
+    out = _within(lambda: _fingerprint(str(tmp_path / "w.bin")), [tmp_path / "w.bin"])
+    assert out == {"value": None}
+
+
+def test_a_survey_key_never_reaches_outside_the_local_folder(tmp_path):
+    """'../secret' found the folder beside --local-dir and scored it under this key."""
+    from companion.survey.sources import Unavailable, resolve_source
+
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "secret").mkdir()
+    with pytest.raises(Unavailable):
+        resolve_source({"key": "../secret", "hub_id": "owner/name", "local": ""}, local_dir=tmp_path / "inner",
+                       online=False)
+
+
+def test_a_survey_entry_with_a_malformed_hub_id_is_unavailable_not_a_hub_source():
+    from companion.survey.sources import Unavailable, resolve_source
+
+    with pytest.raises(Unavailable, match="hub id") as err:
+        resolve_source({"key": "k", "hub_id": "owner/..", "local": ""}, online=True)
+    _one_line(err)
+
+
+@pytest.mark.parametrize("text", ["gqa 4/0", "mha 0/0"])
+def test_attention_of_no_heads_is_refused(text):
+    """'gqa 4/0' raised ZeroDivisionError; 'mha 0/0' was read as (0, 0)."""
+    from companion.zoo.catalog import parse_attention
+
+    with pytest.raises(REFUSED, match="attention") as err:
+        parse_attention(text)
+    _one_line(err)
+
+
+def test_score_zoo_of_an_unknown_name_is_one_line():
+    from companion.survey.zoo_walk import score_zoo
+
+    with pytest.raises(REFUSED, match="not-a-model") as err:   # a raw KeyError
+        score_zoo(["not-a-model"], catalog=pd.DataFrame({"key": [], "n_params": []}))
+    _one_line(err)
+
+
+def test_unit_values_refuse_a_counted_member_without_a_number():
+    from companion.survey.design import unit_values
+
+    table = pd.DataFrame({"side": ["encoder", "encoder"], "unit": ["u", "u"], "member": ["a", "b"]})
+    assert unit_values(table, {"a": 0.2, "b": 0.4})["encoder"]["u"] == pytest.approx(0.3)
+    with pytest.raises(REFUSED, match="b") as err:   # the unit's value was NaN, silently
+        unit_values(table, {"a": 0.2, "b": float("nan")})
+    _one_line(err)
+
+
+@pytest.mark.parametrize("a,b,want", [(np.zeros(3), np.zeros(3), 0.0), (np.zeros(3), np.ones(3), math.inf),
+                                      (np.ones(4), np.ones(4) * 1.5, 0.5)])
+def test_relative_change_of_a_zero_weight(a, b, want):
+    """A zero weight read back as zero changed by 0, not NaN (0/0 with a RuntimeWarning)."""
+    import warnings
+
+    from companion.survey.quantisation import _relative_error
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _relative_error(a, b) == want
+
+
+@pytest.mark.parametrize("args", [(True, 2.0), (0.1, np.bool_(True))])
+def test_directionality_sentence_refuses_a_bool(args):
+    from companion.survey.quantisation import directionality_sentence
+
+    with pytest.raises(REFUSED) as err:   # True was read as a change of 1.000
+        directionality_sentence(*args)
+    _one_line(err)
+
+
+@pytest.mark.parametrize("kw", [{"n_heads": True}, {"n_heads": 2.0}, {"d": 2.5}, {"vocab_size": 1.5},
+                                {"max_len": 0}])
+def test_tiny_model_refuses_sizes_that_are_not_whole(kw):
+    """n_heads=True built one head; 2.0 and d=2.5 raised raw torch errors at the first pass."""
+    from companion.core.tiny_attention import TinyAttentionModel
+
+    with pytest.raises(REFUSED) as err:
+        TinyAttentionModel(**{"vocab_size": 10, "d": 4, **kw})
+    _one_line(err)
+
+
+def test_tiny_model_refuses_a_token_outside_its_vocabulary():
+    from companion.core.tiny_attention import TinyAttentionModel
+
+    with pytest.raises(REFUSED, match="12") as err:   # a raw IndexError
+        TinyAttentionModel(10, d=4)(torch.full((1, 3), 12))
+    _one_line(err)

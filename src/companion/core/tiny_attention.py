@@ -84,10 +84,11 @@ class TinyAttentionModel(nn.Module):
                  max_len: int = 64, explicit: bool = False, softmax: bool = True,
                  mlp: bool = True, seed: int = 0):
         super().__init__()
-        if vocab_size < 2 or d < 1 or n_layers < 1:
-            raise ValueError("vocab_size >= 2, d >= 1 and n_layers >= 1 are required.")
-        if n_heads < 1:
-            raise ValueError(f"n_heads must be a whole number >= 1 dividing d ({d}); got {n_heads!r}.")
+        for name, v, least in (("vocab_size", vocab_size, 2), ("d", d, 1), ("n_layers", n_layers, 1),
+                               ("n_heads", n_heads, 1), ("max_len", max_len, 1)):
+            # True built one head; 2.0 heads or d=2.5 raised raw torch errors at the first pass
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < least:
+                raise ValueError(f"{name} must be a whole number >= {least}; got {v!r}.")
         g = torch.random.fork_rng()
         with g:
             torch.manual_seed(seed)
@@ -105,6 +106,10 @@ class TinyAttentionModel(nn.Module):
         B, N = tokens.shape
         if N > self.max_len:
             raise ValueError(f"sequence length {N} exceeds max_len={self.max_len}.")
+        V = self.emb.num_embeddings
+        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= V):   # a raw IndexError
+            raise ValueError(f"token ids must lie in 0..{V - 1} (the vocabulary); got {int(tokens.min())} to "
+                             f"{int(tokens.max())}.")
         if mask == "causal":
             allowed = torch.ones(N, N, dtype=torch.bool, device=tokens.device).tril()
         elif mask == "full":

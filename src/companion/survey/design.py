@@ -141,6 +141,9 @@ def unit_values(table: pd.DataFrame, medians: dict[str, float]) -> dict[str, dic
     """Each unit's value: the median of its members' per-model medians (``medians`` by member)."""
     if missing := sorted(set(table.loc[table["side"] != "", "member"]) - set(medians)):
         raise CompanionError(f"no median for the counted members {missing}; score them first.")
+    if bad := sorted(m for m in set(table.loc[table["side"] != "", "member"]) if not np.isfinite(medians[m])):
+        # np.median of a NaN is NaN: the unit's value was NaN, silently
+        raise CompanionError(f"the counted members {bad} have a median that is not a number; score them again.")
     return {side: {u: float(np.median([medians[m] for m in ms])) for u, ms in groups.items()}
             for side, groups in unit_members(table).items()}
 

@@ -309,7 +309,10 @@ def quantised_copy(ckpt, scheme: str):
 
 def _relative_error(a, b) -> float:
     a = np.asarray(a, dtype=np.float64)
-    return float(np.linalg.norm(np.asarray(b, dtype=np.float64) - a) / np.linalg.norm(a))
+    change, size = float(np.linalg.norm(np.asarray(b, dtype=np.float64) - a)), float(np.linalg.norm(a))
+    if size == 0:   # a zero weight: unchanged is no change (0/0 gave NaN), changed is an infinite one
+        return 0.0 if change == 0 else math.inf
+    return change / size
 
 
 def compare_layers(original, changed, model: str, scheme: str,
@@ -483,7 +486,8 @@ def directionality_sentence(largest_change: float, gap: float, scheme: str = "4-
     """Whether a change of the model median as large as ``largest_change`` could account for a
     directionality gap ``gap``: one sentence, refused for a number that is not finite."""
     for what, v in (("largest_change", largest_change), ("gap", gap)):
-        if not isinstance(v, (int, float, np.floating, np.integer)) or not math.isfinite(float(v)):
+        if (isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer))
+                or not math.isfinite(float(v))):   # True read as a change of 1.000
             raise CompanionError(f"{what} must be a finite number to be put in a sentence, got {v!r}.")
     change, gap = abs(float(largest_change)), abs(float(gap))
     if gap == 0:

@@ -64,6 +64,8 @@ def resolve_source(entry: pd.Series | dict, local_dir: str | Path | None = None,
     if local_dir is not None:
         root = Path(local_dir)
         for name in (key, hub_id.replace("/", "--")):
+            if Path(name).name != name or name in ("", ".", ".."):   # '../x' reached beside local_dir
+                continue
             for cand in (root / name, root / f"{name}.gguf"):
                 if cand.exists():
                     return SurveySource(str(cand), "local", revision)
@@ -100,6 +102,13 @@ def resolve_source(entry: pd.Series | dict, local_dir: str | Path | None = None,
     if online is None:
         online = not _hub_offline()
     if online:
+        from ..adapters.hub import check_hub_id
+        from ..base.errors import CompanionError
+
+        try:
+            check_hub_id(hub_id)
+        except CompanionError as exc:
+            raise Unavailable(f"{key}: {exc}") from None
         return SurveySource(hub_id, "hub", revision)
     raise Unavailable(
         f"{hub_id}: not in a local folder, an installed package or the Hugging Face cache, "
@@ -125,6 +134,8 @@ def _fingerprint(location: str) -> str | None:
     """sha256 (first 16 hex digits) of a local weight file, or of a folder's weight files."""
     path = Path(location)
     if not path.exists():
+        return None
+    if not (path.is_file() or path.is_dir()):   # a FIFO or a device: nothing to hash (iterdir raised)
         return None
     files = [path] if path.is_file() else sorted(
         p for p in path.iterdir()

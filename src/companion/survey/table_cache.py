@@ -49,9 +49,16 @@ def cache_problem(path: Path, required=REQUIRED_COLUMNS, key: str | None = None)
     """Why the cached table ``path`` cannot be trusted, or ``None`` when it checks out; with
     ``key``, a table of one model must hold that model's rows only (another model's table and
     checksum copied to its name would pass every other check, and count that model twice)."""
+    from ..base.paths import regular_file
+
     side = checksum_path(path)
     if not side.exists():
         return f"{side.name} is missing"
+    for f, what in ((side, "its checksum file"), (path, "the table")):
+        try:   # a FIFO in either place blocked the read for ever
+            regular_file(f, what)
+        except CompanionError as exc:
+            return str(exc).rstrip(".")
     try:
         meta = json.loads(side.read_text())
         data = path.read_bytes()

@@ -57,6 +57,11 @@ def score_zoo(names: list[str] | None = None, per_head: bool = True,
     cat_params = cat.set_index("key")["n_params"] if "n_params" in cat.columns else pd.Series(dtype=float)
     checkpoints, tables, status = {}, [], []
     for name in names or list(ZOO):
+        if name not in ZOO:   # a raw KeyError
+            from ..base.errors import CompanionError
+
+            raise CompanionError(f"{name!r} is not a model of the zoo's survey walk; `companion zoo list` shows "
+                                 f"the names ({', '.join(ZOO)}).")
         m = ZOO[name]
         key = m.catalog_key or m.name
         row = {"name": name, "key": key, "model": m.model, "role": m.role,

@@ -83,6 +83,8 @@ def parse_attention(text: str) -> tuple[int, int]:
     if not m:
         raise ValueError(f"attention must read 'mha H/H' or 'gqa H/KV', got {text!r}.")
     kind, h, kv = m.group(1), int(m.group(2)), int(m.group(3))
+    if h < 1 or kv < 1:   # 'gqa 4/0' divided by zero, 'mha 0/0' read as no heads
+        raise ValueError(f"attention {text!r} counts no heads; each count must be at least 1.")
     if kind == "mha" and h != kv or kind == "gqa" and (kv >= h or h % kv):
         raise ValueError(f"inconsistent attention description {text!r}.")
     return h, kv
