@@ -116,6 +116,22 @@ def test_a_look_pairs_seeds_across_arms_in_the_bodys_order(v3_body, rules, extra
     assert c["reading"].estimate.mean == pytest.approx(np.mean([enc[s] - dec[s] for s in (30, 31, 32)]), abs=1e-6)
 
 
+def test_a_pair_whose_runs_record_no_device_is_refused_not_read_as_one_device(v3_body, rules):
+    """Seed 31's two runs record no device: 'an unrecorded device' twice is no evidence of one
+    device, and the rules compare a pair made on one device only (a pair across devices is
+    refused).  Refused, naming the seed."""
+    from test_training_claims import _write_run
+
+    for seed, e in zip((30, 31, 32), (0.5, 0.52, 0.55)):
+        device = None if seed == 31 else "cpu (1 threads)"
+        _write_run(v3_body, f"mixv3-bert-mini-encoder-standard-s{seed}", "encoder", "standard", seed, sym=e, device=device)
+        _write_run(v3_body, f"mixv3-bert-mini-decoder-standard-s{seed}", "decoder", "standard", seed, sym=0.0,
+                   device=device)
+    with pytest.raises(CompanionError) as err:
+        _read_v3(rules)
+    assert "seed 31" in _one_line(err) and "device" in _one_line(err)
+
+
 # ============================================================ (b) step grids and NaN seeds
 
 def _curve(s, t, layer=-1):

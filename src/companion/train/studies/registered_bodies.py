@@ -44,8 +44,7 @@ def _rules_commit(body: dict | None = None):
     (:func:`companion.rules.verdicts.rule_commit_time`); without a body (or a version-3 file
     whose bodies name no registration), the rules in force's own stamp.  None outside a git
     checkout.  A registration whose file is not there (renamed) or does not hold its stamp
-    (amended) is refused: it has no commit either, and read as 'outside a git checkout' the
-    blind check would fall back to the stamp alone."""
+    (amended) is refused: read as 'outside a git checkout', the anchor fell back to the stamp."""
     import datetime as dt
 
     from ...rules.verdicts import rule_commit_time
@@ -209,12 +208,15 @@ def paired_values(runs: pd.DataFrame, rule: dict, seeds, step: int | None = None
         pairs = runs.loc[_arm_mask(runs, a) & runs["seed"].isin(list(seeds)), ["seed", "device"]].drop_duplicates()
         for s, d in zip(pairs["seed"].tolist(), pairs["device"].tolist()):
             devices.setdefault(s, set()).add(d)
+    from .evidence import UNRECORDED
+
     for seed in seeds:
         devs = devices.get(seed, set())
-        if len(devs) > 1:
+        if len(devs) > 1 or UNRECORDED in devs:   # two runs recording no device are not shown to share one
             raise CompanionError(f"seed {seed} of {rule['body']}: {rule['candidate']} and {comp} were made on "
-                                 f"different devices ({', '.join(sorted(devs))}); a paired test compares runs made "
-                                 "on one device, so remake one of them where the other was made.")
+                                 f"{'different devices' if len(devs) > 1 else 'a device not recorded'} "
+                                 f"({', '.join(sorted(devs))}); a paired test compares runs made on one device, so "
+                                 "remake one of them where the other was made (this package's trainer records it).")
     a = _values(runs, rule["candidate"], rule["quantity"], step)
     b = _values(runs, comp, rule["quantity"], step)
     diff = rule.get("sign", 1) * (a - b)
