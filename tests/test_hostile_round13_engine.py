@@ -203,6 +203,37 @@ def test_ordered_pairs_refuse_a_value_that_is_not_a_number():
     assert "nan" in _one_line(err).lower()
 
 
+def _with_a_broken_layer():
+    """The structure body with seed 2's layer 3 NaN at step 10,000 (a diverged layer; the run
+    reader passes a NaN through for the verdict engine to name)."""
+    runs = _structure_body()
+    at = (runs["seed"] == 2) & (runs["step"] == 10000) & (runs["quantity"] == "symmetry") & (runs["layer"] == 3)
+    runs.loc[at, "value"] = np.nan
+    return runs
+
+
+def test_a_final_score_or_curve_with_a_layer_without_a_number_is_no_number():
+    """Seed 2's layer 3 is NaN at its last step: the mean of its other three layers (0.22) is
+    not its layer-mean score (its other seeds read 0.26 and 0.28, by hand)."""
+    from companion.train.studies.compare import final_scores, seed_mean_curve
+
+    fs = final_scores(_with_a_broken_layer(), keys=("seed",))
+    assert np.isnan(fs.loc[2]) and fs.loc[1] == pytest.approx(0.26) and fs.loc[3] == pytest.approx(0.28)
+    curve = seed_mean_curve(_with_a_broken_layer())
+    assert np.isnan(curve.loc[10000]) and curve.loc[5000] == pytest.approx(0.27)
+
+
+def test_the_top_layer_of_a_run_with_a_layer_without_a_number_is_refused():
+    """idxmax passes over a NaN: seed 2's top layer read 2 where layer 3 (the top of every other
+    run, by hand: 0.4 + 0.01 seed) gave no number."""
+    from companion.train.studies.compare import top_layers
+
+    assert top_layers(_structure_body()).tolist() == [3, 3, 3]
+    with pytest.raises(ValueError) as err:
+        top_layers(_with_a_broken_layer())
+    assert "b-encoder-standard-s2" in _one_line(err)
+
+
 # ============================================================ (c) premises
 
 def test_a_share_at_exactly_one_half_with_no_spread_is_below_half_with_p_one():

@@ -36,7 +36,8 @@ def final_scores(runs: pd.DataFrame, quantity: str = "symmetry",
 
     ``runs`` is a table from :func:`companion.train.runner.runs.load_runs`.  Returns a Series
     indexed by ``keys`` (columns of ``runs`` that tell its runs apart, e.g. a ``corpus``
-    column added by the caller); a run that never logged ``quantity`` is absent.
+    column added by the caller); a run that never logged ``quantity`` is absent, and a run one
+    of whose layers gave no number reads NaN (the mean of its other layers is not its score).
     """
     if quantity not in _SCORES:
         raise ValueError(f"quantity must be one of {_SCORES}; got {quantity!r}.")
@@ -47,7 +48,7 @@ def final_scores(runs: pd.DataFrame, quantity: str = "symmetry",
     if rows.duplicated(keys + ["layer"]).any():
         raise ValueError(f"two runs share one ({', '.join(keys)}): select one group of runs before "
                          "comparing them (e.g. one size and one corpus), or pass keys that tell them apart.")
-    return rows.groupby(keys)["value"].mean()
+    return rows.groupby(keys)["value"].mean(skipna=False)
 
 
 def seed_mean_curve(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
@@ -55,12 +56,13 @@ def seed_mean_curve(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series
 
     Each seed's score at a step is the mean over its layers (the run's whole form per
     layer, ``head == -1``); the curve is the mean of those over seeds, indexed by step.
-    Pass one group of runs (e.g. the encoders of one size and initialisation).
+    Pass one group of runs (e.g. the encoders of one size and initialisation).  A layer
+    without a number makes its seed's score, and so the curve at that step, NaN.
     """
     if quantity not in _SCORES:
         raise ValueError(f"quantity must be one of {_SCORES}; got {quantity!r}.")
     rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
-    return rows.groupby(["step", "seed"])["value"].mean().groupby("step").mean()
+    return rows.groupby(["step", "seed"])["value"].mean(skipna=False).groupby("step").mean(skipna=False)
 
 
 def top_layers(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
@@ -74,6 +76,11 @@ def top_layers(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
         raise ValueError(f"quantity must be one of {_SCORES}; got {quantity!r}.")
     rows = runs[(runs["quantity"] == quantity) & (runs["head"] == -1)]
     rows = rows[rows["step"] == rows.groupby("run")["step"].transform("max")]
+    bad = rows[rows["value"].isna()]
+    if len(bad):   # idxmax passed over it: the top layer would be read among the others
+        r = bad.iloc[0]
+        raise ValueError(f"run {r['run']}: layer {int(r['layer'])}'s {quantity} at its last step {int(r['step'])} is "
+                         "not a number, so its top layer cannot be told; leave the run out, or name it as broken.")
     return rows.loc[rows.groupby("run")["value"].idxmax()].set_index("run")["layer"].astype(int)
 
 
