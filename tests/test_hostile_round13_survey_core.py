@@ -636,3 +636,68 @@ def test_tiny_model_refuses_a_token_outside_its_vocabulary():
     with pytest.raises(REFUSED, match="12") as err:   # a raw IndexError
         TinyAttentionModel(10, d=4)(torch.full((1, 3), 12))
     _one_line(err)
+
+
+# ============================================================ (h) more of the studies' numbers and the catalog
+
+@pytest.mark.parametrize("values", [[np.inf, 0.1, 0.2], [1.5, 0.1, np.nan]])
+def test_censored_median_refuses_a_speedup_above_one(values):
+    """1 - t*/T is at most 1: +inf was ranked as the best seed and printed 'interval 0.10 to inf'."""
+    from companion.train.studies.speedup import censored_median_speedup
+
+    with pytest.raises(REFUSED, match="at most 1") as err:
+        censored_median_speedup(values)
+    _one_line(err)
+
+
+def test_paired_interval_refuses_a_level_of_one():
+    from companion.train.studies.speedup import paired_difference_interval
+
+    diff = pd.DataFrame({"step": [1, 1], "difference": [0.1, 0.3]})
+    with pytest.raises(REFUSED, match="level") as err:   # the interval was -inf to +inf
+        paired_difference_interval(diff, level=1.0)
+    _one_line(err)
+    row = paired_difference_interval(diff, level=0.9).iloc[0]
+    from scipy import stats
+
+    half = stats.t.ppf(0.95, 1) * np.std([0.1, 0.3], ddof=1) / math.sqrt(2)
+    assert (row["low"], row["high"]) == pytest.approx((0.2 - half, 0.2 + half))
+
+
+@pytest.mark.parametrize("kw", [{"tokens": 1.5e6}, {"evals": 0}, {"tokens": True}])
+def test_variant_args_refuse_budgets_that_are_not_whole(kw):
+    from companion.train.studies.compute_study import variant_args
+
+    with pytest.raises(REFUSED) as err:   # '--steps 1464.0'; ZeroDivisionError for evals=0
+        variant_args("base", **kw)
+    _one_line(err)
+
+
+def test_variant_args_by_hand():
+    from companion.train.studies.compute_study import STUDY_BASE, variant_args
+
+    steps = 10**6 // (STUDY_BASE["batch_size"] * 32)
+    args = variant_args("seq32", 10**6, evals=10)
+    assert args[args.index("--steps") + 1] == str(steps)
+    assert args[args.index("--eval-every") + 1] == str(steps // 10)
+    assert args[args.index("--seq-len") + 1] == "32"
+
+
+@pytest.mark.parametrize("hub_id", ["owner/na..me", "owner/name.", "owner/name.git"])
+def test_catalog_refuses_a_hub_id_the_hub_reader_refuses(hub_id):
+    """The catalog took ids the hub reader refuses: the entry failed only when the survey scored it."""
+    from companion.zoo.catalog import load_catalog, validate_catalog
+
+    cat = load_catalog()
+    cat.loc[0, "hub_id"] = hub_id
+    with pytest.raises(REFUSED, match="hub_id"):
+        validate_catalog(cat)
+
+
+def test_a_blank_cache_setting_is_unset(monkeypatch):
+    from companion.zoo.packages import cache_dir
+
+    monkeypatch.delenv("COMPANION_CACHE", raising=False)
+    default = cache_dir()
+    monkeypatch.setenv("COMPANION_CACHE", "   ")   # was a folder of three spaces in the current directory
+    assert cache_dir() == default

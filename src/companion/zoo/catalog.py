@@ -65,6 +65,15 @@ CATALOG_COLUMNS = [
 ]
 
 _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_HUB_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
+
+
+def is_hub_id(value) -> bool:
+    """Whether ``value`` is a hub id the hub itself accepts: ``name`` or ``owner/name`` of letters, digits,
+    ``-``, ``_`` and ``.``, none of the last three at either end, no ``..`` or ``--``, at most 96
+    characters a part, not ending in ``.git`` (the rule of ``huggingface_hub``'s validate_repo_id)."""
+    return (isinstance(value, str) and re.fullmatch(f"(?:{_HUB_PART}/)?{_HUB_PART}", value) is not None
+            and ".." not in value and "--" not in value and not value.endswith(".git"))
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$")
 _REVISION = re.compile(r"^[0-9a-f]{40}$")
 _ATTENTION = re.compile(r"^(mha|gqa) (\d+)/(\d+)$")
@@ -112,7 +121,7 @@ def validate_catalog(cat: pd.DataFrame, where: str = "catalog") -> pd.DataFrame:
         if not _PLAIN_KEY.match(str(row["key"])):
             bad(i, f"key {row['key']!r} is not a plain name (letters, digits, '.', '_', '-', not starting "
                    "with '.'); it names the output file models/<key>.csv, which must stay inside --out.")
-        if not _HUB_ID.match(str(row["hub_id"])) or "--" in str(row["hub_id"]):
+        if not _HUB_ID.match(str(row["hub_id"])) or not is_hub_id(str(row["hub_id"])):   # the rule the hub reader applies
             bad(i, f"hub_id {row['hub_id']!r} is not of the form 'owner/name' or 'name'.")
         rev = row["revision"]
         if isinstance(rev, str) and rev and not _REVISION.match(rev):

@@ -26,7 +26,7 @@ def reader_available(model: ZooModel) -> bool:
 def cache_dir() -> Path:
     """``$COMPANION_CACHE``, else the user cache dir (platformdirs, or ``~/.cache/companion``)."""
     env = os.environ.get("COMPANION_CACHE")
-    if env:
+    if env and env.strip():   # a blank value is unset (it named a folder of spaces in the current directory)
         return Path(env).expanduser()
     try:
         from platformdirs import user_cache_dir

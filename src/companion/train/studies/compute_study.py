@@ -58,6 +58,10 @@ def variant_args(variant: str, tokens: int = STUDY_TOKENS, evals: int = 15) -> l
     """
     if variant not in STUDY_VARIANTS:
         raise ValueError(f"unknown study variant {variant!r}; choose one of {', '.join(STUDY_VARIANTS)}.")
+    for name, v in (("tokens", tokens), ("evals", evals)):
+        # a float budget wrote '--steps 1464.0', which the train command refuses; evals=0 divided by zero
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a whole number >= 1; got {v!r}.")
     cfg = dict(STUDY_BASE)
     factor, value = STUDY_VARIANTS[variant]
     if factor != "base":

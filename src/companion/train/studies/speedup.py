@@ -192,6 +192,9 @@ def censored_median_speedup(speedups, level: float = 0.95) -> dict:
         raise ValueError("no seeds given.")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1); got {level}.")
+    if (v[~np.isnan(v)] > 1).any():   # 1 - t*/T is at most 1: +inf read as the best seed
+        raise ValueError(f"a speed-up is at most 1 (1 - t*/T); got {v[~np.isnan(v)].max()}: pass speedup()'s values, "
+                         "NaN for a seed that never reached the target.")
     mi = median_interval(v, level, nan_as="low")   # a seed that never reached ranks below every speed-up
 
     def fmt(x):
@@ -216,6 +219,8 @@ def paired_difference_interval(diff: pd.DataFrame, level: float = 0.95) -> pd.Da
     """
     from scipy import stats
 
+    if not 0 < level < 1:   # level 1 gave an interval of -inf to +inf
+        raise ValueError(f"level must lie in (0, 1); got {level}.")
     rows = []
     for step, g in diff.groupby("step"):
         d = g["difference"].to_numpy(dtype=float)
