@@ -234,6 +234,22 @@ def test_the_top_layer_of_a_run_with_a_layer_without_a_number_is_refused():
     assert "b-encoder-standard-s2" in _one_line(err)
 
 
+def test_the_peak_and_fall_of_a_run_with_a_layer_without_a_number_is_refused():
+    """A NaN layer at the step where the trajectory would peak: the mean of the other layers
+    read a lower peak at another step, and the fall with it."""
+    from companion.train.studies.mechanism import peak_and_fall
+
+    runs = _runs((1,), (0, 100, 200), lambda s, t, l: {0: 0.1, 100: 0.5, 200: 0.3}[t] + 0.01 * l,
+                 quantity="symmetry", layers=(0, 1)).assign(run="update-adamw-encoder-standard-s1", size="regime")
+    pf = peak_and_fall(runs).iloc[0]
+    assert (pf["peak"], pf["final"], pf["peak_step"]) == pytest.approx((0.505, 0.305, 100))   # by hand
+    assert pf["fall"] == pytest.approx(0.2)
+    runs.loc[(runs["step"] == 100) & (runs["layer"] == 1), "value"] = np.nan
+    with pytest.raises(CompanionError) as err:
+        peak_and_fall(runs)
+    assert "update-adamw-encoder-standard-s1" in _one_line(err) and "100" in _one_line(err)
+
+
 # ============================================================ (c) premises
 
 def test_a_share_at_exactly_one_half_with_no_spread_is_below_half_with_p_one():

@@ -61,6 +61,11 @@ def layer_mean_trajectory(runs: pd.DataFrame, quantity: str = "symmetry") -> pd.
     if rows.empty:
         raise CompanionError(f"no layer-level {quantity!r} rows in these runs; update quantities need runs "
                              "made with --log-updates.")
+    bad = rows[rows["value"].isna()]
+    if len(bad):   # a mean over the other layers (and a peak over the other steps) would pass over it
+        r = bad.iloc[0]
+        raise CompanionError(f"run {r['run']}: layer {int(r['layer'])}'s {quantity} at step {int(r['step'])} is not a "
+                             "number, so its trajectory, peak and fall cannot be read; leave the run out.")
     return rows.groupby(["group", "mode", "seed", "step"])["value"].mean()
 
 
