@@ -599,3 +599,29 @@ def test_seeds_needed_is_the_smallest_count_by_the_noncentral_t(bounded_power):
         sd = detected * seeds ** 0.5 / ncp
         want = next(n for n in range(2, 10**4) if power(n, wanted * n ** 0.5 / sd) > 0.8)
         assert bounded_power.seeds_needed(seeds, detected, wanted) == want
+
+
+# ============================================================ (i) the book's table of contents and configuration
+@pytest.mark.parametrize("toc, what", [
+    ("format: jb-book\nroot: [book/a]\n", "root"),                         # read as no page at all
+    ("format: jb-book\nroot: book/a\nparts: book/b\n", "parts"),           # its letters were walked, b was lost
+    ("format: jb-book\nroot: book/a\nchapters:\n- glob: book/*\n", "glob"),  # the build's pages, none of them listed
+])
+def test_a_table_of_contents_the_tools_would_read_short_is_refused(tmp_path, toc, what):
+    from companion.book.site.chapters import toc_docnames
+
+    (tmp_path / "_toc.yml").write_text(toc)
+    with pytest.raises(ValueError) as err:
+        toc_docnames(tmp_path)
+    _one_line_error(err.value, "_toc.yml", what)
+
+
+@pytest.mark.parametrize("config", ["repository: https://github.com/o/r\n", "repository:\n  url: [x]\n",
+                                    "repository:\n  url: 'https://github.com/o/r\n    evil'\n"])
+def test_a_repository_setting_that_is_no_address_is_refused_in_one_line(tmp_path, config):
+    from companion.book.site.chapters import repository_url
+
+    (tmp_path / "_config.yml").write_text(config)
+    with pytest.raises(ValueError) as err:
+        repository_url(tmp_path)
+    _one_line_error(err.value, "_config.yml", "repository")

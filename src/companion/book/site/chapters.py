@@ -71,10 +71,19 @@ def toc_docnames(root: Path | str = ".") -> list[str]:
 
     def walk(node):
         if isinstance(node, dict):
+            if "glob" in node:   # pages the build finds by pattern would be missing from every list made here
+                raise ValueError(f"{toc_path}: the entry glob: {node['glob']!r} is not read by the companion's tools; "
+                                 "list each page with file: instead.")
             for key in ("root", "file"):
+                if key in node and not isinstance(node[key], str):
+                    raise ValueError(f"{toc_path}: {key}: {str(node[key])[:60]!r} is not a page's path; write one "
+                                     "path, such as book/intro.")
                 if isinstance(node.get(key), str):
                     names.append(_strip_suffix(node[key]))
             for key in ("parts", "chapters", "sections"):
+                if not isinstance(node.get(key) or [], list):
+                    raise ValueError(f"{toc_path}: {key}: must be a list of entries (- file: ...), not "
+                                     f"{str(node[key])[:60]!r}.")
                 for child in node.get(key) or []:
                     walk(child)
         elif isinstance(node, list):
@@ -136,13 +145,18 @@ def _book_config(root: Path) -> dict:
 
 def repository_url(root: Path | str = ".") -> str:
     """The repository URL from ``_config.yml`` (``repository: url:``)."""
-    url = (_book_config(Path(root)).get("repository") or {}).get("url")
+    config = _book_config(Path(root))
+    repo = config.get("repository") if isinstance(config, dict) else None
+    url = (repo or {}).get("url") if isinstance(repo or {}, dict) else repo
     if not url:
         raise ValueError(
             "_config.yml has no repository.url; set it (e.g. https://github.com/owner/repo) "
             "or pass --repo-url."
         )
-    return str(url).rstrip("/").removesuffix(".git")
+    if not isinstance(repo, dict) or not isinstance(url, str) or not re.fullmatch(r"https?://[^\s\"'<>`\\]+", url):
+        raise ValueError(f"_config.yml's repository is {str(repo)[:80]!r}, not repository: url: <an http(s) address>; "
+                         "write it as repository: {url: https://github.com/owner/repo}")
+    return url.rstrip("/").removesuffix(".git")
 
 
 def site_url(repo_url: str) -> str:
