@@ -250,6 +250,21 @@ def test_the_peak_and_fall_of_a_run_with_a_layer_without_a_number_is_refused():
     assert "update-adamw-encoder-standard-s1" in _one_line(err) and "100" in _one_line(err)
 
 
+def test_the_memorisation_curve_reads_a_window_with_a_diverged_step_as_no_number():
+    """Held-out 4.0 at steps 100 and 200, training loss 3.0 at every step but step 150 (NaN):
+    the gap at 100 is 1.0 (by hand); the one at 200 has no number, as the guard's own gap
+    (memorisation_gap) reads it, not 1.0 over the other 49 steps."""
+    from companion.train.studies.blind import memorisation_curves
+    from companion.train.studies.evidence import memorisation_gap
+
+    ev = _runs((1,), (0, 100, 200), lambda s, t, l: 4.0)
+    tr = _runs((1,), range(1, 201), lambda s, t, l: np.nan if t == 150 else 3.0, quantity="train_loss")
+    runs = pd.concat([ev, tr], ignore_index=True)
+    gaps = memorisation_curves(runs).set_index("step")["gap"]
+    assert gaps.loc[100] == pytest.approx(1.0)
+    assert np.isnan(memorisation_gap(runs, "encoder").loc[1]) and np.isnan(gaps.loc[200])
+
+
 # ============================================================ (c) premises
 
 def test_a_share_at_exactly_one_half_with_no_spread_is_below_half_with_p_one():

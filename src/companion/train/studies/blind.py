@@ -338,9 +338,9 @@ def memorisation_curves(runs: pd.DataFrame) -> pd.DataFrame:
         steps = ev["step"].to_numpy()
         for before, step, loss in zip(steps[:-1], steps[1:], ev["value"].to_numpy()[1:]):
             w = tr[(tr["step"] > before) & (tr["step"] <= step)]["value"]
-            if len(w):
+            if len(w):   # a step's NaN loss is not passed over: the gap reads NaN, as the guard's does
                 rows.append({"arm": f"{mode}/{init}", "seed": int(seed), "step": int(step),
-                             "gap": float(loss - w.mean())})
+                             "gap": float(loss - w.mean(skipna=False))})
     return pd.DataFrame(rows)
 
 
