@@ -216,6 +216,21 @@ def test_a_table_name_with_a_path_in_it_never_writes_outside_the_cache(verdict_c
     assert all(verdict_cache in p.parents for p in made), made
 
 
+@pytest.mark.parametrize("value", [np.float32(0.1), np.float16(1 / 3), np.int32(2 ** 31 - 1), np.uint8(255)])
+def test_a_numpy_scalar_reads_back_with_its_own_type_and_arithmetic(verdict_cache, value):
+    """A float32 read back as a Python float (float64): the kernel that computed the value and
+    the kernels that read it from the cache got other numbers from the same arithmetic."""
+    from companion.judge import cache, claims
+
+    cache._disk_cached_value("s", lambda: {"x": value})
+    claims._CACHE.clear()
+    calls = []
+    got = cache._disk_cached_value("s", lambda: calls.append(1) or {"x": value})["x"]
+    with np.errstate(over="ignore"):
+        assert type(got) is type(value) and repr(got * 3 + 1) == repr(value * 3 + 1)
+    assert not calls   # read from the file, not computed again
+
+
 # ============================================================ the package's cache folder (base/cache.py)
 
 def test_a_cache_folder_that_is_a_link_to_a_folder_is_used_through_it(tmp_path, monkeypatch):

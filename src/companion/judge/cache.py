@@ -172,10 +172,20 @@ def _encode(value):
     if isinstance(value, list):
         return [_encode(v) for v in value]
     if isinstance(value, np.generic) and not isinstance(value, (np.datetime64, np.timedelta64, np.void)):
+        if not _plain_scalar(value):   # float32, int32, ...: kept with its type (read as float64, it computed otherwise)
+            item = value.item()
+            if type(item) not in (bool, int, float):   # complex, long double: no exact JSON form
+                raise _NotEncodable(f"no exact JSON form for {type(value).__name__}")
+            return {"__scalar__": [value.dtype.str, item]}
         value = value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
         return float(value) if isinstance(value, float) else value
     raise _NotEncodable(f"no exact JSON form for {type(value).__name__}")
+
+
+def _plain_scalar(value) -> bool:
+    """A NumPy scalar that computes as the Python number it holds (float64, int64, bool)."""
+    return value.dtype.kind == "b" or value.dtype.str in ("<f8", "<i8", ">f8", ">i8", "=f8", "=i8")
 
 
 def _decode(data):
@@ -190,6 +200,11 @@ def _decode(data):
         return {_decode(k): _decode(v) for k, v in data["__dict__"]}
     if "__tuple__" in data:
         return tuple(_decode(v) for v in data["__tuple__"])
+    if "__scalar__" in data:
+        import numpy as np
+
+        dtype, v = data["__scalar__"]
+        return np.dtype(dtype).type(v)
     f = data["__frame__"]
     index = (pd.RangeIndex(*f["index"]["__range__"]) if isinstance(f["index"], dict)
              else pd.Index(_decode(f["index"])))
@@ -220,6 +235,8 @@ def _same(a, b) -> bool:
                 and all(type(x) is type(y) and _same(a[x], b[y]) for x, y in zip(a, b)))
     if isinstance(b, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(b, np.generic) and not _plain_scalar(b):
+        return type(a) is type(b) and (a == b or bool(np.isnan(a) and np.isnan(b)))
     if isinstance(b, np.generic):
         b = b.item()
     if isinstance(b, float):
