@@ -701,3 +701,26 @@ def test_a_blank_cache_setting_is_unset(monkeypatch):
     default = cache_dir()
     monkeypatch.setenv("COMPANION_CACHE", "   ")   # was a folder of three spaces in the current directory
     assert cache_dir() == default
+
+
+@pytest.mark.parametrize("hub_id", ["owner/name", "name", "a/b.c_d-e", "_x/y_", "owner/..", "owner/na..me", "o/n--m",
+                                    "owner/name.", ".owner/name", "owner/name.git", "a/b/c", "owner/" + "x" * 96,
+                                    "owner/" + "x" * 97, "a b/c", "", "owner/"])
+def test_the_catalog_and_the_hub_reader_apply_one_hub_id_rule(hub_id):
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    from companion.adapters.hub import check_hub_id
+    from companion.base.errors import CompanionError
+    from companion.zoo.catalog import is_hub_id
+
+    try:
+        validate_repo_id(hub_id)
+        hub_says = True
+    except HFValidationError:
+        hub_says = False
+    try:
+        check_hub_id(hub_id)
+        reader_says = True
+    except CompanionError:
+        reader_says = False
+    assert is_hub_id(hub_id) == reader_says == hub_says
