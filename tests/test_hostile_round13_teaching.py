@@ -136,6 +136,20 @@ def test_a_nested_solution_never_reaches_the_student_page(name):
     assert "Before." in out and "After." in out
 
 
+@pytest.mark.parametrize("page, line", [
+    ("::::{solution} ex-1\nSECRETANSWER\n:::\n\nAfter.\n", "line 1"),      # a shorter closer closes nothing
+    (":::{solution} ex-1\nSECRETANSWER\n::::\n\nAfter.\n", "line 1"),      # a longer one closes it, as MyST reads it
+    ("````{solution} ex-1\nSECRETANSWER\n```\n\nAfter.\n", "line 1"),
+])
+def test_a_solution_whose_closer_differs_from_its_opener_is_refused_naming_its_line(page, line):
+    try:
+        out = _strip(page)
+    except ValueError as err:
+        _one_line_error(err, line)
+        return
+    assert SECRET not in out and "After." in out   # where it is not refused, nothing of it is left
+
+
 def _refused_or_gone(text):
     """The student page of ``text``: either a one-line refusal, or a page without the secret."""
     try:
