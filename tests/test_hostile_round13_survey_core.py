@@ -724,3 +724,38 @@ def test_the_catalog_and_the_hub_reader_apply_one_hub_id_rule(hub_id):
     except CompanionError:
         reader_says = False
     assert is_hub_id(hub_id) == reader_says == hub_says
+
+
+@pytest.mark.parametrize("revision", ["..", "."])
+def test_a_revision_of_dots_is_refused_before_any_request(revision, monkeypatch):
+    """quote('..', safe='') is '..': the probe asked /api/models/owner/name/revision/.., the model's own page."""
+    from companion.adapters import hub
+
+    asked = []
+    monkeypatch.setattr(hub, "_http_get", lambda url, *a, **k: asked.append(url) or (b"{}", {}))
+    with pytest.raises(REFUSED, match="revision") as err:
+        hub.probe_hub("owner/name", revision=revision)
+    _one_line(err)
+    assert asked == []
+
+
+@pytest.mark.parametrize("sha", ["..", ".", "abc/../x"])
+def test_a_commit_from_the_hub_that_is_not_a_commit_is_refused(sha, monkeypatch):
+    """The commit the hub names goes into every later URL: '..' made /resolve/../config.json another file."""
+    import json
+
+    from companion.adapters import hub
+
+    asked = []
+
+    def get(url, start=None, nbytes=None, timeout=None):
+        asked.append(url)
+        if "/api/models/" in url:
+            return json.dumps({"sha": sha, "siblings": [{"rfilename": "model.safetensors"}]}).encode(), {}
+        return json.dumps({"model_type": "llama"}).encode(), {}
+
+    monkeypatch.setattr(hub, "_http_get", get)
+    with pytest.raises(REFUSED, match="malformed") as err:
+        hub.HubSafetensorsSource("owner/name")
+    _one_line(err)
+    assert len(asked) == 1   # the probe only

@@ -312,6 +312,10 @@ def _probe_hub(repo_id: str, revision: str | None, timeout: float) -> tuple[dict
     import urllib.parse
 
     check_hub_id(repo_id)
+    if revision is not None and (not isinstance(revision, str) or revision in (".", "..")):
+        # quote('..', safe='') stays '..': a dot segment, which names the resource above
+        raise CompanionError(f"revision {revision!r} is not a branch, tag or commit of {repo_id}; pass one, or none "
+                             "for main.")
     endpoint = hub_endpoint()
     rev = urllib.parse.quote(revision or "main", safe="")
     url = f"{endpoint}/api/models/{repo_id}/revision/{rev}"
@@ -325,8 +329,11 @@ def _probe_hub(repo_id: str, revision: str | None, timeout: float) -> tuple[dict
             raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
                                  f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?") from None
         raise _hub_error(exc, repo_id, revision, endpoint, timeout) from None
+    import re
+
     siblings = info.get("siblings", []) if isinstance(info, dict) else None
-    if (not isinstance(siblings, list) or not isinstance(info.get("sha") or "", str)
+    # the commit goes into every later URL: '..' there named another file (the hub's are 40 hex digits)
+    if (not isinstance(siblings, list) or not re.fullmatch(r"(?:[0-9a-fA-F]{40})?", str(info.get("sha") or ""))
             or not all(isinstance(s.get("rfilename", ""), str) for s in siblings if isinstance(s, dict))):
         raise CompanionError(f"the hub at {endpoint} sent malformed model information for "
                              f"{repo_id}; is HF_ENDPOINT a Hugging Face hub?")
