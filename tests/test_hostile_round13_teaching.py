@@ -639,3 +639,21 @@ def test_a_repository_setting_that_is_no_address_is_refused_in_one_line(tmp_path
     with pytest.raises(ValueError) as err:
         repository_url(tmp_path)
     _one_line_error(err.value, "_config.yml", "repository")
+
+
+# ============================================================ (j) the student notebook's check cells
+STARTER = 'from companion.book.teaching.exercises import check\n\nx = ...\ncheck("ex-a-1", x)'
+
+
+@pytest.mark.parametrize("opening, closing", [("```{exercise} A title", "```"), ("::::{exercise}", ":::::"),
+                                              (":::{exercise}", ":::")])
+def test_the_starter_code_of_an_exercise_in_any_fence_moves_into_its_own_cell(opening, closing):
+    from companion.book.editions.solutions import _split_markdown
+
+    inner = "~~~python" if opening.startswith("`") else "```python"
+    text = f"{opening}\n:label: ex-a-1\n\nProve it.\n\n{inner}\n{STARTER}\n{inner[:3]}\n{closing}\n\nText after.\n"
+    pieces = _split_markdown(text)
+    # by hand: the exercise's text (its code replaced by a pointer), the code, the text after
+    assert [k for k, _ in pieces] == ["markdown", "code", "markdown"], pieces
+    assert pieces[1][1] == STARTER
+    assert pieces[0][1].endswith(closing) and "check(" not in pieces[0][1] and "Text after." in pieces[2][1]

@@ -194,7 +194,7 @@ def directives(text: str, names, offset: int = 0, depth: int = 0) -> list[dict]:
     ``{exercise}``, ``{Solution}``, ``{exercise:solution}``), as the book's parser reads it, in
     document order: ``{"name", "kind", "first", "last", "depth", "content"}``, ``kind`` being
     ``whole``, or ``start`` / ``end`` for a gated ``{name-start}`` / ``{name-end}``; ``first`` and
-    ``last`` count lines from 0 (``last`` excluded).  Directive bodies are searched too (an
+    ``last`` count lines from 0 (``last`` excluded); ``closed``: whether a closing fence ends it.  Directive bodies are searched too (an
     exercise in a dropdown), code and math are not; nothing is refused (see :func:`strip_solutions`
     for a page's solutions)."""
     found = []
@@ -213,7 +213,7 @@ def directives(text: str, names, offset: int = 0, depth: int = 0) -> list[dict]:
                 base, kind = name[:-len(end) - 1], end
         if base in names:
             found.append({"name": base, "kind": kind, "first": offset + first, "last": offset + last,
-                          "depth": depth, "content": tok.content})
+                          "depth": depth, "content": tok.content, "closed": _fence_closed(_lines(text), tok)[0]})
         elif full not in _RAW_DIRECTIVES:
             found.extend(directives(tok.content, names, offset + first + 1, depth + 1))
     return found
@@ -258,42 +258,43 @@ def directive_options(content: str) -> dict:
     return out
 
 
+#: the info strings of a fenced block of Python starter code
+_PYTHON = {"python", "python3", "py", "ipython3", "ipython"}
+
+
 def _split_markdown(text: str) -> list[tuple[str, str]]:
     """``[(kind, source)]``: ``text`` cut after each exercise whose starter code calls
-    ``check``, that code moved into a ``code`` piece right after its exercise."""
-    pieces, current, pending = [], [], []
-    fence, block = None, None
-    for line in text.splitlines():
-        if block is not None:                       # inside a fenced Python block of an exercise
-            if line.strip() == "```":
-                code = "\n".join(block)
-                if 'check("ex-' in code:
-                    pending.append(code)
-                    current.append("*(Write your answer in the code cell below this exercise.)*")
-                else:
-                    current.extend(["```python", *block, "```"])
-                block = None
-            else:
-                block.append(line)
+    ``check``, that code moved into a ``code`` piece right after its exercise.  Exercises are
+    found by the book's parser (:func:`directives`: any fence, closed by a longer one, with a
+    title); an exercise or a starter block that is never closed is an error."""
+    lines = [line.rstrip("\r\n") for line in _lines(text)]
+    moves: dict[int, list[str]] = {}          # the exercise's closing line -> its starter code
+    drop: dict[int, int] = {}                 # a starter block's first line -> its end
+    for d in directives(text, {"exercise"}):
+        if d["kind"] != "whole":
             continue
-        if fence is None:
-            opened = re.match(r"^(:{3,})\{exercise\}", line)
-            if opened:
-                fence = opened.group(1)
-        elif line.strip() == "```python":
-            block = []
+        inner = _lines(d["content"])
+        for tok in _parser().parse(d["content"]):
+            if (tok.type != "fence" or tok.map is None or tok.info.strip().lower() not in _PYTHON
+                    or 'check("ex-' not in tok.content):
+                continue
+            if not (d["closed"] and _fence_closed(inner, tok)[0]):
+                raise ValueError("an exercise directive or its code block is never closed")
+            first = d["first"] + 1 + tok.map[0]
+            drop[first] = d["first"] + 1 + tok.map[1]
+            moves.setdefault(d["last"] - 1, []).append(tok.content[:-1] if tok.content.endswith("\n") else tok.content)
+    pieces, current, n = [], [], 0
+    while n < len(lines):
+        if n in drop:
+            current.append("*(Write your answer in the code cell below this exercise.)*")
+            n = drop[n]
             continue
-        elif line.rstrip() == fence:
-            current.append(line)
-            fence = None
-            if pending:
-                pieces.append(("markdown", "\n".join(current)))
-                pieces.extend(("code", code) for code in pending)
-                current, pending = [], []
-            continue
-        current.append(line)
-    if block is not None or fence is not None:
-        raise ValueError("an exercise directive or its code block is never closed")
+        current.append(lines[n])
+        if n in moves:
+            pieces.append(("markdown", "\n".join(current)))
+            pieces.extend(("code", code) for code in moves[n])
+            current = []
+        n += 1
     if current and "\n".join(current).strip():
         pieces.append(("markdown", "\n".join(current)))
     return pieces
