@@ -657,3 +657,20 @@ def test_the_starter_code_of_an_exercise_in_any_fence_moves_into_its_own_cell(op
     assert [k for k, _ in pieces] == ["markdown", "code", "markdown"], pieces
     assert pieces[1][1] == STARTER
     assert pieces[0][1].endswith(closing) and "check(" not in pieces[0][1] and "Text after." in pieces[2][1]
+
+
+def test_the_changes_section_names_an_unreadable_changelog_as_a_directive_error(tmp_path):
+    from types import SimpleNamespace
+
+    from docutils.parsers.rst import DirectiveError
+
+    from companion.book.sphinxext import ReleaseChanges
+
+    (tmp_path / "CHANGELOG.md").write_bytes(b"# Changelog\n\n## [0.1.0]\xff\n")
+    env = SimpleNamespace(note_reread=lambda: None, note_dependency=lambda p: None,
+                          app=SimpleNamespace(srcdir=str(tmp_path)))
+    state = SimpleNamespace(document=SimpleNamespace(settings=SimpleNamespace(env=env)))
+    directive = ReleaseChanges("release-changes", [], {}, [], 1, 0, "", state, SimpleNamespace(reporter=None))
+    with pytest.raises(DirectiveError) as err:   # Sphinx shows it as one line naming the page
+        directive.run()
+    _one_line_error(err.value.msg, "CHANGELOG.md", "release-changes")

@@ -312,11 +312,14 @@ class ReleaseChanges(Directive):
 
         env = self.state.document.settings.env
         env.note_reread()
-        first, now = changes.load_rules(changes.RULES_FIRST), changes.load_rules(changes.RULES_CURRENT)
+        try:   # a file that cannot be read is one line on the page's build, not a traceback
+            first, now = changes.load_rules(changes.RULES_FIRST), changes.load_rules(changes.RULES_CURRENT)
+            release = _last_release(_repo_file(env.app, "CHANGELOG.md"))
+        except ValueError as err:
+            raise self.error(f"release-changes: {err}") from None
         for path in (changes.RULES_FIRST, changes.RULES_CURRENT):
             env.note_dependency(str(path))
         diff = changes.rules_changes(first, now)
-        release = _last_release(_repo_file(env.app, "CHANGELOG.md"))
         out = []
         intro = nodes.paragraph(classes=["companion-release-changes"])
         intro += nodes.Text(
