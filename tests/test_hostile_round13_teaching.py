@@ -541,7 +541,13 @@ def _deck_slides_fifo(tmp_path):
     return _fifo_in(tmp_path / "slides", "x.slides.html"), deck_slides, (tmp_path / "slides",)
 
 
-FIFOS = {"the student edition's _config.yml": _student_config_fifo, "an executed chapter's record": _seed_record_fifo,
+def _labels_fifo(tmp_path):
+    from companion.book.teaching.exercise_labels import load_exercise_labels
+
+    return _fifo_in(tmp_path, "labels.yaml"), load_exercise_labels, (tmp_path / "labels.yaml",)
+
+
+FIFOS = {"the exercise labels": _labels_fifo, "the student edition's _config.yml": _student_config_fifo, "an executed chapter's record": _seed_record_fifo,
          "a page the plan counts": _chapter_words_fifo, "a page whose exercises are listed": _exercise_labels_fifo,
          "a deck the plan counts": _deck_slides_fifo}
 
@@ -564,15 +570,6 @@ def test_the_student_sources_are_never_written_among_the_pages_they_copy(tmp_pat
         prepare_sources(root, root / "book" / "student")
     _one_line_error(err.value, "book")
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == before
-
-
-def _labels_fifo(tmp_path):
-    from companion.book.teaching.exercise_labels import load_exercise_labels
-
-    return _fifo_in(tmp_path, "labels.yaml"), load_exercise_labels, (tmp_path / "labels.yaml",)
-
-
-FIFOS["the exercise labels"] = _labels_fifo
 
 
 # ============================================================ (h) the references the checks compare with
