@@ -64,7 +64,10 @@ def test_the_authors_setting_script_trains_at_a_tiny_size_and_lands_nothing(tmp_
     first = next(i for i, n in enumerate(order) if not (ROOT / "data/runs" / n / "history.csv").exists())
     # (the held-out sample and the guard's read 16 blocks, not 320: the device's own option, as the Slurm test's)
     env = {**os.environ, "PY": sys.executable, "STEPS": "20", "EVERY": "10", "WARMUP": "5", "LIMIT": str(first + 1),
-           "WORK": str(work), "DEVICE_ARGS": "--threads 1 --cpu-bf16 --eval-blocks 16"}
+           "WORK": str(work), "DEVICE_ARGS": "--threads 1 --cpu-bf16 --eval-blocks 16",
+           "RUNS_LOG": str(tmp_path / "progress.log")}   # the trial's lines never reach the real runs' log
+    real_log = ROOT / "data/runs/progress.log"
+    before = real_log.read_bytes() if real_log.exists() else None
     out = subprocess.run(["bash", str(ROOT / "data/runs/make_chars_runs.sh")], env=env, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -77,6 +80,9 @@ def test_the_authors_setting_script_trains_at_a_tiny_size_and_lands_nothing(tmp_
     landed = ROOT / "data/runs" / order[first]
     assert not (landed / "history.csv").exists()                     # the trial was not copied as finished
     assert sorted(p.name for p in work.iterdir() if p.is_dir()) == [order[first]]   # landed runs were skipped
+    assert "not landed" in (tmp_path / "progress.log").read_text()
+    if before is not None:   # (a background body may append its own lines meanwhile: never the trial's)
+        assert str(tmp_path) not in real_log.read_text()[len(before.decode(errors="replace")):]
 
 
 def test_the_packed_device_script_runs_the_authors_setting_body_on_its_own_corpus():
