@@ -25,6 +25,7 @@ import socket
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats  # noqa: F401  (loaded at collection, not inside the first exact-test case)
 import torch
 
 from one_line import one_line as _one_line
@@ -759,3 +760,19 @@ def test_a_commit_from_the_hub_that_is_not_a_commit_is_refused(sha, monkeypatch)
         hub.HubSafetensorsSource("owner/name")
     _one_line(err)
     assert len(asked) == 1   # the probe only
+
+
+@pytest.mark.parametrize("source", ["owner/..", "evil.com?x=1/y", "owner/name#frag"])
+def test_the_score_command_refuses_a_malformed_hub_id_in_one_line(source, capsys, monkeypatch):
+    from one_line import one_line_error
+
+    from companion.adapters import hub
+
+    def no_network(*a, **k):
+        raise AssertionError("the network was touched")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(hub, "_hub_offline", lambda: False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    one_line_error(["score", source, "--quiet"], capsys, "not a hub id")
