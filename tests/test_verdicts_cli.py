@@ -47,7 +47,8 @@ def book(monkeypatch):
          "family": "evidence", "level (one-sided)": 0.0025, "stands": ["no"]}))
     monkeypatch.setattr(training_claims, "training_verdicts", lambda *a, **k: V3.copy())
     import companion.rules.rulebook as rulebook
-    monkeypatch.setattr(rulebook, "load_rules", lambda *a, **k: {"version": 4, "claims": {"b": {}}})
+    monkeypatch.setattr(rulebook, "load_rules", lambda *a, **k: {
+        "version": 4, "claims": {"b": {}, "c": {"claim": "Fig. C in another body: c is larger"}}})
 
 
 def test_each_claim_is_printed_with_the_status_every_page_gives_its_family_carried_in(book, capsys):
@@ -83,7 +84,7 @@ def test_one_training_claim_shows_its_reading_at_its_look_the_missing_runs_and_t
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["verdicts", "--claim", "bb"], ["unknown claim 'bb'", "did you mean 'b'", "the keys are: a, b"]),
+    (["verdicts", "--claim", "bb"], ["unknown claim 'bb'", "did you mean 'b'", "the keys are: a, b, c"]),
     (["verdicts", "--claim", "a", "--csv", "x.csv"], ["--claim prints one claim"]),
     (["verdicts", "--claim", "a", "--training"], ["--training prints a table; --claim prints one claim"]),
     (["verdicts", "--rules", "x.yaml"], ["--rules names the rules file", "add --training"]),
@@ -156,3 +157,28 @@ def test_the_training_claims_are_read_under_any_rules_file_given(capsys, tmp_pat
     assert set(earlier.index) == {"table_1", "training_directionality", "training_symmetry", "symmetric_init_structure"}
     now = training_claims.training_verdicts().set_index("key")
     assert earlier.loc["table_1", "status"] == "refuted" and now.loc["table_1", "status"] == "inconclusive"
+
+
+def test_a_claim_read_only_at_its_looks_is_shown_by_its_key_as_the_training_table_lists_it(book, capsys, monkeypatch):
+    """--claim takes every key the first column of --training shows: a claim of a body read only
+    at its looks (the authors' setting's chars_*) was refused as unknown."""
+    c = V3.copy().assign(key="c", claim="Fig. C in another body: c is larger", status="not testable here",
+                         why="encoder/standard not trained enough")
+    monkeypatch.setattr(training_claims, "training_verdicts", lambda *a, **k: pd.concat([V3, c], ignore_index=True))
+    assert main(["verdicts", "--training"]) == 0
+    assert "c " in capsys.readouterr().out
+    assert main(["verdicts", "--claim", "c"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Fig. C in another body") and "read only at its looks" in out
+    assert "look 1 of 4 (3 seeds), 3 of 12 seeds in: not testable here" in out and "not trained enough" in out
+
+
+def test_the_printed_table_gives_numbers_to_five_digits_and_the_csv_every_digit(book, tmp_path, capsys, monkeypatch):
+    """A d of 0.005360000000000031 is printed 0.00536; the CSV keeps the float as computed."""
+    d = 0.00536 + 3.1e-17
+    monkeypatch.setattr(training_claims, "training_verdicts", lambda *a, **k: V3.assign(d=d))
+    out = tmp_path / "t.csv"
+    assert main(["verdicts", "--training", "--csv", str(out)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("b "))
+    assert " 0.00536 " in row and "0.0053600" not in row
+    assert pd.read_csv(out)["d"].iloc[0] == pytest.approx(d, rel=1e-15)

@@ -102,35 +102,49 @@ def _training_line() -> str:
 def _as_text(table) -> str:
     """A plain table: each column as wide as its widest cell, the last one left ragged."""
     cols = list(table.columns)
-    cells = [[str(c) for c in cols]] + [[str(v) for v in row] for row in table.itertuples(index=False)]
+    cells = [[str(c) for c in cols]] + [[_cell(v) for v in row] for row in table.itertuples(index=False)]
     widths = [max(len(r[i]) for r in cells) for i in range(len(cols) - 1)]
     return "\n".join("  ".join([c.ljust(w) for c, w in zip(r[:-1], widths)] + [r[-1]]).rstrip() for r in cells)
+
+
+def _cell(v) -> str:
+    """A printed cell: a number to 5 significant digits (0.005360000000000031 is 0.00536; the
+    CSV keeps every digit), anything else as it is."""
+    if isinstance(v, float) and not isinstance(v, bool):
+        return f"{v:.5g}"
+    return str(v)
 
 
 def _one_claim(key: str) -> str:
     from ..base.errors import CompanionError
     from ..judge import claims, training_claims
 
-    keys = [f.__name__ for f in claims.VERDICTS]
-    if key not in keys:
-        from difflib import get_close_matches
-
-        near = get_close_matches(key, keys, n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise CompanionError(f"unknown claim {key!r}{hint}; the keys are: {', '.join(keys)}.")
-    if key not in claims.MATH_CHECKS:
-        _say_computing()
-    v = claims.verdict(key)
-    lines = [f"{v.claim}", f"  status:   {v.status}", f"  measured: {v.measured}"]
-    for label, value in (("size", v.size), ("check", v.check), ("power", v.power), ("family", v.family)):
-        if isinstance(value, str) and value.strip():
-            lines.append(f"  {label + ':':<9} {value}")
-    if v.rules:
-        lines.append(f"  read by:  {v.rules} (earlier versions' readings: the book's page rules_history.html)")
-    lines.append(f"  chapter:  {v.chapter} (the book's page {v.chapter}.html)")
     from ..rules.rulebook import load_rules
 
-    t = training_claims.training_verdicts() if key in load_rules()["claims"] else None   # 15 s: only for a training claim
+    keys = [f.__name__ for f in claims.VERDICTS]
+    at_looks = load_rules()["claims"]   # the claims read at looks (a body of its own, e.g. chars_*, only there)
+    if key not in keys and key not in at_looks:
+        from difflib import get_close_matches
+
+        every = keys + [k for k in at_looks if k not in keys]
+        near = get_close_matches(key, every, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise CompanionError(f"unknown claim {key!r}{hint}; the keys are: {', '.join(every)}.")
+    if key in keys:
+        if key not in claims.MATH_CHECKS:
+            _say_computing()
+        v = claims.verdict(key)
+        lines = [f"{v.claim}", f"  status:   {v.status}", f"  measured: {v.measured}"]
+        for label, value in (("size", v.size), ("check", v.check), ("power", v.power), ("family", v.family)):
+            if isinstance(value, str) and value.strip():
+                lines.append(f"  {label + ':':<9} {value}")
+        if v.rules:
+            lines.append(f"  read by:  {v.rules} (earlier versions' readings: the book's page rules_history.html)")
+        lines.append(f"  chapter:  {v.chapter} (the book's page {v.chapter}.html)")
+    else:   # a claim read only at its looks: its reading there is its status
+        lines = [str(at_looks[key].get("claim", key)),
+                 "  read only at its looks (`companion verdicts --training` lists it with the others)"]
+    t = training_claims.training_verdicts() if key in at_looks else None   # 15 s: only for a training claim
     if t is not None and key in set(t.get("key", ())):
         r = t.set_index("key").loc[key]
         lines += ["  at its looks, on runs made after its rules:",
