@@ -34,7 +34,8 @@ Assembly rules (in this order; all of them are pure functions of the archives' b
    modulo ``HELD_OUT_MODULUS`` (20), i.e. about 5 % of each source.  Every source must
    have documents on both sides, and no held-out document may occur in the training split
    (equal to a training document, or made up only of paragraphs that training documents
-   also hold); either failure is refused with :class:`~companion.base.errors.CompanionError`.
+   also hold, as the uncased tokenizer reads them: case, accents and spacing aside); either
+   failure is refused with :class:`~companion.base.errors.CompanionError`.
 
 Tokenizer: a WordPiece vocabulary of ``VOCAB_SIZE`` (4,096) ids fitted on the *training*
 documents only by :func:`learn_wordpiece` (the ``tokenizers`` WordPiece trainer's BPE
@@ -226,13 +227,34 @@ def assemble(raw: Iterable[tuple[str, Iterable[str]]]) -> Assembled:
     return Assembled(docs, srcs, held, stats)
 
 
+_MARKS = None
+
+
+def _as_read(paragraph: str) -> str:
+    """A paragraph as the uncased tokenizer reads it, for comparing texts: lower case, accents
+    stripped (NFD, combining marks dropped), whitespace left out (the tokenizer splits at
+    punctuation whatever the spacing).  Two texts the tokenizer reads alike compare equal."""
+    global _MARKS
+    import re
+
+    t = paragraph.lower()
+    if not t.isascii():
+        if _MARKS is None:
+            _MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+        t = _MARKS.sub("", unicodedata.normalize("NFD", t))
+    return "".join(t.split())
+
+
 def _check_no_leak(docs: list[str], held: list[bool], srcs: list[str]) -> None:
     """Refuse a held-out document that occurs in training: equal to a training document, or
-    made up only of paragraphs that training documents also hold."""
-    train_docs = {d for d, h in zip(docs, held) if not h}
-    train_paras = {p for d, h in zip(docs, held) if not h for p in d.split("\n")}
-    for d, h, s in zip(docs, held, srcs):
-        if h and (d in train_docs or all(p in train_paras for p in d.split("\n"))):
+    made up only of paragraphs that training documents also hold, as the uncased tokenizer
+    reads them (:func:`_as_read`: 'The River' held out beside 'the river' in training is the
+    same token ids)."""
+    read = [[_as_read(p) for p in d.split("\n")] for d in docs]
+    train_docs = {"".join(r) for r, h in zip(read, held) if not h}
+    train_paras = {p for r, h in zip(read, held) if not h for p in r}
+    for d, r, h, s in zip(docs, read, held, srcs):
+        if h and ("".join(r) in train_docs or all(p in train_paras for p in r)):
             raise CompanionError(
                 f"corpus {NAME!r}: a held-out document of source {s!r} ({d[:60]!r}...) also occurs in the "
                 "training split, so held-out loss would measure memorisation. Deduplicate that source "
