@@ -88,7 +88,7 @@ def resolve_glue(text: str, glue: dict) -> str:
 # ----------------------------------------------------------------------------- planning
 #: the most words of prose one slide may carry (its body and its figure's caption, not its
 #: title; a formula, a link or a glued value counts as one word, as in
-#: :func:`companion.book.teaching.course_plan.prose_words`); the rest of the text goes to speaker notes
+#: :func:`companion.book.editions.solutions.prose_words`); the rest of the text goes to speaker notes
 SLIDE_WORDS = 60
 #: the most rows of a table on one slide (a longer table is split, its header repeated)
 TABLE_ROWS = 8
@@ -119,7 +119,7 @@ class Slide:
     table: str = ""      # one table's HTML as the chapter's code made it (rendered through safe_html)
 
     def words(self) -> int:
-        from ..teaching.course_plan import prose_words
+        from .solutions import prose_words
 
         return prose_words(self.body) + prose_words(self.caption)
 
@@ -129,7 +129,7 @@ class SlideError(ValueError):
 
 
 def _words(text: str) -> int:
-    from ..teaching.course_plan import prose_words
+    from .solutions import prose_words
 
     return prose_words(text)
 

@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 
 __all__ = ["strip_solutions", "split_check_cells", "cells_without_solutions", "directives", "without_directives",
-           "directive_options"]
+           "directive_options", "prose_words"]
 
 #: a solution directive's name in a fence's info string: ``{solution}``, sphinx-exercise's gated
 #: ``{solution-start}`` / ``{solution-end}``, with or without a domain (``{exercise:solution}``)
@@ -320,3 +320,37 @@ def split_check_cells(nb) -> int:
                 moved += 1
     nb.cells = cells
     return moved
+
+
+# ------------------------------------------------------------ the words a reader reads
+_FRONT = re.compile(r"\A---\n.*?\n---\n", re.S)
+#: the directives a reader does not read as the lecture's reading
+_NOT_READ = frozenset({"code-cell", "exercise", "solution"})
+
+
+def _drop_blocks(text: str) -> str:
+    """``text`` without its code cells, exercises and solutions, as the book's parser finds
+    them (:func:`without_directives`: any fence, a name in
+    capitals or with a domain, a gated ``{solution-start}`` ... ``{solution-end}``)."""
+    return without_directives(text, _NOT_READ)
+
+
+def prose_words(text: str) -> int:
+    """The words a reader sees in a MyST chapter source (reading only, not the exercises).
+
+    Left out: the front matter, code cells, ``{exercise}`` and ``{solution}`` blocks, MyST
+    labels ``(x)=``, comments, directive names and option lines. A role (``{glue:text}``,
+    ``{ref}``, ``{cite}`` ...) and a formula (``$...$`` or a display block) count as one word.
+    """
+    text = _drop_blocks(_FRONT.sub("", text))
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r"^\([A-Za-z0-9_-]+\)=[ \t]*$", "", text, flags=re.M)       # labels
+    text = re.sub(r"^%.*$", "", text, flags=re.M)                             # comments
+    text = re.sub(r"^[ \t]*:[A-Za-z_-]+:.*$", "", text, flags=re.M)           # directive options
+    text = re.sub(r"\$\$.*?\$\$", " FORMULA ", text, flags=re.S)
+    text = re.sub(r"^(`{3,}|:{3,})\{math\}.*?^\1[ \t]*$", " FORMULA ", text, flags=re.S | re.M)
+    text = re.sub(r"\$[^$\n]+\$", " FORMULA ", text)
+    text = re.sub(r"\{[\w:.-]+\}`[^`]*`", " ROLE ", text)                     # {ref}`x`, {glue:text}`y`
+    text = re.sub(r"^(`{3,}|:{3,})\{[\w:.-]+\}", "", text, flags=re.M)        # a directive's name
+    text = re.sub(r"\]\([^)]*\)", "]", text)                                  # a link's address
+    return len(re.findall(r"[A-Za-z0-9]+(?:['\u2019-][A-Za-z0-9]+)*", text))

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...base.paths import ROOT
+from ..editions.solutions import _drop_blocks, prose_words  # noqa: F401 (prose_words re-exported)
+from .exercise_labels import read_page  # noqa: F401 (re-exported)
 
 __all__ = ["WORDS_PER_MINUTE", "SLIDES_PER_MINUTE", "Lecture", "COURSE", "prose_words", "chapter_words",
            "lecture_sums", "plan_problems", "plan_table", "plan_markdown", "rendered_words", "deck_slides",
@@ -82,50 +84,6 @@ COURSE: tuple[Lecture, ...] = (
     _from_registry("What survives", 60,
                    about="The page that states which of the paper's claims hold, and how each was decided."),
 )
-
-_FRONT = re.compile(r"\A---\n.*?\n---\n", re.S)
-#: the directives a reader does not read as the lecture's reading
-_NOT_READ = frozenset({"code-cell", "exercise", "solution"})
-
-
-def _drop_blocks(text: str) -> str:
-    """``text`` without its code cells, exercises and solutions, as the book's parser finds
-    them (:func:`companion.book.editions.solutions.without_directives`: any fence, a name in
-    capitals or with a domain, a gated ``{solution-start}`` ... ``{solution-end}``)."""
-    from ..editions.solutions import without_directives
-
-    return without_directives(text, _NOT_READ)
-
-
-def prose_words(text: str) -> int:
-    """The words a reader sees in a MyST chapter source (reading only, not the exercises).
-
-    Left out: the front matter, code cells, ``{exercise}`` and ``{solution}`` blocks, MyST
-    labels ``(x)=``, comments, directive names and option lines. A role (``{glue:text}``,
-    ``{ref}``, ``{cite}`` ...) and a formula (``$...$`` or a display block) count as one word.
-    """
-    text = _drop_blocks(_FRONT.sub("", text))
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
-    text = re.sub(r"^\([A-Za-z0-9_-]+\)=[ \t]*$", "", text, flags=re.M)       # labels
-    text = re.sub(r"^%.*$", "", text, flags=re.M)                             # comments
-    text = re.sub(r"^[ \t]*:[A-Za-z_-]+:.*$", "", text, flags=re.M)           # directive options
-    text = re.sub(r"\$\$.*?\$\$", " FORMULA ", text, flags=re.S)
-    text = re.sub(r"^(`{3,}|:{3,})\{math\}.*?^\1[ \t]*$", " FORMULA ", text, flags=re.S | re.M)
-    text = re.sub(r"\$[^$\n]+\$", " FORMULA ", text)
-    text = re.sub(r"\{[\w:.-]+\}`[^`]*`", " ROLE ", text)                     # {ref}`x`, {glue:text}`y`
-    text = re.sub(r"^(`{3,}|:{3,})\{[\w:.-]+\}", "", text, flags=re.M)        # a directive's name
-    text = re.sub(r"\]\([^)]*\)", "]", text)                                  # a link's address
-    return len(re.findall(r"[A-Za-z0-9]+(?:['\u2019-][A-Za-z0-9]+)*", text))
-
-
-def read_page(path: Path) -> str:
-    """The text of a page or a deck the plan counts; one that is no regular file (a FIFO would
-    block for ever) is refused in one line naming it."""
-    from ...base.paths import regular_file
-
-    regular_file(path, "a page of the book")
-    return Path(path).read_text(encoding="utf-8")
-
 
 def chapter_words(book: Path | str = ROOT / "book") -> dict[str, int]:
     """``{chapter: prose words}`` for every ``.md`` page of ``book``."""

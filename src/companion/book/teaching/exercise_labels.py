@@ -14,7 +14,7 @@ from ..budgets import chapters_registry as _registry
 from ..budgets.chapters_registry import DIFFICULTY, IMPORTANCE
 
 __all__ = ["LABELS_FILE", "IMPORTANCE", "DIFFICULTY", "load_exercise_labels", "exercise_label_text",
-           "book_exercise_labels", "page_exercise_labels", "minutes_per_chapter"]
+           "book_exercise_labels", "page_exercise_labels", "minutes_per_chapter", "read_page"]
 
 #: the file the labels are read from: the one registry of the book's pages
 LABELS_FILE = _registry.REGISTRY_FILE
@@ -70,8 +70,6 @@ def page_exercise_labels(text: str) -> list[str]:
 def book_exercise_labels(book: Path | str = ROOT / "book") -> dict[str, list[str]]:
     """``{chapter: [exercise label, ...]}`` for every page of the book with exercises
     (:func:`page_exercise_labels`)."""
-    from .course_plan import read_page
-
     out = {}
     for page in sorted(Path(book).glob("*.md")):
         found = page_exercise_labels(read_page(page))
@@ -86,3 +84,12 @@ def minutes_per_chapter(book: Path | str = ROOT / "book", labels: dict | None = 
     return {ch: {"core": sum(labels[k]["minutes"] for k in ks if labels[k]["importance"] == "core"),
                  "all": sum(labels[k]["minutes"] for k in ks)}
             for ch, ks in book_exercise_labels(book).items()}
+
+
+def read_page(path: Path) -> str:
+    """The text of a page or a deck the plan counts; one that is no regular file (a FIFO would
+    block for ever) is refused in one line naming it."""
+    from ...base.paths import regular_file
+
+    regular_file(path, "a page of the book")
+    return Path(path).read_text(encoding="utf-8")
