@@ -231,6 +231,21 @@ def test_a_numpy_scalar_reads_back_with_its_own_type_and_arithmetic(verdict_cach
     assert not calls   # read from the file, not computed again
 
 
+def test_a_table_computed_under_another_tokenizer_is_never_served(verdict_cache, monkeypatch):
+    """COMPANION_TOKENIZER changes the tokenizer the premise shares are counted with, but not
+    the cache's key: a table computed under one tokenizer was served to kernels of another."""
+    from companion.judge import cache, claims
+
+    monkeypatch.delenv("COMPANION_TOKENIZER", raising=False)
+    assert cache._disk_cached_value("shares", lambda: {"share": 0.25}) == {"share": 0.25}
+    monkeypatch.setenv("COMPANION_TOKENIZER", "bert-base-cased")
+    claims._CACHE.clear()
+    assert cache._disk_cached_value("shares", lambda: {"share": 0.75}) == {"share": 0.75}
+    monkeypatch.delenv("COMPANION_TOKENIZER")
+    claims._CACHE.clear()
+    assert cache._disk_cached_value("shares", lambda: {"share": 0.5}) == {"share": 0.25}   # read back
+
+
 # ============================================================ the package's cache folder (base/cache.py)
 
 def test_a_cache_folder_that_is_a_link_to_a_folder_is_used_through_it(tmp_path, monkeypatch):

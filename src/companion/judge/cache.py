@@ -285,8 +285,9 @@ _KEYED = ("src/companion", "data", "constraints.txt", "pyproject.toml")
 
 def _cache_path(name):
     """Where ``COMPANION_VERDICT_CACHE`` keeps the table ``name`` for this package key (the
-    run size and :func:`companion.base.tree_digest.tree_digest` of the package, its data and
-    the pinned library versions, :data:`_KEYED`), or None where the variable is unset."""
+    run size, :func:`companion.base.tree_digest.tree_digest` of the package, its data and
+    the pinned library versions, :data:`_KEYED`, and ``COMPANION_TOKENIZER`` where set), or
+    None where the variable is unset."""
     import hashlib
     import os
     from pathlib import Path
@@ -304,7 +305,11 @@ def _cache_path(name):
         raise CompanionError(f"the cached table's name {name!r} is not a plain file name (no folders, no "
                              "leading dot); name it by letters, digits and dashes.")
     _, digest = tree_digest(paths.ROOT, _KEYED)
-    key = hashlib.sha256(f"{run_size()}\0{digest}".encode()).hexdigest()[:24]
+    seed = f"{run_size()}\0{digest}"
+    tokenizer = os.environ.get("COMPANION_TOKENIZER", "").strip()
+    if tokenizer:   # the premise shares are counted with it (unset: the key as before)
+        seed += f"\0COMPANION_TOKENIZER={tokenizer}"
+    key = hashlib.sha256(seed.encode()).hexdigest()[:24]
     return Path(folder) / f"{name}-{key}.json"
 
 
