@@ -433,6 +433,20 @@ def test_two_threads_building_one_token_cache_at_once_both_get_its_streams(cache
         np.testing.assert_array_equal(r[1], want[1])
 
 
+@pytest.mark.parametrize("rank", ["-1", "first", "1.5"])
+def test_a_rank_in_the_environment_that_is_no_process_number_is_refused_not_waited_on(cache, tok, monkeypatch, rank):
+    """RANK=-1 (some launchers' 'not distributed') waited an hour for a rank 0 that never
+    came; RANK=first raised int()'s ValueError."""
+    from companion.train.text.corpora import documents_sha256
+    from companion.train.text.tokens import cached_token_streams
+
+    docs = _docs(20)
+    monkeypatch.setenv("RANK", rank)
+    got = _deadline(lambda: cached_token_streams({"corpus": "r", "documents_sha256": documents_sha256(docs)},
+                                                 lambda: docs, tok), 5.0)
+    assert isinstance(got, CompanionError) and "RANK" in str(got) and "\n" not in str(got), got
+
+
 def test_one_string_given_as_the_documents_is_refused_not_read_as_one_document_a_character(tok):
     """``build_token_data(text, ...)`` read a string as its characters: every character a
     document, followed by [SEP]."""

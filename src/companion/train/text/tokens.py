@@ -312,7 +312,12 @@ def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], t
     ``held_out`` replaces the every-``eval_every``-th split (see :func:`tokenize_documents`);
     ``source`` must then name that rule (it is part of the key).
     """
-    rank = int(os.environ.get("RANK", "0")) if rank is None else rank
+    if rank is None:
+        text = os.environ.get("RANK", "0").strip() or "0"
+        if not text.isdigit():   # -1 waited an hour for a rank 0 that never came
+            raise CompanionError(f"RANK={text!r} is not a process number (0, 1, ...); unset it outside a "
+                                 "torchrun launch, or let torchrun set it.")
+        rank = int(text)
     source = dict(source, tokenizer_sha256=tokenizer_sha256(tok), eval_every=eval_every,
                   max_tokens=max_tokens, format=FORMAT_VERSION)
     root = cache_dir("tokens")
