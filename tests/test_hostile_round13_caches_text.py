@@ -510,6 +510,18 @@ def test_a_block_length_that_is_no_positive_whole_number_is_refused_in_one_line(
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("kw,word", [({"seq_len": "128"}, "seq_len"), ({"seq_len": 8, "top_k": 2.5}, "top_k"),
+                                     ({"seq_len": 8, "top_k": True}, "top_k")])
+def test_token_data_refuses_a_length_or_vocabulary_size_that_is_no_whole_number(tok, kw, word):
+    """seq_len '128' raised '<' not supported between int and str; top_k 2.5 raised a slice
+    TypeError and top_k True kept one regular id."""
+    from companion.train.text.data import build_token_data
+
+    with pytest.raises(CompanionError, match=word) as err:
+        build_token_data(_docs(30), tokenizer=tok, **kw)
+    assert "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize("n,seq", [(15, 16), (16, 16), (33, 16)])
 def test_blocks_are_the_streams_whole_blocks_and_no_part_of_one(n, seq):
     from companion.train.text.tokens import TokenBlocks
@@ -734,3 +746,30 @@ def test_the_unigram_reference_refuses_an_unknown_mode(mode):
     with pytest.raises(CompanionError, match="mode") as err:
         unigram_cross_entropy(data, mode)
     assert "\n" not in str(err.value)
+
+
+def _card_numbers():
+    src = {"key": "s", "package": "p==1", "registry": "pypi", "sha256": "0" * 64, "licence": "public domain",
+           "domain": "prose", "documents": 10, "held_out": 1, "train_tokens": 90, "eval_tokens": 10, "raw": 10,
+           "pieces": 10, "trivial": 0, "duplicates": 0}
+    return {"sources": [src], "train_documents": 9, "eval_documents": 1, "train_tokens": 90, "eval_tokens": 10,
+            "bert_uncased_tokens": 80, "documents_sha256": "a" * 64, "vocab_size": 4096, "tokenizer_folder": "f",
+            "tokenizer_sha256": "b" * 64, "unk_eval_english_mix": 0.0, "unk_train_english_mix": 0.0,
+            "wikipedia_token_cache": "c", "unk_eval_wikipedia_compact": 0.1, "wikipedia_eval_tokens": 5,
+            "train_blocks": 1, "eval_blocks": 1, "passes": {"2000": 1.0, "10000": 5.0}}
+
+
+def test_a_card_named_like_its_numbers_file_is_refused_not_overwritten_by_them(tmp_path):
+    """``--out card.json``: the card was written, then replaced by its numbers (the same path)."""
+    from companion.train.text.english_mix_card import write_card
+
+    out = tmp_path / "card.json"
+    try:
+        write_card(out, _card_numbers())
+    except CompanionError as err:
+        assert "\n" not in str(err) and "card.json" in str(err)
+        assert not out.exists()
+        return
+    files = sorted(tmp_path.iterdir())
+    texts = [f.read_text() for f in files]
+    assert len(files) == 2 and any(t.startswith("# Corpus card") for t in texts), files

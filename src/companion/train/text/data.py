@@ -307,8 +307,17 @@ class TokenData:
         }
 
 
+def _whole(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
 def _token_data(streams: TokenStreams, tok, seq_len: int, top_k: int | None,
                 description: str, source: dict) -> TokenData:
+    if not _whole(seq_len) or seq_len < 1:
+        raise CompanionError(f"seq_len (the block length) must be a whole number of at least 1 token, not "
+                             f"{seq_len!r}; give e.g. --seq-len 128.")
+    if top_k is not None and not _whole(top_k):   # 2.5 failed in a slice, True kept one regular id
+        raise CompanionError(f"top_k must be a whole number >= 1 (or None for the full vocabulary); got {top_k!r}.")
     if top_k is None:
         vocab = len(tok)
         kept, lookup = list(range(vocab)), None

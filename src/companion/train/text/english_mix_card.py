@@ -163,7 +163,12 @@ companion corpus fetch english-mix
 ```
 """
     path = Path(path)
+    from ...base.errors import CompanionError
     from ...base.outputs import check_output, write_text_atomic
+
+    if path.suffix == ".json":   # the numbers go beside it as .json: they replaced the card
+        raise CompanionError(f"the card {path} would be replaced by its numbers ({path.with_suffix('.json').name}); "
+                             "name the card .md (the numbers are written beside it as .json).")
 
     check_output(path.with_suffix(".json"), "card numbers")   # both refused before either is written
     write_text_atomic(text, path, what="card")
