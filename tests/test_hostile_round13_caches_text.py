@@ -268,6 +268,21 @@ def test_a_cache_folder_that_is_a_fifo_is_refused_in_one_line_naming_it(tmp_path
     assert isinstance(got, CompanionError) and "fifo" in str(got) and "COMPANION_CACHE" in str(got), got
 
 
+@pytest.mark.parametrize("chunk", [0, 2.5, True])
+def test_a_file_hash_read_in_chunks_of_no_size_is_refused_not_the_hash_of_nothing(tmp_path, chunk):
+    """chunk=0 read nothing and returned the sha256 of the empty string for any file."""
+    import hashlib
+
+    from companion.base.cache import sha256_file
+
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"token ids" * 1000)
+    with pytest.raises((CompanionError, ValueError), match="chunk") as err:
+        sha256_file(f, chunk=chunk)
+    assert "\n" not in str(err.value)
+    assert sha256_file(f, chunk=7) == hashlib.sha256(f.read_bytes()).hexdigest()
+
+
 def test_an_abandoned_build_name_that_is_a_link_never_empties_its_target(tmp_path):
     from companion.base.cache import pid_after_last_dash, remove_abandoned
 

@@ -253,6 +253,8 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 22, what: str = "file
     in one line naming it: hashing a FIFO blocked for ever, a device never ended)."""
     from .paths import regular_file
 
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:   # 0 read nothing: the hash of b""
+        raise ValueError(f"sha256_file reads in chunks of a whole number >= 1 of bytes, not chunk={chunk!r}.")
     regular_file(path, what)
     h = hashlib.sha256()
     with open(path, "rb") as f:
