@@ -391,6 +391,20 @@ def test_a_repeated_document_is_never_on_both_sides_of_the_split(tok):
     np.testing.assert_array_equal(np.asarray(got.eval), want_eval)
 
 
+def test_a_local_corpus_through_the_token_cache_holds_out_no_training_paragraph(cache, tok, tmp_path):
+    from companion.train.text.data import corpus_token_streams
+
+    docs = _docs(30)
+    docs[9], docs[29] = docs[0], docs[3]   # repeats of training paragraphs at held-out positions
+    f = tmp_path / "corpus.txt"
+    f.write_text("\n\n".join(docs), encoding="utf-8")
+    streams, _, src = corpus_token_streams(str(f), tokenizer=tok)
+    want_train, want_eval = _expected_streams(tok, docs)
+    np.testing.assert_array_equal(np.asarray(streams.train), want_train)
+    np.testing.assert_array_equal(np.asarray(streams.eval), want_eval)
+    assert "split" in src   # the rule moved documents: its own cache key
+
+
 def test_the_bundled_corpus_holds_out_no_document_that_training_also_holds(tok):
     """The book's live runs train on python-docs: 54 of its 160 held-out paragraphs were
     repeats of training paragraphs (grammar rules and sentences repeated across topics)."""

@@ -38,7 +38,7 @@ from ...base.errors import CompanionError
 from .corpora import CORPORA, DEFAULT_CORPUS, ONLINE_CORPORA, corpus_documents, documents_sha256
 from .masking import MaskingSpec
 from .tokens import (TokenBlocks, TokenStreams, cached_token_streams, compact_vocabulary,
-                     check_eval_every, in_memory_streams, position_split_moves)
+                     check_eval_every, in_memory_streams, position_split, position_split_moves)
 
 __all__ = ["default_corpus", "load_texts", "load_tokenizer", "TokenData", "build_token_data",
            "token_data_for_corpus", "corpus_token_streams", "unigram_cross_entropy", "DEFAULT_CORPUS"]
@@ -420,8 +420,10 @@ def corpus_token_streams(corpus: str, tokenizer=None, tokenizer_name: str | None
         source = {"corpus": corpus, "documents_sha256": documents_sha256(texts)}
         if held_out is not None:  # only then: the other corpora's cache keys stay as they were
             source["split"] = f"sha256(text)[:8] % {HELD_OUT_MODULUS} == 0"
-        elif position_split_moves(texts, eval_every):   # only then: the streams differ from the old rule's
-            source["split"] = "by position; a repeat where its first copy went; no empty documents"
+        else:   # by position, a repeat where its first copy went (held in memory: the corpus is too)
+            held_out = position_split(check_eval_every(eval_every))
+            if position_split_moves(texts, eval_every):   # only then: the streams differ from the old rule's
+                source["split"] = "by position; a repeat where its first copy went; no empty documents"
         docs = lambda: texts  # noqa: E731
     streams = cached_token_streams(source, docs, tok, eval_every=eval_every,
                                    max_tokens=max_tokens, progress=progress, held_out=held_out)

@@ -3,9 +3,10 @@
 A corpus becomes two flat token streams, ``train.bin`` and ``eval.bin`` (``uint16`` when
 the vocabulary fits, else ``uint32``), each document followed by ``[SEP]``.  Every
 ``eval_every``-th document goes to the held-out stream, so the split is by document and
-fixed by the corpus's order; a repeat of an earlier document goes where that one went, so
-no text is held out that training also holds (:func:`position_split`), and a document with
-no text (empty, whitespace) is no document.  The folder is named by a hash of what determines its
+fixed by the corpus's order; for a corpus held in memory (every offline one, a local file)
+a repeat of an earlier document goes where that one went, so no text is held out that
+training also holds (:func:`position_split`); a document with no text (empty, whitespace)
+is no document.  The folder is named by a hash of what determines its
 content (the corpus's document hash, the tokenizer's full serialisation, the split rule);
 ``meta.json`` records those and each file's size and sha256.
 
@@ -145,8 +146,9 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
     none of the bundled corpora holds one, so their token caches are as before).
 
     ``held_out(index, text)``, when given, decides which documents are held out (e.g. by a
-    hash of the text) instead of every ``eval_every``-th one (:func:`position_split`: a
-    repeat goes where its first copy went).  A document that tokenizes to nothing (empty,
+    hash of the text, or :func:`position_split`: by position, a repeat where its first copy
+    went) instead of every ``eval_every``-th one (a streamed corpus: remembering every
+    document seen would grow with the corpus).  A document that tokenizes to nothing (empty,
     whitespace) is skipped: no lone ``[SEP]``, not counted, no index.
 
     Returns counts: documents and tokens per split, and the content hash of the documents
@@ -161,7 +163,10 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
     index = 0
     batch: list[str] = []
 
-    side = held_out if held_out is not None else position_split(eval_every)
+    def by_position(index, _doc):
+        return index % eval_every == eval_every - 1
+
+    side = held_out if held_out is not None else by_position
 
     def flush():
         nonlocal index
@@ -239,7 +244,8 @@ def position_split_moves(docs: Iterable[str], eval_every: int) -> bool:
 def in_memory_streams(docs: list[str], tok, eval_every: int = 10) -> TokenStreams:
     """Tokenize a small list of documents into in-memory streams (no cache)."""
     tr, ev = io.BytesIO(), io.BytesIO()
-    meta = tokenize_documents(docs, tok, tr, ev, eval_every=eval_every)
+    meta = tokenize_documents(docs, tok, tr, ev, eval_every=eval_every,
+                              held_out=position_split(check_eval_every(eval_every)))
     dtype = np.dtype(meta["dtype"])
     meta.update(tokenizer_sha256=tokenizer_sha256(tok), eval_every=eval_every)
     return TokenStreams(np.frombuffer(tr.getvalue(), dtype=dtype),
