@@ -109,6 +109,7 @@ def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None =
 
     ``mean`` is sum(loss) / sum(targets) over all targets; ``se`` its standard error with
     blocks as the independent units (ratio estimator), ``nan`` with fewer than 2 blocks.
+    The model comes back in the train/eval state it was passed in.
     """
     mode = cfg.mode if mode is None else mode
     switch = _mask_switch(net) if mode != cfg.mode else None
@@ -118,6 +119,7 @@ def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None =
     was = switch.causal if switch is not None else None
     if switch is not None:
         switch.causal = is_causal(mode)
+    was_training = net.training  # restored after: a caller's model in eval mode stays without dropout
     net.eval()
     if blocks is None:
         blocks = data.eval if cfg.eval_blocks is None else data.eval[: cfg.eval_blocks]
@@ -136,7 +138,7 @@ def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None =
     finally:
         if switch is not None:
             switch.causal = was
-    net.train()
+        net.train(was_training)
     S, C = torch.cat(sums).cpu(), torch.cat(counts).cpu()
     keep = C > 0
     S, C = S[keep], C[keep]
