@@ -28,10 +28,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..text.masking import MaskingSpec  # noqa: F401  (re-exported: the objectives take it)
-from .bert import MODES
+from .bert import MODES, is_causal
 
 __all__ = ["MaskingSpec", "mask_tokens", "objective_loss", "objective_terms", "lm_logits",
-           "SelectiveLM", "target_bound"]
+           "SelectiveLM", "target_bound", "attends_causally"]
 
 
 def mask_tokens(ids: torch.Tensor, spec: MaskingSpec, generator: torch.Generator):
@@ -106,6 +106,24 @@ def _device_of(model) -> torch.device:
         return torch.device("cpu")
 
 
+def attends_causally(model) -> bool | None:
+    """Whether ``model`` (through torch.compile, DistributedDataParallel and
+    :class:`SelectiveLM` wrappers) attends causally: a LLaMA's mask switch ``causal``, a BERT
+    class's ``config.is_decoder``; None when the model says neither."""
+    for _ in range(5):
+        if hasattr(model, "causal"):
+            return bool(model.causal)
+        cfg = getattr(model, "config", None)
+        if cfg is not None and hasattr(cfg, "is_decoder"):
+            return bool(cfg.is_decoder)
+        inner = next((getattr(model, a) for a in ("_orig_mod", "module", "model")
+                      if isinstance(getattr(model, a, None), nn.Module)), None)
+        if inner is None:
+            return None
+        model = inner
+    return None
+
+
 def objective_terms(model, ids: torch.Tensor, mode: str, spec: MaskingSpec,
                     generator: torch.Generator):
     """Per-target cross-entropies of ``mode`` on ``ids``, with each target's block.
@@ -120,6 +138,12 @@ def objective_terms(model, ids: torch.Tensor, mode: str, spec: MaskingSpec,
         raise ValueError(f"unknown objective {mode!r}; choose one of {MODES}.")
     if ids.ndim != 2 or ids.shape[1] < 2:
         raise ValueError(f"ids must be [batch, seq] with seq >= 2; got {tuple(ids.shape)}.")
+    causal = attends_causally(model)
+    if causal is not None and causal != is_causal(mode):
+        # the other mask would train a third objective nobody named (e.g. masked LM under a causal mask)
+        raise ValueError(f"objective {mode!r} needs a {'causal' if is_causal(mode) else 'bidirectional (not causal)'} "
+                         f"mask, but the model attends {'causally' if causal else 'bidirectionally (not causal)'}; "
+                         f"build or load the model for mode {mode!r} (or set its mask switch, model.causal).")
     device = _device_of(model)
     ids = ids.cpu()
     if mode == "decoder":
