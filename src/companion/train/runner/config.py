@@ -89,6 +89,19 @@ class TrainConfig:
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
                 raise ValueError(f"{name} must be a whole number; got {v!r}.")
             setattr(self, name, int(v))
+        for name in ("decay_steps", "eval_blocks", "layers", "width", "heads", "seq_len"):  # optional counts
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral)):
+                raise ValueError(f"{name} must be a whole number (or None); got {v!r}.")
+            setattr(self, name, None if v is None else int(v))
+        for name in ("lr", "weight_decay", "penalty_coef", "max_grad_norm"):
+            v = getattr(self, name)
+            if isinstance(v, (bool, str)) or not isinstance(v, numbers.Real):  # True read as lr 1.0
+                raise ValueError(f"{name} must be a number; got {v!r}.")
+            setattr(self, name, float(v))
+        if self.penalty == "none" and self.penalty_coef > 0:
+            raise ValueError(f"penalty_coef {self.penalty_coef:g} has no effect with penalty 'none'; name the "
+                             "penalty (--penalty symmetric or skew) or leave the coefficient at 0.")
         for name in ("steps", "batch_size", "grad_accum", "eval_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1; got {getattr(self, name)}.")
