@@ -47,11 +47,19 @@ class LlamaShape:
     max_position_embeddings: int = 2048
 
     def __post_init__(self):
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                     "num_key_value_heads", "intermediate_size", "max_position_embeddings"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a whole number >= 1; got {v!r}.")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"hidden_size {self.hidden_size} is not divisible by {self.num_attention_heads} heads.")
         if self.num_attention_heads % self.num_key_value_heads:
             raise ValueError(f"{self.num_attention_heads} query heads are not a multiple of "
                              f"{self.num_key_value_heads} key/value heads.")
+        if self.head_dim % 2:  # rotary embeddings turn pairs of a head's dimensions
+            raise ValueError(f"the head dimension hidden_size / heads = {self.head_dim} must be even for rotary "
+                             "embeddings; choose another hidden_size or number of heads.")
 
     @property
     def head_dim(self) -> int:
@@ -189,6 +197,9 @@ def from_transformers(hf_model, causal: bool = True) -> LlamaLM:
         raise ValueError(f"rope type {rope.get('rope_type')!r} is not supported; only the default rotary embedding.")
     if getattr(c, "head_dim", None) not in (None, c.hidden_size // c.num_attention_heads):
         raise ValueError(f"head_dim {c.head_dim} differs from hidden_size / heads; not supported.")
+    act = getattr(c, "hidden_act", "silu")
+    if act not in ("silu", "swish"):  # the MLP here is SwiGLU with silu, as LLaMA's
+        raise ValueError(f"hidden_act {act!r} is not supported; the LLaMA training model computes silu (SwiGLU).")
     if getattr(c, "attention_bias", False) or getattr(c, "mlp_bias", False):
         raise ValueError("a LLaMA with attention or MLP biases is not supported here.")
     shape = LlamaShape(vocab_size=c.vocab_size, hidden_size=c.hidden_size, num_hidden_layers=c.num_hidden_layers,
