@@ -79,7 +79,10 @@ def masked_window_cross_entropy(train: list[np.ndarray], held: list[np.ndarray],
     flat = np.concatenate(train) if train else np.empty(0, np.int64)
     if flat.size == 0:
         raise CompanionError("no training tokens to count.")
-    if flat.min() < 0 or max(flat.max(), *(int(h.max(initial=0)) for h in held)) >= vocab_size + 1:
+    held_lo = min((int(h.min(initial=0)) for h in held), default=0)
+    held_hi = max((int(h.max(initial=0)) for h in held), default=0)
+    if min(int(flat.min()), held_lo) < 0 or max(int(flat.max()), held_hi) >= vocab_size + 1:
+        # (a negative held-out id indexed the unigram from its end: a silently wrong loss)
         raise CompanionError(f"token ids must lie in 0..{vocab_size}; pass the vocabulary size.")
     base = int(vocab_size) + 1
     uni = np.bincount(flat, minlength=base).astype(np.float64)
