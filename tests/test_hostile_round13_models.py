@@ -497,3 +497,72 @@ def test_window_count_model_refuses_what_it_cannot_score(held, word):
     with pytest.raises(CompanionError) as err:
         masked_window_cross_entropy([np.array([0, 1, 2, 3, 0, 1])], held, 1, 4)
     assert word in _one_line(err)
+
+
+# ============================================================ (i) grouped heads and checkpoints
+
+
+def _llama_folder(tmp_path, **kw):
+    """A tiny LLaMA checkpoint (two query heads on one key head) saved to ``tmp_path``."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(3)
+    cfg = LlamaConfig(vocab_size=V, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32, **kw)
+    hf = LlamaForCausalLM(cfg).eval()
+    hf.save_pretrained(tmp_path)
+    return hf
+
+
+def test_grouped_structure_rows_pair_each_query_head_with_its_key_head():
+    """Two query heads on one key head: head h's form is Wq_h^T Wk_0, the layer's their sum;
+    symmetry by Def. 3.1 from numpy."""
+    from companion.train.runner.evaluation import structure_rows
+
+    model = _llama(kv=1, heads=2)
+    q, k = (w.detach().double().numpy() for w in model.qk_parameters()[0])
+    forms = [q[8 * h:8 * (h + 1)].T @ k for h in range(2)]
+
+    def s(M):
+        return float((M * M.T).sum() / (M * M).sum())
+
+    rows = {(r["quantity"], r["head"]): r["value"] for r in structure_rows(model, 0)}
+    assert rows["symmetry", -1] == pytest.approx(s(forms[0] + forms[1]), abs=1e-10)
+    for h in range(2):
+        assert rows["symmetry", h] == pytest.approx(s(forms[h]), abs=1e-10)
+
+
+def test_symmetry_penalty_of_a_grouped_llama_by_hand():
+    """The penalty of the objective swap's LLaMA (grouped heads): mean over query heads of
+    (1 - s_h)/2 with s_h of Wq_h^T Wk_{g(h)}, and it has a gradient."""
+    from companion.train.models.init import symmetry_penalty
+
+    model = _llama(kv=1, heads=2)
+    q, k = (w.detach().double().numpy() for w in model.qk_parameters()[0])
+    s = [float((M * M.T).sum() / (M * M).sum()) for M in (q[8 * h:8 * (h + 1)].T @ k for h in range(2))]
+    pen = symmetry_penalty(model, "symmetric")
+    assert float(pen) == pytest.approx(np.mean([(1 - v) / 2 for v in s]), rel=1e-5)
+    pen.backward()
+    assert float(model.qk_parameters()[0][1].grad.abs().max()) > 0
+
+
+def test_pretrained_llama_loads_with_the_objectives_mask(tmp_path):
+    """A local LLaMA folder: the decoder computes the checkpoint's own logits; the encoder is the
+    same weights with a bidirectional mask (an earlier logit moves when a later token does)."""
+    from companion.train.models.pretrained import load_pretrained
+
+    hf = _llama_folder(tmp_path)
+    ids = _ids(1, 8)
+    dec, enc = load_pretrained(str(tmp_path), "decoder").eval(), load_pretrained(str(tmp_path), "encoder").eval()
+    with torch.no_grad():
+        assert torch.allclose(dec(ids), hf(input_ids=ids).logits, atol=1e-5)
+    assert dec.causal and not enc.causal
+    _earlier_moves(enc, causal_expected=False)
+
+
+def test_initialize_refuses_a_model_without_bert_attention():
+    from companion.train.models.init import initialize
+
+    with pytest.raises(ValueError) as err:
+        initialize(_llama(), "symmetric")
+    assert "LlamaLM" in _one_line(err)

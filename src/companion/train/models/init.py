@@ -39,7 +39,7 @@ import math
 import torch
 from torch import nn
 
-from .bert import attention_modules
+from .bert import attention_modules, num_heads, num_kv_heads, qk_parameters
 
 __all__ = ["INITS", "initialize", "symmetry_penalty", "PENALTIES"]
 
@@ -57,6 +57,7 @@ def initialize(model: nn.Module, init: str = "standard", generator: torch.Genera
     """
     if init not in INITS:
         raise ValueError(f"unknown initialisation {init!r}; choose one of {INITS}.")
+    _need_bert_attention(model, f"initialisation {init!r}")
     n_heads = getattr(model, "module", model).config.num_attention_heads
     for att in attention_modules(model):
         q, k = att.query, att.key
@@ -90,6 +91,14 @@ def initialize(model: nn.Module, init: str = "standard", generator: torch.Genera
     return model
 
 
+def _need_bert_attention(model: nn.Module, what: str) -> None:
+    """Refuse, in one line, a model without BERT's ``attention.self.query/key`` layers."""
+    base = getattr(getattr(model, "bert", model), "module", getattr(model, "bert", model))
+    if not hasattr(base, "encoder"):
+        raise ValueError(f"the {what} re-draws BERT's query/key layers (attention.self.query/key); "
+                         f"{type(model).__name__} has none: a checkpoint keeps its own weights (init 'standard').")
+
+
 def _head_symmetry(Wq: torch.Tensor, Wk: torch.Tensor, n_heads: int) -> torch.Tensor:
     """Differentiable per-head symmetry scores ``s_h = tr(M_h^2)/||M_h||_F^2`` (Lemma S1.16).
 
@@ -106,13 +115,17 @@ def _head_symmetry(Wq: torch.Tensor, Wk: torch.Tensor, n_heads: int) -> torch.Te
 
 
 def symmetry_penalty(model: nn.Module, kind: str = "symmetric") -> torch.Tensor:
-    """``L_c``: mean over layers and heads of ``(1 - s)/2`` ("symmetric") or ``(1 + s)/2`` ("skew")."""
+    """``L_c``: mean over layers and heads of ``(1 - s)/2`` ("symmetric") or ``(1 + s)/2`` ("skew");
+    under grouped-query attention a head's form pairs it with its key head."""
     if kind not in ("symmetric", "skew"):
         raise ValueError(f"unknown penalty {kind!r}; choose 'symmetric' or 'skew'.")
-    n_heads = getattr(model, "module", model).config.num_attention_heads
-    scores = torch.stack([
-        _head_symmetry(a.query.weight.float(), a.key.weight.float(), n_heads)
-        for a in attention_modules(model)
-    ])
+    n_heads, n_kv = num_heads(model), num_kv_heads(model)
+    group = n_heads // n_kv
+    scores = []
+    for wq, wk in qk_parameters(model):  # BERT's layers, or a LLaMA's (grouped heads)
+        # each query head is paired with its key head (transformers' repeat_kv)
+        wk = wk.float().reshape(n_kv, -1, wk.shape[1]).repeat_interleave(group, dim=0).reshape(-1, wk.shape[1])
+        scores.append(_head_symmetry(wq.float(), wk, n_heads))
+    scores = torch.stack(scores)
     sign = -1.0 if kind == "symmetric" else 1.0
     return ((1.0 + sign * scores) / 2.0).mean()
