@@ -105,6 +105,71 @@ def _check_design_settings(rules, df, path) -> None:
                                      f"{'; '.join(far)}); recompute it (companion.train.studies.design_check --write).")
 
 
+#: the columns of a design table (companion.train.studies.design_check.design_check) that hold numbers
+_DESIGN_NUMBERS = ("delta", "sesoi", "planning_sd", "holds", "holds, size open", "negligible", "refuted",
+                   "inconclusive", "expected_seeds", "p_direction", "p_true_decided")
+_RECOMPUTE = "recompute it (companion.train.studies.design_check --write)"
+
+
+def _check_design_rows(rules, df, table, path) -> None:
+    """Each row of a committed design table is what the design check writes, so a table edited
+    by hand is refused rather than read (and shown on the pages): its claims are the rules'
+    (no row for a claim the file does not hold), every number is finite, each row's outcome
+    chances lie in [0, 1] and sum to 1, ``p_direction`` is P(holds) + P(holds, size open) +
+    P(negligible), and ``met`` is the row's target read again from the rules' targets."""
+    import pandas as pd
+
+    from .sequential import DECIDED
+
+    where = "framework.design_check"
+    missing = [c for c in ("claim", "effect", *_DESIGN_NUMBERS, "met") if c not in df.columns]
+    if missing:
+        _fail(path, where, f"the design table {table.name} lacks the columns {missing}; {_RECOMPUTE}.")
+    extra = sorted(set(df["claim"].astype(str)) - set(rules["claims"]))
+    if extra:
+        _fail(path, where, f"the design table {table.name} has rows for {extra}, claims this file does not hold; "
+                           f"{_RECOMPUTE}.")
+    nums = df[list(_DESIGN_NUMBERS)].apply(pd.to_numeric, errors="coerce")
+    bad = ~np.isfinite(nums.to_numpy(float))
+    if bad.any():
+        i, j = (int(k[0]) for k in np.nonzero(bad))
+        _fail(path, where, f"the design table {table.name} holds no number for {_DESIGN_NUMBERS[j]!r} in the row of "
+                           f"{df['claim'].iloc[i]!r} at effect {df['effect'].iloc[i]!s}; {_RECOMPUTE}.")
+    chances = nums[list(DECIDED + ("inconclusive",))].to_numpy(float)
+    total = chances.sum(axis=1)
+    off = (chances < 0).any(axis=1) | (chances > 1).any(axis=1) | (np.abs(total - 1) > 1e-6)
+    direction = nums["holds"] + nums["holds, size open"] + nums["negligible"]
+    off |= (np.abs(nums["p_direction"] - direction) > 1e-6).to_numpy()
+    if off.any():
+        i = int(np.argmax(off))
+        _fail(path, where, f"the row of {df['claim'].iloc[i]!r} at effect {df['effect'].iloc[i]!s} in the design table "
+                           f"{table.name} is not what the design check writes (its outcome chances sum to "
+                           f"{total[i]:.6f}, not 1, or its p_direction is not P(holds) + P(holds, size open) + "
+                           f"P(negligible)); {_RECOMPUTE}.")
+
+
+def _check_design_met(rules, df, table, path) -> None:
+    """A committed design table's ``met`` is each row's target read again from its numbers and
+    the rules' targets (after :func:`_check_design` has refused a target the rules' own claims
+    miss): a ``met`` edited by hand would drop a claim from the page's list of missed targets."""
+    import pandas as pd
+
+    t = rules["framework"]["design_check"]["targets"]
+    nums = df[list(_DESIGN_NUMBERS)].apply(pd.to_numeric, errors="coerce")
+    effect = df["effect"].astype(str).to_numpy()
+    met = np.where(effect == "0", nums["p_direction"] <= t["direction_at_0"],
+                   np.where(effect == "d", nums["refuted"] <= t["refuted_at_d"],
+                            nums["p_true_decided"] >= t["true_at_pilot"]))
+    said = df["met"].astype(str).str.strip().str.lower().map({"true": True, "false": False})
+    off = said.isna().to_numpy() | (said.to_numpy() != met)
+    if off.any():
+        i = int(np.argmax(off))
+        _fail(path, "framework.design_check", f"the row of {df['claim'].iloc[i]!r} at effect {df['effect'].iloc[i]!s} "
+                                              f"in the design table {table.name} says met {df['met'].iloc[i]!s}, but "
+                                              f"its numbers {'meet' if met[i] else 'miss'} the rules' target; "
+                                              f"{_RECOMPUTE}.")
+
+
 def _check_design(rules, path):
     """The committed design table exists, was computed for this file's yardsticks, planning
     spreads and pilot effects (each claim's row at the pilot's effect is at the rules'
@@ -117,6 +182,7 @@ def _check_design(rules, path):
     table = _required_table(design_table_path(rules, path), path, "framework.design_check", dc["table"],
                             "companion.train.studies.design_check")
     df = pd.read_csv(table)
+    _check_design_rows(rules, df, table, path)
     for key, r in rules["claims"].items():
         rows = df[df["claim"] == key]
         if sorted(rows["effect"].astype(str)) != ["0", "d", "pilot"]:
@@ -146,6 +212,7 @@ def _check_design(rules, path):
             if not ok:
                 _fail(path, f"rule {key!r}", f"the design check fails its own target at effect {effect} "
                                              f"({target}); the design cannot decide this claim as written.")
+    _check_design_met(rules, df, table, path)
     _check_design_settings(rules, df, path)
 
 
@@ -158,6 +225,7 @@ def _check_family_table(rules: dict, path) -> None:
     table = _required_table(family_table_path(rules, path), path, "framework.family_check", fc["table"],
                             "companion.train.studies.design_check")
     df = pd.read_csv(table)
+    _check_family_rows(rules, df, table, path)
     for name, f in rules["framework"]["families"].items():
         rows = df[df["family"] == name]
         if f.get("read_once"):
@@ -170,8 +238,7 @@ def _check_family_table(rules: dict, path) -> None:
             if bound > f["fwer"]:
                 _fail(path, f"framework.families.{name}", f"its bound {bound:.4g} exceeds the stated fwer {f['fwer']}.")
             continue
-        want = len(fc["effects_over_d"]) ** 1 * len(fc["spreads_over_d"])
-        if len(rows) < want or not np.isclose(rows["correlation"], fc["correlation"]).all():
+        if not np.isclose(rows["correlation"], fc["correlation"]).all():
             _fail(path, f"framework.families.{name}", f"the family table {table.name} does not cover the file's grid "
                                                       "and correlation; recompute it (companion.train.studies.design_check --write).")
         worst = float(rows["family error"].max())
@@ -179,3 +246,39 @@ def _check_family_table(rules: dict, path) -> None:
             _fail(path, f"framework.families.{name}", f"simulated over the whole procedure, a wrong decided outcome "
                                                       f"stands in {worst:.2%} of families at worst, above the stated "
                                                       f"fwer {f['fwer']}; the family does not hold its level.")
+
+
+def _check_family_rows(rules: dict, df, table, path) -> None:
+    """Each row of a committed family table is what the family check writes, so a table edited
+    by hand is refused rather than read (a page shows its worst case): its families are the
+    rules' (no row for another), every family error is a number, each row states its family's
+    own ``fwer``, and a split family has exactly one row for each point of the file's grid (every
+    member at each of ``effects_over_d`` times d, and alternately at 0 and d, by each of
+    ``spreads_over_d``): a dropped row would leave its case unchecked, a doubled one hide it."""
+    import pandas as pd
+
+    fw, fc = rules["framework"], rules["framework"]["family_check"]
+    missing = [c for c in ("family", "true effects", "spread over d", "correlation", "family error", "stated fwer")
+               if c not in df.columns]
+    if missing:
+        _fail(path, "framework.family_check", f"the family table {table.name} lacks the columns {missing}; {_RECOMPUTE}.")
+    extra = sorted(set(df["family"].astype(str)) - set(fw["families"]))
+    if extra:
+        _fail(path, "framework.family_check", f"the family table {table.name} has rows for {extra}, families this file "
+                                              f"does not hold; {_RECOMPUTE}.")
+    grid = sorted([(f"all at {float(e):g} d", float(x)) for e in fc["effects_over_d"] for x in fc["spreads_over_d"]]
+                  + [("alternately 0 and d", float(x)) for x in fc["spreads_over_d"]])
+    for name, f in fw["families"].items():
+        rows = df[df["family"] == name]
+        err = pd.to_numeric(rows["family error"], errors="coerce").to_numpy(float)
+        stated = pd.to_numeric(rows["stated fwer"], errors="coerce").to_numpy(float)
+        where = f"framework.families.{name}"
+        if not np.isfinite(err).all() or not np.isclose(stated, float(f["fwer"]), rtol=1e-9).all():
+            _fail(path, where, f"the family table {table.name} has a row with no family error or a stated fwer other "
+                               f"than the file's {f['fwer']}; {_RECOMPUTE}.")
+        if f.get("read_once"):
+            continue
+        got = sorted(zip(rows["true effects"].astype(str), pd.to_numeric(rows["spread over d"], errors="coerce")))
+        if len(got) != len(grid) or any(a != b or not np.isclose(x, y) for (a, x), (b, y) in zip(got, grid)):
+            _fail(path, where, f"the family table {table.name} does not hold exactly one row for each of the file's "
+                               f"{len(grid)} cases (true effects by spread); {_RECOMPUTE}.")
