@@ -89,14 +89,13 @@ def changes_after_first_run(body: str, first_run_started, path: str | Path | Non
         except yaml.YAMLError:
             return {"unreadable": commit}
 
-    before = [c for c, t in commits if t <= start]
+    cut = _first_after(commits, start)
+    before = commits[:cut]
     if not before:
         return [f"no commit of {rel} precedes the body's first run ({start.isoformat()})"]
-    ref = parts(before[-1])
+    ref = parts(before[-1][0])
     out = []
-    for c, t in commits:
-        if t <= start:
-            continue
+    for c, t in commits[cut:]:
         now = parts(c)
         for part in sorted(set(ref) | set(now)):
             if ref.get(part) != now.get(part):
@@ -134,6 +133,7 @@ def text_edits_after(when, path: str | Path | None = None) -> list[dict]:
         blocks.append(cur)
     log = [line for block in reversed(blocks) for line in block]
     start = _as_datetime(when)
+    cut = _first_after([(None, _as_datetime(ln[2:].split(" ", 2)[1])) for ln in log if ln.startswith("@@")], start)
     out, first = [], True
     for line in log:
         if line.startswith("@@"):
@@ -145,5 +145,13 @@ def text_edits_after(when, path: str | Path | None = None) -> list[dict]:
             added, removed, *_ = line.split("\t")
             out[-1]["lines added"] += int(added) if added.isdigit() else 0
             out[-1]["lines removed"] += int(removed) if removed.isdigit() else 0
-    return [dict((k, v) for k, v in e.items() if k != "first") for e in out
-            if e["date"] > start and not e["first"] and (e["lines added"] or e["lines removed"])]
+    return [dict((k, v) for k, v in e.items() if k != "first") for i, e in enumerate(out)
+            if i >= cut and not e["first"] and (e["lines added"] or e["lines removed"])]
+
+
+def _first_after(commits, start) -> int:
+    """The index, in history order, of the first commit dated after ``start``: it and every
+    commit after it in history count as made after ``start``, whatever their own dates say (a
+    commit's date can be set back, and one dated before the first run but made after a change
+    would otherwise stand as the reference and hide the change)."""
+    return next((i for i, (_, t) in enumerate(commits) if t > start), len(commits))
