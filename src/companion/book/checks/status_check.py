@@ -43,7 +43,24 @@ STATUS_WORDS = ("inconclusive (after Holm)", "holds with a correction", "holds, 
 NOT_A_STATUS = re.compile(r"\b(alone|outcome|outcomes|before|once read|reads? as|"
                           r"per[- ]test|body|bodies|pilot|premise at)\b", re.I)
 
-_STATUS_RE = "|".join(re.escape(s) for s in STATUS_WORDS)
+def _spaced(word: str) -> str:
+    """``word`` as a pattern in which each space is any run of white space (a line break or a
+    no-break space included), so a status or a name set over two lines, or joined by a no-break
+    space, is read as it is written."""
+    return r"\s+".join(re.escape(w) for w in word.split(" "))
+
+
+#: a status word in any case and spacing ("Refuted", "holds,\nsize open" are statuses a reader reads)
+_STATUS_RE = "(?i:" + "|".join(_spaced(s) for s in STATUS_WORDS) + ")"
+
+#: spaces other than the plain one (no-break, thin, ideographic, ...): read as a plain space
+_OTHER_SPACES = re.compile(r"[\xa0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+
+
+def _canonical(found: str) -> str:
+    """The status word of :data:`STATUS_WORDS` that ``found`` spells, in any case or spacing."""
+    said = " ".join(found.split()).lower()
+    return next((w for w in STATUS_WORDS if w.lower() == said), found)
 
 
 def aliases(claims: dict) -> dict:
@@ -92,7 +109,7 @@ class Stated:
 
 
 def _name_pattern(names) -> re.Pattern:
-    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    alt = "|".join(_spaced(n) for n in sorted(names, key=len, reverse=True))
     return re.compile(rf"(?<![\w.])({alt})(?![\w])")
 
 
@@ -102,6 +119,7 @@ def stated_statuses(text: str, names: dict, where: str = "") -> list[Stated]:
     characters, no colon, no full stop ending a sentence)."""
     if not names:
         return []
+    text = _OTHER_SPACES.sub(" ", text)   # one character for one: the offsets stay
     pat = _name_pattern(names)
     out = []
     for m in pat.finditer(text):
@@ -113,7 +131,8 @@ def stated_statuses(text: str, names: dict, where: str = "") -> list[Stated]:
         if re.search(r"[.;!?]\s+[A-Z]", between) or pat.search(between) or NOT_A_STATUS.search(between):
             continue
         ctx = text[max(0, m.start() - 40):m.end() + s.end() + 10].replace("\n", " ")
-        out.append(Stated(names[m.group(1)], m.group(1), s.group(2), where, ctx))
+        name = " ".join(m.group(1).split())
+        out.append(Stated(names[name], name, _canonical(s.group(2)), where, ctx))
     return out
 
 
@@ -166,13 +185,14 @@ def table_statuses(html: str, names: dict, where: str = "") -> list[Stated]:
         for row in table[1:]:
             if len(row) <= c:
                 continue
+            row = [_OTHER_SPACES.sub(" ", cell) for cell in row]
             named = next((pat.search(cell) for i, cell in enumerate(row) if i != c and pat.search(cell)), None)
             if named is None:
                 continue
             cell = row[c].strip().strip("*").strip()
             m = re.match(rf"({_STATUS_RE})(?![\w-])", cell)
-            out.append(Stated(names[named.group(1)], named.group(1), m.group(1) if m else cell, where,
-                              " | ".join(row)))
+            name = " ".join(named.group(1).split())
+            out.append(Stated(names[name], name, _canonical(m.group(1)) if m else cell, where, " | ".join(row)))
     return out
 
 
@@ -184,7 +204,7 @@ def html_text(html: str) -> str:
     text = re.sub(r"<[^>]+>", "", html)
     from html import unescape
 
-    return re.sub(r"[ \t\r\f\v]+", " ", unescape(text))
+    return re.sub(r"[ \t\r\f\v]+", " ", _OTHER_SPACES.sub(" ", unescape(text)))
 
 
 def disagreements(stated, table: dict) -> list[str]:
