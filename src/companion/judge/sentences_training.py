@@ -101,13 +101,37 @@ def paired_test(table, body_key: str, comparator: str = "decoder", bodies=None) 
     if r.empty:
         return "not computed (runs missing)"
     r = r.iloc[0]
-    iv = interval(r["low"], r["high"]) if r["n"] > 1 else "one seed, no interval"
+    n = _seed_count(r["n"])
+    iv = interval(r["low"], r["high"]) if n > 1 else "one seed, no interval" if n == 1 else "no seeds, no interval"
     return f"{r['estimate']:+.3f} ({iv}, seeds {r['seeds']}), {r['outcome']}"
+
+
+def _seed_count(n) -> int:
+    """``n`` as a number of seeds (a whole number, 0 or more); anything else (NaN, -1, 2.5, a
+    bool) is refused in one line: a count that is no count must not read as 'one seed'."""
+    import numbers
+
+    if isinstance(n, bool) or not isinstance(n, numbers.Real) or not _finite(n) or n < 0 or n != int(n):
+        raise ValueError(f"the number of seeds {n!r} is not a whole number of 0 or more; pass the test's row's 'n'.")
+    return int(n)
+
 
 
 def look_reading(seeds_in: int, look) -> str:
     """``4 seeds in, read at look 1``: how far a rules-v3 verdict is; before the first look
-    (``look`` 'none yet') ``2 of 12 seeds in, no look read yet``."""
+    (``look`` 'none yet') ``2 of 12 seeds in, no look read yet``.  A look written as the
+    verdicts write it, ``look k of m (n seeds)``, must be one of the looks (1 <= k <= m) and
+    have its seeds in (``seeds_in`` >= n), or it is refused in one line."""
+    import re
+
+    got = re.fullmatch(r"\s*(\d+) of (\d+)\s*", seeds_in) if isinstance(seeds_in, str) else None
+    n_in = int(got.group(1)) if got else _seed_count(seeds_in)   # '6 of 12', as the verdicts write it, or 6
+    m = re.fullmatch(r"\s*look (\d+) of (\d+)(?: \((\d+) seeds?\))?\s*", str(look))
+    if m and not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError(f"{look!r} is no look of the rules (looks 1 to {m.group(2)}); pass the verdict's 'look'.")
+    if m and m.group(3) and n_in < int(m.group(3)):
+        raise ValueError(f"{look!r} reads {m.group(3)} seeds but {n_in} are in; pass the verdict's 'seeds in' "
+                         "and 'look' of one row.")
     if str(look) == "none yet":
         return f"{count_of(seeds_in, 'seed')} in, no look read yet"
     return f"{count_of(seeds_in, 'seed')} in, read at {look}"
@@ -147,10 +171,15 @@ def training_summary(rows) -> str:
 
 def paired_result(estimate: float, low: float, high: float, n: int, outcome: str) -> str:
     """One paired test as ``+0.034 [+0.009, +0.059]: holds``; ``+0.034 (1 seed): ...`` with
-    one seed."""
+    one seed.  An interval whose lower bound is above its upper one, or a number of seeds that
+    is no whole number of 0 or more, is refused in one line."""
+    n = _seed_count(n)
+    if _finite(low, high) and low > high:
+        raise ValueError(f"the interval runs from {low!r} down to {high!r}; pass its lower bound first.")
     if not _finite(estimate):
         return f"estimate missing (not a number): {outcome}"
-    shown = interval(low, high, estimate=estimate) if n > 1 else f"{estimate:+.3f} (1 seed)"
+    shown = (interval(low, high, estimate=estimate) if n > 1 else f"{estimate:+.3f} (1 seed)" if n == 1
+             else f"{estimate:+.3f} (no seeds)")
     return f"{shown}: {outcome}"
 
 
