@@ -57,6 +57,11 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
     unknown = sorted(set(primary["outcome"]) - set(OUTCOME_STYLE))
     if unknown:
         raise CompanionError(f"unknown outcomes {unknown}; expected one of {list(OUTCOME_STYLE)}.")
+    if "status" in primary.columns:   # the status every page gives: one of them, in every row
+        wrong = [s for s in primary["status"] if not isinstance(s, str) or s not in STATUS_STYLE]
+        if wrong:
+            raise CompanionError(f"the status {wrong[0]!r} is no status a claim can have (one of {list(STATUS_STYLE)}); "
+                                 "pass each row's status from claims.all_verdicts(), or leave the column out.")
     odd = [g for g in primary["gate"] if not isinstance(g, (bool, np.bool_)) and g not in (0, 1)]
     if odd:   # bool("False") is True: a gate read from text would be drawn as passed
         raise CompanionError(f"the primary tests' gate holds {odd[0]!r}, not True or False; pass the rows of "
@@ -99,7 +104,7 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
                 markerfacecolor=colour if gate else "white", markeredgewidth=1.8, label=label)
         words = r.outcome + ("" if gate else " (gate not passed)")
         status = getattr(r, "status", None)
-        if isinstance(status, str) and status:
+        if status is not None:
             words = status if status == r.outcome else f"{status}\n(test alone: {words})"
         ax.annotate(plain(words), xy=(1.01, y), xycoords=("axes fraction", "data"), va="center",
                     fontsize=FONT - 1)
@@ -164,8 +169,8 @@ def status_overview(verdicts: pd.DataFrame) -> Figure:
         raise CompanionError(f"the verdicts lack the columns {missing}; pass claims.all_verdicts().")
     if verdicts.empty:
         raise CompanionError("no claim to draw.")
-    unknown = sorted(set(verdicts["status"]) - set(STATUS_STYLE))
-    if unknown:
+    unknown = sorted({repr(s) if not isinstance(s, str) else s for s in verdicts["status"]} - set(STATUS_STYLE))
+    if unknown:   # a missing status (NaN) among words: repr'd, so the refusal is sorted and names it
         raise CompanionError(f"unknown statuses {unknown}; expected one of {list(STATUS_STYLE)}.")
     labels = claim_names(verdicts)
     columns = list(STATUS_STYLE)
