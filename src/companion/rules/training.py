@@ -52,13 +52,16 @@ def is_primary(key: str, r: dict, body: str, comparator: str) -> bool:
 def context_part(loss: pd.Series, reference, nats: float) -> dict:
     """One arm's context part of the gate: its seed-mean final held-out ``loss`` against its
     unigram ``reference`` (a number, or a function giving it, called only when needed).  An
-    arm with no loss, or with a non-finite one (a mean would skip the NaN seed and pass), does
-    not pass."""
+    arm with no loss, or with a non-finite one (a mean would skip the NaN seed and pass), or
+    against a reference that is not finite, does not pass."""
     if loss.empty or not np.isfinite(loss.to_numpy(float)).all():
         return {"loss": float("nan"), "reference": float("nan"), "below": float("nan"), "passes": False}
     ref = float(reference() if callable(reference) else reference)
     below = ref - float(loss.mean())
-    return {"loss": float(loss.mean()), "reference": ref, "below": below, "passes": below >= nats}
+    # a reference that is no finite number (+inf from a zero probability) is no yardstick: an
+    # arm 'inf below' it has shown nothing
+    return {"loss": float(loss.mean()), "reference": ref, "below": below,
+            "passes": bool(np.isfinite(ref) and below >= nats)}
 
 
 def gate(losses: dict, references: dict, gaps: dict, half_step, e_end, e_half, sesoi: float, cfg: dict) -> dict:
