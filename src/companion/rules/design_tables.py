@@ -37,6 +37,8 @@ def _committed_path(rules: dict, name: str, path: str | Path | None) -> Path:
 
 def _required_table(table: Path, path, where: str, named: str, command: str, what: str = "table") -> Path:
     """``table`` where it exists; else the refusal naming it and the command that writes it."""
+    if table.exists() and not table.is_file():   # a FIFO would block the read, a folder fail it
+        _fail(path, where, f"its {what} {named} is not a regular file ({table}); put the committed {what} there.")
     if not table.is_file():
         _fail(path, where, f"its {what} {named} is missing; run `python -m {command} --write`.")
     return table
