@@ -144,6 +144,7 @@ class _Tables(HTMLParser):
         self.tables: list[list[list[str]]] = []
         self._stack: list[list[list[str]]] = []
         self._cell: list[str] | None = None
+        self._span = 1
 
     def handle_starttag(self, tag, attrs):
         if tag == "table":
@@ -152,10 +153,13 @@ class _Tables(HTMLParser):
             self._stack[-1].append([])
         elif tag in ("td", "th") and self._stack and self._stack[-1]:
             self._cell = []
+            span = dict(attrs).get("colspan") or "1"
+            # a cell spanning columns fills each of them, as a browser lays the row out
+            self._span = max(1, min(int(span), 1000)) if str(span).strip().isdigit() else 1
 
     def handle_endtag(self, tag):
         if tag in ("td", "th") and self._cell is not None and self._stack and self._stack[-1]:
-            self._stack[-1][-1].append(re.sub(r"\s+", " ", "".join(self._cell)).strip())
+            self._stack[-1][-1].extend([re.sub(r"\s+", " ", "".join(self._cell)).strip()] * self._span)
             self._cell = None
         elif tag == "table" and self._stack:
             self.tables.append(self._stack.pop())
@@ -199,6 +203,7 @@ def table_statuses(html: str, names: dict, where: str = "") -> list[Stated]:
 def html_text(html: str) -> str:
     """The visible text of an HTML page (scripts, styles and the navigation left out),
     block elements on lines of their own."""
+    html = re.sub(r"(?s)<!--.*?(-->|$)", " ", html)   # a comment is no text, whatever '>' it holds
     html = re.sub(r"(?is)<(script|style|nav|head)\b.*?</\1>", " ", html)
     html = re.sub(r"(?i)<br\s*/?>|</(p|li|div|h\d|tr|td|th|dt|dd|caption|figcaption|summary)>", "\n", html)
     text = re.sub(r"<[^>]+>", "", html)
