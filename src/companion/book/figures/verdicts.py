@@ -80,6 +80,16 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
                              f"{primary['n'].iloc[int(np.argmax(bad))]!r}, not a whole number of seeds; "
                              "pass the rows of claims.training_tests_table(key).")
     n = np.nan_to_num(n, nan=0.0).astype(int)
+    # a row the figure would draw untruthfully: an interval whose ends are swapped (drawn as the
+    # same segment) or a decided outcome with no estimate (written beside no marker)
+    decided = primary["outcome"].isin(["holds", "holds, size open", "negligible", "refuted"]).to_numpy()
+    bad = decided & ~np.isfinite(est) | (n > 1) & np.isfinite(lo) & np.isfinite(hi) & (lo > hi)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise CompanionError(f"the primary test of {primary['claim'].iloc[k]!r} has estimate "
+                             f"{primary['estimate'].iloc[k]!r} and interval {primary['low'].iloc[k]!r} to "
+                             f"{primary['high'].iloc[k]!r}: no estimate, or the interval's ends swapped; pass the "
+                             "rows of claims.training_tests_table(key).")
     rows = len(primary)
     fig = Figure(figsize=(7.0, 0.75 * rows + 2.0))
     ax = fig.add_subplot(1, 1, 1)
