@@ -399,3 +399,67 @@ def test_the_overview_refuses_mixed_unknown_statuses_in_one_line():
         status_overview(v)
     _one_line(err.value, "Refuted")
     assert math.isnan(v["status"][1])
+
+
+# ============================================================ further probes
+def test_an_infinite_unigram_reference_does_not_pass_the_context_gate():
+    """A reference of +inf (a log of a zero probability) is no yardstick: 'inf below it' is
+    not 'trained enough'."""
+    from companion.rules.training import context_part
+
+    part = context_part(pd.Series([3.0, 3.1]), float("inf"), 0.6931)
+    assert part["passes"] is False or part["passes"] == np.False_
+
+
+def test_a_status_inside_an_html_comment_is_not_stated():
+    from companion.book.checks.status_check import html_text, stated_statuses
+
+    html = "<p>Kept.</p><!-- an old note: a > b, Cor. S1.13: inconclusive --><p>Done.</p>"
+    assert stated_statuses(html_text(html), _names(), "c.html") == []
+
+
+def test_a_status_column_after_a_spanning_cell_is_still_read():
+    """A row whose claim cell spans two columns: the status is the cell under 'Status' as a
+    browser lays the row out (the third column), and here it contradicts the table."""
+    from companion.book.checks.status_check import disagreements, table_statuses
+
+    html = ("<table><tr><th>Claim</th><th>Body</th><th>Status</th></tr>"
+            "<tr><td colspan=\"2\">Cor. S1.13 on every body</td><td>inconclusive</td></tr></table>")
+    out = disagreements(table_statuses(html, _names(), "t.html"), TABLE)
+    assert len(out) == 1 and "'inconclusive'" in out[0]
+
+
+def test_a_design_table_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    import threading
+
+    d = _copy(tmp_path)
+    (d / "verdict_rules_design.csv").unlink()
+    os.mkfifo(d / "verdict_rules_design.csv")
+    box = {}
+
+    def run():
+        try:
+            _load(d)
+        except BaseException as err:   # noqa: BLE001 - the refusal is what is checked
+            box["err"] = err
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(20)
+    if t.is_alive():   # unblock the reader before failing
+        with open(d / "verdict_rules_design.csv", "w"):
+            pass
+        pytest.fail("the loader blocked on a FIFO")
+    assert isinstance(box.get("err"), CompanionError)
+    text = _one_line(box["err"], "verdict_rules_design.csv")
+    assert "not a regular file" in text or "regular" in text
+
+
+@pytest.mark.parametrize("over", [{"low": 0.3, "high": 0.1},                       # a reversed interval
+                                  {"estimate": float("nan"), "outcome": "holds"}])  # a decided outcome with no estimate
+def test_the_glance_figure_refuses_a_row_it_cannot_draw_truthfully(over):
+    from companion.book.figures.verdicts import evidence_at_a_glance
+
+    with pytest.raises(CompanionError) as err:
+        evidence_at_a_glance(_primary(**over))
+    _one_line(err.value, "Fig. 3a")
