@@ -260,8 +260,11 @@ def fetch_model(model: ZooModel, verify: bool = True, quiet: bool = True) -> Pat
         return path.parent if model.folder else path
     final = _target(model)
     main = final / model.main
-    if _cached_ok(model, main, verify):
-        return final if model.folder else main
+    try:
+        if _cached_ok(model, main, verify):
+            return final if model.folder else main
+    except FileNotFoundError:   # another process or thread is putting it in place right now (it
+        pass                    # removes the old folder, then renames the new one): ask under the lock
     from ..base.cache import ensure_dir, exclusive
 
     ensure_dir(final.parent)
