@@ -288,20 +288,14 @@ def probe_hub(repo_id: str, revision: str | None = None,
     return _probe_hub(repo_id, revision, timeout)[0]
 
 
-_HUB_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"   # the rule of zoo.catalog.is_hub_id (layers
-# apart: adapters may not import zoo); a test holds the two to one answer
-
-
 def check_hub_id(repo_id) -> str:
     """``repo_id`` when it is a hub id the hub itself accepts (``name`` or ``owner/name``: letters, digits,
     ``-``, ``_``, ``.``, not at either end, no ``..`` or ``--``, at most 96 characters a part, not ending
     in ``.git``), else a one-line refusal, before any request: the id is put into the request's URL,
     where ``..``, ``?`` or ``#`` would name another resource."""
-    import re
+    from ..base.paths import is_hub_id
 
-    ok = (isinstance(repo_id, str) and re.fullmatch(f"(?:{_HUB_PART}/)?{_HUB_PART}", repo_id) is not None
-          and ".." not in repo_id and "--" not in repo_id and not repo_id.endswith(".git"))
-    if not ok:
+    if not is_hub_id(repo_id):
         shown = ascii(repo_id if not isinstance(repo_id, str) or len(repo_id) <= 80 else repo_id[:80] + "...")
         raise CompanionError(f"{shown} is not a hub id: use 'owner/name' of letters, digits, '-', '_' and '.' "
                              "(not at either end, no '..' or '--', at most 96 characters each).")

@@ -39,3 +39,19 @@ def regular_file(path: str | os.PathLike, what: str = "file") -> os.stat_result:
         raise CompanionError(f"cannot read {what} {path}: {exc.strerror or exc}; check that the file is "
                              "readable (its permissions, its owner, the disk).") from None
     return st
+
+
+#: one part of a hub id (``owner`` or ``name``): letters, digits, ``-``, ``_``, ``.``, none of the last
+#: three at either end, at most 96 characters
+_HUB_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
+
+
+def is_hub_id(value) -> bool:
+    """Whether ``value`` is a hub id the hub itself accepts: ``name`` or ``owner/name`` of letters, digits,
+    ``-``, ``_`` and ``.``, none of the last three at either end, no ``..`` or ``--``, at most 96
+    characters a part, not ending in ``.git`` (the rule of ``huggingface_hub``'s validate_repo_id).  One
+    rule for the zoo's catalog and the hub reader, which sit side by side and may not import each other."""
+    import re
+
+    return (isinstance(value, str) and re.fullmatch(f"(?:{_HUB_PART}/)?{_HUB_PART}", value) is not None
+            and ".." not in value and "--" not in value and not value.endswith(".git"))

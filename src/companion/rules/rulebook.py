@@ -84,25 +84,23 @@ DESIGN_KEYS = frozenset({"units", "decoder_rule", "encoder_rule", "tokens", "qua
 def _check_section_keys(rules: dict, path) -> None:
     """Refuse an unknown key in the file's own sections, a family, a claim read once or its
     design (versions 3 and 4; the earlier files are kept as they were written)."""
-    fw = rules.get("framework") if isinstance(rules.get("framework"), dict) else {}
-    ev = rules.get("evidence") if isinstance(rules.get("evidence"), dict) else {}
-    parts = {"the file": rules, "framework": fw, "evidence": ev, "evidence.framework": ev.get("framework")}
-    for name in ("sequential", "gate", "design_check", "family", "family_check"):
-        parts[f"framework.{name}"] = fw.get(name)
-    parts["framework.design_check.targets"] = (fw.get("design_check") or {}).get("targets") \
-        if isinstance(fw.get("design_check"), dict) else None
-    parts["evidence.framework.power"] = (ev.get("framework") or {}).get("power") \
-        if isinstance(ev.get("framework"), dict) else None
-    for where, d in parts.items():
-        if isinstance(d, dict):
-            _known_keys(d, SECTION_KEYS[where], path, where)
-    for name, f in (fw.get("families") or {}).items() if isinstance(fw.get("families"), dict) else ():
+    def at(*keys):   # the mapping at that place, or None where the file holds none there
+        d = rules
+        for k in keys:
+            d = d.get(k) if isinstance(d, dict) else None
+        return d if isinstance(d, dict) else None
+
+    for where, allowed in SECTION_KEYS.items():
+        d = rules if where == "the file" else at(*where.split("."))
+        if d is not None:
+            _known_keys(d, allowed, path, where)
+    for name, f in (at("framework", "families") or {}).items():
         if isinstance(f, dict):
             _known_keys(f, FAMILY_KEYS, path, f"framework.families.{name}")
-    for name, y in (ev.get("yardsticks") or {}).items() if isinstance(ev.get("yardsticks"), dict) else ():
+    for name, y in (at("evidence", "yardsticks") or {}).items():
         if isinstance(y, dict):
             _known_keys(y, YARDSTICK_KEYS, path, f"evidence yardstick {name!r}")
-    for key, r in (ev.get("claims") or {}).items() if isinstance(ev.get("claims"), dict) else ():
+    for key, r in (at("evidence", "claims") or {}).items():
         if isinstance(r, dict):
             _known_keys(r, EVIDENCE_CLAIM_KEYS, path, f"rule {key!r}")
             if isinstance(r.get("design"), dict):

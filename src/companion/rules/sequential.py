@@ -141,16 +141,13 @@ def boundaries(looks, alpha: float = 0.05, kind: str = "obrien-fleming", grid: i
         hash(key)
     except TypeError:
         return _boundaries(looks, alpha, kind, grid)   # refused there, in its words
-    return _boundaries_once(key, looks, alpha, kind, grid).copy()
-
-
-_DESIGNS: dict = {}
-
-
-def _boundaries_once(key, looks, alpha, kind, grid) -> np.ndarray:
-    if key not in _DESIGNS:
+    if key not in _DESIGNS:   # (a design refused is not kept: it is refused again next time)
         _DESIGNS[key] = _boundaries(looks, alpha, kind, grid)
-    return _DESIGNS[key]
+    return _DESIGNS[key].copy()
+
+
+#: the boundaries of each design computed in this process (see :func:`boundaries`)
+_DESIGNS: dict = {}
 
 
 def _boundaries(looks, alpha: float = 0.05, kind: str = "obrien-fleming", grid: int = 2001) -> np.ndarray:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from ..base.paths import DATA_DIR
+from ..base.paths import DATA_DIR, is_hub_id
 
 __all__ = [
     "DATA_DIR",
@@ -65,16 +65,6 @@ CATALOG_COLUMNS = [
 ]
 
 _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_HUB_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
-
-
-def is_hub_id(value) -> bool:
-    """Whether ``value`` is a hub id the hub itself accepts: ``name`` or ``owner/name`` of letters, digits,
-    ``-``, ``_`` and ``.``, none of the last three at either end, no ``..`` or ``--``, at most 96
-    characters a part, not ending in ``.git`` (the rule of ``huggingface_hub``'s validate_repo_id, and of
-    :func:`companion.adapters.hub.check_hub_id`, which may not import this layer)."""
-    return (isinstance(value, str) and re.fullmatch(f"(?:{_HUB_PART}/)?{_HUB_PART}", value) is not None
-            and ".." not in value and "--" not in value and not value.endswith(".git"))
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$")
 _REVISION = re.compile(r"^[0-9a-f]{40}$")
 _ATTENTION = re.compile(r"^(mha|gqa) (\d+)/(\d+)$")

@@ -71,6 +71,14 @@ _SAFE_URL = re.compile(r"^(?:#|/|\.|https?:|mailto:|(?![a-z][a-z0-9+.-]*:))", re
 _IMAGE_DATA = re.compile(r"^data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*$", re.I)
 
 
+def _safe_address(tag: str, name: str, value: str) -> bool:
+    """Whether ``value`` (an ``href`` or ``src``) is a safe address: a fragment, a relative path,
+    http(s) or mailto once the blanks and controls a browser drops in a scheme are dropped; an
+    image's ``src`` also a raster data URL."""
+    bare = re.sub(r"[\x00-\x20\x7f\ufffd]", "", value)
+    return bool(_SAFE_URL.match(bare) or (tag == "img" and name == "src" and _IMAGE_DATA.match(value)))
+
+
 def safe_html(fragment: str) -> str:
     """``fragment`` (raw HTML a chapter's Markdown holds) with only inert markup left as markup:
     each tag of :data:`_SAFE_TAGS` with its attributes of :data:`_SAFE_ATTRS` (an ``href`` or
@@ -87,10 +95,8 @@ def safe_html(fragment: str) -> str:
             if name not in _SAFE_ATTRS:
                 continue
             value = "" if value is None else value
-            if name in ("href", "src"):
-                bare = re.sub(r"[\x00-\x20\x7f\ufffd]", "", value)   # what a browser drops in a scheme
-                if not (_SAFE_URL.match(bare) or (tag == "img" and name == "src" and _IMAGE_DATA.match(value))):
-                    continue
+            if name in ("href", "src") and not _safe_address(tag, name, value):
+                continue
             kept.append(f' {name}="{html.escape(value, quote=True)}"')
         return "".join(kept)
 
@@ -169,10 +175,8 @@ def inert_html(fragment: str) -> bool:
             name, value = name.lower(), "" if value is None else value
             if not (name in _INERT_ATTRS or re.fullmatch(r"aria-[a-z]+", name)):
                 return no()
-            if name in ("href", "src"):
-                bare = re.sub(r"[\x00-\x20\x7f\ufffd]", "", html.unescape(value))
-                if not (_SAFE_URL.match(bare) or (tag == "img" and name == "src" and _IMAGE_DATA.match(value))):
-                    return no()
+            if name in ("href", "src") and not _safe_address(tag, name, html.unescape(value)):
+                return no()
             if name == "style" and _CSS_ACTIVE.search(html.unescape(value)):
                 return no()
 
