@@ -78,3 +78,31 @@ def test_an_unknown_quantity_mode_or_yardstick_names_the_known_ones():
         yardstick({"sesoi": "iqr", "key": "x"}, runs, "symmetry")
     with pytest.raises(CompanionError, match="gives no yardsticks.table-1-speedup-nats.speedup"):
         yardstick({"sesoi": "table-1-speedup-nats", "key": "x", "yardsticks": {}}, runs, "eval_loss")
+
+
+def test_the_solvers_power_is_scipys_where_scipy_converges_and_the_quadratures_from_where_it_does_not():
+    import warnings
+
+    from scipy import stats
+
+    from companion.rules.t_power import TPower, t_power_by_integral
+
+    ordinary = TPower(stats.t.isf(0.025, 4), 4, "an ordinary level")
+    for ncp in (0.0, 1.0, 3.5, 20.0):
+        assert ordinary(ncp) == float(stats.nct.sf(stats.t.isf(0.025, 4), 4, ncp))
+    assert not ordinary.by_integral
+    crit = stats.t.isf(5e-8, 1)                       # 2 seeds at level 0.9999999
+    extreme = TPower(crit, 1, "an extreme level")
+    assert extreme(10.0) == float(stats.nct.sf(crit, 1, 10.0)) and not extreme.by_integral
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stats.nct.sf(crit, 1, 1e6)
+    assert any("converge" in str(w.message) for w in caught)   # scipy says it did not converge there
+    assert extreme(1e6) == pytest.approx(t_power_by_integral(crit, 1, 1e6), abs=0) and extreme.by_integral
+    assert extreme(10.0) == t_power_by_integral(crit, 1, 10.0)  # and from then on
+
+
+def test_a_level_where_neither_scipy_nor_the_quadrature_converges_is_refused_naming_the_level():
+    with pytest.raises(CompanionError, match=r"at level 1 and 2 seeds cannot be computed: .*neither scipy's "
+                                             r"non-central t nor its quadrature converges"):
+        detectable_effect(2, 1.0, level=1 - 1e-15, power=0.8)

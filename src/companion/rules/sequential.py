@@ -51,7 +51,7 @@ __all__ = ["SPENDING", "spending", "boundaries", "nominal_levels", "LookEstimate
            "true_outcomes", "family_error", "family_error_split", "t_power_by_integral", "check_t_power",
            "SPREAD_FLOOR", "DIGITS", "DECIDED", "OUTCOMES", "NOT_READ"]
 
-from .t_power import check_t_power, t_power_by_integral  # noqa: E402,F401  (re-exported)
+from .t_power import TPower, check_t_power, t_power_by_integral  # noqa: E402,F401  (re-exported)
 from .statistics import (DECIDED, DIGITS, OUTCOMES, SPREAD_FLOOR, interval_outcome,  # noqa: E402  (one set of outcomes, one partition, one rounding)
                          is_number, is_positive_number)
 
@@ -479,7 +479,9 @@ def detectable_effect_interval(n: int, sd: float, nominal: float, power: float =
         return (float("nan"),) * 3
     df = n - 1
     crit = stats.t.isf(nominal, df)
-    f = lambda c: stats.nct.sf(crit, df, c) - power  # noqa: E731
+    power_at = TPower(crit, df, f"the effect detected with probability {power:g} at one-sided level {nominal:g} "
+                               f"and {n} seeds")   # scipy's nct, or the quadrature where it does not converge
+    f = lambda c: power_at(c) - power  # noqa: E731
     hi = 400.0
     while f(hi) < 0 and hi < 1e7:   # strict early looks (2 degrees of freedom at a tiny level) need a large shift
         hi *= 4

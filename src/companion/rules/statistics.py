@@ -420,13 +420,15 @@ def directional_power(n: int, sd: float, sesoi: float, level: float = 0.95, targ
     # 'holds' (low >= sesoi) at a true effect delta is the exact non-central t event
     crit = stats.t.ppf(0.5 + level / 2, n - 1)
 
-    def p_holds(delta):
-        return float(stats.nct.sf(crit, n - 1, (delta - sesoi) * math.sqrt(n) / sd))
+    from .t_power import TPower, check_t_power   # scipy's nct is wrong at 1 degree of freedom and a level near 1
 
     what = f"the effect that 'holds' reaches with probability {target:g} at level {level:g} and {n} seeds"
-    detect = _solve_rising(lambda d: p_holds(d) - target, sesoi, 400 * sd / math.sqrt(n), what)
-    from .t_power import check_t_power   # scipy's nct is wrong at 1 degree of freedom and a level near 1
+    power_at = TPower(crit, n - 1, what)
 
+    def p_holds(delta):
+        return power_at((delta - sesoi) * math.sqrt(n) / sd)
+
+    detect = _solve_rising(lambda d: p_holds(d) - target, sesoi, 400 * sd / math.sqrt(n), what)
     check_t_power(crit, n - 1, (detect - sesoi) * math.sqrt(n) / sd, target, what)
     return {"p_refuted_at_0": p_ref, "p_holds_at_sesoi": p_holds(sesoi), "detect_holds": detect,
             "detect_direction": detectable_effect(n, sd, level, target)}
@@ -476,11 +478,14 @@ def detectable_effect(n: int, sd: float, level: float = 0.95, power: float = 0.8
     df = n - 1
     crit = stats.t.ppf(0.5 + level / 2, df)
 
+    from .t_power import TPower, check_t_power   # scipy's nct is wrong at 1 degree of freedom and a level near 1
+
+    power_at = TPower(crit, df, f"the effect detected with probability {power:g} at level {level:g} and {n} seeds")
+
     def gap(ncp):
-        return stats.nct.sf(crit, df, ncp) - power
+        return power_at(ncp) - power
 
     what = f"the effect detected with probability {power:g} at level {level:g} and {n} seeds"
-    from .t_power import check_t_power   # scipy's nct is wrong at 1 degree of freedom and a level near 1
 
     ncp = check_t_power(crit, df, _solve_rising(gap, 0.0, 200.0, what), power, what)
     return float(ncp * sd / math.sqrt(n))
