@@ -461,6 +461,8 @@ def test_cached_run_sets_sum_what_the_runs_recorded(tmp_path):
     hours = sum(r[1] for r in counted if type(r[1]) in (int, float)) / 3600
     assert (row["set"], row["runs"], row["hours"], row["steps"], row["kind"]) == \
         ("s", len(counted), round(hours, 2), "100", "CPU and GPU")
+    # the two finished runs whose time is no number are counted apart, not read as 0 h
+    assert row["runs without a recorded time"] == sum(1 for r in counted if type(r[1]) not in (int, float))
 
 
 # ============================================================ the execution cache, seeded from records that lie

@@ -111,7 +111,9 @@ def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
     """One row per set of cached runs: name, finished runs, kind of device (``CPU``, ``GPU``,
     ``CPU and GPU``; a device the provenance does not name or that is no known GPU reads
     ``unrecorded``, never ``GPU``), device(s), steps (``not recorded`` where a run's
-    provenance gives none), total hours.
+    provenance gives none), total hours of the runs that recorded their time, and how many
+    runs did not (a missing, negative, infinite or non-numeric ``duration_s``): their time is
+    not in ``hours``.
 
     A run counts when its folder holds ``history.csv`` (the mark of a finished run) and
     ``provenance.json``, read by :func:`companion.train.runner.runs.read_provenance` (a file
@@ -127,7 +129,7 @@ def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
         meta = read_provenance(prov.parent)
         name = _MODE.sub("", prov.parent.name) or prov.parent.name
         row = sets.setdefault(name, {"set": name, "runs": 0, "devices": set(), "kinds": set(), "steps": set(),
-                                     "hours": 0.0, "corpus": set()})
+                                     "hours": 0.0, "unrecorded": 0, "corpus": set()})
         hardware = meta.get("hardware")
         device = hardware.get("device") if isinstance(hardware, dict) else hardware
         config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
@@ -138,15 +140,17 @@ def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
         row["steps"].add("not recorded" if steps is None else steps)
         row["corpus"].add(str(config.get("corpus", "?")))
         seconds = meta.get("duration_s")
-        row["hours"] += (float(seconds) / 3600 if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
-                         and 0 <= seconds < float("inf") else 0.0)
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds < float("inf"):
+            row["hours"] += float(seconds) / 3600
+        else:   # counted apart, so that a sum over fewer runs is not read as the set's whole time
+            row["unrecorded"] += 1
     out = []
     for row in sets.values():
         out.append({"set": row["set"], "runs": row["runs"], "kind": _kinds(row["kinds"]),
                     "devices": ", ".join(sorted(row["devices"])),
                     "corpus": ", ".join(sorted(row["corpus"])),
                     "steps": ", ".join(str(s) for s in sorted(row["steps"], key=lambda s: (isinstance(s, str), str(s).zfill(12)))),
-                    "hours": round(row["hours"], 2)})
+                    "hours": round(row["hours"], 2), "runs without a recorded time": row["unrecorded"]})
     return out
 
 

@@ -117,8 +117,12 @@ class BuildStatus(Directive):
             field += body
             facts += field
         heads = ["set", "runs", "kind", "devices", "corpus", "steps", "hours"]
-        runs = table(heads, [[str(r[h]) for h in heads] for r in cached_run_sets()],
-                     "companion-run-sets")
+        def cell(r, h):   # a set with runs that recorded no time says so beside the hours it sums
+            n = r["runs without a recorded time"]
+            return (f"{r[h]} (and {n} run{'s' if n > 1 else ''} with no recorded time)"
+                    if h == "hours" and n else str(r[h]))
+
+        runs = table(heads, [[cell(r, h) for h in heads] for r in cached_run_sets()], "companion-run-sets")
         from .build_status import BUDGET_HEADS, gpu_size_budget
 
         rows, rule = gpu_size_budget()
