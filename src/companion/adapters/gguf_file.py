@@ -36,6 +36,9 @@ _GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
                  11: "q", 12: "d"}
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
+# arrays of arrays are legal GGUF; llama.cpp writes none, and a file nesting them thousands
+# deep would only exhaust the parser's recursion
+_MAX_NESTING = 8
 
 
 class _BadGGUF(ValueError):
@@ -68,12 +71,12 @@ class _HeaderBytes:
         self.pos += size
         return out if len(out) > 1 else out[0]
 
-    def string(self, keep: bool = True):
+    def string(self, keep: bool = True, errors: str = "replace"):
         n = self.unpack("Q")
         self.need(n)
         raw = bytes(self.buf[self.pos:self.pos + n]) if keep else None
         self.pos += n
-        return raw.decode("utf-8", errors="replace") if keep else None
+        return raw.decode("utf-8", errors=errors) if keep else None
 
     def skip(self, n: int) -> None:
         self.need(n)
@@ -92,19 +95,25 @@ class _HeaderBytes:
         self.need(0)
 
 
-def _gguf_read_value(h: _HeaderBytes, vtype: int, keep: bool):
+def _gguf_read_value(h: _HeaderBytes, vtype: int, keep: bool, depth: int = 0):
     if vtype == _GGUF_STRING:
         return h.string(keep)
     if vtype == _GGUF_ARRAY:
         itype, count = h.unpack("IQ")
         h.need(min(count, h.size) * (8 if itype == _GGUF_STRING else 1))  # every item takes bytes
+        if itype == _GGUF_ARRAY:   # each item an array of its own (type, count, items)
+            if depth >= _MAX_NESTING:
+                raise _BadGGUF(f"its arrays are nested more than {_MAX_NESTING} deep")
+            h.need(min(count, h.size) * 12)
+            items = [_gguf_read_value(h, _GGUF_ARRAY, keep, depth + 1) for _ in range(count)]
+            return items if keep else None
         if itype == _GGUF_STRING:
             if not keep:
                 h.skip_strings(count)
                 return None
             return [h.string() for _ in range(count)]
         if itype not in _GGUF_SCALARS:
-            raise ValueError(f"unknown GGUF array item type {itype}")
+            raise _BadGGUF(f"unknown GGUF array item type {itype}")
         size = struct.calcsize("<" + _GGUF_SCALARS[itype])
         if not keep:  # the tokenizer's vocabulary and scores: seek past them
             h.skip(count * size)
@@ -114,7 +123,7 @@ def _gguf_read_value(h: _HeaderBytes, vtype: int, keep: bool):
         h.pos += count * size
         return values
     if vtype not in _GGUF_SCALARS:
-        raise ValueError(f"unknown GGUF value type {vtype}")
+        raise _BadGGUF(f"unknown GGUF value type {vtype}")
     return h.unpack(_GGUF_SCALARS[vtype])
 
 
@@ -149,18 +158,22 @@ def parse_gguf_stream(f, size: int | None = None):
     config: dict = {}
     seen: set = set()
     for _ in range(n_kv):
-        key = h.string()
+        # names compared as their bytes (as llama.cpp does): two keys that are not UTF-8 stay two
+        key = h.string(errors="backslashreplace")
         if key in seen:   # llama.cpp refuses a key stored twice; neither copy is trusted
             raise _BadGGUF(f"the metadata key {key!r} is stored twice")
         seen.add(key)
         vtype = h.unpack("I")
         keep = not key.startswith("tokenizer.")
-        value = _gguf_read_value(h, vtype, keep)
+        try:
+            value = _gguf_read_value(h, vtype, keep)
+        except _BadGGUF as exc:
+            raise _BadGGUF(f"metadata key {key!r}: {exc}") from None
         if keep:
             config[key] = value
     tensors = []
     for _ in range(n_tensors):
-        name = h.string()
+        name = h.string(errors="backslashreplace")
         n_dims = h.unpack("I")
         if n_dims > 8:  # ggml tensors have at most 4 dimensions
             raise _BadGGUF(f"tensor {name!r} declares {n_dims} dimensions")
@@ -234,6 +247,8 @@ class GGUFSource(TensorSource):
     """
 
     kind = "gguf"
+    # a big-endian file (read through gguf.GGUFReader) stores every value byte-swapped
+    big_endian = False
 
     def __init__(self, path: str | os.PathLike):
         super().__init__(str(path))
@@ -249,6 +264,9 @@ class GGUFSource(TensorSource):
             raise CompanionError(f"{path} is not a readable GGUF file ({exc}).") from None
         except (OSError, ValueError, struct.error):  # big-endian or GGUF v1: the reference reader
             config, infos, data_offset = self._header_with_gguf_reader(path)
+            with open(path, "rb") as f:   # the reference reader's test: a version with its low half 0
+                head = f.read(8)
+            self.big_endian = len(head) == 8 and struct.unpack_from("<I", head, 4)[0] & 0xFFFF == 0
         self._index(config, infos, data_offset, path.stat().st_size, str(path))
 
     def _index(self, config: dict, infos, data_offset: int, size: int, where: str) -> None:
@@ -316,11 +334,20 @@ class GGUFSource(TensorSource):
 
     def _load(self, name: str) -> torch.Tensor:
         t = self._tensors[name]
+        dtype = np.dtype(t.dtype)
+        if self.big_endian:
+            if dtype == np.uint8:   # quantized blocks
+                raise CompanionError(
+                    f"{self.location}: {name!r} is stored as {t.tensor_type.name} blocks in a big-endian GGUF "
+                    "file, and whether their scales were byte-swapped (llama.cpp's gguf_convert_endian does, "
+                    "gguf.GGUFWriter does not) cannot be told from the file; convert it to little-endian "
+                    "and read that.")
+            dtype = dtype.newbyteorder(">")
         raw = self._read(t.data_offset, t.n_bytes)
-        data = np.frombuffer(raw, dtype=t.dtype).reshape(t.np_shape)
+        data = np.frombuffer(raw, dtype=dtype).reshape(t.np_shape)
         try:
             # plain floats are their own values (gguf.quants has no rule for F64: it refused such files)
-            values = data if t.dtype in (np.float16, np.float32, np.float64) else _dequantize_whole(data, t.tensor_type)
+            values = data if dtype.kind == "f" else _dequantize_whole(data, t.tensor_type)
         except Exception as exc:
             raise CompanionError(
                 f"cannot dequantize {name!r} ({t.tensor_type.name}) in {self.location}: {exc}."

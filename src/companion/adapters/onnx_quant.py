@@ -87,13 +87,13 @@ def integer_projection(g, name: str) -> dict | None:
 
 
 def _axis(node, default: int = 1) -> int:
-    for a in node.attribute:
-        if a.name == "axis":
-            return int(a.i)
-        if a.name == "block_size" and a.i:
-            raise Untraceable(f"DequantizeLinear {node.name!r} uses blocks of {a.i}, which this reader "
-                              "does not dequantize")
-    return default
+    attrs = {a.name: a for a in node.attribute}
+    # block_size is looked at whatever the attributes' order: blocks read as one scale per
+    # column would broadcast the [in, out / block] scales into another matrix
+    if "block_size" in attrs and attrs["block_size"].i:
+        raise Untraceable(f"DequantizeLinear {node.name!r} uses blocks of {attrs['block_size'].i}, which this "
+                          "reader does not dequantize")
+    return int(attrs["axis"].i) if "axis" in attrs else default
 
 
 def weight_only_projection(g, w: str) -> dict | None:
@@ -112,8 +112,9 @@ def weight_only_projection(g, w: str) -> dict | None:
         if _stored(g, scale) is None or (zp and _stored(g, zp) is None):
             raise Untraceable(f"DequantizeLinear {node.name!r}: its scale or zero point is computed, not stored")
         scale_dims = list(g.inits[scale].dims)
-        if scale_dims and scale_dims != [1] and _axis(node) not in (1, -1):
-            raise Untraceable(f"DequantizeLinear {node.name!r} scales along axis {_axis(node)}, not the "
+        axis = _axis(node)
+        if scale_dims and scale_dims != [1] and axis not in (1, -1):
+            raise Untraceable(f"DequantizeLinear {node.name!r} scales along axis {axis}, not the "
                               "output columns of a [in, out] weight")
         return dict(weight=stored, zero_point=zp or None, weight_scale=scale, scheme="DequantizeLinear int8")
     if node.op_type != "Mul" or len(node.input) != 2:
