@@ -17,7 +17,9 @@ itself), so a re-run shows the fresh value of every number the text carries from
 from __future__ import annotations
 
 import math
+import numbers
 import re
+from decimal import Decimal
 
 import numpy as np
 
@@ -58,8 +60,12 @@ def _show(name: str, value) -> None:
     display(data, raw=True, metadata=metadata)
 
 
-#: a NaN or an infinity written as a word of its own ("nan", "-inf", "Infinity")
-_NON_FINITE_WORD = re.compile(r"(?<![\w.])[-+]?(?:nan|inf(?:inity)?)(?!\w)", re.IGNORECASE)
+#: a NaN or an infinity written as a word of its own ("nan", "-inf", "Infinity"), or a missing
+#: value as pandas writes it ("<NA>", "NaT")
+_NON_FINITE_WORD = re.compile(r"(?<![\w.])[-+]?(?:nan|inf(?:inity)?)(?!\w)|<NA>|(?-i:\bNaT\b)", re.IGNORECASE)
+
+#: the largest integer a number format (``:.2f``, ``:.3g``) can write: float64's largest
+_LARGEST_INT = int(1.7976931348623157e308)
 
 
 def _refuse_non_finite(name: str, helper: str, shown: str) -> None:
@@ -68,13 +74,24 @@ def _refuse_non_finite(name: str, helper: str, shown: str) -> None:
                      "glue nothing and write the sentence without it.")
 
 
+def _is_missing(value) -> bool:
+    """Whether ``value`` is pandas' missing value or a missing time (``pd.NA``, ``NaT``)."""
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return True
+    return isinstance(value, np.datetime64 | np.timedelta64) and bool(np.isnat(value))
+
+
 def glue_text(name: str, value) -> None:
-    """Glue ``value`` as text: ``{glue:text}`name``` shows it without quotes.  A text holding a
-    NaN or an infinity as a word of its own (``nan``, ``inf``) is refused, naming ``name``."""
+    """Glue ``value`` as text: ``{glue:text}`name``` shows it without quotes.  A missing value
+    (``None``, ``pd.NA``, ``NaT``) and a text holding a NaN, an infinity or a missing value as
+    a word of its own (``nan``, ``inf``, ``<NA>``, ``NaT``) are refused, naming ``name``."""
     from myst_nb import glue
 
     from ..judge.claims import Plain
 
+    if value is None or _is_missing(value):
+        raise ValueError(f"glue_text({name!r}): the value is {value!r}, a missing value, which a sentence would "
+                         "show as that word; glue a word that says why it is missing.")
     text = str(value)
     found = _NON_FINITE_WORD.search(text)
     if found:
@@ -83,19 +100,45 @@ def glue_text(name: str, value) -> None:
     _show(name, str(value))
 
 
+def _plain_number(name: str, value):
+    """``value`` as the Python ``int`` or ``float`` whose ``repr`` myst-nb pastes and formats
+    (``{glue:text}`name:.2f```): a NumPy or PyTorch scalar (or a 0-d array) by its value, a
+    ``Decimal`` or ``Fraction`` by its float (their ``repr`` would be pasted as
+    ``Decimal('1.5')``), ``-0.0`` as ``0.0``.  A yes/no, text, or anything else is refused,
+    naming ``name``."""
+    item = getattr(value, "item", None)
+    if item is not None and getattr(value, "ndim", None) == 0:   # NumPy scalar, 0-d array, torch scalar
+        value = item()
+    if isinstance(value, bool):
+        raise TypeError(f"glue_number({name!r}): {value!r} is a yes/no, not a number; glue a word for it "
+                        "with glue_text (for example 'yes' or 'no').")
+    if isinstance(value, numbers.Integral):
+        value = int(value)
+        if abs(value) > _LARGEST_INT:
+            raise ValueError(f"glue_number({name!r}): an integer of {len(str(abs(value)))} digits is beyond what a "
+                             "number format can write; glue it as text (glue_text) or in other units.")
+        return value
+    if isinstance(value, (numbers.Real, Decimal)):
+        try:
+            number = float(value)
+        except (ValueError, OverflowError):   # a signalling NaN
+            number = math.nan
+        if not math.isfinite(number):
+            _refuse_non_finite(name, "glue_number", repr(value))
+        return number + 0.0   # -0.0 reads 0.0
+    raise TypeError(f"glue_number({name!r}): {type(value).__name__} {str(value)[:60]!r} is not a number; "
+                    "glue a number (float(...)), or text with glue_text.")
+
+
 def glue_number(name: str, value) -> None:
-    """Glue a number (a NumPy scalar as its Python value, so ``:.2f`` formats apply).  A NaN or
-    an infinity is refused, naming ``name`` (it would be pasted as ``nan`` in a sentence)."""
+    """Glue a number as a plain Python ``int`` or ``float`` (a NumPy or PyTorch scalar, a
+    ``Decimal`` or a ``Fraction`` by its value), so that ``:.2f`` formats apply and the page
+    shows the number, never its type's ``repr``.  A NaN or an infinity is refused, naming
+    ``name`` (it would be pasted as ``nan`` in a sentence); so are a yes/no (``True``), text
+    and an integer no number format can write."""
     from myst_nb import glue
 
-    value = value.item() if isinstance(value, np.generic) else value
-    try:
-        finite = math.isfinite(float(value))
-    except (TypeError, ValueError):
-        raise TypeError(f"glue_number({name!r}): {type(value).__name__} {str(value)[:60]!r} is not a number; "
-                        "glue a number, or text with glue_text.") from None
-    if not finite:
-        _refuse_non_finite(name, "glue_number", repr(value))
+    value = _plain_number(name, value)
     glue(name, value, display=False)
     _show(name, value)
 
