@@ -92,6 +92,15 @@ def label(text) -> str:
     return text
 
 
+def _real(value) -> float:
+    """``float(value)``; an integer beyond float64's range as the infinity of its sign (never an
+    ``OverflowError``)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _missing(value) -> bool:
     if value is None:
         return True
@@ -121,7 +130,7 @@ def column_formats(values) -> int | None:
     10) and two of its spread and of its smallest gap between two values (so that values that
     differ are shown differing), at most 10."""
     finite = [float(v) for v in values
-              if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))]
+              if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(_real(v))]
     if not finite or all(float(v).is_integer() and abs(v) < 1e15 for v in finite):
         return None
     given = [_decimals_given(v) for v in finite]
@@ -189,12 +198,24 @@ def _huge_kept_apart(values, texts) -> list[str]:
     significant digits as it takes (from 3) for two distinct ones never to read as one
     (``1.2345e15`` and ``1.2346e15`` both read ``1.23e+15`` at three)."""
     huge = [i for i, v in enumerate(values) if isinstance(v, numbers.Real) and not isinstance(v, bool)
-            and not _missing(v) and math.isfinite(float(v)) and abs(v) >= HUGE]
+            and not _missing(v) and (isinstance(v, numbers.Integral) or math.isfinite(float(v))) and abs(v) >= HUGE]
     if len({values[i] for i in huge}) == len({texts[i] for i in huge}):
         return texts
     out = list(texts)
-    for digits in range(4, 18):
-        shown = {i: f"{float(values[i]):.{digits}g}" for i in huge}
+
+    def written(v, digits: int) -> str:   # an integer exactly (float64 would merge 2**62 and 2**62 + 1)
+        if isinstance(v, numbers.Integral):
+            from decimal import Decimal
+
+            mantissa, exponent = format(Decimal(int(v)), f".{digits - 1}e").split("e")
+            mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+            return f"{mantissa}e{exponent[0]}{exponent[1:].zfill(2)}"
+        return f"{float(v):.{digits}g}"
+
+    # up to every digit the longest integer has (a float holds 17 significant digits at most)
+    longest = max([17] + [len(str(abs(int(values[i])))) for i in huge if isinstance(values[i], numbers.Integral)])
+    for digits in range(4, longest + 1):
+        shown = {i: written(values[i], digits) for i in huge}
         if len(set(shown.values())) == len({values[i] for i in huge}):
             break
     for i in huge:
@@ -207,8 +228,13 @@ def cell_text(value, decimals: int | None = None) -> str:
     :func:`column_formats` of its column."""
     if isinstance(value, (list, tuple)):
         return ", ".join(cell_text(v, column_formats([v])) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{label(k)}: {cell_text(v, column_formats([v]))}" for k, v in value.items())
     if _missing(value):
         return MISSING
+    span = _time_span(value)   # before the numbers: NumPy counts a timedelta64 as an integer
+    if span is not None:
+        return span
     import numpy as np
 
     if isinstance(value, (bool, np.bool_)):
@@ -222,11 +248,39 @@ def cell_text(value, decimals: int | None = None) -> str:
     return str(value)
 
 
+def _time_span(value) -> str | None:
+    """A time span (``Timedelta``, ``timedelta``, ``timedelta64``) as its sign and its length,
+    ``[N days ]H:MM:SS[.ffffff]``: pandas writes five seconds before as ``-1 days +23:59:55``."""
+    import datetime
+
+    import numpy as np
+
+    if isinstance(value, np.timedelta64):
+        import pandas as pd
+
+        value = pd.Timedelta(value)
+    if not isinstance(value, datetime.timedelta):
+        return None
+    sign = "-" if value < datetime.timedelta(0) else ""
+    length = -value if sign else value
+    days, rest = divmod(length, datetime.timedelta(days=1))
+    micro, whole = rest.microseconds, rest.days * 86400 + rest.seconds
+    text = f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}" + (f".{micro:06d}".rstrip("0") if micro else "")
+    return sign + (f"{days:,} day{'s' if days != 1 else ''} " if days else "") + text
+
+
 def _flat(name) -> str:
+    """A header as it reads: a missing name (``None``, ``NaN``, ``NaT``) reads empty, never ``nan``."""
     if isinstance(name, tuple):
-        parts = [label(p) for p in name if p is not None and str(p) != ""]
+        parts = [label(p) for p in name if not _missing(p) and str(p) != ""]
         return ", ".join(dict.fromkeys(parts)) if parts else ""
-    return "" if name is None else label(name)
+    return "" if _missing(name) else label(name)
+
+
+def _hidden(styler, key: str) -> set[int]:
+    """The positions a Styler hides (``hidden_rows``, ``hidden_columns``: a list or an array)."""
+    found = getattr(styler, key, None)
+    return set() if found is None else {int(i) for i in found}
 
 
 def _frame(obj):
@@ -239,8 +293,16 @@ def _frame(obj):
         if not hasattr(obj, "data") or not isinstance(obj.data, pd.DataFrame):
             raise TypeError(f"readable() takes a pandas DataFrame or Styler, not {type(obj).__name__}; "
                             "pass pd.DataFrame(rows).")
-        hide = bool(getattr(obj, "hide_index_", [False]) and all(obj.hide_index_))
-        obj = obj.data
+        styler = obj
+        hide = bool(getattr(styler, "hide_index_", [False]) and all(styler.hide_index_))
+        obj = styler.data
+        rows, cols = _hidden(styler, "hidden_rows"), _hidden(styler, "hidden_columns")
+        if rows or cols:   # what the chapter hid is not shown
+            obj = obj.iloc[[i for i in range(len(obj)) if i not in rows],
+                           [j for j in range(obj.shape[1]) if j not in cols]]
+        levels = [k for k, h in enumerate(list(getattr(styler, "hide_index_", None) or [])) if h]
+        if levels and not hide and obj.index.nlevels > 1:
+            obj = obj.droplevel(levels)
     df = obj
     if hide:
         return df.reset_index(drop=True)
@@ -280,6 +342,12 @@ def readable(obj, caption: str | None = None) -> str:
 
     df = _frame(obj)
     heads = [_flat(c) for c in df.columns]
+    for same in {h for h in heads if heads.count(h) > 1}:   # two names that read alike ('p_decides' and
+        at = [i for i, h in enumerate(heads) if h == same]   # 'deciding p') are shown as written
+        raw = [", ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in (df.columns[i] for i in at)]
+        if len(set(raw)) == len(raw):
+            for i, r in zip(at, raw):
+                heads[i] = r
     rows = []
     kinds = []
     for _, col in df.items():
