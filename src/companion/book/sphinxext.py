@@ -438,7 +438,7 @@ def _patch_image_renderer() -> None:
         for node in result:
             if isinstance(node, nodes.image):
                 node["companion_figure"] = True
-                if meta.get("alt") and not node.get("alt"):
+                if str(meta.get("alt") or "").strip() and not str(node.get("alt") or "").strip():
                     node["alt"] = str(meta["alt"])
                 if extra.get("csv"):
                     node["companion_csv"] = extra["csv"]
@@ -461,7 +461,7 @@ def write_figure_data(app, doctree, docname) -> None:
         if not image.get("companion_figure"):
             continue
         name = Path(image["uri"]).name
-        if not image.get("alt"):
+        if not str(image.get("alt") or "").strip():   # alt text of spaces says nothing to a screen reader
             log.warning(f"companion: the figure {name} on {docname} has no alt text "
                         "(was it shown outside the book's kernel?)", location=image)
         blob = image.get("companion_csv")
@@ -472,17 +472,30 @@ def write_figure_data(app, doctree, docname) -> None:
             continue
         if not html_build:
             continue
+        try:
+            text = decode_csv(blob)
+        except ValueError as err:
+            log.warning(f"companion: the figure {name} on {docname}: {err}", location=image)
+            continue
+        # <image stem>.csv; where this build already wrote other data under that name (a.png and
+        # a.svg), <image name>.csv, so that each figure links its own data
+        written = app.__dict__.setdefault("_companion_figure_csv", {})
         csv_name = Path(name).stem + ".csv"
+        if written.get(csv_name, text) != text:
+            csv_name = name + ".csv"
         target = Path(app.outdir) / "_images" / csv_name
-        if not (target.is_file() and not target.is_symlink()):   # a link (even dangling) or FIFO is refused
+        # written whenever it differs (an earlier build's file may hold older data); a link, even
+        # dangling, or a FIFO is refused
+        if target.is_symlink() or not target.is_file() or target.read_text(encoding="utf-8", errors="replace") != text:
             from ..base.errors import CompanionError
             from ..base.outputs import write_text_atomic
 
             try:
-                write_text_atomic(decode_csv(blob), target, what="figure's source data")
+                write_text_atomic(text, target, what="figure's source data")
             except CompanionError as err:
                 log.warning(f"companion: {err}", location=image)
                 continue
+        written[csv_name] = text
         href = posixpath.relpath(f"_images/{csv_name}", start=posixpath.dirname(docname) or ".")
         para = nodes.paragraph(classes=[SOURCE_DATA_CLASS])
         para += nodes.reference("", "Source data for this figure (CSV)", refuri=href,

@@ -195,19 +195,24 @@ def figure_data(fig):
     return pd.DataFrame.from_records(records, columns=COLUMNS)
 
 
-def _fmt(v: float) -> str:
+def _fmt(v: float, digits: int = 3) -> str:
     if not np.isfinite(v):
         return "n/a"
-    return f"{v:.3g}"
+    return f"{float(v) + 0.0:.{digits}g}"   # -0.0 reads 0
 
 
 def _range(values) -> str:
+    """``from lo to hi`` (one value where they are equal), with as many significant digits as
+    it takes (from 3) for two different ends never to read as one (1000 to 1001)."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if not len(v):
         return "no finite values"
     lo, hi = v.min(), v.max()
-    return f"{_fmt(lo)}" if lo == hi else f"from {_fmt(lo)} to {_fmt(hi)}"
+    if lo == hi:
+        return _fmt(lo)
+    digits = next((d for d in range(3, 18) if _fmt(lo, d) != _fmt(hi, d)), 17)
+    return f"from {_fmt(lo, digits)} to {_fmt(hi, digits)}"
 
 
 def _listed(names, limit: int = 12) -> str:
@@ -264,9 +269,33 @@ def encode_csv(data) -> str:
     return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
 
 
+#: the most bytes :func:`decode_csv` inflates a figure's source data to (a colour map of
+#: 1024 x 1024 values is about 70 MB; a hand-made blob of a few megabytes could otherwise
+#: inflate to gigabytes)
+MAX_CSV_BYTES = 512 * 2**20
+
+
 def decode_csv(blob: str) -> str:
-    """The CSV text of :func:`encode_csv`'s output."""
-    return gzip.decompress(base64.b64decode(blob)).decode("utf-8")
+    """The CSV text of :func:`encode_csv`'s output.  A blob that is not one (not base64, not
+    gzip, not UTF-8 text, or inflating past :data:`MAX_CSV_BYTES`) is a ``ValueError`` in one
+    line that says so."""
+    import binascii
+    import zlib
+
+    fix = "show the figure again in the book's kernel, which writes its source data"
+    try:
+        raw = base64.b64decode(str(blob), validate=True)
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)   # gzip
+        data = inflate.decompress(raw, MAX_CSV_BYTES + 1)
+        if len(data) > MAX_CSV_BYTES:
+            raise ValueError(f"a figure's source data inflates past {MAX_CSV_BYTES:,} bytes; {fix}.")
+        if not inflate.eof:
+            raise ValueError(f"a figure's source data is cut short (its gzip stream does not end); {fix}.")
+        return data.decode("utf-8")
+    except (binascii.Error, zlib.error) as err:
+        raise ValueError(f"a figure's source data is not base64-encoded gzip ({str(err)[:80]}); {fix}.") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"a figure's source data is not UTF-8 text; {fix}.") from None
 
 
 def figure_bundle(fig, **print_kwargs):
