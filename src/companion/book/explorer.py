@@ -54,12 +54,22 @@ def _int8(a: np.ndarray) -> tuple[str, float]:
     return base64.b64encode(q.tobytes()).decode(), scale
 
 
+def _unit(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``X / s`` and ``s``, ``s`` the largest magnitude of each matrix of the stack (1 where it
+    is 0): norms and products of the scaled matrices neither overflow (entries of 1e300)
+    nor underflow (1e-300), and scale back by ``s``."""
+    s = X.abs().amax(dim=(-1, -2), keepdim=True)
+    s = torch.where(s > 0, s, torch.ones_like(s))
+    return X / s, s
+
+
 def form_summaries(M: torch.Tensor, cells: int = 24) -> list[dict]:
     """The explorer's record of each form of a stack ``[k, d, d]``: heatmap, norms, scores."""
     M = M.detach().double().cpu()
-    heat = block_means(M, cells).numpy()
-    rows = block_rms(torch.linalg.vector_norm(M, dim=-1)).numpy()
-    cols = block_rms(torch.linalg.vector_norm(M, dim=-2)).numpy()
+    U, s = _unit(M)
+    heat = (block_means(U, cells) * s).numpy()
+    rows = (block_rms(torch.linalg.vector_norm(U, dim=-1)) * s[..., 0]).numpy()
+    cols = (block_rms(torch.linalg.vector_norm(U, dim=-2)) * s[..., 0]).numpy()
     sym = np.atleast_1d(symmetry_score(M))
     dirn = np.atleast_1d(directionality_score(M))
     return [_record(heat[i], rows[i], cols[i], sym[i], dirn[i]) for i in range(M.shape[0])]
@@ -71,22 +81,36 @@ def head_summaries(Q: torch.Tensor, K: torch.Tensor, cells: int = 24) -> list[di
     from ..core.scores import directionality_score_factored, symmetry_score_factored
 
     Q, K = Q.detach().double().cpu(), K.detach().double().cpu()
+    (Q1, sq), (K1, sk) = _unit(Q), _unit(K)   # Q^T K = sq sk Q1^T K1, no product over- or underflows
+    s = sq * sk
     P = _blocks(Q.shape[-1], cells)
-    heat = ((P @ Q.transpose(-1, -2)) @ (K @ P.T)).numpy()
-    rows2 = torch.einsum("hri,hrs,hsi->hi", Q, K @ K.transpose(-1, -2), Q)   # ||row i of Q^T K||^2
-    cols2 = torch.einsum("hri,hrs,hsi->hi", K, Q @ Q.transpose(-1, -2), K)
-    rows = block_rms(rows2.clamp_min(0).sqrt()).numpy()
-    cols = block_rms(cols2.clamp_min(0).sqrt()).numpy()
+    heat = ((P @ Q1.transpose(-1, -2)) @ (K1 @ P.T) * s).numpy()
+    rows2 = torch.einsum("hri,hrs,hsi->hi", Q1, K1 @ K1.transpose(-1, -2), Q1)   # ||row i of Q1^T K1||^2
+    cols2 = torch.einsum("hri,hrs,hsi->hi", K1, Q1 @ Q1.transpose(-1, -2), K1)
+    rows = (block_rms(rows2.clamp_min(0).sqrt()) * s[..., 0]).numpy()
+    cols = (block_rms(cols2.clamp_min(0).sqrt()) * s[..., 0]).numpy()
     sym = np.atleast_1d(symmetry_score_factored(Q, K))
     dirn = np.atleast_1d(directionality_score_factored(Q, K))
     return [_record(heat[i], rows[i], cols[i], sym[i], dirn[i]) for i in range(Q.shape[0])]
 
 
+def _score(x) -> float | None:
+    """A score rounded to 4 decimals; ``None`` (shown as a dash) where it is undefined (a form
+    of zeros has no symmetry), never a NaN the page would print."""
+    x = float(x)
+    return round(x, 4) if np.isfinite(x) else None
+
+
+def _sig5(values) -> list[float]:
+    """``values`` with 5 significant digits (5 decimals would write the norms of a form at
+    1e-300 as zeros)."""
+    return [float(f"{x:.5g}") for x in np.asarray(values, dtype=float)]
+
+
 def _record(heat, rows, cols, sym, dirn) -> dict:
     h, scale = _int8(heat)
-    return {"n": heat.shape[-1], "heat": h, "scale": scale,
-            "rows": np.round(rows, 5).tolist(), "cols": np.round(cols, 5).tolist(),
-            "symmetry": round(float(sym), 4), "directionality": round(float(dirn), 4)}
+    return {"n": heat.shape[-1], "heat": h, "scale": scale, "rows": _sig5(rows), "cols": _sig5(cols),
+            "symmetry": _score(sym), "directionality": _score(dirn)}
 
 
 def explorer_data(live: dict, cells: int = 24, max_heads: int = 8) -> dict:
@@ -175,7 +199,8 @@ _TEMPLATE = """
       s[i * n + j] = (a[i * n + j] + a[j * n + i]) / 2; k[i * n + j] = (a[i * n + j] - a[j * n + i]) / 2;
     }
     heat($(".qk-m"), a, n); heat($(".qk-s"), s, n); heat($(".qk-n"), k, n); norms($(".qk-norms"), rec.rows, rec.cols);
-    $(".qk-scores").textContent = `symmetry ${rec.symmetry.toFixed(3)}   directionality ${rec.directionality.toFixed(3)}` +
+    const score = (x) => (typeof x === "number" ? x.toFixed(3) : "\u2014");
+    $(".qk-scores").textContent = `symmetry ${score(rec.symmetry)}   directionality ${score(rec.directionality)}` +
       `   (width ${layer.d}, ${layer.n_heads} heads)`;
     root.dataset.shown = [$(".qk-model").value, $(".qk-component").value, $(".qk-layer").value, h].join("/");
   }
@@ -202,8 +227,12 @@ def embed_json(data) -> str:
     """``data`` as JSON that is safe inside an HTML ``<script>``: ``<``, ``>``, ``&`` and the
     two line separators JavaScript reads as line ends are written as ``\\uXXXX`` escapes, so
     a model's name holding ``</script>`` or ``<!--`` cannot end the script or open a comment,
-    and the page's ``JSON.parse`` reads the same data."""
-    text = json.dumps(data, separators=(",", ":"))
+    and the page's script reads the same data.  A NaN or an infinity (no JSON) is refused."""
+    try:
+        text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        raise ValueError("the explorer's data holds a NaN or an infinity, which its page cannot read as a number; "
+                         "write None for a value that is undefined (form_summaries does).") from None
     for ch in ("<", ">", "&", "\u2028", "\u2029"):
         text = text.replace(ch, f"\\u{ord(ch):04x}")
     return text
@@ -213,6 +242,10 @@ def explorer_html(data: dict) -> str:
     """The explorer as one self-contained HTML fragment (data inline, no outside request)."""
     if not data:
         raise ValueError("the explorer needs at least one checkpoint's forms (explorer_data returned nothing)")
+    for key, parts in data.items():   # the page reads the data as a script's object, where this name sets
+        for name in (key, *(parts if isinstance(parts, dict) else ())):   # the object's prototype: the model
+            if str(name) == "__proto__":                                   # would vanish from its list
+                raise ValueError(f"the explorer cannot show a model or stack named {name!r}; rename its key")
     return _TEMPLATE.replace("__DATA__", embed_json(data))
 
 
