@@ -41,19 +41,60 @@ LIMIT_KEYS = ("page_words", "page_height_px", "answer_box_words", "h100_chapter_
 
 
 def _yaml(path: Path):
+    """The YAML of ``path``; a file that is missing, no regular file (a FIFO is never opened),
+    no UTF-8 text, no YAML, or holding a key twice (the second would silently win) is refused
+    in one line naming it."""
     import yaml
 
+    from ...base.bounded_yaml import load_bounded
+
     path = Path(path)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise FileNotFoundError(f"{path} is missing; it is part of the repository (restore it with git)")
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not path.is_file():
+        raise ValueError(f"{path} is not a regular file; replace it with the repository's file (restore it with git)")
+    try:
+        return load_bounded(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text; restore it with git or save it as UTF-8") from None
+    except (yaml.YAMLError, OverflowError) as err:
+        why = " ".join(str(err).split())[:200]
+        raise ValueError(f"{path} is not valid YAML ({why}); fix the file") from None
 
 
 def toc_pages(toc: Path | str = ROOT / "_toc.yml") -> list[str]:
-    """Every page of ``_toc.yml`` (root first), as the file name under ``book/`` without ``.md``."""
-    data = _yaml(Path(toc))
-    files = [data["root"]] + [c["file"] for p in data.get("parts", []) for c in p["chapters"]]
-    return [Path(f).name for f in files]
+    """Every page of ``_toc.yml`` (root first, then each ``file:`` entry in reading order, the
+    ``sections:`` of a chapter included), as the file name under ``book/`` without ``.md``:
+    the pages the book builds, as :func:`companion.book.site.chapters.toc_docnames` reads them
+    (an entry written with its suffix counts; a ``url:`` entry is no page; a ``glob:`` entry
+    or a ``file:`` that is no path is refused in one line)."""
+    import re
+
+    toc = Path(toc)
+    data = _yaml(toc) or {}
+    pages: list[str] = []
+
+    def walk(node):
+        if isinstance(node, list):
+            for child in node:
+                walk(child)
+            return
+        if not isinstance(node, dict):
+            return
+        if "glob" in node:
+            raise ValueError(f"{toc}: the entry glob: {node['glob']!r} is not read by the companion's tools; "
+                             "list each page with file: instead")
+        for key in ("root", "file"):
+            if key in node:
+                if not isinstance(node[key], str) or not node[key].strip():
+                    raise ValueError(f"{toc}: {key}: {str(node[key])[:60]!r} is not a page's path; write one "
+                                     "path, such as book/intro")
+                pages.append(Path(re.sub(r"\.(md|ipynb)$", "", node[key].strip().strip("/"))).name)
+        for key in ("parts", "chapters", "sections"):
+            walk(node.get(key) or [])
+
+    walk(data)
+    return list(dict.fromkeys(pages))
 
 
 def load_registry(path: Path | str = REGISTRY_FILE) -> dict[str, dict]:
@@ -64,6 +105,9 @@ def load_registry(path: Path | str = REGISTRY_FILE) -> dict[str, dict]:
         raise ValueError(f"{path}: expected a mapping of page names to entries")
     out = {}
     for page, entry in data.items():
+        if isinstance(page, bool) or not isinstance(page, (str, int)) or not str(page).strip():
+            raise ValueError(f"{path}: {page!r} is no page's name; key each entry by its file name under book/ "
+                             "without .md")
         entry = {} if entry is None else entry
         if not isinstance(entry, dict) or not set(entry) <= _KEYS:
             raise ValueError(f"{path}: {page}: an entry holds only {sorted(_KEYS)} "
@@ -72,6 +116,8 @@ def load_registry(path: Path | str = REGISTRY_FILE) -> dict[str, dict]:
         if "reading" in entry and "lecture" not in entry:
             raise ValueError(f"{path}: {page}: 'reading' without a 'lecture'; name the lecture or drop it")
         if "lecture" in entry:
+            if not isinstance(entry["lecture"], str) or not entry["lecture"].strip():
+                raise ValueError(f"{path}: {page}: lecture must be a lecture's title (got {entry['lecture']!r})")
             entry.setdefault("reading", "core")
             if entry["reading"] not in READINGS:
                 raise ValueError(f"{path}: {page}: reading must be one of {READINGS}")
@@ -102,10 +148,12 @@ def load_registry(path: Path | str = REGISTRY_FILE) -> dict[str, dict]:
 def _check_exercise(path, page, label, ex) -> None:
     """Refuse a malformed exercise entry, naming the page, the label and the fix."""
     at = f"{path}: {page}: exercise {label}"
+    if not isinstance(label, str) or not label.strip():
+        raise ValueError(f"{path}: {page}: {label!r} is no exercise label; key each exercise by its :label:")
     if not isinstance(ex, dict) or not _LABEL_KEYS <= set(ex) <= _LABEL_KEYS | {"check"}:
         raise ValueError(f"{at}: expected exactly difficulty, importance, minutes (and a check where "
                          f"code checks the answer); got {ex!r}")
-    if ex["difficulty"] not in DIFFICULTY:
+    if type(ex["difficulty"]) is not int or ex["difficulty"] not in DIFFICULTY:   # True and 1.0 equal 1
         raise ValueError(f"{at}: difficulty must be one of {sorted(DIFFICULTY)}")
     if ex["importance"] not in IMPORTANCE:
         raise ValueError(f"{at}: importance must be one of {IMPORTANCE}")
