@@ -44,9 +44,11 @@ LIVE_RUNS: dict[str, tuple[int, dict[str, int]]] = {
 
 def live_plan(chapter: str, size: str | None = None) -> LivePlan:
     """The live training of ``chapter`` at run size ``size`` (default: :func:`run_size`)."""
-    if chapter not in LIVE_RUNS:
+    if not isinstance(chapter, str) or chapter not in LIVE_RUNS:
         raise ValueError(f"{chapter!r} trains nothing live; the chapters that do are "
                          f"{sorted(LIVE_RUNS)}")
+    if size is not None and not isinstance(size, str):
+        raise ValueError(f"the run size {size!r} is no name of a size; choose one of {RUN_SIZES}")
     size = run_size(size)
     runs, steps = LIVE_RUNS[chapter]
     if size not in steps:  # pragma: no cover - RUN_SIZES and the table are kept equal by a test
