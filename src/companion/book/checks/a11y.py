@@ -46,23 +46,34 @@ def run_axe(driver, source: str, context: str | None = None, options: dict | Non
 
 def failing_violations(result: dict, impacts=FAILING_IMPACTS) -> list[dict]:
     """The violations of an axe result whose impact is one of ``impacts``, each with only the
-    nodes of that impact (a rule's nodes can differ in impact)."""
+    nodes of that impact (a rule's nodes can differ in impact).  ``impacts`` may be one impact
+    (``"critical"``), matched whole, never as a part of another word."""
+    impacts = (impacts,) if isinstance(impacts, str) else tuple(impacts)
     out = []
-    for v in result.get("violations", []):
-        nodes = [n for n in v.get("nodes", []) if (n.get("impact") or v.get("impact")) in impacts]
+    for v in result.get("violations") or []:
+        nodes = [n for n in v.get("nodes") or [] if (n.get("impact") or v.get("impact")) in impacts]
         if nodes:
             out.append({**v, "nodes": nodes})
     return out
 
 
+def _one_line(text, limit: int | None = None) -> str:
+    """``text`` on one line (a page's HTML spans lines; each element is one line of the report)."""
+    text = " ".join(str(text if text is not None else "").split())
+    return text[:limit] if limit else text
+
+
 def describe(page: str, violations: list[dict], max_nodes: int = 5) -> str:
-    """One paragraph per violation: the page, the rule, its impact and the elements."""
+    """One paragraph per violation: the page, the rule, its impact and the elements, each
+    element on one line."""
     lines = []
     for v in violations:
-        lines.append(f"{page}: {v['id']} ({v.get('impact')}): {v.get('help', '')} [{v.get('helpUrl', '')}]")
-        for n in v["nodes"][:max_nodes]:
-            target = " ".join(str(t) for t in n.get("target", []))
-            lines.append(f"    element {target}: {n.get('html', '')[:200]}")
-        if len(v["nodes"]) > max_nodes:
-            lines.append(f"    ... and {len(v['nodes']) - max_nodes} more elements")
+        lines.append(f"{page}: {_one_line(v.get('id', '(no rule id)'))} ({v.get('impact')}): "
+                     f"{_one_line(v.get('help', ''))} [{_one_line(v.get('helpUrl', ''))}]")
+        nodes = v.get("nodes") or []
+        for n in nodes[:max_nodes]:
+            target = " ".join(_one_line(t) for t in n.get("target") or [])
+            lines.append(f"    element {target}: {_one_line(n.get('html'), 200)}")
+        if len(nodes) > max_nodes:
+            lines.append(f"    ... and {len(nodes) - max_nodes} more elements")
     return "\n".join(lines)
