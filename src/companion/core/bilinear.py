@@ -62,7 +62,17 @@ def _tensor(x, name: str) -> torch.Tensor:
         from .scores import _strided   # sparse and quantized read as dense; nested and meta refused
 
         return _strided(x.detach(), name)
-    return torch.as_tensor(np.asarray(x))
+    try:
+        arr = np.asarray(x)
+    except ValueError:   # a ragged nested list: numpy's message names no input
+        raise ValueError(f"{name} is a nested list whose rows differ in length; pass a 2-D weight [out, in].") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        # torch's "can't convert np.ndarray of type numpy.object_" named no input
+        raise ValueError(f"{name} must hold numbers, got an array of dtype {arr.dtype}; pass the weight as a "
+                         "numeric array or tensor.")
+    from .scores import _from_numpy
+
+    return _from_numpy(np.ascontiguousarray(arr)) if arr.ndim else torch.as_tensor(arr)
 
 
 def head_factors(

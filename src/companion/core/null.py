@@ -86,10 +86,15 @@ def _seed(seed) -> int:
     are refused in one line (torch's manual_seed raised a raw 'expected a long')."""
     import numbers
 
-    if (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Real) or not np.isfinite(seed)
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_)):
+        seed = int(seed)
+    elif (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Real) or not np.isfinite(seed)
             or not float(seed).is_integer()):
         raise ValueError(f"seed must be a whole number; got {seed!r}.")
-    return int(seed)
+    seed = int(seed)
+    if not -2 ** 63 <= seed < 2 ** 64:   # torch's generators take 64 bits (np.isfinite raised on more)
+        raise ValueError(f"seed must fit in 64 bits (-2**63 to 2**64 - 1); got {seed!r}.")
+    return seed
 
 
 def _generator(device: torch.device, seed: int) -> torch.Generator:
@@ -125,11 +130,16 @@ def null_scores(d: int, n_samples: int = 200, rank: int | None = None, seed: int
     Low-rank samples are scored from their factors, never formed.  On a CPU, i.i.d. draws
     that ``data/null/`` ships are read instead of drawn again (module doc); ``shipped=False``
     always draws.
+
+    The samples are drawn batch by batch, so a seed gives the same samples for the same
+    ``max_batch_bytes`` (and kind of device) only: another batch size draws other, equally
+    valid, samples of the same law.  The shipped draws use the default.
     """
     d = _whole(d, "d", 2, "the width of each matrix")
     n_samples = _whole(n_samples, "n_samples", 1, "the number of random matrices to score")
     rank = None if rank is None else _whole(rank, "rank", 1, "the rows of each factor, or None for i.i.d. entries")
     seed = _seed(seed)
+    max_batch_bytes = _whole(max_batch_bytes, "max_batch_bytes", 1, "the memory one batch of draws may take")
     device = torch.device(device) if device is not None else default_device()
     if (shipped and device.type == "cpu" and rank is None and gamma == 2.0 and variant == "excess"
             and max_batch_bytes == _MAX_BATCH_BYTES):
@@ -165,6 +175,9 @@ def null_scores(d: int, n_samples: int = 200, rank: int | None = None, seed: int
 
 def null_summary(table: pd.DataFrame, quantiles=(0.025, 0.5, 0.975)) -> pd.DataFrame:
     """Mean, standard deviation and quantiles of each score per ``(d, rank)``."""
+    missing = [c for c in ("d", "rank", "symmetry", "directionality") if c not in getattr(table, "columns", ())]
+    if missing:   # a raw KeyError before
+        raise ValueError(f"the null table lacks the column(s) {', '.join(missing)}; pass what null_scores returns.")
     rows = []
     for (d, rank), grp in table.groupby(["d", "rank"], sort=True):
         for score in ("symmetry", "directionality"):

@@ -39,6 +39,11 @@ def rotary_matrix(delta: float, d_head: int, base: float = 10000.0,
         if isinstance(v, bool) or not math.isfinite(x) or (positive and x <= 0):
             raise ValueError(f"rotary {name} must be a finite number{' > 0' if positive else ''} "
                              f"(the angles are delta * base^(-2k / d_head)), got {v!r}.")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"rotary dtype must be a real floating torch dtype (the entries are cosines and sines); "
+                         f"got {dtype!r}.")
+    # as Python floats: a 0-d numpy array passed the check and then could not multiply a tensor
+    delta, base = float(delta), float(base)
     half = d_head // 2
     theta = base ** (-torch.arange(half, dtype=dtype) * 2 / d_head)
     c, s = torch.cos(delta * theta), torch.sin(delta * theta)
@@ -57,6 +62,15 @@ def rotated_key_factors(K: torch.Tensor, delta: float, base: float = 10000.0) ->
     With ``Q`` the query factors, ``sum_h Q_h^T (R(delta) K_h)`` is the layer's form at
     query-key offset ``delta``; pass ``Q`` and the result to the ``*_factored`` scores.
     """
+    if not isinstance(K, torch.Tensor):
+        import numpy as np
+
+        K = np.asarray(K)
+        if not (np.issubdtype(K.dtype, np.number) or K.dtype == bool):
+            raise ValueError(f"K must hold numbers, got an array of dtype {K.dtype}.")
+        K = torch.as_tensor(K)
+    if K.is_complex():   # the float64 cast dropped the imaginary part with only a UserWarning
+        raise ValueError("K is complex; the rotary form is defined for real key factors [n_heads, d_head, d].")
     if K.ndim != 3:
         raise ValueError(f"K must be [n_heads, d_head, d], got shape {tuple(K.shape)}.")
     R = rotary_matrix(delta, K.shape[1], base, dtype=torch.float64).to(K.device)

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import Literal, Union
 
 import numpy as np
@@ -94,7 +95,11 @@ def _as_float64(x: ArrayLike, name: str, check_finite: bool = True) -> torch.Ten
                                  "every entry of the matrix: fill them (x.filled(value)) or pass x.data on "
                                  "purpose.")
             x = x.data
-        arr = np.asarray(x)
+        try:
+            arr = np.asarray(x)
+        except ValueError:   # numpy's own 'inhomogeneous shape' message names no input
+            raise ValueError(f"{name} is a nested list whose rows differ in length; pass a square matrix "
+                             "[d, d] or a regular stack [..., d, d].") from None
         if arr.dtype == object or not (
             np.issubdtype(arr.dtype, np.number) or arr.dtype == bool
         ):
@@ -111,7 +116,7 @@ def _as_float64(x: ArrayLike, name: str, check_finite: bool = True) -> torch.Ten
                 raise ValueError(f"{name} holds values outside float64's range (e.g. {arr[lost].flat[0]!r}); "
                                  "they would become 0 or Inf. Rescale it first: the scores do not depend "
                                  "on the matrix's scale.")
-        t = torch.from_numpy(as64)
+        t = _from_numpy(as64)
     else:
         raise ValueError(
             f"{name} must be a NumPy array or a torch tensor, got {type(x).__name__}."
@@ -122,6 +127,17 @@ def _as_float64(x: ArrayLike, name: str, check_finite: bool = True) -> torch.Ten
     if check_finite and not bool(torch.isfinite(t).all()):
         _raise_not_finite(name, t)
     return t
+
+
+def _from_numpy(arr: np.ndarray) -> torch.Tensor:
+    """``torch.from_numpy`` without its warning for a read-only array (a memory map, an array
+    marked not writeable): the scores never write to their input, so sharing its memory is safe
+    and copying a large matrix would only cost memory."""
+    if arr.flags.writeable:
+        return torch.from_numpy(arr)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(arr)
 
 
 def _strided(t: torch.Tensor, name: str) -> torch.Tensor:
@@ -353,6 +369,8 @@ def _symmetry_factored(q: torch.Tensor, k: torch.Tensor,
 def _outlier_mass(norms: torch.Tensor, gamma: float, variant: str) -> torch.Tensor:
     """Sum over the last axis of the outlier part of ``norms`` (Eqs. 18-19)."""
     n = norms.shape[-1]
+    if norms.numel() == 0:   # a stack of no matrices (torch's std warns of 0 degrees of freedom)
+        return norms.sum(dim=-1)
     mean = norms.mean(dim=-1, keepdim=True)
     std = norms.std(dim=-1, keepdim=True, unbiased=True) if n > 1 else torch.zeros_like(mean)
     threshold = mean + gamma * std
@@ -382,7 +400,9 @@ def _directionality_from_norms(
     return torch.where(zero, torch.full_like(d, float("nan")), d)
 
 
-def _check_directionality_args(gamma: float, variant: str, d: int) -> None:
+def _check_directionality_args(gamma: float, variant: str, d: int) -> float:
+    """Refuse a bad ``variant``, ``gamma`` or width; return ``gamma`` as a Python float (a
+    ``Fraction`` or a NumPy scalar passed the check and then met torch, which a Fraction broke)."""
     if variant not in DIRECTIONALITY_VARIANTS:
         raise ValueError(
             f"unknown directionality variant {variant!r}; choose one of {DIRECTIONALITY_VARIANTS}."
@@ -397,6 +417,7 @@ def _check_directionality_args(gamma: float, variant: str, d: int) -> None:
             f"the directionality score needs at least 2 rows and columns (a standard "
             f"deviation of norms); got d = {d}."
         )
+    return float(gamma)
 
 
 def directionality_score(M: ArrayLike, gamma: float = 2.0, variant: Variant = "excess"):
@@ -417,7 +438,7 @@ def directionality_score(M: ArrayLike, gamma: float = 2.0, variant: Variant = "e
         published tables); ``"eq18"`` sums the outlier norms themselves (Eq. 18 as printed).
     """
     t = _square_stack(M)
-    _check_directionality_args(gamma, variant, t.shape[-1])
+    gamma = _check_directionality_args(gamma, variant, t.shape[-1])
     # d is invariant to positive rescaling; unit scale avoids under/overflow
     return _to_output(_directionality_dense(_unit_scale(t), gamma, variant))
 
@@ -437,7 +458,7 @@ def directionality_score_factored(
     norm is ``q_i^T (Wk Wk^T) q_i``; columns likewise with the roles swapped.
     """
     q, k = _factor_pair(Wq, Wk)
-    _check_directionality_args(gamma, variant, q.shape[-1])
+    gamma = _check_directionality_args(gamma, variant, q.shape[-1])
     return _to_output(_directionality_factored(*_balanced(_unit_scale(q), _unit_scale(k)), gamma, variant))
 
 
@@ -492,7 +513,7 @@ def structure_scores(
     # scores (the same operations the public functions do, so the values are identical)
     q, k = _float_factor_pair(Wq, Wk)
     r, d = q.shape[-2], q.shape[-1]
-    _check_directionality_args(gamma, variant, d)
+    gamma = _check_directionality_args(gamma, variant, d)
     q, k = _balanced(_unit_scale_checked(q, "Wq"), _unit_scale_checked(k, "Wk"))
     if factored or (factored is None and _factored_is_cheaper(r, d)):
         grams = _grams(q, k)  # computed once for both scores

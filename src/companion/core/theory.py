@@ -56,9 +56,26 @@ def qk_logits(X, Wq, Wk, n_heads: int) -> torch.Tensor:
 
 
 def bilinear_logits(X, M) -> torch.Tensor:
-    """Logits as a bilinear form, ``[X M X^T]_ij = x_i^T M x_j`` (Eq. 2); ``M`` may be a stack."""
+    """Logits as a bilinear form, ``[X M X^T]_ij = x_i^T M x_j`` (Eq. 2).
+
+    ``X``: ``[..., N, d]`` (one sequence or a batch), ``M``: ``[..., d, d]`` (one form or a
+    stack of head forms); their leading axes broadcast as in ``torch.matmul``."""
     X, M = _t(X), _t(M)
-    return X @ M @ X.T
+    if X.ndim < 2 or M.ndim < 2 or M.shape[-1] != M.shape[-2] or M.shape[-1] != X.shape[-1]:
+        raise ValueError(f"X must be [..., N, d] and M [..., d, d] with the same width d; got X of shape "
+                         f"{tuple(X.shape)} and M of shape {tuple(M.shape)}.")
+    _broadcast("X", X.shape[:-2], "M", M.shape[:-2])
+    # transpose the last two axes only: X.T of a batch [B, N, d] reversed all three
+    return X @ M @ X.transpose(-1, -2)
+
+
+def _broadcast(a: str, sa, b: str, sb) -> None:
+    """Refuse leading (batch) axes ``sa`` of ``a`` and ``sb`` of ``b`` that do not broadcast."""
+    try:
+        np.broadcast_shapes(tuple(sa), tuple(sb))   # (torch's first call imports for a second)
+    except ValueError:
+        raise ValueError(f"the leading axes of {a} {tuple(sa)} and of {b} {tuple(sb)} do not broadcast; pass "
+                         "one batch size for both (or one of them unbatched).") from None
 
 
 def order_preserved(raw, probs, min_gap: float = 0.0) -> bool:
@@ -66,6 +83,13 @@ def order_preserved(raw, probs, min_gap: float = 0.0) -> bool:
 
     ``min_gap`` skips pairs of logits closer than that (ties at the precision the
     probabilities were stored in, e.g. float32 from a real model)."""
+    import numbers
+
+    if isinstance(min_gap, (bool, np.bool_)) or not isinstance(min_gap, numbers.Real) \
+            or not math.isfinite(min_gap) or min_gap < 0:
+        # NaN (or inf) skipped every pair, and any order, a reversed one too, read as kept
+        raise ValueError(f"min_gap must be a finite number >= 0 (logits closer than it are not compared); got "
+                         f"{min_gap!r}.")
     raw, probs = _t(raw).numpy(), _t(probs).numpy()
     if raw.shape != probs.shape or raw.ndim < 1:
         raise ValueError(f"raw logits and probabilities must have one shape [..., N]; got {raw.shape} and "
@@ -86,6 +110,9 @@ def operator_square_factor(M, x_i, x_j) -> tuple[float, float]:
     ``c = x_j^T M x_j``.  Returns ``(c, ||P(P(x_i)) - c P(x_i)||)``; ``P`` is a projection
     (idempotent) only when ``c = 1``."""
     M, x_i, x_j = (np.asarray(a, dtype=np.float64) for a in (M, x_i, x_j))
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or x_i.shape != (M.shape[0],) or x_j.shape != (M.shape[0],):
+        raise ValueError(f"M must be [d, d] and x_i, x_j vectors [d] of its width; got M {M.shape}, x_i {x_i.shape} "
+                         f"and x_j {x_j.shape}.")
     P = lambda x: float(x @ M @ x_j) * x_j  # noqa: E731
     c = float(x_j @ M @ x_j)
     return c, float(np.linalg.norm(P(P(x_i)) - c * P(x_i)))
@@ -150,13 +177,21 @@ def update_from_beta(X, beta) -> torch.Tensor:
     if X.ndim < 2 or B.ndim < 2 or B.shape[-1] != B.shape[-2] or B.shape[-1] != X.shape[-2]:
         raise ValueError(f"X must be [..., N, d] and beta [..., N, N] over the same N tokens; got {tuple(X.shape)} "
                          f"and {tuple(B.shape)}.")
+    _broadcast("X", X.shape[:-2], "beta", B.shape[:-2])
     return torch.einsum("...ia,...ij,...jb->ab", X, B, X)
 
 
 def proof_beta_linear(delta, X) -> torch.Tensor:
     """The coefficient the proof defines (Eqs. S31-S36): ``beta_ij = delta_i^T x_j``
-    (before masking to ``j in C_i``); exact for attention without softmax (Eq. S33)."""
-    return _t(delta) @ _t(X).transpose(-1, -2)
+    (before masking to ``j in C_i``); exact for attention without softmax (Eq. S33).
+
+    ``delta`` and ``X``: ``[..., N, d]`` over the same ``N`` tokens and width ``d``."""
+    delta, X = _t(delta), _t(X)
+    if delta.ndim < 2 or X.ndim < 2 or delta.shape[-2:] != X.shape[-2:]:
+        raise ValueError(f"delta and X must both be [..., N, d] over the same tokens and width; got delta of shape "
+                         f"{tuple(delta.shape)} and X of shape {tuple(X.shape)}.")
+    _broadcast("delta", delta.shape[:-2], "X", X.shape[:-2])
+    return delta @ X.transpose(-1, -2)
 
 
 def softmax_beta(delta, X, alpha) -> torch.Tensor:
@@ -166,6 +201,9 @@ def softmax_beta(delta, X, alpha) -> torch.Tensor:
     """
     raw = proof_beta_linear(delta, X)
     alpha = _t(alpha)
+    if alpha.shape != raw.shape:   # a row [N] of weights was broadcast over every query
+        raise ValueError(f"alpha must hold the attention weights of every query, shape {tuple(raw.shape)} "
+                         f"(delta's tokens by X's); got {tuple(alpha.shape)}.")
     return alpha * (raw - (alpha * raw).sum(-1, keepdim=True))
 
 
@@ -234,6 +272,11 @@ def norm_ratio_monte_carlo(Sigma, beta, case: str, n_samples: int, sigma_y: floa
     if case not in ("context", "prediction"):
         raise ValueError(f"case must be 'context' or 'prediction', got {case!r}.")
     n_samples = _count(n_samples, "n_samples")
+    import numbers
+
+    if isinstance(sigma_y, (bool, np.bool_)) or not isinstance(sigma_y, numbers.Real) \
+            or not math.isfinite(sigma_y) or sigma_y <= 0:
+        raise ValueError(f"sigma_y must be a finite standard deviation > 0 (y ~ N(0, sigma_y^2 I)); got {sigma_y!r}.")
     d = Sigma.shape[0]
     rng = np.random.default_rng(_seed(seed))
     try:
@@ -248,8 +291,11 @@ def norm_ratio_monte_carlo(Sigma, beta, case: str, n_samples: int, sigma_y: floa
     a, b = (v, y) if case == "context" else (y, v)              # Delta = a b^T
     col2 = (b ** 2) * (a ** 2).sum(1, keepdims=True)            # ||column k||^2 = b_k^2 ||a||^2
     row2 = (a ** 2) * (b ** 2).sum(1, keepdims=True)            # ||row m||^2 = a_m^2 ||b||^2
-    return {"col": col2.mean(0), "row": row2.mean(0),
-            "col_se": col2.std(0) / math.sqrt(n_samples), "row_se": row2.std(0) / math.sqrt(n_samples)}
+    # the standard error of a mean uses the sample standard deviation (n - 1); one sample has none
+    # (std with ddof 0 gave 0, as if the mean were exact)
+    se = (lambda a: a.std(0, ddof=1) / math.sqrt(n_samples)) if n_samples > 1 \
+        else (lambda a: np.full(a.shape[1], np.nan))
+    return {"col": col2.mean(0), "row": row2.mean(0), "col_se": se(col2), "row_se": se(row2)}
 
 
 def norm_ratio_closed_form(Sigma, case: str) -> np.ndarray:
@@ -259,6 +305,10 @@ def norm_ratio_closed_form(Sigma, case: str) -> np.ndarray:
     """
     Sigma = _covariance(Sigma)
     d, tr, diag = Sigma.shape[0], np.trace(Sigma), np.diag(Sigma)
+    if (case in ("context", "prediction") and not tr > 0) or (case == "context" and not (diag > 0).all()):
+        # the context ratio divides by each variance, the prediction ratio by their sum: inf or NaN
+        raise ValueError(f"Sigma has a zero variance on its diagonal (dimension {int(np.argmin(diag))}); the {case} "
+                         "ratio of Eqs. S62/S67 divides by it. Drop that dimension or give it a variance.")
     if case == "context":
         return np.broadcast_to(tr / (d * diag)[None, :], (d, d)).copy()
     if case == "prediction":
@@ -402,6 +452,11 @@ def beta_pair_statistics(beta, allowed=None) -> dict:
         raise ValueError("beta_pair_statistics does not apply a mask: pass allowed=None and set the "
                          "forbidden entries of beta to 0 (a causal mask's pairs then count in one_zero).")
     B = np.asarray(beta, dtype=np.float64)
+    if B.ndim < 2 or B.shape[-1] != B.shape[-2] or B.shape[-1] < 2:
+        raise ValueError(f"beta must be [..., N, N] with N >= 2 tokens (pairs i < j); got shape {B.shape}.")
+    if not np.isfinite(B).all():
+        # NaN coefficients compared unequal in sign and non-zero: a same-sign share of 0
+        raise ValueError("beta holds NaN or Inf coefficients; check the gradients it was read from.")
     N = B.shape[-1]
     iu = np.triu_indices(N, k=1)
     a = B[..., iu[0], iu[1]].ravel()
@@ -421,6 +476,10 @@ def symmetric_update_share(p: float, N: int) -> dict:
     ``share_of_all``: the masked-masked terms as a share of all off-diagonal terms,
     ``(pN-1)/(N-1)`` which tends to ``p``.
     """
+    import numbers
+
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in (p, N)):
+        raise ValueError(f"p (a masking rate) and N (a sequence length) must be numbers; got p={p!r}, N={N!r}.")
     if not (0 < p < 1 and math.isfinite(N) and N >= 2):
         raise ValueError(f"need 0 < p < 1 and a finite N >= 2, got p={p}, N={N}.")
     m = p * N

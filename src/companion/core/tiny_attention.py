@@ -89,6 +89,9 @@ class TinyAttentionModel(nn.Module):
             # True built one head; 2.0 heads or d=2.5 raised raw torch errors at the first pass
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < least:
                 raise ValueError(f"{name} must be a whole number >= {least}; got {v!r}.")
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+            # torch.manual_seed read 1.5 (and True) as seed 1 without a word
+            raise ValueError(f"seed must be a whole number; got {seed!r}.")
         g = torch.random.fork_rng()
         with g:
             torch.manual_seed(seed)
@@ -103,6 +106,13 @@ class TinyAttentionModel(nn.Module):
         self.store: dict = {}
 
     def forward(self, tokens: torch.Tensor, mask: Mask = "causal") -> torch.Tensor:
+        if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.is_floating_point() \
+                or tokens.is_complex() or tokens.dtype == torch.bool:
+            # a 1-D tensor raised 'not enough values to unpack', float ids a raw embedding error
+            what = (f"a tensor of shape {tuple(tokens.shape)} and dtype {tokens.dtype}"
+                    if isinstance(tokens, torch.Tensor) else type(tokens).__name__)
+            raise ValueError(f"tokens must be an integer tensor of ids [batch, N]; got {what} (a single sequence: "
+                             "tokens[None]).")
         B, N = tokens.shape
         if N > self.max_len:
             raise ValueError(f"sequence length {N} exceeds max_len={self.max_len}.")
@@ -137,6 +147,14 @@ def masked_token_loss(model: TinyAttentionModel, tokens: torch.Tensor, masked: t
                       mask_id: int) -> torch.Tensor:
     """Bidirectional masked objective (Eq. S10): masked positions are replaced by
     ``mask_id`` and predicted from the whole sequence (full attention)."""
+    V = model.emb.num_embeddings
+    if isinstance(mask_id, (bool, np.bool_)) or not isinstance(mask_id, (int, np.integer)) or not 0 <= mask_id < V:
+        # an id past the vocabulary was reported as a token id of the sequence; 2.5 was filled in as 2
+        raise ValueError(f"mask_id must be a token id of the model's vocabulary, 0..{V - 1}; got {mask_id!r}.")
+    if not isinstance(masked, torch.Tensor) or masked.dtype != torch.bool or masked.shape != tokens.shape:
+        what = (f"a tensor of shape {tuple(masked.shape)} and dtype {masked.dtype}"
+                if isinstance(masked, torch.Tensor) else type(masked).__name__)
+        raise ValueError(f"masked must be a boolean tensor of the tokens' shape {tuple(tokens.shape)}; got {what}.")
     inputs = tokens.masked_fill(masked, mask_id)
     logits = model(inputs, mask="full")
     return nn.functional.cross_entropy(logits[masked], tokens[masked], reduction="sum")
@@ -147,6 +165,8 @@ def objective_loss(model: TinyAttentionModel, batch: torch.Tensor, objective: st
     """The summed loss of one batch under ``objective`` and the number of predictions it
     sums: next-token (Eq. S7) or masked (Eq. S10, positions drawn at ``mask_rate`` from
     ``gen``, at least one per sequence)."""
+    if objective not in ("autoregressive", "bidirectional"):   # any other name trained the masked one
+        raise ValueError(f"objective must be 'autoregressive' or 'bidirectional', got {objective!r}.")
     if objective == "autoregressive":
         return next_token_loss(model, batch), batch.shape[0] * (batch.shape[1] - 1)
     masked = torch.rand(batch.shape, generator=gen) < mask_rate
@@ -232,6 +252,11 @@ def implicit_update_errors(etas, seed: int = 0, d: int = 16, N: int = 12, vocab:
     """
     import pandas as pd
 
+    etas = list(etas)
+    for eta in etas:   # NaN gave a row of NaN errors, inf a NaN change
+        if isinstance(eta, (bool, np.bool_)) or not isinstance(eta, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(eta) or eta <= 0:
+            raise ValueError(f"each learning rate eta must be a finite number > 0; got {eta!r}.")
     tokens = torch.randint(0, vocab, (1, N), generator=torch.Generator().manual_seed(seed))
     rows = []
     for eta in etas:
