@@ -530,6 +530,35 @@ def test_autoregressive_counts_by_hand():
     np.testing.assert_allclose(e_c, mu_c) and np.testing.assert_allclose(e_p, mu_p)
 
 
+@pytest.mark.parametrize("call", ["autoregressive_counts", "masked_counts", "s79_expectation"])
+def test_counts_over_no_sequence_are_refused_not_nan(call):
+    """Means over zero sequences came out NaN with only numpy's 'invalid value' warning."""
+    from companion.core import theory as th
+
+    seqs = np.zeros((0, 4), dtype=int)
+    calls = {"autoregressive_counts": lambda: th.autoregressive_counts(seqs, 3),
+             "masked_counts": lambda: th.masked_counts(seqs, 3, 0.5, 2),
+             "s79_expectation": lambda: th.s79_expectation(seqs, 3, 0.5)}
+    with pytest.raises(REFUSED, match="seqs") as err:
+        calls[call]()
+    _one_line(err)
+
+
+def test_masked_counts_of_one_sequence_match_the_exact_expectation():
+    """One sequence [0, 1, 2] at rate rho: an occurrence is context for the masked others when it
+    is unmasked, (1 - rho) (N - 1) rho on average, which s79_expectation states."""
+    from companion.core.theory import masked_counts, s79_expectation
+
+    rho, N = 0.3, 3
+    mu_c, mu_p = masked_counts(np.array([[0, 1, 2]]), 3, rho, 4000, seed=2)
+    want = (1 - rho) * (N - 1) * rho
+    np.testing.assert_allclose(s79_expectation(np.array([[0, 1, 2]]), 3, rho), want)
+    # per draw the count lies in {0, 1, 2}: its standard deviation is below 1, so 4000 draws give
+    # a standard error below 0.016
+    np.testing.assert_allclose(mu_c, want, atol=0.07)
+    np.testing.assert_allclose(mu_p, want, atol=0.07)
+
+
 # ============================================================ (e) rotary embeddings
 
 @pytest.mark.parametrize("delta", [1.0, 37.0, 4096.0, 131072.0, -65537.0])

@@ -329,6 +329,9 @@ def _token_ids(seqs, vocab_size) -> np.ndarray:
     if seqs.ndim != 2 or not np.issubdtype(seqs.dtype, np.integer):
         raise ValueError(f"seqs must be a 2-D array of token ids [n_sequences, N]; got shape {seqs.shape} of "
                          f"{seqs.dtype}.")
+    if 0 in seqs.shape:   # the means over no sequence came out NaN with only a RuntimeWarning
+        raise ValueError(f"seqs holds no token (shape {seqs.shape}); the counts are means over at least one "
+                         "sequence of at least one token.")
     outside = (seqs < 0) | (seqs >= vocab_size)
     if outside.any():
         raise ValueError(f"token id {int(seqs[outside].flat[0])} lies outside the vocabulary of vocab_size="
