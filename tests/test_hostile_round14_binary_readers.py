@@ -463,6 +463,27 @@ def test_onnx_blockwise_dequantize_linear_is_refused_naming_the_blocks(tmp_path)
     _refused(lambda: _read(path), str(path), "blocks of 4")
 
 
+@pytest.mark.parametrize("stored, width", [("float16", 2), ("int8", 1), ("double", 8)])
+def test_onnx_query_key_bytes_are_counted_as_stored(tmp_path, stored, width):
+    """``meta['qk_bytes']`` (the quantisation survey's bits per stored weight) counted 4 bytes
+    per weight whatever the initializer held: int8 weights were reported as 32-bit."""
+    from onnx import helper, numpy_helper
+
+    if stored == "int8":   # both sides MatMul(x, DequantizeLinear(W8, scale))
+        model, wk = _dequant_model(RNG.integers(-128, 128, (D, D)).astype(np.int8), np.array(0.1, np.float32), None)
+        _init(model, "Wk").CopyFrom(numpy_helper.from_array(RNG.integers(-128, 128, (D, D)).astype(np.int8), "Wk8"))
+        model.graph.node.insert(0, helper.make_node("DequantizeLinear", ["Wk8", "Wq_s"], ["Wk_f"]))
+        next(n for n in model.graph.node if n.op_type == "MatMul" and n.input[1] == "Wk").input[1] = "Wk_f"
+    else:
+        model, wq, wk = _onnx_model()
+        dt = np.float16 if stored == "float16" else np.float64
+        for name, w in (("Wq", wq), ("Wk", wk)):
+            _init(model, name).CopyFrom(numpy_helper.from_array(w.astype(dt), name))
+    ck = _read(_save(model, tmp_path / "m.onnx"))
+    n = sum(layer.Wq.numel() + layer.Wk.numel() for layer in ck.layers)
+    assert ck.meta["qk_bytes"] == width * n == width * 2 * D * D
+
+
 def test_an_onnx_file_with_an_upper_case_suffix_is_read_as_onnx(tmp_path):
     model, wq, wk = _onnx_model()
     layer = _read(_save(model, tmp_path / "M.ONNX")).layers[0]

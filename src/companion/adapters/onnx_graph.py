@@ -537,7 +537,15 @@ class ONNXSource(TensorSource):
         self.bytes_read = os.path.getsize(path)
 
     def stored_nbytes(self, name: str) -> int:
-        return math.prod(self.shapes[name]) * 4
+        """Bytes of the stored initializer: 1 per int8 weight, 2 per float16, 8 per double."""
+        from onnx.helper import tensor_dtype_to_np_dtype
+
+        stored = self._dequant.get(name, (name,))[0]
+        try:
+            width = np.dtype(tensor_dtype_to_np_dtype(self._inits[stored].data_type)).itemsize
+        except (KeyError, TypeError, ValueError):   # an element type numpy has no dtype for
+            width = 4
+        return math.prod(self.shapes[name]) * width
 
     def _load(self, name: str) -> torch.Tensor:
         try:
