@@ -27,9 +27,18 @@ __all__ = ["block_means", "block_rms", "form_summaries", "head_summaries", "expl
            "embed_json", "is_explorer_html"]
 
 
+def _whole(value, what: str, least: int = 1) -> int:
+    """``value`` as a whole number of at least ``least``, else a one-line ``ValueError`` naming ``what``."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise ValueError(f"the explorer's {what} must be a whole number of at least {least} (got {value!r})")
+    return int(value)
+
+
 def _blocks(d: int, cells: int) -> torch.Tensor:
     """``[cells, d]`` averaging matrix of a grid of (nearly) equal consecutive blocks."""
-    cells = min(cells, d)
+    cells = min(_whole(cells, "number of cells (or bins)"), d)
     which = torch.div(torch.arange(d) * cells, d, rounding_mode="floor")
     P = torch.zeros(cells, d, dtype=torch.float64)
     P[which, torch.arange(d)] = 1.0
@@ -119,6 +128,7 @@ def explorer_data(live: dict, cells: int = 24, max_heads: int = 8) -> dict:
 
     ``max_heads`` caps the heads kept per layer (the first ones), to bound the page's size.
     """
+    max_heads = _whole(max_heads, "max_heads", least=0)   # a negative cap would drop the last heads
     data: dict = {}
     for key, ckpt in sorted(live.items()):
         for layer in ckpt.self_attention_layers():
