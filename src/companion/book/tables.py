@@ -359,7 +359,7 @@ def readable(obj, caption: str | None = None) -> str:
     # focusable, so that a table wider than the page scrolls by keyboard too (axe: scrollable-region-focusable)
     out = ['<div class="companion-table-wrap" tabindex="0" role="region" aria-label="table"><table class="companion-table table">']
     if caption:
-        out.append(f"<caption>{html.escape(caption)}</caption>")
+        out.append(f"<caption>{html.escape(str(caption))}</caption>")
     num = ' class="num"'
     out.append("<thead><tr>" + "".join(
         f'<th scope="col"{num if k else ""}>{html.escape(h)}</th>' for h, k in zip(heads, kinds))
