@@ -300,6 +300,13 @@ def test_very_long_text_with_markup_is_kept_whole_and_escaped():
     assert "<b>" not in html and _read(pd.DataFrame({"t": [text]}))[1] == [[text]]
 
 
+def test_a_caption_that_is_no_text_is_written_as_its_text():
+    from companion.book.tables import readable
+
+    html = readable(pd.DataFrame({"a": [1]}), caption=2024)    # AttributeError before
+    assert "<caption>2024</caption>" in html
+
+
 def test_nullable_integers_and_yes_no_with_a_gap_read_a_dash_for_it():
     df = pd.DataFrame({"i": pd.array([1, None, 3000], dtype="Int64"), "b": [True, None, False]})
     assert _read(df)[1] == [["1", "yes"], ["—", "—"], ["3,000", "no"]]
@@ -497,6 +504,29 @@ def test_a_model_named_so_that_the_page_would_lose_it_is_refused(where):
     with pytest.raises(ValueError) as err:
         explorer_html(data)
     assert "'__proto__'" in one_line(err)
+
+
+@pytest.mark.parametrize("cells", [0, -3, 2.5, True], ids=["0", "negative", "fraction", "bool"])
+def test_a_grid_that_is_no_whole_number_of_cells_is_refused_in_one_line(cells):
+    # IndexError, RuntimeError or TypeError from inside torch before
+    from companion.book.explorer import form_summaries
+
+    with pytest.raises(ValueError) as err:
+        form_summaries(_seeded((1, 8, 8)), cells=cells)
+    assert repr(cells) in one_line(err) and "cells" in str(err.value)
+
+
+def test_a_negative_cap_on_heads_is_refused_not_read_as_all_but_the_last():
+    from companion.book.explorer import explorer_data
+
+    Q, K = _seeded((3, 4, 8), 6), _seeded((3, 4, 8), 7)
+    layer = types.SimpleNamespace(index=0, n_heads=3, d_model=8, component="encoder",
+                                  head_factors=lambda how: (Q, K), form=lambda how: (Q.transpose(-1, -2) @ K).sum(0))
+    live = {"m": types.SimpleNamespace(self_attention_layers=lambda: [layer])}
+    assert len(explorer_data(live, cells=4, max_heads=2)["m"]["encoder"][0]["heads"]) == 2
+    with pytest.raises(ValueError) as err:
+        explorer_data(live, cells=4, max_heads=-1)    # Q[:-1]: every head but the last
+    assert "max_heads" in one_line(err)
 
 
 def test_a_form_of_zeros_has_no_score_and_its_page_carries_no_nan():
