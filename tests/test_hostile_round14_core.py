@@ -770,15 +770,7 @@ def test_the_causal_model_s_logits_do_not_see_later_tokens_and_the_full_one_s_do
     assert (fa[0, :3] - fb[0, :3]).abs().max() > 1e-6
 
 
-@pytest.fixture(scope="module")
-def optimizer_loaded():
-    """torch's first optimizer step imports its compiler stack (seconds, once per process)."""
-    p = torch.zeros(1, requires_grad=True)
-    p.grad = torch.ones(1)
-    torch.optim.SGD([p], lr=0.1).step()
-
-
-def test_the_one_step_change_of_m_is_first_order_plus_exactly_the_stated_remainder(optimizer_loaded):
+def test_the_one_step_change_of_m_is_first_order_plus_exactly_the_stated_remainder():
     """Remark S1.6: M1 - M0 - first = eta^2 G M0^T G, so 'error' equals 'remainder'."""
     from companion.core.tiny_attention import implicit_update_errors
 

@@ -270,7 +270,10 @@ def implicit_update_errors(etas, seed: int = 0, d: int = 16, N: int = 12, vocab:
         X = model.store["inputs"][0].detach()[0]
         beta = model.store["scores"][0].grad[0, 0]
         G = X.T @ beta @ X
-        torch.optim.SGD(model.parameters(), lr=eta).step()
+        with torch.no_grad():   # one plain SGD step, p <- p - eta grad (what torch.optim.SGD does, without
+            for p in model.parameters():   # the seconds its first step spends importing torch's compiler)
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-eta)
         M1 = blk.q.weight.detach().T @ blk.k.weight.detach()
         first = -eta * (A.T @ A @ G + G @ B.T @ B)
         rows.append({
