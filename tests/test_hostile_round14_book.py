@@ -781,3 +781,19 @@ def test_a_table_of_contents_without_a_root_or_with_a_link_is_read_without_a_tra
 
     (tmp_path / "_toc.yml").write_text(toc)
     assert toc_pages(tmp_path / "_toc.yml") == (["b"] if "root" not in toc else ["a"])
+
+
+def test_a_run_size_that_is_not_text_is_refused_naming_it():
+    from companion.base.runtime import run_size
+
+    for bad in (3, ["ci"], b"ci"):
+        with pytest.raises(ValueError, match="is not a name"):
+            run_size(bad)
+
+
+def test_a_key_written_twice_in_the_table_of_contents_is_refused_not_kept_second(tmp_path):
+    from companion.book.site.chapters import toc_docnames
+
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nroot: other\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="_toc.yml: not a table of contents"):
+        toc_docnames(tmp_path)

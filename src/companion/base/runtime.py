@@ -74,6 +74,8 @@ def run_size(size: str | None = None) -> str:
     chosen = size if size is not None else os.environ.get(ENV_VAR)
     if chosen is None or chosen == "":
         return "gpu" if torch.cuda.is_available() else "ci"
+    if not isinstance(chosen, str):
+        raise ValueError(f"run size {chosen!r} is not a name; give one of {RUN_SIZES} as text.")
     chosen = chosen.strip().lower()
     if chosen not in RUN_SIZES:
         raise ValueError(

@@ -54,7 +54,13 @@ def _load_yaml(path: Path):
         raise ImportError(
             "reading _toc.yml needs PyYAML: pip install -e '.[book]'"
         ) from err
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    from ...base.bounded_yaml import load_bounded
+
+    try:   # a key written twice (safe_load keeps the second silently) or an alias bomb is refused
+        return load_bounded(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, OverflowError) as err:
+        raise ValueError(f"{path}: not a table of contents this book can read "
+                         f"({' '.join(str(err).split())[:300]}); fix the YAML (a key written twice?).") from None
 
 
 def toc_docnames(root: Path | str = ".") -> list[str]:
