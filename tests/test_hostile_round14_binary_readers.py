@@ -239,6 +239,12 @@ def test_gguf_dimensions_whose_product_wraps_past_two_to_the_64_are_refused(tmp_
     _refused(lambda: _gguf_source(path), str(path), "outside the file")
 
 
+def test_a_gguf_scalar_stored_as_quantised_blocks_is_refused_naming_it(tmp_path):
+    """Blocks run along a tensor's first dimension; a scalar has none (a raw IndexError)."""
+    path = _gguf(tmp_path / "s.gguf", tensors=[("w", (), 8, b"\0" * 34)])
+    _refused(lambda: _gguf_source(path), str(path), "'w'", "Q8_0")
+
+
 def _hand_q4_k(raw: np.ndarray) -> np.ndarray:
     """``dequantize_row_q4_K`` of ggml-quants.c, block by block (256 values of 144 bytes)."""
     out = []
@@ -488,6 +494,25 @@ def test_an_onnx_file_with_an_upper_case_suffix_is_read_as_onnx(tmp_path):
     model, wq, wk = _onnx_model()
     layer = _read(_save(model, tmp_path / "M.ONNX")).layers[0]
     np.testing.assert_allclose(_forms(layer), _by_hand(wq.T, wk.T, H), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("present", ["decoder_model.onnx", "encoder.onnx"])
+def test_a_folder_with_half_an_encoder_decoder_pair_is_refused_naming_the_missing_graph(tmp_path, present):
+    """Before: 'has no config.json; point at a Hugging Face model folder', about a folder of ONNX graphs."""
+    model, _, _ = _onnx_model()
+    _save(model, tmp_path / present)
+    missing = "encoder" if present.startswith("decoder") else "decoder"
+    _refused(lambda: _read(tmp_path), str(tmp_path), present, f"no {missing} graph")
+
+
+def test_an_encoder_decoder_pair_named_in_both_styles_reads_both_stacks(tmp_path):
+    model, wq, wk = _onnx_model()
+    _save(model, tmp_path / "encoder.onnx")
+    _save(model, tmp_path / "decoder_model.onnx")
+    layers = _read(tmp_path).layers
+    assert [(layer.component, layer.role) for layer in layers] == [("encoder", "encoder"), ("decoder", "causal")]
+    for layer in layers:
+        np.testing.assert_allclose(_forms(layer), _by_hand(wq.T, wk.T, H), rtol=1e-5, atol=1e-5)
 
 
 # ============================================================ 3. CTranslate2 model.bin

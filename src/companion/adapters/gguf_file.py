@@ -202,6 +202,8 @@ class _GGUFTensorInfo:
         self.tensor_type = GGMLQuantizationType(ggml_type)
         self.ne = ne
         block, type_size = GGML_QUANT_SIZES[self.tensor_type]
+        if block > 1 and not ne:   # blocks run along the first dimension, which a scalar lacks
+            raise ValueError(f"tensor {name!r} is a scalar stored as {self.tensor_type.name} blocks of {block}")
         n = math.prod(ne)
         self.n_bytes = n * type_size // block
         self.data_offset = data_offset

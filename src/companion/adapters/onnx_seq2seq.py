@@ -36,7 +36,8 @@ _NAMES = {"encoder": ("encoder.onnx", "encoder_model.onnx"), "decoder": ("decode
 
 
 def seq2seq_graphs(folder: Path) -> dict[str, Path] | None:
-    """``{"encoder": path, "decoder": path}`` when ``folder`` holds both graphs, else ``None``."""
+    """``{"encoder": path, "decoder": path}`` when ``folder`` holds both graphs, ``None`` when it
+    holds neither; one without the other is refused by name."""
     found = {}
     for stack, names in _NAMES.items():
         hits = [folder / n for n in names if (folder / n).is_file()]
@@ -45,6 +46,12 @@ def seq2seq_graphs(folder: Path) -> dict[str, Path] | None:
                                  "keep the one that belongs to the model.")
         if hits:
             found[stack] = hits[0]
+    if len(found) == 1:   # half a pair: said so, not read as a folder with no config.json
+        (stack, graph), = found.items()
+        other = "decoder" if stack == "encoder" else "encoder"
+        raise CompanionError(f"{folder} holds the {stack} graph {graph.name} but no {other} graph "
+                             f"({' or '.join(_NAMES[other])}); add it, or point at {graph.name} itself "
+                             "to read that graph alone.")
     return found if len(found) == 2 else None
 
 
