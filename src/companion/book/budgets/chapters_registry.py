@@ -68,33 +68,10 @@ def toc_pages(toc: Path | str = ROOT / "_toc.yml") -> list[str]:
     the pages the book builds, as :func:`companion.book.site.chapters.toc_docnames` reads them
     (an entry written with its suffix counts; a ``url:`` entry is no page; a ``glob:`` entry
     or a ``file:`` that is no path is refused in one line)."""
-    import re
+    from ...base.toc import toc_entries
 
     toc = Path(toc)
-    data = _yaml(toc) or {}
-    pages: list[str] = []
-
-    def walk(node):
-        if isinstance(node, list):
-            for child in node:
-                walk(child)
-            return
-        if not isinstance(node, dict):
-            return
-        if "glob" in node:
-            raise ValueError(f"{toc}: the entry glob: {node['glob']!r} is not read by the companion's tools; "
-                             "list each page with file: instead")
-        for key in ("root", "file"):
-            if key in node:
-                if not isinstance(node[key], str) or not node[key].strip():
-                    raise ValueError(f"{toc}: {key}: {str(node[key])[:60]!r} is not a page's path; write one "
-                                     "path, such as book/intro")
-                pages.append(Path(re.sub(r"\.(md|ipynb)$", "", node[key].strip().strip("/"))).name)
-        for key in ("parts", "chapters", "sections"):
-            walk(node.get(key) or [])
-
-    walk(data)
-    return list(dict.fromkeys(pages))
+    return list(dict.fromkeys(Path(n).name for n in toc_entries(_yaml(toc) or {}, toc)))
 
 
 def load_registry(path: Path | str = REGISTRY_FILE) -> dict[str, dict]:

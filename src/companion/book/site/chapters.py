@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...base.toc import strip_suffix, toc_entries
+
 __all__ = ["Chapter", "JUPYTEXT_HEADER", "toc_yaml", "toc_docnames", "is_notebook_source", "book_chapters",
            "repository_url", "site_url", "book_links", "github_parts"]
 
@@ -72,43 +74,10 @@ def toc_docnames(root: Path | str = ".") -> list[str]:
             f"no _toc.yml in {root.resolve()}; run this from the repository root "
             "or pass --root."
         )
-    toc = _load_yaml(toc_path)
-    names: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "glob" in node:   # pages the build finds by pattern would be missing from every list made here
-                raise ValueError(f"{toc_path}: the entry glob: {node['glob']!r} is not read by the companion's tools; "
-                                 "list each page with file: instead.")
-            for key in ("root", "file"):
-                if key in node and not isinstance(node[key], str):
-                    raise ValueError(f"{toc_path}: {key}: {str(node[key])[:60]!r} is not a page's path; write one "
-                                     "path, such as book/intro.")
-                if isinstance(node.get(key), str):
-                    names.append(_strip_suffix(node[key]))
-            for key in ("parts", "chapters", "sections"):
-                if not isinstance(node.get(key) or [], list):
-                    raise ValueError(f"{toc_path}: {key}: must be a list of entries (- file: ...), not "
-                                     f"{str(node[key])[:60]!r}.")
-                for child in node.get(key) or []:
-                    walk(child)
-        elif isinstance(node, list):
-            for child in node:
-                walk(child)
-
-    walk(toc)
-    for n in names:   # every page lies in the book: its notebook, deck and student copy are written under --out
-        if not n:
-            raise ValueError(f"{toc_path}: a file entry is empty; give each page's path, such as book/intro.")
-        if ".." in n.split("/") or "\\" in n or n.startswith("~") or Path(n).is_absolute():
-            raise ValueError(f"{toc_path}: the entry {n!r} leaves the book's folder; list pages by their path "
-                             "under the repository root, such as book/intro.")
-    seen: set[str] = set()
-    return [n for n in names if not (n in seen or seen.add(n))]
+    return toc_entries(_load_yaml(toc_path), toc_path)
 
 
-def _strip_suffix(name: str) -> str:
-    return re.sub(r"\.(md|ipynb)$", "", name.strip().strip("/"))
+_strip_suffix = strip_suffix   # the name the builders import
 
 
 def is_notebook_source(path: Path | str) -> bool:
