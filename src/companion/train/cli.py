@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shlex
 import sys
 import stat
@@ -54,13 +55,13 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="held-out blocks per evaluation (>= 1), or 'all' for the whole held-out split")
     p.add_argument("--penalty", choices=PENALTIES, default="none")
     p.add_argument("--penalty-coef", type=float, default=0.0)
-    p.add_argument("--corpus", default="wikipedia",
+    p.add_argument("--corpus", default="wikipedia", type=_folder_named("--corpus", "a corpus name or file"),
                    help="offline: wikipedia (default), english-mix, shakespeare, kjv, python-docs; online: "
                         "wikimedia/wikipedia, slimpajama (with --max-tokens); or a local "
                         ".txt/.jsonl/.csv file")
     p.add_argument("--max-tokens", type=_positive("--max-tokens", "tokens"), default=None,
                    help="token budget for an online corpus (streamed until reached)")
-    p.add_argument("--tokenizer", default=None,
+    p.add_argument("--tokenizer", default=None, type=_folder_named("--tokenizer", "a tokenizer folder or hub id"),
                    help="tokenizer folder or hub id (default: $COMPANION_TOKENIZER, else the offline "
                         "all-MiniLM-L6-v2 vocabulary, else bert-base-uncased)")
     p.add_argument("--top-k", type=int, default=None,
@@ -95,7 +96,8 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="continue from OUT/checkpoint.pt (or start, if OUT holds no checkpoint yet)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace a finished or interrupted run in OUT (otherwise refused)")
+                   help="replace a finished or interrupted run in OUT: its history, provenance, checkpoint "
+                        "and kept weights (otherwise refused)")
     p.add_argument("--keep-checkpoint", action="store_true",
                    help="keep OUT/checkpoint.pt after the run finishes (deleted by default)")
     p.add_argument("--out", required=True, type=_folder_named("--out"),
@@ -104,13 +106,13 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def _folder_named(flag: str):
-    """An argparse type refusing an empty or blank folder name: ``--out "$RUN"`` with ``RUN`` unset
-    would train into (and, with --overwrite, delete the run files of) the current folder."""
+def _folder_named(flag: str, what: str = "the run's own folder, such as runs/my-run"):
+    """An argparse type refusing an empty or blank name: ``--out "$RUN"`` with ``RUN`` unset
+    would train into (and, with --overwrite, delete the run files of) the current folder, and
+    ``--tokenizer "$TOK"`` would train on the default tokenizer."""
     def parse(text: str) -> str:
         if not text.strip():
-            raise argparse.ArgumentTypeError(f"{flag} is empty (an unset variable?); give the run's own folder, "
-                                             "such as runs/my-run")
+            raise argparse.ArgumentTypeError(f"{flag} is empty (an unset variable?); give {what}")
         return text
     return parse
 
@@ -212,6 +214,12 @@ def _prepare_out(out: Path, resume: bool, overwrite: bool, keep=()) -> bool:
     """
     from ..base.errors import CompanionError
 
+    for name in RUN_FILES:   # a folder of that name is not the tool's (nor a finished run)
+        p = out / name
+        if p.is_dir() and not p.is_symlink():
+            also = "; --overwrite replaces only the run's own files" if overwrite else ""
+            raise CompanionError(f"{p} is a folder, not a file a run writes{also}. Move it away, or choose "
+                                 "another --out.")
     finished = (out / "history.csv").exists()
     ckpt = (out / "checkpoint.pt").exists()
     if overwrite and resume:
@@ -223,12 +231,6 @@ def _prepare_out(out: Path, resume: bool, overwrite: bool, keep=()) -> bool:
         what = "a finished run" if finished else "an interrupted run (checkpoint.pt)"
         raise CompanionError(f"{out} already holds {what}; pass --resume to continue it, "
                              "--overwrite to replace it, or choose another --out.")
-    if overwrite:   # only files a run writes are replaced: a folder of that name is not the tool's
-        for name in ("history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256"):
-            p = out / name
-            if (p.exists() or p.is_symlink()) and (p.is_dir() and not p.is_symlink()):
-                raise CompanionError(f"{p} is a folder, not a file a run writes; --overwrite replaces only the "
-                                     "run's own files. Move it away, or choose another --out.")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -238,8 +240,20 @@ def _prepare_out(out: Path, resume: bool, overwrite: bool, keep=()) -> bool:
     return False if overwrite else ckpt
 
 
-#: the files of a run that --overwrite removes before the new run trains
-RUN_FILES = ("history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256")
+#: the files of a run that --overwrite removes before the new run trains (with its kept weights)
+RUN_FILES = ("history.csv", "provenance.json", "checkpoint.pt", "checkpoint.pt.sha256", "checkpoint.pt.sha256.pending")
+
+#: the name of a run's kept weights (weights-stepN.safetensors) and of their digest
+KEPT_WEIGHTS = re.compile(r"weights-step[0-9]+\.safetensors(\.sha256)?")
+
+
+def _old_kept_weights(out: Path) -> list:
+    """The kept weights (and digests) of the run in ``out``: files, or links, never a folder."""
+    try:
+        entries = list(out.iterdir())
+    except OSError:
+        return []
+    return [p for p in entries if KEPT_WEIGHTS.fullmatch(p.name) and (p.is_symlink() or not p.is_dir())]
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
@@ -271,6 +285,8 @@ def _config(args: argparse.Namespace):
     from .runner.config import TrainConfig
     from .models.bert import size_for_run
 
+    if args.resume and args.overwrite:
+        raise CompanionError("--resume and --overwrite contradict each other; choose one.")
     try:
         cfg = TrainConfig(
             mode=args.mode, init=args.init, size=args.size or size_for_run().name, seed=args.seed,
@@ -299,6 +315,13 @@ def _config(args: argparse.Namespace):
     from .text.corpora import CORPORA, ONLINE_CORPORA
 
     known = set(CORPORA) | set(ONLINE_CORPORA) | {"default", "jigsaw"}
+    online = ", ".join(sorted(ONLINE_CORPORA))
+    if args.max_tokens is not None and args.corpus not in ONLINE_CORPORA:   # it was silently ignored
+        raise CompanionError(f"bad training option: --max-tokens bounds an online corpus ({online}) only; --corpus "
+                             f"{args.corpus} is read whole. Leave --max-tokens out, or choose an online corpus.")
+    if args.corpus in ONLINE_CORPORA and args.max_tokens is None:
+        raise CompanionError(f"bad training option: the online corpus {args.corpus} needs a token budget; pass "
+                             "--max-tokens N (it is streamed until N tokens are read).")
     if args.corpus not in known and not Path(args.corpus).exists():
         raise CompanionError(f"bad training option: --corpus {args.corpus!r} is neither a known corpus "
                              f"({', '.join(sorted(set(CORPORA) | set(ONLINE_CORPORA)))}) nor an existing file.")
@@ -383,20 +406,116 @@ def _check_log(log: str | None) -> None:
         raise CompanionError(f"--log {log}: its folder {path.parent} does not exist; create it or choose another path.")
 
 
+def _check_out_kind(out: Path) -> None:
+    """``--out`` is a folder or a name still free: a file, a FIFO or a link to nothing there is
+    named as what it is (it read 'cannot write ... (File exists)')."""
+    from ..base.errors import CompanionError
+
+    if out.is_symlink() and not out.exists():
+        raise CompanionError(f"--out {out} is a symbolic link to nothing ({os.readlink(out)}); give the run's own "
+                             "folder, or remove the link.")
+    if out.exists() and not out.is_dir():
+        mode = out.stat().st_mode
+        kind = "a file" if stat.S_ISREG(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise CompanionError(f"--out {out} is {kind}, not a folder; give the run's own folder, such as runs/my-run.")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same path once resolved, or one inode."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except (OSError, RuntimeError):
+        return False
+
+
+def _check_log_target(log: str | None, out: Path, cfg) -> None:
+    """``--log`` is none of the run's own files in ``--out`` (its history, provenance, checkpoint,
+    kept weights, lock) nor the local corpus file: progress lines appended there would make a
+    killed run's folder read as finished, or change the text the run trains on."""
+    from ..base.errors import CompanionError
+
+    if not log:
+        return
+    path = Path(log)
+    try:
+        here = path.resolve()
+        hit = here.name if here.parent == out.resolve() and KEPT_WEIGHTS.fullmatch(here.name) else None
+    except (OSError, RuntimeError):
+        hit = None
+    hit = hit or next((n for n in (*RUN_FILES, ".train.lock") if _same_file(path, out / n)), None)
+    if hit:
+        raise CompanionError(f"--log {log} is the run's own {hit} in --out {out}; give the progress log a name of "
+                             f"its own, such as {out / 'train.log'}.")
+    corpus = Path(cfg.corpus)
+    if corpus.is_file() and _same_file(path, corpus):
+        raise CompanionError(f"--log {log} is the --corpus file itself, so progress lines would be appended to the "
+                             "text the run trains on; give the log another path.")
+
+
+class _QuietParser(argparse.ArgumentParser):
+    """A parser whose refusal is an exception, never a message and an exit."""
+
+    def error(self, message):
+        raise argparse.ArgumentError(None, message)
+
+
+def _recorded_command(args: argparse.Namespace) -> str:
+    """The command provenance records: the arguments ``companion train`` was given (the module
+    entry point's own, or the shell's when they parse to this run's options); otherwise, when
+    called from a program, the run's options written out from ``args``."""
+    words = getattr(args, "argv", None)
+    if words is None:
+        parser = _configure(_QuietParser(exit_on_error=False, add_help=False))
+        keys = [a.dest for a in parser._actions if a.dest != "help"]
+        shell = sys.argv[2:] if sys.argv[1:2] == ["train"] else None
+        try:
+            seen = parser.parse_args(shell) if shell is not None else None
+        except argparse.ArgumentError:
+            seen = None
+        if seen is not None and all(getattr(seen, k) == getattr(args, k, None) for k in keys):
+            words = shell
+        else:
+            words = _options_of(parser, args)
+    return "companion train " + " ".join(shlex.quote(str(a)) for a in words)
+
+
+def _options_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list:
+    """``args`` as ``companion train`` options: each option whose value is not its default."""
+    words = []
+    for action in parser._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        value, flag = getattr(args, action.dest, None), action.option_strings[-1]
+        if isinstance(action, argparse._StoreTrueAction):
+            words += [flag] if value else []
+        elif action.dest == "out" or value != action.default:
+            text = ("all" if value is None else ",".join(map(str, value)) if isinstance(value, (tuple, list))
+                    else str(value))
+            words += [flag, text]
+    return words
+
+
 def run_train(args: argparse.Namespace) -> int:
     """Run ``companion train`` with parsed arguments; returns an exit status."""
     import torch
 
     from ..base.cache import exclusive
 
+    from .runner.devices import process_layout
+
     _check_device(args.device)
     _check_log(args.log)
     args.config = _config(args)   # every option checked before --out is created, locked or cleared
-    _check_not_registry(Path(args.out))
+    _, rank = process_layout()
+    out = Path(args.out)
+    _check_out_kind(out)
+    _check_log_target(args.log, out, args.config)
+    _check_not_registry(out)
     if args.threads:
         torch.set_num_threads(args.threads)
-    out = Path(args.out)
-    rank0 = int(os.environ.get("RANK", "0")) == 0
+    rank0 = rank == 0
     if not rank0:
         return _run_train(args, out, rank0, args.resume)
     try:
@@ -453,6 +572,8 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
     if args.overwrite and rank0:   # only now: a refusal above leaves the previous run as it was
         for name in RUN_FILES:
             (out / name).unlink(missing_ok=True)
+        for old in _old_kept_weights(out):   # the replaced run's, never the new run's
+            old.unlink(missing_ok=True)
     if resume:
         progress("resuming from checkpoint.pt")
     history = train(cfg, data=data, out_dir=out, resume=resume, progress=progress)
@@ -460,7 +581,7 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
     before = history.attrs.get("elapsed_before", {"wall": 0.0, "cpu": 0.0})
     seconds = time.time() - t0 + before["wall"]
     if rank0:
-        command = "companion train " + " ".join(shlex.quote(a) for a in getattr(args, "argv", None) or sys.argv[2:])
+        command = _recorded_command(args)
         meta = provenance(cfg, command, seconds, data)
         meta["cpu_seconds"] = round(time.process_time() - c0 + before["cpu"], 1)
         meta["resumed"] = bool(resume)

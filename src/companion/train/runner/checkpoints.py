@@ -8,6 +8,8 @@ history, so a resumed run continues exactly where it stopped.
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import stat
 from dataclasses import MISSING
@@ -215,6 +217,10 @@ def _check_contents(ck: dict, run: _Run, out: Path) -> None:
     hist = ck["history"]
     if not isinstance(hist, list) or not all(isinstance(r, dict) and "step" in r for r in hist):
         raise bad("its history is not a list of rows with a step")
+    odd = next((r for r in hist if not _history_row(r)), None)
+    if odd is not None:   # a text step failed at the end; a row without its quantity went into history.csv
+        raise bad(f"its history holds the row {str(odd)[:80]}, not a whole step >= 0, a quantity, a whole layer and "
+                  "head, and a number")
     last = max((r["step"] for r in hist), default=None)
     if last != step:
         raise bad(f"its step {step} is not its history's last step {last}")
@@ -223,6 +229,46 @@ def _check_contents(ck: dict, run: _Run, out: Path) -> None:
         raise bad(f"its rng states are not one set of generators ({', '.join(run.gens)}, torch) per process")
     if cfg.guard and tuple(ck["seen"].shape) != tuple(run.seen.shape):
         raise bad(f"its seen blocks are {tuple(ck['seen'].shape)}, this run has {tuple(run.seen.shape)}")
+    why = _record_problem(ck)
+    if why:
+        raise bad(why)
+
+
+def _whole(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _history_row(r: dict) -> bool:
+    """Whether ``r`` is a history row as the loop writes it (the five columns of history.csv)."""
+    return (_whole(r.get("step")) and r["step"] >= 0 and isinstance(r.get("quantity"), str)
+            and _whole(r.get("layer")) and _whole(r.get("head"))
+            and isinstance(r.get("value"), numbers.Real) and not isinstance(r.get("value"), bool))
+
+
+def _record_problem(ck: dict) -> str | None:
+    """What is wrong with the record a resumed run carries into its provenance (the time so far,
+    its start, the machine of each segment), or None; a checkpoint from before a field was
+    recorded has it missing, which is read as the resume's defaults."""
+    from .provenance import stamp_problem
+
+    elapsed = ck.get("elapsed")
+    if elapsed is not None:
+        if not isinstance(elapsed, dict) or set(elapsed) != {"wall", "cpu"}:
+            return f"its elapsed time {str(elapsed)[:40]!r} is not a record of wall and cpu seconds"
+        for k, v in elapsed.items():
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
+                return f"its elapsed {k} seconds {v!r} are not a finite number >= 0"
+    started = ck.get("started")
+    if started is not None and stamp_problem(started):
+        return f"its started {stamp_problem(started)}"
+    sittings = ck.get("sittings")
+    if sittings is not None:
+        if not isinstance(sittings, list) or not all(isinstance(s, dict) for s in sittings):
+            return f"its sittings {str(sittings)[:40]!r} are not a list of records"
+        for i, s in enumerate(sittings):
+            if s.get("started") is not None and stamp_problem(s["started"]):
+                return f"its sittings[{i}].started {stamp_problem(s['started'])}"
+    return None
 
 
 def _load_state(part: str, load, state, out: Path) -> None:
@@ -230,7 +276,7 @@ def _load_state(part: str, load, state, out: Path) -> None:
     refusal in one line naming the checkpoint and the part."""
     try:
         load(state)
-    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as err:
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
         why = " ".join(str(err).split())[:240]
         raise CompanionError(f"the checkpoint in {out} holds a {part} that does not fit this run's ({why}); "
                              "start the run again with --overwrite.") from None

@@ -47,7 +47,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     optimizer: str = "adamw"        # companion.train.runner.updates.OPTIMIZERS
     update_every: int | None = None  # log the structure of every N-th update (updates.py); None: off
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = 1.0      # the gradients' clipping norm; 0: no clipping
     eval_every: int = 20
     eval_blocks: int | None = 64
     penalty: str = "none"
@@ -77,6 +77,12 @@ class TrainConfig:
                              "wraps a negative seed round to a huge one and overflows past 2**63).")
         self.seed = int(self.seed)
         self._check_device()
+        if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, numbers.Integral)
+                                       or self.top_k < 1):   # True read as one kept id, -5 refused late
+            raise ValueError(f"top_k (--top-k) must be a whole number of ids >= 1, or None for the full vocabulary "
+                             f"(--top-k 0); got {self.top_k!r}.")
+        if self.top_k is not None:
+            self.top_k = int(self.top_k)
         if self.init_from is not None:
             self._from_checkpoint()
         if self.eval_other and (self.init_from is None or self.mode not in OTHER_OBJECTIVE):
@@ -138,6 +144,9 @@ class TrainConfig:
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ValueError(f"{name} must be >= 1 when given; got {v}.")
+        if self.seq_len == 1:   # every objective predicts one position from another
+            raise ValueError("seq_len (--seq-len) 1 is too short: the objectives need blocks of at least 2 "
+                             "positions; give --seq-len 2 or more.")
         shape = self.model_size
         if shape.hidden_size % shape.num_attention_heads:
             raise ValueError(f"width {shape.hidden_size} is not divisible by {shape.num_attention_heads} heads.")

@@ -10,7 +10,7 @@ import torch
 
 from .config import TrainConfig
 
-__all__ = ["native_bf16"]
+__all__ = ["native_bf16", "process_layout"]
 
 
 def native_bf16(device) -> bool:
@@ -26,8 +26,35 @@ def _autocast(cfg, device):
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
+def _env_count(name: str, default: int) -> int:
+    """The whole number in the environment variable ``name`` (set by torchrun), or ``default``."""
+    from ...base.errors import CompanionError
+
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise CompanionError(f"the environment variable {name} is {text!r}, not a whole number; torchrun sets it "
+                             f"for each of a run's processes: unset it, or launch the run with torchrun.") from None
+
+
+def process_layout() -> tuple[int, int]:
+    """``(world, rank)`` from the environment (``WORLD_SIZE``, ``RANK``; torchrun's), checked:
+    a rank outside the processes (``RANK=3`` in one process) would train and write nothing."""
+    from ...base.errors import CompanionError
+
+    world, rank = max(_env_count("WORLD_SIZE", 1), 1), _env_count("RANK", 0)
+    _env_count("LOCAL_RANK", 0)
+    if not 0 <= rank < world:
+        raise CompanionError(f"the environment variable RANK is {rank}, outside the run's processes 0..{world - 1} "
+                             f"(WORLD_SIZE {world}); unset RANK, or launch the run with torchrun.")
+    return world, rank
+
+
 def _distributed():
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = max(_env_count("WORLD_SIZE", 1), 1)
     if world <= 1:
         return 1, 0, None
     import torch.distributed as dist
@@ -35,7 +62,7 @@ def _distributed():
     if not dist.is_initialized():
         backend = "nccl" if torch.cuda.is_available() else "gloo"
         dist.init_process_group(backend=backend)
-    local = int(os.environ.get("LOCAL_RANK", "0"))
+    local = _env_count("LOCAL_RANK", 0)
     device = torch.device(f"cuda:{local}") if torch.cuda.is_available() else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)

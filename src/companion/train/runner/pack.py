@@ -44,7 +44,7 @@ from ...base.errors import CompanionError
 from ...base.outputs import check_output, open_stream, write_text_atomic
 
 PROGRESS = re.compile(r"step (\d+)/(\d+) .*elapsed (\d+(?:\.\d+)?)s")
-NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+NAME = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]*$")   # no leading '-': '--out -x' reads as an option
 
 
 @dataclass
@@ -92,7 +92,7 @@ def parse_jobs(text: str) -> list[Job]:
         name, args = parts[0], parts[1:]
         if not NAME.match(name) or set(name) <= {"."}:   # '..' would be OUT's parent, '.' OUT itself
             raise CompanionError(f"jobs line {i}: run name {name!r} must be a plain folder name "
-                                 "(letters, digits, '.', '_', '-'; not '.' or '..').")
+                                 "(letters, digits, '.', '_', '-'; not starting with '-'; not '.' or '..').")
         if name.endswith(".log") or name == "pack_summary.json":
             raise CompanionError(f"jobs line {i}: run name {name!r} is the name of a file the packer writes "
                                  "(each run's NAME.log, pack_summary.json); choose another name.")
@@ -151,6 +151,26 @@ def _stop(job: Job, reason: str) -> None:
     job.status, job.reason, job.ended_at = "stopped", reason, time.time()
 
 
+def _check_out_folder(out: Path) -> None:
+    """``--out`` names a folder, or a name still free: a file, FIFO or link to nothing there is
+    named as what it is (it was a FileExistsError's traceback)."""
+    if out.is_symlink() and not out.exists():
+        raise CompanionError(f"--out {out} is a symbolic link to nothing; give a folder for the runs, or remove the link.")
+    if out.exists() and not out.is_dir():
+        kind = "a file" if out.is_file() else "a FIFO, device or socket"
+        raise CompanionError(f"--out {out} is {kind}, not a folder; give a folder for the runs.")
+
+
+def _read_jobs(path: Path) -> str:
+    """The jobs file's text, refused in one line naming it when it is not UTF-8."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CompanionError(f"jobs file {path} is not UTF-8 text (byte {data[exc.start]:#04x} at offset "
+                             f"{exc.start}); write it as UTF-8, one 'NAME OPTIONS...' line per run.") from None
+
+
 def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, python: str = sys.executable,
                poll_s: float = 2.0, grace_s: float = 30.0, echo=print) -> dict:
     """Run ``jobs`` (in order of priority) as processes under ``out``; see the module's docstring."""
@@ -159,6 +179,7 @@ def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, pyt
     if not (isinstance(deadline_s, (int, float)) and math.isfinite(deadline_s) and deadline_s > 0):
         raise CompanionError(f"--deadline must be a positive number of seconds; got {deadline_s}"
                              " (a NaN or infinite deadline would never stop a run).")
+    _check_out_folder(out)
     taken = [j.name for j in jobs if (out / j.name / "history.csv").exists()]
     if taken:
         raise CompanionError(f"{out} already holds finished runs {', '.join(taken)}; "
@@ -253,10 +274,13 @@ def main(argv: list[str] | None = None) -> int:
         from ...base.paths import regular_file
 
         regular_file(path, "jobs file")   # a folder or FIFO is named as what it is (it read 'does not exist')
-        jobs = parse_jobs(path.read_text())
+        jobs = parse_jobs(_read_jobs(path))
         mem = _device_memory(a.device)
         if mem is not None:
             check_fits(min(a.parallel, len(jobs)), int(a.gib_per_run * 2**30), mem[0], mem[1])
+        if not a.out.strip():   # Path("") is the working folder
+            raise CompanionError("--out is empty (an unset variable?); give the folder for the runs, such as "
+                                 "runs/pack.")
         run_packed(jobs, Path(a.out), a.parallel, a.deadline)
     except CompanionError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -131,13 +131,15 @@ def _catalogue_row(d: Path) -> dict:
     cfg = prov.get("config", {})
     if not isinstance(cfg, dict):
         raise CompanionError(f"{path} holds no 'config' object; restore the file or move the run out of the cache.")
+    from .provenance import whole_count
+
     numbers = {}
-    for key in ("steps", "seed"):
+    for key in ("steps", "seed"):   # 10000.0 is the whole number read_run takes it for
         v = cfg.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+        if v is not None and whole_count(v) is None:
             raise CompanionError(f"{path} records {key} {v!r}, not a whole number; restore the file or "
                                  "move the run out of the cache.")
-        numbers[key] = v
+        numbers[key] = None if v is None else whole_count(v)
     hardware = prov.get("hardware", {})
     device = hardware.get("device", "?") if isinstance(hardware, dict) else hardware  # text: the device itself
     started = prov.get("started") or prov.get("date") or ""
