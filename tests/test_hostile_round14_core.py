@@ -723,6 +723,34 @@ def test_null_summary_by_hand():
     assert s.loc["directionality", "n"] == 5
 
 
+_BIG = 10 ** 400   # a Python int beyond float's range
+
+
+@pytest.mark.parametrize("name", ["gamma", "null d", "null n_samples", "null law d", "rotary delta", "rotary base",
+                                  "share N", "min_gap", "sigma_y", "lemma A", "eta"])
+def test_an_integer_beyond_float_range_is_refused_naming_it(name):
+    """math.isfinite(10**400) raised a raw OverflowError ('int too large to convert to float')."""
+    from companion.core import null, rope, scores, theory, tiny_attention
+
+    calls = {
+        "gamma": (lambda: scores.directionality_score(np.eye(3), gamma=_BIG), "gamma"),
+        "null d": (lambda: null.null_scores(_BIG, 2, device="cpu"), "d"),
+        "null n_samples": (lambda: null.null_scores(3, _BIG, device="cpu"), "n_samples"),
+        "null law d": (lambda: null.symmetry_null_law(_BIG), "d"),
+        "rotary delta": (lambda: rope.rotary_matrix(_BIG, 4), "delta"),
+        "rotary base": (lambda: rope.rotary_matrix(1.0, 4, base=_BIG), "base"),
+        "share N": (lambda: theory.symmetric_update_share(0.5, _BIG), "N"),
+        "min_gap": (lambda: theory.order_preserved([[1.0, 2.0]], [[0.3, 0.7]], min_gap=_BIG), "min_gap"),
+        "sigma_y": (lambda: theory.norm_ratio_monte_carlo(np.eye(2), [1.0], "context", 3, sigma_y=_BIG), "sigma_y"),
+        "lemma A": (lambda: theory.lemma_s111_counterexample(A=_BIG), "A"),
+        "eta": (lambda: tiny_attention.implicit_update_errors([_BIG], d=4, N=3, vocab=5), "eta"),
+    }
+    call, word = calls[name]
+    with pytest.raises(REFUSED, match=word) as err:
+        call()
+    _one_line(err)
+
+
 # ============================================================ (g) the tiny attention model
 
 def test_multi_head_projection_gradients_are_rank_one_sums_per_head():

@@ -68,6 +68,16 @@ def _shipped(d: int, n_samples: int, seed: int) -> pd.DataFrame | None:
     return rows.drop(columns="seed").sort_values("sample").reset_index(drop=True)
 
 
+def _finite(v) -> bool:
+    """``math.isfinite(v)``, False for an int beyond float's range (10**400 raised OverflowError)."""
+    import math
+
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 def _whole(value, name: str, least: int, what: str) -> int:
     """``value`` as an int when it is a whole number ``>= least`` (an integral float such as
     ``4.0`` is read as ``4``), else a one-line ValueError naming ``name`` and what it counts."""
@@ -75,7 +85,7 @@ def _whole(value, name: str, least: int, what: str) -> int:
     import numbers
 
     ok = (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-          and math.isfinite(value) and float(value).is_integer() and value >= least)
+          and _finite(value) and float(value).is_integer() and value >= least)
     if not ok:
         raise ValueError(f"{name} must be a whole number >= {least} ({what}); got {value!r}.")
     return int(value)

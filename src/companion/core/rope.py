@@ -34,7 +34,7 @@ def rotary_matrix(delta: float, d_head: int, base: float = 10000.0,
     for name, v, positive in (("base", base, True), ("delta", delta, False)):
         try:
             x = float(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):   # (an int beyond float's range)
             x = float("nan")
         if isinstance(v, bool) or not math.isfinite(x) or (positive and x <= 0):
             raise ValueError(f"rotary {name} must be a finite number{' > 0' if positive else ''} "

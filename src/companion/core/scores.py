@@ -76,6 +76,14 @@ __all__ = [
 ]
 
 
+def _finite(v) -> bool:
+    """``math.isfinite(v)``, False for an int beyond float's range (10**400 raised OverflowError)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 # ----------------------------------------------------------------------------- input checks
 
 
@@ -409,7 +417,7 @@ def _check_directionality_args(gamma: float, variant: str, d: int) -> float:
         )
     # a bool is no threshold (True would read as 1 standard deviation), text or None no number
     if (isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, numbers.Real)
-            or not math.isfinite(gamma) or gamma < 0):
+            or not _finite(gamma) or gamma < 0):
         raise ValueError(f"gamma must be a finite number >= 0 (standard deviations above the mean norm; the "
                          f"paper uses 2), got {gamma!r}.")
     if d < 2:

@@ -24,6 +24,14 @@ __all__ = [
 ]
 
 
+def _finite(v) -> bool:
+    """``math.isfinite(v)``, False for an int beyond float's range (10**400 raised OverflowError)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 def _t(x) -> torch.Tensor:
     """float64 tensor, detached from any autograd graph."""
     if isinstance(x, torch.Tensor):
@@ -86,7 +94,7 @@ def order_preserved(raw, probs, min_gap: float = 0.0) -> bool:
     import numbers
 
     if isinstance(min_gap, (bool, np.bool_)) or not isinstance(min_gap, numbers.Real) \
-            or not math.isfinite(min_gap) or min_gap < 0:
+            or not _finite(min_gap) or min_gap < 0:
         # NaN (or inf) skipped every pair, and any order, a reversed one too, read as kept
         raise ValueError(f"min_gap must be a finite number >= 0 (logits closer than it are not compared); got "
                          f"{min_gap!r}.")
@@ -275,7 +283,7 @@ def norm_ratio_monte_carlo(Sigma, beta, case: str, n_samples: int, sigma_y: floa
     import numbers
 
     if isinstance(sigma_y, (bool, np.bool_)) or not isinstance(sigma_y, numbers.Real) \
-            or not math.isfinite(sigma_y) or sigma_y <= 0:
+            or not _finite(sigma_y) or sigma_y <= 0:
         raise ValueError(f"sigma_y must be a finite standard deviation > 0 (y ~ N(0, sigma_y^2 I)); got {sigma_y!r}.")
     d = Sigma.shape[0]
     rng = np.random.default_rng(_seed(seed))
@@ -483,7 +491,7 @@ def symmetric_update_share(p: float, N: int) -> dict:
 
     if not all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in (p, N)):
         raise ValueError(f"p (a masking rate) and N (a sequence length) must be numbers; got p={p!r}, N={N!r}.")
-    if not (0 < p < 1 and math.isfinite(N) and N >= 2):
+    if not (0 < p < 1 and _finite(N) and N >= 2):
         raise ValueError(f"need 0 < p < 1 and a finite N >= 2, got p={p}, N={N}.")
     m = p * N
     if m < 1:   # pN (pN - 1) would count a negative number of masked pairs
@@ -545,7 +553,7 @@ def lemma_s111_counterexample(eps: float = 0.01, K: float = 5.0, A: float = 1.5)
         raise ValueError(f"eps={eps!r} is no probability: b takes +-K with probability eps/2 each, so eps must "
                          "lie in (0, 1].")
     for name, v in (("A", A), ("K", K)):
-        if not (math.isfinite(v) and v > 0):
+        if not (_finite(v) and v > 0):
             raise ValueError(f"{name}={v!r} must be a finite number > 0 (a is uniform on [-A, A], b takes +-K).")
     var_a, var_b = A ** 2 / 3, eps * K ** 2
     z = 0.5 * (A + K)

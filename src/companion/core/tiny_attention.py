@@ -30,6 +30,14 @@ __all__ = ["TinyAttentionModel", "next_token_loss", "masked_token_loss", "object
            "train_objective"]
 
 
+def _finite(v) -> bool:
+    """``math.isfinite(v)``, False for an int beyond float's range (10**400 raised OverflowError)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 class _Block(nn.Module):
     def __init__(self, d: int, n_heads: int, explicit: bool, softmax: bool, mlp: bool):
         super().__init__()
@@ -255,7 +263,7 @@ def implicit_update_errors(etas, seed: int = 0, d: int = 16, N: int = 12, vocab:
     etas = list(etas)
     for eta in etas:   # NaN gave a row of NaN errors, inf a NaN change
         if isinstance(eta, (bool, np.bool_)) or not isinstance(eta, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(eta) or eta <= 0:
+                or not _finite(eta) or eta <= 0:
             raise ValueError(f"each learning rate eta must be a finite number > 0; got {eta!r}.")
     tokens = torch.randint(0, vocab, (1, N), generator=torch.Generator().manual_seed(seed))
     rows = []
