@@ -99,8 +99,10 @@ def bias_term_variances(Wq, Wk, bq, n_heads: int, X) -> tuple[np.ndarray, np.nda
 
     ``Wq, Wk`` are ``[n_heads * d_h, d]`` (``nn.Linear`` layout), ``bq`` is ``[n_heads * d_h]``;
     queries and keys are the same tokens (self-attention).  The common factor
-    ``1/sqrt(d_h)`` cancels in every ratio of the table and is left out.
+    ``1/sqrt(d_h)`` cancels in every ratio of the table and is left out.  ``bq`` None: no
+    query bias (zeros).
     """
+    bq = np.zeros(np.shape(Wq)[0]) if bq is None else bq
     Wq, Wk, bq, X = _checked(Wq=Wq, Wk=Wk, b_q=bq, X=X)
     n_heads = _heads(n_heads, "n_heads")
     d_h = Wq.shape[0] // n_heads
@@ -126,7 +128,9 @@ def logit_parts(Wq, Wk, bq, bk, n_heads: int, X, n_kv_heads: int | None = None,
     ``rope``: ``(cos, sin)`` of shape ``[n, d_h]`` rotating queries and keys by position (the
     half-split convention of LLaMA and Qwen2), applied after the biases as those models do.
     Key heads are shared by ``n_heads / n_kv_heads`` query heads, in consecutive groups.
+    ``bq`` or ``bk`` None: that bias is absent (zeros).
     """
+    bq = np.zeros(np.shape(Wq)[0]) if bq is None else bq
     Wq, Wk, bq, X = _checked(Wq=Wq, Wk=Wk, b_q=bq, X=X)
     n_heads = _heads(n_heads, "n_heads")
     n_kv_heads = n_heads if n_kv_heads is None else _heads(n_kv_heads, "n_kv_heads")
@@ -180,7 +184,16 @@ def _checked(**arrays) -> list[torch.Tensor]:
     least two tokens (one token has no variance over keys) and ``d`` the weights' input width."""
     out = []
     for name, t in arrays.items():
-        t = (t.detach() if isinstance(t, torch.Tensor) else torch.as_tensor(np.asarray(t))).to(torch.float64)
+        try:
+            t = t.detach() if isinstance(t, torch.Tensor) else torch.as_tensor(np.asarray(t))
+        except (TypeError, ValueError, RuntimeError):   # None, text, ragged lists: a raw conversion error
+            t = None
+        if t is None or t.is_complex() or not (t.is_floating_point() or t.dtype in (
+                torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)):
+            # a complex array lost its imaginary part in the cast, with a warning only
+            raise CompanionError(f"bias term: {name} must be an array of real numbers; got "
+                                 f"{type(arrays[name]).__name__}{'' if t is None else ' of ' + str(t.dtype)}.")
+        t = t.to(torch.float64)
         if not bool(torch.isfinite(t).all()):
             raise CompanionError(f"bias term: {name} holds NaN or Inf; check the checkpoint or the captured inputs.")
         out.append(t)
@@ -484,9 +497,18 @@ def bias_term_table(names=None, max_tokens: int = 128) -> pd.DataFrame:
     bias_var``; ``share`` is ``bias_var_ratio`` under its earlier name.  Moments are over
     the keys each query sees, averaged over queries and over the sequences a model was
     given (see the module doc)."""
+    names = list(MEASURED) if names is None else [names] if isinstance(names, str) else list(names)
+    if twice := sorted({n for n in names if names.count(n) > 1}):   # its rows came twice, silently
+        raise CompanionError(f"bias term: {', '.join(map(str, twice))} named more than once; name each model once.")
     rows = []
-    for name in names or list(MEASURED):
+    for name in names:   # an empty list measures nothing ('names or MEASURED' measured every model)
         for li in layer_inputs(name, max_tokens):
+            if not li.sequences:   # parts[0] of nothing: a raw IndexError
+                raise CompanionError(f"bias term: layer {li.layer} of {name} has no input sequence; capture at least "
+                                     "one from the model's forward pass.")
+            if li.ropes is not None and not li.ropes:   # i % 0: a raw ZeroDivisionError
+                raise CompanionError(f"bias term: layer {li.layer} of {name} is rotary but has no rotary tables; "
+                                     "capture the model's (cos, sin) tables with its sequences, or pass ropes=None.")
             parts = [logit_moments(li.Wq, li.Wk, li.bq, li.bk, li.n_heads, X, li.n_kv_heads,
                                    rope=None if li.ropes is None else li.ropes[i % len(li.ropes)],
                                    causal=li.causal)

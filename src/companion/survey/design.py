@@ -85,8 +85,13 @@ def catalog_rows(held: bool = True) -> pd.DataFrame:
     design has no entry for is refused: the rule cannot decide what it counts as."""
     from ..zoo.registry import HELD, ZOO
 
-    rows = []
+    rows, by_file = [], {}
     for m in list(ZOO.values()) + (list(HELD.values()) if held else []):
+        digest = str(getattr(m, "sha256", "") or "").lower()
+        if digest and (other := by_file.setdefault(digest, m.name)) != m.name:
+            # one checkpoint under two names would be counted as two models
+            raise CompanionError(f"{other!r} and {m.name!r} are one file (sha256 {digest[:12]}...): the design would count "
+                                 "one checkpoint twice; keep one name for it.")
         if m.name not in MEMBERS or not m.kinds:
             raise CompanionError(f"the survey's design has no family and objective for {m.name!r}: the rule cannot "
                                  "decide what it counts as; add it to companion.survey.design.MEMBERS.")
@@ -103,7 +108,14 @@ def catalog_rows(held: bool = True) -> pd.DataFrame:
 def units(catalog_rows: pd.DataFrame, rule: UnitRule = REGISTERED) -> pd.DataFrame:
     """``catalog_rows`` with ``side`` (encoder, decoder or empty), ``unit`` and ``reason`` (why a
     stack is left out) under ``rule``: one unit per base family, or one per checkpoint."""
+    need = ["name", "component", "member", "kind", "family", "objective", "tokens", "copy_of"]
+    if missing := [c for c in need if c not in getattr(catalog_rows, "columns", ())]:
+        raise CompanionError(f"the design's rows lack the columns {missing}; pass catalog_rows()' table.")
+    if twice := sorted(set(catalog_rows.loc[catalog_rows["member"].duplicated(), "member"].astype(str))):
+        # a member listed twice weighed twice in its unit's median
+        raise CompanionError(f"the design's rows list {', '.join(twice)} more than once; list each stack once.")
     out = catalog_rows.copy()
+    root = _copy_roots(out)
     side, unit, reason, counted_names = [], [], [], set()
     for r in out.itertuples():
         why = ""
@@ -122,10 +134,34 @@ def units(catalog_rows: pd.DataFrame, rule: UnitRule = REGISTERED) -> pd.DataFra
         reason.append(why)
         if not why and not r.copy_of:
             counted_names.add(r.name)
+    first_copy: dict = {}   # (original, component) -> the one copy counted where the original is not
     for i, r in enumerate(out.itertuples()):
-        if side[i] and r.copy_of in counted_names:
-            side[i], unit[i], reason[i] = "", "", f"a quantised copy of {r.copy_of}, counted once as that model"
+        if not (side[i] and r.copy_of):
+            continue
+        base = root[r.name]   # a copy of a copy is a copy of the first model (it was counted as a new one)
+        if base in counted_names:
+            side[i], unit[i], reason[i] = "", "", f"a quantised copy of {base}, counted once as that model"
+        elif (kept := first_copy.setdefault((base, r.component), r.name)) != r.name:
+            # two copies of one model absent here were two independent units
+            side[i], unit[i], reason[i] = "", "", f"a second copy of {base}, counted once as {kept}"
     out["side"], out["unit"], out["reason"] = side, unit, reason
+    return out
+
+
+def _copy_roots(rows: pd.DataFrame) -> dict:
+    """``{name: the model it is ultimately a copy of}`` (itself where it is no copy), following
+    ``copy_of`` through the rows; a loop of copies is refused."""
+    of = {str(n): str(c) for n, c in zip(rows["name"], rows["copy_of"]) if isinstance(c, str) and c}
+    out = {}
+    for name in map(str, rows["name"]):
+        seen, at = [name], name
+        while at in of:
+            at = of[at]
+            if at in seen:
+                raise CompanionError(f"the design's copies loop ({' -> '.join(seen + [at])}): a quantised copy must "
+                                     "name the model it was made from; fix copy_of.")
+            seen.append(at)
+        out[name] = at
     return out
 
 
@@ -141,9 +177,14 @@ def unit_values(table: pd.DataFrame, medians: dict[str, float]) -> dict[str, dic
     """Each unit's value: the median of its members' per-model medians (``medians`` by member)."""
     if missing := sorted(set(table.loc[table["side"] != "", "member"]) - set(medians)):
         raise CompanionError(f"no median for the counted members {missing}; score them first.")
-    if bad := sorted(m for m in set(table.loc[table["side"] != "", "member"]) if not np.isfinite(medians[m])):
+    def finite(v) -> bool:
+        return (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                and bool(np.isfinite(v)))
+
+    if bad := sorted(m for m in set(table.loc[table["side"] != "", "member"]) if not finite(medians[m])):
         # np.median of a NaN is NaN: the unit's value was NaN, silently
-        raise CompanionError(f"the counted members {bad} have a median that is not a number; score them again.")
+        raise CompanionError(f"the counted members {bad} have a median that is not a number "
+                             f"({medians[bad[0]]!r}); score them again.")
     return {side: {u: float(np.median([medians[m] for m in ms])) for u, ms in groups.items()}
             for side, groups in unit_members(table).items()}
 
@@ -219,10 +260,29 @@ def exact_p(n_enc: int, n_dec: int) -> tuple[np.ndarray, np.ndarray]:
     """The exact one-sided Mann-Whitney p-values for every U = 0 .. n_enc * n_dec (U: the pairs with the
     encoder above), ``(p_greater, p_less)``, from scipy's exact test on samples built to have each U."""
     from scipy import stats
+
+    _check_counts(n_enc=n_enc, n_dec=n_dec)
     u = np.arange(n_enc * n_dec + 1)
     below = np.clip(u[:, None] - n_dec * np.arange(n_enc)[None, :], 0, n_dec)  # decoders under each encoder
     x, y = below - 0.5, np.broadcast_to(np.arange(n_dec, dtype=float), (len(u), n_dec))
     return tuple(stats.mannwhitneyu(x, y, alternative=a, method="exact", axis=1).pvalue for a in ("greater", "less"))
+
+
+#: The most encoder-decoder pairs the exact table is built for (a survey of model families has tens;
+#: 10,000 x 10,000 units asked for terabytes and raised a MemoryError).
+MAX_PAIRS = 10_000
+
+
+def _check_counts(**counts) -> None:
+    """Unit counts as whole numbers >= 1, at most :data:`MAX_PAIRS` pairs between them."""
+    import numbers
+
+    for name, v in counts.items():
+        if not (isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))) or v < 1:
+            raise CompanionError(f"the design check needs {name} as a whole number >= 1 (units on each side); got {v!r}.")
+    if math.prod(int(v) for v in counts.values()) > MAX_PAIRS:
+        raise CompanionError(f"{' x '.join(map(str, counts.values()))} units make more than {MAX_PAIRS:,} encoder-decoder "
+                             "pairs, beyond the exact test's table here; count units (model families), not layers.")
 
 
 def design_check(n_enc: int, n_dec: int, alpha_one_sided: float, shifts, draws: int = DRAWS,
@@ -238,11 +298,19 @@ def design_check(n_enc: int, n_dec: int, alpha_one_sided: float, shifts, draws: 
         if not whole or v < (0 if name == "seed" else 1):
             raise CompanionError(f"the design check needs {name} as a whole number >= {0 if name == 'seed' else 1} "
                                  f"(units on both sides, draws, a seed); got {v!r}.")
+    _check_counts(n_enc=n_enc, n_dec=n_dec)
     n_enc, n_dec, draws, seed = int(n_enc), int(n_dec), int(draws), int(seed)
     if not (isinstance(alpha_one_sided, numbers.Real) and 0 < alpha_one_sided < 1):   # NaN fails too
         raise CompanionError(f"alpha_one_sided must be a level in (0, 1); got {alpha_one_sided!r} (NaN read every draw "
                              "as inconclusive, 2 as holding).")
-    pairs = list(shifts.items()) if isinstance(shifts, dict) else [(f"{d:+.4g}", d) for d in shifts]
+    pairs = list(shifts.items()) if isinstance(shifts, dict) else [(d, d) for d in shifts]
+    if not pairs:   # an empty table without columns
+        raise CompanionError("the design check needs at least one shift (a number of standard deviations, e.g. 0).")
+    if bad := [d for _, d in pairs if not isinstance(d, numbers.Real) or isinstance(d, (bool, np.bool_))]:
+        # '0.5' raised "Unknown format code 'g'", True was read as a shift of 1
+        raise CompanionError(f"every shift must be a number of standard deviations; got {bad[0]!r}.")
+    if not isinstance(shifts, dict):
+        pairs = [(f"{d:+.4g}", d) for _, d in pairs]
     labels = [label for label, _ in pairs]
     if len(set(labels)) != len(labels):   # a dict of them kept one row for two shifts
         raise CompanionError(f"the shifts {labels} name one shift twice; give each shift once.")
@@ -276,6 +344,11 @@ def published_contrast(published: pd.DataFrame | None = None) -> dict[str, dict]
     for table, score in (("S2", "symmetry"), ("S3", "directionality")):
         t = pub[pub["table"] == table]
         enc, dec = (t.loc[t["role"] == r, "median"].to_numpy(float) for r in ("encoder", "decoder"))
+        if not enc.size or not dec.size or not (np.isfinite(enc).all() and np.isfinite(dec).all()):
+            # a NaN compared as 'below every decoder' (share 0), an empty side gave a NaN share
+            raise CompanionError(f"Table {table} needs finite medians for both roles; got {enc.size} encoder and "
+                                 f"{dec.size} decoder rows, {int((~np.isfinite(enc)).sum() + (~np.isfinite(dec)).sum())} "
+                                 "not a number; pass published_scores() (the verdict refuses the same rows).")
         share = float(np.mean((enc[:, None] > dec[None, :]) + 0.5 * (enc[:, None] == dec[None, :])))
         out[score] = dict(share=share, delta=math.sqrt(2) * float(stats.norm.ppf(share)),
                           n_enc=len(enc), n_dec=len(dec))
@@ -287,10 +360,18 @@ def evidence_alpha(rules: dict | None = None) -> float:
     from ..rules.rulebook import load_rules
     rules = rules if rules is not None else load_rules(check_design=False)
     try:
-        return float(rules["framework"]["families"]["evidence"]["alpha"]) / 2
+        alpha = rules["framework"]["families"]["evidence"]["alpha"]
     except (KeyError, TypeError):
         raise CompanionError("the rules file has no framework.families.evidence.alpha, the level the survey's "
                              "design check reads; use a rules file that names the evidence family.") from None
+    try:
+        level = math.nan if isinstance(alpha, bool) else float(alpha)   # True was read as the level 1
+    except (TypeError, ValueError):
+        level = math.nan
+    if not 0 < level < 1:   # 2 became 1.0 (refused later under another name), NaN passed as NaN
+        raise CompanionError(f"the rules file's framework.families.evidence.alpha is {alpha!r}; it must be a "
+                             "two-sided level in (0, 1), e.g. 0.05.")
+    return level / 2
 
 
 def design_table(draws: int = DRAWS, seed: int = SEED, rules: dict | None = None) -> pd.DataFrame:

@@ -13,13 +13,24 @@ __all__ = ["survey_null_widths", "main"]
 
 def survey_null_widths(max_d: int) -> list[int]:
     """The widths whose null the survey draws: every catalogued and every zoo model's width
-    up to ``max_d``."""
+    up to ``max_d``.  A width that is not a whole number (``768.5``, Inf) is refused: ``int()``
+    read 768.5 as 768 and Inf raised a raw OverflowError."""
+    import math
+    import numbers
+
+    from ..base.errors import CompanionError
     from ..zoo.catalog import load_catalog
     from .zoo_walk import score_zoo
 
+    if not isinstance(max_d, numbers.Integral) or isinstance(max_d, bool) or max_d < 2:
+        raise CompanionError(f"max_d must be a whole number of dimensions >= 2; got {max_d!r}.")
     _, scores, _ = score_zoo(per_head=False)  # the zoo's widths, as the survey reads them
-    widths = set(load_catalog()["d_model"].dropna()) | set(scores["d_model"].dropna())
-    return sorted({int(d) for d in widths if 2 <= int(d) <= max_d})
+    found = list(load_catalog()["d_model"].dropna()) + (list(scores["d_model"].dropna()) if "d_model" in scores else [])
+    if bad := [d for d in found if isinstance(d, bool) or not isinstance(d, numbers.Real)
+               or not math.isfinite(d) or d != int(d)]:
+        raise CompanionError(f"a model's width {bad[0]!r} is not a whole number of dimensions; fix d_model in the "
+                             "catalog (data/catalog.csv) or the reader that gave it.")
+    return sorted({int(d) for d in found if 2 <= d <= max_d})
 
 
 def main(argv=None) -> int:
@@ -34,6 +45,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     n, max_d = {"gpu": (200, 8192)}[args.size]
     widths = survey_null_widths(max_d)
+    if not widths:
+        import sys
+
+        print(f"no catalogued or zoo model has a width from 2 to {max_d}: nothing to draw; install the zoo "
+              "(`companion zoo fetch all`) or check data/catalog.csv.", file=sys.stderr)
+        return 1
     t0 = time.time()
     path = ship_null(widths, n, progress=lambda d: print(f"d={d} done at {time.time() - t0:.0f} s", flush=True))
     print(f"{path}: {len(widths)} widths x {n} samples in {time.time() - t0:.0f} s")

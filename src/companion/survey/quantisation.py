@@ -63,12 +63,20 @@ def _qtype(scheme: str):
 def _check_matrix(W, scheme: str) -> np.ndarray:
     if scheme not in SCHEMES:
         raise CompanionError(f"unknown quantisation scheme {scheme!r}; choose one of {', '.join(SCHEMES)}.")
-    W = np.asarray(W, dtype=np.float32)
-    if W.ndim != 2 or 0 in W.shape:
+    try:
+        W64 = np.asarray(W, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise CompanionError(f"a weight to quantise must be a matrix of numbers; got {type(W).__name__}: pass one "
+                             "projection's weight.") from None
+    if W64.ndim != 2 or 0 in W64.shape:
         raise CompanionError(f"a weight to quantise must be a non-empty matrix [out, in]; got shape "
-                             f"{W.shape}: pass one projection's weight.")
-    if not np.isfinite(W).all():
+                             f"{W64.shape}: pass one projection's weight.")
+    if not np.isfinite(W64).all():
         raise CompanionError("the weight to quantise holds NaN or Inf; check the checkpoint it came from.")
+    if np.abs(W64).max() > np.finfo(np.float32).max:   # finite, but Inf once stored as float32
+        raise CompanionError(f"the weight to quantise holds {float(np.abs(W64).max()):.3g}, beyond float32's range "
+                             "(3.4e38): scale the weights down first (the scores do not change with their scale).")
+    W = W64.astype(np.float32)
     if scheme in _BLOCK and W.shape[1] % 32:
         raise CompanionError(f"{scheme} packs each row in blocks of 32 but the rows have {W.shape[1]} "
                              "values; use int8/channel, or pad the rows to a multiple of 32.")
@@ -194,8 +202,16 @@ def decode_blocks(blocks: np.ndarray, scheme: str, n_in: int) -> np.ndarray:
     """The values of GGUF blocks, read here from the byte layout (not by ``gguf``): the check of
     the round trip.  ``blocks``: ``[out, bytes per row]``; returns ``[out, n_in]`` float32."""
     f = np.float32
-    per = {"Q8_0": 34, "Q5_0": 22, "Q4_1": 20, "Q4_0": 18, "Q4_K": 144}[scheme]
-    b = np.asarray(blocks, dtype=np.uint8).reshape(-1, per)
+    sizes = {"Q8_0": 34, "Q5_0": 22, "Q4_1": 20, "Q4_0": 18, "Q4_K": 144}
+    if scheme not in sizes:
+        raise CompanionError(f"{scheme!r} is not a GGUF block scheme; choose one of {', '.join(GGUF_SCHEMES)}.")
+    per = sizes[scheme]
+    b = np.asarray(blocks, dtype=np.uint8)
+    n_in_ok = isinstance(n_in, (int, np.integer)) and not isinstance(n_in, bool) and n_in > 0 and n_in % _BLOCK[scheme] == 0
+    if not n_in_ok or b.size % per or (b.size // per * _BLOCK[scheme]) % n_in:
+        raise CompanionError(f"{b.size} bytes of {scheme} blocks ({per} bytes per {_BLOCK[scheme]} values) do not make "
+                             f"whole rows of {n_in!r} values; pass the bytes encode_blocks wrote and the rows' length.")
+    b = b.reshape(-1, per)
     if scheme == "Q8_0":
         v = _f16(b[:, 0:2])[:, None] * b[:, 2:].view(np.int8).astype(f)
     elif scheme == "Q4_0":
@@ -249,12 +265,31 @@ def round_trip(W, scheme: str) -> tuple[np.ndarray, str]:
         raise CompanionError(f"weights as large as {float(np.abs(W).max()):.3g} do not fit {stored} blocks: their "
                              "float16 scale overflows (largest 65504) and they read back as Inf or NaN; use "
                              "int8/channel, or scale the weights down first.")
+    if collapsed := _collapsed_blocks(W, values, stored):
+        lost = "one value though they hold different weights" if stored in ("Q4_1", "Q4_K") else "all zero"
+        raise CompanionError(f"{collapsed} block(s) of {stored} read back as {lost}: weights as small as "
+                             f"{float(np.abs(W).max()):.3g} underflow the block's float16 scale (smallest 6e-8); "
+                             "scale the weights up first (the scores do not change with their scale).")
     tol = 4 * np.finfo(np.float32).eps * max(float(np.abs(own).max()), np.finfo(np.float32).tiny)
     if not np.allclose(values, own, rtol=0, atol=tol):
         raise CompanionError(f"gguf's dequantisation of {stored} blocks disagrees with their layout (largest "
                              f"difference {float(np.abs(values - own).max()):.3g}); the installed gguf package "
                              "reads this type differently: pin the gguf version the package was tested with.")
     return values, stored
+
+
+def _collapsed_blocks(W: np.ndarray, values: np.ndarray, stored: str) -> int:
+    """How many blocks lost every difference between their weights because the block's float16
+    scale underflowed to zero: a block of the symmetric types (the largest weight gets the largest
+    code) that holds a non-zero weight but reads back all zero, or a block of Q4_1 and Q4_K (whose
+    largest weight gets the top code above the minimum) that is not constant but reads back so."""
+    n = _BLOCK[stored]
+    w, v = W.reshape(-1, n), values.reshape(-1, n)
+    if stored in ("Q4_1", "Q4_K"):
+        lost = (w.max(axis=1) > w.min(axis=1)) & (v.max(axis=1) == v.min(axis=1))
+    else:
+        lost = (w != 0).any(axis=1) & (v == 0).all(axis=1)
+    return int(lost.sum())
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -325,16 +360,28 @@ def compare_layers(original, changed, model: str, scheme: str,
     a = layer_scores(original) if original_scores is None else original_scores
     b = layer_scores(changed)
     keys = ["component", "layer"]
-    if len(a) != len(b) or not (a[keys].to_numpy() == b[keys].to_numpy()).all():
+    if len(a) != len(b):
         raise CompanionError(f"the two copies of {model} have different self-attention layers "
                              f"({len(a)} and {len(b)}); compare two copies of one model.")
-    wa = {(x.component, x.index): x for x in original.self_attention_layers()}
-    wb = {(x.component, x.index): x for x in changed.self_attention_layers()}
+    for i, (ka, kb) in enumerate(zip(map(tuple, a[keys].to_numpy()), map(tuple, b[keys].to_numpy()))):
+        if ka != kb:
+            raise CompanionError(f"the self-attention layer at position {i} of {model} is {ka} in the original and "
+                                 f"{kb} in the changed copy; compare two copies of one model with their layers in "
+                                 "one order.")
+    # paired by position, as the score tables are (a dictionary by (component, index) gave two layers
+    # numbered alike the weights of the last of them)
+    pairs = list(zip(original.self_attention_layers(), changed.self_attention_layers()))
+    if len(pairs) != len(a):
+        raise CompanionError(f"original_scores of {model} has {len(a)} layers but the checkpoint {len(pairs)}; pass "
+                             "layer_scores(original), or leave it out.")
     stored = changed.meta.get("stored_as", {})
     rows = []
-    for (_, ra), (_, rb) in zip(a.iterrows(), b.iterrows()):
+    for (_, ra), (_, rb), (la, lb) in zip(a.iterrows(), b.iterrows(), pairs):
         key = (ra["component"], ra["layer"])
-        if wa[key].Wq.shape != wb[key].Wq.shape or wa[key].Wk.shape != wb[key].Wk.shape:
+        if (la.component, la.index) != key:
+            raise CompanionError(f"original_scores of {model} lists layer {key} where the checkpoint has "
+                                 f"{(la.component, la.index)}; pass layer_scores(original), or leave it out.")
+        if la.Wq.shape != lb.Wq.shape or la.Wk.shape != lb.Wk.shape:
             raise CompanionError(f"layer {key} of {model} has other shapes in the two copies; compare two "
                                  "copies of one model.")
         row = {"model": model, "scheme": scheme, "stored_as": stored.get(key, scheme),
@@ -343,8 +390,8 @@ def compare_layers(original, changed, model: str, scheme: str,
             row[s] = float(ra[s])
             row[f"{s}_quantised"] = float(rb[s])
             row[f"d_{s}"] = float(rb[s]) - float(ra[s])
-        row["wq_error"] = _relative_error(wa[key].Wq, wb[key].Wq)
-        row["wk_error"] = _relative_error(wa[key].Wk, wb[key].Wk)
+        row["wq_error"] = _relative_error(la.Wq, lb.Wq)
+        row["wk_error"] = _relative_error(la.Wk, lb.Wk)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -397,6 +444,11 @@ def scheme_changes(checkpoints: dict, schemes=SCHEMES) -> pd.DataFrame:
     if not checkpoints:
         raise CompanionError("no float checkpoint to quantise: install the zoo's float models "
                              "(`companion zoo fetch all`) or pass checkpoints.")
+    schemes = (schemes,) if isinstance(schemes, str) else tuple(schemes)   # 'Q8_0' was read as 'Q', '8', ...
+    if not schemes:
+        raise CompanionError(f"no quantisation scheme to compare with; pass some of {', '.join(SCHEMES)}.")
+    if bad := [x for x in schemes if x not in SCHEMES]:
+        raise CompanionError(f"unknown quantisation scheme {bad[0]!r}; choose one of {', '.join(SCHEMES)}.")
     from .tables import layer_scores
 
     tables = []
@@ -414,6 +466,9 @@ def median_changes(per_layer: pd.DataFrame) -> pd.DataFrame:
     if missing := [c for c in need if c not in per_layer.columns]:
         raise CompanionError(f"the per-layer table lacks the columns {missing} (empty, or not compare_layers' or "
                              "scheme_changes' table); pass scheme_changes' result.")
+    if per_layer.empty:   # no group: a table without columns, which against_gap then could not read
+        raise CompanionError("the per-layer table has no rows (no self-attention layer was compared); pass "
+                             "scheme_changes' result for checkpoints with self-attention layers.")
     rows = []
     for (model, component, scheme), g in per_layer.groupby(["model", "component", "scheme"], sort=False):
         row = {"model": model, "component": component, "scheme": scheme, "role": g["role"].iloc[0],
@@ -452,7 +507,11 @@ def published_gaps(published: pd.DataFrame | None = None) -> dict:
     for score in ("symmetry", "directionality"):
         t = pub[pub["score"] == score]
         enc, dec = (t.loc[t["role"] == r, "median"].to_numpy(float) for r in ("encoder", "decoder"))
-        out[score] = float(np.nanmedian(enc) - np.nanmedian(dec))
+        enc, dec = enc[np.isfinite(enc)], dec[np.isfinite(dec)]   # a row printed without a number
+        if not enc.size or not dec.size:   # nanmedian of nothing: a NaN gap and a RuntimeWarning
+            raise CompanionError(f"the published {score} table has {enc.size} encoder and {dec.size} decoder rows with "
+                                 "a number; pass Tables S2/S3 (published_scores) with both roles.")
+        out[score] = float(np.median(enc) - np.median(dec))
     return out
 
 
@@ -463,12 +522,19 @@ def against_gap(medians: pd.DataFrame, gaps: dict) -> pd.DataFrame:
     bad = {k: v for k, v in gaps.items() if k not in ("symmetry", "directionality")}
     if bad:
         raise CompanionError(f"gaps are given per score ('symmetry', 'directionality'); got {sorted(bad)}.")
+    need = ["scheme", "model", "component"] + [f"d_{score}_median" for score in gaps]
+    if missing := [c for c in need if c not in medians.columns]:
+        raise CompanionError(f"the medians lack the columns {missing} (empty, or not median_changes' table); pass "
+                             "median_changes' result.")
     rows = []
     for scheme, g in medians.groupby("scheme", sort=False):
         for score, gap in gaps.items():
-            gap = float(gap)
+            try:
+                gap = float(gap)
+            except (TypeError, ValueError):
+                gap = math.nan
             if not math.isfinite(gap) or gap == 0:
-                raise CompanionError(f"the {score} gap must be a finite non-zero number, got {gap}; pass the "
+                raise CompanionError(f"the {score} gap must be a finite non-zero number, got {gaps[score]!r}; pass the "
                                      "difference between the encoders' and decoders' medians.")
             change = g[f"d_{score}_median"].abs()
             if change.isna().any():   # max() and idxmax() skip NaN: that model would drop out of 'the largest'

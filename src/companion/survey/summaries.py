@@ -29,9 +29,24 @@ def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) 
     """
     from .tables import summarize_layers
 
+    need = ["key", "model", "component", "role", "layer", "head", "pairing", "symmetry", "directionality",
+            "n_params", "d_model"]
+    if missing := [c for c in need if c not in getattr(scores, "columns", ())]:
+        raise ValueError(f"the scores lack the columns {missing} (an empty survey, or not the survey's scores table); "
+                         "score some models (score_zoo, or `companion survey`) and pass their scores.")
     cat = catalog if catalog is not None else load_catalog()
+    if twice := sorted(set(cat.loc[cat["key"].duplicated(), "key"].astype(str))):
+        # meta.at[key, ...] was then a Series, written into one cell of the summary
+        raise ValueError(f"the catalog lists {', '.join(twice)} more than once; keep one row per key (load_catalog "
+                         "refuses such a file).")
     meta = cat.set_index("key")
     whole = scores[scores["head"] == -1]
+    shared = whole.groupby("key")["model"].nunique()
+    if len(shared := shared[shared > 1]):   # two checkpoints' layers summarised as two rows of one key
+        key = shared.index[0]
+        raise ValueError(f"the scores hold {shared.iloc[0]} models under the key {key!r} "
+                         f"({', '.join(sorted(map(str, set(whole.loc[whole['key'] == key, 'model']))))}); score each "
+                         "checkpoint under its own key.")
     rows = []
     for (key, pairing), g in whole.groupby(["key", "pairing"], sort=False):
         summ = summarize_layers(g)

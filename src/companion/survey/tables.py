@@ -72,13 +72,16 @@ def summarize_layers(df: pd.DataFrame) -> pd.DataFrame:
     were made; columns ``<score>_median``, ``<score>_q25``, ``<score>_q75`` and
     ``n_layers``.  A layer with more than one whole-layer row is refused (it would count twice).
     """
+    from ..base.errors import CompanionError
+
+    if missing := [c for c in ("model", "component", *SCORE_COLUMNS) if c not in getattr(df, "columns", ())]:
+        raise CompanionError(f"the scores lack the columns {missing} (empty, or not layer_scores' table); pass "
+                             "layer_scores' result.")
     whole = df[df["head"] == -1] if "head" in df.columns else df
     if "layer" in whole.columns:   # a layer counted twice moves the quartiles and n_layers, silently
         twice = whole[whole.duplicated(["model", "component", "layer"])]
         if len(twice):
             r = twice.iloc[0]
-            from ..base.errors import CompanionError
-
             raise CompanionError(f"layer {r['layer']} of {r['component']} of {r['model']!r} appears more than once in "
                                  "the scores (a table appended to itself, or two pairings or variants mixed); keep one "
                                  "row per layer before summarising.")

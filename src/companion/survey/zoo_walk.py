@@ -20,6 +20,10 @@ def with_zoo_entries(catalog: pd.DataFrame) -> pd.DataFrame:
     """
     from ..zoo.registry import ZOO
 
+    if "key" not in getattr(catalog, "columns", ()):
+        from ..base.errors import CompanionError
+
+        raise CompanionError("the catalog has no 'key' column; pass load_catalog()'s table.")
     known = set(catalog["key"])
     rows = []
     for m in ZOO.values():
@@ -56,7 +60,12 @@ def score_zoo(names: list[str] | None = None, per_head: bool = True,
     cat = catalog if catalog is not None else load_catalog()
     cat_params = cat.set_index("key")["n_params"] if "n_params" in cat.columns else pd.Series(dtype=float)
     checkpoints, tables, status = {}, [], []
-    for name in names or list(ZOO):
+    names = list(ZOO) if names is None else [names] if isinstance(names, str) else list(names)
+    if twice := sorted({str(n) for n in names if names.count(n) > 1}):   # its layers came twice
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"{', '.join(twice)} named more than once in the zoo's survey walk; name each model once.")
+    for name in names:   # an empty list scores nothing ('names or ZOO' read and scored the whole zoo)
         if name not in ZOO:   # a raw KeyError
             from ..base.errors import CompanionError
 
