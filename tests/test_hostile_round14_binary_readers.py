@@ -469,6 +469,32 @@ def test_onnx_blockwise_dequantize_linear_is_refused_naming_the_blocks(tmp_path)
     _refused(lambda: _read(path), str(path), "blocks of 4")
 
 
+def _opset(model, version: int, axis=None):
+    model.opset_import[0].version = version
+    sm = next(n for n in model.graph.node if n.op_type == "Softmax")
+    del sm.attribute[:]
+    if axis is not None:
+        from onnx import helper
+
+        sm.attribute.append(helper.make_attribute("axis", axis))
+    return model
+
+
+def test_an_opset_11_softmax_without_axis_is_not_read_as_attention_over_keys(tmp_path):
+    """Before opset 13 a Softmax's default axis is 1, and it normalises over every axis from it
+    on, flattened (heads, queries and keys at once): no attention per query.  It was read as one."""
+    model, _, _ = _onnx_model()
+    path = _save(_opset(model, 11), tmp_path / "o11.onnx")
+    _refused(lambda: _read(path), str(path), "axis 1", "opset 11")
+
+
+@pytest.mark.parametrize("axis", [3, -1])
+def test_an_opset_11_softmax_over_its_last_axis_reads_as_attention(tmp_path, axis):
+    model, wq, wk = _onnx_model()
+    layer = _read(_save(_opset(model, 11, axis), tmp_path / "o11.onnx")).layers[0]
+    np.testing.assert_allclose(_forms(layer), _by_hand(wq.T, wk.T, H), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("stored, width", [("float16", 2), ("int8", 1), ("double", 8)])
 def test_onnx_query_key_bytes_are_counted_as_stored(tmp_path, stored, width):
     """``meta['qk_bytes']`` (the quantisation survey's bits per stored weight) counted 4 bytes

@@ -367,7 +367,12 @@ def _softmax_over_queries(sm, rank: int, opset: int | None) -> bool:
     axis (the default) is the keys'; any other axis is no attention and is refused."""
     axis = next((int(a.i) for a in sm.attribute if a.name == "axis"), None)
     if axis is None:
-        return False
+        if opset is None or opset >= 13:
+            return False
+        axis = 1   # before opset 13 the default axis is 1: all but the batch axis, flattened
+    if opset is not None and opset < 13 and axis not in (-1, rank - 1):
+        raise _Untraceable(f"the Softmax normalises over axis {axis} and every axis after it, flattened "
+                           f"(opset {opset}), not over the keys of each query")
     norm = axis - rank if axis >= 0 else axis
     if norm == -1:
         return False
