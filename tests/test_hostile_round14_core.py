@@ -839,6 +839,17 @@ def test_objective_loss_counts_its_predictions():
     assert 2 <= n <= 8
 
 
+@pytest.mark.parametrize("rate", [float("nan"), 0.0, 1.5, -1])
+def test_objective_loss_refuses_a_mask_rate_that_is_no_share(rate):
+    """NaN, 0 or -1 masked one position a sequence (the fallback) and 1.5 every position, silently."""
+    from companion.core.tiny_attention import TinyAttentionModel, objective_loss
+
+    with pytest.raises(REFUSED, match="mask_rate") as err:
+        objective_loss(TinyAttentionModel(6, d=4), torch.tensor([[1, 2, 3, 4]]), "bidirectional",
+                       torch.Generator().manual_seed(0), 5, mask_rate=rate)
+    _one_line(err)
+
+
 @pytest.mark.parametrize("mask_id", [7, -1, 2.5])
 def test_masked_token_loss_refuses_a_mask_id_outside_the_vocabulary_naming_it(mask_id):
     """The refusal named the token ids ('got 2 to 7') as if the sequence were at fault."""

@@ -177,6 +177,10 @@ def objective_loss(model: TinyAttentionModel, batch: torch.Tensor, objective: st
         raise ValueError(f"objective must be 'autoregressive' or 'bidirectional', got {objective!r}.")
     if objective == "autoregressive":
         return next_token_loss(model, batch), batch.shape[0] * (batch.shape[1] - 1)
+    if isinstance(mask_rate, (bool, np.bool_)) or not isinstance(mask_rate, (int, float, np.integer, np.floating)) \
+            or not 0 < mask_rate < 1:
+        # NaN, 0 or -1 masked one position a sequence and 1.5 every one, without a word
+        raise ValueError(f"mask_rate must lie in (0, 1) (the share of positions masked); got {mask_rate!r}.")
     masked = torch.rand(batch.shape, generator=gen) < mask_rate
     masked[:, 0] |= ~masked.any(dim=1)  # at least one prediction per sequence
     return masked_token_loss(model, batch, masked, mask_id), int(masked.sum())
