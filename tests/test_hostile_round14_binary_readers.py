@@ -593,6 +593,35 @@ def test_a_ct2_weight_with_one_scale_for_the_tensor_dequantizes_as_q_over_scale(
     np.testing.assert_allclose(got, q.astype(np.float64) / np.float64(np.float32(scale)), rtol=1e-6)
 
 
+def _ct2_v3(path: Path, variables: dict) -> Path:
+    """A binary-version-3 model.bin: each variable stores its item size and element count (the head
+    counts as 1-byte items: a 4-byte item is float32 to CTranslate2)."""
+    v = {"encoder/num_heads": ((), 1, np.int8(2).tobytes()), "decoder/num_heads": ((), 1, np.int8(2).tobytes()),
+         **variables}
+    out = struct.pack("<I", 3) + _ct2_string("WhisperSpec") + struct.pack("<II", 3, len(v))
+    for name, (shape, item, raw) in v.items():
+        out += _ct2_string(name) + struct.pack("<B", len(shape)) + struct.pack(f"<{len(shape)}I", *shape)
+        out += struct.pack("<BI", item, len(raw) // item) + raw
+    path.write_bytes(out + struct.pack("<I", 0))
+    return path
+
+
+def test_a_version_3_ct2_weight_of_two_byte_items_is_int16_as_ctranslate2_reads_it(tmp_path):
+    """CTranslate2 reads a 2-byte item of a pre-version-4 file as int16 (``get_dtype_from_item_size``);
+    taken for float16, the integers 1000, -7, ... were read as other numbers."""
+    q = RNG.integers(-1024, 1025, (12, 4)).astype(np.int16)
+    scale = np.float32(2 ** 10 / 1024)
+    path = _ct2_v3(tmp_path / "model.bin", {_QKV: ((12, 4), 2, q.tobytes()),
+                                            _QKV + "_scale": ((), 4, scale.tobytes())})
+    got = _ct2_source(path).get(_QKV).double().numpy()
+    np.testing.assert_allclose(got, q.astype(np.float64) / np.float64(scale), rtol=1e-6)
+
+
+def test_a_version_3_ct2_item_width_without_a_type_is_refused_naming_it(tmp_path):
+    path = _ct2_v3(tmp_path / "model.bin", {_QKV: ((12, 4), 8, b"\0" * 384)})
+    _refused(lambda: _ct2_source(path), str(path), _QKV, "8 bytes")
+
+
 def test_a_ct2_variable_stored_twice_is_refused(tmp_path):
     w = np.zeros((12, 4), np.float32).tobytes()
     path = tmp_path / "model.bin"

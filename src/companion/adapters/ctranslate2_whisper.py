@@ -10,7 +10,8 @@ A CTranslate2 ``model.bin`` is one little-endian stream (written by
 
 where ``string`` is ``u16 length`` (counting a trailing NUL) followed by the bytes and the
 NUL, and ``dtype_id`` indexes ``(float32, int8, int16, int32, float16, bfloat16)``
-(versions < 4 store the item size instead).  Only the variable table is parsed; weights are
+(versions < 4 store the item size instead, read by CTranslate2 as 4: float32, 2: int16,
+1: int8).  Only the variable table is parsed; weights are
 read one at a time with a positioned read.
 
 Whisper's layout (``WhisperSpec``, revision 3): per layer
@@ -45,7 +46,9 @@ SUPPORTED_BINARY_VERSIONS = range(1, 7)
 _DTYPES = ("float32", "int8", "int16", "int32", "float16", "bfloat16")
 _NP = {"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32,
        "float16": np.float16}
-_ITEM_SIZE_DTYPE = {4: "float32", 2: "float16", 1: "int8"}
+# before binary version 4 a variable stored its item size, not its type; CTranslate2 reads
+# 2 as int16 (model.cc, get_dtype_from_item_size), never float16
+_ITEM_SIZE_DTYPE = {4: "float32", 2: "int16", 1: "int8"}
 _FAMILY = "whisper-ctranslate2"
 
 
@@ -157,7 +160,12 @@ class CTranslate2Source(TensorSource):
                     dtype, nbytes = _DTYPES[type_id], c.u("I")
                 else:
                     item = c.u("B")
-                    dtype = _ITEM_SIZE_DTYPE.get(item, f"item{item}")
+                    if item not in _ITEM_SIZE_DTYPE:
+                        raise CompanionError(
+                            f"{path}: variable {name!r} has items of {item} bytes, a width CTranslate2 "
+                            f"(binary version {version}) gives no type; the file is corrupt. Convert the model again."
+                        )
+                    dtype = _ITEM_SIZE_DTYPE[item]
                     nbytes = c.u("I") * item
                 count = math.prod(shape)   # exact: NumPy's int64 product wraps (65536^4 is 0)
                 width = np.dtype(_NP.get(dtype, np.uint16)).itemsize
