@@ -304,6 +304,18 @@ def test_bilinear_form_refuses_weights_that_are_not_numbers_in_one_line(bad):
         _one_line(err)
 
 
+def test_long_double_weights_give_the_form_of_their_float64_values():
+    """torch has no long double: "can't convert np.ndarray of type numpy.longdouble" before."""
+    from companion.core.bilinear import bilinear_form, per_head_bilinear_forms
+
+    g = np.random.default_rng(20)
+    Wq, Wk = g.normal(size=(4, 3)), g.normal(size=(4, 3))
+    got = bilinear_form(Wq.astype(np.longdouble), Wk.astype(np.longdouble), 2)
+    np.testing.assert_allclose(got.numpy(), Wq.T @ Wk, rtol=1e-13)
+    per = per_head_bilinear_forms(Wq.astype(np.longdouble), Wk, 2).numpy()
+    np.testing.assert_allclose(per, np.stack([Wq[:2].T @ Wk[:2], Wq[2:].T @ Wk[2:]]), rtol=1e-13)
+
+
 # ============================================================ (d) the appendix helpers
 
 def test_bilinear_logits_of_a_batch_of_sequences_is_each_sequence_s_own_form():

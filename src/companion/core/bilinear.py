@@ -70,8 +70,10 @@ def _tensor(x, name: str) -> torch.Tensor:
         # torch's "can't convert np.ndarray of type numpy.object_" named no input
         raise ValueError(f"{name} must hold numbers, got an array of dtype {arr.dtype}; pass the weight as a "
                          "numeric array or tensor.")
-    from .scores import _from_numpy
+    from .scores import _as_float64, _from_numpy
 
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:   # long double: torch has no such dtype
+        return _as_float64(arr, name, check_finite=False)    # (refuses values beyond float64's range)
     return _from_numpy(np.ascontiguousarray(arr)) if arr.ndim else torch.as_tensor(arr)
 
 
