@@ -713,6 +713,14 @@ def test_a_marian_intgemm_multiplier_that_is_not_positive_is_refused_naming_the_
     _refused(lambda: _marian_source(path).get("encoder_l1_self_Wq"), str(path), "encoder_l1_self_Wq", "multiplier")
 
 
+def test_a_marian_query_weight_of_a_type_the_reader_does_not_decode_is_named_not_called_missing(tmp_path):
+    """A float16 (0x402) ``encoder_l1_self_Wq`` was left out and the file called incomplete."""
+    w = np.zeros((8, 8), np.float16).tobytes()
+    path = _marian(tmp_path / "model.bin", {"encoder_l1_self_Wq": (0x402, (8, 8), w),
+                                            "encoder_l1_self_Wk": (0x404, (8, 8), b"\0" * 256)})
+    _refused(lambda: _read(path), str(path), "encoder_l1_self_Wq", "0x402")
+
+
 def test_a_marian_item_stored_twice_is_refused(tmp_path):
     w = np.zeros((8, 8), np.float32).tobytes()
     path = _marian(tmp_path / "model.bin", {"encoder_l1_self_Wq": (0x404, (8, 8), w),

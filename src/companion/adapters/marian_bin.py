@@ -154,7 +154,11 @@ class MarianSource(TensorSource):
         self.dtypes = {}
         for name, (kind, shape, _, _) in self._items.items():
             if kind not in _TYPES:
-                continue  # an item type this reader has no use for (never a q/k weight)
+                if name.endswith(("_self_Wq", "_self_Wk", "_context_Wq", "_context_Wk")):
+                    # said so here: left out, the layer would be reported missing from the file
+                    raise _bad(self.path, f"its query/key item {name!r} is stored as type {kind:#x}, which this "
+                                          "reader does not decode (float32 0x404 and intgemm8 0x4101)")
+                continue  # an item type this reader has no use for
             if kind == BYTES:
                 continue
             # nn.Linear's [out, in] for every projection weight, as get() returns it
