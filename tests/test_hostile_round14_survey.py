@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats  # noqa: F401  (loaded at collection, not inside the first exact-test case)
 import torch
 
 from companion.adapters.types import QKCheckpoint, QKLayer
@@ -980,3 +981,55 @@ def test_with_zoo_entries_adds_each_zoo_model_once():
     twice = with_zoo_entries(once)
     assert len(once) == len(ZOO) and twice is once
     assert (once.loc[once["key"] != "all-minilm-l6-v2", "local"].str.startswith("zoo:")).all()
+
+
+# ============================================================ (f) further readers of the survey's tables
+
+def test_against_gap_names_the_model_of_the_largest_change_when_an_index_label_repeats():
+    """Medians concatenated without a fresh index: .at[label] gave a Series in the 'model' cell."""
+    from companion.survey.quantisation import against_gap
+
+    m = pd.DataFrame({"scheme": "a", "model": ["x", "y"], "component": "e", "d_symmetry_median": [0.1, -0.3],
+                      "d_directionality_median": 0.0}, index=[0, 0])
+    row = against_gap(m, {"symmetry": 0.5}).iloc[0]
+    assert row["model"] == "y" and row["largest_change"] == pytest.approx(0.3) and row["ratio"] == pytest.approx(0.6)
+
+
+def test_unit_gaps_refuse_text_among_the_values_in_one_line():
+    from companion.survey.quantisation import unit_gaps
+
+    _refused(lambda: unit_gaps({"sym_enc": [0.1], "sym_dec": [0.2], "dir_enc": "abc", "dir_dec": [0.1]}), "dir_enc")
+
+
+def test_member_medians_refuse_a_summary_without_its_columns():
+    from companion.survey.design import member_medians
+
+    _refused(lambda: member_medians(pd.DataFrame({"key": []}), rows=pd.DataFrame()), "pairing", "summarize_survey")
+
+
+def test_compare_with_published_refuses_tables_without_their_columns():
+    from companion.survey.summaries import compare_with_published
+
+    _refused(lambda: compare_with_published(pd.DataFrame({"key": ["m"]}),
+                                            pd.DataFrame({"key": [], "score": [], "pairing": []})), "published", "label")
+
+
+def test_the_design_command_ends_a_refusal_in_one_line(monkeypatch, capsys):
+    from companion.survey import design
+
+    monkeypatch.setattr(design, "catalog_rows", lambda held=True: pd.DataFrame([_row("a", "encoder", "A")]))
+    monkeypatch.setattr(design, "design_table",
+                        lambda draws, seed: design.design_check(3, 3, 0.05, [0.0], draws=draws, seed=seed))
+    assert design.main(["--draws", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "draws" in err and "\n" not in err and "Traceback" not in err
+
+
+def test_the_null_command_ends_a_refusal_in_one_line(monkeypatch, capsys):
+    from companion.survey import null_draws
+
+    _widths(monkeypatch, [768.5], [512])
+    monkeypatch.setattr(null_draws, "ship_null", lambda *a, **k: pytest.fail("drew with a width refused"))
+    assert null_draws.main(["ship"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "768.5" in err and "\n" not in err

@@ -195,6 +195,9 @@ def member_medians(summary: pd.DataFrame, rows: pd.DataFrame | None = None) -> p
     :func:`companion.survey.summaries.summarize_survey`, has no row for it)."""
     from ..zoo.registry import ZOO
 
+    if missing := [c for c in ("key", "component", "score", "pairing", "median")
+                   if c not in getattr(summary, "columns", ())]:
+        raise CompanionError(f"the survey's summary lacks the columns {missing}; pass summarize_survey's result.")
     rows = catalog_rows(held=False) if rows is None else rows
     key_of = {m.name: m.catalog_key or m.name for m in ZOO.values()}
     g = summary[summary["pairing"] == "grouped"]
@@ -259,9 +262,9 @@ def survey_roles(rule: UnitRule = REGISTERED) -> dict[str, str]:
 def exact_p(n_enc: int, n_dec: int) -> tuple[np.ndarray, np.ndarray]:
     """The exact one-sided Mann-Whitney p-values for every U = 0 .. n_enc * n_dec (U: the pairs with the
     encoder above), ``(p_greater, p_less)``, from scipy's exact test on samples built to have each U."""
+    _check_counts(n_enc=n_enc, n_dec=n_dec)
     from scipy import stats
 
-    _check_counts(n_enc=n_enc, n_dec=n_dec)
     u = np.arange(n_enc * n_dec + 1)
     below = np.clip(u[:, None] - n_dec * np.arange(n_enc)[None, :], 0, n_dec)  # decoders under each encoder
     x, y = below - 0.5, np.broadcast_to(np.arange(n_dec, dtype=float), (len(u), n_dec))
@@ -392,7 +395,18 @@ def design_table(draws: int = DRAWS, seed: int = SEED, rules: dict | None = None
 
 
 def main(argv=None) -> int:
-    """Print the units and the check; ``--write`` writes ``data/survey_design.csv`` atomically."""
+    """Print the units and the check; ``--write`` writes ``data/survey_design.csv`` atomically.  A
+    refusal (``--draws 0``, a rules file without the evidence level) ends in one line on stderr."""
+    import sys
+
+    try:
+        return _main(argv)
+    except CompanionError as err:
+        print(f"python -m companion.survey.design: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+
+
+def _main(argv=None) -> int:
     from ..base.outputs import write_csv_atomic
 
     ap = argparse.ArgumentParser(prog="python -m companion.survey.design", description=__doc__.splitlines()[0])

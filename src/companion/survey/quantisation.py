@@ -489,7 +489,10 @@ def unit_gaps(contrast: dict) -> dict:
     ``dir_enc``, ``dir_dec``: one value per unit)."""
     out = {}
     for score, short in (("symmetry", "sym"), ("directionality", "dir")):
-        enc, dec = (np.asarray(contrast.get(f"{short}_{side}", []), dtype=float) for side in ("enc", "dec"))
+        try:
+            enc, dec = (np.asarray(contrast.get(f"{short}_{side}", []), dtype=float) for side in ("enc", "dec"))
+        except (TypeError, ValueError):   # text among the values: a raw conversion error
+            enc = dec = np.array([])
         if not enc.size or not dec.size or not (np.isfinite(enc).all() and np.isfinite(dec).all()):
             raise CompanionError(f"the contrast needs finite {short}_enc and {short}_dec values (one per unit); "
                                  "pass registered_contrast's result.")
@@ -541,9 +544,9 @@ def against_gap(medians: pd.DataFrame, gaps: dict) -> pd.DataFrame:
                 lost = sorted(set(g.loc[change.isna(), "model"].astype(str)))
                 raise CompanionError(f"the change of the {score} median of {', '.join(lost)} under {scheme} is not a "
                                      "number (a layer could not be scored); score it again, or leave it out.")
-            at = change.idxmax()
+            at = int(np.argmax(change.to_numpy()))   # by position: a label held twice gave .at a Series
             rows.append({"scheme": scheme, "score": score, "largest_change": float(change.max()),
-                         "model": g.at[at, "model"], "component": g.at[at, "component"],
+                         "model": g["model"].iloc[at], "component": g["component"].iloc[at],
                          "gap": gap, "ratio": float(change.max()) / abs(gap)})
     return pd.DataFrame(rows)
 

@@ -127,6 +127,12 @@ def compare_with_published(published: pd.DataFrame, computed: pd.DataFrame) -> p
 
     # a printed row is a model's stack (its component: a two-stack model such as Whisper has an
     # encoder row and a decoder row); a table without components is matched by model alone
+    need = [("published", published, ["key", "score", "label", "median", "q25", "q75", "problems"]),
+            ("computed", computed, ["key", "score", "pairing", "median", "q25", "q75"])]
+    for what, table, cols in need:
+        if missing := [c for c in cols if c not in getattr(table, "columns", ())]:   # a raw KeyError
+            raise ValueError(f"the {what} table lacks the columns {missing}; pass "
+                             f"{'published_summary' if what == 'published' else 'summarize_survey'}'s result.")
     by_stack = "component" in computed.columns and "component" in published.columns
     index = ["key", "component", "score", "pairing"] if by_stack else ["key", "score", "pairing"]
     twice = computed[computed.duplicated(index)]
