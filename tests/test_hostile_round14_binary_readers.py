@@ -35,7 +35,7 @@ def _read(path):
     return read_qk(str(path), progress=False)
 
 
-def _refused(fn, *words, within_s: float = 2.0) -> str:
+def _refused(fn, *words, within_s: float = 5.0) -> str:
     """``fn()`` raises a one-line CompanionError holding every one of ``words``, quickly."""
     t0 = time.monotonic()
     with pytest.raises(CompanionError) as err:
@@ -624,16 +624,10 @@ def test_a_version_3_ct2_item_width_without_a_type_is_refused_naming_it(tmp_path
 
 def test_a_ct2_variable_stored_twice_is_refused(tmp_path):
     w = np.zeros((12, 4), np.float32).tobytes()
-    path = tmp_path / "model.bin"
-    _ct2(path, {_QKV: ((12, 4), "float32", w)})
-    data = path.read_bytes()
-    # append a second copy of the variable's record by rewriting the count and table
-    first = _ct2(tmp_path / "a.bin", {_QKV: ((12, 4), "float32", w), "x": ((1,), "float32", b"\0" * 4)})
-    raw = first.read_bytes().replace(_ct2_string("x") + struct.pack("<B", 1) + struct.pack("<I", 1),
-                                     _ct2_string(_QKV) + struct.pack("<B", 1) + struct.pack("<I", 1))
-    first.write_bytes(raw)
-    assert data and raw != data
-    _refused(lambda: _ct2_source(first), str(first), "twice")
+    path = _ct2(tmp_path / "model.bin", {_QKV: ((12, 4), "float32", w), "x": ((1,), "float32", b"\0" * 4)})
+    record = struct.pack("<B", 1) + struct.pack("<I", 1)
+    path.write_bytes(path.read_bytes().replace(_ct2_string("x") + record, _ct2_string(_QKV) + record))
+    _refused(lambda: _ct2_source(path), str(path), _QKV, "twice")
 
 
 def test_a_ct2_dtype_id_past_the_known_ones_is_refused_naming_the_variable(tmp_path):
@@ -663,8 +657,9 @@ def test_a_ct2_name_whose_length_runs_past_the_end_is_refused(tmp_path):
 def test_a_ct2_head_count_that_is_no_positive_whole_number_is_refused(tmp_path, raw, dtype, shown):
     path = tmp_path / "model.bin"
     _ct2(path, {_QKV: ((12, 4), "float32", b"\0" * 192)})
-    data = path.read_bytes().replace(_ct2_string("encoder/num_heads") + struct.pack("<BBI", 0, 3, 4) + np.int32(2).tobytes(),
-                                     _ct2_string("encoder/num_heads") + struct.pack("<BBI", 0, _CT2_IDS[dtype], 4) + raw)
+    key = _ct2_string("encoder/num_heads")
+    data = path.read_bytes().replace(key + struct.pack("<BBI", 0, 3, 4) + np.int32(2).tobytes(),
+                                     key + struct.pack("<BBI", 0, _CT2_IDS[dtype], 4) + raw)
     path.write_bytes(data)
     _refused(lambda: _ct2_source(path), str(path), "encoder/num_heads", shown)
 
@@ -681,7 +676,8 @@ def test_a_ct2_bfloat16_weight_reads_as_its_bits_say(tmp_path):
 
 def _marian(path: Path, items: dict, yml: bytes | None = None, padding: int = 0, version: int = 1) -> Path:
     """A Marian binary model: ``items`` maps a name to ``(type, header shape, data bytes)``."""
-    yml = yml if yml is not None else b"type: transformer\nenc-depth: 1\ndec-depth: 1\ntransformer-heads: 2\ndim-emb: 8\n"
+    if yml is None:
+        yml = b"type: transformer\nenc-depth: 1\ndec-depth: 1\ntransformer-heads: 2\ndim-emb: 8\n"
     items = {**items, "special:model.yml": (0x101, (len(yml) + 1,), yml + b"\0")}
     names = [n.encode() + b"\0" for n in items]
     heads = b"".join(struct.pack("<QQQQ", len(nm), kind, len(shape), len(data))
@@ -709,7 +705,8 @@ def test_a_marian_item_whose_dims_multiply_to_two_to_the_64_is_refused_at_once(t
 @pytest.mark.parametrize("mult", [float("nan"), 0.0, -2.0])
 def test_a_marian_intgemm_multiplier_that_is_not_positive_is_refused_naming_the_item(tmp_path, mult):
     q8 = RNG.integers(-127, 128, (8, 8)).astype(np.int8)
-    path = _marian(tmp_path / "model.bin", {"encoder_l1_self_Wq": (0x4101, (8, 8), q8.tobytes() + np.float32(mult).tobytes())})
+    data = q8.tobytes() + np.float32(mult).tobytes()
+    path = _marian(tmp_path / "model.bin", {"encoder_l1_self_Wq": (0x4101, (8, 8), data)})
     _refused(lambda: _marian_source(path).get("encoder_l1_self_Wq"), str(path), "encoder_l1_self_Wq", "multiplier")
 
 
@@ -745,7 +742,8 @@ def test_a_marian_model_of_another_type_is_refused_naming_it(tmp_path):
 
 
 def test_a_marian_configuration_that_is_not_utf8_is_refused(tmp_path):
-    path = _marian(tmp_path / "model.bin", {"encoder_l1_self_Wq": (0x404, (8, 8), b"\0" * 256)}, yml=b"type: \xff\xfe\n")
+    path = _marian(tmp_path / "model.bin", {"encoder_l1_self_Wq": (0x404, (8, 8), b"\0" * 256)},
+                   yml=b"type: \xff\xfe\n")
     _refused(lambda: _marian_source(path), str(path), "not YAML")
 
 
@@ -886,7 +884,8 @@ def test_fp8_e4m3_bits_times_their_block_scales_match_the_format_by_hand(tmp_pat
     np.testing.assert_allclose(layer.Wq.double().numpy(), want, rtol=1e-6, atol=0)
 
 
-@pytest.mark.parametrize("block", [[128], [0, 128], ["4", "4"], [True, 4]], ids=["one number", "zero", "strings", "a bool"])
+@pytest.mark.parametrize("block", [[128], [0, 128], ["4", "4"], [True, 4]],
+                         ids=["one number", "zero", "strings", "a bool"])
 def test_an_fp8_block_size_that_is_not_two_positive_integers_is_refused_naming_it(tmp_path, block):
     bits = np.full((8, 8), 0x38, np.uint8)
     folder = _fp8_folder(tmp_path / "m", bits, np.ones((2, 2), np.float32), block)
