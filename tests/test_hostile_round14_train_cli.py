@@ -606,3 +606,70 @@ def test_the_catalogue_refuses_a_horizon_that_is_no_whole_number(tmp_path, steps
     with pytest.raises(CompanionError) as err:
         run_catalogue(_catalogued(tmp_path, steps))
     assert "steps" in one_line(err) and "provenance.json" in str(err.value)
+
+
+# ============================================================ 9. further: --from, kept-weight lists, the runs table
+
+@pytest.mark.parametrize("source", ["./no/such/model", "/no/such/model", "models/no/such", "no-such-model.gguf"])
+def test_a_from_path_that_does_not_exist_is_named_as_missing_not_as_a_bad_hub_id(tmp_path, capsys, monkeypatch, source):
+    # was: "Repo id must be in the form 'repo_name' or 'namespace/repo_name'"
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    line = one_line_error([*MICRO, "--top-k", "0", "--from", source, "--out", str(out)], capsys, "--from", source,
+                          "no such", within_s=30)
+    assert "Repo id" not in line and not out.exists()
+
+
+def test_an_empty_from_is_refused_as_empty(tmp_path, capsys):
+    rc, err = _cli([*MICRO, "--top-k", "0", "--from", "", "--out", str(tmp_path / "run")], capsys)
+    assert rc == 2 and "--from is empty" in err.strip().splitlines()[-1] and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("value", [5, 2.0, "5"])
+def test_kept_weights_that_are_no_list_of_steps_are_refused_as_a_value_error(value):
+    # an int was a TypeError from tuple(5), which the command line would not catch as a bad option
+    with pytest.raises(ValueError) as err:
+        _cfg(keep_weights=value)
+    assert "keep_weights" in one_line(err) and repr(value) in str(err.value)
+
+
+def test_kept_weights_given_as_a_list_of_steps_are_taken_in_order():
+    assert _cfg(keep_weights=[4, 2]).keep_weights == (4, 2)
+
+
+def _runs_root(tmp_path, **config):
+    root = tmp_path / "runs"
+    run = root / "r1"
+    run.mkdir(parents=True)
+    (run / "history.csv").write_text("step,quantity,layer,head,value\n0,eval_loss,-1,-1,1\n")
+    cfg = {"mode": "encoder", "init": "standard", "seed": 0, "size": "micro", "steps": 2, **config}
+    (run / "provenance.json").write_text(json.dumps({"config": cfg}))
+    return root
+
+
+@pytest.mark.parametrize("config, word", [
+    ({"penalty": "symmetric", "penalty_coef": "0.5"}, "penalty_coef"),   # a TypeError from '0.5' > 0
+    ({"penalty": ["x"], "penalty_coef": 0.5}, "penalty"),                # labelled "+ ['x'] penalty x0.5"
+    ({"penalty": "symmetric", "penalty_coef": True}, "penalty_coef"),    # labelled "x1"
+])
+def test_a_run_whose_penalty_is_not_one_is_refused_naming_the_run(tmp_path, config, word):
+    from companion.train.runner.runs import load_runs
+
+    with pytest.raises(CompanionError) as err:
+        load_runs(root=_runs_root(tmp_path, **config))
+    assert "r1" in one_line(err) and word in str(err.value)
+
+
+def test_a_run_with_a_penalty_is_labelled_with_it():
+    from companion.train.runner.runs import label_of
+
+    assert label_of({"mode": "encoder", "init": "standard", "penalty": "skew", "penalty_coef": 0.25}) == \
+        "encoder / standard + skew penalty x0.25"
+
+
+def test_an_empty_list_of_run_names_is_named_as_such_not_as_a_pattern(tmp_path):
+    from companion.train.runner.runs import load_runs
+
+    with pytest.raises(FileNotFoundError) as err:
+        load_runs(names=[], root=_runs_root(tmp_path))
+    assert "names" in one_line(err) and "(pattern '*')" not in str(err.value)   # it named the pattern, unused

@@ -69,6 +69,7 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "with --corpus english-mix and no --tokenizer, its fitted 4096-id vocabulary whole); "
                         "0 keeps all ids")
     p.add_argument("--from", dest="init_from", default=None, metavar="CHECKPOINT",
+                   type=_folder_named("--from", "a zoo name, a checkpoint folder, a GGUF file or a hub id"),
                    help="start from a trained checkpoint's weights (a zoo name such as all-minilm-l6-v2, a "
                         "folder, GGUF file or hub id; BERT or LLaMA family) under --mode's objective: the objective swap")
     p.add_argument("--eval-other", action="store_true",

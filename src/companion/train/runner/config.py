@@ -136,7 +136,11 @@ class TrainConfig:
         if self.eval_blocks is not None and self.eval_blocks < 1:
             raise ValueError(f"eval_blocks must be >= 1, or None for the whole held-out split; "
                              f"got {self.eval_blocks} (0 blocks would record a loss of 0).")
-        self.keep_weights = tuple(self.keep_weights or ())
+        kept = self.keep_weights or ()
+        if isinstance(kept, (str, bytes, numbers.Number)) or not hasattr(kept, "__iter__"):   # tuple(5): a TypeError
+            raise ValueError(f"keep_weights lists steps of this run (a tuple of whole numbers in 1..{self.steps}); "
+                             f"got {kept!r}.")
+        self.keep_weights = tuple(kept)
         bad = [k for k in self.keep_weights if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= self.steps]
         if bad:
             raise ValueError(f"keep_weights lists steps of this run (whole numbers in 1..{self.steps}); got {bad[0]!r}.")
@@ -170,7 +174,19 @@ class TrainConfig:
 
     def _from_checkpoint(self):
         """Starting from a checkpoint: its own vocabulary and weights, its shape."""
+        from pathlib import Path
+
+        from ...zoo.registry import is_zoo_name
         from ..models.pretrained import checkpoint_shape
+
+        src = str(self.init_from)
+        if not src.strip():
+            raise ValueError("init_from (--from) is empty (an unset variable?); give a zoo name such as "
+                             "all-minilm-l6-v2, a checkpoint folder, a GGUF file or a hub id (org/name).")
+        local = src.startswith(("/", ".", "~")) or src.count("/") > 1 or src.lower().endswith(".gguf")
+        if local and not is_zoo_name(src) and not Path(src).exists():   # it read as a hub id of bad form
+            raise ValueError(f"init_from (--from) {src}: no such folder or file; give a checkpoint folder or GGUF "
+                             "file that exists, a zoo name such as all-minilm-l6-v2, or a hub id (org/name).")
 
         if self.top_k:
             raise ValueError("training from a checkpoint uses its own full vocabulary; pass top_k=None "

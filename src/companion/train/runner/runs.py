@@ -35,6 +35,9 @@ def load_runs(names=None, root: str | Path | None = None, pattern: str = "*") ->
     ``label`` to every row.
     """
     root = Path(root) if root is not None else runs_root()
+    if names is not None and not list(names):
+        raise FileNotFoundError(f"no run names given (names is empty); name runs under {root}, or leave names out "
+                                "to read every run matching the pattern.")
     dirs = [root / n for n in names] if names is not None else sorted(
         p for p in root.glob(pattern) if (p / "history.csv").exists())
     if not dirs:
@@ -48,6 +51,12 @@ def load_runs(names=None, root: str | Path | None = None, pattern: str = "*") ->
         if lacking:
             raise CompanionError(f"run {d.name}: its provenance.json's config lacks {lacking} (or gives them as the wrong kind), so the run cannot be "
                                  f"placed in a body; copy the provenance again from its work folder, or move {d} away.")
+        coef = cfg.get("penalty_coef", 0.0)
+        if not isinstance(cfg.get("penalty", "none"), str) or isinstance(coef, bool) \
+                or not isinstance(coef, (int, float)) or not coef == coef:   # '0.5' failed its label, True read as 1
+            raise CompanionError(f"run {d.name}: its provenance.json's config gives penalty {cfg.get('penalty')!r} with "
+                                 f"penalty_coef {coef!r}, not a penalty name and a number; copy the provenance again "
+                                 f"from its work folder, or move {d} away.")
         hist = hist.assign(run=d.name, mode=cfg["mode"], init=cfg["init"], seed=cfg["seed"],
                            size=cfg["size"], penalty=cfg.get("penalty", "none"),
                            penalty_coef=cfg.get("penalty_coef", 0.0), label=label_of(cfg))
