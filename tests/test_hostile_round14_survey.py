@@ -1,4 +1,5 @@
-"""Hostile round 14: the survey of pretrained models, beyond round 13's statistics and scoring.
+"""The survey of pretrained models under hostile and edge-case input, beyond the statistics and
+scoring cases of tests/test_hostile_round13_survey_core.py.
 
 (a) The quantisation study: a score difference attributed to the layer that changed, a copy
 quantised to all zeros (block scales that underflow float16), block sizes that do not divide
@@ -9,7 +10,9 @@ counted twice (a copy of a copy, two copies of one absent model, two names for o
 listed twice), mislabelled stacks, a family of one, the Monte Carlo seed, the published share
 of 0 or 1.  (d) Summaries: medians of an even count, one and two layers, NaN, ties, a catalog or
 a key that holds two rows.  (e) The null draws' widths, the sources of weights (paths outside a
-package, NaN cells, markup and javascript: ids) and the zoo walk (an empty list of names).
+package, NaN cells, markup and javascript: ids) and the zoo walk (an empty list of names).  (f) Further
+readers of the survey's tables: columns missing, a repeated index label, one name given as text,
+stale scores of the original, more Monte Carlo draws than memory holds, the commands' refusals.
 
 Each case states the right behaviour: a value computed apart from the code under test, or a
 one-line refusal naming the input.
@@ -1033,3 +1036,35 @@ def test_the_null_command_ends_a_refusal_in_one_line(monkeypatch, capsys):
     assert null_draws.main(["ship"]) == 2
     err = capsys.readouterr().err.strip()
     assert "768.5" in err and "\n" not in err
+
+
+def test_the_zoo_walk_reads_one_name_given_as_text_as_that_name():
+    """'x-model' was walked letter by letter and refused as the unknown model 'x'."""
+    from companion.survey.zoo_walk import score_zoo
+
+    text = _refused(lambda: score_zoo("x-model", catalog=pd.DataFrame({"key": [], "n_params": []})), "'x-model'")
+    assert "'x' is not" not in text
+
+
+def test_the_bias_term_table_reads_one_name_given_as_text_as_that_name(monkeypatch):
+    from companion.survey.bias_term import bias_term_table
+
+    calls = _fake_inputs(monkeypatch, lambda name: [])
+    bias_term_table("all-minilm-l6-v2")
+    assert calls == ["all-minilm-l6-v2"]
+
+
+def test_stale_original_scores_are_refused_naming_them_not_the_copies():
+    """Scores of another checkpoint passed as original_scores were refused as 'the two copies have
+    different self-attention layers', which they do not."""
+    from companion.survey.quantisation import compare_layers
+    from companion.survey.tables import layer_scores
+
+    a = _ckpt(2)
+    _refused(lambda: compare_layers(a, a, "m", "x", original_scores=layer_scores(_ckpt(1))), "original_scores")
+
+
+def test_a_design_check_of_more_draws_than_can_be_held_is_refused_before_drawing():
+    from companion.survey.design import design_check
+
+    _refused(lambda: design_check(3, 3, 0.05, [0.0], draws=10 ** 12), "draws", "fewer")

@@ -274,6 +274,8 @@ def exact_p(n_enc: int, n_dec: int) -> tuple[np.ndarray, np.ndarray]:
 #: The most encoder-decoder pairs the exact table is built for (a survey of model families has tens;
 #: 10,000 x 10,000 units asked for terabytes and raised a MemoryError).
 MAX_PAIRS = 10_000
+#: The most encoder-decoder comparisons over all draws held at once (200 MB of booleans).
+MAX_COMPARISONS = 200_000_000
 
 
 def _check_counts(**counts) -> None:
@@ -303,6 +305,10 @@ def design_check(n_enc: int, n_dec: int, alpha_one_sided: float, shifts, draws: 
                                  f"(units on both sides, draws, a seed); got {v!r}.")
     _check_counts(n_enc=n_enc, n_dec=n_dec)
     n_enc, n_dec, draws, seed = int(n_enc), int(n_dec), int(draws), int(seed)
+    if draws * n_enc * n_dec > MAX_COMPARISONS:   # the draws' comparisons are held at once: a MemoryError
+        raise CompanionError(f"{draws:,} draws of {n_enc} x {n_dec} units make {draws * n_enc * n_dec:,} comparisons, "
+                             f"more than the {MAX_COMPARISONS:,} held at once here; draw fewer (the committed check "
+                             f"draws {DRAWS:,}).")
     if not (isinstance(alpha_one_sided, numbers.Real) and 0 < alpha_one_sided < 1):   # NaN fails too
         raise CompanionError(f"alpha_one_sided must be a level in (0, 1); got {alpha_one_sided!r} (NaN read every draw "
                              "as inconclusive, 2 as holding).")

@@ -358,8 +358,13 @@ def compare_layers(original, changed, model: str, scheme: str,
     from .tables import layer_scores
 
     a = layer_scores(original) if original_scores is None else original_scores
-    b = layer_scores(changed)
     keys = ["component", "layer"]
+    own = [(x.component, x.index) for x in original.self_attention_layers()]
+    if original_scores is not None and (not {*keys, "role", "symmetry", "directionality"} <= set(a.columns)
+                                        or [tuple(k) for k in a[keys].to_numpy().tolist()] != own):
+        raise CompanionError(f"original_scores of {model} lists {len(a)} layers that are not the original's {len(own)} "
+                             "self-attention layers in order; pass layer_scores(original), or leave it out.")
+    b = layer_scores(changed)
     if len(a) != len(b):
         raise CompanionError(f"the two copies of {model} have different self-attention layers "
                              f"({len(a)} and {len(b)}); compare two copies of one model.")
@@ -371,16 +376,10 @@ def compare_layers(original, changed, model: str, scheme: str,
     # paired by position, as the score tables are (a dictionary by (component, index) gave two layers
     # numbered alike the weights of the last of them)
     pairs = list(zip(original.self_attention_layers(), changed.self_attention_layers()))
-    if len(pairs) != len(a):
-        raise CompanionError(f"original_scores of {model} has {len(a)} layers but the checkpoint {len(pairs)}; pass "
-                             "layer_scores(original), or leave it out.")
     stored = changed.meta.get("stored_as", {})
     rows = []
     for (_, ra), (_, rb), (la, lb) in zip(a.iterrows(), b.iterrows(), pairs):
         key = (ra["component"], ra["layer"])
-        if (la.component, la.index) != key:
-            raise CompanionError(f"original_scores of {model} lists layer {key} where the checkpoint has "
-                                 f"{(la.component, la.index)}; pass layer_scores(original), or leave it out.")
         if la.Wq.shape != lb.Wq.shape or la.Wk.shape != lb.Wk.shape:
             raise CompanionError(f"layer {key} of {model} has other shapes in the two copies; compare two "
                                  "copies of one model.")
