@@ -142,12 +142,21 @@ def _check_design_rows(rules, df, table, path) -> None:
     off = (chances < 0).any(axis=1) | (chances > 1).any(axis=1) | (np.abs(total - 1) > 1e-6)
     direction = nums["holds"] + nums["holds, size open"] + nums["negligible"]
     off |= (np.abs(nums["p_direction"] - direction) > 1e-6).to_numpy()
+    # p_true_decided is the chance of the decided outcomes true of the row's effect (true_outcomes):
+    # edited with its 'met', a missed target would read as met
+    from .sequential import true_outcomes
+
+    names = list(DECIDED + ("inconclusive",))
+    true = np.array([sum(c[names.index(o)] for o in true_outcomes(dl, d))
+                     for c, dl, d in zip(chances, nums["delta"], nums["sesoi"])])
+    off |= np.abs(nums["p_true_decided"].to_numpy(float) - true) > 1e-6
     if off.any():
         i = int(np.argmax(off))
         _fail(path, where, f"the row of {df['claim'].iloc[i]!r} at effect {df['effect'].iloc[i]!s} in the design table "
                            f"{table.name} is not what the design check writes (its outcome chances sum to "
                            f"{total[i]:.6f}, not 1, or its p_direction is not P(holds) + P(holds, size open) + "
-                           f"P(negligible)); {_RECOMPUTE}.")
+                           f"P(negligible), or its p_true_decided {nums['p_true_decided'].iloc[i]:.6g} is not the "
+                           f"chance of the outcomes true of its effect, {true[i]:.6g}); {_RECOMPUTE}.")
 
 
 def _check_design_met(rules, df, table, path) -> None:
@@ -278,6 +287,13 @@ def _check_family_rows(rules: dict, df, table, path) -> None:
         if not np.isfinite(err).all() or not np.isclose(stated, float(f["fwer"]), rtol=1e-9).all():
             _fail(path, where, f"the family table {table.name} has a row with no family error or a stated fwer other "
                                f"than the file's {f['fwer']}; {_RECOMPUTE}.")
+        # chances, and a member's wrong outcome is one of its family's: 0 <= worst member <= family <= 1
+        worst = pd.to_numeric(rows.get("worst member error", pd.Series(dtype=float)), errors="coerce").to_numpy(float)
+        if ((err < 0) | (err > 1)).any() or not (worst.size == err.size and np.isfinite(worst).all()
+                                                   and ((worst >= 0) & (worst <= err + 1e-12)).all()):
+            _fail(path, where, f"the family table {table.name} has a row whose family error is no chance in [0, 1] "
+                               f"or whose worst member error is missing or not between 0 and the family error; "
+                               f"{_RECOMPUTE}.")
         if f.get("read_once"):
             continue
         got = sorted(zip(rows["true effects"].astype(str), pd.to_numeric(rows["spread over d"], errors="coerce")))

@@ -43,7 +43,8 @@ import numpy as np
 __all__ = ["OUTCOMES", "OUTCOMES_FIRST", "DECIDED", "Estimate", "paired_t", "one_sample_t", "directional_outcome",
            "directional_outcome_first", "outcome_conditions", "interval_outcome", "threshold_outcome", "equivalence_outcome", "deciding_p",
            "directional_power", "threshold_power", "equivalence_power", "detectable_effect", "p_above", "p_below",
-           "holm", "median_interval", "seeds_without_a_number", "is_number", "is_positive_number"]
+           "holm", "median_interval", "seeds_without_a_number", "is_number", "is_positive_number", "seed_values",
+           "check_seed_count", "check_real", "check_power_draws"]
 
 #: the outcomes of an empirical verdict under rules v2 (they partition every interval)
 OUTCOMES = ("holds", "holds, size open", "negligible", "refuted", "inconclusive", "not testable here")
@@ -111,13 +112,68 @@ def _check_flat(raw: np.ndarray) -> None:
         raise ValueError(f"need one value per seed (a flat list); got a table of shape {raw.shape}.")
 
 
+def _is_missing(x) -> bool:
+    """None or pandas' missing value (``pd.NA``): a seed without a number, read as NaN."""
+    if x is None:
+        return True
+    try:
+        import pandas as pd
+
+        return x is pd.NA
+    except ImportError:   # pragma: no cover
+        return False
+
+
+def seed_values(values, which: str = "") -> np.ndarray:
+    """``values`` (one per seed: a list, tuple, array, Series or any iterable of them) as a flat
+    float array; None and ``pd.NA`` are a seed without a number (NaN).  Refused in one line: a
+    table (a value per cell is no value per seed), text or a bool (``np.True_`` included:
+    ``True`` read as 1.0 is no seed's value), a complex number or anything else that is no
+    real number, and one value given alone instead of a list."""
+    import decimal
+
+    where = f" in the {which} values" if which else ""
+    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):   # a Series or pandas array
+        values = values.to_numpy()   # (a nullable one's missing values as pd.NA, read below)
+    if isinstance(values, np.ndarray):
+        _check_flat(values)
+        if values.dtype.kind in "fiu":
+            return values.astype(float).ravel()
+        if values.dtype.kind not in "bOUS":   # datetimes, durations, complex: no seed's value
+            raise ValueError(f"need one real number per seed{where}; got an array of {values.dtype}.")
+        items = values.tolist()
+    elif isinstance(values, (str, bytes, dict, numbers.Number)) or values is None or not hasattr(values, "__iter__"):
+        raise ValueError(f"need one number per seed (a list of them){where}; got {str(values)[:80]!r}.")
+    else:
+        items = list(values)
+    out = []
+    for x in items:
+        if _is_missing(x):
+            out.append(float("nan"))
+        elif isinstance(x, (bool, np.bool_, str, bytes)):
+            raise ValueError(f"need one number per seed{where}; got {str(items)[:80]} (a bool or text is no "
+                             "seed's value).")
+        elif isinstance(x, (numbers.Real, decimal.Decimal)):
+            out.append(float(x))
+        elif isinstance(x, (list, tuple, np.ndarray)):
+            shape = np.shape(np.asarray(items, dtype=object)) if not isinstance(x, np.ndarray) else (len(items), *x.shape)
+            raise ValueError(f"need one value per seed (a flat list){where}; got a table of shape {shape}.")
+        else:
+            raise ValueError(f"need one real number per seed{where}; got {str(x)[:40]!r} (a {type(x).__name__}), "
+                             "which is no seed's value.")
+    return np.asarray(out, dtype=float)
+
+
 def _by_seed(values, which: str):
     """``values`` as a float Series; a seed label written twice is refused, naming it (pandas
     would pair every copy in one arm with every copy in the other: more rows than seeds, and a
     narrower interval from no new run)."""
     import pandas as pd
 
-    x = pd.Series(values, dtype=float)
+    if isinstance(values, pd.Series):
+        x = pd.Series(seed_values(values, which), index=values.index, dtype=float)
+    else:
+        x = pd.Series(seed_values(values, which), dtype=float)
     twice = x.index[x.index.duplicated()]
     if len(twice):
         raise ValueError(f"seed {twice[0]!r} is written twice in the {which} values; each seed is one run and "
@@ -133,14 +189,9 @@ def one_sample_t(values, level: float = 0.95) -> Estimate:
     from scipy import stats
 
     _check_level(level)
-    raw = np.asarray(values, dtype=object if isinstance(values, (list, tuple)) else None)
-    _check_flat(raw)
-    if raw.dtype == bool or any(isinstance(x, (bool, np.bool_, str, bytes)) for x in raw.tolist()):
-        raise ValueError(f"need one number per seed; got {str(list(raw.tolist()))[:80]} (a bool or text is no "
-                         "seed's value).")
-    v = np.asarray(values, dtype=float).ravel()
+    v = seed_values(values)
     if v.size == 0 or not np.isfinite(v).all():
-        raise ValueError(f"need at least one finite value per seed; got {values!r}.")
+        raise ValueError(f"need at least one finite value per seed; got {str(v.tolist())[:80]}.")
     mean = float(v.mean())
     if v.size < 2:
         return Estimate(tuple(v.tolist()), mean, float("nan"), float("nan"), float("nan"), level)
@@ -202,6 +253,21 @@ def outcome_conditions(low: float, high: float, sesoi: float) -> dict:
             "inconclusive": low <= 0 and sesoi <= high}
 
 
+def _check_min_seeds(min_seeds) -> None:
+    if not _whole(min_seeds):
+        raise ValueError(f"min_seeds must be a whole number of seeds (e.g. 3); got {min_seeds!r}.")
+
+
+def _whole(n) -> bool:
+    """A whole number (``4``, ``np.int64(4)``, ``4.0``), never a bool or text."""
+    return is_number(n) and float(n).is_integer()
+
+
+def _r(x: float) -> float:
+    """``x`` rounded to :data:`DIGITS` significant digits, as interval ends and yardsticks are compared."""
+    return float(f"{x:.{DIGITS}g}")
+
+
 def directional_outcome(est: Estimate, sesoi: float, min_seeds: int = 3, gate: bool = True) -> str:
     """The claim says the true mean difference is > 0 (rules v2).
 
@@ -216,6 +282,7 @@ def directional_outcome(est: Estimate, sesoi: float, min_seeds: int = 3, gate: b
                          "A yardstick of 0 lets no precise null refute a claim (rules v2).")
     if not isinstance(gate, (bool, np.bool_)):   # read_sequential's gate is text ('' passes): not this one
         raise ValueError(f"gate must be True (the gate passes) or False; got {gate!r}.")
+    _check_min_seeds(min_seeds)
     if est.n < max(min_seeds, 2) or not gate:
         return "not testable here"
     # the edge cases as every path reads them (companion.rules.sequential): a non-finite interval
@@ -237,8 +304,7 @@ def interval_outcome(low: float, high: float, sesoi: float) -> str:
         raise ValueError(f"[{low}, {high}] is not an interval (finite ends, low <= high); read the estimate again.")
     if not is_positive_number(sesoi):
         raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}.")
-    r = lambda x: float(f"{x:.{DIGITS}g}")  # noqa: E731
-    hits = [k for k, v in outcome_conditions(r(low), r(high), r(sesoi)).items() if v]
+    hits = [k for k, v in outcome_conditions(_r(low), _r(high), _r(sesoi)).items() if v]
     if len(hits) != 1:  # unreachable for a finite interval: the conditions partition it
         raise ValueError(f"the interval [{low}, {high}] meets {len(hits)} outcomes.")
     return hits[0]
@@ -275,11 +341,15 @@ def threshold_outcome(est: Estimate, threshold: float, min_seeds: int = 3) -> st
     not a finite number is refused (NaN read 'inconclusive', an infinity 'refuted')."""
     if not is_number(threshold):
         raise ValueError(f"the threshold of a level claim must be a finite number; got {threshold!r}.")
+    _check_min_seeds(min_seeds)
     if est.n < max(min_seeds, 2) or _no_evidence(est):
         return "not testable here"
-    if est.low > threshold:
+    # compared after rounding to DIGITS significant digits, as every directional claim is: a bound
+    # equal to the threshold up to its last bits is equal (0.1 + 0.2 is not above 0.3)
+    low, high, t = _r(est.low), _r(est.high), _r(threshold)
+    if low > t:
         return "holds"
-    if est.high < threshold:
+    if high < t:
         return "refuted"
     return "inconclusive"
 
@@ -290,11 +360,13 @@ def equivalence_outcome(est: Estimate, band: float, min_seeds: int = 3) -> str:
     ``inconclusive`` otherwise; ``not testable here`` as :func:`threshold_outcome` says."""
     if not is_positive_number(band):   # an infinite band 'holds' for every interval, NaN never decides
         raise ValueError(f"the equivalence band must be a finite number > 0; got {band!r}.")
+    _check_min_seeds(min_seeds)
     if est.n < max(min_seeds, 2) or _no_evidence(est):
         return "not testable here"
-    if -band < est.low and est.high < band:
+    low, high, band = _r(est.low), _r(est.high), _r(band)   # as threshold_outcome compares
+    if -band < low and high < band:
         return "holds"
-    if est.low > band or est.high < -band:
+    if low > band or high < -band:
         return "refuted"
     return "inconclusive"
 
@@ -307,8 +379,16 @@ def deciding_p(est: Estimate, outcome: str, sesoi: float | None = None, *, thres
     must hold: an intersection-union test); refuted, p of 'effect < sesoi'.  Level claims
     (``threshold``): holds, p of 'mean > t'; refuted, p of 'mean < t'.  Equality claims
     (``band``): holds, the larger of the two one-sided tests of the band (TOST); refuted,
-    p of the side the interval lies on.  NaN for an undecided outcome."""
-    base = outcome.split(" (")[0]
+    p of the side the interval lies on.  NaN for an undecided outcome.  An outcome that is none of
+    :data:`OUTCOMES` (a typo read NaN, silently withdrawn from the family) and a directional
+    outcome asked without its yardstick are refused."""
+    base = outcome.split(" (")[0] if isinstance(outcome, str) else outcome
+    if base not in OUTCOMES:
+        raise ValueError(f"{outcome!r} is not an outcome; give one of {', '.join(OUTCOMES)} (a suffix such as "
+                         "' (reported beside)' is read off).")
+    if band is None and threshold is None and base in DECIDED and not is_positive_number(sesoi):
+        raise ValueError(f"the deciding p-value of a directional claim needs its yardstick sesoi, a positive "
+                         f"number (or threshold= for a level claim, band= for an equality claim); got {sesoi!r}.")
     if band is not None:
         if base == "holds":
             return max(p_above(est, -band), p_below(est, band))
@@ -365,6 +445,30 @@ def _power_settings(level, target, name: str = "power") -> None:
                              f"certainty, so the target must lie strictly between {floor:.3g} and 1 (0.8 is usual).")
 
 
+def check_seed_count(n) -> int:
+    """``n`` seeds as an int: a whole number >= 0 (``np.int64(4)`` and ``4.0`` are 4), never a
+    bool, text or half a seed (2.5 seeds solved silently at 1.5 degrees of freedom)."""
+    if not (_whole(n) and n >= 0):
+        raise ValueError(f"the number of seeds must be a whole number (e.g. 3); got {n!r}.")
+    return int(n)
+
+
+def check_real(x, what: str) -> float:
+    """``x`` as a float where it is a real number (NaN and infinities included: the callers read
+    them as 'no power'), else a one-line refusal naming ``what`` (text, a bool, None, a list)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise ValueError(f"{what} must be a number; got {str(x)[:40]!r}.")
+    return float(x)
+
+
+def check_power_draws(draws) -> int:
+    """The Monte Carlo draws of a power: a whole number >= 1 (0 draws gave NaN probabilities, a
+    negative or fractional count numpy's own error)."""
+    if isinstance(draws, (bool, np.bool_)) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise ValueError(f"draws must be a whole number >= 1 (e.g. 200000); got {draws!r}.")
+    return int(draws)
+
+
 def _solve_rising(f, lo: float, step: float, what: str) -> float:
     """The root of an increasing ``f`` above ``lo`` (``f(lo) < 0``), its upper bracket doubled
     until ``f`` turns positive; refused in one line when it never does in floating point
@@ -412,6 +516,8 @@ def directional_power(n: int, sd: float, sesoi: float, level: float = 0.95, targ
     from scipy import stats
 
     _power_settings(level, target)
+    n, sd = check_seed_count(n), check_real(sd, "the seed-to-seed spread sd")
+    sesoi, draws = check_real(sesoi, "the yardstick sesoi"), check_power_draws(draws)
     if n < 2 or not np.isfinite(sd) or sd <= 0 or not sesoi > 0:
         return {"p_refuted_at_0": float("nan"), "p_holds_at_sesoi": float("nan"),
                 "detect_holds": float("nan"), "detect_direction": float("nan")}
@@ -441,6 +547,9 @@ def threshold_power(n: int, sd: float, threshold: float, level: float = 0.95, ta
     error)."""
     from scipy import stats
 
+    n, sd = check_seed_count(n), check_real(sd, "the seed-to-seed spread sd")
+    if not is_number(threshold):   # as threshold_outcome: NaN read 'inconclusive', an infinity 'refuted'
+        raise ValueError(f"the threshold of a level claim must be a finite number; got {threshold!r}.")
     if n < 2 or not np.isfinite(sd) or sd <= 0:
         return {"detect_holds": float("nan"), "p_refuted_at_threshold": float("nan")}
     return {"detect_holds": threshold + detectable_effect(n, sd, level, target),
@@ -453,6 +562,8 @@ def equivalence_power(n: int, sd: float, band: float, level: float = 0.95, draws
     when the true mean is exactly 0, and of ``refuted`` when it is 0 (the test's error of
     calling a true equality unequal).  Monte Carlo with a fixed seed."""
     _check_level(level)   # level 1 gave infinite intervals, so 'holds' with probability 0, silently
+    n, sd = check_seed_count(n), check_real(sd, "the seed-to-seed spread sd")
+    band, draws = check_real(band, "the equivalence band"), check_power_draws(draws)
     if n < 2 or not np.isfinite(sd) or sd <= 0 or not band > 0:
         return {"p_holds_at_0": float("nan"), "p_refuted_at_0": float("nan")}
     lo, hi = _draw_intervals(0.0, sd, n, level, draws, seed)
@@ -473,6 +584,7 @@ def detectable_effect(n: int, sd: float, level: float = 0.95, power: float = 0.8
     from scipy import stats
 
     _power_settings(level, power)
+    n, sd = check_seed_count(n), check_real(sd, "the seed-to-seed spread sd")
     if n < 2 or not np.isfinite(sd) or sd <= 0:
         return float("nan")
     df = n - 1
@@ -517,10 +629,13 @@ def holm(pvalues) -> np.ndarray:
     and not made cannot shrink the family), and its own adjusted value stays NaN.  Version
     2 of the rules (``data/rules_history/verdict_rules_v2.yaml``, ``family``) makes the
     primary test of every empirical claim one member."""
-    p = np.asarray(pvalues, dtype=float) if not any(isinstance(x, (str, bytes, bool)) for x in
-                                                    np.asarray(pvalues, dtype=object).ravel().tolist()) else None
-    if p is None or p.ndim != 1 or ((p < 0) | (p > 1)).any():
-        raise ValueError(f"Holm's adjustment needs a list of p-values between 0 and 1; got {str(pvalues)[:80]}.")
+    refuse = ValueError(f"Holm's adjustment needs a list of p-values between 0 and 1; got {str(pvalues)[:80]}.")
+    try:   # None and pd.NA: a member with no p-value (NaN); a bool (np.True_ too) or text is none
+        p = seed_values(pvalues)
+    except ValueError:
+        raise refuse from None
+    if ((p < 0) | (p > 1)).any():
+        raise refuse
     out = np.full(p.shape, np.nan)
     m = p.size
     order = np.argsort(np.where(np.isfinite(p), p, 1.0), kind="stable")
@@ -551,9 +666,7 @@ def median_interval(values, level: float = 0.95, nan_as: str | None = None) -> d
     if nan_as not in (None, "low", "high"):
         raise ValueError(f"nan_as must be 'low' or 'high' (where a seed with no number ranks); got {nan_as!r}.")
     _check_level(level)
-    raw = np.asarray(values, dtype=float)
-    _check_flat(raw)
-    raw = raw.ravel()
+    raw = seed_values(values)
     n_nan = int(np.isnan(raw).sum())
     if n_nan and nan_as is None:
         raise ValueError(f"{n_nan} of {raw.size} values are NaN (a seed with no number); say where they rank with "
