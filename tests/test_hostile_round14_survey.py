@@ -841,12 +841,13 @@ def test_shipping_with_no_width_to_draw_ends_in_one_line(monkeypatch, capsys):
     assert "nothing to draw" in err and "\n" not in err
 
 
-@pytest.mark.xfail(strict=True, reason="companion.core.null.ship_null (not this area's file) raises pandas' raw "
-                                       "'No objects to concatenate' for an empty list of widths")
 def test_ship_null_of_no_width_is_refused_in_one_line(tmp_path):
     from companion.core.null import ship_null
 
     _refused(lambda: ship_null([], 5, out=tmp_path / "n.npz"), "width")
+    _refused(lambda: ship_null([768.5], 5, out=tmp_path / "n.npz"), "768.5", "whole number")
+    _refused(lambda: ship_null([True], 5, out=tmp_path / "n.npz"), "True")
+    assert not (tmp_path / "n.npz").exists()
 
 
 def test_ship_null_of_no_draw_is_refused(tmp_path):

@@ -226,9 +226,15 @@ def symmetry_null_law(d: int):
 def ship_null(dims, n_samples: int, out: str | Path | None = None, progress=None) -> Path:
     """Draw on the CPU the i.i.d. null of every width in ``dims`` (seed = width, the survey's
     convention) and write it where :func:`null_scores` looks for it."""
+    widths = list(dims) if not isinstance(dims, (str, bytes)) else [dims]
+    bad = [x for x in widths if isinstance(x, bool) or not isinstance(x, (int, np.integer, float, np.floating))
+           or not float(x).is_integer() or float(x) < 2]
+    if not widths or bad:
+        raise ValueError(f"ship_null: {'no widths to draw' if not widths else f'width {bad[0]!r} is not a whole number >= 2'}; "
+                         "pass the widths d >= 2 of the heads to draw the null of (as whole numbers).")
     out = Path(out) if out is not None else shipped_null_file(n_samples)
     parts = []
-    for d in sorted({int(x) for x in dims}):
+    for d in sorted({int(x) for x in widths}):
         t = null_scores(d, n_samples=n_samples, seed=d, device="cpu", shipped=False)
         parts.append(t.assign(seed=d))
         if progress is not None:
