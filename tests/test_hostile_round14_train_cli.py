@@ -673,3 +673,29 @@ def test_an_empty_list_of_run_names_is_named_as_such_not_as_a_pattern(tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         load_runs(names=[], root=_runs_root(tmp_path))
     assert "names" in one_line(err) and "(pattern '*')" not in str(err.value)   # it named the pattern, unused
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_fifo_or_link_at_the_history_is_named_as_such_not_as_a_finished_run(tmp_path, capsys, kind):
+    out = tmp_path / "run"
+    out.mkdir()
+    target = tmp_path / "elsewhere.csv"
+    target.write_text("step,quantity,layer,head,value\n")
+    os.mkfifo(out / "history.csv") if kind == "fifo" else (out / "history.csv").symlink_to(target)
+    line = one_line_error([*MICRO, "--out", str(out)], capsys, "history.csv", within_s=30)
+    assert "finished run" not in line and ("FIFO" in line if kind == "fifo" else "symbolic link" in line)
+    assert target.read_text() == "step,quantity,layer,head,value\n"
+
+
+def test_a_log_inside_an_out_folder_not_made_yet_is_taken(tmp_path, capsys):
+    # was refused: "its folder ... does not exist; create it", though --out is made by the run
+    out = tmp_path / "new" / "run"
+    assert _cli([*MICRO, "--log", str(out / "train.log"), "--out", str(out)], capsys)[0] == 0
+    assert sum(" step " in ln for ln in (out / "train.log").read_text().splitlines()) == 3
+
+
+def test_a_log_in_a_folder_that_does_not_exist_elsewhere_is_still_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    one_line_error([*MICRO, "--log", str(tmp_path / "nowhere" / "train.log"), "--out", str(out)], capsys,
+                   "does not exist", within_s=30)
+    assert not out.exists()

@@ -215,11 +215,19 @@ def _prepare_out(out: Path, resume: bool, overwrite: bool, keep=()) -> bool:
     """
     from ..base.errors import CompanionError
 
-    for name in RUN_FILES:   # a folder of that name is not the tool's (nor a finished run)
+    for name in RUN_FILES:   # a folder, FIFO or link of that name is not the tool's (nor a finished run)
         p = out / name
-        if p.is_dir() and not p.is_symlink():
-            also = "; --overwrite replaces only the run's own files" if overwrite else ""
-            raise CompanionError(f"{p} is a folder, not a file a run writes{also}. Move it away, or choose "
+        try:
+            mode = os.lstat(p).st_mode
+        except OSError:
+            continue
+        also = "; --overwrite replaces only the run's own files" if overwrite else ""
+        if stat.S_ISLNK(mode):
+            raise CompanionError(f"{p} is a symbolic link (to {os.readlink(p)}), which a run never follows or "
+                                 f"replaces{also}. Remove the link, or choose another --out.")
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise CompanionError(f"{p} is {kind}, not a file a run writes{also}. Move it away, or choose "
                                  "another --out.")
     finished = (out / "history.csv").exists()
     ckpt = (out / "checkpoint.pt").exists()
@@ -389,7 +397,7 @@ def _check_not_registry(out: Path) -> None:
                              "or a folder outside the repository.")
 
 
-def _check_log(log: str | None) -> None:
+def _check_log(log: str | None, out: str | None = None) -> None:
     """``--log`` names a regular file, or one that can be created: a folder, a FIFO or a device
     is refused before --out is locked (a FIFO would block with --out held)."""
     from ..base.errors import CompanionError
@@ -403,7 +411,8 @@ def _check_log(log: str | None) -> None:
     if path.exists() and not path.is_file():
         kind = "a folder" if path.is_dir() else "a FIFO" if stat.S_ISFIFO(path.stat().st_mode) else "not a regular file"
         raise CompanionError(f"--log {log} is {kind}; give the path of a file to append progress lines to.")
-    if not path.exists() and not path.parent.is_dir():
+    made = out is not None and os.path.abspath(path.parent) == os.path.abspath(out)   # the run makes --out
+    if not path.exists() and not path.parent.is_dir() and not made:
         raise CompanionError(f"--log {log}: its folder {path.parent} does not exist; create it or choose another path.")
 
 
@@ -507,7 +516,7 @@ def run_train(args: argparse.Namespace) -> int:
     from .runner.devices import process_layout
 
     _check_device(args.device)
-    _check_log(args.log)
+    _check_log(args.log, args.out)
     args.config = _config(args)   # every option checked before --out is created, locked or cleared
     _, rank = process_layout()
     out = Path(args.out)
