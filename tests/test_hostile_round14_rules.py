@@ -590,3 +590,41 @@ def test_a_family_table_with_no_chance_or_a_member_erring_more_than_its_family_i
     with pytest.raises(CompanionError) as err:
         _load(d)
     assert "family table" in _one_line(err)
+
+
+@pytest.mark.parametrize("name", ["/tmp/elsewhere.csv", "../elsewhere.csv", "data/../../elsewhere.csv"])
+def test_a_table_named_outside_the_rules_folder_is_refused_before_it_is_read_or_written(tmp_path, name):
+    """The design check writes the tables the rules name (--write): a name that is absolute or climbs
+    out of the folder holding the rules' data/ would overwrite a file there."""
+    from companion.rules.design_tables import design_table_path, family_table_path
+
+    rules_file = tmp_path / "repo" / "data" / "verdict_rules.yaml"
+    rules = {"framework": {"design_check": {"table": name}, "family_check": {"table": name}}}
+    for call in (design_table_path, family_table_path):
+        with pytest.raises(CompanionError) as err:
+            call(rules, rules_file)
+        assert name in _one_line(err) and "outside" in _one_line(err)
+
+
+def test_a_table_named_under_the_rules_folder_is_found_there(tmp_path):
+    from companion.rules.design_tables import design_table_path
+
+    rules_file = tmp_path / "repo" / "data" / "verdict_rules.yaml"
+    rules = {"framework": {"design_check": {"table": "data/./sub/../verdict_rules_design.csv"}}}
+    got = design_table_path(rules, rules_file)
+    assert got.resolve() == (tmp_path / "repo" / "data" / "verdict_rules_design.csv").resolve()
+
+
+@pytest.mark.parametrize("kwargs", [{"band": -0.1}, {"band": "0.1"}, {"band": float("inf")}, {"threshold": float("nan")},
+                                    {"threshold": "0.5"}])
+def test_a_deciding_p_value_with_a_band_or_threshold_that_is_no_number_is_refused(kwargs):
+    est = S.one_sample_t([0.01, 0.02, -0.01, 0.0])
+    with pytest.raises(ValueError) as err:
+        S.deciding_p(est, "holds", **kwargs)
+    assert next(iter(kwargs)) in _one_line(err)
+
+
+def test_a_simulated_design_given_one_yardstick_per_look_says_it_takes_one():
+    with pytest.raises(ValueError) as err:
+        Q.simulate_design(0.1, 0.1, [3, 6], [0.01, 0.02], [0.05, 0.05], draws=100)
+    assert "one yardstick" in _one_line(err)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +29,13 @@ def _committed_path(rules: dict, name: str, path: str | Path | None) -> Path:
     the rules file's ``data/`` folder."""
     table = Path(name)
     here = Path(path if path is not None else rules.get("__file__", _IN_FORCE)).resolve()
-    if table.is_absolute():
-        return table
+    # a table lies under the folder that holds the rules' data/ folder: the design check writes it
+    # there (--write), so a name that is absolute or climbs out with '..' would overwrite any file
+    if table.is_absolute() or Path(os.path.normpath(table)).parts[:1] == ("..",):
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"{here}: the table {str(name)[:80]!r} lies outside the folder of its rules "
+                             f"({here.parent.parent}); name a file under it, such as data/verdict_rules_design.csv.")
     named = here.parent.parent / table
     # an earlier file moved unchanged to data/rules_history/ names its table where it was then
     return named if named.exists() or not (here.parent / table.name).exists() else here.parent / table.name

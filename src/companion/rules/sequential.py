@@ -358,6 +358,9 @@ def _drawn_outcomes(x: np.ndarray, looks, nominal, sesoi: float) -> tuple[np.nda
     from scipy import stats
 
     looks = list(_check_plan(looks, nominal, sesoi))
+    if isinstance(sesoi, (list, tuple, np.ndarray)):   # read_sequential's per-look yardsticks come from runs
+        raise ValueError(f"a simulated design takes one yardstick d (a positive number), not one per look; got "
+                         f"{str(list(sesoi))[:60]}.")
     if not is_positive_number(sesoi):
         raise ValueError(f"the smallest effect of interest must be a positive number; got {sesoi!r}.")
     if not np.isfinite(x).all():   # a NaN row compared false everywhere and read 'refuted'

@@ -386,6 +386,10 @@ def deciding_p(est: Estimate, outcome: str, sesoi: float | None = None, *, thres
     if base not in OUTCOMES:
         raise ValueError(f"{outcome!r} is not an outcome; give one of {', '.join(OUTCOMES)} (a suffix such as "
                          "' (reported beside)' is read off).")
+    if band is not None and not is_positive_number(band):   # as equivalence_outcome: a band of -0.1 swapped its tests
+        raise ValueError(f"the equivalence band must be a finite number > 0; got {band!r}.")
+    if threshold is not None and not is_number(threshold):   # as threshold_outcome
+        raise ValueError(f"the threshold of a level claim must be a finite number; got {threshold!r}.")
     if band is None and threshold is None and base in DECIDED and not is_positive_number(sesoi):
         raise ValueError(f"the deciding p-value of a directional claim needs its yardstick sesoi, a positive "
                          f"number (or threshold= for a level claim, band= for an equality claim); got {sesoi!r}.")
