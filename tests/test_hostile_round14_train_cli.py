@@ -699,3 +699,33 @@ def test_a_log_in_a_folder_that_does_not_exist_elsewhere_is_still_refused(tmp_pa
     one_line_error([*MICRO, "--log", str(tmp_path / "nowhere" / "train.log"), "--out", str(out)], capsys,
                    "does not exist", within_s=30)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name, kw, edit, word", [
+    # an empty list logged no update rows for the resumed steps, silently
+    ("no starting forms", {"update_every": 1}, lambda ck: ck.update(update_initial=[]), "update_initial"),
+    # a RuntimeError and a TypeError from deep inside the update recorder
+    ("starting forms of another shape", {"update_every": 1},
+     lambda ck: ck.update(update_initial=[torch.zeros(3, 3)] * 2), "update_initial"),
+    ("starting forms as a table", {"update_every": 1}, lambda ck: ck.update(update_initial={"a": 1}), "update_initial"),
+    # an AttributeError: a list has no shape
+    ("seen blocks as a list", {"guard": True}, lambda ck: ck.update(seen=[1, 2]), "seen"),
+])
+def test_a_checkpoint_whose_recorder_or_guard_state_is_not_this_runs_is_refused(tmp_path, name, kw, edit, word):
+    out = tmp_path / "run"
+    train(_cfg(**kw), data=_data(), out_dir=out, stop_at=2)
+    ck = torch.load(out / "checkpoint.pt", weights_only=True)
+    edit(ck)
+    torch.save(ck, out / "checkpoint.pt")
+    (out / "checkpoint.pt.sha256").write_text(sha256_file(out / "checkpoint.pt") + "\n")
+    with pytest.raises(CompanionError) as err:
+        train(_cfg(**kw), data=_data(), out_dir=out, resume=True)
+    assert word in one_line(err) and "checkpoint" in str(err.value)
+
+
+def test_a_resumed_run_logging_updates_logs_them_as_the_uninterrupted_run(tmp_path):
+    whole = train(_cfg(update_every=1), data=_data())
+    out = tmp_path / "run"
+    train(_cfg(update_every=1), data=_data(), out_dir=out, stop_at=2)
+    resumed = train(_cfg(update_every=1), data=_data(), out_dir=out, resume=True)
+    pd.testing.assert_frame_equal(resumed.reset_index(drop=True), whole.reset_index(drop=True))

@@ -227,8 +227,15 @@ def _check_contents(ck: dict, run: _Run, out: Path) -> None:
     if not isinstance(ck["rng"], list) or not all(isinstance(r, dict) and set(run.gens) <= set(r)
                                                    and "torch" in r for r in ck["rng"]):
         raise bad(f"its rng states are not one set of generators ({', '.join(run.gens)}, torch) per process")
-    if cfg.guard and tuple(ck["seen"].shape) != tuple(run.seen.shape):
-        raise bad(f"its seen blocks are {tuple(ck['seen'].shape)}, this run has {tuple(run.seen.shape)}")
+    if cfg.guard and (not isinstance(ck["seen"], torch.Tensor) or tuple(ck["seen"].shape) != tuple(run.seen.shape)):
+        got = tuple(ck["seen"].shape) if isinstance(ck["seen"], torch.Tensor) else type(ck["seen"]).__name__
+        raise bad(f"its seen blocks are {got}, this run has {tuple(run.seen.shape)}")
+    if run.recorder is not None:   # each layer's starting form: an empty list logged no update rows after resume
+        mine, got = run.recorder.initial, ck["update_initial"]
+        if not (isinstance(got, list) and len(got) == len(mine) and all(
+                isinstance(g, torch.Tensor) and g.shape == m.shape for g, m in zip(got, mine))):
+            raise bad(f"its update_initial is not {len(mine)} starting forms of shape {tuple(mine[0].shape)}"
+                      if mine else "its update_initial is not this model's starting forms")
     why = _record_problem(ck)
     if why:
         raise bad(why)
