@@ -628,3 +628,49 @@ def test_a_simulated_design_given_one_yardstick_per_look_says_it_takes_one():
     with pytest.raises(ValueError) as err:
         Q.simulate_design(0.1, 0.1, [3, 6], [0.01, 0.02], [0.05, 0.05], draws=100)
     assert "one yardstick" in _one_line(err)
+
+
+# ------------------------------------------------------------------ more boundaries and families
+
+
+@pytest.mark.parametrize("low, high, want", [(0.5, 0.5, "inconclusive"), (0.5 + 1e-6, 0.6, "holds"),
+                                             (0.4, 0.5 - 1e-6, "refuted"), (0.4, 0.5, "inconclusive")])
+def test_a_level_claims_interval_touching_its_threshold_is_inconclusive_and_one_beyond_it_decides(low, high, want):
+    assert S.threshold_outcome(_est(low, high), 0.5) == want
+
+
+@pytest.mark.parametrize("low, high, want", [(-0.3, 0.3, "inconclusive"), (-0.3 + 1e-6, 0.3 - 1e-6, "holds"),
+                                             (0.3, 0.4, "inconclusive"), (0.3 + 1e-6, 0.4, "refuted"),
+                                             (-0.4, -0.3 - 1e-6, "refuted"), (0.0, 0.0, "not testable here")])
+def test_an_equality_claims_interval_at_its_band_is_inconclusive_and_one_beyond_it_decides(low, high, want):
+    sd = 0.0 if low == high else 0.1     # an interval of no width has no spread
+    assert S.equivalence_outcome(_est(low, high, sd=sd), 0.3) == want
+
+
+def test_one_member_split_family_errs_as_its_simulated_design_does():
+    nom, d, sd = [0.02, 0.04], 0.05, 0.2
+    fam = Q.family_error_split([(0.0, sd, nom, d, "a")], [3, 6], correlation=0.5, draws=20000, seed=5)
+    one = Q.simulate_design(0.0, sd, [3, 6], nom, d, draws=20000, seed=6)
+    wrong = one["holds"] + one["holds, size open"] + one["negligible"]   # at 0 only 'refuted' is true
+    se = math.sqrt(2 * wrong * (1 - wrong) / 20000)
+    assert abs(fam["family_error"] - wrong) < 4 * se and fam["member_error"] == [fam["family_error"]]
+
+
+def test_four_members_at_no_effect_on_one_body_err_within_the_union_bound_of_the_committed_split():
+    nom = [1.63812e-06, 5.00327e-04, 3.42448e-03, 8.67006e-03]   # 0.01 a side for each of four members
+    members = [(0.0, 1.0, nom, 0.1, "body")] * 4
+    res = Q.family_error_split(members, [3, 6, 9, 12], correlation=0.5, draws=10000, seed=7)
+    assert res["family_error"] <= 4 * 0.01 + 4 * math.sqrt(0.04 * 0.96 / 10000)
+    assert max(res["member_error"]) <= 0.01 + 4 * math.sqrt(0.01 * 0.99 / 10000)
+    assert res["family_error"] >= max(res["member_error"])
+
+
+@pytest.mark.parametrize("fixed, started, after", [
+    ("2026-12-01T10:00:00+00:00", "2026-12-01T12:00:00+00:00", False),   # a timestamp as text: that moment
+    ("2026-12-01T10:00:00+00:00", "2026-12-01T09:00:00+00:00", True),
+    ("2026-12-01", "2026-12-01T23:00:00+00:00", True),                   # a bare date: the end of its day
+])
+def test_a_rule_stamped_as_text_is_written_after_the_runs_begun_before_that_moment(fixed, started, after):
+    from companion.rules.verdicts import rule_written_after
+
+    assert rule_written_after({"fixed": fixed}, [started]) is after

@@ -298,9 +298,11 @@ def rule_written_after(r: dict, dates) -> bool:
     evidence it judges.  Full timestamps are compared (v2); a bare date of v1 counts as the
     end of its day, so a run made the same day before the rule counts as seen."""
     fixed = r["fixed"]
-    if not isinstance(fixed, _dt.datetime):  # v1: a date; the rule may have come at any time that day
-        fixed = _as_datetime(fixed) + _dt.timedelta(days=1)
-    fixed = _as_datetime(fixed)
+    # v1: a bare date (or its text); the rule may have come at any time that day.  A timestamp given
+    # as text (a rule not passed through the loader) is that moment, not the end of its day
+    bare = (not isinstance(fixed, _dt.datetime) and isinstance(fixed, _dt.date)) or (
+        isinstance(fixed, str) and "T" not in fixed.strip() and " " not in fixed.strip())
+    fixed = _as_datetime(fixed) + (_dt.timedelta(days=1) if bare else _dt.timedelta(0))
     return any(_as_datetime(d) < fixed for d in dates)
 
 
