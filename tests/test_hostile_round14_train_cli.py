@@ -729,3 +729,21 @@ def test_a_resumed_run_logging_updates_logs_them_as_the_uninterrupted_run(tmp_pa
     train(_cfg(update_every=1), data=_data(), out_dir=out, stop_at=2)
     resumed = train(_cfg(update_every=1), data=_data(), out_dir=out, resume=True)
     pd.testing.assert_frame_equal(resumed.reset_index(drop=True), whole.reset_index(drop=True))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_training_on_a_gpu_this_machine_lacks_is_refused_in_one_line_not_an_assertion():
+    # was torch's AssertionError "Torch not compiled with CUDA enabled" from inside the model's .to()
+    with pytest.raises(CompanionError) as err:
+        train(_cfg(device="cuda", steps=1, eval_every=1), data=_data())
+    assert "cuda" in one_line(err) and "cpu" in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_lock_of_out_that_is_no_file_is_refused_in_one_line_and_left(tmp_path, capsys, kind):
+    out = tmp_path / "run"
+    out.mkdir()
+    lock = out / ".train.lock"
+    lock.mkdir() if kind == "folder" else os.mkfifo(lock)
+    one_line_error([*MICRO, "--out", str(out)], capsys, ".train.lock", "not a regular file", within_s=30)
+    assert (lock.is_dir() if kind == "folder" else lock.is_fifo()) and not (out / "history.csv").exists()

@@ -69,6 +69,19 @@ def _distributed():
     return world, dist.get_rank(), device
 
 
+def _check_cuda(device: torch.device) -> None:
+    """A CUDA device this machine has (torch's own refusal is an AssertionError from deep inside)."""
+    from ...base.errors import CompanionError
+
+    if device.type != "cuda":
+        return
+    if not torch.cuda.is_available():
+        raise CompanionError(f"device {device}: no CUDA GPU is visible on this machine; train on device cpu, or "
+                             "leave the device unset.")
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise CompanionError(f"device {device}: this machine has {torch.cuda.device_count()} GPU(s), numbered from 0.")
+
+
 def _set_up_device(cfg: TrainConfig) -> tuple[int, int, torch.device]:
     """``(world, rank, device)``: join the process group under torchrun; CPU runs are
     deterministic, CUDA runs allow TF32 matmuls."""
@@ -77,6 +90,7 @@ def _set_up_device(cfg: TrainConfig) -> tuple[int, int, torch.device]:
         device = ddp_device
     elif cfg.device:
         device = torch.device(cfg.device)
+        _check_cuda(device)
     else:
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu":
