@@ -747,3 +747,30 @@ def test_a_lock_of_out_that_is_no_file_is_refused_in_one_line_and_left(tmp_path,
     lock.mkdir() if kind == "folder" else os.mkfifo(lock)
     one_line_error([*MICRO, "--out", str(out)], capsys, ".train.lock", "not a regular file", within_s=30)
     assert (lock.is_dir() if kind == "folder" else lock.is_fifo()) and not (out / "history.csv").exists()
+
+
+def test_the_throughput_of_a_run_on_several_processes_counts_every_processs_tokens():
+    """Under torchrun each of the W processes trains batch_size blocks per micro-batch (one
+    global batch of W x batch_size): 10 steps x 4 blocks x 2 micro-batches x 2 processes x 16
+    tokens = 2560 tokens in 8 s is 320 tokens a second (it counted one process's: 160)."""
+    from companion.train.cli import _tokens_per_second
+
+    cfg = _cfg(steps=10, batch_size=4, grad_accum=2, eval_every=5)
+    assert _tokens_per_second(cfg, 8.0, world=2) == 320.0
+    assert _tokens_per_second(cfg, 8.0) == 160.0
+
+
+def test_a_run_through_a_link_to_a_folder_another_process_trains_into_is_refused(tmp_path, capsys):
+    import subprocess
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (real / ".train.lock").write_text(f"{holder.pid}\n")
+        one_line_error([*MICRO, "--out", str(tmp_path / "link")], capsys, f"pid {holder.pid}", within_s=30)
+        assert not (real / "history.csv").exists()
+    finally:
+        holder.kill()
+        holder.wait()

@@ -598,8 +598,9 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         meta["started"] = history.attrs.get("started")
         meta["sittings"] = history.attrs.get("sittings", [])   # each segment's machine
         meta["seconds_per_step"] = round(seconds / max(1, cfg.steps), 4)
-        meta["tokens_per_second"] = round(cfg.steps * cfg.batch_size * cfg.grad_accum
-                                          * cfg.model_size.seq_len / max(seconds, 1e-9), 1)
+        from .runner.devices import process_layout
+
+        meta["tokens_per_second"] = _tokens_per_second(cfg, seconds, process_layout()[0])
         write_run(out, history, meta)
         ck = out / "checkpoint.pt"
         if not args.keep_checkpoint and ck.exists():
@@ -608,6 +609,13 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
     if log:
         log.close()
     return 0
+
+
+def _tokens_per_second(cfg, seconds: float, world: int = 1) -> float:
+    """The run's training tokens over its seconds: every step trains ``batch_size`` blocks of
+    ``seq_len`` tokens per micro-batch on each of the ``world`` processes (one global batch)."""
+    tokens = cfg.steps * cfg.batch_size * cfg.grad_accum * world * cfg.model_size.seq_len
+    return round(tokens / max(seconds, 1e-9), 1)
 
 
 def main(argv=None) -> int:
