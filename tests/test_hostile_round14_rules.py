@@ -674,3 +674,16 @@ def test_a_rule_stamped_as_text_is_written_after_the_runs_begun_before_that_mome
     from companion.rules.verdicts import rule_written_after
 
     assert rule_written_after({"fixed": fixed}, [started]) is after
+
+
+@pytest.mark.parametrize("call", [
+    lambda: S.directional_power(4, 0.2, D, draws=10**10),
+    lambda: S.equivalence_power(4, 0.2, 0.1, draws=10**10),
+    lambda: Q.simulate_design(0.0, 1.0, [3, 6], [0.01, 0.02], D, draws=10**9),
+    lambda: Q.family_error([(0.0, 1.0, [0.01, 0.02], D)], [3, 6], draws=10**9),
+    lambda: Q.family_error_split([(0.0, 1.0, [0.01, 0.02], D, "a")], [3, 6], draws=10**9),
+])
+def test_draws_that_would_not_fit_in_memory_are_refused_before_anything_is_drawn(call):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert "GB" in _one_line(err) and "draws" in _one_line(err)

@@ -20,8 +20,9 @@ _YARDSTICK_RULES = ("scaled-iqr", "speedup-nats")
 #: the design check's Monte Carlo size is bounded (a typo of 10^9 draws would exhaust memory)
 MAX_DRAWS = 2_000_000
 #: ... and so is each simulated matrix, draws x the last look's seeds (8 bytes each; the family
-#: check holds one per body at once): 2,000,000 draws of 935 seeds asked numpy for 14.9 GB
-MAX_DRAW_CELLS = 25_000_000
+#: check holds one per body at once): 2,000,000 draws of 935 seeds asked numpy for 14.9 GB.  The
+#: simulations themselves hold every caller to it (companion.rules.sequential)
+from .sequential import MAX_DRAW_CELLS  # noqa: E402
 
 
 def _check_simulation_size(draws, looks, path, where) -> None:

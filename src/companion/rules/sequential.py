@@ -86,9 +86,20 @@ def _check_plan(looks, nominal, sesoi) -> tuple:
     return looks
 
 
-def _check_draws(draws) -> int:
+#: the most cells (draws x the last look's seeds, 8 bytes each) one simulated matrix may hold: the
+#: family check holds one per body at once, and 2,000,000 draws of 935 seeds asked numpy for 14.9 GB
+MAX_DRAW_CELLS = 25_000_000
+
+
+def _check_draws(draws, looks=None) -> int:
+    """Draws as a whole number >= 1 whose simulated matrix (draws x the last look's seeds) fits
+    within :data:`MAX_DRAW_CELLS`, the bound a rules file is held to (companion.rules.fields)."""
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise ValueError(f"draws must be a whole number >= 1 (0 draws gave NaN probabilities); got {draws!r}.")
+    seeds = int(list(looks)[-1]) if looks else 1
+    if int(draws) * seeds > MAX_DRAW_CELLS:
+        raise ValueError(f"{int(draws):,} draws of {seeds} seeds would ask for {int(draws) * seeds * 8 / 1e9:.1f} GB per "
+                         f"simulated matrix; draws may be at most {MAX_DRAW_CELLS // seeds:,} here.")
     return int(draws)
 
 
@@ -389,8 +400,8 @@ def simulate_design(delta: float, sd: float, looks, nominal, sesoi: float, draws
     differences are normal with mean ``delta`` and standard deviation ``sd``, and the
     expected number of seeds used.  Monte Carlo with a fixed seed; the gate is taken to pass."""
     _check_truth(delta, sd)
-    draws = _check_draws(draws)
     looks = list(_check_plan(looks, nominal, sesoi))
+    draws = _check_draws(draws, looks)
     rng = np.random.default_rng(seed)
     x = delta + sd * rng.standard_normal((draws, looks[-1]))
     outcome, used = _drawn_outcomes(x, looks, nominal, sesoi)
@@ -435,9 +446,9 @@ def family_error(members, looks, draws: int = 20_000, seed: int = 20261128) -> d
     "reached": [...]}``, the last two per member: the chance that it stands wrong, and the
     chance that the sequence reaches it."""
     _check_members(members, 4)
-    draws = _check_draws(draws)
-    rng = np.random.default_rng(seed)
     looks = list(_check_looks(looks))
+    draws = _check_draws(draws, looks)
+    rng = np.random.default_rng(seed)
     reached = np.ones(draws, dtype=bool)
     any_wrong = np.zeros(draws, dtype=bool)
     member_error, reach = [], []
@@ -464,9 +475,9 @@ def family_error_split(members, looks, correlation: float = 0.5, draws: int = 20
     if not (is_number(correlation) and 0 <= correlation <= 1):
         raise ValueError(f"correlation must be a number in [0, 1]; got {correlation!r}.")
     _check_members(members, 5)
-    draws = _check_draws(draws)
-    rng = np.random.default_rng(seed)
     looks = list(_check_looks(looks))
+    draws = _check_draws(draws, looks)
+    rng = np.random.default_rng(seed)
     common: dict = {}
     any_wrong = np.zeros(draws, dtype=bool)
     member_error = []

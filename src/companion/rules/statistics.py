@@ -465,11 +465,19 @@ def check_real(x, what: str) -> float:
     return float(x)
 
 
+#: the most Monte Carlo draws a power takes (the bound a rules file's framework.power.draws is
+#: held to, companion.rules.verdicts.MAX_POWER_DRAWS)
+MAX_POWER_DRAWS = 10_000_000
+
+
 def check_power_draws(draws) -> int:
     """The Monte Carlo draws of a power: a whole number >= 1 (0 draws gave NaN probabilities, a
     negative or fractional count numpy's own error)."""
     if isinstance(draws, (bool, np.bool_)) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise ValueError(f"draws must be a whole number >= 1 (e.g. 200000); got {draws!r}.")
+    if draws > MAX_POWER_DRAWS:   # each simulated array holds one number a draw
+        raise ValueError(f"draws {int(draws):,} would ask for {int(draws) * 8 / 1e9:.1f} GB per simulated array; at "
+                         f"most {MAX_POWER_DRAWS:,} (200,000 is usual).")
     return int(draws)
 
 

@@ -132,8 +132,8 @@ def _fraction(value, field: str, where: str, path) -> None:
 
 
 #: the power solver's Monte Carlo draws are bounded (each of its arrays holds one number a draw):
-#: 10^10 draws asked numpy for 80 GB
-MAX_POWER_DRAWS = 10_000_000
+#: 10^10 draws asked numpy for 80 GB; the solvers hold every caller to it (companion.rules.statistics)
+from .statistics import MAX_POWER_DRAWS  # noqa: E402
 
 
 def _check_framework_tests(fw: dict, path) -> None:
