@@ -774,3 +774,13 @@ def test_a_run_through_a_link_to_a_folder_another_process_trains_into_is_refused
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("stop_at", [0, -3, 2.5, True, "5"])
+def test_a_stop_step_that_takes_no_step_is_refused_before_anything_is_set_up(stop_at, tmp_path):
+    from companion.base.errors import CompanionError
+    from companion.train.runner.loop import train
+
+    with pytest.raises(CompanionError, match="stop_at=.*give a step of 1 or more"):
+        train(_cfg(), _data(), out_dir=tmp_path / "run", stop_at=stop_at)
+    assert not (tmp_path / "run").exists()

@@ -88,6 +88,11 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     The run is a sequence of named steps over one state object (:class:`_Run`): set-up,
     resume, then per step accumulate, update, evaluate and checkpoint.
     """
+    if stop_at is not None and (isinstance(stop_at, bool) or not isinstance(stop_at, int) or stop_at < 1):
+        from ...base.errors import CompanionError
+
+        raise CompanionError(f"stop_at={stop_at!r}: the run would take no step and write no checkpoint; give a "
+                             "step of 1 or more (or None to train to cfg.steps).")
     # set-up: process group and device, data, model (seeded), optimiser, schedule, generators
     world, rank, device = _set_up_device(cfg)
     data = _set_up_data(cfg, data, world)
