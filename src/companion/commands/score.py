@@ -17,11 +17,12 @@ def register(subparsers) -> None:
         description="Read only the query/key projections of SOURCE and print the symmetry "
         "and directionality of every self-attention layer, with median and IQR across layers.",
     )
-    p.add_argument("source", help="Hugging Face folder, .gguf file, hub id owner/name, or a "
-                   "zoo name (companion zoo list)")
+    p.add_argument("source", help="Hugging Face folder, .gguf file, hub id owner/name (read over "
+                   "the network: only the headers and the query/key tensors; HF_HUB_OFFLINE=1 refuses it), "
+                   "or a zoo name (companion zoo list)")
     p.add_argument("--per-head", action="store_true", help="also score every head")
     p.add_argument("--out", metavar="FILE.csv", help="write the tidy table to this CSV file")
-    p.add_argument("--revision", help="hub revision (branch, tag or commit) to pin")
+    p.add_argument("--revision", help="hub revision (branch, tag or commit) to pin; only with a hub id")
     p.add_argument("--pairing", choices=("grouped", "modulo"), default="grouped",
                    help="query/key head pairing for grouped-query attention (default: grouped)")
     p.add_argument("--gamma", type=float, default=2.0, help="outlier threshold in std (default 2)")
@@ -45,11 +46,20 @@ def run(args: argparse.Namespace) -> int:
     from ..zoo.registry import is_zoo_name, zoo_path
 
     from ..adapters.reader import usable_path
+    from . import shown
 
     # options are checked before any tensor is read
-    usable_path(args.source)
+    if not args.source.strip():   # Path("") is the current folder, which was read as the model
+        raise CompanionError("the model to score is empty (an unset variable?); give a folder, a .gguf file, a hub "
+                             "id owner/name or a zoo name (`companion zoo list`).")
+    source = usable_path(args.source)
+    if source.name == "config.json" and source.is_file():   # the model is its folder (its name, its files)
+        args.source = str(source.parent)
     if args.out == "":
         raise CompanionError("--out is empty; give a file name such as scores.csv, or leave --out out.")
+    if args.revision is not None and not args.revision.strip():
+        raise CompanionError("--revision is empty (an unset variable?); give a branch, tag or commit of the hub "
+                             "repository, or leave --revision out for main.")
     if not math.isfinite(args.gamma) or args.gamma < 0:
         raise CompanionError(f"--gamma {args.gamma} is not a finite number >= 0; the outlier "
                              "threshold is in standard deviations (the paper uses 2).")
@@ -84,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
         check_table_output(args.out, "--out file")   # nor a file that is not a table, or one of data/
     ckpt = read_qk(args.source, revision=args.revision, allow_pickle=args.allow_pickle,
                    progress=not args.quiet)
+    if "name" in ckpt.meta:   # a folder name that is not UTF-8 is no text a table can hold: its bytes escaped
+        ckpt.meta["name"] = shown(str(ckpt.meta["name"]).encode("utf-8", "surrogateescape").decode(
+            "utf-8", "backslashreplace"))
     df = layer_scores(ckpt, per_head=args.per_head, pairing=args.pairing, gamma=args.gamma,
                       variant=args.variant)
     if df.empty:
@@ -92,16 +105,20 @@ def run(args: argparse.Namespace) -> int:
         df = df.drop(columns="head")
     cols = ["component", "role", "layer"] + (["head"] if args.per_head else []) + [
         "symmetry", "directionality"]
-    print(f"{ckpt.meta.get('name', args.source)}: family {ckpt.family}, "
+    print(f"{shown(ckpt.meta.get('name', args.source))}: family {ckpt.family}, "
           f"{ckpt.n_parameters:,} parameters, read {ckpt.bytes_read:,} bytes")
-    print(df[cols].to_string(index=False, float_format=lambda v: f"{v:+.4f}"))
+    print(df[cols].to_string(index=False, na_rep="no score", float_format=_signed))
     summary = summarize_layers(df if args.per_head else df.assign(head=-1))
     print("\nacross layers: median [q25, q75]")
     for _, r in summary.iterrows():
-        print(f"  {r['component']:>8} ({r['n_layers']} layers)  "
-              f"symmetry {r['symmetry_median']:+.4f} [{r['symmetry_q25']:+.4f}, {r['symmetry_q75']:+.4f}]  "
-              f"directionality {r['directionality_median']:+.4f} "
-              f"[{r['directionality_q25']:+.4f}, {r['directionality_q75']:+.4f}]")
+        print(f"  {r['component']:>8} ({r['n_layers']} layers)  symmetry {_spread(r, 'symmetry')}  "
+              f"directionality {_spread(r, 'directionality')}")
+    unscored = df[df[["symmetry", "directionality"]].isna().any(axis=1)]
+    if len(unscored):
+        where = ", ".join(f"{r['component']} layer {r['layer']}" + (f" head {r['head']}" if args.per_head else "")
+                          for _, r in unscored.head(8).iterrows()) + (", ..." if len(unscored) > 8 else "")
+        print(f"\nno score for {len(unscored)} of {len(df)} rows ({where}): a query-key form that is zero has "
+              "none (0/0), nor has a median across layers that takes one in")
     if args.bias_term:
         from ..survey.bias_term import bias_term_table
 
@@ -109,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         layers = bt[bt["head"] == -1]
         print("\nbias terms (b_q^T W_k y without rotation): share of the logit variance over keys, "
               "per layer (real inputs; see companion.survey.bias_term)")
-        print(layers[["layer", "share"]].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        print(layers[["layer", "share"]].to_string(index=False, na_rep="no share", float_format=lambda v: f"{v:.4f}"))
         shares = bt.rename(columns={"share": "bias_term_share"})
         if args.per_head:  # head -1 is the layer, as in the scores
             df = df.merge(shares[["layer", "head", "bias_term_share"]], on=["layer", "head"], how="left")
@@ -117,8 +134,25 @@ def run(args: argparse.Namespace) -> int:
             df = df.merge(shares[shares["head"] == -1][["layer", "bias_term_share"]], on="layer", how="left")
     if args.out:
         out = write_csv_atomic(df, args.out)
-        print(f"wrote {len(df)} rows to {out}", file=sys.stderr)
+        print(f"wrote {len(df)} rows to {shown(out)}", file=sys.stderr)
     return 0
+
+
+def _spread(row, score: str) -> str:
+    """``+median [+q25, +q75]`` of one score across layers, ``no score`` where a layer has none."""
+    values = [row[f"{score}_{q}"] for q in ("median", "q25", "q75")]
+    if not all(math.isfinite(v) for v in values):
+        return "no score"
+    return f"{_signed(values[0])} [{_signed(values[1])}, {_signed(values[2])}]"
+
+
+def _signed(v) -> str:
+    """A score to four decimals with its sign; one that rounds to zero reads +0.0000 (never
+    -0.0000: -0.00004 is no negative score at four decimals), one that is missing ``no score``."""
+    if not math.isfinite(v):
+        return "no score"
+    text = f"{v:+.4f}"
+    return "+0.0000" if text == "-0.0000" else text
 
 
 def _refuse_writing_into_the_input(out: Path, source: Path) -> None:

@@ -25,7 +25,10 @@ STATUS_COLUMNS = ("key", "status", "claim")
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("verdicts", help="every claim's status as the book states it (--training: the "
-                                               "training claims at their looks)")
+                                               "training claims at their looks)",
+                              description="Every claim's status as the book's pages give it, computed from the "
+                              "package's data on this machine (no network): the first call takes a few minutes; "
+                              "COMPANION_VERDICT_CACHE=FOLDER keeps the table between calls.")
     p.add_argument("--claim", metavar="KEY", help="one claim in full, by its key (the first column)")
     p.add_argument("--training", action="store_true", help="the training claims read at their looks: family, "
                                                            "look, seeds in, effect and interval, status")
@@ -38,12 +41,16 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ..base.errors import CompanionError
     from ..base.outputs import check_table_output, write_csv_atomic
+    from . import shown
 
     if args.csv is not None and args.csv.strip() == "":
         raise CompanionError("--csv is empty; give a file name such as verdicts.csv, or leave --csv out.")
     if args.claim is not None and (args.csv or args.training):
         raise CompanionError(f"{'--csv writes' if args.csv else '--training prints'} a table; --claim prints one "
                              "claim (with its reading at its look where it is a training claim). Use one of them.")
+    if args.rules is not None and args.claim is not None:
+        raise CompanionError("--claim reads one claim under the rules in force; --rules reads the training table "
+                             "under another rules file: drop --rules, or use --training --rules FILE without --claim.")
     if args.rules is not None and not args.training:
         raise CompanionError("--rules names the rules file the training claims are read under; add --training.")
     rules = None
@@ -63,7 +70,7 @@ def run(args) -> int:
         print("\n" + _training_line())
     if args.csv:
         out = write_csv_atomic(table, args.csv)
-        print(f"wrote {len(table)} rows to {out}", file=sys.stderr)
+        print(f"wrote {len(table)} rows to {shown(out)}", file=sys.stderr)
     return 0
 
 
@@ -102,22 +109,26 @@ def _training_line() -> str:
 def _as_text(table) -> str:
     """A plain table: each column as wide as its widest cell, the last one left ragged."""
     cols = list(table.columns)
-    cells = [[str(c) for c in cols]] + [[_cell(v) for v in row] for row in table.itertuples(index=False)]
+    cells = [[_cell(c) for c in cols]] + [[_cell(v) for v in row] for row in table.itertuples(index=False)]
     widths = [max(len(r[i]) for r in cells) for i in range(len(cols) - 1)]
     return "\n".join("  ".join([c.ljust(w) for c, w in zip(r[:-1], widths)] + [r[-1]]).rstrip() for r in cells)
 
 
 def _cell(v) -> str:
     """A printed cell: a number to 5 significant digits (0.005360000000000031 is 0.00536; the
-    CSV keeps every digit), anything else as it is."""
+    CSV keeps every digit), anything else as its text, a character that is not printable (a
+    newline, an escape sequence) written as its escape so the cell stays one cell of one line."""
+    from . import shown
+
     if isinstance(v, float) and not isinstance(v, bool):
         return f"{v:.5g}"
-    return str(v)
+    return shown(v)
 
 
 def _one_claim(key: str) -> str:
     from ..base.errors import CompanionError
     from ..judge import claims, training_claims
+    from . import shown
 
     from ..rules.rulebook import load_rules
 
@@ -158,7 +169,7 @@ def _one_claim(key: str) -> str:
         if missing:
             lines.append(f"    runs still missing for the next look ({len(missing)}): {', '.join(missing)}")
             lines.append(f"    they are made by: {r['command']}")
-    return "\n".join(lines)
+    return "\n".join(shown(line) for line in lines)   # a newline or escape in a rules file's text stays text
 
 
 def _as_list(value) -> list[str]:

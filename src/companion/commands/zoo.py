@@ -23,6 +23,16 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _known(zoo, name: str) -> None:
+    """Refuse a name that is not in the zoo, with the one it may have meant."""
+    from ..base.errors import CompanionError
+    from . import near
+
+    if name not in zoo.zoo_names(held=True):
+        raise CompanionError(f"{name!r} is not in the model zoo{near(name, zoo.zoo_names(held=True))}; "
+                             f"`companion zoo list` shows the names ({', '.join(zoo.zoo_names(held=True))}).")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..zoo import registry as zoo
 
@@ -48,12 +58,13 @@ def run(args: argparse.Namespace) -> int:
     if args.zoo_command == "fetch":
         names = zoo.zoo_names() if args.name == "all" else [args.name]
         for name in names:
-            zoo.zoo_model(name)  # unknown names fail before any work
+            _known(zoo, name)  # unknown names fail before any work
         for name in names:
             path = zoo.fetch(name, verify=True, quiet=False)
             print(f"{name}: {path}")
         return 0
     if args.zoo_command == "path":
+        _known(zoo, args.name)
         print(zoo.zoo_path(args.name))
         return 0
     print(f"unknown zoo action {args.zoo_command!r}", file=sys.stderr)  # pragma: no cover
