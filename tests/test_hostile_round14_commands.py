@@ -370,6 +370,15 @@ def test_a_fifo_as_the_model_is_refused_at_once(tmp_path, capsys):
         one_line_error(["score", str(tmp_path / "model.gguf")], capsys, "model.gguf")
 
 
+@pytest.mark.parametrize("fifo", ["model.safetensors", "config.json"])
+def test_a_model_folder_holding_a_fifo_is_refused_at_once_naming_it(model, tmp_path, capsys, fifo):
+    folder = _copy(model, tmp_path)
+    (folder / fifo).unlink()
+    os.mkfifo(folder / fifo)
+    with _within(20):
+        one_line_error(["score", str(folder), "--quiet"], capsys, fifo, "FIFO")
+
+
 @pytest.mark.parametrize("revision", ["..", "."])
 def test_a_hub_revision_that_is_a_dot_segment_is_refused_before_any_request(no_hub, capsys, revision):
     one_line_error(["score", "owner/name", "--revision", revision, "--quiet"], capsys, repr(revision))
