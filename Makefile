@@ -147,12 +147,14 @@ book: env
 # nbval's kernels get the book's kernel start-up file, so their figures are images as in
 # the build.  Each test worker (two on two cores) computes on one thread: two workers of two
 # threads each share two cores worse than two of one (a quantisation step: 14.7 CPU s against 5.3).
+# The chapters are handed out first (book before tests): each is one unit of up to minutes, so the
+# short test files fill in around them rather than one worker ending alone on a long chapter.
 EXECUTED := _build/executed
 test: prepare
 	@rm -rf $(EXECUTED); t=$$(date +%s); \
 		$(KERNEL_ENV) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=900 --nbval-save-executed $(EXECUTED) -p no:cacheprovider -ra \
-		$(PYTEST_ARGS) tests book; rc=$$?; \
+		$(PYTEST_ARGS) book tests; rc=$$?; \
 		echo "test: unit tests and chapters (nbval) took $$(( $$(date +%s) - t )) s"; exit $$rc
 	@$(PY) -m companion.book.site.book_cache seed $(EXECUTED)
 	@t=$$(date +%s); $(MAKE) --no-print-directory book || exit $$?; \
