@@ -103,13 +103,19 @@ def check_own_folder(top: str | os.PathLike, folder: str | os.PathLike, what: st
 
 
 def check_writable(path: str | os.PathLike, what: str = "output") -> Path:
-    """Make sure ``path`` can be created or replaced (its folder is made if missing); only a
-    regular file is ever replaced."""
+    """Make sure ``path`` can be created or replaced; only a regular file is ever replaced.
+    Nothing is left behind: the probe is made in the nearest folder above ``path`` that exists
+    (a refused command leaves no folder made for its output; the writers make the missing
+    folders when they write)."""
     path = Path(path)
     _existing_mode(path, what)
+    folder = path.parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
+        if not folder.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{folder} is not a folder")
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:

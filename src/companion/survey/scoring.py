@@ -237,9 +237,10 @@ def add_survey_parser(subparsers) -> argparse.ArgumentParser:
                    help="folder holding checkpoints as <key>/ or <owner>--<name>/ (or .gguf)")
     net = p.add_mutually_exclusive_group()
     net.add_argument("--online", dest="online", action="store_true", default=None,
-                     help="read from the hub when a model is not found locally")
+                     help="read from the hub (over the network) when a model is not found locally; the "
+                          "default, with neither flag, unless HF_HUB_OFFLINE is set")
     net.add_argument("--offline", dest="online", action="store_false",
-                     help="never contact the hub")
+                     help="never contact the hub (the default when HF_HUB_OFFLINE=1, as make sets it)")
     p.add_argument("--no-per-head", dest="per_head", action="store_false",
                    help="score layers only (per-head scores are on by default)")
     p.add_argument("--force", action="store_true", help="recompute cached checkpoints")
