@@ -784,3 +784,15 @@ def test_a_stop_step_that_takes_no_step_is_refused_before_anything_is_set_up(sto
     with pytest.raises(CompanionError, match="stop_at=.*give a step of 1 or more"):
         train(_cfg(), _data(), out_dir=tmp_path / "run", stop_at=stop_at)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_stop_step_given_as_a_numpy_integer_stops_there_as_the_int_does(tmp_path, _stopped_once):
+    """A step read from a table arrives as np.int64: it is that step (it was refused as no step)."""
+    import numpy as np
+
+    out = tmp_path / "run"
+    train(_cfg(), data=_data(), out_dir=out, stop_at=np.int64(2))
+    got = torch.load(out / "checkpoint.pt", weights_only=False)
+    want = torch.load(_stopped_once / "checkpoint.pt", weights_only=False)
+    assert got["step"] == want["step"] == 2
+    assert all(torch.equal(got["model"][k], want["model"][k]) for k in want["model"])

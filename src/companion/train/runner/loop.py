@@ -88,11 +88,15 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     The run is a sequence of named steps over one state object (:class:`_Run`): set-up,
     resume, then per step accumulate, update, evaluate and checkpoint.
     """
-    if stop_at is not None and (isinstance(stop_at, bool) or not isinstance(stop_at, int) or stop_at < 1):
-        from ...base.errors import CompanionError
+    if stop_at is not None:
+        import numbers
 
-        raise CompanionError(f"stop_at={stop_at!r}: the run would take no step and write no checkpoint; give a "
-                             "step of 1 or more (or None to train to cfg.steps).")
+        if isinstance(stop_at, bool) or not isinstance(stop_at, numbers.Integral) or stop_at < 1:
+            from ...base.errors import CompanionError
+
+            raise CompanionError(f"stop_at={stop_at!r} is no step the run can stop at; give a step of 1 or more, "
+                                 "a whole number (or None to train to cfg.steps).")
+        stop_at = int(stop_at)   # a NumPy integer (a step read from a table) is that step
     # set-up: process group and device, data, model (seeded), optimiser, schedule, generators
     world, rank, device = _set_up_device(cfg)
     data = _set_up_data(cfg, data, world)
