@@ -902,3 +902,21 @@ def test_the_tiny_model_refuses_a_seed_that_is_not_whole(seed):
     with pytest.raises(REFUSED, match="seed") as err:
         TinyAttentionModel(5, d=4, seed=seed)
     _one_line(err)
+
+
+@pytest.mark.parametrize("bad", [True, "1", 10 ** 400, float("nan")])
+def test_the_counterexample_refuses_a_scale_that_is_no_finite_number_in_one_line(bad):
+    """True read as a scale of 1 and text raised a raw TypeError from math.isfinite."""
+    from companion.core.theory import lemma_s111_counterexample
+
+    with pytest.raises(ValueError, match="A=.* must be a finite number > 0"):
+        lemma_s111_counterexample(A=bad)
+
+
+def test_the_counterexample_takes_numpy_scales_as_their_values():
+    import numpy as np
+
+    from companion.core.theory import lemma_s111_counterexample
+
+    got = lemma_s111_counterexample(A=np.float32(1.5), K=np.int64(5))
+    assert got["var_a"] == pytest.approx(1.5 ** 2 / 3) and got["z"] == pytest.approx(0.5 * (1.5 + 5))

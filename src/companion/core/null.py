@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..base.phrasing import finite as _finite   # a finite number (an int past float's range: no)
 from ..base.runtime import default_device
 from .scores import (
     directionality_score,
@@ -66,16 +67,6 @@ def _shipped(d: int, n_samples: int, seed: int) -> pd.DataFrame | None:
     if len(rows) != n_samples:
         return None
     return rows.drop(columns="seed").sort_values("sample").reset_index(drop=True)
-
-
-def _finite(v) -> bool:
-    """``math.isfinite(v)``, False for an int beyond float's range (10**400 raised OverflowError)."""
-    import math
-
-    try:
-        return math.isfinite(v)
-    except OverflowError:
-        return False
 
 
 def _whole(value, name: str, least: int, what: str) -> int:

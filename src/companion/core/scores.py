@@ -53,13 +53,14 @@ head first (``r = n_kv_heads * d_head``, :func:`companion.core.bilinear.layer_fa
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 from typing import Literal, Union
 
 import numpy as np
 import torch
+
+from ..base.phrasing import finite as _finite   # a finite number (an int past float's range: no)
 
 ArrayLike = Union[np.ndarray, torch.Tensor]
 Variant = Literal["excess", "eq18"]
@@ -74,14 +75,6 @@ __all__ = [
     "structure_scores",
     "DIRECTIONALITY_VARIANTS",
 ]
-
-
-def _finite(v) -> bool:
-    """``math.isfinite(v)``, False for an int beyond float's range (10**400 raised OverflowError)."""
-    try:
-        return math.isfinite(v)
-    except OverflowError:
-        return False
 
 
 # ----------------------------------------------------------------------------- input checks

@@ -13,6 +13,8 @@ import math
 import numpy as np
 import torch
 
+from ..base.phrasing import finite as _finite   # a finite number (an int past float's range: no)
+
 __all__ = [
     "qk_logits", "bilinear_logits", "order_preserved", "operator_square_factor",
     "minilm_logit_check", "update_from_beta", "proof_beta_linear", "softmax_beta",
@@ -22,14 +24,6 @@ __all__ = [
     "random_symmetry_scores", "eq15_score", "lemma_s111_counterexample",
     "norm_spread",
 ]
-
-
-def _finite(v) -> bool:
-    """``math.isfinite(v)``, False for an int beyond float's range (10**400 raised OverflowError)."""
-    try:
-        return math.isfinite(v)
-    except OverflowError:
-        return False
 
 
 def _t(x) -> torch.Tensor:

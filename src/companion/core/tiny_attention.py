@@ -24,18 +24,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..base.phrasing import finite as _finite   # a finite number (an int past float's range: no)
+
 Mask = Literal["causal", "full"]
 
 __all__ = ["TinyAttentionModel", "next_token_loss", "masked_token_loss", "objective_loss", "bilinear_forms",
            "train_objective"]
-
-
-def _finite(v) -> bool:
-    """``math.isfinite(v)``, False for an int beyond float's range (10**400 raised OverflowError)."""
-    try:
-        return math.isfinite(v)
-    except OverflowError:
-        return False
 
 
 class _Block(nn.Module):
