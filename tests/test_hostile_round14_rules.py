@@ -687,3 +687,18 @@ def test_draws_that_would_not_fit_in_memory_are_refused_before_anything_is_drawn
     with pytest.raises(ValueError) as err:
         call()
     assert "GB" in _one_line(err) and "draws" in _one_line(err)
+
+
+@pytest.mark.parametrize("call", ["seeds", "threshold", "band", "level"])
+def test_an_int_past_floats_range_is_refused_as_no_number_in_one_line(call):
+    """10**400 raised a raw OverflowError from math.isfinite inside is_number."""
+    from companion.rules import statistics as st
+
+    est = st.one_sample_t([0.1, 0.2, 0.3])
+    with pytest.raises(ValueError) as err:
+        {"seeds": lambda: st.check_seed_count(10 ** 400),
+         "threshold": lambda: st.threshold_outcome(est, 10 ** 400),
+         "band": lambda: st.equivalence_outcome(est, 10 ** 400),
+         "level": lambda: st.detectable_effect(3, 1.0, level=10 ** 400)}[call]()
+    assert "\n" not in str(err.value) and not isinstance(err.value, OverflowError)
+    assert st.is_number(10 ** 400) is False and st.is_number(10 ** 300) is True

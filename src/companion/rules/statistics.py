@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..base.phrasing import finite
+
 __all__ = ["OUTCOMES", "OUTCOMES_FIRST", "DECIDED", "Estimate", "paired_t", "one_sample_t", "directional_outcome",
            "directional_outcome_first", "outcome_conditions", "interval_outcome", "threshold_outcome", "equivalence_outcome", "deciding_p",
            "directional_power", "threshold_power", "equivalence_power", "detectable_effect", "p_above", "p_below",
@@ -95,7 +97,7 @@ class Estimate:
 def is_number(x) -> bool:
     """A finite real number (a numpy scalar included: ``np.float32(0.05)`` is a yardstick), never
     a bool (``True`` is no yardstick, threshold or level) nor text."""
-    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) and math.isfinite(x)
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) and finite(x)   # (10**400: no)
 
 
 def is_positive_number(x) -> bool:
@@ -437,7 +439,7 @@ def _power_settings(level, target, name: str = "power") -> None:
     from ..base.errors import CompanionError
 
     def number(x):
-        return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool) and math.isfinite(x)
+        return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool) and finite(x)
 
     if not (number(level) and 0 < level < 1):
         raise CompanionError(f"level {level!r} is not a confidence level: give a number strictly between 0 and 1, "
