@@ -1069,3 +1069,24 @@ def test_a_design_check_of_more_draws_than_can_be_held_is_refused_before_drawing
     from companion.survey.design import design_check
 
     _refused(lambda: design_check(3, 3, 0.05, [0.0], draws=10 ** 12), "draws", "fewer")
+
+
+@pytest.mark.parametrize("bad", [True, float("nan"), 10 ** 400, "0.2", None])
+def test_a_unit_value_from_a_median_that_is_no_number_is_refused_naming_the_member(bad):
+    """10**400 raised a raw TypeError from np.isfinite; the others were refused already."""
+    from companion.base.errors import CompanionError
+    from companion.survey.design import unit_values
+
+    t = pd.DataFrame({"side": ["encoder", "encoder", "decoder"], "unit": ["A", "A", "B"], "member": ["a", "b", "c"]})
+    with pytest.raises(CompanionError, match=r"members \['a'\] have a median that is not a number"):
+        unit_values(t, {"a": bad, "b": 0.3, "c": 1.0})
+
+
+def test_a_unit_value_reads_numpy_medians_as_their_values():
+    import numpy as np
+
+    from companion.survey.design import unit_values
+
+    t = pd.DataFrame({"side": ["encoder", "encoder", "decoder"], "unit": ["A", "A", "B"], "member": ["a", "b", "c"]})
+    got = unit_values(t, {"a": np.float32(0.25), "b": 0.75, "c": np.int64(2)})
+    assert got == {"encoder": {"A": 0.5}, "decoder": {"B": 2.0}}

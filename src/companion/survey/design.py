@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..base.errors import CompanionError
+from ..base.phrasing import finite   # a number that is no NaN, no infinity, no bool
 from ..base.paths import DATA_DIR
 
 __all__ = ["UnitRule", "REGISTERED", "EVERY_CHECKPOINT", "MEMBERS", "catalog_rows", "units", "unit_members",
@@ -177,10 +178,6 @@ def unit_values(table: pd.DataFrame, medians: dict[str, float]) -> dict[str, dic
     """Each unit's value: the median of its members' per-model medians (``medians`` by member)."""
     if missing := sorted(set(table.loc[table["side"] != "", "member"]) - set(medians)):
         raise CompanionError(f"no median for the counted members {missing}; score them first.")
-    def finite(v) -> bool:
-        return (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-                and bool(np.isfinite(v)))
-
     if bad := sorted(m for m in set(table.loc[table["side"] != "", "member"]) if not finite(medians[m])):
         # np.median of a NaN is NaN: the unit's value was NaN, silently
         raise CompanionError(f"the counted members {bad} have a median that is not a number "
