@@ -44,9 +44,27 @@ def _load_bounded(text: str, path) -> object:
                              "YAML nodes (aliases repeated inside aliases?); write it out plainly.") from None
 
 
+_PARSED: dict = {}   # sha256 of a rules text -> its parsed YAML (a pure function of the text)
+
+
 def load_unique(text: str, path):
     """Safe YAML that refuses a key written twice in one mapping (the second copy would
-    silently win) and aliases expanding past the rules' bound."""
+    silently win) and aliases expanding past the rules' bound.  A text parsed before in this
+    process is handed back from memory as a deep copy (the parse is a function of the text
+    alone; one rules load spent half a second in the pure-Python parser, and the studies load
+    the same file many times); a text that fails is parsed, and refused, every time."""
+    import copy
+    import hashlib
+
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if digest not in _PARSED:
+        if len(_PARSED) >= 64:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[digest] = _parse_unique(text, path)
+    return copy.deepcopy(_PARSED[digest])
+
+
+def _parse_unique(text: str, path):
     import yaml
 
     class Unique(yaml.SafeLoader):
