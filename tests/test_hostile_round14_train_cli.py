@@ -796,3 +796,14 @@ def test_a_stop_step_given_as_a_numpy_integer_stops_there_as_the_int_does(tmp_pa
     want = torch.load(_stopped_once / "checkpoint.pt", weights_only=False)
     assert got["step"] == want["step"] == 2
     assert all(torch.equal(got["model"][k], want["model"][k]) for k in want["model"])
+
+
+@pytest.mark.parametrize("names", [lambda: (n for n in ["r1"]), lambda: "r1", lambda: Path("r1")],
+                         ids=["generator", "text", "path"])
+def test_run_names_given_as_a_generator_or_one_name_read_that_run(tmp_path, names):
+    """A generator was used up by the test for an empty list (then 'no run directories'), and
+    one name given as text was read letter by letter."""
+    from companion.train.runner.runs import load_runs
+
+    got = load_runs(names=names(), root=_runs_root(tmp_path))
+    assert got["run"].tolist() == ["r1"] and got["value"].tolist() == [1]

@@ -35,7 +35,9 @@ def load_runs(names=None, root: str | Path | None = None, pattern: str = "*") ->
     ``label`` to every row.
     """
     root = Path(root) if root is not None else runs_root()
-    if names is not None and not list(names):
+    if names is not None:   # read once: a generator of names was used up by the emptiness test
+        names = [names] if isinstance(names, (str, Path)) else list(names)
+    if names is not None and not names:
         raise FileNotFoundError(f"no run names given (names is empty); name runs under {root}, or leave names out "
                                 "to read every run matching the pattern.")
     dirs = [root / n for n in names] if names is not None else sorted(
