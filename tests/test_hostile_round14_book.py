@@ -795,5 +795,5 @@ def test_a_key_written_twice_in_the_table_of_contents_is_refused_not_kept_second
     from companion.book.site.chapters import toc_docnames
 
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nroot: other\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="_toc.yml: not a table of contents"):
+    with pytest.raises(ValueError, match="_toc.yml is not valid YAML for this book .*written twice"):
         toc_docnames(tmp_path)

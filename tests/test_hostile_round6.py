@@ -771,7 +771,7 @@ def test_taking_a_lock_never_writes_through_a_link_or_fifo_at_its_temporary_name
     from companion.base.cache import exclusive
 
     lock = tmp_path / "fit.lock"
-    side = tmp_path / f"{lock.name}.{os.getpid()}.new"
+    side = tmp_path / f"{lock.name}.{os.getpid()}.{__import__('threading').get_ident()}.new"   # the lock's own temporary name
     victim = tmp_path / "victim.txt"
     victim.write_text(SECRET)
     if kind == "link":

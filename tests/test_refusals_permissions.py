@@ -87,8 +87,8 @@ def test_the_cli_calls_a_refused_read_a_read_and_a_refused_write_a_write(tmp_pat
     for path, words, wrong in [(secret, "cannot read", "write to"),
                                (tmp_path / "out" / "new.csv", "choose a folder you can write to", "cannot read")]:
         monkeypatch.setattr(cli, "build_parser", lambda: parser)
-        monkeypatch.setattr(parser, "parse_args", lambda argv=None, path=path:
-                            __import__("argparse").Namespace(command="score", func=fails(path)))
+        monkeypatch.setattr(parser, "parse_known_args", lambda argv=None, path=path:
+                            (__import__("argparse").Namespace(command="score", func=fails(path)), []))
         assert cli.main(["score"]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and words in err and wrong not in err and str(path) in err, err

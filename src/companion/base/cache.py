@@ -194,8 +194,11 @@ def _create_lock(lock: Path, text: str) -> bool:
     empty lock took it for abandoned and took it over: two holders, two fits of one
     tokenizer).  Where the file system has no hard links: O_EXCL, then the text."""
     import errno
+    import threading
 
-    tmp = lock.with_name(f"{lock.name}.{os.getpid()}.new")
+    # one name per process and thread: two threads of one process sharing it removed each
+    # other's file between its write and its link (FileNotFoundError in both)
+    tmp = lock.with_name(f"{lock.name}.{os.getpid()}.{threading.get_ident()}.new")
     try:
         # a leftover at this name (an earlier process of this pid; a link or FIFO put there) is
         # removed, never opened: no write through a link, no wait on a FIFO

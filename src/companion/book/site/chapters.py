@@ -61,8 +61,8 @@ def _load_yaml(path: Path):
     try:   # a key written twice (safe_load keeps the second silently) or an alias bomb is refused
         return load_bounded(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, OverflowError) as err:
-        raise ValueError(f"{path}: not a table of contents this book can read "
-                         f"({' '.join(str(err).split())[:300]}); fix the YAML (a key written twice?).") from None
+        raise ValueError(f"{path} is not valid YAML for this book ({' '.join(str(err).split())[:300]}); "
+                         "fix the file (a key written twice?).") from None
 
 
 def toc_docnames(root: Path | str = ".") -> list[str]:
