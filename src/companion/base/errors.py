@@ -8,8 +8,20 @@ from :class:`ValueError`, so library callers can catch either.
 
 from __future__ import annotations
 
-__all__ = ["CompanionError"]
+__all__ = ["CompanionError", "main_in_one_line"]
 
 
 class CompanionError(ValueError):
     """A problem with the input that has a clear fix; the message names both."""
+
+
+def main_in_one_line(prog: str, run, argv=None) -> int:
+    """``run(argv)`` as a module's ``main``: a :class:`CompanionError` ends in one line on stderr,
+    ``<prog>: error: <message>`` (its whitespace folded), and exit status 2."""
+    import sys
+
+    try:
+        return run(argv)
+    except CompanionError as err:
+        print(f"{prog}: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2

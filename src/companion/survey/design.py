@@ -400,13 +400,9 @@ def design_table(draws: int = DRAWS, seed: int = SEED, rules: dict | None = None
 def main(argv=None) -> int:
     """Print the units and the check; ``--write`` writes ``data/survey_design.csv`` atomically.  A
     refusal (``--draws 0``, a rules file without the evidence level) ends in one line on stderr."""
-    import sys
+    from ..base.errors import main_in_one_line
 
-    try:
-        return _main(argv)
-    except CompanionError as err:
-        print(f"python -m companion.survey.design: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
+    return main_in_one_line("python -m companion.survey.design", _main, argv)
 
 
 def _main(argv=None) -> int:

@@ -35,15 +35,9 @@ def survey_null_widths(max_d: int) -> list[int]:
 
 def main(argv=None) -> int:
     """``ship``: draw and write the null of every width the survey needs; a refusal ends in one line."""
-    import sys
+    from ..base.errors import main_in_one_line
 
-    from ..base.errors import CompanionError
-
-    try:
-        return _main(argv)
-    except CompanionError as err:
-        print(f"python -m companion.survey.null_draws: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
+    return main_in_one_line("python -m companion.survey.null_draws", _main, argv)
 
 
 def _main(argv=None) -> int:

@@ -326,11 +326,9 @@ def times_table(times: pd.DataFrame | None = None) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return _main(argv)
-    except CompanionError as err:
-        print(f"chapter_times: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
+    from ...base.errors import main_in_one_line
+
+    return main_in_one_line("chapter_times", _main, argv)
 
 
 def _main(argv: list[str] | None = None) -> int:
