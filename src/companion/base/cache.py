@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 __all__ = ["cache_root", "cache_dir", "ensure_dir", "atomic_path", "exclusive", "pid_alive", "remove_abandoned",
@@ -144,7 +145,11 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
     started = _start_time(os.getpid())
     mine = f"{os.getpid()}{' ' + started if started else ''}\n"
     while not _create_lock(lock, mine):
-        if lock.is_symlink() or not lock.is_file():   # never read a FIFO, never unlink a folder
+        try:
+            kind = os.lstat(lock).st_mode
+        except FileNotFoundError:   # its holder let it go between the two looks: try again
+            continue
+        if not stat.S_ISREG(kind):   # never read a FIFO, never unlink a folder, never follow a link
             raise CompanionError(f"the lock {lock} is not a regular file (a folder, FIFO or link); "
                                  f"remove it if no other process is {what}.") from None
         try:
