@@ -67,6 +67,30 @@ def _existing_mode(path: Path, what: str) -> int | None:
     return stat.S_IMODE(st.st_mode)
 
 
+def _named(path: str | os.PathLike, what: str) -> Path:
+    """``path`` as a :class:`Path`, refused in one line when no file can have that name: a NUL
+    byte in it, or a slash at its end, which names a folder (``Path`` drops the slash, and
+    ``--out results/`` was written as a file called ``results``)."""
+    text = os.fsdecode(os.fspath(path))
+    if "\0" in text:
+        raise CompanionError(f"the {what} name {text!r} holds a NUL byte, which no file name can hold; give the "
+                             "name without it.")
+    if text.endswith(("/", os.sep)) and text.rstrip("/" + os.sep):
+        raise CompanionError(f"the {what} {text} ends in '/', so it names a folder, not a file; give a file "
+                             f"name such as {text}scores.csv, or drop the '/'.")
+    return Path(text)
+
+
+def _prefix(path: Path) -> str:
+    """The start of a temporary name beside ``path``: a dot and ``path``'s name, cut so that the
+    whole temporary name stays within the file system's 255 bytes whatever ``path``'s own length
+    (a legal 250-byte name had a temporary name too long to make)."""
+    name = path.name[:120]
+    while len(os.fsencode(name)) > 120:
+        name = name[:-1]
+    return f".{name}."
+
+
 def _new_file_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
@@ -76,7 +100,7 @@ def _new_file_mode() -> int:
 def check_output(path: str | os.PathLike, what: str = "output") -> Path:
     """Refuse now, in one line, an output name the tools would refuse when writing it (a
     symbolic link, folder, FIFO, device or socket there), without creating anything."""
-    path = Path(path)
+    path = _named(path, what)
     _existing_mode(path, what)
     return path
 
@@ -92,6 +116,9 @@ def check_own_folder(top: str | os.PathLike, folder: str | os.PathLike, what: st
         parts = folder.relative_to(top).parts
     except ValueError:
         raise CompanionError(f"{folder} is not inside {top}, where {what} are written.") from None
+    if ".." in parts:   # relative_to is read letter by letter: top/../elsewhere passed as inside top
+        raise CompanionError(f"{folder} climbs out of {top} with '..': {what} are written only into folders of "
+                             f"{top} itself; give a path below it without '..'.")
     here = top   # the output folder the user named is theirs to choose, a link included
     for name in parts:
         here = here / name
@@ -107,7 +134,7 @@ def check_writable(path: str | os.PathLike, what: str = "output") -> Path:
     Nothing is left behind: the probe is made in the nearest folder above ``path`` that exists
     (a refused command leaves no folder made for its output; the writers make the missing
     folders when they write)."""
-    path = Path(path)
+    path = _named(path, what)
     _existing_mode(path, what)
     folder = path.parent
     while not os.path.lexists(folder) and folder != folder.parent:
@@ -115,7 +142,7 @@ def check_writable(path: str | os.PathLike, what: str = "output") -> Path:
     try:
         if not folder.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, f"{folder} is not a folder")
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
+        fd, probe = tempfile.mkstemp(prefix=_prefix(path), suffix=".probe", dir=folder)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
@@ -130,7 +157,7 @@ def check_table_output(path: str | os.PathLike, what: str = "output") -> Path:
     the catalog, the recorded runs and tables the book reads)."""
     from .paths import DATA_DIR
 
-    path = Path(path)
+    path = _named(path, what)
     _existing_mode(path, what)
     if path.exists() and path.suffix.lower() != ".csv":
         raise CompanionError(f"the {what} {path} exists and is not a .csv table, so it is never replaced by one; "
@@ -148,7 +175,7 @@ def _temp_beside(path: Path, what: str, suffix: str = ".tmp") -> tuple[int, str]
     old_mode = _existing_mode(path, what)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=suffix, dir=path.parent)
     except OSError as exc:
         raise CompanionError(f"cannot write the {what} {path}: {_reason(exc)}.") from None
     try:
@@ -182,7 +209,7 @@ def write_atomic(path: str | os.PathLike, write: Callable, mode: str = "w", what
     A ``path`` that is a symbolic link, folder, device, FIFO or socket is refused, never
     followed, opened or replaced; a file that is replaced keeps its permission bits.
     """
-    path = Path(path)
+    path = _named(path, what)
     fd, tmp = _temp_beside(path, what)
     try:
         with os.fdopen(fd, mode, **({"newline": "", "encoding": "utf-8"} if "b" not in mode else {})) as f:
@@ -199,7 +226,7 @@ def write_atomic(path: str | os.PathLike, write: Callable, mode: str = "w", what
 def temp_beside(path: str | os.PathLike, what: str = "output") -> Iterator[Path]:
     """Yield the path of a new, empty temporary file beside ``path`` that the caller renames
     into place itself (a two-file install); removed at the end if it is still there."""
-    path = Path(path)
+    path = _named(path, what)
     fd, tmp = _temp_beside(path, what)
     os.close(fd)
     try:
@@ -215,7 +242,7 @@ def atomic_output(path: str | os.PathLike, what: str = "output") -> Iterator[Pat
     a path; rename it to ``path`` when the block ends without error.  The same refusals
     and guarantees as :func:`write_atomic` (on an error, ``path`` is unchanged and the
     temporary file is gone)."""
-    path = Path(path)
+    path = _named(path, what)
     fd, tmp = _temp_beside(path, what)
     os.close(fd)
     try:
@@ -235,7 +262,7 @@ def open_stream(path: str | os.PathLike, what: str = "log", mode: str = "w", buf
     """Open ``path`` for writing as it goes (a log that a child process fills): a symbolic
     link there is refused (``O_NOFOLLOW``), and a FIFO or device is refused without blocking
     on it (``O_NONBLOCK`` until it is known to be a regular file)."""
-    path = Path(path)
+    path = _named(path, what)
     _existing_mode(path, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
