@@ -85,6 +85,16 @@ def _first_word(path: Path) -> str:
     return (path.read_bytes().decode("utf-8", "replace").split() or [""])[0]
 
 
+def _finish_install(pending: Path, digest: Path) -> None:
+    """Put the pending digest of a checkpoint that matches it in place; in a folder that can no
+    longer be written (a run copied read-only) the file is read as verified by the pending
+    digest, and the install is left for a run that can write there."""
+    try:
+        os.replace(pending, digest)
+    except OSError:
+        pass
+
+
 def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict:
     """Read a checkpoint without unpickling code (``weights_only=True``), or explain why not.
 
@@ -108,7 +118,7 @@ def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict
                                  "with --overwrite.")
         pending = pending_digest_path(path)
         if not digest.exists() and pending.is_file() and _first_word(pending) == sha256_file(path):
-            os.replace(pending, digest)   # killed before the first checkpoint's digest was in place
+            _finish_install(pending, digest)   # killed before the first checkpoint's digest was in place
         if not digest.exists():  # written before checkpoints carried a digest
             import warnings
 
@@ -117,7 +127,7 @@ def load_checkpoint(path: str | Path, device="cpu", verify: bool = True) -> dict
         elif (actual := sha256_file(path)) != _first_word(digest):
             if pending.is_file() and _first_word(pending) == actual:
                 # killed between installing the file and its digest: finish the install
-                os.replace(pending, digest)
+                _finish_install(pending, digest)
             else:
                 raise CompanionError(f"{path} does not match the SHA-256 recorded when it was written: the "
                                      "file changed on disk, and resuming it would continue a different run. "
@@ -154,7 +164,7 @@ def _save_checkpoint(state: dict, tmp: Path, final: Path) -> None:
     clear :class:`CompanionError`."""
     try:
         torch.save(state, tmp)
-    except RuntimeError as err:
+    except (RuntimeError, OSError) as err:   # torch reports a full disk either way
         raise CompanionError(
             f"cannot write the checkpoint {final} ({(str(err).splitlines() or [''])[0][:120]}): the disk is "
             "full or the folder is not writable; free some space and continue with --resume (the previous "
@@ -370,7 +380,11 @@ def _checkpoint(run: _Run, ckpt_path: Path, done: int) -> None:
 
 
 def kept_weights_path(out_dir, step: int) -> Path:
-    """Where a run keeps its model weights at ``step`` (``TrainConfig.keep_weights``)."""
+    """Where a run keeps its model weights at ``step`` (``TrainConfig.keep_weights``); a step
+    that is no whole number >= 0 is refused (``int(2.5)`` named step 2's file)."""
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0:
+        raise CompanionError(f"kept weights are named by a whole step >= 0, not {step!r}; give the step at which "
+                             "the run kept them (its --keep-weights).")
     return Path(out_dir) / f"weights-step{int(step)}.safetensors"
 
 
@@ -386,7 +400,14 @@ def keep_weights(model, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     check_output(f"{path}.sha256", "kept weights' digest")   # refused before the weights are written
     state = {k: v.detach().float().cpu().clone().contiguous() for k, v in model.state_dict().items()}
+    from safetensors import SafetensorError
+
     with atomic_path(path) as tmp:
-        save_file(state, str(tmp))
+        try:
+            save_file(state, str(tmp))
+        except SafetensorError as err:   # a full disk, wrapped in safetensors' own error type
+            why = " ".join(str(err).split())[:160]
+            raise CompanionError(f"cannot write the kept weights {path} ({why}): the disk is full or the folder is "
+                                 "not writable; free some space and continue the run with --resume.") from None
     write_text_atomic(sha256_file(path) + "\n", f"{path}.sha256", what="kept weights' digest")
     return path
