@@ -58,6 +58,7 @@ class Job:
     ended_at: float | None = None
     progress: list[tuple[int, int, float]] = field(default_factory=list)  # (step, total, elapsed)
     proc: subprocess.Popen | None = None
+    log_from: int = 0   # where this run's lines start in NAME.log (an earlier pack's lines are kept before)
 
     def seconds_per_step(self) -> float | None:
         """From the last two progress lines (None before there are two after step 0)."""
@@ -130,8 +131,11 @@ def choose_to_stop(running: list[Job], remaining_s: float) -> Job | None:
 
 
 def _read_progress(job: Job, log: Path) -> None:
+    """The run's progress from its own lines of ``log`` (those after ``job.log_from``)."""
     try:
-        text = log.read_text(errors="replace")
+        with open(log, "rb") as fh:
+            fh.seek(job.log_from)
+            text = fh.read().decode("utf-8", "replace")
     except FileNotFoundError:
         return
     job.progress = [(int(a), int(b), float(c)) for a, b, c in PROGRESS.findall(text)]
@@ -222,7 +226,9 @@ def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, pyt
         while queued and len(running) < parallel:
             j = queued.pop(0)
             cmd = [python, "-m", "companion.train.cli", *j.args, "--out", str(out / j.name)]
-            log = open_stream(out / f"{j.name}.log", "run log")
+            # appended to: a log of an earlier pack into this folder (a stopped run's only record) is kept
+            log = open_stream(out / f"{j.name}.log", "run log", mode="a")
+            j.log_from = os.fstat(log.fileno()).st_size
             j.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             log.close()
             j.status, j.started_at = "running", now
