@@ -283,6 +283,18 @@ def _markers_dir() -> Path:
 
 
 def _assemble(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) -> Path:
+    try:
+        return _assemble_into_cache(model, name, final, main, quiet)
+    except OSError as exc:   # a full disk, a cache that cannot be written: one line naming the cache
+        import errno
+
+        fix = ("the disk is full; free some space" if exc.errno == errno.ENOSPC else
+               f"{exc.strerror or exc}; check the cache folder")
+        raise CompanionError(f"cannot assemble {name} into {final.parent}: {fix}, or set COMPANION_CACHE to a "
+                             "folder on a disk with room (nothing half-made is kept).") from None
+
+
+def _assemble_into_cache(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.{os.getpid()}.", suffix=".partial", dir=final.parent))
     try:
         if not quiet:
