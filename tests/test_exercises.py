@@ -194,7 +194,7 @@ def test_the_beta_law_mean_of_errata_1_matches_a_monte_carlo():
 def test_the_power_integral_of_what_survives_3_matches_the_noncentral_t_and_a_simulation():
     from scipy import stats
 
-    from companion.rules.statistics import detectable_effect
+    from companion.rules.power import detectable_effect
 
     for n, ncp in ((2, 1.0), (3, 3.5), (7, 2.9), (30, 2.0)):
         crit = stats.t.ppf(0.975, n - 1)

@@ -700,7 +700,7 @@ def test_a_gate_at_a_look_that_answers_other_than_text_is_refused(answer):
 @pytest.mark.parametrize("level", [1.0, 0.0, 1.5, float("nan")])
 def test_the_power_of_an_equality_claim_at_no_confidence_level_is_refused(level):
     """Level 1 gave infinite intervals and so 'holds' with probability 0, silently."""
-    from companion.rules.statistics import equivalence_power
+    from companion.rules.power import equivalence_power
 
     with pytest.raises(REFUSED) as err:
         equivalence_power(4, 0.05, 0.1, level=level, draws=100)
@@ -758,7 +758,7 @@ def test_a_detectable_effect_has_the_power_it_states_or_is_refused(n, level):
     detected in 68% of 400,000 drawn pairs (here 200,000 draws check each value)."""
     from companion.base.errors import CompanionError
     from companion.rules.sequential import detectable_effect_interval
-    from companion.rules.statistics import detectable_effect, directional_power
+    from companion.rules.power import detectable_effect, directional_power
 
     one_sided = (1 - level) / 2
     calls = {"detectable_effect": lambda: detectable_effect(n, 1.0, level, 0.8),

@@ -26,6 +26,7 @@ from scipy import stats
 
 from companion.base.errors import CompanionError
 from companion.rules import sequential as Q
+from companion.rules import power as P
 from companion.rules import statistics as S
 from one_line import one_line as _one_line
 
@@ -320,22 +321,22 @@ def test_a_family_correlation_that_is_no_number_is_refused_naming_it(correlation
 
 @pytest.mark.parametrize("n", [2, 3, 5])
 def test_the_detectable_effect_has_its_power_by_the_non_central_t(n):
-    de = S.detectable_effect(n, 0.2, 0.95, 0.8)
+    de = P.detectable_effect(n, 0.2, 0.95, 0.8)
     crit = stats.t.ppf(0.975, n - 1)
     assert stats.nct.sf(crit, n - 1, de * math.sqrt(n) / 0.2) == pytest.approx(0.8, abs=1e-6)
 
 
 def test_the_detectable_effect_falls_with_seeds_and_rises_with_level_and_power():
-    by_n = [S.detectable_effect(n, 0.2) for n in range(2, 8)]
-    by_level = [S.detectable_effect(4, 0.2, lv) for lv in (0.8, 0.9, 0.95, 0.99)]
-    by_power = [S.detectable_effect(4, 0.2, 0.95, p) for p in (0.5, 0.7, 0.8, 0.9)]
+    by_n = [P.detectable_effect(n, 0.2) for n in range(2, 8)]
+    by_level = [P.detectable_effect(4, 0.2, lv) for lv in (0.8, 0.9, 0.95, 0.99)]
+    by_power = [P.detectable_effect(4, 0.2, 0.95, p) for p in (0.5, 0.7, 0.8, 0.9)]
     assert all(a > b for a, b in zip(by_n, by_n[1:]))
     assert all(a < b for a, b in zip(by_level, by_level[1:]))
     assert all(a < b for a, b in zip(by_power, by_power[1:]))
 
 
 def test_the_power_of_holds_at_the_yardstick_is_the_one_sided_level_and_its_effect_is_d_plus_the_detectable():
-    pw = S.directional_power(4, 0.2, D, 0.9, draws=2000)
+    pw = P.directional_power(4, 0.2, D, 0.9, draws=2000)
     assert pw["p_holds_at_sesoi"] == pytest.approx(0.05, abs=1e-9)
     crit = stats.t.ppf(0.95, 3)
     assert stats.nct.sf(crit, 3, (pw["detect_holds"] - D) * 2 / 0.2) == pytest.approx(0.8, abs=1e-6)
@@ -343,7 +344,7 @@ def test_the_power_of_holds_at_the_yardstick_is_the_one_sided_level_and_its_effe
 
 
 def test_the_level_claims_power_is_its_closed_form():
-    pw = S.threshold_power(5, 0.3, 0.5, 0.9, 0.7)
+    pw = P.threshold_power(5, 0.3, 0.5, 0.9, 0.7)
     assert pw["p_refuted_at_threshold"] == pytest.approx(0.05, abs=1e-12)
     ncp = (pw["detect_holds"] - 0.5) * math.sqrt(5) / 0.3
     assert stats.nct.sf(stats.t.ppf(0.95, 4), 4, ncp) == pytest.approx(0.7, abs=1e-6)
@@ -351,7 +352,7 @@ def test_the_level_claims_power_is_its_closed_form():
 
 def test_the_equality_claims_power_at_0_is_what_a_simulation_of_seeds_finds():
     n, sd, band, level = 4, 0.1, 0.15, 0.9
-    pw = S.equivalence_power(n, sd, band, level, draws=50000)
+    pw = P.equivalence_power(n, sd, band, level, draws=50000)
     rng = np.random.default_rng(99)
     x = sd * rng.standard_normal((20000, n))
     half = stats.t.ppf(0.95, n - 1) * x.std(1, ddof=1) / math.sqrt(n)
@@ -382,8 +383,8 @@ def test_the_detectable_effect_of_a_strict_look_at_two_seeds_is_found_not_nan():
 
 @pytest.mark.parametrize("n", [2.5, "3", True, None])
 def test_a_seed_count_that_is_no_whole_number_is_refused_by_every_power_solver(n):
-    for call in (lambda: S.detectable_effect(n, 0.2), lambda: S.directional_power(n, 0.2, D, draws=100),
-                 lambda: S.threshold_power(n, 0.2, 0.5), lambda: S.equivalence_power(n, 0.2, 0.1, draws=100),
+    for call in (lambda: P.detectable_effect(n, 0.2), lambda: P.directional_power(n, 0.2, D, draws=100),
+                 lambda: P.threshold_power(n, 0.2, 0.5), lambda: P.equivalence_power(n, 0.2, 0.1, draws=100),
                  lambda: Q.detectable_effect_interval(n, 0.2, 0.01), lambda: Q.spread_ratio_interval(n)):
         with pytest.raises(ValueError) as err:
             call()
@@ -391,14 +392,14 @@ def test_a_seed_count_that_is_no_whole_number_is_refused_by_every_power_solver(n
 
 
 def test_a_numpy_whole_seed_count_is_a_seed_count():
-    assert S.detectable_effect(np.int64(4), 0.2) == pytest.approx(S.detectable_effect(4, 0.2), rel=1e-12)
-    assert S.detectable_effect(4.0, 0.2) == pytest.approx(S.detectable_effect(4, 0.2), rel=1e-12)
+    assert P.detectable_effect(np.int64(4), 0.2) == pytest.approx(P.detectable_effect(4, 0.2), rel=1e-12)
+    assert P.detectable_effect(4.0, 0.2) == pytest.approx(P.detectable_effect(4, 0.2), rel=1e-12)
 
 
 @pytest.mark.parametrize("sd", ["0.2", True, None, [0.2]])
 def test_a_spread_that_is_no_number_is_refused_by_every_power_solver(sd):
-    for call in (lambda: S.detectable_effect(4, sd), lambda: S.directional_power(4, sd, D, draws=100),
-                 lambda: S.threshold_power(4, sd, 0.5), lambda: S.equivalence_power(4, sd, 0.1, draws=100),
+    for call in (lambda: P.detectable_effect(4, sd), lambda: P.directional_power(4, sd, D, draws=100),
+                 lambda: P.threshold_power(4, sd, 0.5), lambda: P.equivalence_power(4, sd, 0.1, draws=100),
                  lambda: Q.detectable_effect_interval(4, sd, 0.01)):
         with pytest.raises(ValueError) as err:
             call()
@@ -406,15 +407,15 @@ def test_a_spread_that_is_no_number_is_refused_by_every_power_solver(sd):
 
 
 def test_a_spread_of_nan_or_zero_still_gives_nan_power():
-    assert math.isnan(S.detectable_effect(4, float("nan")))
-    assert math.isnan(S.directional_power(4, 0.0, D, draws=100)["detect_holds"])
+    assert math.isnan(P.detectable_effect(4, float("nan")))
+    assert math.isnan(P.directional_power(4, 0.0, D, draws=100)["detect_holds"])
 
 
 @pytest.mark.parametrize("call", [
-    lambda: S.directional_power(4, 0.2, "0.05", draws=100),
-    lambda: S.equivalence_power(4, 0.2, "0.1", draws=100),
-    lambda: S.threshold_power(4, 0.2, "0.5"),
-    lambda: S.threshold_power(4, 0.2, float("nan")),
+    lambda: P.directional_power(4, 0.2, "0.05", draws=100),
+    lambda: P.equivalence_power(4, 0.2, "0.1", draws=100),
+    lambda: P.threshold_power(4, 0.2, "0.5"),
+    lambda: P.threshold_power(4, 0.2, float("nan")),
 ])
 def test_a_yardstick_band_or_threshold_that_is_no_number_is_refused_by_the_power_solvers(call):
     with pytest.raises(ValueError) as err:
@@ -425,7 +426,7 @@ def test_a_yardstick_band_or_threshold_that_is_no_number_is_refused_by_the_power
 
 @pytest.mark.parametrize("draws", [0, -1, 1000.0, "1000", True])
 def test_power_draws_that_are_no_whole_number_from_1_are_refused(draws):
-    for call in (lambda: S.directional_power(4, 0.2, D, draws=draws), lambda: S.equivalence_power(4, 0.2, 0.1, draws=draws)):
+    for call in (lambda: P.directional_power(4, 0.2, D, draws=draws), lambda: P.equivalence_power(4, 0.2, 0.1, draws=draws)):
         with pytest.raises(ValueError) as err:
             call()
         assert "draws" in _one_line(err)
@@ -677,8 +678,8 @@ def test_a_rule_stamped_as_text_is_written_after_the_runs_begun_before_that_mome
 
 
 @pytest.mark.parametrize("call", [
-    lambda: S.directional_power(4, 0.2, D, draws=10**10),
-    lambda: S.equivalence_power(4, 0.2, 0.1, draws=10**10),
+    lambda: P.directional_power(4, 0.2, D, draws=10**10),
+    lambda: P.equivalence_power(4, 0.2, 0.1, draws=10**10),
     lambda: Q.simulate_design(0.0, 1.0, [3, 6], [0.01, 0.02], D, draws=10**9),
     lambda: Q.family_error([(0.0, 1.0, [0.01, 0.02], D)], [3, 6], draws=10**9),
     lambda: Q.family_error_split([(0.0, 1.0, [0.01, 0.02], D, "a")], [3, 6], draws=10**9),
@@ -699,6 +700,6 @@ def test_an_int_past_floats_range_is_refused_as_no_number_in_one_line(call):
         {"seeds": lambda: st.check_seed_count(10 ** 400),
          "threshold": lambda: st.threshold_outcome(est, 10 ** 400),
          "band": lambda: st.equivalence_outcome(est, 10 ** 400),
-         "level": lambda: st.detectable_effect(3, 1.0, level=10 ** 400)}[call]()
+         "level": lambda: P.detectable_effect(3, 1.0, level=10 ** 400)}[call]()
     assert "\n" not in str(err.value) and not isinstance(err.value, OverflowError)
     assert st.is_number(10 ** 400) is False and st.is_number(10 ** 300) is True

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from companion.base.errors import CompanionError
-from companion.rules.statistics import detectable_effect, directional_power
+from companion.rules.power import detectable_effect, directional_power
 
 
 def test_a_level_close_to_one_is_solved_not_a_crash():

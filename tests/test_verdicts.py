@@ -12,7 +12,8 @@ from companion.base.errors import CompanionError
 from companion.rules.rulebook import RULES_HISTORY
 from companion.rules.rulebook import load_rules, rule
 from companion.rules.verdicts import rule_written_after
-from companion.rules.statistics import (OUTCOMES, deciding_p, detectable_effect, directional_outcome, directional_outcome_first, directional_power, equivalence_outcome, equivalence_power, holm, median_interval, one_sample_t, outcome_conditions, p_above, paired_t, threshold_outcome, threshold_power)
+from companion.rules.power import detectable_effect, directional_power, equivalence_power, threshold_power
+from companion.rules.statistics import (OUTCOMES, deciding_p, directional_outcome, directional_outcome_first, equivalence_outcome, holm, median_interval, one_sample_t, outcome_conditions, p_above, paired_t, threshold_outcome)
 
 
 def test_the_paired_interval_is_the_textbook_t_interval_of_the_seed_differences():

@@ -14,7 +14,8 @@ import pandas as pd
 
 from ..rules.rulebook import rule
 from ..rules.rulebook import earlier_rules
-from ..rules.statistics import (deciding_p, detectable_effect, directional_outcome, directional_outcome_first, directional_power, equivalence_outcome, p_above, p_below, paired_t, seeds_without_a_number, threshold_outcome)
+from ..rules.power import detectable_effect, directional_power
+from ..rules.statistics import (deciding_p, directional_outcome, directional_outcome_first, equivalence_outcome, p_above, p_below, paired_t, seeds_without_a_number, threshold_outcome)
 
 __all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
            "beta_correlation_test", "family", "update_tests", "yardstick"]
@@ -247,7 +248,7 @@ def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFr
     r = rule("cor_s1_13", rules if rules is not None else load_rules())
     est = one_sample_t(per_seed_log_ratio, r["framework"].get("level", 0.95))
     outcome = equivalence_outcome(est, band, len(r["seeds"]))
-    from ..rules.statistics import equivalence_power
+    from ..rules.power import equivalence_power
 
     pw = equivalence_power(est.n, est.sd, band, est.level)
     p_eq = deciding_p(est, "holds", band=band) if est.n > 1 else np.nan   # TOST
@@ -267,7 +268,7 @@ def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
     r = rule("thm_s1_14", rules if rules is not None else load_rules())
     est = one_sample_t(per_seed_corr, r["framework"].get("level", 0.95))
     outcome = threshold_outcome(est, r["threshold"], len(r["seeds"]))
-    from ..rules.statistics import threshold_power
+    from ..rules.power import threshold_power
 
     pw = threshold_power(est.n, est.sd, r["threshold"], est.level)
     return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,

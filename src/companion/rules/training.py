@@ -16,7 +16,8 @@ import pandas as pd
 from ..base.errors import CompanionError
 from ..base.phrasing import as_set
 from .verdicts import rule_written_after
-from .statistics import (deciding_p, directional_outcome, directional_outcome_first, directional_power, p_above, p_below, paired_t,
+from .power import directional_power
+from .statistics import (deciding_p, directional_outcome, directional_outcome_first, p_above, p_below, paired_t,
                          seeds_without_a_number)
 
 __all__ = ["bodies_of", "pairs_of", "is_primary", "context_part", "gate", "gate_why", "apply_rule_to_pair"]

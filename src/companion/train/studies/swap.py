@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from ...rules.rulebook import load_rules, rule
-from ...rules.statistics import detectable_effect, directional_outcome, p_above, p_below, paired_t, seeds_without_a_number
+from ...rules.power import detectable_effect
+from ...rules.statistics import directional_outcome, p_above, p_below, paired_t, seeds_without_a_number
 from ..runner.runs import load_runs
 from ...base.errors import CompanionError
 
@@ -93,7 +94,8 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
     lies above 0 and also wholly below the smallest effect of interest (rules v2 read it
     'negligible'); ``outcome_first`` is what version 1's rule read, with its random-form band
     ``sesoi_first``."""
-    from ...rules.statistics import deciding_p, directional_outcome_first, directional_power
+    from ...rules.power import directional_power
+    from ...rules.statistics import deciding_p, directional_outcome_first
     from .evidence import null_band, published_iqr_width
 
     rules = rules if rules is not None else load_rules()
