@@ -528,3 +528,20 @@ def test_a_fifo_given_as_the_book_cache_is_refused_at_once_and_left(tmp_path, mo
     with within(10, fifo), pytest.raises(ValueError) as err:
         book_cache.prepare(fifo, tmp_path)
     assert str(fifo) in _one_line(err) and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("writer", ["write_text_atomic", "atomic_output", "open_stream"])
+@pytest.mark.parametrize("kind", ["link-to-nothing", "file"])
+def test_an_output_below_a_link_to_nothing_or_a_file_is_refused_naming_what_is_in_the_way(tmp_path, writer, kind):
+    """``--out results/x.csv`` with ``results`` a link to an unmounted disk read 'File exists'
+    (open_stream: a raw FileExistsError)."""
+    way = tmp_path / "results"
+    if kind == "file":
+        way.write_text(SECRET)
+    else:
+        way.symlink_to(tmp_path / "unmounted" / "results")
+    with pytest.raises(CompanionError) as err:
+        _writers()[writer](way / "sub" / "x.csv")
+    line = _one_line(err)
+    assert f"{way} is " in line and ("does not exist" if kind != "file" else "not a folder") in line, line
+    assert sorted(os.listdir(tmp_path)) == ["results"] and (kind != "file" or way.read_text() == SECRET)

@@ -49,7 +49,7 @@ def _existing_mode(path: Path, what: str) -> int | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise CompanionError(f"cannot write the {what} {path}: {_reason(exc)}.") from None
+        raise CompanionError(f"cannot write the {what} {path}: {_in_the_way(path) or _reason(exc)}.") from None
     if stat.S_ISLNK(st.st_mode):
         try:
             target = os.readlink(path)
@@ -169,12 +169,37 @@ def check_table_output(path: str | os.PathLike, what: str = "output") -> Path:
     return check_writable(path, what)
 
 
+def _make_parent(path: Path, what: str) -> None:
+    """The folders above ``path``, made where missing; a name among them that is a link to
+    nothing or a file is refused naming it (it read 'File exists', or was a raw FileExistsError)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CompanionError(f"cannot write the {what} {path}: {_in_the_way(path) or _reason(exc)}.") from None
+
+
+def _in_the_way(path: Path) -> str | None:
+    """The name above ``path`` that stops it being made (the nearest that exists, when it is no
+    folder), said with what it is; ``None`` when every name there is a folder."""
+    here = path.parent
+    while here != here.parent and not os.path.lexists(here):
+        here = here.parent
+    if not os.path.lexists(here) or here.is_dir():
+        return None
+    try:
+        kind = (f"a symbolic link to {os.readlink(here)}, which does not exist" if here.is_symlink()
+                else "a file, not a folder")
+    except OSError:
+        kind = "not a folder"
+    return f"{here} is {kind}; move it away, or write somewhere else"
+
+
 def _temp_beside(path: Path, what: str, suffix: str = ".tmp") -> tuple[int, str]:
     """A new, empty temporary file beside ``path`` (``O_EXCL``: nothing at that name is
     followed), with the permission bits of the file it will replace, or the umask's."""
     old_mode = _existing_mode(path, what)
+    _make_parent(path, what)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=suffix, dir=path.parent)
     except OSError as exc:
         raise CompanionError(f"cannot write the {what} {path}: {_reason(exc)}.") from None
@@ -264,7 +289,7 @@ def open_stream(path: str | os.PathLike, what: str = "log", mode: str = "w", buf
     on it (``O_NONBLOCK`` until it is known to be a regular file)."""
     path = _named(path, what)
     _existing_mode(path, what)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_parent(path, what)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     flags |= os.O_APPEND if "a" in mode else 0
     try:
