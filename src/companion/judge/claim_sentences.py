@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..base.phrasing import interval, joined, sentence_case
 from .empirical_claims import training_tests_table
+from .sentences_words import _num
 
 __all__ = ["blind_progress_text", "paper_rate_text"]
 
@@ -38,9 +39,10 @@ def paper_rate_text() -> str:
             if r.n > 1 and r.high < 0:
                 parts.append(f"{fig} against the {name.get(r.comparator, r.comparator)} is reversed "
                              f"({reversed_how.format(c=name.get(r.comparator, r.comparator))}): "
-                             f"{r.estimate:+.3f} ({interval(r.low, r.high)}; one of "
+                             f"{_num(r.estimate, '+.3f')} ({interval(r.low, r.high)}; one of "
                              f"{n_tests}, unadjusted)")
-                outs.add(f"{r.outcome}" + (f", {r.gate_reason}" if r.gate_reason else ""))
+                reason = r.gate_reason if isinstance(r.gate_reason, str) and r.gate_reason.strip() else ""
+                outs.add(f"{r.outcome}" + (f", {reason}" if reason else ""))   # a missing reason is no 'nan'
                 gate_failed = gate_failed or not r.gate
     if not parts:
         return ("At the paper's learning rate no training contrast comes out reversed."
@@ -54,15 +56,28 @@ def paper_rate_text() -> str:
 
 def blind_progress_text(n_claims: int, n_unmade: int, n_short: int) -> str:
     """How far the blind matrix is, for the training claims: how many have no paired runs on
-    it yet, and how many have fewer than three seeds (data/runs/blind_plan.md)."""
+    it yet, and how many have fewer than three seeds (data/runs/blind_plan.md).  Counts that
+    are no whole numbers >= 0, or that add up to more than the claims, are refused in one line."""
+    from ..base.phrasing import count
+
+    n_claims, n_unmade, n_short = (count(v, "count of training claims") for v in (n_claims, n_unmade, n_short))
+    if n_unmade + n_short > n_claims:   # '5 of the 3' counts claims that are not there
+        raise ValueError(f"{n_unmade} training claims without runs and {n_short} short of seeds are more than the "
+                         f"{n_claims} training claims; count each claim once.")
+    has = lambda k: "has" if k == 1 else "have"
     if n_unmade == n_claims:
+        if n_claims == 1:
+            return ("The one training claim has no pair of its blind runs made yet, so it reads 'not testable "
+                    "here' until its runs are made (in the plan's order, data/runs/blind_plan.md).")
         return (f"None of the {n_claims} training claims has a pair of its blind runs made yet, so each reads "
                 "'not testable here' until its runs are made (in the plan's order, data/runs/blind_plan.md).")
     parts = []
     if n_unmade:
         parts.append(f"{n_unmade} of the {n_claims} training claims have no pair of blind runs made yet")
     if n_short:
-        parts.append(f"{n_short} have fewer than the three seeds their verdict needs")
+        parts.append(f"{n_short} {has(n_short)} fewer than the three seeds {'its' if n_short == 1 else 'their'} "
+                     "verdict needs")
     if not parts:
-        return f"Every one of the {n_claims} training claims has its three seeds on it."
+        return (f"Every one of the {n_claims} training claims has its three seeds on it." if n_claims != 1 else
+                "The one training claim has its three seeds on it.")
     return sentence_case(joined(parts)) + " (the runs go on, in the plan's order; data/runs/blind_plan.md)."

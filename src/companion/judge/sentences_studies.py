@@ -137,8 +137,15 @@ def update_group(pattern: str) -> str:
 
 
 def peaks_at(values, steps) -> str:
-    """``0.081 at step 500, 0.077 at step 750``."""
-    return ", ".join(f"{_num(v, '.3f')} at step {int(s)}" for v, s in zip(values, steps))
+    """``0.081 at step 500, 0.077 at step 750``; as many values as steps, each step a whole
+    number >= 0, or a one-line ``ValueError`` (a value without its step would be dropped, a
+    step of 500.5 read as 500)."""
+    from ..base.phrasing import count
+
+    values, steps = list(values), list(steps)
+    if len(values) != len(steps):
+        raise ValueError(f"{len(values)} values and {len(steps)} steps: pass one step for each value.")
+    return ", ".join(f"{_num(v, '.3f')} at step {count(s, 'step')}" for v, s in zip(values, steps))
 
 
 def swap_test(estimate: float, low: float, high: float, n: int, sesoi: float) -> str:

@@ -9,8 +9,19 @@ __all__ = ["checkpoints_by_modality", "majority_reading", "percentile_edge", "sa
 
 
 def checkpoints_by_modality(n: int, by_modality) -> str:
-    """``7 real checkpoints (5 text, 1 vision and 1 audio)``; modalities with none left out."""
-    return f"{n} real checkpoints (" + joined(f"{k} {mod}" for mod, k in dict(by_modality).items() if k) + ")"
+    """``7 real checkpoints (5 text, 1 vision and 1 audio)``; modalities with none left out, and
+    checkpoints of a modality not listed counted as ``other`` (so the parts add up to ``n``);
+    parts that add up to more than ``n`` are refused in one line."""
+    from ..base.phrasing import count
+
+    n = count(n, "number of checkpoints")
+    parts = {mod: count(k, f"number of {mod} checkpoints") for mod, k in dict(by_modality).items()}
+    if sum(parts.values()) > n:
+        raise ValueError(f"the modalities count {sum(parts.values())} checkpoints, more than the {n} there are; "
+                         "count each checkpoint once.")
+    words = [f"{k} {mod}" for mod, k in parts.items() if k] + ([f"{n - sum(parts.values())} other"]
+                                                              if sum(parts.values()) < n else [])
+    return f"{n} real checkpoint{'' if n == 1 else 's'} (" + joined(words) + ")"
 
 
 def majority_reading(low: float, high: float) -> str:

@@ -61,25 +61,37 @@ def encoder_decoder_body(b: EncoderDecoderBody) -> str:
     """The orderings a body shows (the paper draws them without an interval), the rule's tests
     of the mean paired gaps, the reversals beyond the yardstick, and Fig. 3c's late layers."""
     return (f"Standard initialisation, {b.n_encoders} encoder and {count_of(b.n_decoders, 'decoder seed')}: "
-            f"mean symmetry {b.enc_symmetry:.3f} against {b.dec_symmetry:.3f}, the encoder the more symmetric in "
+            f"mean symmetry {_num(b.enc_symmetry, '.3f')} against {_num(b.dec_symmetry, '.3f')}, the encoder the more symmetric in "
             f"{b.n_enc_more_symmetric} of {count_of(b.n_pairs, 'seed pair')}; mean directionality "
-            f"{b.enc_directionality:+.3f} against {b.dec_directionality:+.3f}, the decoder the more column-dominant "
+            f"{_num(b.enc_directionality, '+.3f')} against {_num(b.dec_directionality, '+.3f')}, the decoder the more column-dominant "
             f"in {b.n_dec_more_directional} of {b.n_pairs}. The paper draws both orderings without an interval; "
             f"the rule of What survives tests the mean paired gap over seeds: symmetry {b.test_symmetry} (against "
             f"the authors' decoder: {b.test_symmetry_authors}), directionality {b.test_directionality}. In "
             f"{b.n_reversed} of {count_of(b.n_gaps, 'seed')} the decoder ends the more symmetric by more than the "
-            f"smallest effect of interest ({b.band_symmetry:.3f}). {b.peak} The most symmetric encoder layer is "
+            f"smallest effect of interest ({_num(b.band_symmetry, '.3f')}). {b.peak} The most symmetric encoder layer is "
             f"in the later half of the network in {b.n_late_top} of {count_of(b.n_top, 'seed')} "
             f"(Fig. 3c's late layers).")
 
 
 def below_unigram(min_standard_errors: float) -> str:
     """Every finished run ends below its corpus's unigram reference, by at least this many
-    standard errors of the evaluation sample."""
+    standard errors of the evaluation sample (the nearest whole number); a least distance
+    below one keeps its digits, and one of 0 or less (a run at or above the reference) is
+    said so, never 'every run ends below'."""
+    m = min_standard_errors
+    if not _finite(m):
+        return ("How far the finished Wikipedia runs end below the corpus's unigram reference is missing (a run's "
+                "loss or standard error is not a number).")
+    m = float(m)
+    if m <= 0:
+        where = "at it" if m == 0 else f"{_num(-m, '.1f')} standard errors above it"
+        return f"Not every finished Wikipedia run ends below the corpus's unigram reference: one ends {where}."
+    if m < 1:
+        return (f"Every finished Wikipedia run ends below the corpus's unigram reference, the closest by "
+                f"{_num(m, '.2f')} of a standard error of the evaluation sample.")
+    k = round(m)
     return (f"Every finished Wikipedia run ends below the corpus's unigram reference, by at least "
-            f"{min_standard_errors:.0f} standard errors of the evaluation sample." if _finite(min_standard_errors) else
-            "How far the finished Wikipedia runs end below the corpus's unigram reference is missing (a run's "
-            "loss or standard error is not a number).")
+            f"{count_of(k, 'standard error')} of the evaluation sample.")
 
 
 def paired_test(table, body_key: str, comparator: str = "decoder", bodies=None) -> str:
@@ -103,7 +115,8 @@ def paired_test(table, body_key: str, comparator: str = "decoder", bodies=None) 
     r = r.iloc[0]
     n = _seed_count(r["n"])
     iv = interval(r["low"], r["high"]) if n > 1 else "one seed, no interval" if n == 1 else "no seeds, no interval"
-    return f"{r['estimate']:+.3f} ({iv}, seeds {r['seeds']}), {r['outcome']}"
+    est = _num(r["estimate"], "+.3f")
+    return f"{'estimate missing' if est == MISSING else est} ({iv}, seeds {r['seeds']}), {r['outcome']}"
 
 
 def _seed_count(n) -> int:
@@ -178,8 +191,8 @@ def paired_result(estimate: float, low: float, high: float, n: int, outcome: str
         raise ValueError(f"the interval runs from {low!r} down to {high!r}; pass its lower bound first.")
     if not _finite(estimate):
         return f"estimate missing (not a number): {outcome}"
-    shown = (interval(low, high, estimate=estimate) if n > 1 else f"{estimate:+.3f} (1 seed)" if n == 1
-             else f"{estimate:+.3f} (no seeds)")
+    shown = (interval(low, high, estimate=estimate) if n > 1 else f"{_num(estimate, '+.3f')} (1 seed)" if n == 1
+             else f"{_num(estimate, '+.3f')} (no seeds)")
     return f"{shown}: {outcome}"
 
 
@@ -241,7 +254,7 @@ def horizon_flips(rows, half_step: int) -> str:
     for figure, comparator, at_half, at_end, sesoi in rows:
         small = _finite(at_half, at_end, sesoi) and max(abs(at_half), abs(at_end)) < sesoi
         flips.append(f"{figure} against the {comparator}, {_num(at_half, '+.3f')} at step {half_step:,} and "
-                     f"{_num(at_end, '+.3f')} at the end" + (f", both smaller than d = {sesoi:.3f}" if small else ""))
+                     f"{_num(at_end, '+.3f')} at the end" + (f", both smaller than d = {_num(sesoi, '.3f')}" if small else ""))
     return "; ".join(flips) if flips else "no test of this body fails it"
 
 
@@ -274,29 +287,51 @@ def training_runs_said(table, primary_arms: dict | None = None) -> str:
     if len(table) == 0:
         return "No run of the confirmatory bodies has landed yet."
     per_body = joined(f"{n} of {body}" for body, n in table.groupby("body", sort=False).size().items())
-    devices = joined("the CPU" if d == "CPU" else d for d in sorted(set(table["device"])))
+    named = sorted({_device_name(d) for d in table["device"]} - {""})
+    devices = joined(["the CPU" if d == "CPU" else d for d in named]
+                     + (["an unrecorded device"] if any(not _device_name(d) for d in table["device"]) else []))
     after = table["after rules (h)"]
-    recorded = int((~table["machines"].str.contains("not recorded")).sum())
+    # a run whose machines are not text (a missing cell) has none recorded
+    recorded = sum(isinstance(m, str) and bool(m.strip()) and "not recorded" not in m for m in table["machines"])
     spread = _pair_spread(table, primary_arms)
     apart = (f" The two runs of a pair started up to {max(spread):.1f} h apart, so a pair may have met "
              "two machines even where both read the same device." if spread else "")
     pace = ""
     if "CPU s/step" in table and table["CPU s/step"].notna().any():
-        cpu = table["CPU s/step"].dropna()
-        wall = table.loc[cpu.index, "s/step"]
-        pace = (f" On the CPU a step took {cpu.min():.2f} to {cpu.max():.2f} s of compute (one thread); "
-                f"the wall clock per step, {wall.min():.2f} to {wall.max():.2f} s, also counts the time "
-                "a run was paused or shared its core.")
+        from ..base.phrasing import span
+
+        cpu = table["CPU s/step"][[_finite(v) for v in table["CPU s/step"]]]
+        wall = span(table.loc[cpu.index, "s/step"] if "s/step" in table else (), ".2f", empty="")
+        pace = (f" On the CPU a step took {span(cpu, '.2f')} s of compute (one thread); "
+                + (f"the wall clock per step, {wall} s, also counts the time a run was paused or shared its core."
+                   if wall else "the wall clock per step is not recorded."))
     unknown = len(after) - sum(_finite(a) for a in after)
     after = after[[_finite(a) for a in after]]
-    when = (f"starting {after.min():.1f} to {after.max():.1f} h after the rules' first commit" if len(after) else
-            "with no start recorded against the rules' first commit")
+    when = _when(float(after.min()), float(after.max())) if len(after) else \
+        "with no start recorded against the rules' first commit"
     if len(after) and unknown:   # the span is of the runs with a start: say how many it leaves out
         when += f" ({count_of(unknown, 'run')} with no start recorded)"
     return (f"{count_of(len(table), 'run')} landed ({per_body}), made on {devices}, "
             f"{when}. Every step's machine "
             f"is recorded for {recorded} of them (runs begun before machines were recorded say "
             f"'not recorded').{apart}{pace}")
+
+
+def _device_name(d) -> str:
+    """A run's device as text, or '' where it is not recorded (a missing cell, blank text)."""
+    return d.strip() if isinstance(d, str) else ""
+
+
+def _when(lo: float, hi: float) -> str:
+    """When the runs started against the rules' first commit, ``lo`` to ``hi`` hours after it:
+    a start before it (a negative number of hours) is said to be before, never '-2.0 h after',
+    and a small one keeps its digits (``0.04 h``, never ``-0.0``)."""
+    h = lambda v: _num(abs(v), ".1f")
+    if lo >= 0:
+        return f"starting {h(lo)} to {h(hi)} h after the rules' first commit"
+    if hi < 0:
+        return f"starting {h(hi)} to {h(lo)} h before the rules' first commit"
+    return f"starting {h(lo)} h before to {h(hi)} h after the rules' first commit"
 
 
 def _pair_spread(table, primary_arms) -> list[float]:
@@ -328,7 +363,13 @@ def _pair_spread(table, primary_arms) -> list[float]:
 def minutes_by_mode(minutes) -> str:
     """``12 minutes (decoder) and 15 minutes (encoder)``: the CPU time of a run, per mode
     (``minutes`` maps each mode to its minutes, in the order to be read)."""
-    return joined(f"{v:.0f} minutes ({k})" for k, v in dict(minutes).items())
+    def one(mode, v):
+        if not _finite(v):
+            return f"time missing ({mode})"
+        shown = _num(v, ".0f")   # 0.3 reads 0.3, never '0 minutes'
+        return f"{shown} minute{'' if shown == '1' else 's'} ({mode})"
+
+    return joined(one(k, v) for k, v in dict(minutes).items())
 
 
 def variants_held_back(rows, max_pair_cpu_s: float) -> str:
@@ -346,7 +387,7 @@ def variants_held_back(rows, max_pair_cpu_s: float) -> str:
         if not _finite(cpu_s):
             reasons.append("its cost is missing")
         elif cpu_s > max_pair_cpu_s:
-            reasons.append(f"a pair costs {cpu_s:.0f} CPU-seconds")
+            reasons.append(f"a pair costs {_num(cpu_s, '.0f')} CPU-seconds")
         out.append(f"{v} ({'; '.join(reasons)})")
     return ", ".join(out) or "none"
 
@@ -357,7 +398,7 @@ def regime_setting(variant) -> str:
     if variant is None:
         return "the base configuration"
     name, value = variant
-    return f"{name} = {value:g}"
+    return f"{name} = {value if isinstance(value, str) else f'{float(value):g}' if _finite(value) else MISSING}"
 
 
 def sooner_or_later(exponent: float) -> str:
@@ -375,13 +416,22 @@ def paper_rate_runs(loss_paper: float, below_unigram: float, loss_book: float, s
             f"nats ({_num(below_unigram, '.2f')} below the unigram reference) against "
             f"{_num(loss_book, '.2f')} at the book's, and at a mean symmetry of "
             f"{_num(sym_paper, '.3f')} against {_num(sym_book, '.3f')} "
-            f"({int(n_seeds)} paired seeds). What these runs saw: {settings}.")
+            f"({count_of(_seed_count(n_seeds), 'paired seed')}). What these runs saw: {settings}.")
 
 
 def other_corpora(n_cached: int, n_runs: int, n_both: int, n_sym: int, n_dir: int) -> str:
     """The BERT-Mini runs on the other corpora: how many are cached, and on how many of the
     corpora with both arms the encoder is the more symmetric / the decoder the more
     column-dominant."""
-    return (f"{n_cached} of {count_of(n_runs, 'run')} cached; of the {n_both} {'corpus' if n_both == 1 else 'corpora'} with both "
+    from ..base.phrasing import count
+
+    n_cached, n_runs, n_both, n_sym, n_dir = (count(v, "count of runs or corpora")
+                                              for v in (n_cached, n_runs, n_both, n_sym, n_dir))
+    if max(n_sym, n_dir) > n_both:
+        raise ValueError(f"{max(n_sym, n_dir)} of the {n_both} corpora with both arms: a part is more than its whole; "
+                         "pass the counts of one set of runs.")
+    cached = (f"{n_cached} of {count_of(n_runs, 'run')} cached" if n_cached <= n_runs else   # never '5 of 4 runs'
+              f"{count_of(n_cached, 'run')} cached ({n_runs} planned)")
+    return (f"{cached}; of the {n_both} {'corpus' if n_both == 1 else 'corpora'} with both "
             f"an encoder and a decoder, the encoder ends the more symmetric on {n_sym} and the decoder the more "
             f"column-dominant on {n_dir}.")

@@ -59,6 +59,11 @@ def percent(share: float, marks=(0.0, 1.0)) -> str:
     if not _finite(share):
         return MISSING
     share = float(share) or 0.0
+    if not -1e-12 <= share <= 1 + 1e-12:   # a share of all: 1.5 would read '150%' of the pairs
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"a share lies in [0, 1]; got {share!r}: pass a count over its total, not a percentage.")
+    share = min(max(share, 0.0), 1.0)
     for digits in range(12):
         shown = round(share * 100, digits) / 100
         if all((shown < m) == (share < m) and (shown > m) == (share > m) for m in marks):
@@ -67,8 +72,15 @@ def percent(share: float, marks=(0.0, 1.0)) -> str:
 
 
 def count_of(n: int, noun: str, plural: str | None = None) -> str:
-    """``"1 seed"``, ``"3 seeds"``, ``"0 seeds"``."""
-    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+    """``"1 seed"``, ``"3 seeds"``, ``"0 seeds"``; a count written as text (``"6 of 12"``) is
+    kept as it is.  A number that is no whole number >= 0 (NaN, 2.5, -1, a bool) is refused in
+    one line (:func:`companion.base.phrasing.count`): 'nan seeds' or '2.5 seeds' is no count;
+    ``3.0`` reads ``3``."""
+    from ..base.phrasing import count
+
+    if not isinstance(n, str):
+        n = count(n, f"count of {plural or noun + 's'}")
+    return f"{n} {noun if str(n).strip() == '1' else (plural or noun + 's')}"
 
 
 #: each status as the verb phrase of a count, for one claim and for several ("1 is refuted",
@@ -88,11 +100,17 @@ COUNT_WORDS = {"holds": ("holds as printed", "hold as printed"),
 def status_counts(n_claims: int, counts) -> str:
     """``Of the 24 claims, 10 hold as printed and 2 are refuted``: ``counts`` maps each status
     to its number of claims, in the order to be read; zero counts are left out."""
+    from ..base.errors import CompanionError
+    from ..base.phrasing import count
+
     counts = dict(counts)
     if unknown := sorted(str(st) for st in counts if st not in COUNT_WORDS):
-        from ..base.errors import CompanionError
-
         raise CompanionError(f"no words for the status {unknown[0]!r}; statuses are {', '.join(COUNT_WORDS)}.")
+    n_claims = count(n_claims, "number of claims")
+    counts = {st: count(n, f"count of claims that are {st!r}") for st, n in counts.items()}
+    if sum(counts.values()) > n_claims:   # 'Of the 3 claims, 5 hold' counts claims that are not there
+        raise CompanionError(f"the status counts add up to {sum(counts.values())}, more than the {n_claims} claims; "
+                             "count each claim once.")
     return f"Of the {n_claims} claims, " + joined(
         f"{n} {COUNT_WORDS[status][0 if n == 1 else 1]}" for status, n in counts.items() if n)
 
@@ -156,7 +174,7 @@ def interval_reading(low: float, high: float, sesoi: float, unit: str = "", gain
 
         raise CompanionError(f"the smallest effect of interest must be a number > 0; got {sesoi!r}: pass its size, "
                              "not a signed effect.")
-    size = f"{sesoi:.3f}{u} or more"
+    size = f"{_num(sesoi, '.3f')}{u} or more"   # 0.0004, never '0.000'
     readings = [(f"{gain} of {size}", high < sesoi), ("no effect at all", low > 0 or high < 0),
                 (f"{loss} of {size}", low > -sesoi)]
     out = [r for r, excluded in readings if excluded]

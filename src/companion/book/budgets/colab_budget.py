@@ -319,8 +319,10 @@ def start_up_allowance(times: pd.DataFrame, costs: dict[str, str]) -> float:
     return max(excess)
 
 
-def _seconds(s: float) -> str:
-    return f"{s:,.0f}"
+def _seconds(s: float, lower: bool = False) -> str:
+    """``s`` in whole seconds with thousands separated; a ``lower`` bound (a time the chapter
+    ran *over*, at least) rounded down, so that it never claims more than was measured."""
+    return f"{math.floor(s):,}" if lower else f"{s:,.0f}"
 
 
 def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | None = None,
@@ -392,7 +394,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             h, h_source, h_text = float(h_row["seconds"]), "measured", _seconds(float(h_row["seconds"]))
         elif outcome == "over the budget":
             h, h_source = float(h_row["seconds"]), "measured, over budget"
-            h_text = f"over {_seconds(h)}"
+            h_text = f"over {_seconds(h, lower=True)}"
         else:  # never run there at this size, or stopped on an error before its end
             h, h_source = math.nan, "none"
             why = (f"not measured: {not_measured_reason(str(h_row['note']), 'the H100 machine')}"
@@ -427,7 +429,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
                    else "no" if t4_bound == "about" else "unknown")
         t4_text = ("not estimated (no dominant cost recorded)" if not _known(ratio)
                    else "not estimated (no H100 time, no CPU time)" if t4_bound == "none"
-                   else _seconds(t4) if t4_bound == "about" else f">= {_seconds(t4)}")
+                   else _seconds(t4) if t4_bound == "about" else f">= {_seconds(t4, lower=True)}")
         flags = []
         if over_h100 == "yes":
             flags.append("H100 over 10 min")
@@ -440,7 +442,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
         elif h_source == "estimated":
             flags.append("H100 estimated")
         elif over_h100 == "unknown":
-            flags.append(f"H100 time unknown (over {_seconds(h)} s)")
+            flags.append(f"H100 time unknown (over {_seconds(h, lower=True)} s)")
         cpu_s = cpu_est if cpu_source == "estimated" else cpu
         rows.append({"chapter": ch, "dominant_cost": cost, "ratio": ratio, "h100_s": h,
                      "h100_source": h_source, "h100": h_text, "t4_s": t4, "t4_bound": t4_bound,

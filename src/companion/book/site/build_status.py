@@ -150,8 +150,14 @@ def cached_run_sets(runs: Path | str | None = None) -> list[dict]:
                     "devices": ", ".join(sorted(row["devices"])),
                     "corpus": ", ".join(sorted(row["corpus"])),
                     "steps": ", ".join(str(s) for s in sorted(row["steps"], key=lambda s: (isinstance(s, str), str(s).zfill(12)))),
-                    "hours": round(row["hours"], 2), "runs without a recorded time": row["unrecorded"]})
+                    "hours": _hours(row["hours"]), "runs without a recorded time": row["unrecorded"]})
     return out
+
+
+def _hours(h: float) -> float:
+    """``h`` hours to two decimals; a time that is not zero but rounds to 0.00 (runs of a few
+    seconds) keeps two significant digits, so the table never says a set took no time."""
+    return round(h, 2) if h == 0 or round(h, 2) != 0 else float(f"{h:.2g}")
 
 
 BUDGET_HEADS = ["chapter", "dominant cost", "H100 s", "T4 s (estimate)",
