@@ -57,9 +57,10 @@ def _writers():
 # ============================================================ 1. the one safe write (base/outputs.py)
 
 @pytest.mark.parametrize("writer", sorted(_writers()))
-def test_a_new_output_name_ending_in_a_slash_is_refused_as_a_folder_not_written_as_a_file(tmp_path, writer):
-    """``--out results/`` names a folder; it was written as a file called ``results``."""
-    name = str(tmp_path / "results") + os.sep
+@pytest.mark.parametrize("end", ["/", "/."])
+def test_a_new_output_name_ending_in_a_slash_is_refused_as_a_folder_not_written_as_a_file(tmp_path, writer, end):
+    """``--out results/`` (or ``results/.``) names a folder; it was written as a file called ``results``."""
+    name = str(tmp_path / "results") + end
     with pytest.raises(CompanionError) as err:
         _writers()[writer](name)
     line = _one_line(err)
@@ -545,3 +546,36 @@ def test_an_output_below_a_link_to_nothing_or_a_file_is_refused_naming_what_is_i
     line = _one_line(err)
     assert f"{way} is " in line and ("does not exist" if kind != "file" else "not a folder") in line, line
     assert sorted(os.listdir(tmp_path)) == ["results"] and (kind != "file" or way.read_text() == SECRET)
+
+
+def test_a_fifo_at_a_vendor_folders_name_is_named_as_a_fifo_not_a_file_and_left(tmp_path, monkeypatch):
+    calls = []
+    vendor = _fake_npm(monkeypatch, tgz := _tgz(tmp_path / "src.tgz", {"package/x.js": b"x"}), calls)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.mkfifo(cache / "fake-1.0.0")
+    with within(10, cache / "fake-1.0.0"), pytest.raises(RuntimeError) as err:
+        vendor.npm_package("fake", "1.0.0", vendor.integrity_of(tgz), "", "x.js", cache)
+    line = _one_line(err)
+    assert "FIFO" in line and "is a file" not in line, line
+    assert stat.S_ISFIFO(os.lstat(cache / "fake-1.0.0").st_mode) and calls == []
+
+
+def test_ctrl_c_while_saving_a_checkpoint_leaves_the_previous_one_and_no_temporary(tmp_path, monkeypatch):
+    import torch
+
+    from companion.base.outputs import temp_beside
+    from companion.train.runner.checkpoints import _save_checkpoint
+
+    final = tmp_path / "checkpoint.pt"
+    final.write_bytes(b"the previous checkpoint")
+
+    def interrupted(state, f):
+        Path(f).write_bytes(b"half a checkpoint")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with temp_beside(final, "checkpoint") as tmp:
+            _save_checkpoint({"step": 1}, tmp, final)
+    assert final.read_bytes() == b"the previous checkpoint" and os.listdir(tmp_path) == ["checkpoint.pt"]

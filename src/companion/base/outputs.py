@@ -69,15 +69,18 @@ def _existing_mode(path: Path, what: str) -> int | None:
 
 def _named(path: str | os.PathLike, what: str) -> Path:
     """``path`` as a :class:`Path`, refused in one line when no file can have that name: a NUL
-    byte in it, or a slash at its end, which names a folder (``Path`` drops the slash, and
-    ``--out results/`` was written as a file called ``results``)."""
+    byte in it, or a name that ends in ``/``, ``.`` or ``..``, which names a folder (``Path``
+    drops a trailing ``/`` and ``/.``, and ``--out results/`` was written as a file called
+    ``results``)."""
     text = os.fsdecode(os.fspath(path))
     if "\0" in text:
         raise CompanionError(f"the {what} name {text!r} holds a NUL byte, which no file name can hold; give the "
                              "name without it.")
-    if text.endswith(("/", os.sep)) and text.rstrip("/" + os.sep):
-        raise CompanionError(f"the {what} {text} ends in '/', so it names a folder, not a file; give a file "
-                             f"name such as {text}scores.csv, or drop the '/'.")
+    last = text.replace(os.sep, "/").rstrip("/").rsplit("/", 1)[-1]
+    if text.rstrip("/" + os.sep) and (text.endswith(("/", os.sep)) or last in (".", "..")):
+        # 'results/' and 'results/.' name the folder results; Path reads both as the name 'results'
+        raise CompanionError(f"the {what} {text} names a folder (its name ends in '/', '.' or '..'), not a file; "
+                             f"give a file name such as {text.rstrip('/' + os.sep)}/scores.csv.")
     return Path(text)
 
 

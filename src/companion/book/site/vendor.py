@@ -69,7 +69,8 @@ def npm_package(name: str, version: str, integrity: str, prefix: str, check_file
     cache = ensure_dir(cache) if cache is not None else cache_dir("vendor")
     dest = cache / f"{name}-{version}"
     if dest.is_symlink() or (dest.exists() and not dest.is_dir()):   # never read, emptied or written through
-        raise RuntimeError(f"{dest} is a {'symbolic link' if dest.is_symlink() else 'file'}, where the cache keeps "
+        kind = "symbolic link" if dest.is_symlink() else "file" if dest.is_file() else "FIFO, device or socket"
+        raise RuntimeError(f"{dest} is a {kind}, where the cache keeps "
                            f"{name} {version}'s files; remove it (the package is fetched again), or copy the "
                            "files there as a folder.")
     if (dest / check_file).is_file():
