@@ -31,11 +31,13 @@ read once and its uses are listed in ``config["attention"][i]["uses"]``.
 A graph where one of these steps finds nothing (fused ``qkv`` with ``Split``, attention
 in a custom operator, ...) raises one :class:`~companion.base.errors.CompanionError` naming the
 file, the ``Softmax`` node and what was expected there.
+
+The initializers are read as tensors (their kinds, stored bytes, decoded and dequantized
+values) by :mod:`.onnx_tensors`.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
@@ -45,12 +47,12 @@ import torch
 from ..base.errors import CompanionError
 from .families import LayerPlan
 from .onnx_quant import Untraceable as _Untraceable, integer_projection, weight_only_projection
+from .onnx_tensors import decode_initializer, dequantized_weights, initializer_nbytes, initializer_table
 from .tensor_source import TensorSource
 
 __all__ = ["ONNXSource", "trace_attention", "onnx_attention"]
 
 _FAMILY = "onnx-attention"
-DEQUANTIZED = "::dequantized"  # suffix of a weight read as (W_int - zero point) * scale
 _PASS_THROUGH = ("Transpose", "Reshape", "Identity", "Cast", "Squeeze", "Unsqueeze", "Contiguous")
 
 
@@ -508,28 +510,12 @@ class ONNXSource(TensorSource):
         if not graph.node:
             raise CompanionError(f"{path} holds an empty ONNX graph (corrupt or not a model). "
                                  "Download or export it again.")
-        self._inits = {i.name: i for i in graph.initializer}
-        self.dtypes = {}
-        for init in graph.initializer:
-            self.shapes[init.name] = tuple(int(d) for d in init.dims)
-            floating = init.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
-                                          onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
-            self.dtypes[init.name] = "F32" if floating else "I64"
+        self._inits, shapes, self.dtypes = initializer_table(graph)
+        self.shapes.update(shapes)
         attention = trace_attention(graph, str(path), next(
             (int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), None))
         self._dequant: dict[str, tuple[str, str | None, str]] = {}
-        schemes = []
-        for a in attention:
-            for side in ("q", "k"):
-                quant = a[f"{side}_quant"]
-                if quant is None:
-                    continue
-                stored = a[f"{side}_weight"]
-                name = f"{stored}{DEQUANTIZED}"
-                self._dequant[name] = (stored, quant["zero_point"], quant["scale"])
-                schemes += [quant["scheme"]] if quant["scheme"] not in schemes else []
-                self.shapes[name], self.dtypes[name] = self.shapes[stored], "F32"
-                a[f"{side}_weight"] = name
+        schemes = dequantized_weights(attention, self.shapes, self._dequant, self.dtypes)
         # the integer weights the traced projections use are dequantized by _load; any other
         # integer tensor of the graph is never read as a q/k weight
         self.quantization_handled = True
@@ -543,41 +529,10 @@ class ONNXSource(TensorSource):
 
     def stored_nbytes(self, name: str) -> int:
         """Bytes of the stored initializer: 1 per int8 weight, 2 per float16, 8 per double."""
-        from onnx.helper import tensor_dtype_to_np_dtype
-
-        stored = self._dequant.get(name, (name,))[0]
-        try:
-            width = np.dtype(tensor_dtype_to_np_dtype(self._inits[stored].data_type)).itemsize
-        except (KeyError, TypeError, ValueError):   # an element type numpy has no dtype for
-            width = 4
-        return math.prod(self.shapes[name]) * width
+        return initializer_nbytes(self._inits, self._dequant, self.shapes, name)
 
     def _load(self, name: str) -> torch.Tensor:
-        try:
-            return self._load_array(name)
-        except CompanionError:
-            raise
-        except (ValueError, TypeError) as exc:   # data that does not fit the dims or type it declares
-            stored = self._dequant.get(name, (name,))[0]
-            raise CompanionError(
-                f"{self.location}: the initializer {stored!r} {self.shapes.get(stored)} holds data that does not "
-                f"fit its type and dims ({' '.join(str(exc).split())[:120]}); the file is corrupt. Download or "
-                "export it again."
-            ) from None
-
-    def _load_array(self, name: str) -> torch.Tensor:
-        from onnx import numpy_helper
-
-        if name in self._dequant:  # W = (W_int - zero_point) * scale, per output column
-            stored, zero_point, scale = self._dequant[name]
-            w = numpy_helper.to_array(self._inits[stored]).astype(np.float64)
-            if zero_point is not None:
-                w = w - numpy_helper.to_array(self._inits[zero_point]).astype(np.float64)
-            w = w * numpy_helper.to_array(self._inits[scale]).astype(np.float64)
-            return torch.from_numpy(w.astype(np.float32))
-        # DOUBLE stays float64: 1e-50 or 1e50 weights would become 0 or Inf in float32
-        keep = np.float64 if self._inits[name].data_type == 11 else np.float32
-        return torch.from_numpy(np.array(numpy_helper.to_array(self._inits[name]), dtype=keep))
+        return decode_initializer(self._inits, self._dequant, self.shapes, name, self.location)
 
 
 def _to_linear_layout(q_layout: str, k_layout: str):
