@@ -1,7 +1,7 @@
 """Benchmark: what rules v2 add to ``companion.judge.claims.all_verdicts()``, in one process.
 
 Not a test.  Rules v2 added to the verdicts: the power of the applied test (Monte Carlo,
-:func:`companion.rules.statistics.directional_power` and its kin), the gate's horizon and
+:func:`companion.rules.power.directional_power` and its kin), the gate's horizon and
 memorisation parts (:func:`companion.train.studies.evidence.gate_from_evidence`, which also reads the
 v1 loss gate's context part from the body's evidence table, so that small part is counted too),
 the yardsticks, and the family's correction carried into the statuses (the premise
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
 
     from companion.judge import claims, empirical
 
-    from companion.rules import statistics as verdicts
+    from companion.rules import training as rules_training   # each caller holds the power solvers by name
     from companion.train.studies import evidence
 
     spent = {}
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
 
     timed(evidence, "loss_gate")
     timed(evidence, "gate_from_evidence")
-    for mod in (verdicts, empirical):
+    for mod in (rules_training, empirical):
         for name in ("directional_power", "equivalence_power", "threshold_power"):
             if hasattr(mod, name):
                 timed(mod, name)

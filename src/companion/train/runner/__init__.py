@@ -3,6 +3,7 @@
 ``loop``         AdamW + warmup/decay training: :func:`~.loop.train` and its accumulate and
                  update steps, over the modules below
 ``config``       ``TrainConfig`` (everything that defines a run) and the learning-rate schedule
+``arguments``    the command line's checks of --device, --log, --out and a local --corpus file
 ``devices``      device, process group under torchrun, bf16 autocast
 ``set_up``       the run's data, model, optimiser, schedule and generators
 ``state``        one run's state while it trains, and the flush of its logged losses
