@@ -324,3 +324,59 @@ def test_a_float_that_says_it_equals_everything_is_no_masking_rate():
 
 def test_a_masking_rate_of_nan_is_refused():
     assert "NaN" in _check("ex-objectives-to-structure-2", np.array([np.nan]))
+
+
+# ------------------------------------------------------------------------- the figure check
+@pytest.mark.parametrize("source", ["fig, ax = plt.subplots (1, 2)\n", "fig = plt . figure()\n",
+                                    "import matplotlib.pyplot as pyplot\nfig = pyplot.figure()\n"])
+def test_a_cell_that_draws_is_seen_drawing_however_its_call_is_spaced(source):
+    from companion.book.checks.figure_check import draws
+
+    assert draws(source, set())
+    assert not draws("# plt.subplots (1, 2)\nx = 1\n", set())
+
+
+def test_a_glue_under_an_f_string_name_with_no_literal_start_is_no_glued_image():
+    from companion.book.checks.figure_check import _glues_an_image
+
+    cell = 'fig, ax = plt.subplots()\nglue(f"{name}", "a number")\n'
+    assert not _glues_an_image(cell, {"other_fig"})
+    assert _glues_an_image('fig, ax = plt.subplots()\nglue(f"peaks_{k}", fig)\n', {"peaks_a"})
+
+
+def _notebook(path, cells):
+    path.write_text(json.dumps({"cells": cells}))
+    return path
+
+
+@pytest.mark.parametrize("store,text", [("a.ipynb", '{"cells": ['), ("a.glue.json", "{not json")])
+def test_a_notebook_or_glue_store_cut_off_is_named_in_one_line(tmp_path, store, text):
+    from companion.book.checks.figure_check import cells_without_image
+
+    nb = _notebook(tmp_path / "a.ipynb", [{"cell_type": "code", "source": "fig, ax = plt.subplots()", "outputs": []}])
+    (tmp_path / store).write_text(text)
+    with pytest.raises(ValueError, match=re.escape(store)) as err:
+        cells_without_image(nb)
+    assert "\n" not in str(err.value)
+
+
+def test_an_output_that_is_no_record_is_no_image_not_a_traceback(tmp_path):
+    from companion.book.checks.figure_check import cells_without_image
+
+    nb = _notebook(tmp_path / "a.ipynb", [{"cell_type": "code", "source": "fig, ax = plt.subplots()",
+                                           "outputs": ["text", {"data": ["image/png"]}]}])
+    (found,) = cells_without_image(nb)
+    assert found.startswith("a.ipynb: code cell 1 (fig, ax = plt.subplots())")
+
+
+# ------------------------------------------------------------------------- the status check
+@pytest.mark.parametrize("head", ["Status:", "Status<sup>1</sup>", "Status *"])
+def test_a_status_column_with_a_colon_or_footnote_mark_is_still_checked(head):
+    from companion.book.checks.status_check import table_statuses
+
+    html = (f"<table><tr><th>Claim</th><th>{head}</th></tr>"
+            "<tr><td>Fig. 3a</td><td>holds</td></tr></table>")
+    (found,) = table_statuses(html, {"Fig. 3a": "training_symmetry"})
+    assert (found.key, found.status) == ("training_symmetry", "holds")
+    # a column that names another version of the rules is still no status column
+    assert table_statuses(html.replace(head, "Status (v1)"), {"Fig. 3a": "training_symmetry"}) == []

@@ -17,7 +17,9 @@ from pathlib import Path
 
 __all__ = ["figure_functions", "draws", "has_image", "cells_without_image"]
 
-_MAKERS = re.compile(r"\bplt\.(subplots|subplot_mosaic|figure)\(|\bFigure\(")
+# as Python reads a call: spaces may stand before the parenthesis and around the dot, and
+# pyplot may go by its own name (``import matplotlib.pyplot as pyplot``, ``from matplotlib import pyplot``)
+_MAKERS = re.compile(r"\b(?:plt|pyplot)\s*\.\s*(subplots|subplot_mosaic|figure)\s*\(|\bFigure\s*\(")
 
 
 def figure_functions(sources) -> set[str]:
@@ -53,12 +55,14 @@ def draws(source: str, functions) -> bool:
     code = _without_comments(source)
     if _MAKERS.search(code):
         return True
-    return any(re.search(rf"(?<![\w.]){re.escape(f)}\(", code) for f in functions)
+    return any(re.search(rf"(?<![\w.]){re.escape(f)}\s*\(", code) for f in functions)
 
 
 def has_image(cell) -> bool:
-    return any("image/png" in (o.get("data") or {}) or "image/svg+xml" in (o.get("data") or {})
-               for o in cell.get("outputs", []))
+    outputs = cell.get("outputs", []) if isinstance(cell, dict) else []
+    return any(isinstance(o, dict) and isinstance(o.get("data"), dict)
+               and ("image/png" in o["data"] or "image/svg+xml" in o["data"])
+               for o in (outputs if isinstance(outputs, list) else []))
 
 
 def glued_images(notebook: Path | str) -> set[str]:
@@ -67,14 +71,26 @@ def glued_images(notebook: Path | str) -> set[str]:
     store = Path(notebook).with_suffix(".glue.json")
     if not store.is_file():
         return set()
-    data = json.loads(store.read_text(encoding="utf-8"))
-    return {k for k, v in data.items() if isinstance(v, dict) and has_image({"outputs": [v]})}
+    data = _json(store, "glue store")
+    return {k for k, v in (data.items() if isinstance(data, dict) else ()) if has_image({"outputs": [v]})}
+
+
+def _json(path: Path, what: str):
+    """The JSON of ``path``, or a one-line ``ValueError`` naming it (a file cut off or edited
+    by hand)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"{path} is no readable {what} ({type(err).__name__}: {str(err)[:80]}); build the book "
+                         "again (make book).") from None
 
 
 def _glues_an_image(source: str, images: set[str]) -> bool:
     for m in re.finditer(r"""glue(?:_figure)?\(\s*(f?)["']([^"'{]*)""", source):
         is_f, name = m.group(1), m.group(2)
-        if (name in images) if not is_f else any(i.startswith(name) for i in images):
+        # an f-string name is known by its literal start; one with none (f"{name}") could be any
+        # name, so it is no evidence that the cell glues an image
+        if (name in images) if not is_f else bool(name) and any(i.startswith(name) for i in images):
             return True
     return False
 
@@ -93,8 +109,11 @@ def cells_without_image(notebook: Path | str, page: str | None = None) -> list[s
     if not Path(notebook).is_file():   # a FIFO would block the read for ever, a folder fail on it
         raise ValueError(f"{notebook} is not a notebook file (missing, a folder, a FIFO or a device); "
                          "pass an executed .ipynb of the build.")
-    nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
-    code = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    nb = _json(Path(notebook), "notebook")
+    cells = nb.get("cells", []) if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise ValueError(f"{notebook} holds no list of cells; pass an executed .ipynb of the build.")
+    code = [c for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
     sources = ["".join(c.get("source", "")) for c in code]
     functions = figure_functions(sources)
     images = glued_images(notebook)

@@ -182,7 +182,11 @@ def table_statuses(html: str, names: dict, where: str = "") -> list[Stated]:
         if not table or pat is None:
             continue
         head = table[0]
-        cols = [i for i, h in enumerate(head) if re.fullmatch(r"(the )?status( now)?", h.strip(), re.I)]
+        # a header with a colon or a footnote mark after it ('Status:', 'Status¹', 'Status *') is still
+        # the status column; one naming another version of the rules ('Status (v1)') is not
+        cols = [i for i, h in enumerate(head)
+                if re.fullmatch(r"(the )?status( now)?[\s:*\u2020\u2021\u00b9\u00b2\u00b3\u2070-\u2079\d]*",
+                                h.strip(), re.I)]
         if not cols:
             continue
         c = cols[0]
