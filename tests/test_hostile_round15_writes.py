@@ -579,3 +579,29 @@ def test_ctrl_c_while_saving_a_checkpoint_leaves_the_previous_one_and_no_tempora
         with temp_beside(final, "checkpoint") as tmp:
             _save_checkpoint({"step": 1}, tmp, final)
     assert final.read_bytes() == b"the previous checkpoint" and os.listdir(tmp_path) == ["checkpoint.pt"]
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_link_or_fifo_at_a_survey_tables_checksum_name_is_refused_before_the_table_is_replaced(tmp_path, kind):
+    """The table was replaced first, then its checksum refused: a refused write left the old
+    table gone and the new one without a checksum that vouches for it."""
+    import pandas as pd
+
+    from companion.survey.table_cache import _write_atomic, cache_problem, checksum_path
+
+    path = tmp_path / "m.csv"
+    _write_atomic(pd.DataFrame({"key": ["m"], "v": [1.0]}), path)
+    before = path.read_bytes()
+    side = checksum_path(path)
+    side.unlink()
+    if kind == "link":
+        (tmp_path / "elsewhere.json").write_text(SECRET)
+        side.symlink_to(tmp_path / "elsewhere.json")
+    else:
+        os.mkfifo(side)
+    with within(10, side), pytest.raises(CompanionError) as err:
+        _write_atomic(pd.DataFrame({"key": ["m"], "v": [2.0]}), path)
+    assert side.name in _one_line(err)
+    assert path.read_bytes() == before                                   # the table as it was
+    assert kind == "fifo" or (tmp_path / "elsewhere.json").read_text() == SECRET
+    assert cache_problem(path, required=("key",)) is not None            # and still not vouched for

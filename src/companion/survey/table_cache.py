@@ -36,8 +36,11 @@ def _write_atomic(df: pd.DataFrame, path: Path) -> None:
     a crash leaves the previous file intact); then ``<file>.sha256.json`` records the
     sha256 of the bytes written, the row count and the columns.
     """
-    from ..base.outputs import write_atomic
+    from ..base.outputs import check_output, write_atomic
 
+    # a link or FIFO at the checksum's name is refused before the table is replaced (a refused
+    # write replaced the table first, and left it without a checksum that vouches for it)
+    check_output(checksum_path(path), "table's checksum file")
     data = df.to_csv(index=False).encode()
     write_atomic(path, lambda f: f.write(data), mode="wb")
     meta = {"format": CACHE_FORMAT, "sha256": hashlib.sha256(data).hexdigest(),
