@@ -60,22 +60,37 @@ def family_table_path(rules: dict, path: str | Path | None = None) -> Path:
     return _table_path(rules, "family_check", path)
 
 
-#: draws of the design check's settings test (:func:`_check_design_settings`): about 0.2 s
-SETTINGS_DRAWS = 2000
-#: how far (in Monte Carlo standard errors of SETTINGS_DRAWS draws) a committed design table's
-#: chance or expected seeds may lie from the rules' own before the table is refused: the table's
-#: own Monte Carlo error is 3-4% of this; another spending function or alpha moves them 15-70
-SETTINGS_Z = 6.0
+#: the most draws the settings tests re-simulate (:func:`_check_design_settings`,
+#: :func:`_check_family_settings`): the rules' own number where it is at most this (the same seed
+#: and draws as the committed table, so the same numbers), else this many; about 0.1 s a row
+SETTINGS_DRAWS = 20000
+#: how far (in Monte Carlo standard errors of the difference between two independent
+#: simulations of :data:`SETTINGS_DRAWS` draws) a committed table's chance or expected seeds may
+#: lie from the rules' own before the table is refused.  A table of the rules' own settings,
+#: seed and draws agrees exactly; one of another seed or number of draws within its Monte Carlo
+#: error.  At 2,000 draws and 6 errors (the check before) an alpha of 0.025 read a table of 0.02
+#: as its own, and a family table of 0.02 hid a family erring in 4.9% of draws, not 4.0%
+SETTINGS_Z = 4.0
+
+
+def _settings_n(rules: dict, section: str) -> int:
+    return min(int(rules["framework"][section]["draws"]), SETTINGS_DRAWS)
+
+
+def _off(table_value: float, p: float, n: int) -> bool:
+    """Whether a committed chance lies more than :data:`SETTINGS_Z` errors from ``p`` simulated at ``n`` draws."""
+    se = math.sqrt(max(p * (1 - p), 1 / n) * 2 / n)
+    return not abs(float(table_value) - p) <= SETTINGS_Z * se
 
 
 @functools.lru_cache(maxsize=16)
-def _settings_draws(est: float, sd: float, looks: tuple, nominal_levels: tuple, d: float, seed: int):
+def _settings_draws(est: float, sd: float, looks: tuple, nominal_levels: tuple, d: float, seed: int, n: int):
     """The chance of each outcome (in ``DECIDED + ('inconclusive',)`` order) and the mean and
-    spread of the seeds used over :data:`SETTINGS_DRAWS` draws of the design at ``est``
-    (remembered: every load of the same rules asks the same)."""
+    spread of the seeds used over ``n`` draws of the design at ``est`` (remembered: every load
+    of the same rules asks the same)."""
     from .sequential import DECIDED, _drawn_outcomes
 
-    x = est + sd * np.random.default_rng(seed).standard_normal((SETTINGS_DRAWS, looks[-1]))
+    x = est + sd * np.random.default_rng(seed).standard_normal((n, looks[-1]))
     outcome, used = _drawn_outcomes(x, list(looks), np.asarray(nominal_levels), d)
     return (tuple(float(np.mean(outcome == o)) for o in DECIDED + ("inconclusive",)),
             (float(used.mean()), float(used.std())))
@@ -83,11 +98,11 @@ def _settings_draws(est: float, sd: float, looks: tuple, nominal_levels: tuple, 
 
 def _check_design_settings(rules, df, path) -> None:
     """The committed design table was computed with this file's looks, alpha and spending
-    function: its first claim's row at the pilot's effect is simulated again at
-    :data:`SETTINGS_DRAWS` draws (the same seed, so the same first draws), and each outcome's
-    chance and the expected seeds must agree within :data:`SETTINGS_Z` standard errors.  (A
-    table made with another seed or number of draws of the same design agrees within its
-    Monte Carlo error, and is the same design.)"""
+    function: its first claim's row at the pilot's effect is simulated again at the rules'
+    draws (at most :data:`SETTINGS_DRAWS`) and seed, and each outcome's chance and the
+    expected seeds must agree within :data:`SETTINGS_Z` standard errors.  (A table made with
+    another seed or number of draws of the same design agrees within its Monte Carlo error,
+    and is the same design.)"""
     from .sequential import DECIDED
 
     key, r = next(iter(rules["claims"].items()))
@@ -95,22 +110,66 @@ def _check_design_settings(rules, df, path) -> None:
     d = float(rules["yardsticks"][r["sesoi"]]["value_when_fixed"])
     sd, est = float(r["pilot"]["planning_sd_when_fixed"]), float(r["pilot"]["estimate_when_fixed"])
     looks, mc = rules["framework"]["sequential"]["looks"], rules["framework"]["design_check"]
-    n = SETTINGS_DRAWS
+    n = _settings_n(rules, "design_check")
     chances, (seeds_mean, seeds_sd) = _settings_draws(est, sd, tuple(int(k) for k in looks),
-                                                      tuple(float(a) for a in nominal(rules)), d, int(mc["seed"]))
-    far = []
-    for name, p in zip(DECIDED + ("inconclusive",), chances):
-        se = math.sqrt(max(p * (1 - p), 1 / n) / n)
-        if abs(float(row[name]) - p) > SETTINGS_Z * se:
-            far.append(f"P({name}) {float(row[name]):.3f} against {p:.3f}")
-    se = max(seeds_sd, 1.0) / math.sqrt(n)
-    if abs(float(row["expected_seeds"]) - seeds_mean) > SETTINGS_Z * se:
+                                                      tuple(float(a) for a in nominal(rules)), d, int(mc["seed"]), n)
+    far = [f"P({name}) {float(row[name]):.4f} against {p:.4f}"
+           for name, p in zip(DECIDED + ("inconclusive",), chances) if _off(row[name], p, n)]
+    se = max(seeds_sd, 1.0) * math.sqrt(2 / n)
+    if not abs(float(row["expected_seeds"]) - seeds_mean) <= SETTINGS_Z * se:
         far.append(f"expected seeds {float(row['expected_seeds']):.2f} against {seeds_mean:.2f}")
     if far:
         s = rules["framework"]["sequential"]
         _fail(path, f"rule {key!r}", f"the design table was not computed for this file's looks {s['looks']}, alpha "
                                      f"{s['alpha']} and {s['spending']} spending (at the pilot's effect: "
                                      f"{'; '.join(far)}); recompute it (companion.train.studies.design_check --write).")
+
+
+@functools.lru_cache(maxsize=16)
+def _family_row_error(members: tuple, looks: tuple, correlation: float, seed: int, n: int) -> float:
+    from .sequential import family_error_split
+
+    return family_error_split([(e, s, np.asarray(nom), d, g) for e, s, nom, d, g in members], list(looks),
+                              correlation=correlation, draws=n, seed=seed)["family_error"]
+
+
+def _check_family_settings(rules: dict, df, table, path) -> None:
+    """The committed family table was computed with this file's looks, alpha, spending,
+    correlation, seed and draws: each split family's worst row (the one the loader holds to
+    the family's ``fwer``) is simulated again at the rules' draws (at most
+    :data:`SETTINGS_DRAWS`) and seed, and must agree within :data:`SETTINGS_Z` standard errors.
+    A table left from another alpha or spending showed a family within its level that, read
+    as the rules now say, is not."""
+    import pandas as pd
+
+    fw, fc = rules["framework"], rules["framework"]["family_check"]
+    looks = tuple(int(k) for k in fw["sequential"]["looks"])
+    nom = tuple(float(a) for a in nominal(rules))
+    n = _settings_n(rules, "family_check")
+    for name, f in fw["families"].items():
+        if f.get("read_once"):
+            continue
+        rows = df[df["family"] == name]
+        err = pd.to_numeric(rows["family error"], errors="coerce")
+        row = rows.loc[err.idxmax()]
+        label, spread = str(row["true effects"]), float(row["spread over d"])
+        claims = [rules["claims"][k] for k in f["members"]]
+        if label == "alternately 0 and d":
+            effects = [float(i % 2) for i in range(len(claims))]
+        else:
+            effects = [float(label.removeprefix("all at ").removesuffix(" d"))] * len(claims)
+        members = []
+        for e, c in zip(effects, claims):
+            d = float(rules["yardsticks"][c["sesoi"]]["value_when_fixed"])
+            members.append((e * d, spread * d, nom, d, c["body"]))
+        p = _family_row_error(tuple(members), looks, float(fc["correlation"]), int(fc["seed"]), n)
+        if _off(row["family error"], p, n):
+            s = fw["sequential"]
+            _fail(path, f"framework.families.{name}", f"the family table {table.name} was not computed for this file's "
+                                                      f"looks {s['looks']}, alpha {s['alpha']}, {s['spending']} spending, "
+                                                      f"correlation, seed and draws (its worst row, {label} at spread "
+                                                      f"{spread:g} d, says {float(row['family error']):.4f}; simulated "
+                                                      f"again, {p:.4f}); {_RECOMPUTE}.")
 
 
 #: the columns of a design table (companion.train.studies.design_check.design_check) that hold numbers
@@ -187,10 +246,29 @@ def _check_design_met(rules, df, table, path) -> None:
                                               f"{_RECOMPUTE}.")
 
 
+def _check_planning_sd(p: dict, confidence: float, path, where: str) -> None:
+    """``pilot.planning_sd_when_fixed`` is the upper ``planning_confidence`` bound of the pilot's
+    spread ``sd_when_fixed`` over its ``seeds``, ``sd sqrt((n - 1) / chi2_{1 - confidence, n - 1})``
+    (:func:`companion.train.studies.design_check.planning_sd`), to four figures: the design
+    table is checked against the planning spread, so one left from another confidence or pilot
+    planned the design at a spread the rules do not state, and loaded."""
+    from scipy import stats
+
+    n, sd = p["seeds"], float(p["sd_when_fixed"])
+    if n < 2:
+        _fail(path, where, "'pilot.seeds' must be 2 or more: one seed gives no spread to plan at.")
+    want = sd * math.sqrt((n - 1) / stats.chi2.ppf(1 - confidence, n - 1))
+    if not abs(float(p["planning_sd_when_fixed"]) - want) <= 5e-4 * want:
+        _fail(path, where, f"'pilot.planning_sd_when_fixed' {p['planning_sd_when_fixed']:g} is not the upper "
+                           f"{confidence:g} bound of the pilot's spread {sd:g} over {n} seeds ({want:.5g}); "
+                           "recompute it from the pilot, then the design table.")
+
+
 def _check_design(rules, path):
     """The committed design table exists, was computed for this file's yardsticks, planning
     spreads and pilot effects (each claim's row at the pilot's effect is at the rules'
-    ``pilot.estimate_when_fixed``) and for its looks, alpha and spending function
+    ``pilot.estimate_when_fixed``; each planning spread is the pilot's at the planning
+    confidence, :func:`_check_planning_sd`) and for its looks, alpha and spending function
     (:func:`_check_design_settings`), covers every claim at 0, d and the pilot's effect, and
     meets every target."""
     import pandas as pd
@@ -210,6 +288,7 @@ def _check_design(rules, path):
         if not (np.allclose(rows["sesoi"], d, rtol=1e-6) and np.allclose(rows["planning_sd"], sd, rtol=1e-6)):
             _fail(path, f"rule {key!r}", f"the design table was computed for another yardstick or planning spread "
                                          f"than the rules' (d {d:g}, sd {sd:g}); recompute it.")
+        _check_planning_sd(r["pilot"], dc["planning_confidence"], path, f"rule {key!r}")
         est = float(r["pilot"]["estimate_when_fixed"])
         at = rows[rows["effect"].astype(str) == "pilot"]["delta"].astype(float)
         if not np.allclose(at, est, rtol=1e-6, atol=1e-12):
@@ -224,8 +303,8 @@ def _check_design(rules, path):
                             f"P(a decided outcome true of the pilot's effect | pilot) >= {t['true_at_pilot']}")}
         accepted = r.get("below_target") if rules.get("version", 3) >= 4 else None
         for effect, (ok, target) in checks.items():   # the rules' targets, not the table's own verdict
-            if not ok and isinstance(accepted, dict) and effect in accepted and isinstance(accepted[effect], str):
-                continue   # missed, and the rules say so with the reason (version 4)
+            if not ok and isinstance(accepted, dict) and isinstance(accepted.get(effect), str) and accepted[effect].strip():
+                continue   # missed, and the rules say so with the reason (version 4; a blank reason is none)
             if not ok:
                 _fail(path, f"rule {key!r}", f"the design check fails its own target at effect {effect} "
                                              f"({target}); the design cannot decide this claim as written.")
@@ -263,6 +342,7 @@ def _check_family_table(rules: dict, path) -> None:
             _fail(path, f"framework.families.{name}", f"simulated over the whole procedure, a wrong decided outcome "
                                                       f"stands in {worst:.2%} of families at worst, above the stated "
                                                       f"fwer {f['fwer']}; the family does not hold its level.")
+    _check_family_settings(rules, df, table, path)
 
 
 def _check_family_rows(rules: dict, df, table, path) -> None:

@@ -39,15 +39,29 @@ def _fail(path, where: str, what: str):
 
 
 def yaml_hint(v) -> str:
-    """Why text that reads as a number was read as text: YAML 1.1 (PyYAML) takes ``1e-3``, with
-    no decimal point before its exponent, for a string."""
+    """Why text that reads as a number was read as text: YAML 1.1 (PyYAML) takes an exponent
+    for a number only with a decimal point before it and a sign after the ``e``: ``1e-3`` and
+    ``1.0e5`` are strings, ``1.0e-3`` and ``1.0e+5`` numbers."""
     if isinstance(v, str):
         try:
-            float(v)
+            x = float(v)
         except ValueError:
             return ""
-        return " (YAML reads a number with no decimal point before its exponent, such as 1e-3, as text: write 1.0e-3)"
+        if not math.isfinite(x):
+            return ""
+        if "e" not in v.lower():
+            return f" (text, not a number: write {_yaml_number(x)} without quotes)"
+        return (" (YAML reads a number with an exponent as text unless a decimal point comes before the e and a "
+                f"sign after it, as in 1.0e-3 or 1.0e+5: write {_yaml_number(x)})")
     return ""
+
+
+def _yaml_number(x: float) -> str:
+    """``x`` written so that YAML 1.1 reads it as a number."""
+    mantissa, _, exponent = f"{x:.15g}".partition("e")
+    if not exponent:
+        return mantissa if "." in mantissa else f"{mantissa}.0"
+    return f"{mantissa if '.' in mantissa else mantissa + '.0'}e{'' if exponent[0] in '+-' else '+'}{exponent}"
 
 
 def _num(v, path, where, field, lo=None, hi=None, whole=False):

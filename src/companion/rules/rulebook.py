@@ -9,10 +9,13 @@ worst case must stay within the stated level, and the claims read once under ``e
 :func:`load_rules` refuses, in one line naming the rule and the reason, a file that cannot
 judge what it says it judges: no version, a key written twice, a look without a nominal level
 (or a nominal level that is not what the spending function gives the looks), a claim named
-twice or in no family, a family over its level, a yardstick derived from a body it judges, a
-body whose seeds overlap another's or are fewer than the last look, a design check whose
-committed table fails its own targets or was computed for other yardsticks or spreads, a
-timestamp without a zone or in the future.  :func:`claim_rule` gives a training claim's rule
+twice or in no family, a family over its level (or read at looks with an alpha of its own,
+which the looks would ignore), a yardstick derived from a body it judges or of another quantity
+than its claim's, one whose rule's fields (speed-up, scale, the score read at each look) its
+reading could not use, a body whose seeds overlap another's or are fewer than the last look, a
+design check whose committed table fails its own targets or was computed for other yardsticks,
+spreads or settings (or a planning spread that is not its pilot's bound), a family table
+computed for other settings, a timestamp without a zone or in the future.  :func:`claim_rule` gives a training claim's rule
 (read at looks), :func:`rule` a claim read once.  The fields' bounds are checked in
 :mod:`companion.rules.fields`, the committed design and family tables in
 :mod:`companion.rules.design_tables` (both re-exported here); the statistics live in
@@ -250,6 +253,12 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
             _fail(path, where, f"'derived_from' names {sorted(set(src) - pilots)}, not a pilot of the file.")
         if not isinstance(y.get("derivation"), str):
             _fail(path, where, "needs a 'derivation'.")
+        _check_yardstick_rule(y, path, where)
+        ap = y.get("applies_to")
+        if ap is not None and not (isinstance(ap, list) and ap and all(q in _QUANTITIES for q in ap)):
+            # text was read letter by letter ('eval_loss' in 'symmetry, eval_loss' held)
+            _fail(path, where, f"'applies_to' must list the quantities it is a yardstick of, from {_QUANTITIES}; "
+                               f"got {str(ap)[:60]!r}.")
         rf = y.get("read_from")
         if rf is not None:
             if rules["version"] < 4:
@@ -258,6 +267,12 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
             if not (isinstance(rf, dict) and rf.get("score") in _QUANTITIES):
                 _fail(path, where, f"'read_from' must be {{arm: MODE/INIT, score: one of {_QUANTITIES}}}.")
             _arm(rf.get("arm"), path, where)
+            # the score a look reads: speedup-nats reads the held-out loss, scaled-iqr the score it scales
+            reads = "eval_loss" if y["rule"] == "speedup-nats" else y["scale"]["score"]
+            if rf["score"] != reads:
+                _fail(path, where, f"'read_from' reads {rf['score']!r}, but its rule {y['rule']} reads {reads!r} at "
+                                   f"each look (the score would be ignored, or scaled by another score's width); "
+                                   f"set read_from.score to {reads!r}.")
     for key, r in rules["claims"].items():
         where = f"rule {key!r}"
         if not isinstance(r, dict):
@@ -290,6 +305,11 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
             _fail(path, where, f"sesoi {str(r.get('sesoi'))[:40]!r} is not a yardstick of the file.")
         if r["body"] in rules["yardsticks"][r["sesoi"]]["derived_from"]:
             _fail(path, where, "its yardstick is derived from the body it judges.")
+        applies = rules["yardsticks"][r["sesoi"]].get("applies_to")
+        if applies is not None and r["quantity"] not in applies:
+            _fail(path, where, f"its yardstick {r['sesoi']!r} applies to {applies}, not to its quantity "
+                               f"{r['quantity']!r} (a yardstick of another quantity is in other units); name a "
+                               "yardstick of its quantity.")
         rf = rules["yardsticks"][r["sesoi"]].get("read_from")
         if rf is not None and rf["arm"] not in body["arms"]:
             _fail(path, where, f"its yardstick reads arm {rf['arm']!r}, not a primary arm of body {r['body']!r}.")
@@ -308,6 +328,21 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
         if rules["version"] >= 4:
             _check_family_table(rules, path)
     return rules
+
+
+def _check_yardstick_rule(y: dict, path, where: str) -> None:
+    """The fields a yardstick's rule reads (versions 3 and 4): ``speedup-nats`` a share of the
+    steps ``speedup`` in (0, 1); ``scaled-iqr`` a ``scale`` naming a published score and role
+    (Tables S2/S3).  A role misspelt read no published level, and every look read 'not
+    testable here'; a speed-up of 1.26 read the loss at a step before the first."""
+    if y["rule"] == "speedup-nats":
+        _num(y.get("speedup"), path, where, "speedup", 0, 1)
+        return
+    s = y.get("scale")
+    if not (isinstance(s, dict) and s.get("score") in ("symmetry", "directionality")
+            and s.get("role") in ("encoder", "decoder")):
+        _fail(path, where, "a scaled-iqr yardstick needs 'scale' with score symmetry or directionality and role "
+                           f"encoder or decoder (the paper's rows it is scaled from); got {str(s)[:80]!r}.")
 
 
 def _check_evidence(rules: dict, path) -> None:
@@ -384,6 +419,10 @@ def _check_families(rules: dict, path) -> None:
         if once and len(once) != len(members):
             _fail(path, where, "mixes claims read at looks with claims read once; give each kind its own family.")
         alpha = _num(f.get("alpha", fw["sequential"]["alpha"]), path, where, "alpha", 0, 0.5)
+        if not once and abs(alpha - fw["sequential"]["alpha"]) > 1e-12:
+            _fail(path, where, f"'alpha' {alpha:g}: claims read at looks are read at framework.sequential.alpha "
+                               f"({fw['sequential']['alpha']:g}), so this family's own 'alpha' would be ignored while "
+                               "its level is checked by it; remove it, or change framework.sequential.alpha.")
         tests = _num(f.get("tests", len(members)), path, where, "tests", len(members) - 1, whole=True)
         # at most one of a test's two one-sided nulls (effect <= 0, effect >= d) is true, so a
         # test errs with at most alpha / 2; the family with at most tests x alpha / 2
