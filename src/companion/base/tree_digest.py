@@ -11,8 +11,8 @@ what is computed (a history file, a run's log), and such a file is still hashed.
 checkout every file is hashed except a progress log.
 
 Reading the files is the cost (about 90 MB); within one process a digest is reused while no
-file's size or modification time has changed (and none was written within a clock tick of
-the hash), so asking again is a directory walk.
+file's size, modification and change times or inode has changed (and none was written within
+a clock tick of the hash), so asking again is a directory walk.
 """
 
 from __future__ import annotations
@@ -53,20 +53,22 @@ def tree_digest(root: Path | str, keyed: tuple[str, ...]) -> tuple[int, str]:
     relative to ``root``, a NUL, then its bytes."""
     root = Path(root)
     files = tree_files(root, keyed)
-    stats = tuple((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns)
+    # the change time and inode too: a file replaced by one of the same size with its modification
+    # time set back (cp -p, rsync -a, tar) kept both, and the digest of the old bytes was reused
+    stats = tuple((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                   for p in files for st in [p.stat()])
     where = (str(root.resolve()), tuple(keyed))
     if where in _MEMO and _MEMO[where][0] == stats:
         return _MEMO[where][1]
     started = time.time_ns()
     h = hashlib.sha256()
-    for (rel, _, _), p in zip(stats, files):
+    for (rel, *_), p in zip(stats, files):
         h.update(rel.encode() + b"\0")
         h.update(p.read_bytes())
     digest = (len(files), h.hexdigest())
     # a file written just before the hash could be written again within the clock's tick
     # without its time changing (git's "racy clean" case): such a state is never reused
-    if all(mtime < started - _TICK_NS for _, _, mtime in stats):
+    if all(mtime < started - _TICK_NS for _, _, mtime, *_ in stats):
         _MEMO[where] = (stats, digest)
     else:
         _MEMO.pop(where, None)

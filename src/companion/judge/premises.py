@@ -147,6 +147,10 @@ def log_variance_ratio_null(d: int, n_samples: int = 2000, seed: int = 0) -> np.
     The reference for Cor. S1.13 (Eq. S103): a matrix whose rows and columns are
     exchangeable has this distribution, centred on zero.
     """
+    for name, v, low in (("d", d, 2), ("n_samples", n_samples, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            # d = 1: one row and one column have no spread, and every ratio (the band) was NaN
+            raise CompanionError(f"log_variance_ratio_null needs {name} a whole number >= {low}; got {v!r}.")
     rng = np.random.default_rng(seed)
     M = rng.standard_normal((n_samples, d, d))
     rows, cols = np.linalg.norm(M, axis=2), np.linalg.norm(M, axis=1)

@@ -69,20 +69,24 @@ def reading_corrections(path: str | Path | None = None, rules: dict | None = Non
             value = float("nan") if text in ("nan", "") else float(text)
         except ValueError:
             value = None
-        if value is None or math.isinf(value):
-            raise CompanionError(f"{where}: d_before {row['d_before']!r} is not a number; give the yardstick the "
-                                 "claim read before, or nan where it read none.")
+        if value is None or math.isinf(value) or value <= 0:   # a yardstick is a positive size (NaN: none)
+            raise CompanionError(f"{where}: d_before {row['d_before']!r} is not a number above 0; give the "
+                                 "yardstick the claim read before, or nan where it read none.")
         d_before.append(value)
     return table.assign(d_before=d_before)
 
 
 def commit_date(commit: str, root: str | Path | None = None) -> dt.datetime | None:
     """The committer date of ``commit`` (UTC-aware), or None where ``root`` (the source tree by
-    default) has no git history or does not hold the commit (a copy made without it)."""
+    default) has no git history or does not hold the commit (a copy made without it).  Text that
+    is no commit name (one starting with '-', which git would read as an option) is refused."""
     import subprocess
 
     from ..base.paths import ROOT
 
+    if not isinstance(commit, str) or not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._/~^@{}-]*", commit):
+        # a name starting with '-' was read by git as an option ('--output=FILE' wrote FILE)
+        raise CompanionError(f"commit {str(commit)[:60]!r} is not a commit name; give its hash (git log --oneline).")
     try:
         out = subprocess.run(["git", "-C", str(root or ROOT), "show", "-s", "--format=%cI", f"{commit}^{{commit}}", "--"],
                              capture_output=True, text=True, timeout=30)
