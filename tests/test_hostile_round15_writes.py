@@ -23,6 +23,10 @@ from pathlib import Path
 
 import pytest
 
+import pandas  # noqa: F401 - imported once here, so that no single case pays for it
+import torch  # noqa: F401
+
+import companion.train.runner.checkpoints  # noqa: F401
 from companion.base.errors import CompanionError
 from deadline import within
 from one_line import one_line as _one_line
