@@ -139,8 +139,16 @@ def _find(keys, pattern: str) -> dict[int, str]:
     if not by_prefix:
         return {}
     # several copies (e.g. a teacher inside a distillation checkpoint): keep the backbone,
-    # the one with the shortest prefix
-    found = by_prefix[min(by_prefix, key=len)]
+    # the one with the shortest prefix; two copies with prefixes of one length (student. and
+    # teacher.) have no backbone to tell, and taking the first would be a guess
+    shortest = min(map(len, by_prefix))
+    tied = sorted(p for p in by_prefix if len(p) == shortest)
+    if len(tied) > 1:
+        shown = " and ".join(repr(p + pattern) for p in tied[:3])
+        raise CompanionError(f"the checkpoint holds several copies of its attention tensors ({shown}) and "
+                             "none is the backbone (their prefixes are of one length); keep one copy in the "
+                             "weights, or pass families= with a conversion that names the one to read.")
+    found = by_prefix[tied[0]]
     return dict(sorted(found.items()))
 
 
@@ -226,11 +234,29 @@ def _split_conv1d(d: int):
 # ----------------------------------------------------------------------------- families
 
 
+def _flag(cfg: dict, field: str) -> bool:
+    """A yes/no field of the configuration (absent or null: no); anything but a JSON boolean is
+    refused, since transformers reads any non-empty value (``"no"`` too) as yes."""
+    value = cfg.get(field)
+    if value is None:
+        return False
+    if not isinstance(value, (bool, np.bool_)):
+        raise CompanionError(f"the configuration's {field} is {_short(value)}, not true or false; the "
+                             "checkpoint's config is malformed.")
+    return bool(value)
+
+
 def bert(cfg, keys):
-    """BERT, RoBERTa, XLM-R, ELECTRA, CamemBERT: ``encoder.layer.{i}.attention.self.query``."""
+    """BERT, RoBERTa, XLM-R, ELECTRA, CamemBERT: ``encoder.layer.{i}.attention.self.query``.
+
+    With ``is_decoder: true`` (``BertLMHeadModel``, a RoBERTa trained as a causal language
+    model) transformers masks the self-attention of every layer (``is_causal``): the layers are
+    then causal self-attention of a decoder, not a bidirectional encoder.
+    """
+    causal = _flag(cfg, "is_decoder")
     return _pairs(keys, "encoder.layer.{i}.attention.self.query.weight",
-                  "encoder.layer.{i}.attention.self.key.weight", role="encoder",
-                  component="encoder", n_heads=_cfg(cfg, "num_attention_heads"))
+                  "encoder.layer.{i}.attention.self.key.weight", role="causal" if causal else "encoder",
+                  component="decoder" if causal else "encoder", n_heads=_cfg(cfg, "num_attention_heads"))
 
 
 def albert(cfg, keys):
@@ -306,6 +332,17 @@ def llama(cfg, keys):
     return _pairs(keys, "layers.{i}.self_attn.q_proj.weight", "layers.{i}.self_attn.k_proj.weight",
                   role="causal", component="decoder", n_heads=h,
                   n_kv_heads=_cfg(cfg, "num_key_value_heads", default=h), head_size=_head_size(cfg, "head_dim"))
+
+
+def phi(cfg, keys):
+    """Phi-1/1.5/2: separate q/k as in LLaMA.  With ``qk_layernorm`` each head's query and key
+    pass through a LayerNorm after the projection (centred, divided by their spread, scaled and
+    shifted), so the logits are not the bilinear form of ``q_proj`` and ``k_proj``: refused."""
+    if _flag(cfg, "qk_layernorm") or _find(keys, "layers.{i}.self_attn.q_layernorm.weight"):
+        raise CompanionError("this phi checkpoint normalises each head's queries and keys (qk_layernorm), so its "
+                             "logits are not x^T Wq^T Wk y of q_proj and k_proj and no score of that form would "
+                             "describe it; only phi models without qk_layernorm are read.")
+    return llama(cfg, keys)
 
 
 def phi3(cfg, keys):
@@ -399,7 +436,7 @@ FAMILIES: dict[str, Callable] = {
     "gpt_neox": gpt_neox,
     "llama": llama, "mistral": llama, "mixtral": llama, "qwen2": llama, "mobilellm": llama,
     "smollm3": llama,
-    "phi": llama,
+    "phi": phi,
     "phi3": phi3,
     "t5": t5, "mt5": t5,
     "bart": bart, "mbart": bart, "whisper": bart, "marian": bart, "pegasus": bart,
