@@ -270,14 +270,19 @@ class PickleSource(TensorSource):
         self.config = config
         self.bytes_read = config_bytes
         index = folder / "pytorch_model.bin.index.json"
+        weight_map = None
         if index.exists():
             idx, nbytes = _read_json(index, "shard index")
             self.bytes_read += nbytes
-            files = sorted(set(_index_files(folder, index, idx).values()))
+            weight_map = _index_files(folder, index, idx)
+            files = sorted(set(weight_map.values()))
         else:
             files = ["pytorch_model.bin"]
         self._tensors: dict[str, torch.Tensor] = {}
         self.dtypes = {}
+        owner: dict[str, str] = {}   # tensor name -> the file it is read from
+        storages: dict[tuple, str] = {}
+        aliases = set()
         for fname in files:
             path = folder / fname
             if not path.exists():
@@ -302,10 +307,37 @@ class PickleSource(TensorSource):
             # a whole pickle is parsed to find any tensor: count the whole file
             self.bytes_read += os.path.getsize(path)
             for name, t in state.items():
-                if isinstance(t, torch.Tensor):
-                    self._tensors[name] = t
-                    self.shapes[name] = tuple(t.shape)
-                    self.dtypes[name] = "F32" if t.is_floating_point() else "I64"
+                if not isinstance(t, torch.Tensor):
+                    continue
+                # as for safetensors shards: the index places a tensor; one it does not place
+                # may be stored once only
+                if weight_map is not None and name in weight_map:
+                    if weight_map[name] != fname:
+                        continue
+                elif name in owner:
+                    raise CompanionError(
+                        f"tensor {name!r} is stored in both {owner[name]} and {fname}"
+                        f"{' and the index does not say which' if weight_map else ''}; refusing to guess. "
+                        "Remove the stray file or fix the shard index.")
+                owner[name] = fname
+                self._tensors[name] = t
+                self.shapes[name] = tuple(t.shape)
+                self.dtypes[name] = "F32" if t.is_floating_point() else "I64"
+                # tied weights (an output layer sharing the embedding) are one parameter stored
+                # under two names, which model.num_parameters() counts once
+                where = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+                if t.numel() and where in storages:
+                    aliases.add(name)
+                else:
+                    storages[where] = name
+        if weight_map is not None:
+            absent = sorted(n for n in weight_map if n not in owner)
+            if absent:
+                more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
+                raise CompanionError(
+                    f"{index} places {absent[0]!r}{more} in {weight_map[absent[0]]}, which does not hold it: "
+                    "the index does not match its shards. Download the checkpoint again.")
+        self.aliases = frozenset(aliases)
 
     def _load(self, name: str) -> torch.Tensor:
         return self._tensors[name]

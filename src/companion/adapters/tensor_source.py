@@ -60,6 +60,9 @@ class TensorSource:
     quantization_handled = False
     own_quantization: str | None = None
     scale_tensors: frozenset | set = frozenset()
+    # names under which a tensor stored once more is found again (tied weights in a pickle):
+    # one parameter, counted once
+    aliases: frozenset | set = frozenset()
 
     @property
     def n_parameters(self) -> int:
@@ -68,13 +71,14 @@ class TensorSource:
         Stored buffers are left out, as ``model.num_parameters()`` leaves them out:
         integer tensors (``position_ids``) and the float buffers older checkpoints carry
         (causal-mask ``attn.bias``/``masked_bias``, rotary ``inv_freq``).  In a quantized
-        checkpoint the int8 weights count and their scales do not.
+        checkpoint the int8 weights count and their scales do not; a tensor tied to another
+        (stored once under two names) counts once.
         """
         dtypes = getattr(self, "dtypes", {})
         quantized = self.dequantize is not None
 
         def counts(n, s):
-            if n in self.scale_tensors:
+            if n in self.scale_tensors or n in self.aliases:
                 return False
             if quantized and dtypes.get(n) == "I8" and n.endswith("weight"):
                 return True
