@@ -101,6 +101,13 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
             f"{s!r} is not a folder or file here, not a hub id (those read 'owner/name') and "
             "not a zoo name (see `companion zoo list`); check the spelling or the path."
         )
+    owner, name = s.split("/")
+    if os.path.isdir(owner):   # 'models/bert-tiny' beside a folder models/: a mistyped path, not a hub id
+        raise CompanionError(
+            f"{s!r} does not exist here: the folder {owner}/ holds no {name!r}. It is not read from the hub, "
+            f"since {owner}/ is a local folder; check the path (to read the hub repository {s}, run from a "
+            f"folder without {owner}/ in it)."
+        )
     if hub._hub_offline():  # looked up at call time (tests switch it)
         raise CompanionError(
             f"{s!r} is not a local path and HF_HUB_OFFLINE is set, so the hub cannot be "
@@ -177,6 +184,19 @@ def _check_finite(layer: QKLayer, location: str) -> None:
         )
 
 
+def _not_floats(name: str, location: str, dtype: str) -> str:
+    """Why a tensor stored as ``dtype`` (neither float32/64, half, bfloat16 nor float8) cannot
+    be scored as it is: integers need the quantization that says what they stand for; the
+    other float formats of safetensors (4- and 6-bit, exponent-only E8M0) and complex numbers
+    are not decoded by this reader."""
+    if dtype in ("BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64"):
+        return (f"tensor {name!r} of {location} is stored as {dtype}, not as floats, and config.json has no "
+                "quantization_config saying how to dequantize it; scoring the stored integers would give "
+                "wrong numbers.")
+    return (f"tensor {name!r} of {location} is stored as {dtype}, a number format this reader does not decode "
+            "(it reads F64, F32, F16, BF16 and F8 weights); convert the checkpoint to one of those.")
+
+
 def _line(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[:limit] + " ..."
@@ -241,11 +261,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
                                      f"{src.shapes[k]}): the checkpoint is malformed.")
             if (dtypes.get(k, "F32") not in _FLOAT_KINDS and src.dequantize is None
                     and not getattr(src, "returns_floats", False)):
-                raise CompanionError(
-                    f"tensor {k!r} of {src.location} is stored as {dtypes[k]}, not as floats, "
-                    "and config.json has no quantization_config saying how to dequantize it; "
-                    "scoring the stored integers would give wrong numbers."
-                )
+                raise CompanionError(_not_floats(k, src.location, dtypes[k]))
     bar = None
     if progress and len(plans) > 8:
         from tqdm.auto import tqdm
