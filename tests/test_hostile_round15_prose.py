@@ -65,20 +65,12 @@ def test_a_small_yardstick_is_not_printed_as_zero_in_what_an_interval_rules_out(
     assert "a gain of 0.0004 or more" in text and "a loss of 0.0004 or more" in text
 
 
-@pytest.mark.xfail(strict=True, reason="less_or_more_than must say 'as large as' for equal numbers "
-                   "(sentences_words.less_or_more_than); tests/test_sentences.py::"
-                   "test_the_swap_sentences_follow_their_numbers asserts 'more than' for (0.02, 0.02) and must "
-                   "assert 'as large as' first")
 def test_a_value_equal_to_its_bound_is_neither_less_nor_more():
     assert s().less_or_more_than(0.3, 0.3) == "as large as"
     assert s().less_or_more_than(0.2, 0.3) == "less than" and s().less_or_more_than(0.4, 0.3) == "more than"
 
 
 # ----------------------------------------------------------------------- the training sentences
-@pytest.mark.xfail(strict=True, reason="below_unigram must round its least distance down (math.floor in "
-                   "sentences_training.below_unigram); tests/test_sentences.py::"
-                   "test_below_unigram_rounds_to_whole_standard_errors asserts 12.6 -> 'at least 13' and must "
-                   "assert 'at least 12' first")
 def test_the_distance_below_the_unigram_reference_is_never_rounded_up():
     # 3.6 standard errors is at least 3, not at least 4 (the nearest whole number overstates it)
     assert "at least 3 standard errors" in s().below_unigram(3.6)
@@ -239,9 +231,6 @@ def test_a_missing_wall_clock_is_not_printed_as_nan():
 
 
 # ---------------------------------------------------------------------------- the chapter times
-@pytest.mark.xfail(strict=True, reason="chapter_times._cell must round an 'over' time down (math.floor); "
-                   "tests/test_chapter_times.py::test_the_table_has_one_column_per_size_and_device asserts 470 s "
-                   "-> 'over 8 min' and must assert 'over 7 min' first")
 def test_a_time_over_its_budget_is_never_rounded_up():
     from companion.book.budgets.chapter_times import _cell
 

@@ -55,9 +55,9 @@ def test_the_body_sentence_uses_singulars_for_one_seed():
     assert not re.search(r"\b1 seeds\b|\b1 seed pairs\b", text)
 
 
-def test_below_unigram_rounds_to_whole_standard_errors():
+def test_below_unigram_rounds_down_to_whole_standard_errors():
     assert "by at least 12 standard errors" in below_unigram(12.4)
-    assert "by at least 13 standard errors" in below_unigram(12.6)
+    assert "by at least 12 standard errors" in below_unigram(12.6)   # at least: rounded down
 
 
 def _tests_table():
@@ -356,7 +356,7 @@ def test_the_swap_sentences_follow_their_numbers():
 
     assert swap_test(-0.00123, -0.0031, 0.00064, 3, 0.0183) == (
         "-0.0012 (95% t-interval -0.0031 to +0.0006, 3 seeds); smallest effect of interest 0.0183")
-    assert [less_or_more_than(0.01, 0.02), less_or_more_than(0.02, 0.02)] == ["less than", "more than"]
+    assert [less_or_more_than(0.01, 0.02), less_or_more_than(0.02, 0.02)] == ["less than", "as large as"]
     assert negligible_swap(False) == "" and negligible_swap(True).endswith("(version 1 read it as holds). ")
     assert swap_update_reading(-0.1, 0.1, 3) == swap_update_reading(0.1, 0.2, 1) == "the interval allows either order"
     assert swap_update_reading(0.01, 0.2, 3).startswith("the next-token updates are the more symmetric")

@@ -89,7 +89,7 @@ def below_unigram(min_standard_errors: float) -> str:
     if m < 1:
         return (f"Every finished Wikipedia run ends below the corpus's unigram reference, the closest by "
                 f"{_num(m, '.2f')} of a standard error of the evaluation sample.")
-    k = round(m)
+    k = math.floor(m)   # "at least k": rounded down, never past the distance itself
     return (f"Every finished Wikipedia run ends below the corpus's unigram reference, by at least "
             f"{count_of(k, 'standard error')} of the evaluation sample.")
 

@@ -217,7 +217,7 @@ def less_or_more_than(value: float, bound: float) -> str:
     ``by a missing amount (not a number), so not compared with``."""
     if not _finite(value, bound):
         return "by a missing amount (not a number), so not compared with"
-    return "less than" if value < bound else "more than"
+    return "less than" if value < bound else "more than" if value > bound else "as large as"
 
 
 def design_targets(targets) -> str:

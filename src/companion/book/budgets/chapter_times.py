@@ -311,7 +311,7 @@ def _cell(row) -> str:
         return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
     if row["outcome"] == "over the budget":
         s = float(row["seconds"])
-        return f"over {s:.0f} s" if s < 120 else f"over {s / 60:.0f} min"
+        return f"over {math.floor(s)} s" if s < 120 else f"over {math.floor(s / 60)} min"   # a lower bound: rounded down
     return f"not measured ({not_measured_reason(str(row['note']))})"
 
 
