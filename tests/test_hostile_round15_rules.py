@@ -474,3 +474,57 @@ def test_rules_changed_by_their_caller_never_reach_the_next_load():
     text = yaml.safe_load((DATA / "verdict_rules.yaml").read_text())
     assert again["framework"]["sequential"]["alpha"] == text["framework"]["sequential"]["alpha"] == 0.02
     assert sorted(again["bodies"]) == sorted(text["bodies"])
+
+
+# ------------------------------------------------------------------ yardsticks and spreads derived from the pilots
+
+
+@pytest.mark.parametrize("sd", [-0.1, float("nan"), 0.0, float("inf")])
+def test_a_planning_spread_from_a_pilot_spread_of_no_size_is_refused_not_negative_or_nan(sd):
+    """planning_sd(-0.1, 3, 0.8) gave -0.21 and NaN gave NaN, each planned at without a word."""
+    from companion.train.studies.design_check import planning_sd
+
+    with pytest.raises(CompanionError) as err:
+        planning_sd(sd, 3, 0.8)
+    assert "spread" in _one_line(err) and "above 0" in _one_line(err)
+    assert planning_sd(0.02, 3, 0.8) == pytest.approx(_planning_sd(0.02, 3, 0.8), rel=1e-12)
+
+
+def _fake_pilot(monkeypatch, level):
+    from companion.train.studies import design_check as D
+    from companion.train.studies import evidence
+
+    monkeypatch.setattr(D, "_pilot_body", lambda key: pd.DataFrame())
+    monkeypatch.setattr(evidence, "arm_values", lambda runs, score, mode, *a, **k: pd.Series(level))
+    return D
+
+
+@pytest.mark.parametrize("role, level", [("encoders", [0.0311]), ("encoder", [0.0, 0.0]), ("encoder", [float("nan")])])
+def test_a_scaled_yardstick_of_no_published_row_or_no_pilot_level_is_refused_not_nan_or_0(monkeypatch, role, level):
+    """A role the paper's tables do not hold gave a median of no rows, and the yardstick NaN."""
+    D = _fake_pilot(monkeypatch, level)
+    with pytest.raises(CompanionError) as err:
+        D.scaled_yardstick("symmetry", role, "wikipedia-bert-mini-blind", "encoder")
+    assert "scaled yardstick of symmetry" in _one_line(err) and "above 0" in _one_line(err)
+
+
+def test_a_scaled_yardstick_at_the_pilots_level_is_the_committed_one(monkeypatch):
+    """At the Wikipedia pilot encoders' level (0.0311) the yardstick is the file's 0.0034 (10.8%)."""
+    D = _fake_pilot(monkeypatch, [0.0311])
+    rules = yaml.safe_load((DATA / "verdict_rules.yaml").read_text())
+    got = D.scaled_yardstick("symmetry", "encoder", "wikipedia-bert-mini-blind", "encoder")
+    assert got["value"] == pytest.approx(rules["yardsticks"]["symmetry-wikipedia"]["value_when_fixed"], rel=2e-3)
+    assert got["value"] == pytest.approx(got["published_width"] * 0.0311 / abs(got["published_level"]), rel=1e-12)
+
+
+@pytest.mark.parametrize("nats", [-0.01, 0.0, float("nan")])
+def test_a_speedup_yardstick_of_a_loss_that_did_not_fall_is_refused(monkeypatch, nats):
+    from companion.train.studies import evidence
+
+    D = _fake_pilot(monkeypatch, [0.0])
+    monkeypatch.setattr(evidence, "speedup_nats", lambda runs, speedup, *a, **k: nats)
+    with pytest.raises(CompanionError) as err:
+        D.speedup_yardstick("wikipedia-bert-mini-blind", 0.26)
+    assert "speed-up yardstick" in _one_line(err) and "above 0" in _one_line(err)
+    monkeypatch.setattr(evidence, "speedup_nats", lambda runs, speedup, *a, **k: 0.03731)
+    assert D.speedup_yardstick("wikipedia-bert-mini-blind", 0.26) == 0.03731

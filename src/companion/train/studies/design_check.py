@@ -69,6 +69,7 @@ def planning_sd(sd: float, n: int, confidence: float) -> float:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2 or not 0 < confidence < 1:
         raise CompanionError(f"a planning spread needs a spread from 2 or more seeds at a confidence in (0, 1); got "
                              f"{n!r} seeds at confidence {confidence!r}.")
+    _positive(sd, "the pilot's spread", "a design planned at a spread of 0 (or none) cannot be simulated")
     return float(sd * math.sqrt((n - 1) / stats.chi2.ppf(1 - confidence, n - 1)))
 
 
@@ -85,8 +86,11 @@ def scaled_yardstick(score: str, role: str, body: str, mode: str) -> dict:
     pub = _published()
     level_pub = float(pub[(pub["score"] == score) & (pub["role"] == role)]["median"].median())
     level_pilot = float(arm_values(_pilot_body(body), score, mode, non_finite="raise").mean())
-    return {"published_width": width, "published_level": level_pub, "pilot_level": level_pilot,
-            "value": width * abs(level_pilot) / abs(level_pub)}
+    value = width * abs(level_pilot) / abs(level_pub) if level_pub else float("nan")
+    _positive(value, f"the scaled yardstick of {score} (role {role!r}, pilot {body}, arm {mode})",
+              f"the paper's level {level_pub:g} (no published row of that score and role reads as NaN) and the "
+              f"pilot's level {level_pilot:g} must both be numbers other than 0")
+    return {"published_width": width, "published_level": level_pub, "pilot_level": level_pilot, "value": value}
 
 
 def speedup_yardstick(body: str, speedup: float) -> float:
@@ -94,7 +98,19 @@ def speedup_yardstick(body: str, speedup: float) -> float:
     end, :func:`companion.train.studies.evidence.speedup_nats`) on a pilot body's standard encoders."""
     from .evidence import speedup_nats
 
-    return float(speedup_nats(_pilot_body(body), speedup))
+    value = float(speedup_nats(_pilot_body(body), speedup))
+    _positive(value, f"the speed-up yardstick of {body} at {speedup!r}",
+              "the pilot's loss must fall between that share of the steps and the horizon")
+    return value
+
+
+def _positive(value, what: str, why: str) -> None:
+    """Refuse, in one line, a yardstick or spread that is not a finite number above 0: a yardstick
+    of 0, below 0 or NaN decides every claim it judges the wrong way, or none."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise CompanionError(f"{what} is {value!r}, not a number above 0; {why}.")
 
 
 def _simulation_settings(rules: dict, draws: int | None):
