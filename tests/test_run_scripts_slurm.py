@@ -118,3 +118,17 @@ def test_two_tasks_run_here_at_a_tiny_size_and_land_nothing(tmp_path):
         assert f"trial {name}: 8 steps, not landed" in log.read_text()
         assert not (RUNS / name / "history.csv").exists()
     assert sorted(p.name for p in work.iterdir() if p.is_dir()) == sorted(picks)
+
+
+def test_the_batch_file_replaces_only_one_this_script_wrote_and_never_writes_through_a_link(tmp_path):
+    first = _write(tmp_path).read_text()
+    assert _write(tmp_path).read_text() == first          # its own file: written again, whole
+    theirs = tmp_path / "notes.txt"
+    theirs.write_text("a user's notes\n")
+    (tmp_path / "link.sbatch").symlink_to(theirs)
+    for name, says in (("notes.txt", "is not a batch file this script wrote"), ("link.sbatch", "is a symbolic link")):
+        out = subprocess.run(["bash", str(SCRIPT), str(tmp_path / name)], env=_env(), capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 2 and says in out.stderr and out.stderr.count("\n") == 1
+    assert theirs.read_text() == "a user's notes\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["body.sbatch", "link.sbatch", "notes.txt"]   # no temporary left

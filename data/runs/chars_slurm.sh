@@ -43,6 +43,11 @@ file=${1:-}
 if [ -n "$file" ]; then
   [ ! -d "$file" ] || bad "$file is a folder; name the batch file to write, such as $file/charsv4.sbatch"
   [ -d "$(dirname "$file")" ] || bad "the folder of $file does not exist; create it or write the file elsewhere"
+  [ ! -L "$file" ] || bad "$file is a symbolic link; name a new file (the batch file is not written through a link)"
+  if [ -e "$file" ]; then
+    [ -f "$file" ] || bad "$file is not a regular file (a FIFO or device); name a new file"
+    [ "$(sed -n 2p "$file")" = "#SBATCH --job-name=charsv4" ] || bad "$file exists and is not a batch file this script wrote; name a new file, or remove it yourself"
+  fi
 fi
 [ -n "${PY:-}" ] || { if [ -x "$root/.venv/bin/python" ]; then PY=$root/.venv/bin/python; else PY=python; fi; }
 
@@ -97,7 +102,8 @@ EOF
 }
 
 if [ -n "$file" ]; then
-  write > "$file" || bad "cannot write $file; name a file you can write"
+  tmp="$file.tmp.$$"
+  { write > "$tmp" && mv -f -- "$tmp" "$file"; } || { rm -f -- "$tmp"; bad "cannot write $file; name a file you can write"; }
   echo "$me: wrote $file: $n runs, tasks 0-$((n - 1)), $AT_ONCE at a time; submit it with: sbatch $file" >&2
 else
   write

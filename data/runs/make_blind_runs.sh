@@ -44,7 +44,7 @@ run() {  # MODE/INIT SEED
   local resume=""; [ -f "$WORK/$name/checkpoint.pt" ] && resume="--resume"
   mkdir -p "$WORK"
   [ -f "$WORK/$name/history.csv" ] || nice -n ${RUN_NICE:-0} $PY -m companion.train.cli $COMMON --mode $mode --init $init --seed $seed \
-      $resume --out "$WORK/$name" > "$WORK/$name.out" 2>&1 || { echo "FAILED $name $(date -u)" >> $LOG; return 1; }
+      $resume --out "$WORK/$name" >> "$WORK/$name.out" 2>&1 || { echo "FAILED $name $(date -u)" >> $LOG; return 1; }
   land "$name" "$WORK" 10000
 }
 $PY -m companion.cli corpus fetch $CORPUS > /dev/null

@@ -66,7 +66,7 @@ run() {  # MODE/INIT SEED
   mkdir -p "$WORK"
   [ -f "$WORK/$name/history.csv" ] && [ ! -f "$WORK/$name/checkpoint.pt" ] || \
     nice -n ${RUN_NICE:-0} $PY -m companion.train.cli $COMMON --corpus wikipedia-chars \
-      --mode $mode --init $init --seed $seed $resume --out "$WORK/$name" > "$WORK/$name.out" 2>&1 \
+      --mode $mode --init $init --seed $seed $resume --out "$WORK/$name" >> "$WORK/$name.out" 2>&1 \
       || { echo "FAILED $name $(date -u)" >> $LOG; return 1; }
   [ "$STEPS" = 10000 ] || { echo "trial $name: $STEPS steps, not landed $(date -u)" >> $LOG; return 0; }
   land "$name" "$WORK" 10000 'weights-step*.safetensors.sha256'

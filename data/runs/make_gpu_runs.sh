@@ -53,7 +53,7 @@ bert_jobs() {
 run_one() {  # NAME ARGS...: skip finished runs; one log per run
   local name=$1; shift
   [ -f "$RUNS/$name/history.csv" ] && return 0
-  "$PY" -m companion.train.cli "$@" --resume --out "$RUNS/$name" > "$LOGDIR/$name.log" 2>&1 \
+  "$PY" -m companion.train.cli "$@" --resume --out "$RUNS/$name" >> "$LOGDIR/$name.log" 2>&1 \
     || { echo "FAILED $name (see $LOGDIR/$name.log)"; tail -5 "$LOGDIR/$name.log"; return 1; }
   echo "done $name"
 }

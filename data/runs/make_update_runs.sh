@@ -88,7 +88,7 @@ run() {  # GROUP MODE SEED
   # the group's options come after the regime's, so that they win (argparse: last one counts)
   nice -n ${RUN_NICE:-10} $PY -m companion.train.cli --corpus wikipedia --mode $2 --init standard --seed $3 \
     --eval-blocks 128 --threads 1 --log $LOG $ARGS ${OPT[$1]} --log-updates 10 --resume \
-    --out data/runs/$name > "$out" 2>&1 || echo "FAILED $name ($out)"
+    --out data/runs/$name >> "$out" 2>&1 || echo "FAILED $name ($out)"
 }
 for job in "${jobs[@]}"; do
   pool run $job

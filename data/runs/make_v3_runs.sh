@@ -39,7 +39,7 @@ run() {  # BODY CORPUS MODE/INIT SEED
   local resume=""; [ -f "$WORK/$name/checkpoint.pt" ] && resume="--resume"
   mkdir -p "$WORK"
   [ -f "$WORK/$name/history.csv" ] || nice -n ${RUN_NICE:-0} $PY -m companion.train.cli $COMMON --corpus $2 \
-      --mode $mode --init $init --seed $seed $resume --out "$WORK/$name" > "$WORK/$name.out" 2>&1 \
+      --mode $mode --init $init --seed $seed $resume --out "$WORK/$name" >> "$WORK/$name.out" 2>&1 \
       || { echo "FAILED $name $(date -u)" >> $LOG; return 1; }
   land "$name" "$WORK" 10000 'weights-step*.safetensors.sha256'   # a trial run is never copied as finished
 }
