@@ -528,3 +528,74 @@ def test_a_speedup_yardstick_of_a_loss_that_did_not_fall_is_refused(monkeypatch,
     assert "speed-up yardstick" in _one_line(err) and "above 0" in _one_line(err)
     monkeypatch.setattr(evidence, "speedup_nats", lambda runs, speedup, *a, **k: 0.03731)
     assert D.speedup_yardstick("wikipedia-bert-mini-blind", 0.26) == 0.03731
+
+
+# ------------------------------------------------------------------ the rules' history read commit by commit
+
+
+_HISTORY_RULES = """version: 4
+framework: {sequential: {looks: [3, 6], alpha: 0.05}}
+bodies: {b1: {arms: [x, y]}}
+yardsticks: {s: {value_when_fixed: 0.1}}
+claims: {c1: {body: b1, sesoi: s}}
+"""
+
+
+def _git(repo, *args, date=None):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    if date:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, timeout=20)
+
+
+def _history(tmp_path, later: str) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "data").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    f = repo / "data" / "verdict_rules.yaml"
+    for text, date in ((_HISTORY_RULES, "2026-01-01T00:00:00+00:00"), (later, "2026-01-10T00:00:00+00:00")):
+        f.write_text(text)
+        _git(repo, "add", "data/verdict_rules.yaml")
+        _git(repo, "commit", "-q", "-m", "m", date=date)
+    return f
+
+
+def _laughs(levels: int) -> str:
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n" + _HISTORY_RULES.replace("alpha: 0.05}}", f"alpha: 0.05}}, junk: *l{levels - 1}}}")
+
+
+def _changes(tmp_path, later):
+    from companion.rules.edits import changes_after_first_run
+
+    f = _history(tmp_path, later)
+    t0 = time.monotonic()
+    out = changes_after_first_run("b1", "2026-01-05T00:00:00+00:00", f)
+    assert len(out) >= 1 and all("changed after the body's first run" in line for line in out), out
+    return time.monotonic() - t0
+
+
+def test_a_later_commit_of_aliases_expanding_to_ten_million_nodes_counts_as_a_change_at_once(tmp_path):
+    """Each commit was read by yaml.safe_load and its parts copied node by node: ten million
+    aliased nodes took 6 s here, and each level more ten times as long."""
+    assert _changes(tmp_path, _laughs(7)) < 2
+
+
+def test_a_later_commit_writing_a_key_twice_counts_as_a_change(tmp_path):
+    """safe_load kept the second copy: 'alpha: 0.10, alpha: 0.05' read as no change from 0.05,
+    though the loader refuses the file and a reader sees 0.10 first."""
+    _changes(tmp_path, _HISTORY_RULES.replace("alpha: 0.05}", "alpha: 0.10, alpha: 0.05}"))
+
+
+def test_a_later_commit_holding_no_mapping_counts_as_a_change_not_a_traceback(tmp_path):
+    _changes(tmp_path, "- a list\n- of no rules\n")
+
+
+def test_a_later_commit_changing_only_words_is_no_change_of_what_judges(tmp_path):
+    from companion.rules.edits import changes_after_first_run
+
+    f = _history(tmp_path, _HISTORY_RULES.replace("{value_when_fixed: 0.1}", "{value_when_fixed: 0.1, derivation: why}")
+                 + "# a comment\n")
+    assert changes_after_first_run("b1", "2026-01-05T00:00:00+00:00", f) == []

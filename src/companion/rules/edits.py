@@ -82,12 +82,19 @@ def changes_after_first_run(body: str, first_run_started, path: str | Path | Non
     start = _as_datetime(first_run_started)
 
     def parts(commit):
+        from ..base.bounded_yaml import load_bounded
+        from .verdicts import MAX_RULE_NODES
+
         text = subprocess.run(["git", "show", f"{commit}:{where[commit]}"], cwd=top.stdout.strip(),
                               capture_output=True, text=True).stdout
+        # read as the loader reads a rules file: aliases expanding past its bound (copying them
+        # took minutes) and a key written twice (the second copy silently won) are no rules, and
+        # a commit holding such a file counts as a change
         try:
-            return judging_parts(yaml.safe_load(text) or {}, body)
-        except yaml.YAMLError:
+            rules = load_bounded(text, MAX_RULE_NODES) or {}
+        except (yaml.YAMLError, OverflowError):
             return {"unreadable": commit}
+        return judging_parts(rules, body) if isinstance(rules, dict) else {"unreadable": commit}
 
     cut = _first_after(commits, start)
     before = commits[:cut]
