@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..base.errors import CompanionError
-from .tensor_source import TensorSource, read_range, regular_file
+from .tensor_source import TensorSource, read_range, refuse_lfs_pointer, regular_file
 
 def _gguf_value(field):
     """Python value of a GGUF metadata field (scalar, string or list)."""
@@ -260,6 +260,7 @@ class GGUFSource(TensorSource):
             raise CompanionError("reading .gguf files needs the 'gguf' package: pip install gguf") from exc
         path = Path(path)
         regular_file(path, "GGUF file")
+        refuse_lfs_pointer(path, "GGUF file")
         try:
             config, infos, data_offset = parse_gguf_header(path)
         except _BadGGUF as exc:  # malformed: never handed to GGUFReader, which would believe it

@@ -25,7 +25,8 @@ from pathlib import Path, PurePosixPath
 import torch
 
 from ..base.errors import CompanionError
-from .tensor_source import TensorSource, _check_config, _no_duplicate_keys, _read_json, read_range, regular_file
+from .tensor_source import (TensorSource, _check_config, _no_duplicate_keys, _read_json, read_range,
+                            refuse_lfs_pointer, regular_file)
 
 _ST_DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
@@ -100,6 +101,7 @@ def parse_safetensors_header(raw: bytes, data_len: int | None) -> dict:
 def read_safetensors_header(path: Path) -> tuple[dict, int]:
     """The validated JSON header of a ``.safetensors`` file and the bytes it takes (8 + n)."""
     regular_file(path, "weights file")
+    refuse_lfs_pointer(path)
     try:
         with open(path, "rb") as f:
             head = f.read(8)
@@ -290,6 +292,7 @@ class PickleSource(TensorSource):
                 raise CompanionError(f"shard {fname} listed in the index is missing from {folder}; "
                                      "download it again.")
             regular_file(path, "weights file")   # a FIFO or device would block or never end
+            refuse_lfs_pointer(path)
             # files written by torch.save before PyTorch 1.6 are not zip archives and
             # cannot be memory-mapped; they are read whole
             mmap = zipfile.is_zipfile(path)

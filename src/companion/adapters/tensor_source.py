@@ -138,6 +138,27 @@ MAX_JSON_BYTES = 64 << 20
 from ..base.paths import _kind, regular_file  # noqa: E402,F401  (the one check, kept importable here)
 
 
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def refuse_lfs_pointer(path: Path, what: str = "weights file") -> None:
+    """A weights file that is a Git LFS pointer (the ~130 bytes of text a ``git clone`` without
+    ``git lfs`` leaves in place of the weights) is named as one, with the command that fetches the
+    weights; read as weights it was 'not a valid file', and downloading the same way again
+    would leave the same pointer."""
+    try:
+        if os.path.getsize(path) > 1024:
+            return
+        with open(path, "rb") as f:
+            head = f.read(len(_LFS_POINTER))
+    except OSError:
+        return   # the reader's own check names an unreadable file
+    if head == _LFS_POINTER:
+        raise CompanionError(f"{what} {path} is a Git LFS pointer, not the weights it stands for: the "
+                             "repository was cloned without its large files. Run `git lfs pull` in it, "
+                             "or download the file itself.")
+
+
 def _read_json(path: Path, what: str, limit: int = MAX_JSON_BYTES) -> tuple[dict, int]:
     st = regular_file(path, what)
     if st.st_size > limit:
