@@ -27,9 +27,19 @@ __all__ = ["SLIDE_WORDS", "TABLE_ROWS", "Slide", "SlideError", "resolve_glue", "
            "check_answer_slides", "drawn_figures", "chapter_markdown", "shown_tables", "split_html_table",
            "output_tables", "key_tables"]
 
-_GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md))?\}`(?P<name>[^`:]+)(?::(?P<fmt>[^`]*))?`")
-_GLUE_FIGURE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\s*\n(?P<body>.*?)^(?P=fence)\s*$",
-                          re.M | re.S)
+#: every role myst-nb pastes a value's text with (``{glue}``, ``{glue:}``, ``{glue:any}``, ``{glue:text}``,
+#: ``{glue:md}``)
+_GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md|any)?)?\}`(?P<name>[^`:]+)(?::(?P<fmt>[^`]*))?`")
+#: the figure directive, and the directives that paste any value (a figure as its image)
+_GLUE_PASTE = (r"^(?P<fence>`{3,}|:{3,})\{glue%s\}\s+(?P<name>\S+)\s*\n(?P<body>.*?)^(?P=fence)\s*$")
+_GLUE_FIGURE = re.compile(_GLUE_PASTE % ":figure", re.M | re.S)
+_GLUE_ANY = re.compile(_GLUE_PASTE % r"(?::figure|:any|:)?", re.M | re.S)
+
+
+def _figure_only(m: re.Match) -> bool:
+    """Whether a match of :data:`_GLUE_ANY` is a ``{glue:figure}`` directive (``{glue}`` and
+    ``{glue:any}`` paste any value: a figure as its image, another value as its text)."""
+    return m.group(0).split("}", 1)[0].endswith(":figure")
 
 
 # ----------------------------------------------------------------------------- content
@@ -66,7 +76,10 @@ def resolve_glue(text: str, glue: dict) -> str:
 
     def figure(m):
         name = m.group("name")
-        if name not in glue or "image/png" not in glue[name].get("data", {}):
+        data = glue.get(name, {}).get("data", {})
+        if "image/png" not in data and "text/plain" in data and not _figure_only(m):   # {glue} of a text
+            return pasted(_glue_shown(name, glue[name], ""))
+        if "image/png" not in data:
             missing(name)
         caption = "\n".join(ln for ln in m.group("body").splitlines() if not ln.startswith(":")).strip()
         png = "".join(str(glue[name]["data"]["image/png"]).split())
@@ -82,7 +95,7 @@ def resolve_glue(text: str, glue: dict) -> str:
 
     # values first, figures after: what a substitution pastes is never read again (a glued value
     # in a figure's alt text stays text, it is not a glue reference to fill in)
-    return _GLUE_FIGURE.sub(figure, _GLUE_ROLE.sub(role, text))
+    return _GLUE_ANY.sub(figure, _GLUE_ROLE.sub(role, text))
 
 
 # ----------------------------------------------------------------------------- planning
@@ -543,6 +556,8 @@ def chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple], li
 
     def glued_figure(m):
         name = m.group("name")
+        if name in glue and "image/png" not in glue[name].get("data", {}) and not _figure_only(m):
+            return m.group(0)   # {glue} / {glue:any} of a value that is no figure: resolve_glue pastes its text
         if name not in glue or "image/png" not in glue[name].get("data", {}):
             raise KeyError(f"glued name {name!r} is not in the chapter's executed outputs (is the book built?)")
         caption = " ".join(ln for ln in m.group("body").splitlines() if not ln.startswith(":")).strip()
@@ -552,7 +567,7 @@ def chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple], li
     for n, cell in cells_without_solutions(nb.cells):   # gated solutions' code cells left out too
         tags = set((cell.get("metadata") or {}).get("tags", []))
         if cell.cell_type == "markdown":
-            text = _GLUE_FIGURE.sub(glued_figure, cell.source)
+            text = _GLUE_ANY.sub(glued_figure, cell.source)
             parts.append(resolve_glue(_links_text(text), glue))
         elif cell.cell_type == "code":
             drawn = 0

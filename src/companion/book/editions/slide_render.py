@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import html
 import re
+from functools import lru_cache
 
 from .slide_plan import Slide
 
-__all__ = ["DECK_CSS", "render_slide", "deck_html", "markdown_renderer", "table_html"]
+__all__ = ["DECK_CSS", "render_slide", "deck_html", "markdown_renderer", "table_html", "title_html", "title_text"]
 
 #: the deck's style sheet: reveal.js's white theme for a 1280 x 720 slide, left-aligned and
 #: smaller text, and nothing wider than the slide: a table, a code block or a display formula
@@ -69,6 +70,34 @@ def markdown_renderer():
 
 
 
+@lru_cache(maxsize=1)
+def _title_renderer():
+    """Markdown for a slide's title (a heading's text: inline Markdown, glued values already
+    pasted as text, formulas in ``$``): no raw HTML, dollar math as MathJax's delimiters."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    md = MarkdownIt("commonmark", {"html": False}).use(dollarmath_plugin, double_inline=True)
+    md.add_render_rule("math_inline", lambda self, t, i, o, e: f"\\({html.escape(t[i].content)}\\)")
+    md.add_render_rule("math_inline_double", lambda self, t, i, o, e: f"\\[{html.escape(t[i].content)}\\]")
+    return md
+
+
+def title_html(title: str) -> str:
+    """A heading's text (MyST Markdown) as the HTML of a slide's title: its inline markup and
+    formulas rendered, its roles read as their text, a glued value (pasted as text by
+    :func:`companion.book.site.markup.pasted`) shown as that text, escaped once."""
+    from .notebook_cells import _ROLE, _role
+
+    return _title_renderer().renderInline(_ROLE.sub(lambda m: _role(m, None, None), title)).strip()
+
+
+def title_text(title: str) -> str:
+    """A heading's text (MyST Markdown) as plain text (a page's ``<title>``): :func:`title_html`
+    without its tags, its character references decoded."""
+    return html.unescape(re.sub(r"<[^>]*>", "", title_html(title)))
+
+
 def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
     """The HTML of one slide: its title, body, table (:func:`table_html`), figure and caption,
     and its notes in an ``<aside class="notes">`` (reveal.js's speaker notes, hidden on the slide)."""
@@ -77,7 +106,7 @@ def render_slide(slide: Slide, md=None, links: dict | None = None) -> str:
 
     md = md or markdown_renderer()
     render = lambda text: md.render(colab_markdown(text, None, links)) if text else ""
-    parts = [f"<h2>{html.escape(slide.title)}</h2>", render(slide.body)]
+    parts = [f"<h2>{title_html(slide.title)}</h2>", render(slide.body)]
     if slide.table:
         parts.append(table_html(slide.table, slide.title, links, below_text=bool(slide.body)))
     if slide.figure:
@@ -109,18 +138,19 @@ def table_html(table: str, title: str = "table", links: dict | None = None, belo
 
     clean = re.sub(r'(href=)"(?!https?:|mailto:|#)(?:\./)?([A-Za-z0-9_-]+)\.html(#[^"]*)?"', online, safe_html(table))
     size = "deck-table with-text" if below_text else "deck-table"
-    return (f'<div class="{size}" tabindex="0" role="region" aria-label="{html.escape(title, quote=True)}: table">'
-            f"{clean}</div>")
+    label = html.escape(title_text(title), quote=True)
+    return f'<div class="{size}" tabindex="0" role="region" aria-label="{label}: table">{clean}</div>'
 
 
 def deck_html(title: str, slides: list[str], vendor: str = "vendor") -> str:
-    """A reveal.js page with ``slides`` (HTML), reading reveal.js and MathJax from ``vendor``."""
+    """A reveal.js page with ``slides`` (HTML), reading reveal.js and MathJax from ``vendor``;
+    ``title``: the chapter's title as its heading writes it (:func:`title_text`)."""
     # a slide taller than the screen scrolls (overflow-y: auto); tabindex makes that region
     # reachable by keyboard (axe: scrollable-region-focusable)
     sections = "\n".join(f'<section tabindex="0">\n{s}\n</section>' for s in slides)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"/>
-<title>{html.escape(title)}: slides</title>
+<title>{html.escape(title_text(title))}: slides</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"/>
 <link rel="stylesheet" href="{vendor}/reveal/reveal.css"/>
 <link rel="stylesheet" href="{vendor}/reveal/theme/white.css"/>

@@ -32,6 +32,10 @@ _LINE_START = re.compile(r"^(#{1,6}|[-+]|\d{1,9}[.)])(?=\s|$)")
 _UNDERLINE = re.compile(r"^(=+|-+)$")
 #: what starts a MyST comment or '% slide' mark (``%``) or closes a directive (``:::``) at a line's start
 _LEADING = ("%", ":")
+#: what a line that is only a value would otherwise be read as: a MyST target ``(label)=`` (its
+#: ``(`` written as a character reference), or one of the decks' own figure and table marks
+#: ``@@figure:0@@`` (its ``@`` so written: :mod:`companion.book.editions.slide_plan`)
+_TARGET_SHAPE = re.compile(r"^\(.*\)=$")
 
 
 def pasted(value, into: str = "markdown") -> str:
@@ -42,8 +46,9 @@ def pasted(value, into: str = "markdown") -> str:
     never opens a block); ``& < > " '`` become character references (so that not even a value
     that ends up in a quoted attribute can leave it); in Markdown every character that would start
     inline markup, and a leading heading, list, comment or fence marker, is escaped with a
-    backslash.  So the rendered text is ``value`` as it was, and no element or attribute
-    comes from it.
+    backslash (a value shaped as a MyST target ``(x)=`` or opening with ``@``, the decks' marks,
+    has its first character written as a character reference).  So the rendered text is
+    ``value`` as it was, and no element, attribute, label or mark comes from it.
     """
     if into not in ("markdown", "html"):
         raise ValueError(f"pasted(..., into={into!r}): say 'markdown' or 'html'")
@@ -57,6 +62,10 @@ def pasted(value, into: str = "markdown") -> str:
         text = text[:end - 1] + "\\" + text[end - 1:]
     elif _UNDERLINE.match(text) or text.startswith(_LEADING):
         text = "\\" + text
+    elif _TARGET_SHAPE.match(text):
+        text = "&#40;" + text[1:]
+    elif text.startswith("@"):
+        text = "&#64;" + text[1:]
     return text
 
 
