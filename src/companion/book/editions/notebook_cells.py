@@ -13,12 +13,25 @@ from __future__ import annotations
 
 import re
 
-_ROLE = re.compile(r"\{(?P<role>[a-zA-Z:_-]+)\}`(?P<body>[^`]*)`")
+#: a MyST role as MyST reads one (mdit_py_plugins.myst_role): a name of letters, digits and ``_-+:``
+#: in braces, then its content between runs of as many backticks as open it (``{code}``a`b```)
+_ROLE = re.compile(r"\{(?P<role>[a-zA-Z0-9_+:-]+)\}(?P<ticks>`+)(?P<body>.+?)(?P=ticks)")
 _FENCE_OPEN = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[^}]+)\}\s*(?P<args>.*)$")
+#: a fenced block that is no directive (code, or MyST shown as an example): kept as it is written
+_CODE_OPEN = re.compile(r"^(?P<fence>`{3,}|~{3,})(?![^`~]*\{)")
 _EQ_LABEL = re.compile(r"^(\s*\$\$)\s*\([^)]*\)\s*$")
-#: a MyST target line, ``(label)=`` before a heading or block: the book's anchor, shown as raw
-#: text by Jupyter and Colab
-_TARGET = re.compile(r"^\s*\([A-Za-z0-9_.:-]+\)=\s*$")
+#: a MyST target line, ``(label)=`` before a heading or block, as MyST reads one (any label
+#: between the brackets): the book's anchor, shown as raw text by Jupyter and Colab
+_TARGET = re.compile(r"^\s*\(.+\)=\s*$")
+#: a MyST comment line (``% ...``, the decks' ``% slide`` marks too): not shown by the book
+_COMMENT = re.compile(r"^\s{0,3}%")
+
+
+def _closes(line: str, fence: str) -> bool:
+    """Whether ``line`` closes a block opened by ``fence``: a run of its character at least as
+    long, and nothing else (as MyST and CommonMark end a fence)."""
+    stripped = line.strip()
+    return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
 
 
 #: the mime type under which myst-nb stores a value glued with ``display=False``
@@ -122,17 +135,33 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
     collapsible ``<details>``, so exercise solutions stay hidden; ``math`` becomes a ``$$`` block);
     roles become their text, a glued value the build's value where ``values``
     (:func:`glued_values`) holds it, a cross-reference a link to the published book where
-    ``links`` (:func:`book_links`) knows its target; equation labels after a closing ``$$``
-    and target lines ``(label)=`` are dropped.
+    ``links`` (:func:`book_links`) knows its target; equation labels after a closing ``$$``,
+    target lines ``(label)=`` and comment lines ``% ...`` are dropped, as MyST reads them.  A
+    fenced block that is no directive (code, or MyST shown as an example) is kept as written.
     """
     out: list[str] = []
     stack: list[tuple[str, str]] = []  # (closing fence, kind)
+    code: str | None = None            # the fence of a plain code block the line is in
     for line in text.splitlines():
         stripped = line.strip()
-        if stack and stripped == stack[-1][0]:
+        depth = sum(1 for _, kind in stack if kind == "quote")
+        if code is not None:   # a code block's lines as they are written
+            if _closes(line, code):
+                code = None
+            out.append(("> " * depth + line).rstrip() if depth else line)
+            continue
+        if stack and _closes(line, stack[-1][0]):
             _, kind = stack.pop()
             out.append({"details": "\n</details>\n", "math": "$$"}.get(kind, ""))
             continue
+        in_math = bool(stack) and stack[-1][1] == "math"
+        opened_code = None if in_math else _CODE_OPEN.match(stripped)
+        if opened_code:
+            code = opened_code.group("fence")
+            out.append(("> " * depth + line).rstrip() if depth else line)
+            continue
+        if _COMMENT.match(line) and not in_math:
+            continue  # a MyST comment: the book never shows it
         opened = _FENCE_OPEN.match(stripped)
         if opened:
             name, args = opened.group("name"), opened.group("args").strip()
@@ -146,7 +175,10 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
                         value = glue_text(body.partition(":")[0], body.partition(":")[2], values or {})
                         return value if value is not None else body.partition(":")[0]
                     return _role(m, None, None)
-                out.append(f"<details><summary>{html.escape(_ROLE.sub(plain, args)) or 'Details'}</summary>\n")
+                # the title's own character references read as MyST reads them (``&amp;`` is '&'),
+                # a glued value as the text it is: each escaped once
+                out.append(f"<details><summary>{html.escape(_ROLE.sub(plain, html.unescape(args))) or 'Details'}"
+                           "</summary>\n")
                 kind = "details"
             elif name == "solution":  # an exercise's solution: collapsed, as on the site
                 out.append("<details><summary>Solution</summary>\n")
@@ -171,10 +203,9 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
             continue
         if stack and re.match(r"^:[a-zA-Z_-]+:", stripped):
             continue  # a directive's option (:label:, :class:, ...)
-        if _TARGET.match(line):
+        if _TARGET.match(line) and not in_math:
             continue  # a target (label)=: the heading or block after it shows as itself
         line = _ROLE.sub(lambda m: _role(m, values, links), _EQ_LABEL.sub(r"\1", line))
-        depth = sum(1 for _, kind in stack if kind == "quote")
         out.append(("> " * depth + line).rstrip() if depth else line)
     return "\n".join(out)
 
@@ -299,25 +330,32 @@ def carry_outputs(nb, executed, budget: int = OUTPUT_BUDGET) -> dict:
     return {"cells": cells, "bytes": used, "dropped": dropped}
 
 
+#: the figure directive, and the directives that paste any value (``{glue}``, ``{glue:}``, ``{glue:any}``)
 _GLUE_FIGURE_BLOCK = re.compile(
-    r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+    r"^(?P<fence>`{3,}|:{3,})\{glue(?P<kind>:figure|:any|:)?\}\s+(?P<name>\S+)[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
     re.M | re.S)
 
 
 def paste_glued_figures(text: str, execution) -> tuple[str, int]:
-    """``text`` with each ``{glue:figure}`` directive replaced by the build's image (a
-    Markdown image with a ``data:`` address, which Colab and Jupyter both show; Colab does not
-    show cell attachments) and its caption; returns the text and the bytes pasted.  A figure
-    the build did not glue is left for :func:`companion.book.site.executions.missing` to name."""
+    """``text`` with each ``{glue:figure}`` directive, and each ``{glue}`` or ``{glue:any}``
+    directive of a figure, replaced by the build's image (a Markdown image with a ``data:``
+    address, which Colab and Jupyter both show; Colab does not show cell attachments) and its
+    caption (a ``{glue}`` of a value that is no figure by that value's text); returns the text
+    and the bytes pasted.  A figure the build did not glue is left for
+    :func:`companion.book.site.executions.missing` to name."""
     pasted = 0
 
     def figure(m):
         nonlocal pasted
+        from ..site.markup import pasted as plain_text   # (``pasted`` here counts the bytes pasted)
+
         got = execution.figure(m.group("name")) if execution is not None else None
         if got is None:
-            return m.group(0)
+            value = (execution.values.get(m.group("name")) if execution is not None and m.group("kind") != ":figure"
+                     else None)
+            # a value that is no figure, pasted by {glue} / {glue:any}: its text, as on the page
+            return m.group(0) if value is None else plain_text(glue_text(m.group("name"), "", {m.group("name"): value}))
         png, alt = got
-        from ..site.markup import pasted as plain_text   # (``pasted`` here counts the bytes pasted)
 
         png = "".join(png.split())
         if not re.fullmatch(r"[A-Za-z0-9+/]*={0,2}", png):   # pasted into a link's address: ")" would end it
