@@ -132,7 +132,8 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
 
     ``student=True``: the student edition's notebook, with no solution (every
     ``{solution}`` directive removed) and each exercise's starter code and check in a code
-    cell of its own (:mod:`companion.book.editions.student`).  ``executed``: the build's execution of
+    cell of its own (:mod:`companion.book.editions.student`), its outputs taken from the
+    execution's cells outside the solutions only.  ``executed``: the build's execution of
     the chapter (an :class:`companion.book.site.executions.Execution`, or an executed nbformat
     notebook): its glued values replace the glue references of the text (a glued figure
     becomes its image), and its outputs are carried into the matching code cells
@@ -147,13 +148,16 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
         raise ImportError(
             "writing notebooks needs jupytext and nbformat: pip install -e '.[book]'"
         ) from err
+    from ..site.chapters import read_page
+
+    markdown = chapter.source.suffix == ".md"   # read as Sphinx reads it (a byte-order mark dropped)
     if student:
         from .solutions import split_check_cells, strip_solutions
 
-        nb = jupytext.reads(strip_solutions(chapter.source.read_text(encoding="utf-8")), fmt="md:myst")
+        nb = jupytext.reads(strip_solutions(read_page(chapter.source)), fmt="md:myst")
         split_check_cells(nb)
     else:
-        nb = jupytext.read(chapter.source)
+        nb = jupytext.reads(read_page(chapter.source), fmt="md:myst") if markdown else jupytext.read(chapter.source)
     execution = _as_execution(chapter, executed)
     values, pasted = {}, 0
     if execution is not None:
@@ -175,8 +179,14 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
             cell.source = colab_markdown(cell.source, values, links)
     carried = None
     if execution is not None and execution.notebook is not None:
-        carried = carry_outputs(nb, execution.notebook, budget=max(0, OUTPUT_BUDGET - pasted))
-    packages = chapter_packages(chapter.source.read_text(encoding="utf-8"))
+        executed_nb = execution.notebook
+        if student:   # a solution's cells are no cells to take outputs from (a later cell of the same code)
+            from .solutions import cells_without_solutions
+
+            executed_nb = nbformat.v4.new_notebook(
+                cells=[c for _, c in cells_without_solutions(executed_nb.cells)], metadata=executed_nb.metadata)
+        carried = carry_outputs(nb, executed_nb, budget=max(0, OUTPUT_BUDGET - pasted))
+    packages = chapter_packages(read_page(chapter.source))
     setup = nbformat.v4.new_code_cell("# @title Set-up: install the package (run this cell first)\n"
                                       + setup_cell_source(source, ref, packages))
     setup.metadata["tags"] = [SETUP_TAG]

@@ -161,8 +161,12 @@ def strip_solutions(text: str) -> str:
     The page is parsed by the book's own MyST parser, so a solution is exactly what the
     book renders as one; everything else is kept byte for byte.  An unterminated solution, a
     fence closed by a longer one (nesting the wrong way round) or an unpaired gated directive
-    is an error naming the line and the fix, not a silent truncation or leak.
+    is an error naming the line and the fix, not a silent truncation or leak.  A byte-order
+    mark at the start is read as Sphinx and MyST read it, as no text (a solution or a front
+    matter on the first line is one), and kept.
     """
+    if text.startswith("\ufeff"):
+        return "\ufeff" + _strip(text[1:])[0]
     return _strip(text)[0]
 
 

@@ -187,6 +187,9 @@ def prepare_sources(root: Path, dest: Path) -> list[Path]:
         target = dest / src.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         if src.suffix == ".md":
+            from ..site.chapters import read_page
+
+            read_page(src)   # a page that is not UTF-8 is refused, naming it
             write_text_atomic(strip_solutions(src.read_text(encoding="utf-8")), target, what="student page")
             pages.append(target)
         else:
@@ -205,10 +208,21 @@ def _no_solution_inside(src: Path) -> None:
     directive: only the pages are stripped of solutions, and a notebook page, an included text
     or an RST page would reach the student sources whole, solution and all."""
     data = src.read_bytes()
-    if _SOLUTION_MARK.search(data) or _SOLUTION_MARK.search(_json_text(data)):
+    if (_SOLUTION_MARK.search(data) or _SOLUTION_MARK.search(_json_text(data))
+            or any(_SOLUTION_MARK.search(text) for text in _wide_texts(data))):
         raise ValueError(f"{src} holds a solution directive, but only the book's .md pages are stripped of "
                          "solutions for the student edition; write it as a MyST .md page, or move the "
                          "solution into one.")
+
+
+def _wide_texts(data: bytes) -> list[bytes]:
+    """``data`` read as UTF-16 and UTF-32 (either byte order), where it holds a zero byte as
+    those encodings of Latin text do: an ``{include}`` with ``:encoding: utf-16`` reads such a
+    file, whose bytes spell ``{solution}`` with a zero byte between its letters."""
+    if b"\x00" not in data:
+        return []
+    return [data.decode(enc, errors="ignore").encode("utf-8", "surrogatepass")
+            for enc in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")]
 
 
 def _json_text(data: bytes) -> bytes:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from ...base.toc import strip_suffix, toc_entries
 
-__all__ = ["Chapter", "JUPYTEXT_HEADER", "toc_yaml", "toc_docnames", "is_notebook_source", "book_chapters",
-           "repository_url", "site_url", "book_links", "github_parts"]
+__all__ = ["Chapter", "JUPYTEXT_HEADER", "toc_yaml", "toc_docnames", "read_page", "is_notebook_source",
+           "book_chapters", "repository_url", "site_url", "book_links", "github_parts"]
 
 
 @dataclass(frozen=True)
@@ -80,14 +80,26 @@ def toc_docnames(root: Path | str = ".") -> list[str]:
 _strip_suffix = strip_suffix   # the name the builders import
 
 
+def read_page(path: Path | str) -> str:
+    """The text of a page of the book as Sphinx reads it: UTF-8, a byte-order mark at its start
+    dropped (an editor's; the page's front matter follows it).  A page that is not UTF-8 is a
+    ``ValueError`` naming it."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text (byte {err.start}: {err.reason}); save it as UTF-8, "
+                         "as the book reads every page.") from None
+
+
 def is_notebook_source(path: Path | str) -> bool:
-    """True for a MyST Markdown notebook: a ``.md`` file opening with a jupytext header."""
+    """True for a MyST Markdown notebook: a ``.md`` file opening with a jupytext header (after
+    a byte-order mark, which Sphinx drops too)."""
     path = Path(path)
     if path.suffix == ".ipynb":
         return path.is_file()
     if path.suffix != ".md" or not path.is_file():
         return False
-    head = path.read_text(encoding="utf-8")[:800]
+    head = read_page(path)[:800]
     return head.startswith("---") and "jupytext:" in head and "kernelspec:" in head
 
 
@@ -156,7 +168,7 @@ def book_links(root: Path | str, site: str) -> dict:
         links[chapter.docname.split("/")[-1]] = page
         links[chapter.docname] = page
         directive = ""
-        for line in chapter.source.read_text(encoding="utf-8").splitlines():
+        for line in read_page(chapter.source).splitlines():
             opened = _DIRECTIVE_OPEN.match(line.strip())
             if opened:
                 directive = opened.group(1)
