@@ -61,8 +61,10 @@ def _show(name: str, value) -> None:
 
 
 #: a NaN or an infinity written as a word of its own ("nan", "-inf", "Infinity"), or a missing
-#: value as pandas writes it ("<NA>", "NaT")
-_NON_FINITE_WORD = re.compile(r"(?<![\w.])[-+]?(?:nan|inf(?:inity)?)(?!\w)|<NA>|(?-i:\bNaT\b)", re.IGNORECASE)
+#: value as pandas writes it ("<NA>", "NaT"); not a word of a compound ("inf-norm", "NaN-safe",
+#: "sup/inf") nor the name "Nan", which no program writes for a number
+_NON_FINITE_WORD = re.compile(r"(?<![\w./])[-+]?(?!(?-i:Nan)\b)(?:nan|inf(?:inity)?)(?![\w/]|-\w)|<NA>|(?-i:\bNaT\b)",
+                              re.IGNORECASE)
 
 #: the largest integer a number format (``:.2f``, ``:.3g``) can write: float64's largest
 _LARGEST_INT = int(1.7976931348623157e308)
@@ -119,11 +121,18 @@ def _plain_number(name: str, value):
                              "number format can write; glue it as text (glue_text) or in other units.")
         return value
     if isinstance(value, (numbers.Real, Decimal)):
+        # a Decimal that is a number, a Fraction: finite, though float64 may not hold it
+        finite = value.is_finite() if isinstance(value, Decimal) else isinstance(value, numbers.Rational)
         try:
             number = float(value)
-        except (ValueError, OverflowError):   # a signalling NaN
+        except OverflowError:    # a Fraction beyond float64
+            number = math.inf
+        except ValueError:       # a signalling NaN
             number = math.nan
         if not math.isfinite(number):
+            if finite:
+                raise ValueError(f"glue_number({name!r}): {str(value)[:40]} is beyond what a number format can "
+                                 "write (float64); glue it as text (glue_text) or in other units.")
             _refuse_non_finite(name, "glue_number", repr(value))
         return number + 0.0   # -0.0 reads 0.0
     raise TypeError(f"glue_number({name!r}): {type(value).__name__} {str(value)[:60]!r} is not a number; "

@@ -123,17 +123,30 @@ def verdict_changes(verdicts) -> list[dict]:
     """The claims whose outcome under the current rules differs from version 1's.
 
     ``verdicts``: records (or a DataFrame) with ``key``, ``claim``, ``status`` and
-    ``status_first``; a claim without a v1 outcome (``status_first`` empty) was not judged by a
-    rule in version 1 and is left out.
+    ``status_first``; a claim without a v1 outcome (``status_first`` empty, None or NaN) was not
+    judged by a rule in version 1 and is left out.
     """
     rows = verdicts.to_dict("records") if hasattr(verdicts, "to_dict") else list(verdicts)
     out = []
     for r in rows:
-        v1 = (r.get("status_first") or "").strip()
-        now = (r.get("status") or "").strip()
+        v1, now = _outcome(r.get("status_first")), _outcome(r.get("status"))
         if v1 and v1 != now:
             out.append({"key": r["key"], "claim": r.get("claim", r["key"]), "v1": v1, "now": now})
     return out
+
+
+def _outcome(value) -> str:
+    """An outcome as text: a missing one (``None``, a NaN or ``pd.NA`` of a DataFrame) as ``""``."""
+    if isinstance(value, str):
+        return value.strip()
+    try:
+        import pandas as pd
+
+        if value is None or bool(pd.isna(value)):
+            return ""
+    except (TypeError, ValueError):   # a list or an array: no missing value
+        pass
+    return str(value).strip()
 
 
 def _verdicts_path(cache: Path | None = None) -> Path:

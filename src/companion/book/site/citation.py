@@ -92,7 +92,12 @@ def rules_revision(root: Path | str = ROOT) -> str | None:
         data = load_bounded(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, OverflowError) as err:
         raise ValueError(f"{path} cannot be read as YAML: {err}") from err
-    rev = str(data.get("revision", data.get("version", ""))) if isinstance(data, dict) else ""
+    field = "revision" if isinstance(data, dict) and "revision" in data else "version"
+    value = data.get(field, "") if isinstance(data, dict) else ""
+    rev = str(value)
+    if isinstance(value, float):   # YAML reads 2.10 as the number 2.1: the digits as written
+        written = re.search(rf"^{field}:[ \t]*(\d+\.\d+)[ \t]*(?:#.*)?$", path.read_text(encoding="utf-8"), re.M)
+        rev = written.group(1) if written and float(written.group(1)) == value else rev
     if not re.fullmatch(r"\d+(\.\d+)?", rev):
         raise ValueError(f"{path}: revision {rev!r} is not a number such as 2 or 2.2; write it as revision: \"2.2\"")
     return rev
@@ -122,8 +127,12 @@ def load_citation(root: Path | str = ROOT) -> dict:
         raise ValueError(f"{path} cannot be read as YAML: {' '.join(str(err).split())[:300]}") from None
     if not isinstance(data, dict) or "title" not in data:
         raise ValueError(f"{path} is not a citation file (no title)")
+    title = data["title"]
+    if isinstance(title, bool) or not isinstance(title, (str, int, float)) or not str(title).strip():
+        raise ValueError(f"{path}: title {' '.join(str(title).split())[:80]!r} is no text; write the book's title, "
+                         "e.g. title: \"An executable companion\"")
     authors = data.get("authors", [])
-    people = isinstance(authors, list) and all(
+    people = isinstance(authors, list) and bool(authors) and all(
         isinstance(a, dict) and any(isinstance(a.get(k), str) and a[k].strip()
                                     for k in ("name", "family-names", "given-names")) for a in authors)
     if not people:
@@ -139,9 +148,9 @@ def load_citation(root: Path | str = ROOT) -> dict:
 
 def _person(author: dict) -> str:
     if "name" in author:
-        return "{" + _braced(author["name"]) + "}"
+        return "{" + _text_field(author["name"]) + "}"
     # each part braced: an "and" inside a family name (Smith and Jones) would split the author in two
-    parts = [_braced(author.get(k, "")) for k in ("family-names", "given-names")]
+    parts = [_text_field(author.get(k, "")) for k in ("family-names", "given-names")]
     return ", ".join("{" + p + "}" for p in parts if p)
 
 
@@ -151,17 +160,28 @@ def _braced(text) -> str:
     return " ".join(str(text).replace("{", "").replace("}", "").split())
 
 
+#: what LaTeX reads as markup in a field's text: ``%`` a comment (the rest of the title lost),
+#: ``& # _ $`` an error, a backslash a command; each written as the character itself
+_LATEX = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "#": r"\#", "_": r"\_", "$": r"\$"}
+
+
+def _text_field(text) -> str:
+    """A field that is text (a title, a name, a note): :func:`_braced`, its LaTeX special
+    characters escaped (an address or a DOI is written as it is)."""
+    return re.sub(r"[\\%&#_$]", lambda m: _LATEX[m.group(0)], _braced(text))
+
+
 def book_bibtex(version: Version | None = None, root: Path | str = ROOT) -> str:
     """The book's BibTeX entry (``@software``) for this version and commit."""
     cff = load_citation(root)
     version = version or book_version(root)
     year = str(cff.get("date-released", ""))[:4] or "2026"
     fields = [
-        ("title", "{" + _braced(cff["title"]) + "}"),
+        ("title", "{" + _text_field(cff["title"]) + "}"),
         ("author", " and ".join(_person(a) for a in cff.get("authors", []))),
         ("year", year),
         ("version", version.package),
-        ("note", _braced(f"Version {version.label}")),
+        ("note", _text_field(f"Version {version.label}")),
         ("url", _braced(cff.get("url") or cff.get("repository-code", ""))),
     ]
     if cff.get("doi"):
@@ -180,14 +200,15 @@ def bib_entry(key: str, bib: Path | str | None = None) -> str:
         text = bib.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ValueError(f"{bib} cannot be read ({type(err).__name__}); give the book's references.bib") from None
-    m = re.search(r"^@\w+\{" + re.escape(key) + r",", text, re.M)
+    # as BibTeX reads an entry: blanks around its type and key, its fields in braces or in parentheses
+    m = re.search(r"^[ \t]*(?P<at>@)[ \t]*\w+[ \t]*(?P<open>[{(])[ \t]*" + re.escape(key) + r"[ \t]*,", text, re.M)
     if not m:
         raise KeyError(f"{bib} has no entry {key!r}")
-    depth, i = 0, text.index("{", m.start())
-    for j in range(i, len(text)):
+    close, depth = "}" if m.group("open") == "{" else ")", 0   # depth: of the braces inside the entry
+    for j in range(m.end("open"), len(text)):
+        if text[j] == close and depth == 0:
+            return text[m.start("at"):j + 1]
         depth += {"{": 1, "}": -1}.get(text[j], 0)
-        if depth == 0:
-            return text[m.start():j + 1]
     raise ValueError(f"{bib}: the entry {key!r} is not closed")
 
 

@@ -79,9 +79,12 @@ def link_first_uses(doctree, terms: dict, refuri) -> list[str]:
     """Link the first use of each term in ``doctree``; ``refuri(docname, anchor)`` gives the
     link's address.  Returns the terms linked, in order."""
     linked: list[str] = []
-    # terms the page already links explicitly keep their own link
-    done = {t for t in terms if any(t.lower() == r.astext().strip().lower()
-                                    for r in doctree.findall(nodes.reference))}
+    # terms the page already links explicitly keep their own link (under the term's words, or
+    # under others: {term}`gates <gate>` links the entry's anchor)
+    refs = list(doctree.findall(nodes.reference))
+    done = {t for t, (_, anchor) in terms.items()
+            if any(t.lower() == r.astext().strip().lower() or str(r.get("refuri", "")).endswith("#" + anchor)
+                   for r in refs)}
     ordered = sorted(terms, key=len, reverse=True)
     work = list(doctree.findall(nodes.Text))
     while work:
