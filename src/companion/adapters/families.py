@@ -373,12 +373,15 @@ def t5(cfg, keys):
 def _seq2seq(cfg, keys, decoder_self_role: str):
     he = _cfg(cfg, "encoder_attention_heads")
     hd = _cfg(cfg, "decoder_attention_heads")
+    # BartForCausalLM and its kin save the decoder alone, saying so in their configuration
+    # (is_decoder true, is_encoder_decoder false); any other checkpoint needs its encoder
+    decoder_only = _flag(cfg, "is_decoder") and cfg.get("is_encoder_decoder") is False
     plans = _pairs(keys, "encoder.layers.{i}.self_attn.q_proj.weight",
                    "encoder.layers.{i}.self_attn.k_proj.weight", role="encoder",
-                   component="encoder", n_heads=he)
+                   component="encoder", n_heads=he, required=not decoder_only)
     plans += _pairs(keys, "decoder.layers.{i}.self_attn.q_proj.weight",
                     "decoder.layers.{i}.self_attn.k_proj.weight", role=decoder_self_role,
-                    component="decoder", n_heads=hd, required=False)
+                    component="decoder", n_heads=hd, required=decoder_only)
     plans += _pairs(keys, "decoder.layers.{i}.encoder_attn.q_proj.weight",
                     "decoder.layers.{i}.encoder_attn.k_proj.weight", role="cross",
                     component="decoder", n_heads=hd, required=False)
