@@ -17,7 +17,7 @@ from ..text.data import TokenData
 from .config import TrainConfig
 
 __all__ = ["provenance", "write_run", "read_run", "HISTORY_COLUMNS", "check_stamps", "stamp_problem", "strict_json",
-           "whole_count"]
+           "whole_count", "provenance_count", "provenance_seconds"]
 
 
 def provenance(cfg: TrainConfig, command: str, seconds: float, data: TokenData | None = None) -> dict:
@@ -154,6 +154,28 @@ def whole_count(value) -> int | None:
     return int(value) if value >= 0 else None
 
 
+def provenance_count(part: dict, key: str, run: Path) -> int:
+    """``part[key]`` of a run's provenance as a whole number (0 where absent), refused in one line
+    naming the run's file and the field where it is none (text, a fraction, a negative number)."""
+    v = part.get(key, 0) if isinstance(part, dict) else 0
+    n = whole_count(0 if v is None else v)
+    if n is None:
+        raise CompanionError(f"{run / 'provenance.json'} records {key} {str(v)[:30]!r}, not a whole number; copy "
+                             "provenance.json again from the run's work folder, or move the run out of data/runs.")
+    return n
+
+
+def provenance_seconds(prov: dict, key: str, run: Path) -> float:
+    """``prov[key]`` as seconds (NaN where absent), refused in one line where it is not a number."""
+    v = prov.get(key)
+    if v is None:
+        return float("nan")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise CompanionError(f"{run / 'provenance.json'} records {key} {str(v)[:30]!r}, not a number of seconds; "
+                             "copy provenance.json again from the run's work folder, or move the run out of data/runs.")
+    return float(v)
+
+
 def stamp_problem(value) -> str | None:
     """What is wrong with ``value`` as a provenance time stamp (``started``, ``date``), or
     None for a good one: an ISO 8601 date and time with its time zone, as
@@ -169,6 +191,8 @@ def stamp_problem(value) -> str | None:
         return f"{value!r} is not a date and time written as text"
     text = value.strip()
     if "T" not in text and " " not in text:
+        if "t" in text[10:11]:   # 2026-12-06t15:53Z: its time is there, after a lower-case t
+            return f"{value!r} writes a lower-case 't' between its date and time (write a capital 'T')"
         return f"{value!r} gives no time of day"
     try:
         when = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
@@ -190,6 +214,11 @@ def check_stamps(provenance: dict, name: str, where) -> None:
                              f"provenance.json again from the run's work folder, or move {where} away.")
     if sittings:
         fields += [(f"sittings[{i}].started", s.get("started")) for i, s in enumerate(sittings)]
+        for i, s in enumerate(sittings):   # read as the step a sitting began at (machines_of)
+            if s.get("from_step") is not None and whole_count(s["from_step"]) is None:
+                raise CompanionError(f"run {name}: its provenance.json's sittings[{i}].from_step "
+                                     f"{str(s['from_step'])[:30]!r} is not a whole number of steps; copy "
+                                     f"provenance.json again from the run's work folder, or move {where} away.")
     for field, value in fields:
         if value is None:
             continue
@@ -363,6 +392,26 @@ def _read_history(run: Path) -> pd.DataFrame:
     the five columns with whole steps and numeric values (a hand edit, a cut-off copy)."""
     import csv
 
+    fix = f"copy it again from the run's work folder, or move {run} away"
+    try:
+        with open(run / "history.csv", "rb") as fh:
+            header = fh.readline()
+            fh.seek(0, 2)
+            size = fh.tell()
+            if size:
+                fh.seek(size - 1)
+                end = fh.read(1)
+    except OSError as err:
+        raise CompanionError(f"run {run.name}: its history.csv cannot be read ({err.strerror or err}); {fix}.") from None
+    if size and end not in (b"\n", b"\r"):   # the trainer ends every line: the last one was cut off mid-row
+        raise CompanionError(f"run {run.name}: its history.csv ends in the middle of a line (a copy cut off: its "
+                             f"last value may be read short, 0.52 for 0.523); {fix}.")
+    names = next(csv.reader((header.decode("utf-8-sig", errors="replace").splitlines() or [""])[:1]), [])
+    twice = sorted({n.strip() for n in names if n.strip() in HISTORY_COLUMNS
+                    and [m.strip() for m in names].count(n.strip()) > 1})
+    if twice:   # read as value and value.1: the first copy would be taken, unsaid
+        raise CompanionError(f"run {run.name}: its history.csv names the column {twice[0]!r} twice in its header, so "
+                             f"which of them is the run's cannot be told; {fix}.")
     try:
         hist = pd.read_csv(run / "history.csv")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error, ValueError) as err:
@@ -373,6 +422,9 @@ def _read_history(run: Path) -> pd.DataFrame:
     if missing:
         raise CompanionError(f"run {run.name}: its history.csv lacks the columns {missing}; copy it again from the "
                              f"run's work folder, or move {run} away.")
+    if hist.empty:   # its columns read as text: 'a step that is not a number (line ?)'
+        raise CompanionError(f"run {run.name}: its history.csv holds its header but no row, so the run logged "
+                             f"nothing; {fix}.")
     for col in ("step", "layer", "head", "value"):
         if not pd.api.types.is_numeric_dtype(hist[col]):
             bad = hist.index[pd.to_numeric(hist[col], errors="coerce").isna() & hist[col].notna()]

@@ -44,6 +44,7 @@ def load_runs(names=None, root: str | Path | None = None, pattern: str = "*") ->
         p for p in root.glob(pattern) if (p / "history.csv").exists())
     if not dirs:
         raise FileNotFoundError(f"no run directories under {root} (pattern {pattern!r}).")
+    _check_distinct(dirs)
     frames = []
     for d in dirs:
         hist, meta = read_run(d)
@@ -64,6 +65,33 @@ def load_runs(names=None, root: str | Path | None = None, pattern: str = "*") ->
                            penalty_coef=cfg.get("penalty_coef", 0.0), label=label_of(cfg))
         frames.append(hist)
     return pd.concat(frames, ignore_index=True)
+
+
+def _check_distinct(dirs) -> None:
+    """Refuse (one line) a run folder whose name holds a control character (a newline would
+    split every message naming it), and two run folders that read one file: a name given
+    twice, a folder linked to another run, or a history.csv or provenance.json linked (or hard
+    linked) to another run's, whose rows would be read as a second, independent run."""
+    import os
+
+    seen: dict = {}
+    for i, d in enumerate(dirs):
+        if not d.name.isprintable():
+            raise CompanionError(f"a run folder under {d.parent} is named {d.name!r}, with a character that is not "
+                                 "printable; no run this package makes is named so: rename it or move it away.")
+        for name in ("history.csv", "provenance.json"):
+            try:
+                st = os.stat(d / name)
+            except OSError:
+                continue   # read_run names a missing or unreadable file
+            j = seen.setdefault((st.st_dev, st.st_ino), i)
+            if j == i:
+                continue
+            if os.path.abspath(dirs[j]) == os.path.abspath(d):
+                raise CompanionError(f"the list of runs names {d.name} twice; a run is read once: give each name once.")
+            raise CompanionError(f"runs {dirs[j].name} and {d.name} read one {name} (a link or a hard link), so one "
+                                 f"run's rows would be read as two runs; copy {d.name} again from its work folder, "
+                                 "or move it away.")
 
 
 def _compact(numbers) -> str:

@@ -108,10 +108,13 @@ def body_runs(body: dict) -> pd.DataFrame | None:
                 f"run {off.index[0]} of the body {body.get('label', body.get('pattern'))!r} ends its "
                 f"evaluations at step {int(off.iloc[0])}, not at the body's horizon {int(body['steps'])}; "
                 "finish the run (its script resumes it) or move its folder out of data/runs.")
+    from .registration import check_one_seed
+
     label = body.get("label", body.get("pattern"))
     meta, texts = {}, {}
     for r in runs["run"].unique():
         p = _provenance(r)   # present and a config object: load_runs read it
+        check_one_seed(r, p)   # a copy of another seed's run with config.seed edited
         try:
             meta[r] = {"corpus": p["config"].get("corpus", "default"), "lr": float(p["config"]["lr"]),
                        "width": int(p["model_size"]["hidden_size"]),

@@ -11,7 +11,9 @@ naming the run and the fix (nothing already landed is touched):
   learns (size, batch, schedule, optimiser, penalty, start, evaluation, ...), it did not
   train under bf16 autocast on its device, or its folder names another arm or seed than
   its configuration;
-- it did not log the one-mode guard (``--guard``);
+- it did not log the one-mode guard (``--guard``), or does not end at the horizon (its last
+  evaluation elsewhere or missing, its last scores cut off: :func:`.registration.check_horizon`);
+- its history is read from another run's files (a link), or its seed is written two ways;
 - the two runs of a pair (one seed) were made on different devices.
 
 Seeds are read in the body's order; a look needs all of its first ``n_k`` seeds, each with
@@ -28,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from ...base.errors import CompanionError
-from .registration import REGISTERED_OPTIONS, check_registered, registered_config, run_name, same_learning_config
+from .registration import (REGISTERED_OPTIONS, check_horizon, check_registered, registered_config, run_name,
+                           same_learning_config)
 
 __all__ = ["body_runs_at_looks", "complete_seeds", "paired_values", "gate_at_look", "read_claim", "missing_runs",
            "run_name", "registered_config", "REGISTERED_OPTIONS", "runs_table", "runs_summary", "machines_of", "arm_levels", "pair_machines", "claim_pairs",
@@ -126,11 +129,7 @@ def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> 
     if lacking:
         raise CompanionError(f"run {lacking[0]} logged no one-mode memorisation guard ({sorted(need)}); rules v3 "
                              "judge only runs trained with --guard: remake it with data/runs/make_v3_runs.sh.")
-    last = runs[runs["quantity"] == "eval_loss"].groupby("run")["step"].max()
-    short = last[last != body["steps"]]
-    if len(short):
-        raise CompanionError(f"run {short.index[0]} ends its evaluations at step {int(short.iloc[0])}, not at the "
-                             f"body's horizon {body['steps']}; finish it (its script resumes it).")
+    check_horizon(runs, body)
     for name in sorted(provs):
         check_registered(name, provs[name], body, devices[name])
     return runs.assign(device=runs["run"].map(devices))
@@ -346,6 +345,7 @@ def runs_table(rules: dict | None = None, root=None) -> pd.DataFrame:
 
     from ...rules.rulebook import load_rules
     from ...rules.verdicts import _as_datetime
+    from ..runner.provenance import provenance_count, provenance_seconds
     from ..runner.runs import read_provenance, runs_root
     from .evidence import device_label
 
@@ -366,17 +366,16 @@ def runs_table(rules: dict | None = None, root=None) -> pd.DataFrame:
                 started = prov.get("started")
                 after = ((_as_datetime(started) - _as_datetime(commit)) / _dt.timedelta(hours=1)
                          if started else float("nan"))
-                steps, batch = int(cfg.get("steps", 0)), int(cfg.get("batch_size", 0))
-                tokens = int(data.get("train_tokens", 0))
-                seq = int(data.get("seq_len", 0))
+                steps, batch, tokens, seq = (provenance_count(part, key, root / name) for part, key in (
+                    (cfg, "steps"), (cfg, "batch_size"), (data, "train_tokens"), (data, "seq_len")))
+                hours, per_step = (provenance_seconds(prov, key, root / name) for key in ("duration_s", "seconds_per_step"))
                 rows.append({"body": key, "run": name, "arm": arm, "seed": seed,
                              "device": device_label(prov),
                              "machines": machines_of(prov), "started": started or "not recorded",
                              "after rules (h)": after, "steps": steps, "training tokens": tokens,
                              "passes": steps * batch * seq / tokens if tokens else float("nan"),
                              "corpus sha256": str(data.get("documents_sha256", "?"))[:12],
-                             "hours": float(prov.get("duration_s", float("nan"))) / 3600,
-                             "s/step": float(prov.get("seconds_per_step", float("nan"))),
+                             "hours": hours / 3600, "s/step": per_step,
                              "CPU s/step": _cpu_seconds_per_step(prov, steps)})
     columns = ["body", "run", "arm", "seed", "device", "machines", "started", "after rules (h)", "steps",
                "training tokens", "passes", "corpus sha256", "hours", "s/step", "CPU s/step"]

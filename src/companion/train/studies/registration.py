@@ -17,7 +17,8 @@ import math
 from ...base.errors import CompanionError
 
 __all__ = ["REGISTERED", "REGISTERED_OPTIONS", "FIELDS_ADDED", "MAY_DIFFER", "registered_config", "check_registered",
-           "recorded_config", "run_started", "same_learning_config", "run_name"]
+           "recorded_config", "run_started", "same_learning_config", "run_name", "check_one_seed",
+           "check_horizon"]
 
 
 def run_name(body: dict, arm: str, seed: int) -> str:
@@ -144,19 +145,52 @@ def same_learning_config(provenances: dict, label: str) -> None:
         return
     from collections import Counter
 
-    def learning(cfg):
-        return tuple(sorted((k, repr(v)) for k, v in cfg.items() if k not in MAY_DIFFER))
+    def learning(cfg):   # 10000 and 10000.0 are one horizon, as check_registered reads them (_same_value)
+        return tuple(sorted((k, _canonical(v)) for k, v in cfg.items() if k not in MAY_DIFFER))
 
     configs = {name: recorded_config(p) for name, p in provenances.items()}
     ref_key, _ = Counter(learning(c) for c in configs.values()).most_common(1)[0]
     ref = dict(ref_key)
+    shown = {}
+    for name, cfg in configs.items():
+        for k, v in cfg.items():
+            shown.setdefault((k, _canonical(v)), repr(v))
     for name, cfg in sorted(configs.items()):
         mine = dict(learning(cfg))
         for field in sorted(set(ref) | set(mine)):
             if ref.get(field) != mine.get(field):
-                raise CompanionError(f"run {name} was made with {field} = {mine.get(field, 'unset')}, where the other "
-                                     f"runs of body {label!r} have {ref.get(field, 'unset')}; a body's runs differ only "
-                                     "in arm, seed and device: move it out of data/runs.")
+                raise CompanionError(f"run {name} was made with {field} = {repr(cfg[field]) if field in cfg else 'unset'}, "
+                                     f"where the other runs of body {label!r} have "
+                                     f"{shown.get((field, ref[field]), ref[field]) if field in ref else 'unset'}; a "
+                                     "body's runs differ only in arm, seed and device: move it out of data/runs.")
+
+
+def _canonical(v) -> str:
+    """``v`` as text in which two values :func:`_same_value` takes for one read alike: a whole
+    float as its int (``10000.0`` is ``10000``), a bool apart from 1 and 0."""
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return repr(int(v))
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_canonical(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {_canonical(x)}" for k, x in sorted(v.items(), key=lambda kv: str(kv[0]))) + "}"
+    return repr(v)
+
+
+def check_one_seed(name: str, prov: dict) -> None:
+    """Refuse (one line naming run ``name``) a provenance whose ``seed`` and ``config.seed``
+    differ: the trainer writes the one seed in both places, so a folder copied to another
+    seed with its ``config.seed`` edited would otherwise be read as that seed's run."""
+    from ..runner.provenance import whole_count
+
+    seed, own = prov.get("seed"), (prov.get("config") or {}).get("seed")
+    if seed is None or own is None:
+        return
+    if isinstance(own, bool) or whole_count(seed) is None or whole_count(seed) != whole_count(own):
+        raise CompanionError(f"run {name}: its provenance.json gives seed {str(seed)[:20]} and config.seed "
+                             f"{str(own)[:20]}, which the trainer writes alike, so which seed made the run cannot be "
+                             "told (a copy of another seed's run?); copy provenance.json again from the run's work "
+                             "folder, or move the run out of data/runs.")
 
 
 def check_registered(name: str, prov: dict, body: dict, device: str) -> None:
@@ -175,6 +209,7 @@ def check_registered(name: str, prov: dict, body: dict, device: str) -> None:
         raise CompanionError(f"run {name} trained {arm} seed {seed}, so its folder should be "
                              f"{run_name(body, arm, seed)}; a run is read as the arm and seed its folder names: "
                              "move it out of data/runs (or rename it, if the folder name is the mistake).")
+    check_one_seed(name, prov)
     want = registered_config(body, arm, seed)
     got = dict(recorded_config(prov), model_size=prov.get("model_size"))
     for field in sorted(want):
@@ -199,3 +234,30 @@ def check_registered(name: str, prov: dict, body: dict, device: str) -> None:
         flag = "--cpu-bf16" if device == "CPU" else "bf16 (no --no-bf16)"
         raise CompanionError(f"run {name} did not train under bf16 autocast on its device ({device}), which body "
                              f"{label!r} registers ({flag}); it is not a run of the body: move it out of data/runs.")
+
+
+def check_horizon(runs, body: dict) -> None:
+    """Refuse (one line naming the run) a run of ``body`` (``runs``: its rows, as
+    :func:`companion.train.runner.runs.load_runs` reads them) that does not end at the body's
+    horizon: its last evaluation elsewhere, no evaluation at all, or a structure score (logged
+    with every evaluation) whose last step is not its last evaluation's, a cut-off history
+    whose claim would read a missing value at the horizon as a broken seed."""
+    names = sorted(runs["run"].unique())
+    last = runs[runs["quantity"] == "eval_loss"].groupby("run")["step"].max().reindex(names)
+    if last.isna().any():   # a history without its evaluations escaped the horizon check below
+        raise CompanionError(f"run {last.index[last.isna()][0]} logs no eval_loss at all, so it does not end at the "
+                             f"body's horizon {body['steps']}; copy its history.csv again from the run's work folder "
+                             "(or finish the run: its script resumes it).")
+    short = last[last != body["steps"]]
+    if len(short):
+        raise CompanionError(f"run {short.index[0]} ends its evaluations at step {int(short.iloc[0])}, not at the "
+                             f"body's horizon {body['steps']}; finish it (its script resumes it).")
+    for q in ("symmetry", "directionality"):   # logged with every evaluation; a claim reads it at the horizon
+        ends = runs[(runs["quantity"] == q) & (runs["head"] == -1)].groupby("run")["step"].max().reindex(names)
+        off = ends[ends != last]
+        if len(off):
+            at = "logs none" if off.isna().iloc[0] else f"logs its last at step {int(off.iloc[0])}"
+            raise CompanionError(f"run {off.index[0]} {at} of {q}, a score logged with every evaluation, but its "
+                                 f"last evaluation is at step {int(last[off.index[0]])}: its history.csv is cut off "
+                                 "or edited, and its value at the horizon would be missing or another step's; copy "
+                                 "history.csv again from the run's work folder, or move the run out of data/runs.")
