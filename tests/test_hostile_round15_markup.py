@@ -330,6 +330,15 @@ def test_a_page_that_is_not_utf8_is_refused_in_one_line_naming_it(tmp_path):
     assert "latin.md" in one_line(err) and "UTF-8" in one_line(err)
 
 
+@pytest.mark.parametrize("form", ["bom", "crlf", "cr"])
+def test_a_page_saved_with_a_byte_order_mark_or_other_line_ends_counts_the_words_a_reader_reads(form):
+    from companion.book.editions.solutions import prose_words
+
+    page = HEADER + "\n(sec-a)=\n# Title\n\n% a comment\nOne two three.\n"   # 'Title' and three words
+    page = {"bom": "\ufeff" + page, "crlf": page.replace("\n", "\r\n"), "cr": page.replace("\n", "\r")}[form]
+    assert prose_words(page) == 4
+
+
 def test_a_nested_dropdown_solution_in_a_long_backtick_fence_is_removed():
     from companion.book.editions.solutions import strip_solutions
 

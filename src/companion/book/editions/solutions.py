@@ -345,7 +345,10 @@ def prose_words(text: str) -> int:
     Left out: the front matter, code cells, ``{exercise}`` and ``{solution}`` blocks, MyST
     labels ``(x)=``, comments, directive names and option lines. A role (``{glue:text}``,
     ``{ref}``, ``{cite}`` ...) and a formula (``$...$`` or a display block) count as one word.
+    A page saved with a byte-order mark or with ``\\r\\n`` or ``\\r`` line ends counts as the same
+    page saved without them (Sphinx reads it so).
     """
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     text = _drop_blocks(_FRONT.sub("", text))
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
     text = re.sub(r"^\([A-Za-z0-9_-]+\)=[ \t]*$", "", text, flags=re.M)       # labels
