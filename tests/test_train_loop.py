@@ -251,7 +251,9 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_leaves_no_temporary(tmp_p
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(checkpoints.torch, "save", full_disk)
-    with pytest.raises(OSError):
+    from companion.base.errors import CompanionError
+
+    with pytest.raises(CompanionError, match="No space left on device.*free some space and continue with --resume"):
         train(cfg, data=_data(), out_dir=tmp_path, resume=True)
     monkeypatch.setattr(checkpoints.torch, "save", real_save)
     assert (tmp_path / "checkpoint.pt").read_bytes() == before
