@@ -62,6 +62,15 @@ def test_the_statistics_old_names_under_the_rules_reader_warn_and_are_the_same_o
         verdicts.no_such_name
 
 
+@pytest.mark.parametrize("name", ["directional_power", "threshold_power", "equivalence_power", "detectable_effect"])
+def test_the_power_solvers_old_names_under_the_rules_reader_lead_to_their_new_module(name):
+    from companion.rules import power, verdicts
+
+    with pytest.warns(DeprecationWarning, match=rf"companion.rules.verdicts.{name} moved to companion.rules.power.{name}"):
+        old = getattr(verdicts, name)
+    assert old is getattr(power, name)
+
+
 # ------------------------------------------ modules split by concern (issue 75) keep their names
 
 SPLIT = {"companion.train.runner.loop": "companion.train.runner.",

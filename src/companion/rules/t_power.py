@@ -1,7 +1,7 @@
 """The power of a one-sided t test computed two ways, so that a wrong value from scipy is
 refused rather than used: :func:`t_power_by_integral` (quadrature) checks ``scipy.stats.nct``,
 which is wrong without error at 1 degree of freedom and a level near 1.  Both the rules'
-statistics (:mod:`companion.rules.statistics`) and their looks (:mod:`companion.rules.sequential`)
+power solvers (:mod:`companion.rules.power`) and their looks (:mod:`companion.rules.sequential`)
 use it; it imports neither."""
 
 from __future__ import annotations

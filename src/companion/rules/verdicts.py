@@ -379,15 +379,20 @@ _MOVED_TO_STATISTICS = frozenset([
     "median_interval"])
 
 
+#: of those, the power solvers, which then moved on to :mod:`companion.rules.power`
+_MOVED_ON_TO_POWER = frozenset(["directional_power", "threshold_power", "equivalence_power", "detectable_effect"])
+
+
 def __getattr__(name: str):
     if name in _MOVED_TO_STATISTICS:
         import warnings
 
-        from . import statistics
+        from . import power, statistics
 
         from .. import REMOVED_IN
 
-        warnings.warn(f"companion.rules.verdicts.{name} moved to companion.rules.statistics.{name}; import it "
+        home = power if name in _MOVED_ON_TO_POWER else statistics   # the power solvers moved on in 0.3.0
+        warnings.warn(f"companion.rules.verdicts.{name} moved to {home.__name__}.{name}; import it "
                       f"from there (the old name goes in release {REMOVED_IN})", DeprecationWarning, stacklevel=2)
-        return getattr(statistics, name)
+        return getattr(home, name)
     raise AttributeError(f"module 'companion.rules.verdicts' has no attribute {name!r}")

@@ -81,7 +81,7 @@ def t_test_power(n: int, ncp: float, level: float = 0.95) -> float:
 
     Computed from the definition T = (Z + ncp) / sqrt(V / (n - 1)), Z normal, V chi-square,
     by integrating P(Z > c sqrt(V / (n - 1)) - ncp) over V's quantiles: no non-central t
-    routine and no root of :func:`companion.rules.statistics.detectable_effect` is involved.
+    routine and no root of :func:`companion.rules.power.detectable_effect` is involved.
     """
     from scipy import integrate, stats
 
