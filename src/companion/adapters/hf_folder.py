@@ -34,6 +34,7 @@ _ST_DTYPES = {
     "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
     "U8": torch.uint8, "BOOL": torch.bool,
 }
+_TORCH_DTYPE_NAMES = {v: k for k, v in _ST_DTYPES.items()}
 _ST_BITS = {
     "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F4": 4,
     "F6_E2M3": 6, "F6_E3M2": 6, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32,
@@ -325,7 +326,10 @@ class PickleSource(TensorSource):
                 owner[name] = fname
                 self._tensors[name] = t
                 self.shapes[name] = tuple(t.shape)
-                self.dtypes[name] = "F32" if t.is_floating_point() else "I64"
+                # the stored type by its safetensors name: an int8 weight of a quantized checkpoint
+                # counts as a parameter, an integer buffer does not (labelled I64, int8 weights
+                # were left out of n_parameters)
+                self.dtypes[name] = _TORCH_DTYPE_NAMES.get(t.dtype, "I64" if not t.is_floating_point() else "F32")
                 # tied weights (an output layer sharing the embedding) are one parameter stored
                 # under two names, which model.num_parameters() counts once
                 where = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
