@@ -264,16 +264,6 @@ def test_a_config_json_with_a_byte_order_mark_and_crlf_reads_as_without(tmp_path
     assert b.layers[0].n_heads == 2
 
 
-def test_a_head_count_stated_twice_in_config_json_reads_as_transformers_reads_it(tmp_path):
-    folder = _save(tmp_path / "m", BERT_CFG, _bert_tensors())
-    # the second statement wins in Python's json and so in transformers' AutoConfig
-    (folder / "config.json").write_text('{"model_type": "bert", "hidden_size": 8, "num_attention_heads": 1, '
-                                        '"num_hidden_layers": 1, "num_attention_heads": 2}')
-    expected = T.AutoConfig.from_pretrained(folder).num_attention_heads
-    assert expected == 2
-    assert read_qk(folder, progress=False).layers[0].n_heads == expected
-
-
 # ============================================================ 3. which weights: two copies, two files, shards
 
 
@@ -351,6 +341,20 @@ def test_a_pickle_with_two_equal_but_separate_tensors_counts_both(tmp_path):
     (folder / "config.json").write_text(json.dumps(BERT_CFG))
     torch.save({Q: q, K: q.clone()}, folder / "pytorch_model.bin")
     assert read_qk(folder, allow_pickle=True, progress=False).n_parameters == 2 * 64
+
+
+def test_the_int8_weights_of_a_pickled_bitsandbytes_checkpoint_count_as_parameters(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**BERT_CFG, "quantization_config": {
+        "quant_method": "bitsandbytes", "load_in_8bit": True}}))
+    q, k = torch.randint(-127, 128, (8, 8), dtype=torch.int8), torch.randint(-127, 128, (8, 8), dtype=torch.int8)
+    q_scb, k_scb = torch.rand(8) + 0.5, torch.rand(8) + 0.5
+    torch.save({Q: q, Q.replace("weight", "SCB"): q_scb, K: k, K.replace("weight", "SCB"): k_scb,
+                "embeddings.word_embeddings.weight": torch.randn(10, 8)}, folder / "pytorch_model.bin")
+    ckpt = read_qk(folder, allow_pickle=True, progress=False)
+    assert ckpt.n_parameters == 64 + 64 + 80   # both int8 matrices and the embedding; the row scales not
+    assert torch.allclose(ckpt.layers[0].Wq, q.float() * q_scb[:, None] / 127)
 
 
 def test_model_safetensors_beside_a_disagreeing_pytorch_model_bin_reads_what_from_pretrained_loads(tmp_path):
