@@ -102,11 +102,12 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
             "not a zoo name (see `companion zoo list`); check the spelling or the path."
         )
     owner, name = s.split("/")
-    if os.path.isdir(owner):   # 'models/bert-tiny' beside a folder models/: a mistyped path, not a hub id
+    if os.path.lexists(owner):   # 'models/bert-tiny' beside models/ (or a file models): a mistyped path, not a hub id
+        what = (f"the folder {owner}/ holds no {name!r}" if os.path.isdir(owner)
+                else f"{owner} is a file here, not a folder")
         raise CompanionError(
-            f"{s!r} does not exist here: the folder {owner}/ holds no {name!r}. It is not read from the hub, "
-            f"since {owner}/ is a local folder; check the path (to read the hub repository {s}, run from a "
-            f"folder without {owner}/ in it)."
+            f"{s!r} does not exist here: {what}. It is not read from the hub, since {owner} is a local "
+            f"path; check the path (to read the hub repository {s}, run from a folder without {owner} in it)."
         )
     if hub._hub_offline():  # looked up at call time (tests switch it)
         raise CompanionError(
