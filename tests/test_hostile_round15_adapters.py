@@ -253,17 +253,6 @@ def test_an_encoder_decoder_whose_encoder_tensors_are_all_gone_is_still_refused(
     assert "encoder.layers" in _one_line(e)
 
 
-def test_a_config_json_with_a_byte_order_mark_and_crlf_reads_as_without(tmp_path):
-    tensors = _bert_tensors()
-    plain = _save(tmp_path / "plain", BERT_CFG, tensors)
-    bom = _save(tmp_path / "bom", BERT_CFG, tensors)
-    (bom / "config.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(BERT_CFG, indent=1).replace("\n", "\r\n").encode())
-    a, b = read_qk(plain, progress=False), read_qk(bom, progress=False)
-    q = tensors["encoder.layer.0.attention.self.query.weight"]
-    assert np.array_equal(b.layers[0].Wq.numpy(), q) and np.array_equal(a.layers[0].Wq.numpy(), q)
-    assert b.layers[0].n_heads == 2
-
-
 # ============================================================ 3. which weights: two copies, two files, shards
 
 
@@ -453,14 +442,19 @@ def test_a_safetensors_index_naming_a_missing_shard_is_refused_naming_it(tmp_pat
 # ============================================================ 5. the network
 
 
-def test_a_local_path_mistyped_under_an_existing_folder_is_refused_without_the_hub(tmp_path, monkeypatch, no_network):
-    (tmp_path / "models").mkdir()
+@pytest.mark.parametrize("owner_is", ["folder", "file"])
+def test_a_local_path_mistyped_under_an_existing_folder_or_file_is_refused_without_the_hub(
+        owner_is, tmp_path, monkeypatch, no_network):
+    if owner_is == "folder":
+        (tmp_path / "models").mkdir()
+    else:
+        (tmp_path / "models").write_text("notes")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(CompanionError) as e:
         read_qk("models/bert-tiny", progress=False)
     msg = _one_line(e)
     assert no_network == []
-    assert "models/bert-tiny" in msg and "hub" in msg
+    assert "models/bert-tiny" in msg and "hub" in msg and ("file" in msg) == (owner_is == "file")
 
 
 def test_a_hub_id_whose_owner_is_no_folder_here_still_goes_to_the_hub(tmp_path, monkeypatch, no_network):
