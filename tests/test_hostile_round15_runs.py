@@ -360,3 +360,17 @@ def test_a_pair_whose_gpu_names_differ_by_a_trailing_space_is_not_taken_for_one_
     _write(tmp_path, body, D, 30, sym=0.0, device="NVIDIA H100 80GB HBM3 ")
     runs = _read(tmp_path, body)
     _refused(lambda: _paired(runs, body, [30]), "seed 30", "different devices")
+
+
+def test_a_run_stamped_in_the_future_is_refused_naming_the_field():
+    """A clock that ran ahead passes every 'started after the rules' check: refused at read."""
+    from companion.base.errors import CompanionError
+    from companion.train.runner.provenance import check_stamps
+
+    with pytest.raises(CompanionError, match=r"run r: its provenance.json's started 2099-01-01T00:00:00Z is in the future"):
+        check_stamps({"started": "2099-01-01T00:00:00Z"}, "r", "data/runs/r")
+    with pytest.raises(CompanionError, match=r"sittings\[1\].started .* is in the future"):
+        check_stamps({"started": "2026-01-01T00:00:00Z",
+                      "sittings": [{"from_step": 0, "started": "2026-01-01T00:00:00Z"},
+                                   {"from_step": 5, "started": "2199-01-01T00:00:00Z"}]}, "r", "data/runs/r")
+    check_stamps({"started": "2026-01-01T00:00:00Z", "date": "2026-01-02T00:00:00+05:00"}, "r", "data/runs/r")

@@ -4,6 +4,7 @@ is read at its first decided look, and the fixed sequence orders the family's st
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import numpy as np
@@ -60,9 +61,11 @@ MODEL_SIZE = {'name': 'bert-mini',
 
 
 def _write_run(root, name, mode, init, seed, *, sym, loss=4.0, sym_half=None, seen=4.0, unseen=4.02,
-               heldout=4.03, started="2099-01-01T00:00:00Z", device="cpu (1 threads)", lr=1e-3,
+               heldout=4.03, started=None, device="cpu (1 threads)", lr=1e-3,
                corpus="english-mix", digest="abc", guard=True, blocks=320, half=True, guard_at_horizon=True,
                **config):
+    if started is None:   # a moment ago: after every commit of the rules, and not in the future
+        started = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=1)).isoformat(timespec="seconds")
     d = root / name
     d.mkdir(parents=True)
     rows = []
@@ -403,7 +406,7 @@ def test_the_runs_table_gives_each_runs_settings_and_the_machines_of_its_sitting
     assert row["hours"] == pytest.approx(2.0)
     assert row["machines"] == ("not recorded; from step 4,000: Xeon A (avx512_bf16); "
                                "from step 9,000: EPYC B")
-    assert row["after rules (h)"] > 0                   # started in 2099
+    assert row["after rules (h)"] > 0                   # started a moment ago, after every commit
     # wall seconds per step count the pauses; CPU seconds per step leave them out
     assert row["s/step"] == pytest.approx(4 * row["CPU s/step"]) and row["CPU s/step"] == pytest.approx(1800.0 / STEPS)
     # a run made before sittings were recorded says so, and is still listed

@@ -232,6 +232,14 @@ def check_stamps(provenance: dict, name: str, where) -> None:
     def instant(v):
         return dt.datetime.fromisoformat(v.strip().replace("Z", "+00:00").replace("z", "+00:00"))
 
+    # a stamp later than now came from a clock that ran ahead (or an edit): it would pass every
+    # "started after the rules" check whatever the truth; a day's slack for clocks and zones
+    latest = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    for field, value in fields:
+        if value is not None and instant(value) > latest:
+            raise CompanionError(f"run {name}: its provenance.json's {field} {value} is in the future, so the "
+                                 "machine's clock was wrong or the file was edited; correct the stamp from the run's "
+                                 f"log, or move {where} away.")
     started, finished = provenance.get("started"), provenance.get("date")
     if started is not None and finished is not None:
         if instant(finished) < instant(started):
