@@ -196,3 +196,16 @@ def test_every_committed_run_reads_whole():
     for d in sorted(DATA.iterdir()):
         if (d / "history.csv").is_file():
             read_run(d)
+
+
+def test_the_run_catalogue_refuses_a_run_folder_linked_to_another_rather_than_count_it_twice(root):
+    from companion.train.runner.runs import run_catalogue
+
+    (root / "scripts.csv").write_text("pattern,script,plan,what\nmixblind-*,x.sh,p.md,test\n")
+    n = int(run_catalogue(root)["n"].sum())
+    (root / (RUNS[0] + "-copy")).symlink_to(root / RUNS[0])
+    with pytest.raises(CompanionError, match=RUNS[0]) as err:
+        run_catalogue(root)
+    assert "\n" not in str(err.value)
+    (root / (RUNS[0] + "-copy")).unlink()
+    assert int(run_catalogue(root)["n"].sum()) == n == len([d for d in root.iterdir() if (d / "history.csv").is_file()])

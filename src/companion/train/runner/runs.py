@@ -211,7 +211,9 @@ def run_catalogue(root: str | Path | None = None) -> pd.DataFrame:
     scripts = _read_scripts(root / "scripts.csv")
     rows = {i: [] for i in scripts.index}
     unmatched = []
-    for d in sorted(p for p in root.iterdir() if (p / "history.csv").is_file()):
+    finished = sorted(p for p in root.iterdir() if (p / "history.csv").is_file())
+    _check_distinct(finished)   # a run folder linked to another would be counted twice
+    for d in finished:
         hit = next((i for i, pat in scripts["pattern"].items() if fnmatch.fnmatchcase(d.name, pat)), None)
         if hit is None:
             unmatched.append(d.name)
