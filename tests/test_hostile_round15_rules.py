@@ -589,3 +589,20 @@ def test_a_later_commit_changing_only_words_is_no_change_of_what_judges(tmp_path
     f = _history(tmp_path, _HISTORY_RULES.replace("{value_when_fixed: 0.1}", "{value_when_fixed: 0.1, derivation: why}")
                  + "# a comment\n")
     assert changes_after_first_run("b1", "2026-01-05T00:00:00+00:00", f) == []
+
+
+def test_a_rules_file_outside_a_data_folder_has_its_tables_beside_it_never_two_levels_up(tmp_path):
+    """A user's own rules file in proj/ names data/verdict_rules_design.csv: the table is
+    proj/verdict_rules_design.csv, not a data/ folder above proj/ that --write would overwrite."""
+    from companion.rules.design_tables import design_table_path
+
+    (tmp_path / "data").mkdir()
+    theirs = tmp_path / "data" / "verdict_rules_design.csv"
+    theirs.write_text("someone else's table\n")
+    mine = tmp_path / "proj" / "my_rules.yaml"
+    mine.parent.mkdir()
+    rules = {"framework": {"design_check": {"table": "data/verdict_rules_design.csv"}}}
+    assert design_table_path(rules, mine) == (mine.parent / "verdict_rules_design.csv").resolve()
+    # a rules file inside a data/ folder still reads the table at the root that holds that folder
+    inside = tmp_path / "data" / "verdict_rules.yaml"
+    assert design_table_path(rules, inside) == theirs.resolve()

@@ -36,9 +36,14 @@ def _committed_path(rules: dict, name: str, path: str | Path | None) -> Path:
 
         raise CompanionError(f"{here}: the table {str(name)[:80]!r} lies outside the folder of its rules "
                              f"({here.parent.parent}); name a file under it, such as data/verdict_rules_design.csv.")
+    beside = here.parent / table.name
+    if here.parent.name != "data":
+        # a rules file outside a data/ folder (an earlier one moved unchanged to data/rules_history/,
+        # or a user's own): its tables lie beside it, never in a data/ folder two levels up that it
+        # does not own (--write would overwrite a file there)
+        return beside
     named = here.parent.parent / table
-    # an earlier file moved unchanged to data/rules_history/ names its table where it was then
-    return named if named.exists() or not (here.parent / table.name).exists() else here.parent / table.name
+    return named if named.exists() or not beside.exists() else beside
 
 
 def _required_table(table: Path, path, where: str, named: str, command: str, what: str = "table") -> Path:
