@@ -77,6 +77,24 @@ def _split(value) -> list[str]:
     return [p for p in re.split(r"[;|]", str(value)) if p]
 
 
+def _number(value) -> float | None:
+    """A cell as a finite number, or ``None`` (empty, text, NaN, infinite): a cell that is no
+    number is one of the problems listed, never a raw error from the comparison with it."""
+    import math
+    import numbers
+
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if not isinstance(value, numbers.Real) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
 def parse_attention(text: str) -> tuple[int, int]:
     """``"gqa 9/3"`` -> ``(9, 3)``: query heads and key/value heads."""
     m = _ATTENTION.match(str(text))
@@ -130,16 +148,18 @@ def validate_catalog(cat: pd.DataFrame, where: str = "catalog") -> pd.DataFrame:
             parse_attention(row["attention"])
         except ValueError as e:
             bad(i, str(e))
-        if pd.isna(row["d_model"]) or int(row["d_model"]) < 2:
-            bad(i, "d_model (the width the query/key projections read) must be >= 2.")
+        width = _number(row["d_model"])
+        if width is None or not float(width).is_integer() or width < 2 or width > 1 << 20:
+            bad(i, f"d_model {row['d_model']!r} must be a whole number >= 2 (the width the query/key "
+                   "projections read).")
         if row["n_params_source"] not in N_PARAMS_SOURCES:
             bad(i, f"n_params_source {row['n_params_source']!r} not in {N_PARAMS_SOURCES}.")
         n = row["n_params"]
         if row["n_params_source"] == "unknown":
             if not pd.isna(n):
                 bad(i, "n_params must be empty when its source is 'unknown'.")
-        elif pd.isna(n) or n <= 0:
-            bad(i, "n_params must be a positive count (or mark the source 'unknown').")
+        elif _number(n) is None or _number(n) <= 0:
+            bad(i, f"n_params {n!r} must be a positive count (or mark the source 'unknown').")
         for s in _split(row["sources"]):
             if s not in SOURCES:
                 bad(i, f"source {s!r} not in {SOURCES}.")
