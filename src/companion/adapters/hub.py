@@ -166,9 +166,35 @@ def _opener(url: str, deadline: _Deadline):
             if deadline.left() <= 0:
                 raise socket.timeout("timed out")
             self.visited = self.visited + [newurl]
-            return super().redirect_request(req, fp, code, msg, headers, newurl)
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            if new is not None and not _same_origin(req.full_url, newurl):
+                # urllib copies every header into the redirected request: the hub token would
+                # go to whatever host the answer names (a CDN, a mirror's storage); as
+                # requests and httpx do, it goes only to the host it was meant for
+                new.remove_header("Authorization")
+                new.remove_header("Cookie")
+            return new
 
     return urllib.request.build_opener(HTTP, HTTPS, Redirect)
+
+
+def _same_origin(old: str, new: str) -> bool:
+    """Whether a redirect from ``old`` to ``new`` stays with the same server: host and port the
+    same, and the scheme the same or raised from http to https (the default ports counted as
+    such); any other redirect must not carry the credentials sent to ``old``."""
+    from urllib.parse import urlsplit
+
+    a, b = urlsplit(old), urlsplit(new)
+    ports = {"http": 80, "https": 443}
+    try:
+        pa, pb = a.port or ports.get(a.scheme), b.port or ports.get(b.scheme)
+    except ValueError:   # a port that is no number: not the same server
+        return False
+    if (a.hostname or "").lower() != (b.hostname or "").lower():
+        return False
+    if a.scheme == b.scheme:
+        return pa == pb
+    return (a.scheme, b.scheme) == ("http", "https") and (pa, pb) == (80, 443)
 
 
 def _http_get_once(url: str, start: int | None, nbytes: int | None, timeout: float) -> tuple[bytes, dict]:
