@@ -189,15 +189,13 @@ def test_a_bert_configured_as_a_decoder_is_read_as_causal_self_attention(tmp_pat
     causal = {layer.attention.self.is_causal for layer in model.encoder.layer}
     assert causal == {True}   # the model masks its self-attention
     ckpt = read_qk(tmp_path, progress=False)
-    assert {layer.role for layer in ckpt.layers} == {"causal"}
-
-
-def test_a_bert_not_configured_as_a_decoder_stays_a_bidirectional_encoder(tmp_path):
+    assert {(layer.role, layer.component) for layer in ckpt.layers} == {("causal", "decoder")}
+    # without the flag the same model is a bidirectional encoder, read as one
     model = T.BertModel(T.BertConfig(hidden_size=D, num_attention_heads=4, num_hidden_layers=2,
                                      intermediate_size=37, vocab_size=VOCAB))
-    model.save_pretrained(tmp_path)
+    model.save_pretrained(tmp_path / "encoder")
     assert {layer.attention.self.is_causal for layer in model.encoder.layer} == {False}
-    ckpt = read_qk(tmp_path, progress=False)
+    ckpt = read_qk(tmp_path / "encoder", progress=False)
     assert {(layer.role, layer.component) for layer in ckpt.layers} == {("encoder", "encoder")}
 
 
@@ -379,12 +377,7 @@ def test_a_query_weight_in_fp4_is_named_as_a_float_format_not_decoded_not_as_int
         read_qk(folder, progress=False)
     msg = _one_line(e)
     assert "F4" in msg and "integer" not in msg
-
-
-def test_an_integer_query_weight_without_quantization_config_is_still_named_as_integers(tmp_path):
-    folder = tmp_path / "m"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(BERT_CFG))
+    # int8 weights without a quantization_config are still named as the integers they are
     _raw_safetensors(folder / "model.safetensors",
                      {Q: {"dtype": "I8", "shape": [8, 8], "data_offsets": [0, 64]},
                       K: {"dtype": "I8", "shape": [8, 8], "data_offsets": [64, 128]}}, bytes(128))
@@ -460,6 +453,57 @@ def test_a_hub_id_whose_owner_is_no_folder_here_still_goes_to_the_hub(tmp_path, 
         read_qk("some-owner/some-model", progress=False)
     assert no_network, "the hub was not asked"
     assert "cannot reach the hub" in _one_line(e)
+
+
+@pytest.mark.parametrize("target", ["another host", "the same host"])
+def test_the_hub_token_follows_a_redirect_only_to_the_same_host(target, monkeypatch):
+    import http.server
+    import threading
+
+    from companion.adapters import hub
+
+    seen = {}
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.setdefault("answer", []).append(self.headers.get("Authorization"))
+            body = json.dumps({"sha": "a" * 40, "siblings": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    other = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+
+    class Redirect(Answer):
+        def do_GET(self):
+            if self.path.startswith("/moved"):
+                return super().do_GET()
+            seen["asked"] = self.headers.get("Authorization")
+            where = (f"http://localhost:{other.server_port}" if target == "another host"
+                     else f"http://127.0.0.1:{self.server.server_port}/moved")
+            self.send_response(302)
+            self.send_header("Location", where + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    first = http.server.HTTPServer(("127.0.0.1", 0), Redirect)
+    for server in (first, other):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{first.server_port}")
+        monkeypatch.setenv("HF_TOKEN", "hf_not_for_other_hosts")
+        monkeypatch.setattr(hub, "_hub_headers", lambda: {"Authorization": "Bearer hf_not_for_other_hosts"})
+        assert hub.probe_hub("owner/name")["sha"] == "a" * 40
+    finally:
+        for server in (first, other):
+            server.shutdown()
+            server.server_close()
+    assert seen["asked"] == "Bearer hf_not_for_other_hosts"
+    assert seen["answer"] == [None if target == "another host" else "Bearer hf_not_for_other_hosts"]
 
 
 def test_reading_and_scoring_a_local_folder_opens_no_connection(tmp_path, no_network, capsys):
