@@ -224,6 +224,11 @@ def paired_t(candidate, comparator, level: float = 0.95) -> Estimate:
             raise ValueError(f"the {which} values are a Series indexed by seed ({list(x.index)[:6]}) and the "
                              "other arm a plain sequence, which has no seeds to pair by: give both as Series "
                              "indexed by seed, or both as sequences in seed order.")
+    if len(a) and len(b) and not len(a.index.intersection(b.index)):
+        # e.g. seeds read as numbers in one arm and as text in the other: nothing pairs, and the
+        # refusal below ('no finite value') would name the wrong cause
+        raise ValueError(f"the two arms share no seed: candidate seeds {list(a.index)[:6]}, comparator seeds "
+                         f"{list(b.index)[:6]}; label both arms by the same seeds (the same type, e.g. 20, not '20').")
     diff = a - b   # on the seeds of either arm; a seed in one arm only is NaN here
     # a seed without a finite number in either arm is dropped, NaN and +-inf alike: exactly the
     # seeds seeds_without_a_number names (an infinity, a diverged run, raised 'need at least one
