@@ -64,6 +64,14 @@ def _power_settings(level, target, name: str = "power") -> None:
                              f"certainty, so the target must lie strictly between {floor:.3g} and 1 (0.8 is usual).")
 
 
+def _check_power_seed(seed) -> int:
+    """The seed of a power's Monte Carlo draws: a whole number >= 0 (numpy's own TypeError or
+    'expected non-negative integer' named no seed)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"the seed of the power's draws must be a whole number >= 0 (e.g. 20261126); got {seed!r}.")
+    return int(seed)
+
+
 def check_power_draws(draws) -> int:
     """The Monte Carlo draws of a power: a whole number >= 1 (0 draws gave NaN probabilities, a
     negative or fractional count numpy's own error)."""
@@ -100,6 +108,9 @@ def directional_power(n: int, sd: float, sesoi: float, level: float = 0.95, targ
     _power_settings(level, target)
     n, sd = check_seed_count(n), check_real(sd, "the seed-to-seed spread sd")
     sesoi, draws = check_real(sesoi, "the yardstick sesoi"), check_power_draws(draws)
+    seed = _check_power_seed(seed)
+    if math.isinf(sesoi):   # no effect reaches an infinite yardstick: the solver ran out and blamed the level
+        raise ValueError(f"the yardstick sesoi must be a finite number > 0; got {sesoi!r}.")
     if n < 2 or not np.isfinite(sd) or sd <= 0 or not sesoi > 0:
         return {"p_refuted_at_0": float("nan"), "p_holds_at_sesoi": float("nan"),
                 "detect_holds": float("nan"), "detect_direction": float("nan")}
@@ -146,6 +157,7 @@ def equivalence_power(n: int, sd: float, band: float, level: float = 0.95, draws
     _check_level(level)   # level 1 gave infinite intervals, so 'holds' with probability 0, silently
     n, sd = check_seed_count(n), check_real(sd, "the seed-to-seed spread sd")
     band, draws = check_real(band, "the equivalence band"), check_power_draws(draws)
+    seed = _check_power_seed(seed)
     if n < 2 or not np.isfinite(sd) or sd <= 0 or not band > 0:
         return {"p_holds_at_0": float("nan"), "p_refuted_at_0": float("nan")}
     lo, hi = _draw_intervals(0.0, sd, n, level, draws, seed)
