@@ -128,7 +128,9 @@ def scale_confound(rules=None) -> dict:
     a = arm_values(runs, "symmetry", "encoder", "symmetric-torch-default")
     b = arm_values(runs, "symmetry", "encoder", "symmetric")
     est = paired_t(a, b, rules["framework"].get("level", 0.95))
-    return {"estimate": est, "outcome": directional_outcome(est, 0.0, 3)}
+    # 'keeps more symmetry' is the interval above 0: a level claim at 0 (holds when the interval lies
+    # above it).  A directional outcome needs a yardstick > 0 and refused 0.0 with a raw error.
+    return {"estimate": est, "outcome": threshold_outcome(est, 0.0, 3)}
 
 
 # ------------------------------------------------------------------- Sec. 3 on the zoo
@@ -210,12 +212,15 @@ def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = Non
 def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
     """Thm. S1.12's premise: ``shares`` maps a kind of window to ``(share, low, high)``
     (bootstrap over documents).  Met when the interval lies above the rule's threshold."""
+    import numbers
+
+    from ..base.errors import CompanionError
     from ..rules.rulebook import load_rules
+    from ..rules.statistics import _r
 
     r = rule("thm_s1_12", rules if rules is not None else load_rules())
     t = r["threshold"]
     rows = []
-    from ..base.errors import CompanionError
 
     for windows, v in shares.items():
         if len(v) not in (3, 5):   # one p-value alone was dropped, and the member entered Holm without it
@@ -223,6 +228,10 @@ def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
                                  "or (share, low, high, p_above, p_below).")
         share, lo, hi = v[:3]
         p_hi, p_lo = (v[3], v[4]) if len(v) > 4 else (np.nan, np.nan)
+        for x in (share, lo, hi, p_hi, p_lo):   # text compared as text, None, or True read as a share of 1
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+                raise CompanionError(f"the {windows} windows' share is given as {tuple(v)!r}, which holds {x!r}: "
+                                     "pass numbers (share, low, high), NaN where a bound was not computed.")
         given = [float(x) for x in (share, lo, hi) if np.isfinite(float(x))]
         if any(not 0 <= x <= 1 for x in given) or (np.isfinite(float(lo)) and np.isfinite(float(hi)) and lo > hi):
             raise CompanionError(f"the {windows} windows' share {share!r} and its interval [{lo!r}, {hi!r}] must be "
@@ -230,9 +239,11 @@ def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
         if any(not np.isnan(float(p)) and not 0 <= float(p) <= 1 for p in (p_hi, p_lo)):
             raise CompanionError(f"the {windows} windows' one-sided p-values {p_hi!r} and {p_lo!r} must be "
                                  "probabilities in [0, 1] (or NaN where none was computed).")
-        # a bound that is not a number decides nothing: 'not testable here', as threshold_outcome reads it
+        # a bound that is not a number decides nothing: 'not testable here', as threshold_outcome reads it;
+        # bounds and threshold compared after rounding to DIGITS significant digits, as threshold_outcome
+        # compares (a bound of 0.5 + 1 ulp is not above 0.5)
         outcome = ("not testable here" if not (np.isfinite(float(lo)) and np.isfinite(float(hi))) else
-                   "holds" if lo > t else "refuted" if hi < t else "inconclusive")
+                   "holds" if _r(lo) > _r(t) else "refuted" if _r(hi) < _r(t) else "inconclusive")
         rows.append(dict(claim=r["key"], windows=windows, estimate=share, low=lo, high=hi, threshold=t,
                          outcome=outcome, primary=windows == r["primary"]["windows"], p_holds=p_hi,
                          p_refuted=p_lo, p_decides={"holds": p_hi, "refuted": p_lo}.get(outcome, np.nan)))
