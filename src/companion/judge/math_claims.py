@@ -22,6 +22,25 @@ __all__ = ["MATH_CHECKS", "conv_hull_check", "cor_s1_9", "lemma_s1_11", "prop_2_
 
 
 
+def _whole_at_least(n, low: int) -> bool:
+    return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= low
+
+
+def _check_covariance(Sigma: np.ndarray) -> None:
+    """A covariance: square, finite, symmetric and positive definite; otherwise a one-line refusal
+    (a non-symmetric matrix was read by its lower triangle alone, as another covariance)."""
+    if Sigma.ndim != 2 or Sigma.shape[0] != Sigma.shape[1] or not Sigma.size:
+        raise ValueError(f"Sigma must be a square covariance matrix; got shape {Sigma.shape}.")
+    if not np.isfinite(Sigma).all():
+        raise ValueError("Sigma holds a value that is not a finite number; give a covariance of finite numbers.")
+    if not np.allclose(Sigma, Sigma.T, rtol=1e-12, atol=1e-12 * float(np.abs(Sigma).max())):
+        raise ValueError("Sigma is not symmetric, so it is no covariance (its lower triangle alone would be read); "
+                         "give a symmetric matrix, e.g. (S + S.T) / 2.")
+    if np.linalg.eigvalsh(Sigma).min() <= 0:
+        raise ValueError("Sigma is not positive definite, so no normal law has it as covariance; give one whose "
+                         "eigenvalues are all > 0.")
+
+
 def conv_hull_check(N: int = 40, d: int = 4, seed: int = 0) -> dict:
     """Prop. 2.1 / Eq. S16: is ``x_i + sum_j alpha_ij W_v x_j`` in ``Conv(X)``?
 
@@ -36,6 +55,8 @@ def conv_hull_check(N: int = 40, d: int = 4, seed: int = 0) -> dict:
     """
     from scipy.optimize import linprog
 
+    if not (_whole_at_least(N, 1) and _whole_at_least(d, 1)):
+        raise ValueError(f"conv_hull_check needs N >= 1 tokens and d >= 1 dimensions, whole numbers; got N={N!r}, d={d!r}.")
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((N, d))
     Wqk, Wv = rng.standard_normal((d, d)) / math.sqrt(d), rng.standard_normal((d, d)) / math.sqrt(d)
@@ -63,6 +84,9 @@ def s50_transpose_check(N: int = 7, d: int = 5, seed: int = 0) -> dict:
     ``(sum_j beta_{t*j} x_j) x_{t*}^T``.  Returns the relative distance of S50 as printed
     to the correct part, and of its transpose.
     """
+    if not (_whole_at_least(N, 3) and _whole_at_least(d, 1)):   # token t* is the third
+        raise ValueError(f"s50_transpose_check needs N >= 3 tokens (t* is the third) and d >= 1, whole numbers; "
+                         f"got N={N!r}, d={d!r}.")
     rng = np.random.default_rng(seed)
     X, B = rng.standard_normal((N, d)), rng.standard_normal((N, N))
     star = 2
@@ -82,6 +106,11 @@ def s1_8_same_law_profiles(Sigma, beta, n_samples: int = 40_000, seed: int = 0) 
     """
     Sigma = np.asarray(Sigma, dtype=np.float64)
     beta = np.asarray(beta, dtype=np.float64)
+    _check_covariance(Sigma)
+    if beta.ndim != 1 or not beta.size or not np.isfinite(beta).all():
+        raise ValueError(f"beta must be a flat list of finite weights, one per token; got shape {beta.shape}.")
+    if not _whole_at_least(n_samples, 1):
+        raise ValueError(f"n_samples must be a whole number >= 1; got {n_samples!r}.")
     rng = np.random.default_rng(seed)
     L = np.linalg.cholesky(Sigma)
     d = Sigma.shape[0]

@@ -65,6 +65,8 @@ def _interval(est, fmt="+.4f") -> str:
 def status_of(key: str, table: pd.DataFrame | None = None) -> str:
     """The status of one claim read at looks (its family applied)."""
     table = table if table is not None else training_verdicts()
+    if key not in set(table["key"]):   # a raw KeyError named the key alone
+        raise ValueError(f"no claim {key!r} is read at looks; the claims are {', '.join(map(str, table['key']))}.")
     return str(table.set_index("key").loc[key, "status"])
 
 
