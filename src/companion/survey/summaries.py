@@ -25,7 +25,8 @@ def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) 
     interpolation over the whole-layer scores (``head == -1``).  Columns: ``key, label,
     component, role, kind`` (``encoder`` for bidirectional, ``decoder`` for causal
     self-attention), ``modality, n_params, d_model, n_layers, pairing, score, median, q25,
-    q75, origin`` (``"computed"``) and ``problems`` (empty).
+    q75, origin`` (``"computed"``) and ``problems`` (empty).  Cross-attention rows are left out; a
+    whole-layer row without a key, model, component or pairing is refused.
     """
     from .tables import summarize_layers
 
@@ -41,6 +42,11 @@ def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) 
                          "refuses such a file).")
     meta = cat.set_index("key")
     whole = scores[scores["head"] == -1]
+    # cross-attention is no self-attention form (layer_scores leaves it out): it counted as a layer of its stack
+    whole = whole[whole["role"] != "cross"]
+    from .tables import _named
+
+    _named(whole, ("key", "model", "component", "pairing"), "summarise")
     shared = whole.groupby("key")["model"].nunique()
     if len(shared := shared[shared > 1]):   # two checkpoints' layers summarised as two rows of one key
         key = shared.index[0]

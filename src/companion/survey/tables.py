@@ -65,12 +65,30 @@ def layer_scores(ckpt: QKCheckpoint, per_head: bool = False, pairing: Pairing = 
     return pd.DataFrame(rows, columns=columns)
 
 
+def _named(rows: pd.DataFrame, columns, what: str) -> None:
+    """Refuse rows with an empty (NaN) cell in ``columns``: a groupby over them left those layers out of
+    every group, and so out of the medians and the layer counts, without a word."""
+    from ..base.errors import CompanionError
+
+    for col in columns:
+        empty = rows[col].isna() if col in rows.columns else pd.Series(False, index=rows.index)
+        if empty.any():
+            r = rows[empty].iloc[0]
+            where = ", ".join(f"{c} {r[c]!r}" for c in ("key", "model", "component", "layer") if c in rows.columns
+                              and c != col)
+            raise CompanionError(f"{int(empty.sum())} whole-layer row(s) of the scores have no {col} (the first: "
+                                 f"{where}); fill the {col} column before you {what} them (an empty cell would "
+                                 "leave those layers out).")
+
+
 def summarize_layers(df: pd.DataFrame) -> pd.DataFrame:
     """Median and quartiles across layers per (model, component), whole-layer rows only.
 
     Quartiles with ``numpy.percentile`` (linear interpolation), as the published tables
     were made; columns ``<score>_median``, ``<score>_q25``, ``<score>_q75`` and
-    ``n_layers``.  A layer with more than one whole-layer row is refused (it would count twice).
+    ``n_layers``.  A layer with more than one whole-layer row is refused (it would count twice), so is
+    one without a model or component name; cross-attention rows (``role == "cross"``) are left out, as
+    :func:`layer_scores` leaves them out.
     """
     from ..base.errors import CompanionError
 
@@ -78,6 +96,9 @@ def summarize_layers(df: pd.DataFrame) -> pd.DataFrame:
         raise CompanionError(f"the scores lack the columns {missing} (empty, or not layer_scores' table); pass "
                              "layer_scores' result.")
     whole = df[df["head"] == -1] if "head" in df.columns else df
+    if "role" in whole.columns:   # cross-attention is no self-attention form: it counted as a layer of its stack
+        whole = whole[whole["role"] != "cross"]
+    _named(whole, ("model", "component"), "summarise")
     if "layer" in whole.columns:   # a layer counted twice moves the quartiles and n_layers, silently
         twice = whole[whole.duplicated(["model", "component", "layer"])]
         if len(twice):
