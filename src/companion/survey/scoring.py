@@ -165,6 +165,13 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
         if unknown:
             raise ValueError(f"unknown catalog keys {unknown}; see the 'key' column of the catalog.")
         todo = catalog[catalog["key"].isin(keys)]
+    import re
+
+    for key in todo["key"]:
+        # the key names the model's table, <out>/models/<key>.csv: '../../x' wrote beside the output folder
+        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}", key):
+            raise ValueError(f"catalog key {key!r} is not a plain name (letters, digits, '.', '_', '-'; no path); it "
+                             "names the model's table in the survey's models/ folder: rename it in the catalog.")
     status = []
     bar = tqdm(list(todo.iterrows()), desc="survey", unit="model", disable=not progress)
     for _, entry in bar:
