@@ -179,6 +179,14 @@ def null_summary(table: pd.DataFrame, quantiles=(0.025, 0.5, 0.975)) -> pd.DataF
     missing = [c for c in ("d", "rank", "symmetry", "directionality") if c not in getattr(table, "columns", ())]
     if missing:   # a raw KeyError before
         raise ValueError(f"the null table lacks the column(s) {', '.join(missing)}; pass what null_scores returns.")
+    import numbers
+
+    # one number is one quantile (iterating 0.5 raised a raw TypeError); text or a level outside [0, 1]
+    # raised numpy's own error, naming no argument
+    quantiles = [quantiles] if isinstance(quantiles, numbers.Real) else list(quantiles)
+    for q in quantiles:
+        if isinstance(q, (bool, np.bool_)) or not isinstance(q, numbers.Real) or not 0 <= q <= 1:
+            raise ValueError(f"each quantile must be a number in [0, 1] (0.5: the median); got {q!r} in quantiles.")
     rows = []
     for (d, rank), grp in table.groupby(["d", "rank"], sort=True):
         for score in ("symmetry", "directionality"):

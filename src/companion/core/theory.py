@@ -306,6 +306,10 @@ def norm_ratio_closed_form(Sigma, case: str) -> np.ndarray:
     context: ``Tr(Sigma) / (d Sigma_mm)``; prediction: ``d Sigma_kk / Tr(Sigma)``.
     """
     Sigma = _covariance(Sigma)
+    # the ratios do not change with the scale of Sigma; at unit scale its trace cannot overflow (a Sigma of
+    # 1e308 gave inf / inf = NaN) nor its variances underflow
+    peak = np.abs(Sigma).max()
+    Sigma = Sigma / peak if peak > 0 else Sigma
     d, tr, diag = Sigma.shape[0], np.trace(Sigma), np.diag(Sigma)
     if (case in ("context", "prediction") and not tr > 0) or (case == "context" and not (diag > 0).all()):
         # the context ratio divides by each variance, the prediction ratio by their sum: inf or NaN
@@ -491,7 +495,9 @@ def symmetric_update_share(p: float, N: int) -> dict:
     if m < 1:   # pN (pN - 1) would count a negative number of masked pairs
         raise ValueError(f"p * N = {m:g} masked tokens (p={p}, N={N}): Eq. S119 needs at least one; use a "
                          "larger p or N.")
-    return {"ratio_exact": m * (m - 1) / (m * (N - m)), "ratio_limit": p / (1 - p),
+    # pN (pN - 1) / (pN (N - pN)) with the common pN cancelled: the products overflowed to inf / inf = NaN
+    # from N ~ 1e154 on
+    return {"ratio_exact": (m - 1) / (N - m), "ratio_limit": p / (1 - p),
             "share_of_all": (m - 1) / (N - 1)}
 
 
@@ -502,14 +508,21 @@ def norm_spread(M) -> dict:
     if M.ndim != 2 or min(M.shape) < 2 or not np.isfinite(M).all():
         raise ValueError(f"norm_spread needs a finite matrix of at least 2 rows and 2 columns (a spread over one row "
                          f"is 0/0); got shape {M.shape}.")
+    # the norms at unit scale: their squares neither overflow (entries of 1e200 gave NaN) nor underflow
+    # (entries of 1e-200 gave norms of 0, read as no spread); the variance is scaled back
+    peak = np.abs(M).max()
+    unit = M / peak if peak > 0 else M
+    with np.errstate(over="ignore", under="ignore"):   # a variance beyond float64's range is inf (or 0)
+        scale2 = float(np.float64(peak) ** 2) if peak > 0 else 1.0
     out = {}
-    for name, norms in (("row", np.linalg.norm(M, axis=1)), ("col", np.linalg.norm(M, axis=0))):
+    for name, norms in (("row", np.linalg.norm(unit, axis=1)), ("col", np.linalg.norm(unit, axis=0))):
         if norms.max() - norms.min() <= 16 * np.finfo(float).eps * norms.max():
             # norms equal up to rounding: no spread and no outlier (dividing the rounding noise of the
             # mean by that of the deviation gave a z of -0.82 for three equal rows)
             out[f"{name}_var"], out[f"{name}_max_z"] = 0.0, 0.0
         else:
-            out[f"{name}_var"] = float(norms.var(ddof=1))
+            with np.errstate(over="ignore", under="ignore"):
+                out[f"{name}_var"] = float(norms.var(ddof=1) * scale2)
             out[f"{name}_max_z"] = float((norms.max() - norms.mean()) / norms.std(ddof=1))
     return {k: out[k] for k in ("row_var", "col_var", "row_max_z", "col_max_z")}
 
@@ -529,8 +542,11 @@ def eq15_score(M) -> float:
     M = np.asarray(M, dtype=np.float64)
     if M.ndim != 2 or M.shape[0] != M.shape[1]:
         raise ValueError(f"Eq. 15 scores a square matrix; got shape {M.shape}.")
-    if not np.isfinite(M).all() or not (M ** 2).sum() > 0:
+    if not np.isfinite(M).all() or not np.abs(M).max() > 0:
         raise ValueError("Eq. 15 divides by ||M||^2: a zero matrix (or one holding NaN or Inf) has no score.")
+    # at unit scale (the score has none): squares of 1e200 overflowed to a NaN score, those of 1e-200
+    # underflowed and the matrix was refused as zero
+    M = M / np.abs(M).max()
     Ms, Mn = (M + M.T) / 2, (M - M.T) / 2
     return float(2 * ((Ms ** 2).sum() - (Mn ** 2).sum()) / (M ** 2).sum())
 
