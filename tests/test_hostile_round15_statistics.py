@@ -368,3 +368,66 @@ def test_the_checks_with_too_few_tokens_are_refused_in_one_line(call):
     # the smallest legitimate sizes still run
     assert s50_transpose_check(3, 2)["printed_transposed"] < 1e-12 if call == "s50" else \
         len(conv_hull_check(1, 2)["output_in_conv_X"]) == 1
+
+
+def test_the_secondary_update_tests_are_counted_and_holm_adjusted_without_the_primary(monkeypatch):
+    """'One of N secondary tests, Holm-adjusted': N and the family are the secondary rows alone
+    (the rule: 'the secondary rows are one family of their own'), not the primary beside them."""
+    import sys
+    import types
+
+    import companion.judge.empirical as E
+    import companion.train.studies.evidence as ev
+
+    groups = {"update-sgd-": 0.05, "update-adamw-": -0.02, "update-mini-sgd-": 0.01}
+    runs = pd.DataFrame({"run": [f"{g}{m}-s{s}" for g in groups for m in ("encoder", "decoder") for s in (1, 2, 3)],
+                         "seed": [s for g in groups for m in (0, 1) for s in (1, 2, 3)]})
+
+    def window_means(sub, q):
+        g = next(k for k in groups if sub["run"].iloc[0].startswith(k))
+        shift = groups[g] + (0.01 if q == "update_directionality" else 0.0)
+        noise = {1: 0.004, 2: -0.003, 3: 0.001}
+        idx = pd.MultiIndex.from_tuples([(m, "standard", s) for m in ("encoder", "decoder") for s in (1, 2, 3)],
+                                        names=["mode", "init", "seed"])
+        return pd.Series([0.3 + shift + noise[s] if m == "encoder" else 0.3 + noise[s] * 0.5 for m, _, s in idx],
+                         index=idx)
+
+    # the run readers stand in as modules of their own (the real ones import torch, seconds)
+    monkeypatch.setitem(sys.modules, "companion.train.runner.runs",
+                        types.SimpleNamespace(load_runs=lambda pattern: runs))
+    monkeypatch.setitem(sys.modules, "companion.train.runner.updates", types.SimpleNamespace(window_means=window_means))
+    monkeypatch.setattr(ev, "null_band", lambda sub, q: 0.01)
+    monkeypatch.setattr(E, "yardstick", lambda r, sub, q: 0.02)
+    monkeypatch.setattr(E, "directional_power", lambda *a, **k: {"detect_holds": 0.0, "p_refuted_at_0": 0.0})
+    monkeypatch.setattr(E, "detectable_effect", lambda *a, **k: 0.0)   # the power is not what is tested here
+    rules = {"version": 2, "framework": {"level": 0.95}, "claims": {"update_structure": {
+        "primary": {"runs": "update-sgd-*"}, "secondary": ["update-adamw-*", "update-mini-sgd-*"],
+        "also": ["update_directionality"], "seeds": [1, 2, 3], "min_seeds": 3}}}
+    t = E.update_tests(rules)
+    assert len(t) == 6 and int(t["primary"].sum()) == 1
+    sec = t[~t["primary"]]
+    assert (sec["n_tests"] == 5).all()
+    p_rev = np.array([stats.ttest_1samp(np.asarray(list(_diffs(r, window_means, runs))), 0.0,
+                                        alternative="less").pvalue for r in sec.itertuples()])
+    order = np.argsort(p_rev)
+    adj = np.minimum(np.maximum.accumulate([(len(p_rev) - i) * p_rev[j] for i, j in enumerate(order)]), 1)
+    want = np.empty(len(p_rev))
+    want[order] = adj
+    assert sec["p_reversed_holm"].to_numpy() == pytest.approx(want, rel=1e-9)
+    # the verdict's sentence counts the same secondary tests
+    import companion.judge.empirical_claims as EC
+    import companion.rules.rulebook as rb
+
+    monkeypatch.setattr(EC, "_cached", lambda key, fn: t)
+    monkeypatch.setattr(rb, "rule", lambda key, rules=None: rules_of(key))
+    monkeypatch.setattr(EC, "_update_rule_after", lambda r: True)
+    rules_of = lambda key: dict(rules["claims"][key], claim="updates", seeds=[1, 2, 3])  # noqa: E731
+    assert "one of 5 secondary tests" in EC.update_structure().measured
+
+
+def _diffs(row, window_means, runs):
+    import fnmatch
+
+    sub = runs[[fnmatch.fnmatch(n, row.runs) for n in runs["run"]]]
+    m = window_means(sub, row.quantity)
+    return (m.xs("encoder", level="mode") - m.xs("decoder", level="mode")).to_numpy()

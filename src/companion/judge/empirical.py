@@ -378,7 +378,12 @@ def _update_tests(rules=None) -> pd.DataFrame:
         from ..rules.statistics import holm
 
         out = pd.DataFrame(rows)
-        out["n_tests"] = len(out)
-        out["p_reversed_holm"] = holm(1 - out["p_holds"].to_numpy())   # one-sided p of 'effect < 0'
+        # the family is the secondary rows alone: the primary row is a member of the claims' family
+        # (counting it here said 'one of 20 secondary tests' of 19, and adjusted over one test too many)
+        sec = ~out["primary"]
+        out["n_tests"] = int(sec.sum())
+        out["p_reversed_holm"] = np.nan
+        if sec.any():
+            out.loc[sec, "p_reversed_holm"] = holm(1 - out.loc[sec, "p_holds"].to_numpy())   # one-sided p of 'effect < 0'
         return out
     return pd.DataFrame(rows)

@@ -172,7 +172,7 @@ def update_structure() -> Verdict:
         if len(mini):
             m = mini.iloc[0]
             miv = f" ({m['low']:+.3f} to {m['high']:+.3f})" if m["n"] > 1 else ""
-            measured += (f"; beside it, one of {len(t)} secondary tests (unadjusted), the same at BERT-Mini "
+            measured += (f"; beside it, one of {int((~t['primary']).sum())} secondary tests (unadjusted), the same at BERT-Mini "
                          f"size: {m['estimate']:+.3f}{miv}, {m['n']} seeds, {m['outcome']} by the same reading")
     return Verdict("update_structure", r["claim"], status, measured,
                    "CPU runs at the regime size, logged every 10 steps (BERT-Mini on a GPU beside)",
