@@ -450,3 +450,20 @@ def test_a_plain_catalog_key_is_scored_into_its_own_table(monkeypatch, tmp_path)
     assert list(status["status"]) == ["scored", "scored"]
     assert sorted(p.name for p in (out / "models").glob("*.csv")) == ["all-MiniLM_L6.csv", "qwen2.5-coder-0.5b.csv"]
     assert sorted(pd.read_csv(out / "scores.csv")["key"]) == ["all-MiniLM_L6", "qwen2.5-coder-0.5b"]
+
+
+@pytest.mark.parametrize("key", ["NA", "null", "None", "nan"])
+def test_a_model_keyed_like_a_missing_value_reaches_the_union_and_stays_cached(monkeypatch, tmp_path, key):
+    """pandas read the key 'NA' back as NaN: its cached table then failed its own key check, was left
+    out of scores.csv although its status said 'scored', and was recomputed on every run."""
+    from companion.survey.table_cache import load_survey
+
+    scoring = _fake_scoring(monkeypatch, tmp_path)
+    out = tmp_path / "out"
+    cat = pd.DataFrame({"key": [key, "bert"], "hub_id": ["a/b", "c/d"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scoring.run_survey_entries(cat, out_dir=out, progress=False)
+        again = scoring.run_survey_entries(cat, out_dir=out, progress=False)
+    assert list(again["status"]) == ["cached", "cached"]
+    assert sorted(load_survey(out)["key"]) == sorted([key, "bert"])

@@ -45,7 +45,7 @@ from ..zoo.catalog import load_catalog
 from .sources import SurveySource, Unavailable, _fingerprint, _zoo_name_of, resolve_source
 from .summaries import (base_model, compare_with_published, encoder_decoder_contrast, published_summary,
                         summarize_survey)
-from .table_cache import SURVEY_DIR, _write_atomic, cache_problem, load_survey
+from .table_cache import SURVEY_DIR, _write_atomic, cache_problem, load_survey, read_table
 from .zoo_walk import score_zoo, with_zoo_entries
 
 # the names below stay importable from here, where the book and the package's users import them
@@ -222,7 +222,7 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
     _write_atomic(status, out_dir / "status.csv")
     files = [f for f in files if problems[f] is None]
     if files:
-        _write_atomic(pd.concat([pd.read_csv(f) for f in files], ignore_index=True),
+        _write_atomic(pd.concat([read_table(f) for f in files], ignore_index=True),
                       out_dir / "scores.csv")
     return status
 

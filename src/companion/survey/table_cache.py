@@ -24,6 +24,24 @@ REQUIRED_COLUMNS = ("key", "hub_id", "component", "role", "layer", "head", "leve
                     "symmetry", "directionality")
 
 
+#: columns that hold names: read as the text written ('NA', 'null' or 'None' are a key, not a missing value)
+TEXT_COLUMNS = ("key", "hub_id", "model", "component")
+
+
+def read_table(source) -> pd.DataFrame:
+    """A survey table written by :func:`_write_atomic`, its name columns (:data:`TEXT_COLUMNS`) read as
+    text: pandas read a key 'NA' as NaN, so that model's cached table failed its key check on every run
+    and was left out of scores.csv while its status said 'scored'."""
+    df = pd.read_csv(source, dtype={"revision": str, "fingerprint": str})
+    if text := [c for c in TEXT_COLUMNS if c in df.columns]:
+        if hasattr(source, "seek"):
+            source.seek(0)
+        names = pd.read_csv(source, usecols=text, dtype=str, keep_default_na=False)
+        for c in text:
+            df[c] = names[c]
+    return df
+
+
 def checksum_path(path: Path) -> Path:
     """The checksum file that vouches for a cached table: ``<file>.sha256.json``."""
     return path.with_name(path.name + ".sha256.json")
@@ -72,7 +90,7 @@ def cache_problem(path: Path, required=REQUIRED_COLUMNS, key: str | None = None)
     if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
         return "its sha256 differs from the one recorded when it was written (edited or cut short)"
     try:
-        df = pd.read_csv(io.BytesIO(data))
+        df = read_table(io.BytesIO(data))
     except (ValueError, pd.errors.ParserError) as exc:
         return f"it is not a readable CSV ({exc})"
     if len(df) != meta.get("rows") or [str(c) for c in df.columns] != meta.get("columns"):
@@ -98,4 +116,4 @@ def load_survey(path: str | Path | None = None) -> pd.DataFrame:
     if problem:
         raise CompanionError(f"the survey table {path} cannot be trusted: {problem}. "
                              "Run `companion survey` again to rebuild it.")
-    return pd.read_csv(path, dtype={"revision": str, "fingerprint": str})
+    return read_table(path)
