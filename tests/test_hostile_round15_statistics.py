@@ -25,7 +25,7 @@ SEEDS = [20, 21, 22, 23]
 #: the two read-once rules these tests need, as a rules file states them (loading the file in force takes seconds)
 RULES = {"version": 2, "framework": {"level": 0.95},
          "claims": {"thm_s1_12": {"threshold": 0.5, "primary": {"windows": "document-aligned"}},
-                    "cor_s1_13": {"seeds": [0, 1, 2]}}}
+                    "cor_s1_13": {"seeds": [0, 1, 2]}, "thm_s1_14": {"threshold": 0.7, "seeds": [0, 1, 2]}}}
 
 
 def _one_line(err) -> str:
@@ -431,3 +431,17 @@ def _diffs(row, window_means, runs):
     sub = runs[[fnmatch.fnmatch(n, row.runs) for n in runs["run"]]]
     m = window_means(sub, row.quantity)
     return (m.xs("encoder", level="mode") - m.xs("decoder", level="mode")).to_numpy()
+
+
+@pytest.mark.parametrize("corr", [[1.2, 0.9, 0.95], [0.8, -1.5, 0.9]])
+def test_a_per_seed_correlation_outside_minus_one_to_one_is_refused_not_read_as_holding(corr):
+    from companion.base.errors import CompanionError
+    from companion.judge.empirical import beta_correlation_test
+
+    with pytest.raises((CompanionError, ValueError)) as err:
+        beta_correlation_test(corr, RULES)
+    assert "correlation" in _one_line(err) and "[-1, 1]" in _one_line(err)
+    # a perfect correlation a rounding above 1 and an ordinary one are read, by scipy's one-sample t
+    ok = [0.8, 0.9, 1.0000000000000002]
+    t = beta_correlation_test(ok, RULES).iloc[0]
+    assert t["p_holds"] == pytest.approx(stats.ttest_1samp(ok, 0.7, alternative="greater").pvalue)

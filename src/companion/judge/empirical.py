@@ -276,7 +276,15 @@ def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
     from ..rules.rulebook import load_rules
     from ..rules.statistics import one_sample_t
 
+    from ..base.errors import CompanionError
+    from ..rules.statistics import seed_values
+
     r = rule("thm_s1_14", rules if rules is not None else load_rules())
+    v = seed_values(per_seed_corr)
+    bad = v[np.isfinite(v) & (np.abs(v) > 1 + 1e-9)]   # (a rounding above 1 is a perfect correlation)
+    if bad.size:   # no correlation: a reading of 1.2 'held' the premise
+        raise CompanionError(f"a per-seed correlation of {bad[0]!r} is outside [-1, 1]; it is no correlation of "
+                             "beta_ij with beta_ji: recompute it.")
     est = one_sample_t(per_seed_corr, r["framework"].get("level", 0.95))
     outcome = threshold_outcome(est, r["threshold"], len(r["seeds"]))
     from ..rules.power import threshold_power
