@@ -445,3 +445,18 @@ def test_a_per_seed_correlation_outside_minus_one_to_one_is_refused_not_read_as_
     ok = [0.8, 0.9, 1.0000000000000002]
     t = beta_correlation_test(ok, RULES).iloc[0]
     assert t["p_holds"] == pytest.approx(stats.ttest_1samp(ok, 0.7, alternative="greater").pvalue)
+
+
+def test_a_seed_whose_held_out_loss_is_not_finite_fails_the_gate_naming_the_seed_not_as_undertrained():
+    from companion.rules.rulebook import RULES_HISTORY, load_rules, rule
+
+    r = rule("training_symmetry", load_rules(RULES_HISTORY[2]))
+    enc, dec = _s([0.31, 0.35, 0.29, 0.40]), _s([0.05, 0.02, 0.08, 0.04])
+    pair = {"candidate": ENC, "comparator": "decoder", "arms": (ENC, DEC), "end": (enc, dec), "half": (enc, dec),
+            "seeds": SEEDS, "first_band": 0.0, "losses": {ENC: _s([4.0, 4.0, float("inf"), 4.0]), DEC: _s([4.0] * 4)},
+            "references": {ENC: 6.0, DEC: 6.0}, "gaps": {ENC: _s([0.0] * 4), DEC: _s([0.0] * 4)}, "half_step": 500}
+    res = apply_rule_to_pair("training_symmetry", r, r["primary"]["body"], pair,
+                             {"sesoi": 0.05, "starts": ["2026-12-01T00:00:00Z"] * 8})
+    g = res["gate"]
+    assert res["outcome"] == "not testable here" and g["reason"] == "a seed gave no finite value"
+    assert "seed(s) 22" in g["why"]

@@ -139,8 +139,9 @@ def gate_why(r) -> str:
 
 def _non_finite_seeds(pair: dict) -> list[int]:
     """The seeds of ``pair`` (those both arms ran, as the paired t pairs them) whose paired
-    value at the end or half-way is not a finite number in either arm, or whose memorisation
-    gap (held-out minus training loss) is missing or not finite in either arm."""
+    value at the end or half-way is not a finite number in either arm, whose memorisation
+    gap (held-out minus training loss) is missing or not finite in either arm, or whose final
+    held-out loss is not finite in either arm."""
     a, b = (pd.Series(v, dtype=float) for v in pair["end"])
     common = a.index.intersection(b.index)
     bad = set()
@@ -150,6 +151,11 @@ def _non_finite_seeds(pair: dict) -> list[int]:
     for gaps in (pair.get("gaps") or {}).values():
         g = pd.Series(gaps, dtype=float)
         bad |= {int(s) for s in common if s not in g.index or not np.isfinite(g[s])}
+    # a final held-out loss that is no finite number (a diverged run) read 'not trained enough'
+    # through the context part's mean; it is a seed without a number, named as such
+    for loss in (pair.get("losses") or {}).values():
+        v = pd.Series(loss, dtype=float)
+        bad |= {int(s) for s in common if s in v.index and not np.isfinite(v[s])}
     return sorted(bad)
 
 
@@ -162,7 +168,7 @@ def _refuse_non_finite_seeds(g: dict, pair: dict) -> dict:
     if not bad:
         return {**g, "parts": {**g["parts"], "finite": True}}
     why = (f"seed(s) {', '.join(map(str, bad))} gave no finite value (the effect at the end or "
-           "half-way, or the memorisation gap); a test over the other seeds would choose its seeds "
+           "half-way, the memorisation gap or the held-out loss); a test over the other seeds would choose its seeds "
            "after the data")
     return {**g, "passes": False, "parts": {**g["parts"], "finite": False},
             "reason": "a seed gave no finite value", "why": f"a seed gave no finite value: {why}",
