@@ -460,3 +460,14 @@ def test_a_seed_whose_held_out_loss_is_not_finite_fails_the_gate_naming_the_seed
     g = res["gate"]
     assert res["outcome"] == "not testable here" and g["reason"] == "a seed gave no finite value"
     assert "seed(s) 22" in g["why"]
+
+
+def test_the_power_phrase_of_three_seeds_with_no_spread_does_not_say_one_seed():
+    from companion.judge.empirical_claims import power_text
+
+    assert power_text({"n": 1, "detect_holds": float("nan"), "p_refuted_at_0": float("nan")}) == "one seed: none"
+    text = power_text({"n": 3, "detect_holds": float("nan"), "p_refuted_at_0": float("nan")})
+    assert "one seed" not in text and "spread" in text
+    res = P.directional_power(3, 0.02, 0.05, draws=1000)
+    row = {"n": 3, **res}
+    assert f"{res['detect_holds']:.3f}" in power_text(row) and f"{res['p_refuted_at_0']:.2f}" in power_text(row)

@@ -74,8 +74,10 @@ def _fmt_test(row, fmt="+.3f") -> str:
 def power_text(row) -> str:
     """The power of a directional test as a phrase: P(refuted | no effect) and the true
     effect at which 'holds' is reached with probability 0.8 (rules v2, the test applied)."""
-    if not (row["n"] > 1 and np.isfinite(row.get("detect_holds", np.nan))):
+    if not row["n"] > 1:
         return "one seed: none"
+    if not np.isfinite(row.get("detect_holds", np.nan)):   # seeds with no spread between them (or none measured)
+        return f"{row['n']} seeds with no seed-to-seed spread: none"
     return (f"P(refuted | no effect) = {row['p_refuted_at_0']:.2f}; holds with probability 0.8 at a true "
             f"effect of {row['detect_holds']:.3f}")
 
