@@ -467,3 +467,16 @@ def test_a_model_keyed_like_a_missing_value_reaches_the_union_and_stays_cached(m
         again = scoring.run_survey_entries(cat, out_dir=out, progress=False)
     assert list(again["status"]) == ["cached", "cached"]
     assert sorted(load_survey(out)["key"]) == sorted([key, "bert"])
+
+
+def test_tied_logits_with_unequal_weights_break_the_order_of_eq_5():
+    """Eq. 5 reads 'alpha_ij < alpha_ij' exactly when a_ij < a_ij'': two equal logits must get equal
+    weights.  With min_gap=0 (skip pairs closer than 0: none) a tie was skipped, and [0.2, 0.3, 0.5]
+    for logits [1, 1, 2] passed as order-preserving; the softmax of the same logits still passes."""
+    from companion.core.theory import order_preserved
+
+    raw = np.array([[1.0, 1.0, 2.0], [0.0, -1.0, 3.0]])
+    soft = np.exp(raw) / np.exp(raw).sum(-1, keepdims=True)
+    assert order_preserved(raw, soft) is True
+    assert order_preserved(raw, [[0.2, 0.3, 0.5], soft[1]]) is False
+    assert order_preserved(raw, [[0.2, 0.3, 0.5], soft[1]], min_gap=0.5) is True   # the tie skipped on request

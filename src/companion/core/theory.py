@@ -103,7 +103,9 @@ def order_preserved(raw, probs, min_gap: float = 0.0) -> bool:
     gap = raw[..., :, None] - raw[..., None, :]
     dr = np.sign(gap)
     dp = np.sign(probs[..., :, None] - probs[..., None, :])
-    keep = np.abs(gap) > min_gap
+    # only pairs closer than min_gap are skipped: at min_gap=0 two tied logits are compared too, and Eq. 5
+    # ('exactly when') asks for equal weights there (skipping every tie passed [0.2, 0.3] for logits [1, 1])
+    keep = ~(np.abs(gap) < min_gap)
     return bool(np.array_equal(dr[keep], dp[keep]))
 
 
