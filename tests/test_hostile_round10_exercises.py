@@ -330,9 +330,9 @@ def test_a_value_answer_whose_number_never_comes_is_stopped_at_the_limit():
             print("PASSED")
         except ex.WrongAnswer as err:
             print(round(time.monotonic() - t0, 1), str(err))
-    """, timeout=40)
+    """, timeout=120)
     took, message = out.strip().split(" ", 1)
-    assert float(took) < 10 and "did not finish within 1 s" in message, out
+    assert float(took) < 30 and "did not finish within 1 s" in message, out
 
 
 def test_what_an_answer_raises_cannot_run_code_in_the_checking_process():
@@ -664,9 +664,9 @@ def test_an_answer_that_starts_a_reply_it_never_finishes_is_stopped_at_the_limit
             print("PASSED")
         except ex.WrongAnswer as err:
             print(round(time.monotonic() - t0, 1), str(err))
-    """, timeout=40)
+    """, timeout=120)
     took, message = out.strip().split(" ", 1)
-    assert float(took) < 10 and message.startswith("ex-errata-1: not yet."), out
+    assert float(took) < 30 and message.startswith("ex-errata-1: not yet."), out
 
 
 def test_the_skew_dimension_reference_counts_every_size_it_answers():

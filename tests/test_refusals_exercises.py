@@ -70,12 +70,14 @@ def test_an_answer_retrying_inside_a_bare_except_cannot_swallow_the_time_limit()
             except ex.WrongAnswer as err:
                 print(round(time.monotonic() - t0, 1), str(err))
         assert ex.check("ex-errata-1", lambda n: 1.0 if n == 1 else 2 * (n * (n + 1) / 4) / (n * n / 2) - 1) is not None
-    """, timeout=40)
+    """, timeout=150)
     lines = out.strip().splitlines()
     assert len(lines) == 4 and lines[-1] == "ex-errata-1: correct", out   # a right answer still passes after
     for line in lines[:3]:
         took, message = line.split(" ", 1)
-        assert "did not finish within 0.5 s" in message and float(took) < 5, line
+        # the message shows the limit fired; the bound only tells an end from a hang (not a timing:
+        # on a loaded two-core machine the checking process itself can take seconds to start)
+        assert "did not finish within 0.5 s" in message and float(took) < 30, line
 
 
 class _EndlessList(list):
@@ -115,12 +117,12 @@ def test_an_endless_list_subclass_is_not_a_hang():
                 print("PASSED", label)
             except ex.WrongAnswer as err:
                 print(round(time.monotonic() - t0, 1), str(err).replace(chr(10), " "))
-    """, timeout=30)
+    """, timeout=200)
     lines = out.strip().splitlines()
     assert len(lines) == 3 and not any(line.startswith("PASSED") for line in lines), out
     for line in lines:
         took, message = line.split(" ", 1)
-        assert float(took) < 20 and "not yet" in message, line    # read as what it holds: nothing
+        assert float(took) < 60 and "not yet" in message, line    # read as what it holds: nothing; an end, not a hang
 
 
 def test_a_dict_whose_items_lie_does_not_pass():
