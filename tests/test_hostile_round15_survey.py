@@ -480,3 +480,27 @@ def test_tied_logits_with_unequal_weights_break_the_order_of_eq_5():
     assert order_preserved(raw, soft) is True
     assert order_preserved(raw, [[0.2, 0.3, 0.5], soft[1]]) is False
     assert order_preserved(raw, [[0.2, 0.3, 0.5], soft[1]], min_gap=0.5) is True   # the tie skipped on request
+
+
+@pytest.mark.parametrize("pairing", ["grouped", "modulo"])
+def test_grouped_query_head_scores_pair_each_query_head_with_its_key_head(pairing):
+    """4 query heads on 2 key heads: head h reads key head h // 2 (grouped, how the model computes) or
+    h % 2 (modulo, the released code's); each head's scores and the layer's (the sum of the head forms)
+    against the forms written out in numpy."""
+    from companion.adapters.types import QKCheckpoint, QKLayer
+    from companion.survey.tables import layer_scores
+
+    g = np.random.default_rng(14)
+    dh, d = 2, 6
+    Wq, Wk = g.standard_normal((4 * dh, d)), g.standard_normal((2 * dh, d))
+    layer = QKLayer(index=0, role="causal", component="decoder", n_heads=4, n_kv_heads=2,
+                    Wq=torch.tensor(Wq), Wk=torch.tensor(Wk))
+    t = layer_scores(QKCheckpoint(source="x", family="t", layers=[layer]), per_head=True, pairing=pairing)
+    key_of = (lambda h: h // 2) if pairing == "grouped" else (lambda h: h % 2)
+    forms = [Wq[h * dh:(h + 1) * dh].T @ Wk[key_of(h) * dh:(key_of(h) + 1) * dh] for h in range(4)]
+    heads = t[t["head"] >= 0].sort_values("head")
+    assert np.allclose(heads["symmetry"], [_sym(M) for M in forms], atol=1e-12)
+    assert np.allclose(heads["directionality"], [_dir(M) for M in forms], atol=1e-12)
+    whole = t[t["head"] == -1].iloc[0]
+    assert whole["symmetry"] == pytest.approx(_sym(sum(forms)), abs=1e-12)
+    assert set(t["pairing"]) == {pairing}
