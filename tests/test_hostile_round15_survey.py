@@ -504,3 +504,17 @@ def test_grouped_query_head_scores_pair_each_query_head_with_its_key_head(pairin
     whole = t[t["head"] == -1].iloc[0]
     assert whole["symmetry"] == pytest.approx(_sym(sum(forms)), abs=1e-12)
     assert set(t["pairing"]) == {pairing}
+
+
+@pytest.mark.parametrize("key", [float("nan"), 3])
+def test_a_key_that_is_no_text_is_not_looked_up_in_the_local_folder(tmp_path, key):
+    """A NaN or numeric key raised a raw 'expected str' TypeError from pathlib; it names no folder, so
+    the local lookup skips it and the owner--name folder of the hub id is still found."""
+    from companion.survey.sources import Unavailable, resolve_source
+
+    with pytest.raises(Unavailable) as err:
+        resolve_source({"key": key, "hub_id": "a/b"}, local_dir=tmp_path, online=False)
+    assert "a/b" in _one_line(err)
+    (tmp_path / "a--b").mkdir()
+    src = resolve_source({"key": key, "hub_id": "a/b"}, local_dir=tmp_path, online=False)
+    assert src.kind == "local" and src.location == str(tmp_path / "a--b")

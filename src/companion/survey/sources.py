@@ -75,7 +75,8 @@ def resolve_source(entry: pd.Series | dict, local_dir: str | Path | None = None,
     if local_dir is not None:
         root = Path(local_dir)
         for name in (key, hub_id.replace("/", "--")):
-            if Path(name).name != name or name in ("", ".", ".."):   # '../x' reached beside local_dir
+            # '../x' reached beside local_dir; a key that is no text (NaN, a number) raised a raw TypeError
+            if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
                 continue
             for cand in (root / name, root / f"{name}.gguf"):
                 if cand.exists():
