@@ -143,6 +143,14 @@ def test_memorisation_measured_in_one_mode_makes_the_claim_not_testable(body):
     assert "+0.250" in c["reading"].reason
 
 
+def test_a_guard_gap_of_exactly_the_allowed_nats_passes_whatever_its_last_bit(body):
+    """3.2 - 3.1 is 0.10000000000000009 in floating point: at most the rules' 0.10, as the gap
+    is compared at 10 significant digits like every bound; 0.1001 fails."""
+    _pairs(body, [0.5, 0.5001, 0.5002], seen=3.1, unseen=3.2)
+    c = _read()
+    assert c["gate"]["passes"] and c["reading"].outcome == "holds", c["reading"].reason
+
+
 def test_a_failed_gate_at_an_earlier_inconclusive_look_ends_the_sequence_there(body):
     """Look 1 (3 seeds) is inconclusive whatever its spread, and its guard fails (+0.15 nats);
     look 2's seed-mean guard would pass (+0.075) and its interval read 'holds'.  The rules end
