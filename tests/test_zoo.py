@@ -395,5 +395,5 @@ def test_a_full_disk_during_assembly_is_one_line_and_leaves_nothing(cache, monke
     assert main(["zoo", "fetch", "whisper-base"]) == 2
     err = capsys.readouterr().err
     lines = [l for l in err.splitlines() if l.strip()]
-    assert len(lines) == 1 and "No space left on device" in lines[0] and "free some space" in lines[0], err
+    assert len(lines) == 1 and "the disk is full" in lines[0] and "free some space" in lines[0], err
     assert not [n for n in _leftovers(cache) if n.endswith((".partial", ".lock"))] and "whisper-base" not in _leftovers(cache)
