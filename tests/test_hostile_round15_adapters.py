@@ -560,3 +560,20 @@ def test_score_per_head_prints_each_heads_symmetry_as_its_form_gives_by_hand(tmp
         want = np.trace(M @ M) / np.sum(M * M)   # Def. 3.1
         got = df[(df["layer"] == i) & (df["head"] == h)]["symmetry"].item()
         assert got == pytest.approx(want, abs=1e-6), (i, h)
+
+
+def test_a_catalog_key_is_read_as_written_and_must_be_a_plain_name_to_its_end(tmp_path):
+    """'NA' is a model's key, not a missing value (it read as NaN, and str(nan) passed the check);
+    a key ending in a newline is not a plain name ('$' let the newline through)."""
+    import pandas as pd
+
+    from companion.zoo.catalog import DATA_DIR, load_catalog, validate_catalog
+
+    df = pd.read_csv(DATA_DIR / "catalog.csv", dtype=str, keep_default_na=False)
+    df.loc[0, "key"] = "NA"
+    df.to_csv(tmp_path / "c.csv", index=False)
+    assert load_catalog(tmp_path / "c.csv")["key"].iloc[0] == "NA"
+    cat = load_catalog()
+    cat.loc[0, "key"] = "x\n"
+    with pytest.raises(ValueError, match=r"key 'x\\n' is not a plain name"):
+        validate_catalog(cat)

@@ -65,7 +65,7 @@ CATALOG_COLUMNS = [
 ]
 
 _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$")
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")   # whole-string (fullmatch): "$" lets a final newline through
 _REVISION = re.compile(r"^[0-9a-f]{40}$")
 _ATTENTION = re.compile(r"^(mha|gqa) (\d+)/(\d+)$")
 _SCORE_OF_TABLE = {"S2": "symmetry", "S3": "directionality"}
@@ -127,7 +127,7 @@ def validate_catalog(cat: pd.DataFrame, where: str = "catalog") -> pd.DataFrame:
     if dup_names:
         problems.append(f"printed names in more than one entry: {dup_names}.")
     for i, row in cat.iterrows():
-        if not _PLAIN_KEY.match(str(row["key"])):
+        if not _PLAIN_KEY.fullmatch(str(row["key"])):
             bad(i, f"key {row['key']!r} is not a plain name (letters, digits, '.', '_', '-', not starting "
                    "with '.'); it names the output file models/<key>.csv, which must stay inside --out.")
         if not _HUB_ID.match(str(row["hub_id"])) or not is_hub_id(str(row["hub_id"])):   # the rule the hub reader applies
@@ -186,6 +186,8 @@ def load_catalog(path: str | Path | None = None) -> pd.DataFrame:
     try:
         cat = pd.read_csv(path, dtype={"revision": str, "local": str, "notes": str,
                                        "known_problems": str, "printed_names": str})
+        if "key" in cat.columns:   # a key is a name as written: 'NA' or 'null' is not a missing value
+            cat["key"] = pd.read_csv(path, usecols=["key"], dtype=str, keep_default_na=False)["key"]
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         first = " ".join(str(exc).split())[:120]
         raise ValueError(f"{path} is not a catalog CSV ({first}); pass the path of a catalog CSV "
