@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from ...base.errors import CompanionError
 from .corpora import CORPORA, DEFAULT_CORPUS, ONLINE_CORPORA, corpus_documents, documents_sha256
 from .masking import MaskingSpec
 from .tokens import (TokenBlocks, TokenStreams, cached_token_streams, compact_vocabulary,
-                     check_eval_every, in_memory_streams, position_split, position_split_moves)
+                     check_eval_every, in_memory_streams, position_split, position_split_label)
 
 __all__ = ["default_corpus", "load_texts", "load_tokenizer", "TokenData", "build_token_data",
            "token_data_for_corpus", "corpus_token_streams", "unigram_cross_entropy", "DEFAULT_CORPUS"]
@@ -58,20 +59,22 @@ def _local_file(path: Path, text_field: str | None, limit: int | None) -> list[s
     from ...base.paths import regular_file
 
     regular_file(path, "corpus file")   # a FIFO would block for ever, a folder is no corpus
-    if path.suffix == ".txt":
+    suffix = path.suffix.lower()   # CORPUS.TXT (a Windows name) is a .txt file
+    if suffix == ".txt":
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise CompanionError(f"the corpus {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
                                  f"offset {exc.start:,}); give a UTF-8 .txt file of paragraphs.") from None
-        texts = [p for p in text.split("\n\n") if p.strip()]
+        # a line of spaces or tabs between paragraphs is a blank line: it separates two documents
+        texts = [p for p in re.split(r"\n[^\S\n]*\n", text) if p.strip()]
         if not texts:
             raise CompanionError(f"the corpus {path} holds no documents (it is empty or only whitespace); give a "
                                  "UTF-8 .txt file of paragraphs separated by blank lines.")
         return texts[:limit] if limit else texts
-    if path.suffix not in (".jsonl", ".json", ".csv"):
+    if suffix not in (".jsonl", ".json", ".csv"):
         raise CompanionError(f"{path}: expected a .txt, .jsonl/.json or .csv file.")
-    builder = "csv" if path.suffix == ".csv" else "json"
+    builder = "csv" if suffix == ".csv" else "json"
     try:
         texts = _datasets_column(builder, None, str(path), "train", text_field or "text", limit)
     except CompanionError:
@@ -120,6 +123,10 @@ def load_texts(name_or_path: str, split: str = "train", limit: int | None = None
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1):
         raise CompanionError(f"limit must be a whole number of documents >= 1, or None for all of them; got "
                              f"{limit!r} (-1 dropped the last document, 0 read them all).")
+    if not isinstance(name_or_path, (str, os.PathLike)) or not str(name_or_path).strip():
+        raise CompanionError(f"the corpus name {name_or_path!r} is empty (an unset variable?); give a corpus name "
+                             f"({', '.join(sorted(CORPORA))}) or the path of a .txt/.jsonl/.csv file.")
+    name_or_path = str(name_or_path) if isinstance(name_or_path, os.PathLike) else name_or_path
     if name_or_path == "default":
         name_or_path = "python-docs"
     path = Path(name_or_path)
@@ -422,8 +429,9 @@ def corpus_token_streams(corpus: str, tokenizer=None, tokenizer_name: str | None
             source["split"] = f"sha256(text)[:8] % {HELD_OUT_MODULUS} == 0"
         else:   # by position, a repeat where its first copy went (held in memory: the corpus is too)
             held_out = position_split(check_eval_every(eval_every))
-            if position_split_moves(texts, eval_every):   # only then: the streams differ from the old rule's
-                source["split"] = "by position; a repeat where its first copy went; no empty documents"
+            label = position_split_label(texts, eval_every)
+            if label is not None:   # only then: the streams differ from the old rule's
+                source["split"] = label
         docs = lambda: texts  # noqa: E731
     streams = cached_token_streams(source, docs, tok, eval_every=eval_every,
                                    max_tokens=max_tokens, progress=progress, held_out=held_out)

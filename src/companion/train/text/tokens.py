@@ -41,7 +41,7 @@ from ...base.errors import CompanionError
 from .corpora import DocumentHasher
 
 __all__ = ["TokenBlocks", "TokenStreams", "document_separator", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
-           "position_split", "position_split_moves", "check_eval_every",
+           "position_split", "position_split_moves", "position_split_label", "read_key", "check_eval_every",
            "cached_token_streams", "compact_vocabulary", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
@@ -213,32 +213,80 @@ def check_eval_every(eval_every) -> int:
     return int(eval_every)
 
 
-def position_split(eval_every: int) -> Callable[[int, str], bool]:
+_UNREAD = None   # what an uncased tokenizer drops: accents' combining marks, control and format characters
+
+
+def read_key(doc: str) -> str:
+    """``doc`` as an uncased WordPiece tokenizer reads it, for telling repeats apart: lower
+    case, accents stripped (NFD, combining marks dropped), control and format characters
+    (NUL, zero-width spaces, a BOM) dropped, whitespace left out (the tokenizer splits at
+    punctuation whatever the spacing).  Two documents that read alike are one text to
+    the model: 'The river' and 'the river  ' are the same token ids."""
+    import re
+    import unicodedata
+
+    global _UNREAD
+    if _UNREAD is None:
+        _UNREAD = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\u00ad\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff"
+                             "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u20d0-\u20ff\ufe20-\ufe2f\ufeff\ufffd]")
+    t = doc.lower()
+    if not t.isascii():
+        t = unicodedata.normalize("NFD", t)
+    return "".join(_UNREAD.sub("", t).split())
+
+
+def position_split(eval_every: int, exact: bool = False) -> Callable[[int, str], bool]:
     """The held-out rule by position: document ``index`` (counting documents with text) is
     held out when ``index % eval_every == eval_every - 1``, except that a repeat of an earlier
     document goes where that one went, so no text is on both sides (python-docs repeats 304
-    of its 1,605 paragraphs; by position alone 54 of its 160 held-out ones were training text)."""
+    of its 1,605 paragraphs; by position alone 54 of its 160 held-out ones were training text).
+    A repeat is a document that reads as an earlier one (:func:`read_key`: case, accents,
+    spacing aside), since those give the tokenizer the same ids; ``exact`` compares the text
+    itself (the rule before, for telling which token caches it made)."""
     first: dict[bytes, bool] = {}
 
     def held(index: int, doc: str) -> bool:
-        key = hashlib.sha256(doc.encode("utf-8", "surrogatepass")).digest()
+        text = doc if exact else read_key(doc)
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         return first.setdefault(key, index % eval_every == eval_every - 1)
 
     return held
+
+
+#: the ``split`` a token cache's key records when the held-out rule by position moves documents
+#: (a repeat of the same text, or an empty document), and when it moves more than the same text
+#: would (a repeat read alike but written otherwise: its caches hold other streams)
+SPLIT_BY_POSITION = "by position; a repeat where its first copy went; no empty documents"
+SPLIT_BY_POSITION_AS_READ = ("by position; a repeat (as the uncased tokenizer reads it) where its first copy went; "
+                             "no empty documents")
+
+
+def position_split_label(docs: Iterable[str], eval_every: int) -> str | None:
+    """The ``split`` entry of a token cache's key for ``docs`` under :func:`position_split`:
+    None where the rule places them as every ``eval_every``-th document by position did (the
+    keys of caches made before the rule stay), :data:`SPLIT_BY_POSITION` where exact repeats
+    or empty documents move, :data:`SPLIT_BY_POSITION_AS_READ` where repeats written otherwise
+    move too."""
+    held, exact, index = position_split(eval_every), position_split(eval_every, exact=True), 0
+    label = None
+    for doc in docs:
+        if not doc.strip():
+            label = label or SPLIT_BY_POSITION
+            continue
+        side, side_exact = held(index, doc), exact(index, doc)
+        if side != side_exact:
+            return SPLIT_BY_POSITION_AS_READ
+        if side != (index % eval_every == eval_every - 1):
+            label = SPLIT_BY_POSITION
+        index += 1
+    return label
 
 
 def position_split_moves(docs: Iterable[str], eval_every: int) -> bool:
     """Whether :func:`position_split` places ``docs`` otherwise than every ``eval_every``-th
     document by position did (a repeat across the split, or a document of no text: whitespace
     alone), i.e. whether a token cache made before that rule holds other streams."""
-    held, index = position_split(eval_every), 0
-    for doc in docs:
-        if not doc.strip():
-            return True
-        if held(index, doc) != (index % eval_every == eval_every - 1):
-            return True
-        index += 1
-    return False
+    return position_split_label(docs, eval_every) is not None
 
 
 def in_memory_streams(docs: list[str], tok, eval_every: int = 10) -> TokenStreams:
