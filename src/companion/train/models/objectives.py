@@ -34,13 +34,24 @@ __all__ = ["MaskingSpec", "mask_tokens", "objective_loss", "objective_terms", "l
            "SelectiveLM", "target_bound", "attends_causally"]
 
 
+def _token_ids(ids: torch.Tensor) -> torch.Tensor:
+    """``ids`` as int64 (blocks of int32, int16 or uint8 ids are the same ids); ids that are
+    no whole numbers (floats, booleans) are refused in one line."""
+    if not isinstance(ids, torch.Tensor):
+        raise ValueError(f"token ids must be a tensor of whole numbers [batch, seq]; got a {type(ids).__name__}.")
+    if ids.dtype == torch.bool or ids.dtype.is_floating_point or ids.dtype.is_complex:
+        raise ValueError(f"token ids must be whole numbers (an integer tensor); got {ids.dtype}: convert the "
+                         "blocks with .long().")
+    return ids if ids.dtype == torch.int64 else ids.to(torch.int64)
+
+
 def mask_tokens(ids: torch.Tensor, spec: MaskingSpec, generator: torch.Generator):
     """BERT's 80/10/10 corruption.  Returns ``(inputs, labels)``; labels are -100 off-target.
 
     Random draws come from ``generator`` (on the CPU) so the corruption is reproducible and
     resumable independently of dropout.
     """
-    ids_cpu = ids.cpu()
+    ids_cpu = _token_ids(ids).cpu()
     shape = ids_cpu.shape
     chosen = torch.rand(shape, generator=generator) < spec.prob
     chosen &= ids_cpu >= spec.first_regular_id
@@ -136,6 +147,7 @@ def objective_terms(model, ids: torch.Tensor, mode: str, spec: MaskingSpec,
     """
     if mode not in MODES:
         raise ValueError(f"unknown objective {mode!r}; choose one of {MODES}.")
+    ids = _token_ids(ids)
     if ids.ndim != 2 or ids.shape[1] < 2:
         raise ValueError(f"ids must be [batch, seq] with seq >= 2; got {tuple(ids.shape)}.")
     causal = attends_causally(model)
