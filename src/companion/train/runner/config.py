@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import numbers
+
+import numpy as np
 from dataclasses import asdict, dataclass, field
 
 from ..models.bert import get_size
@@ -72,6 +74,12 @@ class TrainConfig:
 
     def __post_init__(self):
         get_size(self.size)
+        for name in ("bf16", "cpu_bf16", "compile", "eval_other", "guard"):   # the text 'no' was read as True
+            v = getattr(self, name)
+            if not isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"{name} is a switch: give True or False, not {v!r} (any text, even 'no' or "
+                                 "'false', would turn it on).")
+            setattr(self, name, bool(v))
         if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or not 0 <= self.seed <= MAX_SEED:
             raise ValueError(f"seed (--seed) must be a whole number in [0, {MAX_SEED}]; got {self.seed!r} (torch "
                              "wraps a negative seed round to a huge one and overflows past 2**63).")
@@ -123,9 +131,11 @@ class TrainConfig:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}.")
         if self.update_every is not None and (isinstance(self.update_every, bool) or
-                                              not isinstance(self.update_every, int) or self.update_every < 1):
+                                              not isinstance(self.update_every, numbers.Integral) or self.update_every < 1):
             raise ValueError(f"update_every must be a whole number of steps >= 1 (or None to log no updates); "
                              f"got {self.update_every!r}.")
+        if self.update_every is not None:
+            self.update_every = int(self.update_every)   # a NumPy integer (read from a table) is that number
         if self.decay_steps is not None and self.decay_steps < max(self.warmup, 1):
             raise ValueError(f"decay_steps must be >= warmup ({self.warmup}) and >= 1; got {self.decay_steps} "
                              "(it is the step at which the learning rate reaches 0).")
@@ -141,9 +151,11 @@ class TrainConfig:
             raise ValueError(f"keep_weights lists steps of this run (a tuple of whole numbers in 1..{self.steps}); "
                              f"got {kept!r}.")
         self.keep_weights = tuple(kept)
-        bad = [k for k in self.keep_weights if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= self.steps]
+        bad = [k for k in self.keep_weights
+               if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 < k <= self.steps]
         if bad:
             raise ValueError(f"keep_weights lists steps of this run (whole numbers in 1..{self.steps}); got {bad[0]!r}.")
+        self.keep_weights = tuple(int(k) for k in self.keep_weights)
         for name in ("layers", "width", "heads", "seq_len"):
             v = getattr(self, name)
             if v is not None and v < 1:
