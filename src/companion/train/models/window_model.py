@@ -28,9 +28,12 @@ def char_joined_ids(docs: Iterable[str], vocabulary: dict[str, int] | None = Non
                     ) -> tuple[list[np.ndarray], dict[str, int]]:
     """Each document as the character tokens an uncased tokenizer makes of ``" ".join(text)``.
 
-    Lower-cased, whitespace dropped (joining with spaces and splitting on whitespace leaves
-    one token per non-space character; the original spaces vanish).  ``vocabulary`` maps
-    characters to ids; pass the training split's to encode the held-out split (unseen
+    Read as BERT's uncased tokenizer reads it: lower-cased, accents stripped (``"é"`` is
+    ``"e"``: NFD, combining marks dropped), control and format characters dropped (NUL, a
+    zero-width space), whitespace dropped (joining with spaces and splitting on whitespace
+    leaves one token per non-space character; the original spaces vanish).  A character the
+    tokenizer's vocabulary lacks (its ``[UNK]``) keeps an id of its own here.  ``vocabulary``
+    maps characters to ids; pass the training split's to encode the held-out split (unseen
     characters get one shared id).
     """
     vocab = {} if vocabulary is None else dict(vocabulary)
@@ -38,7 +41,7 @@ def char_joined_ids(docs: Iterable[str], vocabulary: dict[str, int] | None = Non
     unseen = len(vocab)
     out = []
     for doc in docs:
-        chars = [c for c in doc.lower() if not c.isspace()]
+        chars = [c for c in _as_read(doc) if not c.isspace()]
         if grow:
             for c in chars:
                 vocab.setdefault(c, len(vocab))
@@ -46,6 +49,19 @@ def char_joined_ids(docs: Iterable[str], vocabulary: dict[str, int] | None = Non
         else:
             out.append(np.array([vocab.get(c, unseen) for c in chars], dtype=np.int64))
     return out, vocab
+
+
+def _as_read(doc: str) -> str:
+    """``doc`` lower-cased, accents stripped and control/format characters dropped, as the
+    uncased WordPiece normaliser does (BERT's ``clean_text``, ``strip_accents``, ``lowercase``)."""
+    import unicodedata
+
+    t = doc.lower()
+    if t.isascii():
+        return "".join(c for c in t if c.isprintable() or c.isspace()) if not t.isprintable() else t
+    t = unicodedata.normalize("NFD", t)
+    return "".join(c for c in t if c.isspace() or unicodedata.category(c) not in ("Mn", "Cc", "Cf", "Cs", "Co")
+                   and c != "\ufffd")
 
 
 def _windows(seq: np.ndarray, window: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -74,8 +90,11 @@ def masked_window_cross_entropy(train: list[np.ndarray], held: list[np.ndarray],
     document's end).  ``window = 0`` is the unigram (one shared empty context).  Every position of the held-out
     documents with a full window is scored.
     """
-    if window < 0:
-        raise CompanionError(f"window must be >= 0; got {window}.")
+    import numbers
+
+    if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 0:   # 1.5 failed in a slice
+        raise CompanionError(f"window must be >= 0, a whole number of tokens on either side; got {window!r}.")
+    window = int(window)
     flat = np.concatenate(train) if train else np.empty(0, np.int64)
     if flat.size == 0:
         raise CompanionError("no training tokens to count.")
