@@ -101,6 +101,8 @@ def guard_samples(data: TokenData, cfg: TrainConfig, seen: torch.Tensor) -> dict
 def eval_loss(net, data: TokenData, cfg: TrainConfig, device, mode: str | None = None,
               blocks=None) -> tuple[float, float, int]:
     """Held-out loss over fixed blocks and fixed masks (no dropout): ``(mean, se, blocks)``.
+    The masks are drawn batch by batch (``cfg.batch_size`` blocks) from one fixed generator,
+    so they are the same at every step and in every run of the same batch size.
 
     ``mode`` evaluates another objective than the run's (``eval_other``): the model's mask
     switch is set for it and restored afterwards.  ``blocks`` reads other blocks than the

@@ -26,8 +26,9 @@ Reproducibility and resume
 --------------------------
 Every random draw has its own generator: model initialisation (``seed``), the order of
 training blocks and the masking (``seed + 1``, ``seed + 2``) and dropout (torch's global
-generator, seeded with ``seed``).  Evaluation masks come from a fixed generator, so eval
-losses of different runs and steps see the same corruption.  A checkpoint stores model,
+generator, seeded with ``seed``).  Evaluation masks come from a fixed generator, drawn batch
+by batch, so eval losses of different steps, and of runs with the same batch size, see the
+same corruption (a run of another ``batch_size`` draws other masks for the same blocks).  A checkpoint stores model,
 optimiser, scheduler, every rank's generator states and the history, in types that
 ``torch.load(weights_only=True)`` accepts (a checkpoint is never unpickled), so a resumed
 run continues exactly where it stopped; on the CPU two runs with the same configuration
