@@ -552,3 +552,24 @@ def median_interval(values, level: float = 0.95, nan_as: str | None = None) -> d
     coverage = float(1 - 2 * stats.binom.cdf(best - 1, n, 0.5))
     return {"median": float(np.median(v)), "low": float(v[best - 1]), "high": float(v[n - best]),
             "coverage": coverage, "n": int(n)}
+
+
+#: the power solvers, which lived here until they moved to :mod:`companion.rules.power`: their
+#: old names still work for one release, with a DeprecationWarning naming the new place
+_MOVED_TO_POWER = frozenset(["directional_power", "threshold_power", "equivalence_power", "detectable_effect",
+                             "check_power_draws"])
+
+
+def __getattr__(name: str):
+    if name in _MOVED_TO_POWER:
+        import warnings
+        from importlib import import_module
+
+        from .. import REMOVED_IN
+
+        # read when asked for, by name: power.py builds on this module, which imports nothing from it
+        power = import_module(f"{__package__}.power")
+        warnings.warn(f"companion.rules.statistics.{name} moved to companion.rules.power.{name}; import it from "
+                      f"there (the old name goes in release {REMOVED_IN})", DeprecationWarning, stacklevel=2)
+        return getattr(power, name)
+    raise AttributeError(f"module 'companion.rules.statistics' has no attribute {name!r}")
