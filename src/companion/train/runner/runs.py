@@ -12,7 +12,7 @@ from ...base.errors import CompanionError
 from ...base.paths import DATA_DIR
 from .provenance import read_run
 
-__all__ = ["load_runs", "runs_root", "label_of", "run_catalogue", "read_provenance"]
+__all__ = ["load_runs", "runs_root", "label_of", "run_catalogue", "read_provenance", "first_start"]
 
 
 def runs_root() -> Path:
@@ -123,6 +123,29 @@ def _read_scripts(path: Path) -> pd.DataFrame:
         raise CompanionError(f"{path} has no column {', '.join(missing)}; its header must be "
                              "pattern,script,plan,what.")
     return scripts
+
+
+def first_start(bodies, root: str | Path | None = None):
+    """When the earliest landed run of ``bodies`` began (its provenance's ``started``, an aware
+    datetime), or None where none has landed or none records a start.
+
+    ``bodies``: registered bodies of a rules file (each with its folder ``pattern`` or its list
+    ``patterns``), as a dict of them or one body.  A landed run is a folder with a ``history.csv``
+    under ``root`` (default :func:`runs_root`)."""
+    import datetime as dt
+
+    root = Path(root) if root is not None else runs_root()
+    bodies = [bodies] if isinstance(bodies, dict) and ({"pattern", "patterns"} & set(bodies)) else list(
+        dict(bodies).values())
+    starts = []
+    for body in bodies:
+        for pattern in body.get("patterns") or [body["pattern"]]:
+            for d in root.glob(pattern):
+                if (d / "history.csv").is_file():
+                    s = read_provenance(d).get("started")   # its stamps checked there
+                    if s:
+                        starts.append(dt.datetime.fromisoformat(s.strip().replace("Z", "+00:00").replace("z", "+00:00")))
+    return min(starts) if starts else None
 
 
 def read_provenance(d: Path) -> dict:
