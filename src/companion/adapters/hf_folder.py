@@ -338,12 +338,7 @@ class PickleSource(TensorSource):
                 else:
                     storages[where] = name
         if weight_map is not None:
-            absent = sorted(n for n in weight_map if n not in owner)
-            if absent:
-                more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
-                raise CompanionError(
-                    f"{index} places {absent[0]!r}{more} in {weight_map[absent[0]]}, which does not hold it: "
-                    "the index does not match its shards. Download the checkpoint again.")
+            _check_index_placed(weight_map, owner, index)
         self.aliases = frozenset(aliases)
 
     def _load(self, name: str) -> torch.Tensor:
@@ -384,13 +379,19 @@ def _merge_headers(headers: list[tuple[str, dict]], weight_map: dict | None,
                     "to guess. Remove the stray file or fix the shard index.")
             found[name] = (fname, info)
     if weight_map is not None:
-        absent = sorted(n for n in weight_map if n not in found)
-        if absent:
-            more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
-            raise CompanionError(
-                f"{where} places {absent[0]!r}{more} in {weight_map[absent[0]]}, which does not "
-                "hold it: the index does not match its shards. Download the checkpoint again.")
+        _check_index_placed(weight_map, found, where)
     return found
+
+
+def _check_index_placed(weight_map: dict, found, where) -> None:
+    """Refuse (one line naming the index) a shard index that places a tensor in a shard whose
+    file does not hold it; ``found``: the names read from the shards the index names."""
+    absent = sorted(n for n in weight_map if n not in found)
+    if absent:
+        more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
+        raise CompanionError(
+            f"{where} places {absent[0]!r}{more} in {weight_map[absent[0]]}, which does not "
+            "hold it: the index does not match its shards. Download the checkpoint again.")
 
 
 def _refuse_dangling(path: Path) -> None:
