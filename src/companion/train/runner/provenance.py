@@ -176,6 +176,14 @@ def provenance_seconds(prov: dict, key: str, run: Path) -> float:
     return float(v)
 
 
+def stamp_instant(text: str):
+    """The instant a provenance time stamp names, as an aware datetime (``Z`` or ``z`` read as
+    UTC); for a stamp :func:`stamp_problem` accepts."""
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+
+
 def stamp_problem(value) -> str | None:
     """What is wrong with ``value`` as a provenance time stamp (``started``, ``date``), or
     None for a good one: an ISO 8601 date and time with its time zone, as
@@ -183,8 +191,6 @@ def stamp_problem(value) -> str | None:
     bare date, a time without a zone (whose instant depends on where it is read) or an
     impossible time or offset (``+25:00``) is a problem: the blind checks compare it with
     the rules' commit to the second."""
-    import datetime as dt
-
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{value!r} is a number, not a date and time written as text"
     if not isinstance(value, str):
@@ -195,7 +201,7 @@ def stamp_problem(value) -> str | None:
             return f"{value!r} writes a lower-case 't' between its date and time (write a capital 'T')"
         return f"{value!r} gives no time of day"
     try:
-        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        when = stamp_instant(text)
     except ValueError:
         return f"{value!r} is not a date and time that exists (an impossible date, hour or time-zone offset)"
     if when.tzinfo is None or when.utcoffset() is None:
@@ -229,8 +235,7 @@ def check_stamps(provenance: dict, name: str, where) -> None:
                                  f"folder, or move {where} away.")
     import datetime as dt
 
-    def instant(v):
-        return dt.datetime.fromisoformat(v.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    instant = stamp_instant
 
     # a stamp later than now came from a clock that ran ahead (or an edit): it would pass every
     # "started after the rules" check whatever the truth; a day's slack for clocks and zones

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...base.errors import CompanionError
 from ...base.paths import DATA_DIR
-from .provenance import read_run
+from .provenance import read_run, stamp_instant
 
 __all__ = ["load_runs", "runs_root", "label_of", "run_catalogue", "read_provenance", "first_start"]
 
@@ -132,8 +132,6 @@ def first_start(bodies, root: str | Path | None = None):
     ``bodies``: registered bodies of a rules file (each with its folder ``pattern`` or its list
     ``patterns``), as a dict of them or one body.  A landed run is a folder with a ``history.csv``
     under ``root`` (default :func:`runs_root`)."""
-    import datetime as dt
-
     root = Path(root) if root is not None else runs_root()
     bodies = [bodies] if isinstance(bodies, dict) and ({"pattern", "patterns"} & set(bodies)) else list(
         dict(bodies).values())
@@ -144,7 +142,7 @@ def first_start(bodies, root: str | Path | None = None):
                 if (d / "history.csv").is_file():
                     s = read_provenance(d).get("started")   # its stamps checked there
                     if s:
-                        starts.append(dt.datetime.fromisoformat(s.strip().replace("Z", "+00:00").replace("z", "+00:00")))
+                        starts.append(stamp_instant(s))
     return min(starts) if starts else None
 
 
@@ -217,7 +215,7 @@ def _utc_day(stamp) -> str:
 
     if not isinstance(stamp, str) or not stamp.strip():
         return ""
-    when = dt.datetime.fromisoformat(stamp.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    when = stamp_instant(stamp)
     return when.astimezone(dt.timezone.utc).date().isoformat()
 
 

@@ -491,6 +491,8 @@ def run_starts(runs: pd.DataFrame) -> dict:
     blind)."""
     import datetime as dt
 
+    from ..runner.provenance import stamp_instant
+
     out = {}
     for r in sorted(runs["run"].unique()):
         p = _provenance(r)   # its stamps checked: aware ISO times where present
@@ -503,7 +505,7 @@ def run_starts(runs: pd.DataFrame) -> dict:
             raise CompanionError(f"run {r}: its provenance.json records neither when it started nor a finishing "
                                  "date and a duration in seconds, so when it was made cannot be told; copy the "
                                  "provenance again from the run's work folder, or move its folder out of data/runs.")
-        end = dt.datetime.fromisoformat(p["date"].strip().replace("Z", "+00:00"))
+        end = stamp_instant(p["date"])
         out[r] = (end - dt.timedelta(seconds=float(duration))).isoformat()
     return out
 
