@@ -31,3 +31,16 @@ def one_line(err) -> str:
     assert "\n" not in text.strip(), text
     return text
 
+
+
+def refused(call, *words, kind: type = ValueError) -> str:
+    """Call ``call()``; assert it raises ``kind`` (CompanionError is a ValueError) in one line
+    holding every one of ``words``, and return that line."""
+    import pytest
+
+    with pytest.raises(kind) as err:
+        call()
+    text = one_line(err)
+    for w in words:
+        assert w in text, text
+    return text

@@ -35,17 +35,8 @@ import torch
 from companion.adapters.types import QKCheckpoint, QKLayer
 from companion.core.scores import structure_scores
 from one_line import one_line as _one_line
+from one_line import refused as _refused
 
-REFUSED = ValueError   # CompanionError is a ValueError
-
-
-def _refused(call, *words):
-    with pytest.raises(REFUSED) as err:
-        call()
-    text = _one_line(err)
-    for w in words:
-        assert w in text, text
-    return text
 
 
 # ============================================================ (a) quantisation

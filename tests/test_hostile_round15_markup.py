@@ -24,24 +24,12 @@ import nbformat
 import pandas as pd
 import pytest
 
+from companion.book.site.chapters import JUPYTEXT_HEADER as HEADER   # every chapter's front matter
 from one_line import one_line
 from tiny_book import tiny_book
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 TABLE = "<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>1</td></tr></tbody></table>"
-HEADER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
 
 
 def _glued(value: str) -> dict:

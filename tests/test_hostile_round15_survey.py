@@ -29,17 +29,8 @@ import scipy.stats  # noqa: F401  (loaded at collection, not inside the law's ca
 import torch
 
 from one_line import one_line as _one_line
+from one_line import refused as _refused
 
-REFUSED = ValueError   # CompanionError is a ValueError
-
-
-def _refused(call, *words):
-    with pytest.raises(REFUSED) as err:
-        call()
-    text = _one_line(err)
-    for w in words:
-        assert w in text, text
-    return text
 
 
 # ----------------------------------------------------------------- the definitions, in numpy

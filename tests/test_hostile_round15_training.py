@@ -32,22 +32,10 @@ torch.set_num_threads(1)
 from companion.base.errors import CompanionError
 
 from one_line import one_line as _one_line
+from test_hostile_round13_caches_text import cache, tok  # noqa: F401  (fixtures: the tokenizer, an empty cache)
 from test_train_loop import VOCAB, _cfg, _data
 
 CPU = torch.device("cpu")
-
-
-@pytest.fixture(scope="module")
-def tok():
-    from companion.train.text.data import load_tokenizer
-
-    return load_tokenizer()
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("COMPANION_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
 
 
 def _docs(n):
