@@ -261,3 +261,35 @@ def check_horizon(runs, body: dict) -> None:
                                  f"last evaluation is at step {int(last[off.index[0]])}: its history.csv is cut off "
                                  "or edited, and its value at the horizon would be missing or another step's; copy "
                                  "history.csv again from the run's work folder, or move the run out of data/runs.")
+
+
+def _rules_commit(body: dict | None = None):
+    """When the rules that registered ``body`` were first committed: the oldest commit of the
+    file named in the body's ``registered`` holding its stamp
+    (:func:`companion.rules.verdicts.rule_commit_time`); without a body (or a version-3 file
+    whose bodies name no registration), the rules in force's own stamp.  None outside a git
+    checkout.  A registration whose file is not there (renamed) or does not hold its stamp
+    (amended) is refused: read as 'outside a git checkout', the anchor fell back to the stamp."""
+    import datetime as dt
+
+    from ...rules.verdicts import rule_commit_time
+
+    stamp, path = _registration(body)
+    text = stamp.isoformat() if isinstance(stamp, dt.date) else str(stamp)
+    if not path.is_file() or text not in path.read_text(encoding="utf-8", errors="replace"):
+        where = "is not there" if not path.is_file() else f"does not hold its stamp {text}"
+        raise CompanionError(f"body {(body or {}).get('label', (body or {}).get('pattern', 'of the rules'))!r} is "
+                             f"registered in {path.name}, which {where}; correct the body's registered file and "
+                             "stamp in the rules file (the file as committed, the stamp it holds).")
+    return rule_commit_time(stamp, path)
+
+
+def _registration(body: dict | None):
+    """``(stamp, path)`` under which ``body`` was registered (see :func:`_rules_commit`)."""
+    from ...base.paths import ROOT
+    from ...rules.rulebook import RULES_PATH, load_rules
+
+    reg = (body or {}).get("registered")
+    if isinstance(reg, dict):
+        return reg["fixed"], ROOT / reg["file"]
+    return load_rules()["framework"]["fixed"], RULES_PATH
