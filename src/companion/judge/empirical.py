@@ -216,7 +216,7 @@ def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
 
     from ..base.errors import CompanionError
     from ..rules.rulebook import load_rules
-    from ..rules.statistics import _r
+    from ..rules.estimates import rounded
 
     r = rule("thm_s1_12", rules if rules is not None else load_rules())
     t = r["threshold"]
@@ -243,7 +243,7 @@ def premise_share_test(shares: dict, rules=None) -> pd.DataFrame:
         # bounds and threshold compared after rounding to DIGITS significant digits, as threshold_outcome
         # compares (a bound of 0.5 + 1 ulp is not above 0.5)
         outcome = ("not testable here" if not (np.isfinite(float(lo)) and np.isfinite(float(hi))) else
-                   "holds" if _r(lo) > _r(t) else "refuted" if _r(hi) < _r(t) else "inconclusive")
+                   "holds" if rounded(lo) > rounded(t) else "refuted" if rounded(hi) < rounded(t) else "inconclusive")
         rows.append(dict(claim=r["key"], windows=windows, estimate=share, low=lo, high=hi, threshold=t,
                          outcome=outcome, primary=windows == r["primary"]["windows"], p_holds=p_hi,
                          p_refuted=p_lo, p_decides={"holds": p_hi, "refuted": p_lo}.get(outcome, np.nan)))

@@ -55,6 +55,7 @@ from .t_power import TPower, check_t_power, t_power_by_integral  # noqa: E402,F4
 from .statistics import (DECIDED, DIGITS, OUTCOMES, SPREAD_FLOOR, interval_outcome,  # noqa: E402  (one set of outcomes, one partition, one rounding)
                          is_number, is_positive_number, seed_values, check_seed_count, check_real, _check_level,
                          _solve_rising)
+from .estimates import rounded  # noqa: E402
 
 
 def _check_looks(looks) -> tuple:
@@ -278,10 +279,6 @@ def look_estimate(values, nominal: float) -> LookEstimate:
     return LookEstimate(tuple(v.tolist()), mean, sd, mean - half, mean + half, nominal)
 
 
-def _r(x: float) -> float:
-    return float(f"{x:.{DIGITS}g}")
-
-
 def look_outcome(est: LookEstimate, sesoi: float) -> str:
     """The outcome of one look's interval for a directional claim (true effect > 0) with
     smallest effect of interest ``sesoi``: :func:`companion.rules.statistics.interval_outcome`,
@@ -356,7 +353,7 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=Non
 
 
 def _round_all(a: np.ndarray) -> np.ndarray:
-    """:func:`_r` on every element: rounding to :data:`DIGITS` significant digits, as the
+    """:func:`~companion.rules.estimates.rounded` on every element: rounding to :data:`DIGITS` significant digits, as the
     outcome of one reading is compared (non-finite values pass unchanged)."""
     flat = [float(f"{x:.{DIGITS}g}") for x in np.asarray(a, dtype=float).ravel()]
     return np.array(flat, dtype=float).reshape(np.shape(a))
@@ -391,7 +388,7 @@ def _drawn_outcomes(x: np.ndarray, looks, nominal, sesoi: float) -> tuple[np.nda
         raise ValueError("the simulated per-seed values hold NaN or Inf; check the effect and spread drawn.")
     outcome = np.full(x.shape[0], "", dtype=object)
     used = np.full(x.shape[0], looks[-1])
-    d = _r(sesoi)
+    d = rounded(sesoi)
     for k, n in enumerate(looks):
         m = x[:, :n].mean(axis=1)
         s = x[:, :n].std(axis=1, ddof=1)

@@ -17,7 +17,8 @@ from ..base.errors import CompanionError
 from ..base.phrasing import as_set
 from .verdicts import rule_written_after
 from .power import directional_power
-from .statistics import (_r, deciding_p, directional_outcome, directional_outcome_first, p_above, p_below, paired_t,
+from .estimates import rounded
+from .statistics import (deciding_p, directional_outcome, directional_outcome_first, p_above, p_below, paired_t,
                          seeds_without_a_number)
 
 __all__ = ["bodies_of", "pairs_of", "is_primary", "context_part", "gate", "gate_why", "apply_rule_to_pair"]
@@ -64,7 +65,7 @@ def context_part(loss: pd.Series, reference, nats: float) -> dict:
     # as interval ends and yardsticks are: a floor met exactly is met, whatever the last bit
     # (4.0 - 3.3069 is 0.69309999... in floating point, 6.0 - 5.3069 is 0.69310000...3)
     return {"loss": float(loss.mean()), "reference": ref, "below": below,
-            "passes": bool(np.isfinite(ref) and _r(below) >= _r(nats))}
+            "passes": bool(np.isfinite(ref) and rounded(below) >= rounded(nats))}
 
 
 def gate(losses: dict, references: dict, gaps: dict, half_step, e_end, e_half, sesoi: float, cfg: dict) -> dict:
@@ -97,11 +98,11 @@ def gate(losses: dict, references: dict, gaps: dict, half_step, e_end, e_half, s
         g = g.dropna()
         v = float(g.mean()) if len(g) else float("nan")
         # rounded as context_part compares: a gap of exactly the allowed 0.10 (3.2 - 3.1 is 0.10000000000000009) passes
-        mem[arm] = {"gap": v, "passes": bool(_r(v) <= _r(cfg["memorisation_nats"]))}
+        mem[arm] = {"gap": v, "passes": bool(rounded(v) <= rounded(cfg["memorisation_nats"]))}
     if e_half is not None and half_step is not None:
         # 'differ by less than sesoi', rounded likewise: a change of exactly sesoi is not less
         stable = bool(np.sign(e_half.mean) == np.sign(e_end.mean)
-                      and _r(abs(e_end.mean - e_half.mean)) < _r(sesoi))
+                      and rounded(abs(e_end.mean - e_half.mean)) < rounded(sesoi))
         horizon = {"step": int(half_step), "at_half": e_half.mean, "at_end": e_end.mean, "passes": stable}
     else:
         horizon = {"step": None, "at_half": float("nan"), "at_end": float("nan"), "passes": False}
@@ -202,7 +203,7 @@ def apply_rule_to_pair(key: str, r: dict, body: str, pair: dict, evidence: dict)
     g = gate(pair["losses"], pair["references"], pair["gaps"], pair["half_step"], est, half, sesoi, fw["gate"])
     g = _refuse_non_finite_seeds(g, pair)
     outcome = directional_outcome(est, sesoi, r.get("min_seeds", 3), g["passes"])
-    old_gate = all(_r(c["below"]) >= 1.0 for c in g["context"].values())   # v1's gate: 1 nat below (rounded as the v2 gate)
+    old_gate = all(rounded(c["below"]) >= 1.0 for c in g["context"].values())   # v1's gate: 1 nat below (rounded as the v2 gate)
     outcome_first = directional_outcome_first(est, pair["first_band"], 3, old_gate)
     comparator = pair["comparator"]
     if comparator in r.get("reported_beside", []):

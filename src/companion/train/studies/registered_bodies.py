@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ...base.errors import CompanionError
-from ...rules.statistics import _r
+from ...rules.estimates import rounded
 from .landed_runs import claim_pairs, machines_of, pair_machines, runs_summary, runs_table
 from .registration import (REGISTERED_OPTIONS, _registration, _rules_commit, check_horizon, check_registered,
                            registered_config, run_name, same_learning_config)
@@ -229,7 +229,7 @@ def gate_at_look(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: fl
         few = {q: float(v.min()) for q, v in at_horizon.items()
                if q.endswith("_blocks") and v.min() < g["guard_blocks"]}
         # compared at 10 significant digits, as interval ends are: 3.2 - 3.1 is at most 0.10, not above it
-        ok_ctx, ok_mem = _r(below) >= _r(g["context_floor_nats"]), _r(gap) <= _r(g["memorisation_nats"]) and not few
+        ok_ctx, ok_mem = rounded(below) >= rounded(g["context_floor_nats"]), rounded(gap) <= rounded(g["memorisation_nats"]) and not few
         if not np.isfinite(gap):   # e.g. inf - inf: no gap can be read, so the guard cannot pass
             why.append(f"{arm}'s guard gap is not a number ({gap}) at the horizon")
         if few:   # the rules' guard_blocks: each sample at the horizon reads as many blocks as the held-out loss
@@ -245,7 +245,7 @@ def gate_at_look(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: fl
         if not ok_ctx:
             why.append(f"{arm} not trained enough: {below:.2f} nats below its unigram reference, the rules ask "
                        f"{as_set(g['context_floor_nats'])}")
-        if _r(gap) > _r(g["memorisation_nats"]):
+        if rounded(gap) > rounded(g["memorisation_nats"]):
             why.append(f"{arm} trained into memorisation: its {body['guard_reference']} sample reads {gap:+.3f} "
                        f"nats above the blocks it has seen, the rules allow {as_set(g['memorisation_nats'])}")
     half_step = int(round(g["horizon_fraction"] * body["steps"]))
