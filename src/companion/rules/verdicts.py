@@ -18,7 +18,8 @@ from pathlib import Path
 from ..base.errors import CompanionError
 from ..base.paths import DATA_DIR
 
-__all__ = ["RULES_PATH", "check_earlier", "rule_written_after", "rule_commit_time", "started_before_rule"]
+__all__ = ["RULES_PATH", "check_earlier", "rule_written_after", "rule_commit_time", "rule_anchor", "started_before_rule",
+           "stamp_spellings"]
 
 RULES_PATH = DATA_DIR / "verdict_rules.yaml"   # the file in force
 
@@ -324,35 +325,101 @@ def rule_written_after(r: dict, dates) -> bool:
     return any(_as_datetime(d) < fixed for d in dates)
 
 
+_STAMP_TEXT = None   # the pattern of a YAML time stamp (compiled on first use)
+
+
+def stamp_spellings(text: str, fixed) -> list[str]:
+    """Each spelling in ``text`` (a rules file) of the instant ``fixed``, as YAML reads a time
+    stamp: ``2026-12-06T09:59:00Z``, ``2026-12-06 09:59:00+00:00`` and
+    ``2026-12-06T10:59:00+01:00`` are one instant, and a file holds it in whichever spelling it
+    was written (a stamp without a zone is UTC, as YAML reads it)."""
+    import re
+
+    global _STAMP_TEXT
+    if _STAMP_TEXT is None:
+        _STAMP_TEXT = re.compile(r"\d{4}-\d\d?-\d\d?(?:[Tt]|[ \t]+)\d\d?:\d\d:\d\d(?:\.\d*)?"
+                                 r"(?:[ \t]*Z|[ \t]*z|[-+]\d\d?(?::\d\d)?)?")
+    want = _as_datetime(fixed)
+    out = []
+    for m in dict.fromkeys(_STAMP_TEXT.findall(text)):
+        try:
+            import yaml
+
+            when = yaml.safe_load(f"t: {m}")["t"]
+        except Exception:   # noqa: BLE001 - text that only looks like a stamp
+            continue
+        if isinstance(when, _dt.datetime) and _as_datetime(when) == want:
+            out.append(m)
+    return out
+
+
 def rule_commit_time(fixed, path: str | Path | None = None) -> _dt.datetime | None:
     """When the rule stamped ``fixed`` entered the repository: the author time of the oldest
-    commit whose rules file contains that stamp (``git log -S``, following the file through a
-    move), or None outside a git checkout.  The author time is when the commit was first made:
-    an amend, a rebase or a cherry-pick keeps it, where the committer time moves to the
-    rewrite, and runs made between the two would read as made before the rules."""
+    commit whose rules file contains that stamp, in any spelling the file holds it in
+    (:func:`stamp_spellings`; ``git log -S``, following the file through a move), or None
+    outside a git checkout (no history to read).  The author time is when the commit was first
+    made: an amend, a rebase or a cherry-pick keeps it, where the committer time moves to the
+    rewrite, and runs made between the two would read as made before the rules.
+
+    A file inside a git checkout whose stamp no commit holds (the stamp edited in the working
+    copy, or the file never committed) is refused in one line: its rules are not committed, so
+    no run can be shown to have started after them, and reading it as 'no history' would anchor
+    the runs at whatever the stamp now says."""
     import subprocess
 
     path = Path(path) if path is not None else RULES_PATH
     stamp = fixed.isoformat() if isinstance(fixed, _dt.date) else str(fixed)
     try:
-        # --follow keeps the history through a rename; git ignores --reverse with --follow, so
-        # the oldest commit is the last line
-        out = subprocess.run(["git", "log", "--follow", "--format=%aI", "-S", stamp, "--", path.name],
-                             cwd=path.parent, capture_output=True, text=True, timeout=30)
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    try:
+        spellings = stamp_spellings(text, fixed) or [stamp]
+    except CompanionError:   # a stamp that names no moment: looked up as written
+        spellings = [stamp]
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=path.parent, capture_output=True, text=True, timeout=30)
+
+    found = []
+    try:
+        for spelled in spellings:
+            # --follow keeps the history through a rename; git ignores --reverse with --follow, so
+            # the oldest commit is the last line
+            out = git("log", "--follow", "--format=%aI", "-S", spelled, "--", path.name)
+            lines = [ln for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
+            if lines:
+                found.append(_as_datetime(lines[-1]))
+        inside = not found and git("rev-parse", "--is-inside-work-tree").stdout.strip() == "true"
     except (OSError, subprocess.TimeoutExpired):
         return None
-    lines = [ln for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
-    return _as_datetime(lines[-1]) if lines else None
+    if found:
+        return min(found)
+    if inside:
+        raise CompanionError(f"{path.name} holds the stamp {stamp}, but no commit of its git history does (the "
+                             "stamp was edited in the working copy, or the file was never committed), so the "
+                             "rules it dates are not committed and no run can be shown to have started after "
+                             f"them; commit {path.name} (or restore the stamp as committed) before reading runs "
+                             "by it.")
+    return None
+
+
+def rule_anchor(fixed, commit_time=None) -> _dt.datetime:
+    """The moment a run must start after to be judged blind by the rule stamped ``fixed``: its
+    commit (:func:`rule_commit_time`) where the history is known, and in any case no earlier
+    than the stamp (a commit dated before the stamp it holds moves nothing earlier)."""
+    anchor = _as_datetime(fixed)
+    if commit_time is not None:
+        anchor = max(anchor, _as_datetime(commit_time))
+    return anchor
 
 
 def started_before_rule(started, fixed, commit_time=None) -> bool:
     """Whether a run that ``started`` (provenance) began before its rule was fixed: before
     the rule's commit where the history is known (:func:`rule_commit_time`), and in any case
-    before its ``fixed`` stamp (a commit dated before the stamp it holds moves nothing earlier)."""
-    anchor = _as_datetime(fixed)
-    if commit_time is not None:
-        anchor = max(anchor, _as_datetime(commit_time))
-    return _as_datetime(started) < anchor
+    before its ``fixed`` stamp (a commit dated before the stamp it holds moves nothing earlier):
+    :func:`rule_anchor`."""
+    return _as_datetime(started) < rule_anchor(fixed, commit_time)
 
 
 #: names that moved to :mod:`companion.rules.statistics` in 0.2.0

@@ -12,7 +12,7 @@ from ...base.errors import CompanionError
 from ...base.paths import DATA_DIR
 from .provenance import read_run, stamp_instant
 
-__all__ = ["load_runs", "runs_root", "label_of", "run_catalogue", "read_provenance", "first_start"]
+__all__ = ["load_runs", "runs_root", "label_of", "run_catalogue", "read_provenance", "first_start", "run_start"]
 
 
 def runs_root() -> Path:
@@ -126,8 +126,9 @@ def _read_scripts(path: Path) -> pd.DataFrame:
 
 
 def first_start(bodies, root: str | Path | None = None):
-    """When the earliest landed run of ``bodies`` began (its provenance's ``started``, an aware
-    datetime), or None where none has landed or none records a start.
+    """When the earliest landed run of ``bodies`` began (:func:`run_start`: its provenance's
+    ``started``, else its end less its duration; an aware datetime), or None where none has
+    landed or none records a start.
 
     ``bodies``: registered bodies of a rules file (each with its folder ``pattern`` or its list
     ``patterns``), as a dict of them or one body.  A landed run is a folder with a ``history.csv``
@@ -140,10 +141,26 @@ def first_start(bodies, root: str | Path | None = None):
         for pattern in body.get("patterns") or [body["pattern"]]:
             for d in root.glob(pattern):
                 if (d / "history.csv").is_file():
-                    s = read_provenance(d).get("started")   # its stamps checked there
-                    if s:
-                        starts.append(stamp_instant(s))
+                    s = run_start(read_provenance(d))   # its stamps checked there
+                    if s is not None:
+                        starts.append(s)
     return min(starts) if starts else None
+
+
+def run_start(prov: dict):
+    """When a run began (an aware datetime): its provenance's ``started``, else (a run made
+    before runs recorded it) its finishing ``date`` less its ``duration_s``; None where it
+    records neither.  Its stamps are checked already (:func:`read_provenance`)."""
+    import datetime as dt
+    import math
+
+    if prov.get("started"):
+        return stamp_instant(prov["started"])
+    took = prov.get("duration_s")
+    if prov.get("date") and isinstance(took, (int, float)) and not isinstance(took, bool) \
+            and math.isfinite(took) and took >= 0:
+        return stamp_instant(prov["date"]) - dt.timedelta(seconds=float(took))
+    return None
 
 
 def read_provenance(d: Path) -> dict:

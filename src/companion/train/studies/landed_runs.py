@@ -39,8 +39,10 @@ def runs_table(rules: dict | None = None, root=None) -> pd.DataFrame:
     """Every landed run of rules v3's bodies with its settings and provenance, one row per run:
     ``body``, ``run``, ``arm`` (MODE/INIT), ``seed``, ``device``, ``machines``
     (:func:`machines_of`), ``started`` (UTC), ``after rules (h)`` (hours from the rules' first
-    commit to the run's start; a run judged blind has it > 0), ``steps`` (the horizon),
-    ``training tokens``, ``passes`` (steps x batch x block length / training tokens),
+    commit, never before their stamp, to the run's start: :func:`companion.rules.verdicts.rule_anchor`; a run
+    judged blind has it > 0), ``steps`` (the horizon),
+    ``training tokens``, ``passes`` (steps x batch x block length / training tokens; NaN where the
+    provenance gives one of them not),
     ``corpus sha256`` (first 12 hex digits of the documents' hash), ``hours`` (wall clock,
     every sitting), ``s/step`` (wall clock per step: it counts the time a run was paused or
     shared its core) and ``CPU s/step`` (the process's CPU seconds per step, a run on the CPU
@@ -50,7 +52,7 @@ def runs_table(rules: dict | None = None, root=None) -> pd.DataFrame:
     import datetime as _dt
 
     from ...rules.rulebook import load_rules
-    from ...rules.verdicts import _as_datetime
+    from ...rules.verdicts import _as_datetime, rule_anchor
     from ..runner.provenance import provenance_count, provenance_seconds
     from ..runner.runs import read_provenance, runs_root
     from .evidence import device_label
@@ -59,8 +61,9 @@ def runs_table(rules: dict | None = None, root=None) -> pd.DataFrame:
     root = Path(root) if root is not None else runs_root()
     rows = []
     for key, body in rules["bodies"].items():
-        # hours after the first commit of the rules that registered the body (its own file and stamp)
-        commit = _rules_commit(body) or _as_datetime(_registration(body)[0])
+        # hours after the first commit of the rules that registered the body (its own file and stamp),
+        # and never before the stamp: the moment the blind check compares a start with
+        commit = rule_anchor(_registration(body)[0], _rules_commit(body))
         arms = [*body["arms"], *(body.get("secondary_arms") or [])]
         for seed in body["seeds"]:
             for arm in arms:
@@ -79,7 +82,9 @@ def runs_table(rules: dict | None = None, root=None) -> pd.DataFrame:
                              "device": device_label(prov),
                              "machines": machines_of(prov), "started": started or "not recorded",
                              "after rules (h)": after, "steps": steps, "training tokens": tokens,
-                             "passes": steps * batch * seq / tokens if tokens else float("nan"),
+                             # a count the provenance does not give is no count of 0 (passes 0.00)
+                             "passes": steps * batch * seq / tokens if min(steps, batch, seq, tokens) > 0
+                             else float("nan"),
                              "corpus sha256": str(data.get("documents_sha256", "?"))[:12],
                              "hours": hours / 3600, "s/step": per_step,
                              "CPU s/step": _cpu_seconds_per_step(prov, steps)})
@@ -92,7 +97,7 @@ def runs_summary(table: pd.DataFrame) -> pd.DataFrame:
     """The landed runs of :func:`runs_table` folded to one row per body and arm, so that a
     page showing it keeps its size as runs land: ``runs``, ``seeds`` (runs of consecutive
     seeds as ranges, ``30–34, 36``), ``devices``, ``first start after rules (h)`` (the smallest lead: a body judged
-    blind has it > 0), ``corpus sha256`` (the hashes of its runs; one per body), ``passes``,
+    blind has it > 0; NaN where a run records no start), ``corpus sha256`` (the hashes of its runs; one per body), ``passes``,
     and the medians of ``hours``, ``s/step`` and ``CPU s/step`` (NaN where no run has it).
     The per-run rows stay in :func:`runs_table`."""
     columns = ["body", "arm", "runs", "seeds", "devices", "first start after rules (h)", "corpus sha256",
@@ -102,7 +107,8 @@ def runs_summary(table: pd.DataFrame) -> pd.DataFrame:
         rows.append({"body": body, "arm": arm, "runs": len(g),
                      "seeds": _seed_ranges(g["seed"]),
                      "devices": ", ".join(sorted(set(g["device"]))),
-                     "first start after rules (h)": g["after rules (h)"].min(),
+                     # a run recording no start shows none: the smallest of the others' leads hid it
+                     "first start after rules (h)": g["after rules (h)"].min(skipna=False),
                      "corpus sha256": ", ".join(sorted(set(g["corpus sha256"]))),
                      "passes": ", ".join(f"{p:.2f}" for p in sorted(set(g["passes"].round(2)))),
                      "median hours": g["hours"].median(),

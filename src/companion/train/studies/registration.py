@@ -96,18 +96,14 @@ def _same_value(a, b) -> bool:
 def run_started(prov: dict):
     """When a run started (a UTC datetime): its ``started`` stamp, else (runs made before
     runs recorded it) its ``date`` less its ``duration_s``; None where neither is there."""
-    import datetime as dt
-
     from ...rules.verdicts import _as_datetime
+    from ..runner.runs import run_start   # the one reading of a run's start (a body's first start too)
 
     try:
-        if prov.get("started"):
-            return _as_datetime(prov["started"])
-        if prov.get("date") and isinstance(prov.get("duration_s"), (int, float)) and math.isfinite(prov["duration_s"]):
-            return _as_datetime(prov["date"]) - dt.timedelta(seconds=float(prov["duration_s"]))
-    except (TypeError, ValueError, OverflowError, CompanionError):
+        start = run_start(prov)
+        return None if start is None else _as_datetime(start)   # a stamp without a zone read as UTC
+    except (TypeError, ValueError, OverflowError, AttributeError, CompanionError):
         return None
-    return None
 
 
 def recorded_config(prov: dict) -> dict:
@@ -220,10 +216,11 @@ def check_registered(name: str, prov: dict, body: dict, device: str) -> None:
                                  f"records (registered: {want[field]!r}); copy provenance.json again from the run's "
                                  "work folder, or move the run out of data/runs.")
         if not _same_value(got[field], want[field]):
-            shown = (lambda v: str(v)[:60])
-            raise CompanionError(f"run {name} was made with {field} = {shown(got[field])}, not the {shown(want[field])} "
-                                 f"that body {label!r} registers (its plan: {body.get('plan', 'the rules file')}); it "
-                                 "is not a run of the body: move it out of data/runs.")
+            shown = (lambda v: (repr(v) if isinstance(v, str) else str(v))[:60])   # '16' is not 16
+            raise CompanionError(f"run {name} was made with {field} = {shown(got[field])}, not with {field} = "
+                                 f"{shown(want[field])} as body {label!r} registers (its plan: "
+                                 f"{body.get('plan', 'the rules file')}); it is not a run of the body: move it out "
+                                 "of data/runs.")
     unknown = sorted(set(cfg) - set(want))
     if unknown:   # a field this package's trainer does not have: made by another trainer, or edited
         raise CompanionError(f"run {name}'s provenance records {unknown[0]} = {str(cfg[unknown[0]])[:60]}, a setting "
@@ -269,14 +266,17 @@ def _rules_commit(body: dict | None = None):
     (:func:`companion.rules.verdicts.rule_commit_time`); without a body (or a version-3 file
     whose bodies name no registration), the rules in force's own stamp.  None outside a git
     checkout.  A registration whose file is not there (renamed) or does not hold its stamp
-    (amended) is refused: read as 'outside a git checkout', the anchor fell back to the stamp."""
+    (amended) is refused: read as 'outside a git checkout', the anchor fell back to the stamp; so is
+    a stamp that no commit holds (:func:`companion.rules.verdicts.rule_commit_time`)."""
     import datetime as dt
 
-    from ...rules.verdicts import rule_commit_time
+    from ...rules.verdicts import rule_commit_time, stamp_spellings
 
     stamp, path = _registration(body)
     text = stamp.isoformat() if isinstance(stamp, dt.date) else str(stamp)
-    if not path.is_file() or text not in path.read_text(encoding="utf-8", errors="replace"):
+    # the file holds the stamp in whichever ISO spelling it was written (09:59:00Z is 09:59:00+00:00)
+    if not path.is_file() or not (text in (held := path.read_text(encoding="utf-8", errors="replace"))
+                                  or stamp_spellings(held, stamp)):
         where = "is not there" if not path.is_file() else f"does not hold its stamp {text}"
         raise CompanionError(f"body {(body or {}).get('label', (body or {}).get('pattern', 'of the rules'))!r} is "
                              f"registered in {path.name}, which {where}; correct the body's registered file and "
