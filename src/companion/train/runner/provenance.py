@@ -341,7 +341,16 @@ def _check_layer_set(hist: pd.DataFrame, provenance: dict, run: Path, fix: str) 
     ``model_size.num_hidden_layers``): a layer missing at every step (a cut-off or edited file
     the per-step count cannot see) would leave a layer mean over fewer layers than the run
     has, and a layer the model does not have would be averaged in.  A provenance that names
-    no layer count is not checked here (the readers of a body ask for it)."""
+    no layer count is not checked for its set of layers here (the readers of a body ask for it);
+    a quantity logged per layer with a row for no layer (layer -1) is refused whatever it names."""
+    per_layer = hist.loc[hist["layer"] >= 0, "quantity"].unique()
+    mixed = hist[(hist["layer"] < 0) & hist["quantity"].isin(per_layer)]
+    if len(mixed):   # a row for no layer beside the layers' rows: a layer mean would average it in
+        r = mixed.iloc[0]
+        raise CompanionError(
+            f"run {run.name}: its history.csv logs {r['quantity']} for each layer and also for no layer (layer "
+            f"{int(r['layer'])} at step {int(r['step'])}, line {int(mixed.index[0]) + 2}), which the trainer never "
+            f"writes; a layer mean would average that row in with the layers': {fix}.")
     size = provenance.get("model_size")
     layers = whole_count(size.get("num_hidden_layers")) if isinstance(size, dict) else None
     if layers is None or layers < 1:

@@ -34,12 +34,15 @@ __all__ = ["body_runs", "device_label", "arm_values", "loss_gate", "evidence_tab
 OBJECTIVE_OF_MODE = {"encoder": "encoder", "authors-decoder": "encoder", "decoder": "decoder"}
 
 
-def _provenance(run: str) -> dict:
-    """A cached run's provenance, read and checked by :func:`companion.train.runner.runs.read_provenance`
-    (refused in one line naming the run when it is not a readable record with good time stamps)."""
+def _provenance(run: str, root=None) -> dict:
+    """A cached run's provenance (under ``root``, default ``data/runs``), read and checked by
+    :func:`companion.train.runner.runs.read_provenance` (refused in one line naming the run when
+    it is not a readable record with good time stamps)."""
+    from pathlib import Path
+
     from ..runner.runs import read_provenance, runs_root
 
-    return read_provenance(runs_root() / run)
+    return read_provenance((Path(root) if root is not None else runs_root()) / run)
 
 
 def load_patterns(patterns) -> pd.DataFrame | None:
@@ -68,8 +71,11 @@ def run_device(run: str) -> str:
 
 
 def device_label(provenance: dict) -> str:
-    """The device a provenance record names: ``"CPU"``, the GPU's name, or :data:`UNRECORDED`."""
-    dev = (provenance.get("hardware") or {}).get("device")
+    """The device a provenance record names: ``"CPU"``, the GPU's name, or :data:`UNRECORDED`.
+    An older record writes the device as its ``hardware`` itself (text), as the run catalogue
+    reads it."""
+    hw = provenance.get("hardware")
+    dev = hw.get("device") if isinstance(hw, dict) else hw
     if not isinstance(dev, str) or not dev.strip():
         return UNRECORDED
     return "CPU" if dev.startswith("cpu") else dev
@@ -79,7 +85,7 @@ def run_settings(run: str) -> dict:
     """A cached run's device (:func:`run_device`), its torch threads and whether it trained
     under bf16 autocast, as its provenance records them (None where it does not)."""
     p = _provenance(run)
-    cfg, hw = p.get("config") or {}, p.get("hardware") or {}
+    cfg, hw = p.get("config") or {}, p.get("hardware") if isinstance(p.get("hardware"), dict) else {}
     device = run_device(run)
     bf16 = cfg.get("cpu_bf16") if device == "CPU" else cfg.get("bf16") if device != UNRECORDED else None
     return {"device": device, "threads": hw.get("torch_threads"), "bf16": bf16}
@@ -242,8 +248,8 @@ def _unigram_reference(corpus: str, seq_len: int, top_k, objective: str, init_fr
                                  objective)
 
 
-def _shape(run: str) -> dict:
-    p = _provenance(run)
+def _shape(run: str, root=None) -> dict:
+    p = _provenance(run, root)
     c, m = p["config"], p["model_size"]
     return {"corpus": c.get("corpus", "default"), "seq_len": c.get("seq_len") or m["seq_len"],
             "top_k": c.get("top_k"), "width": m["hidden_size"], "layers": m["num_hidden_layers"],

@@ -55,6 +55,7 @@ def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> 
         runs = load_runs(root=root, pattern=body["pattern"])
     except FileNotFoundError:
         return None
+    _refuse_misplaced_seeds(runs, body)
     runs = runs[runs["seed"].isin(body["seeds"])]
     if runs.empty:
         return None
@@ -85,6 +86,9 @@ def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> 
                                      f"{body.get('label', body['pattern'])!r}: move it out of data/runs.")
         hashes[name] = (prov.get("data") or {}).get("documents_sha256")
         devices[name] = device_label(prov)
+    # each run against the registration first: between two runs that differ, it tells which is off
+    for name in sorted(provs):
+        check_registered(name, provs[name], body, devices[name])
     same_learning_config(provs, body.get("label", body["pattern"]))
     if len(set(hashes.values())) > 1:
         first = sorted(hashes)[0]
@@ -99,9 +103,34 @@ def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> 
         raise CompanionError(f"run {lacking[0]} logged no one-mode memorisation guard ({sorted(need)}); rules v3 "
                              "judge only runs trained with --guard: remake it with data/runs/make_v3_runs.sh.")
     check_horizon(runs, body)
-    for name in sorted(provs):
-        check_registered(name, provs[name], body, devices[name])
-    return runs.assign(device=runs["run"].map(devices))
+    out = runs.assign(device=runs["run"].map(devices))
+    out.attrs["root"] = str(root)   # where the runs were read: the gate reads their provenance there
+    return out
+
+
+def _refuse_misplaced_seeds(runs: pd.DataFrame, body: dict) -> None:
+    """Refuse (one line naming the folder) a run in a folder named for one of the body's runs
+    (an arm and seed of it) that trained a seed the body does not list: left out with the
+    body's other seeds, the seed its folder names read as missing though its folder is there."""
+    arms = [*(body.get("arms") or []), *(body.get("secondary_arms") or [])]
+    named = {run_name(body, a, s) for a in arms for s in body["seeds"]}
+    odd = runs.loc[~runs["seed"].isin(body["seeds"]) & runs["run"].isin(named), ["run", "mode", "init", "seed"]]
+    if len(odd):
+        r = odd.iloc[0]
+        raise CompanionError(f"run {r['run']} trained {r['mode']}/{r['init']} seed {r['seed']}, which body "
+                             f"{body.get('label', body['pattern'])!r} does not list, in the folder of one of its "
+                             "runs; a run is read as the arm and seed its folder names: move it out of data/runs "
+                             "(or rename it, if the folder name is the mistake).")
+
+
+def _runs_root_of(runs) -> "Path":
+    """The folder ``runs`` were read from (:func:`body_runs_at_looks`), else ``data/runs``."""
+    from pathlib import Path
+
+    from ..runner.runs import runs_root
+
+    where = getattr(runs, "attrs", {}).get("root")
+    return Path(where) if where else runs_root()
 
 
 @lru_cache(maxsize=4)
@@ -209,7 +238,7 @@ def gate_at_look(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: fl
     for arm in (rule["candidate"], rule["comparator"]):
         rows = _arm_rows(sub, arm)
         mode = arm.split("/")[0]
-        s = _shape(rows["run"].iloc[0])
+        s = _shape(rows["run"].iloc[0], _runs_root_of(runs))
         ref = _unigram_reference(s["corpus"], s["seq_len"], s["top_k"], OBJECTIVE_OF_MODE[mode], s["init_from"])
         refname = body["guard_reference"]
         at_horizon = {q: _values(sub, arm, q, body["steps"]).reindex(list(seeds))
@@ -279,12 +308,40 @@ def missing_runs(body: dict, arms, seeds_needed: int, root=None) -> list[str]:
             if not (root / run_name(body, a, s) / "history.csv").exists()]
 
 
-@lru_cache(maxsize=8)
 def _cached_runs(body_key: str, pattern: str, stamp: str):
+    """The body's runs as :func:`body_runs_at_looks` reads them, kept while its landed files
+    stay as they were (:func:`_landed_state`): a run landed, moved or copied again since is read."""
+    from ..runner.runs import runs_root
+
+    return _cached_reading(body_key, pattern, stamp, _landed_state(runs_root(), pattern))
+
+
+def _landed_state(root, pattern: str) -> tuple:
+    """Each landed run folder matching ``pattern`` under ``root`` with the size and time of
+    change of its history and provenance: what a cached reading of the body is kept for."""
+    state = []
+    for d in sorted(root.glob(pattern)):
+        files = []
+        for name in ("history.csv", "provenance.json"):
+            try:
+                st = (d / name).stat()
+                files.append((st.st_size, st.st_mtime_ns, st.st_ino))
+            except OSError:
+                files.append(None)
+        if files[0] is not None:
+            state.append((d.name, *files))
+    return tuple(state)
+
+
+@lru_cache(maxsize=8)
+def _cached_reading(body_key: str, pattern: str, stamp: str, landed: tuple):
     from ...rules.rulebook import load_rules
 
     body = dict(load_rules()["bodies"][body_key])
     return _reading_frame(body_runs_at_looks(body, _registration(body)[0], _rules_commit(body)))
+
+
+_cached_runs.cache_clear = _cached_reading.cache_clear   # forget every cached reading
 
 
 def own_yardstick(runs: pd.DataFrame | None, rule: dict, seeds) -> float:
@@ -371,7 +428,8 @@ def read_claim(key: str, rules: dict | None = None, runs: pd.DataFrame | None = 
     return {"key": key, "rule": rule, "reading": reading, "gate": gate, "seeds_in": seeds, "d": d_read,
             "secondary": secondary, "detectable": detect,
             "design": design[design["claim"] == key].set_index("effect"),
-            "missing": missing_runs(body, arms, next_look) if next_look and not reading.final else [],
+            "missing": missing_runs(body, arms, next_look, _runs_root_of(runs)) if next_look and not reading.final
+            else [],
             "next_look": None if reading.final else next_look}
 
 
