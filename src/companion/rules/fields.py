@@ -8,7 +8,7 @@ import numpy as np
 
 from ..base.errors import CompanionError
 
-__all__ = ["ARM_MODES", "ARM_INITS", "GUARD_REFERENCES", "MAX_DRAWS", "MAX_DRAW_CELLS", "CLAIM_QUANTITIES", "LEVELS",
+__all__ = ["ARM_MODES", "ARM_INITS", "GUARD_REFERENCES", "MAX_DRAWS", "MAX_SEED", "MAX_DRAW_CELLS", "CLAIM_QUANTITIES", "LEVELS",
            "POWER_TARGETS", "nominal"]
 
 ARM_MODES = ("encoder", "decoder", "authors-decoder")
@@ -17,6 +17,9 @@ _QUANTITIES = ("symmetry", "directionality", "eval_loss")
 #: what the memorisation guard compares the seen training blocks with (companion.train.runner.loop.guard_samples)
 GUARD_REFERENCES = ("unseen", "heldout")
 _YARDSTICK_RULES = ("scaled-iqr", "speedup-nats")
+#: the largest seed a body may list: ``companion train`` takes seeds in [0, 2**32 - 1]
+#: (companion.train.runner.config.MAX_SEED, a layer above the rules)
+MAX_SEED = 2 ** 32 - 1
 #: the design check's Monte Carlo size is bounded (a typo of 10^9 draws would exhaust memory)
 MAX_DRAWS = 2_000_000
 #: ... and so is each simulated matrix, draws x the last look's seeds (8 bytes each; the family

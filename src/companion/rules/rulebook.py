@@ -12,7 +12,9 @@ judge what it says it judges: no version, a key written twice, a look without a 
 twice or in no family, a family over its level (or read at looks with an alpha of its own,
 which the looks would ignore), a yardstick derived from a body it judges or of another quantity
 than its claim's, one whose rule's fields (speed-up, scale, the score read at each look) its
-reading could not use, a body whose seeds overlap another's or are fewer than the last look, a
+reading could not use, a claim comparing an arm with itself, a body whose seeds overlap another's,
+are fewer than the last look or cannot seed a run, one listing an arm twice, holding a field no
+look reads (``extra_seeds``, ``patterns``) or registered under a file outside the repository, a
 design check whose committed table fails its own targets or was computed for other yardsticks,
 spreads or settings (or a planning spread that is not its pilot's bound), a family table
 computed for other settings, a timestamp without a zone or in the future.  :func:`claim_rule` gives a training claim's rule
@@ -24,6 +26,7 @@ computed for other settings, a timestamp without a zone or in the future.  :func
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..base.errors import CompanionError
@@ -31,7 +34,7 @@ from ..base.paths import DATA_DIR
 from .design_tables import (SETTINGS_DRAWS, SETTINGS_Z, _check_design, _check_family_table, _committed_path,
                             _required_table, design_table_path, family_table_path)
 from .fields import (ARM_INITS, ARM_MODES, CLAIM_QUANTITIES, GUARD_REFERENCES, LEVELS, MAX_DRAW_CELLS, MAX_DRAWS,
-                     POWER_TARGETS, _QUANTITIES, _YARDSTICK_RULES, _arm, _check_levels_and_quantities, _check_sequential,
+                     MAX_SEED, POWER_TARGETS, _QUANTITIES, _YARDSTICK_RULES, _arm, _check_levels_and_quantities, _check_sequential,
                      _check_simulation_size, _fail, _num, nominal)
 
 __all__ = ["RULES_PATH", "RULES_HISTORY", "text_edits_after", "changes_after_first_run", "judging_parts", "family_of",
@@ -47,10 +50,14 @@ RULES_HISTORY = {v: DATA_DIR / "rules_history" / f"verdict_rules_v{v}.yaml" for 
 #: the keys a body and a claim read at looks may hold (versions 3 and 4): any other is refused,
 #: since a misspelt key reads as absent and its default silently stands in ('sing: -1' left a
 #: loss claim's sign at +1, reversing its effect)
-BODY_KEYS = frozenset({"label", "pattern", "patterns", "corpus", "tokenizer", "seeds", "extra_seeds", "steps", "lr",
+BODY_KEYS = frozenset({"label", "pattern", "corpus", "tokenizer", "seeds", "steps", "lr",
                        "arms", "secondary_arms", "guard_reference", "plan", "blind", "devices", "registered"})
 CLAIM_KEYS = frozenset({"claim", "quantity", "test", "candidate", "comparator", "secondary_comparators", "sign",
                         "body", "sesoi", "pilot", "fixed", "seen_before", "below_target"})
+#: the fields of earlier bodies (versions 1 and 2) that no look reads, refused in a body read at
+#: looks with what it reads instead: 'extra_seeds' and 'patterns' loaded and were ignored
+EARLIER_BODY_KEYS = {"extra_seeds": "its runs are those of 'seeds' (list every seed there)",
+                     "patterns": "its runs are found by its one 'pattern'"}
 #: a yardstick's keys ('read_form' for read_from left a yardstick fixed that is read at each look)
 YARDSTICK_KEYS = frozenset({"applies_to", "derived_from", "rule", "scale", "speedup", "body", "value_when_fixed",
                             "read_from", "derivation"})
@@ -194,6 +201,10 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
         where = f"body {key!r}"
         if not isinstance(b, dict):
             _fail(path, where, "must be a mapping.")
+        for field, read in EARLIER_BODY_KEYS.items():
+            if field in b:
+                _fail(path, where, f"{field!r} is read for the bodies of versions 1 and 2 only; no look of a body "
+                                   f"read at looks reads it: {read}.")
         _known_keys(b, BODY_KEYS, path, where)
         for field in ("label", "pattern", "corpus", "plan"):
             if not isinstance(b.get(field), str) or not b[field]:
@@ -203,6 +214,10 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
             _fail(path, where, f"'seeds' must be a list of whole numbers; got {str(seeds)[:60]!r}.")
         if len(set(seeds)) != len(seeds):
             _fail(path, where, "a seed is listed twice.")
+        off = [s for s in seeds if not 0 <= s <= MAX_SEED]
+        if off:   # loaded, then listed as a missing run that `companion train` refuses to make
+            _fail(path, where, f"seed {off[0]} cannot seed a run: `companion train` takes seeds from 0 to {MAX_SEED}; "
+                               "give seeds in that range.")
         if len(seeds) < last_look:
             _fail(path, where, f"{len(seeds)} seeds cannot reach the last look ({last_look} seeds).")
         for s in seeds:
@@ -218,11 +233,21 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
             _fail(path, where, "'secondary_arms' must list arms MODE/INIT.")
         for a in arms + list(b.get("secondary_arms") or []):
             _arm(a, path, where)
+        listed = arms + list(b.get("secondary_arms") or [])
+        twice = [a for a in listed if listed.count(a) > 1]
+        if twice:   # a secondary comparison would read a primary arm against itself
+            primary = " (as a primary and a secondary arm)" if twice[0] in arms and arms.count(twice[0]) == 1 else ""
+            _fail(path, where, f"arm {twice[0]!r} is listed twice{primary}; list each arm once, a primary arm under "
+                               "'arms' only.")
         if rules["version"] >= 4:
             reg = b.get("registered")
             if not (isinstance(reg, dict) and isinstance(reg.get("file"), str) and reg.get("fixed") is not None):
                 _fail(path, where, "'registered' must name the rules file and stamp the body was registered under "
                                    "({file: data/..., fixed: <time with zone>}).")
+            if Path(reg["file"]).is_absolute() or Path(os.path.normpath(reg["file"])).parts[:1] == ("..",):
+                # read for its stamp and first commit: any file outside would anchor the body's runs
+                _fail(path, where, f"'registered' names {reg['file'][:80]!r}, outside the repository; name the rules "
+                                   "file under it (e.g. data/verdict_rules.yaml).")
             reg["fixed"] = _when(reg.get("fixed"), where + ".registered", path)
             if reg["fixed"] > fw["fixed"]:
                 _fail(path, where, f"registered at {reg['fixed'].isoformat()}, after the file's own stamp "
@@ -294,6 +319,9 @@ def load_rules(path: str | Path | None = None, check_design: bool = True) -> dic
             _arm(r.get(field), path, where)
             if r[field] not in body["arms"]:
                 _fail(path, where, f"{field} {r[field]!r} is not a primary arm of body {r['body']!r}.")
+        if r["candidate"] == r["comparator"]:   # every paired difference 0: each look 'not testable here'
+            _fail(path, where, f"compares arm {r['candidate']!r} with itself; name another arm of body "
+                               f"{r['body']!r} as its comparator.")
         if not isinstance(r.get("secondary_comparators") or [], list):
             _fail(path, where, "'secondary_comparators' must list arms MODE/INIT.")
         for a in r.get("secondary_comparators") or []:
@@ -408,6 +436,9 @@ def _check_families(rules: dict, path) -> None:
         members = f.get("members")
         if not (isinstance(members, list) and members and all(isinstance(m, str) for m in members)):
             _fail(path, where, "'members' must list the family's claims.")
+        twice = sorted({m for m in members if members.count(m) > 1})
+        if twice:
+            _fail(path, where, f"claim {twice[0]!r} is listed twice in its members; list it once.")
         for m in members:
             if m not in rules["claims"] and m not in read_once:
                 _fail(path, where, f"member {m!r} is not a claim of the file.")
