@@ -20,10 +20,14 @@ import re
 from pathlib import Path
 
 from ..base.errors import CompanionError
+from .sequential import NOT_READ
+from .statistics import OUTCOMES
 
 __all__ = ["COLUMNS", "reading_corrections", "commit_date"]
 
 COLUMNS = ("key", "commit", "change", "d_before", "status_before")
+#: what a claim read at looks can read: an outcome, or 'not read yet' before its first look
+STATUSES = OUTCOMES + (NOT_READ,)
 
 
 def _default_path() -> Path:
@@ -37,7 +41,8 @@ def reading_corrections(path: str | Path | None = None, rules: dict | None = Non
     NaN where the claim read no yardstick).  Refused in one line naming the file and the row
     (CompanionError) when a column is missing or extra, a key is not a claim of ``rules`` (the
     rules in force by default), a commit is not 7 to 40 hexadecimal digits, a ``d_before`` is
-    not a number, or a text field is empty."""
+    not a number, a text field is empty, a ``status_before`` is not one of :data:`STATUSES`
+    as written, or a claim's correction by one commit is recorded twice."""
     import pandas as pd
 
     from .rulebook import load_rules
@@ -52,7 +57,7 @@ def reading_corrections(path: str | Path | None = None, rules: dict | None = Non
         raise CompanionError(f"{path}: its columns are {', '.join(map(str, table.columns))}; "
                              f"the table of reading corrections has exactly {', '.join(COLUMNS)}.")
     claims = (rules if rules is not None else load_rules()).get("claims") or {}
-    d_before = []
+    d_before, seen = [], {}
     for i, row in table.iterrows():
         where = f"{path}, row {i + 2}"
         if row["key"] not in claims:
@@ -64,6 +69,14 @@ def reading_corrections(path: str | Path | None = None, rules: dict | None = Non
         for field in ("change", "status_before"):
             if not row[field].strip():
                 raise CompanionError(f"{where}: {field} is empty; say {'what changed' if field == 'change' else 'what the claim read before'}.")
+        if row["status_before"] not in STATUSES:
+            # compared with the status now as text: 'Not testable here' read as a status that moved
+            raise CompanionError(f"{where}: status_before {row['status_before'][:40]!r} is not a status of a claim "
+                                 f"read at looks; write one of {', '.join(STATUSES)}, exactly.")
+        if (row["key"], row["commit"]) in seen:   # one correction counted twice on the page
+            raise CompanionError(f"{where}: the correction of {row['key']!r} by commit {row['commit']} is recorded "
+                                 f"twice (also row {seen[row['key'], row['commit']]}); keep one row.")
+        seen[row["key"], row["commit"]] = i + 2
         text = row["d_before"].strip().lower()
         try:
             value = float("nan") if text in ("nan", "") else float(text)
