@@ -40,12 +40,12 @@ def load_bounded(text: str, max_nodes: int = MAX_NODES):
                 for k, v in n.value:
                     stack.extend((k, v))
                     if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
-                        if (k.tag, k.value) in seen:   # safe_load keeps the second copy, silently
+                        if _key(loader, k) in seen:   # safe_load keeps the second copy, silently
                             raise yaml.constructor.ConstructorError(
                                 None, None, f"the key {k.value!r} is written twice in one mapping (line "
                                 f"{k.start_mark.line + 1}); keep one, or the second copy would silently "
                                 "replace the first", None)
-                        seen.add((k.tag, k.value))
+                        seen.add(_key(loader, k))
         try:
             return loader.construct_document(node) if node is not None else None
         except RecursionError:
@@ -54,3 +54,18 @@ def load_bounded(text: str, max_nodes: int = MAX_NODES):
             raise yaml.YAMLError(f"a value that is not what its form says ({err})") from None
     finally:
         loader.dispose()
+
+
+def _key(loader, node):
+    """A mapping key as the mapping will hold it: two spellings of one value (``1.0`` and ``1.00``,
+    ``yes`` and ``true``, ``0x1A`` and ``26``, ``~`` and ``null``) are one key, as in a dict."""
+    import yaml
+
+    if node.tag == "tag:yaml.org,2002:str":
+        return node.value
+    try:
+        value = loader.construct_object(node)
+        hash(value)
+        return value
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError):   # refused (or built) as a value later
+        return (node.tag, node.value)
