@@ -12,6 +12,7 @@ Re-exported by :mod:`companion.judge.claims`, whose ``_CACHE`` is the dict read 
 from __future__ import annotations
 
 import contextlib
+import os
 
 
 _CACHE: dict = {}
@@ -68,6 +69,11 @@ def _disk_cached_value(name, fn, key=None):
     path = _cache_path(name)
     if path is None:
         return _cached(key, fn)
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
+        from ..base.errors import CompanionError   # refused before minutes of computing, never written through
+
+        raise CompanionError(f"the verdict cache's entry {path} is not a regular file (a folder, FIFO or link); remove "
+                             "it (COMPANION_VERDICT_CACHE holds only files the package made).")
     if _read_value(path, key):
         return cache[key]
     try:
@@ -93,7 +99,10 @@ def _disk_cached_value(name, fn, key=None):
             exact = _same(_decode(json.loads(text)), value)
         except (ValueError, TypeError, KeyError):
             exact = False
-        if exact:   # else kept in this process only: never served changed
+        # the key was taken before the value was computed: where the package or its data changed
+        # meanwhile, the value may be of the new files, so it is never stored under the old key
+        # (served again once the edit was undone); kept in this process only
+        if exact and _cache_path(name) == path:   # else kept in this process only: never served changed
             write_text_atomic(_sealed(text, path.name), path)
     return value
 
@@ -299,6 +308,12 @@ def _cache_path(name):
     folder = os.environ.get("COMPANION_VERDICT_CACHE")
     if not folder:
         return None
+    if not Path(folder).expanduser().is_absolute():   # each kernel's working folder would hold its own cache
+        from ..base.errors import CompanionError
+
+        raise CompanionError(f"COMPANION_VERDICT_CACHE={folder!r} is a relative path, so each chapter would keep its "
+                             "own cache in its working folder; set it to an absolute path (e.g. "
+                             f"COMPANION_VERDICT_CACHE=$PWD/{folder}).")
     if not name or Path(name).name != name or name.startswith(".") or "\\" in name:
         from ..base.errors import CompanionError   # the name went into the path: '../x' wrote beside the folder
 
@@ -310,7 +325,7 @@ def _cache_path(name):
     if tokenizer:   # the premise shares are counted with it (unset: the key as before)
         seed += f"\0COMPANION_TOKENIZER={tokenizer}"
     key = hashlib.sha256(seed.encode()).hexdigest()[:24]
-    return Path(folder) / f"{name}-{key}.json"
+    return Path(folder).expanduser() / f"{name}-{key}.json"
 
 
 def _ready_table(name):

@@ -80,6 +80,9 @@ def prepare(folder=None, out=sys.stdout, jobs: int = 1, only=None) -> dict:
     folder = folder or os.environ.get("COMPANION_VERDICT_CACHE") or str(paths.VERDICT_CACHE)
     from pathlib import Path
 
+    # a folder given on the command line is the one under the working folder now: the chapters,
+    # each run in its own folder, read it by its absolute path
+    folder = str(Path(folder).expanduser().absolute())
     if Path(folder).exists() and not Path(folder).is_dir():   # checked before any table is computed
         raise CompanionError(f"verdict cache: {folder} is not a folder; pass --cache a folder (new or one this "
                              "command filled before).")
