@@ -18,6 +18,7 @@ a clock tick of the hash), so asking again is a directory walk.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -39,8 +40,9 @@ def tree_files(root: Path | str, keyed: tuple[str, ...]) -> list[Path]:
         # which can hide a file the cached results are computed from
         out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-per-directory=.gitignore",
                               "-z", "--", *keyed], cwd=root, check=True, capture_output=True,
-                             timeout=30).stdout.decode()
-        paths = [root / n for n in sorted(set(n for n in out.split("\0") if n))]
+                             timeout=30).stdout
+        # a name that is not UTF-8 (a Latin-1 file unpacked from elsewhere) is kept as its bytes
+        paths = [root / os.fsdecode(n) for n in sorted(set(n for n in out.split(b"\0") if n))]
     except (OSError, subprocess.SubprocessError):
         paths = sorted(p for k in keyed for p in ((root / k).rglob("*") if (root / k).is_dir()
                                                    else [root / k])
@@ -55,20 +57,33 @@ def tree_digest(root: Path | str, keyed: tuple[str, ...]) -> tuple[int, str]:
     files = tree_files(root, keyed)
     # the change time and inode too: a file replaced by one of the same size with its modification
     # time set back (cp -p, rsync -a, tar) kept both, and the digest of the old bytes was reused
-    stats = tuple((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                  for p in files for st in [p.stat()])
+    stats, kept = [], []
+    for p in files:
+        try:
+            st = p.stat()
+        except FileNotFoundError:   # removed since it was listed (an editor's temporary file): not in the tree now
+            continue
+        stats.append((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        kept.append(p)
+    stats, files = tuple(stats), kept
     where = (str(root.resolve()), tuple(keyed))
     if where in _MEMO and _MEMO[where][0] == stats:
         return _MEMO[where][1]
     started = time.time_ns()
     h = hashlib.sha256()
+    vanished = 0
     for (rel, *_), p in zip(stats, files):
-        h.update(rel.encode() + b"\0")
-        h.update(p.read_bytes())
-    digest = (len(files), h.hexdigest())
+        try:
+            content = p.read_bytes()
+        except FileNotFoundError:   # removed between its time stamps and its bytes: hashed as absent,
+            vanished += 1           # and this state is never reused
+            continue
+        h.update(os.fsencode(rel) + b"\0")
+        h.update(content)
+    digest = (len(files) - vanished, h.hexdigest())
     # a file written just before the hash could be written again within the clock's tick
     # without its time changing (git's "racy clean" case): such a state is never reused
-    if all(mtime < started - _TICK_NS for _, _, mtime, *_ in stats):
+    if not vanished and all(mtime < started - _TICK_NS for _, _, mtime, *_ in stats):
         _MEMO[where] = (stats, digest)
     else:
         _MEMO.pop(where, None)
