@@ -132,7 +132,8 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
               busy: str | None = None):
     """Hold ``lock`` (a file holding the owner's pid) for the block: a second process waits
     for the first to finish (up to ``wait_s``; 0 refuses at once), a lock left by a dead
-    process is taken over.  ``busy`` (formatted with ``pid``) is the refusal's text.  A wait
+    process of this machine is taken over (one recorded on another machine, whose processes
+    this one cannot see, never is).  ``busy`` (formatted with ``pid``) is the refusal's text.  A wait
     is said once, through :func:`companion.base.progress.report` (a terminal or a command's
     stderr, never a chapter's output)."""
     import time
@@ -143,7 +144,10 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
     deadline = time.monotonic() + wait_s
     told = False
     started = _start_time(os.getpid())
-    mine = f"{os.getpid()}{' ' + started if started else ''}\n"
+    here = _host()
+    # the machine too: on a folder shared between machines (a cluster's home, runs over NFS) a pid
+    # says nothing about a process of another machine, whose lock was taken for abandoned
+    mine = f"{os.getpid()}{' ' + started if started else ''}{' host=' + here if here else ''}\n"
     while not _create_lock(lock, mine):
         try:
             kind = os.lstat(lock).st_mode
@@ -158,11 +162,26 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
                 text = fh.read().decode("ascii", "replace")
             fields = text.split()
             pid = int(fields[0]) if fields else 0
-            owner_started = fields[1] if len(fields) > 1 else None
+            rest = [f for f in fields[1:] if not f.startswith("host=")]
+            owner_started = rest[0] if rest else None
+            host = next((f[5:] for f in fields[1:] if f.startswith("host=")), None)
         except FileNotFoundError:   # its holder just let it go
             continue
         except (OSError, ValueError):
-            seen, text, pid, owner_started = None, "x", 0, None
+            seen, text, pid, owner_started, host = None, "x", 0, None, None
+        if host is not None and host != here:   # never judged by a pid of another machine
+            if time.monotonic() >= deadline:
+                raise CompanionError(f"{what} is held by process {pid} on the machine {host!r} ({lock}), which this "
+                                     "machine cannot see; wait for it, or remove the lock if no process there "
+                                     "holds it.") from None
+            if not told and wait_s >= 5:
+                told = True
+                from .progress import report
+
+                report(f"{what}: waiting up to {wait_s:.0f} s for process {pid} on the machine {host!r}, which "
+                       f"holds {lock} (remove the lock if no process there holds it)")
+            time.sleep(poll_s)
+            continue
         if not text.strip() and seen is not None and time.time() - seen.st_mtime < _LOCK_WRITING_S:
             time.sleep(min(poll_s, 0.05))   # made by O_EXCL and not written yet (no hard links): wait
             continue
@@ -191,6 +210,16 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
 
 #: a lock file with nothing in it yet is being written for this long (the O_EXCL fallback)
 _LOCK_WRITING_S = 5.0
+
+
+def _host() -> str:
+    """This machine's name as a lock records it (no spaces), or '' where it has none."""
+    import socket
+
+    try:
+        return "".join(socket.gethostname().split())
+    except OSError:
+        return ""
 
 
 def _create_lock(lock: Path, text: str) -> bool:
