@@ -147,10 +147,16 @@ def load_citation(root: Path | str = ROOT) -> dict:
 
 
 def _person(author: dict) -> str:
-    if "name" in author:
-        return "{" + _text_field(author["name"]) + "}"
+    """An author as BibTeX names one: the ``name`` where it is written, else ``{family}, {given}``;
+    a field left empty (``given-names:`` with nothing after it, ``name: ""``) is no part of it."""
+    def given(key) -> str:
+        value = author.get(key)
+        return _text_field(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+
+    if given("name"):
+        return "{" + given("name") + "}"
     # each part braced: an "and" inside a family name (Smith and Jones) would split the author in two
-    parts = [_text_field(author.get(k, "")) for k in ("family-names", "given-names")]
+    parts = [given(k) for k in ("family-names", "given-names")]
     return ", ".join("{" + p + "}" for p in parts if p)
 
 
@@ -161,14 +167,15 @@ def _braced(text) -> str:
 
 
 #: what LaTeX reads as markup in a field's text: ``%`` a comment (the rest of the title lost),
-#: ``& # _ $`` an error, a backslash a command; each written as the character itself
-_LATEX = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "#": r"\#", "_": r"\_", "$": r"\$"}
+#: ``& # _ $ ^`` an error, ``~`` a space, a backslash a command; each written as the character itself
+_LATEX = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "#": r"\#", "_": r"\_", "$": r"\$",
+          "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
 def _text_field(text) -> str:
     """A field that is text (a title, a name, a note): :func:`_braced`, its LaTeX special
     characters escaped (an address or a DOI is written as it is)."""
-    return re.sub(r"[\\%&#_$]", lambda m: _LATEX[m.group(0)], _braced(text))
+    return re.sub(r"[\\%&#_$~^]", lambda m: _LATEX[m.group(0)], _braced(text))
 
 
 def book_bibtex(version: Version | None = None, root: Path | str = ROOT) -> str:
