@@ -73,8 +73,12 @@ def _is_chapter(app, docname: str) -> bool:
 
 
 def _download_href(docname: str) -> str:
+    """The chapter's notebook relative to its page, percent-encoded (a '#', '?' or '%' in a file
+    name would end the path: a link to another file)."""
+    from urllib.parse import quote
+
     target = f"{nbgen.NOTEBOOK_DIR}/{docname}.ipynb"
-    return posixpath.relpath(target, start=posixpath.dirname(docname) or ".")
+    return quote(posixpath.relpath(target, start=posixpath.dirname(docname) or "."), safe="/-_.~")
 
 
 # --------------------------------------------------------------------------- Colab links

@@ -65,11 +65,49 @@ def glue_text(name: str, spec: str, values: dict) -> str | None:
         return values[name]
 
 
+def other_page(body: str) -> str | None:
+    """The page a glue reference's ``body`` pastes from (myst-nb's ``page::name``), or None."""
+    doc, sep, _ = body.partition("::")
+    return doc if sep else None
+
+
+def refuse_other_pages(text: str) -> None:
+    """Refuse (``ValueError``, one line naming the reference) a value ``text`` pastes from another
+    page (``{glue:text}`page::name```): the notebooks carry the values of their own chapter only,
+    and the name before ``::`` is no name of this chapter (its own value of that name, where it
+    glues one, is not the value the page shows)."""
+    for m in _ROLE.finditer(text):
+        if m.group("role").startswith("glue") and other_page(m.group("body")) is not None:
+            raise ValueError(f"{{{m.group('role')}}}`{m.group('body')}` pastes a value of the page "
+                             f"{other_page(m.group('body'))!r}, which this chapter's notebook does not carry; "
+                             "glue the value in this chapter too, and paste it from here")
+    for m in re.finditer(r"^\s*(?:`{3,}|:{3,})\{glue(?::[a-z]*)?\}\s+(\S*::\S*)", text, re.M):
+        raise ValueError(f"the figure {m.group(1)!r} is pasted from another page, which this chapter's notebook "
+                         "does not carry; glue the figure in this chapter too, and paste it from here")
+
+
+def _reference_words(target: str, role: str, titles: dict | None) -> str:
+    """The words a reference without text of its own shows where a notebook cannot number it:
+    the heading it names (``titles``, :func:`companion.book.site.chapters.book_links`), else
+    its label's words (:func:`label_words`)."""
+    last = target.split("/")[-1]
+    if role != "numref" and titles:
+        title = titles.get(target) or titles.get(last)
+        if title:
+            title = _ROLE.sub(lambda m: _role(m, None, None), title)
+            return title.replace("[", "\\[").replace("]", "\\]")
+    return label_words(last if role == "doc" else target, role)
+
+
 def _role(match: re.Match, values: dict | None = None, links: dict | None = None) -> str:
     role, body = match.group("role"), match.group("body")
     explicit = re.match(r"^(?P<text>.*?)\s*<(?P<target>[^>]+)>$", body)
     text = explicit.group("text") if explicit else body
     if role.startswith("glue"):
+        if other_page(body) is not None:
+            if values is not None:
+                refuse_other_pages(match.group(0))
+            return f"`{body}` (computed by the code of the page {other_page(body)})"
         name, _, spec = body.partition(":")
         value = glue_text(name, spec, values or {})
         if value is None:
@@ -82,12 +120,23 @@ def _role(match: re.Match, values: dict | None = None, links: dict | None = None
         shown = text if explicit else label_words(target, role)
         url = (links or {}).get(target)
         return f"[{shown}]({url})" if url else shown
-    if role in ("ref", "doc", "numref") and links:
+    if role in ("ref", "doc", "numref"):
         target = (explicit.group("target") if explicit else body).strip()
-        url = links.get(target) or links.get(target.split("/")[-1])
-        if url:
-            shown = text if explicit else (target.split("/")[-1].replace("_", " ") if role == "doc" else text)
-            return f"[{shown}]({url})"
+        url = (links.get(target) or links.get(target.split("/")[-1])) if links else None
+        titles = getattr(links, "titles", None)
+        if explicit and role == "numref":   # "Figure %s": the site's number, which a notebook cannot give
+            words = f"({_label_rest(target)})"
+            shown = text.replace("%s", words).replace("{number}", words).replace(
+                "{name}", _reference_words(target, "ref", titles))
+        elif explicit:
+            shown = text
+        elif titles is not None or role == "numref":
+            shown = _reference_words(target, role, titles)
+        elif url:
+            shown = target.split("/")[-1].replace("_", " ") if role == "doc" else text
+        else:
+            shown = text
+        return f"[{shown}]({url})" if url else shown
     if role == "cite" or role.startswith("cite:"):
         return f"[{text}]"
     if role == "math":   # inline math stays math ($...$), which Colab and Jupyter typeset
@@ -108,10 +157,16 @@ def label_words(label: str, role: str = "prf:ref") -> str:
     (``Eq. (...)`` for an equation)."""
     kind, _, rest = label.partition("-")
     name = _LABEL_KINDS.get(kind.lower())
-    words = (rest if name and rest else label).replace("-", " ").replace("_", " ").strip()
+    words = _label_rest(label)
     if name is None:
         name = "Eq." if role == "eq" else ""
     return f"{name} ({words})" if name else words
+
+
+def _label_rest(label: str) -> str:
+    """A label's words without its kind (``fig-logit-order`` -> ``logit order``)."""
+    kind, _, rest = label.partition("-")
+    return (rest if _LABEL_KINDS.get(kind.lower()) and rest else label).replace("-", " ").replace("_", " ").strip()
 
 
 def _cite_this() -> list[str]:
@@ -126,6 +181,10 @@ def _cite_this() -> list[str]:
     for bib in (book_bibtex(version), paper_bibtex()):
         lines += [">", "> ```bibtex", *(f"> {line}".rstrip() for line in bib.splitlines()), "> ```"]
     return lines
+
+
+#: directives the book's build fills from its data and files (no text of their own in the page)
+_SITE_ONLY = frozenset({"release-changes", "build-status", "bibliography", "nb-exec-table", "tableofcontents"})
 
 
 def colab_markdown(text: str, values: dict | None = None, links: dict | None = None) -> str:
@@ -171,10 +230,12 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
 
                 def plain(m):
                     body = m.group("body")
-                    if m.group("role").startswith("glue"):
+                    if m.group("role").startswith("glue") and other_page(body) is None:
                         value = glue_text(body.partition(":")[0], body.partition(":")[2], values or {})
-                        return value if value is not None else body.partition(":")[0]
-                    return _role(m, None, None)
+                        # one line of text, as the site's title shows it: a blank line would end
+                        # the <summary> and let the rest of the value be read as Markdown
+                        return " ".join(value.split()) if value is not None else body.partition(":")[0]
+                    return _role(m, values, None)
                 # the title's own character references read as MyST reads them (``&amp;`` is '&'),
                 # a glued value as the text it is: each escaped once
                 out.append(f"<details><summary>{html.escape(_ROLE.sub(plain, html.unescape(args))) or 'Details'}"
@@ -198,6 +259,9 @@ def colab_markdown(text: str, values: dict | None = None, links: dict | None = N
                 elif args:
                     title = f"{title} ({args})"
                 out.extend([f"> **{title}**", ">"])
+                if name in _SITE_ONLY:   # the build writes it from its data: say so, never an empty box
+                    out.append("> *Made by the book's build from its data and files: read it on this page of the "
+                               "published book.*")
                 kind = "quote"
             stack.append((fence, kind))
             continue

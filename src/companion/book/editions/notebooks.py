@@ -78,7 +78,7 @@ from ..site.chapters import (JUPYTEXT_HEADER, Chapter, _strip_suffix,
                              book_links, github_parts, is_notebook_source, repository_url, site_url,
                              toc_docnames)
 from .notebook_cells import (GLUE_PREFIX, OUTPUT_BUDGET, carry_outputs, colab_markdown,  # noqa: F401
-                             glue_text, glued_values, paste_glued_figures)
+                             glue_text, glued_values, paste_glued_figures, refuse_other_pages)
 from .setup_cell import (CLONE_DIR, INSTALL_EXTRA, PROTECTED, SETUP_TAG, WEIGHT_PACKAGES,  # noqa: F401
                          chapter_packages, install_arguments, pin_sets, pinned_ref, plan_install,
                          setup_cell_source, setup_index)
@@ -86,8 +86,11 @@ from .setup_cell import (CLONE_DIR, INSTALL_EXTRA, PROTECTED, SETUP_TAG, WEIGHT_
 
 def colab_url(docname: str, repo_url: str, branch: str = NOTEBOOK_BRANCH) -> str:
     """The link that opens the generated notebook of ``docname`` on Colab."""
+    from urllib.parse import quote
+
     owner, name = github_parts(repo_url)
-    return f"{COLAB}/github/{owner}/{name}/blob/{branch}/{_strip_suffix(docname)}.ipynb"
+    # percent-encoded: a '#', '?' or '%' in a file name would end the path (a link to another notebook)
+    return f"{COLAB}/github/{owner}/{name}/blob/{branch}/{quote(_strip_suffix(docname), safe='/-_.~')}.ipynb"
 
 
 def _intro_markdown(chapter: Chapter, ref: str, carried: bool) -> str:
@@ -163,6 +166,12 @@ def chapter_notebook(chapter: Chapter, source: str, ref: str, student: bool = Fa
     if execution is not None:
         from ..site.executions import GlueMissing, missing
 
+        for cell in nb.cells:   # a value of another page (page::name) is no value of this chapter
+            if cell.cell_type == "markdown":
+                try:
+                    refuse_other_pages(cell.source)
+                except ValueError as err:
+                    raise ValueError(f"notebook {chapter.notebook_path}: {err}") from None
         lost = list(dict.fromkeys(n for c in nb.cells if c.cell_type == "markdown" for n in missing(c.source, execution)))
         if lost:
             where = ", ".join(execution.origins) or "no executed notebook of it"
@@ -251,9 +260,10 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
     source = str(Path(install_from).resolve()) if install_from is not None else (
         repo_url or repository_url(root))
     try:
-        links = book_links(root, site_url(repo_url or repository_url(root)))
-    except ValueError:   # a repository off GitHub: no published site to link to
-        links = {}
+        site = site_url(repo_url or repository_url(root))
+    except ValueError:   # a repository off GitHub: no published site to link to (the headings still named)
+        site = None
+    links = book_links(root, site)
     written = []
     for chapter in chapters:
         target = out / chapter.notebook_path

@@ -11,7 +11,7 @@ from pathlib import Path
 from ...base.toc import strip_suffix, toc_entries
 
 __all__ = ["Chapter", "JUPYTEXT_HEADER", "toc_yaml", "toc_docnames", "read_page", "is_notebook_source",
-           "book_chapters", "repository_url", "site_url", "book_links", "github_parts"]
+           "book_chapters", "repository_url", "site_url", "book_links", "BookLinks", "github_parts"]
 
 
 @dataclass(frozen=True)
@@ -153,22 +153,35 @@ def site_url(repo_url: str) -> str:
     return f"https://{owner}.github.io/{name}/"
 
 
-def book_links(root: Path | str, site: str) -> dict:
+class BookLinks(dict):
+    """:func:`book_links`' answer: ``{target: url}``, and in :attr:`titles` ``{target: words}``,
+    the words the site shows for a reference without text of its own (a page's title, the
+    heading a target ``(label)=`` stands before)."""
+
+    def __init__(self, *args, titles: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.titles = dict(titles or {})
+
+
+def book_links(root: Path | str, site: str | None) -> BookLinks:
     """``{target: url}`` for the book's cross-references: every chapter's docname (``{doc}``),
     every label ``(label)=`` of a chapter (``{ref}``), every labelled directive's ``:label:``
     (a theorem, proposition or definition, ``{prf:ref}``) and every equation's label
     (``$$ (label)`` or a ``math`` directive's ``:label:``, ``{eq}``, whose anchor on the site
-    is ``equation-label``), as addresses on the published site."""
+    is ``equation-label``), as addresses on the published site; with the words a reference
+    without text of its own shows (:class:`BookLinks`).  ``site`` None (a repository off
+    GitHub, no published site): the words only."""
     from urllib.parse import quote
 
-    links = {}
+    links, titles = {}, {}
     for chapter in book_chapters(root):
         # percent-encoded: a file name with ")", "<", '"' or a space stays one address in a link
         page = f"{site}{quote(chapter.docname, safe='/-_.~')}.html"
         links[chapter.docname.split("/")[-1]] = page
         links[chapter.docname] = page
         directive = ""
-        for line in read_page(chapter.source).splitlines():
+        text = read_page(chapter.source)
+        for line in text.splitlines():
             opened = _DIRECTIVE_OPEN.match(line.strip())
             if opened:
                 directive = opened.group(1)
@@ -183,7 +196,43 @@ def book_links(root: Path | str, site: str) -> dict:
                 links[label] = f"{page}#equation-{label}"
             elif option:
                 links[option.group(1)] = f"{page}#{option.group(1)}"
-    return links
+        for name, title in _headings(text).items():
+            titles.setdefault(name if name else chapter.docname, title)
+            if not name:
+                titles.setdefault(chapter.docname.split("/")[-1], title)
+    return BookLinks(links if site is not None else {}, titles=titles)
+
+
+def _headings(text: str) -> dict:
+    """``{label: heading}`` of the targets ``(label)=`` that stand before a heading of ``text``
+    (a MyST page), and ``{"": title}``, the page's first heading; headings in code, math or a
+    directive's body are none."""
+    out, pending, fences = {}, [], []
+    body = re.sub(r"\A---\n.*?\n---\n", "", text.replace("\r\n", "\n"), flags=re.S)   # the front matter
+    for line in body.splitlines():
+        stripped = line.strip()
+        fence = re.match(r"^(`{3,}|~{3,}|:{3,})", stripped)
+        if fences and fence and set(stripped) == {fences[-1][0]} and len(stripped) >= len(fences[-1]):
+            fences.pop()
+            continue
+        if fence:
+            fences.append(fence.group(1))
+            pending = []
+            continue
+        if fences or not stripped:
+            continue
+        target = _TARGET_LINE.match(line)
+        if target:
+            pending.append(target.group(1))
+            continue
+        heading = re.match(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", line)
+        if heading and heading.group(2):
+            for label in pending:
+                out.setdefault(label, heading.group(2))
+            if len(heading.group(1)) == 1:
+                out.setdefault("", heading.group(2))
+        pending = []
+    return out
 
 
 _DIRECTIVE_OPEN = re.compile(r"^(?::{3,}|`{3,})\{([^}]+)\}")
