@@ -60,8 +60,14 @@ def resolve_glue(text: str, glue: dict) -> str:
     def missing(name):
         raise KeyError(f"glued name {name!r} is not in the chapter's executed outputs (is the book built?)")
 
+    def other_page(name, what):
+        if "::" in name:   # myst-nb's page::name: a value another page glued, which no deck carries
+            raise SlideError(f"{what} {name!r} is pasted from the page {name.partition('::')[0]!r}, which this "
+                             "chapter's deck does not carry; glue it in this chapter too, and paste it from here")
+
     def figure(m):
         name = m.group("name")
+        other_page(name, "the figure")
         data = glue.get(name, {}).get("data", {})
         if "image/png" not in data and "text/plain" in data and not _figure_only(m):   # {glue} of a text
             return pasted(_glue_shown(name, glue[name], ""))
@@ -75,6 +81,8 @@ def resolve_glue(text: str, glue: dict) -> str:
 
     def role(m):
         name, fmt = m.group("name"), m.group("fmt")
+        if fmt is not None and fmt.startswith(":"):   # page::name[:format]
+            other_page(f"{name}::{fmt[1:].partition(':')[0]}", "the value")
         if name not in glue:
             missing(name)
         return pasted(_glue_shown(name, glue[name], fmt or ""))   # plain text, as on the book's page

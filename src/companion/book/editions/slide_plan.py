@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .notebook_cells import _CODE_OPEN, _closes
 from .slide_glue import _GLUE_ANY, _GLUE_FIGURE, SlideError, _figure_alt, _figure_only, resolve_glue
 
 __all__ = ["SLIDE_WORDS", "TABLE_ROWS", "Slide", "SlideError", "resolve_glue", "trim", "pack_bullets",
@@ -323,10 +324,28 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
                                          marked["figures"]))
             marked = None
 
+    def prose(line):
+        if marked is not None:
+            marked["lines"].append(line)
+        elif section["title"].lower() in _SKIP_SECTIONS:
+            if section["title"].lower() == "what to remember":
+                summary.append(line)
+        else:
+            section["prose"].append(line)
+
     while i < len(lines):
         line = lines[i]
         stripped = line.strip()
         i += 1
+        code = _CODE_OPEN.match(stripped)
+        if code:   # a code block: its lines as written, never a heading, a mark or a comment of the chapter
+            prose(line)
+            while i < len(lines):
+                i += 1
+                prose(lines[i - 1])
+                if _closes(lines[i - 1], code.group("fence")):
+                    break
+            continue
         if _LABEL_LINE.match(stripped) or (stripped.startswith("%") and not _SLIDE_START.match(stripped)
                                            and not _SLIDE_END.match(stripped)):
             continue
@@ -386,14 +405,7 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
             elif name == "math":
                 section["prose"] += ["$$", *inner, "$$"]
             continue
-        if marked is not None:
-            marked["lines"].append(line)
-            continue
-        if section["title"].lower() in _SKIP_SECTIONS:
-            if section["title"].lower() == "what to remember":
-                summary.append(line)
-            continue
-        section["prose"].append(line)
+        prose(line)
     close_marked()
     sections.append(section)
 
@@ -412,7 +424,7 @@ def plan_chapter(markdown: str, figures: list[tuple], chapter: str = "chapter",
             continue
         items = [it for it in sec["items"] if it[0] != "table" or it[1] in shown_tables]
         paragraphs = [p.strip() for p in re.split(r"\n\s*\n", "\n".join(sec["prose"])) if p.strip()]
-        lead = next((p for p in paragraphs if not p.startswith("|") and not p.startswith("$$")), "")
+        lead = next((p for p in paragraphs if not p.startswith(("|", "$$", "```", "~~~"))), "")
         has_marks = any(item[0] == "marked" for item in sec["items"])
         if sec["title"] and not has_marks:
             kept, rest = trim(lead) if lead else ("", "")
@@ -484,6 +496,9 @@ def chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple], li
 
     def glued_figure(m):
         name = m.group("name")
+        if "::" in name:   # myst-nb's page::name: another page's figure, which no deck carries
+            raise SlideError(f"{chapter}: the figure {name!r} is pasted from the page {name.partition('::')[0]!r}, "
+                             "which this chapter's deck does not carry; glue it in this chapter too")
         if name in glue and "image/png" not in glue[name].get("data", {}) and not _figure_only(m):
             return m.group(0)   # {glue} / {glue:any} of a value that is no figure: resolve_glue pastes its text
         if name not in glue or "image/png" not in glue[name].get("data", {}):
@@ -519,21 +534,28 @@ def chapter_markdown(nb, glue: dict, chapter: str) -> tuple[str, list[tuple], li
 
 
 def _shown_outputs(nb):
-    """The outputs a reader sees of an executed chapter's code cells: a glued value (shown
-    where the text uses it) and a cell whose output is removed excepted."""
-    for cell in nb.cells:
+    """The outputs a deck may show of an executed chapter's code cells: a glued value (shown
+    where the text uses it), a cell whose output is removed and a solution's cells (a gated
+    ``{solution-start}`` ... ``{solution-end}``, which no deck shows) excepted."""
+    from .solutions import cells_without_solutions
+
+    for _, cell in cells_without_solutions(nb.cells):
         tags = set((cell.get("metadata") or {}).get("tags", []))
         if cell.cell_type == "code" and not tags & {"remove-output", "remove-cell"}:
             yield from (o for o in cell.get("outputs", []) if "scrapbook" not in (o.get("metadata") or {}))
 
 
 def drawn_figures(nb, markdown: str = "") -> int:
-    """How many figures an executed chapter shows: the images of its code cells' outputs
-    (:func:`_shown_outputs`) and the figures its text pastes (``{glue:figure}``)."""
-    return sum("image/png" in (o.get("data") or {}) for o in _shown_outputs(nb)) + len(_GLUE_FIGURE.findall(markdown))
+    """How many figures an executed chapter shows outside its solutions: the images of its code
+    cells' outputs (:func:`_shown_outputs`) and the figures its text pastes (``{glue:figure}``)."""
+    from .solutions import strip_solutions
+
+    pasted = len(_GLUE_FIGURE.findall(strip_solutions(markdown))) if markdown else 0
+    return sum("image/png" in (o.get("data") or {}) for o in _shown_outputs(nb)) + pasted
 
 
 def shown_tables(nb) -> int:
-    """How many tables an executed chapter's code shows: the HTML tables of its code cells'
-    outputs (:func:`_shown_outputs`) that are not figures, as :func:`chapter_markdown` finds them."""
+    """How many tables an executed chapter's code shows outside its solutions: the HTML tables of
+    its code cells' outputs (:func:`_shown_outputs`) that are not figures, as
+    :func:`chapter_markdown` finds them."""
     return sum(len(output_tables(o)) for o in _shown_outputs(nb) if "image/png" not in (o.get("data") or {}))
