@@ -47,20 +47,46 @@ def _read_config(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+#: the theme's buttons that open the repository, whose pages hold the instructor's sources
+#: (solutions included): off in the student edition, however the book turns them on
+_SOURCE_BUTTONS = ("use_repository_button", "use_edit_page_button", "use_issues_button", "use_source_button")
+#: launch buttons that start the repository's own sources (Binder, a JupyterHub, Thebe through
+#: Binder); Colab's opens the student notebooks (companion.book.sphinxext), so it stays
+_SOURCE_LAUNCHERS = ("binderhub_url", "jupyterhub_url", "thebe")
+
+
+def _section(cfg: dict, key: str) -> dict:
+    """``cfg[key]`` as a mapping to fill: one left empty in the file (``html:``) is a new one."""
+    if not isinstance(cfg.get(key), dict):
+        cfg[key] = {}
+    return cfg[key]
+
+
 def _student_config(root: Path, cache: Path) -> str:
-    """The book's ``_config.yml`` for the student edition (same book, another edition)."""
+    """The book's ``_config.yml`` for the student edition (same book, another edition); no
+    button of its pages opens the instructor's sources in the repository."""
     import yaml
 
     cfg = yaml.safe_load(_read_config(root / "_config.yml"))
-    cfg["title"] = cfg.get("title", "") + " (student edition)"
-    cfg.setdefault("execute", {})["cache"] = str(cache)
-    sphinx_cfg = cfg.setdefault("sphinx", {}).setdefault("config", {})
+    cfg = cfg if isinstance(cfg, dict) else {}
+    title = cfg.get("title")
+    cfg["title"] = f"{title} (student edition)" if title not in (None, "") else "Student edition"
+    _section(cfg, "execute")["cache"] = str(cache)
+    sphinx_cfg = _section(_section(cfg, "sphinx"), "config")
     sphinx_cfg["companion_notebook_branch"] = STUDENT_BRANCH
     sphinx_cfg["companion_student_edition"] = True
-    html = cfg.setdefault("html", {})
-    html["use_repository_button"] = False     # the repository holds the instructor's sources
-    html["use_edit_page_button"] = False
-    html["use_issues_button"] = False
+    html = _section(cfg, "html")
+    for button in _SOURCE_BUTTONS[:3]:   # the repository holds the instructor's sources
+        html[button] = False
+    if "html_theme_options" in sphinx_cfg:   # the theme's options, set directly, win over html:
+        theme = _section(sphinx_cfg, "html_theme_options")
+        for button in _SOURCE_BUTTONS:
+            if button in theme:
+                theme[button] = False
+    launch = cfg.get("launch_buttons")
+    if isinstance(launch, dict):
+        for key in _SOURCE_LAUNCHERS:
+            launch.pop(key, None)
     text = yaml.safe_dump(cfg, sort_keys=False)
     if _SOLUTION_MARK.search(text.encode("utf-8")):   # a substitution (myst_substitutions) pastes it into pages
         raise ValueError(f"{root / '_config.yml'} holds a solution directive (in a substitution), which the student "
@@ -134,19 +160,39 @@ INSTRUCTOR_PAGES = ("book/teaching",)
 
 
 def _student_toc(root: Path) -> str:
-    """The book's ``_toc.yml`` without :data:`INSTRUCTOR_PAGES` (a part left empty is dropped)."""
+    """The book's ``_toc.yml`` without :data:`INSTRUCTOR_PAGES`, however an entry names them
+    (``book/teaching``, ``book/teaching.md``, ``./book/teaching``) and wherever it stands (a
+    part's chapter, a chapter, a section); a part left empty is dropped, and a table of contents
+    of chapters gets no ``parts`` (the reader refuses one that holds both)."""
     import yaml
 
+    from ...base.toc import strip_suffix
+
     toc = yaml.safe_load(_read_config(root / "_toc.yml"))
+    toc = toc if isinstance(toc, dict) else {}
+
+    def instructor(entry) -> bool:
+        name = entry.get("file") if isinstance(entry, dict) else None
+        return isinstance(name, str) and strip_suffix(name.strip().removeprefix("./")) in INSTRUCTOR_PAGES
 
     def keep(entries):
-        return [e for e in entries if not (isinstance(e, dict) and e.get("file") in INSTRUCTOR_PAGES)]
+        kept = []
+        for e in entries or []:
+            if instructor(e):
+                continue
+            if isinstance(e, dict) and isinstance(e.get("sections"), list):
+                e["sections"] = keep(e["sections"])
+                if not e["sections"]:
+                    del e["sections"]
+            kept.append(e)
+        return kept
 
-    for part in toc.get("parts", []):
-        if "chapters" in part:
-            part["chapters"] = keep(part["chapters"])
-    toc["parts"] = [p for p in toc.get("parts", []) if p.get("chapters", True)]
-    if "chapters" in toc:
+    if isinstance(toc.get("parts"), list):
+        for part in toc["parts"]:
+            if isinstance(part, dict) and "chapters" in part:
+                part["chapters"] = keep(part["chapters"])
+        toc["parts"] = [p for p in toc["parts"] if not isinstance(p, dict) or p.get("chapters", True)]
+    if isinstance(toc.get("chapters"), list):
         toc["chapters"] = keep(toc["chapters"])
     return yaml.safe_dump(toc, sort_keys=False)
 
