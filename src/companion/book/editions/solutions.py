@@ -264,6 +264,9 @@ def directive_options(content: str) -> dict:
 
 #: the info strings of a fenced block of Python starter code
 _PYTHON = {"python", "python3", "py", "ipython3", "ipython"}
+#: the call of an exercise's check in its starter code, quoted either way (``check("ex-a", f)``,
+#: ``check('ex-a', f)``)
+_CHECK_CALL = re.compile(r"\bcheck\(\s*[\"']ex-")
 
 
 def _split_markdown(text: str) -> list[tuple[str, str]]:
@@ -280,7 +283,7 @@ def _split_markdown(text: str) -> list[tuple[str, str]]:
         inner = _lines(d["content"])
         for tok in _parser().parse(d["content"]):
             if (tok.type != "fence" or tok.map is None or tok.info.strip().lower() not in _PYTHON
-                    or 'check("ex-' not in tok.content):
+                    or not _CHECK_CALL.search(tok.content)):
                 continue
             if not (d["closed"] and _fence_closed(inner, tok)[0]):
                 raise ValueError("an exercise directive or its code block is never closed")
@@ -311,7 +314,7 @@ def split_check_cells(nb) -> int:
 
     moved, cells = 0, []
     for cell in nb.cells:
-        if cell.cell_type != "markdown" or 'check("ex-' not in cell.source:
+        if cell.cell_type != "markdown" or not _CHECK_CALL.search(cell.source):
             cells.append(cell)
             continue
         for kind, source in _split_markdown(cell.source):

@@ -142,7 +142,9 @@ def built_problems(course=COURSE, build: Path | str = ROOT / "_build", root: Pat
                          slides=deck_slides(slides))
 
 
-_GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md))?\}`(?P<name>[^`:]+)(?::(?P<spec>[^`]*))?`")
+#: every role myst-nb pastes a value's text with: ``{glue:text}``, ``{glue:md}``, and ``{glue}``,
+#: ``{glue:}``, ``{glue:any}`` (a value's text, as ``{glue:text}`` without a format)
+_GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md|any)?)?\}`(?P<name>[^`:]+)(?::(?P<spec>[^`]*))?`")
 
 
 def lecture_sums(lecture: Lecture, words: dict[str, int], labels: dict, exercises: dict[str, list[str]]) -> dict:
