@@ -377,10 +377,13 @@ def planned_runs(body_key: str = SECOND_BODY, rules=None) -> pd.DataFrame:
 
 def body_progress(body_key: str = SECOND_BODY, rules=None) -> pd.DataFrame:
     """:func:`planned_runs` with, per run, ``finished`` (its ``history.csv`` is cached: the
-    run script writes it last) and ``last step`` (the last evaluation logged; NaN when not
-    finished)."""
+    run script writes it last; and, where the body states its horizon ``steps``, its last
+    evaluation is there: a history cut off before it is a run still to finish) and ``last step``
+    (the last evaluation logged; NaN when none is cached)."""
+    from ...rules.rulebook import earlier_rules as load_rules
     from ..runner.runs import runs_root
 
+    horizon = ((rules if rules is not None else load_rules())["bodies"].get(body_key) or {}).get("steps")
     t = planned_runs(body_key, rules)
     steps = []
     for run in t["run"]:
@@ -391,7 +394,8 @@ def body_progress(body_key: str = SECOND_BODY, rules=None) -> pd.DataFrame:
         ev = pd.read_csv(h)
         ev = ev[ev["quantity"] == "eval_loss"]
         steps.append(float(ev["step"].max()) if len(ev) else float("nan"))
-    return t.assign(finished=[s == s for s in steps], **{"last step": steps})
+    return t.assign(finished=[s == s and (horizon is None or s == float(horizon)) for s in steps],
+                    **{"last step": steps})
 
 
 def progress_text(progress: pd.DataFrame, min_seeds: int = 3) -> str:

@@ -68,6 +68,12 @@ def body_runs_at_looks(body: dict, rules_fixed, commit_time=None, root=None) -> 
         if not started:
             raise CompanionError(f"run {name} records no start time; a run judged by rules v3 must have started "
                                  "after them (train it with this package's `companion train`).")
+        first = min((int(x.get("from_step") or 0) for x in prov.get("sittings") or []), default=0)
+        if first > 0:   # resumed from a checkpoint that recorded no start: 'started' is the resume's
+            raise CompanionError(f"run {name}'s first recorded sitting begins at step {first}, so when its steps 0 "
+                                 f"to {first} were made is not recorded (a checkpoint made before runs recorded "
+                                 "their start, resumed later), and its start may precede the rules that judge it: "
+                                 "remake it from step 0, or move it out of data/runs.")
         if started_before_rule(started, rules_fixed, commit_time):
             raise CompanionError(f"run {name} started at {started}, before the rules v3 that judge it were "
                                  f"committed ({(commit_time or rules_fixed)}); it cannot be judged blind: move "
