@@ -180,7 +180,10 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
         row = {"key": entry["key"], "hub_id": entry["hub_id"], "status": "", "reason": "",
                "source": "", "seconds": 0.0}
         t0 = time.perf_counter()
-        problem = cache_problem(path, key=str(entry["key"])) if path.exists() and not force else None
+        pinned = entry.get("revision")   # a pinned commit must be the one scored; no pin accepts any
+        problem = cache_problem(path, key=str(entry["key"]), hub_id=str(entry["hub_id"]),
+                                revision=pinned if isinstance(pinned, str) and pinned else None
+                                ) if path.exists() and not force else None
         if path.exists() and not force and problem is None:
             row.update(status="cached", reason=f"already in {path.name} (use --force to redo)")
         else:

@@ -66,10 +66,13 @@ def _write_atomic(df: pd.DataFrame, path: Path) -> None:
     write_atomic(checksum_path(path), lambda f: f.write(json.dumps(meta, indent=1) + "\n"))
 
 
-def cache_problem(path: Path, required=REQUIRED_COLUMNS, key: str | None = None) -> str | None:
+def cache_problem(path: Path, required=REQUIRED_COLUMNS, key: str | None = None, hub_id: str | None = None,
+                  revision: str | None = None) -> str | None:
     """Why the cached table ``path`` cannot be trusted, or ``None`` when it checks out; with
     ``key``, a table of one model must hold that model's rows only (another model's table and
-    checksum copied to its name would pass every other check, and count that model twice)."""
+    checksum copied to its name would pass every other check, and count that model twice); with
+    ``hub_id`` (and a pinned ``revision``), the rows must be of that checkpoint: a catalog entry
+    pointed at another model or commit was served the old model's scores."""
     from ..base.paths import regular_file
 
     side = checksum_path(path)
@@ -102,6 +105,11 @@ def cache_problem(path: Path, required=REQUIRED_COLUMNS, key: str | None = None)
         other = sorted({str(k) for k in df["key"]} - {key})
         if other:
             return f"it holds rows of {other[0]!r}, not of {key!r} (another model's table under this name)"
+    for col, want in (("hub_id", hub_id), ("revision", revision)):
+        if want is not None and col in df.columns:
+            held = sorted({"" if pd.isna(v) else str(v) for v in df[col]} - {want})
+            if held:
+                return f"it holds the scores of {col} {held[0] or '(none)'!r}, not of {want!r} (the catalog entry changed)"
     return None
 
 
