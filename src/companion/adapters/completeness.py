@@ -10,6 +10,7 @@ of each stack must be exactly ``0 .. n-1``.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 from ..base.errors import CompanionError
 from .families import LayerPlan, positive_int
@@ -62,6 +63,12 @@ def check_layer_count(config: dict, family: str, plans: list[LayerPlan], locatio
             n, field = max(found) + 1, "the highest layer index found"
         # never a set of range(n): a config may announce a billion layers
         have = set(found)
+        if len(have) != len(found):   # a layer read twice would count twice in every median
+            twice = sorted(i for i, c in Counter(found).items() if c > 1)
+            raise CompanionError(
+                f"{location}: the conversion gives {component} layer {twice[0]} ({role} attention) more than once "
+                f"({len(found)} plans for {len(have)} layers); each layer must be read once. Fix the "
+                "families= conversion (two tensor patterns matching one layer?).")
         extra = sorted(i for i in have if not 0 <= i < n)
         n_missing = n - (len(have) - len(extra))
         missing = list(itertools.islice((i for i in range(n) if i not in have), 9)) if n_missing else []
