@@ -125,7 +125,35 @@ def plan_layers(src: TensorSource, families: dict | None = None) -> tuple[str, l
     plans = convert(src.config, src.keys())
     if not plans:
         raise CompanionError(f"no attention layers found for family {family!r} in {src.location}.")
+    if isinstance(src.config, dict) and src.config.get("pruned_heads"):
+        _prune(src.config["pruned_heads"], family, plans, src.location)
     return family, plans
+
+
+def _prune(pruned, family: str, plans: list[LayerPlan], location: str) -> None:
+    """The heads left in each layer of a checkpoint saved after ``prune_heads`` (config.json's
+    ``pruned_heads``, ``{"layer": [heads removed]}``): its query and key rows hold only the kept heads,
+    so 3 heads of 8 kept out of 4 (24 rows) read as 4 heads of 6 split every head's form wrongly."""
+    where = f"{location}: config.json's pruned_heads"
+    stacks = sorted({(p.component, p.role) for p in plans})
+    if not isinstance(pruned, dict):
+        raise CompanionError(f"{where} is {str(pruned)[:60]!r}, not a map of layer to heads; fix config.json.")
+    if family == "albert" or len(stacks) > 1:   # the layer numbers name applied layers, or one stack of several
+        raise CompanionError(f"{where} names layers of a model with shared or several attention stacks "
+                             f"({family}); which stored layer lost which heads is not read. Score the unpruned model.")
+    by_index = {p.index: p for p in plans}
+    for key, heads in pruned.items():
+        p = by_index.get(int(key)) if str(key).isdigit() and str(key).isascii() else None
+        if p is None:
+            raise CompanionError(f"{where} names layer {key!r}, which the checkpoint does not have (layers 0 to "
+                                 f"{len(plans) - 1}); fix config.json.")
+        ok = isinstance(heads, list) and all(isinstance(h, int) and not isinstance(h, bool) and 0 <= h < p.n_heads
+                                             for h in heads)
+        if not ok or len(set(heads)) != len(heads) or p.n_kv_heads != p.n_heads or len(heads) >= p.n_heads:
+            raise CompanionError(f"{where} removes {str(heads)[:60]} from layer {key} of {p.n_heads} heads"
+                                 f"{'' if p.n_kv_heads == p.n_heads else ' sharing key heads'}; it must list distinct "
+                                 "head numbers of that layer and keep at least one. Fix config.json.")
+        p.n_heads = p.n_kv_heads = p.n_heads - len(heads)
 
 
 def _check_head_split(layer: QKLayer) -> None:
