@@ -104,6 +104,11 @@ def _cfg(cfg: dict, *names, default=None) -> int:
     :func:`positive_int` (every field the families read is a count)."""
     for n in names:
         if cfg.get(n) is not None:
+            if "." in n and isinstance(v := cfg[n], list) and v:   # a GGUF count per layer (llama.cpp writes arrays)
+                if any(x != v[0] or type(x) is not type(v[0]) for x in v):
+                    raise CompanionError(f"the GGUF metadata's {n} gives the layers different counts ({_short(v)}); "
+                                         "layers with different head counts are not read.")
+                return positive_int(v[0], n)
             return positive_int(cfg[n], n)
     if default is not None:
         return positive_int(default, f"{names[0]} (by default)")
