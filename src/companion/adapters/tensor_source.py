@@ -25,7 +25,10 @@ _FLOAT_KINDS = ("F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2")
 def _is_buffer(name: str, shape: tuple, dtype: str | None) -> bool:
     if dtype is not None and dtype not in _FLOAT_KINDS:
         return True
-    if name.endswith(("position_ids", "inv_freq", "masked_bias")):
+    # final_logits_bias: a buffer of BART, mBART, Marian and Pegasus, saved with their weights
+    if name.endswith(("position_ids", "inv_freq", "masked_bias", "final_logits_bias")):
+        return True
+    if name == "rope_freqs.weight":   # GGUF: llama.cpp's rotary frequency factors (Llama 3.1), no parameter
         return True
     # causal masks stored as [1, 1, n, n] float tensors (GPT-2, GPT-Neo, GPT-J)
     return name.endswith(("attn.bias", "attention.bias")) and len(shape) == 4
