@@ -282,6 +282,14 @@ class GGUFSource(TensorSource):
         offset breaks this tiling and is refused, instead of being read from bytes that are
         not its own (two same-sized tensors' offsets swapped, F32 bytes declared F16).
         """
+        count = config.get("split.count")
+        if isinstance(count, int) and not isinstance(count, bool) and count > 1:
+            # one file of a gguf-split set holds some of the tensors: its layers and parameters are not the model's
+            no = config.get("split.no")
+            part = f"part {no + 1} of {count}" if isinstance(no, int) and not isinstance(no, bool) else f"one of {count} parts"
+            raise CompanionError(f"{where} is {part} of a split GGUF file (split.count = {count}), holding only some of "
+                                 "the model's tensors; merge the parts (llama-gguf-split --merge FIRST_PART OUT.gguf) "
+                                 "and read the merged file.")
         self.config = config
         self._tensors: dict[str, _GGUFTensorInfo] = {}
         align = config.get("general.alignment", 32)
