@@ -69,7 +69,8 @@ def changes_after_first_run(body: str, first_run_started, path: str | Path | Non
     # data/verdict_rules_v4.yaml); each commit is read at the path the file had then.  git ignores
     # --reverse with --follow: read newest first, then turn it round
     log = subprocess.run(["git", "log", "--follow", "--name-only", "--format=@@%H %cI", "--", str(rel)],
-                         cwd=top.stdout.strip(), capture_output=True, text=True, check=True).stdout.splitlines()
+                         cwd=top.stdout.strip(), capture_output=True, text=True, errors="surrogateescape",
+                         check=True).stdout.splitlines()
     commits, where = [], {}
     for ln in log:
         if ln.startswith("@@"):
@@ -85,14 +86,15 @@ def changes_after_first_run(body: str, first_run_started, path: str | Path | Non
         from ..base.bounded_yaml import load_bounded
         from .verdicts import MAX_RULE_NODES
 
-        text = subprocess.run(["git", "show", f"{commit}:{where[commit]}"], cwd=top.stdout.strip(),
-                              capture_output=True, text=True).stdout
-        # read as the loader reads a rules file: aliases expanding past its bound (copying them
-        # took minutes) and a key written twice (the second copy silently won) are no rules, and
-        # a commit holding such a file counts as a change
+        raw = subprocess.run(["git", "show", f"{commit}:{where[commit]}"], cwd=top.stdout.strip(),
+                             capture_output=True).stdout
+        # read as the loader reads a rules file: text that is not UTF-8 (the loader refuses it),
+        # aliases expanding past its bound (copying them took minutes) and a key written twice
+        # (the second copy silently won) are no rules, and a commit holding such a file counts as
+        # a change
         try:
-            rules = load_bounded(text, MAX_RULE_NODES) or {}
-        except (yaml.YAMLError, OverflowError):
+            rules = load_bounded(raw.decode("utf-8"), MAX_RULE_NODES) or {}
+        except (yaml.YAMLError, OverflowError, UnicodeDecodeError):
             return {"unreadable": commit}
         return judging_parts(rules, body) if isinstance(rules, dict) else {"unreadable": commit}
 
@@ -128,8 +130,9 @@ def text_edits_after(when, path: str | Path | None = None) -> list[dict]:
     root = top.stdout.strip()
     rel = path.resolve().relative_to(Path(root).resolve())
     # git ignores --reverse together with --follow: read newest first, then turn it round
+    # a subject or a path that is not UTF-8 is shown with its odd bytes replaced, never a traceback
     log = subprocess.run(["git", "log", "--follow", "--numstat", "--format=@@%H %cI %s", "--", str(rel)],
-                         cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
+                         cwd=root, capture_output=True, text=True, errors="replace", check=True).stdout.splitlines()
     blocks, cur = [], []
     for line in log:
         if line.startswith("@@") and cur:
