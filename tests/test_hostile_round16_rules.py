@@ -388,3 +388,47 @@ def test_a_lock_held_on_another_machine_is_never_taken_over_for_a_pid_not_runnin
     with exclusive(lock, "training into x", wait_s=0):
         assert lock.read_text().split()[0] == str(os.getpid())
     assert not lock.exists()
+
+
+# ------------------------------------------------------------------ the rules' history, commit by commit
+
+
+_HISTORY_RULES = b"""version: 4
+framework: {sequential: {looks: [3, 6], alpha: 0.05}}
+bodies: {b1: {arms: [x, y]}}
+yardsticks: {s: {value_when_fixed: 0.1}}
+claims: {c1: {body: b1, sesoi: s}}
+"""
+
+
+def _git(repo, *args, date=None) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    if date:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, timeout=20).stdout.decode()
+
+
+def test_a_rules_commit_saved_in_latin_1_is_a_change_and_its_subject_is_shown_not_a_traceback(tmp_path):
+    """A comment with 'é' saved as Latin-1 (and a subject typed the same way): the history page's
+    readers decoded git's output as UTF-8 and raised UnicodeDecodeError.  The loader refuses such
+    a file, so the commit holds no rules: a change of what judges."""
+    from companion.rules.edits import changes_after_first_run, text_edits_after
+
+    repo = tmp_path / "repo"
+    (repo / "data").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    f = repo / "data" / "verdict_rules.yaml"
+    for text, date, subject in ((_HISTORY_RULES, "2026-01-01T00:00:00+00:00", b"first"),
+                                (b"# r\xe9gle\n" + _HISTORY_RULES, "2026-01-10T00:00:00+00:00", b"r\xe9gle")):
+        f.write_bytes(text)
+        _git(repo, "add", "data/verdict_rules.yaml")
+        _git(repo, "commit", "-q", "-m", os.fsdecode(subject), date=date)
+    later = _git(repo, "rev-parse", "HEAD").strip()
+    with pytest.raises(CompanionError):
+        _load(f, check_design=False)   # what the loader makes of that text
+    out = changes_after_first_run("b1", "2026-01-05T00:00:00+00:00", f)
+    assert out and all(line.startswith(later[:10]) and "changed after the body's first run" in line for line in out), out
+    edits = text_edits_after("2026-01-05T00:00:00+00:00", f)
+    assert [(e["commit"], e["lines added"], e["lines removed"]) for e in edits] == [(later[:10], 1, 0)]
+    assert edits[0]["subject"].startswith("r") and edits[0]["subject"].endswith("gle")
