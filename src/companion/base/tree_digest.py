@@ -43,11 +43,26 @@ def tree_files(root: Path | str, keyed: tuple[str, ...]) -> list[Path]:
                              timeout=30).stdout
         # a name that is not UTF-8 (a Latin-1 file unpacked from elsewhere) is kept as its bytes
         paths = [root / os.fsdecode(n) for n in sorted(set(n for n in out.split(b"\0") if n))]
+        listed_by_git = True
     except (OSError, subprocess.SubprocessError):
+        listed_by_git = False   # every file under each keyed folder, nested repositories' included
         paths = sorted(p for k in keyed for p in ((root / k).rglob("*") if (root / k).is_dir()
                                                    else [root / k])
                        if p.name not in _NEVER)
-    return [p for p in paths if p.is_file() and "__pycache__" not in p.parts]
+    files, nested = [], False
+    for p in paths:
+        if "__pycache__" in p.parts:
+            continue
+        if listed_by_git and p.is_dir() and not p.is_symlink() and os.path.lexists(p / ".git"):
+            # a repository inside the tree (runs or a corpus cloned into data/, a submodule): git
+            # lists it as one entry, and its files were left out of the key; they are its own
+            files.extend(tree_files(p, (".",)))
+            nested = True
+        elif p.is_file():
+            files.append(p)
+    if nested:   # in git's order, by the bytes of each path
+        files.sort(key=lambda p: os.fsencode(p.relative_to(root).as_posix()))
+    return files
 
 
 def tree_digest(root: Path | str, keyed: tuple[str, ...]) -> tuple[int, str]:
