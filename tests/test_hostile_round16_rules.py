@@ -432,3 +432,27 @@ def test_a_rules_commit_saved_in_latin_1_is_a_change_and_its_subject_is_shown_no
     edits = text_edits_after("2026-01-05T00:00:00+00:00", f)
     assert [(e["commit"], e["lines added"], e["lines removed"]) for e in edits] == [(later[:10], 1, 0)]
     assert edits[0]["subject"].startswith("r") and edits[0]["subject"].endswith("gle")
+
+
+def test_runs_cloned_into_data_as_a_repository_of_their_own_are_part_of_the_key(tmp_path):
+    """git lists a repository inside the tree as one entry ('data/runs/extra/'), and its files
+    were left out: a run's history edited there kept the key, and the table computed from the
+    old history was served."""
+    from companion.base.tree_digest import tree_digest
+
+    (tmp_path / "data" / "runs" / "extra").mkdir(parents=True)
+    (tmp_path / "data" / "t.csv").write_text("a\n1\n")
+    _git(tmp_path, "init", "-q")
+    extra = tmp_path / "data" / "runs" / "extra"
+    _git(extra, "init", "-q")
+    (extra / "history.csv").write_text("step,loss\n10,2.5\n")
+
+    def by_hand():
+        h = hashlib.sha256()
+        for rel in ("data/runs/extra/history.csv", "data/t.csv"):   # sorted by path
+            h.update(rel.encode() + b"\0" + (tmp_path / rel).read_bytes())
+        return (2, h.hexdigest())
+
+    assert tree_digest(tmp_path, ("data",)) == by_hand()
+    (extra / "history.csv").write_text("step,loss\n10,2.4\n")
+    assert tree_digest(tmp_path, ("data",)) == by_hand()
