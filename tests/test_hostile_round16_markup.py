@@ -328,3 +328,27 @@ def test_a_tilde_or_a_caret_in_the_title_is_written_as_itself_in_the_bibtex(tmp_
     title = _field(book_bibtex(Version("0.1.0", "abcdef1"), root), "title")
     # LaTeX reads a bare ~ as a space and a bare ^ outside mathematics as an error
     assert title == r"{Rank\textasciitilde{}1 updates and R\textasciicircum{}2}", title
+
+
+# ============================================================ (f) a text glued for the page
+
+@pytest.fixture
+def glued(monkeypatch):
+    """What glue_text hands myst-nb: ``{name: value}``."""
+    import myst_nb
+
+    seen: dict = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: seen.update({name: value}))
+    return seen
+
+
+@pytest.mark.parametrize("text", ["0, 1, 2", "0.120, 0.340", "0.50", "1,234", "3.10", "0x1F", "'quoted'", "1_000",
+                                  "holds", "3", "[1, 2]"])
+def test_a_text_that_reads_as_a_python_literal_is_pasted_as_written(glued, text):
+    from myst_nb.core.variables import format_plain_text
+
+    from companion.book import paste
+
+    # {glue:text}`name` and {glue:text}`name:s` on the page: myst-nb's own reading of the glued repr
+    paste.glue_text("x", text)
+    assert format_plain_text(repr(glued["x"]), "") == text and format_plain_text(repr(glued["x"]), "s") == text

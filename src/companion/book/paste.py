@@ -98,8 +98,23 @@ def glue_text(name: str, value) -> None:
     found = _NON_FINITE_WORD.search(text)
     if found:
         _refuse_non_finite(name, "glue_text", f"{text[:60]!r}, which holds {found.group(0)!r}")
-    glue(name, Plain(text), display=False)
+    glue(name, _read_back_as(text, Plain), display=False)
     _show(name, str(value))
+
+
+def _read_back_as(text: str, plain):
+    """``text`` as the object to glue, whose ``repr`` (the ``text/plain`` myst-nb keeps) reads back
+    as ``text``: ``{glue:text}`` reads that ``repr`` as a Python literal where it is one, so the text
+    itself (``plain``, whose ``repr`` is the text) is glued only where that reading gives it back;
+    else its quoted ``repr``, which the reading unquotes.  (A list written ``0, 1, 2`` was read as
+    the tuple and shown ``(0, 1, 2)``; ``0.50`` as the number, shown ``0.5``.)"""
+    import ast
+
+    try:
+        back = ast.literal_eval(text)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return plain(text)
+    return plain(text) if str(back) == text else plain(repr(text))
 
 
 def _plain_number(name: str, value):
