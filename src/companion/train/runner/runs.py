@@ -37,6 +37,8 @@ def load_runs(names=None, root: str | Path | None = None, pattern: str = "*") ->
     root = Path(root) if root is not None else runs_root()
     if names is not None:   # read once: a generator of names was used up by the emptiness test
         names = [names] if isinstance(names, (str, Path)) else list(names)
+    if names is None:
+        _bare_pattern(pattern, root)
     if names is not None and not names:
         raise FileNotFoundError(f"no run names given (names is empty); name runs under {root}, or leave names out "
                                 "to read every run matching the pattern.")
@@ -65,6 +67,16 @@ def load_runs(names=None, root: str | Path | None = None, pattern: str = "*") ->
                            penalty_coef=cfg.get("penalty_coef", 0.0), label=label_of(cfg))
         frames.append(hist)
     return pd.concat(frames, ignore_index=True)
+
+
+def _bare_pattern(pattern, root) -> None:
+    """Refuse (one line) a run pattern with a folder part: a pattern names run folders directly
+    under the runs folder, and ``../x/*`` read runs beside it, ``**/x*`` runs in every folder
+    below it (an archive of old runs), as if they had landed there."""
+    if not isinstance(pattern, str) or not pattern or "/" in pattern or "\\" in pattern or pattern in (".", ".."):
+        raise CompanionError(f"the run pattern {pattern!r} has a folder part (or is no pattern); a pattern names run "
+                             f"folders directly under {root} (e.g. mixv3-bert-mini-*): drop the folder part, or read "
+                             "the runs of another folder with root=.")
 
 
 def _check_distinct(dirs) -> None:
@@ -139,6 +151,7 @@ def first_start(bodies, root: str | Path | None = None):
     starts = []
     for body in bodies:
         for pattern in body.get("patterns") or [body["pattern"]]:
+            _bare_pattern(pattern, root)
             for d in root.glob(pattern):
                 if (d / "history.csv").is_file():
                     s = run_start(read_provenance(d))   # its stamps checked there
