@@ -15,7 +15,7 @@ import numpy as np
 from ..base.phrasing import finite
 
 __all__ = ["Estimate", "is_number", "is_positive_number", "seed_values", "one_sample_t", "paired_t",
-           "seeds_without_a_number", "DIGITS", "rounded"]
+           "seeds_without_a_number", "DIGITS", "rounded", "mean_sd"]
 
 #: interval ends and yardsticks are compared after rounding to this many significant digits
 #: (histories keep six), so that a bound equal to the yardstick is equal, whatever the last bit
@@ -114,6 +114,8 @@ def seed_values(values, which: str = "") -> np.ndarray:
         items = list(values)
     out = []
     for x in items:
+        if isinstance(x, np.ndarray) and x.ndim == 0:
+            x = x[()]   # np.asarray(0.12) is one value, as np.float64(0.12) is (it was read as a table)
         if _is_missing(x):
             out.append(float("nan"))
         elif isinstance(x, (bool, np.bool_, str, bytes)):
@@ -140,6 +142,9 @@ def _by_seed(values, which: str):
         x = pd.Series(seed_values(values, which), index=values.index, dtype=float)
     else:
         x = pd.Series(seed_values(values, which), dtype=float)
+    if x.index.hasnans:   # a blank seed cell: two runs of unknown seed were paired with each other
+        raise ValueError(f"a seed label is missing (NaN) in the {which} values (seeds {list(x.index)[:6]}); name "
+                         "each run's seed: a run without one cannot be paired with its other arm.")
     twice = x.index[x.index.duplicated()]
     if len(twice):
         raise ValueError(f"seed {twice[0]!r} is written twice in the {which} values; each seed is one run and "
@@ -150,6 +155,23 @@ def _by_seed(values, which: str):
 # ------------------------------------------------------------------- estimates
 
 
+def mean_sd(v: np.ndarray) -> tuple[float, float]:
+    """The mean and standard deviation (``ddof=1``; NaN for one value) of finite values, computed
+    again on the values scaled by a power of two where the plain sums overflow: three values near
+    1e308 had a mean of inf (and a look read them as identical).  Scaling by a power of two is
+    exact, so values whose sums do not overflow get numpy's numbers, bit for bit."""
+    v = np.asarray(v, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = float(v.mean())
+        sd = float(v.std(ddof=1)) if v.size > 1 else float("nan")
+        if v.size and not (math.isfinite(mean) and (v.size < 2 or math.isfinite(sd))):
+            e = math.frexp(float(np.abs(v).max()))[1]
+            w = np.ldexp(v, -e)
+            mean = float(np.ldexp(w.mean(), e))
+            sd = float(np.ldexp(w.std(ddof=1), e)) if v.size > 1 else float("nan")
+    return mean, sd
+
+
 def one_sample_t(values, level: float = 0.95) -> Estimate:
     """Mean of ``values`` (one per seed) with its two-sided Student-t interval."""
     from scipy import stats
@@ -158,10 +180,9 @@ def one_sample_t(values, level: float = 0.95) -> Estimate:
     v = seed_values(values)
     if v.size == 0 or not np.isfinite(v).all():
         raise ValueError(f"need at least one finite value per seed; got {str(v.tolist())[:80]}.")
-    mean = float(v.mean())
+    mean, sd = mean_sd(v)
     if v.size < 2:
         return Estimate(tuple(v.tolist()), mean, float("nan"), float("nan"), float("nan"), level)
-    sd = float(v.std(ddof=1))
     half = float(stats.t.ppf(0.5 + level / 2, v.size - 1)) * sd / math.sqrt(v.size)
     return Estimate(tuple(v.tolist()), mean, sd, mean - half, mean + half, level)
 

@@ -55,7 +55,7 @@ from .t_power import TPower, check_t_power, t_power_by_integral  # noqa: E402,F4
 from .statistics import (DECIDED, DIGITS, OUTCOMES, SPREAD_FLOOR, interval_outcome,  # noqa: E402  (one set of outcomes, one partition, one rounding)
                          is_number, is_positive_number, seed_values, check_seed_count, check_real, _check_level,
                          _solve_rising)
-from .estimates import rounded  # noqa: E402
+from .estimates import mean_sd, rounded  # noqa: E402
 
 
 def _check_looks(looks) -> tuple:
@@ -73,6 +73,13 @@ def _check_looks(looks) -> tuple:
     return tuple(n)
 
 
+def _per_look(sesoi) -> bool:
+    """Whether ``sesoi`` is one yardstick per look (a list, tuple, array or pandas Series), not one
+    number: a Series was read as one yardstick that is no number, and every look 'not testable'."""
+    return isinstance(sesoi, (list, tuple)) or (hasattr(sesoi, "__len__") and not isinstance(sesoi, (str, bytes, dict))
+                                                and np.ndim(sesoi) >= 1)
+
+
 def _check_plan(looks, nominal, sesoi) -> tuple:
     """Looks, one one-sided nominal level in (0, 0.5) per look, and one positive yardstick or one
     per look, checked together; returns the looks as a tuple of ints."""
@@ -81,7 +88,7 @@ def _check_plan(looks, nominal, sesoi) -> tuple:
     if len(nom) != len(looks) or not all(0 < a < 0.5 for a in nom):
         raise ValueError(f"every look needs its one-sided nominal level in (0, 0.5): {len(looks)} looks {list(looks)}, "
                          f"levels {nominal!r}.")
-    if isinstance(sesoi, (list, tuple, np.ndarray)) and len(sesoi) != len(looks):
+    if _per_look(sesoi) and len(sesoi) != len(looks):
         raise ValueError(f"one yardstick, or one per look: {len(looks)} looks {list(looks)}, {len(sesoi)} yardsticks "
                          f"{list(sesoi)!r}.")
     return looks
@@ -132,7 +139,7 @@ def spending(t, alpha: float, kind: str = "obrien-fleming"):
     early looks.)"""
     from scipy import stats
 
-    t = np.asarray(t, dtype=float)
+    t = np.asarray(t, dtype=float) + 0.0   # -0.0 is 0: 1 / sqrt(-0.0) is -inf, and O'Brien-Fleming spent 2 there
     if not (np.isfinite(t).all() and ((t >= 0) & (t <= 1)).all()):
         raise ValueError(f"an information fraction lies between 0 and 1; got {t.tolist()} (past 1 a spending "
                          "function would spend more than alpha).")
@@ -267,15 +274,17 @@ def look_estimate(values, nominal: float) -> LookEstimate:
     if bad.size:
         return LookEstimate(tuple(v.tolist()), nan, nan, nan, nan, nominal,
                             f"a non-finite paired value ({v[bad[0]]}) at the look's seed number {bad[0] + 1}")
-    mean = float(v.mean())
+    mean, sd = mean_sd(v)   # (values near 1e308: their mean, not inf read as 'no spread')
     if v.size < 2:
         return LookEstimate(tuple(v.tolist()), mean, nan, nan, nan, nominal, "one seed: no interval")
-    sd = float(v.std(ddof=1))
     if sd <= SPREAD_FLOOR * max(1.0, abs(mean)):
         return LookEstimate(tuple(v.tolist()), mean, 0.0, nan, nan, nominal,
                             "no seed-to-seed spread (identical paired values: duplicated runs or an "
                             "unvaried seed), so no interval")
     half = float(stats.t.isf(nominal, v.size - 1)) * sd / math.sqrt(v.size)
+    if not (math.isfinite(mean - half) and math.isfinite(mean + half)):
+        return LookEstimate(tuple(v.tolist()), mean, sd, nan, nan, nominal,
+                            "an interval end beyond the largest float (values near 1e308), so no interval")
     return LookEstimate(tuple(v.tolist()), mean, sd, mean - half, mean + half, nominal)
 
 
@@ -328,7 +337,7 @@ def read_sequential(values_in_plan_order, looks, nominal, sesoi: float, gate=Non
     whose yardstick is not a positive number reads 'not testable here')."""
     v = list(values_in_plan_order)
     looks = _check_plan(looks, nominal, sesoi)
-    per_look = list(sesoi) if isinstance(sesoi, (list, tuple, np.ndarray)) else [sesoi] * len(looks)
+    per_look = list(sesoi) if _per_look(sesoi) else [sesoi] * len(looks)
     complete = [k for k, n in enumerate(looks) if len(v) >= n]
     if not complete:
         return Reading(0, looks, None, NOT_READ,
@@ -379,7 +388,7 @@ def _drawn_outcomes(x: np.ndarray, looks, nominal, sesoi: float) -> tuple[np.nda
     from scipy import stats
 
     looks = list(_check_plan(looks, nominal, sesoi))
-    if isinstance(sesoi, (list, tuple, np.ndarray)):   # read_sequential's per-look yardsticks come from runs
+    if _per_look(sesoi):   # read_sequential's per-look yardsticks come from runs
         raise ValueError(f"a simulated design takes one yardstick d (a positive number), not one per look; got "
                          f"{str(list(sesoi))[:60]}.")
     if not is_positive_number(sesoi):

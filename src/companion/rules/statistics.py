@@ -47,7 +47,7 @@ from .estimates import (DIGITS, Estimate, _by_seed, _check_flat, _check_level, _
 __all__ = ["OUTCOMES", "OUTCOMES_FIRST", "DECIDED", "Estimate", "paired_t", "one_sample_t", "directional_outcome",
            "directional_outcome_first", "outcome_conditions", "interval_outcome", "threshold_outcome", "equivalence_outcome", "deciding_p",
            "p_above", "p_below", "holm", "median_interval", "seeds_without_a_number", "is_number", "is_positive_number",
-           "seed_values", "check_seed_count", "check_real", "MAX_POWER_DRAWS", "DIGITS", "rounded"]
+           "seed_values", "check_seed_count", "check_real", "MAX_POWER_DRAWS", "DIGITS", "rounded", "power_spread"]
 
 #: the outcomes of an empirical verdict under rules v2 (they partition every interval)
 OUTCOMES = ("holds", "holds, size open", "negligible", "refuted", "inconclusive", "not testable here")
@@ -149,6 +149,14 @@ def _no_evidence(est: Estimate) -> bool:
     if not (math.isfinite(est.low) and math.isfinite(est.high) and math.isfinite(est.sd)):
         return True
     return est.sd <= SPREAD_FLOOR * max(1.0, abs(est.mean))
+
+
+def power_spread(est: Estimate) -> float:
+    """The seed-to-seed spread a power is computed at: ``est.sd``, or NaN where the estimate is no
+    evidence (:func:`_no_evidence`: no spread, a non-finite interval), so that the power beside a
+    'not testable here' for no spread reads 'none' as the outcome does, not a power of seeds that
+    vary in their last bit only."""
+    return float("nan") if _no_evidence(est) else float(est.sd)
 
 
 def threshold_outcome(est: Estimate, threshold: float, min_seeds: int = 3) -> str:
@@ -361,7 +369,12 @@ def median_interval(values, level: float = 0.95, nan_as: str | None = None) -> d
         if 1 - 2 * stats.binom.cdf(k - 1, n, 0.5) >= level:
             best = k
     coverage = float(1 - 2 * stats.binom.cdf(best - 1, n, 0.5))
-    return {"median": float(np.median(v)), "low": float(v[best - 1]), "high": float(v[n - best]),
+    # the midpoint of the two middle values, numpy's (a + b) / 2, or a/2 + b/2 (exact halves) where
+    # their sum overflows: np.median of two values near 1e308 was inf
+    a, b = float(v[(n - 1) // 2]), float(v[n // 2])
+    with np.errstate(over="ignore", invalid="ignore"):
+        median = (a + b) / 2 if math.isfinite(a + b) or not (math.isfinite(a) and math.isfinite(b)) else a / 2 + b / 2
+    return {"median": median, "low": float(v[best - 1]), "high": float(v[n - best]),
             "coverage": coverage, "n": int(n)}
 
 
