@@ -15,7 +15,7 @@ import pandas as pd
 from ..rules.rulebook import rule
 from ..rules.rulebook import earlier_rules
 from ..rules.power import detectable_effect, directional_power
-from ..rules.statistics import (deciding_p, directional_outcome, directional_outcome_first, equivalence_outcome, p_above, p_below, paired_t, seeds_without_a_number, threshold_outcome)
+from ..rules.statistics import (deciding_p, directional_outcome, directional_outcome_first, equivalence_outcome, p_above, p_below, paired_t, power_spread, seeds_without_a_number, threshold_outcome)
 
 __all__ = ["training_tests", "survey_test", "premise_share_test", "equal_spreads_test",
            "beta_correlation_test", "family", "update_tests", "yardstick"]
@@ -165,6 +165,8 @@ def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = Non
     paper's Tables S2/S3, :func:`companion.zoo.catalog.published_scores`) the same test on the
     published per-model medians is added beside (``primary`` False).
     """
+    import numbers
+
     from scipy import stats
 
     from ..rules.rulebook import load_rules
@@ -182,11 +184,17 @@ def survey_test(contrast: dict, rules=None, published: pd.DataFrame | None = Non
             sets.append((score, t[t["role"] == "encoder"]["median"].tolist(),
                          t[t["role"] == "decoder"]["median"].tolist(), f"published Table {table}", False))
     for score, enc, dec, evidence, primary in sets:
+        short = {"symmetry": "sym", "directionality": "dir"}[score]
+        for v in list(enc) + list(dec):   # text or None: numpy's own TypeError named no model
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+                from ..base.errors import CompanionError
+
+                raise CompanionError(f"the {score} medians ({evidence}: {short}_enc, {short}_dec) hold {v!r}, which "
+                                     "is no number; give each model's median as a number, or leave the model out before the test.")
         bad = [v for v in list(enc) + list(dec) if not np.isfinite(float(v))]
         if bad:   # scipy's p is then NaN, and 'NaN < alpha' read as inconclusive
             from ..base.errors import CompanionError
 
-            short = {"symmetry": "sym", "directionality": "dir"}[score]
             raise CompanionError(f"the {score} medians ({evidence}: {short}_enc, {short}_dec) hold {bad[0]}, a model "
                                  "that was not scored; score it again, or leave it out before the test.")
         p_claim = stats.mannwhitneyu(enc, dec, alternative="greater", method="exact").pvalue
@@ -261,7 +269,7 @@ def equal_spreads_test(per_seed_log_ratio, band: float, rules=None) -> pd.DataFr
     outcome = equivalence_outcome(est, band, len(r["seeds"]))
     from ..rules.power import equivalence_power
 
-    pw = equivalence_power(est.n, est.sd, band, est.level)
+    pw = equivalence_power(est.n, power_spread(est), band, est.level)
     p_eq = deciding_p(est, "holds", band=band) if est.n > 1 else np.nan   # TOST
     p_ne = min(p_above(est, band), p_below(est, -band)) if est.n > 1 else np.nan
     return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
@@ -289,7 +297,7 @@ def beta_correlation_test(per_seed_corr, rules=None) -> pd.DataFrame:
     outcome = threshold_outcome(est, r["threshold"], len(r["seeds"]))
     from ..rules.power import threshold_power
 
-    pw = threshold_power(est.n, est.sd, r["threshold"], est.level)
+    pw = threshold_power(est.n, power_spread(est), r["threshold"], est.level)
     return pd.DataFrame([dict(claim=r["key"], n=est.n, estimate=est.mean, low=est.low, high=est.high,
                               sd=est.sd, threshold=r["threshold"], outcome=outcome, primary=True,
                               p_holds=p_above(est, r["threshold"]), p_refuted=p_below(est, r["threshold"]),
@@ -306,6 +314,9 @@ def family(primary_rows: pd.DataFrame, fwer: float = 0.05) -> pd.DataFrame:
     outcome stays significant at ``fwer / 2`` (the one-sided level of the two-sided
     intervals) after adjustment; ``status`` is the outcome, or ``inconclusive (after
     Holm)`` for a decided outcome that does not survive."""
+    import math
+
+    from ..rules.estimates import rounded
     from ..rules.statistics import DECIDED, holm
 
     t = primary_rows.copy()
@@ -314,7 +325,11 @@ def family(primary_rows: pd.DataFrame, fwer: float = 0.05) -> pd.DataFrame:
     dec_p = t["p_decides"] if "p_decides" in t else pd.Series(np.nan, index=t.index)
     t["p"] = np.where(decided & dec_p.notna(), dec_p, np.fmin(t["p_holds"], t["p_refuted"]))
     t["p_holm"] = holm(t["p"].to_numpy())
-    t["survives"] = [("yes" if p < fwer / 2 else "no") if d else "" for p, d in zip(t["p_holm"], decided)]
+    # Holm rejects at an adjusted p at or below the level, compared after rounding to DIGITS significant
+    # digits as interval ends are: a 'holds' whose low end meets d exactly has p = fwer/2 up to its last
+    # bit, and it read 'inconclusive (after Holm)' in 9 of 10 such cases, by that bit
+    t["survives"] = [("yes" if math.isfinite(p) and rounded(p) <= rounded(fwer / 2) else "no") if d else ""
+                     for p, d in zip(t["p_holm"], decided)]
     t["status"] = [("inconclusive (after Holm)" if s == "no" else o) for o, s in zip(t["outcome"], t["survives"])]
     t["family_size"] = len(t)   # every registered member, a test not made too (Holm counts it)
     return t
@@ -371,13 +386,13 @@ def _update_tests(rules=None) -> pd.DataFrame:
             band = yardstick(r, sub, q)
             no_number = seeds_without_a_number(a, b)    # rules v2.3: a seed without a number is never dropped
             outcome = directional_outcome(est, band, r.get("min_seeds", 3), gate=not no_number)
-            pw = directional_power(est.n, est.sd, band, level)
+            pw = directional_power(est.n, power_spread(est), band, level)
             rows.append(dict(claim=r["key"], runs=pattern, quantity=q, n=est.n, estimate=est.mean, low=est.low,
                              high=est.high, sd=est.sd, sesoi=band, outcome=outcome,
                              outcome_first=directional_outcome_first(est, band_first, r.get("min_seeds", 3)),
                              sesoi_first=band_first,
                              primary=pattern == r["primary"]["runs"] and q == "update_symmetry",
-                             detectable=detectable_effect(est.n, est.sd, level), detect_holds=pw["detect_holds"],
+                             detectable=detectable_effect(est.n, power_spread(est), level), detect_holds=pw["detect_holds"],
                              p_refuted_at_0=pw["p_refuted_at_0"], p_holds=p_above(est),
                              p_refuted=p_below(est, band),
                              p_decides=deciding_p(est, outcome, band) if est.n > 1 else np.nan,

@@ -19,7 +19,7 @@ from .verdicts import rule_written_after
 from .power import directional_power
 from .estimates import rounded
 from .statistics import (deciding_p, directional_outcome, directional_outcome_first, p_above, p_below, paired_t,
-                         seeds_without_a_number)
+                         power_spread, seeds_without_a_number)
 
 __all__ = ["bodies_of", "pairs_of", "is_primary", "context_part", "gate", "gate_why", "apply_rule_to_pair"]
 
@@ -131,6 +131,11 @@ def gate_why(r) -> str:
         return str(r["gate_why"])          # the gate's own words, where the row carries them
     reason = r.get("gate_reason") or "its gate failed"
     half, end, d = (r.get(k) for k in ("horizon_at_half", "horizon_at_end", "sesoi"))
+    if reason == "not stable between horizons" and isinstance(half, float) and half != half:
+        # the row carries no effect half-way (NaN: the half-horizon step unlogged, or no seed of both
+        # arms there): the horizons were never compared, so nothing was found unstable
+        return (f"{reason}: no paired effect half-way could be formed (no seed of both arms logged the "
+                "half-horizon step), so the effect at the end cannot be shown stable")
     if reason != "not stable between horizons" or any(v is None or v != v for v in (half, end, d)):
         return reason
     how = ("the sign changed" if half * end <= 0 else
@@ -214,7 +219,7 @@ def apply_rule_to_pair(key: str, r: dict, body: str, pair: dict, evidence: dict)
         "confirmatory" if body == conf.get("body") and comparator == conf.get("comparator", comparator)
         else "secondary")
     pw = fw.get("power", {})
-    power = directional_power(est.n, est.sd, sesoi, est.level, pw.get("target", 0.8), pw.get("draws", 200_000),
+    power = directional_power(est.n, power_spread(est), sesoi, est.level, pw.get("target", 0.8), pw.get("draws", 200_000),
                               pw.get("seed", 20261126))
     return {"estimate": est, "half": half, "gate": g, "outcome": outcome, "outcome_first": outcome_first,
             "primary": primary, "role": role, "power": power, "p_holds": p_above(est, 0.0),
