@@ -95,7 +95,8 @@ def _read_at_looks(key: str, chapter: str, label: str) -> Verdict:
     table = _cached("training_verdicts", training_verdicts)
     row = table[table["key"] == key]
     if row.empty or str(row.iloc[0]["look"]) == "none yet":
-        seeds = int(row.iloc[0]["seeds in"]) if len(row) else 0
+        # the table's 'seeds in' is text ('2 of 12'; int() of it raised before the first look)
+        seeds = str(row.iloc[0]["seeds in"]) if len(row) else f"0 of {len(r['body_rule']['seeds'])}"
         return Verdict(key, r["claim"], "not testable here", f"{NOT_READ}: {seeds} seeds in, the first look needs "
                        f"{r['looks'][0]} ({r['body_rule']['label']})", r["body_rule"]["label"], chapter, label,
                        kind="empirical", check="paired seed-level test read at planned looks",
