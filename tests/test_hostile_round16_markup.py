@@ -121,6 +121,21 @@ def test_a_reference_without_text_of_its_own_reads_as_the_heading_it_names_not_i
     assert colab_markdown(text, {}, book_links(root, None)) == "See Fig. 3 decided and The gate, part by part."
 
 
+def test_a_citation_reads_as_the_site_s_author_and_year_not_its_bibtex_key(tmp_path):
+    from companion.book.editions.notebook_cells import colab_markdown
+    from companion.book.site.chapters import book_links
+
+    root = _tiny(tmp_path, {"intro": "# Intro\n"})
+    (root / "_config.yml").write_text("repository:\n  url: https://github.com/o/r\nbibtex_bibfiles:\n  - refs.bib\n")
+    (root / "refs.bib").write_text(
+        "@article{one2020,\n  author = {M{\\\"u}ller, Anna},\n  title = {T},\n  year = {2020}\n}\n\n"
+        "@inproceedings{two2021,\n  author    = {Smith, J. and Jones, K.},\n  year      = 2021,\n}\n"
+        "@article{many2025,\n  author = {Saponati, Matteo and Sager, Pascal and Grewe, Benjamin},\n  year = {2025}\n}\n")
+    links = book_links(root, None)
+    out = colab_markdown("As {cite}`one2020,two2021`, {cite:t}`many2025` and {cite}`unknown` show.", {}, links)
+    assert out == "As (Müller, 2020; Smith and Jones, 2021), Saponati et al. (2025) and [unknown] show.", out
+
+
 def test_a_numbered_reference_never_shows_a_label_or_a_number_placeholder():
     from companion.book.editions.notebook_cells import colab_markdown
 

@@ -138,10 +138,22 @@ def _role(match: re.Match, values: dict | None = None, links: dict | None = None
             shown = text
         return f"[{shown}]({url})" if url else shown
     if role == "cite" or role.startswith("cite:"):
-        return f"[{text}]"
+        return _citation(role, text, getattr(links, "citations", None))
     if role == "math":   # inline math stays math ($...$), which Colab and Jupyter typeset
         return f"${body}$"
     return text
+
+
+def _citation(role: str, keys: str, citations: dict | None) -> str:
+    """A citation as the site's author-year style writes it (``{cite}``: ``(Saponati et al., 2025)``,
+    ``{cite:t}``: ``Saponati et al. (2025)``), from ``citations``
+    (:func:`companion.book.site.chapters.book_links`); ``[key]`` where a key is not known."""
+    found = [citations.get(k.strip()) for k in keys.split(",")] if citations else [None]
+    if not all(found):
+        return f"[{keys}]"
+    if role in ("cite:t", "cite:ts"):
+        return "; ".join(f"{who} ({year})" for who, year in found)
+    return "(" + "; ".join(f"{who}, {year}" for who, year in found) + ")"
 
 
 #: the book's label prefixes and what they name (``prop-logits-bilinear``: a proposition)

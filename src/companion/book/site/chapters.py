@@ -158,9 +158,11 @@ class BookLinks(dict):
     the words the site shows for a reference without text of its own (a page's title, the
     heading a target ``(label)=`` stands before)."""
 
-    def __init__(self, *args, titles: dict | None = None, **kwargs):
+    def __init__(self, *args, titles: dict | None = None, citations: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.titles = dict(titles or {})
+        #: ``{bibtex key: (authors, year)}`` as the site's author-year citations name them
+        self.citations = dict(citations or {})
 
 
 def book_links(root: Path | str, site: str | None) -> BookLinks:
@@ -200,7 +202,50 @@ def book_links(root: Path | str, site: str | None) -> BookLinks:
             titles.setdefault(name if name else chapter.docname, title)
             if not name:
                 titles.setdefault(chapter.docname.split("/")[-1], title)
-    return BookLinks(links if site is not None else {}, titles=titles)
+    return BookLinks(links if site is not None else {}, titles=titles, citations=_citations(Path(root)))
+
+
+def _citations(root: Path) -> dict:
+    """``{key: (authors, year)}`` of the book's bibliography (``bibtex_bibfiles`` of
+    ``_config.yml``, else ``book/references.bib``): the family names as an author-year
+    citation gives them (``Saponati et al.``, ``Reimers and Gurevych``); {} where there is none."""
+    config = _book_config(root)
+    files = (config.get("bibtex_bibfiles") if isinstance(config, dict) else None) or ["book/references.bib"]
+    out = {}
+    for name in files if isinstance(files, list) else []:
+        path = root / str(name)
+        try:
+            text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        except (OSError, UnicodeDecodeError):
+            continue
+        for entry in re.split(r"^[ \t]*(?=@)", text, flags=re.M):
+            key = re.match(r"@\s*\w+\s*[{(]\s*([^,\s]+)\s*,", entry)
+            author = re.search(r"^\s*author\s*=\s*[{\"](.*?)[}\"]\s*,?\s*$", entry, re.M | re.I)
+            year = re.search(r"^\s*year\s*=\s*[{\"]?\s*(\d{4})", entry, re.M | re.I)
+            if key and author and year:
+                out.setdefault(key.group(1), (_family_names(author.group(1)), year.group(1)))
+    return out
+
+
+def _family_names(authors: str) -> str:
+    """A BibTeX author list as an author-year citation names it: one or two family names, or the
+    first and ``et al.``"""
+    try:   # LaTeX accents as their letters (M{\\"u}ller: Müller), as the site's bibliography writes them
+        import codecs
+
+        import latexcodec  # noqa: F401 (registers the codec; it comes with sphinxcontrib-bibtex)
+
+        authors = codecs.decode(authors, "ulatex")
+    except (ImportError, ValueError, UnicodeError):
+        pass
+    plain = re.sub(r"\\[`'^\"~=.]|[{}]", "", authors)
+    names = [a.strip() for a in re.split(r"\s+and\s+", plain) if a.strip()]
+    family = [a.split(",")[0].strip() if "," in a else a.split()[-1] for a in names if a != "others"]
+    if not family:
+        return plain.strip()
+    if len(names) > 2 or "others" in names:
+        return f"{family[0]} et al."
+    return " and ".join(family)
 
 
 def _headings(text: str) -> dict:
