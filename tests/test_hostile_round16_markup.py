@@ -258,6 +258,7 @@ def test_the_student_site_has_no_button_that_opens_the_instructor_s_sources(tmp_
     (tmp_path / "_config.yml").write_text(
         "title: T\nrepository:\n  url: https://github.com/o/r\nlaunch_buttons:\n  colab_url: https://colab.research.google.com\n"
         "  binderhub_url: https://mybinder.org\n  jupyterhub_url: https://hub.example\n  thebe: true\n"
+        "  deepnote_url: https://deepnote.com\n"
         "html:\n  use_repository_button: true\n  use_edit_page_button: true\n"
         "sphinx:\n  config:\n    html_theme_options:\n      use_repository_button: true\n      use_source_button: true\n"
         "      use_edit_page_button: true\n      use_issues_button: true\n      use_download_button: true\n")
@@ -267,7 +268,7 @@ def test_the_student_site_has_no_button_that_opens_the_instructor_s_sources(tmp_
                                       "use_issues_button")), theme
     assert theme["use_download_button"] is True              # the student page's own source and notebook
     launch = cfg["launch_buttons"]
-    assert not ({"binderhub_url", "jupyterhub_url", "thebe"} & set(launch)), launch
+    assert not ({"binderhub_url", "jupyterhub_url", "deepnote_url", "thebe"} & set(launch)), launch
     assert launch["colab_url"] == "https://colab.research.google.com"   # pointed at the student notebooks
 
 

@@ -50,9 +50,9 @@ def _read_config(path: Path) -> str:
 #: the theme's buttons that open the repository, whose pages hold the instructor's sources
 #: (solutions included): off in the student edition, however the book turns them on
 _SOURCE_BUTTONS = ("use_repository_button", "use_edit_page_button", "use_issues_button", "use_source_button")
-#: launch buttons that start the repository's own sources (Binder, a JupyterHub, Thebe through
-#: Binder); Colab's opens the student notebooks (companion.book.sphinxext), so it stays
-_SOURCE_LAUNCHERS = ("binderhub_url", "jupyterhub_url", "thebe")
+#: launch buttons that start the repository's own sources (Binder, a JupyterHub, Deepnote, Thebe
+#: through Binder); Colab's opens the student notebooks (companion.book.sphinxext), so it stays
+_SOURCE_LAUNCHERS = ("binderhub_url", "jupyterhub_url", "deepnote_url", "thebe")
 
 
 def _section(cfg: dict, key: str) -> dict:
