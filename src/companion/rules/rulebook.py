@@ -87,6 +87,10 @@ EVIDENCE_CLAIM_KEYS = frozenset({
     "min_seeds", "outcomes", "p_value", "p_value_v2", "plan", "primary", "quantity", "reported_beside", "secondary",
     "secondary_bodies", "seeds", "seen_before", "sesoi", "test", "threshold", "threshold_derivation", "window",
     "windows"})
+#: the arms a claim read once is compared on, fixed by its reading (companion.judge.empirical.update_tests,
+#: companion.train.studies.swap): other arms in its rule loaded and were never read
+READ_ONCE_ARMS = {"update_structure": {"candidate": "encoder", "comparator": "decoder", "init": "standard"},
+                  "objective_swap": {"candidate": "swap", "comparator": "control"}}
 DESIGN_KEYS = frozenset({"units", "decoder_rule", "encoder_rule", "tokens", "quantised_copies", "unit_value",
                          "members", "layers", "heads", "test", "family", "check", "planned", "fixed"})
 
@@ -392,6 +396,11 @@ def _check_evidence(rules: dict, path) -> None:
     for key, r in ev["claims"].items():
         if "design" in r:
             _check_survey_design(r["design"], f"rule {key!r} (design)", path, rules)
+        want = READ_ONCE_ARMS.get(key)
+        if want is not None and "arms" in r and r["arms"] != want:   # loaded, and the reading compared its own arms
+            _fail(path, f"rule {key!r}", f"'arms' {str(r['arms'])[:80]} is not what its reading compares ({want}); "
+                                         "the runs are read as that whatever the rule says: restore it, or change the "
+                                         "reading with the rule.")
 
 
 def _check_survey_design(design, where: str, path, rules: dict) -> None:
