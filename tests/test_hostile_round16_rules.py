@@ -104,6 +104,20 @@ def test_a_secondary_arm_repeating_a_primary_one_is_refused_so_no_claim_reads_it
     _refused(p, "english-mix-v3", "encoder/standard", "primary", check_design=False)
 
 
+
+@pytest.mark.parametrize("old, new", [
+    ("arms: {candidate: encoder, comparator: decoder, init: standard}",
+     "arms: {candidate: encoder, comparator: encoder, init: standard}"),
+    ("arms: {candidate: swap, comparator: control}", "arms: {candidate: control, comparator: swap}")])
+def test_a_claim_read_once_naming_arms_its_reading_does_not_compare_is_refused(tmp_path, old, new):
+    """The mechanism and the swap are read on encoder minus decoder and swap against control
+    whatever their rule's 'arms' say: 'comparator: encoder' (an arm against itself) or the swap's
+    arms reversed loaded, and the reading went on comparing the arms it always did."""
+    d = _copy(tmp_path)
+    p = _edit(d, (old, new))
+    key = "update_structure" if "encoder" in old else "objective_swap"
+    _refused(p, key, "'arms'", "comparator", check_design=False)
+
 @pytest.mark.parametrize("seed", ["-30", "4294967296"])
 def test_a_body_seed_the_trainer_cannot_seed_is_refused_at_load(tmp_path, seed):
     """A seed of -30 loaded; the pages then listed run '...-s-30' as missing, a run that
