@@ -294,6 +294,30 @@ def _onnx_attention(mask: str, d: int = 16, heads: int = 4, n: int = 8):
                   numpy_helper.from_array(np.array(np.finfo(np.float32).min, np.float32), "lowest")]
         nodes += [helper.make_node("Slice", ["attn_bias", "starts", "ends", "axes"], ["causal"]),
                   helper.make_node("Where", ["causal", "logits", "lowest"], ["masked"])]
+    elif mask in ("arange", "bucket"):
+        # arange: transformers' _make_causal_mask, arange(n) < (arange(n) + 1).view(n, 1) chooses 0 or the
+        # lowest float; bucket: a relative position (key - query) compared with a constant, as T5's encoder
+        # buckets its position bias: no mask
+        inits += [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+                  numpy_helper.from_array(np.array(1, np.int64), "one"),
+                  numpy_helper.from_array(np.array([-1, 1], np.int64), "column"),
+                  numpy_helper.from_array(np.array(0.0, np.float32), "free"),
+                  numpy_helper.from_array(np.array(np.finfo(np.float32).min, np.float32), "lowest"),
+                  numpy_helper.from_array(np.array(1, np.int64), "axis1"),
+                  numpy_helper.from_array(np.array(3, np.int64), "small")]
+        nodes += [helper.make_node("Shape", ["x"], ["x_shape"]),
+                  helper.make_node("Gather", ["x_shape", "axis1"], ["n_tokens"], axis=0),
+                  helper.make_node("Range", ["zero", "n_tokens", "one"], ["pos"]),
+                  helper.make_node("Add", ["pos", "one"], ["pos1"]),
+                  helper.make_node("Reshape", ["pos1", "column"], ["pos1_col"])]
+        if mask == "arange":
+            nodes.append(helper.make_node("Less", ["pos", "pos1_col"], ["cond"]))
+        else:
+            nodes += [helper.make_node("Reshape", ["pos", "column"], ["pos_col"]),
+                      helper.make_node("Sub", ["pos", "pos_col"], ["relative"]),
+                      helper.make_node("Less", ["relative", "small"], ["cond"])]
+        nodes += [helper.make_node("Where", ["cond", "free", "lowest"], ["additive"]),
+                  helper.make_node("Add", ["logits", "additive"], ["masked"])]
     else:   # a learned bias per (query, key) position, gathered from a square table: no mask at all
         inits += [numpy_helper.from_array(_w(n, n), "position_table"),
                   numpy_helper.from_array(np.arange(n, dtype=np.int64), "positions")]
@@ -317,10 +341,25 @@ def test_an_onnx_decoder_masked_by_gpt2s_sliced_causal_buffer_is_read_as_causal(
     assert np.array_equal(layer.Wq.numpy(), wq.T) and np.array_equal(layer.Wk.numpy(), wk.T)
 
 
-def test_an_onnx_encoder_with_a_square_position_bias_table_stays_an_encoder(tmp_path):
+def test_an_onnx_decoder_masked_by_comparing_two_position_ranges_is_read_as_causal(tmp_path):
+    import onnx
+    import onnxruntime as ort
+
+    model, _, _ = _onnx_attention("arange")
+    onnx.save(model, str(tmp_path / "decoder_model.onnx"))
+    (layer,) = read_qk(tmp_path / "decoder_model.onnx", progress=False).layers
+    assert (layer.role, layer.component) == ("causal", "decoder")
+    # onnxruntime: the graph indeed gives no weight to a later position
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (probs,) = session.run(None, {"x": _w(8, 16)[None]})
+    assert np.all(np.triu(probs[0, 0], 1) == 0) and np.all(probs[0, 0][np.tril_indices(8)] > 0)
+
+
+@pytest.mark.parametrize("mask", ["position table", "bucket"])
+def test_an_onnx_encoder_with_a_position_bias_stays_an_encoder(tmp_path, mask):
     import onnx
 
-    model, _, _ = _onnx_attention("position table")
+    model, _, _ = _onnx_attention(mask)
     onnx.save(model, str(tmp_path / "encoder.onnx"))
     (layer,) = read_qk(tmp_path / "encoder.onnx", progress=False).layers
     assert (layer.role, layer.component) == ("encoder", "encoder")

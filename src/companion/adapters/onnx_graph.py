@@ -46,6 +46,7 @@ import torch
 
 from ..base.errors import CompanionError
 from .families import LayerPlan
+from .onnx_masks import is_causal as _is_causal
 from .onnx_quant import Untraceable as _Untraceable, integer_projection, weight_only_projection
 from .onnx_tensors import decode_initializer, dequantized_weights, initializer_nbytes, initializer_table
 from .tensor_source import TensorSource
@@ -348,52 +349,6 @@ def _in_out_shape(g: _Graph, projection: dict) -> list[int]:
     """A projection weight's shape as ``[in, out]``, whichever layout it is stored in."""
     dims = [int(v) for v in g.inits[projection["weight"]].dims]
     return dims if projection["layout"] == "in_out" else dims[::-1]
-
-
-def _is_causal(g: _Graph, masks: list[str]) -> bool:
-    """A mask built with ``Trilu`` or from a constant triangular matrix is causal: the matrix given
-    as the mask, or cut from a constant triangle on the way (GPT-2's ``bias`` buffer, sliced to the
-    sequence and used as a ``Where`` condition, was read as an encoder's mask)."""
-    for m in masks:
-        if "Trilu" in g.ancestors_ops(m):
-            return True
-        v = g.const(m)
-        if v is not None and v.ndim >= 2 and v.shape[-1] == v.shape[-2] > 1:
-            sq = v.reshape(-1, *v.shape[-2:])[0]
-            if not np.array_equal(sq, sq.T):
-                return True
-        if any(_triangle(c) for c in _mask_constants(g, m)):
-            return True
-    return False
-
-
-# ops a mask passes through unchanged in value (cut, cast, broadcast, negated, chosen between)
-_MASK_PATH = {"Slice": 1, "Cast": 1, "Unsqueeze": 1, "Squeeze": 1, "Expand": 1, "Identity": 1,
-              "Reshape": 1, "Gather": 1, "Not": 1, "Where": 3}
-
-
-def _mask_constants(g: _Graph, name: str, depth: int = 12):
-    """The constants a mask is cut or cast from, following only :data:`_MASK_PATH` ops (and
-    only their data input): never the arithmetic of a position bias."""
-    v = g.const(name)
-    if v is not None:
-        yield v
-        return
-    node = g.producer.get(name)
-    if depth > 0 and node is not None and node.op_type in _MASK_PATH:
-        for i in node.input[:_MASK_PATH[node.op_type]]:
-            yield from _mask_constants(g, i, depth - 1)
-
-
-def _triangle(v) -> bool:
-    """A square constant ``[..., n, n]`` (n > 1) with one value on and below the diagonal and
-    another above it: a causal mask, whether stored as booleans, 0/1 or 0/-inf."""
-    if v.ndim < 2 or v.shape[-1] != v.shape[-2] or v.shape[-1] < 2:
-        return False
-    sq = v.reshape(-1, *v.shape[-2:])[0]
-    low = np.tril(np.ones(sq.shape, dtype=bool))
-    inside, outside = np.unique(sq[low]), np.unique(sq[~low])
-    return len(inside) == 1 and len(outside) == 1 and not np.array_equal(inside, outside)
 
 
 def _softmax_over_queries(sm, rank: int, opset: int | None) -> bool:
