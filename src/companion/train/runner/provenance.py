@@ -359,17 +359,21 @@ def _check_layer_set(hist: pd.DataFrame, provenance: dict, run: Path, fix: str) 
     if rows.empty:
         return
     want = set(range(layers))
-    for quantity, got in rows.groupby("quantity", sort=False)["layer"]:
-        have = {int(v) for v in got.unique()}
-        if have != want:
-            missing, extra = sorted(want - have), sorted(have - want)
-            what = (f"no row for layer{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
-                    if missing else f"rows for layer{'s' if len(extra) > 1 else ''} {', '.join(map(str, extra))}, "
-                                    "which the model does not have")
-            raise CompanionError(
-                f"run {run.name}: its history.csv logs {quantity} with {what}, but its provenance gives "
-                f"{layers} layers (model_size.num_hidden_layers); a layer mean over another set of layers "
-                f"is not the run's value: {fix}.")
+    # every layer over all of a quantity's rows, and again over its whole-form rows (head -1), which
+    # a layer mean reads: heads' rows of a layer whose own row is lost made the set look whole
+    whole = rows[rows["head"] < 0]
+    for kind, part in (("", rows), ("whole-form (head -1) ", whole)):
+        for quantity, got in part.groupby("quantity", sort=False)["layer"]:
+            have = {int(v) for v in got.unique()}
+            if have != want:
+                missing, extra = sorted(want - have), sorted(have - want)
+                what = (f"no {kind}row for layer{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
+                        if missing else f"rows for layer{'s' if len(extra) > 1 else ''} {', '.join(map(str, extra))}, "
+                                        "which the model does not have")
+                raise CompanionError(
+                    f"run {run.name}: its history.csv logs {quantity} with {what}, but its provenance gives "
+                    f"{layers} layers (model_size.num_hidden_layers); a layer mean over another set of layers "
+                    f"is not the run's value: {fix}.")
 
 
 #: what a logged value can be, by the end of its quantity's name: a loss (cross-entropy, Eq. 1's
