@@ -136,6 +136,27 @@ def test_a_citation_reads_as_the_site_s_author_and_year_not_its_bibtex_key(tmp_p
     assert out == "As (Müller, 2020; Smith and Jones, 2021), Saponati et al. (2025) and [unknown] show.", out
 
 
+def test_a_student_notebook_links_no_page_of_the_instructor_s_site(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from companion.book.editions.notebooks import write_notebooks
+
+    monkeypatch.setitem(sys.modules, "companion.book.budgets.colab_budget",   # no chapter times in this test
+                        types.SimpleNamespace(colab_estimates=lambda: (_ for _ in ()).throw(FileNotFoundError())))
+    root = _tiny(tmp_path, {"intro": "# Intro\n\nSee {doc}`ex` and {ref}`ex-sec`.\n",
+                            "ex": "# Exercises\n\n(ex-sec)=\n## First\n\n:::{exercise}\n:label: ex-1\nDo it.\n:::\n\n"
+                                  ":::{solution} ex-1\nSECRET\n:::\n"})
+    texts = {}
+    for student in (False, True):
+        (path, _) = write_notebooks(root, tmp_path / f"out{student}", ref="v1", student=student, executions=None)
+        texts[student] = "\n".join(c.source for c in nbformat.read(str(path), as_version=4).cells
+                                   if c.cell_type == "markdown")
+    # the instructor's notebook links the instructor's site, where each solution sits under its exercise
+    assert "https://o.github.io/r/book/ex.html" in texts[False]
+    assert "github.io" not in texts[True] and "See Exercises and First." in texts[True], texts[True]
+
+
 def test_a_numbered_reference_never_shows_a_label_or_a_number_placeholder():
     from companion.book.editions.notebook_cells import colab_markdown
 

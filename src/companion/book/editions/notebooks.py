@@ -260,7 +260,9 @@ def write_notebooks(root: Path | str = ".", out: Path | str | None = None, *,
     source = str(Path(install_from).resolve()) if install_from is not None else (
         repo_url or repository_url(root))
     try:
-        site = site_url(repo_url or repository_url(root))
+        # the student edition links no page of the published book, which holds every solution under
+        # its exercise (its references read as the headings they name, unlinked)
+        site = None if student else site_url(repo_url or repository_url(root))
     except ValueError:   # a repository off GitHub: no published site to link to (the headings still named)
         site = None
     links = book_links(root, site)
