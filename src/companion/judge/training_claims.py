@@ -59,7 +59,31 @@ def _interval(est, fmt="+.4f") -> str:
         return "no look complete"
     if est.problem:
         return est.problem
-    return f"{interval(est.low, est.high, estimate=est.mean, fmt=fmt)}, {est.n} seeds, nominal {est.level:.2%} at this look"
+    return (f"{interval(est.low, est.high, estimate=est.mean, fmt=fmt)}, {est.n} seeds, nominal "
+            f"{_level_text(est.level)} at this look")
+
+
+def _chance_text(p: float, digits: int) -> str:
+    """A simulated chance with ``digits`` decimals, or as many more as keep it off 0 and 1 where it
+    is neither: Table 1's 0.9999 read '1.00', a certainty the simulation did not find."""
+    p = float(p)
+    if not 0 < p < 1:
+        return f"{p:.{digits}f}"
+    for k in range(digits, 12):
+        text = f"{p:.{k}f}"
+        if 0 < float(text) < 1:
+            return text
+    return f"{p:.12f}"
+
+
+def _level_text(level: float) -> str:
+    """A look's two-sided level as a percentage with two decimals, or as many more as keep it
+    below 100%: the first look's 99.9997% read '100.00%', the level of an interval without end."""
+    for digits in range(2, 12):
+        text = f"{level:.{digits}%}"
+        if not text.startswith("100"):
+            return text
+    return f"{level:.12%}"
 
 
 def status_of(key: str, table: pd.DataFrame | None = None) -> str:
@@ -121,8 +145,8 @@ def _training_verdicts(rules: dict, readings: dict | None = None) -> pd.DataFram
                      f"not read (no interval at the look: {rd.reason})" if c["gate"] is None else
                      "passes" if c["gate"]["passes"] else f"fails: {c['gate']['why']}"),
             "power (planned)": (f"whole sequence, planned before look 1: P(a decided outcome true of the pilot's effect {rule['pilot']['estimate_when_fixed']:+.4f}) "
-                                f"= {pilot['p_true_decided']:.2f} at the planning sd {rule['pilot']['planning_sd_when_fixed']:.4f}; "
-                                f"P(refuted | d) = {design.loc['d', 'refuted']:.3f}"),
+                                f"= {_chance_text(pilot['p_true_decided'], 2)} at the planning sd {rule['pilot']['planning_sd_when_fixed']:.4f}; "
+                                f"P(refuted | d) = {_chance_text(design.loc['d', 'refuted'], 3)}"),
             "detectable": at, "detectable low": lo, "detectable high": hi,   # the same, as numbers
             "detectable (observed sd)": ("" if pd.isna(at) else
                                          f"at look {rd.look} ({rd.looks[rd.look - 1]} seeds): {at:.4f} "
