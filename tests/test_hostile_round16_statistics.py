@@ -368,3 +368,43 @@ def test_the_share_premises_verdict_states_the_rules_threshold_not_a_fixed_one_h
     v = pc.thm_s1_12()
     assert v.status == "holds" and "premise needs more than 0.6 " in v.measured
     assert "more than 0.5" not in v.measured
+
+
+# ============================================================ (j) the looks' numbers as worded
+
+
+def _verdict_row(nominal, p_true_decided, refuted_at_d):
+    """One claim's row of the training verdicts, from a reading at look 1 (three seeds) and a design table."""
+    from companion.judge.training_claims import training_verdicts
+
+    est = Q.look_estimate([0.1, 0.3, 0.2], nominal)
+    reading = Q.Reading(1, (3, 6), est, Q.look_outcome(est, 0.05), "")
+    rule = {"claim": "Table 1: probe", "body_rule": {"label": "probe body", "seeds": list(range(6))}, "family": "f",
+            "d": 0.05, "pilot": {"estimate_when_fixed": 0.1, "planning_sd_when_fixed": 0.05}}
+    design = pd.DataFrame({"p_true_decided": [0.5, 0.6, p_true_decided], "refuted": [0.9, refuted_at_d, 0.0]},
+                          index=["0", "d", "pilot"])
+    claims = {"table_1": {"rule": rule, "reading": reading, "detectable": (np.nan,) * 3, "design": design,
+                          "seeds_in": [0, 1, 2], "missing": [], "secondary": {}, "gate": None}}
+    rules = {"framework": {"family": {"order": ["table_1"], "method": "split"}}}
+    return training_verdicts(rules, claims).iloc[0]
+
+
+def test_a_first_looks_level_is_written_below_100_percent_as_its_interval_has_ends():
+    """The committed first look's one-sided level is 1.64e-6: its interval is a 99.9997% one,
+    which read 'nominal 100.00%'; the later looks keep two decimals (98.27% by hand)."""
+    import re
+
+    for nominal, digits in ((1.64e-6, None), (0.00867, "98.27%")):
+        text = _verdict_row(nominal, 0.8, 0.01)["effect"]
+        shown = re.search(r"nominal ([0-9.]+)% at this look", text).group(1)
+        assert float(shown) < 100
+        assert abs(float(shown) - 100 * (1 - 2 * nominal)) <= 0.5 * 10 ** -len(shown.split(".")[1])
+        if digits:
+            assert f"nominal {digits} at this look" in text
+
+
+def test_a_planned_chance_of_0_9999_is_not_written_as_a_certainty_of_1_00():
+    row = _verdict_row(0.00867, 0.9999, 0.0004)["power (planned)"]
+    assert "= 0.9999 at the planning sd" in row and "P(refuted | d) = 0.0004" in row
+    row = _verdict_row(0.00867, 0.7801, 0.0108)["power (planned)"]
+    assert "= 0.78 at the planning sd" in row and "P(refuted | d) = 0.011" in row
