@@ -111,7 +111,8 @@ def test_a_reference_without_text_of_its_own_reads_as_the_heading_it_names_not_i
     from companion.book.site.chapters import book_links
 
     root = _tiny(tmp_path, {"intro": "# Intro\n\nSee {doc}`fig3_decided` and {ref}`f3-gate`.\n",
-                            "fig3_decided": "# Fig. 3 decided\n\n(f3-gate)=\n## The gate, part by part\n\nText.\n"})
+                            "fig3_decided": "# Fig. 3 decided\n\n```python\n# a comment, no heading\n```\n\n"
+                                            "(f3-gate)=\n% a MyST comment\n## The gate, part by part\n\nText.\n"})
     text = "See {doc}`fig3_decided` and {ref}`f3-gate`."
     site = "https://o.github.io/r/"
     out = colab_markdown(text, {}, book_links(root, site))

@@ -264,7 +264,7 @@ def _headings(text: str) -> dict:
             fences.append(fence.group(1))
             pending = []
             continue
-        if fences or not stripped:
+        if fences or not stripped or re.match(r"^ {0,3}%", line):   # a MyST comment stands between nothing
             continue
         target = _TARGET_LINE.match(line)
         if target:
