@@ -408,3 +408,8 @@ def test_a_planned_chance_of_0_9999_is_not_written_as_a_certainty_of_1_00():
     assert "= 0.9999 at the planning sd" in row and "P(refuted | d) = 0.0004" in row
     row = _verdict_row(0.00867, 0.7801, 0.0108)["power (planned)"]
     assert "= 0.78 at the planning sd" in row and "P(refuted | d) = 0.011" in row
+    from companion.judge.empirical_claims import power_text
+
+    # at a level of 0.999 the chance of 'refuted' at no effect can be 0.0004: not '0.00'
+    assert power_text({"n": 3, "detect_holds": 0.2, "p_refuted_at_0": 0.0004}).startswith(
+        "P(refuted | no effect) = 0.0004; ")

@@ -78,7 +78,9 @@ def power_text(row) -> str:
         return "one seed: none"
     if not np.isfinite(row.get("detect_holds", np.nan)):   # seeds with no spread between them (or none measured)
         return f"{row['n']} seeds with no seed-to-seed spread: none"
-    return (f"P(refuted | no effect) = {row['p_refuted_at_0']:.2f}; holds with probability 0.8 at a true "
+    from .training_claims import chance_text   # (0.003 read '0.00', a chance the simulation did not find)
+
+    return (f"P(refuted | no effect) = {chance_text(row['p_refuted_at_0'], 2)}; holds with probability 0.8 at a true "
             f"effect of {row['detect_holds']:.3f}")
 
 

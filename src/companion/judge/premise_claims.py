@@ -144,8 +144,10 @@ def cor_s1_13(size: str | None = None) -> Verdict:
     band, per_seed = _equal_spreads_inputs(size)
     t = equal_spreads_test(list(per_seed.values()), band).iloc[0]
     status = t["outcome"]
-    power = (f"P(holds | equal spreads) = {t['p_holds_at_0']:.2f}, P(refuted | equal spreads) = "
-             f"{t['p_refuted_at_0']:.3f} (equivalence test at its seeds)") if np.isfinite(t["p_holds_at_0"]) else ""
+    from .training_claims import chance_text   # off 0 and 1 where the simulation found neither
+
+    power = (f"P(holds | equal spreads) = {chance_text(t['p_holds_at_0'], 2)}, P(refuted | equal spreads) = "
+             f"{chance_text(t['p_refuted_at_0'], 3)} (equivalence test at its seeds)") if np.isfinite(t["p_holds_at_0"]) else ""
     return Verdict("cor_s1_13", "Cor. S1.13: bidirectional training ends with equal spreads of row and column norms",
                    status, f"layer-mean log(Var rows / Var cols) per seed {', '.join(f'{v:+.2f}' for v in per_seed.values())}; "
                    f"mean {t['estimate']:+.2f} ({interval(t['low'], t['high'], fmt='+.2f')}); random band +-{band:.2f}",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..base.phrasing import interval
 import pandas as pd
 
-__all__ = ["fixed_sequence", "training_verdicts", "pilot_rows", "status_of"]
+__all__ = ["fixed_sequence", "training_verdicts", "pilot_rows", "status_of", "chance_text"]
 
 
 def fixed_sequence(readings: dict, order, labels: dict | None = None) -> dict:
@@ -63,7 +63,7 @@ def _interval(est, fmt="+.4f") -> str:
             f"{_level_text(est.level)} at this look")
 
 
-def _chance_text(p: float, digits: int) -> str:
+def chance_text(p: float, digits: int) -> str:
     """A simulated chance with ``digits`` decimals, or as many more as keep it off 0 and 1 where it
     is neither: Table 1's 0.9999 read '1.00', a certainty the simulation did not find."""
     p = float(p)
@@ -145,8 +145,8 @@ def _training_verdicts(rules: dict, readings: dict | None = None) -> pd.DataFram
                      f"not read (no interval at the look: {rd.reason})" if c["gate"] is None else
                      "passes" if c["gate"]["passes"] else f"fails: {c['gate']['why']}"),
             "power (planned)": (f"whole sequence, planned before look 1: P(a decided outcome true of the pilot's effect {rule['pilot']['estimate_when_fixed']:+.4f}) "
-                                f"= {_chance_text(pilot['p_true_decided'], 2)} at the planning sd {rule['pilot']['planning_sd_when_fixed']:.4f}; "
-                                f"P(refuted | d) = {_chance_text(design.loc['d', 'refuted'], 3)}"),
+                                f"= {chance_text(pilot['p_true_decided'], 2)} at the planning sd {rule['pilot']['planning_sd_when_fixed']:.4f}; "
+                                f"P(refuted | d) = {chance_text(design.loc['d', 'refuted'], 3)}"),
             "detectable": at, "detectable low": lo, "detectable high": hi,   # the same, as numbers
             "detectable (observed sd)": ("" if pd.isna(at) else
                                          f"at look {rd.look} ({rd.looks[rd.look - 1]} seeds): {at:.4f} "
