@@ -161,12 +161,8 @@ def test_a_body_registered_under_a_file_outside_the_repository_is_refused(tmp_pa
     reg = "registered: {file: data/verdict_rules.yaml, fixed: 2026-12-06T14:34:00+00:00}"
     p = _edit(d, (reg, reg.replace("data/verdict_rules.yaml", where)))
     _refused(p, "wikipedia-chars-v4", "registered", where, check_design=False)
-
-
-def test_the_committed_registrations_under_the_repository_still_load():
-    from companion.rules.rulebook import load_rules
-
-    bodies = load_rules(check_design=False)["bodies"]
+    # the committed registrations, under the repository, still load
+    bodies = _load(DATA / "verdict_rules.yaml", check_design=False)["bodies"]
     assert {b["registered"]["file"] for b in bodies.values()} == {"data/rules_history/verdict_rules_v3.yaml",
                                                                  "data/verdict_rules.yaml"}
 
