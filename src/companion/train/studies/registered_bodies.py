@@ -460,9 +460,11 @@ def arm_levels(rules: dict | None = None, quantities=("symmetry", "directionalit
             if not len(seeds):
                 continue
             row = {"body": body["label"], "arm": arm, "seeds": len(seeds)}
-            row.update({q: float(vals[q].reindex(seeds).mean()) for q in quantities})
-            row["held-out minus seen (nats)"] = float((vals["guard_heldout_loss"] - vals["guard_seen_loss"]).reindex(seeds).mean())
-            row["unseen minus seen (nats)"] = float((vals["guard_unseen_loss"] - vals["guard_seen_loss"]).reindex(seeds).mean())
+            # over every seed the row counts: a seed without the value makes it NaN, never the others' mean
+            row.update({q: float(vals[q].reindex(seeds).mean(skipna=False)) for q in quantities})
+            for ref in ("held-out", "unseen"):
+                gap = vals[f"guard_{ref.replace('-', '')}_loss"] - vals["guard_seen_loss"]
+                row[f"{ref} minus seen (nats)"] = float(gap.reindex(seeds).mean(skipna=False))
             row["guard reads"] = body["guard_reference"]
             rows.append(row)
     return pd.DataFrame(rows)
