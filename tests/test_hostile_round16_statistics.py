@@ -57,15 +57,18 @@ def _rule_at(rules, key, **changes):
 def test_a_claim_before_its_first_look_reads_not_read_yet_with_its_seeds_in_not_a_traceback(monkeypatch):
     """The table's 'seeds in' is text ('2 of 12'); int() of it raised before any look was in."""
     from companion.judge import empirical_claims as ec
-    from companion.rules.rulebook import claim_rule
+    from companion.rules import rulebook
 
+    rule = {"claim": "Table 1: probe", "looks": [4, 8], "family": "f",
+            "body_rule": {"label": "probe body", "seeds": list(range(12))}}
+    monkeypatch.setattr(rulebook, "load_rules", lambda *a, **k: {"version": 4})
+    monkeypatch.setattr(rulebook, "claim_rule", lambda key, rules=None: rule)
     row = pd.DataFrame([{"key": "table_1", "look": "none yet", "seeds in": "2 of 12", "status": "not read yet",
                          "reading": "not read yet"}])
     monkeypatch.setattr(ec, "_cached", lambda name, compute: row)
     v = ec._read_at_looks("table_1", "fig3_decided", "f3-table-1")
-    first = claim_rule("table_1")["looks"][0]
     assert v.status == "not testable here"
-    assert v.measured.startswith(f"not read yet: 2 of 12 seeds in, the first look needs {first} ")
+    assert v.measured == "not read yet: 2 of 12 seeds in, the first look needs 4 (probe body)"
 
 
 # ============================================================ (b) Holm at a yardstick met exactly
@@ -272,6 +275,20 @@ def test_spending_at_a_negative_zero_fraction_is_nothing_spent_as_at_zero(kind):
     z = stats.norm.isf(0.025)
     quarter = 2 * stats.norm.sf(z / 0.5) if kind == "obrien-fleming" else 0.05 * math.log(1 + (math.e - 1) / 4)
     assert got.tolist() == pytest.approx([0.0, quarter, 0.05], rel=1e-12)
+
+
+def test_the_simulated_design_reads_every_draw_as_the_sequential_reading_does():
+    """The design check's vectorised reading against read_sequential run on each draw (the
+    committed looks and levels; effects at 0, below d, at d and well above)."""
+    looks = [3, 6, 9, 12]
+    nominal = [1.64e-6, 5.0e-4, 3.42e-3, 8.67e-3]   # the committed design's, to three digits
+    rng = np.random.default_rng(5)
+    for delta, sd, d in ((0.0, 0.1, 0.05), (0.05, 0.1, 0.05), (0.2, 0.1, 0.05), (0.03, 0.01, 0.05)):
+        x = rng.normal(delta, sd, (150, 12))
+        outcome, used = Q._drawn_outcomes(x, looks, nominal, d)
+        for row, out, n in zip(x, outcome, used):
+            r = Q.read_sequential(row, looks, nominal, d)
+            assert (r.outcome, r.looks[r.look - 1]) == (out, n)
 
 
 def test_the_fixed_sequence_behind_a_pending_member_stops_after_a_final_undecided_one_by_hand():
