@@ -84,8 +84,13 @@ def interval(low: float, high: float, n: int | None = None, level: float = 0.95,
     ``+0.27 [+0.04, +0.50]`` (plus ``, 3 seeds`` when ``n`` is given); the level is then
     stated where the table or list says what its brackets hold.  ``brackets="()"`` writes the
     compact form as ``+0.27 (+0.04 to +0.50)``, for a sentence that already says what the
-    parentheses hold.  An estimate that is not a number reads ``estimate missing``."""
+    parentheses hold.  An estimate that is not a number reads ``estimate missing``.  Bounds
+    given the wrong way round (``low`` above ``high``) are refused in one line: every reading
+    of them would be one the numbers never showed."""
     n = count(n) if n is not None else None
+    if finite(low, high) and float(low) > float(high):
+        raise ValueError(f"an interval's lower end {float(low)!r} is above its upper end {float(high)!r}; "
+                         "pass (low, high) in that order.")
     if n is not None and n < 2 or not (math.isfinite(low) and math.isfinite(high)):
         return "one seed, no interval" if n is not None and n < 2 else "no interval"
     if estimate is not None and not math.isfinite(estimate):   # never '+nan [...]'

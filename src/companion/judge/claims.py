@@ -218,7 +218,11 @@ def _family_table():
 
 
 def family_sentence(fam) -> str:
-    """What the family's level did to the claims read once, in one sentence (:func:`family_table`)."""
+    """What the family's level did to the claims read once, in one sentence (:func:`family_table`);
+    a count of one decided test takes the singular, and a deciding p-value that is not a number reads
+    ``missing``, never ``nan``."""
+    from .sentences_words import _finite, count_of
+
     decided = fam[fam["stands"] != ""]
     n = len(fam)
     share = float(fam["level (one-sided)"].iloc[0]) if n else float("nan")
@@ -227,10 +231,11 @@ def family_sentence(fam) -> str:
                 "nothing to withdraw; it would matter as soon as one did.")
     kept = int((decided["stands"] == "yes").sum())
     lost = decided[decided["stands"] == "no"]
-    text = (f"Of the {n} tests in the family, {len(decided)} reached a decided outcome at 95%, and {kept} of those "
-            f"stand at the family's share of {share:.3g} a side")
+    text = (f"Of the {count_of(n, 'test')} in the family, {len(decided)} reached a decided outcome at 95%, and "
+            f"{kept} of those {'stands' if kept == 1 else 'stand'} at the family's share of {share:.3g} a side")
+    p = lambda v: f"deciding p = {v:.3g}" if _finite(v) else "deciding p missing"
     if len(lost):
-        text += ("; " + joined([f"{r.claim} ({r.outcome}, deciding p = {r.p_decides:.3g})" for r in lost.itertuples()])
+        text += ("; " + joined([f"{r.claim} ({r.outcome}, {p(r.p_decides)})" for r in lost.itertuples()])
                  + (" does not, and reads" if len(lost) == 1 else " do not, and read") + " 'inconclusive'")
     return text + "."
 

@@ -119,8 +119,13 @@ def primary_update_test(estimate: float, low: float, high: float, n: int, sesoi:
 
 
 def secondary_update_test(estimate: float, low: float, high: float, n: int, n_tests: int, p_holm: float) -> str:
-    """A secondary test, as one of many, with its Holm-adjusted p-value of a reversal."""
-    return estimate_in_words(estimate, low, high, n, f"one of {n_tests} secondary tests, Holm-adjusted one-sided p of "
+    """A secondary test, as one of many (``n_tests``, a whole number >= 1), with its
+    Holm-adjusted p-value of a reversal."""
+    from ..base.phrasing import count
+
+    n_tests = count(n_tests, "number of secondary tests")
+    which = "the one secondary test" if n_tests == 1 else f"one of {n_tests} secondary tests"
+    return estimate_in_words(estimate, low, high, n, f"{which}, Holm-adjusted one-sided p of "
                                                  f"a reversal {_num(p_holm, '.2g')}")
 
 

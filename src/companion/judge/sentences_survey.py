@@ -39,16 +39,25 @@ def majority_reading(low: float, high: float) -> str:
 
 
 def percentile_edge(estimate: float, low: float, high: float) -> str:
-    """How a percentile interval sits around its estimate: at its lower edge (within a tenth of
-    its width) or far from symmetric about it."""
+    """How a percentile interval sits around its estimate: wholly above or below it (a percentile
+    interval need not hold its estimate), with the estimate at its lower or upper edge (within a
+    tenth of its width), far from symmetric about it (one side more than twice the other) or
+    roughly symmetric."""
     if not _finite(estimate, low, high):
         return "cannot be placed about the estimate (a value is missing)"
     _ordered(low, high)
     if low == high:   # no width: no edge to sit at, and nothing to be asymmetric about
         return "has no width (its two ends are equal)"
-    if estimate - low < 0.1 * (high - low):
+    if estimate < low or estimate > high:
+        return f"lies wholly {'above' if estimate < low else 'below'} the estimate"
+    width, below, above = high - low, estimate - low, high - estimate
+    if below < 0.1 * width:
         return "has the estimate at its own lower edge"
-    return "is far from symmetric about the estimate"
+    if above < 0.1 * width:
+        return "has the estimate at its own upper edge"
+    if max(below, above) > 2 * min(below, above):
+        return "is far from symmetric about the estimate"
+    return "is roughly symmetric about the estimate"
 
 
 def same_outcome(first: str, second: str, first_rules: str = "the percentile interval",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..base.phrasing import interval, joined
-from .sentences_words import MISSING, _finite, _num, count_of
+from .sentences_words import MISSING, _finite, _num, _part_of, count_of
 
 __all__ = ["symmetry_peak", "EncoderDecoderBody", "encoder_decoder_body", "below_unigram", "paired_test",
            "look_reading", "spread_uncertainty", "training_summary", "paired_result", "swap_mirror",
@@ -21,6 +21,9 @@ def symmetry_peak(peak_step: int, peak: float, last_step: int, last: float) -> s
     """Where the encoders' mean symmetry peaked over training, and whether the end state is
     what is left of a structure training built and then largely undid (below half the peak).
     A value that is not a number is said to be missing, and no shape is read from it."""
+    if _finite(peak, last) and float(last) > float(peak):   # the peak is the highest value, the end's included
+        raise ValueError(f"the end value {float(last)!r} is above the peak {float(peak)!r}; pass the curve's "
+                         "maximum as the peak (its end included).")
     if not _finite(peak, last):
         return (f"The encoders' mean symmetry is missing at its peak or at its end (a value that is not a number), "
                 f"so whether training undid the structure it built is not read: peak {_num(peak, '.3f')} at step "
@@ -59,7 +62,12 @@ class EncoderDecoderBody:
 
 def encoder_decoder_body(b: EncoderDecoderBody) -> str:
     """The orderings a body shows (the paper draws them without an interval), the rule's tests
-    of the mean paired gaps, the reversals beyond the yardstick, and Fig. 3c's late layers."""
+    of the mean paired gaps, the reversals beyond the yardstick, and Fig. 3c's late layers.  A
+    count of pairs or seeds larger than the whole it is a part of is refused in one line."""
+    _part_of(b.n_enc_more_symmetric, b.n_pairs, "seed pairs")
+    _part_of(b.n_dec_more_directional, b.n_pairs, "seed pairs")
+    _part_of(b.n_reversed, b.n_gaps, "seeds with both gaps")
+    _part_of(b.n_late_top, b.n_top, "encoder seeds")
     return (f"Standard initialisation, {b.n_encoders} encoder and {count_of(b.n_decoders, 'decoder seed')}: "
             f"mean symmetry {_num(b.enc_symmetry, '.3f')} against {_num(b.dec_symmetry, '.3f')}, the encoder the more symmetric in "
             f"{b.n_enc_more_symmetric} of {count_of(b.n_pairs, 'seed pair')}; mean directionality "
@@ -137,8 +145,7 @@ def look_reading(seeds_in: int, look) -> str:
     have its seeds in (``seeds_in`` >= n), or it is refused in one line."""
     import re
 
-    got = re.fullmatch(r"\s*(\d+) of (\d+)\s*", seeds_in) if isinstance(seeds_in, str) else None
-    n_in = int(got.group(1)) if got else _seed_count(seeds_in)   # '6 of 12', as the verdicts write it, or 6
+    n_in = _seeds_in(seeds_in)
     m = re.fullmatch(r"\s*look (\d+) of (\d+)(?: \((\d+) seeds?\))?\s*", str(look))
     if m and not 1 <= int(m.group(1)) <= int(m.group(2)):
         raise ValueError(f"{look!r} is no look of the rules (looks 1 to {m.group(2)}); pass the verdict's 'look'.")
@@ -150,11 +157,28 @@ def look_reading(seeds_in: int, look) -> str:
     return f"{count_of(seeds_in, 'seed')} in, read at {look}"
 
 
+def _seeds_in(seeds_in) -> int:
+    """The seeds in of a verdict's row, written ``6 of 12`` (as the verdicts write it) or as a
+    number; ``13 of 12`` (more seeds in than the claim plans) is refused in one line."""
+    import re
+
+    got = re.fullmatch(r"\s*(\d+) of (\d+)\s*", seeds_in) if isinstance(seeds_in, str) else None
+    if got and int(got.group(1)) > int(got.group(2)):
+        raise ValueError(f"{seeds_in.strip()!r} seeds in is more seeds than there are; pass the verdict's "
+                         "'seeds in' as 'k of n' with k <= n.")
+    return int(got.group(1)) if got else _seed_count(seeds_in)
+
+
 def spread_uncertainty(bounds) -> str:
     """How far the true seed-to-seed spread may lie from the observed one, for each number of
     seeds a look reads: ``bounds`` maps seeds to (low, high) multiples, e.g. ``{3: (0.52, 6.28),
     6: (0.62, 2.45)}`` gives ``3 seeds leave the true spread anywhere from 0.52 to 6.28 times
     the observed one, 6 seeds from 0.62 to 2.45 times``."""
+    from ..base.phrasing import count
+
+    for n in dict(bounds):   # a spread needs two seeds: '1 seeds leave the true spread' reads none
+        if count(n, "number of seeds a look reads") < 2:
+            raise ValueError(f"one seed has no spread; give the bounds for looks of at least 2 seeds (got {n!r}).")
     parts = [f"{n} seeds {'leave the true spread anywhere ' if i == 0 else ''}from {_num(lo, '.2f')} to {_num(hi, '.2f')} times"
              + (" the observed one" if i == 0 else "")
              for i, (n, (lo, hi)) in enumerate(sorted(dict(bounds).items()))]
@@ -172,6 +196,7 @@ def training_summary(rows) -> str:
     claim is never given two statuses."""
     def one(label, status, n, look):
         status = str(status)
+        _seeds_in(n)
         if str(look) == "none yet":
             return f"{label} {status} ({count_of(n, 'seed')} in)"
         if "(" in status:
@@ -200,7 +225,12 @@ def swap_mirror(gap: float, sesoi: float, n: int, judged: bool, outcome: str) ->
     """The objective swap's mirror (a pretrained decoder fine-tuned without its mask against
     its causal control): ``gap`` is swap minus control in symmetry, which the claim predicts
     positive; reported only unless ``judged``.  Starts with a space (it follows a sentence).
-    A gap or yardstick that is not a number is said to be missing, with no direction read."""
+    A gap or yardstick that is not a number is said to be missing, with no direction read; a
+    yardstick of 0 or less, or seeds that are no whole number, are refused in one line."""
+    n = _seed_count(n)
+    if _finite(sesoi) and float(sesoi) <= 0:   # every gap would read 'larger than' a yardstick of -0.01
+        raise ValueError(f"the mirror's smallest effect of interest must be a number > 0; got {sesoi!r}: pass its "
+                         "size, not a signed effect.")
     if not _finite(gap, sesoi):
         return (f" The mirror, a pretrained decoder (SmolLM2-135M) fine-tuned without its causal mask against "
                 f"its causal control, has no number for its gap in symmetry relative to the control or for its "
@@ -226,14 +256,18 @@ def thm_s1_14_clause(holds: bool) -> str:
 
 def training_bottom_line(decided, n_untested: int) -> str:
     """The bottom line on training: ``decided`` lists (claim, predicate) of the training claims
-    that have a decided status; ``n_untested`` more are not testable."""
+    that have a decided status; ``n_untested`` more are not testable (a whole number >= 0)."""
+    from ..base.phrasing import count
+
+    n_untested = count(n_untested, "number of claims not testable")
     decided = list(decided)
     if not decided:
         return ("Whether training builds the paper's structures through the paper's mechanism is a question these "
                 "runs are not far enough along to answer by the rules set for them, and the verdicts say so rather "
                 "than reading an answer into them.")
     return ("In training, " + joined(f"{claim} is {predicate}" for claim, predicate in decided)
-            + (f"; {n_untested} more are not testable on the runs made here (each verdict names why)."
+            + (f"; 1 more is not testable on the runs made here (its verdict names why)." if n_untested == 1 else
+               f"; {n_untested} more are not testable on the runs made here (each verdict names why)."
                if n_untested else "."))
 
 
@@ -249,7 +283,10 @@ def gate_floor(floor: float) -> str:
 def horizon_flips(rows, half_step: int) -> str:
     """The tests whose effect changes between the half-way step and the end: ``rows`` are
     (figure, comparator, effect at half, effect at end, smallest effect of interest); a flip
-    that both ends are smaller than d is said so."""
+    that both ends are smaller than d is said so (``half_step``: a whole number >= 0)."""
+    from ..base.phrasing import count
+
+    half_step = count(half_step, "step")
     flips = []
     for figure, comparator, at_half, at_end, sesoi in rows:
         small = _finite(at_half, at_end, sesoi) and max(abs(at_half), abs(at_end)) < sesoi
@@ -294,8 +331,8 @@ def training_runs_said(table, primary_arms: dict | None = None) -> str:
     # a run whose machines are not text (a missing cell) has none recorded
     recorded = sum(isinstance(m, str) and bool(m.strip()) and "not recorded" not in m for m in table["machines"])
     spread = _pair_spread(table, primary_arms)
-    apart = (f" The two runs of a pair started up to {max(spread):.1f} h apart, so a pair may have met "
-             "two machines even where both read the same device." if spread else "")
+    apart = (f" The two runs of a pair started up to {_num(max(spread), '.1f')} h apart, so a pair may have met "
+             "two machines even where both read the same device." if spread and max(spread) > 0 else "")
     pace = ""
     if "CPU s/step" in table and table["CPU s/step"].notna().any():
         from ..base.phrasing import span
@@ -362,14 +399,19 @@ def _pair_spread(table, primary_arms) -> list[float]:
 
 def minutes_by_mode(minutes) -> str:
     """``12 minutes (decoder) and 15 minutes (encoder)``: the CPU time of a run, per mode
-    (``minutes`` maps each mode to its minutes, in the order to be read)."""
+    (``minutes`` maps each mode to its minutes, in the order to be read); a negative time is
+    refused in one line."""
+    minutes = dict(minutes)
+    if bad := [f"{k} ({v!r})" for k, v in minutes.items() if _finite(v) and float(v) < 0]:
+        raise ValueError(f"a CPU time is never negative; got minutes {', '.join(bad)}: pass each mode's minutes.")
+
     def one(mode, v):
         if not _finite(v):
             return f"time missing ({mode})"
         shown = _num(v, ".0f")   # 0.3 reads 0.3, never '0 minutes'
         return f"{shown} minute{'' if shown == '1' else 's'} ({mode})"
 
-    return joined(one(k, v) for k, v in dict(minutes).items())
+    return joined(one(k, v) for k, v in minutes.items())
 
 
 def variants_held_back(rows, max_pair_cpu_s: float) -> str:
@@ -381,8 +423,10 @@ def variants_held_back(rows, max_pair_cpu_s: float) -> str:
         if not _finite(dec_dir, enc_dir):
             reasons = ["its directionality is missing"]
         else:
+            # 0 is neither row- nor column-dominant; a value that rounds to 0 keeps its sign (+0.004)
+            ends = ("row-dominant" if dec_dir > 0 else "neither row- nor column-dominant")
             reasons = [txt for bad, txt in (
-                (not dec_dir < 0, f"its decoder ends row-dominant ({dec_dir:+.2f})"),
+                (not dec_dir < 0, f"its decoder ends {ends} ({_num(dec_dir, '+.2f')})"),
                 (not dec_dir < enc_dir, "its decoder is not the more column-dominant")) if bad]
         if not _finite(cpu_s):
             reasons.append("its cost is missing")
@@ -394,26 +438,43 @@ def variants_held_back(rows, max_pair_cpu_s: float) -> str:
 
 def regime_setting(variant) -> str:
     """What the compute study's regime changes: ``(setting, value)`` as ``lr = 0.003``; None
-    for the base configuration."""
+    for the base configuration.  The value is written with every digit it was set with (a switch
+    as ``True`` or ``False``), never rounded to six digits."""
     if variant is None:
         return "the base configuration"
     name, value = variant
-    return f"{name} = {value if isinstance(value, str) else f'{float(value):g}' if _finite(value) else MISSING}"
+    if isinstance(value, str) or type(value).__name__ in ("bool", "bool_"):
+        return f"{name} = {value}"
+    if not _finite(value):
+        return f"{name} = {MISSING}"
+    import numbers
+
+    if isinstance(value, numbers.Integral):
+        return f"{name} = {int(value)}"
+    from ..base.phrasing import as_set
+
+    return f"{name} = {as_set(value, 0)}"
 
 
 def sooner_or_later(exponent: float) -> str:
-    """Whether a projected exit comes sooner (a negative exponent of width) or later."""
+    """Whether a projected exit comes sooner (a negative exponent of width) or later; an exponent
+    of 0 is neither."""
     if not _finite(exponent):
         return "sooner or later, which cannot be told (the exponent is missing)"
-    return "sooner" if exponent < 0 else "later"
+    return "sooner" if exponent < 0 else "later" if exponent > 0 else "neither sooner nor later (the exponent is 0)"
 
 
 def paper_rate_runs(loss_paper: float, below_unigram: float, loss_book: float, sym_paper: float,
                     sym_book: float, n_seeds: int, settings: str) -> str:
     """The encoders trained at the paper's learning rate against the book's, paired by seed:
-    held-out loss and mean symmetry at the end, and what the runs saw (``settings``)."""
+    held-out loss and mean symmetry at the end, and what the runs saw (``settings``).  A loss
+    above the unigram reference (``below_unigram`` < 0) is said to be above it, never '-0.05 below'."""
+    b = below_unigram
+    where = (f"how far from the unigram reference is {MISSING}" if not _finite(b) else
+             f"{_num(b, '.2f')} below the unigram reference" if b > 0 else
+             f"{_num(-b, '.2f')} above the unigram reference" if b < 0 else "at the unigram reference")
     return (f"At the paper's rate the encoders end at a held-out loss of {_num(loss_paper, '.2f')} "
-            f"nats ({_num(below_unigram, '.2f')} below the unigram reference) against "
+            f"nats ({where}) against "
             f"{_num(loss_book, '.2f')} at the book's, and at a mean symmetry of "
             f"{_num(sym_paper, '.3f')} against {_num(sym_book, '.3f')} "
             f"({count_of(_seed_count(n_seeds), 'paired seed')}). What these runs saw: {settings}.")

@@ -52,6 +52,16 @@ def _ordered(low, high) -> None:
                              "pass (low, high) in that order.")
 
 
+def _part_of(part, whole, what: str) -> None:
+    """Refuse, in one line, a count ``part`` of ``whole`` that is no whole number >= 0 or is
+    larger than its whole: '5 of 3 seed pairs' counts pairs that are not there."""
+    from ..base.phrasing import count
+
+    part, whole = count(part, f"count of {what}"), count(whole, f"number of {what}")
+    if part > whole:
+        raise ValueError(f"{part} of {whole} {what}: a part is more than its whole; pass the counts of one set.")
+
+
 def percent(share: float, marks=(0.0, 1.0)) -> str:
     """``share`` as a percentage with the fewest decimals (none at first) that keep it on its own
     side of each of ``marks``: 0.996 reads ``99.6%``, never ``100%`` (which says every pair),
@@ -111,7 +121,7 @@ def status_counts(n_claims: int, counts) -> str:
     if sum(counts.values()) > n_claims:   # 'Of the 3 claims, 5 hold' counts claims that are not there
         raise CompanionError(f"the status counts add up to {sum(counts.values())}, more than the {n_claims} claims; "
                              "count each claim once.")
-    return f"Of the {n_claims} claims, " + joined(
+    return f"Of the {count_of(n_claims, 'claim')}, " + joined(
         f"{n} {COUNT_WORDS[status][0 if n == 1 else 1]}" for status, n in counts.items() if n)
 
 
@@ -226,6 +236,8 @@ def design_targets(targets) -> str:
 
 
 def algebra_holds(n_hold: int, n: int, corrected: bool) -> str:
-    """How many of the algebraic statements hold (``corrected``: some only once corrected)."""
-    return (f"{n_hold} of the {n} algebraic statements of Section 2 and S1.3 hold"
-            + (", some once corrected" if corrected else ""))
+    """How many of the algebraic statements hold (``corrected``: some only once corrected); a
+    count larger than the statements is refused in one line."""
+    _part_of(n_hold, n, "algebraic statements")
+    return (f"{n_hold} of the {count_of(n, 'algebraic statement')} of Section 2 and S1.3 "
+            f"{'holds' if int(n_hold) == 1 else 'hold'}" + (", some once corrected" if corrected else ""))

@@ -320,7 +320,8 @@ def times_table(times: pd.DataFrame | None = None) -> pd.DataFrame:
     times = load_times() if times is None else check_times(times, "the times table")
     if times.empty:
         return pd.DataFrame()
-    where = [f"CPU, {c} cores" if d == "cpu" else d for d, c in zip(times["device"], times["cpu_cores"])]
+    where = [f"CPU, {c} core{'' if str(c).strip() == '1' else 's'}" if d == "cpu" else d   # 1 core, 2 cores
+             for d, c in zip(times["device"], times["cpu_cores"])]
     t = times.assign(column=[f"{s} size, {w}" for s, w in zip(times["size"], where)],
                      text=[_cell(r) for _, r in times.iterrows()])
     order = {c: i for i, c in enumerate(book_chapters())}

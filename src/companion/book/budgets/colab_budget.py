@@ -66,7 +66,7 @@ from .chapters_registry import budgets as registry_budgets, limits as book_limit
 __all__ = ["COSTS", "H100_BUDGET_S", "T4_BUDGET_S", "BUDGET_CSV", "RATIOS_CSV", "STEP_CSV",
            "CPU_STEP_CSV", "FLOPS_JSON", "T4_FP32_TFLOPS", "T4_FP32_SHARE", "RULE", "CPU_RULE", "load_ratios",
            "load_dominant_costs", "load_step_seconds", "cpu_step_seconds", "start_up_allowance", "t4_share_needed",
-           "step_flops", "h100_peak_tflops", "t4_step_seconds", "gpu_gain", "colab_estimates"]
+           "step_flops", "h100_peak_tflops", "t4_step_seconds", "gpu_gain", "colab_estimates", "budget_words"]
 
 COSTS = ("flops", "host_bound", "memory", "io")
 """What dominates a chapter's time: matrix products on the device (``flops``), Python,
@@ -319,10 +319,26 @@ def start_up_allowance(times: pd.DataFrame, costs: dict[str, str]) -> float:
     return max(excess)
 
 
-def _seconds(s: float, lower: bool = False) -> str:
+def _seconds(s: float, lower: bool = False, mark: float | None = None) -> str:
     """``s`` in whole seconds with thousands separated; a ``lower`` bound (a time the chapter
-    ran *over*, at least) rounded down, so that it never claims more than was measured."""
-    return f"{math.floor(s):,}" if lower else f"{s:,.0f}"
+    ran *over*, at least) rounded down, so that it never claims more than was measured.  With
+    a ``mark`` (a budget), the fewest decimals that keep ``s`` on its own side of it: 600.3 s
+    against 600 reads ``600.3``, never ``600`` beside a flag saying it is over."""
+    if lower:
+        return f"{math.floor(s):,}"
+    for digits in range(4):
+        shown = round(s, digits)
+        if mark is None or not _known(mark) or ((shown > mark) == (s > mark) and (shown < mark) == (s < mark)):
+            break
+    return f"{s:,.{digits}f}"
+
+
+def budget_words(seconds: float, long: bool = False) -> str:
+    """A budget in words: ``10 min`` (``long``: ``10 minutes``) for a whole number of minutes,
+    else ``630 s`` (``630 seconds``)."""
+    if seconds % 60 == 0:
+        return f"{seconds / 60:g} {'minutes' if long else 'min'}"
+    return f"{seconds:g} {'seconds' if long else 's'}"
 
 
 def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | None = None,
@@ -391,7 +407,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
                     else f"~{_seconds(cpu_est)}" if cpu_source == "estimated"
                     else "not measured")
         if outcome == "finished":
-            h, h_source, h_text = float(h_row["seconds"]), "measured", _seconds(float(h_row["seconds"]))
+            h, h_source, h_text = float(h_row["seconds"]), "measured", _seconds(float(h_row["seconds"]), mark=H100_BUDGET_S)
         elif outcome == "over the budget":
             h, h_source = float(h_row["seconds"]), "measured, over budget"
             h_text = f"over {_seconds(h, lower=True)}"
@@ -411,7 +427,7 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
             elif _known(ratio) and cost in ("host_bound", "io") and cpu_source != "none":
                 h, h_source = cpu + allowance, "estimated"
                 t4 = h
-            h_text = (f"~{_seconds(h)} (estimated; {why})" if h_source == "estimated"
+            h_text = (f"~{_seconds(h, mark=H100_BUDGET_S)} (estimated; {why})" if h_source == "estimated"
                       else f"not measured ({why.removeprefix('not measured: ')})" if outcome == "stopped"
                       else "not measured")
         if h_source == "none" or not _known(ratio):
@@ -429,12 +445,12 @@ def colab_estimates(times: pd.DataFrame | None = None, costs: dict[str, str] | N
                    else "no" if t4_bound == "about" else "unknown")
         t4_text = ("not estimated (no dominant cost recorded)" if not _known(ratio)
                    else "not estimated (no H100 time, no CPU time)" if t4_bound == "none"
-                   else _seconds(t4) if t4_bound == "about" else f">= {_seconds(t4, lower=True)}")
+                   else _seconds(t4, mark=T4_BUDGET_S) if t4_bound == "about" else f">= {_seconds(t4, lower=True)}")
         flags = []
-        if over_h100 == "yes":
-            flags.append("H100 over 10 min")
+        if over_h100 == "yes":   # the budgets of data/limits.yaml, never a number typed here
+            flags.append(f"H100 over {budget_words(H100_BUDGET_S)}")
         if over_t4 == "yes":
-            flags.append("T4 over 30 min")
+            flags.append(f"T4 over {budget_words(T4_BUDGET_S)}")
         if not _known(ratio):
             flags.append("dominant cost not recorded")
         if h_source == "none":

@@ -58,10 +58,14 @@ def draws(source: str, functions) -> bool:
     return any(re.search(rf"(?<![\w.]){re.escape(f)}\s*\(", code) for f in functions)
 
 
+#: the image kinds a page shows (matplotlib's inline formats: png, retina png, svg, jpeg)
+IMAGE_KINDS = ("image/png", "image/svg+xml", "image/jpeg")
+
+
 def has_image(cell) -> bool:
+    """Whether a cell's outputs hold an image of a kind in :data:`IMAGE_KINDS`."""
     outputs = cell.get("outputs", []) if isinstance(cell, dict) else []
-    return any(isinstance(o, dict) and isinstance(o.get("data"), dict)
-               and ("image/png" in o["data"] or "image/svg+xml" in o["data"])
+    return any(isinstance(o, dict) and isinstance(o.get("data"), dict) and any(k in o["data"] for k in IMAGE_KINDS)
                for o in (outputs if isinstance(outputs, list) else []))
 
 

@@ -54,22 +54,31 @@ def _glue_value(entry) -> str:
 
 
 def glued_values(build: str | Path = "_build") -> dict:
-    """``{"chapter:name": text}`` from every glue store of an executed build."""
+    """``{"chapter:name": text}`` from every glue store of an executed build.  Two stores of one
+    chapter's name (two builds under one folder) are each kept, keyed by their path under
+    ``build`` (``student/jupyter_execute/intro:name``), never one over the other.  A build folder
+    that is missing or holds no store is refused in one line: a snapshot of no glued value would
+    compare equal to any other."""
     build = Path(build)
-    stores = sorted(build.rglob("*.glue.json"))
+    stores = sorted(build.rglob("*.glue.json")) if build.is_dir() else []
+    if not stores:
+        raise SystemExit(f"no glue store (*.glue.json) under {build}: build the book first (make book), pass "
+                         "the executed build with --build, or snapshot the verdicts alone with --no-glue.")
+    stems = [s.name.removesuffix(".glue.json") for s in stores]
     out = {}
-    for store in stores:
+    for store, stem in zip(stores, stems):
+        chapter = stem if stems.count(stem) == 1 else store.relative_to(build).as_posix().removesuffix(".glue.json")
         try:
             content = json.loads(store.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
             raise SystemExit(f"cannot read the glue store {store}: {err}; build the book again (make book).")
         for name, entry in (content.items() if isinstance(content, dict) else []):
-            out[f"{store.stem.removesuffix('.glue')}:{name}"] = _glue_value(entry)
+            out[f"{chapter}:{name}"] = _glue_value(entry)
     return out
 
 
 def snapshot(build: str | Path | None = "_build") -> dict:
-    """Verdicts and (when ``build`` holds glue stores) glued values."""
+    """Verdicts and (unless ``build`` is None) the glued values of the executed build ``build``."""
     return {"verdicts": verdict_records(), "glued": glued_values(build) if build is not None else {}}
 
 

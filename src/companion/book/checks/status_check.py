@@ -137,32 +137,68 @@ def stated_statuses(text: str, names: dict, where: str = "") -> list[Stated]:
 
 
 class _Tables(HTMLParser):
-    """Tables of an HTML page as lists of rows of cell texts (header rows included)."""
+    """Tables of an HTML page as lists of rows of cell texts (header rows included), laid out
+    as a browser lays them out: a cell spanning columns (``colspan``) fills each of them, and
+    one spanning rows (``rowspan``, as pandas writes a MultiIndex) fills its column in each
+    row it spans."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.tables: list[list[list[str]]] = []
         self._stack: list[list[list[str]]] = []
+        self._spans: list[dict[int, list]] = []   # per open table: column -> [rows left, text]
         self._cell: list[str] | None = None
         self._span = 1
+        self._rowspan = 1
+
+    @staticmethod
+    def _count(value, limit: int) -> int:
+        return max(1, min(int(value), limit)) if str(value or "").strip().isdigit() else 1
+
+    def _fill(self) -> None:
+        """Put the cells spanning down from rows above into the current row, at its end."""
+        row, spans = self._stack[-1][-1], self._spans[-1]
+        while len(row) in spans:
+            col = len(row)
+            row.append(spans[col][1])
+            spans[col][0] -= 1
+            if not spans[col][0]:
+                del spans[col]
+
+    def _end_row(self) -> None:
+        if self._stack and self._stack[-1] and self._spans[-1]:
+            self._fill()
 
     def handle_starttag(self, tag, attrs):
         if tag == "table":
             self._stack.append([])
+            self._spans.append({})
         elif tag == "tr" and self._stack:
+            self._end_row()
             self._stack[-1].append([])
         elif tag in ("td", "th") and self._stack and self._stack[-1]:
             self._cell = []
-            span = dict(attrs).get("colspan") or "1"
+            a = dict(attrs)
             # a cell spanning columns fills each of them, as a browser lays the row out
-            self._span = max(1, min(int(span), 1000)) if str(span).strip().isdigit() else 1
+            self._span = self._count(a.get("colspan"), 1000)
+            self._rowspan = self._count(a.get("rowspan"), 10000)
 
     def handle_endtag(self, tag):
         if tag in ("td", "th") and self._cell is not None and self._stack and self._stack[-1]:
-            self._stack[-1][-1].extend([re.sub(r"\s+", " ", "".join(self._cell)).strip()] * self._span)
+            self._fill()
+            row = self._stack[-1][-1]
+            text = re.sub(r"\s+", " ", "".join(self._cell)).strip()
+            if self._rowspan > 1:
+                for col in range(len(row), len(row) + self._span):
+                    self._spans[-1][col] = [self._rowspan - 1, text]
+            row.extend([text] * self._span)
             self._cell = None
+        elif tag == "tr" and self._stack:
+            self._end_row()
         elif tag == "table" and self._stack:
+            self._end_row()
             self.tables.append(self._stack.pop())
+            self._spans.pop()
 
     def handle_data(self, data):
         if self._cell is not None:

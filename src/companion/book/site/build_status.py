@@ -171,8 +171,9 @@ def gpu_size_budget(times=None) -> tuple[list[dict], str]:
 
     ``times``: the recorded timings (default: ``data/chapter_times/``).
     """
-    from ..budgets.colab_budget import (CPU_RULE, RULE, T4_FP32_SHARE, T4_FP32_TFLOPS, colab_estimates,
-                                        load_step_seconds, step_flops, t4_step_seconds)
+    from ..budgets import colab_budget as cb
+    from ..budgets.colab_budget import (CPU_RULE, RULE, T4_FP32_SHARE, T4_FP32_TFLOPS, budget_words,
+                                        colab_estimates, load_step_seconds, step_flops, t4_step_seconds)
     from ..budgets.live_runs import LIVE_RUNS
 
     table = colab_estimates(times)
@@ -196,6 +197,7 @@ def gpu_size_budget(times=None) -> tuple[list[dict], str]:
             "'none (host work)' where the chapter trains nothing live, so a GPU runtime does not "
             "shorten it. An H100 run that did not reach its end (a zoo wheel not carried to that "
             "machine) is shown as not measured, with the reason, and its time estimated. "
-            "Budget: 30 minutes per chapter on a T4, 10 on an H100; the flags name the chapters "
+            f"Budget: {budget_words(cb.T4_BUDGET_S, long=True)} per chapter on a T4, "
+            f"{budget_words(cb.H100_BUDGET_S, long=True)} on an H100 (data/limits.yaml); the flags name the chapters "
             f"over either, and those whose H100 time is estimated rather than measured. {CPU_RULE}")
     return rows, rule

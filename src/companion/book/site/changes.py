@@ -81,6 +81,25 @@ def _short(value, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _shown_pair(a, b, limit: int = 90) -> tuple[str, str]:
+    """Two values of a changed field, each shortened to ``limit`` characters around where they
+    first differ, so the change is shown: cut at the same place from the start, two values that
+    differ only past it would read the same."""
+    ta, tb = (" ".join(str(v if isinstance(v, str) else json.dumps(v, default=str, sort_keys=True)).split())
+              for v in (a, b))
+    if len(ta) <= limit and len(tb) <= limit:
+        return ta, tb
+    first = next((i for i, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
+    start = max(0, min(first - limit // 3, max(len(ta), len(tb)) - limit + 1))   # room for the leading "…"
+
+    def cut(text: str) -> str:
+        part = text[start:]
+        head = "…" if start else ""
+        return head + (part if len(part) <= limit - len(head) else part[: limit - len(head) - 1] + "…")
+
+    return cut(ta), cut(tb)
+
+
 def rules_changes(old: dict, new: dict) -> dict:
     """The differences between two versions of the rules.
 
@@ -95,8 +114,9 @@ def rules_changes(old: dict, new: dict) -> dict:
             if f == "history":
                 continue  # the record of earlier wordings, not a change of the rule
             if a.get(f) != b.get(f):
-                out.append({"field": f, "old": _short(a[f]) if f in a else "(none)",
-                            "new": _short(b[f]) if f in b else "(removed)"})
+                old_text, new_text = _shown_pair(a[f] if f in a else None, b[f] if f in b else None)
+                out.append({"field": f, "old": old_text if f in a else "(none)",
+                            "new": new_text if f in b else "(removed)"})
         return out
 
     old_claims, new_claims = old.get("claims", {}) or {}, new.get("claims", {}) or {}
