@@ -40,12 +40,13 @@ def load_bounded(text: str, max_nodes: int = MAX_NODES):
                 for k, v in n.value:
                     stack.extend((k, v))
                     if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
-                        if _key(loader, k) in seen:   # safe_load keeps the second copy, silently
+                        key = _key(loader, k)
+                        if key in seen:   # safe_load keeps the second copy, silently
                             raise yaml.constructor.ConstructorError(
                                 None, None, f"the key {k.value!r} is written twice in one mapping (line "
                                 f"{k.start_mark.line + 1}); keep one, or the second copy would silently "
                                 "replace the first", None)
-                        seen.add(_key(loader, k))
+                        seen.add(key)
         try:
             return loader.construct_document(node) if node is not None else None
         except RecursionError:

@@ -99,10 +99,10 @@ def _disk_cached_value(name, fn, key=None):
             exact = _same(_decode(json.loads(text)), value)
         except (ValueError, TypeError, KeyError):
             exact = False
-        # the key was taken before the value was computed: where the package or its data changed
-        # meanwhile, the value may be of the new files, so it is never stored under the old key
-        # (served again once the edit was undone); kept in this process only
-        if exact and _cache_path(name) == path:   # else kept in this process only: never served changed
+        # else kept in this process only, never served changed; and the key was taken before the
+        # value was computed: where the package or its data changed meanwhile, the value may be of
+        # the new files, so it is never stored under the old key (served again once the edit was undone)
+        if exact and _cache_path(name) == path:
             write_text_atomic(_sealed(text, path.name), path)
     return value
 
