@@ -365,6 +365,37 @@ def test_an_onnx_encoder_with_a_position_bias_stays_an_encoder(tmp_path, mask):
     assert (layer.role, layer.component) == ("encoder", "encoder")
 
 
+def test_the_int8_weights_of_an_onnx_graph_count_as_parameters_and_their_scales_do_not(tmp_path):
+    import onnx
+    from onnx import numpy_helper
+
+    model, _, _ = _onnx_attention("position table")
+    model.graph.initializer.extend([   # a quantized feed-forward weight beside the attention, and a buffer
+        numpy_helper.from_array(RNG.integers(-127, 128, (16, 32)).astype(np.int8), "ffn.weight_quantized"),
+        numpy_helper.from_array(np.full(32, 0.01, np.float32), "ffn.weight_scale"),
+        numpy_helper.from_array(np.zeros(32, np.int8), "ffn.weight_zero_point"),
+        numpy_helper.from_array(np.arange(8, dtype=np.int64)[None], "position_ids")])
+    onnx.save(model, str(tmp_path / "model.onnx"))
+    # wq, wk (16 x 16 each), the 8 x 8 position table, the 1/sqrt(d_head) scalar, the 16 x 32 int8 weight
+    assert read_qk(tmp_path / "model.onnx", progress=False).n_parameters == 2 * 256 + 64 + 1 + 16 * 32
+
+
+def test_an_int8_onnx_copy_of_minilm_counts_the_float_models_parameters_but_its_unused_pooler():
+    from adapters_data import zoo_checkpoint
+
+    float_count = read_qk(zoo_checkpoint("all-minilm-l6-v2"), progress=False).n_parameters
+    int8_count = read_qk(zoo_checkpoint("all-minilm-l6-v2-int8"), progress=False).n_parameters
+    pooler = 384 * 384 + 384   # the sentence-embedding graph drops BertModel's pooler
+    assert abs(int8_count - (float_count - pooler)) <= 8   # (a few scalar constants of the graph)
+
+
+def test_a_t5_exported_as_two_int8_onnx_graphs_counts_its_shared_embedding_once():
+    from adapters_data import zoo_checkpoint
+
+    # google/flan-t5-small, which t5-small-titler fine-tunes: 76,961,152 parameters (model card, num_parameters)
+    assert read_qk(zoo_checkpoint("t5-small-titler"), progress=False).n_parameters == 76_961_152
+
+
 # ============================================================ 5. what the models compute themselves
 
 T = pytest.importorskip("transformers")

@@ -48,7 +48,8 @@ from ..base.errors import CompanionError
 from .families import LayerPlan
 from .onnx_masks import is_causal as _is_causal
 from .onnx_quant import Untraceable as _Untraceable, integer_projection, weight_only_projection
-from .onnx_tensors import decode_initializer, dequantized_weights, initializer_nbytes, initializer_table
+from .onnx_tensors import (decode_initializer, dequantized_weights, initializer_nbytes, initializer_table,
+                           parameter_sizes)
 from .tensor_source import TensorSource
 
 __all__ = ["ONNXSource", "trace_attention", "onnx_attention"]
@@ -514,6 +515,12 @@ class ONNXSource(TensorSource):
         self.families = {_FAMILY: onnx_attention}
         # protobuf parses the whole file
         self.bytes_read = os.path.getsize(path)
+
+    @property
+    def n_parameters(self) -> int:
+        """Values of the graph's parameters (:func:`~.onnx_tensors.parameter_sizes`): int8 weights
+        counted, their scales and the dequantized copies of the q/k weights not."""
+        return sum(n for n, _ in parameter_sizes(self._inits).values())
 
     def stored_nbytes(self, name: str) -> int:
         """Bytes of the stored initializer: 1 per int8 weight, 2 per float16, 8 per double."""

@@ -85,6 +85,16 @@ class ONNXSeq2SeqSource(TensorSource):
         stack, _, inner = name.partition("::")
         return self.parts[stack], inner
 
+    @property
+    def n_parameters(self) -> int:
+        """Values of both graphs' parameters, a tensor stored in both (a shared embedding) once."""
+        from .onnx_tensors import parameter_sizes
+
+        seen = {}
+        for src in self.parts.values():
+            seen.update({identity: n for n, identity in parameter_sizes(src._inits).values()})
+        return sum(seen.values())
+
     def stored_nbytes(self, name: str) -> int:
         src, inner = self._split(name)
         return src.stored_nbytes(inner)

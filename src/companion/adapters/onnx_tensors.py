@@ -19,7 +19,8 @@ import torch
 
 from ..base.errors import CompanionError
 
-__all__ = ["DEQUANTIZED", "initializer_table", "dequantized_weights", "initializer_nbytes", "decode_initializer"]
+__all__ = ["DEQUANTIZED", "initializer_table", "dequantized_weights", "initializer_nbytes", "decode_initializer",
+           "parameter_sizes"]
 
 DEQUANTIZED = "::dequantized"  # suffix of a weight read as (W_int - zero point) * scale
 
@@ -100,3 +101,36 @@ def _decoded(inits: dict, dequant: dict, name: str) -> torch.Tensor:
     # DOUBLE stays float64: 1e-50 or 1e50 weights would become 0 or Inf in float32
     keep = np.float64 if inits[name].data_type == 11 else np.float32
     return torch.from_numpy(np.array(numpy_helper.to_array(inits[name]), dtype=keep))
+
+
+def parameter_sizes(inits: dict) -> dict[str, tuple[int, tuple]]:
+    """``{name: (values, identity)}`` of the initializers that are the model's parameters: every
+    floating one, and every integer one of 8 bits or fewer with two or more axes (a quantized weight
+    matrix, embedding or kernel: counted as int8 weights were not, so an int8 MiniLM of 22.6M
+    parameters counted 1.9M); in a quantized graph not the ``*_scale`` and ``*_zero_point`` tensors
+    of its weights, and never integer shapes, indices or position ids.  ``identity`` (shape, type and
+    a hash of the bytes, for tensors of two or more axes) tells a tensor stored again in a second
+    graph of one model (T5's embedding in its encoder and decoder graphs)."""
+    import hashlib
+
+    import onnx
+    from onnx import numpy_helper
+
+    T = onnx.TensorProto
+    floating = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.BFLOAT16)
+    narrow = tuple(getattr(T, n) for n in ("INT8", "UINT8", "INT4", "UINT4") if hasattr(T, n))
+    quantized = any(i.data_type in narrow and len(i.dims) >= 2 for i in inits.values())
+    out = {}
+    for name, init in inits.items():
+        if init.data_type in floating:
+            if quantized and name.endswith(("_scale", "_scales", "_zero_point", "_zero_points")):
+                continue
+        elif not (init.data_type in narrow and len(init.dims) >= 2):
+            continue
+        dims = tuple(int(d) for d in init.dims)
+        identity: tuple = (name,)
+        if len(dims) >= 2:
+            raw = init.raw_data or numpy_helper.to_array(init).tobytes()
+            identity = (dims, int(init.data_type), hashlib.sha256(raw).hexdigest())
+        out[name] = (math.prod(dims), identity)
+    return out
