@@ -12,7 +12,7 @@
 Every one of them is the one safe way the tools write a file: the name is checked with
 ``lstat`` first, so a symbolic link there is refused, never followed out of the folder,
 and a FIFO, device, socket or folder is refused without being opened (opening a FIFO
-blocks for ever); the temporary file is made with ``O_EXCL``, so nothing already at its
+blocks for ever); a file its owner made read-only is refused, never replaced; the temporary file is made with ``O_EXCL``, so nothing already at its
 name is followed either.
 """
 
@@ -64,7 +64,13 @@ def _existing_mode(path: Path, what: str) -> int | None:
         raise CompanionError(f"the {what} {path} is not a regular file (a device, FIFO or "
                              "socket), which is never replaced; give a file name such as "
                              "scores.csv.")
-    return stat.S_IMODE(st.st_mode)
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o222 or not os.access(path, os.W_OK):
+        # write-protected by its owner (chmod 444): a rename would replace it all the same, and
+        # root may open it for writing, so it is refused here, as mv and rm ask before doing so
+        raise CompanionError(f"the {what} {path} is read-only (mode {mode:04o}), so it is never replaced; "
+                             f"make it writable (chmod u+w {path}) to replace it, or give another name.")
+    return mode
 
 
 def _named(path: str | os.PathLike, what: str) -> Path:
