@@ -26,7 +26,6 @@ import copy
 import itertools
 import os
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .exercise_alarm import _Escalation, _guarded_by_alarm, _guarded_by_thread, _OutOfTime
 from .exercise_processes import RaisedInChild as _RaisedInChild
 from .exercise_processes import _kill_tree, in_child, load_data, text_of
 
@@ -41,8 +41,6 @@ from .exercise_processes import _kill_tree, in_child, load_data, text_of
 TIME_LIMIT_S = 5.0
 #: the most numbers or items an answer may hold (the largest correct answer holds a few hundred)
 MAX_ITEMS = 100_000
-
-_OURS = __name__.rpartition(".")[0] + ".exercise"   # the checks' own frames, never interrupted
 
 
 class WrongAnswer(AssertionError):
@@ -89,13 +87,15 @@ def run(ex: Exercise, answer: Any, time_s: float = TIME_LIMIT_S, items: int = MA
     missing, raises, runs longer than ``time_s`` seconds or returns more than ``items`` items).
     """
     label = ex.label
+    _check_bound("time_s", time_s, "number of seconds, e.g. 5")   # the caller's bound, never the answer's fault
+    _check_bound("items", items, "whole number of items, e.g. 100000")
     if answer is None or answer is Ellipsis:
         raise WrongAnswer(f"{label}: no answer yet; define `{ex.answer}`: {ex.asks}.")
     before = (_bounds.label, _bounds.answer, _bounds.time_s, _bounds.items)
     _bounds.label, _bounds.answer, _bounds.time_s, _bounds.items = label, ex.answer, float(time_s), int(items)
     try:
-        if not callable(answer):
-            answer = _snapshot(answer, label)
+        if not callable(answer):   # the value's own methods (a member's __hash__) run here: bounded too
+            answer = _guarded_here(label, lambda: _snapshot(answer, label))
         ex.test(answer, label)
     except WrongAnswer:
         raise
@@ -110,6 +110,19 @@ def run(ex: Exercise, answer: Any, time_s: float = TIME_LIMIT_S, items: int = MA
         _bounds.label, _bounds.answer, _bounds.time_s, _bounds.items = before
     print(f"{label}: correct")
     return True
+
+
+def _check_bound(name: str, value, what: str) -> None:
+    """Refuse (``ValueError``, one line naming ``name``) a bound of :func:`run` that bounds nothing:
+    not a finite number > 0 (whole for ``items``); an infinite or NaN limit was reported as an error
+    of the student's answer, and -1 ran the check without any limit."""
+    import math
+    import numbers
+
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
+          and value > 0 and ("whole" not in what or float(value).is_integer()))
+    if not ok:
+        raise ValueError(f"run(..., {name}={value!r}) bounds nothing; give a positive {what}.")
 
 
 # ------------------------------------------------------------------ running the student's code
@@ -180,59 +193,6 @@ def _snapshot(obj, label: str):
     return take(obj, 0)
 
 
-class _OutOfTime(BaseException):
-    """Raised inside the student's code when its time is up (not an ``Exception``, so that an
-    answer's ``except Exception`` cannot swallow it).
-
-    A bare ``except:`` can: then every line the answer runs next raises it again (a line
-    tracer, put back each time the answer swallows the interruption: when the caught
-    exception is let go, and at every call the answer makes), so a retry loop ends within
-    a few lines instead of never."""
-
-    def __del__(self):
-        try:
-            if _Escalation.active:
-                _Escalation.rearm(sys._getframe(1))
-        except Exception:  # noqa: BLE001 - (at shutdown the module may be half gone)
-            pass
-
-
-class _Escalation:
-    """The state of the time limit in the main thread, once its first interruption fired."""
-
-    guard = None        # the frame of _guarded_by_alarm whose answer ran out of time
-    active = False
-
-    @classmethod
-    def _ours(cls, frame) -> bool:
-        return str(frame.f_globals.get("__name__")).startswith(_OURS)
-
-    @classmethod
-    def tracer(cls, frame, event, arg):
-        if not cls.active or cls._ours(frame):
-            return None
-        if event in ("call", "line"):
-            raise _OutOfTime
-        return cls.tracer
-
-    @classmethod
-    def profiler(cls, frame, event, arg):
-        if cls.active and event in ("call", "c_call") and not cls._ours(frame):
-            cls.rearm(frame)
-
-    @classmethod
-    def rearm(cls, frame) -> None:
-        """Trace the answer's frames from ``frame`` up to the guard (a raise from a tracer
-        switches tracing off: this puts it back)."""
-        if not cls.active:
-            return
-        sys.settrace(cls.tracer)
-        while frame is not None and frame is not cls.guard:
-            if not cls._ours(frame):
-                frame.f_trace = cls.tracer
-            frame = frame.f_back
-
-
 def _guarded(label: str, thunk: Callable[[], Any]) -> Any:
     """``thunk()``, failed with a :class:`WrongAnswer` after :data:`TIME_LIMIT_S` seconds."""
     limit = float(_bounds.time_s)
@@ -241,6 +201,19 @@ def _guarded(label: str, thunk: Callable[[], Any]) -> Any:
                        "the check again.")
     if _can_fork():
         return _guarded_by_process(thunk, limit, late, label)
+    if (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+            and _Escalation.guard is None):
+        return _guarded_by_alarm(thunk, limit, late)
+    return _guarded_by_thread(thunk, limit, late)
+
+
+def _guarded_here(label: str, thunk: Callable[[], Any]) -> Any:
+    """``thunk()`` in this process (its result is kept as it is, not sent back as data),
+    failed with a :class:`WrongAnswer` after the time limit: by the alarm in the main
+    thread, else by a watchdog thread."""
+    limit = float(_bounds.time_s)
+    late = WrongAnswer(f"{label}: not yet. your `{_name(label)}` did not finish within {limit:g} s "
+                       "(its value's own methods, such as __hash__, never returned); fix it and run the check again.")
     if (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
             and _Escalation.guard is None):
         return _guarded_by_alarm(thunk, limit, late)
@@ -305,65 +278,6 @@ def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
             value = _RaisedInChild(type(value).__name__, text_of(value) or "(no message)")   # not a stop of the check
         raise value
     return value
-
-
-def _guarded_by_alarm(thunk, limit: float, late: WrongAnswer):
-    armed = [True]
-    guard = sys._getframe()
-
-    def on_alarm(signum, frame):
-        if armed[0]:
-            if not _Escalation.active:   # from now on every line of the answer raises too
-                _Escalation.active, _Escalation.guard = True, guard
-                traced, profiled = sys.gettrace(), sys.getprofile()
-                restore.append(lambda: (sys.settrace(traced), sys.setprofile(profiled)))
-                sys.setprofile(_Escalation.profiler)
-                _Escalation.rearm(frame)
-            raise _OutOfTime
-
-    try:
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-    except ValueError:  # not allowed here (an embedded interpreter): watch from a thread instead
-        return _guarded_by_thread(thunk, limit, late)
-    restore: list = []
-    # fires again every 0.2 s, in case the answer catches the first interruption
-    outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, limit, 0.2)
-    start = time.monotonic()
-    try:
-        _Escalation.guard = guard
-        return thunk()
-    except _OutOfTime:
-        armed[0] = False
-        raise late from None
-    finally:
-        armed[0] = False
-        _Escalation.active, _Escalation.guard = False, None
-        for undo in restore:
-            undo()
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer_delay > 0:  # someone else's timer was running: give it back its remaining time
-            remaining = max(outer_delay - (time.monotonic() - start), 1e-3)
-            signal.setitimer(signal.ITIMER_REAL, remaining, outer_interval)
-
-
-def _guarded_by_thread(thunk, limit: float, late: WrongAnswer):
-    result: dict = {}
-
-    def run():
-        try:
-            result["value"] = thunk()
-        except BaseException as err:  # noqa: BLE001 - handed back to the caller below
-            result["error"] = err
-
-    worker = threading.Thread(target=run, daemon=True, name="exercise-check")
-    worker.start()
-    worker.join(limit)
-    if worker.is_alive():
-        raise WrongAnswer(f"{late} (It goes on running in the background: restart the kernel to stop it.)")
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
 
 
 def call(fn, label: str, *args, convert: Callable[[Any], Any] | None = None):
