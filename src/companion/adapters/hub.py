@@ -373,6 +373,13 @@ class HubSafetensorsSource(TensorSource):
     def __init__(self, repo_id: str, revision: str | None = None):
         super().__init__(repo_id)
         self.revision = revision
+        import logging
+
+        check_hub_id(repo_id)   # a bad id is refused before anything is logged or sent
+        # logged (a command line says it on its own output: `companion score` before it reads)
+        logging.getLogger("companion.progress").info(
+            "reading %s%s from the hub at %s over the network (headers and query/key tensors only; "
+            "HF_HUB_OFFLINE=1 forbids it)", repo_id, f" at {revision}" if revision else "", hub_endpoint())
         info, probe_bytes = _probe_hub(repo_id, revision, HUB_PROBE_TIMEOUT)
         self.commit = info.get("sha") or revision or "main"
         siblings = {s.get("rfilename") for s in info.get("siblings", []) if isinstance(s, dict)}

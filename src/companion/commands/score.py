@@ -92,6 +92,12 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         _refuse_writing_into_the_input(Path(args.out), Path(args.source))
         check_table_output(args.out, "--out file")   # nor a file that is not a table, or one of data/
+    if _read_from_the_hub(args.source):   # the network is used: said before the first request
+        from ..adapters.hub import hub_endpoint
+
+        at = f" at {shown(args.revision)}" if args.revision else ""
+        print(f"reading {args.source}{at} from the hub at {shown(hub_endpoint())} over the network (headers and "
+              "query/key tensors only; HF_HUB_OFFLINE=1 forbids it)", flush=True)
     ckpt = read_qk(args.source, revision=args.revision, allow_pickle=args.allow_pickle,
                    progress=not args.quiet)
     if "name" in ckpt.meta:   # a folder name that is not UTF-8 is no text a table can hold: its bytes escaped
@@ -136,6 +142,18 @@ def run(args: argparse.Namespace) -> int:
         out = write_csv_atomic(df, args.out)
         print(f"wrote {len(df)} rows to {shown(out)}", file=sys.stderr)
     return 0
+
+
+def _read_from_the_hub(source: str) -> bool:
+    """Whether the reader takes ``source`` as a hub id it reads over the network: ``owner/name``,
+    no such path here (nor its ``owner`` folder), and ``HF_HUB_OFFLINE`` not set."""
+    import os
+
+    from ..adapters import hub
+    from ..base.paths import is_hub_id
+
+    return (is_hub_id(source) and "/" in source and not os.path.lexists(source)
+            and not os.path.lexists(source.split("/")[0]) and not hub._hub_offline())
 
 
 def _spread(row, score: str) -> str:
