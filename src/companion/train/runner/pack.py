@@ -23,7 +23,8 @@ Command line::
     python -m companion.train.runner.pack JOBS --out DIR [--parallel N] [--deadline SECONDS]
 
 where each non-blank line of JOBS that does not start with ``#`` is ``NAME ARGS...``: the
-run's folder name under DIR and its ``companion train`` options (without ``--out``).
+run's folder name under DIR and its ``companion train`` options (without ``--out``); a ``#``
+that starts a word outside quotes begins a comment, as in a shell.
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def parse_jobs(text: str) -> list[Job]:
         if not line or line.startswith("#"):
             continue
         try:
-            parts = shlex.split(line)
+            parts = shlex.split(_without_comment(line))
         except ValueError as err:   # an unclosed quote
             raise CompanionError(f"jobs line {i}: {err} ({line[:60]!r}); close the quote or remove it.") from None
         name, args = parts[0], parts[1:]
@@ -110,6 +111,24 @@ def parse_jobs(text: str) -> list[Job]:
     if not jobs:
         raise CompanionError("the jobs file names no run; write one 'NAME OPTIONS...' line per run.")
     return jobs
+
+
+def _without_comment(line: str) -> str:
+    """``line`` up to a ``#`` that starts a word outside quotes (a comment, as in a shell): a
+    ``#`` inside a word (``run#3``) or in quotes stays.  (``shlex``'s own comments cut ``run#3``.)"""
+    quote, escaped = None, False
+    for i, ch in enumerate(line):
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+    return line
 
 
 def check_fits(n_runs: int, bytes_per_run: int, free_bytes: int, where: str) -> None:
@@ -169,7 +188,7 @@ def _read_jobs(path: Path) -> str:
     """The jobs file's text, refused in one line naming it when it is not UTF-8."""
     data = path.read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")   # a BOM (Notepad's UTF-8) is no part of the first run's name
     except UnicodeDecodeError as exc:
         raise CompanionError(f"jobs file {path} is not UTF-8 text (byte {data[exc.start]:#04x} at offset "
                              f"{exc.start}); write it as UTF-8, one 'NAME OPTIONS...' line per run.") from None
