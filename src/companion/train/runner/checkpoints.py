@@ -82,7 +82,9 @@ def _install_checkpoint(tmp: Path, path: Path) -> None:
 
 
 def _first_word(path: Path) -> str:
-    return (path.read_bytes().decode("utf-8", "replace").split() or [""])[0]
+    """The digest a ``.sha256`` file holds: its first word, read as hexadecimal (capitals, as
+    PowerShell writes them, a BOM or a Windows line end are the same digest)."""
+    return (path.read_bytes().decode("utf-8", "replace").lstrip("\ufeff").split() or [""])[0].lower()
 
 
 def _finish_install(pending: Path, digest: Path) -> None:
@@ -326,6 +328,12 @@ def _resume(run: _Run, ckpt_path: Path | None) -> dict:
             f"the checkpoint in {out} was trained on other data than this run reads ({diff}): the "
             "corpus or tokenizer changed since. Resume with the same corpus, or start again with "
             "--overwrite.")
+    unknown = sorted(str(k) for k in ck["config"] if k not in cfg.to_dict())
+    if unknown:   # no setting of this version can match them
+        raise CompanionError(
+            f"the checkpoint in {out} was written by another version of the package (it records the setting(s) "
+            f"{', '.join(unknown)}, which this version does not have): resume it with the version that wrote it "
+            "(update the package if that is a newer one), or start a new run directory.")
     if _with_defaults(ck["config"]) != cfg.to_dict():
         raise CompanionError(
             f"the checkpoint in {out} was written by a different configuration "

@@ -48,8 +48,9 @@ class _Run:
     started: str | None = None
     # each segment's machine, from the step it started at (companion.base.runtime.describe_machine)
     sittings: list = field(default_factory=list)
-    t0: float = 0.0
+    t0: float = 0.0     # this segment's start by the system clock (its progress lines)
     c0: float = 0.0
+    m0: float = 0.0     # ... and by the monotonic clock (its wall seconds)
 
     def start_clock(self) -> None:
         """Start this segment's clocks (wall and CPU); date a new run's start; record the
@@ -60,11 +61,13 @@ class _Run:
         self.started = self.started or now
         self.sittings = [*self.sittings, {"from_step": int(self.start), "started": now,
                                           **describe_machine(self.device)}]
-        self.t0, self.c0 = time.time(), time.process_time()
+        self.t0, self.c0, self.m0 = time.time(), time.process_time(), time.monotonic()
 
     def elapsed(self) -> dict:
-        """Wall and CPU seconds of the run so far, earlier segments included."""
-        return {"wall": self.before["wall"] + time.time() - self.t0,
+        """Wall and CPU seconds of the run so far, earlier segments included; the wall seconds
+        by the monotonic clock, which a system clock set back (NTP after a suspend) never moves:
+        by ``time.time`` a segment lasted minus an hour, and its checkpoint was refused."""
+        return {"wall": self.before["wall"] + time.monotonic() - self.m0,
                 "cpu": self.before["cpu"] + time.process_time() - self.c0}
 
 
