@@ -179,7 +179,7 @@ def test_a_share_of_the_squared_norm_outside_zero_one_is_refused(ar, mlm):
 
 
 @pytest.mark.parametrize("counts,want", [
-    ({"refuted": 1}, "Of the 1 claims, 1 is refuted"),
+    ({"refuted": 1}, "Of the 1 claim, 1 is refuted"),
     ({"holds": 1, "refuted": 2, "inconclusive": 0}, "Of the 3 claims, 1 holds as printed and 2 are refuted"),
 ])
 def test_status_counts_agree_in_number_with_each_count(counts, want):

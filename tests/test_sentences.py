@@ -256,7 +256,8 @@ def test_the_regime_and_the_projection_are_named_in_words():
 
     assert regime_setting(None) == "the base configuration"
     assert regime_setting(("lr", 0.003)) == "lr = 0.003"
-    assert [sooner_or_later(-0.5), sooner_or_later(0.0), sooner_or_later(1.2)] == ["sooner", "later", "later"]
+    assert [sooner_or_later(-0.5), sooner_or_later(0.0), sooner_or_later(1.2)] == ["sooner", "neither sooner nor later (the exponent is 0)",
+                                                                                  "later"]
 
 
 def test_the_paper_rate_sentence_and_the_other_corpora():
