@@ -19,6 +19,15 @@ def test_glued_values_are_read_per_chapter_with_figures_by_kind(tmp_path):
     assert snap.glued_values(tmp_path) == {"survey:n_models": "15", "survey:fig": "<image/png>"}
 
 
+def test_a_glued_text_is_compared_as_the_page_shows_it(tmp_path):
+    # myst-nb shows a glued text/plain read as a Python literal where it is one: "'0.50'"
+    # (a text glued quoted) shows 0.50, the bare "0.50" shows 0.5, "'a'" shows a
+    _store(tmp_path / "a", "fig3", {"quoted": {"data": {"text/plain": "'0.50'"}},
+                                    "bare": {"data": {"text/plain": "0.50"}},
+                                    "seeds": {"data": {"text/plain": "'0, 1, 2'"}}})
+    assert snap.glued_values(tmp_path / "a") == {"fig3:quoted": "0.50", "fig3:bare": "0.5", "fig3:seeds": "0, 1, 2"}
+
+
 def test_differences_name_a_changed_value_a_lost_key_and_a_new_key():
     before = {"verdicts": {"table_1": {"status": "refuted"}}, "glued": {"a:x": "1", "a:gone": "2"}}
     after = {"verdicts": {"table_1": {"status": "holds"}}, "glued": {"a:x": "1", "a:new": "3"}}

@@ -40,7 +40,11 @@ def verdict_records() -> dict:
 
 
 def _glue_value(entry) -> str:
-    """One glued output as comparable text: its plain text, or the kind of a figure."""
+    """One glued output as comparable text: its plain text as the page shows it
+    (:func:`companion.book.site.executions.text`: a text glued quoted and the same text glued
+    bare read alike), or the kind of a figure."""
+    from ..site.executions import text as shown
+
     data = entry.get("data", entry) if isinstance(entry, dict) else {}
     if not isinstance(data, dict):
         return repr(data)
@@ -49,7 +53,7 @@ def _glue_value(entry) -> str:
             return f"<{kind}>"
     if "text/plain" in data:
         text = data["text/plain"]
-        return "".join(text) if isinstance(text, list) else str(text)
+        return shown("".join(text) if isinstance(text, list) else str(text))
     return "<" + ",".join(sorted(data)) + ">"
 
 
