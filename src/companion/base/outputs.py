@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -77,11 +78,16 @@ def _named(path: str | os.PathLike, what: str) -> Path:
     """``path`` as a :class:`Path`, refused in one line when no file can have that name: a NUL
     byte in it, or a name that ends in ``/``, ``.`` or ``..``, which names a folder (``Path``
     drops a trailing ``/`` and ``/.``, and ``--out results/`` was written as a file called
-    ``results``)."""
+    ``results``), or a Windows path (``C:\\...``, ``\\\\server\\...``) on a system that would
+    read it as one odd name in the working folder."""
     text = os.fsdecode(os.fspath(path))
     if "\0" in text:
         raise CompanionError(f"the {what} name {text!r} holds a NUL byte, which no file name can hold; give the "
                              "name without it.")
+    if os.sep == "/" and re.match(r"[A-Za-z]:[\\/]|\\\\", text):
+        # here a file of that whole name in the working folder (or a folder 'C:'), not the Windows folder meant
+        raise CompanionError(f"the {what} name {text} is a Windows path, which this system reads as a name in the "
+                             "current folder; give a path of this system (under WSL, C:\\Users is /mnt/c/Users).")
     last = text.replace(os.sep, "/").rstrip("/").rsplit("/", 1)[-1]
     if text.rstrip("/" + os.sep) and (text.endswith(("/", os.sep)) or last in (".", "..")):
         # 'results/' and 'results/.' name the folder results; Path reads both as the name 'results'

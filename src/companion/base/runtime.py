@@ -72,7 +72,7 @@ def describe_machine(device: torch.device | str | None = None, cpuinfo: str | No
 def run_size(size: str | None = None) -> str:
     """Resolve the run size: explicit argument, then ``$COMPANION_RUN_SIZE``, then default."""
     chosen = size if size is not None else os.environ.get(ENV_VAR)
-    if chosen is None or chosen == "":
+    if chosen is None or (isinstance(chosen, str) and not chosen.strip()):   # blank is unset, as pick_run_size reads it
         return "gpu" if torch.cuda.is_available() else "ci"
     if not isinstance(chosen, str):
         raise ValueError(f"run size {chosen!r} is not a name; give one of {RUN_SIZES} as text.")
