@@ -81,6 +81,30 @@ def test_a_writable_results_file_is_still_replaced_whole_keeping_its_mode(tmp_pa
     assert target.read_text() == "key,value\nnew,2\n" and stat.S_IMODE(target.stat().st_mode) == 0o640
 
 
+@pytest.mark.parametrize("name", ["C:\\Users\\me\\scores.csv", "D:/results/scores.csv", "\\\\server\\share\\scores.csv"])
+def test_a_windows_path_is_refused_not_written_as_one_odd_name_in_the_working_folder(tmp_path, monkeypatch, name):
+    """Pasted from Windows into a Linux session, 'C:\\Users\\me\\scores.csv' was written as a file of
+    that whole name in the working folder, and the command said it wrote to C:\\Users\\me."""
+    from companion.base.outputs import check_table_output, write_text_atomic
+
+    monkeypatch.chdir(tmp_path)
+    for call in (lambda: check_table_output(name), lambda: write_text_atomic("new", name)):
+        with pytest.raises(CompanionError) as err:
+            call()
+        line = one_line(err)
+        assert "Windows path" in line and name in line, line
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_name_with_a_colon_or_a_backslash_inside_is_still_written_there(tmp_path, monkeypatch):
+    from companion.base.outputs import write_text_atomic
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("run:1.csv", "a\\b.csv", "C.csv"):
+        write_text_atomic("new", name)
+    assert sorted(os.listdir(tmp_path)) == sorted(["run:1.csv", "a\\b.csv", "C.csv"])
+
+
 # ============================================================ 2. an exercise check's time limit
 
 def _value_exercise():
@@ -498,3 +522,19 @@ def test_a_wall_clock_set_back_during_a_run_leaves_a_time_its_checkpoint_accepts
     elapsed = state._Run.elapsed(run)
     assert 5.0 <= elapsed["wall"] < 5.0 + 60
     assert _record_problem({"elapsed": elapsed}) is None
+
+
+# ============================================================ 8. the run size
+
+@pytest.mark.parametrize("blank", ["", "  ", "\t"])
+def test_a_blank_run_size_setting_is_unset_for_every_reader(monkeypatch, blank):
+    """The set-up cell's reader took COMPANION_RUN_SIZE='  ' as unset; run_size, which every
+    chapter calls, refused it as 'unknown run size'."""
+    from companion.base import runtime
+
+    monkeypatch.setenv("COMPANION_RUN_SIZE", blank)
+    monkeypatch.setattr(runtime.torch.cuda, "is_available", lambda: False)
+    assert runtime.run_size() == "ci"
+    assert runtime.runtime_run_size()[0] == "ci"
+    monkeypatch.setenv("COMPANION_RUN_SIZE", " Paper ")
+    assert runtime.run_size() == "paper"
