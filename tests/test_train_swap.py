@@ -110,3 +110,18 @@ def test_a_seed_whose_layer_gave_no_number_makes_the_test_not_testable_rather_th
     assert row["seeds_without_a_number"] == "3"
     patched({"minilm": _runs("minilm", effect=-0.12, noise=0.005, seeds=(1, 2, 3, 4))})
     assert swap.swap_tests(rules).set_index("quantity").at["symmetry", "outcome"] == "holds"   # the NaN's doing
+
+
+def test_a_swap_with_no_seed_to_seed_spread_states_no_power_as_it_states_no_outcome(patched):
+    """Every seed moved by the same amount (noise 0): the differences vary in their last bit
+    only, so the outcome is 'not testable here'; the power and the detectable effect beside
+    it are none too, not those of a spread of 1e-17 (which would read as near-certain power)."""
+    runs = pd.concat([_runs("minilm", effect=-0.12, seeds=(seed,), start=start)
+                      for seed, start in ((1, 0.5), (2, 0.7137), (3, 0.3311))], ignore_index=True)
+    patched({"minilm": runs})
+    row = swap.swap_tests().set_index("quantity").loc["symmetry"]
+    d = swap.end_values(runs, "symmetry")
+    spread = (d["control"] - d["swap"]).std(ddof=1)
+    assert 0 < spread < 1e-12          # each seed starts elsewhere: a spread of rounding only
+    assert row["outcome"] == "not testable here"
+    assert np.isnan(row["detect_holds"]) and np.isnan(row["detectable"])

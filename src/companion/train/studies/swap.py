@@ -23,7 +23,7 @@ import pandas as pd
 
 from ...rules.rulebook import load_rules, rule
 from ...rules.power import detectable_effect
-from ...rules.statistics import directional_outcome, p_above, p_below, paired_t, seeds_without_a_number
+from ...rules.statistics import directional_outcome, p_above, p_below, paired_t, power_spread, seeds_without_a_number
 from ..runner.runs import load_runs
 from ...base.errors import CompanionError
 
@@ -119,7 +119,7 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
             no_number = seeds_without_a_number(end["swap"], end["control"])   # rules v2.3: never dropped
             judged = est.n >= r.get("min_seeds", 3) and not no_number
             outcome = directional_outcome(est, band, r.get("min_seeds", 3), gate=not no_number)
-            pw = directional_power(est.n, est.sd, band, level)
+            pw = directional_power(est.n, power_spread(est), band, level)   # no spread: no power, as no outcome
             rows.append(dict(claim=r["key"], body=body, quantity=q, n=est.n, estimate=est.mean,
                              low=est.low, high=est.high, sd=est.sd, swap_minus_control=raw.mean,
                              swap_minus_control_low=raw.low, swap_minus_control_high=raw.high,
@@ -130,7 +130,7 @@ def swap_tests(rules: dict | None = None) -> pd.DataFrame:
                              detect_holds=pw["detect_holds"], p_refuted_at_0=pw["p_refuted_at_0"],
                              p_decides=deciding_p(est, outcome, band) if est.n > 1 else np.nan,
                              primary=q == r["quantity"],
-                             detectable=detectable_effect(est.n, est.sd, level) if est.n > 1 else np.nan,
+                             detectable=detectable_effect(est.n, power_spread(est), level) if est.n > 1 else np.nan,
                              p_holds=p_above(est) if est.n > 1 else np.nan,
                              p_refuted=p_below(est, band) if est.n > 1 else np.nan,
                              seeds=", ".join(str(s) for s in sorted(end.dropna().index)),
