@@ -199,8 +199,11 @@ def _gguf(path: Path, arch: str = "llama", layers: int = 2, heads: int = 4, kv=2
                     for m, n in ((q, heads), (k, n_kv)))
         w.add_tensor(f"blk.{i}.attn_q.weight", q)
         w.add_tensor(f"blk.{i}.attn_k.weight", k)
-    for name, value in (extra or {}).items():
-        w.add_tensor(name, value)
+    for name, value in (extra or {}).items():   # an array, or (blocks, their quantization type)
+        if isinstance(value, tuple):
+            w.add_tensor(name, value[0], raw_dtype=value[1])
+        else:
+            w.add_tensor(name, value)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -244,6 +247,27 @@ def test_the_rotary_frequency_factors_of_a_llama_gguf_are_no_parameter(tmp_path)
     path, _ = _gguf(tmp_path / "m.gguf", extra={"rope_freqs.weight": np.ones(2, np.float32),
                                                 "token_embd.weight": _w(10, 16)})
     assert read_qk(path, progress=False).n_parameters == 2 * (16 * 16 + 8 * 16) + 10 * 16
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_an_output_matrix_stored_again_beside_tied_embeddings_counts_once_and_a_trained_one_twice(tmp_path, tied):
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+
+    embeddings = _w(64, 32)
+    output = embeddings if tied else _w(64, 32)   # a tied model's converter wrote the same matrix again
+    blocks = gguf.quants.quantize(output, Q.Q8_0)   # in another block type, as Qwen2.5-Coder's files do
+    path, _ = _gguf(tmp_path / "m.gguf", d=32, extra={"token_embd.weight": embeddings, "output.weight": (blocks, Q.Q8_0)})
+    qk = 2 * (32 * 32 + 16 * 32)
+    assert read_qk(path, progress=False).n_parameters == qk + 64 * 32 * (1 if tied else 2)
+
+
+def test_qwen25_coder_gguf_counts_the_parameters_of_the_model_it_was_converted_from():
+    from adapters_data import zoo_checkpoint
+
+    # Qwen/Qwen2.5-Coder-0.5B-Instruct (tied embeddings): 494,032,768 parameters (num_parameters); the
+    # file stores its output matrix again, in another block type
+    assert read_qk(zoo_checkpoint("qwen2.5-coder-0.5b"), progress=False).n_parameters == 494_032_768
 
 
 def test_one_part_of_a_split_gguf_holding_every_query_and_key_is_refused_not_read_as_the_model(tmp_path):
