@@ -55,7 +55,7 @@ class Job:
     args: list[str]
     status: str = "queued"      # queued | running | finished | failed | stopped
     reason: str = ""
-    started_at: float | None = None
+    started_at: float | None = None   # time.monotonic()
     ended_at: float | None = None
     progress: list[tuple[int, int, float]] = field(default_factory=list)  # (step, total, elapsed)
     proc: subprocess.Popen | None = None
@@ -171,7 +171,7 @@ def _stop(job: Job, reason: str) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(job.proc.pid, signal.SIGKILL)
             job.proc.wait()
-    job.status, job.reason, job.ended_at = "stopped", reason, time.time()
+    job.status, job.reason, job.ended_at = "stopped", reason, time.monotonic()
 
 
 def _check_out_folder(out: Path) -> None:
@@ -210,11 +210,11 @@ def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, pyt
     out.mkdir(parents=True, exist_ok=True)
     for name in [f"{j.name}.log" for j in jobs] + ["pack_summary.json"]:   # before any run starts
         check_output(out / name, "pack output")
-    t0 = time.time()
+    t0 = time.monotonic()   # the deadline by the monotonic clock: a system clock set back (or on) never moves it
     last_stop = -1e9
     closed = False  # once a run was stopped for the deadline, no queued run starts
     while True:
-        now = time.time()
+        now = time.monotonic()
         for j in jobs:
             if j.status == "running":
                 _read_progress(j, out / f"{j.name}.log")
@@ -256,13 +256,13 @@ def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, pyt
         if not running and not queued:
             break
         time.sleep(poll_s)
-    summary = {"deadline_s": deadline_s, "parallel": parallel, "wall_s": round(time.time() - t0, 1),
+    summary = {"deadline_s": deadline_s, "parallel": parallel, "wall_s": round(time.monotonic() - t0, 1),
                "runs": [{"name": j.name, "status": j.status, "reason": j.reason,
                          "steps": j.progress[-1][0] if j.progress else 0,
                          "total": j.progress[-1][1] if j.progress else None,
                          "seconds_per_step": (j.progress[-1][2] / j.progress[-1][0]
                                               if j.progress and j.progress[-1][0] else None),
-                         "wall_s": round((j.ended_at or time.time()) - j.started_at, 1) if j.started_at else None}
+                         "wall_s": round((j.ended_at or time.monotonic()) - j.started_at, 1) if j.started_at else None}
                         for j in jobs]}
     write_text_atomic(json.dumps(summary, indent=1), out / "pack_summary.json", what="pack summary")
     return summary
