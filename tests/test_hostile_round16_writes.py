@@ -436,6 +436,37 @@ def test_a_hash_inside_an_option_or_quotes_stays_part_of_it():
     assert jobs[0].args == ["--note", "run#3", "--tag", "x # y", "--lr", "1e-3#"]
 
 
+def test_a_pack_deadline_holds_when_the_wall_clock_is_set_back(tmp_path, monkeypatch):
+    """The deadline was read from the system clock: set back an hour (NTP on a fresh cloud
+    machine), it let the runs go on for that hour; here the run ends on its own after 3 s and was
+    reported as finished, never stopped at the 1 s deadline."""
+    import time as real_time
+
+    from companion.train.runner import pack
+
+    class SetBack:
+        calls = 0
+
+        def time(self):
+            SetBack.calls += 1
+            return real_time.time() - (3600.0 if SetBack.calls > 1 else 0.0)
+
+        def __getattr__(self, name):
+            return getattr(real_time, name)
+
+    fake = tmp_path / "fakepy"
+    fake.write_text("#!/bin/sh\nsleep 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(pack, "time", SetBack())
+    t0 = real_time.monotonic()
+    summary = pack.run_packed(pack.parse_jobs("a --steps 4\n"), tmp_path / "runs", parallel=1, deadline_s=1.0,
+                              python=str(fake), poll_s=0.05, echo=lambda *_: None)
+    assert real_time.monotonic() - t0 < 2.5
+    run = summary["runs"][0]
+    assert run["status"] == "stopped" and run["reason"] == "the deadline passed"
+    assert 0.9 <= run["wall_s"] < 2.5 and 0.9 <= summary["wall_s"] < 2.5
+
+
 # ============================================================ 7. checkpoints
 
 def _cfg():
