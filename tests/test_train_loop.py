@@ -475,3 +475,25 @@ def test_the_machine_names_its_cpu_model_and_its_bf16_features():
     assert m["cpu_model"] == "Example CPU 9000" and m["cpu_bf16_features"] == ["avx512_bf16"]
     assert describe_machine("cpu", cpuinfo="flags : fpu amx_bf16 avx512_bf16\n")["cpu_bf16_features"] == \
         ["avx512_bf16", "amx_bf16"]
+
+
+def test_a_progress_line_counts_its_time_by_a_clock_that_a_changed_system_time_cannot_move(monkeypatch):
+    """The packer reads each progress line's 'elapsed' to pace its runs: with the system
+    clock set back an hour at every reading, the lines still count from 0 upwards."""
+    import re
+    import time as _time
+
+    real = _time.time
+    calls = {"n": 0}
+
+    def set_back():   # every reading an hour before the one before it
+        calls["n"] += 1
+        return real() - 3600.0 * calls["n"]
+
+    monkeypatch.setattr(_time, "time", set_back)
+    lines = []
+    train(_cfg(), data=_data(), progress=lines.append)
+    monkeypatch.setattr(_time, "time", real)
+    elapsed = [int(m.group(1)) for m in (re.search(r"elapsed (-?\d+)s", s) for s in lines) if m]
+    assert len(elapsed) == len(lines) >= 3
+    assert all(0 <= e < 600 for e in elapsed) and elapsed == sorted(elapsed)

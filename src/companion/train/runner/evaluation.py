@@ -180,4 +180,4 @@ def _evaluate(run: _Run, step: int, progress=None) -> None:
         sym = np.median([r["value"] for r in rows if r["step"] == step and r["quantity"] == "symmetry"
                          and r["head"] == -1])
         progress(f"step {step}/{cfg.steps} eval_loss {el:.4f} median_symmetry {sym:.3f} "
-                 f"elapsed {time.time() - run.t0:.0f}s")
+                 f"elapsed {time.monotonic() - run.m0:.0f}s")   # a clock set back moves no pace

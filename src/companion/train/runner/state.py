@@ -48,7 +48,7 @@ class _Run:
     started: str | None = None
     # each segment's machine, from the step it started at (companion.base.runtime.describe_machine)
     sittings: list = field(default_factory=list)
-    t0: float = 0.0     # this segment's start by the system clock (its progress lines)
+    t0: float = 0.0     # this segment's start by the system clock (a date, never a duration)
     c0: float = 0.0
     m0: float = 0.0     # ... and by the monotonic clock (its wall seconds)
 
