@@ -363,7 +363,7 @@ def test_a_gigantic_answer_is_refused_in_one_short_line():
     t0 = time.monotonic()
     with pytest.raises(WrongAnswer, match=r"more than 100,000 items") as err:
         check("ex-training-dynamics-1", changed_positions)
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 60   # a hang detector (it stops at the cap, not after the million), no timing claim
     assert "\n" not in str(err.value) and len(str(err.value)) < 400
 
 
