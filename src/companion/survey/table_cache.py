@@ -106,7 +106,8 @@ def cache_problem(path: Path, required=REQUIRED_COLUMNS, key: str | None = None,
         if other:
             return f"it holds rows of {other[0]!r}, not of {key!r} (another model's table under this name)"
     for col, want in (("hub_id", hub_id), ("revision", revision)):
-        if want is not None and col in df.columns:
+        # (checked in the tables score_entry writes, which record their source beside the scores)
+        if want is not None and col in df.columns and "source" in df.columns:
             held = sorted({"" if pd.isna(v) else str(v) for v in df[col]} - {want})
             if held:
                 return f"it holds the scores of {col} {held[0] or '(none)'!r}, not of {want!r} (the catalog entry changed)"
