@@ -120,12 +120,14 @@ def open_source(source: str | os.PathLike, revision: str | None = None,
 def plan_layers(src: TensorSource, families: dict | None = None) -> tuple[str, list[LayerPlan]]:
     """The family and per-layer plans of a source, before any weight is loaded."""
     # self-describing formats bring their own conversion function (src.families)
-    families = {**getattr(src, "families", {}), **(families or {})}
+    own = families or {}
+    families = {**getattr(src, "families", {}), **own}
     family, convert = family_of(src.config, families, gguf=src.kind == "gguf")
     plans = convert(src.config, src.keys())
     if not plans:
         raise CompanionError(f"no attention layers found for family {family!r} in {src.location}.")
-    if isinstance(src.config, dict) and src.config.get("pruned_heads"):
+    # (a conversion passed in families= gives each layer's heads itself)
+    if isinstance(src.config, dict) and src.config.get("pruned_heads") and family not in own:
         _prune(src.config["pruned_heads"], family, plans, src.location)
     return family, plans
 
