@@ -389,6 +389,15 @@ def test_an_onnx_encoder_with_a_position_bias_stays_an_encoder(tmp_path, mask):
     assert (layer.role, layer.component) == ("encoder", "encoder")
 
 
+@pytest.mark.parametrize("name, count", [("whisper-tiny.en", 37_760_256), ("whisper-base", 72_593_920)])
+def test_a_ctranslate2_whisper_counts_no_key_bias_that_whisper_does_not_have(name, count):
+    from adapters_data import zoo_checkpoint
+
+    # WhisperForConditionalGeneration's num_parameters() for openai/whisper-tiny.en and -base; the converter
+    # writes zeros for the key part of each fused [q | k | v] and [k | v] bias
+    assert read_qk(zoo_checkpoint(name), progress=False).n_parameters == count
+
+
 def test_the_int8_weights_of_an_onnx_graph_count_as_parameters_and_their_scales_do_not(tmp_path):
     import onnx
     from onnx import numpy_helper
