@@ -92,7 +92,7 @@ class ONNXSeq2SeqSource(TensorSource):
 
         seen = {}
         for src in self.parts.values():
-            seen.update({identity: n for n, identity in parameter_sizes(src._inits).values()})
+            seen.update({identity: n for n, identity in parameter_sizes(src._inits, identities=True).values()})
         return sum(seen.values())
 
     def stored_nbytes(self, name: str) -> int:

@@ -103,14 +103,15 @@ def _decoded(inits: dict, dequant: dict, name: str) -> torch.Tensor:
     return torch.from_numpy(np.array(numpy_helper.to_array(inits[name]), dtype=keep))
 
 
-def parameter_sizes(inits: dict) -> dict[str, tuple[int, tuple]]:
+def parameter_sizes(inits: dict, identities: bool = False) -> dict[str, tuple[int, tuple]]:
     """``{name: (values, identity)}`` of the initializers that are the model's parameters: every
     floating one, and every integer one of 8 bits or fewer with two or more axes (a quantized weight
     matrix, embedding or kernel: counted as int8 weights were not, so an int8 MiniLM of 22.6M
     parameters counted 1.9M); in a quantized graph not the ``*_scale`` and ``*_zero_point`` tensors
     of its weights, and never integer shapes, indices or position ids.  ``identity`` (shape, type and
     a hash of the bytes, for tensors of two or more axes) tells a tensor stored again in a second
-    graph of one model (T5's embedding in its encoder and decoder graphs)."""
+    graph of one model (T5's embedding in its encoder and decoder graphs); without ``identities`` it is
+    the name (no bytes hashed)."""
     import hashlib
 
     import onnx
@@ -129,7 +130,7 @@ def parameter_sizes(inits: dict) -> dict[str, tuple[int, tuple]]:
             continue
         dims = tuple(int(d) for d in init.dims)
         identity: tuple = (name,)
-        if len(dims) >= 2:
+        if identities and len(dims) >= 2:
             raw = init.raw_data or numpy_helper.to_array(init).tobytes()
             identity = (dims, int(init.data_type), hashlib.sha256(raw).hexdigest())
         out[name] = (math.prod(dims), identity)
