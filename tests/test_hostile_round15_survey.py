@@ -416,7 +416,7 @@ def _fake_scoring(monkeypatch, tmp_path):
     monkeypatch.setattr(scoring, "resolve_source",
                         lambda entry, local_dir=None, online=None: SurveySource(str(tmp_path), "local"))
     monkeypatch.setattr(scoring, "score_entry", lambda entry, src, per_head=True, device=None: pd.DataFrame(
-        {"key": [entry["key"]], "hub_id": ["a/b"], "component": ["encoder"], "role": ["encoder"], "layer": [0],
+        {"key": [entry["key"]], "hub_id": [entry["hub_id"]], "component": ["encoder"], "role": ["encoder"], "layer": [0],
          "head": [-1], "level": ["layer"], "pairing": ["grouped"], "symmetry": [0.5], "directionality": [0.0]}))
     return scoring
 
