@@ -417,7 +417,8 @@ def minutes_by_mode(minutes) -> str:
 def variants_held_back(rows, max_pair_cpu_s: float) -> str:
     """The compute study's variants that left the band sooner than the regime, each with what
     kept it out: ``rows`` are (variant, decoder directionality, encoder directionality, CPU
-    seconds of a pair); ``none`` when there are none."""
+    seconds of a pair); ``none`` when there are none.  A variant that none of the regime's
+    conditions keeps out says so in words, never ``v ()``: it is still one that left sooner."""
     out = []
     for v, dec_dir, enc_dir, cpu_s in rows:
         if not _finite(dec_dir, enc_dir):
@@ -432,7 +433,7 @@ def variants_held_back(rows, max_pair_cpu_s: float) -> str:
             reasons.append("its cost is missing")
         elif cpu_s > max_pair_cpu_s:
             reasons.append(f"a pair costs {_num(cpu_s, '.0f')} CPU-seconds")
-        out.append(f"{v} ({'; '.join(reasons)})")
+        out.append(f"{v} ({'; '.join(reasons) or 'nothing recorded keeps it out'})")
     return ", ".join(out) or "none"
 
 
