@@ -225,7 +225,7 @@ def test_the_familys_sentence_names_each_withdrawn_test_with_its_deciding_p():
     assert text.startswith("Of the 3 tests in the family, 2 reached a decided outcome at 95%, and 1 of those stand")
     assert "a (holds, deciding p = 0.01) does not, and reads 'inconclusive'" in text
     none = claims.family_sentence(_family(["c"], ["inconclusive"], [np.nan]))
-    assert none.startswith("None of the 1 tests")
+    assert none.startswith("The one test in the family did not reach a decided outcome")
 
 
 def test_the_claims_read_once_share_the_level_version_2s_holm_gave_them():

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["interval", "joined", "sentence_case", "seeds", "span", "listed", "numbers", "as_set", "finite",
-           "exceeds"]
+           "exceeds", "side_by_side"]
 
 
 def finite(*values) -> bool:
@@ -46,6 +46,47 @@ def exceeds(a, b) -> bool | None:
     (True, None)
     """
     return bool(float(a) > float(b)) if finite(a, b) else None
+
+
+def side_by_side(values, mark, digits: int = 3) -> tuple[list[str], str]:
+    """``values`` and the ``mark`` they are read against (a level, a threshold), each in
+    ``digits`` significant digits or in the fewest more that keep every printed value on the
+    same side of the printed mark as the value is of the mark: a p-value of 0.0025004 beside a
+    level of 0.0025 reads ``0.0025004``, never ``0.0025``, which would read as a tie, and a
+    level of 0.00227272... beside a p of 0.002272 reads ``0.002273`` (the p ``0.00227``), never
+    both ``0.00227``.  A value equal to the mark reads as the printed mark.  A value that is not a
+    number (:func:`finite`) reads ``missing``, as does a mark that is not one (the values then in
+    ``digits`` digits).
+
+    >>> side_by_side([0.0025004, 0.0031234, 0.0025], 0.0025)
+    (['0.0025004', '0.00312', '0.0025'], '0.0025')
+    >>> side_by_side([0.002272], 0.05 / 22)
+    (['0.00227'], '0.002273')
+    """
+    values = list(values)
+    digits = max(int(digits), 1)
+    g = lambda v, n: f"{float(v) + 0.0:.{n}g}"
+    if not finite(mark):
+        return [g(v, digits) if finite(v) else "missing" for v in values], "missing"
+    m = float(mark)
+    near = [float(v) for v in values if finite(v) and float(v) != m]
+    # the mark: digits enough that no value lies on it or beyond it once it is printed
+    for n_mark in range(digits, 18):   # 17 significant digits tell any two doubles apart
+        shown_mark = float(g(m, n_mark))
+        if all(v != shown_mark and (v > shown_mark) == (v > m) for v in near):
+            break
+    out = []
+    for v in values:
+        if not finite(v):
+            out.append("missing")
+            continue
+        v = float(v)
+        for n in range(digits, 18):
+            shown = float(g(v, n))
+            if (shown > shown_mark) == (v > m) and (shown < shown_mark) == (v < m):
+                break
+        out.append(g(v, n))
+    return out, g(m, n_mark)
 
 
 def count(n, what: str = "seed count") -> int:

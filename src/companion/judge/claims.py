@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass  # noqa: F401
 import numpy as np  # noqa: F401
 
 from ..base.errors import CompanionError
-from ..base.phrasing import interval, joined, sentence_case  # joined: re-exported for the chapters
+from ..base.phrasing import interval, joined, sentence_case, side_by_side  # joined: re-exported for the chapters
 from . import cache as _cache_module
 # the claims by concern, each in its module, all re-exported here (``claims.<name>`` as before)
 from .cache import (_CACHE, _cache_path, _cached, _disk_cached, _file_lock, _read_table, _reads_back_as,
@@ -144,15 +144,22 @@ def all_verdicts():
             rows = fam[fam["key"] == v.key]
             if len(rows) and v.kind == "empirical":
                 name, level = rows.iloc[0]["family"], float(rows.iloc[0]["level (one-sided)"])
-                where = f"family {name}, each test at {level:.3g} a side"
-                if (rows["stands"] == "no").any():
-                    worst = rows.loc[rows["p_decides"].idxmax()]
-                    d["family"] = f"{where}: not decided at that level (deciding p = {worst['p_decides']:.3g})"
+                # the deciding p and the level it is read against, printed with digits enough that the
+                # p stays on its own side of the level as printed (never 'stands (deciding p = 0.025)'
+                # beside a level of 0.025)
+                lost = (rows["stands"] == "no").any()
+                stands = not lost and (rows["stands"] == "yes").all()
+                shown = ([rows.loc[rows["p_decides"].idxmax(), "p_decides"]] if lost else
+                         [rows["p_decides"].max()] if stands else [])
+                shown, level_shown = side_by_side(shown, level)
+                where = f"family {name}, each test at {level_shown} a side"
+                if lost:
+                    d["family"] = f"{where}: not decided at that level (deciding p = {shown[0]})"
                     if d["status"] not in ("not testable here", "inconclusive"):
                         d["measured"] += f"; read {d['status']!r} alone, not at the family's level"
                         d["withheld"], d["status"] = d["status"], "inconclusive"
-                elif (rows["stands"] == "yes").all():
-                    d["family"] = f"{where}: stands (deciding p = {rows['p_decides'].max():.3g})"
+                elif stands:
+                    d["family"] = f"{where}: stands (deciding p = {shown[0]})"
                 else:
                     d["family"] = where
             out.append(d)
@@ -219,23 +226,28 @@ def _family_table():
 
 def family_sentence(fam) -> str:
     """What the family's level did to the claims read once, in one sentence (:func:`family_table`);
-    a count of one decided test takes the singular, and a deciding p-value that is not a number reads
-    ``missing``, never ``nan``."""
-    from .sentences_words import _finite, count_of
+    a count of one decided test takes the singular (a family of one test too), a deciding p-value that
+    is not a number reads ``missing``, never ``nan``, and one beside the share is printed on its own
+    side of it (:func:`companion.base.phrasing.side_by_side`)."""
+    from .sentences_words import count_of
 
     decided = fam[fam["stands"] != ""]
     n = len(fam)
     share = float(fam["level (one-sided)"].iloc[0]) if n else float("nan")
     if not len(decided):
-        return (f"None of the {n} tests in the family reached a decided outcome, so the family's level has "
-                "nothing to withdraw; it would matter as soon as one did.")
+        who = ("The one test in the family did not reach" if n == 1 else
+               "No test in the family reached" if n == 0 else f"None of the {n} tests in the family reached")
+        return (f"{who} a decided outcome, so the family's level has nothing to withdraw; it would matter as "
+                "soon as one did.")
     kept = int((decided["stands"] == "yes").sum())
     lost = decided[decided["stands"] == "no"]
+    # the share and the withdrawn p-values printed so that none reads as a tie with the share
+    lost_p, share_shown = side_by_side(lost["p_decides"], share)
     text = (f"Of the {count_of(n, 'test')} in the family, {len(decided)} reached a decided outcome at 95%, and "
-            f"{kept} of those {'stands' if kept == 1 else 'stand'} at the family's share of {share:.3g} a side")
-    p = lambda v: f"deciding p = {v:.3g}" if _finite(v) else "deciding p missing"
+            f"{kept} of those {'stands' if kept == 1 else 'stand'} at the family's share of {share_shown} a side")
+    p = lambda shown: "deciding p missing" if shown == "missing" else f"deciding p = {shown}"
     if len(lost):
-        text += ("; " + joined([f"{r.claim} ({r.outcome}, {p(r.p_decides)})" for r in lost.itertuples()])
+        text += ("; " + joined([f"{r.claim} ({r.outcome}, {p(q)})" for r, q in zip(lost.itertuples(), lost_p)])
                  + (" does not, and reads" if len(lost) == 1 else " do not, and read") + " 'inconclusive'")
     return text + "."
 
