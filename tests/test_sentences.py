@@ -248,7 +248,7 @@ def test_training_costs_and_the_variants_held_back_are_worded_per_item():
     assert variants_held_back([], 600) == "none"
     rows = [("lr3", 0.051, -0.2, 700.0), ("width64", -0.3, -0.1, 100.0)]
     assert variants_held_back(rows, 600) == ("lr3 (its decoder ends row-dominant (+0.05); its decoder is not the more "
-                                             "column-dominant; a pair costs 700 CPU-seconds), width64 ()")
+                                             "column-dominant; a pair costs 700 CPU-seconds), width64 (nothing recorded keeps it out)")
 
 
 def test_the_regime_and_the_projection_are_named_in_words():
