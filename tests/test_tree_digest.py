@@ -27,11 +27,12 @@ def _age(root, seconds=10):
             os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 10**9))
 
 
-def test_the_digest_is_the_sha256_of_each_path_and_its_bytes(tmp_path):
+def test_the_digest_is_the_sha256_of_each_path_its_length_and_its_bytes(tmp_path):
     root = _tree(tmp_path)
     h = hashlib.sha256()
     for rel in ("data/t.csv", "src/m.py"):        # sorted; outside a checkout the progress log is left out
-        h.update(rel.encode() + b"\0" + (root / rel).read_bytes())
+        content = (root / rel).read_bytes()
+        h.update(rel.encode() + b"\0" + len(content).to_bytes(8, "big") + content)
     assert td.tree_digest(root, ("src", "data")) == (2, h.hexdigest())
 
 

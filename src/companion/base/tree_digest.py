@@ -5,7 +5,9 @@ Two caches key what they hold on the package and its data: the book's execution 
 (:func:`companion.judge.claims._disk_cached`).  Both hash the same way, here: every file git
 tracks or would track under the given paths (files the project's own ``.gitignore`` files
 ignore, such as a training run's checkpoints and its progress log, are left out), each as its
-path and its bytes.  Only the project's ``.gitignore`` files decide: a user's global
+path, a NUL, its length in bytes (eight bytes, big-endian) and its bytes: with the length, no
+two different trees give one stream (without it, ``{a: "x", b: "y"}`` and ``{a: "", xb: "y"}``
+gave one: a file's bytes ran into the next path).  Only the project's ``.gitignore`` files decide: a user's global
 gitignore (``core.excludesFile``) or ``.git/info/exclude`` may hide a data file that changes
 what is computed (a history file, a run's log), and such a file is still hashed.  Outside a
 checkout every file is hashed except a progress log.
@@ -67,7 +69,9 @@ def tree_files(root: Path | str, keyed: tuple[str, ...]) -> list[Path]:
 
 def tree_digest(root: Path | str, keyed: tuple[str, ...]) -> tuple[int, str]:
     """``(number of files, sha256 hex digest)`` over :func:`tree_files`: each file's path
-    relative to ``root``, a NUL, then its bytes."""
+    relative to ``root``, a NUL, its length in bytes as eight big-endian bytes, then its bytes
+    (a path holds no NUL and the length ends each file's bytes, so every tree has a stream of
+    its own)."""
     root = Path(root)
     files = tree_files(root, keyed)
     # the change time and inode too: a file replaced by one of the same size with its modification
@@ -93,7 +97,7 @@ def tree_digest(root: Path | str, keyed: tuple[str, ...]) -> tuple[int, str]:
         except FileNotFoundError:   # removed between its time stamps and its bytes: hashed as absent,
             vanished += 1           # and this state is never reused
             continue
-        h.update(os.fsencode(rel) + b"\0")
+        h.update(os.fsencode(rel) + b"\0" + len(content).to_bytes(8, "big"))
         h.update(content)
     digest = (len(files) - vanished, h.hexdigest())
     # a file written just before the hash could be written again within the clock's tick
