@@ -246,13 +246,33 @@ def _cached_ok(model: ZooModel, main: Path, verify: bool) -> bool:
     return _verified(main, model.sha256, _sidecar(main), verify) and _side_files_ok(model, main)
 
 
+def _machine_tag() -> str:
+    """This machine's name (``socket.gethostname()``) as a folder being assembled carries it:
+    letters, digits, '.', '_' and '-' kept, anything else '_'."""
+    import re
+    import socket
+
+    try:
+        name = socket.gethostname()
+    except OSError:
+        name = ""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "unnamed"
+
+
 def _clean_partials(folder: Path, name: str) -> None:
-    """Remove ``.NAME.PID.*.partial`` folders whose process is gone (a killed fetch), and
-    older unnamed ones after a day."""
+    """Remove this machine's ``.NAME.PID@MACHINE.*.partial`` folders (and the older
+    ``.NAME.PID.*.partial``) whose process is gone (a killed fetch), and after a day those
+    that name no pid or another machine: on a cache shared between machines that pid names no
+    process here, and a folder another machine was still writing was removed (assembling takes
+    minutes, under the model's lock, so a day-old one is abandoned)."""
     from ..base.cache import remove_abandoned
 
     def pid_of(folder_name: str) -> int:
-        first = folder_name[len(name) + 2:].split(".")[0]
+        rest = folder_name[len(name) + 2:]
+        writer, at, machine = rest.removesuffix(".partial").rpartition(".")[0].partition("@")
+        if at:   # PID@MACHINE, then mkdtemp's letters (no '.' among them)
+            return int(writer) if writer.isdigit() and machine == _machine_tag() else 0
+        first = rest.split(".")[0]
         return int(first) if first.isdigit() else 0
 
     remove_abandoned(folder, f".{name}.*.partial", pid_of, max_age_s=86400)
@@ -327,7 +347,8 @@ def _assemble(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) 
 
 
 def _assemble_into_cache(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) -> Path:
-    tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.{os.getpid()}.", suffix=".partial", dir=final.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.{os.getpid()}@{_machine_tag()}.", suffix=".partial",
+                                dir=final.parent))
     try:
         if not quiet:
             print(f"assembling {name} into {final} ...", flush=True)

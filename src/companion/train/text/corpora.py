@@ -297,6 +297,37 @@ def _regular_archive(dest: Path) -> None:
                              "move it away and run again, and the archive is fetched anew.")
 
 
+#: seconds after which a fetch folder another machine left in a shared cache is taken as abandoned
+OTHER_MACHINE_AGE_S = 86400.0
+
+
+def machine_tag() -> str:
+    """This machine's name (``socket.gethostname()``) as the names of folders being written carry
+    it: letters, digits, '.', '_' and '-' kept, anything else '_'."""
+    import re
+    import socket
+
+    try:
+        name = socket.gethostname()
+    except OSError:
+        name = ""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "unnamed"
+
+
+def writer_pid(folder_name: str) -> int:
+    """The pid of the process writing a folder named ``...-PID@MACHINE`` when ``MACHINE`` is this
+    one; 0 when it is another (on a cache shared between machines that pid names no process
+    here: judged by it, a folder another machine was still writing was removed); for the older
+    ``...-PID`` (no machine: named so before names carried one) that pid, as before; 0 where
+    the name holds none."""
+    from ...base.cache import pid_after_last_dash
+
+    head, at, machine = folder_name.rpartition("@")
+    if not at:
+        return pid_after_last_dash(folder_name)
+    return pid_after_last_dash(head) if machine == machine_tag() else 0
+
+
 def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
     if dest.exists():
         _regular_archive(dest)
@@ -308,10 +339,12 @@ def _fetch_locked(spec: CorpusSpec, name: str, dest: Path, quiet: bool) -> Path:
         dest.replace(aside)
         print(f"the cached {dest.name} has sha256 {digest[:12]}..., not the pinned {spec.sha256[:12]}...; "
               f"kept as {aside.name} and fetched anew", file=sys.stderr)
-    from ...base.cache import pid_after_last_dash, remove_abandoned
+    from ...base.cache import remove_abandoned
 
-    remove_abandoned(dest.parent, f".fetch-{spec.name}-*", pid_after_last_dash)  # of killed fetches
-    tmp = dest.parent / f".fetch-{spec.name}-{os.getpid()}"
+    # of killed fetches: this machine's by their pid; another machine's (a shared cache), whose pid
+    # names no process here, once a day old (no fetch outlives DOWNLOAD_DEADLINE_S)
+    remove_abandoned(dest.parent, f".fetch-{spec.name}-*", writer_pid, max_age_s=OTHER_MACHINE_AGE_S)
+    tmp = dest.parent / f".fetch-{spec.name}-{os.getpid()}@{machine_tag()}"
     tmp.mkdir(exist_ok=True)
     if spec.registry == "npm":
         try:

@@ -389,12 +389,16 @@ def cached_token_streams(source: dict, documents: Callable[[], Iterable[str]], t
                                      f"token cache {folder}; check rank 0's log.")
             time.sleep(1.0)
         return _load(folder, expect)
-    from ...base.cache import pid_after_last_dash, remove_abandoned
+    from ...base.cache import remove_abandoned
+    from .corpora import machine_tag, writer_pid
 
-    remove_abandoned(root, ".*.tmp-*", pid_after_last_dash)  # builds of killed processes
-    import threading   # two threads of one process build in folders of their own (the pid stays last)
+    # builds of killed processes of this machine; another machine's (a cache on a shared file
+    # system) are never removed here: its pid names no process on this one, and a build may run
+    # for days while its folder's time stays that of its start
+    remove_abandoned(root, ".*.tmp-*", writer_pid)
+    import threading   # two threads of one process build in folders of their own
 
-    tmp = root / f".{folder.name}.tmp-{threading.get_ident()}-{os.getpid()}"
+    tmp = root / f".{folder.name}.tmp-{threading.get_ident()}-{os.getpid()}@{machine_tag()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     t0 = time.time()
