@@ -143,7 +143,7 @@ def test_tree_digest_skips_fifos_and_links_to_devices(tmp_path):
     os.mkfifo(tmp_path / "k" / "pipe")
     os.symlink("/dev/zero", tmp_path / "k" / "zero")
     n, digest = _with_deadline(lambda: tree_digest(tmp_path, ("k",)))
-    by_hand = hashlib.sha256(b"k/a.txt\0hello").hexdigest()
+    by_hand = hashlib.sha256(b"k/a.txt\0" + (5).to_bytes(8, "big") + b"hello").hexdigest()
     assert (n, digest) == (1, by_hand)
 
 

@@ -303,12 +303,12 @@ def test_a_file_replaced_by_one_of_the_same_size_and_time_is_hashed_again(tmp_pa
     old = time.time_ns() - 3_600 * 10**9
     os.utime(f, ns=(old, old))
     first = td.tree_digest(root, ("data",))
-    assert first == (1, hashlib.sha256(b"data/rules.yaml\0alpha: 0.02\n").hexdigest())
+    assert first == (1, hashlib.sha256(b"data/rules.yaml\0" + (12).to_bytes(8, "big") + b"alpha: 0.02\n").hexdigest())
     other = tmp_path / "other.yaml"
     other.write_text("alpha: 0.05\n")                # the same size
     os.utime(other, ns=(old, old))                   # and the same time, as cp -p leaves it
     os.replace(other, f)
-    assert td.tree_digest(root, ("data",)) == (1, hashlib.sha256(b"data/rules.yaml\0alpha: 0.05\n").hexdigest())
+    assert td.tree_digest(root, ("data",)) == (1, hashlib.sha256(b"data/rules.yaml\0" + (12).to_bytes(8, "big") + b"alpha: 0.05\n").hexdigest())
 
 
 @pytest.mark.parametrize("rel", ["constraints.txt", "pyproject.toml", "data/verdict_rules.yaml",

@@ -289,7 +289,8 @@ def test_the_verdict_cache_key_is_the_sha256_of_the_run_size_and_the_trees_diges
     monkeypatch.setenv("COMPANION_RUN_SIZE", "ci")
     h = hashlib.sha256()
     for rel in ("data/t.csv", "src/companion/m.py"):
-        h.update(rel.encode() + b"\0" + (tmp_path / "root" / rel).read_bytes())
+        content = (tmp_path / "root" / rel).read_bytes()
+        h.update(rel.encode() + b"\0" + len(content).to_bytes(8, "big") + content)
     key = hashlib.sha256(f"ci\0{h.hexdigest()}".encode()).hexdigest()[:24]
     assert cache._cache_path("t") == verdict_cache / f"t-{key}.json"
 
@@ -353,7 +354,7 @@ def test_a_data_file_whose_name_is_not_utf8_is_hashed_by_its_bytes_not_a_traceba
         subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     h = hashlib.sha256()
     for rel, content in ((b"data/caf\xe9.csv", b"a\n1\n"), (b"data/t.csv", b"b\n2\n")):   # sorted by name
-        h.update(rel + b"\0" + content)
+        h.update(rel + b"\0" + len(content).to_bytes(8, "big") + content)
     assert tree_digest(tmp_path, ("data",)) == (2, h.hexdigest())
 
 
@@ -366,7 +367,7 @@ def test_a_file_that_vanishes_while_the_tree_is_hashed_is_left_out_not_a_traceba
     (tmp_path / "data" / "t.csv").write_text("a\n1\n")
     listed = td.tree_files
     monkeypatch.setattr(td, "tree_files", lambda root, keyed: listed(root, keyed) + [Path(root) / "data" / "4913"])
-    h = hashlib.sha256(b"data/t.csv\0a\n1\n")
+    h = hashlib.sha256(b"data/t.csv\0" + (4).to_bytes(8, "big") + b"a\n1\n")
     assert td.tree_digest(tmp_path, ("data",)) == (1, h.hexdigest())
 
 
@@ -460,7 +461,8 @@ def test_runs_cloned_into_data_as_a_repository_of_their_own_are_part_of_the_key(
     def by_hand():
         h = hashlib.sha256()
         for rel in ("data/runs/extra/history.csv", "data/t.csv"):   # sorted by path
-            h.update(rel.encode() + b"\0" + (tmp_path / rel).read_bytes())
+            content = (tmp_path / rel).read_bytes()
+            h.update(rel.encode() + b"\0" + len(content).to_bytes(8, "big") + content)
         return (2, h.hexdigest())
 
     assert tree_digest(tmp_path, ("data",)) == by_hand()

@@ -91,20 +91,26 @@ def reading_corrections(path: str | Path | None = None, rules: dict | None = Non
 
 def commit_date(commit: str, root: str | Path | None = None) -> dt.datetime | None:
     """The committer date of ``commit`` (UTC-aware), or None where ``root`` (the source tree by
-    default) has no git history or does not hold the commit (a copy made without it).  Text that
-    is no commit name (one starting with '-', which git would read as an option) is refused."""
+    default) has no git history or does not hold the commit (a copy made without it).  The commit is
+    named by its hash (7 to 64 hexadecimal digits), as the record holds it; anything else is
+    refused: a name starting with '-' git would read as an option, a reflog name (``HEAD@{1}``,
+    ``main@{yesterday}``) dates where this clone's branch stood, not a commit of the shared history
+    (git answers ``@{yesterday}`` with its oldest entry where the reflog is younger), and a range
+    (``a..b``) names several commits."""
     import subprocess
 
     from ..base.paths import ROOT
 
-    if not isinstance(commit, str) or not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._/~^@{}-]*", commit):
-        # a name starting with '-' was read by git as an option ('--output=FILE' wrote FILE)
-        raise CompanionError(f"commit {str(commit)[:60]!r} is not a commit name; give its hash (git log --oneline).")
+    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit):
+        # '--output=FILE' was read by git as an option (it wrote FILE); 'HEAD~2..HEAD' printed two
+        # dates (a raw ValueError); 'HEAD@{yesterday}' gave a date of this clone's reflog
+        raise CompanionError(f"commit {str(commit)[:60]!r} is not a commit name the record can hold (a hash of 7 to "
+                             "64 hexadecimal digits); give its hash (git log --oneline).")
     try:
         out = subprocess.run(["git", "-C", str(root or ROOT), "show", "-s", "--format=%cI", f"{commit}^{{commit}}", "--"],
                              capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if out.returncode != 0 or not out.stdout.strip():
+    if out.returncode != 0 or len(out.stdout.split()) != 1:   # (one commit, one date)
         return None
     return dt.datetime.fromisoformat(out.stdout.strip()).astimezone(dt.timezone.utc)
