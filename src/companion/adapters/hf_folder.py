@@ -249,6 +249,14 @@ class SafetensorsSource(TensorSource):
 
     stored_nbytes = tensor_nbytes
 
+    def row_bytes(self, name: str, first: int, n: int) -> bytes:
+        """Rows ``first`` to ``first + n`` of a stored tensor, read alone (one positioned read)."""
+        path, info = self._where[name]
+        start, end = info["data_offsets"]
+        row = (end - start) // info["shape"][0]
+        self.bytes_read += n * row
+        return read_range(path, self._data_start[path] + start + first * row, n * row).tobytes()
+
     def _load(self, name: str) -> torch.Tensor:
         path, info = self._where[name]
         dtype = _ST_DTYPES.get(info["dtype"])

@@ -458,6 +458,20 @@ class HubSafetensorsSource(TensorSource):
         start, end = self._where[name][1]["data_offsets"]
         return end - start
 
+    def row_bytes(self, name: str, first: int, n: int) -> bytes:
+        """Rows ``first`` to ``first + n`` of a stored tensor: one range request of their bytes."""
+        fname, info = self._where[name]
+        start, end = info["data_offsets"]
+        row = (end - start) // info["shape"][0]
+        try:
+            raw = _http_range(self._url(fname), 8 + self._header_len[fname] + start + first * row, n * row)
+        except CompanionError:
+            raise
+        except OSError as exc:
+            raise _hub_error(exc, self.location, self.revision, hub_endpoint(), HUB_TIMEOUT) from None
+        self.bytes_read += n * row
+        return bytes(raw)
+
     def _load(self, name: str) -> torch.Tensor:
         fname, info = self._where[name]
         dtype = _ST_DTYPES.get(info["dtype"])

@@ -34,6 +34,10 @@ def _is_buffer(name: str, shape: tuple, dtype: str | None) -> bool:
     return name.endswith(("attn.bias", "attention.bias")) and len(shape) == 4
 
 
+#: readers of Hugging Face folders and hub repositories, whose tensors carry transformers' names
+_HF_KINDS = ("safetensors", "hub-safetensors", "pickle")
+
+
 class TensorSource:
     """Base class: ``config``, ``shapes`` (name -> shape) and ``get(name)``."""
 
@@ -66,6 +70,7 @@ class TensorSource:
     # names under which a tensor stored once more is found again (tied weights in a pickle):
     # one parameter, counted once
     aliases: frozenset | set = frozenset()
+    _tied: frozenset | None = None   # the tied copies found, once looked for
 
     @property
     def n_parameters(self) -> int:
@@ -75,19 +80,32 @@ class TensorSource:
         integer tensors (``position_ids``) and the float buffers older checkpoints carry
         (causal-mask ``attn.bias``/``masked_bias``, rotary ``inv_freq``).  In a quantized
         checkpoint the int8 weights count and their scales do not; a tensor tied to another
-        (stored once under two names) counts once.
+        (stored once under two names) counts once.  In a safetensors checkpoint a tied copy
+        stored under a second name counts once too, and in any Hugging Face checkpoint a Marian
+        model's position tables that the file leaves out are counted (:mod:`.param_count`).
         """
         dtypes = getattr(self, "dtypes", {})
         quantized = self.dequantize is not None
+        aliases = set(self.aliases)
+        unstored = 0
+        if self.kind in _HF_KINDS:   # Hugging Face names: tied copies and Marian's unstored tables
+            from .param_count import tied_copies, unstored_parameters
+
+            # a pickle tells a tied copy by its storage (aliases); a safetensors file (SafetensorsSource,
+            # HubSafetensorsSource: their row_bytes) by its names, its config and its values
+            if self._tied is None and self.kind != "pickle":
+                self._tied = frozenset(tied_copies(self.config, self.shapes, dtypes, self.row_bytes))
+            aliases |= self._tied or set()
+            unstored = unstored_parameters(self.config, self.shapes)
 
         def counts(n, s):
-            if n in self.scale_tensors or n in self.aliases:
+            if n in self.scale_tensors or n in aliases:
                 return False
             if quantized and dtypes.get(n) == "I8" and n.endswith("weight"):
                 return True
             return not _is_buffer(n, s, dtypes.get(n))
 
-        return int(sum(math.prod(s) for n, s in self.shapes.items() if counts(n, s)))
+        return int(sum(math.prod(s) for n, s in self.shapes.items() if counts(n, s))) + unstored
 
     def stored_nbytes(self, name: str) -> int:
         """Bytes the tensor takes in storage (quantized size for GGUF)."""
