@@ -135,7 +135,9 @@ def plan_layers(src: TensorSource, families: dict | None = None) -> tuple[str, l
 def _prune(pruned, family: str, plans: list[LayerPlan], location: str) -> None:
     """The heads left in each layer of a checkpoint saved after ``prune_heads`` (config.json's
     ``pruned_heads``, ``{"layer": [heads removed]}``): its query and key rows hold only the kept heads,
-    so 3 heads of 8 kept out of 4 (24 rows) read as 4 heads of 6 split every head's form wrongly."""
+    so 3 heads of 8 kept out of 4 (24 rows) read as 4 heads of 6 split every head's form wrongly.
+    Each pruned plan gets ``kept_heads``, the kept heads' numbers before pruning, which the layer
+    carries as :attr:`QKLayer.head_ids`."""
     where = f"{location}: config.json's pruned_heads"
     stacks = sorted({(p.component, p.role) for p in plans})
     if not isinstance(pruned, dict):
@@ -155,6 +157,8 @@ def _prune(pruned, family: str, plans: list[LayerPlan], location: str) -> None:
             raise CompanionError(f"{where} removes {str(heads)[:60]} from layer {key} of {p.n_heads} heads"
                                  f"{'' if p.n_kv_heads == p.n_heads else ' sharing key heads'}; it must list distinct "
                                  "head numbers of that layer and keep at least one. Fix config.json.")
+        # the kept heads keep their order: stored head i is the i-th head not removed
+        p.kept_heads = tuple(h for h in range(p.n_heads) if h not in heads)
         p.n_heads = p.n_kv_heads = p.n_heads - len(heads)
 
 
@@ -307,7 +311,7 @@ def read_qk(source, revision: str | None = None, allow_pickle: bool = False,
             Wq, Wk = p.extract(tensors)
             layer = QKLayer(index=p.index, role=p.role, Wq=Wq.contiguous(), Wk=Wk.contiguous(),
                             n_heads=int(p.n_heads), n_kv_heads=int(p.n_kv_heads),
-                            component=p.component, name=p.name)
+                            component=p.component, name=p.name, head_ids=getattr(p, "kept_heads", None))
             _check_head_split(layer)
             _check_head_size(layer, p)
             _check_width(layer, width)

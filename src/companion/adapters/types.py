@@ -38,10 +38,22 @@ class QKLayer:
     n_kv_heads: int
     component: str = "model"
     name: str = ""
+    # the heads' numbers in the model before ``prune_heads`` (config.json's ``pruned_heads`` numbers
+    # them so), one per stored head in the stored order; ``None``: nothing pruned, heads 0..n_heads-1
+    head_ids: tuple[int, ...] | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {self.role!r}.")
+        if self.head_ids is not None:
+            self.head_ids = tuple(int(h) for h in self.head_ids)
+            if len(self.head_ids) != self.n_heads or len(set(self.head_ids)) != self.n_heads:
+                raise ValueError(f"head_ids {self.head_ids} do not number the layer's {self.n_heads} heads once each.")
+
+    @property
+    def head_numbers(self) -> tuple[int, ...]:
+        """Each stored query head's number in the unpruned model (``0..n_heads-1`` unless pruned)."""
+        return self.head_ids if self.head_ids is not None else tuple(range(self.n_heads))
 
     @property
     def d_head(self) -> int:

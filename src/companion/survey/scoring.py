@@ -90,24 +90,25 @@ def score_entry(entry: pd.Series | dict, source: SurveySource, per_head: bool = 
     """Read one checkpoint and return its tidy scores with provenance.
 
     Rows: one per (component, layer, pairing) with ``level="layer"`` and, with
-    ``per_head``, one per head with ``level="head"`` (``head = -1`` marks a whole layer).  Grouped-query models get both
-    ``pairing="grouped"`` (correct) and ``pairing="modulo"`` (as published).
+    ``per_head``, one per head with ``level="head"`` (``head = -1`` marks a whole layer; a head's number is
+    its number before any pruning).  Grouped-query models with several key heads get both
+    ``pairing="grouped"`` (correct) and ``pairing="modulo"`` (as published); with one key head the two
+    pairings are the same and only ``"grouped"`` is written (:func:`~.tables.survey_pairings`), as
+    :func:`score_zoo` writes them.
     """
     import torch
 
     from .. import __version__
     from ..adapters import read_qk
     from ..base.runtime import describe_device
-    from .tables import layer_scores
+    from .tables import layer_scores, survey_pairings
 
     ckpt = read_qk(source.location, revision=source.revision, progress=False)
     if device is not None or torch.cuda.is_available():
         dev = torch.device(device) if device is not None else torch.device("cuda")
         for layer in ckpt.layers:  # score where the weights are: on the GPU when there is one
             layer.Wq, layer.Wk = layer.Wq.to(dev), layer.Wk.to(dev)
-    gqa = any(layer.n_kv_heads < layer.n_heads for layer in ckpt.layers)
-    pairings = ("grouped", "modulo") if gqa else ("grouped",)
-    out = pd.concat([layer_scores(ckpt, per_head=per_head, pairing=p) for p in pairings],
+    out = pd.concat([layer_scores(ckpt, per_head=per_head, pairing=p) for p in survey_pairings(ckpt)],
                     ignore_index=True)
     out["level"] = ["layer" if h == -1 else "head" for h in out["head"]]
     out.insert(0, "key", entry["key"])

@@ -3,6 +3,12 @@
 One row per (component, layer, head) with ``head = -1`` for the whole layer's form
 ``M = sum_h Wq_h^T Wk_g(h)`` (Eq. S20).  Cross-attention layers are left out: their query
 and key read different sequences, so ``M`` is not a self-attention form.
+
+``head`` is the head's number in the model as it was built, before any ``prune_heads``: a layer
+saved with heads pruned (config.json's ``pruned_heads``, which numbers them so) has rows only for
+the heads it kept, under their original numbers (heads 0, 2 and 3 of a layer that lost head 1),
+so a head keeps its name across a pruned and an unpruned copy of a model; ``n_heads`` counts the
+kept heads.
 """
 
 from __future__ import annotations
@@ -14,9 +20,19 @@ from ..adapters.types import QKCheckpoint
 from ..core.bilinear import Pairing
 from ..core.scores import structure_scores
 
-__all__ = ["layer_scores", "summarize_layers", "SCORE_COLUMNS"]
+__all__ = ["layer_scores", "summarize_layers", "survey_pairings", "SCORE_COLUMNS"]
 
 SCORE_COLUMNS = ("symmetry", "directionality")
+
+
+def survey_pairings(ckpt: QKCheckpoint) -> tuple[str, ...]:
+    """The head pairings a survey table holds for ``ckpt``: ``("grouped", "modulo")`` for a model
+    with several key heads, each shared by several query heads, in some layer; ``("grouped",)``
+    otherwise.  With one key head (multi-query attention) both pairings read that key head, so
+    modulo rows would repeat the grouped ones number for number.  :func:`~.scoring.score_entry`
+    and :func:`~.zoo_walk.score_zoo` both write these rows."""
+    gqa = any(1 < layer.n_kv_heads < layer.n_heads for layer in ckpt.layers)
+    return ("grouped", "modulo") if gqa else ("grouped",)
 
 
 def layer_scores(ckpt: QKCheckpoint, per_head: bool = False, pairing: Pairing = "grouped",
@@ -27,7 +43,8 @@ def layer_scores(ckpt: QKCheckpoint, per_head: bool = False, pairing: Pairing = 
     ----------
     ckpt : what :func:`companion.adapters.read_qk` returned.
     per_head : also add one row per query head (``M_h = Wq_h^T Wk_g(h)``), computed from
-        the factors without forming ``M_h``.
+        the factors without forming ``M_h``; ``head`` is its number before any pruning
+        (:attr:`~companion.adapters.types.QKLayer.head_numbers`).
     pairing : ``"grouped"`` (``g(h) = h // (H / H_kv)``, how the models compute) or
         ``"modulo"`` (``h % H_kv``, as in the authors' released code).
     gamma, variant : passed to the directionality score.
@@ -56,8 +73,8 @@ def layer_scores(ckpt: QKCheckpoint, per_head: bool = False, pairing: Pairing = 
             hs = structure_scores(Wq=Q, Wk=K, gamma=gamma, variant=variant, factored=True)
             sym = np.atleast_1d(hs["symmetry"])
             dirs = np.atleast_1d(hs["directionality"])
-            for h in range(layer.n_heads):
-                rows.append({**base, "head": h, "symmetry": float(sym[h]),
+            for h, number in enumerate(layer.head_numbers):   # numbered as before pruning
+                rows.append({**base, "head": number, "symmetry": float(sym[h]),
                              "directionality": float(dirs[h])})
     columns = ["model", "family", "component", "role", "layer", "head", "symmetry",
                "directionality", "d_model", "n_heads", "n_kv_heads", "d_head", "n_parameters",

@@ -45,7 +45,7 @@ def score_zoo(names: list[str] | None = None, per_head: bool = True,
     Returns ``(checkpoints, scores, status)``: the :class:`QKCheckpoint` of each model read
     (by survey key: the catalog key where the catalog has the model, else the zoo name),
     their tidy scores (as :func:`score_entry`: both head pairings for grouped-query
-    models, per-head rows with ``per_head``) and one status row per zoo model.
+    models with several key heads, :func:`~.tables.survey_pairings`; per-head rows with ``per_head``) and one status row per zoo model.
 
     A model whose reader module is not part of this installation is listed as
     ``"no reader"`` and skipped; every other failure (a missing package, a hash that does
@@ -54,7 +54,7 @@ def score_zoo(names: list[str] | None = None, per_head: bool = True,
     import time
 
     from ..adapters import read_qk
-    from .tables import layer_scores
+    from .tables import layer_scores, survey_pairings
     from ..zoo.registry import ZOO, reader_available, zoo_path
 
     cat = catalog if catalog is not None else load_catalog()
@@ -82,15 +82,12 @@ def score_zoo(names: list[str] | None = None, per_head: bool = True,
             continue
         t0 = time.perf_counter()
         ckpt = read_qk(zoo_path(name), progress=False)
-        # the modulo pairing differs from the model's only with several key heads
-        gqa = any(1 < layer.n_kv_heads < layer.n_heads for layer in ckpt.layers)
-        for pairing in ("grouped", "modulo") if gqa else ("grouped",):
-            tables.append(layer_scores(ckpt, per_head=per_head, pairing=pairing)
-                          .assign(key=key, zoo=name))
         n = cat_params.get(key)
-        tables[-1]["n_params"] = n if n is not None and not pd.isna(n) else ckpt.n_parameters
-        if gqa:
-            tables[-2]["n_params"] = tables[-1]["n_params"].iloc[0]
+        n = n if n is not None and not pd.isna(n) else ckpt.n_parameters
+        # the pairings score_entry writes (modulo only where it differs: several key heads)
+        for pairing in survey_pairings(ckpt):
+            tables.append(layer_scores(ckpt, per_head=per_head, pairing=pairing)
+                          .assign(key=key, zoo=name, n_params=n))
         checkpoints[key] = ckpt
         row.update(status="scored", layers=len(ckpt.self_attention_layers()),
                    seconds=time.perf_counter() - t0)
