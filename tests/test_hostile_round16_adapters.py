@@ -12,7 +12,6 @@ files, the attention a transformers model computes itself (its ``output_attentio
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,23 +20,14 @@ import pytest
 import torch
 
 from companion.adapters import read_qk
-from companion.base.errors import CompanionError
 from one_line import refused
+from test_hostile_round10_adapters import _save  # a config.json and model.safetensors in a folder
 
 RNG = np.random.default_rng(16)
 
 
 def _w(rows: int, cols: int) -> np.ndarray:
     return RNG.standard_normal((rows, cols)).astype(np.float32)
-
-
-def _save(folder: Path, config: dict, tensors: dict) -> Path:
-    from safetensors.numpy import save_file
-
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(folder / "model.safetensors"))
-    return folder
 
 
 def _sym(M) -> float:

@@ -19,7 +19,6 @@ import hashlib
 import io
 import math
 import os
-import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -34,16 +33,9 @@ import companion.judge.cache  # noqa: F401
 import companion.rules.sequential  # noqa: F401
 from companion.base.errors import CompanionError
 from one_line import one_line as _one_line
+from test_hostile_round15_rules import _copy, _load, _refused  # the rules folder copied, loaded, refused
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-def _copy(tmp_path) -> Path:
-    d = tmp_path / "data"
-    d.mkdir()
-    for name in ("verdict_rules.yaml", "verdict_rules_design.csv", "verdict_rules_family.csv", "survey_design.csv"):
-        shutil.copy(DATA / name, d / name)
-    return d
 
 
 def _edit(d: Path, *pairs) -> Path:
@@ -54,21 +46,6 @@ def _edit(d: Path, *pairs) -> Path:
         text = text.replace(old, new, 1)
     p.write_text(text)
     return p
-
-
-def _load(p, **kw):
-    from companion.rules.rulebook import load_rules
-
-    return load_rules(p, **kw)
-
-
-def _refused(p, *words, **kw) -> str:
-    with pytest.raises(CompanionError) as err:
-        _load(p, **kw)
-    msg = _one_line(err)
-    for w in words:
-        assert w in msg, msg
-    return msg
 
 
 _SYMMETRY_ARMS = ("    candidate: encoder/standard\n    comparator: decoder/standard\n"

@@ -15,36 +15,17 @@ import json
 import re
 import os
 import subprocess
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from companion.base.errors import CompanionError
 from companion.train.runner.runs import first_start, load_runs
 from companion.train.studies import landed_runs as lr
 from companion.train.studies import registered_bodies as rb
 from companion.train.studies import registration as reg
-from test_hostile_round15_runs import COLUMNS, STEPS, D, E, _prov, _refused, _rows, _write
+from test_hostile_round15_runs import COLUMNS, STEPS, D, E, _name, _prov, _refused, _rows, _write, body, rules  # noqa: F401  (fixtures)
 
 UTC = dt.timezone.utc
-
-
-@pytest.fixture(scope="module")
-def body():
-    import yaml
-
-    rules = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "verdict_rules.yaml").read_text())
-    return dict(rules["bodies"]["english-mix-v3"])
-
-
-@pytest.fixture
-def rules(body):
-    return {"bodies": {"english-mix-v3": body}}
-
-
-def _name(body, arm, seed):
-    return reg.run_name(body, arm, seed)
 
 
 def _read(root, body, commit=None):

@@ -5,7 +5,6 @@ a family of one test."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from companion.judge import claims
@@ -27,13 +26,7 @@ def test_a_variant_that_nothing_recorded_keeps_out_says_so_in_words():
 
 
 # ------------------------------------------------------------------- a deciding p beside the family's level
-def _family(keys, outcomes, p, share=0.0025):
-    fam = pd.DataFrame({"claim": keys, "key": keys, "outcome": outcomes, "p_decides": p, "family": "evidence",
-                        "level (one-sided)": share})
-    # the rule of claims._family_table, written out: a decided outcome stands when p < share
-    fam["stands"] = ["" if o in ("inconclusive", "not testable here") else ("yes" if q < share else "no")
-                     for o, q in zip(fam["outcome"], fam["p_decides"])]
-    return fam
+from test_claims import _family  # noqa: E402  (the family table of claims._family_table, as that file writes it)
 
 
 def _verdicts(monkeypatch, keys, statuses, p):
