@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 
 __all__ = ["cache_root", "cache_dir", "ensure_dir", "atomic_path", "exclusive", "pid_alive", "remove_abandoned",
-           "sha256_file"]
+           "sha256_file", "machine_tag"]
 
 ENV_VAR = "COMPANION_CACHE"
 
@@ -210,6 +210,20 @@ def exclusive(lock: str | os.PathLike, what: str, wait_s: float = 900.0, poll_s:
 
 #: a lock file with nothing in it yet is being written for this long (the O_EXCL fallback)
 _LOCK_WRITING_S = 5.0
+
+
+def machine_tag() -> str:
+    """This machine's name (``socket.gethostname()``) as the names of folders being written carry
+    it (a corpus fetch, a token build, a zoo assembly), so that a cache shared between machines
+    is cleaned by the machine that wrote each folder: letters, digits, '.', '_' and '-' kept, anything else '_'."""
+    import re
+    import socket
+
+    try:
+        name = socket.gethostname()
+    except OSError:
+        name = ""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "unnamed"
 
 
 def _host() -> str:

@@ -12,7 +12,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from ..base.cache import sha256_file
+from ..base.cache import machine_tag, sha256_file
 from ..base.errors import CompanionError
 from . import packages
 from .entries import ZooModel
@@ -246,19 +246,6 @@ def _cached_ok(model: ZooModel, main: Path, verify: bool) -> bool:
     return _verified(main, model.sha256, _sidecar(main), verify) and _side_files_ok(model, main)
 
 
-def _machine_tag() -> str:
-    """This machine's name (``socket.gethostname()``) as a folder being assembled carries it:
-    letters, digits, '.', '_' and '-' kept, anything else '_'."""
-    import re
-    import socket
-
-    try:
-        name = socket.gethostname()
-    except OSError:
-        name = ""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "unnamed"
-
-
 def _clean_partials(folder: Path, name: str) -> None:
     """Remove this machine's ``.NAME.PID@MACHINE.*.partial`` folders (and the older
     ``.NAME.PID.*.partial``) whose process is gone (a killed fetch), and after a day those
@@ -271,7 +258,7 @@ def _clean_partials(folder: Path, name: str) -> None:
         rest = folder_name[len(name) + 2:]
         writer, at, machine = rest.removesuffix(".partial").rpartition(".")[0].partition("@")
         if at:   # PID@MACHINE, then mkdtemp's letters (no '.' among them)
-            return int(writer) if writer.isdigit() and machine == _machine_tag() else 0
+            return int(writer) if writer.isdigit() and machine == machine_tag() else 0
         first = rest.split(".")[0]
         return int(first) if first.isdigit() else 0
 
@@ -347,7 +334,7 @@ def _assemble(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) 
 
 
 def _assemble_into_cache(model: ZooModel, name: str, final: Path, main: Path, quiet: bool) -> Path:
-    tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.{os.getpid()}@{_machine_tag()}.", suffix=".partial",
+    tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.{os.getpid()}@{machine_tag()}.", suffix=".partial",
                                 dir=final.parent))
     try:
         if not quiet:

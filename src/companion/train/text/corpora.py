@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ...base.cache import cache_dir, sha256_file
+from ...base.cache import cache_dir, machine_tag, sha256_file  # noqa: F401  (machine_tag: tokens reads it here)
 from ...base.errors import CompanionError
 from ...base.progress import report
 
@@ -299,19 +299,6 @@ def _regular_archive(dest: Path) -> None:
 
 #: seconds after which a fetch folder another machine left in a shared cache is taken as abandoned
 OTHER_MACHINE_AGE_S = 86400.0
-
-
-def machine_tag() -> str:
-    """This machine's name (``socket.gethostname()``) as the names of folders being written carry
-    it: letters, digits, '.', '_' and '-' kept, anything else '_'."""
-    import re
-    import socket
-
-    try:
-        name = socket.gethostname()
-    except OSError:
-        name = ""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "unnamed"
 
 
 def writer_pid(folder_name: str) -> int:
