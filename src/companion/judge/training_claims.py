@@ -63,27 +63,26 @@ def _interval(est, fmt="+.4f") -> str:
             f"{_level_text(est.level)} at this look")
 
 
-def chance_text(p: float, digits: int) -> str:
+def chance_text(p: float, digits: int, percent: bool = False) -> str:
     """A simulated chance with ``digits`` decimals, or as many more as keep it off 0 and 1 where it
-    is neither: Table 1's 0.9999 read '1.00', a certainty the simulation did not find."""
+    is neither: Table 1's 0.9999 read '1.00', a certainty the simulation did not find.  With
+    ``percent``, as a percentage (a look's two-sided level: 99.9997% read '100.00%', the level of
+    an interval without end)."""
     p = float(p)
+    form = "%" if percent else "f"
     if not 0 < p < 1:
-        return f"{p:.{digits}f}"
+        return f"{p:.{digits}{form}}"
     for k in range(digits, 12):
-        text = f"{p:.{k}f}"
-        if 0 < float(text) < 1:
+        text = f"{p:.{k}{form}}"
+        if 0 < float(text.rstrip("%")) < (100 if percent else 1):
             return text
-    return f"{p:.12f}"
+    return f"{p:.12{form}}"
 
 
 def _level_text(level: float) -> str:
     """A look's two-sided level as a percentage with two decimals, or as many more as keep it
-    below 100%: the first look's 99.9997% read '100.00%', the level of an interval without end."""
-    for digits in range(2, 12):
-        text = f"{level:.{digits}%}"
-        if not text.startswith("100"):
-            return text
-    return f"{level:.12%}"
+    below 100% (:func:`chance_text`)."""
+    return chance_text(level, 2, percent=True)
 
 
 def status_of(key: str, table: pd.DataFrame | None = None) -> str:
