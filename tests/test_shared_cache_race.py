@@ -301,8 +301,14 @@ def test_the_set_up_prepares_before_any_test_and_ci_prints_the_slowest_tests():
     assert recipe.index("companion zoo fetch all") < recipe.index("wait $$corpora")
     # either failing fails the set-up: both exit statuses are read
     assert "exit $$zoo" in recipe and "exit $$rc" in recipe
-    for target in ("test", "unit", "chapters"):
+    for target in ("tests-and-build", "unit", "chapters"):
         assert f"\n{target}: prepare" in make, target   # prepare, or prepare-cache (no verdicts) for unit
+    # `make test` runs the tests after the preparation; beside them only the Colab set-up cell
+    # check, which installs into a fresh environment of its own and reads no cache
+    test_recipe = make.split("\ntest: ", 1)[1].split("\n\n", 1)[0]
+    assert test_recipe.split()[-2:] == ["tests-and-build", "setup-cell-beside"], test_recipe
+    beside = make.split("\nsetup-cell-beside: ", 1)[1].split("\n\n", 1)[0]
+    assert "setup-cell-check" in beside and "prepare" not in beside
     ci = (ROOT / ".ci" / "run").read_text()
     assert "--durations=20" in ci and "make setup-check" in ci
     # the user's cache is never emptied: .ci/run sets COMPANION_CACHE only to a new folder of
