@@ -360,6 +360,13 @@ def _probe_hub(repo_id: str, revision: str | None, timeout: float) -> tuple[dict
     return info, len(raw)
 
 
+def _is_commit(revision) -> bool:
+    """A revision that names one commit (40 hexadecimal digits), not a branch or a tag that moves."""
+    import re
+
+    return isinstance(revision, str) and re.fullmatch(r"[0-9a-fA-F]{40}", revision) is not None
+
+
 class HubSafetensorsSource(TensorSource):
     """A hub repository read through HTTP range requests: headers, then q/k tensors only.
 
@@ -382,6 +389,11 @@ class HubSafetensorsSource(TensorSource):
             "HF_HUB_OFFLINE=1 forbids it)", repo_id, f" at {revision}" if revision else "", hub_endpoint())
         info, probe_bytes = _probe_hub(repo_id, revision, HUB_PROBE_TIMEOUT)
         self.commit = info.get("sha") or revision or "main"
+        if _is_commit(revision) and self.commit.lower() != revision.lower():
+            # every later request went to the commit answered, while the scores recorded the pinned one
+            raise CompanionError(f"the hub at {hub_endpoint()} answered commit {self.commit} for {repo_id} pinned "
+                                 f"at {revision}; a mirror that serves another commit would be scored as the pinned "
+                                 "one: check HF_ENDPOINT, or pin the commit the mirror holds.")
         siblings = {s.get("rfilename") for s in info.get("siblings", []) if isinstance(s, dict)}
         endpoint = hub_endpoint()
         try:

@@ -26,7 +26,8 @@ def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) 
     component, role, kind`` (``encoder`` for bidirectional, ``decoder`` for causal
     self-attention), ``modality, n_params, d_model, n_layers, pairing, score, median, q25,
     q75, origin`` (``"computed"``) and ``problems`` (empty).  Cross-attention rows are left out; a
-    whole-layer row without a key, model, component or pairing is refused.
+    whole-layer row without a key, model, component or pairing is refused, so is one whose role is not
+    ``encoder`` (or ``bidirectional``) or ``causal``, and a stack whose layers disagree on it.
     """
     from .tables import summarize_layers
 
@@ -47,6 +48,7 @@ def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) 
     from .tables import _named
 
     _named(whole, ("key", "model", "component", "pairing"), "summarise")
+    _roles_checked(whole)
     shared = whole.groupby("key")["model"].nunique()
     if len(shared := shared[shared > 1]):   # two checkpoints' layers summarised as two rows of one key
         key = shared.index[0]
@@ -80,6 +82,26 @@ def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) 
                     "problems": "",
                 })
     return pd.DataFrame(rows)
+
+
+def _roles_checked(whole: pd.DataFrame) -> None:
+    """Refuse a self-attention row whose role is not one the readers give (``encoder``, ``causal``; or
+    ``bidirectional``, read as ``encoder``) and a stack whose layers disagree on it: the kind was 'decoder'
+    for 'causal' and 'encoder' for anything else, read from the stack's first row, so a decoder marked
+    'decoder', 'Causal' or nothing, or one whose first layer said 'encoder', counted as an encoder."""
+    role = whole["role"]
+    bad = ~role.isin(["encoder", "bidirectional", "causal"])
+    if bad.any():
+        r = whole[bad].iloc[0]
+        raise ValueError(f"layer {r['layer']} of {r['component']} of {r['key']!r} has the role {r['role']!r}; a "
+                         "self-attention layer's role is 'encoder' (or 'bidirectional') or 'causal' (a decoder's): fix "
+                         "the role column (layer_scores writes it).")
+    kind = (role == "causal").rename("causal")
+    mixed = kind.groupby([whole["key"], whole["component"]], sort=False).nunique()
+    if len(mixed := mixed[mixed > 1]):
+        key, component = mixed.index[0]
+        raise ValueError(f"the {component} stack of {key!r} has both 'encoder' and 'causal' layers; one stack is "
+                         "one kind: fix the role column, or give the layers of each kind their own component.")
 
 
 def published_summary(published: pd.DataFrame | None = None,

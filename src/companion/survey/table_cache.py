@@ -106,11 +106,15 @@ def cache_problem(path: Path, required=REQUIRED_COLUMNS, key: str | None = None,
         if other:
             return f"it holds rows of {other[0]!r}, not of {key!r} (another model's table under this name)"
     for col, want in (("hub_id", hub_id), ("revision", revision)):
-        # (checked in the tables score_entry writes, which record their source beside the scores)
-        if want is not None and col in df.columns and "source" in df.columns:
-            held = sorted({"" if pd.isna(v) else str(v) for v in df[col]} - {want})
-            if held:
-                return f"it holds the scores of {col} {held[0] or '(none)'!r}, not of {want!r} (the catalog entry changed)"
+        # every table with the column, provenance recorded or not: a table written without the
+        # 'source' column was served for another hub id or commit than its entry names now
+        if want is None:
+            continue
+        if col not in df.columns:   # only a pin reaches here (hub_id is a required column)
+            return f"it records no {col}, so nothing says it holds the scores of {want!r}"
+        held = sorted({"" if pd.isna(v) else str(v) for v in df[col]} - {want})
+        if held:
+            return f"it holds the scores of {col} {held[0] or '(none)'!r}, not of {want!r} (the catalog entry changed)"
     return None
 
 
