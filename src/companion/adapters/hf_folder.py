@@ -352,6 +352,12 @@ class PickleSource(TensorSource):
     def _load(self, name: str) -> torch.Tensor:
         return self._tensors[name]
 
+    def row_bytes(self, name: str, first: int, n: int) -> bytes:
+        """The stored bytes of rows ``first`` to ``first + n`` (a copy saved apart from the tensor
+        it ties to is told by them, as in a safetensors file)."""
+        rows = self._tensors[name][first:first + n].contiguous()
+        return rows.reshape(-1).view(torch.uint8).numpy().tobytes()
+
     def stored_nbytes(self, name: str) -> int:
         t = self._tensors[name]
         return t.numel() * t.element_size()

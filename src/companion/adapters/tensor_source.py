@@ -80,8 +80,8 @@ class TensorSource:
         integer tensors (``position_ids``) and the float buffers older checkpoints carry
         (causal-mask ``attn.bias``/``masked_bias``, rotary ``inv_freq``).  In a quantized
         checkpoint the int8 weights count and their scales do not; a tensor tied to another
-        (stored once under two names) counts once.  In a safetensors checkpoint a tied copy
-        stored under a second name counts once too, and in any Hugging Face checkpoint a Marian
+        (stored once under two names) counts once.  In a Hugging Face checkpoint (safetensors or
+        pickle) a tied copy saved apart under a second name counts once too, and a Marian
         model's position tables that the file leaves out are counted (:mod:`.param_count`).
         """
         dtypes = getattr(self, "dtypes", {})
@@ -91,10 +91,12 @@ class TensorSource:
         if self.kind in _HF_KINDS:   # Hugging Face names: tied copies and Marian's unstored tables
             from .param_count import tied_copies, unstored_parameters
 
-            # a pickle tells a tied copy by its storage (aliases); a safetensors file (SafetensorsSource,
-            # HubSafetensorsSource: their row_bytes) by its names, its config and its values
-            if self._tied is None and self.kind != "pickle":
-                self._tied = frozenset(tied_copies(self.config, self.shapes, dtypes, self.row_bytes))
+            # a pickle tells a copy sharing its storage by that (aliases); every Hugging Face reader (its
+            # row_bytes) tells a copy saved apart, equal in value, by its names, its config and its values.
+            # A name already an alias is no original for another copy: that would leave the matrix uncounted
+            if self._tied is None:
+                kept = {n: s for n, s in self.shapes.items() if n not in aliases}
+                self._tied = frozenset(tied_copies(self.config, kept, dtypes, self.row_bytes))
             aliases |= self._tied or set()
             unstored = unstored_parameters(self.config, self.shapes)
 
