@@ -5,7 +5,8 @@ scores ``MatMul`` and the ``Softmax`` of each attention it traces.
 ``g`` is the traced graph (``onnx_graph._Graph``: ``const``, ``producer``, ``ancestors_ops``).
 Causal: a mask built with ``Trilu``; a constant triangle given as the mask or cut, cast or chosen
 from on the way (GPT-2's ``bias`` buffer sliced to the sequence); or a comparison of key
-positions with query positions both counted by ``Range`` (transformers' ``_make_causal_mask``).
+positions with query positions both counted by ``Range`` (transformers' ``_make_causal_mask``) or
+``CumSum`` (positions summed up from the attention mask).
 """
 
 from __future__ import annotations
@@ -32,11 +33,17 @@ def is_causal(g, masks: list[str]) -> bool:
     return False
 
 
+#: the ops that count positions: ``Range`` (``arange``) and ``CumSum`` (positions as a running sum of
+#: ones or of the attention mask, ``cumsum(mask) - 1``, as decoders that allow left padding count them)
+_COUNTERS = frozenset({"Range", "CumSum"})
+
+
 def _compares_positions(g, name: str) -> bool:
     """Whether the mask ``name`` is built by comparing key positions with query positions, both
-    counted by ``Range`` (transformers' ``_make_causal_mask``: ``arange(n) < (arange(n) + 1).view(n, 1)``,
-    as exporters of BART, Marian and T5 decoders write it).  A comparison with a constant (a relative
-    position's bucket, a window) is no such mask."""
+    counted by ``Range`` or ``CumSum`` (transformers' ``_make_causal_mask``: ``arange(n) < (arange(n) +
+    1).view(n, 1)``, as exporters of BART, Marian and T5 decoders write it; or positions summed up from
+    the attention mask).  A comparison with a constant (a relative position's bucket, a window) is no
+    such mask."""
     seen, todo = set(), [name]
     while todo and len(seen) < 256:
         node = g.producer.get(todo.pop())
@@ -45,7 +52,7 @@ def _compares_positions(g, name: str) -> bool:
         seen.add(id(node))
         if node.op_type in ("Less", "LessOrEqual", "Greater", "GreaterOrEqual") and len(node.input) == 2:
             a, b = node.input
-            if all(g.const(x) is None and "Range" in g.ancestors_ops(x) for x in (a, b)):
+            if all(g.const(x) is None and g.ancestors_ops(x) & _COUNTERS for x in (a, b)):
                 return True
         todo.extend(node.input)
     return False
