@@ -323,6 +323,22 @@ class GGUFSource(TensorSource):
         if self._tied_output():   # one parameter stored twice: counted once, as num_parameters() does
             self.aliases = frozenset({"output.weight"})
 
+    #: architectures whose converter keeps only the tokenizer's rows of a token embedding that the
+    #: model pads to a multiple of 64 (NomicBERT's ``pad_vocab_size_multiple``; llama.cpp's
+    #: NomicBertModel cuts ``embeddings.word_embeddings.weight`` to the vocabulary)
+    _PADDED_VOCABULARY = {"nomic-bert": 64, "nomic-bert-moe": 64}
+
+    @property
+    def n_parameters(self) -> int:
+        """As :attr:`TensorSource.n_parameters`, with the padding rows of a NomicBERT token embedding
+        that the file leaves out (30,522 of nomic-embed-text's 30,528 rows: 4,608 parameters short)."""
+        count = super().n_parameters
+        multiple = self._PADDED_VOCABULARY.get(self.config.get("general.architecture"))
+        shape = self.shapes.get("token_embd.weight")
+        if multiple and shape is not None and len(shape) == 2:
+            count += (-shape[0] % multiple) * shape[1]
+        return count
+
     def _tied_output(self) -> bool:
         """Whether ``output.weight`` is a second copy of ``token_embd.weight`` (a model with tied
         embeddings whose converter wrote the output matrix too, often in another block type:
