@@ -108,7 +108,9 @@ def speedup_over_seeds(pairs: dict, window: int = 3) -> tuple[pd.DataFrame, dict
     Returns the per-seed table (seed, speedup, final smoothed losses) and a summary over
     *all* seeds, the censored ones included (a mean over the seeds that reached the target
     would report the lucky seeds only): how many reached it, the censored median, the
-    smallest and the largest speed-up (``-inf`` for "below 0, by an unknown amount").
+    smallest and the largest speed-up (``-inf`` for "below 0, by an unknown amount"); the
+    median is NaN where an even number of seeds puts one that never reached and one that
+    did, at ``b > 0``, in the middle (it lies below ``b / 2``, not surely below 0).
     """
     rows = []
     for seed, (sb, lb), (sc, lc) in _paired_curves(pairs):
@@ -120,7 +122,7 @@ def speedup_over_seeds(pairs: dict, window: int = 3) -> tuple[pd.DataFrame, dict
     summary = {
         "n_seeds": len(table),
         "n_reached": int(np.isfinite(v).sum()),
-        "median": float(np.median(v)),
+        "median": _known_median(v, float(np.median(v))),
         "min": float(v.min()),
         "max": float(v.max()),
     }
@@ -167,6 +169,47 @@ def authors_speedup_from_histories(base: pd.DataFrame, cand: pd.DataFrame) -> fl
     return authors_speedup(sb, lb, lc)
 
 
+def _middle_bound(v) -> float | None:
+    """Where the median of an even number of seeds lies when the lower of its two middle seeds
+    never reached the target and the upper one did (at ``b`` >= 0): below ``b / 2`` (the
+    midpoint of ``b`` and a speed-up below 0), which is not 'below 0' when ``b > 0``; None
+    otherwise."""
+    v = np.sort(np.asarray(v, dtype=float))
+    if v.size % 2 or v.size == 0:
+        return None
+    a, b = v[v.size // 2 - 1], v[v.size // 2]
+    return float(b) / 2 if a == -np.inf and np.isfinite(b) and b > 0 else None
+
+
+def _known_median(v, median: float) -> float:
+    """``median``, or NaN where it is only known to lie below a positive bound
+    (:func:`_middle_bound`): -inf would say 'below 0', which the seeds do not show."""
+    return float("nan") if _middle_bound(v) is not None else median
+
+
+def _share_text(x: float) -> str:
+    """A speed-up (a share of training saved) in two decimals, or more where two would print a
+    value short of 1 as ``1.00`` or one above 0 as ``0.00``; ``below 0`` for -inf."""
+    if x == -np.inf:
+        return "below 0"
+    text = f"{x:.2f}"
+    for places in (3, 4, 5, 6):
+        if not ((float(text) == 1 and x < 1) or (float(text) == 0 and x > 0)):
+            break
+        text = f"{x:.{places}f}"
+    return text
+
+
+def _coverage_text(c: float) -> str:
+    """A coverage in whole percent, or with the decimals that keep one short of certainty off
+    ``100%`` (0.996: ``99.6%``)."""
+    for places in range(0, 7):
+        text = f"{c:.{places}%}"
+        if c >= 1 or float(text.rstrip("%")) < 100:
+            return text
+    return text
+
+
 def _censored_median(values: np.ndarray) -> float:
     """Median with NaN (never reached) ranked below everything (as -inf)."""
     return float(np.median(np.where(np.isnan(values), -np.inf, values)))
@@ -181,7 +224,9 @@ def censored_median_speedup(speedups, level: float = 0.95) -> dict:
     whose coverage of the median is exact whatever the distribution, the narrowest one
     reaching ``level`` when the seeds allow it, else min to max with its smaller coverage
     stated (3 seeds: 75%).  Returns ``n_seeds``, ``n_reached``, ``median``, ``low``,
-    ``high`` (``-inf`` stands for "below 0, by an unknown amount"), ``coverage`` and
+    ``high`` (``-inf`` stands for "below 0, by an unknown amount"; the median NaN, and its
+    text ``below b/2``, where an even number of seeds has one that never reached and one at
+    ``b > 0`` in the middle), ``coverage`` and
     ``text``, e.g. ``"0.12 (interval 0.05 to 0.20, 75% coverage; 3 of 3 seeds reached)"``
     (one seed: no interval).
     """
@@ -196,17 +241,18 @@ def censored_median_speedup(speedups, level: float = 0.95) -> dict:
         raise ValueError(f"a speed-up is at most 1 (1 - t*/T); got {v[~np.isnan(v)].max()}: pass speedup()'s values, "
                          "NaN for a seed that never reached the target.")
     mi = median_interval(v, level, nan_as="low")   # a seed that never reached ranks below every speed-up
-
-    def fmt(x):
-        return "below 0" if x == -np.inf else f"{x:.2f}"
+    fmt = _share_text
+    bound = _middle_bound(np.where(np.isnan(v), -np.inf, v))
+    median = fmt(mi["median"]) if bound is None else f"below {fmt(bound)}"
 
     n_reached = int(np.isfinite(v).sum())
     if v.size == 1:
-        text = f"{fmt(mi['median'])} (one seed, no interval; {n_reached} of 1 seeds reached)"
+        text = f"{median} (one seed, no interval; {n_reached} of 1 seed reached)"
     else:
-        text = (f"{fmt(mi['median'])} (interval {fmt(mi['low'])} to {fmt(mi['high'])}, "
-                f"{mi['coverage']:.0%} coverage; {n_reached} of {v.size} seeds reached)")
-    return {"n_seeds": int(v.size), "n_reached": n_reached, "median": mi["median"], "low": mi["low"],
+        text = (f"{median} (interval {fmt(mi['low'])} to {fmt(mi['high'])}, "
+                f"{_coverage_text(mi['coverage'])} coverage; {n_reached} of {v.size} seeds reached)")
+    return {"n_seeds": int(v.size), "n_reached": n_reached,
+            "median": mi["median"] if bound is None else float("nan"), "low": mi["low"],
             "high": mi["high"], "coverage": mi["coverage"], "text": text}
 
 
@@ -223,6 +269,9 @@ def paired_difference_interval(diff: pd.DataFrame, level: float = 0.95) -> pd.Da
         raise ValueError(f"level must lie in (0, 1); got {level}.")
     rows = []
     for step, g in diff.groupby("step"):
+        if "seed" in g and g["seed"].duplicated().any():   # one pair counted twice narrows the interval
+            raise ValueError(f"seed {g['seed'][g['seed'].duplicated()].iloc[0]} is listed twice at step {step:g}; "
+                             "pass each seed's difference once per step (paired_loss_difference of one pair each).")
         d = g["difference"].to_numpy(dtype=float)
         n = d.size
         mean = float(d.mean())
