@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..base.phrasing import interval, joined, sentence_case
 from .empirical_claims import training_tests_table
-from .sentences_words import _num
+from .sentences_words import _finite, _num
 
 __all__ = ["blind_progress_text", "paper_rate_text"]
 
@@ -31,12 +31,16 @@ def paper_rate_text() -> str:
             tables[key] = t[t["body_key"] == _PAPER_LR_BODY]
     n_tests = sum(len(t) for t in tables.values())   # the tests of this body the sentence picks from
     gate_failed = False
+    unread = []   # tests with no interval (one seed, a bound missing): no reversal is read from them
     for key, (fig, reversed_how) in what.items():
         if key not in tables:
             continue
         for r in tables[key].itertuples():
             n = max(n, r.n)
-            if r.n > 1 and r.high < 0:
+            if not (r.n > 1 and _finite(r.low, r.high)):
+                unread.append(f"{fig} against the {name.get(r.comparator, r.comparator)}")
+                continue
+            if r.high < 0:
                 parts.append(f"{fig} against the {name.get(r.comparator, r.comparator)} is reversed "
                              f"({reversed_how.format(c=name.get(r.comparator, r.comparator))}): "
                              f"{_num(r.estimate, '+.3f')} ({interval(r.low, r.high)}; one of "
@@ -44,14 +48,20 @@ def paper_rate_text() -> str:
                 reason = r.gate_reason if isinstance(r.gate_reason, str) and r.gate_reason.strip() else ""
                 outs.add(f"{r.outcome}" + (f", {reason}" if reason else ""))   # a missing reason is no 'nan'
                 gate_failed = gate_failed or not r.gate
+    not_read = (f"{joined(unread)} {'has' if len(unread) == 1 else 'have'} no interval (one seed, or a bound "
+                "missing), so whether " + ("it comes" if len(unread) == 1 else "they come") + " out reversed is not read")
     if not parts:
+        if unread:
+            return (f"At the paper's learning rate {not_read}"
+                    + ("; no other training contrast comes out reversed." if len(unread) < n_tests else "."))
         return ("At the paper's learning rate no training contrast comes out reversed."
                 if n else "")
     return ("At the paper's learning rate (the body whose rule came before its runs under version 1, "
             f"{n} seeds), " + joined(parts) + ". Under rules v2 this reads " + joined(sorted(outs))
             + ": it is reported, not counted as a test of the paper; on that body"
             + (", whose gate did not pass," if gate_failed else "")
-            + " the direction is the opposite of the paper's Fig. 3.")
+            + " the direction is the opposite of the paper's Fig. 3."
+            + (f" {sentence_case(not_read)}." if unread else ""))
 
 
 def blind_progress_text(n_claims: int, n_unmade: int, n_short: int) -> str:
@@ -74,8 +84,8 @@ def blind_progress_text(n_claims: int, n_unmade: int, n_short: int) -> str:
     parts = []
     if n_unmade:
         parts.append(f"{n_unmade} of the {n_claims} training claims have no pair of blind runs made yet")
-    if n_short:
-        parts.append(f"{n_short} {has(n_short)} fewer than the three seeds {'its' if n_short == 1 else 'their'} "
+    if n_short:   # alone, it names what it counts: '1 has fewer' would leave the reader asking 1 of what
+        parts.append(f"{n_short}{'' if n_unmade else f' of the {n_claims} training claims'} {has(n_short)} fewer than the three seeds {'its' if n_short == 1 else 'their'} "
                      "verdict needs")
     if not parts:
         return (f"Every one of the {n_claims} training claims has its three seeds on it." if n_claims != 1 else

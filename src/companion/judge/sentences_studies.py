@@ -26,15 +26,28 @@ def rank_one_updates(share_autoregressive: float, share_masked: float, near: flo
         raise CompanionError(f"a top singular value's share of the squared norm lies in [0, 1]; got {', '.join(bad)}: "
                              "pass sigma_1^2 / sum(sigma_i^2), not sigma_1 or a percentage.")
     close = [name for name, v in (("autoregressive", ar), ("masked", mlm)) if v > near]
+    f = lambda v, places: _off_the_mark(v, places, near)
     if len(close) == 2:
-        return (f"Both updates are close to rank one (top singular value {ar:.2f} and {mlm:.3f} of the squared "
+        return (f"Both updates are close to rank one (top singular value {f(ar, 2)} and {f(mlm, 3)} of the squared "
                 f"norm)")
     if len(close) == 1:
         one, other = close[0], "masked" if close[0] == "autoregressive" else "autoregressive"
         s1, s2 = (ar, mlm) if one == "autoregressive" else (mlm, ar)
-        return (f"The {one} update is close to rank one ({s1:.3f} of its squared norm in the top singular value), "
-                f"the {other} one less so ({s2:.2f})")
-    return f"Neither update is close to rank one (top singular values {ar:.2f} and {mlm:.2f} of the squared norm)"
+        return (f"The {one} update is close to rank one ({f(s1, 3)} of its squared norm in the top singular value), "
+                f"the {other} one less so ({f(s2, 2)})")
+    return f"Neither update is close to rank one (top singular values {f(ar, 2)} and {f(mlm, 2)} of the squared norm)"
+
+
+def _off_the_mark(v: float, places: int, mark: float) -> str:
+    """``v`` in ``places`` decimals, or in the fewest more (up to 12) that keep it printed on its
+    own side of ``mark``: a share of 0.7996 beside a mark of 0.8 reads ``0.7996``, never ``0.80``,
+    which would read as the mark (or as the 0.8004 beside it, on the other side)."""
+    v = float(v) + 0.0
+    for k in range(places, 13):
+        text = f"{v:.{k}f}"
+        if (float(text) > mark) == (v > mark) and (float(text) < mark) == (v < mark):
+            return text
+    return text
 
 
 def update_symmetry_reading(autoregressive_more_symmetric: bool | None) -> str:

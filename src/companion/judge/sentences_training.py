@@ -20,7 +20,13 @@ __all__ = ["symmetry_peak", "EncoderDecoderBody", "encoder_decoder_body", "below
 def symmetry_peak(peak_step: int, peak: float, last_step: int, last: float) -> str:
     """Where the encoders' mean symmetry peaked over training, and whether the end state is
     what is left of a structure training built and then largely undid (below half the peak).
-    A value that is not a number is said to be missing, and no shape is read from it."""
+    A value that is not a number is said to be missing, and no shape is read from it.  A peak
+    is early when it lies in the first half of the steps; half a peak is read only of a peak
+    above 0 (a value at a negative peak is no fall from it); a peak after the last step is
+    refused in one line."""
+    if _finite(peak_step, last_step) and float(peak_step) > float(last_step):
+        raise ValueError(f"the peak at step {peak_step} comes after the last step {last_step}; pass the step of "
+                         "the curve's maximum and its last logged step.")
     if _finite(peak, last) and float(last) > float(peak):   # the peak is the highest value, the end's included
         raise ValueError(f"the end value {float(last)!r} is above the peak {float(peak)!r}; pass the curve's "
                          "maximum as the peak (its end included).")
@@ -28,12 +34,14 @@ def symmetry_peak(peak_step: int, peak: float, last_step: int, last: float) -> s
         return (f"The encoders' mean symmetry is missing at its peak or at its end (a value that is not a number), "
                 f"so whether training undid the structure it built is not read: peak {_num(peak, '.3f')} at step "
                 f"{peak_step}, end {_num(last, '.3f')} at step {last_step}.")
-    if last < 0.5 * peak:
-        return (f"The encoders' mean symmetry peaks early, at step {peak_step} ({peak:.3f}), and has fallen to "
-                f"{last:.3f} by step {last_step}: at this size the ordering at the end of a run is read off a "
+    if peak > 0 and last < 0.5 * peak:
+        early = _finite(peak_step, last_step) and float(peak_step) <= 0.5 * float(last_step)
+        return (f"The encoders' mean symmetry peaks{' early,' if early else ''} at step {peak_step} "
+                f"({_num(peak, '.3f')}), and has fallen to "
+                f"{_num(last, '.3f')} by step {last_step}: at this size the ordering at the end of a run is read off a "
                 f"structure that training built and then largely undid.")
-    return (f"The encoders' mean symmetry is highest at step {peak_step} ({peak:.3f}) and ends at {last:.3f} "
-            f"(step {last_step}).")
+    return (f"The encoders' mean symmetry is highest at step {peak_step} ({_num(peak, '.3f')}) and ends at "
+            f"{_num(last, '.3f')} (step {last_step}).")
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,9 @@ def paired_test(table, body_key: str, comparator: str = "decoder", bodies=None) 
     r = table[(table["body_key"] == body_key) & (table["comparator"] == comparator)]
     if r.empty:
         return "not computed (runs missing)"
+    if len(r) > 1:   # the first of two tests would be read as the only one
+        raise ValueError(f"the table has {len(r)} rows for body {body_key!r} against the {comparator}; pass one "
+                         "claim's table (one row per body and comparator).")
     r = r.iloc[0]
     n = _seed_count(r["n"])
     iv = interval(r["low"], r["high"]) if n > 1 else "one seed, no interval" if n == 1 else "no seeds, no interval"
@@ -272,12 +283,16 @@ def training_bottom_line(decided, n_untested: int) -> str:
 
 
 def gate_floor(floor: float) -> str:
-    """The gate's context floor in nats: ``ln 2 = 0.693`` when it is ln 2 (to 5e-4), else the
-    number."""
+    """The gate's context floor in nats: ``ln 2 = 0.693`` when it is ln 2 (to 5e-4) and reads
+    0.693, else the number with every digit it was set with."""
 
     if not _finite(floor):
         return f"{MISSING} (the gate's floor is not a number)"
-    return f"ln 2 = {floor:.3f}" if abs(floor - math.log(2)) < 5e-4 else f"{floor:.3f}"
+    if abs(floor - math.log(2)) < 5e-4 and f"{floor:.3f}" == "0.693":
+        return "ln 2 = 0.693"
+    from ..base.phrasing import as_set
+
+    return as_set(floor, 3)   # 0.6925 or 0.6935, never '0.693' (read as ln 2) nor 'ln 2 = 0.694'
 
 
 def horizon_flips(rows, half_step: int) -> str:
