@@ -219,8 +219,9 @@ def study_table(runs: dict, n_samples: int = 2000) -> pd.DataFrame:
     Columns: the variant's factor and value, its shape, tokens per CPU-second of each run,
     final held-out losses, final layer-mean symmetry and directionality of each run, the
     encoder's peak layer-mean symmetry, when it peaked (tokens) and the share of the peak
-    left at the end, the null bands of both gaps, the final gaps, and when each gap leaves
-    its band, in tokens seen and in CPU-seconds (``NaN`` when it has not left it by the end).
+    left at the end (NaN for a peak not above 0), the null bands of both gaps, the final gaps,
+    and when each gap leaves its band, in tokens seen and in CPU-seconds (``NaN`` when it has
+    not left it by the end).
     """
     rows = []
     for variant, (factor, value) in STUDY_VARIANTS.items():
@@ -240,8 +241,10 @@ def study_table(runs: dict, n_samples: int = 2000) -> pd.DataFrame:
                "dec_directionality": sd["final_directionality"]}
         # the encoder's symmetry need not grow monotonically: where it peaks, and how much stays
         enc_sym = curve_by_tokens(he, me)
-        row.update({"enc_sym_peak": float(enc_sym.max()), "enc_sym_peak_tokens": float(enc_sym.idxmax()),
-                    "enc_sym_kept": float(enc_sym.iloc[-1] / enc_sym.max())})
+        # a share of a peak is read of a peak above 0 only: -0.03 of a peak of -0.01 is no 300% kept
+        peak_sym = float(enc_sym.max())
+        row.update({"enc_sym_peak": peak_sym, "enc_sym_peak_tokens": float(enc_sym.idxmax()),
+                    "enc_sym_kept": float(enc_sym.iloc[-1]) / peak_sym if peak_sym > 0 else float("nan")})
         # CPU-seconds per token of the pair, both runs together (what the comparison costs)
         cpu_per_token = 1 / se["tokens_per_cpu_s"] + 1 / sd["tokens_per_cpu_s"]
         row["pair_cpu_s"] = se["tokens"] * cpu_per_token  # both runs, the whole budget

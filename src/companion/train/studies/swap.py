@@ -70,7 +70,13 @@ def end_values(runs: pd.DataFrame, quantity: str, step: str = "last") -> pd.Data
     """``quantity`` (mean over layers) per seed and role at the run's last (or first) step."""
     m = layer_means(runs, quantity)
     pick = m.groupby("run")["step"].transform("max" if step == "last" else "min")
-    return m[m["step"] == pick].pivot_table(index="seed", columns="role", values=quantity)
+    end = m[m["step"] == pick]
+    runs_of = end.groupby(["seed", "role"])["run"].unique()
+    if len(twice := runs_of[runs_of.map(len) > 1]):   # a pivot would average them into one seed's value
+        (seed, role), names = twice.index[0], sorted(twice.iloc[0])
+        raise CompanionError(f"seed {seed} has {len(names)} {role} runs ({', '.join(names)}); its value would be "
+                             "their mean: keep one run per seed and role (move the other out of data/runs).")
+    return end.pivot_table(index="seed", columns="role", values=quantity)
 
 
 def layer_changes(runs: pd.DataFrame, quantity: str) -> pd.DataFrame:
