@@ -407,3 +407,21 @@ def test_a_safetensors_file_cut_short_is_refused_naming_it_as_truncated(tmp_path
     path.write_bytes(path.read_bytes()[:-64])
     assert path.stat().st_size > 8 + n   # the header is whole; the last tensor is not
     refused(lambda: read_qk(folder, progress=False), str(path), "truncated")
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_an_onnx_output_matrix_stored_again_as_the_embeddings_transpose_counts_once(tmp_path, tied):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    # a tied GPT-2 exported with constant folding: the embedding W for the Gather, W^T for the lm_head MatMul
+    model, _ = _onnx_layer("none")
+    wte = _w(100, 16)
+    head = wte.T.copy() if tied else _w(16, 100)
+    model.graph.initializer.extend([numpy_helper.from_array(wte, "transformer.wte.weight"),
+                                    numpy_helper.from_array(head, "onnx::MatMul_1234")])
+    model.graph.node.append(helper.make_node("MatMul", ["x", "onnx::MatMul_1234"], ["vocab_logits"]))
+    model.graph.output.append(helper.make_tensor_value_info("vocab_logits", TensorProto.FLOAT, None))
+    onnx.save(model, str(tmp_path / "model.onnx"))
+    attention = 2 * 16 * 16 + 1   # wq, wk and the scale scalar
+    assert read_qk(tmp_path / "model.onnx", progress=False).n_parameters == attention + 1600 * (1 if tied else 2)

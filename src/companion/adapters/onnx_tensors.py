@@ -111,7 +111,8 @@ def parameter_sizes(inits: dict, identities: bool = False) -> dict[str, tuple[in
     of its weights, and never integer shapes, indices or position ids.  ``identity`` (shape, type and
     a hash of the bytes, for tensors of two or more axes) tells a tensor stored again in a second
     graph of one model (T5's embedding in its encoder and decoder graphs); without ``identities`` it is
-    the name (no bytes hashed)."""
+    the name (no bytes hashed).  A tied output matrix stored again transposed counts once
+    (:func:`_transposed_copies`)."""
     import hashlib
 
     import onnx
@@ -134,4 +135,31 @@ def parameter_sizes(inits: dict, identities: bool = False) -> dict[str, tuple[in
             raw = init.raw_data or numpy_helper.to_array(init).tobytes()
             identity = (dims, int(init.data_type), hashlib.sha256(raw).hexdigest())
         out[name] = (math.prod(dims), identity)
+    for name in _transposed_copies(inits, [n for n in out if inits[n].data_type in floating]):
+        del out[name]
     return out
+
+
+def _transposed_copies(inits: dict, names: list[str]) -> set[str]:
+    """The 2-D initializers (not square) that hold another one's transpose, value for value: a tied
+    output matrix that the exporter's constant folding stored again as ``W^T`` for its ``MatMul``,
+    beside the embedding ``W`` that a ``Gather`` reads (a GPT-2 export holds its 38.6M-value embedding
+    twice).  ``num_parameters()`` counts that matrix once; a matrix of one repeated value tells nothing."""
+    from onnx import numpy_helper
+
+    by_shape: dict[tuple, list[str]] = {}
+    for n in names:
+        dims = tuple(int(d) for d in inits[n].dims)
+        if len(dims) == 2 and dims[0] != dims[1] and 0 not in dims:
+            by_shape.setdefault(dims, []).append(n)
+    order = {n: i for i, n in enumerate(names)}
+    copies: set[str] = set()
+    for dims, originals in by_shape.items():
+        for a in originals:
+            for b in by_shape.get(dims[::-1], []):
+                if a in copies or b in copies or order[b] < order[a]:   # the later of the two is the copy
+                    continue
+                x, y = numpy_helper.to_array(inits[a]), numpy_helper.to_array(inits[b])
+                if x.min() != x.max() and np.array_equal(x, y.T):
+                    copies.add(b)
+    return copies
