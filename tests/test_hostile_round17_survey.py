@@ -498,3 +498,42 @@ def test_a_layer_marked_bidirectional_counts_as_an_encoder():
     got = summarize_survey(scores, _catalog("enc", "dec", "t5"))
     assert set(got.loc[got["key"] == "enc", "kind"]) == {"encoder"}
     assert set(got.loc[got["key"] == "dec", "kind"]) == {"decoder"}
+
+
+def test_the_union_leaves_out_a_table_of_another_hub_id_even_when_its_key_is_not_surveyed(monkeypatch, tmp_path):
+    """`companion survey --only other` after the catalog entry 'bert' was pointed at another checkpoint:
+    the union took models/bert.csv (the old checkpoint's scores) into scores.csv under the new entry."""
+    from companion.survey.table_cache import _write_atomic, load_survey
+
+    scoring, scored = _counting_scoring(monkeypatch, tmp_path)
+    out = tmp_path / "out"
+    (out / "models").mkdir(parents=True)
+    _write_atomic(pd.DataFrame([_row("bert", "x/old-bert", source="hub:x/old-bert")]), out / "models" / "bert.csv")
+    cat = _cat(bert=("x/new-bert", ""), other=("x/other", ""))
+    with pytest.warns(UserWarning, match=r"bert\.csv.*x/old-bert.*--only bert --force"):
+        status = scoring.run_survey_entries(cat, out_dir=out, keys=["other"], progress=False)
+    assert scored == ["other"] and len(status.attrs["left_out"]) == 1
+    assert load_survey(out)["key"].tolist() == ["other"]
+
+
+def test_a_union_with_no_table_left_does_not_keep_the_previous_union(monkeypatch, tmp_path):
+    """The only table, edited by hand, is named as left out of scores.csv; but with no table left the union
+    was not written at all, and the previous scores.csv, edited table's old numbers included, stayed."""
+    import companion.survey.scoring as scoring_module
+    from companion.survey.sources import Unavailable
+    from companion.survey.table_cache import load_survey
+
+    scoring, _ = _counting_scoring(monkeypatch, tmp_path)
+    out = tmp_path / "out"
+    scoring.run_survey_entries(_cat(a=("x/a", "")), out_dir=out, progress=False)
+    assert load_survey(out)["key"].tolist() == ["a"]
+    table = out / "models" / "a.csv"
+    table.write_text(table.read_text().replace("0.25", "0.95"))
+
+    def unavailable(entry, local_dir=None, online=None):
+        raise Unavailable("not here")
+
+    monkeypatch.setattr(scoring_module, "resolve_source", unavailable)
+    with pytest.warns(UserWarning, match=r"a\.csv.*left out of scores\.csv"):
+        scoring.run_survey_entries(_cat(a=("x/a", ""), b=("x/b", "")), out_dir=out, keys=["b"], progress=False)
+    assert "a" not in set(load_survey(out)["key"])

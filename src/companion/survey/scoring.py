@@ -181,9 +181,8 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
         row = {"key": entry["key"], "hub_id": entry["hub_id"], "status": "", "reason": "",
                "source": "", "seconds": 0.0}
         t0 = time.perf_counter()
-        pinned = entry.get("revision")   # a pinned commit must be the one scored; no pin accepts any
-        problem = cache_problem(path, key=str(entry["key"]), hub_id=str(entry["hub_id"]),
-                                revision=pinned if isinstance(pinned, str) and pinned else None
+        # the table must hold this entry's hub id, and its pinned commit (no pin accepts any)
+        problem = cache_problem(path, key=str(entry["key"]), **_entry_pins((entry["hub_id"], entry.get("revision")))
                                 ) if path.exists() and not force else None
         if path.exists() and not force and problem is None:
             row.update(status="cached", reason=f"already in {path.name} (use --force to redo)")
@@ -211,7 +210,12 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
     files = sorted((out_dir / "models").glob("*.csv")) if (out_dir / "models").exists() else []
     # only tables that match their checksum go into the union; one that fails it and was not
     # surveyed in this run (edited by hand) is reported, never dropped from the union silently
-    problems = {f: cache_problem(f, key=f.stem) for f in files}
+    # a table of a catalog key is checked against that entry's hub id and pin, surveyed in this run or
+    # not: `--only other` after an entry was pointed at another checkpoint put the old one's scores in
+    entries = {str(k): (h, r) for k, h, r in zip(catalog["key"], catalog["hub_id"],
+                                                 catalog["revision"] if "revision" in catalog.columns
+                                                 else [None] * len(catalog))}
+    problems = {f: cache_problem(f, key=f.stem, **_entry_pins(entries.get(f.stem))) for f in files}
     seen = {str(r["key"]) for r in status}
     status = pd.DataFrame(status)
     left_out = [f"cached {f.name} failed its check ({p}); left out of scores.csv: run "
@@ -228,7 +232,20 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
     if files:
         _write_atomic(pd.concat([read_table(f) for f in files], ignore_index=True),
                       out_dir / "scores.csv")
+    elif (out_dir / "scores.csv").exists():   # the previous union kept the tables just left out of it
+        from .table_cache import REQUIRED_COLUMNS
+
+        _write_atomic(pd.DataFrame(columns=list(REQUIRED_COLUMNS)), out_dir / "scores.csv")
     return status
+
+
+def _entry_pins(entry) -> dict:
+    """What a cached table of a catalog entry ``(hub_id, revision)`` must hold (for :func:`cache_problem`):
+    its hub id, and its commit where one is pinned; nothing for a table whose key the catalog lacks."""
+    if entry is None:
+        return {}
+    hub_id, pinned = entry
+    return {"hub_id": str(hub_id), "revision": pinned if isinstance(pinned, str) and pinned else None}
 
 
 # ----------------------------------------------------------------------------- command line
