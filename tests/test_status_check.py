@@ -86,3 +86,36 @@ def test_visible_text_leaves_scripts_and_navigation_out():
     html = "<head><title>t</title></head><nav>Fig. 3a: refuted</nav><p>Fig. 3a: <b>holds</b></p><script>Table 1: refuted</script>"
     text = sc.html_text(html)
     assert [(x.key, x.status) for x in sc.stated_statuses(text, NAMES)] == [("training_symmetry", "holds")]
+
+
+def test_a_pipe_table_in_a_notebooks_text_is_read_as_a_table():
+    text = ("Some text.\n\n| Claim | **Status** | Note |\n|---|:---:|---|\n"
+            "| Table 1 | **refuted** | a \\| b |\n| Fig. 3a | holds | x |\n\nAfter the table: Fig. 3b.")
+    stated = sc.markdown_table_statuses(text, NAMES, "nb")
+    assert [(x.key, x.status) for x in stated] == [("table_1", "refuted"), ("training_symmetry", "holds")]
+    assert "a | b" in stated[0].context   # an escaped bar stays inside its cell
+    # a table without a Status column, and a line of bars with no rule under it, state nothing
+    assert sc.markdown_table_statuses("| Claim | outcome |\n|---|---|\n| Table 1 | refuted |", NAMES) == []
+    assert sc.markdown_table_statuses("| Claim | Status |\n| Table 1 | refuted |", NAMES) == []
+
+
+def test_a_notebook_is_read_in_its_text_and_in_its_code_cells_outputs():
+    """A status shown in a code cell's output (a DataFrame's HTML, printed text) is a status the
+    reader of the notebook sees, as much as one in its text."""
+    table = ("<table><thead><tr><th>claim</th><th>Status</th></tr></thead>"
+             "<tbody><tr><td>Table 1</td><td>refuted</td></tr></tbody></table>")
+    cells = [
+        {"cell_type": "markdown", "source": ["Fig. 3a: **holds**.\n"]},
+        {"cell_type": "code", "source": "what", "outputs": [
+            {"output_type": "execute_result", "data": {"text/html": [table], "text/plain": ["claim Status"]}}]},
+        {"cell_type": "code", "source": "print()", "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": "Cor. S1.13: refuted\n"}]},
+        {"cell_type": "code", "source": "x", "outputs": []},
+    ]
+    stated = sc.notebook_statuses(cells, NAMES, "notebook: book/x.ipynb")
+    assert [(x.key, x.status) for x in stated] == [("training_symmetry", "holds"), ("table_1", "refuted"),
+                                                    ("cor_s1_13", "refuted")]
+    assert stated[1].where == "notebook: book/x.ipynb (cell 1)"
+    found = sc.disagreements(stated, TABLE)
+    assert [f.split(" is stated")[0] for f in found] == ["notebook: book/x.ipynb (cell 1): Table 1",
+                                                         "notebook: book/x.ipynb (cell 2): Cor. S1.13"]

@@ -1,8 +1,9 @@
 """One status per claim on every surface: find each status the built book states for a claim
 and compare it with the verdict table.
 
-Data flow: the built pages (HTML of the site and of the slides, markdown of the generated
-notebooks) -> :func:`stated_statuses` (claim, status, where) -> :func:`disagreements` against
+Data flow: the built pages (HTML of the site and of the slides; the generated notebooks'
+text cells and their code cells' outputs, :func:`notebook_statuses`) -> :func:`stated_statuses`
+and the table readers (claim, status, where) -> :func:`disagreements` against
 the table of :func:`companion.judge.claims.all_verdicts` (and the survey's two halves).
 
 A status is *stated* for a claim in two shapes, the two the book uses:
@@ -28,8 +29,8 @@ from html.parser import HTMLParser
 
 from ...base.errors import CompanionError
 
-__all__ = ["HISTORY_PAGES", "STATUS_WORDS", "aliases", "Stated", "stated_statuses", "table_statuses", "disagreements",
-           "html_text"]
+__all__ = ["HISTORY_PAGES", "STATUS_WORDS", "aliases", "Stated", "stated_statuses", "table_statuses",
+           "markdown_table_statuses", "notebook_statuses", "disagreements", "html_text"]
 
 #: the one page that shows earlier rules versions' readings (its name, without a suffix)
 HISTORY_PAGES = ("rules_history",)
@@ -212,9 +213,67 @@ def table_statuses(html: str, names: dict, where: str = "") -> list[Stated]:
     the cell's text, so a table that puts something else there fails the comparison)."""
     parser = _Tables()
     parser.feed(html)
+    return _statuses_of_tables(parser.tables, names, where)
+
+
+def _pipe_cells(line: str) -> list[str]:
+    """The cells of one row of a Markdown pipe table (a ``\\|`` inside a cell kept as ``|``)."""
+    line = line.strip()
+    line = line[1:] if line.startswith("|") else line
+    line = line[:-1] if line.endswith("|") and not line.endswith("\\|") else line
+    return [re.sub(r"\s+", " ", c.replace("\\|", "|")).strip() for c in re.split(r"(?<!\\)\|", line)]
+
+
+def markdown_table_statuses(text: str, names: dict, where: str = "") -> list[Stated]:
+    """As :func:`table_statuses`, for the pipe tables of Markdown text (a notebook's text
+    cells): a header row, a row of dashes, then the body rows up to the first line that is no
+    row.  Emphasis marks around a cell are dropped."""
+    tables, lines, i = [], text.splitlines(), 0
+    while i + 1 < len(lines):
+        head, rule = lines[i], lines[i + 1]
+        if "|" in head and re.fullmatch(r"\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*", rule):
+            rows, i = [_pipe_cells(head)], i + 2
+            while i < len(lines) and "|" in lines[i] and lines[i].strip():
+                rows.append(_pipe_cells(lines[i]))
+                i += 1
+            tables.append([[c.strip("*_ ") for c in row] for row in rows])
+        else:
+            i += 1
+    return _statuses_of_tables(tables, names, where)
+
+
+def notebook_statuses(cells: list, names: dict, where: str = "") -> list[Stated]:
+    """Every status a notebook states: the inline statements and pipe tables of its text
+    cells, and the tables (HTML) and inline statements (plain text) of its code cells'
+    outputs, as a reader of the notebook sees them.  ``cells``: the notebook's ``cells``
+    (nbformat's JSON)."""
+    def joined(value) -> str:
+        return "".join(value) if isinstance(value, list) else str(value or "")
+
+    out = []
+    for n, cell in enumerate(cells):
+        at = f"{where} (cell {n})"
+        if cell.get("cell_type") == "markdown":
+            text = joined(cell.get("source")).replace("**", "")
+            out += stated_statuses(text, names, at) + markdown_table_statuses(text, names, at)
+            continue
+        for output in cell.get("outputs", []) or []:
+            data = output.get("data", {}) or {}
+            if "text/html" in data:
+                html = joined(data["text/html"])
+                out += table_statuses(html, names, at) + stated_statuses(html_text(html), names, at)
+            elif "text/markdown" in data:
+                text = joined(data["text/markdown"]).replace("**", "")
+                out += stated_statuses(text, names, at) + markdown_table_statuses(text, names, at)
+            elif output.get("output_type") == "stream" or "text/plain" in data:
+                out += stated_statuses(joined(output.get("text") or data.get("text/plain")), names, at)
+    return out
+
+
+def _statuses_of_tables(tables: list, names: dict, where: str) -> list[Stated]:
     pat = _name_pattern(names) if names else None
     out = []
-    for table in parser.tables:
+    for table in tables:
         if not table or pat is None:
             continue
         head = table[0]
