@@ -303,10 +303,10 @@ def not_measured_reason(note: str, where: str = "that machine") -> str:
 
 def _cell(row) -> str:
     """A recorded time as the intro's table shows it: ``45 s``, ``3 min``; a time under half a
-    second keeps a digit (``0.3 s``, never ``0 s``)."""
+    second keeps a digit (``0.3 s``, ``0.5 s``, never ``0 s``)."""
     if row["outcome"] == "finished":
         s = float(row["seconds"])
-        if 0 < s < 0.5:
+        if 0 < s < 0.95:   # 0.5 s rounded to whole seconds read 0 s
             return f"{s:.1g} s"
         return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
     if row["outcome"] == "over the budget":

@@ -323,11 +323,14 @@ def _seconds(s: float, lower: bool = False, mark: float | None = None) -> str:
     """``s`` in whole seconds with thousands separated; a ``lower`` bound (a time the chapter
     ran *over*, at least) rounded down, so that it never claims more than was measured.  With
     a ``mark`` (a budget), the fewest decimals that keep ``s`` on its own side of it: 600.3 s
-    against 600 reads ``600.3``, never ``600`` beside a flag saying it is over."""
+    against 600 reads ``600.3``, never ``600`` beside a flag saying it is over, and 600.0001
+    reads ``600.0001``, never ``600.000``.  The rule of :func:`companion.base.phrasing.side_by_side`
+    (each value on its own side of the mark), in decimals: that one writes significant digits
+    (``1.23e+03`` for 1,234.5 s), a time is written in whole seconds with separators."""
     if lower:
         return f"{math.floor(s):,}"
-    for digits in range(4):
-        shown = round(s, digits)
+    for digits in range(18):   # 17 decimals tell any time from its budget
+        shown = float(f"{s:.{digits}f}")
         if mark is None or not _known(mark) or ((shown > mark) == (s > mark) and (shown < mark) == (s < mark)):
             break
     return f"{s:,.{digits}f}"
