@@ -133,12 +133,22 @@ def column_formats(values) -> int | None:
               if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(_real(v))]
     if not finite or all(float(v).is_integer() and abs(v) < 1e15 for v in finite):
         return None
+    top = max(abs(v) for v in finite)
+    # the smallest gap between two values that is a difference, not float round-off (a gap
+    # below a ten-billionth of the largest value)
+    distinct = sorted(set(finite))
+    gaps = [b - a for a, b in zip(distinct, distinct[1:]) if b - a > 1e-10 * max(1.0, top)]
+
+    def apart(d: int) -> bool:   # every two values that differ read differing at d decimals
+        return len({round(v, d) for v in distinct}) >= len(gaps) + 1
+
     given = [_decimals_given(v) for v in finite]
-    if all(g is not None for g in given):
+    # a column rounded by its chapter, unless its decimals would merge two of its values (the
+    # test of "rounded" allows a billionth of the value: 1e9 + 0.5 passed as exact at 0 decimals)
+    if all(g is not None for g in given) and apart(max(given)):
         return max(given)
     if all(float(f"{v:.2g}") == v for v in finite):   # set values (learning rates 1e-3, 5e-5)
         return SHORTEST
-    top = max(abs(v) for v in finite)
     decimals = max(0, 2 - math.floor(math.log10(top))) if top > 0 else 3
     if top < 10:   # a loss of 5.247 beside 5.251: three decimals below 10
         decimals = max(decimals, 3)
@@ -146,11 +156,8 @@ def column_formats(values) -> int | None:
     if spread > 0:   # and two significant digits of the column's spread (losses 5.47 to 5.55)
         decimals = max(decimals, 1 - math.floor(math.log10(spread)))
     # and of the smallest gap between two of its values, so that no two distinct values read
-    # as one (0.50001 beside 0.50004 in a column from 0 to 1); a gap below a ten-billionth of
-    # the largest value is float round-off, not a difference
-    distinct = sorted(set(finite))
-    gaps = [b - a for a, b in zip(distinct, distinct[1:]) if b - a > 1e-10 * max(1.0, top)]
-    while decimals < 10 and len({round(v, decimals) for v in distinct}) < len(gaps) + 1:
+    # as one (0.50001 beside 0.50004 in a column from 0 to 1)
+    while decimals < 10 and not apart(decimals):
         decimals += 1
     return min(decimals, 10)
 
