@@ -52,16 +52,28 @@ def _panels(fig):
 
 
 def _name(artist, element: str, counts: dict, owners: dict | None = None) -> str:
+    """The series name of ``artist``: its legend label, else ``<element> <n>``; a label an
+    earlier artist of the axes already took gets ``(2)``, ``(3)``, ... (two lines both labelled
+    ``seed 0`` were one series of twice the points in the source data and the alt text)."""
     # a label matplotlib hides starts with "_"; one drawn by palette.plain (" _x") is shown
     label = artist.get_label() or ""
+    name = None
     if (not label or label.startswith("_")) and owners and id(artist) in owners:
         label = owners[id(artist)] or ""
         if label and not label.startswith("_"):
-            return as_written(label) + (" (error bars)" if element == "segments" else "")
-    if label and not label.startswith("_"):
-        return as_written(label)
-    counts[element] = counts.get(element, 0) + 1
-    return f"{element} {counts[element]}"
+            name = as_written(label) + (" (error bars)" if element == "segments" else "")
+    if name is None and label and not label.startswith("_"):
+        name = as_written(label)
+    if name is None:
+        counts[element] = counts.get(element, 0) + 1
+        name = f"{element} {counts[element]}"
+    taken = counts.setdefault(None, set())   # every name given on this axes so far
+    unique, k = name, 1
+    while unique in taken:
+        k += 1
+        unique = f"{name} ({k})"
+    taken.add(unique)
+    return unique
 
 
 def _xy_rows(xy, element, series):
