@@ -22,10 +22,17 @@ def _some(rows: pd.DataFrame, summary: pd.DataFrame, what: str, score: str) -> N
 def symmetry_random_limit(summary: pd.DataFrame, claimed_constant: float = 8.0) -> plt.Figure:
     """Mean symmetry score of i.i.d. random n x n matrices against n, with c/n reference lines.
 
-    ``summary``: rows of :func:`companion.core.null.null_summary` for ``score == "symmetry"``.
+    ``summary``: rows of :func:`companion.core.null.null_summary` for ``score == "symmetry"``;
+    of a summary that also holds low-rank products (a ``rank`` other than -1), only the i.i.d.
+    rows (``rank == -1``) are drawn: the limit is that of i.i.d. entries.
     """
     s = summary[summary["score"] == "symmetry"].sort_values("d")
     _some(s, summary, "symmetry_random_limit", "symmetry")
+    if "rank" in s.columns:
+        s = s[s["rank"] == -1]
+        if s.empty:
+            raise ValueError("symmetry_random_limit: the summary has no row of i.i.d. entries (rank -1); pass "
+                             "companion.core.null.null_summary of null_scores(d) drawn without a rank.")
     n = s["d"].to_numpy(float)
     positive(n, "symmetry_random_limit (log axes)", "d")
     positive(s["mean"], "symmetry_random_limit (log axes)", "mean")
@@ -50,15 +57,32 @@ def symmetry_random_limit(summary: pd.DataFrame, claimed_constant: float = 8.0) 
 def null_bands(summary: pd.DataFrame, score: str = "directionality") -> plt.Figure:
     """Median and 95% band of a score for random matrices, against the dimension d.
 
-    One line per ``rank`` in the summary (``-1`` = i.i.d. entries).
+    One line per ``rank`` in the summary (``-1`` = i.i.d. entries); low-rank products whose
+    rank grows with d (``rank = d // 4`` at each d, one point per rank) are one line per ratio
+    ``d / rank`` ("rank d/4") instead, whichever makes fewer lines.  Every row is drawn, the
+    colours cycling (four fixed colours left out every line past the fourth).
     """
     s = summary[summary["score"] == score]
     _some(s, summary, "null_bands", score)
+    rank = s["rank"].to_numpy()
+    low = rank != -1
+    ratio = np.where(low, s["d"].to_numpy(float) / np.where(low, rank, 1), np.nan)
+    by_ratio = low.any() and len(set(ratio[low])) < len(set(rank[low]))
+
+    def named(r, q) -> tuple:   # (sort key, label) of one line
+        if r == -1:
+            return (0, 0.0), "i.i.d. entries"
+        if by_ratio:
+            return (1, q), f"Wq^T Wk, rank d/{q:g}" if float(q).is_integer() else f"Wq^T Wk, rank {1 / q:.3g} d"
+        return (1, float(r)), f"Wq^T Wk, rank {r}"
+
+    keys = [named(r, q) for r, q in zip(rank, ratio)]
+    s = s.assign(_line=[k[1] for k in keys], _order=[k[0] for k in keys])
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    colors = CYCLE[:4]
-    for color, (rank, grp) in zip(colors, s.groupby("rank", sort=True)):
-        grp = grp.sort_values("d")
-        label = "i.i.d. entries" if rank == -1 else f"Wq^T Wk, rank {rank}"
+    lines = sorted(dict(zip(s["_line"], s["_order"])).items(), key=lambda kv: kv[1])
+    for i, (label, _) in enumerate(lines):
+        color = CYCLE[i % len(CYCLE)]
+        grp = s[s["_line"] == label].sort_values("d")
         ax.fill_between(grp["d"], grp["q0.025"], grp["q0.975"], color=color, alpha=0.2)
         ax.plot(grp["d"], grp["q0.5"], "o-", color=color, label=label + " (median, 95% band)")
     ax.axhline(0, color="k", lw=0.6)
