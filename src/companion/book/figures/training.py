@@ -18,11 +18,22 @@ _YLABEL = {"symmetry": "symmetry score", "directionality": "directionality score
            "eval_loss": "held-out loss", "train_loss": "training loss"}
 
 
+def _labelled(sub: pd.DataFrame, quantity: str) -> pd.DataFrame:
+    """``sub``, refused in one line where a row has no label (grouping by label left such a run
+    out of the figure without a word)."""
+    bad = sub[sub["label"].isna()] if "label" in sub.columns else sub
+    if len(bad):
+        run = f" of run {bad['run'].iloc[0]!r}" if "run" in bad.columns else ""
+        raise ValueError(f"{len(bad)} {quantity!r} row(s){run} have no label; give every run a label "
+                         "(load_runs gives each its label_of(config)).")
+    return sub
+
+
 def _layer_rows(df: pd.DataFrame, quantity: str) -> pd.DataFrame:
     sub = df[(df["quantity"] == quantity) & (df["head"] == -1)]
     if sub.empty:
         raise ValueError(f"the table has no per-layer rows of {quantity!r}.")
-    return sub
+    return _labelled(sub, quantity)
 
 
 def scores_over_training(df: pd.DataFrame, quantity: str = "symmetry", ax=None, title=None):
@@ -71,6 +82,7 @@ def loss_curves(df: pd.DataFrame, quantity: str = "eval_loss", ax=None, logy=Fal
     sub = df[df["quantity"] == quantity]
     if sub.empty:
         raise ValueError(f"the table has no {quantity!r} rows.")
+    _labelled(sub, quantity)
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
     for label, g in sub.groupby("label", sort=False):
         mean = g.groupby("step")["value"].mean()
@@ -129,6 +141,7 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
     fig, ax = plt.subplots(figsize=(5.6, 3.6))
     colors = [CYCLE[i % len(CYCLE)] for i in range(len(curves))]
     hidden = 0   # values a log axis cannot show: counted and said on the figure, never dropped silently
+    undrawn = []   # and the null levels it cannot show
     for color, (label, pair) in zip(colors, curves.items()):
         for mode, style in (("encoder", "-"), ("decoder", "--")):
             if mode not in pair:
@@ -139,12 +152,18 @@ def scores_against_tokens(curves: dict, quantity: str = "symmetry", bands: dict 
             hidden += int((y.notna() & ~(y > 0)).sum())
             ax.plot(c.index, y.where(y > 0), style, color=color, label=plain(f"{label} {mode}"))
         if bands and label in bands:
-            ax.axhline(bands[label], color=color, ls=":", lw=0.8)
+            if bands[label] > 0:   # NaN and a level at or below 0 a log axis cannot draw: said below
+                ax.axhline(bands[label], color=color, ls=":", lw=0.8)
+            else:
+                undrawn.append(plain(str(label)))
     ax.set_xscale("log")
     ax.set_yscale("log")
     if hidden:
         ax.text(0.01, 0.01, f"{hidden} value{'s' if hidden > 1 else ''} at or below 0 not drawn (log axis)",
                 transform=ax.transAxes, fontsize=7, va="bottom")
+    if undrawn:
+        ax.text(0.01, 0.06 if hidden else 0.01, f"null level of {', '.join(undrawn)} at or below 0 or missing, "
+                "not drawn (log axis)", transform=ax.transAxes, fontsize=7, va="bottom")
     ax.set_xlabel("tokens seen")
     ax.set_ylabel("- layer-mean directionality" if quantity == "directionality"
                   else f"layer-mean {_YLABEL.get(quantity, quantity)}")
