@@ -189,6 +189,12 @@ def qk_heatmaps(forms: pd.DataFrame, max_dim: int | None = 128) -> Figure:
     for c in ("panel", "row", "col", "value"):
         if c not in forms.columns:
             raise ValueError(f"qk_heatmaps: the table lacks column {c!r} (panel, row, col, value).")
+    import numbers
+
+    if max_dim is not None and (isinstance(max_dim, (bool, np.bool_)) or not isinstance(max_dim, numbers.Integral)
+                                or max_dim < 1):   # -1 cut the last row and column off, 0 drew nothing
+        raise ValueError(f"qk_heatmaps: max_dim must be a whole number of at least 1, or None for the whole "
+                         f"matrix; got {max_dim!r}.")
     twice = forms[forms.duplicated(["panel", "row", "col"], keep=False)]
     if not twice.empty:
         raise ValueError(f"qk_heatmaps: panel {twice['panel'].iloc[0]!r} has two values at row "

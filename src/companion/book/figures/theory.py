@@ -77,6 +77,17 @@ def first_order_error_scaling(updates: pd.DataFrame):
     return fig
 
 
+def _share(v: float) -> str:
+    """A share in two decimals, or as many more as keep it off 0, off 1 and on its side of
+    one half: 0.996 reads ``0.996``, never ``1.00`` (every type), 0.5004 ``0.5004``."""
+    v = float(v)
+    for digits in range(2, 18):
+        shown = float(f"{v:.{digits}f}")
+        if all((shown > m) == (v > m) and (shown < m) == (v < m) for m in (0.0, 0.5, 1.0)):
+            break
+    return f"{v:.{digits}f}"
+
+
 def context_ratio_per_type(results: dict):
     """Eq. S96's ratio ``mu_c / mu_p`` per frequent token type, with its bootstrap interval,
     against the type's count; one panel per kind of window.
@@ -97,8 +108,8 @@ def context_ratio_per_type(results: dict):
         ax.axhline(1.0, ls=":", color="k")
         ax.set_xscale("log"); ax.set_yscale("log")
         ax.set_xlabel("occurrences of the type")
-        ax.set_title(plain(f"{kind} windows: share above 1 = {res['bagged']:.2f} bagged "
-                     f"({res['share']:.2f} plain)"), fontsize=9)
+        ax.set_title(plain(f"{kind} windows: share above 1 = {_share(res['bagged'])} bagged "
+                     f"({_share(res['share'])} plain)"), fontsize=9)
     axes[0][0].set_ylabel(r"context / prediction count, $\mu_c/\mu_p$")
     axes[0][0].legend(fontsize=7, loc="upper right")
     return fig

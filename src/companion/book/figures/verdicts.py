@@ -54,7 +54,8 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
                              "claims.training_tests_table(key) with 'primary' true.")
     if primary.empty:
         raise CompanionError("no primary test to draw.")
-    unknown = sorted(set(primary["outcome"]) - set(OUTCOME_STYLE))
+    # a missing outcome (NaN) among words: repr'd, so the refusal is sorted and names it
+    unknown = sorted({repr(o) if not isinstance(o, str) else o for o in primary["outcome"]} - set(OUTCOME_STYLE))
     if unknown:
         raise CompanionError(f"unknown outcomes {unknown}; expected one of {list(OUTCOME_STYLE)}.")
     if "status" in primary.columns:   # the status every page gives: one of them, in every row
@@ -122,6 +123,8 @@ def evidence_at_a_glance(primary: pd.DataFrame, label_width: int = 34,
     cut = [c if len(c) <= label_width else c[:label_width - 1] + "…" for c in full]
     # a name the cut makes equal to another's keeps its end instead ("…ining, encoder")
     cut = [c if cut.count(c) == 1 else "…" + f[-(label_width - 1):] for c, f in zip(cut, full)]
+    # two names that differ only between the kept start and end read alike either way: whole
+    cut = [c if cut.count(c) == 1 else f for c, f in zip(cut, full)]
     names = [plain(c) for c in cut]
     ax.set_yticks(range(rows - 1, -1, -1), names, fontsize=FONT)
     ax.set_ylim(-0.7, rows - 0.3)
