@@ -254,6 +254,22 @@ def test_the_share_of_a_peak_that_is_not_above_0_is_missing_not_300_percent():
     assert table.loc["width64", "enc_sym_kept"] == pytest.approx(0.5)
 
 
+def test_a_layer_without_a_number_is_refused_not_left_out_of_the_layer_mean():
+    from companion.train.studies.compute_study import layer_mean_curve, study_table
+
+    h = pd.DataFrame([dict(step=st, quantity="symmetry", head=-1, layer=la, value=v)
+                      for st in (10, 20) for la, v in ((0, 0.1), (1, 0.5))])
+    assert layer_mean_curve(h).tolist() == pytest.approx([0.3, 0.3])
+    h.loc[(h["step"] == 20) & (h["layer"] == 1), "value"] = _NAN   # the mean of layer 0 alone would read 0.1
+    with pytest.raises(ValueError, match="layer 1's symmetry at step 20"):
+        layer_mean_curve(h)
+    enc = _hist([0.1, 0.2, 0.3], 0.1)
+    enc.loc[(enc["quantity"] == "symmetry") & (enc["layer"] == 1) & (enc["step"] == 30), "value"] = _NAN
+    with pytest.raises(ValueError, match="study variant 'base'.*layer 1's symmetry at step 30"):
+        study_table({("base", "encoder"): (enc, _meta("encoder")),
+                     ("base", "decoder"): (_hist([0.0, 0.0, 0.0], -0.2), _meta("decoder"))}, n_samples=200)
+
+
 # ------------------------------------------------------------------------ the rule's paired tests
 def test_a_paired_test_with_two_rows_for_its_body_is_refused_not_the_first_read():
     table = pd.DataFrame({"body_key": ["b", "b"], "comparator": ["decoder", "decoder"], "n": [3, 3],

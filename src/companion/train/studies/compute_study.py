@@ -91,10 +91,18 @@ def tokens_per_step(config: dict, model_size: dict | None = None, world: int = 1
 
 
 def layer_mean_curve(history: pd.DataFrame, quantity: str = "symmetry") -> pd.Series:
-    """The mean over layers of a per-layer score (the layers' summed forms), by step."""
+    """The mean over layers of a per-layer score (the layers' summed forms), by step.  A layer
+    whose score is not a number is refused in one line, naming it: the mean of the other
+    layers is not the model's score (and a gap read from it would be read from part of it)."""
     rows = history[(history["quantity"] == quantity) & (history["head"] == -1)]
     if rows.empty:
         raise ValueError(f"the history has no per-layer {quantity!r} rows.")
+    bad = rows[rows["value"].isna()]
+    if len(bad):
+        r = bad.iloc[0]
+        which = f"layer {r['layer']}'s" if "layer" in r else "a layer's"
+        raise ValueError(f"{which} {quantity} at step {r['step']} is not a number, so the layer mean "
+                         "there cannot be read; leave the run out, or rerun it.")
     return rows.groupby("step")["value"].mean().sort_index()
 
 
@@ -228,7 +236,10 @@ def study_table(runs: dict, n_samples: int = 2000) -> pd.DataFrame:
         if (variant, "encoder") not in runs or (variant, "decoder") not in runs:
             continue
         (he, me), (hd, md) = runs[(variant, "encoder")], runs[(variant, "decoder")]
-        se, sd = run_summary(he, me), run_summary(hd, md)
+        try:
+            se, sd = run_summary(he, me), run_summary(hd, md)
+        except ValueError as e:   # which run it is, beside what is wrong with it
+            raise ValueError(f"study variant {variant!r}: {e}") from None
         width, layers = int(se["width"]), int(se["layers"])
         row = {"variant": variant, "factor": factor, "value": value,
                "layers": layers, "width": width, "heads": se["heads"], "seq_len": se["seq_len"],
