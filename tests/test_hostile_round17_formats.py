@@ -425,3 +425,21 @@ def test_an_onnx_output_matrix_stored_again_as_the_embeddings_transpose_counts_o
     onnx.save(model, str(tmp_path / "model.onnx"))
     attention = 2 * 16 * 16 + 1   # wq, wk and the scale scalar
     assert read_qk(tmp_path / "model.onnx", progress=False).n_parameters == attention + 1600 * (1 if tied else 2)
+
+
+# ============================================================ 5. Marian: intgemm's activation multipliers
+
+
+def test_a_marian_models_activation_multipliers_are_no_parameters(tmp_path):
+    from test_hostile_round14_binary_readers import _marian
+
+    f32 = 0x404
+    items = {"Wemb": (f32, (10, 8), _w(10, 8).tobytes()),
+             "encoder_l1_self_Wq": (f32, (8, 8), _w(8, 8).tobytes()),
+             "encoder_l1_self_Wk": (f32, (8, 8), _w(8, 8).tobytes()),
+             "encoder_l1_self_bq": (f32, (1, 8), _w(1, 8).tobytes())}
+    # what Bergamot's 8-bit models carry beside each matrix: one float, the activations' multiplier
+    items.update({f"{n}_QuantMultA": (f32, (1, 1), np.float32([12.5]).tobytes())
+                  for n in ("Wemb", "encoder_l1_self_Wq", "encoder_l1_self_Wk", "none")})
+    ckpt = read_qk(_marian(tmp_path / "model.enpt.intgemm.alphas.bin", items), progress=False)
+    assert ckpt.n_parameters == 10 * 8 + 2 * 8 * 8 + 8

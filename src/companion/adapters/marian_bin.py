@@ -165,6 +165,9 @@ class MarianSource(TensorSource):
             linear = _transposed(name, kind, shape) or (kind == FLOAT32 and _projection(name, shape))
             self.shapes[name] = shape[::-1] if linear else shape
             self.dtypes[name] = "F32"
+        # intgemm's activation multipliers (``<matrix>_QuantMultA``, one float each): settings of the
+        # 8-bit kernels, no parameters of the model (its float form has none)
+        self.scale_tensors = frozenset(n for n in self.shapes if n.endswith("_QuantMultA"))
         if "special:model.yml" not in self._items:
             raise _bad(self.path, "it has no special:model.yml item (the model's configuration)")
         import yaml
