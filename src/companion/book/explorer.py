@@ -104,10 +104,11 @@ def head_summaries(Q: torch.Tensor, K: torch.Tensor, cells: int = 24) -> list[di
 
 
 def _score(x) -> float | None:
-    """A score rounded to 4 decimals; ``None`` (shown as a dash) where it is undefined (a form
-    of zeros has no symmetry), never a NaN the page would print."""
+    """A score rounded to 6 decimals; ``None`` (shown as a dash) where it is undefined (a form
+    of zeros has no symmetry), never a NaN the page would print.  The page shows 3 decimals:
+    rounded first to 4, a score of 0.00049 was stored as 0.0005 and shown as 0.001."""
     x = float(x)
-    return round(x, 4) if np.isfinite(x) else None
+    return round(x, 6) if np.isfinite(x) else None
 
 
 def _sig5(values) -> list[float]:
@@ -209,9 +210,9 @@ _TEMPLATE = """
       s[i * n + j] = (a[i * n + j] + a[j * n + i]) / 2; k[i * n + j] = (a[i * n + j] - a[j * n + i]) / 2;
     }
     heat($(".qk-m"), a, n); heat($(".qk-s"), s, n); heat($(".qk-n"), k, n); norms($(".qk-norms"), rec.rows, rec.cols);
-    const score = (x) => (typeof x === "number" ? x.toFixed(3) : "\u2014");
+    const score = (x) => (typeof x === "number" ? x.toFixed(3).replace(/^-(0[.]0+)$/, "$1") : "\u2014");  // never -0.000
     $(".qk-scores").textContent = `symmetry ${score(rec.symmetry)}   directionality ${score(rec.directionality)}` +
-      `   (width ${layer.d}, ${layer.n_heads} heads)`;
+      `   (width ${layer.d}, ${layer.n_heads} head${layer.n_heads === 1 ? "" : "s"})`;
     root.dataset.shown = [$(".qk-model").value, $(".qk-component").value, $(".qk-layer").value, h].join("/");
   }
   function onLayer() {
