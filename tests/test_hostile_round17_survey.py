@@ -453,25 +453,10 @@ def test_a_mirror_answering_another_commit_than_the_pinned_one_is_refused(monkey
     assert other[:12] in str(info.value) and len(asked) == 1
 
 
-def test_a_pin_in_capitals_is_the_commit_the_hub_answers_in_lower_case(monkeypatch):
-    import json
-
-    from companion.adapters import hub
-
-    pinned = "ABCDEF0123" * 4
-
-    def fake_get(url, start=None, nbytes=None, timeout=hub.HUB_TIMEOUT):
-        if "/api/models/" in url:
-            return json.dumps({"sha": pinned.lower(), "siblings": []}).encode(), {}
-        raise CompanionError("stop here")   # the probe passed: config.json was asked for
-
-    monkeypatch.setattr(hub, "_http_get", fake_get)
-    with pytest.raises(CompanionError, match="stop here"):
-        hub.HubSafetensorsSource("owner/model", revision=pinned)
-
-
-def test_a_branch_pin_is_read_at_the_commit_the_hub_answers(monkeypatch):
-    """The refusal above is for a pinned commit only: a branch or a tag names whatever commit it points at."""
+@pytest.mark.parametrize("revision,answer", [("ABCDEF0123" * 4, "abcdef0123" * 4), ("v1.0", "3" * 40), (None, "4" * 40)])
+def test_a_pin_in_capitals_or_a_branch_is_read_at_the_commit_the_hub_answers(monkeypatch, revision, answer):
+    """The refusal above is for another commit only: a pin in capitals is the commit the hub writes in lower
+    case, and a branch, a tag or no revision names whatever commit it points at."""
     import json
 
     from companion.adapters import hub
@@ -481,13 +466,13 @@ def test_a_branch_pin_is_read_at_the_commit_the_hub_answers(monkeypatch):
     def fake_get(url, start=None, nbytes=None, timeout=hub.HUB_TIMEOUT):
         urls.append(url)
         if "/api/models/" in url:
-            return json.dumps({"sha": "3" * 40, "siblings": []}).encode(), {}
-        raise CompanionError("stop here")
+            return json.dumps({"sha": answer, "siblings": []}).encode(), {}
+        raise CompanionError("stop here")   # the probe passed: config.json was asked for
 
     monkeypatch.setattr(hub, "_http_get", fake_get)
     with pytest.raises(CompanionError, match="stop here"):
-        hub.HubSafetensorsSource("owner/model", revision="v1.0")
-    assert urls[-1].endswith("/owner/model/resolve/" + "3" * 40 + "/config.json")
+        hub.HubSafetensorsSource("owner/model", revision=revision)
+    assert urls[-1].endswith(f"/owner/model/resolve/{answer}/config.json")
 
 
 def test_a_layer_marked_bidirectional_counts_as_an_encoder():
@@ -537,3 +522,30 @@ def test_a_union_with_no_table_left_does_not_keep_the_previous_union(monkeypatch
     with pytest.warns(UserWarning, match=r"a\.csv.*left out of scores\.csv"):
         scoring.run_survey_entries(_cat(a=("x/a", ""), b=("x/b", "")), out_dir=out, keys=["b"], progress=False)
     assert "a" not in set(load_survey(out)["key"])
+
+
+def test_two_catalog_entries_with_one_key_are_refused_before_any_table_is_written(monkeypatch, tmp_path):
+    """A catalog built as a table (two catalogs joined) holding 'bert' twice, for two checkpoints: the second
+    was scored over the first's table (its hub id failed the cache check) and both statuses said 'scored'."""
+    scoring, scored = _counting_scoring(monkeypatch, tmp_path)
+    out = tmp_path / "out"
+    cat = pd.DataFrame([{"key": "bert", "hub_id": "x/bert-a", "revision": ""},
+                        {"key": "bert", "hub_id": "x/bert-b", "revision": ""}])
+    with pytest.raises((CompanionError, ValueError), match="bert") as info:
+        scoring.run_survey_entries(cat, out_dir=out, progress=False)
+    assert "more than once" in str(info.value) and scored == []
+    assert not (out / "models").exists() or not list((out / "models").iterdir())
+
+
+def test_the_zoo_walk_refuses_a_catalog_holding_a_key_twice_in_one_line():
+    """score_zoo read the catalog's parameter count by key: a key listed twice gave a Series, and
+    pd.isna() of it raised 'The truth value of a Series is ambiguous' after the model was read."""
+    from companion.survey.zoo_walk import score_zoo
+    from companion.zoo.catalog import load_catalog
+
+    cat = load_catalog()
+    key = "all-minilm-l6-v2"
+    cat = pd.concat([cat, cat[cat["key"] == key]], ignore_index=True)
+    with pytest.raises((CompanionError, ValueError), match=key) as info:
+        score_zoo([key], per_head=False, catalog=cat)
+    assert "more than once" in str(info.value) and "\n" not in str(info.value)

@@ -168,6 +168,10 @@ def run_survey_entries(catalog: pd.DataFrame, out_dir: str | Path | None = None,
         todo = catalog[catalog["key"].isin(keys)]
     import re
 
+    if twice := sorted({str(k) for k in catalog["key"][catalog["key"].duplicated()]}):
+        # the second entry was scored over the first's table (models/<key>.csv), both said 'scored'
+        raise ValueError(f"the catalog lists {', '.join(twice)} more than once; keep one entry per key (each names "
+                         "its own table, models/<key>.csv).")
     for key in todo["key"]:
         # the key names the model's table, <out>/models/<key>.csv: '../../x' wrote beside the output folder
         if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}", key):

@@ -58,6 +58,12 @@ def score_zoo(names: list[str] | None = None, per_head: bool = True,
     from ..zoo.registry import ZOO, reader_available, zoo_path
 
     cat = catalog if catalog is not None else load_catalog()
+    if "key" in cat.columns and (twice := sorted({str(k) for k in cat["key"][cat["key"].duplicated()]})):
+        from ..base.errors import CompanionError
+
+        # its parameter count was read as a Series, and pd.isna() of it raised after the model was read
+        raise CompanionError(f"the catalog lists {', '.join(twice)} more than once; keep one row per key "
+                             "(load_catalog refuses such a file).")
     cat_params = cat.set_index("key")["n_params"] if "n_params" in cat.columns else pd.Series(dtype=float)
     checkpoints, tables, status = {}, [], []
     names = list(ZOO) if names is None else [names] if isinstance(names, str) else list(names)
