@@ -317,12 +317,13 @@ def test_a_llama_gguf_embedding_of_an_odd_vocabulary_is_counted_as_stored(tmp_pa
     assert read_qk(path, progress=False).n_parameters == 100 * 16 + 16 * 16 + 8 * 16
 
 
-def test_q8_0_gguf_rows_of_a_grouped_llama_give_the_forms_of_the_gguf_packages_dequantized_rows(tmp_path):
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q5_0", "BF16"])
+def test_quantized_gguf_rows_of_a_grouped_llama_give_the_forms_of_the_gguf_packages_dequantized_rows(tmp_path, qtype):
     import gguf
-    from gguf import GGMLQuantizationType as Q
 
-    path, _, blocks = _gguf(tmp_path / "m.gguf", "llama", vocab=64, d=32, heads=4, kv=2, qtype=Q.Q8_0)
-    q, k = (gguf.quants.dequantize(blocks[f"blk.0.attn_{x}.weight"], Q.Q8_0) for x in "qk")
+    qtype = gguf.GGMLQuantizationType[qtype]
+    path, _, blocks = _gguf(tmp_path / "m.gguf", "llama", vocab=64, d=32, heads=4, kv=2, qtype=qtype)
+    q, k = (gguf.quants.dequantize(blocks[f"blk.0.attn_{x}.weight"], qtype) for x in "qk")
     # undo llama.cpp's rotary permutation by hand: rows (n, dh/2, 2) back to (n, 2, dh/2)
     q, k = (m.reshape(n, m.shape[0] // n // 2, 2, 32).swapaxes(1, 2).reshape(m.shape) for m, n in ((q, 4), (k, 2)))
     (layer,) = read_qk(path, progress=False).layers
@@ -443,3 +444,17 @@ def test_a_marian_models_activation_multipliers_are_no_parameters(tmp_path):
                   for n in ("Wemb", "encoder_l1_self_Wq", "encoder_l1_self_Wk", "none")})
     ckpt = read_qk(_marian(tmp_path / "model.enpt.intgemm.alphas.bin", items), progress=False)
     assert ckpt.n_parameters == 10 * 8 + 2 * 8 * 8 + 8
+
+
+def test_pickle_shards_without_their_index_are_named_as_such_not_as_no_weights(tmp_path):
+    model = _gpt2()
+    folder = tmp_path / "m"
+    folder.mkdir()
+    model.config.to_json_file(folder / "config.json")
+    state = model.state_dict()
+    names = list(state)
+    for i, part in enumerate((names[:5], names[5:])):
+        torch.save({k: state[k] for k in part}, folder / f"pytorch_model-0000{i + 1}-of-00002.bin")
+    text = refused(lambda: read_qk(folder, allow_pickle=True, progress=False),
+                   "pytorch_model-00001-of-00002.bin", "pytorch_model.bin.index.json")
+    assert "no model.safetensors" not in text

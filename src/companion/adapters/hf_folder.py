@@ -441,5 +441,10 @@ def open_local_folder(folder: str | os.PathLike, allow_pickle: bool = False) -> 
                 "code; pass allow_pickle=True (CLI: --allow-pickle) if you trust this checkpoint."
             )
         return PickleSource(folder, config, cfg_bytes)
+    shards = sorted(p.name for p in folder.glob("pytorch_model-*-of-*.bin"))
+    if shards:   # sharded pickles without their index: said so, not "no weights"
+        raise CompanionError(f"{folder} holds {len(shards)} pytorch_model shard file(s) ({', '.join(shards[:2])}"
+                             f"{' ...' if len(shards) > 2 else ''}) but not their index pytorch_model.bin.index.json, "
+                             "which says which tensors each holds; download the index too.")
     raise CompanionError(f"{folder} holds no model.safetensors or pytorch_model.bin weights.")
 
