@@ -97,7 +97,7 @@ def test_the_chapters_run_after_the_verdict_cache_is_filled_and_read_it():
     make = (paths.ROOT / "Makefile").read_text()
     recipe = make.split("\nprepare: prepare-cache\n", 1)[1].split("\n\n", 1)[0]
     assert "$(PY) -m companion.judge.prepare" in recipe
-    for target in ("test", "chapters"):
+    for target in ("tests-and-build", "chapters"):   # `make test` runs tests-and-build
         assert f"\n{target}: prepare\n" in make, target
         body = make.split(f"\n{target}: prepare\n", 1)[1].split("\n\n", 1)[0]
         assert re.search(r"\$\(KERNEL_ENV\)[^\n]* \$\(PY\) -m pytest", body) and "--nbval-lax" in body, target

@@ -174,9 +174,12 @@ def pilot_rows(rules: dict | None = None) -> pd.DataFrame:
         values = pilot_values({"body": p["body"], "quantity": rule["quantity"],
                                "candidate": rule["candidate"].split("/"),
                                "comparator": rule["comparator"].split("/"), "sign": rule.get("sign", 1)})
-        est = look_estimate(values.to_numpy()[: rule["looks"][0]], rule["nominal"][0])
+        first = rule["looks"][0]
+        est = look_estimate(values.to_numpy()[:first], rule["nominal"][0])
+        # a pilot of fewer seeds than look 1 counts is read on the seeds it has, and says so
+        short = f" (look 1 counts {first} seeds; the pilot has {len(values)})" if len(values) < first else ""
         rows.append({"key": key, "claim": rule["claim"], "pilot body": p["body"],
-                     "effect at look 1": _interval(est), "d (v3)": rule["d"],
+                     "effect at look 1": _interval(est) + short, "d (v3)": rule["d"],
                      "interval alone would read": look_outcome(est, rule["d"]),
                      "status under v3": "not testable here (guard not measured in one mode; v3's yardstick "
                                         "and planning spread come from this pilot)"})
