@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 
-__all__ = ["ENV_VAR", "report", "to_stderr", "command_line", "in_kernel"]
+__all__ = ["ENV_VAR", "report", "to_stderr", "command_line", "in_kernel", "shown"]
 
 ENV_VAR = "COMPANION_PROGRESS"
 LOGGER = logging.getLogger("companion.progress")
@@ -80,8 +80,28 @@ def to_stderr(stream=None) -> bool:
         return False
 
 
+def shown(text) -> str:
+    """``text`` as it may reach a terminal: a character that is not printable (a newline, an
+    escape sequence's ESC, a byte of a file name that is not UTF-8) is written as its escape
+    (``\\n``, ``\\x1b``, ``\\xff``), so a name or a cell never breaks a line in two, nor moves
+    the cursor, recolours or retitles the terminal.  Spaces and printable non-ASCII stay."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable():
+            out.append(ch)
+        elif "\udc80" <= ch <= "\udcff":   # a byte of a file name that is not UTF-8 (surrogateescape)
+            out.append(f"\\x{ord(ch) - 0xdc00:02x}")
+        else:
+            out.append(ascii(ch)[1:-1])
+    return "".join(out)
+
+
 def report(message: str) -> None:
-    """Say ``message`` (one line) to the logger, and to stderr where :func:`to_stderr` says so."""
+    """Say ``message`` (one line) to the logger, and to stderr where :func:`to_stderr` says so
+    (a character of it that is not printable, in a path it names, written as its escape)."""
     LOGGER.info(message)
     if to_stderr():
-        print(message, file=sys.stderr, flush=True)
+        print(shown(message), file=sys.stderr, flush=True)

@@ -53,10 +53,16 @@ def run(args: argparse.Namespace) -> int:
         raise CompanionError("the model to score is empty (an unset variable?); give a folder, a .gguf file, a hub "
                              "id owner/name or a zoo name (`companion zoo list`).")
     source = usable_path(args.source)
+    if args.source.startswith("~"):   # "~/m" as quoted: every check below reads the folder meant
+        args.source = str(source)
     if source.name == "config.json" and source.is_file():   # the model is its folder (its name, its files)
         args.source = str(source.parent)
     if args.out == "":
         raise CompanionError("--out is empty; give a file name such as scores.csv, or leave --out out.")
+    if args.out and args.out.startswith("~"):   # --out=~/s.csv: the shell leaves a ~ after '=' as it is
+        import os
+
+        args.out = os.path.expanduser(args.out)
     if args.revision is not None and not args.revision.strip():
         raise CompanionError("--revision is empty (an unset variable?); give a branch, tag or commit of the hub "
                              "repository, or leave --revision out for main.")

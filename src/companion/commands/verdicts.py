@@ -45,6 +45,10 @@ def run(args) -> int:
 
     if args.csv is not None and args.csv.strip() == "":
         raise CompanionError("--csv is empty; give a file name such as verdicts.csv, or leave --csv out.")
+    import os
+
+    # --csv=~/v.csv: the shell leaves a ~ after '=' as it is, which named a folder '~' here
+    args.csv, args.rules = ((os.path.expanduser(v) if v and v.startswith("~") else v) for v in (args.csv, args.rules))
     if args.claim is not None and (args.csv or args.training):
         raise CompanionError(f"{'--csv writes' if args.csv else '--training prints'} a table; --claim prints one "
                              "claim (with its reading at its look where it is a training claim). Use one of them.")

@@ -103,19 +103,28 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="keep OUT/checkpoint.pt after the run finishes (deleted by default)")
     p.add_argument("--out", required=True, type=_folder_named("--out"),
                    help="run directory for history.csv and provenance.json")
-    p.add_argument("--log", default=None, help="append progress lines to this file")
+    p.add_argument("--log", default=None, type=_home, help="append progress lines to this file")
     return p
 
 
 def _folder_named(flag: str, what: str = "the run's own folder, such as runs/my-run"):
     """An argparse type refusing an empty or blank name: ``--out "$RUN"`` with ``RUN`` unset
     would train into (and, with --overwrite, delete the run files of) the current folder, and
-    ``--tokenizer "$TOK"`` would train on the default tokenizer."""
+    ``--tokenizer "$TOK"`` would train on the default tokenizer.  A leading ``~`` is the home
+    folder, as the shell would have read it had it not stood after ``=`` (``--out=~/runs/a``
+    made a folder named ``~`` in the working folder)."""
     def parse(text: str) -> str:
         if not text.strip():
             raise argparse.ArgumentTypeError(f"{flag} is empty (an unset variable?); give {what}")
-        return text
+        return _home(text)
     return parse
+
+
+def _home(text: str | None) -> str | None:
+    """``text`` with a leading ``~`` or ``~user`` read as that home folder (as the shell does)."""
+    import os
+
+    return os.path.expanduser(text) if text and text.startswith("~") else text
 
 
 def _positive(flag: str, what: str, hint: str = ""):
@@ -236,7 +245,12 @@ def _config(args: argparse.Namespace):
     if args.corpus not in known and not Path(args.corpus).is_file():   # a FIFO would block, a device never end
         raise CompanionError(f"bad training option: --corpus {args.corpus} is not a regular file (a folder, FIFO "
                              "or device); give a .txt, .jsonl or .csv file.")
-    if args.corpus not in known and Path(args.corpus).suffix in (".txt", ".jsonl", ".json", ".csv"):
+    suffix = Path(args.corpus).suffix.lower()   # CORPUS.TXT is read as a .txt file
+    if args.corpus not in known and suffix not in (".txt", ".jsonl", ".json", ".csv"):
+        raise CompanionError(f"bad training option: --corpus {args.corpus} is "
+                             f"{f'a {Path(args.corpus).suffix} file' if suffix else 'a file without a suffix'}; give a "
+                             ".txt file of paragraphs or a .jsonl, .json or .csv file of records.")
+    if args.corpus not in known:
         check_utf8(Path(args.corpus))
     return cfg
 
@@ -294,6 +308,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     check_device(args.device)
     check_log(args.log, args.out)
+    _say_hub_reads(args)   # before --from's configuration is read
     args.config = _config(args)   # every option checked before --out is created, locked or cleared
     _, rank = process_layout()
     out = Path(args.out)
@@ -317,6 +332,24 @@ def run_train(args: argparse.Namespace) -> int:
         return _run_train(args, out, rank0, prepare_out(out, args.resume, args.overwrite, args.keep_weights))
 
 
+def _say_hub_reads(args: argparse.Namespace) -> None:
+    """Say on stderr, before the first request, that a checkpoint (--from) or tokenizer
+    (--tokenizer, $COMPANION_TOKENIZER) named by hub id is read over the network: it was read
+    without a word, and with no network it retried for a minute before the refusal."""
+    import os
+
+    from ..adapters.hub import _hub_offline
+    from ..base.paths import is_hub_id
+    from ..zoo.registry import is_zoo_name
+
+    tokenizer = args.tokenizer or (None if args.init_from else os.environ.get("COMPANION_TOKENIZER") or None)
+    for flag, name in (("--from", args.init_from), ("--tokenizer", tokenizer)):
+        if (name and is_hub_id(name) and not os.path.lexists(name) and not is_zoo_name(name)
+                and not (flag == "--tokenizer" and name == args.init_from) and not _hub_offline()):
+            print(f"{flag} {name} is read from the Hugging Face hub over the network (or its local cache); "
+                  "HF_HUB_OFFLINE=1 forbids it", file=sys.stderr, flush=True)
+
+
 def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
     from .runner.checkpoints import digest_path
     from .runner.loop import train
@@ -327,8 +360,10 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
 
     log = open_stream(args.log, "--log file", mode="a", buffering=1) if args.log else None
 
+    from ..base.progress import shown
+
     def progress(line):
-        msg = f"[{args.out}] {line}"
+        msg = shown(f"[{args.out}] {line}")   # an escape sequence in a name reaches no terminal
         print(msg, flush=True)
         if log:
             log.write(msg + "\n")
@@ -404,12 +439,27 @@ def main(argv=None) -> int:
 
     from ..base.progress import command_line
 
+    from ..base.progress import shown
+
     try:
         with command_line():   # as `companion train`: waits are said on this command's stderr
             return run_train(args)
     except CompanionError as exc:  # the same one-line refusal as `companion train`
-        print(f"companion train: error: {exc}", file=sys.stderr)
+        print(f"companion train: error: {shown(exc)}", file=sys.stderr)
         return 2
+    except OSError as exc:   # a full disk or a folder turned read-only while training: as `companion train` says it
+        import errno
+
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        fix = ("free some space or point --out elsewhere" if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+               else "choose a folder you can write to (--out, --log)")
+        where = f" ({shown(exc.filename)})" if exc.filename else ""
+        print(f"companion train: error: {exc.strerror or exc}{where}; {fix}.", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -50,7 +50,20 @@ def process_layout() -> tuple[int, int]:
     if not 0 <= rank < world:
         raise CompanionError(f"the environment variable RANK is {rank}, outside the run's processes 0..{world - 1} "
                              f"(WORLD_SIZE {world}); unset RANK, or launch the run with torchrun.")
+    missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
+    if world > 1 and missing and not _joined():   # no rendezvous to join: torch's refusal named MASTER_ADDR as the fix
+        raise CompanionError(f"the environment variable WORLD_SIZE is {world}, but {' and '.join(missing)} "
+                             f"{'is' if len(missing) == 1 else 'are'} not set, so no process group can be joined (a "
+                             "torchrun launch sets them); unset WORLD_SIZE (and RANK) to train in one process, or "
+                             "launch the run with torchrun.")
     return world, rank
+
+
+def _joined() -> bool:
+    """Whether this process is already in a process group (made by its caller's own rendezvous)."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
 
 
 def _distributed():
