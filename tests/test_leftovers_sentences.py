@@ -116,3 +116,12 @@ def test_a_family_of_one_undecided_test_is_worded_in_the_singular():
     assert text.startswith("The one test in the family did not reach a decided outcome")
     many = claims.family_sentence(_family(["c", "d"], ["inconclusive", "inconclusive"], [np.nan, np.nan]))
     assert many.startswith("None of the 2 tests in the family reached a decided outcome")
+
+
+def test_a_p_value_just_below_the_conventional_mark_is_not_printed_at_it():
+    from companion.judge.sentences import secondary_update_test
+
+    for p, shown in ((0.0499, "0.0499"), (0.05001, "0.05001"), (0.05, "0.05"), (0.012, "0.012"), (0.2, "0.2")):
+        text = secondary_update_test(0.1, 0.02, 0.2, 3, 2, p)
+        assert text.endswith(f"p of a reversal {shown})"), text
+        assert (float(shown) < 0.05) == (p < 0.05)

@@ -139,7 +139,21 @@ def secondary_update_test(estimate: float, low: float, high: float, n: int, n_te
     n_tests = count(n_tests, "number of secondary tests")
     which = "the one secondary test" if n_tests == 1 else f"one of {n_tests} secondary tests"
     return estimate_in_words(estimate, low, high, n, f"{which}, Holm-adjusted one-sided p of "
-                                                 f"a reversal {_num(p_holm, '.2g')}")
+                                                 f"a reversal {_p_text(p_holm)}")
+
+
+def _p_text(p: float, mark: float = 0.05) -> str:
+    """A p-value to two significant digits, or as many more as keep it on its own side of the
+    conventional 0.05 (0.0499 read '0.05', a p at the mark it is below)."""
+    text = _num(p, ".2g")
+    if not _finite(p):
+        return text
+    for k in range(2, 10):
+        text = f"{p:.{k}g}"
+        shown = float(text)
+        if (shown < mark) == (p < mark) and (shown == mark) == (p == mark):
+            return text
+    return text
 
 
 def update_test_reading(estimate: float, low: float, high: float, n: int, outcome: str) -> str:
