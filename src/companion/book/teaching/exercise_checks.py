@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .exercise_engine import Exercise, _guarded, as_array, as_pair, call, close, from_data, require, seeded
+from .exercise_engine import (Exercise, _guarded, as_array, as_pair, call, close, coarse_float, from_data, require,
+                              require_close, seeded)
 from .exercise_references import (CASES, REFERENCES, cut_margin, directionality_def, orthogonal, score_changes,
                                   symmetry_def, test_matrices)
 
@@ -42,14 +43,16 @@ def reparametrize(fn, label):
         else:  # invertible, neither orthogonal nor symmetric, singular values in [0.5, 3]
             G = orthogonal(rng, d_h) @ np.diag(rng.uniform(0.5, 3.0, d_h)) @ orthogonal(rng, d_h)
         want_q, want_form = G @ Wq, Wq.T @ Wk          # computed before the answer runs
-        Wq2, Wk2 = call(fn, label, Wq, Wk, G, convert=lambda out: as_pair(out, label, "factors"))
+        (Wq2, Wk2), coarse = call(fn, label, Wq, Wk, G,
+                                  convert=lambda out: (as_pair(out, label, "factors"), coarse_float(out)))
         require(Wq2.shape == Wq.shape and Wk2.shape == Wk.shape, label,
                 f"return two factors of the input shape {Wq.shape}; got {Wq2.shape} and {Wk2.shape}.")
-        require(close(Wq2, want_q), label, f"for d_h = {d_h}, d = {d} the query factor should become G @ Wq.")
-        require(close(Wq2.T @ Wk2, want_form), label,
-                f"for d_h = {d_h}, d = {d} and a G that is neither orthogonal nor symmetric the form "
-                "Wq2^T Wk2 differs from Wq^T Wk. With Wq -> G Wq the form picks up a factor G^T on the "
-                "left of Wk; which matrix applied to Wk cancels it for every invertible G?")
+        require_close(lambda rtol: close(Wq2, want_q, rtol or 1e-9), label,
+                      f"for d_h = {d_h}, d = {d} the query factor should become G @ Wq.", coarse)
+        require_close(lambda rtol: close(Wq2.T @ Wk2, want_form, rtol or 1e-9), label,
+                      f"for d_h = {d_h}, d = {d} and a G that is neither orthogonal nor symmetric the form "
+                      "Wq2^T Wk2 differs from Wq^T Wk. With Wq -> G Wq the form picks up a factor G^T on the "
+                      "left of Wk; which matrix applied to Wk cancels it for every invertible G?", coarse)
 
 
 def augmented_form(fn, label):
@@ -67,13 +70,13 @@ def augmented_form(fn, label):
         X, Y = rng.standard_normal((5, d)), rng.standard_normal((7, d))
         X[0], Y[0] = 0.0, 0.0                                  # x = y = 0 leaves only bq . bk
         logits = (X @ Wq.T + bq) @ (Y @ Wk.T + bk).T           # the attention logits, directly
-        B = call(fn, label, Wq, bq, Wk, bk, convert=lambda out: as_array(out, label, "B"))
+        B, coarse = call(fn, label, Wq, bq, Wk, bk, convert=lambda out: (as_array(out, label, "B"), coarse_float(out)))
         require(B.shape == (d + 1, d + 1), label, f"for d = {d} B should be {(d + 1, d + 1)}; got {B.shape}.")
         got = ones(X) @ B @ ones(Y).T
-        require(close(got, logits), label,
-                f"with {case} (d_h = {d_h}, d = {d}) (x, 1) B (y, 1) differs from the logit (Wq x + bq) . "
-                "(Wk y + bk) for random x, y: expand the product; the top-left block is M, the last "
-                "column and last row carry the bias terms (which is which?), the corner bq . bk.")
+        require_close(lambda rtol: close(got, logits, rtol or 1e-9), label,
+                      f"with {case} (d_h = {d_h}, d = {d}) (x, 1) B (y, 1) differs from the logit (Wq x + bq) . "
+                      "(Wk y + bk) for random x, y: expand the product; the top-left block is M, the last "
+                      "column and last row carry the bias terms (which is which?), the corner bq . bk.", coarse)
 
 
 # -------------------------------------------------------------------------------- measuring

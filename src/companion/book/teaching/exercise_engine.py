@@ -6,7 +6,9 @@ in its docstring), and :func:`run` checks one answer, turning whatever goes wron
 :class:`WrongAnswer` of one line.  The data names its independent computations
 (:mod:`.exercise_references`); the few answers that are an example or a construction are
 tested by a named judge (:mod:`.exercise_checks`), which reads the answer with :func:`call`,
-:func:`as_array`, :func:`as_number`, :func:`as_whole`, :func:`as_ints`, :func:`as_pair`.
+:func:`as_array`, :func:`as_number`, :func:`as_whole`, :func:`as_ints`, :func:`as_pair`.  An
+answer whose numbers came in a type coarser than float64 (float32, bfloat16) and miss only by
+its rounding is told to compute in float64, not given the exercise's hint (:func:`require_close`).
 
 The student's code is run with bounds: every call gets copies of its inputs (an answer that
 changes its arguments cannot change what it is compared with), stops with a
@@ -299,10 +301,68 @@ def call(fn, label: str, *args, convert: Callable[[Any], Any] | None = None):
 
 
 def _untorch(x):
-    """A torch tensor as its numpy array (anything else as it is)."""
+    """A torch tensor as its numpy array (anything else as it is): a sparse or quantized one as
+    its entries, a bfloat16 or float8 one in float32 (which holds each of its numbers exactly)."""
     if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
-        return x.detach().cpu().resolve_conj().numpy()
+        import torch
+
+        t = x.detach()
+        if t.layout != torch.strided:
+            t = t.to_dense()
+        if t.is_quantized:
+            t = t.dequantize()
+        t = t.cpu().resolve_conj().resolve_neg()
+        if t.dtype.is_floating_point and t.dtype not in (torch.float16, torch.float32, torch.float64):
+            t = t.to(torch.float32)
+        return t.numpy()
     return x
+
+
+def coarse_float(x) -> tuple[str, float] | None:
+    """The name and rounding (machine epsilon) of the coarsest floating-point type among the
+    numbers of ``x`` (an array, a tensor, a number, or a list or tuple of them) where it is
+    coarser than float64; else None."""
+    worst = None
+    for item in (x if isinstance(x, (list, tuple)) and len(x) <= 16 else [x]):   # (a long list: as one array)
+        try:
+            if type(item).__module__.startswith("torch") and hasattr(item, "dtype"):
+                import torch
+
+                if not item.dtype.is_floating_point:
+                    continue
+                name, eps = str(item.dtype).removeprefix("torch."), float(torch.finfo(item.dtype).eps)
+            else:
+                dtype = np.asarray(item).dtype
+                if dtype.kind != "f":
+                    continue
+                name, eps = dtype.name, float(np.finfo(dtype).eps)
+        except Exception:  # noqa: BLE001 - no numbers to judge: as_array says what it is
+            continue
+        if eps > np.finfo(np.float64).eps and (worst is None or eps > worst[1]):
+            worst = (name, eps)
+    return worst
+
+
+#: how many roundings of its type an answer's numbers may carry and still be read as right but
+#: coarse (:func:`require_close`)
+ROUNDINGS = 32
+
+
+def require_close(passes: Callable[[float | None], bool], label: str, hint: str | Callable[[], str],
+                  coarse: tuple[str, float] | None) -> None:
+    """``require(passes(None), label, hint)``: ``passes(rtol)`` compares the answer at the check's
+    own tolerance (``None``) or at a relative one no finer than ``rtol``.  An answer whose numbers
+    came in a type coarser than float64 (``coarse``, :func:`coarse_float`) that fails at the
+    check's tolerance but passes at :data:`ROUNDINGS` roundings of its type is told to compute
+    in float64: its formula may well be right, and the hint would send it after a wrong one.
+    ``hint`` may be a function giving the hint, called only when the answer is refused."""
+    if passes(None):
+        return
+    if coarse is not None and passes(ROUNDINGS * coarse[1]):
+        raise WrongAnswer(f"{label}: not yet. your numbers came back in {coarse[0]}, which keeps about "
+                          f"{max(round(-np.log10(coarse[1])), 1)} significant digits: fewer than this check compares. "
+                          "Compute in float64 (np.float64, or torch.float64) and check again.")
+    require(False, label, hint() if callable(hint) else hint)
 
 
 def as_array(x, label: str, what: str) -> np.ndarray:
@@ -331,9 +391,13 @@ def as_number(x, label: str, what: str = "your answer") -> float:
 
 
 def as_whole(x, label: str, lo: int, hi: int, what: str) -> int:
-    """``x`` as an int in ``[lo, hi]`` (bools and floats refused)."""
+    """``x`` as an int in ``[lo, hi]`` (a 0-d integer array or tensor too; bools and floats refused)."""
+    kind, x = type(x).__name__, _untorch(x)
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iu":
+        x = x[()]
     require(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)), label,
-            f"answer with a whole number of {what} (an int); got {type(x).__name__}.")
+            f"answer with a whole number of {what} (an int); got {kind}"
+            + (f" of {x.dtype}" if isinstance(x, np.ndarray) else "") + ".")
     require(lo <= x <= hi, label, f"answer with a whole number of {what} between {lo:,} and {hi:,}.")
     return int(x)
 
@@ -385,20 +449,21 @@ COMPARES = ("within", "close", "equal")
 
 def _read(spec: dict, x, label: str):
     """``x`` read as ``spec['reads']`` says (refused with a one-line hint when it cannot be)."""
-    kind, what, x = spec["reads"], spec.get("what", "your answer"), _untorch(x)
+    kind, what, raw, x = spec["reads"], spec.get("what", "your answer"), x, _untorch(x)
     lo, hi = spec.get("range", (None, None))
     if kind == "number":
         return as_number(x, label, what)
     if kind == "array":
         return as_array(x, label, what)
-    if kind == "two_numbers":
-        pair = [np.reshape(a, -1) for a in as_pair(x, label, what)]
+    if kind == "two_numbers":   # a pair, or an array or tensor of the two numbers
+        pair = tuple(x) if isinstance(x, np.ndarray) and x.shape == (2,) else raw
+        pair = [np.reshape(a, -1) for a in as_pair(pair, label, what)]
         require(all(a.size == 1 for a in pair), label, "return two numbers, e.g. `return a, b`.")
         return np.array([float(a[0]) for a in pair])
     if kind == "positions":
         return sorted(as_ints(x, label, what))
     if kind == "whole":
-        return as_whole(x, label, lo, hi, what)
+        return as_whole(raw, label, lo, hi, what)
     require(isinstance(x, (set, frozenset, list, tuple, np.ndarray)), label,
             f"answer with a set of {what}" + (", e.g. {0, 1}." if kind == "ints" else "."))
     if kind == "ints":
@@ -410,15 +475,17 @@ def _read(spec: dict, x, label: str):
     return set(x)
 
 
-def _agrees(spec: dict, got, case: Case, label: str) -> bool:
+def _agrees(spec: dict, got, case: Case, label: str, rtol: float | None = None) -> bool:
+    """Whether ``got`` agrees with the case's value, at its tolerance or at a relative one no finer
+    than ``rtol`` (:func:`require_close`)."""
     how = spec["compare"]
     if how == "equal":
         return got == case.want
     g, w = np.asarray(got, dtype=float), np.asarray(case.want, dtype=float)
     require(g.shape == w.shape, label, f"{spec.get('what', 'your answer')} should have shape {w.shape}; got {g.shape}.")
     if how == "close":
-        return close(g, w, rtol=case.rtol or 1e-9)
-    return bool(np.all(np.abs(g - w) <= np.asarray(case.rtol) * np.abs(w) + case.atol))
+        return close(g, w, rtol=max(case.rtol or 1e-9, rtol or 0.0))
+    return bool(np.all(np.abs(g - w) <= np.maximum(case.rtol, rtol or 0.0) * np.abs(w) + case.atol))
 
 
 def _hint(spec: dict, got, case: Case) -> str:
@@ -492,12 +559,12 @@ def from_data(label: str, spec: dict, where: str, cases: dict, references: dict,
                           f"{{args, want, of}} with want one of {', '.join(sorted(references))}")
 
     def test(answer, lab):
-        read = lambda out: _read(spec, out, lab)
+        read = lambda out: (_read(spec, out, lab), coarse_float(out))
         for case in make():
             if spec["given"] == "value":   # read in a child too: a value's own methods may never return
-                got = _guarded(lab, lambda: read(answer))
+                got, coarse = _guarded(lab, lambda: read(answer))
             else:
-                got = call(answer, lab, *case.args, convert=read)
-            require(_agrees(spec, got, case, lab), lab, _hint(spec, got, case))
+                got, coarse = call(answer, lab, *case.args, convert=read)
+            require_close(lambda rtol: _agrees(spec, got, case, lab, rtol), lab, lambda: _hint(spec, got, case), coarse)
 
     return Exercise(label, spec["answer"], spec["asks"], test)

@@ -75,9 +75,13 @@ def check(label: str, answer: Any) -> bool:
 
     Raises :class:`WrongAnswer` with a one-line hint when it does not (also when the answer
     raises, runs longer than :data:`TIME_LIMIT_S` seconds or returns more than
-    :data:`MAX_ITEMS` items), and ``KeyError`` naming the checked exercises when ``label``
-    has no check.
+    :data:`MAX_ITEMS` items), ``KeyError`` naming the checked exercises when ``label``
+    has no check, and ``TypeError`` when ``label`` is no string (the two arguments swapped).
     """
+    if not isinstance(label, str):   # (an answer first: a set or a list cannot even be looked up)
+        raise TypeError(f"check(label, answer) takes the exercise's label first, e.g. check('ex-survey-2', "
+                        f"agreeing_heads); got {type(label).__name__} where the label goes"
+                        + (f" and the label {answer!r} second: swap them." if isinstance(answer, str) else "."))
     if label not in EXERCISES:
         raise KeyError(f"no check for exercise {label!r}; exercises with checks: {', '.join(checked_labels())}")
     return _engine.run(EXERCISES[label], answer, time_s=_bound("TIME_LIMIT_S", TIME_LIMIT_S, "seconds, e.g. 30"),
