@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ...base.paths import ROOT
 from ..editions.solutions import _drop_blocks, prose_words  # noqa: F401 (prose_words re-exported)
-from .exercise_labels import read_page  # noqa: F401 (re-exported)
+from .exercise_labels import check_page_labels, read_page  # noqa: F401 (read_page re-exported)
 
 __all__ = ["WORDS_PER_MINUTE", "SLIDES_PER_MINUTE", "Lecture", "COURSE", "prose_words", "chapter_words",
            "lecture_sums", "plan_problems", "plan_table", "plan_markdown", "rendered_words", "deck_slides",
@@ -162,6 +162,7 @@ def lecture_sums(lecture: Lecture, words: dict[str, int], labels: dict, exercise
     missing = [c for c in listed if c not in words]
     if missing:
         raise KeyError(f"lecture {lecture.title!r} names chapters the book does not have: {missing}")
+    check_page_labels({c: exercises.get(c, []) for c in listed}, labels)   # no entry, or summed twice
     core_words = sum(words[c] for c in lecture.chapters)
     core_ex = [k for c in lecture.chapters for k in exercises.get(c, []) if labels[k]["importance"] == "core"]
     other_ex = [k for c in lecture.chapters + lecture.optional for k in exercises.get(c, []) if k not in core_ex]
@@ -209,7 +210,8 @@ def plan_problems(course=COURSE, book: Path | str = ROOT / "book", labels: dict 
             seen[c] = lec.title
         unlabelled = [k for c in lec.chapters + lec.optional for k in exercises.get(c, []) if k not in labels]
         if unlabelled:
-            problems.append(f"lecture {lec.title!r}: exercises without labels: {unlabelled}")
+            problems.append(f"lecture {lec.title!r}: exercises with no entry in data/chapters.yaml: {unlabelled}; "
+                            "add their difficulty, importance and minutes under their chapter's exercises")
             continue
         try:
             s = lecture_sums(lec, words, labels, exercises)

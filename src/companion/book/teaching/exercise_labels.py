@@ -14,7 +14,7 @@ from ..budgets import chapters_registry as _registry
 from ..budgets.chapters_registry import DIFFICULTY, IMPORTANCE
 
 __all__ = ["LABELS_FILE", "IMPORTANCE", "DIFFICULTY", "load_exercise_labels", "exercise_label_text",
-           "book_exercise_labels", "page_exercise_labels", "minutes_per_chapter", "read_page"]
+           "book_exercise_labels", "page_exercise_labels", "minutes_per_chapter", "check_page_labels", "read_page"]
 
 #: the file the labels are read from: the one registry of the book's pages
 LABELS_FILE = _registry.REGISTRY_FILE
@@ -79,11 +79,31 @@ def book_exercise_labels(book: Path | str = ROOT / "book") -> dict[str, list[str
 
 
 def minutes_per_chapter(book: Path | str = ROOT / "book", labels: dict | None = None) -> dict:
-    """``{chapter: {"core": minutes, "all": minutes}}`` from the labels."""
+    """``{chapter: {"core": minutes, "all": minutes}}`` from the labels; an exercise with no entry
+    in them, or a label on two exercises, is refused (:func:`check_page_labels`)."""
     labels = load_exercise_labels() if labels is None else labels
+    found = book_exercise_labels(book)
+    check_page_labels(found, labels)
     return {ch: {"core": sum(labels[k]["minutes"] for k in ks if labels[k]["importance"] == "core"),
                  "all": sum(labels[k]["minutes"] for k in ks)}
-            for ch, ks in book_exercise_labels(book).items()}
+            for ch, ks in found.items()}
+
+
+def check_page_labels(exercises: dict[str, list[str]], labels: dict) -> None:
+    """Refuse in one line, naming it, an exercise label of ``exercises`` (``{chapter: [label,
+    ...]}``) that is on two exercises (a ``ValueError``: its minutes would be summed twice) or
+    has no entry in ``labels`` (a ``KeyError``)."""
+    where: dict[str, str] = {}
+    for chapter, found in exercises.items():
+        for label in found:
+            if label in where:
+                raise ValueError(f"exercise label {label} is on two exercises ({where[label]} and {chapter}); "
+                                 "give each exercise a label of its own")
+            where[label] = chapter
+            if label not in labels:
+                raise KeyError(f"exercise {label} of {chapter} has no entry in {LABELS_FILE.parent.name}/"
+                               f"{LABELS_FILE.name}; add its difficulty, importance and minutes under the "
+                               "chapter's exercises")
 
 
 def read_page(path: Path) -> str:
