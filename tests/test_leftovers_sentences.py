@@ -125,3 +125,13 @@ def test_a_p_value_just_below_the_conventional_mark_is_not_printed_at_it():
         text = secondary_update_test(0.1, 0.02, 0.2, 3, 2, p)
         assert text.endswith(f"p of a reversal {shown})"), text
         assert (float(shown) < 0.05) == (p < 0.05)
+
+
+def test_a_device_that_moved_a_run_where_seeds_do_not_vary_moved_it_by_infinitely_many_spreads():
+    import math
+
+    from companion.train.studies.replicate import _ratio
+
+    assert _ratio(0.02, 0.01) == 2.0
+    assert _ratio(0.02, 0.0) == math.inf          # it was NaN: read as "not measured"
+    assert math.isnan(_ratio(0.0, 0.0)) and math.isnan(_ratio(float("nan"), 0.1)) and math.isnan(_ratio(0.1, float("nan")))

@@ -165,8 +165,16 @@ def device_effect_summary(steps=(2000, 5000, 10000), seeds=(10, 11, 12, 13, 14))
         worst = float(g["difference"].abs().max(skipna=False))   # a NaN replicate is not passed over
         out.append({"mode": mode, "init": init, "quantity": q, "step": int(step), "replicated_seeds": len(g),
                     "max_abs_device_difference": worst, "seed_sd": float(spread),
-                    "ratio": worst / float(spread) if spread > 0 else float("nan")})
+                    "ratio": _ratio(worst, float(spread))})
     return pd.DataFrame(out)
+
+
+def _ratio(worst: float, spread: float) -> float:
+    """How many seed spreads the device moved a run: with no seed spread, a move is infinitely
+    many (inf), and no move of no spread is undefined (NaN), as is a NaN of either."""
+    if spread > 0:
+        return worst / spread
+    return float("inf") if spread == 0 and worst > 0 else float("nan")
 
 
 def paired_effect_shift(quantity: str, step: int = 10000) -> pd.DataFrame:
