@@ -32,7 +32,7 @@ from ...base.errors import CompanionError
 from ..text.data import is_gguf  # noqa: F401  (re-exported)
 from .bert import MODES, is_causal
 
-__all__ = ["SUPPORTED_TYPES", "pretrained_folder", "checkpoint_shape", "load_pretrained"]
+__all__ = ["SUPPORTED_TYPES", "pretrained_folder", "checkpoint_shape", "checkpoint_size", "load_pretrained"]
 
 #: model types the swap path can load (a conversion per family, as in the readers)
 SUPPORTED_TYPES = ("bert", "llama")
@@ -77,6 +77,32 @@ def checkpoint_shape(source: str) -> tuple[int, int, int]:
     """``(layers, width, heads)`` of a checkpoint, from its configuration."""
     from ...adapters.families import positive_int
 
+    cfg = _checkpoint_config(source)
+    return tuple(positive_int(cfg.get(k), k) for k in ("num_hidden_layers", "hidden_size", "num_attention_heads"))
+
+
+def checkpoint_size(source: str, seq_len: int) -> dict:
+    """The model a run started from ``source`` trains, in the fields of a named size
+    (:class:`~companion.train.models.bert.ModelSize`), from the checkpoint's own configuration:
+    a run's provenance recorded the named size's feed-forward width (4 x width), dropout and
+    normalisation instead (SmolLM2-135M's 1,536 as 2,304, its RMS norm's 1e-5 as 1e-12, dropout
+    it does not have as 0.1).  A LLaMA adds its key-value heads; it trains without dropout."""
+    cfg = _checkpoint_config(source)
+    llama = cfg.get("model_type") == "llama"
+    layers, width, heads = checkpoint_shape(source)
+    out = {"name": str(source), "num_hidden_layers": layers, "hidden_size": width, "num_attention_heads": heads,
+           "intermediate_size": cfg.get("intermediate_size"), "seq_len": int(seq_len),
+           "max_position_embeddings": cfg.get("max_position_embeddings"),
+           "hidden_dropout_prob": 0.0 if llama else cfg.get("hidden_dropout_prob"),
+           "attention_probs_dropout_prob": 0.0 if llama else cfg.get("attention_probs_dropout_prob"),
+           "layer_norm_eps": cfg.get("rms_norm_eps") if llama else cfg.get("layer_norm_eps")}
+    if llama:
+        out["num_key_value_heads"] = cfg.get("num_key_value_heads") or heads
+    return out
+
+
+def _checkpoint_config(source: str) -> dict:
+    """A supported checkpoint's configuration (its config.json, a GGUF file's, or a hub id's)."""
     folder = pretrained_folder(source)
     cfg_path = Path(folder) / "config.json"
     if is_gguf(folder):
@@ -93,9 +119,9 @@ def checkpoint_shape(source: str) -> tuple[int, int, int]:
             cfg = AutoConfig.from_pretrained(folder).to_dict()
         except (OSError, ValueError) as exc:
             raise CompanionError(f"cannot read the configuration of {source}: {str(exc).splitlines()[0]}") from None
-    if cfg.get("model_type") not in SUPPORTED_TYPES:
-        raise _unsupported(source, cfg.get("model_type"))
-    return tuple(positive_int(cfg.get(k), k) for k in ("num_hidden_layers", "hidden_size", "num_attention_heads"))
+    if not isinstance(cfg, dict) or cfg.get("model_type") not in SUPPORTED_TYPES:
+        raise _unsupported(source, cfg.get("model_type") if isinstance(cfg, dict) else type(cfg).__name__)
+    return cfg
 
 
 def load_pretrained(source: str, mode: str = "encoder", seed: int = 0,

@@ -19,7 +19,7 @@ import torch
 
 from ...base.cache import sha256_file
 from ...base.errors import CompanionError
-from ..text.data import TokenData
+from ..text.data import TokenData, masking_record
 from .config import TrainConfig
 from .state import _Run, _flush
 
@@ -180,7 +180,7 @@ def _data_identity(data: TokenData) -> dict:
     src = getattr(data, "source", None) or {}
     out = {"documents_sha256": src.get("documents_sha256"), "tokenizer_sha256": src.get("tokenizer_sha256"),
            "train_blocks": int(data.train.shape[0]), "eval_blocks": int(data.eval.shape[0]),
-           "vocab_size": int(data.vocab_size)}
+           "vocab_size": int(data.vocab_size), "masking": masking_record(data.masking)}
     if out["documents_sha256"] is None:
         out["tokens_sha256"] = _tokens_sha256(data)
     return out
@@ -202,9 +202,10 @@ def _tokens_sha256(data: TokenData) -> str:
 
 def _same_data(saved: dict, now: dict) -> bool:
     """Whether a checkpoint's data identity is this run's (a checkpoint from before the
-    tokens' own hash was recorded is compared on the rest)."""
-    if "tokens_sha256" not in saved:
-        now = {k: v for k, v in now.items() if k != "tokens_sha256"}
+    tokens' own hash or the masking was recorded is compared on the rest)."""
+    for later in ("tokens_sha256", "masking"):   # recorded since
+        if later not in saved:
+            now = {k: v for k, v in now.items() if k != later}
     return saved == now
 
 
@@ -313,7 +314,10 @@ def _resume(run: _Run, ckpt_path: Path | None) -> dict:
     otherwise model, optimiser, schedule, every generator, history, step, the update
     recorder's start, the guard's seen blocks and the earlier segments' time are restored."""
     cfg, data, world = run.cfg, run.data, run.world
-    if ckpt_path is None or not ckpt_path.exists():
+    if ckpt_path is None:   # it read 'no checkpoint to resume from at None'
+        raise CompanionError("resume=True continues the run in a folder: give out_dir, the folder holding the run's "
+                             "checkpoint.pt.")
+    if not ckpt_path.exists():
         raise FileNotFoundError(f"no checkpoint to resume from at {ckpt_path}; run without resume first.")
     out = ckpt_path.parent
     ck = load_checkpoint(ckpt_path, run.device)
@@ -322,12 +326,13 @@ def _resume(run: _Run, ckpt_path: Path | None) -> dict:
                              f"{type(ck['config']).__name__}); start the run again with --overwrite.")
     saved_data = ck.get("data")
     if saved_data is not None and not _same_data(saved_data, _data_identity(data)):
-        diff = "; ".join(f"{k}: {str(saved_data.get(k))[:16]} -> {str(v)[:16]}"
-                         for k, v in _data_identity(data).items() if saved_data.get(k) != v)
+        cut = (lambda v: str(v)[:16] if isinstance(v, str) else str(v)[:90])   # a hash, or a record
+        diff = "; ".join(f"{k}: {cut(saved_data.get(k))} -> {cut(v)}"
+                         for k, v in _data_identity(data).items() if k in saved_data and saved_data.get(k) != v)
         raise CompanionError(
             f"the checkpoint in {out} was trained on other data than this run reads ({diff}): the "
-            "corpus or tokenizer changed since. Resume with the same corpus, or start again with "
-            "--overwrite.")
+            "corpus, tokenizer or masking changed since. Resume with the same corpus and masking, or start again "
+            "with --overwrite.")
     unknown = sorted(str(k) for k in ck["config"] if k not in cfg.to_dict())
     if unknown:   # no setting of this version can match them
         raise CompanionError(

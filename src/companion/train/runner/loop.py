@@ -108,6 +108,12 @@ def train(cfg: TrainConfig, data: TokenData | None = None, out_dir: str | Path |
     # resume: refuse a checkpoint of other data, configuration or process count; restore its state
     if resume:
         _resume(run, ckpt_path)
+        if stop_at is not None and stop_at < run.start:   # the run past it was handed back as if stopped there
+            from ...base.errors import CompanionError
+
+            raise CompanionError(f"stop_at={stop_at} is before the step the checkpoint in {out} reached "
+                                 f"({run.start}); a resumed run only goes on: give stop_at >= {run.start}, or start "
+                                 "the run again without resume.")
     run.start_clock()
 
     # evaluate the starting point of a new run (a resumed run's history already holds it)

@@ -260,12 +260,25 @@ def run_packed(jobs: list[Job], out: Path, parallel: int, deadline_s: float, pyt
                "runs": [{"name": j.name, "status": j.status, "reason": j.reason,
                          "steps": j.progress[-1][0] if j.progress else 0,
                          "total": j.progress[-1][1] if j.progress else None,
-                         "seconds_per_step": (j.progress[-1][2] / j.progress[-1][0]
-                                              if j.progress and j.progress[-1][0] else None),
+                         "seconds_per_step": _seconds_per_step(j.progress),
                          "wall_s": round((j.ended_at or time.monotonic()) - j.started_at, 1) if j.started_at else None}
                         for j in jobs]}
     write_text_atomic(json.dumps(summary, indent=1), out / "pack_summary.json", what="pack summary")
     return summary
+
+
+def _seconds_per_step(progress: list[tuple[int, int, float]]) -> float | None:
+    """A run's seconds per step from its progress lines ``(step, total, elapsed)``: its elapsed
+    seconds over its steps where its lines start at step 0; for a resumed run (its clock starts at
+    the resume, its steps count from the run's start) the seconds between its first and last lines
+    over the steps between them, None with one line (elapsed / step read a segment's seconds over
+    every step of the run)."""
+    if not progress or not progress[-1][0]:
+        return None
+    (s0, _, e0), (s1, _, e1) = progress[0], progress[-1]
+    if s0 == 0:
+        return e1 / s1
+    return (e1 - e0) / (s1 - s0) if s1 > s0 else None
 
 
 def _device_memory(device: str) -> tuple[int, str] | None:

@@ -39,9 +39,23 @@ def provenance(cfg: TrainConfig, command: str, seconds: float, data: TokenData |
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seed": cfg.seed,
         "config": cfg.to_dict(),
-        "model_size": cfg.model_size.to_dict(),
+        "model_size": _model_size(cfg),
         "data": data.summary() if data is not None else None,
     }
+
+
+def _model_size(cfg: TrainConfig) -> dict:
+    """The model the run trained: its named size with the run's overrides, or for a run started
+    from a checkpoint (``init_from``) the checkpoint's own figures."""
+    if cfg.init_from is None:
+        return cfg.model_size.to_dict()
+    from ..models.pretrained import checkpoint_size
+
+    try:
+        return checkpoint_size(cfg.init_from, cfg.model_size.seq_len)
+    except (CompanionError, OSError) as err:   # moved away while the run trained: its history is still written
+        return {**cfg.model_size.to_dict(), "unread": f"the configuration of {cfg.init_from} could not be read when "
+                                                      f"the run finished ({str(err)[:80]}); only its shape is its own"}
 
 
 def write_run(out_dir: str | Path, history: pd.DataFrame, meta: dict) -> Path:

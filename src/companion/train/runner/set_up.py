@@ -35,6 +35,12 @@ def _set_up_data(cfg: TrainConfig, data: TokenData | None, world: int) -> TokenD
             f"batch of {cfg.batch_size * world}; use a smaller --batch-size or --seq-len, or a larger corpus.")
     for split, blocks in (("training", data.train), ("held-out", data.eval)):
         _check_ids(split, blocks, data.vocab_size)
+    spec = data.masking
+    if spec.vocab_size != data.vocab_size:
+        # larger: a random replacement beyond the embedding failed deep inside; smaller: the
+        # replacements never drew the vocabulary's last ids, a corruption nobody named
+        raise CompanionError(f"the masking draws replacements from {spec.vocab_size} ids, the data's vocabulary has "
+                             f"{data.vocab_size}; make the MaskingSpec with vocab_size={data.vocab_size}.")
     return data
 
 

@@ -74,7 +74,7 @@ from ...base.errors import CompanionError
 from ...base.progress import report
 
 __all__ = ["CorpusSpec", "CORPORA", "ONLINE_CORPORA", "corpus_names", "corpus_documents", "fetching_allowed", "may_fetch",
-           "fetch_corpus", "archive_path", "documents_sha256", "DEFAULT_CORPUS"]
+           "fetch_corpus", "archive_path", "documents_sha256", "checked_document", "DEFAULT_CORPUS"]
 
 DEFAULT_CORPUS = "wikipedia"
 
@@ -519,6 +519,24 @@ class DocumentHasher:
 def documents_sha256(docs: Iterable[str]) -> str:
     """Content hash of a document sequence (order and boundaries included)."""
     h = DocumentHasher()
-    for d in docs:
-        h.update(d)
+    for i, d in enumerate(docs):
+        h.update(checked_document(d, i))
     return h.hexdigest()
+
+
+def checked_document(doc, index: int) -> str:
+    """``doc`` (document ``index``, from 0) when it is text UTF-8 can hold; else one line naming
+    it: a NaN or None (a missing cell of a table's column), bytes, or a string holding half of a
+    surrogate pair (text decoded with ``errors='surrogateescape'``) failed deep in the hash."""
+    if not isinstance(doc, str):
+        fix = ("decode it first (bytes.decode('utf-8'))" if isinstance(doc, (bytes, bytearray))
+               else "drop the missing ones first (e.g. df['text'].dropna())")
+        raise CompanionError(f"document {index} is {type(doc).__name__} {str(doc)[:40]!r}, not text; give a list of "
+                             f"strings: {fix}.")
+    try:
+        doc.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CompanionError(f"document {index} holds {doc[exc.start]!r} at character {exc.start}, half of a "
+                             "surrogate pair, which is no character (text decoded with errors='surrogateescape'?); "
+                             "decode it with errors='replace', or fix its encoding.") from None
+    return doc

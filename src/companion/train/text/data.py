@@ -21,13 +21,12 @@ command that may fetch (``companion train``) and saying so, the hub id ``bert-ba
 CPU models the vocabulary can be compacted to the ``top_k`` most frequent training ids
 (plus the five special tokens); all other ids map to ``[UNK]``.
 
-Documents are tokenized as text; the authors' code joined Wikipedia/RedPajama text
-character by character with spaces first, which we do not repeat.
+Documents are tokenized as text, except in ``wikipedia-chars``, which joins each one character by
+character with spaces first, as the authors' code did for Wikipedia and RedPajama.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -61,11 +60,7 @@ def _local_file(path: Path, text_field: str | None, limit: int | None) -> list[s
     regular_file(path, "corpus file")   # a FIFO would block for ever, a folder is no corpus
     suffix = path.suffix.lower()   # CORPUS.TXT (a Windows name) is a .txt file
     if suffix == ".txt":
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise CompanionError(f"the corpus {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
-                                 f"offset {exc.start:,}); give a UTF-8 .txt file of paragraphs.") from None
+        text = _file_text(path).replace("\r\n", "\n").replace("\r", "\n")   # Windows and old Mac line ends
         # a line of spaces or tabs between paragraphs is a blank line: it separates two documents
         texts = [p for p in re.split(r"\n[^\S\n]*\n", text) if p.strip()]
         if not texts:
@@ -74,23 +69,127 @@ def _local_file(path: Path, text_field: str | None, limit: int | None) -> list[s
         return texts[:limit] if limit else texts
     if suffix not in (".jsonl", ".json", ".csv"):
         raise CompanionError(f"{path}: expected a .txt, .jsonl/.json or .csv file.")
-    builder = "csv" if suffix == ".csv" else "json"
-    try:
-        texts = _datasets_column(builder, None, str(path), "train", text_field or "text", limit)
-    except CompanionError:
-        raise
-    except UnicodeDecodeError as exc:
-        raise CompanionError(f"the corpus {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x}); give a "
-                             f"UTF-8 {path.suffix} file.") from None
-    except Exception as exc:   # noqa: BLE001 - the datasets loaders' many kinds (StopIteration, DatasetGenerationError)
-        cause = exc.__cause__ or exc   # DatasetGenerationError says only 'An error occurred'; its cause says what
-        why = " ".join(str(cause).split())[:160] or type(cause).__name__
-        raise CompanionError(f"the corpus {path} cannot be read as {builder} records ({why}); give a "
-                             f"{path.suffix} file with a {text_field or 'text'!r} field.") from None
+    texts = _file_column(path, suffix, text_field or "text", limit)
     if not texts:
         raise CompanionError(f"the corpus {path} holds no documents; give a {path.suffix} file with a "
                              f"{text_field or 'text'!r} field.")
     return texts
+
+
+def _file_text(path: Path) -> str:
+    """A local corpus file's text (UTF-8, a BOM dropped), refused in one line naming the file."""
+    import codecs
+
+    raw = path.read_bytes()
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise CompanionError(f"the corpus {path} is UTF-16 text (it starts with a UTF-16 byte-order mark); save it "
+                             f"as UTF-8 and give that {path.suffix} file.")
+    skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return raw[skip:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CompanionError(f"the corpus {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                             f"{exc.start + skip:,}); give a UTF-8 {path.suffix} file.") from None
+
+
+def _file_column(path: Path, suffix: str, field_: str, limit: int | None) -> list[str]:
+    """The ``field_`` of each record of a local .csv/.jsonl/.json corpus, as written: no type is
+    guessed (a column of numbers read as floats made '007' the text '7.0', and a cell 'NA',
+    'null' or 'None' was read as missing and dropped); an empty cell, a JSON null and text of
+    only whitespace are no document."""
+    import math
+
+    text = _file_text(path)
+    values = _csv_values(path, text, field_) if suffix == ".csv" else _json_values(path, text, field_, suffix)
+    texts = []
+    for i, value in values:
+        if value is None or (isinstance(value, float) and math.isnan(value)) or (
+                isinstance(value, str) and not value.strip()):
+            continue   # an empty cell or a null is no document (str() made it the word 'None')
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise CompanionError(f"record {i} of {path}: its {field_!r} is a {type(value).__name__}, not text; "
+                                 "give one text per record.")
+        value = str(value)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:   # a JSON escape of half a surrogate pair
+            raise CompanionError(f"record {i} of {path}: its {field_!r} holds {value[exc.start]!r}, half of a "
+                                 "surrogate pair, which is no character; give UTF-8 text.") from None
+        texts.append(value)
+        if limit and len(texts) >= limit:
+            break
+    return texts
+
+
+def _csv_values(path: Path, text: str, field_: str):
+    """``(record number, cell)`` of ``field_``'s column of a CSV text (a short row: None)."""
+    import csv
+    import io
+
+    rows = csv.reader(io.StringIO(text, newline=""))
+    old = csv.field_size_limit()
+    csv.field_size_limit(1 << 30)   # a long comment is one cell (the default limit is 128 KiB)
+    try:
+        header = next(rows, None)
+        if header is None:
+            return []
+        if header.count(field_) != 1:
+            why = "twice" if header.count(field_) > 1 else "not"
+            raise CompanionError(f"the column {field_!r} is {why} in the header of {path}; columns are {header}.")
+        col, out = header.index(field_), []
+        for i, row in enumerate(rows, 1):
+            out.append((i, row[col] if col < len(row) else None))
+        return out
+    except csv.Error as err:
+        raise CompanionError(f"the corpus {path} cannot be read as csv records (line {rows.line_num}: {err}); give a "
+                             f"{path.suffix} file with a {field_!r} field.") from None
+    finally:
+        csv.field_size_limit(old)
+
+
+def _json_values(path: Path, text: str, field_: str, suffix: str):
+    """``(record number, value)`` of ``field_`` in each record of JSON lines (``.jsonl``) or of a
+    ``.json`` file holding a list of records (else read as JSON lines)."""
+    import json
+
+    def once(pairs):   # a key written twice in one record: which copy is the text cannot be told
+        keys = [k for k, _ in pairs]
+        if keys.count(field_) > 1:
+            raise ValueError(f"{field_!r} is written twice in one record")
+        return dict(pairs)
+
+    def bad(where, why):
+        return CompanionError(f"the corpus {path} cannot be read as json records ({where}{why}); give a "
+                              f"{path.suffix} file with a {field_!r} field.")
+
+    records = None
+    if suffix == ".json":
+        try:
+            whole = json.loads(text, object_pairs_hook=once)
+        except ValueError:
+            whole = None   # JSON lines under a .json name
+        if isinstance(whole, list):
+            records = list(enumerate(whole, 1))
+        elif isinstance(whole, dict):   # one record
+            records = [(1, whole)]
+        elif whole is not None:
+            raise bad("", f"it holds one {type(whole).__name__}, not a list of records or one record a line")
+    if records is None:
+        records = []
+        for n, line in enumerate(text.split("\n"), 1):   # never at U+2028, which a JSON string may hold
+            if not line.strip():
+                continue
+            try:
+                records.append((len(records) + 1, json.loads(line, object_pairs_hook=once)))
+            except ValueError as err:
+                raise bad(f"line {n}: ", str(err).splitlines()[0][:120]) from None
+    odd = next((i for i, r in records if not isinstance(r, dict)), None)
+    if odd is not None:
+        raise bad(f"record {odd}: ", "it is not an object of fields")
+    if records and not any(field_ in r for _, r in records):
+        names = sorted({k for _, r in records for k in r})[:12]
+        raise CompanionError(f"no column {field_!r} in {path}; columns are {names}.")
+    return [(i, r.get(field_)) for i, r in records]
 
 
 def _online_documents(name: str, text_field: str | None = None):
@@ -153,47 +252,6 @@ def load_texts(name_or_path: str, split: str = "train", limit: int | None = None
         f"{name_or_path!r} is neither a local file nor a known corpus; offline: "
         f"{sorted(CORPORA)}, online: {sorted(ONLINE_CORPORA)}, or a path to a "
         ".txt/.jsonl/.csv file.")
-
-
-@contextlib.contextmanager
-def _datasets_quiet():
-    """The datasets library without its progress bars and log lines, restored afterwards."""
-    from datasets.utils import logging as dlog
-
-    level, bars = dlog.get_verbosity(), dlog.is_progress_bar_enabled()
-    dlog.set_verbosity(dlog.CRITICAL + 1)
-    dlog.disable_progress_bar()
-    try:
-        yield
-    finally:
-        dlog.set_verbosity(level)
-        if bars:
-            dlog.enable_progress_bar()
-
-
-def _datasets_column(path, config, data_files, split, field_, limit, streaming=False):
-    try:
-        import datasets
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError("reading datasets needs the 'datasets' package: pip install datasets") from err
-    kw = {"data_files": data_files} if data_files else {}
-    with _datasets_quiet():   # its progress bars and its logged error would surround the refusal on stderr
-        ds = datasets.load_dataset(path, config, split=split, streaming=streaming, **kw)
-    names = ds.column_names if not streaming else None
-    if names is not None and field_ not in names:
-        raise CompanionError(f"no column {field_!r} in {data_files or path}; columns are {names}.")
-    texts = []
-    for i, row in enumerate(ds):
-        value = row[field_]
-        if value is None or (isinstance(value, str) and not value.strip()):
-            continue   # an empty cell or a null is no document (str() made it the word 'None')
-        if not isinstance(value, (str, int, float)):
-            raise CompanionError(f"record {i + 1} of {data_files or path}: its {field_!r} is a "
-                                 f"{type(value).__name__}, not text; give one text per record.")
-        texts.append(str(value))
-        if limit and len(texts) >= limit:
-            break
-    return texts
 
 
 def is_gguf(path: str) -> bool:
@@ -309,9 +367,16 @@ class TokenData:
             "train_tokens": int(self.train.numel()),
             "eval_tokens": int(self.eval.numel()),
             "vocab_size": self.vocab_size,
+            "masking": masking_record(self.masking),
             "description": self.description,
             **{k: v for k, v in self.source.items() if k != "folder"},
         }
+
+
+def masking_record(spec: MaskingSpec) -> dict:
+    """What a run records of its masked-LM corruption: the rate, the mask's id and the first id it
+    may choose (a run at another rate than 0.15 recorded nothing of it)."""
+    return {"prob": float(spec.prob), "mask_id": int(spec.mask_id), "first_regular_id": int(spec.first_regular_id)}
 
 
 def _whole(v) -> bool:
@@ -368,11 +433,12 @@ def build_token_data(texts: list[str], seq_len: int, tokenizer=None, top_k: int 
     if isinstance(texts, (str, bytes)):   # read as its characters: every character a document
         raise CompanionError(f"the documents are one {type(texts).__name__} of {len(texts):,} characters; give a "
                              "list of documents (e.g. text.split('\\n\\n') for paragraphs).")
+    texts = list(texts)   # a table's column (a pandas Series) has no truth value: `not texts` failed
     if not texts:
         raise CompanionError("no documents to train on.")
     check_eval_every(eval_every)
     tok = tokenizer if tokenizer is not None else load_tokenizer(tokenizer_name)
-    streams = in_memory_streams(list(texts), tok, eval_every=eval_every)
+    streams = in_memory_streams(texts, tok, eval_every=eval_every)
     source = {"corpus": description or "in-memory documents",
               "documents_sha256": streams.meta["documents_sha256"],
               "tokenizer_sha256": streams.meta["tokenizer_sha256"]}

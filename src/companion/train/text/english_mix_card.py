@@ -75,6 +75,8 @@ def card_numbers(progress=None) -> dict:
 
 
 CARD_COMMAND = "python -m companion.train.text.english_mix_card"
+#: where the assembly rules the card cites live (it named companion/train/english_mix.py after the module moved)
+RULES_MODULE = __name__.rsplit(".", 1)[0].replace(".", "/") + "/english_mix.py"
 
 
 def write_card(path: Path, numbers: dict) -> Path:
@@ -100,7 +102,7 @@ The assembly rules (normalisation, markup and POS-tag removal, the 20,000-charac
 cut at paragraph boundaries into pieces of >= 10,000 characters, the 20-word minimum,
 exact-duplicate removal, the held-out split by sha256 of each document's text, 1 in
 {HELD_OUT_MODULUS}, and the refusal of a held-out document that occurs in training) are
-stated in `src/companion/train/english_mix.py`.
+stated in `src/{RULES_MODULE}`.
 
 ## Sources (assembly order)
 

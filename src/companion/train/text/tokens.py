@@ -38,7 +38,7 @@ import torch
 
 from ...base.cache import cache_dir, sha256_file
 from ...base.errors import CompanionError
-from .corpora import DocumentHasher
+from .corpora import DocumentHasher, checked_document
 
 __all__ = ["TokenBlocks", "TokenStreams", "document_separator", "tokenizer_sha256", "tokenize_documents", "in_memory_streams",
            "position_split", "position_split_moves", "position_split_label", "read_key", "check_eval_every",
@@ -187,8 +187,8 @@ def tokenize_documents(docs: Iterable[str], tok, sink_train, sink_eval, eval_eve
             progress(index, counts["train_tokens"] + counts["eval_tokens"])
 
     with _backend_settings_kept(tok):
-        for doc in docs:
-            h.update(doc)
+        for n, doc in enumerate(docs):
+            h.update(checked_document(doc, n))
             batch.append(doc)
             if len(batch) >= batch_docs:
                 flush()
