@@ -221,18 +221,30 @@ def per_head_scores(scores: pd.DataFrame, score: str = "symmetry") -> Figure:
     """Per-head scores by layer (dots) with the whole layer's score (line), one panel per model.
 
     ``scores``: the survey's tidy table (``key, layer, head, pairing, <score>``), head
-    ``-1`` for the layer; only ``pairing == "grouped"`` rows are drawn.
+    ``-1`` for the layer; only ``pairing == "grouped"`` rows are drawn.  A model with two
+    stacks (``component`` encoder and decoder, as T5's) gets a panel per stack: in one panel
+    its layer line went back and forth between the stacks' layers of one index.
     """
     for c in ("key", "layer", "head", "role", score):
         if c not in scores.columns:
             raise ValueError(f"per_head_scores: the table lacks column {c!r}.")
+    if score not in SCORE_LABELS:
+        raise ValueError(f"per_head_scores: score must be one of {tuple(SCORE_LABELS)}, got {score!r}.")
     df = scores[scores["pairing"] == "grouped"] if "pairing" in scores.columns else scores
-    keys = list(dict.fromkeys(df["key"]))
-    fig = Figure(figsize=(5 * len(keys), 3.6), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(keys), squeeze=False)[0])
+    if "component" in df.columns:
+        df = df.assign(component=df["component"].fillna(""))
+        stacks = df.groupby("key", sort=False)["component"].nunique()
+        panels = list(dict.fromkeys(zip(df["key"], df["component"])))
+        names = [f"{k} ({c})" if stacks[k] > 1 else k for k, c in panels]
+        pick = [(df["key"] == k) & (df["component"] == c) for k, c in panels]
+    else:
+        names = list(dict.fromkeys(df["key"]))
+        pick = [df["key"] == k for k in names]
+    fig = Figure(figsize=(5 * len(names), 3.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(names), squeeze=False)[0])
     rng = np.random.default_rng(0)
-    for ax, key in zip(axes, keys):
-        g = df[df["key"] == key]
+    for ax, key, rows in zip(axes, names, pick):
+        g = df[rows]
         heads = g[g["head"] >= 0]
         whole = g[g["head"] == -1].sort_values("layer")
         kind = "decoder" if (g["role"] == "causal").any() else "encoder"
@@ -279,10 +291,18 @@ def bias_term_figure(layers: pd.DataFrame, decoders=()) -> Figure:
 
     ``layers``: :func:`companion.survey.bias_term.bias_term_table` rows of whole layers (``model,
     layer, share``); depth is drawn as the layer's position in ``[0, 1]`` so models of
-    different depth share the axis, and a single (shared) layer is one marker."""
+    different depth share the axis, and a single (shared) layer is one marker.  Of the whole
+    table (a ``head`` column), the rows of whole layers (``head == -1``) are drawn: its heads'
+    rows were drawn as layers, and counted in "(N layers)"."""
     for c in ("model", "layer", "share"):
         if c not in layers.columns:
             raise ValueError(f"bias_term_figure: the table lacks column {c!r}.")
+    if "head" in layers.columns:
+        layers = layers[layers["head"] == -1]
+    twice = layers[layers.duplicated(["model", "layer"], keep=False)]
+    if not twice.empty:
+        raise ValueError(f"bias_term_figure: model {twice['model'].iloc[0]!r} has two rows of layer "
+                         f"{twice['layer'].iloc[0]!r}; pass one row per layer (bias_term_table rows with head -1).")
     if layers.dropna(subset=["share"]).empty:
         raise ValueError("bias_term_figure: no row with a share to draw; pass bias_term_table rows of whole layers.")
     fig = Figure(figsize=(7, 3.8), layout="constrained")
