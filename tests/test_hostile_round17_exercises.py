@@ -120,6 +120,14 @@ def test_a_wrong_formula_in_float32_still_gets_the_exercise_hint():
     assert "eta^2" in text and "float64" not in text, text
 
 
+def test_a_float16_rate_is_judged_by_its_value_right_or_wrong():
+    # by hand: a rate of 1/2 (exact in float16) balances the pairs; 0.45 leaves more
+    # masked-unmasked pairs, m(N - m) > m(m - 1), far beyond float16's rounding
+    assert _check("ex-objectives-to-structure-2", np.float16(0.5))
+    text = _refused("ex-objectives-to-structure-2", np.float16(0.45))
+    assert "Eq. S119" in text and "float64" not in text, text
+
+
 def test_a_float32_prediction_within_the_tolerance_the_physics_allows_passes():
     # 1 - s(I + eps A) = 2 eps^2 ||A_n||^2 / n to leading order; the check allows the next order
     def gap(A, eps):
