@@ -458,3 +458,17 @@ def test_pickle_shards_without_their_index_are_named_as_such_not_as_no_weights(t
     text = refused(lambda: read_qk(folder, allow_pickle=True, progress=False),
                    "pytorch_model-00001-of-00002.bin", "pytorch_model.bin.index.json")
     assert "no model.safetensors" not in text
+
+
+def test_score_prints_the_count_of_a_pickled_tied_copy_under_a_config_saved_with_a_bom_and_crlf(tmp_path, capsys):
+    from companion.cli import main
+
+    model = _gpt2()
+    state = model.state_dict()
+    state["lm_head.weight"] = state["lm_head.weight"].clone()
+    folder = _pickle_folder(tmp_path / "m", model.config, state)
+    text = (folder / "config.json").read_text()
+    (folder / "config.json").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())   # Notepad's
+    assert main(["score", str(folder), "--allow-pickle", "--quiet"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert f"{model.num_parameters():,} parameters" in first, first
