@@ -389,3 +389,49 @@ def test_resume_without_a_run_folder_is_refused_naming_out_dir():
 
     line = _refusal(lambda: train(_cfg(steps=2), data=_data(), resume=True), "out_dir")
     assert "None" not in line
+
+
+def _update_rows(run, mode, seed, values):
+    import pandas as pd
+
+    return pd.DataFrame([dict(run=run, mode=mode, init="standard", seed=seed, step=s, quantity="update_symmetry",
+                              layer=0, head=-1, value=v) for s, v in zip((1, 5, 10, 100), values)])
+
+
+def test_the_early_window_mean_is_each_runs_own_mean_of_its_first_tenth():
+    import pandas as pd
+
+    from companion.train.runner.updates import window_means
+
+    runs = pd.concat([_update_rows("a-s1", "encoder", 1, [0.2, 0.4, 0.6, 0.9]),
+                      _update_rows("b-s1", "decoder", 1, [-0.2, 0.0, 0.1, 0.5])])
+    m = window_means(runs)   # steps <= 0.1 x 100: 1, 5 and 10
+    assert m[("encoder", "standard", 1)] == pytest.approx((0.2 + 0.4 + 0.6) / 3)
+    assert m[("decoder", "standard", 1)] == pytest.approx((-0.2 + 0.0 + 0.1) / 3)
+
+
+def test_two_runs_of_one_mode_start_and_seed_are_refused_not_pooled_into_one_seeds_mean():
+    """Runs of two bodies (say two optimisers) in one table: the encoder's seed 1 read as the
+    mean of both runs' rows, one seed where there were two runs."""
+    import pandas as pd
+
+    from companion.train.runner.updates import window_means
+
+    runs = pd.concat([_update_rows("sgd-encoder-s1", "encoder", 1, [0.2, 0.4, 0.6, 0.9]),
+                      _update_rows("adamw-encoder-s1", "encoder", 1, [0.8, 0.8, 0.8, 0.8])])
+    _refusal(lambda: window_means(runs), "adamw-encoder-s1", "sgd-encoder-s1", "seed 1")
+
+
+@pytest.mark.parametrize("name, body", [("train.csv", 'id,comment_text,toxic\n1,"Nice edit, thanks.",0\n'),
+                                        ("red.jsonl", '{"raw_content": "Some web page.", "doc_id": "x"}\n')])
+def test_a_corpus_file_of_the_papers_datasets_names_the_fix_for_its_text_column(tmp_path, cache, name, body):
+    """The Jigsaw refusal said 'download train.csv and pass its path'; passed to the loader that
+    `companion train --corpus` uses (which reads the column 'text'), the file was refused naming
+    no way to name its column."""
+    from companion.train.text.data import load_texts, token_data_for_corpus
+
+    jig = _refusal(lambda: load_texts("jigsaw"), "comment_text")
+    assert "text_field" in jig and "rename" in jig
+    f = tmp_path / name
+    f.write_text(body, encoding="utf-8")
+    _refusal(lambda: token_data_for_corpus(str(f), 8), str(f), "'text'", "text_field", "rename")

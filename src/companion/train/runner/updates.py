@@ -180,6 +180,15 @@ def window_means(runs, quantity: str = "update_symmetry", fraction: float = 0.1)
     if not 0 < fraction <= 1:
         raise CompanionError(f"fraction must lie in (0, 1]; got {fraction}.")
     runs = runs.reset_index(drop=True)
+    named = runs.drop_duplicates(["run", "mode", "init", "seed"])
+    twice = named[named.duplicated(["mode", "init", "seed"], keep=False)]
+    if len(twice):   # one (mode, init, seed) is one run's mean: two runs' rows were pooled into it, unsaid
+        r = twice.iloc[0]
+        both = sorted(twice.loc[(twice["mode"] == r["mode"]) & (twice["init"] == r["init"])
+                                & (twice["seed"] == r["seed"]), "run"])
+        raise CompanionError(f"runs {both[0]} and {both[1]} are both {r['mode']} / {r['init']} seed {r['seed']}; a mean "
+                             "per (mode, init, seed) would pool them as one run: pass the runs of one body (one "
+                             "optimiser, size and corpus) at a time.")
     rows = runs[runs["quantity"] == quantity]
     last = runs.groupby("run")["step"].transform("max")
     rows = rows[rows["step"] <= fraction * last.loc[rows.index]]

@@ -76,6 +76,11 @@ def _local_file(path: Path, text_field: str | None, limit: int | None) -> list[s
     return texts
 
 
+#: the fix for a corpus file whose texts are under another name (Jigsaw's comment_text)
+_NAME_THE_COLUMN = ("Name the column of the texts with load_texts(..., text_field=...), or for `companion train "
+                    "--corpus` (which reads the column 'text') rename it to text.")
+
+
 def _file_text(path: Path) -> str:
     """A local corpus file's text (UTF-8, a BOM dropped), refused in one line naming the file."""
     import codecs
@@ -135,7 +140,8 @@ def _csv_values(path: Path, text: str, field_: str):
             return []
         if header.count(field_) != 1:
             why = "twice" if header.count(field_) > 1 else "not"
-            raise CompanionError(f"the column {field_!r} is {why} in the header of {path}; columns are {header}.")
+            raise CompanionError(f"the column {field_!r} is {why} in the header of {path}; columns are {header}. "
+                                 f"{_NAME_THE_COLUMN}")
         col, out = header.index(field_), []
         for i, row in enumerate(rows, 1):
             out.append((i, row[col] if col < len(row) else None))
@@ -188,7 +194,7 @@ def _json_values(path: Path, text: str, field_: str, suffix: str):
         raise bad(f"record {odd}: ", "it is not an object of fields")
     if records and not any(field_ in r for _, r in records):
         names = sorted({k for _, r in records for k in r})[:12]
-        raise CompanionError(f"no column {field_!r} in {path}; columns are {names}.")
+        raise CompanionError(f"no column {field_!r} in {path}; columns are {names}. {_NAME_THE_COLUMN}")
     return [(i, r.get(field_)) for i, r in records]
 
 
@@ -247,7 +253,8 @@ def load_texts(name_or_path: str, split: str = "train", limit: int | None = None
     if name_or_path.lower() == "jigsaw":
         raise CompanionError(
             "Jigsaw is distributed by Kaggle (jigsaw-toxic-comment-classification-challenge); "
-            "download train.csv and pass its path (the text column is 'comment_text').")
+            "download train.csv and pass its path with text_field='comment_text' (its text column); for "
+            "`companion train --corpus`, which reads a column named 'text', rename that column to text.")
     raise CompanionError(
         f"{name_or_path!r} is neither a local file nor a known corpus; offline: "
         f"{sorted(CORPORA)}, online: {sorted(ONLINE_CORPORA)}, or a path to a "
