@@ -472,3 +472,13 @@ def test_score_prints_the_count_of_a_pickled_tied_copy_under_a_config_saved_with
     assert main(["score", str(folder), "--allow-pickle", "--quiet"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert f"{model.num_parameters():,} parameters" in first, first
+
+
+@pytest.mark.parametrize("key", ["state_dict", "model"])
+def test_a_training_checkpoint_holding_the_weights_under_a_key_is_named_as_such(tmp_path, key):
+    model = _gpt2()
+    folder = tmp_path / "m"
+    folder.mkdir()
+    model.config.to_json_file(folder / "config.json")
+    torch.save({key: model.state_dict(), "epoch": 3}, folder / "pytorch_model.bin")   # as Lightning and loops save it
+    refused(lambda: read_qk(folder, allow_pickle=True, progress=False), "pytorch_model.bin", repr(key), "torch.save")

@@ -316,6 +316,7 @@ class PickleSource(TensorSource):
             if not isinstance(state, dict):
                 raise CompanionError(f"{path} holds a {type(state).__name__}, not a state dict "
                                      "of tensors; save model.state_dict() instead.")
+            _refuse_nested_state(state, path)
             # a whole pickle is parsed to find any tensor: count the whole file
             self.bytes_read += os.path.getsize(path)
             for name, t in state.items():
@@ -361,6 +362,19 @@ class PickleSource(TensorSource):
     def stored_nbytes(self, name: str) -> int:
         t = self._tensors[name]
         return t.numel() * t.element_size()
+
+
+def _refuse_nested_state(state: dict, path: Path) -> None:
+    """A training checkpoint (``{"state_dict": {...}, "epoch": 3}``, ``{"model": {...}, "optimizer": ...}``)
+    keeps the weights one level down: named as such, not read as a checkpoint without the model's tensors."""
+    if any(isinstance(v, torch.Tensor) for v in state.values()):
+        return
+    inner = [k for k, v in state.items() if isinstance(v, dict) and any(isinstance(t, torch.Tensor) for t in v.values())]
+    if inner:
+        key = str(inner[0])[:60]
+        raise CompanionError(f"{path} holds its tensors under the key {key!r} (a training checkpoint), not as a "
+                             f"state dict of the model's tensors; save that entry alone: torch.save(checkpoint[{key!r}], "
+                             "'pytorch_model.bin').")
 
 
 # ----------------------------------------------------------------------------- GGUF
