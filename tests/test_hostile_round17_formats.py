@@ -482,3 +482,19 @@ def test_a_training_checkpoint_holding_the_weights_under_a_key_is_named_as_such(
     model.config.to_json_file(folder / "config.json")
     torch.save({key: model.state_dict(), "epoch": 3}, folder / "pytorch_model.bin")   # as Lightning and loops save it
     refused(lambda: read_qk(folder, allow_pickle=True, progress=False), "pytorch_model.bin", repr(key), "torch.save")
+
+
+@pytest.mark.parametrize("how", ["missing", "cut short"])
+def test_an_onnx_graph_whose_external_data_file_is_missing_or_cut_short_is_refused_naming_it(tmp_path, how):
+    import onnx
+
+    model, _ = _onnx_layer("none", d=64)
+    onnx.save(model, str(tmp_path / "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="model.onnx_data", size_threshold=0)
+    data = tmp_path / "model.onnx_data"
+    if how == "missing":
+        data.unlink()
+        refused(lambda: read_qk(tmp_path / "model.onnx", progress=False), "'model.onnx_data'", "not beside it")
+    else:
+        data.write_bytes(data.read_bytes()[:100])
+        refused(lambda: read_qk(tmp_path / "model.onnx", progress=False), "model.onnx", "'wq'", "exceeds")

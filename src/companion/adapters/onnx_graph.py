@@ -491,6 +491,7 @@ class ONNXSource(TensorSource):
         try:
             model = onnx.load(str(path))
         except Exception as exc:
+            _refuse_missing_external_data(path)
             raise CompanionError(
                 f"{path} is not a readable ONNX model ({type(exc).__name__}: "
                 f"{str(exc)[:120]}). Download or export it again."
@@ -528,6 +529,23 @@ class ONNXSource(TensorSource):
 
     def _load(self, name: str) -> torch.Tensor:
         return decode_initializer(self._inits, self._dequant, self.shapes, name, self.location)
+
+
+def _refuse_missing_external_data(path: Path) -> None:
+    """A graph whose weights live in a data file beside it (``model.onnx_data``) that is not there:
+    named, with the fix (the loader's own message, cut to a line, lost the file's name)."""
+    import onnx
+
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except Exception:
+        return
+    wanted = {e.value for init in graph.initializer if init.data_location == onnx.TensorProto.EXTERNAL
+              for e in init.external_data if e.key == "location"}
+    missing = sorted(w for w in wanted if not (path.parent / w).exists())
+    if missing:
+        raise CompanionError(f"{path} keeps its weights in the data file {missing[0]!r}, which is not beside it in "
+                             f"{path.parent}; put that file (downloaded with the graph) next to it.")
 
 
 def _to_linear_layout(q_layout: str, k_layout: str):
