@@ -1,16 +1,19 @@
-"""The survey of real checkpoints and the offline zoo, under hostile and edge-case input, beyond the
-round 13-15 survey files.
+"""The survey of real checkpoints and the offline zoo, under hostile and edge-case input, beyond
+tests/test_hostile_round13_survey_core.py, tests/test_hostile_round14_survey.py and
+tests/test_hostile_round15_survey.py.
 
 (a) The survey's cache of per-model tables: a table without provenance columns served for another hub
 id or commit, a table that records no commit served under a pin, another model's table under this key,
-the tables that do check out still served.  (b) The summaries against a computation by hand from the
-per-model table: medians and quartiles per stack and pairing, the counts of encoders and decoders, a
-layer whose role is no role the readers give (counted as an encoder), a stack whose layers disagree on
-their role, the contrast's extremes and verdicts, the published rows beside the recomputed ones.
-(c) A model of one layer and one head; a random model's scores against a Monte Carlo of the
-definitions.  (d) The zoo: an assembled file whose hash is not the pinned one, a package of another
-version than pinned, a cached or installed file edited in place, the parts of a split file out of
-order.  (e) The hub: a mirror that answers another commit than the one pinned.
+a table of a changed entry in the union of a run that did not survey it, a union with no table left,
+two entries under one key, the tables that do check out still served.  (b) The summaries against a
+computation by hand from the per-model table: medians and quartiles per stack and pairing, the counts
+of encoders and decoders, a layer whose role is no role the readers give (counted as an encoder), a
+stack whose layers disagree on their role, the label, the contrast's extremes and verdicts and a model
+the catalog did not name, the published rows beside the recomputed ones.  (c) A model of one layer and
+one head; a random model's scores against a Monte Carlo of the definitions.  (d) The zoo: an assembled
+file whose hash is not the pinned one, a package of another version than pinned, an installed file
+edited in place, the zoo walk given a catalog holding a key twice.  (e) The hub: a mirror that answers
+another commit than the one pinned.
 
 Every case builds its models, catalogs and packages in tmp_path (COMPANION_CACHE points there); nothing
 reaches the network.
