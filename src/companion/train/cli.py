@@ -334,20 +334,28 @@ def run_train(args: argparse.Namespace) -> int:
 
 def _say_hub_reads(args: argparse.Namespace) -> None:
     """Say on stderr, before the first request, that a checkpoint (--from) or tokenizer
-    (--tokenizer, $COMPANION_TOKENIZER) named by hub id is read over the network: it was read
-    without a word, and with no network it retried for a minute before the refusal."""
+    (--tokenizer, $COMPANION_TOKENIZER) named by hub id, or an online corpus, is read over the
+    network: it was read without a word, and with no network it retried for a minute before
+    the refusal."""
     import os
 
     from ..adapters.hub import _hub_offline
     from ..base.paths import is_hub_id
     from ..zoo.registry import is_zoo_name
 
+    from .text.corpora import ONLINE_CORPORA
+
+    if _hub_offline():
+        return
     tokenizer = args.tokenizer or (None if args.init_from else os.environ.get("COMPANION_TOKENIZER") or None)
     for flag, name in (("--from", args.init_from), ("--tokenizer", tokenizer)):
         if (name and is_hub_id(name) and not os.path.lexists(name) and not is_zoo_name(name)
-                and not (flag == "--tokenizer" and name == args.init_from) and not _hub_offline()):
+                and not (flag == "--tokenizer" and name == args.init_from)):
             print(f"{flag} {name} is read from the Hugging Face hub over the network (or its local cache); "
                   "HF_HUB_OFFLINE=1 forbids it", file=sys.stderr, flush=True)
+    if args.corpus in ONLINE_CORPORA and os.environ.get("HF_DATASETS_OFFLINE") != "1":
+        print(f"--corpus {args.corpus} is streamed from the Hugging Face hub over the network; HF_HUB_OFFLINE=1 "
+              "forbids it", file=sys.stderr, flush=True)
 
 
 def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
@@ -384,11 +392,18 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
                                          tokenizer_name=tokenizer, max_tokens=args.max_tokens,
                                          progress=progress)
     except OSError as err:   # transformers' "couldn't connect ... cached files" (no errno): not a disk error
-        if err.errno is not None or tokenizer is None:
-            raise
         from ..base.errors import CompanionError
+        from .text.corpora import ONLINE_CORPORA
 
-        raise CompanionError(f"the tokenizer {tokenizer} cannot be loaded ({str(err).splitlines()[0][:120]}); give a "
+        why = (str(err).splitlines() or [type(err).__name__])[0][:120]
+        online = cfg.corpus in ONLINE_CORPORA and (isinstance(err, ConnectionError) or tokenizer is None)
+        if err.errno is not None or not (online or tokenizer):
+            raise
+        if online:   # datasets' ConnectionError when the hub cannot be reached: it was a traceback
+            raise CompanionError(f"the online corpus {cfg.corpus} cannot be streamed from the Hugging Face hub ({why}); "
+                                 "check the network, or train on an offline corpus (`companion corpus list`). "
+                                 "Nothing in --out was changed.") from None
+        raise CompanionError(f"the tokenizer {tokenizer} cannot be loaded ({why}); give a "
                              "tokenizer folder, or a hub id already in the Hugging Face cache. Nothing in --out "
                              "was changed.") from None
     if args.overwrite and rank0:   # only now: a refusal above leaves the previous run as it was
