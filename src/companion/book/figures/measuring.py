@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .palette import COLORMAPS, CYCLE, KIND_COLORS, plain, positive
+from .palette import COLORMAPS, CYCLE, KIND_COLORS, grouped, plain, positive
 
 ENCODER_COLOR = KIND_COLORS["encoder"]
 DECODER_COLOR = KIND_COLORS["decoder"]
@@ -64,6 +64,7 @@ def null_bands(summary: pd.DataFrame, score: str = "directionality") -> plt.Figu
     """
     s = summary[summary["score"] == score]
     _some(s, summary, "null_bands", score)
+    grouped(s, ("d", "rank"), "null_bands")
     rank = s["rank"].to_numpy()
     low = rank != -1
     ratio = np.where(low, s["d"].to_numpy(float) / np.where(low, rank, 1), np.nan)

@@ -14,7 +14,8 @@
 
 from __future__ import annotations
 
-__all__ = ["CYCLE", "KIND_COLORS", "KIND_STYLES", "COLORMAPS", "use_book_cycle", "plain", "as_written", "positive"]
+__all__ = ["CYCLE", "KIND_COLORS", "KIND_STYLES", "COLORMAPS", "use_book_cycle", "plain", "as_written", "positive",
+           "grouped"]
 
 #: Okabe & Ito (2008): blue, vermillion, bluish green, orange, reddish purple, sky blue,
 #: yellow, black
@@ -48,6 +49,19 @@ def positive(values, what: str, name: str) -> None:
     if bad.size:
         raise ValueError(f"{what}: {name} holds {bad.size} value(s) a log axis cannot show "
                          f"({', '.join(f'{b:g}' for b in bad[:3])}); keep only positive {name} values.")
+
+
+def grouped(frame, columns, what: str):
+    """``frame``, refused in one line where a row has no value (NaN, None) in one of the
+    ``columns`` a figure groups by: pandas' ``groupby`` leaves such a row out, so a run, a
+    seed or a model would be missing from figure ``what`` without a word."""
+    for c in columns:
+        if c in frame.columns:
+            k = int(frame[c].isna().sum())
+            if k:
+                raise ValueError(f"{what}: {k} row(s) have no {c} (a missing value), which the figure would leave "
+                                 f"out; give each row its {c} or drop those rows.")
+    return frame
 
 
 def plain(text) -> str:

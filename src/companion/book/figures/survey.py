@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .palette import COLORMAPS, KIND_COLORS, KIND_STYLES, plain, positive
+from .palette import COLORMAPS, KIND_COLORS, KIND_STYLES, grouped, plain, positive
 
 __all__ = [
     "KIND_COLORS",
@@ -64,6 +64,7 @@ def null_band_table(null: pd.DataFrame, lo: float = 0.025, hi: float = 0.975) ->
     for c in ("d", "symmetry", "directionality"):
         if c not in null.columns:
             raise ValueError(f"null table lacks column {c!r}; pass companion.core.null.null_scores output.")
+    grouped(null, ("d",), "null_band_table")
     rows = []
     for d, g in null.groupby("d"):
         for score in ("symmetry", "directionality"):
@@ -231,6 +232,7 @@ def per_head_scores(scores: pd.DataFrame, score: str = "symmetry") -> Figure:
     if score not in SCORE_LABELS:
         raise ValueError(f"per_head_scores: score must be one of {tuple(SCORE_LABELS)}, got {score!r}.")
     df = scores[scores["pairing"] == "grouped"] if "pairing" in scores.columns else scores
+    grouped(df, ("key", "layer", "head"), "per_head_scores")
     if "component" in df.columns:
         df = df.assign(component=df["component"].fillna(""))
         stacks = df.groupby("key", sort=False)["component"].nunique()
@@ -299,6 +301,7 @@ def bias_term_figure(layers: pd.DataFrame, decoders=()) -> Figure:
             raise ValueError(f"bias_term_figure: the table lacks column {c!r}.")
     if "head" in layers.columns:
         layers = layers[layers["head"] == -1]
+    grouped(layers, ("model", "layer"), "bias_term_figure")
     twice = layers[layers.duplicated(["model", "layer"], keep=False)]
     if not twice.empty:
         raise ValueError(f"bias_term_figure: model {twice['model'].iloc[0]!r} has two rows of layer "

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .palette import plain, positive
+from .palette import grouped, plain, positive
 
 __all__ = ["objective_score_trajectories", "logits_versus_weights", "first_order_error_scaling",
            "context_ratio_per_type"]
@@ -23,6 +23,7 @@ def objective_score_trajectories(history: pd.DataFrame):
     missing = needed - set(history.columns)
     if missing:
         raise ValueError(f"history lacks the columns {sorted(missing)}.")
+    grouped(history, ("objective", "step"), "objective_score_trajectories")
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), constrained_layout=True)
     for ax, score in zip(axes, ("symmetry", "directionality")):
         for objective, grp in history.groupby("objective"):

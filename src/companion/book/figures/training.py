@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 
-from .palette import COLORMAPS, CYCLE, plain
+from .palette import COLORMAPS, CYCLE, grouped, plain
 
 __all__ = ["scores_over_training", "layers_over_training", "loss_curves", "loss_difference",
            "scores_against_tokens", "objective_swap_curves", "objective_swap_layers"]
@@ -18,22 +18,11 @@ _YLABEL = {"symmetry": "symmetry score", "directionality": "directionality score
            "eval_loss": "held-out loss", "train_loss": "training loss"}
 
 
-def _labelled(sub: pd.DataFrame, quantity: str) -> pd.DataFrame:
-    """``sub``, refused in one line where a row has no label (grouping by label left such a run
-    out of the figure without a word)."""
-    bad = sub[sub["label"].isna()] if "label" in sub.columns else sub
-    if len(bad):
-        run = f" of run {bad['run'].iloc[0]!r}" if "run" in bad.columns else ""
-        raise ValueError(f"{len(bad)} {quantity!r} row(s){run} have no label; give every run a label "
-                         "(load_runs gives each its label_of(config)).")
-    return sub
-
-
 def _layer_rows(df: pd.DataFrame, quantity: str) -> pd.DataFrame:
     sub = df[(df["quantity"] == quantity) & (df["head"] == -1)]
     if sub.empty:
         raise ValueError(f"the table has no per-layer rows of {quantity!r}.")
-    return _labelled(sub, quantity)
+    return grouped(sub, ("label", "step", "layer", "seed"), f"the {quantity!r} rows")
 
 
 def scores_over_training(df: pd.DataFrame, quantity: str = "symmetry", ax=None, title=None):
@@ -82,7 +71,7 @@ def loss_curves(df: pd.DataFrame, quantity: str = "eval_loss", ax=None, logy=Fal
     sub = df[df["quantity"] == quantity]
     if sub.empty:
         raise ValueError(f"the table has no {quantity!r} rows.")
-    _labelled(sub, quantity)
+    grouped(sub, ("label", "step", "seed"), f"the {quantity!r} rows")
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
     for label, g in sub.groupby("label", sort=False):
         mean = g.groupby("step")["value"].mean()
@@ -107,6 +96,7 @@ def loss_difference(table: pd.DataFrame, ax=None, title=None,
     if not need <= set(table.columns):
         raise ValueError(f"the table needs the columns {sorted(need)}; "
                          "make it with companion.train.studies.speedup.paired_loss_difference.")
+    grouped(table, ("seed", "step"), "loss_difference")
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.2))
     for seed, g in table.groupby("seed"):
         g = g.sort_values("step")
@@ -187,6 +177,7 @@ def objective_swap_curves(runs: pd.DataFrame):
     unknown = sorted(set(map(str, runs["role"])) - set(_ROLE_COLORS))
     if unknown:
         raise ValueError(f"objective_swap_curves: roles {unknown} are neither 'control' nor 'swap' (use swap_runs).")
+    grouped(runs, ("run", "step"), "objective_swap_curves")
     panels = ["symmetry", "directionality", "eval_loss"]
     if (runs["quantity"] == "eval_loss_other").any():  # runs that also scored the objective they left
         panels.append("eval_loss_other")
