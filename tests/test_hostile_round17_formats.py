@@ -498,3 +498,10 @@ def test_an_onnx_graph_whose_external_data_file_is_missing_or_cut_short_is_refus
     else:
         data.write_bytes(data.read_bytes()[:100])
         refused(lambda: read_qk(tmp_path / "model.onnx", progress=False), "model.onnx", "'wq'", "exceeds")
+
+
+def test_a_pickle_of_meta_tensors_saved_before_the_weights_were_loaded_is_refused_in_one_line(tmp_path):
+    with torch.device("meta"):   # as accelerate's init_empty_weights builds a model
+        model = T.GPT2LMHeadModel(T.GPT2Config(n_embd=D, n_head=4, n_layer=2, vocab_size=VOCAB, **SPECIAL))
+    folder = _pickle_folder(tmp_path / "m", model.config, model.state_dict())
+    refused(lambda: read_qk(folder, allow_pickle=True, progress=False), "pytorch_model.bin", "meta")

@@ -322,6 +322,10 @@ class PickleSource(TensorSource):
             for name, t in state.items():
                 if not isinstance(t, torch.Tensor):
                     continue
+                if t.is_meta:   # shapes without values: nothing to read
+                    raise CompanionError(f"{path} stores tensor {name!r} on the 'meta' device, a shape with no values "
+                                         "(a model saved before its weights were loaded); save its state_dict() "
+                                         "after loading the weights.")
                 # as for safetensors shards: the index places a tensor; one it does not place
                 # may be stored once only
                 if weight_map is not None and name in weight_map:
