@@ -173,3 +173,20 @@ def test_a_file_s_bytes_never_run_into_the_next_path(tmp_path):
     (n1, d1), (n2, d2) = tree_digest(one, ("a", "b")), tree_digest(two, ("a", "xb"))
     assert n1 == n2 == 2
     assert d1 != d2
+
+
+def test_once_cuda_is_started_an_answer_runs_in_this_process_not_a_fork_that_cannot_use_cuda(monkeypatch):
+    """On a GPU runtime a forked child cannot use CUDA again: an answer computing on the GPU
+    would fail there although it is right.  So the check runs it in this process instead."""
+    import torch
+
+    from companion.book.teaching import exercise_engine as engine
+
+    monkeypatch.delenv("COMPANION_CHECK_IN_PROCESS", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    assert engine._can_fork()
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert not engine._can_fork()
+    forks = []
+    monkeypatch.setattr(engine, "_guarded_by_process", lambda *a, **k: forks.append(a))
+    assert engine._guarded("ex-x", lambda: 41 + 1) == 42 and not forks

@@ -17,7 +17,8 @@ most ``items`` numbers or items (``exercises.MAX_ITEMS``). Each call runs in a f
 (its result comes back through a pipe, read as data only: numbers, arrays, containers, scipy's
 laws, never code), killed at the time limit with every process it
 started (:mod:`.exercise_processes`): a long call into compiled code is stopped as surely as
-a Python loop.  Where a process cannot be forked (Windows), or with
+a Python loop.  Where a process cannot be forked (Windows, or once this process has started
+CUDA, which a forked child cannot use again), or with
 ``COMPANION_CHECK_IN_PROCESS=1``, the bound is ``SIGALRM`` in the main thread, which
 interrupts Python code between two steps only, and a watchdog thread elsewhere.
 """
@@ -28,6 +29,7 @@ import copy
 import itertools
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -223,10 +225,23 @@ def _guarded_here(label: str, thunk: Callable[[], Any]) -> Any:
 
 
 def _can_fork() -> bool:
+    """Whether an answer can run in a forked child: not on Windows, not when asked
+    (``COMPANION_CHECK_IN_PROCESS=1``), and not once this process has started CUDA (a GPU
+    runtime on Colab): a forked child cannot use CUDA again ("Cannot re-initialize CUDA in
+    forked subprocess"), so an answer on the GPU would fail there for no fault of its own."""
     import multiprocessing
 
     return (hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
-            and os.environ.get("COMPANION_CHECK_IN_PROCESS", "") in ("", "0"))
+            and os.environ.get("COMPANION_CHECK_IN_PROCESS", "") in ("", "0")
+            and not _cuda_started())
+
+
+def _cuda_started() -> bool:
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_initialized())
+    except Exception:   # a torch built without CUDA, or one half imported
+        return False
 
 
 def _guarded_by_process(thunk, limit: float, late: WrongAnswer, label: str):
