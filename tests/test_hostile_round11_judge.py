@@ -407,7 +407,7 @@ def test_a_per_model_table_edited_by_hand_is_reported_not_dropped_from_the_union
     out = tmp_path / "survey"
     (out / "models").mkdir(parents=True)
     for k in "ac":
-        _write_atomic(pd.DataFrame([dict(key=k, hub_id=f"x/{k}", component="encoder", role="encoder", layer=0,
+        _write_atomic(pd.DataFrame([dict(key=k, hub_id=f"nobody/{k}", component="encoder", role="encoder", layer=0,
                                          head=-1, level="layer", pairing="grouped", symmetry=0.5,
                                          directionality=0.0)]), out / "models" / f"{k}.csv")
     edited = out / "models" / "c.csv"

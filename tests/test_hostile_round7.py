@@ -524,8 +524,8 @@ def test_a_memory_per_run_that_is_no_size_is_refused_in_one_line(tmp_path, monke
 
 # ============================================================ 7. caches: another entry's table under this name
 
-def _survey_table(key: str) -> pd.DataFrame:
-    return pd.DataFrame({"key": [key] * 2, "hub_id": [f"o/{key}"] * 2, "component": ["self"] * 2, "role": ["encoder"] * 2,
+def _survey_table(key: str, hub_id: str | None = None) -> pd.DataFrame:
+    return pd.DataFrame({"key": [key] * 2, "hub_id": [hub_id or f"o/{key}"] * 2, "component": ["self"] * 2, "role": ["encoder"] * 2,
                          "layer": [0, 1], "head": [-1, -1], "level": ["layer"] * 2, "pairing": ["grouped"] * 2,
                          "symmetry": [0.1, 0.2], "directionality": [0.0, -0.1]})
 
@@ -554,7 +554,7 @@ def test_the_survey_union_never_counts_one_model_twice(tmp_path):
     cat = load_catalog().head(2)
     k1, k2 = cat["key"].tolist()
     models = tmp_path / "models"
-    _write_atomic(_survey_table(k1), models / f"{k1}.csv")
+    _write_atomic(_survey_table(k1, cat["hub_id"].iloc[0]), models / f"{k1}.csv")
     shutil.copyfile(models / f"{k1}.csv", models / f"{k2}.csv")
     shutil.copyfile(checksum_path(models / f"{k1}.csv"), checksum_path(models / f"{k2}.csv"))
     status = run_survey_entries(cat, out_dir=tmp_path, keys=[k1], online=False, progress=False)
