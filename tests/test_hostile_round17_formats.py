@@ -505,3 +505,17 @@ def test_a_pickle_of_meta_tensors_saved_before_the_weights_were_loaded_is_refuse
         model = T.GPT2LMHeadModel(T.GPT2Config(n_embd=D, n_head=4, n_layer=2, vocab_size=VOCAB, **SPECIAL))
     folder = _pickle_folder(tmp_path / "m", model.config, model.state_dict())
     refused(lambda: read_qk(folder, allow_pickle=True, progress=False), "pytorch_model.bin", "meta")
+
+
+def test_the_first_of_two_safetensors_shards_without_an_index_is_refused_naming_the_second(tmp_path):
+    from safetensors.torch import save_file
+
+    model = _randomise(T.BertModel(T.BertConfig(hidden_size=D, num_attention_heads=4, num_hidden_layers=2,
+                                                intermediate_size=37, vocab_size=VOCAB)))
+    folder = tmp_path / "m"
+    folder.mkdir()
+    model.config.to_json_file(folder / "config.json")
+    # every attention layer is in the first shard, the pooler in the second: the download stopped after one
+    state = {k: v.clone().contiguous() for k, v in model.state_dict().items() if not k.startswith("pooler.")}
+    save_file(state, str(folder / "model-00001-of-00002.safetensors"))
+    refused(lambda: read_qk(folder, progress=False), "model-00002-of-00002.safetensors", "missing")

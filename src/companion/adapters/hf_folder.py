@@ -192,7 +192,8 @@ def _model_files(folder: Path) -> tuple[list[str], dict[str, str] | None, Path |
         _check_shard_set(files, str(index))
         return files, wm, index
     files = sorted(p.name for p in folder.glob("*.safetensors"))
-    if len(files) <= 1:
+    if len(files) <= 1:   # one shard of several (a download stopped) is not the model
+        _check_shard_set(files, f"{folder} (no shard index)")
         return files, None, None
     if all(_SHARD.match(f) for f in files) and len({_SHARD.match(f)["stem"] for f in files}) == 1:
         _check_shard_set(files, f"{folder} (no shard index)")
