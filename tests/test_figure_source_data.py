@@ -170,7 +170,7 @@ def test_alt_text_says_what_the_figure_shows_from_its_data():
     alt = sd.alt_text(fig)
     assert "Symmetry of random matrices" in alt
     assert "x axis 'matrix size n' (log scale)" in alt
-    assert "measured mean (±2 s.e.): markers of 8 points, x from 16 to 128" in alt
+    assert "measured mean (±2 s.e.): markers of 4 points, x from 16 to 128" in alt
     fig2 = measuring.matrix_heatmap(np.array([[0.0, 2.0], [-1.0, 0.5]]), "W")
     assert "a 2 by 2 colour map of values from -1 to 2" in sd.alt_text(fig2)
 

@@ -188,7 +188,7 @@ def gpu_size_budget(times=None) -> tuple[list[dict], str]:
     live = [c for c in LIVE_RUNS if c in slow.index and slow[c] == slow[c]]
     worst = max(live, key=lambda c: slow[c]) if live else None
     sensitivity = (f" At a tenth of that peak a step would take {slow_step:.3f} s and the longest "
-                   f"live chapter, {worst}, {slow[worst]:,.0f} s." if worst else "")
+                   f"live chapter, {worst}, {cb._seconds(slow[worst], mark=cb.T4_BUDGET_S)} s." if worst else "")
     rule = (f"{RULE} By the model a BERT-Mini step ({step_flops():.3g} FLOPs, counted in "
             f"bench/results/bert_mini_step_flops.json) takes {t4_step_seconds():.3f} s on a T4 "
             f"against {load_step_seconds():.3f} s measured on the H100, the T4 sustaining "
