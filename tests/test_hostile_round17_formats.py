@@ -519,3 +519,38 @@ def test_the_first_of_two_safetensors_shards_without_an_index_is_refused_naming_
     state = {k: v.clone().contiguous() for k, v in model.state_dict().items() if not k.startswith("pooler.")}
     save_file(state, str(folder / "model-00001-of-00002.safetensors"))
     refused(lambda: read_qk(folder, progress=False), "model-00002-of-00002.safetensors", "missing")
+
+
+def test_onnx_int4_query_weights_under_dequantize_linear_are_refused_naming_int4(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    model, _ = _onnx_layer("none")
+    graph = model.graph
+    # the query weight as int4 values with one scale per output column, as int4 weight-only exporters write it
+    wq4 = helper.make_tensor("wq_int4", TensorProto.INT4, [16, 16], RNG.integers(-8, 8, 256).tolist())
+    graph.initializer.extend([wq4, numpy_helper.from_array(np.full(16, 0.05, np.float32), "wq_scale")])
+    graph.node.insert(0, helper.make_node("DequantizeLinear", ["wq_int4", "wq_scale"], ["wq_float"], axis=1))
+    for node in graph.node:
+        if node.op_type == "MatMul" and list(node.input) == ["x", "wq"]:
+            node.input[1] = "wq_float"
+    kept = [i for i in graph.initializer if i.name != "wq"]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    model.opset_import[0].version = 21
+    model.ir_version = 10
+    onnx.save(model, str(tmp_path / "model.onnx"))
+    refused(lambda: read_qk(tmp_path / "model.onnx", progress=False), "wq_int4", "int4")
+
+
+@pytest.mark.parametrize("order", ["as saved", "reversed"])
+def test_a_pickled_t5_whose_four_embedding_names_share_one_storage_counts_it_once(tmp_path, order):
+    cfg = T.T5Config(d_model=D, d_kv=8, d_ff=37, num_layers=1, num_heads=4, vocab_size=VOCAB, **SPECIAL,
+                     decoder_start_token_id=0, tie_word_embeddings=True)
+    model = _randomise(T.T5ForConditionalGeneration(cfg))
+    state = model.state_dict()
+    if order == "reversed":
+        state = dict(reversed(list(state.items())))
+    assert sum(n.endswith(("shared.weight", "embed_tokens.weight", "lm_head.weight")) for n in state) == 4
+    folder = _pickle_folder(tmp_path / "m", cfg, state)
+    assert read_qk(folder, allow_pickle=True, progress=False).n_parameters == model.num_parameters()
