@@ -372,8 +372,6 @@ def test_a_process_layout_with_its_rendezvous_set_is_taken(monkeypatch):
 
 # ----------------------------------------------------------------------------- the module as a program
 
-@pytest.mark.xfail(strict=True, reason="src/companion/__main__.py is missing (not a file of this area): "
-                   "`python -m companion` says 'No module named companion.__main__'")
 def test_python_dash_m_companion_runs_the_command_line(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
     r = subprocess.run([sys.executable, "-m", "companion", "--help"], capture_output=True, text=True, env=env,

@@ -190,3 +190,49 @@ def test_once_cuda_is_started_an_answer_runs_in_this_process_not_a_fork_that_can
     forks = []
     monkeypatch.setattr(engine, "_guarded_by_process", lambda *a, **k: forks.append(a))
     assert engine._guarded("ex-x", lambda: 41 + 1) == 42 and not forks
+
+
+def test_survey_out_written_with_a_tilde_after_the_equals_sign_is_the_home_folder(tmp_path, monkeypatch):
+    """`--out=~/s` reaches the program with its `~`: it meant the home folder, not a folder
+    named `~` in the working folder."""
+    import argparse
+
+    from companion.survey.scoring import _check_survey_options
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "home").mkdir()
+    args = argparse.Namespace(out="~/s", local_dir=None, catalog=None, device=None)
+    _check_survey_options(args)
+    assert args.out == str(tmp_path / "home" / "s")
+    assert not (tmp_path / "~").exists()
+
+
+@pytest.mark.parametrize("value", ["true", "YES", "on", "1"])
+def test_an_online_corpus_is_refused_in_offline_mode_however_the_hub_spells_on(value, monkeypatch):
+    from companion.base.errors import CompanionError
+    from companion.train.text import data
+
+    name = next(iter(data.ONLINE_CORPORA))
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", value)
+    with pytest.raises(CompanionError, match="offline mode is set"):
+        next(data._online_documents(name))
+
+
+def test_an_online_corpus_that_cannot_be_reached_is_one_line_naming_it(monkeypatch):
+    import datasets
+
+    from companion.base.errors import CompanionError
+    from companion.train.text import data
+
+    name = next(iter(data.ONLINE_CORPORA))
+    for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"):
+        monkeypatch.setenv(v, "0")
+
+    def unreachable(*a, **k):
+        raise ConnectionError("Couldn't reach 'x' on the Hub (ConnectionError)")
+
+    monkeypatch.setattr(datasets, "load_dataset", unreachable)
+    with pytest.raises(CompanionError, match=f"corpus '{name}' is streamed from the hub.*could not be reached"):
+        next(data._online_documents(name))

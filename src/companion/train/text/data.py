@@ -200,7 +200,9 @@ def _json_values(path: Path, text: str, field_: str, suffix: str):
 
 def _online_documents(name: str, text_field: str | None = None):
     """A generator over an online corpus's documents (streamed; needs network)."""
-    if os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1":
+    # the hub's own spellings of "on" (HF_HUB_OFFLINE=true read as online streamed anyway)
+    if any(os.environ.get(v, "0").strip().upper() in ("1", "ON", "YES", "TRUE")
+           for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")):
         raise CompanionError(
             f"corpus {name!r} is streamed from the hub, but offline mode is set "
             "(HF_DATASETS_OFFLINE/HF_HUB_OFFLINE=1). Unset it, or use an offline corpus "
@@ -211,9 +213,14 @@ def _online_documents(name: str, text_field: str | None = None):
         raise CompanionError("streaming a hub corpus needs the 'datasets' package: "
                              "pip install datasets") from err
     hub, config, field_ = ONLINE_CORPORA[name]
-    ds = datasets.load_dataset(hub, config, split="train", streaming=True)
-    for row in ds:
-        yield str(row[text_field or field_])
+    try:
+        ds = datasets.load_dataset(hub, config, split="train", streaming=True)
+        for row in ds:
+            yield str(row[text_field or field_])
+    except (ConnectionError, OSError) as err:   # requests' ConnectionError is an OSError
+        raise CompanionError(f"corpus {name!r} is streamed from the hub ({hub}), which could not be reached "
+                             f"({type(err).__name__}); connect to the network, or use an offline corpus "
+                             f"({', '.join(sorted(CORPORA))}).") from None
 
 
 def load_texts(name_or_path: str, split: str = "train", limit: int | None = None,
