@@ -554,3 +554,8 @@ def test_a_pickled_t5_whose_four_embedding_names_share_one_storage_counts_it_onc
     assert sum(n.endswith(("shared.weight", "embed_tokens.weight", "lm_head.weight")) for n in state) == 4
     folder = _pickle_folder(tmp_path / "m", cfg, state)
     assert read_qk(folder, allow_pickle=True, progress=False).n_parameters == model.num_parameters()
+
+
+@pytest.mark.parametrize("source", [None, 3, ["model"]])
+def test_a_checkpoint_given_as_no_text_is_refused_in_one_line_naming_it(source):
+    refused(lambda: read_qk(source, progress=False), type(source).__name__, "path or hub id")

@@ -29,6 +29,9 @@ def usable_path(source: str | os.PathLike) -> Path:
     the system cannot even look it up (a name longer than the file system allows)."""
     import errno
 
+    if not isinstance(source, (str, os.PathLike)):   # None from an unset setting, a number, a list
+        raise CompanionError(f"the checkpoint to read is {str(source)[:60]!r} (a {type(source).__name__}), not a path "
+                             "or hub id 'owner/name'; pass the model's folder, file or hub id as text.")
     try:
         path = Path(source).expanduser()
     except RuntimeError:   # ~name of no user: kept as written (then neither a path nor a hub id)
