@@ -236,3 +236,22 @@ def test_an_online_corpus_that_cannot_be_reached_is_one_line_naming_it(monkeypat
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
     with pytest.raises(CompanionError, match=f"corpus '{name}' is streamed from the hub.*could not be reached"):
         next(data._online_documents(name))
+
+
+def test_a_runs_recorded_device_is_the_one_its_last_sitting_trained_on(tmp_path, monkeypatch):
+    """Under torchrun a run trains on cuda:LOCAL_RANK whatever --device says; the provenance's
+    hardware must name the device the steps were made on (the sitting's), not the flag's."""
+    import json
+
+    from companion.base import runtime
+    from companion.train.cli import main
+
+    real = runtime.describe_machine
+    monkeypatch.setattr(runtime, "describe_machine",
+                        lambda device=None, cpuinfo=None: {**real(device, cpuinfo), "device": "the sitting's device"})
+    out = tmp_path / "run"
+    assert main(["--size", "micro", "--steps", "1", "--eval-every", "1", "--warmup", "1", "--corpus", "python-docs",
+                 "--top-k", "64", "--device", "cpu", "--out", str(out)]) == 0
+    meta = json.loads((out / "provenance.json").read_text())
+    assert meta["sittings"][-1]["device"] == "the sitting's device"
+    assert meta["hardware"]["device"] == "the sitting's device"

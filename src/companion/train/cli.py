@@ -424,6 +424,9 @@ def _run_train(args, out: Path, rank0: bool, resume: bool) -> int:
         meta["resumed"] = bool(resume)
         meta["started"] = history.attrs.get("started")
         meta["sittings"] = history.attrs.get("sittings", [])   # each segment's machine
+        if meta["sittings"] and isinstance(meta["sittings"][-1], dict) and meta["sittings"][-1].get("device"):
+            # the device this segment trained on (under torchrun cuda:LOCAL_RANK, whatever --device said)
+            meta["hardware"]["device"] = meta["sittings"][-1]["device"]
         meta["seconds_per_step"] = round(seconds / max(1, cfg.steps), 4)
         from .runner.devices import process_layout
 
