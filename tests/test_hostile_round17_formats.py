@@ -559,3 +559,18 @@ def test_a_pickled_t5_whose_four_embedding_names_share_one_storage_counts_it_onc
 @pytest.mark.parametrize("source", [None, 3, ["model"]])
 def test_a_checkpoint_given_as_no_text_is_refused_in_one_line_naming_it(source):
     refused(lambda: read_qk(source, progress=False), type(source).__name__, "path or hub id")
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "pickle"])
+def test_a_whisper_whose_tied_output_matrix_was_saved_as_a_copy_counts_it_once(tmp_path, fmt):
+    cfg = T.WhisperConfig(vocab_size=VOCAB, d_model=D, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                          decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, num_mel_bins=8,
+                          max_source_positions=16, max_target_positions=16, decoder_start_token_id=1, **SPECIAL)
+    model = _randomise(T.WhisperForConditionalGeneration(cfg))
+    state = {k: v.clone().contiguous() for k, v in model.state_dict().items()}   # proj_out stored apart
+    assert "proj_out.weight" in state and cfg.tie_word_embeddings
+    if fmt == "pickle":
+        folder = _pickle_folder(tmp_path / "m", cfg, state)
+    else:
+        folder = _save_safetensors(tmp_path / "m", model, state)
+    assert read_qk(folder, allow_pickle=True, progress=False).n_parameters == model.num_parameters()

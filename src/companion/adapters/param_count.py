@@ -27,7 +27,8 @@ __all__ = ["tied_copies", "unstored_parameters"]
 _EMBEDDINGS = ("shared.weight", "decoder.embed_tokens.weight", "embed_tokens.weight", "wte.weight",
                "word_embeddings.weight", "embed_in.weight", "tok_embeddings.weight")
 #: names of an output matrix that a model may tie to its token embedding
-_HEADS = ("lm_head.weight", "embed_out.weight", "cls.predictions.decoder.weight")
+_HEADS = ("lm_head.weight", "embed_out.weight", "cls.predictions.decoder.weight",
+          "proj_out.weight")   # (Whisper's output matrix, tied to its decoder's token embedding)
 #: rows compared to tell a stored copy of the embedding from an output matrix of its own
 _SAMPLE_ROWS = 16
 
@@ -62,7 +63,8 @@ def tied_copies(config: dict, shapes: dict, dtypes: dict,
       ``<p>shared.weight`` of the same shape: transformers ties them to it (T5, BART, Marian,
       Pegasus, ...).
     * ``cls.predictions.decoder.bias`` beside ``cls.predictions.bias`` (BERT's masked-LM head).
-    * an output matrix (``lm_head.weight``, ``embed_out.weight``, ``cls.predictions.decoder.weight``)
+    * an output matrix (``lm_head.weight``, ``embed_out.weight``, ``cls.predictions.decoder.weight``,
+      Whisper's ``proj_out.weight``)
       of the embedding's shape and type: tied when config.json's ``tie_word_embeddings`` is true,
       not when it is false; when config.json does not say, tied when the middle
       ``_SAMPLE_ROWS`` rows of both hold the same bytes (``rows(name, first_row, n_rows)``), which
