@@ -574,3 +574,30 @@ def test_a_whisper_whose_tied_output_matrix_was_saved_as_a_copy_counts_it_once(t
     else:
         folder = _save_safetensors(tmp_path / "m", model, state)
     assert read_qk(folder, allow_pickle=True, progress=False).n_parameters == model.num_parameters()
+
+
+MLM = {   # masked-LM heads tied to the word embedding under names other than lm_head.weight
+    "roberta": lambda: T.RobertaForMaskedLM(T.RobertaConfig(hidden_size=D, num_attention_heads=4, num_hidden_layers=1,
+                                                            intermediate_size=37, vocab_size=VOCAB,
+                                                            max_position_embeddings=40, **SPECIAL)),
+    "albert": lambda: T.AlbertForMaskedLM(T.AlbertConfig(hidden_size=D, embedding_size=16, num_attention_heads=4,
+                                                         num_hidden_layers=1, intermediate_size=37, vocab_size=VOCAB,
+                                                         **SPECIAL)),
+    "distilbert": lambda: T.DistilBertForMaskedLM(T.DistilBertConfig(dim=D, n_heads=4, n_layers=1, hidden_dim=37,
+                                                                     vocab_size=VOCAB, pad_token_id=0)),
+    "modernbert": lambda: T.ModernBertForMaskedLM(T.ModernBertConfig(hidden_size=D, num_attention_heads=4,
+                                                                     num_hidden_layers=1, intermediate_size=37,
+                                                                     vocab_size=VOCAB, cls_token_id=1, sep_token_id=2,
+                                                                     **SPECIAL)),
+    "mpnet": lambda: T.MPNetForMaskedLM(T.MPNetConfig(hidden_size=D, num_attention_heads=4, num_hidden_layers=1,
+                                                      intermediate_size=37, vocab_size=VOCAB, **SPECIAL)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MLM))
+def test_a_masked_lm_head_saved_as_a_copy_of_its_tied_embedding_counts_once(tmp_path, name):
+    model = _randomise(MLM[name]())
+    # safetensors refuses tensors that share memory and tells the user to clone them: each tied copy stored apart
+    state = {k: v.clone().contiguous() for k, v in model.state_dict().items()}
+    folder = _save_safetensors(tmp_path / "m", model, state)
+    assert read_qk(folder, progress=False).n_parameters == model.num_parameters()

@@ -28,7 +28,10 @@ _EMBEDDINGS = ("shared.weight", "decoder.embed_tokens.weight", "embed_tokens.wei
                "word_embeddings.weight", "embed_in.weight", "tok_embeddings.weight")
 #: names of an output matrix that a model may tie to its token embedding
 _HEADS = ("lm_head.weight", "embed_out.weight", "cls.predictions.decoder.weight",
-          "proj_out.weight")   # (Whisper's output matrix, tied to its decoder's token embedding)
+          "proj_out.weight",          # Whisper's output matrix, tied to its decoder's token embedding
+          "decoder.weight",           # masked-LM heads: RoBERTa's and MPNet's lm_head.decoder, ALBERT's
+                                      # predictions.decoder, ModernBERT's decoder
+          "vocab_projector.weight")   # DistilBERT's
 #: rows compared to tell a stored copy of the embedding from an output matrix of its own
 _SAMPLE_ROWS = 16
 
@@ -62,9 +65,10 @@ def tied_copies(config: dict, shapes: dict, dtypes: dict,
     * ``<p>encoder.embed_tokens.weight`` and ``<p>decoder.embed_tokens.weight`` beside
       ``<p>shared.weight`` of the same shape: transformers ties them to it (T5, BART, Marian,
       Pegasus, ...).
-    * ``cls.predictions.decoder.bias`` beside ``cls.predictions.bias`` (BERT's masked-LM head).
-    * an output matrix (``lm_head.weight``, ``embed_out.weight``, ``cls.predictions.decoder.weight``,
-      Whisper's ``proj_out.weight``)
+    * ``<head>.decoder.bias`` beside ``<head>.bias`` (the masked-LM heads of BERT, RoBERTa, MPNet and
+      ALBERT set one to the other).
+    * an output matrix (``lm_head.weight``, ``embed_out.weight``, a masked-LM head's ``decoder.weight``,
+      DistilBERT's ``vocab_projector.weight``, Whisper's ``proj_out.weight``)
       of the embedding's shape and type: tied when config.json's ``tie_word_embeddings`` is true,
       not when it is false; when config.json does not say, tied when the middle
       ``_SAMPLE_ROWS`` rows of both hold the same bytes (``rows(name, first_row, n_rows)``), which
@@ -75,7 +79,7 @@ def tied_copies(config: dict, shapes: dict, dtypes: dict,
         for stack in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight"):
             if name.endswith(stack) and shapes.get(name[: -len(stack)] + "shared.weight") == shape:
                 out.add(name)
-        if name.endswith("cls.predictions.decoder.bias"):
+        if name.endswith("decoder.bias") and name != "decoder.bias":   # the head's bias is its parent's
             if shapes.get(name[: -len("decoder.bias")] + "bias") == shape:
                 out.add(name)
     flag = _tie_flag(config)
