@@ -153,13 +153,21 @@ def _transposed_copies(inits: dict, names: list[str]) -> set[str]:
         if len(dims) == 2 and dims[0] != dims[1] and 0 not in dims:
             by_shape.setdefault(dims, []).append(n)
     order = {n: i for i, n in enumerate(names)}
+    values: dict[str, np.ndarray] = {}
+
+    def value(n):
+        if n not in values:
+            values[n] = numpy_helper.to_array(inits[n])
+        return values[n]
+
     copies: set[str] = set()
     for dims, originals in by_shape.items():
         for a in originals:
             for b in by_shape.get(dims[::-1], []):
                 if a in copies or b in copies or order[b] < order[a]:   # the later of the two is the copy
                     continue
-                x, y = numpy_helper.to_array(inits[a]), numpy_helper.to_array(inits[b])
-                if x.min() != x.max() and np.array_equal(x, y.T):
+                x, y = value(a), value(b)
+                # a first row against a first column rules out two matrices of a layer's feed-forward at once
+                if np.array_equal(x[0], y[:, 0]) and x.min() != x.max() and np.array_equal(x, y.T):
                     copies.add(b)
     return copies
