@@ -23,6 +23,7 @@ from companion.adapters import read_qk
 from one_line import refused
 
 T = pytest.importorskip("transformers")
+T.GPT2LMHeadModel, T.LlamaForCausalLM   # transformers imports its model modules on first use: here, not in a case
 
 RNG = np.random.default_rng(17)
 D, VOCAB = 32, 100
