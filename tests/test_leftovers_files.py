@@ -197,13 +197,13 @@ def test_survey_out_written_with_a_tilde_after_the_equals_sign_is_the_home_folde
     named `~` in the working folder."""
     import argparse
 
-    from companion.survey.scoring import _check_survey_options
+    from companion.survey import scoring
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "home").mkdir()
     args = argparse.Namespace(out="~/s", local_dir=None, catalog=None, device=None)
-    _check_survey_options(args)
+    scoring._check_survey_options(args)   # what `companion survey` checks first
     assert args.out == str(tmp_path / "home" / "s")
     assert not (tmp_path / "~").exists()
 
