@@ -203,11 +203,11 @@ reader-checks: browser-check setup-cell-check notebook-check student-check slide
 # what `make test` checks once the book and the slides are built, three at a time on two
 # cores (each target's output printed whole when it ends): the student edition is built
 # beside the browser and gpu-size checks (one Sphinx process, which leaves a core free), then
-# checked; the checks read the build and write only their own folders
+# checked by its two checks side by side; the checks read the build and write only their own folders
 CHECKS_AFTER_BUILD := browser-check student-and-checks gpu-size-check notebook-check slides-check
 
 student-and-checks: env
-	@$(MAKE) --no-print-directory student-edition && $(MAKE) --no-print-directory student-check answer-check
+	@$(MAKE) --no-print-directory student-edition && $(MAKE) --no-print-directory -j2 --output-sync=target student-check answer-check
 
 # one status per claim on the site, the student site, the slides and the notebooks; every
 # drawing cell of the executed chapters shows its figure
