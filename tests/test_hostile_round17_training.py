@@ -33,7 +33,7 @@ torch.set_num_threads(1)
 
 from companion.base.errors import CompanionError
 
-from one_line import one_line
+from one_line import refused
 from test_hostile_round13_caches_text import cache, tok  # noqa: F401  (fixtures: the tokenizer, an empty cache)
 from test_train_loop import VOCAB, _cfg, _data
 
@@ -45,12 +45,8 @@ def _texts(path, **kw):
 
 
 def _refusal(fn, *words):
-    with pytest.raises(CompanionError) as err:
-        fn()
-    line = one_line(err)
-    for w in words:
-        assert w in line, line
-    return line
+    """:func:`one_line.refused` for the package's own refusals."""
+    return refused(fn, *words, kind=CompanionError)
 
 
 # ============================================================ (a) local corpus files
