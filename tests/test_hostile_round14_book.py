@@ -22,7 +22,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import threading
 import types
 from decimal import Decimal
@@ -39,6 +38,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from explorer_page import shown_scores  # noqa: E402
 from one_line import one_line  # noqa: E402
 
 
@@ -546,24 +546,9 @@ def test_the_explorer_refuses_a_nan_in_its_data_in_one_line():
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_page_script_shows_a_dash_for_an_undefined_score(tmp_path):
     # the script wrote rec.symmetry.toFixed(3): 'symmetry NaN' for a form of zeros
-    harness = tmp_path / "run.js"
-    harness.write_text(r"""
-const html = require("fs").readFileSync(process.argv[2], "utf8");
-const script = html.slice(html.indexOf("<script>") + 8, html.lastIndexOf("</script>"));
-const els = {};
-const el = () => ({ value: "", innerHTML: "", options: [], dataset: {}, textContent: "", width: 64, height: 64,
-  add(o) { this.options.push(o); if (this.options.length === 1) this.value = o.value; },
-  getContext() { return new Proxy({}, { get: () => () => {}, set: () => true }); } });
-const root = { querySelector: (c) => els[c] || (els[c] = el()), dataset: {} };
-global.document = { getElementById: () => root };
-global.Option = function (t, v) { this.text = t; this.value = v; };
-global.atob = (s) => Buffer.from(s, "base64").toString("binary");
-eval(script);
-console.log(els[".qk-scores"].textContent);
-""")
     page = tmp_path / "page.html"
     page.write_text(_page(_record(torch.zeros(1, 8, 8, dtype=torch.float64))))
-    shown = subprocess.run(["node", str(harness), str(page)], capture_output=True, text=True, timeout=20)
+    shown = shown_scores(page, tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "NaN" not in shown.stdout and shown.stdout.startswith("symmetry —   directionality —"), shown.stdout
 

@@ -300,28 +300,11 @@ def test_a_form_holding_a_nan_is_refused_in_one_line_before_any_page_is_written(
     assert "\n" not in str(err.value)
 
 
-_HARNESS = r"""
-const html = require("fs").readFileSync(process.argv[2], "utf8");
-const script = html.slice(html.indexOf("<script>") + 8, html.lastIndexOf("</script>"));
-const els = {};
-const el = () => ({ value: "", innerHTML: "", options: [], dataset: {}, textContent: "", width: 64, height: 64,
-  add(o) { this.options.push(o); if (this.options.length === 1) this.value = o.value; },
-  getContext() { return new Proxy({}, { get: () => () => {}, set: () => true }); } });
-const root = { querySelector: (c) => els[c] || (els[c] = el()), dataset: {} };
-global.document = { getElementById: () => root };
-global.Option = function (t, v) { this.text = t; this.value = v; };
-global.atob = (s) => Buffer.from(s, "base64").toString("binary");
-eval(script);
-console.log(els[".qk-scores"].textContent);
-"""
-
-
 @pytest.mark.skipif(__import__("shutil").which("node") is None, reason="the page's script needs node to run")
 @pytest.mark.parametrize("s", [0.00049, -0.0004])
 def test_the_page_shows_a_score_as_its_value_to_three_decimals_never_minus_zero(tmp_path, s):
-    import subprocess
-
     from companion.core.scores import symmetry_score
+    from explorer_page import shown_scores
 
     g = torch.Generator().manual_seed(0)
     A = torch.randn(16, 16, generator=g, dtype=torch.float64)
@@ -332,9 +315,7 @@ def test_the_page_shows_a_score_as_its_value_to_three_decimals_never_minus_zero(
     rec = form_summaries(M[None], cells=4)[0]
     page = tmp_path / "page.html"
     page.write_text(explorer_html({"m": {"encoder": [{"index": 0, "all": rec, "heads": [], "n_heads": 1, "d": 16}]}}))
-    harness = tmp_path / "run.js"
-    harness.write_text(_HARNESS)
-    shown = subprocess.run(["node", str(harness), str(page)], capture_output=True, text=True, timeout=20)
+    shown = shown_scores(page, tmp_path)
     assert shown.returncode == 0, shown.stderr
     want = f"{score:.3f}".replace("-0.000", "0.000")
     assert shown.stdout.startswith(f"symmetry {want} "), (shown.stdout, want)
