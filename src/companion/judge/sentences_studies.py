@@ -133,27 +133,14 @@ def primary_update_test(estimate: float, low: float, high: float, n: int, sesoi:
 
 def secondary_update_test(estimate: float, low: float, high: float, n: int, n_tests: int, p_holm: float) -> str:
     """A secondary test, as one of many (``n_tests``, a whole number >= 1), with its
-    Holm-adjusted p-value of a reversal."""
-    from ..base.phrasing import count
+    Holm-adjusted p-value of a reversal, with the digits that keep it on its own side of 0.05
+    (0.0499 read '0.05')."""
+    from ..base.phrasing import count, side_by_side
 
     n_tests = count(n_tests, "number of secondary tests")
     which = "the one secondary test" if n_tests == 1 else f"one of {n_tests} secondary tests"
     return estimate_in_words(estimate, low, high, n, f"{which}, Holm-adjusted one-sided p of "
-                                                 f"a reversal {_p_text(p_holm)}")
-
-
-def _p_text(p: float, mark: float = 0.05) -> str:
-    """A p-value to two significant digits, or as many more as keep it on its own side of the
-    conventional 0.05 (0.0499 read '0.05', a p at the mark it is below)."""
-    text = _num(p, ".2g")
-    if not _finite(p):
-        return text
-    for k in range(2, 10):
-        text = f"{p:.{k}g}"
-        shown = float(text)
-        if (shown < mark) == (p < mark) and (shown == mark) == (p == mark):
-            return text
-    return text
+                                                 f"a reversal {side_by_side([p_holm], 0.05, digits=2)[0][0]}")
 
 
 def update_test_reading(estimate: float, low: float, high: float, n: int, outcome: str) -> str:
