@@ -55,3 +55,11 @@ def is_hub_id(value) -> bool:
 
     return (isinstance(value, str) and re.fullmatch(f"(?:{_HUB_PART}/)?{_HUB_PART}", value) is not None
             and ".." not in value and "--" not in value and not value.endswith(".git"))
+
+
+def home_path(text):
+    """``text`` with a leading ``~`` or ``~user`` read as that home folder, as the shell reads it at
+    a word's start; other text (and None) as it is.  The shell leaves a ``~`` after ``=`` alone, so
+    ``--out=~/runs/a`` reaches a command with its ``~``, and a folder named ``~`` would be made in
+    the working folder: every command's path option is read through this."""
+    return os.path.expanduser(text) if isinstance(text, str) and text.startswith("~") else text

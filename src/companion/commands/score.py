@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..base.errors import CompanionError
+from ..base.paths import home_path
 
 
 def register(subparsers) -> None:
@@ -59,10 +60,7 @@ def run(args: argparse.Namespace) -> int:
         args.source = str(source.parent)
     if args.out == "":
         raise CompanionError("--out is empty; give a file name such as scores.csv, or leave --out out.")
-    if args.out and args.out.startswith("~"):   # --out=~/s.csv: the shell leaves a ~ after '=' as it is
-        import os
-
-        args.out = os.path.expanduser(args.out)
+    args.out = home_path(args.out)   # --out=~/s.csv: the shell leaves a ~ after '=' as it is
     if args.revision is not None and not args.revision.strip():
         raise CompanionError("--revision is empty (an unset variable?); give a branch, tag or commit of the hub "
                              "repository, or leave --revision out for main.")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import sys
 
+from ..base.paths import home_path
+
 #: the training table's columns, as printed by ``--training`` and written by ``--training --csv``
 TRAINING_COLUMNS = ("key", "family", "look", "seeds in", "status", "gate", "effect", "d", "claim")
 #: the status table's columns, as printed and written (the status every page gives)
@@ -45,10 +47,8 @@ def run(args) -> int:
 
     if args.csv is not None and args.csv.strip() == "":
         raise CompanionError("--csv is empty; give a file name such as verdicts.csv, or leave --csv out.")
-    import os
-
     # --csv=~/v.csv: the shell leaves a ~ after '=' as it is, which named a folder '~' here
-    args.csv, args.rules = ((os.path.expanduser(v) if v and v.startswith("~") else v) for v in (args.csv, args.rules))
+    args.csv, args.rules = home_path(args.csv), home_path(args.rules)
     if args.claim is not None and (args.csv or args.training):
         raise CompanionError(f"{'--csv writes' if args.csv else '--training prints'} a table; --claim prints one "
                              "claim (with its reading at its look where it is a training claim). Use one of them.")

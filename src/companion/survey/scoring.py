@@ -286,14 +286,10 @@ def _check_survey_options(args: argparse.Namespace) -> None:
     """Refuse bad options before any model is read: one line naming the option and the fix."""
     from ..base.outputs import check_writable
 
-    import os
+    from ..base.paths import home_path
 
-    # `--out=~/s` reaches us with its `~` (the shell expands it only at a word's start): the home
-    # folder, not a folder named `~` in the working folder
-    for name in ("out", "local_dir", "catalog"):
-        value = getattr(args, name, None)
-        if isinstance(value, str) and value.startswith("~"):
-            setattr(args, name, os.path.expanduser(value))
+    # `--out=~/s` reaches us with its `~`: the home folder, not a folder named `~` here
+    args.out, args.local_dir, args.catalog = home_path(args.out), home_path(args.local_dir), home_path(args.catalog)
     for flag, value in (("--out", args.out), ("--local-dir", args.local_dir), ("--catalog", args.catalog)):
         if value is not None and not str(value).strip():
             raise CompanionError(f"{flag} is empty (an unset variable?); give a path, or leave {flag} out.")

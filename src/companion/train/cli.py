@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..base.paths import home_path
 from .runner.arguments import (RUN_FILES, check_device, check_log, check_log_target, check_not_registry,
                                check_out_kind, check_utf8, old_kept_weights, prepare_out)
 
@@ -103,7 +104,7 @@ def _configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="keep OUT/checkpoint.pt after the run finishes (deleted by default)")
     p.add_argument("--out", required=True, type=_folder_named("--out"),
                    help="run directory for history.csv and provenance.json")
-    p.add_argument("--log", default=None, type=_home, help="append progress lines to this file")
+    p.add_argument("--log", default=None, type=home_path, help="append progress lines to this file")
     return p
 
 
@@ -116,15 +117,8 @@ def _folder_named(flag: str, what: str = "the run's own folder, such as runs/my-
     def parse(text: str) -> str:
         if not text.strip():
             raise argparse.ArgumentTypeError(f"{flag} is empty (an unset variable?); give {what}")
-        return _home(text)
+        return home_path(text)
     return parse
-
-
-def _home(text: str | None) -> str | None:
-    """``text`` with a leading ``~`` or ``~user`` read as that home folder (as the shell does)."""
-    import os
-
-    return os.path.expanduser(text) if text and text.startswith("~") else text
 
 
 def _positive(flag: str, what: str, hint: str = ""):
